@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/embedpg"
+)
+
+func newMigrateCmd(stdio IO) *cobra.Command {
+	var url, dataDir string
+	cmd := &cobra.Command{
+		Use:       "migrate up|down|status",
+		Short:     "Apply, roll back or list database migrations",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"up", "down", "status"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withPool(cmd.Context(), url, dataDir, func(pool *pgxpool.Pool) error {
+				switch args[0] {
+				case "up":
+					return db.Migrate(cmd.Context(), pool, logger(stdio.Err))
+				case "down":
+					return db.MigrateDown(cmd.Context(), pool)
+				case "status":
+					return db.MigrationStatus(cmd.Context(), pool, stdio.Out)
+				}
+				return &exitError{code: ExitUsage, err: fmt.Errorf("migrate: unknown action %q (want up, down or status)", args[0])}
+			})
+		},
+	}
+	addDatabaseFlags(cmd, &url, &dataDir)
+	return cmd
+}
+
+func addDatabaseFlags(cmd *cobra.Command, url, dataDir *string) {
+	cmd.Flags().StringVar(url, "database-url", envOr("WORKGRAPH_DATABASE_URL", ""), "PostgreSQL URL (env WORKGRAPH_DATABASE_URL); empty uses the embedded cluster")
+	cmd.Flags().StringVar(dataDir, "data-dir", envOr("WORKGRAPH_DATA_DIR", ""), "directory of the embedded cluster's data (env WORKGRAPH_DATA_DIR)")
+}
+
+// withPool opens the database the server would use (starting the embedded
+// cluster for the duration of fn when no URL is given) and runs fn.
+func withPool(ctx context.Context, url, dataDir string, fn func(*pgxpool.Pool) error) error {
+	if url == "" {
+		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dataDir, Database: "workgraph"})
+		if err != nil {
+			return err
+		}
+		defer cluster.Stop(context.WithoutCancel(ctx))
+		url = cluster.URL("workgraph")
+	}
+	pool, err := db.Open(ctx, url, 4)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(pool)
+}

@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+func newServeCmd(stdio IO) *cobra.Command {
+	var cfg server.Config
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the workgraph server (embedded PostgreSQL when no database URL is given)",
+		Long: `Run the workgraph server.
+
+With no --database-url (or WORKGRAPH_DATABASE_URL) the server starts its own
+PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
+--data-dir (WORKGRAPH_DATA_DIR) and stops it on exit.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Logger = logger(stdio.Err)
+			return server.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DatabaseURL, "database-url", envOr("WORKGRAPH_DATABASE_URL", ""), "PostgreSQL URL (env WORKGRAPH_DATABASE_URL); empty starts an embedded cluster")
+	f.StringVar(&cfg.DataDir, "data-dir", envOr("WORKGRAPH_DATA_DIR", ""), "directory of the embedded cluster's data (env WORKGRAPH_DATA_DIR)")
+	f.StringVar(&cfg.Addr, "addr", envOr("WORKGRAPH_ADDR", "127.0.0.1:8080"), "address to listen on (env WORKGRAPH_ADDR)")
+	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
+	return cmd
+}

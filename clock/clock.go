@@ -1,0 +1,72 @@
+// Package clock is the seam through which time reaches workgraph's domain
+// code.
+//
+// Lease expiry and every other time-dependent decision is made by the
+// database clock: queries take an optional "now" parameter and fall back to
+// the database's now() when it is NULL (the pattern of
+// `coalesce(sqlc.narg('now'), now())`). In production a Clock returns nil, so
+// the database decides; tests install a Stub to move time without sleeping.
+// Domain packages never call time.Now themselves.
+package clock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock tells queries which instant to treat as now. A nil result means "the
+// database's own now()".
+type Clock interface {
+	Now() *time.Time
+}
+
+// Database is the production clock: it defers every decision to the
+// database server's now().
+type Database struct{}
+
+// Now returns nil: the database decides.
+func (Database) Now() *time.Time { return nil }
+
+// Stub is a settable clock for tests. The zero Stub behaves like Database
+// until Set is called.
+type Stub struct {
+	mu  sync.Mutex
+	now *time.Time
+}
+
+// NewStub returns a stub clock frozen at t.
+func NewStub(t time.Time) *Stub {
+	s := &Stub{}
+	s.Set(t)
+	return s
+}
+
+// Now returns the stubbed instant, or nil when unset.
+func (s *Stub) Now() *time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.now == nil {
+		return nil
+	}
+	t := *s.now
+	return &t
+}
+
+// Set freezes the clock at t.
+func (s *Stub) Set(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t = t.UTC()
+	s.now = &t
+}
+
+// Advance moves a set clock forward by d. It panics on an unset clock.
+func (s *Stub) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.now == nil {
+		panic("clock: Advance on an unset Stub")
+	}
+	t := s.now.Add(d)
+	s.now = &t
+}

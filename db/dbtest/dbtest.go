@@ -1,0 +1,199 @@
+// Package dbtest gives tests a real, migrated PostgreSQL database of their
+// own.
+//
+// The server is found in this order: WORKGRAPH_TEST_DATABASE_URL; a server
+// at 127.0.0.1:5432 (user postgres, trust auth); else an embedded cluster
+// started from the installed PostgreSQL binaries in a shared directory under
+// the system temp dir (left running for the next test binary). Once per
+// server a template database is migrated (named after the migrations'
+// digest, so a changed migration gets a new template); each call to New
+// creates a fresh database from it, so tests run in parallel and may commit,
+// LISTEN and use many connections.
+package dbtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/embedpg"
+)
+
+var (
+	serverOnce sync.Once
+	serverURL  string
+	serverErr  error
+
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+
+	counter atomic.Int64
+)
+
+// ServerURL returns the URL of the PostgreSQL server tests use (its
+// "postgres" database), starting the embedded cluster if needed.
+func ServerURL(tb testing.TB) string {
+	tb.Helper()
+	serverOnce.Do(func() { serverURL, serverErr = findServer() })
+	if serverErr != nil {
+		tb.Fatalf("dbtest: no PostgreSQL for tests: %v", serverErr)
+	}
+	return serverURL
+}
+
+func findServer() (string, error) {
+	if u := os.Getenv("WORKGRAPH_TEST_DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	if conn, err := net.DialTimeout("tcp", "127.0.0.1:5432", time.Second); err == nil {
+		conn.Close()
+		u := "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, u); err == nil {
+			c.Close(ctx)
+			return u, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, err := embedpg.Start(ctx, embedpg.Config{
+		DataDir: filepath.Join(os.TempDir(), fmt.Sprintf("workgraph-test-pg-%d", os.Getuid())),
+		Fast:    true,
+	})
+	if err != nil {
+		return "", err
+	}
+	// The cluster is shared with later test binaries and left running.
+	return cluster.URL("postgres"), nil
+}
+
+func withDatabase(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// template migrates (once per server and migration digest) the template
+// database that New copies.
+func template(tb testing.TB) string {
+	tb.Helper()
+	base := ServerURL(tb)
+	templateOnce.Do(func() { templateName, templateErr = makeTemplate(base) })
+	if templateErr != nil {
+		tb.Fatalf("dbtest: template database: %v", templateErr)
+	}
+	return templateName
+}
+
+func makeTemplate(base string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := "workgraph_tmpl_" + db.MigrationsHash()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close(ctx)
+	// Several test binaries start at once: one builds the template.
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7250001)"); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7250001)")
+	var ready bool
+	err = admin.QueryRow(ctx,
+		"SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate)", name).Scan(&ready)
+	if err != nil || ready {
+		return name, err
+	}
+	building := name + "_build"
+	admin.Exec(ctx, "DROP DATABASE IF EXISTS "+building)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	pool, err := db.Open(ctx, withDatabase(base, building), 2)
+	if err != nil {
+		return "", err
+	}
+	err = db.Migrate(ctx, pool, nil)
+	pool.Close()
+	if err != nil {
+		return "", err
+	}
+	for _, stmt := range []string{
+		"ALTER DATABASE " + building + " RENAME TO " + name,
+		"ALTER DATABASE " + name + " WITH is_template true",
+	} {
+		if _, err := admin.Exec(ctx, stmt); err != nil {
+			return "", err
+		}
+	}
+	return name, nil
+}
+
+// URL creates a fresh migrated database for this test and returns its URL.
+// The database is dropped when the test ends.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	tmpl := template(tb)
+	base := ServerURL(tb)
+	name := fmt.Sprintf("wgtest_%d_%d", os.Getpid(), counter.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("dbtest: connect: %v", err)
+	}
+	defer admin.Close(ctx)
+	for attempt := 0; ; attempt++ {
+		_, err = admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", name, tmpl))
+		// Another CREATE DATABASE from the same template may hold it briefly.
+		if err == nil || attempt > 50 || !strings.Contains(err.Error(), "being accessed by other users") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		tb.Fatalf("dbtest: create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	})
+	return withDatabase(base, name)
+}
+
+// New creates a fresh migrated database for this test and returns a pool on
+// it, closed when the test ends.
+func New(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	url := URL(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := db.Open(ctx, url, 20)
+	if err != nil {
+		tb.Fatalf("dbtest: open: %v", err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}

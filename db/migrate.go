@@ -1,0 +1,122 @@
+package db
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"sort"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrationLock is the advisory lock id goose sessions hold while
+// migrating, so that several replicas starting at once migrate one at a
+// time.
+const migrationLock = 0x776f726b67726170 // "workgrap"
+
+// Migrations returns the embedded migration files.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// MigrationsHash is a short digest of every embedded migration; the test
+// harness names its template database after it.
+func MigrationsHash() string {
+	h := sha256.New()
+	entries, _ := fs.ReadDir(Migrations(), ".")
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, _ := fs.ReadFile(Migrations(), n)
+		h.Write([]byte(n))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func provider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	locker, err := newLocker()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, Migrations(),
+		goose.WithSessionLocker(locker))
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, fmt.Errorf("db: migrations: %w", err)
+	}
+	return p, sqlDB, nil
+}
+
+// Migrate applies every pending migration. Concurrent callers (replicas
+// starting together) are serialised by an advisory lock.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("db: migrate up: %w", err)
+	}
+	if log != nil {
+		for _, r := range results {
+			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+		}
+	}
+	return nil
+}
+
+// MigrateDown rolls back the most recent migration.
+func MigrateDown(ctx context.Context, pool *pgxpool.Pool) error {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	if _, err := p.Down(ctx); err != nil {
+		return fmt.Errorf("db: migrate down: %w", err)
+	}
+	return nil
+}
+
+// MigrationStatus writes one line per migration (applied or pending) to w.
+func MigrationStatus(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	statuses, err := p.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("db: migrate status: %w", err)
+	}
+	for _, s := range statuses {
+		applied := "pending"
+		if s.State == goose.StateApplied {
+			applied = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(w, "%05d  %-40s %s\n", s.Source.Version, s.Source.Path, applied)
+	}
+	return nil
+}

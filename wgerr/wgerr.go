@@ -1,0 +1,102 @@
+// Package wgerr defines the error kinds every workgraph package speaks.
+//
+// Domain packages return *Error values (or wrap them); the API layer maps a
+// Code to an HTTP status and a problem+json code in one table. Tests compare
+// with errors.Is against the sentinel of a kind, e.g.
+//
+//	errors.Is(err, wgerr.LeaseLost)
+//
+// which matches any *Error carrying that code, whatever its message.
+package wgerr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a machine-readable error kind. Its string is the problem+json
+// "code" the API answers with.
+type Code string
+
+// The kinds of error. Keep in step with the table in api/problem.go.
+const (
+	CodeInvalid           Code = "invalid_argument"
+	CodeUnauthenticated   Code = "unauthenticated"
+	CodeForbidden         Code = "forbidden"
+	CodeNotFound          Code = "not_found"
+	CodeAlreadyExists     Code = "already_exists"
+	CodeLeaseLost         Code = "lease_lost"
+	CodeConflictingResult Code = "conflicting_result"
+	CodeDependencyCycle   Code = "dependency_cycle"
+	CodeConflict          Code = "conflict"
+	CodePayloadTooLarge   Code = "payload_too_large"
+	CodeRateLimited       Code = "rate_limited"
+	CodeUnavailable       Code = "unavailable"
+	CodeInternal          Code = "internal"
+)
+
+// Error is a workgraph error: a kind, a message fit to show the caller, and
+// optional structured details (for example the cycle a dependency would
+// close). Field names the input field at fault, if any.
+type Error struct {
+	Code    Code
+	Message string
+	Field   string
+	Details map[string]any
+	// Err is an underlying cause kept for logs; never shown to callers.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return e.Message
+}
+
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error of the same code, so that the
+// sentinels below match any error of their kind.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
+}
+
+// Sentinels, one per kind, for errors.Is.
+var (
+	Invalid           = &Error{Code: CodeInvalid}
+	Unauthenticated   = &Error{Code: CodeUnauthenticated}
+	Forbidden         = &Error{Code: CodeForbidden}
+	NotFound          = &Error{Code: CodeNotFound}
+	AlreadyExists     = &Error{Code: CodeAlreadyExists}
+	LeaseLost         = &Error{Code: CodeLeaseLost}
+	ConflictingResult = &Error{Code: CodeConflictingResult}
+	DependencyCycle   = &Error{Code: CodeDependencyCycle}
+	Conflict          = &Error{Code: CodeConflict}
+	PayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
+	RateLimited       = &Error{Code: CodeRateLimited}
+	Unavailable       = &Error{Code: CodeUnavailable}
+	Internal          = &Error{Code: CodeInternal}
+)
+
+// New returns an error of the given kind with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidField returns an invalid_argument error naming the input field.
+func InvalidField(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or
+// CodeInternal when there is none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
