@@ -40,6 +40,18 @@ type Dependency struct {
 	CreatedAt   time.Time
 }
 
+type IdempotencyKey struct {
+	TokenID     uuid.UUID
+	Key         string
+	RequestHash []byte
+	Status      *int32
+	ContentType *string
+	Response    []byte
+	CreatedAt   time.Time
+	CompletedAt *time.Time
+	ExpiresAt   time.Time
+}
+
 type Item struct {
 	ProjectID           uuid.UUID
 	ID                  uuid.UUID

@@ -1,0 +1,198 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// DefaultProject is the project a first start creates.
+const DefaultProject = "default"
+
+// Service mints, verifies, lists and revokes tokens.
+type Service struct {
+	pool  *pgxpool.Pool
+	clock clock.Clock
+	q     *dbq.Queries
+}
+
+// NewService returns a Service on pool; a nil clock means the database's.
+func NewService(pool *pgxpool.Pool, clk clock.Clock) *Service {
+	if clk == nil {
+		clk = clock.Database{}
+	}
+	return &Service{pool: pool, clock: clk, q: dbq.New()}
+}
+
+// Create mints a token and returns it with its bearer string, which is
+// shown once and never stored. Every role but admin needs a project.
+//
+// Errors: invalid_argument (name, role, missing project), not_found (the
+// project does not exist).
+func (s *Service) Create(ctx context.Context, projectID *uuid.UUID, name string, role Role) (Token, string, error) {
+	if err := validate(name, role, projectID); err != nil {
+		return Token{}, "", err
+	}
+	id := uuid.New()
+	bearer := newBearer(id)
+	row, err := s.q.InsertToken(ctx, s.pool, dbq.InsertTokenParams{
+		ID: id, ProjectID: projectID, Name: name, Role: string(role), SecretHash: hashBearer(bearer),
+	})
+	if err != nil {
+		err = db.Translate(err)
+		if errors.Is(err, wgerr.NotFound) {
+			return Token{}, "", wgerr.New(wgerr.CodeNotFound, "project %s not found", projectID)
+		}
+		return Token{}, "", err
+	}
+	return fromRow(row), bearer, nil
+}
+
+func validate(name string, role Role, projectID *uuid.UUID) error {
+	if strings.TrimSpace(name) == "" {
+		return wgerr.InvalidField("name", "must not be empty")
+	}
+	if len(name) > 200 {
+		return wgerr.InvalidField("name", "must be at most 200 characters")
+	}
+	if !role.Valid() {
+		return wgerr.InvalidField("role", "must be one of admin, human, agent")
+	}
+	if role != RoleAdmin && projectID == nil {
+		return wgerr.InvalidField("project", "a %s token belongs to a project", role)
+	}
+	return nil
+}
+
+// Authenticate returns the principal of a bearer string. It reads the
+// database on every call, so a revocation takes effect at once.
+//
+// Errors: unauthenticated (unknown, malformed or revoked token).
+func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, error) {
+	if bearer == "" {
+		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "missing bearer token")
+	}
+	hash := hashBearer(bearer)
+	var (
+		row dbq.Token
+		err = pgx.ErrNoRows
+	)
+	if id, ok := parseBearer(bearer); ok {
+		row, err = s.q.GetToken(ctx, s.pool, id)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		row, err = s.q.GetTokenByHash(ctx, s.pool, hash)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "unknown token")
+	}
+	if err != nil {
+		return Principal{}, db.Translate(err)
+	}
+	if !sameHash(row.SecretHash, hash) {
+		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "unknown token")
+	}
+	if row.RevokedAt != nil {
+		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "the token has been revoked")
+	}
+	return Principal{TokenID: row.ID, Name: row.Name, Role: Role(row.Role), ProjectID: row.ProjectID}, nil
+}
+
+// List returns the tokens of a project (without secrets), oldest first.
+func (s *Service) List(ctx context.Context, projectID uuid.UUID) ([]Token, error) {
+	rows, err := s.q.ListProjectTokens(ctx, s.pool, &projectID)
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	out := make([]Token, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r)
+	}
+	return out, nil
+}
+
+// Revoke revokes a token of the project at once. Revoking a revoked token
+// changes nothing and succeeds.
+//
+// Errors: not_found (no such token in the project).
+func (s *Service) Revoke(ctx context.Context, projectID, id uuid.UUID) (Token, error) {
+	row, err := s.q.RevokeToken(ctx, s.pool, dbq.RevokeTokenParams{ID: id, ProjectID: &projectID, Now: s.clock.Now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Token{}, wgerr.New(wgerr.CodeNotFound, "token %s not found", id)
+	}
+	if err != nil {
+		return Token{}, db.Translate(err)
+	}
+	return fromRow(row), nil
+}
+
+// EnsureBootstrap makes sure an admin token whose bearer string is exactly
+// bearer exists, creating it (named "bootstrap", in no project) when it does
+// not. Safe to run from several replicas at once. It reports whether it
+// created the token; a revoked bootstrap token stays revoked (revoked is
+// false only when it is usable).
+func (s *Service) EnsureBootstrap(ctx context.Context, bearer string) (created, revoked bool, err error) {
+	if bearer == "" {
+		return false, false, wgerr.InvalidField("bootstrap_token", "must not be empty")
+	}
+	n, err := s.q.InsertTokenIfAbsent(ctx, s.pool, dbq.InsertTokenIfAbsentParams{
+		ID: uuid.New(), Name: "bootstrap", Role: string(RoleAdmin), SecretHash: hashBearer(bearer),
+	})
+	if err != nil {
+		return false, false, db.Translate(err)
+	}
+	row, err := s.q.GetTokenByHash(ctx, s.pool, hashBearer(bearer))
+	if err != nil {
+		return false, false, db.Translate(err)
+	}
+	return n == 1, row.RevokedAt != nil || Role(row.Role) != RoleAdmin, nil
+}
+
+// FirstStart runs on every start without a bootstrap token: when the
+// database holds no token at all, it creates the project "default" (unless
+// it exists) and an admin token named "admin" in it, and returns the bearer
+// string, to be shown once. Otherwise it returns "". Replicas starting at
+// once serialise on an advisory lock, so only one creates the token.
+func (s *Service) FirstStart(ctx context.Context) (string, error) {
+	var bearer string
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		bearer = ""
+		if err := s.q.LockFirstStart(ctx, tx); err != nil {
+			return err
+		}
+		n, err := s.q.CountTokens(ctx, tx)
+		if err != nil || n > 0 {
+			return err
+		}
+		project, err := s.q.GetProjectByName(ctx, tx, DefaultProject)
+		if errors.Is(err, pgx.ErrNoRows) {
+			project, err = s.q.CreateProject(ctx, tx, DefaultProject)
+		}
+		if err != nil {
+			return err
+		}
+		id := uuid.New()
+		b := newBearer(id)
+		if _, err := s.q.InsertToken(ctx, tx, dbq.InsertTokenParams{
+			ID: id, ProjectID: &project.ID, Name: "admin", Role: string(RoleAdmin), SecretHash: hashBearer(b),
+		}); err != nil {
+			return err
+		}
+		bearer = b
+		return nil
+	})
+	return bearer, err
+}
+
+func fromRow(r dbq.Token) Token {
+	return Token{ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Role: Role(r.Role), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+}
