@@ -203,7 +203,14 @@ func TestReuseRunningServer(t *testing.T) {
 	t.Parallel()
 	requireBins(t)
 	ctx := ctxTimeout(t, 3*time.Minute)
-	dir := testDataDir(t)
+	// A path with a space and a created parent exercises the quoting of
+	// pg_ctl's shell command line and of the URL.
+	base := testDataDir(t)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "my cluster", "pg")
+	t.Cleanup(func() { forceStop(t, dir) })
 
 	// Durable settings (Fast unset) as for `workgraph serve`.
 	c1, err := Start(ctx, Config{DataDir: dir, Logger: testLogger(t)})
