@@ -1,0 +1,96 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// backend is the slice of the workgraph API the tools use, in the terms the
+// agent sees. The implementation over the Go client is in client.go; it is
+// an interface only so that the tool code reads in one vocabulary.
+type backend interface {
+	// Claim takes the next ready task of the project. It answers nil, nil
+	// when nothing became ready within req.WaitSeconds.
+	Claim(ctx context.Context, req claimRequest) (*claim, error)
+	// Heartbeat extends the lease. It answers wgerr.LeaseLost when the
+	// fence is refused.
+	Heartbeat(ctx context.Context, f fence, progress string) (*beat, error)
+	Complete(ctx context.Context, f fence, result json.RawMessage) error
+	Release(ctx context.Context, f fence, reason string) error
+	Fail(ctx context.Context, f fence, message string) error
+	Decompose(ctx context.Context, f fence, subtasks []subtask) ([]taskRef, error)
+	// Ask opens an attention request on the leased task; a blocking one
+	// ends the lease.
+	Ask(ctx context.Context, f fence, q askInput) (string, error)
+	CreateTask(ctx context.Context, in createInput) (*taskRef, error)
+	AddDependency(ctx context.Context, taskID, dependsOn string) error
+	GetTask(ctx context.Context, id string) (*task, error)
+	ListTasks(ctx context.Context, in listInput) (*taskPage, error)
+}
+
+// fence is what a worker call presents. Only the session sees it.
+type fence struct {
+	LeaseID string
+	Epoch   int64
+}
+
+type claimRequest struct {
+	Worker       string
+	LeaseSeconds int
+	WaitSeconds  int
+	Labels       []string
+}
+
+// claim is a granted lease and its task.
+type claim struct {
+	Fence      fence
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
+	Task       task
+}
+
+// beat is the answer to a heartbeat.
+type beat struct {
+	ExpiresAt     time.Time
+	StopRequested bool
+	Answers       []question
+}
+
+// task is what an agent sees of an item: never its epoch or lease.
+type task struct {
+	ID        string          `json:"id"`
+	Title     string          `json:"title"`
+	Body      string          `json:"body,omitempty"`
+	State     string          `json:"state"`
+	Priority  int             `json:"priority,omitempty"`
+	Labels    []string        `json:"labels,omitempty"`
+	ParentID  string          `json:"parent_id,omitempty"`
+	BlockedBy json.RawMessage `json:"blocked_by,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	// Attention is the task's questions to people and their answers,
+	// oldest first.
+	Attention []question `json:"attention,omitempty"`
+}
+
+// taskRef is a task in a list.
+type taskRef struct {
+	ID       string   `json:"id"`
+	Title    string   `json:"title"`
+	State    string   `json:"state"`
+	Priority int      `json:"priority,omitempty"`
+	Labels   []string `json:"labels,omitempty"`
+}
+
+type taskPage struct {
+	Tasks      []taskRef `json:"tasks"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// question is an attention request as the agent sees it.
+type question struct {
+	ID       string `json:"id"`
+	Question string `json:"question"`
+	State    string `json:"state"`
+	Answer   string `json:"answer,omitempty"`
+}

@@ -1,0 +1,133 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config is what the MCP server needs.
+type Config struct {
+	// Worker is the worker label of the claims this server makes. A stable
+	// label lets an agent that asked a person get its task back first.
+	Worker string
+	// LeaseSeconds is the lease TTL asked for on each claim; 0 lets the
+	// workgraph server choose. The session heartbeats at a third of it.
+	LeaseSeconds int
+	// SessionTimeout closes a streamable HTTP session (releasing its task)
+	// after this long without a request; 0 means one hour.
+	SessionTimeout time.Duration
+	// Version is reported to MCP clients.
+	Version string
+	Logger  *slog.Logger
+}
+
+// instructions are sent to the client at initialization.
+const instructions = "workgraph hands out tasks. Loop: take_task, do the work, report_progress now and then, " +
+	"then finish_task (or fail_task, release_task, split_task, ask_person). " +
+	"If a tool says your lease is lost, stop working on that task and take the next one."
+
+// Server is the MCP server. One Server serves any number of MCP sessions;
+// each session holds at most one lease.
+type Server struct {
+	cfg Config
+	api backend
+	log *slog.Logger
+	mcp *sdk.Server
+
+	mu       sync.Mutex
+	sessions map[*sdk.ServerSession]*session
+	ending   sync.WaitGroup
+
+	// heartbeatPaused stops background heartbeats (tests only).
+	heartbeatPaused atomic.Bool
+}
+
+func newServer(cfg Config, api backend) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Worker == "" {
+		cfg.Worker = "mcp"
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = time.Hour
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	s := &Server{cfg: cfg, api: api, log: cfg.Logger, sessions: make(map[*sdk.ServerSession]*session)}
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "workgraph", Version: cfg.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       cfg.Logger,
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	s.addTools(s.mcp)
+	return s
+}
+
+// MCP is the underlying SDK server, for connecting a transport directly
+// (tests use an in-memory transport).
+func (s *Server) MCP() *sdk.Server { return s.mcp }
+
+// ServeStdio serves one MCP session over stdin and stdout until the client
+// disconnects or ctx ends, then releases the session's task, if any.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	err := s.mcp.Run(ctx, &sdk.StdioTransport{})
+	s.Close()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Handler serves MCP sessions over streamable HTTP. Each HTTP session is an
+// MCP session with its own lease.
+func (s *Server) Handler() http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
+		&sdk.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: s.log})
+}
+
+// Close ends every session's hold on its task (releasing the tasks that are
+// still held) and waits until that is done.
+func (s *Server) Close() {
+	s.mu.Lock()
+	open := s.sessions
+	s.sessions = make(map[*sdk.ServerSession]*session)
+	s.mu.Unlock()
+	for ss, sess := range open {
+		sess.end()
+		_ = ss.Close()
+	}
+	s.ending.Wait()
+}
+
+// session returns the state of an MCP session, creating it on first use.
+// The state is dropped, and its task released, when the session ends.
+func (s *Server) session(ss *sdk.ServerSession) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess, ok := s.sessions[ss]; ok {
+		return sess
+	}
+	sess := &session{srv: s, id: ss.ID()}
+	s.sessions[ss] = sess
+	s.ending.Add(1)
+	go func() {
+		defer s.ending.Done()
+		_ = ss.Wait()
+		s.mu.Lock()
+		_, live := s.sessions[ss]
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+		if live {
+			sess.end()
+		}
+	}()
+	return sess
+}

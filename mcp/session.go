@@ -1,0 +1,219 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// session is the state of one MCP session: the lease it holds, if any.
+// Invariant: a session holds at most one lease, and a lease held by the
+// session has a running heartbeat until it is dropped or lost.
+type session struct {
+	srv *Server
+	id  string
+
+	// ops serializes the session's calls that present or take a lease
+	// (tool calls and background heartbeats), so that they never race on
+	// the lease.
+	ops sync.Mutex
+
+	mu    sync.Mutex
+	held  *held
+	ended bool
+}
+
+// held is a lease the session holds.
+type held struct {
+	fence  fence
+	taskID string
+	ttl    time.Duration
+	quit   chan struct{} // closed when the session lets go of the lease
+	// Guarded by session.mu:
+	lost          bool            // a background heartbeat was refused
+	stopRequested bool            // a person asked the worker to stop
+	answers       []question      // answers not yet shown to the agent
+	shown         map[string]bool // attention ids whose answer was shown
+}
+
+// defaultTTL is assumed when the server's answer does not say.
+const defaultTTL = 15 * time.Minute
+
+// current returns the session's lease, or nil.
+func (s *session) current() *held {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+// hold makes c the session's lease and starts its heartbeat. It reports
+// false, and holds nothing, when the session has already ended.
+func (s *session) hold(c *claim) bool {
+	ttl := c.ExpiresAt.Sub(c.AcquiredAt)
+	if ttl <= 0 {
+		ttl = defaultTTL
+	}
+	h := &held{fence: c.Fence, taskID: c.Task.ID, ttl: ttl, quit: make(chan struct{}), shown: map[string]bool{}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.held = h
+	go s.heartbeat(h)
+	return true
+}
+
+// drop forgets h (if it is still the session's lease) and stops its
+// heartbeat.
+func (s *session) drop(h *held) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == h {
+		s.held = nil
+		close(h.quit)
+	}
+}
+
+// end is called once when the MCP session ends: a lease still held is
+// released so that its task goes back into circulation at once.
+func (s *session) end() {
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	s.mu.Lock()
+	s.ended = true
+	h := s.held
+	s.mu.Unlock()
+	if h == nil {
+		return
+	}
+	s.drop(h)
+	if h.isLost(s) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.srv.api.Release(ctx, h.fence, "MCP session ended"); err != nil {
+		s.srv.log.Warn("releasing the task of an ended MCP session", "task", h.taskID, "err", err)
+	}
+}
+
+func (h *held) isLost(s *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return h.lost
+}
+
+// heartbeat keeps h alive at a third of its TTL until the session lets go
+// of it or the server refuses it. Transient failures are retried at the
+// next tick; two in a row still leave a third of the TTL.
+func (s *session) heartbeat(h *held) {
+	every := max(h.ttl/3, 50*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case <-tick.C:
+		}
+		if s.srv.heartbeatPaused.Load() {
+			continue
+		}
+		if done := s.beat(h, max(h.ttl, time.Second)); done {
+			return
+		}
+	}
+}
+
+// beat sends one background heartbeat for h and reports whether the
+// heartbeat loop should stop.
+func (s *session) beat(h *held, timeout time.Duration) bool {
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	if s.current() != h {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	b, err := s.srv.api.Heartbeat(ctx, h.fence, "")
+	switch {
+	case errors.Is(err, wgerr.LeaseLost):
+		s.mu.Lock()
+		h.lost = true
+		s.mu.Unlock()
+		s.srv.log.Warn("lease lost", "task", h.taskID, "session", s.id)
+		return true
+	case err != nil:
+		s.srv.log.Warn("heartbeat failed; retrying", "task", h.taskID, "err", err)
+		return false
+	}
+	s.note(h, b)
+	return false
+}
+
+// note keeps what a heartbeat answered until the agent is shown it.
+func (s *session) note(h *held, b *beat) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h.stopRequested = h.stopRequested || b.StopRequested
+	for _, a := range b.Answers {
+		if h.shown[a.ID] {
+			continue
+		}
+		h.shown[a.ID] = true
+		h.answers = append(h.answers, a)
+	}
+}
+
+// news returns, once, the answers that arrived for h, and whether a person
+// asked to stop.
+func (s *session) news(h *held) (answers []question, stop bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	answers, h.answers = h.answers, nil
+	return answers, h.stopRequested
+}
+
+// errNoTask answers a worker tool called without a task.
+var errNoTask = wgerr.New(wgerr.CodeInvalid, "you hold no task: call take_task first")
+
+// leaseLostError is the tool error for a refused fence.
+type leaseLostError struct{ taskID string }
+
+func (e *leaseLostError) Error() string {
+	return "lease lost: task " + e.taskID + " is no longer yours (its lease expired or another worker took it over). " +
+		"Stop working on it and do not report on it again; call take_task for your next task."
+}
+
+// worker runs call with the session's lease. It refuses when the session
+// holds no task. The session forgets the lease when the server refuses the
+// fence, and when the call succeeded and ends the lease (ends).
+func (s *session) worker(ends bool, call func(h *held) error) (*held, error) {
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	h := s.current()
+	if h == nil {
+		return nil, errNoTask
+	}
+	err := call(h)
+	switch {
+	case errors.Is(err, wgerr.LeaseLost):
+		s.drop(h)
+		return h, &leaseLostError{taskID: h.taskID}
+	case errors.Is(err, wgerr.ConflictingResult):
+		// The task was already completed with another result: the lease
+		// has ended either way.
+		s.drop(h)
+		return h, err
+	case err != nil:
+		return h, err
+	}
+	if ends {
+		s.drop(h)
+	}
+	return h, nil
+}

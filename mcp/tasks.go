@@ -1,0 +1,90 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// create adds a task to the project.
+func (s *Server) create(ctx context.Context, _ *session, in createInput) (*sdk.CallToolResult, error) {
+	if strings.TrimSpace(in.Title) == "" {
+		return nil, wgerr.InvalidField("title", "must not be empty")
+	}
+	t, err := s.api.CreateTask(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return reply("", t)
+}
+
+// addDependency makes one task wait for another.
+func (s *Server) addDependency(ctx context.Context, _ *session, in dependencyInput) (*sdk.CallToolResult, error) {
+	if in.TaskID == "" || in.DependsOn == "" {
+		return nil, wgerr.New(wgerr.CodeInvalid, "task_id and depends_on are required")
+	}
+	if err := s.api.AddDependency(ctx, in.TaskID, in.DependsOn); err != nil {
+		return nil, err
+	}
+	return reply("Task "+in.TaskID+" now waits for "+in.DependsOn+".", nil)
+}
+
+// show answers a task, by default the session's.
+func (s *Server) show(ctx context.Context, sess *session, in showInput) (*sdk.CallToolResult, error) {
+	id := in.TaskID
+	if id == "" {
+		h := sess.current()
+		if h == nil {
+			return nil, wgerr.InvalidField("task_id", "required when you hold no task")
+		}
+		id = h.taskID
+	}
+	t, err := s.api.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return reply("", t)
+}
+
+// list answers a page of tasks.
+func (s *Server) list(ctx context.Context, _ *session, in listInput) (*sdk.CallToolResult, error) {
+	page, err := s.api.ListTasks(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return reply("", page)
+}
+
+// toolError turns an error into the tool result the agent reads: what went
+// wrong and, where it helps, what to do next.
+func toolError(err error) *sdk.CallToolResult {
+	var res sdk.CallToolResult
+	var lost *leaseLostError
+	var we *wgerr.Error
+	switch {
+	case errors.As(err, &lost):
+		res.SetError(err)
+	case errors.As(err, &we):
+		msg := string(we.Code) + ": " + we.Error()
+		if hint := hints[we.Code]; hint != "" {
+			msg += " " + hint
+		}
+		res.SetError(errors.New(msg))
+	default:
+		res.SetError(err)
+	}
+	return &res
+}
+
+// hints say what to do next after an error of a kind.
+var hints = map[wgerr.Code]string{
+	wgerr.CodeConflictingResult: "The task was already completed with another result; that result stands.",
+	wgerr.CodeDependencyCycle:   "Nothing was stored.",
+	wgerr.CodeUnauthenticated:   "The workgraph token of this MCP server is missing or revoked.",
+	wgerr.CodeRateLimited:       "Wait a little and try again.",
+	wgerr.CodeUnavailable:       "The workgraph server is unavailable; try again shortly.",
+}
