@@ -1,0 +1,48 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// ListAttentionOptions filters GET /v1/projects/{p}/attention.
+type ListAttentionOptions struct {
+	// State is "open" (default on the server), "resolved" or "dismissed".
+	State  string
+	Limit  int
+	Cursor string
+}
+
+// AttentionPage is one page of attention requests, oldest first.
+type AttentionPage struct {
+	Requests   []AttentionRequest `json:"requests"`
+	NextCursor string             `json:"next_cursor"`
+}
+
+// ListAttention lists the project's attention requests.
+func (c *Client) ListAttention(ctx context.Context, project string, opt ListAttentionOptions) (*AttentionPage, error) {
+	q := url.Values{}
+	set(q, "state", opt.State)
+	set(q, "cursor", opt.Cursor)
+	if opt.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opt.Limit))
+	}
+	var page AttentionPage
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/attention", q, nil, &page); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// Resolve answers an attention request (people only: an agent token gets
+// ErrForbidden; an already resolved request is ErrConflict).
+func (c *Client) Resolve(ctx context.Context, requestID, answer string) (*AttentionRequest, error) {
+	var out AttentionRequest
+	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil,
+		map[string]string{"answer": answer}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

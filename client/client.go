@@ -1,0 +1,225 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to one workgraph server with one token. It is safe for
+// concurrent use.
+type Client struct {
+	base        *url.URL
+	token       string
+	http        *http.Client
+	userAgent   string
+	maxAttempts int
+	timeout     time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient replaces the HTTP client (default: a client without a global
+// timeout; each request is bounded by WithTimeout and its context).
+func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// WithRetries sets how many times a request is tried in all (default 3; 1
+// disables retries).
+func WithRetries(attempts int) Option {
+	return func(c *Client) {
+		if attempts < 1 {
+			attempts = 1
+		}
+		c.maxAttempts = attempts
+	}
+}
+
+// WithTimeout bounds each attempt of a request (default 30 s). A claim that
+// waits for work gets its wait on top.
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// New returns a client of the server at baseURL (e.g.
+// "http://127.0.0.1:8080") that authenticates with token.
+func New(baseURL, token string, opts ...Option) (*Client, error) {
+	if baseURL == "" {
+		return nil, errors.New("client: no server URL")
+	}
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("client: server URL %q: %w", baseURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("client: server URL %q: scheme must be http or https", baseURL)
+	}
+	c := &Client{
+		base:        u,
+		token:       token,
+		http:        &http.Client{},
+		userAgent:   "workgraph-client",
+		maxAttempts: 3,
+		timeout:     30 * time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// BaseURL is the server's base URL.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// CallOption adjusts one request.
+type CallOption func(*call)
+
+type call struct {
+	idempotencyKey string
+	extraTimeout   time.Duration
+	wrapBody       func(body io.Reader, size int64) io.Reader
+}
+
+// WithIdempotencyKey sets the Idempotency-Key of a POST (default: a fresh
+// random key per call, reused by its retries).
+func WithIdempotencyKey(key string) CallOption {
+	return func(c *call) { c.idempotencyKey = key }
+}
+
+// WithUploadProgress wraps the request body, e.g. to report upload
+// progress; size is the body's length in bytes.
+func WithUploadProgress(wrap func(body io.Reader, size int64) io.Reader) CallOption {
+	return func(c *call) { c.wrapBody = wrap }
+}
+
+func withExtraTimeout(d time.Duration) CallOption {
+	return func(c *call) { c.extraTimeout = d }
+}
+
+// do sends one API request: in (if not nil) as the JSON body, out (if not
+// nil) decoded from a 2xx answer. It returns the answer's status.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any, opts ...CallOption) (int, error) {
+	var cl call
+	for _, o := range opts {
+		o(&cl)
+	}
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return 0, fmt.Errorf("client: encode %s %s: %w", method, path, err)
+		}
+	}
+	if method == http.MethodPost && cl.idempotencyKey == "" {
+		cl.idempotencyKey = newKey()
+	}
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawQuery = query.Encode()
+
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		status, retryAfter, err := c.attempt(ctx, method, u.String(), path, body, out, &cl)
+		if err == nil {
+			return status, nil
+		}
+		lastErr = err
+		if attempt >= c.maxAttempts || !retryable(status, err) || ctx.Err() != nil {
+			return status, lastErr
+		}
+		wait := time.Duration(200*(1<<(attempt-1))) * time.Millisecond
+		if retryAfter > wait && retryAfter <= 5*time.Second {
+			wait = retryAfter
+		}
+		select {
+		case <-ctx.Done():
+			return status, lastErr
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body []byte, out any, cl *call) (status int, retryAfter time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+cl.extraTimeout)
+	defer cancel()
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+		if cl.wrapBody != nil {
+			r = cl.wrapBody(r, int64(len(body)))
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, r)
+	if err != nil {
+		return 0, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	req.ContentLength = int64(len(body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if cl.idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", cl.idempotencyKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, 0, fmt.Errorf("client: %s %s: reading the answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+			retryAfter = time.Duration(s) * time.Second
+		}
+		return resp.StatusCode, retryAfter, decodeProblem(method, path, resp.StatusCode, data)
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, 0, fmt.Errorf("client: %s %s: decoding the answer: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, 0, nil
+}
+
+// retryable: transport failures, gateway errors and rate limiting. Every
+// POST carries an Idempotency-Key, so a retry never applies twice.
+func retryable(status int, err error) bool {
+	switch status {
+	case 0:
+		return !errors.Is(err, context.Canceled)
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func newKey() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// esc escapes one path segment.
+func esc(s string) string { return url.PathEscape(s) }

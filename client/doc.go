@@ -1,0 +1,20 @@
+// Package client is the Go client of the workgraph REST API v1 (see
+// docs/api.md). The CLI, the work supervisor, the MCP server and the
+// end-to-end tests all talk to a server through it.
+//
+// Every method maps to one route and returns typed values that mirror the
+// API's JSON. Failures the server reports come back as *Error, built from the
+// problem+json answer; compare them with errors.Is against the sentinels:
+//
+//	_, err := c.Heartbeat(ctx, lease.ID, client.HeartbeatRequest{Epoch: lease.Epoch})
+//	if errors.Is(err, client.ErrLeaseLost) {
+//		// stop working on the item: someone else holds it now
+//	}
+//
+// "Nothing ready" is not a server error: Claim returns (nil, ErrNothingReady)
+// when the server answered 204 after waiting.
+//
+// POST requests carry an Idempotency-Key. A request that failed in transport,
+// or was answered 502/503/504 or 429, is retried a few times with the same
+// key, so a retried claim or completion is answered, not applied twice.
+package client

@@ -1,0 +1,118 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// CreateItemRequest is the body of POST /v1/projects/{p}/items.
+type CreateItemRequest struct {
+	Title     string   `json:"title"`
+	Body      string   `json:"body,omitempty"`
+	Priority  *int     `json:"priority,omitempty"`
+	ParentID  string   `json:"parent_id,omitempty"`
+	DependsOn []string `json:"depends_on,omitempty"`
+	Labels    []string `json:"labels,omitempty"`
+}
+
+// CreateItem creates an item. A dependency that would close a cycle is
+// ErrDependencyCycle.
+func (c *Client) CreateItem(ctx context.Context, project string, req CreateItemRequest) (*Item, error) {
+	var it Item
+	if _, err := c.do(ctx, http.MethodPost, itemsPath(project), nil, req, &it); err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// GetItem returns one item. Unknown (or another project's): ErrNotFound.
+func (c *Client) GetItem(ctx context.Context, project, id string) (*Item, error) {
+	var it Item
+	if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(id), nil, nil, &it); err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// ListItemsOptions filters GET /v1/projects/{p}/items.
+type ListItemsOptions struct {
+	State    string
+	Label    string
+	ParentID string
+	Limit    int
+	Cursor   string
+}
+
+// ItemPage is one page of items; NextCursor is empty on the last page.
+type ItemPage struct {
+	Items      []Item `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// ListItems returns one page of the project's items.
+func (c *Client) ListItems(ctx context.Context, project string, opt ListItemsOptions) (*ItemPage, error) {
+	q := url.Values{}
+	set(q, "state", opt.State)
+	set(q, "label", opt.Label)
+	set(q, "parent_id", opt.ParentID)
+	set(q, "cursor", opt.Cursor)
+	if opt.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opt.Limit))
+	}
+	var page ItemPage
+	if _, err := c.do(ctx, http.MethodGet, itemsPath(project), q, nil, &page); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// UpdateItemRequest is the body of PATCH /v1/projects/{p}/items/{id}; nil
+// fields are left as they are.
+type UpdateItemRequest struct {
+	Title    *string   `json:"title,omitempty"`
+	Body     *string   `json:"body,omitempty"`
+	Priority *int      `json:"priority,omitempty"`
+	Labels   *[]string `json:"labels,omitempty"`
+}
+
+// UpdateItem edits an item (people's edits; never pre-empts a lease).
+func (c *Client) UpdateItem(ctx context.Context, project, id string, req UpdateItemRequest) (*Item, error) {
+	var it Item
+	if _, err := c.do(ctx, http.MethodPatch, itemsPath(project)+"/"+esc(id), nil, req, &it); err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// CancelItem cancels an item; an active lease on it ends as cancelled.
+func (c *Client) CancelItem(ctx context.Context, project, id string) (*Item, error) {
+	var it Item
+	if _, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(id)+"/cancel", nil, struct{}{}, &it); err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// AddDependency makes item id depend on dependsOn. A cycle is
+// ErrDependencyCycle; the problem's extensions name it.
+func (c *Client) AddDependency(ctx context.Context, project, id, dependsOn string) error {
+	_, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(id)+"/dependencies", nil,
+		map[string]string{"depends_on": dependsOn}, nil)
+	return err
+}
+
+// RemoveDependency removes the edge "id depends on dependsOn".
+func (c *Client) RemoveDependency(ctx context.Context, project, id, dependsOn string) error {
+	_, err := c.do(ctx, http.MethodDelete, itemsPath(project)+"/"+esc(id)+"/dependencies/"+esc(dependsOn), nil, nil, nil)
+	return err
+}
+
+func itemsPath(project string) string { return "/v1/projects/" + esc(project) + "/items" }
+
+func set(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}

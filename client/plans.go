@@ -1,0 +1,42 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// PlanItem is one item of a plan: Key is local to the plan, DependsOn names
+// other keys of the same plan, Children are created under this item.
+type PlanItem struct {
+	Key       string     `json:"key"`
+	Title     string     `json:"title"`
+	Body      string     `json:"body,omitempty"`
+	Priority  *int       `json:"priority,omitempty"`
+	Labels    []string   `json:"labels,omitempty"`
+	DependsOn []string   `json:"depends_on,omitempty"`
+	Children  []PlanItem `json:"children,omitempty"`
+}
+
+// PlanRequest is the body of POST /v1/projects/{p}/plans.
+type PlanRequest struct {
+	Items  []PlanItem `json:"items"`
+	DryRun bool       `json:"dry_run,omitempty"`
+}
+
+// PlanResult is what a plan created (or, for a dry run, would create): the
+// items and the map from plan keys to item ids.
+type PlanResult struct {
+	Items []Item            `json:"items"`
+	Keys  map[string]string `json:"keys"`
+}
+
+// ImportPlan creates every item of the plan and its dependencies in one
+// transaction: all or nothing. A cycle is ErrDependencyCycle and an
+// unknown key ErrInvalidArgument.
+func (c *Client) ImportPlan(ctx context.Context, project string, req PlanRequest, opts ...CallOption) (*PlanResult, error) {
+	var out PlanResult
+	if _, err := c.do(ctx, http.MethodPost, "/v1/projects/"+esc(project)+"/plans", nil, req, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,62 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// CreateProject creates a project (admin). A taken name is ErrAlreadyExists.
+func (c *Client) CreateProject(ctx context.Context, name string) (*Project, error) {
+	var p Project
+	_, err := c.do(ctx, http.MethodPost, "/v1/projects", nil, map[string]string{"name": name}, &p)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ListProjects lists the projects the token can see.
+func (c *Client) ListProjects(ctx context.Context) ([]Project, error) {
+	var out struct {
+		Projects []Project `json:"projects"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Projects, nil
+}
+
+// CreateTokenRequest is the body of POST /v1/projects/{p}/tokens.
+type CreateTokenRequest struct {
+	Name string `json:"name"`
+	// Role is "admin", "human" or "agent".
+	Role string `json:"role"`
+}
+
+// CreateToken mints a token of the project (admin). The secret is in
+// Token.Secret and is shown only this once.
+func (c *Client) CreateToken(ctx context.Context, project string, req CreateTokenRequest) (*Token, error) {
+	var t Token
+	_, err := c.do(ctx, http.MethodPost, "/v1/projects/"+esc(project)+"/tokens", nil, req, &t)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// ListTokens lists the project's tokens (never their secrets).
+func (c *Client) ListTokens(ctx context.Context, project string) ([]Token, error) {
+	var out struct {
+		Tokens []Token `json:"tokens"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/tokens", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Tokens, nil
+}
+
+// RevokeToken revokes a token at once.
+func (c *Client) RevokeToken(ctx context.Context, project, tokenID string) error {
+	_, err := c.do(ctx, http.MethodDelete, "/v1/projects/"+esc(project)+"/tokens/"+esc(tokenID), nil, nil, nil)
+	return err
+}
