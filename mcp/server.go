@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -9,10 +10,17 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workgraph-dev/workgraph/client"
 )
 
 // Config is what the MCP server needs.
 type Config struct {
+	// Client talks to the workgraph server, with an agent (or admin) token.
+	Client *client.Client
+	// Project is the project whose tasks the tools see (name or id, as the
+	// API accepts it).
+	Project string
 	// Worker is the worker label of the claims this server makes. A stable
 	// label lets an agent that asked a person get its task back first.
 	Worker string
@@ -46,6 +54,18 @@ type Server struct {
 
 	// heartbeatPaused stops background heartbeats (tests only).
 	heartbeatPaused atomic.Bool
+}
+
+// New returns an MCP server for cfg.Project on the workgraph server that
+// cfg.Client talks to.
+func New(cfg Config) (*Server, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("mcp: no workgraph client")
+	}
+	if cfg.Project == "" {
+		return nil, errors.New("mcp: no project (set WORKGRAPH_PROJECT or --project)")
+	}
+	return newServer(cfg, &apiClient{c: cfg.Client, project: cfg.Project}), nil
 }
 
 func newServer(cfg Config, api backend) *Server {

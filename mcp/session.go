@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -141,7 +142,7 @@ func (s *session) beat(h *held, timeout time.Duration) bool {
 	defer cancel()
 	b, err := s.srv.api.Heartbeat(ctx, h.fence, "")
 	switch {
-	case errors.Is(err, wgerr.LeaseLost):
+	case errors.Is(err, client.ErrLeaseLost):
 		s.mu.Lock()
 		h.lost = true
 		s.mu.Unlock()
@@ -201,10 +202,10 @@ func (s *session) worker(ends bool, call func(h *held) error) (*held, error) {
 	}
 	err := call(h)
 	switch {
-	case errors.Is(err, wgerr.LeaseLost):
+	case errors.Is(err, client.ErrLeaseLost):
 		s.drop(h)
 		return h, &leaseLostError{taskID: h.taskID}
-	case errors.Is(err, wgerr.ConflictingResult):
+	case errors.Is(err, client.ErrConflictingResult):
 		// The task was already completed with another result: the lease
 		// has ended either way.
 		s.drop(h)

@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -63,28 +64,40 @@ func (s *Server) list(ctx context.Context, _ *session, in listInput) (*sdk.CallT
 // wrong and, where it helps, what to do next.
 func toolError(err error) *sdk.CallToolResult {
 	var res sdk.CallToolResult
-	var lost *leaseLostError
-	var we *wgerr.Error
+	var (
+		lost *leaseLostError
+		ce   *client.Error
+		we   *wgerr.Error
+		msg  string
+	)
 	switch {
 	case errors.As(err, &lost):
-		res.SetError(err)
-	case errors.As(err, &we):
-		msg := string(we.Code) + ": " + we.Error()
-		if hint := hints[we.Code]; hint != "" {
+		msg = lost.Error()
+	case errors.As(err, &ce):
+		// The server's own words, without the HTTP details.
+		detail := ce.Detail
+		if detail == "" {
+			detail = ce.Title
+		}
+		msg = ce.Code + ": " + detail
+		if hint := hints[ce.Code]; hint != "" {
 			msg += " " + hint
 		}
-		res.SetError(errors.New(msg))
+	case errors.As(err, &we):
+		msg = string(we.Code) + ": " + we.Error()
 	default:
-		res.SetError(err)
+		msg = err.Error()
 	}
+	res.SetError(errors.New(msg))
 	return &res
 }
 
 // hints say what to do next after an error of a kind.
-var hints = map[wgerr.Code]string{
-	wgerr.CodeConflictingResult: "The task was already completed with another result; that result stands.",
-	wgerr.CodeDependencyCycle:   "Nothing was stored.",
-	wgerr.CodeUnauthenticated:   "The workgraph token of this MCP server is missing or revoked.",
-	wgerr.CodeRateLimited:       "Wait a little and try again.",
-	wgerr.CodeUnavailable:       "The workgraph server is unavailable; try again shortly.",
+var hints = map[string]string{
+	client.CodeConflictingResult: "The task was already completed with another result; that result stands.",
+	client.CodeDependencyCycle:   "Nothing was stored.",
+	client.CodeUnauthenticated:   "The workgraph token of this MCP server is missing or revoked.",
+	client.CodeForbidden:         "The workgraph token of this MCP server may not do this.",
+	client.CodeRateLimited:       "Wait a little and try again.",
+	client.CodeUnavailable:       "The workgraph server is unavailable; try again shortly.",
 }
