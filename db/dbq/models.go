@@ -99,6 +99,7 @@ type Lease struct {
 	Progress        json.RawMessage
 	WorkerTime      *time.Time
 	StopRequestedAt *time.Time
+	StopRequestedBy *string
 	EndedAt         *time.Time
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
@@ -118,6 +119,15 @@ type LeaseObservation struct {
 	Payload    json.RawMessage
 }
 
+type LeaseRefusal struct {
+	ProjectID     uuid.UUID
+	LeaseID       uuid.UUID
+	Kind          string
+	Calls         int32
+	LastOperation string
+	LastAt        time.Time
+}
+
 type Project struct {
 	ID        uuid.UUID
 	Name      string
@@ -132,4 +142,11 @@ type Token struct {
 	SecretHash []byte
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
+}
+
+type WebSession struct {
+	IDHash    []byte
+	TokenID   uuid.UUID
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }

@@ -1,0 +1,21 @@
+-- name: CreateWebSession :one
+INSERT INTO web_sessions (id_hash, token_id, expires_at)
+VALUES (@id_hash, @token_id,
+        coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @ttl_seconds::double precision))
+RETURNING expires_at;
+
+-- name: GetWebSession :one
+-- A live session of a token that has not been revoked.
+SELECT s.token_id, s.expires_at, t.name AS token_name, t.role, t.project_id
+FROM web_sessions s
+JOIN tokens t ON t.id = s.token_id
+WHERE s.id_hash = @id_hash
+  AND s.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+  AND t.revoked_at IS NULL;
+
+-- name: DeleteWebSession :exec
+DELETE FROM web_sessions WHERE id_hash = @id_hash;
+
+-- name: DeleteExpiredWebSessions :execrows
+DELETE FROM web_sessions
+WHERE expires_at <= coalesce(sqlc.narg('now')::timestamptz, now());

@@ -1,0 +1,164 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pages holds one template set per page: the shared layout and partials
+// (files starting with "_") plus the page's own file.
+var pages = parsePages()
+
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/_*.html"))
+	files, err := fs.Glob(templateFS, "templates/[a-z]*.html")
+	if err != nil {
+		panic(err)
+	}
+	out := make(map[string]*template.Template, len(files))
+	for _, f := range files {
+		t := template.Must(template.Must(base.Clone()).ParseFS(templateFS, f))
+		out[strings.TrimSuffix(path.Base(f), ".html")] = t
+	}
+	return out
+}
+
+// render executes the page template name with data into w. The page is
+// rendered into a buffer first, so a template error never leaves half a
+// page behind.
+func render(w io.Writer, name string, data any) error {
+	t, ok := pages[name]
+	if !ok {
+		return fmt.Errorf("web: no template %q", name)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "page", data); err != nil {
+		return fmt.Errorf("web: render %s: %w", name, err)
+	}
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+// assetVersion is a digest of the static files, appended to their URLs so
+// browsers may cache them for long and still see every new release.
+var assetVersion = func() string {
+	h := sha256.New()
+	_ = fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := staticFS.ReadFile(p)
+		h.Write([]byte(p))
+		h.Write(b)
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}()
+
+var funcs = template.FuncMap{
+	"asset":    func(name string) string { return "/static/" + name + "?v=" + assetVersion },
+	"markdown": renderMarkdown,
+	"short":    shortID,
+	"ts":       formatTime,
+	"tsp":      formatTimePtr,
+	"dur":      formatDuration,
+	"json":     formatJSON,
+	"query":    query,
+	"add":      func(a, b int) int { return a + b },
+	"join":     strings.Join,
+	"title":    stateTitle,
+}
+
+// shortID is the first 8 hex digits of an id: enough to tell items apart on
+// a page, and what people type.
+func shortID(id uuid.UUID) string { return id.String()[:8] }
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func formatTimePtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return formatTime(*t)
+}
+
+// formatDuration says how long something took or has waited, at the
+// precision a person cares about: "42s", "7m 03s", "3h 12m", "4d 2h".
+func formatDuration(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		s = fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// formatJSON pretty-prints a JSON document for a <pre> block (escaped by
+// the template like any other text).
+func formatJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// query builds a URL query string from key/value pairs, skipping empty
+// values: {{query "state" .State "q" .Text}}.
+func query(kv ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			v.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return "?" + v.Encode()
+}
+
+// stateTitle is the display name of a state or outcome.
+func stateTitle(s string) string {
+	return strings.ReplaceAll(s, "_", " ")
+}
