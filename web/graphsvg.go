@@ -113,9 +113,9 @@ func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge) (
 		}
 		attrs := map[string]string{
 			"id": "n-" + n.ID.String(), "class": class,
-			"label":    graphLabel(n.Title, n.ID, n.State),
-			"tooltip":  dotEscape(n.Title),
-			"shape":    "box", "style": "rounded,filled", "fillcolor": colours[0], "color": stroke, "penwidth": pen,
+			"label":   graphLabel(n.Title, n.ID, n.State),
+			"tooltip": dotEscape(n.Title),
+			"shape":   "box", "style": "rounded,filled", "fillcolor": colours[0], "color": stroke, "penwidth": pen,
 			"fontname": "Helvetica,Arial,sans-serif", "fontsize": "11", "fontcolor": "#1f2328",
 			"margin": "0.12,0.06",
 		}
