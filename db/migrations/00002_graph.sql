@@ -67,6 +67,28 @@ CREATE INDEX items_by_seq ON items (project_id, seq);
 CREATE INDEX items_by_parent ON items (project_id, parent_id, seq) WHERE parent_id IS NOT NULL;
 CREATE INDEX items_labels ON items USING gin (labels);
 
+-- The derived state of an item, one definition for every query (listing
+-- filters by it). now is the instant that decides the retry backoff
+-- (not_before): the database clock or a test's stub. Precedence: a terminal
+-- status, then an active lease, then open attention, then the blocking gates.
+-- A continuity reservation (preferred_until) does not change the state: the
+-- item is ready, for the preferred worker only.
+-- +goose StatementBegin
+CREATE FUNCTION item_state(status text, active_lease_id uuid, open_attention integer,
+                           unmet_dependencies integer, open_children integer,
+                           not_before timestamptz, now timestamptz)
+RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE
+        WHEN status <> 'open' THEN status
+        WHEN active_lease_id IS NOT NULL THEN 'leased'
+        WHEN open_attention > 0 THEN 'attention'
+        WHEN unmet_dependencies > 0 OR open_children > 0
+             OR (not_before IS NOT NULL AND not_before > now) THEN 'blocked'
+        ELSE 'ready'
+    END
+$$;
+-- +goose StatementEnd
+
 -- "item_id depends on depends_on_id": item_id waits until depends_on_id is
 -- finished. Together with parent/child edges (a parent waits for its
 -- children) these form the waits-for graph, which is kept acyclic.
@@ -102,3 +124,4 @@ CREATE TRIGGER items_ready_update AFTER UPDATE ON items
 DROP TABLE dependencies;
 DROP TABLE items;
 DROP FUNCTION items_notify_ready();
+DROP FUNCTION item_state(text, uuid, integer, integer, integer, timestamptz, timestamptz);

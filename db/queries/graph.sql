@@ -1,0 +1,305 @@
+-- Queries of package graph: items, dependencies, readiness counters and graph
+-- traversals. Every time-dependent statement takes sqlc.narg('now') and falls
+-- back to the database clock.
+
+-- name: LockProjectGraph :exec
+-- Serialises changes of the waits-for graph's shape within one project
+-- (edges between existing items), so that two concurrent inserts that
+-- together would close a cycle cannot both pass the cycle check.
+SELECT pg_advisory_xact_lock(72500, hashtext((@project_id::uuid)::text));
+
+-- name: GetItem :one
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
+FROM items
+WHERE project_id = @project_id AND id = @id;
+
+-- name: GetItems :many
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
+FROM items
+WHERE project_id = @project_id AND id = ANY(@ids::uuid[])
+ORDER BY seq;
+
+-- name: ListItems :many
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
+FROM items
+WHERE project_id = @project_id
+  AND seq > @after_seq::bigint
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('title_like')::text IS NULL OR title ILIKE sqlc.narg('title_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY seq
+LIMIT @max_rows::integer;
+
+-- name: LockItem :one
+-- Locks one item for a change of its row or of its counters.
+SELECT id, status, parent_id, version
+FROM items
+WHERE project_id = @project_id AND id = @id
+FOR UPDATE;
+
+-- name: ShareLockItems :many
+-- Locks prerequisites before their status is read, so a concurrent finish of
+-- one of them waits for this transaction (and then sees its new edges).
+SELECT id, status
+FROM items
+WHERE project_id = @project_id AND id = ANY(@ids::uuid[])
+ORDER BY id
+FOR SHARE;
+
+-- name: LockItems :many
+SELECT id, status, parent_id
+FROM items
+WHERE project_id = @project_id AND id = ANY(@ids::uuid[])
+ORDER BY id
+FOR UPDATE;
+
+-- name: InsertItems :exec
+-- Bulk insert in input order (seq follows the arrays). parent_ids uses the
+-- nil uuid for "no parent"; labels are JSON arrays of strings.
+INSERT INTO items (project_id, id, parent_id, title, body, priority, labels, metadata,
+                   unmet_dependencies, open_children, created_by, created_at, updated_at)
+SELECT @project_id::uuid, u.id, nullif(u.parent_id, '00000000-0000-0000-0000-000000000000'::uuid),
+       u.title, u.body, u.priority,
+       ARRAY(SELECT jsonb_array_elements_text(u.labels::jsonb)), u.metadata::jsonb,
+       u.unmet, u.children, @created_by::text,
+       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@parent_ids::uuid[]) AS parent_id,
+             unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
+             unnest(@priorities::integer[]) AS priority, unnest(@labels::text[]) AS labels,
+             unnest(@metadata::text[]) AS metadata, unnest(@unmet::integer[]) AS unmet,
+             unnest(@children::integer[]) AS children) AS u;
+
+-- name: InsertDependencies :exec
+INSERT INTO dependencies (project_id, item_id, depends_on_id, created_by, created_at)
+SELECT @project_id::uuid, u.item_id, u.depends_on_id, @created_by::text,
+       coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT unnest(@item_ids::uuid[]) AS item_id, unnest(@depends_on_ids::uuid[]) AS depends_on_id) AS u;
+
+-- name: InsertDependency :execrows
+INSERT INTO dependencies (project_id, item_id, depends_on_id, created_by, created_at)
+VALUES (@project_id, @item_id, @depends_on_id, @created_by, coalesce(sqlc.narg('now')::timestamptz, now()))
+ON CONFLICT DO NOTHING;
+
+-- name: DeleteDependency :execrows
+DELETE FROM dependencies
+WHERE project_id = @project_id AND item_id = @item_id AND depends_on_id = @depends_on_id;
+
+-- name: AddUnmetDependencies :exec
+UPDATE items
+SET unmet_dependencies = unmet_dependencies + @delta::integer,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @id;
+
+-- name: AddOpenChildren :exec
+UPDATE items
+SET open_children = open_children + @delta::integer,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @id;
+
+-- name: FinishItems :many
+-- Marks open items terminal. Items that are no longer open are left alone
+-- and not returned.
+UPDATE items
+SET status = @status::text,
+    result = sqlc.narg('result')::jsonb,
+    finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    active_lease_id = NULL
+WHERE project_id = @project_id AND id = ANY(@ids::uuid[]) AND status = 'open'
+RETURNING id, parent_id;
+
+-- name: ReleaseDependents :execrows
+-- One prerequisite fewer is open for each dependent of the finished items:
+-- touches only the dependents' rows (index dependencies_dependents).
+UPDATE items AS i
+SET unmet_dependencies = i.unmet_dependencies - d.n,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT dd.item_id, count(*)::integer AS n
+      FROM dependencies dd
+      WHERE dd.project_id = @project_id AND dd.depends_on_id = ANY(@ids::uuid[])
+      GROUP BY dd.item_id) AS d
+WHERE i.project_id = @project_id AND i.id = d.item_id;
+
+-- name: ReleaseParents :execrows
+-- One child fewer is open for each parent listed (once per finished child).
+UPDATE items AS i
+SET open_children = i.open_children - c.n,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT p.parent_id, count(*)::integer AS n
+      FROM unnest(@parent_ids::uuid[]) AS p(parent_id)
+      GROUP BY p.parent_id) AS c
+WHERE i.project_id = @project_id AND i.id = c.parent_id;
+
+-- name: UpdateItemFields :exec
+UPDATE items
+SET title = coalesce(sqlc.narg('title')::text, title),
+    body = coalesce(sqlc.narg('body')::text, body),
+    priority = coalesce(sqlc.narg('priority')::integer, priority),
+    labels = coalesce(sqlc.narg('labels')::text[], labels),
+    metadata = coalesce(sqlc.narg('metadata')::jsonb, metadata),
+    version = version + 1,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @id;
+
+-- name: OpenDescendants :many
+-- Open items below the given one (any depth), deepest last.
+WITH RECURSIVE below(id, depth) AS (
+    SELECT c.id, 1 FROM items c WHERE c.project_id = @project_id AND c.parent_id = @id::uuid
+    UNION ALL
+    SELECT c.id, b.depth + 1
+    FROM below b JOIN items c ON c.project_id = @project_id AND c.parent_id = b.id
+)
+SELECT i.id
+FROM below b JOIN items i ON i.project_id = @project_id AND i.id = b.id
+WHERE i.status = 'open'
+ORDER BY b.depth, i.seq;
+
+-- name: EndLeasesCancelled :many
+-- A person's cancel ends the active leases of the cancelled items.
+UPDATE leases
+SET ended_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    outcome = 'cancelled',
+    outcome_detail = jsonb_build_object('by', @by::text, 'reason', @reason::text)
+WHERE project_id = @project_id AND item_id = ANY(@item_ids::uuid[]) AND ended_at IS NULL
+RETURNING item_id, worker;
+
+-- name: SetPreviousWorker :exec
+UPDATE items SET previous_worker = @worker::text
+WHERE project_id = @project_id AND id = @id;
+
+-- name: WaitsForReach :many
+-- Every (node, via) pair reachable from the sources along waits-for edges:
+-- an item waits for its dependencies and for its children. The caller
+-- rebuilds a path from the pairs.
+WITH RECURSIVE reach(node, via) AS (
+    SELECT s.id, NULL::uuid FROM unnest(@sources::uuid[]) AS s(id)
+    UNION
+    SELECT e.next_id, r.node
+    FROM reach r
+    CROSS JOIN LATERAL (
+        SELECT d.depends_on_id AS next_id FROM dependencies d
+        WHERE d.project_id = @project_id AND d.item_id = r.node
+        UNION ALL
+        SELECT c.id FROM items c
+        WHERE c.project_id = @project_id AND c.parent_id = r.node
+    ) AS e
+)
+SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS via FROM reach;
+
+-- name: OpenPrerequisiteEdges :many
+-- The waits-for edges (waiter, prerequisite) among open items reachable from
+-- the given item through open prerequisites.
+WITH RECURSIVE reach(node, via) AS (
+    SELECT @id::uuid, NULL::uuid
+    UNION
+    SELECT e.next_id, r.node
+    FROM reach r
+    CROSS JOIN LATERAL (
+        SELECT d.depends_on_id AS next_id FROM dependencies d
+        JOIN items p ON p.project_id = d.project_id AND p.id = d.depends_on_id
+        WHERE d.project_id = @project_id AND d.item_id = r.node AND p.status = 'open'
+        UNION ALL
+        SELECT c.id FROM items c
+        WHERE c.project_id = @project_id AND c.parent_id = r.node AND c.status = 'open'
+    ) AS e
+)
+SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS via FROM reach;
+
+-- name: ItemRefs :many
+SELECT id, title, parent_id, seq,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+FROM items
+WHERE project_id = @project_id AND id = ANY(@ids::uuid[])
+ORDER BY seq;
+
+-- name: ProjectItemRefs :many
+SELECT id, title, parent_id, seq,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+FROM items
+WHERE project_id = @project_id
+ORDER BY seq
+LIMIT @max_rows::integer;
+
+-- name: PrerequisiteRefs :many
+-- The dependencies of the given items (all of them, finished ones too).
+SELECT d.item_id AS waiter_id, i.id, i.title, i.status,
+       item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                  i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+FROM dependencies d
+JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
+WHERE d.project_id = @project_id AND d.item_id = ANY(@ids::uuid[])
+ORDER BY i.seq;
+
+-- name: DependentRefs :many
+SELECT i.id, i.title,
+       item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                  i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+FROM dependencies d
+JOIN items i ON i.project_id = d.project_id AND i.id = d.item_id
+WHERE d.project_id = @project_id AND d.depends_on_id = @id
+ORDER BY i.seq;
+
+-- name: ChildRefs :many
+-- The children of the given items (all, or only the open ones).
+SELECT i.parent_id::uuid AS parent_id, i.id, i.title,
+       item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                  i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+FROM items i
+WHERE i.project_id = @project_id AND i.parent_id = ANY(@ids::uuid[])
+  AND (NOT @only_open::boolean OR i.status = 'open')
+ORDER BY i.seq;
+
+-- name: AncestorRefs :many
+-- The ancestors of an item, its parent first.
+WITH RECURSIVE up(id, depth) AS (
+    SELECT p.parent_id, 1 FROM items p WHERE p.project_id = @project_id AND p.id = @id AND p.parent_id IS NOT NULL
+    UNION ALL
+    SELECT i.parent_id, u.depth + 1
+    FROM up u JOIN items i ON i.project_id = @project_id AND i.id = u.id
+    WHERE i.parent_id IS NOT NULL
+)
+SELECT i.id, i.title,
+       item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                  i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+FROM up u JOIN items i ON i.project_id = @project_id AND i.id = u.id
+ORDER BY u.depth;
+
+-- name: OpenBlockingAttention :many
+SELECT item_id, id, question, created_at
+FROM attention_requests
+WHERE project_id = @project_id AND item_id = ANY(@ids::uuid[]) AND state = 'open' AND blocking
+ORDER BY seq;
+
+-- name: EdgesAmong :many
+-- Dependency edges with both ends in the given set.
+SELECT item_id, depends_on_id
+FROM dependencies
+WHERE project_id = @project_id AND item_id = ANY(@ids::uuid[]) AND depends_on_id = ANY(@ids::uuid[]);
+
+-- name: NeighbourIDs :many
+-- Items one waits-for edge away from the given set, in either direction.
+SELECT d.depends_on_id AS id FROM dependencies d
+WHERE d.project_id = @project_id AND d.item_id = ANY(@ids::uuid[])
+UNION
+SELECT d.item_id FROM dependencies d
+WHERE d.project_id = @project_id AND d.depends_on_id = ANY(@ids::uuid[])
+UNION
+SELECT c.id FROM items c
+WHERE c.project_id = @project_id AND c.parent_id = ANY(@ids::uuid[])
+UNION
+SELECT p.parent_id::uuid FROM items p
+WHERE p.project_id = @project_id AND p.id = ANY(@ids::uuid[]) AND p.parent_id IS NOT NULL;

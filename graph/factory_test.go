@@ -1,0 +1,129 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+)
+
+// fixture is what most tests need: a fresh database, a service on a stub
+// clock and one project.
+type fixture struct {
+	pool    *pgxpool.Pool
+	svc     *Service
+	clk     *clock.Stub
+	project uuid.UUID
+}
+
+var projectCounter atomic.Int64
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	pool := dbtest.New(t)
+	clk := clock.NewStub(t0)
+	svc := NewService(pool, clk)
+	p, err := svc.CreateProject(context.Background(), fmt.Sprintf("p%d", projectCounter.Add(1)))
+	if err != nil {
+		t.Fatalf("CreateProject: %v", err)
+	}
+	return fixture{pool: pool, svc: svc, clk: clk, project: p.ID}
+}
+
+// itemOpts are the factory's inputs; zero values get defaults.
+type itemOpts struct {
+	Title     string
+	Priority  int32
+	Parent    *uuid.UUID
+	DependsOn []uuid.UUID
+	Labels    []string
+}
+
+var itemCounter atomic.Int64
+
+// mustItem creates an item through the service.
+func (f fixture) mustItem(t *testing.T, o itemOpts) Item {
+	t.Helper()
+	if o.Title == "" {
+		o.Title = fmt.Sprintf("item %d", itemCounter.Add(1))
+	}
+	it, err := f.svc.CreateItem(context.Background(), f.project, NewItem{
+		Title: o.Title, Priority: o.Priority, ParentID: o.Parent, DependsOn: o.DependsOn,
+		Labels: o.Labels, CreatedBy: "test",
+	})
+	if err != nil {
+		t.Fatalf("CreateItem(%q): %v", o.Title, err)
+	}
+	return it
+}
+
+// mustGet reads an item through the service.
+func (f fixture) mustGet(t *testing.T, id uuid.UUID) Item {
+	t.Helper()
+	it, err := f.svc.Item(context.Background(), f.project, id)
+	if err != nil {
+		t.Fatalf("Item(%s): %v", id, err)
+	}
+	return it
+}
+
+// mustFinish finishes an item in its own transaction.
+func (f fixture) mustFinish(t *testing.T, id uuid.UUID, st Status) {
+	t.Helper()
+	err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+		return FinishTx(context.Background(), tx, f.clk, f.project, id, st, json.RawMessage(`{"ok":true}`))
+	})
+	if err != nil {
+		t.Fatalf("FinishTx(%s, %s): %v", id, st, err)
+	}
+}
+
+// exec runs SQL directly (to set counters the lease and attention packages
+// own).
+func (f fixture) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := f.pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("exec %q: %v", sql, err)
+	}
+}
+
+// counters reads an item's stored readiness counters.
+type counters struct {
+	Unmet, Children, Attention int32
+	Ready                      bool
+}
+
+func (f fixture) counters(t *testing.T, id uuid.UUID) counters {
+	t.Helper()
+	var c counters
+	err := f.pool.QueryRow(context.Background(),
+		`SELECT unmet_dependencies, open_children, open_attention, ready FROM items WHERE project_id = $1 AND id = $2`,
+		f.project, id).Scan(&c.Unmet, &c.Children, &c.Attention, &c.Ready)
+	if err != nil {
+		t.Fatalf("counters(%s): %v", id, err)
+	}
+	return c
+}
+
+func wantState(t *testing.T, it Item, want State) {
+	t.Helper()
+	if it.State != want {
+		t.Fatalf("item %q: state %s, want %s (blocked_by %+v)", it.Title, it.State, want, it.BlockedBy)
+	}
+}
+
+type uuidT = uuid.UUID
+
+func newID() uuid.UUID { return uuid.New() }

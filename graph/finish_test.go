@@ -1,0 +1,175 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func TestFinishTx(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		a := f.mustItem(t, itemOpts{Title: "A"})
+		b := f.mustItem(t, itemOpts{Title: "B", DependsOn: []uuidT{a.ID}})
+		parent := f.mustItem(t, itemOpts{Title: "P"})
+		c := f.mustItem(t, itemOpts{Title: "C", Parent: &parent.ID, DependsOn: []uuidT{a.ID}})
+		wantState(t, f.mustGet(t, b.ID), StateBlocked)
+		wantState(t, f.mustGet(t, parent.ID), StateBlocked)
+		if got := f.mustGet(t, b.ID).BlockedBy.Dependencies; len(got) != 1 || got[0].ID != a.ID {
+			t.Fatalf("B blocked_by.dependencies = %+v, want [A]", got)
+		}
+
+		f.mustFinish(t, a.ID, StatusDone)
+		gotA := f.mustGet(t, a.ID)
+		wantState(t, gotA, StateDone)
+		if string(gotA.Result) != `{"ok": true}` || gotA.FinishedAt == nil || !gotA.FinishedAt.Equal(t0) {
+			t.Fatalf("A result %s finished_at %v", gotA.Result, gotA.FinishedAt)
+		}
+		wantState(t, f.mustGet(t, b.ID), StateReady)
+		wantState(t, f.mustGet(t, c.ID), StateReady)
+		wantState(t, f.mustGet(t, parent.ID), StateBlocked)
+
+		f.mustFinish(t, c.ID, StatusCancelled)
+		p := f.mustGet(t, parent.ID)
+		wantState(t, p, StateReady) // ready again, not done
+		if p.Status != StatusOpen {
+			t.Fatalf("parent status %s, want open", p.Status)
+		}
+		if c := f.counters(t, parent.ID); c.Children != 0 || !c.Ready {
+			t.Fatalf("parent counters %+v", c)
+		}
+	})
+	t.Run("ErrConflict", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		a := f.mustItem(t, itemOpts{})
+		f.mustFinish(t, a.ID, StatusDone)
+		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+			return FinishTx(context.Background(), tx, f.clk, f.project, a.ID, StatusCancelled, nil)
+		})
+		if !errors.Is(err, wgerr.Conflict) {
+			t.Fatalf("second finish: %v, want conflict", err)
+		}
+		if got := f.mustGet(t, a.ID); got.Status != StatusDone {
+			t.Fatalf("status %s, want done", got.Status)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+			return FinishTx(context.Background(), tx, f.clk, f.project, newID(), StatusDone, nil)
+		})
+		if !errors.Is(err, wgerr.NotFound) {
+			t.Fatalf("got %v, want not_found", err)
+		}
+	})
+}
+
+func TestCreateChildrenTx(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		parent := f.mustItem(t, itemOpts{Title: "epic"})
+		var kids []Item
+		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+			var err error
+			kids, err = CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, []NewChild{
+				{Key: "design", Title: "Design"},
+				{Key: "build", Title: "Build", DependsOnKeys: []string{"design"}},
+				{Key: "test", Title: "Test", DependsOnKeys: []string{"build", "design"}},
+			}, "agent-1")
+			return err
+		})
+		if err != nil {
+			t.Fatalf("CreateChildrenTx: %v", err)
+		}
+		if len(kids) != 3 || kids[0].Title != "Design" || kids[2].Title != "Test" {
+			t.Fatalf("children %+v", kids)
+		}
+		wantState(t, kids[0], StateReady)
+		wantState(t, kids[1], StateBlocked)
+		if c := f.counters(t, kids[2].ID); c.Unmet != 2 {
+			t.Fatalf("test counters %+v, want 2 unmet", c)
+		}
+		p := f.mustGet(t, parent.ID)
+		wantState(t, p, StateBlocked)
+		if len(p.BlockedBy.Children) != 3 {
+			t.Fatalf("parent blocked_by.children %+v", p.BlockedBy.Children)
+		}
+		for _, k := range kids {
+			if k.ParentID == nil || *k.ParentID != parent.ID || k.CreatedBy != "agent-1" {
+				t.Fatalf("child %+v", k)
+			}
+			f.mustFinish(t, k.ID, StatusDone)
+		}
+		wantState(t, f.mustGet(t, parent.ID), StateReady)
+	})
+	t.Run("ErrCycle", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		parent := f.mustItem(t, itemOpts{})
+		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+			_, err := CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, []NewChild{
+				{Key: "a", Title: "A", DependsOnKeys: []string{"c"}},
+				{Key: "b", Title: "B", DependsOnKeys: []string{"a"}},
+				{Key: "c", Title: "C", DependsOnKeys: []string{"b"}},
+			}, "agent-1")
+			return err
+		})
+		var ce *CycleError
+		if !errors.As(err, &ce) || !errors.Is(err, wgerr.DependencyCycle) {
+			t.Fatalf("got %v, want a cycle error", err)
+		}
+		if len(ce.Cycle) != 4 || ce.Keys[0] != ce.Keys[3] {
+			t.Fatalf("cycle %v keys %v", ce.Cycle, ce.Keys)
+		}
+		if wgerr.CodeOf(err) != wgerr.CodeDependencyCycle {
+			t.Fatalf("code %s", wgerr.CodeOf(err))
+		}
+		if c := f.counters(t, parent.ID); c.Children != 0 {
+			t.Fatalf("parent counters changed: %+v", c)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		parent := f.mustItem(t, itemOpts{})
+		for name, kids := range map[string][]NewChild{
+			"DuplicateKey": {{Key: "a", Title: "A"}, {Key: "a", Title: "B"}},
+			"EmptyKey":     {{Key: " ", Title: "A"}},
+			"UnknownKey":   {{Key: "a", Title: "A", DependsOnKeys: []string{"zz"}}},
+			"EmptyTitle":   {{Key: "a", Title: "  "}},
+			"None":         {},
+		} {
+			err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+				_, err := CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, kids, "x")
+				return err
+			})
+			if !errors.Is(err, wgerr.Invalid) {
+				t.Errorf("%s: got %v, want invalid_argument", name, err)
+			}
+		}
+	})
+	t.Run("ErrParentDone", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		parent := f.mustItem(t, itemOpts{})
+		f.mustFinish(t, parent.ID, StatusDone)
+		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+			_, err := CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, []NewChild{{Key: "a", Title: "A"}}, "x")
+			return err
+		})
+		if !errors.Is(err, wgerr.Conflict) {
+			t.Fatalf("got %v, want conflict", err)
+		}
+	})
+}

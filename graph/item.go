@@ -1,0 +1,156 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+)
+
+// ItemTx reads an item inside the caller's transaction, with State and
+// BlockedBy filled as of clk's now (nil: the database clock).
+// Errors: not_found when the item is not in the project.
+func ItemTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, id uuid.UUID) (Item, error) {
+	return getItem(ctx, tx, clk.Now(), project, id)
+}
+
+func getItem(ctx context.Context, q dbq.DBTX, now *time.Time, project, id uuid.UUID) (Item, error) {
+	row, err := dbq.New().GetItem(ctx, q, dbq.GetItemParams{Now: now, ProjectID: project, ID: id})
+	if err != nil {
+		if isNoRows(err) {
+			return Item{}, notFound("item", id)
+		}
+		return Item{}, err
+	}
+	items := []Item{itemFromRow(row.Item, row.State, row.DbNow)}
+	if err := fillBlockedBy(ctx, q, now, project, items); err != nil {
+		return Item{}, err
+	}
+	return items[0], nil
+}
+
+// getItems reads items by id, in creation order, with BlockedBy filled.
+// Missing ids are left out.
+func getItems(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid.UUID, ids []uuid.UUID) ([]Item, error) {
+	rows, err := dbq.New().GetItems(ctx, q, dbq.GetItemsParams{Now: now, ProjectID: project, Ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	items := make([]Item, len(rows))
+	for i, r := range rows {
+		items[i] = itemFromRow(r.Item, r.State, r.DbNow)
+	}
+	return items, fillBlockedBy(ctx, q, now, project, items)
+}
+
+// itemFromRow converts a stored row; dbNow decides the time gates listed in
+// BlockedBy (the lists are filled by fillBlockedBy).
+func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
+	it := Item{
+		ProjectID:       r.ProjectID,
+		ID:              r.ID,
+		ParentID:        r.ParentID,
+		Title:           r.Title,
+		Body:            r.Body,
+		Priority:        r.Priority,
+		Labels:          r.Labels,
+		Metadata:        r.Metadata,
+		Result:          r.Result,
+		Status:          Status(r.Status),
+		State:           State(state),
+		Epoch:           r.Epoch,
+		Version:         r.Version,
+		ActiveLeaseID:   r.ActiveLeaseID,
+		PreviousWorker:  r.PreviousWorker,
+		PreferredWorker: r.PreferredWorker,
+		PreferredUntil:  r.PreferredUntil,
+		NotBefore:       r.NotBefore,
+		Failures:        r.Failures,
+		CreatedBy:       r.CreatedBy,
+		CreatedAt:       r.CreatedAt,
+		UpdatedAt:       r.UpdatedAt,
+		FinishedAt:      r.FinishedAt,
+		Seq:             r.Seq,
+	}
+	if it.Labels == nil {
+		it.Labels = []string{}
+	}
+	if len(it.Metadata) == 0 {
+		it.Metadata = json.RawMessage(`{}`)
+	}
+	if r.Status == string(StatusOpen) {
+		if r.NotBefore != nil && r.NotBefore.After(dbNow) {
+			t := *r.NotBefore
+			it.BlockedBy.RetryAfter = &t
+		}
+		if r.PreferredWorker != nil && r.PreferredUntil != nil && r.PreferredUntil.After(dbNow) {
+			w, t := *r.PreferredWorker, *r.PreferredUntil
+			it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = &w, &t
+		}
+	}
+	return it
+}
+
+// fillBlockedBy lists the open prerequisites, open children and open
+// blocking attention requests of the open items among items, with one query
+// per kind for all of them.
+func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid.UUID, items []Item) error {
+	var open []uuid.UUID
+	index := make(map[uuid.UUID]int, len(items))
+	for i, it := range items {
+		index[it.ID] = i
+		if it.Status == StatusOpen {
+			open = append(open, it.ID)
+		}
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	qs := dbq.New()
+	prereqs, err := qs.PrerequisiteRefs(ctx, q, dbq.PrerequisiteRefsParams{Now: now, ProjectID: project, Ids: open})
+	if err != nil {
+		return err
+	}
+	for _, p := range prereqs {
+		if p.Status != string(StatusOpen) {
+			continue // done and cancelled prerequisites are satisfied
+		}
+		b := &items[index[p.WaiterID]].BlockedBy
+		b.Dependencies = append(b.Dependencies, ItemRef{ID: p.ID, Title: p.Title, State: State(p.State)})
+	}
+	children, err := qs.ChildRefs(ctx, q, dbq.ChildRefsParams{Now: now, ProjectID: project, Ids: open, OnlyOpen: true})
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		b := &items[index[c.ParentID]].BlockedBy
+		b.Children = append(b.Children, ItemRef{ID: c.ID, Title: c.Title, State: State(c.State)})
+	}
+	reqs, err := qs.OpenBlockingAttention(ctx, q, dbq.OpenBlockingAttentionParams{ProjectID: project, Ids: open})
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		b := &items[index[r.ItemID]].BlockedBy
+		b.Attention = append(b.Attention, AttentionRef{ID: r.ID, Question: r.Question, CreatedAt: r.CreatedAt})
+	}
+	return nil
+}
+
+// refsByID reads ItemRefs of the given ids.
+func refsByID(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]ItemRef, error) {
+	rows, err := dbq.New().ItemRefs(ctx, q, dbq.ItemRefsParams{Now: now, ProjectID: project, Ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]ItemRef, len(rows))
+	for _, r := range rows {
+		out[r.ID] = ItemRef{ID: r.ID, Title: r.Title, State: State(r.State)}
+	}
+	return out, nil
+}

@@ -1,0 +1,214 @@
+package graph
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Status is the stored lifecycle of an item: open until finished.
+type Status string
+
+// The statuses of an item.
+const (
+	StatusOpen      Status = "open"
+	StatusDone      Status = "done"
+	StatusCancelled Status = "cancelled"
+)
+
+// State is the derived state of an item (see the package documentation).
+type State string
+
+// The derived states of an item.
+const (
+	StateReady     State = "ready"
+	StateLeased    State = "leased"
+	StateBlocked   State = "blocked"
+	StateAttention State = "attention"
+	StateDone      State = "done"
+	StateCancelled State = "cancelled"
+)
+
+// Project is the unit of tenancy: every item belongs to one.
+type Project struct {
+	ID        uuid.UUID
+	Name      string
+	CreatedAt time.Time
+}
+
+// Item is a work item with its derived State and, for an open item, the
+// BlockedBy explanation of what keeps it from being claimed.
+type Item struct {
+	ProjectID       uuid.UUID
+	ID              uuid.UUID
+	ParentID        *uuid.UUID
+	Title           string
+	Body            string
+	Priority        int32
+	Labels          []string
+	Metadata        json.RawMessage
+	Result          json.RawMessage
+	Status          Status
+	State           State
+	Epoch           int64
+	Version         int32
+	BlockedBy       BlockedBy
+	ActiveLeaseID   *uuid.UUID
+	PreviousWorker  *string
+	PreferredWorker *string
+	PreferredUntil  *time.Time
+	NotBefore       *time.Time
+	Failures        int32
+	CreatedBy       string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	FinishedAt      *time.Time
+	// Seq is the creation order within the project (ties of priority go to
+	// the lower seq).
+	Seq int64
+}
+
+// ItemRef names an item and its derived state.
+type ItemRef struct {
+	ID    uuid.UUID
+	Title string
+	State State
+}
+
+// AttentionRef names an open blocking attention request.
+type AttentionRef struct {
+	ID        uuid.UUID
+	Question  string
+	CreatedAt time.Time
+}
+
+// BlockedBy explains why an open item is not claimable: unmet dependencies
+// (open prerequisites), open children, open blocking attention requests, a
+// retry backoff (RetryAfter), and a continuity reservation
+// (ReservedFor/ReservedUntil). The time gates are listed only while they lie
+// in the future by the database clock (or the stub clock). It is empty for a
+// done or cancelled item.
+type BlockedBy struct {
+	Dependencies  []ItemRef
+	Children      []ItemRef
+	Attention     []AttentionRef
+	RetryAfter    *time.Time
+	ReservedFor   *string
+	ReservedUntil *time.Time
+}
+
+// Empty reports whether nothing is listed.
+func (b BlockedBy) Empty() bool {
+	return len(b.Dependencies) == 0 && len(b.Children) == 0 && len(b.Attention) == 0 &&
+		b.RetryAfter == nil && b.ReservedFor == nil
+}
+
+// NewItem is the input of CreateItem.
+type NewItem struct {
+	Title     string
+	Body      string
+	Priority  int32
+	ParentID  *uuid.UUID
+	DependsOn []uuid.UUID
+	Labels    []string
+	Metadata  json.RawMessage
+	CreatedBy string
+}
+
+// NewChild is one child in a decomposition (CreateChildrenTx). Key names it
+// within the decomposition; DependsOnKeys refers to siblings by key.
+type NewChild struct {
+	Key           string
+	Title         string
+	Body          string
+	Priority      int32
+	Labels        []string
+	DependsOnKeys []string
+}
+
+// ItemPatch is an edit by a person; nil fields are left unchanged. When
+// IfVersion is set and differs from the stored version the edit is refused
+// with conflict.
+type ItemPatch struct {
+	Title     *string
+	Body      *string
+	Priority  *int32
+	Labels    *[]string
+	Metadata  *json.RawMessage
+	IfVersion *int32
+}
+
+// ListFilter selects items for ListItems. Empty fields do not filter.
+// Limit 0 means 50; more than 500 is refused. Cursor is the NextCursor of a
+// previous page.
+type ListFilter struct {
+	States   []State
+	Label    string
+	ParentID *uuid.UUID
+	Text     string
+	Cursor   string
+	Limit    int
+}
+
+// ItemPage is one page of ListItems; NextCursor is empty on the last page.
+type ItemPage struct {
+	Items      []Item
+	NextCursor string
+}
+
+// Neighbourhood is an item with its direct dependencies (all of them, with
+// their state, finished ones included), its dependents, its children and its
+// ancestors (root first).
+type Neighbourhood struct {
+	Item         Item
+	Dependencies []ItemRef
+	Dependents   []ItemRef
+	Children     []ItemRef
+	Ancestors    []ItemRef
+}
+
+// Edge kinds of a Subgraph.
+const (
+	EdgeDependsOn = "depends_on" // From depends on To
+	EdgeChildOf   = "child_of"   // From is a child of To
+)
+
+// Edge is an edge of a Subgraph.
+type Edge struct {
+	From uuid.UUID
+	To   uuid.UUID
+	Kind string
+}
+
+// Subgraph is a picture of (part of) a project's graph: at most the asked
+// number of nodes (Truncated says whether some were left out), the edges
+// among them, and the longest chain of unfinished items among them, first
+// prerequisite first.
+type Subgraph struct {
+	Nodes        []ItemRef
+	Edges        []Edge
+	CriticalPath []uuid.UUID
+	Truncated    bool
+}
+
+// PlanItem is one item of a plan for ImportPlan. DependsOn holds keys of
+// other plan items or ids of existing items of the project. Children are
+// created below it. Line is the source line, used in error messages.
+type PlanItem struct {
+	Key       string
+	Title     string
+	Body      string
+	Priority  int32
+	Labels    []string
+	DependsOn []string
+	Children  []PlanItem
+	Line      int
+}
+
+// ImportResult lists the imported items (depth first, in plan order) and the
+// ids given to the plan's keys.
+type ImportResult struct {
+	Items []ItemRef
+	Keys  map[string]uuid.UUID
+}

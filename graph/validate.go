@@ -1,0 +1,98 @@
+package graph
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Input limits.
+const (
+	MaxTitleChars    = 500
+	MaxBodyBytes     = 1 << 20
+	MaxMetadataBytes = 1 << 20
+	MaxLabels        = 32
+	MaxLabelChars    = 64
+)
+
+var labelRE = regexp.MustCompile(`^[a-z0-9._:/-]{1,64}$`)
+
+// cleanTitle trims a title and checks its length (1..500 characters).
+func cleanTitle(field, title string) (string, error) {
+	t := strings.TrimSpace(title)
+	if t == "" {
+		return "", wgerr.InvalidField(field, "must not be empty")
+	}
+	if n := utf8.RuneCountInString(t); n > MaxTitleChars {
+		return "", wgerr.InvalidField(field, "is %d characters long; at most %d are allowed", n, MaxTitleChars)
+	}
+	if !utf8.ValidString(t) {
+		return "", wgerr.InvalidField(field, "is not valid UTF-8")
+	}
+	return t, nil
+}
+
+func checkBody(field, body string) error {
+	if len(body) > MaxBodyBytes {
+		return &wgerr.Error{Code: wgerr.CodePayloadTooLarge, Field: field,
+			Message: field + ": is larger than 1 MiB"}
+	}
+	if !utf8.ValidString(body) || strings.ContainsRune(body, 0) {
+		return wgerr.InvalidField(field, "is not valid UTF-8 text")
+	}
+	return nil
+}
+
+// cleanLabels checks labels (each 1..64 of [a-z0-9._:/-], at most 32) and
+// drops duplicates, keeping the first occurrence's order.
+func cleanLabels(field string, labels []string) ([]string, error) {
+	if len(labels) > MaxLabels {
+		return nil, wgerr.InvalidField(field, "has %d labels; at most %d are allowed", len(labels), MaxLabels)
+	}
+	out := make([]string, 0, len(labels))
+	seen := make(map[string]bool, len(labels))
+	for _, l := range labels {
+		if !labelRE.MatchString(l) {
+			return nil, wgerr.InvalidField(field, "label %q must be 1 to 64 characters of a-z 0-9 . _ : / -", l)
+		}
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// cleanMetadata checks metadata is a JSON object; empty means {}.
+func cleanMetadata(field string, m json.RawMessage) (json.RawMessage, error) {
+	if len(m) == 0 {
+		return json.RawMessage(`{}`), nil
+	}
+	if len(m) > MaxMetadataBytes {
+		return nil, &wgerr.Error{Code: wgerr.CodePayloadTooLarge, Field: field, Message: field + ": is larger than 1 MiB"}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(m, &obj); err != nil || obj == nil {
+		return nil, wgerr.InvalidField(field, "must be a JSON object")
+	}
+	return m, nil
+}
+
+func checkBy(by string) error {
+	if strings.TrimSpace(by) == "" {
+		return wgerr.InvalidField("created_by", "must name the principal")
+	}
+	return nil
+}
+
+// labelsJSON encodes labels for the bulk insert.
+func labelsJSON(labels []string) string {
+	if labels == nil {
+		labels = []string{}
+	}
+	b, _ := json.Marshal(labels)
+	return string(b)
+}
