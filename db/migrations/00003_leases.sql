@@ -23,6 +23,7 @@ CREATE TABLE leases (
     worker_time    timestamptz,
     -- A person asked the worker to stop; answered on its next heartbeat.
     stop_requested_at timestamptz,
+    stop_requested_by text,
     ended_at       timestamptz,
     outcome        text CHECK (outcome IN ('completed', 'released', 'failed', 'cancelled',
                                            'decomposed', 'attention_requested', 'expired')),
@@ -105,7 +106,24 @@ CREATE TRIGGER lease_observations_append_only BEFORE UPDATE OR DELETE ON lease_o
 CREATE TRIGGER lease_observations_no_truncate BEFORE TRUNCATE ON lease_observations
     FOR EACH STATEMENT EXECUTE FUNCTION append_only_guard();
 
+-- How many reports about a lease were refused, by kind. lease_observations
+-- keeps only the first few of each kind (a worker that keeps talking after
+-- losing its lease must not grow the table without bound); these counters
+-- keep the full count and the time of the latest one. A counter, not
+-- history: it is the one lease-related table whose rows change.
+CREATE TABLE lease_refusals (
+    project_id     uuid        NOT NULL,
+    lease_id       uuid        NOT NULL,
+    kind           text        NOT NULL CHECK (kind IN ('stale_call', 'conflicting_result')),
+    calls          integer     NOT NULL CHECK (calls > 0),
+    last_operation text        NOT NULL,
+    last_at        timestamptz NOT NULL,
+    PRIMARY KEY (project_id, lease_id, kind),
+    FOREIGN KEY (project_id, lease_id) REFERENCES leases (project_id, id)
+);
+
 -- +goose Down
+DROP TABLE lease_refusals;
 DROP TABLE lease_observations;
 DROP TABLE leases;
 DROP FUNCTION append_only_guard();

@@ -1,0 +1,127 @@
+package attention
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/clock"
+)
+
+// State is the lifecycle of a request: open until resolved or dismissed.
+type State string
+
+// The states of a request.
+const (
+	StateOpen      State = "open"
+	StateResolved  State = "resolved"
+	StateDismissed State = "dismissed"
+)
+
+// Who opened a request (Request.Source).
+const (
+	SourceWorker = "worker"
+	SourceSystem = "system"
+	SourcePerson = "person"
+)
+
+// Why a request was opened (Request.Reason).
+const (
+	ReasonQuestion        = "question"
+	ReasonRepeatedExpiry  = "repeated_expiry"
+	ReasonRepeatedFailure = "repeated_failure"
+	ReasonHold            = "hold"
+)
+
+// Request is an attention request with the title of its item. LeaseID and
+// Epoch name the lease it was asked under (for a blocking worker request,
+// the lease that ended for it; for a repeated-expiry request, the last lease
+// that expired).
+type Request struct {
+	ID               uuid.UUID
+	ProjectID        uuid.UUID
+	ItemID           uuid.UUID
+	ItemTitle        string
+	LeaseID          *uuid.UUID
+	Epoch            *int64
+	Source           string
+	Reason           string
+	RequestedBy      string
+	Question         string
+	SuggestedAnswers []string
+	Context          json.RawMessage
+	Blocking         bool
+	State            State
+	Answer           *string
+	ResolvedBy       *string
+	ResolvedAt       *time.Time
+	CreatedAt        time.Time
+}
+
+// NewRequest is the input of OpenTx. Source defaults to "worker" and Reason
+// to "question". LeaseID and Epoch are given together or not at all. Worker
+// is the worker of the lease that ended for a blocking request; it becomes
+// the item's continuity preference (see the package documentation).
+type NewRequest struct {
+	Question         string
+	SuggestedAnswers []string
+	Context          json.RawMessage
+	Blocking         bool
+	Source           string
+	Reason           string
+	RequestedBy      string
+	LeaseID          *uuid.UUID
+	Epoch            *int64
+	Worker           string
+}
+
+// Filter selects requests for List. Nil fields do not filter. Limit 0 means
+// 50; more than 500 is refused. Cursor is the NextCursor of a previous page.
+type Filter struct {
+	State  *State
+	ItemID *uuid.UUID
+	Cursor string
+	Limit  int
+}
+
+// Page is one page of List; NextCursor is empty on the last page.
+type Page struct {
+	Requests   []Request
+	NextCursor string
+}
+
+// Config tunes the service.
+type Config struct {
+	// ContinuityWindow is how long, after an item's last blocking request
+	// is closed, only the worker whose lease ended for it may claim it.
+	// Zero means 10 minutes.
+	ContinuityWindow time.Duration
+}
+
+// DefaultContinuityWindow is the continuity window when Config leaves it 0.
+const DefaultContinuityWindow = 10 * time.Minute
+
+func (c Config) window() time.Duration {
+	if c.ContinuityWindow <= 0 {
+		return DefaultContinuityWindow
+	}
+	return c.ContinuityWindow
+}
+
+// Service answers, dismisses and lists attention requests, and lets people
+// put holds on items. Workers open requests through package lease.
+type Service struct {
+	pool  *pgxpool.Pool
+	clock clock.Clock
+	cfg   Config
+}
+
+// NewService returns a Service on pool. A nil clk means the database clock.
+func NewService(pool *pgxpool.Pool, clk clock.Clock, cfg Config) *Service {
+	if clk == nil {
+		clk = clock.Database{}
+	}
+	return &Service{pool: pool, clock: clk, cfg: cfg}
+}

@@ -1,0 +1,177 @@
+package attention
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Input bounds.
+const (
+	maxQuestionBytes  = 65536
+	maxSuggested      = 20
+	maxSuggestedBytes = 1000
+	maxByBytes        = 200
+)
+
+// defaultHoldQuestion is the question of a hold a person gave no text for.
+const defaultHoldQuestion = "On hold: do not start until a person releases it."
+
+// OpenTx opens an attention request on an open item inside the caller's
+// transaction. A blocking request holds the item (items.open_attention++)
+// and records in.Worker as its pending continuity preference. A worker's
+// request must be fenced by the caller (package lease locks or ends the
+// lease in tx first).
+//
+// Errors: invalid_argument (a field, named), not_found (no such item in the
+// project), conflict (the item is done or cancelled).
+func OpenTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, itemID uuid.UUID, in NewRequest) (Request, error) {
+	in, err := clean(in)
+	if err != nil {
+		return Request{}, err
+	}
+	now := nowOf(clk)
+	q := dbq.New()
+	title, err := holdOrCheck(ctx, q, tx, now, project, itemID, in)
+	if err != nil {
+		return Request{}, err
+	}
+	row, err := q.InsertAttention(ctx, tx, dbq.InsertAttentionParams{
+		ProjectID:        project,
+		ItemID:           itemID,
+		LeaseID:          in.LeaseID,
+		Epoch:            in.Epoch,
+		Source:           in.Source,
+		Reason:           in.Reason,
+		RequestedBy:      in.RequestedBy,
+		Question:         in.Question,
+		SuggestedAnswers: in.SuggestedAnswers,
+		Context:          in.Context,
+		Blocking:         in.Blocking,
+		Now:              now,
+	})
+	if err != nil {
+		return Request{}, db.Translate(err)
+	}
+	return fromRow(row, title), nil
+}
+
+// holdOrCheck locks the item: a blocking request counts on it, a
+// non-blocking one only checks that it is open. It returns the item's title.
+func holdOrCheck(ctx context.Context, q *dbq.Queries, tx pgx.Tx, now nowArg, project, itemID uuid.UUID, in NewRequest) (string, error) {
+	if in.Blocking {
+		title, err := q.HoldItemForAttention(ctx, tx, dbq.HoldItemForAttentionParams{
+			ProjectID: project, ItemID: itemID, Worker: in.Worker, Now: now,
+		})
+		if err == nil {
+			return title, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return "", db.Translate(err)
+		}
+	}
+	it, err := q.ItemForAttention(ctx, tx, dbq.ItemForAttentionParams{ProjectID: project, ItemID: itemID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", wgerr.New(wgerr.CodeNotFound, "item %s not found", itemID)
+	}
+	if err != nil {
+		return "", db.Translate(err)
+	}
+	if it.Status != "open" {
+		return "", wgerr.New(wgerr.CodeConflict, "item %s is %s: no attention request can be opened on it", itemID, it.Status)
+	}
+	return it.Title, nil
+}
+
+// Hold opens a person's blocking request on an open item ("do not start this
+// until I say"). It does not end an active lease (no pre-emption), but once
+// that lease ends the item is not claimable until the hold is resolved or
+// dismissed. An empty question gets a standard text.
+//
+// Errors: invalid_argument, not_found (item), conflict (item finished).
+func (s *Service) Hold(ctx context.Context, project, itemID uuid.UUID, question, by string) (Request, error) {
+	if strings.TrimSpace(question) == "" {
+		question = defaultHoldQuestion
+	}
+	var out Request
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = OpenTx(ctx, tx, s.clock, project, itemID, NewRequest{
+			Question:    question,
+			Blocking:    true,
+			Source:      SourcePerson,
+			Reason:      ReasonHold,
+			RequestedBy: by,
+		})
+		return err
+	})
+	return out, err
+}
+
+// clean validates a NewRequest and fills its defaults.
+func clean(in NewRequest) (NewRequest, error) {
+	in.Question = strings.TrimSpace(in.Question)
+	switch {
+	case in.Question == "":
+		return in, wgerr.InvalidField("question", "must not be empty")
+	case len(in.Question) > maxQuestionBytes:
+		return in, wgerr.InvalidField("question", "must be at most %d bytes", maxQuestionBytes)
+	case !utf8.ValidString(in.Question):
+		return in, wgerr.InvalidField("question", "must be valid UTF-8")
+	}
+	if len(in.SuggestedAnswers) > maxSuggested {
+		return in, wgerr.InvalidField("suggested_answers", "at most %d answers", maxSuggested)
+	}
+	answers := make([]string, 0, len(in.SuggestedAnswers))
+	for _, a := range in.SuggestedAnswers {
+		a = strings.TrimSpace(a)
+		if a == "" || len(a) > maxSuggestedBytes || !utf8.ValidString(a) {
+			return in, wgerr.InvalidField("suggested_answers", "each answer must be 1 to %d bytes of UTF-8", maxSuggestedBytes)
+		}
+		answers = append(answers, a)
+	}
+	in.SuggestedAnswers = answers
+	if len(in.Context) > 0 {
+		if !json.Valid(in.Context) {
+			return in, wgerr.InvalidField("context", "must be valid JSON")
+		}
+		if string(in.Context) == "null" {
+			in.Context = nil
+		}
+	}
+	if in.Source == "" {
+		in.Source = SourceWorker
+	}
+	if in.Source != SourceWorker && in.Source != SourceSystem && in.Source != SourcePerson {
+		return in, wgerr.InvalidField("source", "must be worker, system or person")
+	}
+	if in.Reason == "" {
+		in.Reason = ReasonQuestion
+	}
+	switch in.Reason {
+	case ReasonQuestion, ReasonRepeatedExpiry, ReasonRepeatedFailure, ReasonHold:
+	default:
+		return in, wgerr.InvalidField("reason", "unknown reason %q", in.Reason)
+	}
+	in.RequestedBy = strings.TrimSpace(in.RequestedBy)
+	if in.RequestedBy == "" || len(in.RequestedBy) > maxByBytes {
+		return in, wgerr.InvalidField("requested_by", "must be 1 to %d bytes", maxByBytes)
+	}
+	if (in.LeaseID == nil) != (in.Epoch == nil) {
+		return in, wgerr.InvalidField("epoch", "a lease id and its epoch go together")
+	}
+	if len(in.Worker) > maxByBytes {
+		return in, wgerr.InvalidField("worker", "must be at most %d bytes", maxByBytes)
+	}
+	return in, nil
+}

@@ -1,0 +1,125 @@
+package attention
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Get returns one request of the project.
+//
+// Errors: not_found.
+func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Request, error) {
+	r, err := getTx(ctx, s.pool, project, id)
+	return r, db.Translate(err)
+}
+
+func getTx(ctx context.Context, q dbq.DBTX, project, id uuid.UUID) (Request, error) {
+	row, err := dbq.New().GetAttention(ctx, q, dbq.GetAttentionParams{ProjectID: project, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Request{}, notFound(id)
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	return fromRow(row.AttentionRequest, row.ItemTitle), nil
+}
+
+// ProjectOf returns the project of a request, for routes that name only the
+// request.
+//
+// Errors: not_found.
+func (s *Service) ProjectOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	p, err := dbq.New().AttentionProject(ctx, s.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, notFound(id)
+	}
+	return p, db.Translate(err)
+}
+
+// List returns a page of the project's requests, oldest first.
+//
+// Errors: invalid_argument (state, limit, cursor).
+func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, error) {
+	limit, err := pageLimit(f.Limit)
+	if err != nil {
+		return Page{}, err
+	}
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	var state *string
+	if f.State != nil {
+		switch *f.State {
+		case StateOpen, StateResolved, StateDismissed:
+		default:
+			return Page{}, wgerr.InvalidField("state", "must be open, resolved or dismissed")
+		}
+		st := string(*f.State)
+		state = &st
+	}
+	rows, err := dbq.New().ListAttention(ctx, s.pool, dbq.ListAttentionParams{
+		ProjectID: project, AfterSeq: after, State: state, ItemID: f.ItemID, MaxRows: int32(limit + 1),
+	})
+	if err != nil {
+		return Page{}, db.Translate(err)
+	}
+	page := Page{Requests: make([]Request, 0, len(rows))}
+	for i, r := range rows {
+		if i == limit {
+			page.NextCursor = encodeCursor(rows[i-1].AttentionRequest.Seq)
+			break
+		}
+		page.Requests = append(page.Requests, fromRow(r.AttentionRequest, r.ItemTitle))
+	}
+	return page, nil
+}
+
+// ForItem returns every request of an item, oldest first: its attention
+// history, questions and answers.
+func (s *Service) ForItem(ctx context.Context, project, itemID uuid.UUID) ([]Request, error) {
+	out, err := forItem(ctx, s.pool, project, itemID)
+	return out, db.Translate(err)
+}
+
+// ForItemTx is ForItem inside the caller's transaction (the claim returns
+// the item's attention history with the lease).
+func ForItemTx(ctx context.Context, tx pgx.Tx, project, itemID uuid.UUID) ([]Request, error) {
+	return forItem(ctx, tx, project, itemID)
+}
+
+func forItem(ctx context.Context, q dbq.DBTX, project, itemID uuid.UUID) ([]Request, error) {
+	rows, err := dbq.New().AttentionForItem(ctx, q, dbq.AttentionForItemParams{ProjectID: project, ItemID: itemID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Request, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+	}
+	return out, nil
+}
+
+// ClosedForLeaseTx returns the non-blocking requests asked under a lease
+// that a person has resolved or dismissed, oldest first: what a heartbeat
+// hands back to the worker.
+func ClosedForLeaseTx(ctx context.Context, tx pgx.Tx, project, leaseID uuid.UUID) ([]Request, error) {
+	rows, err := dbq.New().ClosedNonBlockingForLease(ctx, tx, dbq.ClosedNonBlockingForLeaseParams{
+		ProjectID: project, LeaseID: &leaseID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Request, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+	}
+	return out, nil
+}

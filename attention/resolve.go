@@ -1,0 +1,95 @@
+package attention
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// maxAnswerBytes bounds an answer or a dismissal note.
+const maxAnswerBytes = 65536
+
+// Resolve answers an open request, once. When it was the item's last open
+// blocking request, the item's readiness comes back and a pending
+// continuity preference gets its window, in the same transaction.
+//
+// Errors: invalid_argument (empty answer or by), not_found, conflict (the
+// request was already resolved or dismissed).
+func (s *Service) Resolve(ctx context.Context, project, id uuid.UUID, answer, by string) (Request, error) {
+	answer = strings.TrimSpace(answer)
+	if answer == "" {
+		return Request{}, wgerr.InvalidField("answer", "must not be empty")
+	}
+	return s.close(ctx, project, id, StateResolved, &answer, by)
+}
+
+// Dismiss closes an open request without an answer, once; note (optional)
+// is kept in Answer. It releases the item like Resolve.
+//
+// Errors: invalid_argument, not_found, conflict (already closed).
+func (s *Service) Dismiss(ctx context.Context, project, id uuid.UUID, by, note string) (Request, error) {
+	note = strings.TrimSpace(note)
+	var notePtr *string
+	if note != "" {
+		notePtr = &note
+	}
+	return s.close(ctx, project, id, StateDismissed, notePtr, by)
+}
+
+func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State, answer *string, by string) (Request, error) {
+	by = strings.TrimSpace(by)
+	if by == "" || len(by) > maxByBytes {
+		return Request{}, wgerr.InvalidField("by", "must be 1 to %d bytes", maxByBytes)
+	}
+	if answer != nil && len(*answer) > maxAnswerBytes {
+		return Request{}, wgerr.InvalidField("answer", "must be at most %d bytes", maxAnswerBytes)
+	}
+	now := s.clock.Now()
+	q := dbq.New()
+	var out Request
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		row, err := q.CloseAttention(ctx, tx, dbq.CloseAttentionParams{
+			ProjectID: project, ID: id, State: string(state), Answer: answer, ResolvedBy: &by, Now: now,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.notOpen(ctx, tx, project, id)
+		}
+		if err != nil {
+			return err
+		}
+		if row.Blocking {
+			_, err := q.ReleaseItemFromAttention(ctx, tx, dbq.ReleaseItemFromAttentionParams{
+				ProjectID: project, ItemID: row.ItemID, Now: now, WindowMs: s.cfg.window().Milliseconds(),
+			})
+			if err != nil {
+				return err
+			}
+		}
+		out, err = getTx(ctx, tx, project, id)
+		return err
+	})
+	return out, err
+}
+
+// notOpen explains why a request could not be closed.
+func (s *Service) notOpen(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
+	state, err := dbq.New().AttentionState(ctx, tx, dbq.AttentionStateParams{ProjectID: project, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	return wgerr.New(wgerr.CodeConflict, "attention request %s is already %s", id, state)
+}
+
+func notFound(id uuid.UUID) error {
+	return wgerr.New(wgerr.CodeNotFound, "attention request %s not found", id)
+}

@@ -1,0 +1,93 @@
+-- name: InsertAttention :one
+INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, reason, requested_by,
+                                question, suggested_answers, context, blocking, created_at)
+VALUES (@project_id, @item_id, sqlc.narg('lease_id'), sqlc.narg('epoch'), @source, @reason, @requested_by,
+        @question, @suggested_answers::text[], sqlc.narg('context'), @blocking,
+        coalesce(sqlc.narg('now')::timestamptz, now()))
+RETURNING *;
+
+-- name: HoldItemForAttention :one
+-- A blocking request opened on an open item: it waits until the request is
+-- answered. @worker (may be '') is the worker whose lease ended for the
+-- request; it becomes the item's pending continuity preference, whose window
+-- starts when the last blocking request is resolved. A request without a
+-- worker keeps a pending preference and drops an old window.
+UPDATE items
+SET open_attention = open_attention + 1,
+    preferred_worker = CASE
+        WHEN @worker::text <> '' THEN @worker::text
+        WHEN preferred_until IS NULL THEN preferred_worker
+        ELSE NULL END,
+    preferred_until = NULL,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @item_id AND status = 'open'
+RETURNING title;
+
+-- name: ItemForAttention :one
+SELECT title, status FROM items
+WHERE project_id = @project_id AND id = @item_id;
+
+-- name: CloseAttention :one
+-- Resolves or dismisses an open request, once.
+UPDATE attention_requests
+SET state = @state,
+    answer = sqlc.narg('answer'),
+    resolved_by = @resolved_by,
+    resolved_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @id AND state = 'open'
+RETURNING *;
+
+-- name: ReleaseItemFromAttention :one
+-- One blocking request of the item is closed. When it was the last one the
+-- item's readiness comes back (the generated column "ready") and a pending
+-- continuity preference gets its window.
+UPDATE items
+SET open_attention = open_attention - 1,
+    preferred_until = CASE
+        WHEN open_attention = 1 AND preferred_worker IS NOT NULL
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('window_ms')::bigint * interval '1 millisecond'
+        ELSE preferred_until END,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @item_id
+RETURNING open_attention;
+
+-- name: GetAttention :one
+SELECT sqlc.embed(r), i.title AS item_title
+FROM attention_requests r
+JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
+WHERE r.project_id = @project_id AND r.id = @id;
+
+-- name: AttentionState :one
+SELECT state FROM attention_requests
+WHERE project_id = @project_id AND id = @id;
+
+-- name: AttentionProject :one
+SELECT project_id FROM attention_requests WHERE id = @id;
+
+-- name: ListAttention :many
+-- Oldest first; @after_seq is the cursor (0 = from the start).
+SELECT sqlc.embed(r), i.title AS item_title
+FROM attention_requests r
+JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
+WHERE r.project_id = @project_id
+  AND r.seq > @after_seq
+  AND (sqlc.narg('state')::text IS NULL OR r.state = sqlc.narg('state')::text)
+  AND (sqlc.narg('item_id')::uuid IS NULL OR r.item_id = sqlc.narg('item_id')::uuid)
+ORDER BY r.seq
+LIMIT @max_rows;
+
+-- name: AttentionForItem :many
+SELECT sqlc.embed(r), i.title AS item_title
+FROM attention_requests r
+JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
+WHERE r.project_id = @project_id AND r.item_id = @item_id
+ORDER BY r.seq;
+
+-- name: ClosedNonBlockingForLease :many
+-- The answered (or dismissed) non-blocking requests a lease's worker asked.
+SELECT sqlc.embed(r), i.title AS item_title
+FROM attention_requests r
+JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
+WHERE r.project_id = @project_id AND r.lease_id = @lease_id
+  AND NOT r.blocking AND r.state <> 'open'
+ORDER BY r.seq;

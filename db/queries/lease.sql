@@ -1,0 +1,250 @@
+-- Leases: claim, fenced mutations, expiry, history. Owned by package lease.
+-- The fence is a predicate in every statement that writes for a worker: the
+-- lease id and epoch match, the lease has not ended and has not expired by
+-- the given instant (the database clock when it is NULL), and the item still
+-- names the lease as its active one. See lease/doc.go.
+
+-- name: ExpireLeases :many
+-- Ends up to @max_leases expired leases of a project as 'expired' and frees
+-- their items. Leases another transaction holds are skipped (several
+-- sweepers and claimers may run at once; each lease is ended once). The end
+-- time is the expiry instant: the lease gave no rights after it.
+WITH due AS (
+    SELECT l.id
+    FROM leases l
+    WHERE l.project_id = @project_id
+      AND l.ended_at IS NULL
+      AND l.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+    ORDER BY l.expires_at
+    LIMIT @max_leases
+    FOR UPDATE SKIP LOCKED
+), ended AS (
+    UPDATE leases l
+    SET ended_at = l.expires_at,
+        outcome = 'expired',
+        outcome_detail = jsonb_build_object(
+            'reaped_at', coalesce(sqlc.narg('now')::timestamptz, now()),
+            'heartbeats', l.heartbeats)
+    FROM due
+    WHERE l.project_id = @project_id AND l.id = due.id
+    RETURNING l.id, l.item_id, l.epoch, l.worker
+)
+UPDATE items i
+SET active_lease_id = NULL,
+    previous_worker = ended.worker,
+    consecutive_expiries = i.consecutive_expiries + 1,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM ended
+WHERE i.project_id = @project_id AND i.id = ended.item_id AND i.active_lease_id = ended.id
+RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.consecutive_expiries;
+
+-- name: ProjectsWithExpiredLeases :many
+SELECT DISTINCT project_id
+FROM leases
+WHERE ended_at IS NULL AND expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+LIMIT @max_projects;
+
+-- name: ResetExpiries :exec
+UPDATE items SET consecutive_expiries = 0
+WHERE project_id = @project_id AND id = @item_id;
+
+-- name: ClaimItem :one
+-- Takes the highest-priority ready item (index items_claim, ties
+-- first-created first) that carries @labels, is past its retry backoff and
+-- is not reserved for another worker by the continuity window; increments
+-- its epoch, makes @lease_id its active lease and records the lease. Rows
+-- other claimers hold are skipped.
+WITH candidate AS (
+    SELECT c.project_id, c.id
+    FROM items c
+    WHERE c.project_id = @project_id
+      AND c.ready
+      AND c.labels @> @labels::text[]
+      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, now()))
+      AND (c.preferred_worker IS NULL
+           OR c.preferred_worker = @worker
+           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    ORDER BY c.priority DESC, c.seq
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    UPDATE items i
+    SET epoch = i.epoch + 1,
+        active_lease_id = @lease_id,
+        preferred_worker = NULL,
+        preferred_until = NULL,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM candidate
+    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
+    RETURNING i.project_id, i.id, i.epoch
+)
+INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
+       coalesce(sqlc.narg('now')::timestamptz, now()),
+       coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+FROM taken
+RETURNING *;
+
+-- name: LockToken :exec
+-- Serialises the claims of one token while it counts its live leases.
+SELECT pg_advisory_xact_lock(hashtextextended(sqlc.arg('token_id')::uuid::text, 7250004));
+
+-- name: CountActiveForToken :one
+SELECT count(*)::int
+FROM leases
+WHERE token_id = @token_id
+  AND ended_at IS NULL
+  AND expires_at > coalesce(sqlc.narg('now')::timestamptz, now());
+
+-- name: HeartbeatLease :one
+-- Fenced renewal. @ttl_ms = 0 keeps the lease's current TTL (the one chosen
+-- at the claim or named by the latest heartbeat).
+UPDATE leases l
+SET expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + CASE
+        WHEN sqlc.arg('ttl_ms')::bigint > 0 THEN sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+        ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
+    END,
+    heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    heartbeats = l.heartbeats + 1,
+    progress = coalesce(sqlc.narg('progress'), l.progress),
+    worker_time = coalesce(sqlc.narg('worker_time'), l.worker_time)
+WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
+  AND l.ended_at IS NULL
+  AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+  AND EXISTS (SELECT 1 FROM items i
+              WHERE i.project_id = l.project_id AND i.id = l.item_id
+                AND i.active_lease_id = l.id AND i.epoch = l.epoch)
+RETURNING *;
+
+-- name: LockLease :one
+-- Fenced row lock: holds the lease for the rest of the transaction, so the
+-- writes that follow cannot race its expiry or another end.
+SELECT l.*
+FROM leases l
+WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
+  AND l.ended_at IS NULL
+  AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+  AND EXISTS (SELECT 1 FROM items i
+              WHERE i.project_id = l.project_id AND i.id = l.item_id
+                AND i.active_lease_id = l.id AND i.epoch = l.epoch)
+FOR UPDATE OF l;
+
+-- name: EndLease :one
+-- Fenced end of a lease by its worker, and the item's side of it in the
+-- same statement: the item is freed and remembers the worker. A failure
+-- (@failed) counts and sets the retry backoff: @backoff_ms * 2^(failures so
+-- far), at most @max_backoff_ms. @reset_expiries clears the consecutive
+-- expiry count (the worker came back).
+WITH ended AS (
+    UPDATE leases l
+    SET ended_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        outcome = @outcome,
+        outcome_detail = sqlc.narg('outcome_detail'),
+        result = sqlc.narg('result'),
+        worker_time = coalesce(sqlc.narg('worker_time'), l.worker_time)
+    WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
+      AND l.ended_at IS NULL
+      AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    RETURNING l.*
+), freed AS (
+    UPDATE items i
+    SET active_lease_id = NULL,
+        previous_worker = ended.worker,
+        consecutive_expiries = CASE WHEN @reset_expiries::boolean THEN 0 ELSE i.consecutive_expiries END,
+        failures = i.failures + CASE WHEN @failed::boolean THEN 1 ELSE 0 END,
+        not_before = CASE WHEN @failed::boolean
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) + least(
+                sqlc.arg('backoff_ms')::bigint::float8 * power(2::float8, least(i.failures, 40)),
+                sqlc.arg('max_backoff_ms')::bigint::float8) * interval '1 millisecond'
+            ELSE i.not_before END,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM ended
+    WHERE i.project_id = ended.project_id AND i.id = ended.item_id
+      AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
+    RETURNING i.failures
+)
+SELECT ended.*, freed.failures
+FROM ended, freed;
+
+-- name: ClearRetry :exec
+-- The item stops retrying on its own: its failures were handed to a person.
+UPDATE items SET failures = 0, not_before = NULL
+WHERE project_id = @project_id AND id = @item_id;
+
+-- name: RequestStop :one
+UPDATE leases
+SET stop_requested_at = coalesce(stop_requested_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+    stop_requested_by = coalesce(stop_requested_by, @requested_by)
+WHERE project_id = @project_id AND id = @lease_id AND ended_at IS NULL
+RETURNING *;
+
+-- name: GetLease :one
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id AND l.id = @lease_id;
+
+-- name: LeaseProject :one
+SELECT project_id FROM leases WHERE id = @lease_id;
+
+-- name: SameResult :one
+-- Whether a repeated completion carries the committed result (jsonb
+-- equality: key order and spacing do not matter).
+SELECT (l.result IS NOT DISTINCT FROM sqlc.narg('result')::jsonb)::boolean
+FROM leases l
+WHERE l.project_id = @project_id AND l.id = @lease_id;
+
+-- name: CountRefusal :one
+-- Counts a refused report; the caller keeps an observation only for the
+-- first few of each kind.
+INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at)
+VALUES (@project_id, @lease_id, @kind, 1, @operation, coalesce(sqlc.narg('now')::timestamptz, now()))
+ON CONFLICT (project_id, lease_id, kind) DO UPDATE
+SET calls = lease_refusals.calls + 1,
+    last_operation = excluded.last_operation,
+    last_at = excluded.last_at
+RETURNING calls;
+
+-- name: InsertObservation :exec
+INSERT INTO lease_observations (project_id, lease_id, epoch, kind, operation, received_at, worker_time, payload)
+VALUES (@project_id, @lease_id, @epoch, @kind, @operation,
+        coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.narg('worker_time'), sqlc.narg('payload'));
+
+-- name: ListObservations :many
+SELECT * FROM lease_observations
+WHERE project_id = @project_id AND lease_id = @lease_id
+ORDER BY seq;
+
+-- name: LeaseHistory :many
+-- Oldest first; @after_seq is the cursor (0 = from the start).
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id
+  AND l.seq > @after_seq
+  AND (sqlc.narg('item_id')::uuid IS NULL OR l.item_id = sqlc.narg('item_id')::uuid)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+  AND (sqlc.narg('since')::timestamptz IS NULL OR l.acquired_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR l.acquired_at < sqlc.narg('until')::timestamptz)
+ORDER BY l.seq
+LIMIT @max_rows;
+
+-- name: ActiveLeases :many
+SELECT * FROM leases
+WHERE project_id = @project_id AND ended_at IS NULL
+ORDER BY acquired_at, seq;
+
+-- name: WorkerOutcomes :many
+-- Per worker and outcome ('' for active leases): how many leases, and the
+-- latest instant the worker was heard from.
+SELECT worker,
+       coalesce(outcome, '')::text AS outcome,
+       count(*)::int AS leases,
+       max(greatest(acquired_at, heartbeat_at, ended_at))::timestamptz AS last_seen
+FROM leases
+WHERE project_id = @project_id
+GROUP BY worker, outcome
+ORDER BY worker, outcome;
