@@ -95,10 +95,10 @@ func newServer(cfg Config, api backend) *Server {
 // (tests use an in-memory transport).
 func (s *Server) MCP() *sdk.Server { return s.mcp }
 
-// ServeStdio serves one MCP session over stdin and stdout until the client
-// disconnects or ctx ends, then releases the session's task, if any.
-func (s *Server) ServeStdio(ctx context.Context) error {
-	err := s.mcp.Run(ctx, &sdk.StdioTransport{})
+// Serve serves one MCP session over t (stdio in the binary) until the
+// client disconnects or ctx ends, then releases the session's task, if any.
+func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
+	err := s.mcp.Run(ctx, t)
 	s.Close()
 	if ctx.Err() != nil {
 		return nil

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/mcp"
+)
+
+func init() { extraCommands = append(extraCommands, newMCPCmd) }
+
+// mcpOptions are the flags of `workgraph mcp`.
+type mcpOptions struct {
+	url, token, project string
+	worker              string
+	leaseSeconds        int
+	httpAddr            string
+	sessionTimeout      time.Duration
+}
+
+func newMCPCmd(stdio IO) *cobra.Command {
+	var o mcpOptions
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve workgraph's agent tools over MCP (stdio, or streamable HTTP with --http)",
+		Long: `Serve workgraph to an AI agent over the Model Context Protocol.
+
+By default the server speaks MCP on stdin/stdout: register "workgraph mcp" as
+a stdio MCP server in the agent. With --http 127.0.0.1:PORT it serves
+streamable HTTP at http://127.0.0.1:PORT/mcp instead; each MCP session holds
+its own task. The MCP server acts with WORKGRAPH_TOKEN, so keep --http on a
+loopback address.
+
+Each MCP session holds at most one task. The session keeps the lease id and
+epoch itself and heartbeats in the background; a session that ends releases
+its task.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMCP(cmd.Context(), stdio, o)
+		},
+	}
+	host, _ := os.Hostname()
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", envOr("WORKGRAPH_URL", "http://127.0.0.1:8080"), "workgraph server URL (env WORKGRAPH_URL)")
+	f.StringVar(&o.token, "token", os.Getenv("WORKGRAPH_TOKEN"), "API token, role agent (env WORKGRAPH_TOKEN)")
+	f.StringVar(&o.project, "project", os.Getenv("WORKGRAPH_PROJECT"), "project (env WORKGRAPH_PROJECT)")
+	f.StringVar(&o.worker, "worker", envOr("WORKGRAPH_WORKER", "mcp@"+host), "worker label of the claims (env WORKGRAPH_WORKER)")
+	f.IntVar(&o.leaseSeconds, "lease-seconds", 0, "lease TTL asked for on each claim (0: the server's default)")
+	f.StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8090) instead of stdio")
+	f.DurationVar(&o.sessionTimeout, "session-timeout", time.Hour, "with --http: close (and release the task of) a session idle this long")
+	return cmd
+}
+
+func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
+	if o.token == "" {
+		return &exitError{code: ExitUsage, err: errors.New("no token: set WORKGRAPH_TOKEN or --token")}
+	}
+	if o.project == "" {
+		return &exitError{code: ExitUsage, err: errors.New("no project: set WORKGRAPH_PROJECT or --project")}
+	}
+	c, err := client.New(o.url, o.token, client.WithUserAgent("workgraph-mcp"))
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	// Logs go to stderr: on stdio, stdout carries the protocol.
+	srv, err := mcp.New(mcp.Config{
+		Client: c, Project: o.project, Worker: o.worker, LeaseSeconds: o.leaseSeconds,
+		SessionTimeout: o.sessionTimeout, Version: "workgraph", Logger: logger(stdio.Err),
+	})
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	if o.httpAddr == "" {
+		return srv.Serve(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdio.In), Writer: mcpNopWriteCloser{stdio.Out}})
+	}
+	return serveMCPHTTP(ctx, stdio, srv, o.httpAddr)
+}
+
+// serveMCPHTTP serves srv's streamable HTTP handler at /mcp until ctx ends.
+func serveMCPHTTP(ctx context.Context, stdio IO, srv *mcp.Server, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mcp: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdio.Err, "workgraph MCP endpoint: http://%s/mcp\n", ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-done:
+		srv.Close()
+		return err
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Close()
+	return hs.Shutdown(shutdownCtx)
+}
+
+type mcpNopWriteCloser struct{ io.Writer }
+
+func (mcpNopWriteCloser) Close() error { return nil }
