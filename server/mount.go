@@ -1,8 +1,67 @@
 package server
 
-import "context"
+import (
+	"context"
+	"time"
 
-// mount builds the domain services and mounts the API and the web UI.
+	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/graph"
+)
+
+// mount builds the domain services, makes sure someone can sign in
+// (bootstrap or first-start token), mounts the API and the web UI, and
+// starts the background services, registering their Stop in s.stops.
 func (s *Server) mount(ctx context.Context) error {
+	clk := s.cfg.Clock
+	authSvc := auth.NewService(s.pool, clk)
+	if err := s.bootstrap(ctx, authSvc); err != nil {
+		return err
+	}
+	graphSvc := graph.NewService(s.pool, clk)
+
+	a := api.New(api.Config{
+		Log:       s.log,
+		Pool:      s.pool,
+		Clock:     clk,
+		Auth:      authSvc,
+		RateLimit: s.cfg.RateLimit,
+		RateBurst: s.cfg.RateBurst,
+		Services: api.Services{
+			Graph: graphSvc,
+		},
+	})
+	a.Mount(s.echo)
+
+	janitor := a.Janitor(time.Hour)
+	janitor.Start(context.Background())
+	s.stops = append(s.stops, janitor.Stop)
+	return nil
+}
+
+// bootstrap makes sure the operator's bootstrap token exists, or, on a
+// first start (no token at all and no bootstrap token), creates the
+// "default" project and an admin token and shows it once.
+func (s *Server) bootstrap(ctx context.Context, svc *auth.Service) error {
+	if s.cfg.BootstrapToken != "" {
+		created, revoked, err := svc.EnsureBootstrap(ctx, s.cfg.BootstrapToken)
+		if err != nil {
+			return err
+		}
+		switch {
+		case revoked:
+			s.log.Warn("the bootstrap token (WORKGRAPH_BOOTSTRAP_TOKEN) was revoked and stays revoked; choose a new one")
+		case created:
+			s.log.Info("created the admin token given by WORKGRAPH_BOOTSTRAP_TOKEN")
+		}
+		return nil
+	}
+	bearer, err := svc.FirstStart(ctx)
+	if err != nil || bearer == "" {
+		return err
+	}
+	s.log.Warn("first start: created project \""+auth.DefaultProject+"\" and an admin token; it is shown only this once, keep it",
+		"token", bearer, "ui", "http://"+s.cfg.Addr+"/",
+		"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
 	return nil
 }

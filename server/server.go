@@ -34,6 +34,14 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxConns bounds the database pool; 0 keeps the default.
 	MaxConns int32
+	// RateLimit is the requests per second each API token may send to this
+	// replica (0: api.DefaultRateLimit; negative: unlimited); RateBurst its
+	// bucket size (0: api.DefaultRateBurst).
+	RateLimit float64
+	RateBurst int
+	// MaxActiveLeasesPerToken bounds the live leases of one token (0: the
+	// lease package's default).
+	MaxActiveLeasesPerToken int
 }
 
 // Server is a running workgraph server.

@@ -1,0 +1,151 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+)
+
+// Defaults of Config.
+const (
+	DefaultRateLimit      = 50
+	DefaultRateBurst      = 100
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// Config is what the API needs: the services it fronts and its limits.
+type Config struct {
+	Log   *slog.Logger
+	Pool  *pgxpool.Pool
+	Clock clock.Clock
+	Auth  *auth.Service
+	Services
+	// RateLimit is the sustained requests per second each token may send
+	// (per server replica); 0 means DefaultRateLimit, negative disables.
+	RateLimit float64
+	// RateBurst is the bucket size; 0 means DefaultRateBurst.
+	RateBurst int
+	// RequestTimeout bounds each request's database work (claims add their
+	// wait_seconds); 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+}
+
+// API is the /v1 JSON API.
+type API struct {
+	log     *slog.Logger
+	auth    *auth.Service
+	clock   clock.Clock
+	svc     Services
+	idem    idempotencyStore
+	limits  *limiters
+	timeout time.Duration
+	// routes as registered, for the OpenAPI drift test and the docs.
+	routes []Route
+}
+
+// Route is one registered API route (path in OpenAPI form, e.g.
+// "/v1/projects/{project}/items").
+type Route struct {
+	Method string
+	Path   string
+}
+
+// New builds the API from cfg.
+func New(cfg Config) *API {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Database{}
+	}
+	limit := rate.Limit(cfg.RateLimit)
+	switch {
+	case cfg.RateLimit == 0:
+		limit = DefaultRateLimit
+	case cfg.RateLimit < 0:
+		limit = rate.Inf
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = DefaultRateBurst
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	return &API{
+		log:     cfg.Log,
+		auth:    cfg.Auth,
+		clock:   cfg.Clock,
+		svc:     cfg.Services,
+		idem:    idempotencyStore{pool: cfg.Pool, clock: cfg.Clock, q: dbq.New()},
+		limits:  &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		timeout: cfg.RequestTimeout,
+	}
+}
+
+// Mount registers every /v1 route on e, the request logger, and the
+// problem+json error handler for /v1 paths (other paths keep e's handler).
+func (a *API) Mount(e *echo.Echo) {
+	e.HTTPErrorHandler = a.ErrorHandler(e.HTTPErrorHandler)
+	e.Use(a.logRequests)
+	a.handlePublic(e, http.MethodGet, "/openapi.json", a.openAPI)
+	a.mountProjects(e)
+	a.mountTokens(e)
+}
+
+// Routes lists the registered API routes.
+func (a *API) Routes() []Route { return append([]Route(nil), a.routes...) }
+
+// routeOpts tunes one route.
+type routeOpts struct {
+	roles []auth.Role
+	// selfTimeout: the handler sets its own deadline (long polls).
+	selfTimeout bool
+}
+
+// handle registers an authenticated route; o.roles lists who besides
+// admin may call it (none: admin only).
+func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o routeOpts) {
+	mw := []echo.MiddlewareFunc{noStore, a.authenticate, requireRole(o.roles...), a.rateLimit}
+	if !o.selfTimeout {
+		mw = append(mw, a.bounded(a.timeout))
+	}
+	mw = append(mw, a.idempotent)
+	e.Add(method, "/v1"+path, h, mw...)
+	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
+}
+
+// handlePublic registers an unauthenticated route.
+func (a *API) handlePublic(e *echo.Echo, method, path string, h echo.HandlerFunc) {
+	e.Add(method, "/v1"+path, h, noStore, a.bounded(a.timeout))
+	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
+}
+
+// openAPIPath turns Echo's ":param" segments into OpenAPI's "{param}".
+func openAPIPath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") {
+			parts[i] = "{" + s[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// Role sets used by the route tables.
+var (
+	anyRole     = routeOpts{roles: []auth.Role{auth.RoleHuman, auth.RoleAgent}}
+	people      = routeOpts{roles: []auth.Role{auth.RoleHuman}}
+	workers     = routeOpts{roles: []auth.Role{auth.RoleAgent}}
+	adminOnly   = routeOpts{}
+	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true}
+)

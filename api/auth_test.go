@@ -1,0 +1,127 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.mustProject("alpha")
+	agent := e.mustToken("alpha", "bot", "agent")
+
+	t.Run("ErrMissing", func(t *testing.T) {
+		r := e.do("GET", "/v1/projects", "", nil)
+		r.problem(t, 401, "unauthenticated")
+		if r.header.Get("WWW-Authenticate") == "" {
+			t.Fatal("no WWW-Authenticate header")
+		}
+	})
+	t.Run("ErrUnknown", func(t *testing.T) {
+		e.do("GET", "/v1/projects", "wg_nope", nil).problem(t, 401, "unauthenticated")
+		e.do("GET", "/v1/projects", agent.Token+"x", nil).problem(t, 401, "unauthenticated")
+	})
+	t.Run("ErrNotBearer", func(t *testing.T) {
+		e.do("GET", "/v1/projects", "", nil, withHeader("Authorization", "Basic YTpi")).problem(t, 401, "unauthenticated")
+	})
+	t.Run("ErrCookieIgnored", func(t *testing.T) {
+		e.do("GET", "/v1/projects", "", nil, withHeader("Cookie", "wg_session="+agent.Token)).problem(t, 401, "unauthenticated")
+	})
+	t.Run("OK", func(t *testing.T) {
+		var out struct{ Projects []project }
+		e.do("GET", "/v1/projects", agent.Token, nil).ok(t, 200, &out)
+		if len(out.Projects) != 1 || out.Projects[0].Name != "alpha" {
+			t.Fatalf("agent sees %+v, want only alpha", out.Projects)
+		}
+	})
+	t.Run("RevokeAtOnce", func(t *testing.T) {
+		tok := e.mustToken("alpha", "short-lived", "human")
+		e.do("GET", "/v1/projects/alpha", tok.Token, nil).ok(t, 200, nil)
+		e.do("DELETE", "/v1/projects/alpha/tokens/"+tok.ID, adminToken, nil).ok(t, 204, nil)
+		e.do("GET", "/v1/projects/alpha", tok.Token, nil).problem(t, 401, "unauthenticated")
+		// Revoking again is harmless.
+		e.do("DELETE", "/v1/projects/alpha/tokens/"+tok.ID, adminToken, nil).ok(t, 204, nil)
+	})
+}
+
+func TestFirstStart(t *testing.T) {
+	t.Parallel()
+	url := dbtest.URL(t)
+	var (
+		mu  sync.Mutex
+		log bytes.Buffer
+	)
+	start := func() *server.Server {
+		srv, err := server.Start(context.Background(), server.Config{
+			DatabaseURL: url, Addr: "127.0.0.1:0",
+			Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &log}, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	srv := start()
+	mu.Lock()
+	out := log.String()
+	mu.Unlock()
+	i := strings.Index(out, "token=wg_")
+	if i < 0 {
+		t.Fatalf("first start printed no token:\n%s", out)
+	}
+	bearer := strings.Fields(out[i+len("token="):])[0]
+	if !strings.Contains(out, "ui=http://") {
+		t.Fatalf("first start printed no UI address:\n%s", out)
+	}
+	e := &env{t: t, srv: srv, url: srv.URL(), pool: srv.Pool()}
+	var p project
+	e.do("GET", "/v1/projects/default", bearer, nil).ok(t, 200, &p)
+	if p.Name != "default" {
+		t.Fatalf("project %+v", p)
+	}
+	if n := e.count("SELECT count(*) FROM tokens WHERE position(convert_to($1, 'UTF8') in secret_hash) > 0", bearer); n != 0 {
+		t.Fatal("token stored in clear")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+
+	// A second start prints no token and keeps the first one working.
+	mu.Lock()
+	log.Reset()
+	mu.Unlock()
+	srv = start()
+	defer srv.Shutdown(ctx)
+	mu.Lock()
+	out = log.String()
+	mu.Unlock()
+	if strings.Contains(out, "token=") {
+		t.Fatalf("second start printed a token:\n%s", out)
+	}
+	e = &env{t: t, srv: srv, url: srv.URL(), pool: srv.Pool()}
+	e.do("GET", "/v1/projects/default", bearer, nil).ok(t, 200, nil)
+	if n := e.count("SELECT count(*) FROM tokens"); n != 1 {
+		t.Fatalf("%d tokens after two starts, want 1", n)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,172 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// maxBodyBytes bounds every request body (413 payload_too_large beyond).
+const maxBodyBytes = 1 << 20
+
+// Page sizes accepted by list routes.
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+)
+
+// decode reads the request body strictly into v: unknown fields, values of
+// the wrong type, malformed JSON and trailing data are refused as
+// invalid_argument naming the field; an empty body decodes as {}.
+func decode(c echo.Context, v any) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return wgerr.InvalidField("body", "trailing data after the JSON value")
+	}
+	return nil
+}
+
+// readBody returns the whole request body, refusing bodies over the limit,
+// and leaves a fresh copy in the request for later readers.
+func readBody(c echo.Context) ([]byte, error) {
+	req := c.Request()
+	if req.ContentLength > maxBodyBytes {
+		return nil, tooLarge()
+	}
+	if req.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, maxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge()
+		}
+		return nil, wgerr.InvalidField("body", "could not be read")
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
+
+func tooLarge() error {
+	return wgerr.New(wgerr.CodePayloadTooLarge, "the request body exceeds %d bytes", maxBodyBytes)
+}
+
+func decodeError(err error) error {
+	var (
+		syntax  *json.SyntaxError
+		typeErr *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+			return wgerr.InvalidField(field, "must be a JSON object")
+		}
+		return wgerr.InvalidField(field, "must be %s, got %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.As(err, &syntax):
+		return wgerr.InvalidField("body", "malformed JSON at offset %d", syntax.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return wgerr.InvalidField("body", "malformed JSON: unexpected end of input")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		field, uerr := strconv.Unquote(name)
+		if uerr != nil {
+			field = strings.Trim(name, `"`)
+		}
+		return wgerr.InvalidField(field, "unknown field")
+	}
+	return wgerr.InvalidField("body", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "of another type"
+}
+
+// requireEpoch checks the fencing epoch every lease mutation must present.
+func requireEpoch(epoch *int64) (int64, error) {
+	if epoch == nil {
+		return 0, wgerr.InvalidField("epoch", "is required")
+	}
+	if *epoch < 1 {
+		return 0, wgerr.InvalidField("epoch", "must be an integer >= 1, got %d", *epoch)
+	}
+	return *epoch, nil
+}
+
+// pageSize reads the "limit" query parameter: 1..500, default 50.
+func pageSize(c echo.Context) (int, error) {
+	s := c.QueryParam("limit")
+	if s == "" {
+		return defaultPageSize, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxPageSize {
+		return 0, wgerr.InvalidField("limit", "must be an integer between 1 and %d, got %q", maxPageSize, s)
+	}
+	return n, nil
+}
+
+// queryInt reads an optional integer query parameter.
+func queryInt(c echo.Context, name string) (*int, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return nil, wgerr.InvalidField(name, "must be an integer, got %q", s)
+	}
+	return &n, nil
+}
+
+// onlyQuery refuses query parameters a route does not know.
+func onlyQuery(c echo.Context, known ...string) error {
+	for name := range c.QueryParams() {
+		ok := false
+		for _, k := range known {
+			if name == k {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return wgerr.InvalidField(name, "unknown query parameter (known: %s)", strings.Join(known, ", "))
+		}
+	}
+	return nil
+}

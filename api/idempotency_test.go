@@ -1,0 +1,109 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := func(k string) reqOpt { return withHeader("Idempotency-Key", k) }
+
+	t.Run("Replay", func(t *testing.T) {
+		first := e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "alpha"}, key("k1"))
+		first.ok(t, 201, nil)
+		if first.header.Get("Idempotent-Replayed") != "" {
+			t.Fatal("first answer marked replayed")
+		}
+		again := e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "alpha"}, key("k1"))
+		again.ok(t, 201, nil)
+		if again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatal("replay not marked Idempotent-Replayed: true")
+		}
+		if !bytes.Equal(first.body, again.body) {
+			t.Fatalf("replayed body %s, want %s", again.body, first.body)
+		}
+		if n := e.count("SELECT count(*) FROM projects WHERE name = 'alpha'"); n != 1 {
+			t.Fatalf("%d projects, want 1", n)
+		}
+		// Without the key the same request runs again (and finds the name taken).
+		e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "alpha"}).problem(t, 409, "already_exists")
+	})
+	t.Run("ErrDifferentBody", func(t *testing.T) {
+		p := e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "beta"}, key("k1")).problem(t, 409, "conflict")
+		if n := e.count("SELECT count(*) FROM projects WHERE name = 'beta'"); n != 0 {
+			t.Fatalf("refused request stored a project: %v", p)
+		}
+	})
+	t.Run("ErrDifferentPath", func(t *testing.T) {
+		e.do("POST", "/v1/projects/alpha/tokens", adminToken, map[string]any{"name": "alpha"}, key("k1")).problem(t, 409, "conflict")
+	})
+	t.Run("RefusalReplayed", func(t *testing.T) {
+		e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "Bad Name"}, key("k2")).problem(t, 400, "invalid_argument")
+		r := e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "Bad Name"}, key("k2"))
+		r.problem(t, 400, "invalid_argument")
+		if r.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatal("refusal not replayed")
+		}
+	})
+	t.Run("ErrInFlight", func(t *testing.T) {
+		// A first request still running: its record has no status yet.
+		_, err := e.pool.Exec(context.Background(), `
+			INSERT INTO idempotency_keys (token_id, key, request_hash, expires_at)
+			SELECT id, 'k3', sha256('other'::bytea), now() + interval '1 hour' FROM tokens WHERE name = 'bootstrap'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "gamma"}, key("k3")).problem(t, 409, "conflict")
+	})
+	t.Run("Expired", func(t *testing.T) {
+		_, err := e.pool.Exec(context.Background(), `
+			INSERT INTO idempotency_keys (token_id, key, request_hash, status, response, created_at, expires_at)
+			SELECT id, 'k4', sha256('other'::bytea), 201, '{}', now() - interval '25 hours', now() - interval '1 hour'
+			FROM tokens WHERE name = 'bootstrap'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "delta"}, key("k4"))
+		r.ok(t, 201, nil)
+		if r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatal("an expired key was replayed")
+		}
+	})
+	t.Run("PerToken", func(t *testing.T) {
+		e.mustToken("alpha", "ops", "admin")
+		var tok token
+		e.do("POST", "/v1/projects/alpha/tokens", adminToken, map[string]any{"name": "ops2", "role": "admin"}).ok(t, 201, &tok)
+		// The same key from another token is another request.
+		e.do("POST", "/v1/projects", tok.Token, map[string]any{"name": "epsilon"}, key("k1")).ok(t, 201, nil)
+	})
+	t.Run("ErrBadKey", func(t *testing.T) {
+		long := string(bytes.Repeat([]byte("k"), 256))
+		field(t, e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "zeta"}, key(long)).problem(t, 400, "invalid_argument"), "Idempotency-Key")
+	})
+}
+
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *server.Config) { c.RateLimit = 0.01; c.RateBurst = 3 })
+	for i := range 3 {
+		if r := e.do("GET", "/v1/projects", adminToken, nil); r.status != 200 {
+			t.Fatalf("request %d: %d", i, r.status)
+		}
+	}
+	r := e.do("GET", "/v1/projects", adminToken, nil)
+	r.problem(t, 429, "rate_limited")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
+	// Other tokens have their own bucket. (Minting one spends no more of
+	// the admin's budget than this one request: it is refused too.)
+	e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "x"}).problem(t, 429, "rate_limited")
+	if n := e.count("SELECT count(*) FROM projects"); n != 0 {
+		t.Fatal("a rate-limited request was applied")
+	}
+}

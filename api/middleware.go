@@ -1,0 +1,147 @@
+package api
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+const principalKey = "workgraph.principal"
+
+// principal is the authenticated caller; routes without authentication
+// never call it.
+func principal(c echo.Context) auth.Principal {
+	p, _ := c.Get(principalKey).(auth.Principal)
+	return p
+}
+
+// logRequests logs every /v1 request with its status and duration, and
+// answers errors that reached it (so the status is known when logging).
+func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !isAPIPath(c.Request().URL.Path) {
+			return next(c)
+		}
+		start := time.Now()
+		if err := next(c); err != nil {
+			writeProblem(c, a.log, err)
+		}
+		req := c.Request()
+		attrs := []any{
+			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,
+			"duration", time.Since(start).Round(time.Microsecond), "bytes", c.Response().Size,
+		}
+		if p, ok := c.Get(principalKey).(auth.Principal); ok {
+			attrs = append(attrs, "principal", p.String())
+		}
+		a.log.InfoContext(req.Context(), "request", attrs...)
+		return nil
+	}
+}
+
+// authenticate requires "Authorization: Bearer <token>". The web UI's
+// session cookie is never looked at.
+func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		scheme, bearer, ok := strings.Cut(h, " ")
+		if h == "" {
+			return wgerr.New(wgerr.CodeUnauthenticated, "missing Authorization: Bearer <token> header")
+		}
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(bearer) == "" {
+			return wgerr.New(wgerr.CodeUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
+		}
+		p, err := a.auth.Authenticate(c.Request().Context(), strings.TrimSpace(bearer))
+		if err != nil {
+			return err
+		}
+		c.Set(principalKey, p)
+		return next(c)
+	}
+}
+
+// requireRole refuses callers whose role is not among roles (admin always
+// passes) with 403 forbidden.
+func requireRole(roles ...auth.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			p := principal(c)
+			if !p.Has(roles...) {
+				return wgerr.New(wgerr.CodeForbidden, "a %s token may not %s %s", p.Role, c.Request().Method, c.Path())
+			}
+			return next(c)
+		}
+	}
+}
+
+// limiters keeps one token bucket per token. Limits are per server
+// replica.
+type limiters struct {
+	mu    sync.Mutex
+	limit rate.Limit
+	burst int
+	m     map[uuid.UUID]*rate.Limiter
+}
+
+func (l *limiters) get(id uuid.UUID) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, ok := l.m[id]
+	if !ok {
+		lim = rate.NewLimiter(l.limit, l.burst)
+		l.m[id] = lim
+	}
+	return lim
+}
+
+// rateLimit answers 429 rate_limited with Retry-After when the caller's
+// token has spent its bucket.
+func (a *API) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if a.limits.limit == rate.Inf {
+			return next(c)
+		}
+		r := a.limits.get(principal(c).TokenID).Reserve()
+		if d := r.Delay(); d > 0 {
+			r.Cancel()
+			secs := int(math.Ceil(d.Seconds()))
+			if secs < 1 {
+				secs = 1
+			}
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return wgerr.New(wgerr.CodeRateLimited, "too many requests for this token; retry after %d s", secs)
+		}
+		return next(c)
+	}
+}
+
+// bounded gives the request's database calls a deadline. Claims, which may
+// long-poll, set their own deadline from wait_seconds instead.
+func (a *API) bounded(d time.Duration) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+			defer cancel()
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	}
+}
+
+// noStore marks API answers as never cacheable.
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return next(c)
+	}
+}

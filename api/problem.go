@@ -1,0 +1,199 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// problemTypeBase prefixes every problem "type" URI; the code follows.
+const problemTypeBase = "https://workgraph.dev/problems/"
+
+// problemKind is how one error code is answered.
+type problemKind struct {
+	status int
+	title  string
+}
+
+// problems is THE table: every error code the API answers with, its HTTP
+// status and its title. Domain errors reach HTTP only through it.
+var problems = map[wgerr.Code]problemKind{
+	wgerr.CodeInvalid:           {http.StatusBadRequest, "Invalid argument"},
+	wgerr.CodeUnauthenticated:   {http.StatusUnauthorized, "Unauthenticated"},
+	wgerr.CodeForbidden:         {http.StatusForbidden, "Forbidden"},
+	wgerr.CodeNotFound:          {http.StatusNotFound, "Not found"},
+	wgerr.CodeAlreadyExists:     {http.StatusConflict, "Already exists"},
+	wgerr.CodeLeaseLost:         {http.StatusConflict, "Lease lost"},
+	wgerr.CodeConflictingResult: {http.StatusConflict, "Conflicting result"},
+	wgerr.CodeDependencyCycle:   {http.StatusConflict, "Dependency cycle"},
+	wgerr.CodeConflict:          {http.StatusConflict, "Conflict"},
+	wgerr.CodePayloadTooLarge:   {http.StatusRequestEntityTooLarge, "Payload too large"},
+	wgerr.CodeRateLimited:       {http.StatusTooManyRequests, "Rate limited"},
+	wgerr.CodeUnavailable:       {http.StatusServiceUnavailable, "Unavailable"},
+	wgerr.CodeInternal:          {http.StatusInternalServerError, "Internal error"},
+}
+
+// codeForStatus maps the statuses of Echo's own errors (no route, method not
+// allowed, ...) to a code of the table.
+func codeForStatus(status int) wgerr.Code {
+	switch {
+	case status == http.StatusUnauthorized:
+		return wgerr.CodeUnauthenticated
+	case status == http.StatusForbidden:
+		return wgerr.CodeForbidden
+	case status == http.StatusNotFound, status == http.StatusMethodNotAllowed:
+		return wgerr.CodeNotFound
+	case status == http.StatusConflict:
+		return wgerr.CodeConflict
+	case status == http.StatusRequestEntityTooLarge:
+		return wgerr.CodePayloadTooLarge
+	case status == http.StatusTooManyRequests:
+		return wgerr.CodeRateLimited
+	case status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
+		return wgerr.CodeUnavailable
+	case status >= 400 && status < 500:
+		return wgerr.CodeInvalid
+	default:
+		return wgerr.CodeInternal
+	}
+}
+
+// Problem is an RFC 9457 problem document. Extras (field, cycle, errors,
+// ...) are written beside the standard members.
+type Problem struct {
+	Type   string
+	Title  string
+	Status int
+	Detail string
+	Code   wgerr.Code
+	Extras map[string]any
+}
+
+// MarshalJSON writes the standard members and the extras in one object.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(p.Extras)+5)
+	for k, v := range p.Extras {
+		m[k] = v
+	}
+	m["type"] = p.Type
+	m["title"] = p.Title
+	m["status"] = p.Status
+	m["detail"] = p.Detail
+	m["code"] = p.Code
+	return json.Marshal(m)
+}
+
+// problemFor turns any error into the problem the caller sees. Errors of
+// kind internal, and errors of no kind, carry no detail beyond "internal
+// error"; logInternal reports whether the cause must be logged.
+func problemFor(err error) (p Problem, logInternal bool) {
+	var (
+		we *wgerr.Error
+		he *echo.HTTPError
+	)
+	switch {
+	case errors.As(err, &we):
+		kind, ok := problems[we.Code]
+		if !ok || we.Code == wgerr.CodeInternal {
+			return internalProblem(), true
+		}
+		p = Problem{Type: problemTypeBase + string(we.Code), Title: kind.title, Status: kind.status, Detail: we.Message, Code: we.Code}
+		if we.Field != "" || len(we.Details) > 0 {
+			p.Extras = make(map[string]any, len(we.Details)+1)
+			for k, v := range we.Details {
+				p.Extras[k] = v
+			}
+			if we.Field != "" {
+				p.Extras["field"] = we.Field
+			}
+		}
+		if p.Detail == "" {
+			p.Detail = kind.title
+		}
+		return p, false
+	case errors.As(err, &he):
+		code := codeForStatus(he.Code)
+		if code == wgerr.CodeInternal {
+			return internalProblem(), true
+		}
+		kind := problems[code]
+		p = Problem{Type: problemTypeBase + string(code), Title: kind.title, Status: he.Code, Detail: echoDetail(he), Code: code}
+		if he.Code == http.StatusMethodNotAllowed {
+			p.Title = "Method not allowed"
+		}
+		return p, false
+	default:
+		return internalProblem(), true
+	}
+}
+
+func internalProblem() Problem {
+	k := problems[wgerr.CodeInternal]
+	return Problem{Type: problemTypeBase + string(wgerr.CodeInternal), Title: k.title, Status: k.status, Detail: "internal error", Code: wgerr.CodeInternal}
+}
+
+func echoDetail(he *echo.HTTPError) string {
+	switch he.Code {
+	case http.StatusNotFound:
+		return "no such route"
+	case http.StatusMethodNotAllowed:
+		return "the method is not allowed on this route"
+	case http.StatusRequestEntityTooLarge:
+		return fmt.Sprintf("the request body exceeds %d bytes", maxBodyBytes)
+	}
+	if s, ok := he.Message.(string); ok && s != "" {
+		return strings.ToLower(s[:1]) + s[1:]
+	}
+	return http.StatusText(he.Code)
+}
+
+// writeProblem answers err as application/problem+json. Unknown and internal
+// errors are logged with their cause and answered without internals.
+func writeProblem(c echo.Context, log *slog.Logger, err error) {
+	if c.Response().Committed {
+		return
+	}
+	p, logIt := problemFor(err)
+	if logIt {
+		log.ErrorContext(c.Request().Context(), "internal error",
+			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	if p.Code == wgerr.CodeRateLimited && c.Response().Header().Get("Retry-After") == "" {
+		c.Response().Header().Set("Retry-After", "1")
+	}
+	if p.Code == wgerr.CodeUnauthenticated {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="workgraph"`)
+	}
+	body, mErr := json.Marshal(p)
+	if mErr != nil {
+		body = []byte(`{"type":"` + problemTypeBase + `internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`)
+		p.Status = http.StatusInternalServerError
+	}
+	if c.Request().Method == http.MethodHead {
+		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
+		c.Response().WriteHeader(p.Status)
+		return
+	}
+	_ = c.Blob(p.Status, "application/problem+json", body)
+}
+
+// ErrorHandler answers errors of /v1 requests as problem+json and hands every
+// other path to next (the web UI's or Echo's default handler).
+func (a *API) ErrorHandler(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if isAPIPath(c.Request().URL.Path) {
+			writeProblem(c, a.log, err)
+			return
+		}
+		next(err, c)
+	}
+}
+
+func isAPIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/") }

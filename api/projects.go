@@ -1,0 +1,108 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+type projectJSON struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func projectView(p graph.Project) projectJSON {
+	return projectJSON{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt}
+}
+
+func (a *API) mountProjects(e *echo.Echo) {
+	a.handle(e, http.MethodPost, "/projects", a.createProject, adminOnly)
+	a.handle(e, http.MethodGet, "/projects", a.listProjects, anyRole)
+	a.handle(e, http.MethodGet, "/projects/:project", a.getProject, anyRole)
+}
+
+// project resolves the {project} path parameter (a name or an id) to a
+// project the caller may see; any other project is not found.
+func (a *API) project(c echo.Context) (graph.Project, error) {
+	ref := c.Param("project")
+	p, err := a.svc.Graph.Project(c.Request().Context(), ref)
+	if errors.Is(err, wgerr.NotFound) || (err == nil && !principal(c).CanSee(p.ID)) {
+		return graph.Project{}, wgerr.New(wgerr.CodeNotFound, "project %q not found", ref)
+	}
+	return p, err
+}
+
+// seeProject refuses (as not found) a resource of a project the caller may
+// not see; what names the resource in the error.
+func seeProject(c echo.Context, projectID uuid.UUID, what string, id uuid.UUID) error {
+	if !principal(c).CanSee(projectID) {
+		return wgerr.New(wgerr.CodeNotFound, "%s %s not found", what, id)
+	}
+	return nil
+}
+
+type createProjectRequest struct {
+	Name *string `json:"name"`
+}
+
+func (a *API) createProject(c echo.Context) error {
+	var req createProjectRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return wgerr.InvalidField("name", "is required")
+	}
+	p, err := a.svc.Graph.CreateProject(c.Request().Context(), *req.Name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, projectView(p))
+}
+
+type projectList struct {
+	Projects []projectJSON `json:"projects"`
+}
+
+// listProjects lists every project for an admin, and the caller's own
+// project for everyone else.
+func (a *API) listProjects(c echo.Context) error {
+	if err := onlyQuery(c); err != nil {
+		return err
+	}
+	p := principal(c)
+	out := projectList{Projects: []projectJSON{}}
+	if !p.IsAdmin() {
+		if p.ProjectID != nil {
+			proj, err := a.svc.Graph.Project(c.Request().Context(), p.ProjectID.String())
+			if err != nil {
+				return err
+			}
+			out.Projects = append(out.Projects, projectView(proj))
+		}
+		return c.JSON(http.StatusOK, out)
+	}
+	ps, err := a.svc.Graph.ListProjects(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	for _, proj := range ps {
+		out.Projects = append(out.Projects, projectView(proj))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) getProject(c echo.Context) error {
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, projectView(p))
+}
