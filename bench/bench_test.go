@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+)
+
+// TestSmoke runs every workload in smoke mode against a fresh test
+// database: it keeps the benchmark command compiling and working. It checks
+// that each workload measured something without errors, not how fast.
+func TestSmoke(t *testing.T) {
+	t.Parallel()
+	cfg := smokeConfig()
+	cfg.DatabaseURL = dbtest.URL(t)
+	cfg.Out = filepath.Join(t.TempDir(), "latest.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	rep, err := run(ctx, cfg, &out, &log)
+	if err != nil {
+		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
+	}
+	if len(rep.Skipped) > 0 {
+		t.Errorf("skipped: %s\nlog:\n%s", strings.Join(rep.Skipped, "; "), log.String())
+	}
+	measured := map[int]bool{}
+	for _, r := range rep.Results {
+		measured[r.Workload] = true
+		if r.Ops == 0 {
+			t.Errorf("workload %d %s: no operations measured", r.Workload, r.Name)
+		}
+		for kind, n := range r.Errors {
+			t.Errorf("workload %d %s: %d errors %s", r.Workload, r.Name, n, kind)
+		}
+	}
+	for _, id := range cfg.Workloads {
+		if !measured[id] {
+			t.Errorf("workload %d: no result", id)
+		}
+	}
+
+	b, err := os.ReadFile(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored Report
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatalf("latest.json: %v", err)
+	}
+	if len(stored.Results) != len(rep.Results) {
+		t.Errorf("latest.json has %d results, want %d", len(stored.Results), len(rep.Results))
+	}
+	svg, err := os.ReadFile(strings.TrimSuffix(cfg.Out, ".json") + ".svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(svg, []byte("<svg")) {
+		t.Errorf("chart does not start with <svg: %.40q", svg)
+	}
+	if !strings.Contains(out.String(), "throughput") {
+		t.Errorf("no table on stdout:\n%s", out.String())
+	}
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config is a run's parameters (recorded in latest.json).
+type Config struct {
+	DatabaseURL string   `json:"-"`
+	Duration    Duration `json:"duration"`
+	Warmup      Duration `json:"warmup"`
+	Workloads   []int    `json:"workloads"`
+	// Agents are the concurrency levels of workloads 1, 2 and 7.
+	Agents []int `json:"agents"`
+	// Sizes are workload 4's project sizes.
+	Sizes []int `json:"sizes"`
+	// FanOut are workload 5's dependent counts; FanOutFiller the done items
+	// added to show the cost does not depend on project size.
+	FanOut       []int `json:"fan_out"`
+	FanOutFiller int   `json:"fan_out_filler"`
+	// ContendedAgents and Backlog are workload 3's.
+	ContendedAgents int `json:"contended_agents"`
+	Backlog         int `json:"backlog"`
+	// Leases is workload 6's number of live leases.
+	Leases int `json:"leases"`
+	// PlanItems is workload 8's plan size.
+	PlanItems int `json:"plan_items"`
+	// Pool is the connection pool size of direct runs and of the server.
+	Pool int `json:"pool"`
+	// ServerProcess runs workload 7 against a separately built binary.
+	ServerProcess bool   `json:"server_process"`
+	Smoke         bool   `json:"smoke"`
+	Out           string `json:"-"`
+	Keep          bool   `json:"-"`
+}
+
+// Duration marshals as a Go duration string.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as "10s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+func defaultConfig() Config {
+	return Config{
+		Duration:        Duration(10 * time.Second),
+		Warmup:          Duration(2 * time.Second),
+		Workloads:       workloadIDs(),
+		Agents:          []int{1, 16, 64},
+		Sizes:           []int{1_000, 100_000, 1_000_000},
+		FanOut:          []int{10, 10_000},
+		FanOutFiller:    100_000,
+		ContendedAgents: 64,
+		Backlog:         100_000,
+		Leases:          1_000,
+		PlanItems:       10_000,
+		Pool:            16,
+		ServerProcess:   true,
+		Out:             "bench/results/latest.json",
+	}
+}
+
+// smokeConfig is a run of a few seconds that exercises every workload.
+func smokeConfig() Config {
+	c := defaultConfig()
+	c.Duration = Duration(300 * time.Millisecond)
+	c.Warmup = Duration(100 * time.Millisecond)
+	c.Agents = []int{2}
+	c.Sizes = []int{100, 1_000}
+	c.FanOut = []int{10, 100}
+	c.FanOutFiller = 1_000
+	c.ContendedAgents = 4
+	c.Backlog = 1_000
+	c.Leases = 40
+	c.PlanItems = 200
+	c.Pool = 4
+	c.ServerProcess = false
+	c.Smoke = true
+	c.Out = ""
+	return c
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if _, err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (Config, error) {
+	// -smoke picks the defaults the other flags then override.
+	cfg := defaultConfig()
+	for _, a := range args {
+		if a == "-smoke" || a == "--smoke" || a == "-smoke=true" || a == "--smoke=true" {
+			cfg = smokeConfig()
+		}
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	smoke := fs.Bool("smoke", cfg.Smoke, "a run of a few seconds with tiny sizes (for CI); other flags override its settings")
+	dur := fs.Duration("duration", time.Duration(cfg.Duration), "measured time of each run")
+	warm := fs.Duration("warmup", time.Duration(cfg.Warmup), "warm-up before each measured run")
+	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-8)")
+	agents := fs.String("agents", joinInts(cfg.Agents), "agent counts of workloads 1, 2 and 7")
+	sizes := fs.String("sizes", joinInts(cfg.Sizes), "project sizes (items) of workload 4")
+	fanOut := fs.String("fanout", joinInts(cfg.FanOut), "dependent counts of workload 5")
+	fs.IntVar(&cfg.FanOutFiller, "fanout-filler", cfg.FanOutFiller, "done items added to workload 5's project for the size comparison")
+	fs.IntVar(&cfg.ContendedAgents, "contended-agents", cfg.ContendedAgents, "agents of workload 3")
+	fs.IntVar(&cfg.Backlog, "backlog", cfg.Backlog, "ready backlog of workload 3")
+	fs.IntVar(&cfg.Leases, "leases", cfg.Leases, "live leases of workload 6")
+	fs.IntVar(&cfg.PlanItems, "plan-items", cfg.PlanItems, "items in workload 8's plan")
+	fs.IntVar(&cfg.Pool, "pool", cfg.Pool, "database pool size of direct runs and of the server")
+	fs.BoolVar(&cfg.ServerProcess, "server-process", cfg.ServerProcess, "workload 7: build and run the server as a separate process")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "results JSON path (the SVG chart is written beside it); empty: none")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the fresh benchmark database")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
+		"PostgreSQL URL (env WORKGRAPH_BENCH_DATABASE_URL); empty: a fresh database on 127.0.0.1:5432, else an embedded cluster")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.Smoke = *smoke
+	cfg.Duration, cfg.Warmup = Duration(*dur), Duration(*warm)
+	var err error
+	for _, p := range []struct {
+		dst *[]int
+		s   string
+		f   string
+	}{{&cfg.Workloads, *workloads, "workloads"}, {&cfg.Agents, *agents, "agents"}, {&cfg.Sizes, *sizes, "sizes"}, {&cfg.FanOut, *fanOut, "fanout"}} {
+		if *p.dst, err = parseInts(p.s); err != nil {
+			return cfg, fmt.Errorf("-%s: %w", p.f, err)
+		}
+	}
+	for _, w := range cfg.Workloads {
+		if workloadByID(w) == nil {
+			return cfg, fmt.Errorf("-workloads: no workload %d", w)
+		}
+	}
+	if cfg.Pool < 1 {
+		return cfg, errors.New("-pool must be at least 1")
+	}
+	return cfg, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(strings.ReplaceAll(f, "_", ""))
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// env is what workloads share within one run.
+type env struct {
+	cfg    Config
+	url    string
+	pool   *pgxpool.Pool
+	log    io.Writer
+	rep    *Report
+	closer []func()
+}
+
+func (e *env) add(r Result) { e.rep.Results = append(e.rep.Results, r) }
+
+func (e *env) logf(format string, args ...any) {
+	fmt.Fprintf(e.log, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func (e *env) duration() time.Duration { return time.Duration(e.cfg.Duration) }
+func (e *env) warmup() time.Duration   { return time.Duration(e.cfg.Warmup) }
+
+// project creates a project for one run, named after it.
+var projectSeq int
+
+func (e *env) newProjectName(prefix string) string {
+	projectSeq++
+	return fmt.Sprintf("bench-%s-%d", prefix, projectSeq)
+}
+
+// run executes the configured workloads and writes the report.
+func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error) {
+	rep := &Report{
+		StartedAt: time.Now().UTC(),
+		Command:   strings.Join(append([]string{"go run ./bench"}, os.Args[1:]...), " "),
+		GoVersion: runtime.Version(),
+		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs:      runtime.NumCPU(),
+		Config:    cfg,
+	}
+	d, err := openDatabase(ctx, cfg.DatabaseURL, cfg.Keep, log)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	pool, err := openPool(ctx, d.url, cfg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	rep.Postgres = postgresInfo(ctx, pool, d.source)
+	e := &env{cfg: cfg, url: d.url, pool: pool, log: log, rep: rep}
+	defer func() {
+		for i := len(e.closer) - 1; i >= 0; i-- {
+			e.closer[i]()
+		}
+	}()
+	ids := append([]int(nil), cfg.Workloads...)
+	sort.Ints(ids)
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		w := workloadByID(id)
+		e.logf("workload %d: %s", id, w.name)
+		t := time.Now()
+		if err := w.run(ctx, e); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			msg := fmt.Sprintf("workload %d (%s): %v", id, w.name, err)
+			e.logf("  FAILED: %v", err)
+			rep.Skipped = append(rep.Skipped, msg)
+			continue
+		}
+		e.logf("  done in %s", time.Since(t).Round(time.Millisecond))
+	}
+	rep.Targets = targets(rep)
+	rep.FinishedAt = time.Now().UTC()
+	fmt.Fprintln(stdout)
+	printTable(stdout, rep)
+	if cfg.Out != "" {
+		if err := writeJSON(cfg.Out, rep); err != nil {
+			return rep, err
+		}
+		svgPath := strings.TrimSuffix(cfg.Out, ".json") + ".svg"
+		if err := writeSVG(svgPath, rep); err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(stdout, "\nwrote %s and %s\n", cfg.Out, svgPath)
+	}
+	return rep, nil
+}
+
+// workload is one of issue 7's workloads.
+type workload struct {
+	id   int
+	name string
+	run  func(ctx context.Context, e *env) error
+}
+
+// workloads is the registry; each workload's file registers itself.
+var workloads []workload
+
+func register(w workload) { workloads = append(workloads, w) }
+
+func workloadByID(id int) *workload {
+	for i := range workloads {
+		if workloads[i].id == id {
+			return &workloads[i]
+		}
+	}
+	return nil
+}
+
+func workloadIDs() []int {
+	ids := make([]int, 0, len(workloads))
+	for _, w := range workloads {
+		ids = append(ids, w.id)
+	}
+	sort.Ints(ids)
+	return ids
+}

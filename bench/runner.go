@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// errEmpty is returned by an iteration that found nothing to claim. It is
+// counted, and the worker backs off briefly; a healthy run has none.
+var errEmpty = errors.New("nothing ready")
+
+// window is the measured interval of a run: operations that finish inside
+// it count, the warm-up before it does not.
+type window struct{ start, end time.Time }
+
+func (w window) contains(t time.Time) bool { return !t.Before(w.start) && t.Before(w.end) }
+
+// recorder collects one worker's latencies and operation count.
+type recorder struct {
+	win   window
+	lat   map[string]*hist
+	ops   int64
+	errs  map[string]int64
+	extra map[string]float64
+}
+
+func newRecorder(win window) *recorder {
+	return &recorder{win: win, lat: map[string]*hist{}, errs: map[string]int64{}, extra: map[string]float64{}}
+}
+
+// observe records the time since start under phase, if it ends inside the
+// window, and returns it.
+func (r *recorder) observe(phase string, start time.Time) time.Duration {
+	now := time.Now()
+	d := now.Sub(start)
+	if r.win.contains(now) {
+		h := r.lat[phase]
+		if h == nil {
+			h = newHist()
+			r.lat[phase] = h
+		}
+		h.add(d)
+	}
+	return d
+}
+
+// done counts one finished operation (an item, a heartbeat) if it finished
+// inside the window.
+func (r *recorder) done() {
+	if r.win.contains(time.Now()) {
+		r.ops++
+	}
+}
+
+func (r *recorder) fail(err error) {
+	if r.win.contains(time.Now()) {
+		r.errs[errorKind(err)]++
+	}
+}
+
+func (r *recorder) merge(o *recorder) {
+	r.ops += o.ops
+	for k, h := range o.lat {
+		if r.lat[k] == nil {
+			r.lat[k] = newHist()
+		}
+		r.lat[k].merge(h)
+	}
+	for k, n := range o.errs {
+		r.errs[k] += n
+	}
+	for k, v := range o.extra {
+		r.extra[k] += v
+	}
+}
+
+// loop is a fixed-duration closed-loop run: workers call iter back to back
+// for warmup+duration; iter records its phases and calls rec.done().
+type loop struct {
+	workers  int
+	warmup   time.Duration
+	duration time.Duration
+	iter     func(ctx context.Context, worker int, rec *recorder) error
+}
+
+// run executes the loop and returns the merged record of the window.
+func (l loop) run(ctx context.Context) *recorder {
+	t0 := time.Now()
+	win := window{start: t0.Add(l.warmup), end: t0.Add(l.warmup + l.duration)}
+	// Operations still in flight at the end get a grace period, then are
+	// cancelled.
+	ctx, cancel := context.WithDeadline(ctx, win.end.Add(30*time.Second))
+	defer cancel()
+	recs := make([]*recorder, l.workers)
+	var wg sync.WaitGroup
+	for w := 0; w < l.workers; w++ {
+		recs[w] = newRecorder(win)
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rec := recs[w]
+			for time.Now().Before(win.end) && ctx.Err() == nil {
+				if err := l.iter(ctx, w, rec); err != nil {
+					rec.fail(err)
+					pause := 10 * time.Millisecond
+					if errors.Is(err, errEmpty) {
+						pause = 2 * time.Millisecond
+					}
+					select {
+					case <-time.After(pause):
+					case <-ctx.Done():
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	total := newRecorder(win)
+	for _, r := range recs {
+		total.merge(r)
+	}
+	return total
+}

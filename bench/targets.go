@@ -1,0 +1,3 @@
+package main
+
+func targets(rep *Report) []Target { return nil }
