@@ -100,6 +100,8 @@ func (a *API) Mount(e *echo.Echo) {
 	a.handlePublic(e, http.MethodGet, "/openapi.json", a.openAPI)
 	a.mountProjects(e)
 	a.mountTokens(e)
+	a.mountItems(e)
+	a.mountDependencies(e)
 }
 
 // Routes lists the registered API routes.
