@@ -1,0 +1,98 @@
+package graph
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Cancel is a person's cancel: the item and all its open descendants become
+// cancelled in one transaction. Each active lease among them ends with
+// outcome "cancelled" and outcome_detail {"by", "reason"} (the worker learns
+// it on its next call: lease_lost); the items' previous_worker records the
+// holder. Dependents and parents are recomputed as by FinishTx (a cancelled
+// prerequisite satisfies its dependents).
+//
+// Errors: invalid_argument when by is empty; not_found when the item is not
+// in the project; conflict when it is already done or cancelled.
+func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason string) (Item, error) {
+	if strings.TrimSpace(by) == "" {
+		return Item{}, wgerr.InvalidField("by", "must name the person cancelling")
+	}
+	now := s.clock.Now()
+	q := dbq.New()
+	var out Item
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		root, err := q.LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: id})
+		if err != nil {
+			if isNoRows(err) {
+				return notFound("item", id)
+			}
+			return err
+		}
+		if root.Status != string(StatusOpen) {
+			return conflictf("item %s is already %s", id, root.Status)
+		}
+		ids, err := lockOpenSubtree(ctx, tx, project, id)
+		if err != nil {
+			return err
+		}
+		ended, err := q.EndLeasesCancelled(ctx, tx, dbq.EndLeasesCancelledParams{
+			Now: now, By: by, Reason: reason, ProjectID: project, ItemIds: ids,
+		})
+		if err != nil {
+			return err
+		}
+		for _, l := range ended {
+			if err := q.SetPreviousWorker(ctx, tx, dbq.SetPreviousWorkerParams{Worker: l.Worker, ProjectID: project, ID: l.ItemID}); err != nil {
+				return err
+			}
+		}
+		if _, err := finishItems(ctx, tx, now, project, ids, StatusCancelled, nil); err != nil {
+			return err
+		}
+		out, err = getItem(ctx, tx, now, project, id)
+		return err
+	})
+	return out, err
+}
+
+// lockOpenSubtree locks the open descendants of the (locked) root and
+// returns root and descendants. It repeats until no new descendant appears,
+// so a child created concurrently under a descendant is not left behind.
+func lockOpenSubtree(ctx context.Context, tx pgx.Tx, project, root uuid.UUID) ([]uuid.UUID, error) {
+	q := dbq.New()
+	locked := map[uuid.UUID]bool{root: true}
+	ids := []uuid.UUID{root}
+	for {
+		below, err := q.OpenDescendants(ctx, tx, dbq.OpenDescendantsParams{ProjectID: project, ID: root})
+		if err != nil {
+			return nil, err
+		}
+		var fresh []uuid.UUID
+		for _, d := range below {
+			if !locked[d] {
+				fresh = append(fresh, d)
+			}
+		}
+		if len(fresh) == 0 {
+			return ids, nil
+		}
+		rows, err := q.LockItems(ctx, tx, dbq.LockItemsParams{ProjectID: project, Ids: fresh})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			locked[r.ID] = true
+			if r.Status == string(StatusOpen) {
+				ids = append(ids, r.ID)
+			}
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db/dbq"
+)
+
+// CriticalPath returns the longest chain of unfinished prerequisites that
+// ends at id, first item first and id last: following dependencies and open
+// children (a parent waits for its children), through open items only. The
+// chain of a done or cancelled item, or of an item with no open
+// prerequisite, is the item alone. Ties go to the earlier-created item.
+//
+// Errors: not_found when the item is not in the project.
+func (s *Service) CriticalPath(ctx context.Context, project, id uuid.UUID) ([]ItemRef, error) {
+	now := s.clock.Now()
+	q := dbq.New()
+	var out []ItemRef
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		it, err := getItem(ctx, tx, now, project, id)
+		if err != nil {
+			return err
+		}
+		self := ItemRef{ID: it.ID, Title: it.Title, State: it.State}
+		if it.Status != StatusOpen {
+			out = []ItemRef{self}
+			return nil
+		}
+		pairs, err := q.OpenPrerequisiteEdges(ctx, tx, dbq.OpenPrerequisiteEdgesParams{ProjectID: project, ID: id})
+		if err != nil {
+			return err
+		}
+		waits := map[uuid.UUID][]uuid.UUID{}
+		nodes := []uuid.UUID{id}
+		seen := map[uuid.UUID]bool{id: true}
+		for _, p := range pairs {
+			if p.Via == uuid.Nil {
+				continue
+			}
+			waits[p.Via] = append(waits[p.Via], p.Node)
+			if !seen[p.Node] {
+				seen[p.Node] = true
+				nodes = append(nodes, p.Node)
+			}
+		}
+		rows, err := q.ItemRefs(ctx, tx, dbq.ItemRefsParams{Now: now, ProjectID: project, Ids: nodes})
+		if err != nil {
+			return err
+		}
+		refs := make(map[uuid.UUID]ItemRef, len(rows))
+		order := make(map[uuid.UUID]int64, len(rows))
+		for _, r := range rows {
+			refs[r.ID] = ItemRef{ID: r.ID, Title: r.Title, State: State(r.State)}
+			order[r.ID] = r.Seq
+		}
+		chain := longestChain(id, waits, order)
+		out = make([]ItemRef, len(chain))
+		for i, n := range chain {
+			out[len(chain)-1-i] = refs[n]
+		}
+		return nil
+	})
+	return out, err
+}
+
+// longestChain returns the longest path from start along waits (start
+// first). waits must be acyclic; a cycle is cut where it is met. Ties go to
+// the successor with the lower order.
+func longestChain(start uuid.UUID, waits map[uuid.UUID][]uuid.UUID, order map[uuid.UUID]int64) []uuid.UUID {
+	length := map[uuid.UUID]int{}
+	next := map[uuid.UUID]uuid.UUID{}
+	onStack := map[uuid.UUID]bool{}
+	var visit func(n uuid.UUID) int
+	visit = func(n uuid.UUID) int {
+		if l, ok := length[n]; ok {
+			return l
+		}
+		onStack[n] = true
+		best, bestNext := 0, uuid.Nil
+		for _, m := range waits[n] {
+			if onStack[m] {
+				continue
+			}
+			l := visit(m)
+			if l > best || (l == best && bestNext != uuid.Nil && order[m] < order[bestNext]) {
+				best, bestNext = l, m
+			}
+		}
+		onStack[n] = false
+		length[n] = best + 1
+		next[n] = bestNext
+		return best + 1
+	}
+	visit(start)
+	var chain []uuid.UUID
+	for n := start; n != uuid.Nil; n = next[n] {
+		chain = append(chain, n)
+	}
+	return chain
+}
+
+// Bounds of Subgraph.
+const (
+	DefaultSubgraphNodes = 500
+	MaxSubgraphNodes     = 10000
+	DefaultSubgraphDepth = 2
+	MaxSubgraphDepth     = 50
+)
+
+// Subgraph returns the project's graph (around nil: items in creation
+// order) or the items within depth edges of around (dependencies,
+// dependents, parent and children count as one step each), at most limit
+// nodes (Truncated when more exist), the edges among them, and the longest
+// chain of unfinished items among them (CriticalPath, first prerequisite
+// first). limit <= 0 means 500 and is capped at 10,000; depth <= 0 means 2
+// and is capped at 50.
+//
+// Errors: not_found when around is not in the project.
+func (s *Service) Subgraph(ctx context.Context, project uuid.UUID, around *uuid.UUID, depth, limit int) (Subgraph, error) {
+	if limit <= 0 {
+		limit = DefaultSubgraphNodes
+	}
+	limit = min(limit, MaxSubgraphNodes)
+	if depth <= 0 {
+		depth = DefaultSubgraphDepth
+	}
+	depth = min(depth, MaxSubgraphDepth)
+	now := s.clock.Now()
+	q := dbq.New()
+	var g Subgraph
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		var ids []uuid.UUID
+		if around == nil {
+			rows, err := q.ProjectItemRefs(ctx, tx, dbq.ProjectItemRefsParams{Now: now, ProjectID: project, MaxRows: int32(limit + 1)})
+			if err != nil {
+				return err
+			}
+			if len(rows) > limit {
+				rows, g.Truncated = rows[:limit], true
+			}
+			for _, r := range rows {
+				ids = append(ids, r.ID)
+			}
+		} else {
+			if _, err := getItem(ctx, tx, now, project, *around); err != nil {
+				return err
+			}
+			var err error
+			if ids, g.Truncated, err = neighbourhoodIDs(ctx, tx, project, *around, depth, limit); err != nil {
+				return err
+			}
+		}
+		return fillSubgraph(ctx, tx, now, project, ids, &g)
+	})
+	return g, err
+}
+
+// neighbourhoodIDs walks breadth first from around, depth steps, keeping at
+// most limit ids.
+func neighbourhoodIDs(ctx context.Context, tx pgx.Tx, project, around uuid.UUID, depth, limit int) ([]uuid.UUID, bool, error) {
+	ids := []uuid.UUID{around}
+	seen := map[uuid.UUID]bool{around: true}
+	frontier := ids
+	for d := 0; d < depth && len(frontier) > 0; d++ {
+		next, err := dbq.New().NeighbourIDs(ctx, tx, dbq.NeighbourIDsParams{ProjectID: project, Ids: frontier})
+		if err != nil {
+			return nil, false, err
+		}
+		frontier = nil
+		for _, n := range next {
+			if seen[n] {
+				continue
+			}
+			if len(ids) == limit {
+				return ids, true, nil
+			}
+			seen[n] = true
+			ids = append(ids, n)
+			frontier = append(frontier, n)
+		}
+	}
+	return ids, false, nil
+}
+
+// fillSubgraph reads the nodes and the edges among ids and computes the
+// critical path among the unfinished ones.
+func fillSubgraph(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, ids []uuid.UUID, g *Subgraph) error {
+	q := dbq.New()
+	rows, err := q.ItemRefs(ctx, tx, dbq.ItemRefsParams{Now: now, ProjectID: project, Ids: ids})
+	if err != nil {
+		return err
+	}
+	in := make(map[uuid.UUID]bool, len(rows))
+	open := make(map[uuid.UUID]bool, len(rows))
+	order := make(map[uuid.UUID]int64, len(rows))
+	g.Nodes = make([]ItemRef, len(rows))
+	for i, r := range rows {
+		g.Nodes[i] = ItemRef{ID: r.ID, Title: r.Title, State: State(r.State)}
+		in[r.ID] = true
+		order[r.ID] = r.Seq
+		open[r.ID] = r.State != string(StateDone) && r.State != string(StateCancelled)
+	}
+	g.Edges = []Edge{}
+	waits := map[uuid.UUID][]uuid.UUID{}
+	addWait := func(waiter, prereq uuid.UUID) {
+		if open[waiter] && open[prereq] {
+			waits[waiter] = append(waits[waiter], prereq)
+		}
+	}
+	for _, r := range rows {
+		if r.ParentID != nil && in[*r.ParentID] {
+			g.Edges = append(g.Edges, Edge{From: r.ID, To: *r.ParentID, Kind: EdgeChildOf})
+			addWait(*r.ParentID, r.ID)
+		}
+	}
+	deps, err := q.EdgesAmong(ctx, tx, dbq.EdgesAmongParams{ProjectID: project, Ids: ids})
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		g.Edges = append(g.Edges, Edge{From: d.ItemID, To: d.DependsOnID, Kind: EdgeDependsOn})
+		addWait(d.ItemID, d.DependsOnID)
+	}
+	g.CriticalPath = []uuid.UUID{}
+	best := longestOverall(rows, open, waits, order)
+	for i := len(best) - 1; i >= 0; i-- {
+		g.CriticalPath = append(g.CriticalPath, best[i])
+	}
+	return nil
+}
+
+// longestOverall returns the longest waits-for chain among the open nodes
+// (waiter first).
+func longestOverall(rows []dbq.ItemRefsRow, open map[uuid.UUID]bool, waits map[uuid.UUID][]uuid.UUID, order map[uuid.UUID]int64) []uuid.UUID {
+	var starts []uuid.UUID
+	for _, r := range rows {
+		if open[r.ID] {
+			starts = append(starts, r.ID)
+		}
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	w := make(map[uuid.UUID][]uuid.UUID, len(waits)+1)
+	for k, v := range waits {
+		w[k] = v
+	}
+	// A virtual root waiting for every open node reduces this to
+	// longestChain.
+	w[uuid.Max] = starts
+	return longestChain(uuid.Max, w, order)[1:]
+}

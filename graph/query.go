@@ -1,0 +1,156 @@
+package graph
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Page sizes of ListItems.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
+
+// ListItems lists a project's items in creation order, filtered by derived
+// state (any of States), label, parent and text (a case-insensitive
+// substring of the title), one page at a time.
+//
+// Errors: invalid_argument for a negative or too large Limit (> 500), an
+// unknown state or a cursor that ListItems did not make.
+func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter) (ItemPage, error) {
+	limit := f.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultPageSize
+	case limit < 0 || limit > MaxPageSize:
+		return ItemPage{}, wgerr.InvalidField("limit", "must be between 1 and %d", MaxPageSize)
+	}
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return ItemPage{}, err
+	}
+	states := make([]string, 0, len(f.States))
+	for _, st := range f.States {
+		if !validState(st) {
+			return ItemPage{}, wgerr.InvalidField("state", "unknown state %q", st)
+		}
+		states = append(states, string(st))
+	}
+	args := dbq.ListItemsParams{
+		Now: s.clock.Now(), ProjectID: project, AfterSeq: after, ParentID: f.ParentID,
+		States: states, MaxRows: int32(limit + 1),
+	}
+	if f.Label != "" {
+		args.Label = &f.Label
+	}
+	if f.Text != "" {
+		like := "%" + escapeLike(f.Text) + "%"
+		args.TitleLike = &like
+	}
+	var page ItemPage
+	err = s.read(ctx, func(tx pgx.Tx) error {
+		rows, err := dbq.New().ListItems(ctx, tx, args)
+		if err != nil {
+			return err
+		}
+		if len(rows) > limit {
+			rows = rows[:limit]
+			page.NextCursor = encodeCursor(rows[limit-1].Item.Seq)
+		}
+		page.Items = make([]Item, len(rows))
+		for i, r := range rows {
+			page.Items[i] = itemFromRow(r.Item, r.State, r.DbNow)
+		}
+		return fillBlockedBy(ctx, tx, args.Now, project, page.Items)
+	})
+	return page, err
+}
+
+func validState(st State) bool {
+	switch st {
+	case StateReady, StateLeased, StateBlocked, StateAttention, StateDone, StateCancelled:
+		return true
+	}
+	return false
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// A cursor is the opaque base64 of "seq:<last seq>".
+func encodeCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("seq:" + strconv.FormatInt(seq, 10)))
+}
+
+func decodeCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(b), "seq:"); ok {
+			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 {
+				return seq, nil
+			}
+		}
+	}
+	return 0, wgerr.InvalidField("cursor", "is not a cursor this server returned")
+}
+
+// Neighbourhood returns an item with its dependencies (finished ones too,
+// with their state), dependents, children and ancestors (root first).
+// Errors: not_found when the item is not in the project.
+func (s *Service) Neighbourhood(ctx context.Context, project, id uuid.UUID) (Neighbourhood, error) {
+	now := s.clock.Now()
+	q := dbq.New()
+	var n Neighbourhood
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		var err error
+		if n.Item, err = getItem(ctx, tx, now, project, id); err != nil {
+			return err
+		}
+		deps, err := q.PrerequisiteRefs(ctx, tx, dbq.PrerequisiteRefsParams{Now: now, ProjectID: project, Ids: []uuid.UUID{id}})
+		if err != nil {
+			return err
+		}
+		n.Dependencies = make([]ItemRef, len(deps))
+		for i, d := range deps {
+			n.Dependencies[i] = ItemRef{ID: d.ID, Title: d.Title, State: State(d.State)}
+		}
+		dependents, err := q.DependentRefs(ctx, tx, dbq.DependentRefsParams{Now: now, ProjectID: project, ID: id})
+		if err != nil {
+			return err
+		}
+		n.Dependents = make([]ItemRef, len(dependents))
+		for i, d := range dependents {
+			n.Dependents[i] = ItemRef{ID: d.ID, Title: d.Title, State: State(d.State)}
+		}
+		kids, err := q.ChildRefs(ctx, tx, dbq.ChildRefsParams{Now: now, ProjectID: project, Ids: []uuid.UUID{id}})
+		if err != nil {
+			return err
+		}
+		n.Children = make([]ItemRef, len(kids))
+		for i, c := range kids {
+			n.Children[i] = ItemRef{ID: c.ID, Title: c.Title, State: State(c.State)}
+		}
+		up, err := q.AncestorRefs(ctx, tx, dbq.AncestorRefsParams{Now: now, ProjectID: project, ID: id})
+		if err != nil {
+			return err
+		}
+		n.Ancestors = make([]ItemRef, len(up))
+		for i, a := range up {
+			n.Ancestors[len(up)-1-i] = ItemRef{ID: a.ID, Title: a.Title, State: State(a.State)}
+		}
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,81 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// UpdateItem applies a person's edit and bumps the version. It never
+// touches a lease (no pre-emption): a worker holding the item keeps it and
+// sees the new fields on its next read. On a done or cancelled item only
+// labels and metadata may change. A patch with no field changes nothing and
+// returns the item as stored (after the IfVersion check).
+//
+// Errors: invalid_argument / payload_too_large for bad fields; not_found when
+// the item is not in the project; conflict when IfVersion differs from the
+// stored version, or when title, body or priority of a finished item would
+// change.
+func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemPatch) (Item, error) {
+	args := dbq.UpdateItemFieldsParams{ProjectID: project, ID: id, Now: s.clock.Now(), Priority: p.Priority, Body: p.Body}
+	if p.Title != nil {
+		t, err := cleanTitle("title", *p.Title)
+		if err != nil {
+			return Item{}, err
+		}
+		args.Title = &t
+	}
+	if p.Body != nil {
+		if err := checkBody("body", *p.Body); err != nil {
+			return Item{}, err
+		}
+	}
+	if p.Labels != nil {
+		l, err := cleanLabels("labels", *p.Labels)
+		if err != nil {
+			return Item{}, err
+		}
+		args.Labels = l // non-nil even when empty: clears the labels
+	}
+	if p.Metadata != nil {
+		m, err := cleanMetadata("metadata", *p.Metadata)
+		if err != nil {
+			return Item{}, err
+		}
+		args.Metadata = json.RawMessage(m)
+	}
+	empty := p.Title == nil && p.Body == nil && p.Priority == nil && p.Labels == nil && p.Metadata == nil
+	q := dbq.New()
+	var out Item
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := q.LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: id})
+		if err != nil {
+			if isNoRows(err) {
+				return notFound("item", id)
+			}
+			return err
+		}
+		if p.IfVersion != nil && *p.IfVersion != cur.Version {
+			return &wgerr.Error{Code: wgerr.CodeConflict, Field: "version",
+				Message: fmt.Sprintf("the item changed meanwhile (version %d, not %d); reload and retry", cur.Version, *p.IfVersion)}
+		}
+		if cur.Status != string(StatusOpen) && (p.Title != nil || p.Body != nil || p.Priority != nil) {
+			return conflictf("item %s is %s: only labels and metadata can still change", id, cur.Status)
+		}
+		if !empty {
+			if err := q.UpdateItemFields(ctx, tx, args); err != nil {
+				return err
+			}
+		}
+		out, err = getItem(ctx, tx, args.Now, project, id)
+		return err
+	})
+	return out, err
+}
