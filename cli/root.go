@@ -14,26 +14,33 @@ import (
 )
 
 // Exit codes. Scripts can tell "nothing to do" and "lease lost" apart from
-// other failures.
+// other failures; docs/agents.md lists them.
 const (
-	ExitOK         = 0
-	ExitError      = 1
-	ExitUsage      = 2
-	ExitNothing    = 3 // nothing was ready to claim
-	ExitLeaseLost  = 4 // the lease was lost: stop working on the item
-	ExitNotFound   = 5
-	ExitConflict   = 6
-	ExitAuth       = 7
-	ExitUnavailble = 8
+	ExitOK          = 0
+	ExitError       = 1   // any other failure (including a supervised command that failed)
+	ExitUsage       = 2   // bad flags or arguments, or input the server refused as invalid
+	ExitNothing     = 3   // nothing was ready to claim
+	ExitLeaseLost   = 4   // the lease was lost: stop working on the item
+	ExitNotFound    = 5   // no such item, project, lease or request (or another project's)
+	ExitConflict    = 6   // refused by the current state: cycle, duplicate, conflicting result, ...
+	ExitAuth        = 7   // no token, unknown token, or a role that may not do this
+	ExitUnavailable = 8   // the server could not be reached, failed, or is rate limiting
+	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM
 )
 
-// exitError carries an exit code through cobra.
+// exitError carries an exit code through cobra. An exitError without err
+// exits with its code silently (the command has already said why).
 type exitError struct {
 	code int
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 // IO is where a command reads and writes.
@@ -57,8 +64,11 @@ func Main(args []string, stdio IO) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stdio.Err, "workgraph:", err)
 	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code
+	}
+	fmt.Fprintln(stdio.Err, "workgraph:", err)
 	if errors.As(err, &ee) {
 		return ee.code
 	}
@@ -72,6 +82,9 @@ func newRoot(stdio IO) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: ExitUsage, err: err}
+	})
 	root.AddCommand(newServeCmd(stdio), newMigrateCmd(stdio))
 	for _, add := range extraCommands {
 		root.AddCommand(add(stdio))

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+func init() { extraCommands = append(extraCommands, newProjectsCmd, newTokensCmd) }
+
+func newProjectsCmd(stdio IO) *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "projects",
+		Short: "List or create projects (admin)",
+		Args:  args(cobra.NoArgs),
+	}
+	addClientFlags(cmd, &f)
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the projects this token can see",
+		Args:  args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			ps, err := s.api.ListProjects(ctx)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, map[string]any{"projects": ps})
+			}
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "NAME\tID\tCREATED")
+			for _, p := range ps {
+				fmt.Fprintf(t, "%s\t%s\t%s\n", p.Name, p.ID, fmtTime(p.CreatedAt))
+			}
+			return t.Flush()
+		}),
+	}
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a project (lower-case letters, digits, - and _)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			p, err := s.api.CreateProject(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, p)
+			}
+			fmt.Fprintf(s.Out, "created project %s (%s)\nnext: workgraph tokens create --project %s --role agent NAME\n", p.Name, p.ID, p.Name)
+			return nil
+		}),
+	}
+	cmd.RunE = ls.RunE
+	cmd.AddCommand(ls, create)
+	return cmd
+}
+
+func newTokensCmd(stdio IO) *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "tokens",
+		Short: "List, create and revoke a project's API tokens over the API (admin)",
+		Long: `List, create and revoke a project's API tokens over the API (admin token).
+To mint a token directly in the database (e.g. the first one), use
+` + "`workgraph token create`" + ` on the server's machine.`,
+	}
+	addClientFlags(cmd, &f)
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the project's tokens (never their secrets)",
+		Args:  args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			ts, err := s.api.ListTokens(ctx, s.cfg.Project)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, map[string]any{"tokens": ts})
+			}
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "ID\tNAME\tROLE\tCREATED\tREVOKED")
+			for _, tk := range ts {
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.Name, tk.Role, fmtTimePtr(tk.CreatedAt), fmtTimePtr(tk.RevokedAt))
+			}
+			return t.Flush()
+		}),
+	}
+	var role string
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a token; its secret is printed once",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			tk, err := s.api.CreateToken(ctx, s.cfg.Project, client.CreateTokenRequest{Name: a[0], Role: role})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, tk)
+			}
+			fmt.Fprintf(s.Out, "%s\n", tk.Secret)
+			fmt.Fprintf(s.Err, "created %s token %q (id %s) in project %s; the secret above is shown only once\n", tk.Role, tk.Name, tk.ID, s.cfg.Project)
+			return nil
+		}),
+	}
+	create.Flags().StringVar(&role, "role", "agent", "agent, human or admin")
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a token at once",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			if err := s.api.RevokeToken(ctx, s.cfg.Project, a[0]); err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, map[string]string{"revoked": a[0]})
+			}
+			fmt.Fprintf(s.Out, "token %s revoked\n", a[0])
+			return nil
+		}),
+	}
+	cmd.AddCommand(ls, create, revoke)
+	return cmd
+}

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+func init() { extraCommands = append(extraCommands, newAttentionCmd, newHistoryCmd) }
+
+func newAttentionCmd(stdio IO) *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "attention",
+		Short: "List and answer the questions agents asked people",
+	}
+	addClientFlags(cmd, &f)
+	var state string
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List attention requests, oldest first (default: open ones)",
+		Args:  args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			var reqs []client.AttentionRequest
+			opt := client.ListAttentionOptions{State: state}
+			for {
+				page, err := s.api.ListAttention(ctx, s.cfg.Project, opt)
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, page.Requests...)
+				if page.NextCursor == "" {
+					break
+				}
+				opt.Cursor = page.NextCursor
+			}
+			if s.json {
+				return printJSON(s.Out, client.AttentionPage{Requests: reqs})
+			}
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "ID\tITEM\tASKED BY\tWAITING\tBLOCKING\tQUESTION")
+			for _, r := range reqs {
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%v\t%s\n", r.ID, r.ItemID, orDash(r.RequestedBy),
+					time.Since(r.CreatedAt).Round(time.Second), r.Blocking, clip(r.Question, 70))
+			}
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if len(reqs) > 0 {
+				fmt.Fprintln(s.Err, "answer with: workgraph attention resolve ID \"answer\"")
+			}
+			return nil
+		}),
+	}
+	ls.Flags().StringVar(&state, "state", "open", "open, resolved or dismissed")
+	resolve := &cobra.Command{
+		Use:   "resolve ID ANSWER",
+		Short: "Answer an attention request (people only)",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			r, err := s.api.Resolve(ctx, a[0], a[1])
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, r)
+			}
+			fmt.Fprintf(s.Out, "request %s resolved; item %s can be picked up again\n", r.ID, r.ItemID)
+			return nil
+		}),
+	}
+	cmd.AddCommand(ls, resolve)
+	return cmd
+}
+
+func newHistoryCmd(stdio IO) *cobra.Command {
+	var (
+		f            clientFlags
+		opt          client.HistoryOptions
+		since, until string
+		all          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Lease history, oldest first (filter by item, worker, outcome, time)",
+		Example: `  workgraph history --item <id>
+  workgraph history --worker laptop-1 --outcome failed --since 24h`,
+		Args: args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			var err error
+			if opt.Since, err = parseWhen(since); err != nil {
+				return usageError("--since: %v", err)
+			}
+			if opt.Until, err = parseWhen(until); err != nil {
+				return usageError("--until: %v", err)
+			}
+			var leases []client.Lease
+			next := ""
+			for {
+				page, err := s.api.History(ctx, s.cfg.Project, opt)
+				if err != nil {
+					return err
+				}
+				leases = append(leases, page.Leases...)
+				next = page.NextCursor
+				if !all || next == "" {
+					break
+				}
+				opt.Cursor = next
+			}
+			if s.json {
+				return printJSON(s.Out, client.LeasePage{Leases: leases, NextCursor: next})
+			}
+			printLeases(s.Out, leases)
+			if next != "" {
+				fmt.Fprintf(s.Err, "more leases: --cursor %s, or --all\n", next)
+			}
+			return nil
+		}),
+	}
+	addClientFlags(cmd, &f)
+	fl := cmd.Flags()
+	fl.StringVar(&opt.ItemID, "item", "", "only leases of this item")
+	fl.StringVar(&opt.Worker, "worker", "", "only leases of this worker label")
+	fl.StringVar(&opt.Outcome, "outcome", "", "completed, released, failed, cancelled, decomposed, attention_requested or expired")
+	fl.StringVar(&since, "since", "", "from this time (RFC 3339, or a duration ago such as 24h)")
+	fl.StringVar(&until, "until", "", "up to this time (RFC 3339, or a duration ago)")
+	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
+	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
+	fl.BoolVar(&all, "all", false, "fetch every page")
+	return cmd
+}
+
+// parseWhen reads an RFC 3339 time or a duration before now.
+func parseWhen(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-01-02T15:04:05Z), a date, or a duration such as 24h", s)
+}
+
+func printLeases(w io.Writer, leases []client.Lease) {
+	t := newTable(w)
+	fmt.Fprintln(t, "LEASE\tITEM\tEPOCH\tWORKER\tACQUIRED\tENDED\tOUTCOME\tDETAIL")
+	for _, l := range leases {
+		outcome := deref(l.Outcome, "active")
+		detail := ""
+		if len(l.OutcomeDetail) > 0 && string(l.OutcomeDetail) != "null" {
+			detail = clip(strings.TrimSpace(string(l.OutcomeDetail)), 60)
+		}
+		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.ItemID, l.Epoch, l.Worker,
+			fmtTime(l.AcquiredAt), fmtTimePtr(l.EndedAt), outcome, detail)
+	}
+	t.Flush()
+}

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// DefaultURL is the server a client command talks to when nothing else is
+// configured (the address `workgraph serve` listens on by default).
+const DefaultURL = "http://127.0.0.1:8080"
+
+// fileConfig is the config file (~/.config/workgraph/config.yaml or
+// config.json): the same settings as the flags and WORKGRAPH_* variables.
+type fileConfig struct {
+	URL     string `yaml:"url" json:"url"`
+	Token   string `yaml:"token" json:"token"`
+	Project string `yaml:"project" json:"project"`
+	Worker  string `yaml:"worker" json:"worker"`
+}
+
+// clientConfig is the effective configuration of a client command.
+// Precedence: flags > environment > config file > defaults. Source records
+// where each setting came from (for `workgraph config`).
+type clientConfig struct {
+	URL, Token, Project, Worker string
+	// File is the config file that was read, if any.
+	File   string
+	Source map[string]string
+}
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	url, token, project, config string
+	json                        bool
+}
+
+// addClientFlags registers the connection flags and --json on cmd
+// (persistent, so subcommands inherit them).
+func addClientFlags(cmd *cobra.Command, f *clientFlags) {
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.url, "url", "", "server URL (env WORKGRAPH_URL; default "+DefaultURL+")")
+	pf.StringVar(&f.token, "token", "", "API token (env WORKGRAPH_TOKEN)")
+	pf.StringVarP(&f.project, "project", "p", "", "project name (env WORKGRAPH_PROJECT; default \"default\")")
+	pf.StringVar(&f.config, "config", "", "config file (env WORKGRAPH_CONFIG; default ~/.config/workgraph/config.yaml or .json)")
+	pf.BoolVar(&f.json, "json", false, "print JSON instead of tables")
+}
+
+// getenv is the environment lookup used by config loading (tests replace
+// it through loadConfig's argument).
+type getenv func(string) string
+
+// loadConfig resolves the configuration from flags, the environment and the
+// config file.
+func loadConfig(f clientFlags, env getenv) (*clientConfig, error) {
+	cfg := &clientConfig{Source: map[string]string{}}
+	path, explicit := f.config, f.config != ""
+	if path == "" {
+		if path = env("WORKGRAPH_CONFIG"); path != "" {
+			explicit = true
+		}
+	}
+	if path == "" {
+		path = defaultConfigFile(env)
+	}
+	var file fileConfig
+	if path != "" {
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			if file, err = parseConfigFile(path, data); err != nil {
+				return nil, err
+			}
+			cfg.File = path
+		case explicit || !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("config file: %w", err)
+		}
+	}
+	pick := func(name, flag, envName, fromFile, def string) string {
+		switch {
+		case flag != "":
+			cfg.Source[name] = "flag --" + name
+			return flag
+		case env(envName) != "":
+			cfg.Source[name] = "env " + envName
+			return env(envName)
+		case fromFile != "":
+			cfg.Source[name] = "file " + cfg.File
+			return fromFile
+		}
+		cfg.Source[name] = "default"
+		return def
+	}
+	cfg.URL = pick("url", f.url, "WORKGRAPH_URL", file.URL, DefaultURL)
+	cfg.Token = pick("token", f.token, "WORKGRAPH_TOKEN", file.Token, "")
+	cfg.Project = pick("project", f.project, "WORKGRAPH_PROJECT", file.Project, "default")
+	cfg.Worker = pick("worker", "", "WORKGRAPH_WORKER", file.Worker, defaultWorker())
+	return cfg, nil
+}
+
+// defaultConfigFile is $XDG_CONFIG_HOME/workgraph/config.{yaml,yml,json}
+// (XDG_CONFIG_HOME defaults to ~/.config): the first that exists, else the
+// .yaml name.
+func defaultConfigFile(env getenv) string {
+	dir := env("XDG_CONFIG_HOME")
+	if dir == "" {
+		home := env("HOME")
+		if home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	dir = filepath.Join(dir, "workgraph")
+	for _, name := range []string{"config.yaml", "config.yml", "config.json"} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join(dir, "config.yaml")
+}
+
+// parseConfigFile reads YAML or JSON (JSON is YAML); unknown settings are
+// refused so that a typo does not silently fall back to a default.
+func parseConfigFile(path string, data []byte) (fileConfig, error) {
+	var fc fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		return fc, fmt.Errorf("config file %s: %s (known settings: url, token, project, worker)", path, msg)
+	}
+	return fc, nil
+}
+
+// defaultWorker is the worker label used when none is configured: the host
+// name, so that the continuity preference after an attention request finds
+// the same machine again.
+func defaultWorker() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "worker"
+}
+
+// newClient builds the API client of cfg.
+func (cfg *clientConfig) newClient() (*client.Client, error) {
+	if cfg.Token == "" {
+		return nil, &exitError{code: ExitAuth, err: errors.New("no API token: pass --token, set WORKGRAPH_TOKEN, or put `token: ...` in " + configHint(cfg))}
+	}
+	c, err := client.New(cfg.URL, cfg.Token, client.WithUserAgent("workgraph-cli"))
+	if err != nil {
+		return nil, &exitError{code: ExitUsage, err: err}
+	}
+	return c, nil
+}
+
+func configHint(cfg *clientConfig) string {
+	if cfg.File != "" {
+		return cfg.File
+	}
+	return "~/.config/workgraph/config.yaml"
+}

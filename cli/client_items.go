@@ -1,0 +1,318 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+func init() { extraCommands = append(extraCommands, newItemsCmd, newDepsCmd) }
+
+func newItemsCmd(stdio IO) *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "items",
+		Short: "Create, list, show, edit and cancel work items",
+	}
+	addClientFlags(cmd, &f)
+	cmd.AddCommand(itemsAddCmd(stdio, &f), itemsLsCmd(stdio, &f), itemsShowCmd(stdio, &f),
+		itemsEditCmd(stdio, &f), itemsCancelCmd(stdio, &f))
+	return cmd
+}
+
+func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
+	var (
+		body, bodyFile, parent string
+		priority               int
+		deps, labels           []string
+	)
+	cmd := &cobra.Command{
+		Use:   "add TITLE",
+		Short: "Create an item",
+		Example: `  workgraph items add "Write the migration" --priority 5 --label db
+  workgraph items add "Add the endpoint" --depends-on <item id> --body-file spec.md`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
+			if bodyFile != "" {
+				_, data, err := readInput(stdio.In, bodyFile)
+				if err != nil {
+					return usageError("body file: %v", err)
+				}
+				body = string(data)
+			}
+			req := client.CreateItemRequest{Title: a[0], Body: body, ParentID: parent, DependsOn: deps, Labels: labels}
+			if s.flagChanged("priority") {
+				req.Priority = &priority
+			}
+			it, err := s.api.CreateItem(ctx, s.cfg.Project, req)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, it)
+			}
+			fmt.Fprintf(s.Out, "created item %s (%s)\n", it.ID, it.State)
+			return nil
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&body, "body", "", "the task's specification (markdown)")
+	fl.StringVar(&bodyFile, "body-file", "", "read the body from this file (- for stdin)")
+	fl.IntVar(&priority, "priority", 0, "priority, higher first")
+	fl.StringVar(&parent, "parent", "", "parent item id")
+	fl.StringSliceVar(&deps, "depends-on", nil, "ids of items this one waits for (comma-separated or repeated)")
+	fl.StringSliceVar(&labels, "label", nil, "labels (comma-separated or repeated)")
+	return cmd
+}
+
+func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
+	var (
+		opt client.ListItemsOptions
+		all bool
+	)
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List items (filter by --state, --label, --parent)",
+		Args:  args(cobra.NoArgs),
+		RunE: runClient(stdio, f, func(ctx context.Context, s *session, _ []string) error {
+			var items []client.Item
+			next := ""
+			for {
+				page, err := s.api.ListItems(ctx, s.cfg.Project, opt)
+				if err != nil {
+					return err
+				}
+				items = append(items, page.Items...)
+				next = page.NextCursor
+				if !all || next == "" {
+					break
+				}
+				opt.Cursor = next
+			}
+			if s.json {
+				return printJSON(s.Out, client.ItemPage{Items: items, NextCursor: next})
+			}
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "ID\tSTATE\tPRI\tTITLE\tLABELS")
+			for _, it := range items {
+				fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\n", it.ID, it.State, it.Priority, clip(it.Title, 60), strings.Join(it.Labels, ","))
+			}
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if next != "" {
+				fmt.Fprintf(s.Err, "more items: --cursor %s, or --all\n", next)
+			}
+			return nil
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opt.State, "state", "", "ready, leased, blocked, attention, done or cancelled")
+	fl.StringVar(&opt.Label, "label", "", "only items with this label")
+	fl.StringVar(&opt.ParentID, "parent", "", "only children of this item")
+	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
+	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
+	fl.BoolVar(&all, "all", false, "fetch every page")
+	return cmd
+}
+
+func itemsShowCmd(stdio IO, f *clientFlags) *cobra.Command {
+	var history bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show an item: body, state, what blocks it, result (and --history)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
+			it, err := s.api.GetItem(ctx, s.cfg.Project, a[0])
+			if err != nil {
+				return err
+			}
+			var leases []client.Lease
+			if history {
+				if leases, err = s.api.ItemLeases(ctx, s.cfg.Project, it.ID); err != nil {
+					return err
+				}
+			}
+			if s.json {
+				if !history {
+					return printJSON(s.Out, it)
+				}
+				return printJSON(s.Out, struct {
+					*client.Item
+					Leases []client.Lease `json:"leases"`
+				}{it, leases})
+			}
+			printItem(s.Out, it)
+			if history {
+				fmt.Fprintln(s.Out, "\nleases:")
+				printLeases(s.Out, leases)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&history, "history", false, "also list the item's leases")
+	return cmd
+}
+
+func printItem(w io.Writer, it *client.Item) {
+	t := newTable(w)
+	fmt.Fprintf(t, "id\t%s\n", it.ID)
+	fmt.Fprintf(t, "title\t%s\n", it.Title)
+	fmt.Fprintf(t, "state\t%s\n", it.State)
+	fmt.Fprintf(t, "priority\t%d\n", it.Priority)
+	fmt.Fprintf(t, "epoch\t%d\n", it.Epoch)
+	if it.ParentID != nil {
+		fmt.Fprintf(t, "parent\t%s\n", *it.ParentID)
+	}
+	if len(it.Labels) > 0 {
+		fmt.Fprintf(t, "labels\t%s\n", strings.Join(it.Labels, ", "))
+	}
+	if it.PreviousWorker != nil {
+		fmt.Fprintf(t, "previous worker\t%s\n", *it.PreviousWorker)
+	}
+	fmt.Fprintf(t, "created\t%s\nupdated\t%s\n", fmtTime(it.CreatedAt), fmtTime(it.UpdatedAt))
+	if b := it.BlockedBy; !b.Empty() {
+		for _, d := range b.Dependencies {
+			fmt.Fprintf(t, "blocked by\tdependency %s %s\n", d.ID, refText(d))
+		}
+		for _, c := range b.Children {
+			fmt.Fprintf(t, "blocked by\tchild %s %s\n", c.ID, refText(c))
+		}
+		for _, r := range b.Attention {
+			fmt.Fprintf(t, "blocked by\tattention request %s %s\n", r.ID, refText(r))
+		}
+		for k, v := range b.Extra {
+			fmt.Fprintf(t, "blocked by\t%s %s\n", k, string(v))
+		}
+	}
+	if len(it.Result) > 0 && string(it.Result) != "null" {
+		fmt.Fprintf(t, "result\t%s\n", clip(string(it.Result), 200))
+	}
+	t.Flush()
+	if strings.TrimSpace(it.Body) != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(it.Body, "\n"))
+	}
+}
+
+func refText(r client.Ref) string {
+	var parts []string
+	if r.State != "" {
+		parts = append(parts, "("+r.State+")")
+	}
+	if r.Title != "" {
+		parts = append(parts, clip(r.Title, 60))
+	}
+	if r.Question != "" {
+		parts = append(parts, clip(r.Question, 60))
+	}
+	return strings.Join(parts, " ")
+}
+
+func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
+	var (
+		title, body string
+		priority    int
+		labels      []string
+	)
+	cmd := &cobra.Command{
+		Use:   "edit ID",
+		Short: "Edit an item's title, body, priority or labels",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
+			var req client.UpdateItemRequest
+			if s.flagChanged("title") {
+				req.Title = &title
+			}
+			if s.flagChanged("body") {
+				req.Body = &body
+			}
+			if s.flagChanged("priority") {
+				req.Priority = &priority
+			}
+			if s.flagChanged("labels") {
+				req.Labels = &labels
+			}
+			if req == (client.UpdateItemRequest{}) {
+				return usageError("nothing to change: give --title, --body, --priority or --labels")
+			}
+			it, err := s.api.UpdateItem(ctx, s.cfg.Project, a[0], req)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, it)
+			}
+			fmt.Fprintf(s.Out, "item %s updated\n", it.ID)
+			return nil
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&title, "title", "", "new title")
+	fl.StringVar(&body, "body", "", "new body")
+	fl.IntVar(&priority, "priority", 0, "new priority")
+	fl.StringSliceVar(&labels, "labels", nil, "new labels, replacing the old ones (comma-separated; \"\" for none)")
+	return cmd
+}
+
+func itemsCancelCmd(stdio IO, f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel an item (an active lease on it ends as cancelled)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
+			it, err := s.api.CancelItem(ctx, s.cfg.Project, a[0])
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, it)
+			}
+			fmt.Fprintf(s.Out, "item %s cancelled\n", it.ID)
+			return nil
+		}),
+	}
+}
+
+func newDepsCmd(stdio IO) *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "deps",
+		Short: "Add or remove dependencies (ITEM waits for DEPENDS_ON)",
+	}
+	addClientFlags(cmd, &f)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "add ITEM DEPENDS_ON",
+		Short: "Make ITEM wait until DEPENDS_ON is done (a cycle is refused, exit 6)",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			if err := s.api.AddDependency(ctx, s.cfg.Project, a[0], a[1]); err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, map[string]string{"item_id": a[0], "depends_on": a[1]})
+			}
+			fmt.Fprintf(s.Out, "%s now depends on %s\n", a[0], a[1])
+			return nil
+		}),
+	}, &cobra.Command{
+		Use:   "rm ITEM DEPENDS_ON",
+		Short: "Remove the dependency of ITEM on DEPENDS_ON",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			if err := s.api.RemoveDependency(ctx, s.cfg.Project, a[0], a[1]); err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, map[string]string{"item_id": a[0], "removed": a[1]})
+			}
+			fmt.Fprintf(s.Out, "%s no longer depends on %s\n", a[0], a[1])
+			return nil
+		}),
+	})
+	return cmd
+}

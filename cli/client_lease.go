@@ -1,0 +1,564 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// Environment variables a supervised command (and `workgraph ask`, ...)
+// reads its lease from. `workgraph work` sets them; `claim --env` prints them.
+const (
+	envLeaseID     = "WORKGRAPH_LEASE_ID"
+	envEpoch       = "WORKGRAPH_EPOCH"
+	envItemID      = "WORKGRAPH_ITEM_ID"
+	envItemTitle   = "WORKGRAPH_ITEM_TITLE"
+	envItemBody    = "WORKGRAPH_ITEM_BODY"
+	envItemFile    = "WORKGRAPH_ITEM_FILE"
+	envResultFile  = "WORKGRAPH_RESULT_FILE"
+	envStateDir    = "WORKGRAPH_STATE_DIR"
+	envAnswersFile = "WORKGRAPH_ANSWERS_FILE"
+)
+
+// attentionFile is the control file `workgraph ask` writes into
+// WORKGRAPH_STATE_DIR after a blocking request ended the lease, so that the
+// supervisor stops quietly instead of failing the item.
+const attentionFile = "attention.json"
+
+func init() {
+	extraCommands = append(extraCommands,
+		newClaimCmd, newHeartbeatCmd, newCompleteCmd, newReleaseCmd, newFailCmd, newDecomposeCmd, newAskCmd)
+}
+
+// leaseFlags are the fence every worker mutation presents.
+type leaseFlags struct {
+	id, epoch string
+}
+
+func addLeaseFlags(cmd *cobra.Command, lf *leaseFlags) {
+	cmd.Flags().StringVar(&lf.id, "lease-id", "", "lease id (env "+envLeaseID+")")
+	cmd.Flags().StringVar(&lf.epoch, "epoch", "", "lease epoch, the fencing token (env "+envEpoch+")")
+}
+
+// fence returns the lease id and epoch from the flags or the environment.
+func (lf *leaseFlags) fence() (string, int64, error) {
+	id, ep := lf.id, lf.epoch
+	if id == "" {
+		id = os.Getenv(envLeaseID)
+	}
+	if ep == "" {
+		ep = os.Getenv(envEpoch)
+	}
+	if id == "" || ep == "" {
+		return "", 0, usageError("no lease: pass --lease-id and --epoch, or run inside `workgraph work`, which sets %s and %s", envLeaseID, envEpoch)
+	}
+	epoch, err := strconv.ParseInt(ep, 10, 64)
+	if err != nil || epoch < 1 {
+		return "", 0, usageError("epoch %q: want a positive integer (the epoch the claim returned)", ep)
+	}
+	return id, epoch, nil
+}
+
+func newClaimCmd(stdio IO) *cobra.Command {
+	var (
+		f      clientFlags
+		worker string
+		ttl    time.Duration
+		wait   time.Duration
+		labels []string
+		env    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "claim",
+		Short: "Claim the next ready item (exit 3 when nothing is ready)",
+		Long: `Claim the highest-priority ready item of the project and print the lease.
+
+Every later call about the item presents the lease id and epoch:
+  eval "$(workgraph claim --env)"     # sets WORKGRAPH_LEASE_ID, WORKGRAPH_EPOCH, ...
+  workgraph heartbeat                  # every third of the lease
+  workgraph complete --result '{"summary": "done"}'
+
+Exit status 3 means nothing was ready (after waiting --wait).`,
+		Args: args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			if worker == "" {
+				worker = s.cfg.Worker
+			}
+			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
+				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels,
+			}, wait)
+			if err != nil {
+				return err
+			}
+			switch {
+			case s.json:
+				return printJSON(s.Out, cl)
+			case env:
+				printClaimEnv(s.Out, cl)
+				return nil
+			}
+			printClaim(s.Out, cl)
+			return nil
+		}),
+	}
+	addClientFlags(cmd, &f)
+	fl := cmd.Flags()
+	fl.StringVar(&worker, "worker", "", "worker label (env WORKGRAPH_WORKER; default the host name)")
+	fl.DurationVar(&ttl, "lease", 0, "lease time to live, e.g. 5m (default: the server's, 15m)")
+	fl.DurationVar(&wait, "wait", 0, "wait up to this long for an item to become ready, e.g. 30s")
+	fl.StringSliceVar(&labels, "labels", nil, "only items carrying all these labels (comma-separated)")
+	fl.BoolVar(&env, "env", false, "print shell assignments (export WORKGRAPH_LEASE_ID=...) for eval")
+	return cmd
+}
+
+// maxWaitPerCall bounds one long poll; longer waits are several calls.
+const maxWaitPerCall = 30 * time.Second
+
+// claimWaiting claims, long-polling up to wait in calls of at most
+// maxWaitPerCall. Nothing ready by then: client.ErrNothingReady.
+func claimWaiting(ctx context.Context, api *client.Client, project string, req client.ClaimRequest, wait time.Duration) (*client.Claim, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		left := time.Until(deadline)
+		req.WaitSeconds = seconds(min(left, maxWaitPerCall))
+		cl, err := api.Claim(ctx, project, req)
+		if err != client.ErrNothingReady || time.Until(deadline) < time.Second {
+			return cl, err
+		}
+	}
+}
+
+// seconds rounds d up to whole seconds (0 stays 0).
+func seconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+func printClaim(w io.Writer, cl *client.Claim) {
+	fmt.Fprintf(w, "claimed item %s: %s\n", cl.Item.ID, cl.Item.Title)
+	t := newTable(w)
+	fmt.Fprintf(t, "  lease\t%s\n  epoch\t%d\n  worker\t%s\n  expires\t%s\n", cl.Lease.ID, cl.Lease.Epoch, cl.Lease.Worker, fmtTime(cl.Lease.ExpiresAt))
+	t.Flush()
+	if strings.TrimSpace(cl.Item.Body) != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(cl.Item.Body, "\n"))
+	}
+	for _, a := range cl.Attention {
+		fmt.Fprintf(w, "\nearlier question (%s): %s\n  answer: %s\n", a.State, a.Question, deref(a.Answer, "(none yet)"))
+	}
+	fmt.Fprintf(w, "\nnext: heartbeat within the lease, then complete:\n  workgraph complete --lease-id %s --epoch %d --result '{\"summary\": \"...\"}'\n", cl.Lease.ID, cl.Lease.Epoch)
+}
+
+func printClaimEnv(w io.Writer, cl *client.Claim) {
+	for _, kv := range [][2]string{
+		{envLeaseID, cl.Lease.ID},
+		{envEpoch, strconv.FormatInt(cl.Lease.Epoch, 10)},
+		{envItemID, cl.Item.ID},
+		{envItemTitle, cl.Item.Title},
+		{envItemBody, cl.Item.Body},
+	} {
+		fmt.Fprintf(w, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newHeartbeatCmd(stdio IO) *cobra.Command {
+	var (
+		f        clientFlags
+		lf       leaseFlags
+		progress string
+		extend   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "heartbeat",
+		Short: "Extend the lease (exit 4 when it was lost)",
+		Args:  args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			id, epoch, err := lf.fence()
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			hb, err := s.api.Heartbeat(ctx, id, client.HeartbeatRequest{
+				Epoch: epoch, Progress: jsonOrString(progress), LeaseSeconds: seconds(extend), WorkerTime: &now,
+			})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, hb)
+			}
+			fmt.Fprintf(s.Out, "lease %s extended until %s\n", id, fmtTime(hb.ExpiresAt))
+			for _, a := range hb.Answers {
+				fmt.Fprintf(s.Out, "answer to %q: %s\n", a.Question, deref(a.Answer, ""))
+			}
+			if hb.StopRequested {
+				fmt.Fprintln(s.Err, "a person asked this worker to stop: release the item (`workgraph release`) and exit")
+			}
+			return nil
+		}),
+	}
+	addClientFlags(cmd, &f)
+	addLeaseFlags(cmd, &lf)
+	cmd.Flags().StringVar(&progress, "progress", "", "progress report: JSON, or text sent as a JSON string")
+	cmd.Flags().DurationVar(&extend, "extend", 0, "new time to live from now, e.g. 10m (default: the lease's own)")
+	return cmd
+}
+
+// jsonOrString returns s as JSON when it is valid JSON, else as a JSON
+// string; empty stays nil.
+func jsonOrString(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func newCompleteCmd(stdio IO) *cobra.Command {
+	var (
+		f                            clientFlags
+		lf                           leaseFlags
+		result, resultFile, resultTx string
+	)
+	cmd := &cobra.Command{
+		Use:   "complete",
+		Short: "Finish the leased item with a result",
+		Long: `Finish the leased item with a JSON result.
+
+  workgraph complete --result '{"summary": "merged in #42"}'
+  workgraph complete --result-file result.json
+  workgraph complete --result-text "fixed the flaky test"
+
+A repeat of the same completion is answered as a replay; a different result
+for an item already completed is refused (exit 6) and the first one stands.`,
+		Args: args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			id, epoch, err := lf.fence()
+			if err != nil {
+				return err
+			}
+			res, err := resultFlag(stdio.In, result, resultFile, resultTx)
+			if err != nil {
+				return err
+			}
+			out, err := s.api.Complete(ctx, id, client.CompleteRequest{Epoch: epoch, Result: res})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, out)
+			}
+			if out.Replayed {
+				fmt.Fprintf(s.Out, "item %s was already completed with this result (replay acknowledged)\n", out.Lease.ItemID)
+			} else {
+				fmt.Fprintf(s.Out, "item %s done\n", out.Lease.ItemID)
+			}
+			return nil
+		}),
+	}
+	addClientFlags(cmd, &f)
+	addLeaseFlags(cmd, &lf)
+	fl := cmd.Flags()
+	fl.StringVar(&result, "result", "", "result as JSON")
+	fl.StringVar(&resultFile, "result-file", "", "read the JSON result from this file (- for stdin)")
+	fl.StringVar(&resultTx, "result-text", "", "result as plain text (sent as {\"text\": ...})")
+	return cmd
+}
+
+// resultFlag picks the one result source given; none gives null.
+func resultFlag(stdin io.Reader, result, file, text string) (json.RawMessage, error) {
+	given := 0
+	for _, v := range []string{result, file, text} {
+		if v != "" {
+			given++
+		}
+	}
+	if given > 1 {
+		return nil, usageError("give only one of --result, --result-file and --result-text")
+	}
+	switch {
+	case text != "":
+		b, _ := json.Marshal(map[string]string{"text": text})
+		return b, nil
+	case file != "":
+		var data []byte
+		var err error
+		if file == "-" {
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return nil, usageError("result file: %v", err)
+		}
+		result = string(data)
+		if strings.TrimSpace(result) == "" {
+			return nil, usageError("result file %s is empty", file)
+		}
+	case result == "":
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid([]byte(result)) {
+		return nil, usageError("the result is not valid JSON; quote it for the shell, e.g. --result '{\"summary\": \"...\"}', or use --result-text")
+	}
+	return json.RawMessage(result), nil
+}
+
+func newReleaseCmd(stdio IO) *cobra.Command {
+	var (
+		f      clientFlags
+		lf     leaseFlags
+		reason string
+	)
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Give the leased item back to circulation",
+		Args:  args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			id, epoch, err := lf.fence()
+			if err != nil {
+				return err
+			}
+			out, err := s.api.Release(ctx, id, client.ReleaseRequest{Epoch: epoch, Reason: reason})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, out)
+			}
+			fmt.Fprintf(s.Out, "item %s released\n", out.Lease.ItemID)
+			return nil
+		}),
+	}
+	addClientFlags(cmd, &f)
+	addLeaseFlags(cmd, &lf)
+	cmd.Flags().StringVar(&reason, "reason", "", "why the item is given back")
+	return cmd
+}
+
+func newFailCmd(stdio IO) *cobra.Command {
+	var (
+		f       clientFlags
+		lf      leaseFlags
+		details string
+	)
+	cmd := &cobra.Command{
+		Use:   "fail MESSAGE",
+		Short: "Report that the attempt failed (the item is retried after a backoff)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			id, epoch, err := lf.fence()
+			if err != nil {
+				return err
+			}
+			if details != "" && !json.Valid([]byte(details)) {
+				return usageError("--details is not valid JSON")
+			}
+			var det json.RawMessage
+			if details != "" {
+				det = json.RawMessage(details)
+			}
+			out, err := s.api.Fail(ctx, id, client.FailRequest{Epoch: epoch, Error: a[0], Details: det})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, out)
+			}
+			fmt.Fprintf(s.Out, "item %s failed; it returns to circulation after a backoff\n", out.Lease.ItemID)
+			return nil
+		}),
+	}
+	addClientFlags(cmd, &f)
+	addLeaseFlags(cmd, &lf)
+	cmd.Flags().StringVar(&details, "details", "", "details as JSON")
+	return cmd
+}
+
+func newDecomposeCmd(stdio IO) *cobra.Command {
+	var (
+		f      clientFlags
+		lf     leaseFlags
+		titles []string
+	)
+	cmd := &cobra.Command{
+		Use:   "decompose [FILE|-]",
+		Short: "Split the leased item into children (the lease ends; the item waits for them)",
+		Long: `Split the leased item into children, atomically. The lease ends as
+decomposed and the item becomes ready again once every child is finished.
+
+Children come from a YAML or JSON file (or - for stdin), a list of
+{key, title, body?, priority?, labels?, depends_on?: [sibling keys]}:
+
+  - key: schema
+    title: Write the migration
+  - key: api
+    title: Add the endpoint
+    depends_on: [schema]
+
+or, for quick independent children, from repeated --child flags:
+  workgraph decompose --child "Write the migration" --child "Add the endpoint"`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			id, epoch, err := lf.fence()
+			if err != nil {
+				return err
+			}
+			var children []client.Child
+			if len(a) == 1 {
+				name, data, err := readInput(stdio.In, a[0])
+				if err != nil {
+					return usageError("%v", err)
+				}
+				p, err := parsePlan(name, data, planOptions{flat: true})
+				if err != nil {
+					return &exitError{code: ExitUsage, err: err}
+				}
+				children = p.children()
+			}
+			for i, t := range titles {
+				children = append(children, client.Child{Key: fmt.Sprintf("child-%d", i+1), Title: t})
+			}
+			if len(children) == 0 {
+				return usageError("no children: give a file or --child TITLE")
+			}
+			out, err := s.api.Decompose(ctx, id, client.DecomposeRequest{Epoch: epoch, Children: children})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, out)
+			}
+			fmt.Fprintf(s.Out, "item %s split into %d children; the lease has ended\n", out.Lease.ItemID, len(children))
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "KEY\tID\tTITLE")
+			for _, c := range children {
+				fmt.Fprintf(t, "%s\t%s\t%s\n", c.Key, orDash(out.Keys[c.Key]), clip(c.Title, 60))
+			}
+			return t.Flush()
+		}),
+	}
+	addClientFlags(cmd, &f)
+	addLeaseFlags(cmd, &lf)
+	cmd.Flags().StringArrayVar(&titles, "child", nil, "a child's title (repeatable)")
+	return cmd
+}
+
+// readInput reads a named file, or stdin for "-".
+func readInput(stdin io.Reader, name string) (string, []byte, error) {
+	if name == "-" {
+		data, err := io.ReadAll(stdin)
+		return "<stdin>", data, err
+	}
+	data, err := os.ReadFile(name)
+	return name, data, err
+}
+
+func newAskCmd(stdio IO) *cobra.Command {
+	var (
+		f           clientFlags
+		lf          leaseFlags
+		suggest     []string
+		ctxJSON     string
+		nonBlocking bool
+	)
+	cmd := &cobra.Command{
+		Use:   "ask QUESTION",
+		Short: "Ask a person a question about the leased item",
+		Long: `Open an attention request on the leased item.
+
+By default the request is blocking: the lease ends at once (outcome
+attention_requested) and the item waits until a person answers; the next
+claim of the item (the same worker is preferred for a while) carries the
+question and the answer. Exit after asking. Under ` + "`workgraph work`" + ` the
+supervisor notices and stops quietly without failing the item.
+
+With --non-blocking the lease keeps running and the answer arrives on a
+later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			id, epoch, err := lf.fence()
+			if err != nil {
+				return err
+			}
+			if ctxJSON != "" && !json.Valid([]byte(ctxJSON)) {
+				return usageError("--context is not valid JSON")
+			}
+			req := client.AskRequest{Epoch: epoch, Question: a[0], SuggestedAnswers: suggest}
+			if ctxJSON != "" {
+				req.Context = json.RawMessage(ctxJSON)
+			}
+			blocking := !nonBlocking
+			req.Blocking = &blocking
+			out, err := s.api.Ask(ctx, id, req)
+			if err != nil {
+				return err
+			}
+			if blocking {
+				if err := writeAttentionControl(out); err != nil {
+					fmt.Fprintf(s.Err, "workgraph: warning: could not tell the supervisor: %v\n", err)
+				}
+			}
+			if s.json {
+				return printJSON(s.Out, out)
+			}
+			if blocking {
+				fmt.Fprintf(s.Out, "asked a person (request %s). The lease has ended and the item waits for the answer: stop working on it and exit now.\n", out.Request.ID)
+			} else {
+				fmt.Fprintf(s.Out, "asked a person (request %s); keep working, the answer arrives on a heartbeat\n", out.Request.ID)
+			}
+			return nil
+		}),
+	}
+	addClientFlags(cmd, &f)
+	addLeaseFlags(cmd, &lf)
+	fl := cmd.Flags()
+	fl.StringArrayVar(&suggest, "suggest", nil, "a suggested answer (repeatable)")
+	fl.StringVar(&ctxJSON, "context", "", "context for the person, as JSON")
+	fl.BoolVar(&nonBlocking, "non-blocking", false, "keep the lease; the answer arrives on a heartbeat")
+	return cmd
+}
+
+// writeAttentionControl tells a supervising `workgraph work` (through
+// WORKGRAPH_STATE_DIR) that the lease ended for an attention request.
+// Outside a supervisor it does nothing.
+func writeAttentionControl(out *client.Asked) error {
+	dir := os.Getenv(envStateDir)
+	if dir == "" {
+		return nil
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, attentionFile), data)
+}
+
+// writeFileAtomic writes data to path through a rename, so readers never
+// see half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// session is what a client command runs with: its configuration, the API
+// client and where to write.
+type session struct {
+	IO
+	cfg  *clientConfig
+	api  *client.Client
+	json bool
+	cmd  *cobra.Command
+}
+
+// flagChanged reports whether the flag was given on the command line.
+func (s *session) flagChanged(name string) bool { return s.cmd.Flags().Changed(name) }
+
+// runClient adapts a client command's body to cobra: it resolves the
+// configuration, builds the client and turns the body's error into an
+// exit code and a message that says what to do next.
+func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cfg, err := loadConfig(*f, os.Getenv)
+		if err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
+		api, err := cfg.newClient()
+		if err != nil {
+			return err
+		}
+		s := &session{IO: stdio, cfg: cfg, api: api, json: f.json, cmd: cmd}
+		return explain(fn(cmd.Context(), s, args), cfg)
+	}
+}
+
+// usageError is an exit-2 error for bad arguments.
+func usageError(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// args wraps a cobra argument check so that its failures exit with
+// ExitUsage.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return &exitError{code: ExitUsage, err: fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// Hints that say what to do next, by problem code.
+const (
+	hintLeaseLost = "the lease was taken over or expired; stop working on this item and claim again (`workgraph claim`)"
+	hintNothing   = "nothing is ready to claim; try again later, or wait for work with --wait 30s"
+)
+
+// explain maps err to an exit code and adds what to do next.
+func explain(err error, cfg *clientConfig) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	if errors.Is(err, client.ErrNothingReady) {
+		return &exitError{code: ExitNothing, err: fmt.Errorf("project %q: %s", cfg.Project, hintNothing)}
+	}
+	var ae *client.Error
+	if errors.As(err, &ae) {
+		code, hint := hintFor(ae, cfg)
+		msg := ae.Detail
+		if msg == "" {
+			msg = ae.Title
+		}
+		if field := ""; ae.Extension("field", &field) && field != "" && !strings.Contains(msg, field) {
+			msg = field + ": " + msg
+		}
+		return &exitError{code: code, err: fmt.Errorf("%s (%s)\n  %s", msg, ae.Code, hint)}
+	}
+	if errors.Is(err, context.Canceled) {
+		return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
+	}
+	if client.Unreachable(err) {
+		return &exitError{code: ExitUnavailable, err: fmt.Errorf("%v\n  cannot reach the server at %s (from %s): is it running? start one with `workgraph serve`, or point --url / WORKGRAPH_URL at it",
+			err, cfg.URL, cfg.Source["url"])}
+	}
+	return err
+}
+
+func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
+	switch e.Code {
+	case client.CodeLeaseLost:
+		return ExitLeaseLost, hintLeaseLost
+	case client.CodeUnauthenticated:
+		return ExitAuth, fmt.Sprintf("the server does not accept this token (unknown or revoked); check the token (from %s)", cfg.Source["token"])
+	case client.CodeForbidden:
+		return ExitAuth, "this token's role may not do that: answering attention requests, cancelling and managing tokens need a human or admin token"
+	case client.CodeNotFound:
+		return ExitNotFound, fmt.Sprintf("check the id and the project (now %q, from %s): another project's objects answer not found", cfg.Project, cfg.Source["project"])
+	case client.CodeAlreadyExists:
+		return ExitConflict, "it exists already; use the existing one or pick another name"
+	case client.CodeConflictingResult:
+		return ExitConflict, "the item was already completed with a different result; the first result stands and this one was recorded as a late report"
+	case client.CodeDependencyCycle:
+		hint := "the edge would close a cycle in the waits-for graph; remove an edge of the cycle first"
+		var cycle []string
+		if e.Extension("cycle", &cycle) && len(cycle) > 0 {
+			hint += ": " + strings.Join(cycle, " -> ")
+		}
+		return ExitConflict, hint
+	case client.CodeConflict:
+		return ExitConflict, "the object changed or is in a state that refuses this; show it again and retry"
+	case client.CodeInvalidArgument:
+		return ExitUsage, "fix the input named above and retry"
+	case client.CodePayloadTooLarge:
+		return ExitUsage, "the request is larger than the server accepts (about 1 MiB); store big results elsewhere and send a reference"
+	case client.CodeRateLimited:
+		return ExitUnavailable, "too many requests with this token; slow down and retry"
+	case client.CodeUnavailable:
+		return ExitUnavailable, "the server is unavailable; retry in a moment"
+	}
+	return ExitError, "the server failed; retry, and look at the server's log if it persists"
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// newTable returns a tabwriter for aligned columns; Flush it.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+}
+
+// clip shortens s to n runes on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return fmtTime(*t)
+}
+
+func deref(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+func init() { extraCommands = append(extraCommands, newImportCmd) }
+
+func newImportCmd(stdio IO) *cobra.Command {
+	var (
+		f             clientFlags
+		dryRun, local bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import FILE|-",
+		Short: "Create a plan of items and dependencies in one transaction",
+		Long: `Create every item of a plan file, with its dependencies and children, in
+one transaction: all of it or nothing.
+
+The plan is YAML or JSON. Each item has a key local to the file; depends_on
+names other keys; children are created under their item:
+
+  items:
+    - key: schema
+      title: Write the migration
+      body: |
+        Add the table and its index.
+      priority: 5
+      labels: [db]
+    - key: api
+      title: Add the endpoint
+      depends_on: [schema]
+      children:
+        - key: api-tests
+          title: Tests for the endpoint
+
+The file is checked before anything is sent: unknown fields, missing titles,
+duplicate keys, unknown keys and dependency cycles are reported with their
+line numbers. --dry-run shows what would be created and lets the server
+check the plan without storing anything (--local: check only here).`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			prog := newProgress(stdio.Err)
+			prog.status("reading %s", a[0])
+			name, data, err := readInput(stdio.In, a[0])
+			if err != nil {
+				prog.done()
+				return usageError("%v", err)
+			}
+			prog.status("checking %s (%s)", name, byteSize(int64(len(data))))
+			p, err := parsePlan(name, data, planOptions{})
+			prog.done()
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			if dryRun && local {
+				return printPlan(s, p, nil)
+			}
+			res, err := s.api.ImportPlan(ctx, s.cfg.Project, p.request(dryRun), prog.upload(len(p.All)))
+			prog.done()
+			if err != nil {
+				return annotatePlanError(err, p)
+			}
+			if dryRun {
+				return printPlan(s, p, res)
+			}
+			if s.json {
+				return printJSON(s.Out, res)
+			}
+			fmt.Fprintf(s.Out, "created %d items and %d dependencies in project %q\n", len(p.All), p.dependencyCount(), s.cfg.Project)
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "KEY\tID\tTITLE")
+			for i, n := range p.All {
+				if i == 50 {
+					fmt.Fprintf(t, "...\t(%d more; --json lists them all)\t\n", len(p.All)-50)
+					break
+				}
+				fmt.Fprintf(t, "%s\t%s\t%s\n", n.Key, orDash(res.Keys[n.Key]), clip(n.Title, 60))
+			}
+			return t.Flush()
+		}),
+	}
+	addClientFlags(cmd, &f)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be created; nothing is stored")
+	cmd.Flags().BoolVar(&local, "local", false, "with --dry-run: check the file here only, without asking the server")
+	return cmd
+}
+
+// printPlan prints what a plan creates (a dry run).
+func printPlan(s *session, p *plan, res *client.PlanResult) error {
+	if s.json {
+		return printJSON(s.Out, struct {
+			DryRun bool               `json:"dry_run"`
+			Plan   client.PlanRequest `json:"plan"`
+			Server *client.PlanResult `json:"server,omitempty"`
+		}{true, p.request(true), res})
+	}
+	fmt.Fprintf(s.Out, "would create %d items and %d dependencies in project %q (dry run: nothing stored)\n", len(p.All), p.dependencyCount(), s.cfg.Project)
+	t := newTable(s.Out)
+	fmt.Fprintln(t, "LINE\tKEY\tPARENT\tDEPENDS ON\tTITLE")
+	for _, n := range p.All {
+		parent := "-"
+		if n.Parent != nil {
+			parent = n.Parent.Key
+		}
+		fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\n", n.Line, n.Key, parent, orDash(strings.Join(n.DependsOn, ",")), clip(n.Title, 60))
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	if res != nil {
+		fmt.Fprintln(s.Out, "the server checked the plan and would accept it")
+	}
+	return nil
+}
+
+// annotatePlanError adds the file lines of the keys a server refusal
+// names (e.g. the keys of a cycle).
+func annotatePlanError(err error, p *plan) error {
+	var ae *client.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	var keys []string
+	for _, name := range []string{"cycle", "keys", "key"} {
+		var list []string
+		var one string
+		switch {
+		case ae.Extension(name, &list):
+			keys = append(keys, list...)
+		case ae.Extension(name, &one):
+			keys = append(keys, one)
+		}
+	}
+	var where []string
+	for _, k := range keys {
+		if l := p.lineOf(k); l > 0 {
+			where = append(where, fmt.Sprintf("%s (%s:%d)", k, p.File, l))
+		}
+	}
+	if len(where) > 0 {
+		ae2 := *ae
+		ae2.Detail = ae.Detail + "; see " + strings.Join(where, ", ")
+		return &ae2
+	}
+	return err
+}
+
+// progress writes a one-line progress indication to stderr, only when it
+// is a terminal.
+type progress struct {
+	w     io.Writer
+	on    bool
+	mu    sync.Mutex
+	last  time.Time
+	dirty bool
+}
+
+func newProgress(w io.Writer) *progress {
+	f, ok := w.(*os.File)
+	on := false
+	if ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			on = true
+		}
+	}
+	return &progress{w: w, on: on}
+}
+
+func (p *progress) status(format string, args ...any) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
+	p.dirty = true
+}
+
+// done clears the progress line.
+func (p *progress) done() {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dirty {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.dirty = false
+	}
+}
+
+// upload returns a call option that shows a bar while the plan is sent and
+// then waits for the server.
+func (p *progress) upload(items int) client.CallOption {
+	return client.WithUploadProgress(func(body io.Reader, size int64) io.Reader {
+		if !p.on || size < 64<<10 {
+			p.status("creating %d items...", items)
+			return body
+		}
+		return &countingReader{r: body, fn: func(sent int64) {
+			if sent >= size {
+				p.status("sent %s; the server is creating %d items in one transaction...", byteSize(size), items)
+				return
+			}
+			if time.Since(p.last) < 100*time.Millisecond {
+				return
+			}
+			p.last = time.Now()
+			const width = 30
+			filled := int(int64(width) * sent / size)
+			p.status("uploading [%s%s] %3d%% %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+				100*sent/size, byteSize(sent), byteSize(size))
+		}}
+	})
+}
+
+type countingReader struct {
+	r  io.Reader
+	n  int64
+	fn func(int64)
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	c.fn(c.n)
+	return n, err
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,451 @@
+package cli
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// A plan file (YAML, or JSON which is YAML too) lists items with local keys:
+//
+//	items:
+//	  - key: schema
+//	    title: Write the migration
+//	    body: |
+//	      markdown
+//	    priority: 5
+//	    labels: [db]
+//	  - key: api
+//	    title: Add the endpoint
+//	    depends_on: [schema]
+//	    children:
+//	      - key: api-tests
+//	        title: Tests for the endpoint
+//
+// A top-level list (without "items:") is accepted too. Keys are unique in
+// the whole plan; depends_on names keys of the plan. Everything is checked
+// here, with the line of each fault, before anything is sent.
+
+// planNode is one item of a parsed plan, with where it was written.
+type planNode struct {
+	Key, Title, Body string
+	Priority         *int
+	Labels           []string
+	DependsOn        []string
+	Children         []*planNode
+	Parent           *planNode
+
+	Line      int   // line of the item
+	DepLines  []int // line of each DependsOn entry
+	titleLine int
+}
+
+// plan is a parsed, validated plan.
+type plan struct {
+	File  string
+	Roots []*planNode
+	All   []*planNode // every item, parents before children, in file order
+	ByKey map[string]*planNode
+}
+
+// planOptions adjust parsing: flat plans (decompose children) have no
+// children of their own.
+type planOptions struct {
+	flat bool
+}
+
+// planError is one fault of a plan file at a line.
+type planError struct {
+	Line int
+	Msg  string
+}
+
+// planErrors are all faults found in a plan file, in line order.
+type planErrors struct {
+	File string
+	List []planError
+}
+
+// maxPlanErrors bounds how many faults are reported at once.
+const maxPlanErrors = 20
+
+func (e *planErrors) Error() string {
+	var b strings.Builder
+	n := len(e.List)
+	fmt.Fprintf(&b, "%s: %d problem", e.File, n)
+	if n != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString(", nothing was sent:")
+	for i, pe := range e.List {
+		if i == maxPlanErrors {
+			fmt.Fprintf(&b, "\n  ... and %d more", n-maxPlanErrors)
+			break
+		}
+		if pe.Line > 0 {
+			fmt.Fprintf(&b, "\n  %s:%d: %s", e.File, pe.Line, pe.Msg)
+		} else {
+			fmt.Fprintf(&b, "\n  %s: %s", e.File, pe.Msg)
+		}
+	}
+	return b.String()
+}
+
+func (e *planErrors) add(line int, format string, args ...any) {
+	e.List = append(e.List, planError{Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parsePlan parses and validates a plan file. Its error is a *planErrors
+// naming every fault with its line.
+func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
+	errs := &planErrors{File: file}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := err.Error()
+		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			errs.add(line, "syntax: %s", m[2])
+		} else {
+			errs.add(0, "syntax: %s", strings.TrimPrefix(msg, "yaml: "))
+		}
+		return nil, errs
+	}
+	p := &plan{File: file, ByKey: map[string]*planNode{}}
+	if len(doc.Content) == 0 {
+		errs.add(0, "the file is empty: want a list of items")
+		return nil, errs
+	}
+	root := doc.Content[0]
+	list := root
+	if root.Kind == yaml.MappingNode {
+		list = nil
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			k, v := root.Content[i], root.Content[i+1]
+			switch {
+			case k.Value == "items" || (opt.flat && k.Value == "children"):
+				list = v
+			default:
+				errs.add(k.Line, "unknown top-level field %q (want \"items\")", k.Value)
+			}
+		}
+		if list == nil {
+			errs.add(root.Line, "no \"items\" list")
+			return nil, errs
+		}
+	}
+	if list.Kind != yaml.SequenceNode {
+		errs.add(list.Line, "want a list of items, found %s", kindName(list))
+		return nil, errs
+	}
+	p.Roots = p.parseItems(list, nil, opt, errs)
+	if len(p.All) == 0 && len(errs.List) == 0 {
+		errs.add(list.Line, "the plan has no items")
+	}
+	if len(errs.List) == 0 {
+		p.checkReferences(errs)
+	}
+	if len(errs.List) == 0 {
+		p.checkCycles(errs)
+	}
+	if len(errs.List) > 0 {
+		sort.SliceStable(errs.List, func(i, j int) bool { return errs.List[i].Line < errs.List[j].Line })
+		return nil, errs
+	}
+	return p, nil
+}
+
+var itemFields = "key, title, body, priority, labels, depends_on, children"
+
+func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, errs *planErrors) []*planNode {
+	var out []*planNode
+	for _, n := range seq.Content {
+		if n.Kind != yaml.MappingNode {
+			errs.add(n.Line, "an item must be a mapping with key and title, found %s", kindName(n))
+			continue
+		}
+		it := &planNode{Line: n.Line, Parent: parent}
+		var keyLine int
+		var children *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			switch k.Value {
+			case "key":
+				if s, ok := scalar(v, errs, "key"); ok {
+					it.Key, keyLine = strings.TrimSpace(s), v.Line
+				}
+			case "title":
+				if s, ok := scalar(v, errs, "title"); ok {
+					it.Title, it.titleLine = s, v.Line
+				}
+			case "body":
+				if s, ok := scalar(v, errs, "body"); ok {
+					it.Body = s
+				}
+			case "priority":
+				if s, ok := scalar(v, errs, "priority"); ok {
+					pr, err := strconv.ParseInt(s, 10, 32)
+					if err != nil {
+						errs.add(v.Line, "priority %q: want an integer", s)
+					} else {
+						x := int(pr)
+						it.Priority = &x
+					}
+				}
+			case "labels":
+				for _, l := range stringList(v, errs, "labels") {
+					if strings.TrimSpace(l.Value) == "" {
+						errs.add(l.Line, "empty label")
+						continue
+					}
+					it.Labels = append(it.Labels, l.Value)
+				}
+			case "depends_on", "depends_on_keys":
+				for _, d := range stringList(v, errs, k.Value) {
+					it.DependsOn = append(it.DependsOn, strings.TrimSpace(d.Value))
+					it.DepLines = append(it.DepLines, d.Line)
+				}
+			case "children":
+				if opt.flat {
+					errs.add(k.Line, "children cannot be nested here")
+					continue
+				}
+				if v.Kind != yaml.SequenceNode {
+					errs.add(v.Line, "children: want a list of items, found %s", kindName(v))
+					continue
+				}
+				children = v
+			default:
+				errs.add(k.Line, "unknown field %q (known: %s)", k.Value, itemFields)
+			}
+		}
+		switch {
+		case it.Key == "":
+			errs.add(n.Line, "item has no key (every item needs a key unique in the plan)")
+		case utf8.RuneCountInString(it.Key) > 200:
+			errs.add(keyLine, "key is longer than 200 characters")
+		default:
+			if first, dup := p.ByKey[it.Key]; dup {
+				errs.add(keyLine, "duplicate key %q (first defined at line %d)", it.Key, first.Line)
+			} else {
+				p.ByKey[it.Key] = it
+			}
+		}
+		switch n := utf8.RuneCountInString(strings.TrimSpace(it.Title)); {
+		case n == 0:
+			errs.add(it.Line, "item %q has no title", it.Key)
+		case n > 500:
+			errs.add(it.titleLine, "title of %q is longer than 500 characters", it.Key)
+		}
+		p.All = append(p.All, it)
+		out = append(out, it)
+		if children != nil {
+			it.Children = p.parseItems(children, it, opt, errs)
+		}
+	}
+	return out
+}
+
+// checkReferences: every depends_on names a key of the plan, not itself,
+// not twice.
+func (p *plan) checkReferences(errs *planErrors) {
+	for _, it := range p.All {
+		seen := map[string]bool{}
+		for i, d := range it.DependsOn {
+			line := it.DepLines[i]
+			switch {
+			case d == it.Key:
+				errs.add(line, "item %q depends on itself", it.Key)
+			case p.ByKey[d] == nil:
+				errs.add(line, "item %q depends on unknown key %q%s", it.Key, d, suggestKey(d, p.ByKey))
+			case seen[d]:
+				errs.add(line, "item %q lists %q twice in depends_on", it.Key, d)
+			}
+			seen[d] = true
+		}
+	}
+}
+
+// suggestKey names a known key that differs from k only in case or
+// surrounding punctuation, if any.
+func suggestKey(k string, keys map[string]*planNode) string {
+	norm := func(s string) string { return strings.ToLower(strings.Trim(s, " -_.")) }
+	for other := range keys {
+		if norm(other) == norm(k) {
+			return fmt.Sprintf(" (did you mean %q?)", other)
+		}
+	}
+	return ""
+}
+
+// checkCycles finds a cycle in the waits-for graph: an item waits for its
+// dependencies and a parent waits for its children. It reports the first
+// cycle found, listing its keys and lines.
+func (p *plan) checkCycles(errs *planErrors) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[*planNode]int{}
+	var stack []*planNode
+	var cycle []*planNode
+	var visit func(n *planNode) bool
+	waitsFor := func(n *planNode) []*planNode {
+		out := make([]*planNode, 0, len(n.DependsOn)+len(n.Children))
+		for _, d := range n.DependsOn {
+			out = append(out, p.ByKey[d])
+		}
+		return append(out, n.Children...)
+	}
+	visit = func(n *planNode) bool {
+		color[n] = grey
+		stack = append(stack, n)
+		for _, m := range waitsFor(n) {
+			switch color[m] {
+			case grey:
+				for i := len(stack) - 1; i >= 0; i-- {
+					if stack[i] == m {
+						cycle = append(append([]*planNode{}, stack[i:]...), m)
+						return true
+					}
+				}
+			case white:
+				if visit(m) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+		return false
+	}
+	for _, n := range p.All {
+		if color[n] == white && visit(n) {
+			break
+		}
+	}
+	if cycle == nil {
+		return
+	}
+	var b strings.Builder
+	for i, n := range cycle {
+		if i > 0 {
+			if n.Parent == cycle[i-1] && !contains(cycle[i-1].DependsOn, n.Key) {
+				b.WriteString(" -> (child) ")
+			} else {
+				b.WriteString(" -> ")
+			}
+		}
+		fmt.Fprintf(&b, "%s (line %d)", n.Key, n.Line)
+	}
+	errs.add(cycle[0].Line, "dependency cycle: %s; an item waits for its depends_on and a parent for its children, so remove one of these edges", b.String())
+}
+
+func scalar(v *yaml.Node, errs *planErrors, field string) (string, bool) {
+	if v.Kind != yaml.ScalarNode {
+		errs.add(v.Line, "%s: want a single value, found %s", field, kindName(v))
+		return "", false
+	}
+	return v.Value, true
+}
+
+// stringList accepts a list of scalars, or a single scalar.
+func stringList(v *yaml.Node, errs *planErrors, field string) []*yaml.Node {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		if v.Tag == "!!null" {
+			return nil
+		}
+		return []*yaml.Node{v}
+	case yaml.SequenceNode:
+		var out []*yaml.Node
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode {
+				errs.add(e.Line, "%s: want a list of strings, found %s in it", field, kindName(e))
+				continue
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	errs.add(v.Line, "%s: want a list of strings, found %s", field, kindName(v))
+	return nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	if n.Tag == "!!null" {
+		return "nothing"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// request converts the plan into the API's plan request.
+func (p *plan) request(dryRun bool) client.PlanRequest {
+	var conv func([]*planNode) []client.PlanItem
+	conv = func(ns []*planNode) []client.PlanItem {
+		out := make([]client.PlanItem, 0, len(ns))
+		for _, n := range ns {
+			out = append(out, client.PlanItem{
+				Key: n.Key, Title: n.Title, Body: n.Body, Priority: n.Priority,
+				Labels: n.Labels, DependsOn: n.DependsOn, Children: conv(n.Children),
+			})
+		}
+		return out
+	}
+	return client.PlanRequest{Items: conv(p.Roots), DryRun: dryRun}
+}
+
+// children converts a flat plan into decomposition children.
+func (p *plan) children() []client.Child {
+	out := make([]client.Child, 0, len(p.Roots))
+	for _, n := range p.Roots {
+		out = append(out, client.Child{
+			Key: n.Key, Title: n.Title, Body: n.Body, Priority: n.Priority,
+			Labels: n.Labels, DependsOnKeys: n.DependsOn,
+		})
+	}
+	return out
+}
+
+// dependencyCount is the number of depends_on edges in the plan.
+func (p *plan) dependencyCount() int {
+	n := 0
+	for _, it := range p.All {
+		n += len(it.DependsOn)
+	}
+	return n
+}
+
+// lineOf returns the line of the item with key k (0 when unknown).
+func (p *plan) lineOf(k string) int {
+	if n := p.ByKey[k]; n != nil {
+		return n.Line
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

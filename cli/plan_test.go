@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// mustPlanError parses src and returns its faults, failing when it parses.
+func mustPlanError(t *testing.T, src string) *planErrors {
+	t.Helper()
+	_, err := parsePlan("plan.yaml", []byte(src), planOptions{})
+	var pe *planErrors
+	if !errors.As(err, &pe) {
+		t.Fatalf("parsePlan: err = %v, want *planErrors", err)
+	}
+	return pe
+}
+
+func wantFault(t *testing.T, pe *planErrors, line int, substr string) {
+	t.Helper()
+	for _, f := range pe.List {
+		if f.Line == line && strings.Contains(f.Msg, substr) {
+			return
+		}
+	}
+	t.Fatalf("no fault at line %d containing %q in:\n%v", line, substr, pe)
+}
+
+func TestParsePlan(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		src := `items:
+  - key: schema
+    title: Write the migration
+    priority: 5
+    labels: [db, backend]
+  - key: api
+    title: Add the endpoint
+    depends_on: [schema]
+    children:
+      - key: api-tests
+        title: Tests
+        depends_on: schema
+`
+		p, err := parsePlan("plan.yaml", []byte(src), planOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.All) != 3 || len(p.Roots) != 2 || p.dependencyCount() != 2 {
+			t.Fatalf("parsed %d items, %d roots, %d deps", len(p.All), len(p.Roots), p.dependencyCount())
+		}
+		req := p.request(false)
+		if got := req.Items[1].Children[0]; got.Key != "api-tests" || got.DependsOn[0] != "schema" {
+			t.Fatalf("child = %+v", got)
+		}
+		if *req.Items[0].Priority != 5 || len(req.Items[0].Labels) != 2 {
+			t.Fatalf("item 0 = %+v", req.Items[0])
+		}
+		if p.lineOf("api-tests") != 10 {
+			t.Fatalf("line of api-tests = %d, want 10", p.lineOf("api-tests"))
+		}
+	})
+	t.Run("OKJSONWithTabs", func(t *testing.T) {
+		t.Parallel()
+		src := "{\n\t\"items\": [\n\t\t{\"key\": \"a\", \"title\": \"A\"},\n\t\t{\"key\": \"b\", \"title\": \"B\", \"depends_on\": [\"a\"]}\n\t]\n}\n"
+		p, err := parsePlan("plan.json", []byte(src), planOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.lineOf("b") != 4 {
+			t.Fatalf("line of b = %d, want 4", p.lineOf("b"))
+		}
+	})
+	t.Run("OKTopLevelList", func(t *testing.T) {
+		t.Parallel()
+		p, err := parsePlan("plan.yaml", []byte("- key: a\n  title: A\n"), planOptions{})
+		if err != nil || len(p.All) != 1 {
+			t.Fatalf("p = %v, err = %v", p, err)
+		}
+	})
+	t.Run("ErrUnknownKey", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: A
+  - key: b
+    title: B
+    depends_on:
+      - a
+      - zz
+`)
+		wantFault(t, pe, 8, `depends on unknown key "zz"`)
+	})
+	t.Run("ErrDuplicateKey", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: A
+    children:
+      - key: a
+        title: again
+`)
+		wantFault(t, pe, 5, `duplicate key "a" (first defined at line 2)`)
+	})
+	t.Run("ErrCycle", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: A
+    depends_on: [c]
+  - key: b
+    title: B
+    depends_on: [a]
+  - key: c
+    title: C
+    depends_on: [b]
+`)
+		if len(pe.List) != 1 {
+			t.Fatalf("faults: %v", pe)
+		}
+		msg := pe.List[0].Msg
+		for _, want := range []string{"dependency cycle", "a (line 2)", "b (line 5)", "c (line 8)"} {
+			if !strings.Contains(msg, want) {
+				t.Fatalf("cycle message %q lacks %q", msg, want)
+			}
+		}
+	})
+	t.Run("ErrCycleThroughParent", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: epic
+    title: Epic
+    children:
+      - key: part
+        title: Part
+        depends_on: [epic]
+`)
+		wantFault(t, pe, 2, "dependency cycle: epic (line 2) -> (child) part (line 5) -> epic (line 2)")
+	})
+	t.Run("ErrFields", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: a
+    titel: A
+    priority: high
+  - title: no key
+`)
+		wantFault(t, pe, 3, `unknown field "titel"`)
+		wantFault(t, pe, 4, `priority "high": want an integer`)
+		wantFault(t, pe, 2, `item "a" has no title`)
+		wantFault(t, pe, 5, "item has no key")
+	})
+	t.Run("ErrSyntax", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, "items:\n  - key: a\n    title: [unclosed\n")
+		if len(pe.List) != 1 || !strings.Contains(pe.List[0].Msg, "syntax") {
+			t.Fatalf("faults: %v", pe)
+		}
+	})
+	t.Run("ErrNestedChildrenInFlatPlan", func(t *testing.T) {
+		t.Parallel()
+		_, err := parsePlan("children.yaml", []byte("- key: a\n  title: A\n  children:\n    - key: b\n      title: B\n"), planOptions{flat: true})
+		if err == nil || !strings.Contains(err.Error(), "children.yaml:3: children cannot be nested") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
