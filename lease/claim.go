@@ -1,0 +1,185 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// reapBatch bounds how many expired leases one claim ends before it looks
+// for an item; the sweeper ends the rest.
+const reapBatch = 100
+
+// Claim grants the highest-priority ready item of the project to the
+// worker, in one transaction: it first ends the project's expired leases
+// (see ReapExpired), then takes an item through the claim index with FOR
+// UPDATE SKIP LOCKED, increments its epoch and records the lease. The item
+// must carry every requested label, be past its retry backoff, and not be
+// reserved for another worker by the continuity window.
+//
+// Errors: ErrNothingReady; invalid_argument (worker, ttl, labels);
+// rate_limited when the token already holds MaxActivePerToken live leases.
+func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest) (Claim, error) {
+	req, ttl, err := s.cleanClaim(req)
+	if err != nil {
+		return Claim{}, err
+	}
+	now := s.clock.Now()
+	q := dbq.New()
+	var out Claim
+	nothing := false
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		nothing = false
+		if _, err := s.reapTx(ctx, tx, project, reapBatch); err != nil {
+			return err
+		}
+		if err := s.checkTokenLimit(ctx, tx, req.TokenID); err != nil {
+			return err
+		}
+		row, err := q.ClaimItem(ctx, tx, dbq.ClaimItemParams{
+			LeaseID:   uuid.New(),
+			Worker:    req.Worker,
+			TokenID:   req.TokenID,
+			Principal: req.Principal,
+			Now:       now,
+			TtlMs:     ttl.Milliseconds(),
+			ProjectID: project,
+			Labels:    req.Labels,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Commit what the reaping did; there is nothing to hand out.
+			nothing = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		item, err := graph.ItemTx(ctx, tx, s.clock, project, row.ItemID)
+		if err != nil {
+			return err
+		}
+		hist, err := attention.ForItemTx(ctx, tx, project, row.ItemID)
+		if err != nil {
+			return err
+		}
+		out = Claim{Lease: fromRow(row, 0), Item: item, Attention: hist}
+		return nil
+	})
+	if err != nil {
+		return Claim{}, err
+	}
+	if nothing {
+		return Claim{}, ErrNothingReady
+	}
+	return out, nil
+}
+
+func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, error) {
+	req.Worker = strings.TrimSpace(req.Worker)
+	if req.Worker == "" || len(req.Worker) > maxWorkerBytes {
+		return req, 0, wgerr.InvalidField("worker", "must be 1 to %d bytes", maxWorkerBytes)
+	}
+	ttl := req.TTL
+	if ttl == 0 {
+		ttl = s.cfg.DefaultTTL
+	}
+	if err := s.cfg.checkTTL("ttl", ttl); err != nil {
+		return req, 0, err
+	}
+	labels, err := cleanLabels(req.Labels)
+	if err != nil {
+		return req, 0, err
+	}
+	req.Labels = labels
+	req.Principal = strings.TrimSpace(req.Principal)
+	if req.Principal == "" {
+		req.Principal = req.Worker
+	}
+	return req, ttl, nil
+}
+
+// checkTokenLimit refuses a claim when the token already holds its share
+// of live leases. The token's claims are serialised by an advisory lock
+// for the rest of the transaction, so concurrent claims cannot overshoot.
+func (s *Service) checkTokenLimit(ctx context.Context, tx pgx.Tx, token *uuid.UUID) error {
+	if s.cfg.MaxActivePerToken <= 0 || token == nil {
+		return nil
+	}
+	q := dbq.New()
+	if err := q.LockToken(ctx, tx, *token); err != nil {
+		return err
+	}
+	n, err := q.CountActiveForToken(ctx, tx, dbq.CountActiveForTokenParams{TokenID: token, Now: s.clock.Now()})
+	if err != nil {
+		return err
+	}
+	if int(n) >= s.cfg.MaxActivePerToken {
+		return wgerr.New(wgerr.CodeRateLimited, "this token already holds %d live leases (the limit); finish one first", n)
+	}
+	return nil
+}
+
+// ReapExpired ends up to limit (0: 1000) expired leases of the project as
+// "expired", in one transaction, and returns how many it ended. Their items
+// return to circulation, except an item whose leases expired MaxExpiries
+// times in a row: it gets a blocking system attention request (reason
+// repeated_expiry) instead, so a task that kills its workers is not handed
+// out forever. Leases that another transaction holds are skipped, so
+// several sweepers (and claims) may run at once.
+func (s *Service) ReapExpired(ctx context.Context, project uuid.UUID, limit int) (int, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var n int
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = s.reapTx(ctx, tx, project, limit)
+		return err
+	})
+	return n, err
+}
+
+func (s *Service) reapTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, limit int) (int, error) {
+	q := dbq.New()
+	expired, err := q.ExpireLeases(ctx, tx, dbq.ExpireLeasesParams{
+		Now: s.clock.Now(), ProjectID: project, MaxLeases: int32(limit),
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range expired {
+		if int(e.ConsecutiveExpiries) < s.cfg.MaxExpiries {
+			continue
+		}
+		leaseID, epoch := e.LeaseID, e.Epoch
+		_, err := attention.OpenTx(ctx, tx, s.clock, project, e.ItemID, attention.NewRequest{
+			Question: fmt.Sprintf("The leases of this item expired %d times in a row (the last one held by %q) "+
+				"without the worker finishing, failing or releasing it. Resolve to hand it out again, or cancel it.",
+				e.ConsecutiveExpiries, e.Worker),
+			Blocking:    true,
+			Source:      attention.SourceSystem,
+			Reason:      attention.ReasonRepeatedExpiry,
+			RequestedBy: "system",
+			LeaseID:     &leaseID,
+			Epoch:       &epoch,
+		})
+		if err != nil {
+			return 0, err
+		}
+		if err := q.ResetExpiries(ctx, tx, dbq.ResetExpiriesParams{ProjectID: project, ItemID: e.ItemID}); err != nil {
+			return 0, err
+		}
+	}
+	return len(expired), nil
+}

@@ -1,0 +1,152 @@
+package lease
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func fromRow(r dbq.Lease, refusals int32) Lease {
+	l := Lease{
+		ID:            r.ID,
+		ProjectID:     r.ProjectID,
+		ItemID:        r.ItemID,
+		Epoch:         r.Epoch,
+		Worker:        r.Worker,
+		Principal:     r.Principal,
+		TokenID:       r.TokenID,
+		AcquiredAt:    r.AcquiredAt,
+		ExpiresAt:     r.ExpiresAt,
+		HeartbeatAt:   r.HeartbeatAt,
+		Heartbeats:    r.Heartbeats,
+		Progress:      r.Progress,
+		WorkerTime:    r.WorkerTime,
+		StopRequested: r.StopRequestedAt != nil,
+		EndedAt:       r.EndedAt,
+		OutcomeDetail: r.OutcomeDetail,
+		Result:        r.Result,
+		StaleCalls:    int(refusals),
+	}
+	if r.Outcome != nil {
+		o := Outcome(*r.Outcome)
+		l.Outcome = &o
+	}
+	return l
+}
+
+func fromEndRow(r dbq.EndLeaseRow) Lease {
+	return fromRow(dbq.Lease{
+		ProjectID: r.ProjectID, ID: r.ID, Seq: r.Seq, ItemID: r.ItemID, Epoch: r.Epoch,
+		Worker: r.Worker, TokenID: r.TokenID, Principal: r.Principal,
+		AcquiredAt: r.AcquiredAt, ExpiresAt: r.ExpiresAt, HeartbeatAt: r.HeartbeatAt,
+		Heartbeats: r.Heartbeats, Progress: r.Progress, WorkerTime: r.WorkerTime,
+		StopRequestedAt: r.StopRequestedAt, StopRequestedBy: r.StopRequestedBy,
+		EndedAt: r.EndedAt, Outcome: r.Outcome, OutcomeDetail: r.OutcomeDetail, Result: r.Result,
+	}, 0)
+}
+
+func observationFromRow(r dbq.LeaseObservation) Observation {
+	return Observation{
+		ID: r.ID, LeaseID: r.LeaseID, Epoch: r.Epoch, Kind: r.Kind, Operation: r.Operation,
+		ReceivedAt: r.ReceivedAt, WorkerTime: r.WorkerTime, Payload: r.Payload,
+	}
+}
+
+// Input bounds.
+const (
+	maxWorkerBytes  = 200
+	maxLabels       = 50
+	maxLabelBytes   = 100
+	maxMessageBytes = 65536
+)
+
+func checkFence(f Fence) error {
+	if f.Epoch < 1 {
+		return wgerr.InvalidField("epoch", "must be a positive integer, got %d", f.Epoch)
+	}
+	return nil
+}
+
+func (c Config) checkTTL(field string, ttl time.Duration) error {
+	if ttl < c.MinTTL || ttl > c.MaxTTL {
+		return wgerr.InvalidField(field, "must be between %s and %s, got %s", c.MinTTL, c.MaxTTL, ttl)
+	}
+	return nil
+}
+
+// optionalJSON checks a JSON value a worker sent; absent and JSON null are
+// both stored as SQL NULL.
+func optionalJSON(field string, v json.RawMessage) (json.RawMessage, error) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(v) {
+		return nil, wgerr.InvalidField(field, "must be valid JSON")
+	}
+	if strings.TrimSpace(string(v)) == "null" {
+		return nil, nil
+	}
+	return v, nil
+}
+
+func cleanLabels(labels []string) ([]string, error) {
+	if len(labels) > maxLabels {
+		return nil, wgerr.InvalidField("labels", "at most %d labels", maxLabels)
+	}
+	out := make([]string, 0, len(labels))
+	for _, l := range labels {
+		l = strings.TrimSpace(l)
+		if l == "" || len(l) > maxLabelBytes {
+			return nil, wgerr.InvalidField("labels", "each label must be 1 to %d bytes", maxLabelBytes)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only maps of plain values are marshalled here
+	}
+	return b
+}
+
+// Page sizes.
+const (
+	defaultLimit = 50
+	maxLimit     = 500
+)
+
+func pageLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return defaultLimit, nil
+	case limit < 0 || limit > maxLimit:
+		return 0, wgerr.InvalidField("limit", "must be between 1 and %d", maxLimit)
+	}
+	return limit, nil
+}
+
+// A cursor is the opaque form of the last sequence number a page showed.
+func encodeCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("l" + strconv.FormatInt(seq, 10)))
+}
+
+func decodeCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil && len(b) > 1 && b[0] == 'l' {
+		if seq, err := strconv.ParseInt(string(b[1:]), 10, 64); err == nil && seq > 0 {
+			return seq, nil
+		}
+	}
+	return 0, wgerr.InvalidField("cursor", "not a cursor this list gave out")
+}

@@ -1,0 +1,79 @@
+// Package lease owns execution leases: the atomic claim of the next ready
+// item, the fenced worker mutations (heartbeat, complete, release, fail,
+// decompose, ask), expiry (at claim time and by the Sweeper), the immutable
+// lease history with its refused late reports, and the long poll
+// (ClaimWait with a Notifier on LISTEN/NOTIFY).
+//
+// # Claim
+//
+// One transaction: end the project's expired leases, then one statement
+// that takes the highest-priority ready item through the partial index
+// items_claim with FOR UPDATE SKIP LOCKED, increments its epoch, makes the
+// new lease its active_lease_id and inserts the lease. Concurrent claimers
+// never wait for each other and never get the same item; the unique partial
+// index leases_one_active is the database's own guarantee of at most one
+// active lease per item.
+//
+// # The fencing rule
+//
+// The epoch is the fencing token: per item, incremented by every claim,
+// whoever claims, so a worker restarted under the same label gets a new
+// epoch and its old incarnation is fenced off. Every worker mutation
+// presents lease id + epoch (Fence; an epoch below 1 is invalid_argument),
+// and the statement that writes carries the predicate
+//
+//	project_id = $project AND id = $lease AND epoch = $epoch
+//	AND ended_at IS NULL AND expires_at > coalesce($now, now())
+//	AND the item's active_lease_id and epoch are this lease's
+//
+// (EndLease, HeartbeatLease; LockLease takes the row lock under the same
+// predicate for mutations that write elsewhere before ending the lease).
+// Nothing is read and then written across statements. Zero rows means the
+// fence did not hold: the transaction rolls back, so nothing changed, and a
+// second transaction decides the answer:
+//
+//   - no such lease in the project: not_found;
+//   - a completion repeating the committed completion of the same lease and
+//     epoch with an equal result (jsonb equality): acknowledged, Replayed;
+//   - a completion with a different result: conflicting_result; the first
+//     result stands and the refused one is kept as an observation;
+//   - anything else: lease_lost, recorded as a stale_call observation.
+//
+// Refused reports are counted per lease and kind (lease_refusals, shown as
+// Lease.StaleCalls); only the first 20 of each kind are kept as rows, so a
+// worker that keeps talking after losing its lease cannot grow the table.
+//
+// Expiry is decided by the database clock (or the injected clock.Stub in
+// tests, passed into every statement as "now"). A heartbeat after expiry is
+// refused even if no one has ended the lease yet: it never resurrects it.
+// Worker-supplied times (WorkerTime) are stored as diagnostics only.
+//
+// # Ending a lease
+//
+// Complete, Release, Fail, Decompose and a blocking Ask end the lease
+// (ended_at, outcome, outcome_detail) and clear the item's active_lease_id,
+// set its previous_worker and reset its consecutive expiry count, in one
+// transaction with the graph or attention work (graph.FinishTx,
+// graph.CreateChildrenTx, attention.OpenTx). Fail counts the failure and
+// sets a retry backoff (RetryBackoff doubled per earlier consecutive
+// failure, capped at MaxRetryBackoff); after MaxFailures it opens a blocking
+// system attention request (repeated_failure) instead. Expiry counts
+// consecutive expiries; after MaxExpiries the item gets a repeated_expiry
+// request instead of going back into circulation. A person's cancel ends
+// the lease as cancelled (package graph). There is no pre-emption: a
+// person's hold or a higher-priority item never ends an active lease;
+// RequestStop only tells the worker on its next heartbeat.
+//
+// # History
+//
+// Leases are never deleted; an ended lease is frozen and an active lease's
+// identity (item, epoch, worker, principal, token, acquired_at) never
+// changes. Triggers in the schema enforce both, so not even a bug here can
+// rewrite history.
+//
+// # Continuity
+//
+// When a blocking request is resolved, the worker whose lease ended for it
+// is preferred for a window (see package attention); the claim statement
+// honours it and any claim clears it.
+package lease

@@ -1,0 +1,139 @@
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// errFenced is what a fenced statement that matched no row returns inside
+// the transaction: the lease is not (or no longer) the caller's. The
+// transaction rolls back and refuse decides what to answer.
+var errFenced = errors.New("lease: fence did not match")
+
+// maxObservations is how many refused reports of each kind are kept per
+// lease; the count goes on in lease_refusals.
+const maxObservations = 20
+
+// The operations a worker performs under a lease, as recorded in
+// observations.
+const (
+	opHeartbeat = "heartbeat"
+	opComplete  = "complete"
+	opRelease   = "release"
+	opFail      = "fail"
+	opDecompose = "decompose"
+	opAsk       = "ask"
+)
+
+// ending is how a worker's mutation ends its lease.
+type ending struct {
+	outcome    Outcome
+	detail     json.RawMessage
+	result     json.RawMessage
+	workerTime *time.Time
+	failed     bool
+}
+
+// endTx ends the lease under the fence and frees its item, in one
+// statement. The consecutive-expiry count of the item is reset: the worker
+// came back. It returns the ended lease and the item's failure count.
+func (s *Service) endTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence, e ending) (Lease, int32, error) {
+	outcome := string(e.outcome)
+	row, err := dbq.New().EndLease(ctx, tx, dbq.EndLeaseParams{
+		Now:           s.clock.Now(),
+		Outcome:       &outcome,
+		OutcomeDetail: e.detail,
+		Result:        e.result,
+		WorkerTime:    e.workerTime,
+		ProjectID:     project,
+		LeaseID:       f.LeaseID,
+		Epoch:         f.Epoch,
+		ResetExpiries: true,
+		Failed:        e.failed,
+		BackoffMs:     s.cfg.RetryBackoff.Milliseconds(),
+		MaxBackoffMs:  s.cfg.MaxRetryBackoff.Milliseconds(),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, 0, errFenced
+	}
+	if err != nil {
+		return Lease{}, 0, err
+	}
+	return fromEndRow(row), row.Failures, nil
+}
+
+// lockTx takes the lease's row lock under the fence, for mutations that
+// write elsewhere before (or without) ending the lease.
+func (s *Service) lockTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence) (Lease, error) {
+	row, err := dbq.New().LockLease(ctx, tx, dbq.LockLeaseParams{
+		Now: s.clock.Now(), ProjectID: project, LeaseID: f.LeaseID, Epoch: f.Epoch,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, errFenced
+	}
+	if err != nil {
+		return Lease{}, err
+	}
+	return fromRow(row, 0), nil
+}
+
+// refused answers a fenced mutation whose fence did not match, and records
+// the call (a count always, an observation for the first few):
+// not_found when there is no such lease in the project, lease_lost
+// otherwise.
+func (s *Service) refused(ctx context.Context, project uuid.UUID, f Fence, op string, workerTime *time.Time, payload any) error {
+	var answer error
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		l, err := s.getTx(ctx, tx, project, f.LeaseID)
+		if err != nil {
+			return err
+		}
+		answer = lostError(l, f, s.clock.Now())
+		return s.recordRefusal(ctx, tx, project, f, "stale_call", op, workerTime, mustJSON(payload))
+	})
+	if err != nil {
+		return err
+	}
+	return answer
+}
+
+func (s *Service) recordRefusal(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence, kind, op string, workerTime *time.Time, payload json.RawMessage) error {
+	q := dbq.New()
+	now := s.clock.Now()
+	calls, err := q.CountRefusal(ctx, tx, dbq.CountRefusalParams{
+		ProjectID: project, LeaseID: f.LeaseID, Kind: kind, Operation: op, Now: now,
+	})
+	if err != nil || calls > maxObservations {
+		return err
+	}
+	return q.InsertObservation(ctx, tx, dbq.InsertObservationParams{
+		ProjectID: project, LeaseID: f.LeaseID, Epoch: f.Epoch, Kind: kind, Operation: op,
+		Now: now, WorkerTime: workerTime, Payload: payload,
+	})
+}
+
+// lostError says why the presented fence no longer holds.
+func lostError(l Lease, f Fence, now *time.Time) error {
+	e := &wgerr.Error{Code: wgerr.CodeLeaseLost, Details: map[string]any{"lease_id": l.ID, "epoch": f.Epoch}}
+	switch {
+	case l.Epoch != f.Epoch:
+		e.Message = "lease " + l.ID.String() + " was not granted at this epoch"
+	case l.Outcome != nil:
+		e.Message = "lease " + l.ID.String() + " has ended (" + string(*l.Outcome) + ")"
+		e.Details["outcome"] = string(*l.Outcome)
+	case now != nil && !l.ExpiresAt.After(*now):
+		e.Message = "lease " + l.ID.String() + " has expired"
+	default:
+		e.Message = "lease " + l.ID.String() + " has expired or is no longer held"
+	}
+	return e
+}

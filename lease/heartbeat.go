@@ -1,0 +1,65 @@
+package lease
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+)
+
+// Heartbeat renews a lease under its fence: expires_at = now + TTL (the
+// database clock decides), with the worker's progress and clock reading
+// (diagnostic). A lease past its expiry is never renewed, even if no one
+// has ended it yet. The answer says whether a person asked the worker to
+// stop and carries the closed non-blocking requests of this lease.
+//
+// Errors: invalid_argument (epoch, ttl, progress); not_found (no such
+// lease); lease_lost.
+func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb Heartbeat) (HeartbeatResult, error) {
+	if err := checkFence(f); err != nil {
+		return HeartbeatResult{}, err
+	}
+	if hb.TTL != 0 {
+		if err := s.cfg.checkTTL("ttl", hb.TTL); err != nil {
+			return HeartbeatResult{}, err
+		}
+	}
+	progress, err := optionalJSON("progress", hb.Progress)
+	if err != nil {
+		return HeartbeatResult{}, err
+	}
+	var out HeartbeatResult
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		row, err := dbq.New().HeartbeatLease(ctx, tx, dbq.HeartbeatLeaseParams{
+			Now:        s.clock.Now(),
+			TtlMs:      hb.TTL.Milliseconds(),
+			Progress:   progress,
+			WorkerTime: hb.WorkerTime,
+			ProjectID:  project,
+			LeaseID:    f.LeaseID,
+			Epoch:      f.Epoch,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errFenced
+		}
+		if err != nil {
+			return err
+		}
+		answers, err := attention.ClosedForLeaseTx(ctx, tx, project, f.LeaseID)
+		if err != nil {
+			return err
+		}
+		l := fromRow(row, 0)
+		out = HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}
+		return nil
+	})
+	if errors.Is(err, errFenced) {
+		return HeartbeatResult{}, s.refused(ctx, project, f, opHeartbeat, hb.WorkerTime, map[string]any{"progress": progress})
+	}
+	return out, err
+}

@@ -1,0 +1,255 @@
+package lease
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/graph"
+)
+
+// Outcome is how a lease ended. Every ended lease has exactly one.
+type Outcome string
+
+// The outcomes of a lease.
+const (
+	OutcomeCompleted          Outcome = "completed"
+	OutcomeReleased           Outcome = "released"
+	OutcomeFailed             Outcome = "failed"
+	OutcomeCancelled          Outcome = "cancelled"
+	OutcomeDecomposed         Outcome = "decomposed"
+	OutcomeAttentionRequested Outcome = "attention_requested"
+	OutcomeExpired            Outcome = "expired"
+)
+
+func (o Outcome) valid() bool {
+	switch o {
+	case OutcomeCompleted, OutcomeReleased, OutcomeFailed, OutcomeCancelled,
+		OutcomeDecomposed, OutcomeAttentionRequested, OutcomeExpired:
+		return true
+	}
+	return false
+}
+
+// Lease is one grant of an item to a worker, kept forever. While EndedAt is
+// nil the lease is active (it may still be past ExpiresAt until a claim or
+// the sweeper ends it as expired). WorkerTime is the worker's own clock at
+// its last report: diagnostic only. StaleCalls counts the reports about this
+// lease that were refused (calls after it was lost, conflicting results).
+type Lease struct {
+	ID            uuid.UUID
+	ProjectID     uuid.UUID
+	ItemID        uuid.UUID
+	Epoch         int64
+	Worker        string
+	Principal     string
+	TokenID       *uuid.UUID
+	AcquiredAt    time.Time
+	ExpiresAt     time.Time
+	HeartbeatAt   *time.Time
+	Heartbeats    int32
+	Progress      json.RawMessage
+	WorkerTime    *time.Time
+	StopRequested bool
+	EndedAt       *time.Time
+	Outcome       *Outcome
+	OutcomeDetail json.RawMessage
+	Result        json.RawMessage
+	StaleCalls    int
+}
+
+// Fence is what every worker mutation presents: the lease id and the epoch
+// the claim returned.
+type Fence struct {
+	LeaseID uuid.UUID
+	Epoch   int64
+}
+
+// Config bounds leases. Zero fields take the defaults in brackets.
+type Config struct {
+	MinTTL     time.Duration // shortest lease a claim may ask for [1s]
+	MaxTTL     time.Duration // longest [24h]
+	DefaultTTL time.Duration // when the claim names none [15m]
+	// MaxFailures consecutive failures open a system attention request
+	// instead of another retry [3].
+	MaxFailures int
+	// RetryBackoff after the first failure, doubled after each further one
+	// up to MaxRetryBackoff [30s, 30m].
+	RetryBackoff    time.Duration
+	MaxRetryBackoff time.Duration
+	// MaxExpiries consecutive expiries of one item open a system attention
+	// request instead of handing it out again [3].
+	MaxExpiries int
+	// MaxActivePerToken bounds the live leases of one API token [0 =
+	// unlimited].
+	MaxActivePerToken int
+	// WaitRecheck is how often a waiting claim (ClaimWait) tries again
+	// without a notification, to catch time gates (retry backoff, continuity
+	// window) that open without a write [5s].
+	WaitRecheck time.Duration
+	Attention   attention.Config
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.MinTTL, time.Second)
+	def(&c.MaxTTL, 24*time.Hour)
+	def(&c.DefaultTTL, 15*time.Minute)
+	def(&c.RetryBackoff, 30*time.Second)
+	def(&c.MaxRetryBackoff, 30*time.Minute)
+	def(&c.WaitRecheck, 5*time.Second)
+	if c.MaxFailures <= 0 {
+		c.MaxFailures = 3
+	}
+	if c.MaxExpiries <= 0 {
+		c.MaxExpiries = 3
+	}
+	return c
+}
+
+// ClaimRequest asks for the next ready item. Worker is the stable label of
+// the worker (1 to 200 bytes); TTL 0 means Config.DefaultTTL; Labels, when
+// given, must all be on the item. Principal (who authenticated) defaults to
+// Worker; TokenID is the API token, counted against MaxActivePerToken.
+type ClaimRequest struct {
+	Worker    string
+	TTL       time.Duration
+	Labels    []string
+	Principal string
+	TokenID   *uuid.UUID
+}
+
+// Claim is a granted lease with its item and the item's attention history
+// (questions and answers, oldest first), so a worker resumes with a
+// person's answer.
+type Claim struct {
+	Lease     Lease
+	Item      graph.Item
+	Attention []attention.Request
+}
+
+// ErrNothingReady is returned by Claim and ClaimWait when no item is ready
+// for the request (the API answers 204).
+var ErrNothingReady = errors.New("lease: nothing is ready to claim")
+
+// Heartbeat renews a lease. TTL 0 keeps the lease's current TTL. Progress
+// (JSON) replaces the stored progress when given; WorkerTime is diagnostic.
+type Heartbeat struct {
+	Progress   json.RawMessage
+	WorkerTime *time.Time
+	TTL        time.Duration
+}
+
+// HeartbeatResult is the renewed lease, whether a person asked the worker to
+// stop, and the closed non-blocking attention requests of this lease (every
+// heartbeat repeats them; the worker tells them apart by id).
+type HeartbeatResult struct {
+	Lease         Lease
+	StopRequested bool
+	Answers       []attention.Request
+}
+
+// Completion is a completed lease and its done item. Replayed is true when
+// the call repeated an already committed identical completion.
+type Completion struct {
+	Lease    Lease
+	Item     graph.Item
+	Replayed bool
+}
+
+// Failure is a worker's report that it could not do the item.
+type Failure struct {
+	Message    string
+	Details    json.RawMessage
+	WorkerTime *time.Time
+}
+
+// FailResult is the failed lease and the item after it: back in circulation
+// after RetryAfter, or waiting for a person (Attention) after too many
+// consecutive failures.
+type FailResult struct {
+	Lease      Lease
+	Item       graph.Item
+	RetryAfter *time.Time
+	Attention  *attention.Request
+}
+
+// Decomposition is a lease ended as decomposed and the children it created.
+type Decomposition struct {
+	Lease    Lease
+	Children []graph.Item
+}
+
+// AskResult is an opened attention request and the lease after it (ended as
+// attention_requested for a blocking request, still active otherwise).
+type AskResult struct {
+	Request attention.Request
+	Lease   Lease
+}
+
+// HistoryFilter selects leases for History. Empty fields do not filter;
+// Since and Until bound AcquiredAt (Since inclusive, Until exclusive).
+// Limit 0 means 50; more than 500 is refused.
+type HistoryFilter struct {
+	ItemID  *uuid.UUID
+	Worker  string
+	Outcome *Outcome
+	Since   *time.Time
+	Until   *time.Time
+	Cursor  string
+	Limit   int
+}
+
+// Page is one page of History; NextCursor is empty on the last page.
+type Page struct {
+	Leases     []Lease
+	NextCursor string
+}
+
+// Observation is a refused report about a lease, kept for people to see:
+// kind "stale_call" (a call presenting a lease that was lost) or
+// "conflicting_result" (a completion whose result differs from the
+// committed one). Only the first few of each kind per lease are kept;
+// Lease.StaleCalls has the count.
+type Observation struct {
+	ID         uuid.UUID
+	LeaseID    uuid.UUID
+	Epoch      int64
+	Kind       string
+	Operation  string
+	ReceivedAt time.Time
+	WorkerTime *time.Time
+	Payload    json.RawMessage
+}
+
+// WorkerStat summarises one worker label's leases in a project.
+type WorkerStat struct {
+	Worker   string
+	Active   int
+	Outcomes map[Outcome]int
+	LastSeen time.Time
+}
+
+// Service grants leases and applies fenced worker mutations.
+type Service struct {
+	pool  *pgxpool.Pool
+	clock clock.Clock
+	cfg   Config
+}
+
+// NewService returns a Service on pool. A nil clk means the database clock.
+func NewService(pool *pgxpool.Pool, clk clock.Clock, cfg Config) *Service {
+	if clk == nil {
+		clk = clock.Database{}
+	}
+	return &Service{pool: pool, clock: clk, cfg: cfg.withDefaults()}
+}

@@ -1,0 +1,161 @@
+package lease
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// readyChannel is the channel the items trigger NOTIFYs with the project id
+// when an item becomes ready.
+const readyChannel = "workgraph_ready"
+
+// Notifier listens for "an item became ready" notifications on one
+// dedicated connection (not taken from the pool) and fans them out to
+// subscribers per project. It reconnects after a failure and then wakes
+// every subscriber, since notifications sent while it was away are lost.
+type Notifier struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	subs map[uuid.UUID]map[chan struct{}]struct{}
+
+	listening     chan struct{} // closed once the first LISTEN is active
+	listeningOnce sync.Once
+	cancel        context.CancelFunc
+	done          chan struct{}
+}
+
+// NewNotifier returns a Notifier that connects with pool's configuration.
+func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Notifier{
+		pool:      pool,
+		log:       log,
+		subs:      map[uuid.UUID]map[chan struct{}]struct{}{},
+		listening: make(chan struct{}),
+	}
+}
+
+// Start begins listening in the background until ctx ends or Stop.
+func (n *Notifier) Start(ctx context.Context) {
+	ctx, n.cancel = context.WithCancel(ctx)
+	n.done = make(chan struct{})
+	go n.run(ctx)
+}
+
+// Stop stops listening and waits for the listener to finish.
+func (n *Notifier) Stop() {
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	<-n.done
+}
+
+// Listening is closed once the notifier's first LISTEN is active (tests
+// wait on it before making an item ready).
+func (n *Notifier) Listening() <-chan struct{} { return n.listening }
+
+// Subscribe returns a channel that receives a value (coalesced: at most one
+// pending) whenever an item of the project may have become ready, and a
+// function that ends the subscription.
+func (n *Notifier) Subscribe(project uuid.UUID) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	if n.subs[project] == nil {
+		n.subs[project] = map[chan struct{}]struct{}{}
+	}
+	n.subs[project][ch] = struct{}{}
+	n.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			n.mu.Lock()
+			delete(n.subs[project], ch)
+			if len(n.subs[project]) == 0 {
+				delete(n.subs, project)
+			}
+			n.mu.Unlock()
+		})
+	}
+}
+
+func (n *Notifier) signal(project uuid.UUID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.subs[project] {
+		wake(ch)
+	}
+}
+
+func (n *Notifier) signalAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, chans := range n.subs {
+		for ch := range chans {
+			wake(ch)
+		}
+	}
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Notifier) run(ctx context.Context) {
+	defer close(n.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := n.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("lease notifier: connection lost; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// listen holds one connection with LISTEN until it fails or ctx ends.
+func (n *Notifier) listen(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, n.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+readyChannel); err != nil {
+		return err
+	}
+	n.listeningOnce.Do(func() { close(n.listening) })
+	// Anything sent while no connection listened is lost: let every
+	// waiter look again.
+	n.signalAll()
+	for {
+		note, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		project, err := uuid.Parse(note.Payload)
+		if err != nil {
+			n.log.Warn("lease notifier: unexpected payload", "payload", note.Payload)
+			continue
+		}
+		n.signal(project)
+	}
+}

@@ -1,0 +1,175 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Get returns one lease of the project.
+//
+// Errors: not_found.
+func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Lease, error) {
+	l, err := s.getTx(ctx, s.pool, project, id)
+	return l, db.Translate(err)
+}
+
+func (s *Service) getTx(ctx context.Context, q dbq.DBTX, project, id uuid.UUID) (Lease, error) {
+	row, err := dbq.New().GetLease(ctx, q, dbq.GetLeaseParams{ProjectID: project, LeaseID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, notFound(id)
+	}
+	if err != nil {
+		return Lease{}, err
+	}
+	return fromRow(row.Lease, row.Refusals), nil
+}
+
+func notFound(id uuid.UUID) error {
+	return wgerr.New(wgerr.CodeNotFound, "lease %s not found", id)
+}
+
+// ProjectOf returns the project of a lease, for routes that name only the
+// lease.
+//
+// Errors: not_found.
+func (s *Service) ProjectOf(ctx context.Context, leaseID uuid.UUID) (uuid.UUID, error) {
+	p, err := dbq.New().LeaseProject(ctx, s.pool, leaseID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, notFound(leaseID)
+	}
+	return p, db.Translate(err)
+}
+
+// RequestStop records that a person asked the lease's worker to stop; the
+// worker learns it on its next heartbeat. The lease is not ended (no
+// pre-emption): the worker is expected to release, fail or finish. Asking
+// twice keeps the first request.
+//
+// Errors: invalid_argument (by); not_found; conflict (the lease has ended).
+func (s *Service) RequestStop(ctx context.Context, project, leaseID uuid.UUID, by string) (Lease, error) {
+	by = strings.TrimSpace(by)
+	if by == "" || len(by) > maxWorkerBytes {
+		return Lease{}, wgerr.InvalidField("by", "must be 1 to %d bytes", maxWorkerBytes)
+	}
+	row, err := dbq.New().RequestStop(ctx, s.pool, dbq.RequestStopParams{
+		Now: s.clock.Now(), RequestedBy: &by, ProjectID: project, LeaseID: leaseID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		l, err := s.Get(ctx, project, leaseID)
+		if err != nil {
+			return Lease{}, err
+		}
+		return Lease{}, wgerr.New(wgerr.CodeConflict, "lease %s has already ended (%s)", l.ID, *l.Outcome)
+	}
+	if err != nil {
+		return Lease{}, db.Translate(err)
+	}
+	return fromRow(row, 0), nil
+}
+
+// History returns a page of the project's leases, oldest first.
+//
+// Errors: invalid_argument (outcome, limit, cursor).
+func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilter) (Page, error) {
+	limit, err := pageLimit(f.Limit)
+	if err != nil {
+		return Page{}, err
+	}
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	p := dbq.LeaseHistoryParams{
+		ProjectID: project, AfterSeq: after, ItemID: f.ItemID, Since: f.Since, Until: f.Until,
+		MaxRows: int32(limit + 1),
+	}
+	if f.Worker != "" {
+		p.Worker = &f.Worker
+	}
+	if f.Outcome != nil {
+		if !f.Outcome.valid() {
+			return Page{}, wgerr.InvalidField("outcome", "unknown outcome %q", *f.Outcome)
+		}
+		o := string(*f.Outcome)
+		p.Outcome = &o
+	}
+	rows, err := dbq.New().LeaseHistory(ctx, s.pool, p)
+	if err != nil {
+		return Page{}, db.Translate(err)
+	}
+	page := Page{Leases: make([]Lease, 0, len(rows))}
+	for i, r := range rows {
+		if i == limit {
+			page.NextCursor = encodeCursor(rows[i-1].Lease.Seq)
+			break
+		}
+		page.Leases = append(page.Leases, fromRow(r.Lease, r.Refusals))
+	}
+	return page, nil
+}
+
+// Observations returns the refused reports kept for a lease, oldest first.
+//
+// Errors: not_found (no such lease).
+func (s *Service) Observations(ctx context.Context, project, leaseID uuid.UUID) ([]Observation, error) {
+	if _, err := s.Get(ctx, project, leaseID); err != nil {
+		return nil, err
+	}
+	rows, err := dbq.New().ListObservations(ctx, s.pool, dbq.ListObservationsParams{ProjectID: project, LeaseID: leaseID})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	out := make([]Observation, len(rows))
+	for i, r := range rows {
+		out[i] = observationFromRow(r)
+	}
+	return out, nil
+}
+
+// Active returns the project's leases that have not ended, oldest first
+// (including any past expiry that no claim or sweep has ended yet).
+func (s *Service) Active(ctx context.Context, project uuid.UUID) ([]Lease, error) {
+	rows, err := dbq.New().ActiveLeases(ctx, s.pool, project)
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	out := make([]Lease, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r, 0)
+	}
+	return out, nil
+}
+
+// WorkerStats summarises the project's leases per worker label: active
+// leases, ended leases per outcome, and when the worker was last heard from
+// (its latest claim, heartbeat or end).
+func (s *Service) WorkerStats(ctx context.Context, project uuid.UUID) ([]WorkerStat, error) {
+	rows, err := dbq.New().WorkerOutcomes(ctx, s.pool, project)
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	var out []WorkerStat
+	for _, r := range rows {
+		if len(out) == 0 || out[len(out)-1].Worker != r.Worker {
+			out = append(out, WorkerStat{Worker: r.Worker, Outcomes: map[Outcome]int{}})
+		}
+		w := &out[len(out)-1]
+		if r.Outcome == "" {
+			w.Active += int(r.Leases)
+		} else {
+			w.Outcomes[Outcome(r.Outcome)] += int(r.Leases)
+		}
+		if r.LastSeen.After(w.LastSeen) {
+			w.LastSeen = r.LastSeen
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package lease_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+const ttl = time.Minute
+
+type fixture struct {
+	ctx     context.Context
+	pool    *pgxpool.Pool
+	clock   *clock.Stub
+	graph   *graph.Service
+	leases  *lease.Service
+	att     *attention.Service
+	cfg     lease.Config
+	project uuid.UUID
+}
+
+// setup gives a test its own database, a stub clock set to the database's
+// now, the services on it and a project. cfg's zero TTL fields default to
+// ttl for claims.
+func setup(t testing.TB, cfg lease.Config) fixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	var t0 time.Time
+	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&t0); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewStub(t0)
+	if cfg.DefaultTTL == 0 {
+		cfg.DefaultTTL = ttl
+	}
+	if cfg.Attention.ContinuityWindow == 0 {
+		cfg.Attention.ContinuityWindow = 10 * time.Minute
+	}
+	g := graph.NewService(pool, clk)
+	p, err := g.CreateProject(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{
+		ctx: ctx, pool: pool, clock: clk, graph: g, cfg: cfg, project: p.ID,
+		leases: lease.NewService(pool, clk, cfg),
+		att:    attention.NewService(pool, clk, cfg.Attention),
+	}
+}
+
+// item creates an open item; in's empty Title and CreatedBy get defaults.
+func (f fixture) item(t testing.TB, in graph.NewItem) graph.Item {
+	t.Helper()
+	if in.Title == "" {
+		in.Title = "item " + uuid.NewString()[:8]
+	}
+	if in.CreatedBy == "" {
+		in.CreatedBy = "test"
+	}
+	it, err := f.graph.CreateItem(f.ctx, f.project, in)
+	if err != nil {
+		t.Fatalf("CreateItem: %v", err)
+	}
+	return it
+}
+
+func (f fixture) items(t testing.TB, n int) []graph.Item {
+	t.Helper()
+	out := make([]graph.Item, n)
+	for i := range out {
+		out[i] = f.item(t, graph.NewItem{Title: fmt.Sprintf("item %d", i)})
+	}
+	return out
+}
+
+func (f fixture) claim(t testing.TB, worker string) lease.Claim {
+	t.Helper()
+	c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: worker})
+	if err != nil {
+		t.Fatalf("Claim(%s): %v", worker, err)
+	}
+	return c
+}
+
+func fence(l lease.Lease) lease.Fence { return lease.Fence{LeaseID: l.ID, Epoch: l.Epoch} }
+
+// snapshot is the stored state of an item and all its leases, as text, for
+// before/after comparisons.
+func (f fixture) snapshot(t testing.TB, item uuid.UUID) string {
+	t.Helper()
+	var s string
+	err := f.pool.QueryRow(f.ctx, `
+		SELECT (SELECT row_to_json(i)::text FROM items i WHERE i.project_id = $1 AND i.id = $2) || ' ' ||
+		       coalesce((SELECT json_agg(l ORDER BY l.seq)::text FROM leases l WHERE l.project_id = $1 AND l.item_id = $2), '[]') || ' ' ||
+		       coalesce((SELECT json_agg(a ORDER BY a.seq)::text FROM attention_requests a WHERE a.project_id = $1 AND a.item_id = $2), '[]')`,
+		f.project, item).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// getItem reads an item through the graph package.
+func (f fixture) getItem(t testing.TB, id uuid.UUID) graph.Item {
+	t.Helper()
+	it, err := f.graph.Item(f.ctx, f.project, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it
+}
+
+func (f fixture) getLease(t testing.TB, id uuid.UUID) lease.Lease {
+	t.Helper()
+	l, err := f.leases.Get(f.ctx, f.project, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// checkInvariants verifies, in SQL, what must hold at any commit: at most
+// one active lease per item; every ended lease has exactly one outcome; an
+// item's active lease is an unended lease of it at the item's epoch; epochs
+// of an item's leases are distinct and increase with their order.
+func (f fixture) checkInvariants(t testing.TB) {
+	t.Helper()
+	checks := map[string]string{
+		"two active leases on one item": `
+			SELECT count(*) FROM (SELECT item_id FROM leases WHERE project_id = $1 AND ended_at IS NULL
+			                      GROUP BY item_id HAVING count(*) > 1) x`,
+		"ended lease without exactly one outcome": `
+			SELECT count(*) FROM leases WHERE project_id = $1 AND (ended_at IS NULL) <> (outcome IS NULL)`,
+		"item's active lease is not its current unended lease": `
+			SELECT count(*) FROM items i WHERE i.project_id = $1 AND i.active_lease_id IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.project_id = i.project_id AND l.id = i.active_lease_id
+			                AND l.ended_at IS NULL AND l.epoch = i.epoch AND l.item_id = i.id)`,
+		"unended lease not named by its item": `
+			SELECT count(*) FROM leases l JOIN items i ON i.project_id = l.project_id AND i.id = l.item_id
+			WHERE l.project_id = $1 AND l.ended_at IS NULL AND i.active_lease_id IS DISTINCT FROM l.id`,
+		"epochs not increasing in claim order": `
+			SELECT count(*) FROM (SELECT epoch, lag(epoch) OVER (PARTITION BY item_id ORDER BY seq) AS prev
+			                      FROM leases WHERE project_id = $1) x WHERE prev IS NOT NULL AND epoch <= prev`,
+		"item epoch behind its leases": `
+			SELECT count(*) FROM items i WHERE i.project_id = $1
+			AND i.epoch <> coalesce((SELECT max(epoch) FROM leases l WHERE l.project_id = i.project_id AND l.item_id = i.id), 0)`,
+	}
+	for name, q := range checks {
+		var n int
+		if err := f.pool.QueryRow(f.ctx, q, f.project).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n != 0 {
+			t.Errorf("invariant broken: %s (%d rows)", name, n)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package lease
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/db/dbq"
+)
+
+// Sweep batches.
+const (
+	sweepProjects = 1000
+	sweepLeases   = 1000
+)
+
+// Sweeper ends expired leases in the background, so that an item whose
+// worker vanished returns to circulation (or gets its repeated-expiry
+// attention request) even when no one claims in its project. Each project
+// is swept in its own transaction (ReapExpired); any number of sweepers,
+// in one process or several replicas, may run at once: leases are taken
+// with FOR UPDATE SKIP LOCKED and each is ended once.
+type Sweeper struct {
+	svc      *Service
+	interval time.Duration
+	log      *slog.Logger
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// NewSweeper returns a Sweeper that sweeps every interval (0: 10s).
+func NewSweeper(svc *Service, interval time.Duration, log *slog.Logger) *Sweeper {
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Sweeper{svc: svc, interval: interval, log: log}
+}
+
+// Start sweeps every interval in the background until ctx ends or Stop.
+func (w *Sweeper) Start(ctx context.Context) {
+	ctx, w.cancel = context.WithCancel(ctx)
+	w.done = make(chan struct{})
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(w.interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if n, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				w.log.Error("lease sweeper", "err", err)
+			} else if n > 0 {
+				w.log.Info("lease sweeper: expired leases ended", "count", n)
+			}
+		}
+	}()
+}
+
+// Stop stops the sweeper and waits for a sweep in progress to finish.
+func (w *Sweeper) Stop() {
+	if w.cancel == nil {
+		return
+	}
+	w.cancel()
+	<-w.done
+}
+
+// RunOnce sweeps every project that has expired leases once and returns how
+// many leases it ended. Tests call it instead of waiting for the ticker.
+func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
+	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.pool, dbq.ProjectsWithExpiredLeasesParams{
+		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, p := range projects {
+		n, err := w.svc.ReapExpired(ctx, p, sweepLeases)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
