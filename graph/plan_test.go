@@ -1,0 +1,187 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func (f fixture) countItems(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE project_id = $1`, f.project).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestImportPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		existing := f.mustItem(t, itemOpts{Title: "existing"})
+		plan := []PlanItem{
+			{Key: "design", Title: "Design", Line: 1, Labels: []string{"phase:1"}},
+			{Key: "build", Title: "Build", Line: 2, DependsOn: []string{"design", existing.ID.String()}, Children: []PlanItem{
+				{Key: "api", Title: "API", Line: 3},
+				{Key: "ui", Title: "UI", Line: 4, DependsOn: []string{"api"}},
+				{Title: "no key", Line: 5},
+			}},
+			{Key: "ship", Title: "Ship", Line: 6, DependsOn: []string{"build"}},
+		}
+		res, err := f.svc.ImportPlan(ctx, f.project, plan, "planner", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := titles(res.Items); fmt.Sprint(got) != "[Design Build API UI no key Ship]" {
+			t.Fatalf("items %v", got)
+		}
+		if len(res.Keys) != 5 {
+			t.Fatalf("keys %v", res.Keys)
+		}
+		build := f.mustGet(t, res.Keys["build"])
+		wantState(t, build, StateBlocked)
+		if len(build.BlockedBy.Dependencies) != 2 || len(build.BlockedBy.Children) != 3 {
+			t.Fatalf("build blocked_by %+v", build.BlockedBy)
+		}
+		ui := f.mustGet(t, res.Keys["ui"])
+		if ui.ParentID == nil || *ui.ParentID != build.ID || ui.CreatedBy != "planner" {
+			t.Fatalf("ui %+v", ui)
+		}
+		for i, want := range []State{StateReady, StateBlocked, StateReady, StateBlocked, StateReady, StateBlocked} {
+			if res.Items[i].State != want {
+				t.Fatalf("item %d state %s, want %s", i, res.Items[i].State, want)
+			}
+			if got := f.mustGet(t, res.Items[i].ID); got.State != want {
+				t.Fatalf("stored item %d state %s, want %s", i, got.State, want)
+			}
+		}
+		f.checkCounters(t)
+	})
+	t.Run("DryRun", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		res, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{{Key: "a", Title: "A"}, {Key: "b", Title: "B", DependsOn: []string{"a"}}}, "p", true)
+		if err != nil || len(res.Items) != 2 || res.Items[1].State != StateBlocked {
+			t.Fatalf("dry run: %v %+v", err, res)
+		}
+		if n := f.countItems(t); n != 0 {
+			t.Fatalf("%d items stored by a dry run", n)
+		}
+	})
+	t.Run("ErrUnknownKey", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		_, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{
+			{Key: "a", Title: "A", Line: 3},
+			{Key: "b", Title: "B", Line: 7, DependsOn: []string{"a", "nope"}},
+		}, "p", false)
+		if !errors.Is(err, wgerr.Invalid) || !strings.Contains(err.Error(), "line 7") || !strings.Contains(err.Error(), `"nope"`) {
+			t.Fatalf("got %v, want invalid_argument naming line 7", err)
+		}
+		if n := f.countItems(t); n != 0 {
+			t.Fatalf("%d items stored", n)
+		}
+	})
+	t.Run("ErrUnknownItem", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		missing := newID()
+		_, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{
+			{Key: "a", Title: "A", Line: 1},
+			{Key: "b", Title: "B", Line: 2, DependsOn: []string{missing.String()}},
+		}, "p", false)
+		if !errors.Is(err, wgerr.Invalid) || !strings.Contains(err.Error(), "line 2") {
+			t.Fatalf("got %v, want invalid_argument naming line 2", err)
+		}
+		if n := f.countItems(t); n != 0 {
+			t.Fatalf("%d items stored: the import is not atomic", n)
+		}
+	})
+	t.Run("ErrDuplicateKey", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		_, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{{Key: "a", Title: "A", Line: 1}, {Key: "a", Title: "A2", Line: 9}}, "p", false)
+		if !errors.Is(err, wgerr.Invalid) || !strings.Contains(err.Error(), "line 9") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("ErrCycle", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		_, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{
+			{Key: "a", Title: "A", Line: 1, DependsOn: []string{"c"}},
+			{Key: "b", Title: "B", Line: 2, DependsOn: []string{"a"}},
+			{Key: "c", Title: "C", Line: 3, DependsOn: []string{"b"}},
+			{Key: "d", Title: "D", Line: 4},
+		}, "p", false)
+		var ce *CycleError
+		if !errors.As(err, &ce) || !errors.Is(err, wgerr.DependencyCycle) {
+			t.Fatalf("got %v, want a cycle", err)
+		}
+		want := "dependency cycle: a (line 1) -> c (line 3) -> b (line 2) -> a (line 1)"
+		if err.Error() != want {
+			t.Fatalf("message %q, want %q", err, want)
+		}
+		if n := f.countItems(t); n != 0 {
+			t.Fatalf("%d items stored", n)
+		}
+	})
+	t.Run("ErrCycleThroughParent", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		_, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{
+			{Key: "epic", Title: "Epic", Line: 1, Children: []PlanItem{
+				{Key: "kid", Title: "Kid", Line: 2, DependsOn: []string{"epic"}},
+			}},
+		}, "p", false)
+		if !errors.Is(err, wgerr.DependencyCycle) || !strings.Contains(err.Error(), "epic (line 1) -> kid (line 2) -> epic (line 1)") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("TenThousand", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		plan := bigPlan(1000, 9)
+		start := time.Now()
+		res, err := f.svc.ImportPlan(ctx, f.project, plan, "p", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("imported %d items in %v", len(res.Items), time.Since(start))
+		if len(res.Items) != 10000 || f.countItems(t) != 10000 {
+			t.Fatalf("%d items", len(res.Items))
+		}
+		f.checkCounters(t)
+	})
+}
+
+// bigPlan builds epics, each with kids children chained by dependencies
+// (kid j depends on kid j-1), and every epic depending on the previous one.
+func bigPlan(epics, kids int) []PlanItem {
+	plan := make([]PlanItem, epics)
+	for e := range plan {
+		p := PlanItem{Key: fmt.Sprintf("e%d", e), Title: fmt.Sprintf("epic %d", e), Line: e*(kids+1) + 1,
+			Labels: []string{"epic"}}
+		if e > 0 {
+			p.DependsOn = []string{fmt.Sprintf("e%d", e-1)}
+		}
+		for k := range kids {
+			c := PlanItem{Key: fmt.Sprintf("e%d.%d", e, k), Title: fmt.Sprintf("task %d.%d", e, k), Line: p.Line + k + 1,
+				Body: "do the thing", Priority: int32(k)}
+			if k > 0 {
+				c.DependsOn = []string{fmt.Sprintf("e%d.%d", e, k-1)}
+			}
+			p.Children = append(p.Children, c)
+		}
+		plan[e] = p
+	}
+	return plan
+}
