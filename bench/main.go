@@ -210,6 +210,8 @@ type env struct {
 	log    io.Writer
 	rep    *Report
 	closer []func()
+	// srv is the in-process server, started on first use.
+	srv *benchServer
 }
 
 func (e *env) add(r Result) { e.rep.Results = append(e.rep.Results, r) }

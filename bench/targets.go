@@ -1,3 +1,135 @@
 package main
 
-func targets(rep *Report) []Target { return nil }
+import (
+	"fmt"
+	"math"
+)
+
+// annotateRatios adds to every REST lifecycle result (workloads 2 and 7)
+// its throughput as a fraction of workload 1's server SQL at the same
+// number of agents, in this run: "ratio_to_w1" against claim -> complete
+// (the issue's workload 1) and "ratio_to_w1_hb" against claim -> heartbeat
+// -> complete (the same steps as workload 2).
+func annotateRatios(rep *Report) {
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if (r.Workload != 2 && r.Workload != 7) || r.Rate == 0 {
+			continue
+		}
+		if w1 := find(rep, 1, "server-sql", r.Agents); w1 != nil && w1.Rate > 0 {
+			r.Extra["ratio_to_w1"] = round(r.Rate/w1.Rate, 2)
+		}
+		if w1 := find(rep, 1, "server-sql+hb", r.Agents); w1 != nil && w1.Rate > 0 {
+			r.Extra["ratio_to_w1_hb"] = round(r.Rate/w1.Rate, 2)
+		}
+	}
+}
+
+func find(rep *Report, workload int, name string, agents int) *Result {
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Workload == workload && r.Name == name && r.Agents == agents {
+			return r
+		}
+	}
+	return nil
+}
+
+func verdict(ok bool) *bool { return &ok }
+
+// targets judges issue 7's targets on this run's figures.
+func targets(rep *Report) []Target {
+	annotateRatios(rep)
+	var out []Target
+
+	// Workload 2 at 16 agents reaches at least 50% of workload 1.
+	t2 := Target{Workload: 2, Target: "REST lifecycle at 16 agents >= 50% of workload 1 (server SQL)"}
+	agents := 16
+	if find(rep, 2, "rest", agents) == nil {
+		// Another agent count when 16 was not run (e.g. smoke).
+		for _, r := range rep.Results {
+			if r.Workload == 2 && r.Name == "rest" {
+				agents = r.Agents
+				break
+			}
+		}
+	}
+	if w2, w1 := find(rep, 2, "rest", agents), find(rep, 1, "server-sql", agents); w2 != nil && w1 != nil && w1.Rate > 0 {
+		ratio := w2.Rate / w1.Rate
+		t2.Measured = fmt.Sprintf("%d agents: %.1f vs %.1f items/s = %.0f%%", agents, w2.Rate, w1.Rate, 100*ratio)
+		if hb := find(rep, 1, "server-sql+hb", agents); hb != nil && hb.Rate > 0 {
+			t2.Measured += fmt.Sprintf(" (%.0f%% of server SQL with the same heartbeat step)", 100*w2.Rate/hb.Rate)
+		}
+		if raw := find(rep, 2, "rest-raw", agents); raw != nil {
+			t2.Measured += fmt.Sprintf("; without Idempotency-Key %.1f items/s = %.0f%%", raw.Rate, 100*raw.Rate/w1.Rate)
+		}
+		t2.Met = verdict(ratio >= 0.5 && agents == 16)
+		if agents != 16 {
+			t2.Measured += " (16 agents not run: not judged)"
+			t2.Met = nil
+		}
+	}
+	out = append(out, t2)
+
+	// Workload 4: p50 at the largest size within 1.5x of the smallest.
+	t4 := Target{Workload: 4, Target: "claim p50 at 1,000,000 items within 1.5x of p50 at 1,000"}
+	var small, large *Result
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Workload != 4 {
+			continue
+		}
+		if small == nil || r.Size < small.Size {
+			small = r
+		}
+		if large == nil || r.Size > large.Size {
+			large = r
+		}
+	}
+	if small != nil && large != nil && small != large {
+		p0, p1 := small.Latency["claim"].P50Ms, large.Latency["claim"].P50Ms
+		t4.Measured = fmt.Sprintf("p50 %.2f ms at %d items, %.2f ms at %d items (%.2fx)", p0, small.Size, p1, large.Size, p1/p0)
+		t4.Met = verdict(p1 <= 1.5*p0)
+		if small.Size != 1_000 || large.Size != 1_000_000 {
+			t4.Measured += " (sizes differ from the target's: not judged)"
+			t4.Met = nil
+		}
+	}
+	out = append(out, t4)
+
+	// Workload 5: cost follows the dependents, not the project size.
+	t5 := Target{Workload: 5, Target: "fan-out cost grows with dependents, not project size"}
+	byD := map[int64][]*Result{}
+	var ds []int64
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Workload == 5 {
+			if byD[r.Size] == nil {
+				ds = append(ds, r.Size)
+			}
+			byD[r.Size] = append(byD[r.Size], r)
+		}
+	}
+	if len(ds) > 0 {
+		met := true
+		for _, d := range ds {
+			rs := byD[d]
+			if len(rs) < 2 {
+				continue
+			}
+			a, b := rs[0], rs[len(rs)-1]
+			ta, tb := a.Latency["complete"].P50Ms, b.Latency["complete"].P50Ms
+			t5.Measured += fmt.Sprintf("%d deps: %.1f ms (%d items, %d rows) vs %.1f ms (%d items, %d rows); ",
+				d, ta, int(a.Extra["project_items"]), int(a.Extra["items_touched"]),
+				tb, int(b.Extra["project_items"]), int(b.Extra["items_touched"]))
+			// Same rows; time within 1.5x (or 2 ms, for tiny times on a
+			// noisy machine) however large the project.
+			if a.Extra["items_touched"] != b.Extra["items_touched"] || tb > math.Max(1.5*ta, ta+2) {
+				met = false
+			}
+		}
+		t5.Met = verdict(met)
+	}
+	out = append(out, t5)
+	return out
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Workload 6: heartbeat capacity. -leases (1,000) live leases are spread
+// over the agents (64), which renew theirs round-robin as fast as the
+// server answers: heartbeats/s sustained, and their latency. Over REST and
+// on the lease service directly.
+
+func init() {
+	register(workload{id: 6, name: "heartbeat capacity (1,000 live leases)", run: runW6})
+}
+
+func runW6(ctx context.Context, e *env) error {
+	s, err := e.inProcessServer(ctx)
+	if err != nil {
+		return err
+	}
+	n, total := e.cfg.ContendedAgents, e.cfg.Leases
+	if n > total {
+		n = total
+	}
+	for _, rest := range []bool{true, false} {
+		project, err := s.restProject(ctx, e.newProjectName("w6"))
+		if err != nil {
+			return err
+		}
+		if err := loadReady(ctx, e.pool, project, total, 0); err != nil {
+			return err
+		}
+		var agents []agent
+		name := "server-sql"
+		if rest {
+			name = "rest"
+			if agents, err = s.restAgents(ctx, project, n, false); err != nil {
+				return err
+			}
+		} else {
+			agents = serviceAgents(e, project, n)
+		}
+		// Agent i holds leases i, i+n, i+2n, ...
+		held := make([][]heldLease, n)
+		for i := 0; i < total; i++ {
+			l, err := agents[i%n].claim(ctx)
+			if err != nil {
+				return fmt.Errorf("claim lease %d: %w", i, err)
+			}
+			held[i%n] = append(held[i%n], l)
+		}
+		next := make([]int, n)
+		rec := loop{
+			workers: n, warmup: e.warmup(), duration: e.duration(),
+			iter: func(ctx context.Context, w int, rec *recorder) error {
+				l := held[w][next[w]%len(held[w])]
+				next[w]++
+				t := time.Now()
+				if err := agents[w].heartbeat(ctx, l); err != nil {
+					return err
+				}
+				rec.observe("heartbeat", t)
+				rec.done()
+				return nil
+			},
+		}.run(ctx)
+		r := fromRecorder(6, name, n, rec, "heartbeats/s", "heartbeat")
+		r.Size = int64(total)
+		e.add(r)
+		e.logf("  %-10s agents=%d leases=%d %8.1f heartbeats/s p50=%.2fms p99=%.2fms%s", name, n, total,
+			r.Rate, r.Latency["heartbeat"].P50Ms, r.Latency["heartbeat"].P99Ms, errSuffix(r))
+	}
+	return nil
+}
