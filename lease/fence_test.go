@@ -100,8 +100,7 @@ func TestHeartbeat(t *testing.T) {
 	f := setup(t, lease.Config{})
 
 	t.Run("OK", func(t *testing.T) {
-		f.item(t, graph.NewItem{})
-		l := f.claim(t, "w").Lease
+		_, l := f.claimNew(t, "w")
 		f.clock.Advance(ttl - time.Second)
 		wt := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 		hb, err := f.leases.Heartbeat(f.ctx, f.project, fence(l), lease.Heartbeat{
@@ -128,8 +127,7 @@ func TestHeartbeat(t *testing.T) {
 		}
 	})
 	t.Run("ErrAfterExpiry", func(t *testing.T) {
-		it := f.item(t, graph.NewItem{})
-		l := f.claim(t, "w").Lease
+		it, l := f.claimNew(t, "w")
 		f.clock.Advance(ttl) // exactly at expiry: expired
 		before := f.snapshot(t, it.ID)
 		_, err := f.leases.Heartbeat(f.ctx, f.project, fence(l), lease.Heartbeat{})
@@ -151,16 +149,14 @@ func TestHeartbeat(t *testing.T) {
 		}
 	})
 	t.Run("ErrTTL", func(t *testing.T) {
-		f.item(t, graph.NewItem{})
-		l := f.claim(t, "w").Lease
+		_, l := f.claimNew(t, "w")
 		_, err := f.leases.Heartbeat(f.ctx, f.project, fence(l), lease.Heartbeat{TTL: 48 * time.Hour})
 		if !errors.Is(err, wgerr.Invalid) {
 			t.Fatalf("err = %v, want invalid_argument", err)
 		}
 	})
 	t.Run("StopRequested", func(t *testing.T) {
-		f.item(t, graph.NewItem{})
-		l := f.claim(t, "w").Lease
+		_, l := f.claimNew(t, "w")
 		if _, err := f.leases.RequestStop(f.ctx, f.project, l.ID, "alice"); err != nil {
 			t.Fatal(err)
 		}
@@ -251,8 +247,7 @@ func TestFencePaused(t *testing.T) {
 func TestFenceRefusals(t *testing.T) {
 	t.Parallel()
 	f := setup(t, lease.Config{})
-	it := f.item(t, graph.NewItem{})
-	l := f.claim(t, "w").Lease
+	it, l := f.claimNew(t, "w")
 
 	t.Run("ErrInvalidEpoch", func(t *testing.T) {
 		for _, epoch := range []int64{0, -1} {
@@ -292,8 +287,7 @@ func TestFenceRefusals(t *testing.T) {
 		}
 	})
 	t.Run("StaleCallsCapped", func(t *testing.T) {
-		f.item(t, graph.NewItem{})
-		gone := f.claim(t, "x").Lease
+		_, gone := f.claimNew(t, "x")
 		if _, err := f.leases.Release(f.ctx, f.project, fence(gone), ""); err != nil {
 			t.Fatal(err)
 		}

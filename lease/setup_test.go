@@ -166,3 +166,19 @@ func (f fixture) checkInvariants(t testing.TB) {
 		}
 	}
 }
+
+// claimNew creates an item with a label of its own and claims exactly that
+// item, whatever else is ready in the project.
+func (f fixture) claimNew(t testing.TB, worker string) (graph.Item, lease.Lease) {
+	t.Helper()
+	label := "t-" + uuid.NewString()[:8]
+	it := f.item(t, graph.NewItem{Labels: []string{label}})
+	c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: worker, Labels: []string{label}})
+	if err != nil {
+		t.Fatalf("Claim(%s): %v", worker, err)
+	}
+	if c.Item.ID != it.ID {
+		t.Fatalf("claimed %v, want %v", c.Item.ID, it.ID)
+	}
+	return it, c.Lease
+}
