@@ -102,6 +102,9 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountTokens(e)
 	a.mountItems(e)
 	a.mountDependencies(e)
+	a.mountClaims(e)
+	a.mountLeases(e)
+	a.mountAttention(e)
 }
 
 // Routes lists the registered API routes.

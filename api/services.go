@@ -1,10 +1,17 @@
 package api
 
 import (
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // Services are the domain services the API fronts.
 type Services struct {
-	Graph *graph.Service
+	Graph     *graph.Service
+	Leases    *lease.Service
+	Attention *attention.Service
+	// Notifier wakes long-polling claims; nil makes them recheck on a
+	// timer only.
+	Notifier *lease.Notifier
 }

@@ -5,9 +5,15 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
 )
+
+// DefaultMaxActiveLeasesPerToken bounds the live leases of one API token
+// when Config.MaxActiveLeasesPerToken is 0 (negative: unlimited).
+const DefaultMaxActiveLeasesPerToken = 1000
 
 // mount builds the domain services, makes sure someone can sign in
 // (bootstrap or first-start token), mounts the API and the web UI, and
@@ -19,6 +25,20 @@ func (s *Server) mount(ctx context.Context) error {
 		return err
 	}
 	graphSvc := graph.NewService(s.pool, clk)
+	attentionSvc := attention.NewService(s.pool, clk, attention.Config{})
+	maxActive := s.cfg.MaxActiveLeasesPerToken
+	if maxActive == 0 {
+		maxActive = DefaultMaxActiveLeasesPerToken
+	}
+	leaseSvc := lease.NewService(s.pool, clk, lease.Config{MaxActivePerToken: maxActive})
+
+	// Background services run until Shutdown, whatever ctx Start was given.
+	notifier := lease.NewNotifier(s.pool, s.log)
+	notifier.Start(context.Background())
+	s.stops = append(s.stops, notifier.Stop)
+	sweeper := lease.NewSweeper(leaseSvc, 0, s.log)
+	sweeper.Start(context.Background())
+	s.stops = append(s.stops, sweeper.Stop)
 
 	a := api.New(api.Config{
 		Log:       s.log,
@@ -28,7 +48,10 @@ func (s *Server) mount(ctx context.Context) error {
 		RateLimit: s.cfg.RateLimit,
 		RateBurst: s.cfg.RateBurst,
 		Services: api.Services{
-			Graph: graphSvc,
+			Graph:     graphSvc,
+			Leases:    leaseSvc,
+			Attention: attentionSvc,
+			Notifier:  notifier,
 		},
 	})
 	a.Mount(s.echo)

@@ -1,0 +1,180 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func (a *API) mountAttention(e *echo.Echo) {
+	a.handle(e, http.MethodGet, "/projects/:project/attention", a.listAttention, anyRole)
+	a.handle(e, http.MethodGet, "/attention/:id", a.getAttention, anyRole)
+	a.handle(e, http.MethodPost, "/attention/:id/resolve", a.resolveAttention, people)
+	a.handle(e, http.MethodPost, "/attention/:id/dismiss", a.dismissAttention, people)
+	a.handle(e, http.MethodPost, "/projects/:project/items/:id/attention", a.holdItem, people)
+	a.handle(e, http.MethodGet, "/projects/:project/items/:id/attention", a.itemAttention, anyRole)
+}
+
+// attentionProject resolves the {id} of an /attention route to the
+// request's project, refusing (as not found) one the caller may not see.
+func (a *API) attentionProject(c echo.Context) (project, id uuid.UUID, err error) {
+	id, err = pathID(c, "id")
+	if err != nil {
+		return uuid.Nil, uuid.Nil, wgerr.New(wgerr.CodeNotFound, "attention request %q not found", c.Param("id"))
+	}
+	project, err = a.svc.Attention.ProjectOf(c.Request().Context(), id)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	return project, id, seeProject(c, project, "attention request", id)
+}
+
+type attentionPage struct {
+	Requests   []attentionJSON `json:"requests"`
+	NextCursor *string         `json:"next_cursor"`
+}
+
+// listAttention: ?state=open|resolved|dismissed, item_id=, cursor=,
+// limit=; oldest first.
+func (a *API) listAttention(c echo.Context) error {
+	if err := onlyQuery(c, "state", "item_id", "cursor", "limit"); err != nil {
+		return err
+	}
+	limit, err := pageSize(c)
+	if err != nil {
+		return err
+	}
+	f := attention.Filter{Cursor: c.QueryParam("cursor"), Limit: limit}
+	if s := c.QueryParam("state"); s != "" {
+		st := attention.State(s)
+		if st != attention.StateOpen && st != attention.StateResolved && st != attention.StateDismissed {
+			return wgerr.InvalidField("state", "unknown state %q (open, resolved, dismissed)", s)
+		}
+		f.State = &st
+	}
+	if s := c.QueryParam("item_id"); s != "" {
+		id, err := parseID("item_id", s)
+		if err != nil {
+			return err
+		}
+		f.ItemID = &id
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	page, err := a.svc.Attention.List(c.Request().Context(), p.ID, f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, attentionPage{Requests: attentionViews(page.Requests), NextCursor: cursor(page.NextCursor)})
+}
+
+func (a *API) getAttention(c echo.Context) error {
+	if err := onlyQuery(c); err != nil {
+		return err
+	}
+	project, id, err := a.attentionProject(c)
+	if err != nil {
+		return err
+	}
+	r, err := a.svc.Attention.Get(c.Request().Context(), project, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, attentionView(r))
+}
+
+type resolveRequest struct {
+	Answer *string `json:"answer"`
+}
+
+// resolveAttention answers a request once (a second answer: 409 conflict).
+func (a *API) resolveAttention(c echo.Context) error {
+	var req resolveRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Answer == nil {
+		return wgerr.InvalidField("answer", "is required")
+	}
+	project, id, err := a.attentionProject(c)
+	if err != nil {
+		return err
+	}
+	r, err := a.svc.Attention.Resolve(c.Request().Context(), project, id, *req.Answer, principal(c).String())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, attentionView(r))
+}
+
+type dismissRequest struct {
+	Note string `json:"note"`
+}
+
+func (a *API) dismissAttention(c echo.Context) error {
+	var req dismissRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	project, id, err := a.attentionProject(c)
+	if err != nil {
+		return err
+	}
+	r, err := a.svc.Attention.Dismiss(c.Request().Context(), project, id, principal(c).String(), req.Note)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, attentionView(r))
+}
+
+type holdRequest struct {
+	Question string `json:"question"`
+}
+
+// holdItem is a person's hold on an item ("don't start this until I say"):
+// 201 with the blocking request.
+func (a *API) holdItem(c echo.Context) error {
+	var req holdRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	p, id, err := a.projectItem(c)
+	if err != nil {
+		return err
+	}
+	r, err := a.svc.Attention.Hold(c.Request().Context(), p.ID, id, req.Question, principal(c).String())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, attentionView(r))
+}
+
+type attentionList struct {
+	Requests []attentionJSON `json:"requests"`
+}
+
+// itemAttention: every request of the item, oldest first.
+func (a *API) itemAttention(c echo.Context) error {
+	if err := onlyQuery(c); err != nil {
+		return err
+	}
+	p, id, err := a.projectItem(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := a.svc.Graph.Item(ctx, p.ID, id); err != nil {
+		return err
+	}
+	rs, err := a.svc.Attention.ForItem(ctx, p.ID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, attentionList{Requests: attentionViews(rs)})
+}

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// MaxWaitSeconds bounds a claim's long poll.
+const MaxWaitSeconds = 60
+
+func (a *API) mountClaims(e *echo.Echo) {
+	a.handle(e, http.MethodPost, "/projects/:project/claims", a.claim, workersWait)
+}
+
+type claimRequest struct {
+	Worker       *string  `json:"worker"`
+	LeaseSeconds *int64   `json:"lease_seconds"`
+	WaitSeconds  *int64   `json:"wait_seconds"`
+	Labels       []string `json:"labels"`
+}
+
+type claimJSON struct {
+	Lease leaseJSON `json:"lease"`
+	Item  itemJSON  `json:"item"`
+	// Attention is the item's attention history (questions and answers),
+	// oldest first, so the worker resumes with a person's answer.
+	Attention []attentionJSON `json:"attention"`
+}
+
+// claim grants the next ready item: 201 {lease, item, attention}, or 204
+// when nothing became ready within wait_seconds (0..60; a long poll woken
+// by LISTEN/NOTIFY).
+func (a *API) claim(c echo.Context) error {
+	var req claimRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Worker == nil {
+		return wgerr.InvalidField("worker", "is required (a stable label of the worker)")
+	}
+	var wait time.Duration
+	if req.WaitSeconds != nil {
+		if *req.WaitSeconds < 0 || *req.WaitSeconds > MaxWaitSeconds {
+			return wgerr.InvalidField("wait_seconds", "must be between 0 and %d, got %d", MaxWaitSeconds, *req.WaitSeconds)
+		}
+		wait = time.Duration(*req.WaitSeconds) * time.Second
+	}
+	var ttl time.Duration
+	if req.LeaseSeconds != nil {
+		if *req.LeaseSeconds < 1 || *req.LeaseSeconds > 7*24*3600 {
+			return wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *req.LeaseSeconds)
+		}
+		ttl = time.Duration(*req.LeaseSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), wait+a.timeout)
+	defer cancel()
+	c.SetRequest(c.Request().WithContext(ctx))
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	who := principal(c)
+	cl, err := a.svc.Leases.ClaimWait(ctx, p.ID, lease.ClaimRequest{
+		Worker: *req.Worker, TTL: ttl, Labels: req.Labels, Principal: who.String(), TokenID: &who.TokenID,
+	}, wait, a.svc.Notifier)
+	if errors.Is(err, lease.ErrNothingReady) {
+		return c.NoContent(http.StatusNoContent)
+	}
+	if err != nil {
+		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
+	}
+	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
+}
+
+// renameFields gives a domain error the API's name of its field.
+func renameFields(err error, names map[string]string) error {
+	var we *wgerr.Error
+	if !errors.As(err, &we) || names[we.Field] == "" {
+		return err
+	}
+	to := names[we.Field]
+	out := *we
+	out.Field = to
+	if rest, ok := cutPrefix(we.Message, we.Field+":"); ok {
+		out.Message = to + ":" + rest
+	}
+	return &out
+}
+
+func cutPrefix(s, p string) (string, bool) {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):], true
+	}
+	return s, false
+}

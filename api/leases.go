@@ -1,0 +1,479 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func (a *API) mountLeases(e *echo.Echo) {
+	a.handle(e, http.MethodPost, "/leases/:id/heartbeat", a.heartbeat, workers)
+	a.handle(e, http.MethodPost, "/leases/:id/complete", a.complete, workers)
+	a.handle(e, http.MethodPost, "/leases/:id/release", a.release, workers)
+	a.handle(e, http.MethodPost, "/leases/:id/fail", a.fail, workers)
+	a.handle(e, http.MethodPost, "/leases/:id/decompose", a.decompose, workers)
+	a.handle(e, http.MethodPost, "/leases/:id/attention", a.ask, workers)
+	a.handle(e, http.MethodPost, "/leases/:id/stop", a.requestStop, people)
+	a.handle(e, http.MethodGet, "/leases/:id", a.getLease, anyRole)
+	a.handle(e, http.MethodGet, "/projects/:project/leases", a.leaseHistory, anyRole)
+	a.handle(e, http.MethodGet, "/projects/:project/items/:id/leases", a.itemLeases, anyRole)
+	a.handle(e, http.MethodGet, "/projects/:project/workers", a.workers, anyRole)
+}
+
+// leaseProject resolves the {id} of a /leases route to the lease's project,
+// refusing (as not found) a lease of a project the caller may not see.
+func (a *API) leaseProject(c echo.Context) (project, id uuid.UUID, err error) {
+	id, err = pathID(c, "id")
+	if err != nil {
+		return uuid.Nil, uuid.Nil, wgerr.New(wgerr.CodeNotFound, "lease %q not found", c.Param("id"))
+	}
+	project, err = a.svc.Leases.ProjectOf(c.Request().Context(), id)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	return project, id, seeProject(c, project, "lease", id)
+}
+
+// fenced decodes a lease mutation's body, checks its epoch and resolves
+// the lease: the Fence every mutation presents.
+func (a *API) fenced(c echo.Context, body any, epoch func() *int64) (uuid.UUID, lease.Fence, error) {
+	if err := decode(c, body); err != nil {
+		return uuid.Nil, lease.Fence{}, err
+	}
+	e, err := requireEpoch(epoch())
+	if err != nil {
+		return uuid.Nil, lease.Fence{}, err
+	}
+	project, id, err := a.leaseProject(c)
+	if err != nil {
+		return uuid.Nil, lease.Fence{}, err
+	}
+	return project, lease.Fence{LeaseID: id, Epoch: e}, nil
+}
+
+// workerTime parses an optional worker-supplied RFC 3339 time (diagnostic
+// only).
+func workerTime(s *string) (*time.Time, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		return nil, wgerr.InvalidField("worker_time", "must be an RFC 3339 time, got %q", *s)
+	}
+	return &t, nil
+}
+
+type heartbeatRequest struct {
+	Epoch        *int64          `json:"epoch"`
+	Progress     json.RawMessage `json:"progress"`
+	LeaseSeconds *int64          `json:"lease_seconds"`
+	WorkerTime   *string         `json:"worker_time"`
+}
+
+type heartbeatJSON struct {
+	Lease         leaseJSON       `json:"lease"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+	StopRequested bool            `json:"stop_requested"`
+	Answers       []attentionJSON `json:"answers"`
+}
+
+func (a *API) heartbeat(c echo.Context) error {
+	var req heartbeatRequest
+	project, f, err := a.fenced(c, &req, func() *int64 { return req.Epoch })
+	if err != nil {
+		return err
+	}
+	wt, err := workerTime(req.WorkerTime)
+	if err != nil {
+		return err
+	}
+	var ttl time.Duration
+	if req.LeaseSeconds != nil {
+		if *req.LeaseSeconds < 1 || *req.LeaseSeconds > 7*24*3600 {
+			return wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *req.LeaseSeconds)
+		}
+		ttl = time.Duration(*req.LeaseSeconds) * time.Second
+	}
+	res, err := a.svc.Leases.Heartbeat(c.Request().Context(), project, f, lease.Heartbeat{Progress: req.Progress, WorkerTime: wt, TTL: ttl})
+	if err != nil {
+		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
+	}
+	return c.JSON(http.StatusOK, heartbeatJSON{
+		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, Answers: attentionViews(res.Answers),
+	})
+}
+
+type completeRequest struct {
+	Epoch      *int64          `json:"epoch"`
+	Result     json.RawMessage `json:"result"`
+	WorkerTime *string         `json:"worker_time"`
+}
+
+type completionJSON struct {
+	Lease    leaseJSON `json:"lease"`
+	Item     itemJSON  `json:"item"`
+	Replayed bool      `json:"replayed"`
+}
+
+// complete: 200 {lease, item, replayed}; an identical repeat answers
+// replayed: true, a different result 409 conflicting_result.
+func (a *API) complete(c echo.Context) error {
+	var req completeRequest
+	project, f, err := a.fenced(c, &req, func() *int64 { return req.Epoch })
+	if err != nil {
+		return err
+	}
+	wt, err := workerTime(req.WorkerTime)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.Leases.Complete(c.Request().Context(), project, f, req.Result, wt)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, completionJSON{Lease: leaseView(res.Lease), Item: itemView(res.Item), Replayed: res.Replayed})
+}
+
+type releaseRequest struct {
+	Epoch  *int64 `json:"epoch"`
+	Reason string `json:"reason"`
+}
+
+type leaseItemJSON struct {
+	Lease leaseJSON `json:"lease"`
+	Item  itemJSON  `json:"item"`
+}
+
+// release hands the item back at once: 200 {lease, item}.
+func (a *API) release(c echo.Context) error {
+	var req releaseRequest
+	project, f, err := a.fenced(c, &req, func() *int64 { return req.Epoch })
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	l, err := a.svc.Leases.Release(ctx, project, f, req.Reason)
+	if err != nil {
+		return err
+	}
+	it, err := a.svc.Graph.Item(ctx, project, l.ItemID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, leaseItemJSON{Lease: leaseView(l), Item: itemView(it)})
+}
+
+type failRequest struct {
+	Epoch      *int64          `json:"epoch"`
+	Error      *string         `json:"error"`
+	Details    json.RawMessage `json:"details"`
+	WorkerTime *string         `json:"worker_time"`
+}
+
+type failJSON struct {
+	Lease      leaseJSON      `json:"lease"`
+	Item       itemJSON       `json:"item"`
+	RetryAfter *time.Time     `json:"retry_after"`
+	Attention  *attentionJSON `json:"attention"`
+}
+
+// fail: 200 {lease, item, retry_after, attention}: the item comes back
+// after retry_after, or waits for a person after too many failures.
+func (a *API) fail(c echo.Context) error {
+	var req failRequest
+	project, f, err := a.fenced(c, &req, func() *int64 { return req.Epoch })
+	if err != nil {
+		return err
+	}
+	if req.Error == nil {
+		return wgerr.InvalidField("error", "is required (what went wrong)")
+	}
+	wt, err := workerTime(req.WorkerTime)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.Leases.Fail(c.Request().Context(), project, f, lease.Failure{Message: *req.Error, Details: req.Details, WorkerTime: wt})
+	if err != nil {
+		return renameFields(err, map[string]string{"message": "error"})
+	}
+	out := failJSON{Lease: leaseView(res.Lease), Item: itemView(res.Item), RetryAfter: res.RetryAfter}
+	if res.Attention != nil {
+		v := attentionView(*res.Attention)
+		out.Attention = &v
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type childRequest struct {
+	Key           *string  `json:"key"`
+	Title         *string  `json:"title"`
+	Body          string   `json:"body"`
+	Priority      int32    `json:"priority"`
+	Labels        []string `json:"labels"`
+	DependsOnKeys []string `json:"depends_on_keys"`
+}
+
+type decomposeRequest struct {
+	Epoch    *int64         `json:"epoch"`
+	Children []childRequest `json:"children"`
+}
+
+type decompositionJSON struct {
+	Lease    leaseJSON  `json:"lease"`
+	Children []itemJSON `json:"children"`
+}
+
+// decompose splits the item into children and ends the lease as
+// decomposed: 200 {lease, children}.
+func (a *API) decompose(c echo.Context) error {
+	var req decomposeRequest
+	project, f, err := a.fenced(c, &req, func() *int64 { return req.Epoch })
+	if err != nil {
+		return err
+	}
+	if len(req.Children) == 0 {
+		return wgerr.InvalidField("children", "must list at least one child")
+	}
+	kids := make([]graph.NewChild, len(req.Children))
+	for i, ch := range req.Children {
+		if ch.Key == nil {
+			return wgerr.InvalidField("children.key", "child %d: is required", i)
+		}
+		if ch.Title == nil {
+			return wgerr.InvalidField("children.title", "child %d: is required", i)
+		}
+		kids[i] = graph.NewChild{Key: *ch.Key, Title: *ch.Title, Body: ch.Body, Priority: ch.Priority, Labels: ch.Labels, DependsOnKeys: ch.DependsOnKeys}
+	}
+	res, err := a.svc.Leases.Decompose(c.Request().Context(), project, f, kids)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, decompositionJSON{Lease: leaseView(res.Lease), Children: itemViews(res.Children)})
+}
+
+type askRequest struct {
+	Epoch            *int64          `json:"epoch"`
+	Question         *string         `json:"question"`
+	SuggestedAnswers []string        `json:"suggested_answers"`
+	Context          json.RawMessage `json:"context"`
+	Blocking         *bool           `json:"blocking"`
+}
+
+type askJSON struct {
+	Request attentionJSON `json:"request"`
+	Lease   leaseJSON     `json:"lease"`
+}
+
+// ask opens an attention request under the lease: 201 {request, lease}. A
+// blocking request (the default) ends the lease as attention_requested.
+func (a *API) ask(c echo.Context) error {
+	var req askRequest
+	project, f, err := a.fenced(c, &req, func() *int64 { return req.Epoch })
+	if err != nil {
+		return err
+	}
+	if req.Question == nil {
+		return wgerr.InvalidField("question", "is required")
+	}
+	blocking := req.Blocking == nil || *req.Blocking
+	res, err := a.svc.Leases.Ask(c.Request().Context(), project, f, attention.NewRequest{
+		Question: *req.Question, SuggestedAnswers: req.SuggestedAnswers, Context: req.Context, Blocking: blocking,
+		RequestedBy: principal(c).String(),
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, askJSON{Request: attentionView(res.Request), Lease: leaseView(res.Lease)})
+}
+
+type stopRequest struct {
+	Reason string `json:"reason"`
+}
+
+// requestStop records a person's request that the worker stop; the worker
+// learns it from its next heartbeat (stop_requested: true).
+func (a *API) requestStop(c echo.Context) error {
+	var req stopRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	project, id, err := a.leaseProject(c)
+	if err != nil {
+		return err
+	}
+	l, err := a.svc.Leases.RequestStop(c.Request().Context(), project, id, principal(c).String())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, leaseView(l))
+}
+
+type leaseDetailJSON struct {
+	leaseJSON
+	// Observations are the refused reports about this lease (stale calls,
+	// conflicting results), oldest first.
+	Observations []observationJSON `json:"observations"`
+}
+
+func (a *API) getLease(c echo.Context) error {
+	if err := onlyQuery(c); err != nil {
+		return err
+	}
+	project, id, err := a.leaseProject(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	l, err := a.svc.Leases.Get(ctx, project, id)
+	if err != nil {
+		return err
+	}
+	obs, err := a.svc.Leases.Observations(ctx, project, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, leaseDetailJSON{leaseJSON: leaseView(l), Observations: observationViews(obs)})
+}
+
+type leasePage struct {
+	Leases     []leaseJSON `json:"leases"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+var outcomes = []lease.Outcome{lease.OutcomeCompleted, lease.OutcomeReleased, lease.OutcomeFailed, lease.OutcomeCancelled,
+	lease.OutcomeDecomposed, lease.OutcomeAttentionRequested, lease.OutcomeExpired}
+
+// historyFilter reads the history query: worker=, outcome=, since=,
+// until= (RFC 3339), cursor=, limit=.
+func historyFilter(c echo.Context) (lease.HistoryFilter, error) {
+	limit, err := pageSize(c)
+	if err != nil {
+		return lease.HistoryFilter{}, err
+	}
+	f := lease.HistoryFilter{Worker: c.QueryParam("worker"), Cursor: c.QueryParam("cursor"), Limit: limit}
+	if s := c.QueryParam("outcome"); s != "" {
+		o := lease.Outcome(s)
+		ok := false
+		for _, v := range outcomes {
+			ok = ok || v == o
+		}
+		if !ok {
+			return f, wgerr.InvalidField("outcome", "unknown outcome %q (completed, released, failed, cancelled, decomposed, attention_requested, expired)", s)
+		}
+		f.Outcome = &o
+	}
+	for _, b := range []struct {
+		name string
+		dst  **time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if s := c.QueryParam(b.name); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return f, wgerr.InvalidField(b.name, "must be an RFC 3339 time, got %q", s)
+			}
+			*b.dst = &t
+		}
+	}
+	return f, nil
+}
+
+// leaseHistory: the project's leases, oldest first.
+func (a *API) leaseHistory(c echo.Context) error {
+	if err := onlyQuery(c, "item_id", "worker", "outcome", "since", "until", "cursor", "limit"); err != nil {
+		return err
+	}
+	f, err := historyFilter(c)
+	if err != nil {
+		return err
+	}
+	if s := c.QueryParam("item_id"); s != "" {
+		id, err := parseID("item_id", s)
+		if err != nil {
+			return err
+		}
+		f.ItemID = &id
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	return a.writeHistory(c, p.ID, f)
+}
+
+// itemLeases: the item's leases, oldest first.
+func (a *API) itemLeases(c echo.Context) error {
+	if err := onlyQuery(c, "worker", "outcome", "since", "until", "cursor", "limit"); err != nil {
+		return err
+	}
+	f, err := historyFilter(c)
+	if err != nil {
+		return err
+	}
+	p, id, err := a.projectItem(c)
+	if err != nil {
+		return err
+	}
+	if _, err := a.svc.Graph.Item(c.Request().Context(), p.ID, id); err != nil {
+		return err
+	}
+	f.ItemID = &id
+	return a.writeHistory(c, p.ID, f)
+}
+
+func (a *API) writeHistory(c echo.Context, project uuid.UUID, f lease.HistoryFilter) error {
+	page, err := a.svc.Leases.History(c.Request().Context(), project, f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, leasePage{Leases: leaseViews(page.Leases), NextCursor: cursor(page.NextCursor)})
+}
+
+type workerStatJSON struct {
+	Worker   string                `json:"worker"`
+	Active   int                   `json:"active"`
+	Outcomes map[lease.Outcome]int `json:"outcomes"`
+	LastSeen time.Time             `json:"last_seen"`
+}
+
+type workersJSON struct {
+	Active  []leaseJSON      `json:"active"`
+	Workers []workerStatJSON `json:"workers"`
+}
+
+// workers: the project's live leases and per-worker outcome counts.
+func (a *API) workers(c echo.Context) error {
+	if err := onlyQuery(c); err != nil {
+		return err
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	active, err := a.svc.Leases.Active(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	stats, err := a.svc.Leases.WorkerStats(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	out := workersJSON{Active: leaseViews(active), Workers: make([]workerStatJSON, len(stats))}
+	for i, s := range stats {
+		o := s.Outcomes
+		if o == nil {
+			o = map[lease.Outcome]int{}
+		}
+		out.Workers[i] = workerStatJSON{Worker: s.Worker, Active: s.Active, Outcomes: o, LastSeen: s.LastSeen}
+	}
+	return c.JSON(http.StatusOK, out)
+}
