@@ -26,6 +26,7 @@ PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
 	f.StringVar(&cfg.DatabaseURL, "database-url", envOr("WORKGRAPH_DATABASE_URL", ""), "PostgreSQL URL (env WORKGRAPH_DATABASE_URL); empty starts an embedded cluster")
 	f.StringVar(&cfg.DataDir, "data-dir", envOr("WORKGRAPH_DATA_DIR", ""), "directory of the embedded cluster's data (env WORKGRAPH_DATA_DIR)")
 	f.StringVar(&cfg.Addr, "addr", envOr("WORKGRAPH_ADDR", "127.0.0.1:8080"), "address to listen on (env WORKGRAPH_ADDR)")
+	f.BoolVar(&cfg.Demo, "demo", false, "load the sample project \"demo\" unless it exists (prints a human token to sign in with)")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
 	return cmd
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// MaxActiveLeasesPerToken bounds the live leases of one token (0: the
 	// lease package's default).
 	MaxActiveLeasesPerToken int
+	// Demo loads the sample project "demo" at start unless it exists (see
+	// package demo).
+	Demo bool
 }
 
 // Server is a running workgraph server.

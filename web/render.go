@@ -12,10 +12,13 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/lease"
 )
 
 //go:embed templates/*.html
@@ -84,8 +87,14 @@ var funcs = template.FuncMap{
 	"json":     formatJSON,
 	"query":    query,
 	"add":      func(a, b int) int { return a + b },
+	"addf":     func(a, b float64) float64 { return a + b },
+	"f1":       func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"until":    func(t, now time.Time) time.Duration { return t.Sub(now) },
+	"since":    func(t, now time.Time) time.Duration { return now.Sub(t) },
+	"oname":    outcomeName,
+	"odd":      func(i int) bool { return i%2 == 1 },
 	"join":     strings.Join,
-	"title":    stateTitle,
+	"title":    func(v any) string { return stateTitle(fmt.Sprint(v)) },
 }
 
 // shortID is the first 8 hex digits of an id: enough to tell items apart on
@@ -158,7 +167,30 @@ func query(kv ...string) string {
 	return "?" + v.Encode()
 }
 
+// outcomeName is a lease's outcome, or "" while it is active.
+func outcomeName(o *lease.Outcome) string {
+	if o == nil {
+		return ""
+	}
+	return string(*o)
+}
+
 // stateTitle is the display name of a state or outcome.
 func stateTitle(s string) string {
 	return strings.ReplaceAll(s, "_", " ")
+}
+
+// renderPartial executes one named template of a page's set (a fragment
+// that app.js swaps into the page).
+func renderPartial(w io.Writer, page, name string, data any) error {
+	t, ok := pages[page]
+	if !ok {
+		return fmt.Errorf("web: no template %q", page)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		return fmt.Errorf("web: render %s/%s: %w", page, name, err)
+	}
+	_, err := buf.WriteTo(w)
+	return err
 }

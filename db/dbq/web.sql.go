@@ -12,6 +12,32 @@ import (
 	"github.com/google/uuid"
 )
 
+const countActiveLeases = `-- name: CountActiveLeases :one
+SELECT count(*) FROM leases
+WHERE project_id = $1 AND ended_at IS NULL
+`
+
+// The workers badge: leases of a project that have not ended.
+func (q *Queries) CountActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, countActiveLeases, projectID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countOpenAttention = `-- name: CountOpenAttention :one
+SELECT count(*) FROM attention_requests
+WHERE project_id = $1 AND state = 'open'
+`
+
+// The inbox badge: open requests of a project.
+func (q *Queries) CountOpenAttention(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, countOpenAttention, projectID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const createWebSession = `-- name: CreateWebSession :one
 INSERT INTO web_sessions (id_hash, token_id, expires_at)
 VALUES ($1, $2,
@@ -94,4 +120,40 @@ func (q *Queries) GetWebSession(ctx context.Context, db DBTX, arg GetWebSessionP
 		&i.ProjectID,
 	)
 	return i, err
+}
+
+const itemTitles = `-- name: ItemTitles :many
+SELECT id, title FROM items
+WHERE project_id = $1 AND id = ANY($2::uuid[])
+`
+
+type ItemTitlesParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+}
+
+type ItemTitlesRow struct {
+	ID    uuid.UUID
+	Title string
+}
+
+// Titles for labelling lease rows in the UI.
+func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams) ([]ItemTitlesRow, error) {
+	rows, err := db.Query(ctx, itemTitles, arg.ProjectID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemTitlesRow{}
+	for rows.Next() {
+		var i ItemTitlesRow
+		if err := rows.Scan(&i.ID, &i.Title); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -1,0 +1,38 @@
+package server
+
+import (
+	"context"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/demo"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/web"
+)
+
+// mountWeb mounts the web UI at "/" and, with Config.Demo, loads the demo
+// project (once: only when it does not exist yet).
+func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service) error {
+	web.Mount(s.echo, web.Deps{
+		Pool:      s.pool,
+		Auth:      authSvc,
+		Graph:     graphSvc,
+		Leases:    leaseSvc,
+		Attention: attSvc,
+		Clock:     s.cfg.Clock,
+		Logger:    s.log,
+	})
+	if !s.cfg.Demo {
+		return nil
+	}
+	res, err := demo.Load(ctx, s.pool, authSvc)
+	if err != nil {
+		return err
+	}
+	if res.Loaded {
+		s.log.Warn("demo: loaded the sample project; sign in with this human token (shown only this once)",
+			"project", demo.Project, "token", res.Token, "ui", "http://"+s.cfg.Addr+"/p/"+demo.Project+"/inbox")
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// inboxLimit is how many open requests the inbox shows at once.
+const inboxLimit = 50
+
+// InboxPage is a person's home: the project's open attention requests,
+// oldest first, each with what is needed to answer it.
+type InboxPage struct {
+	Layout
+	Entries []InboxEntry
+	More    bool
+	// Answered is the request just answered or dismissed, with its item's
+	// state after the answer.
+	Answered *AnsweredNote
+}
+
+// InboxEntry is one open request and its item's context.
+type InboxEntry struct {
+	Request      attention.Request
+	Item         graph.Item
+	Waited       time.Duration
+	Dependencies []graph.ItemRef
+	LastLease    *lease.Lease
+}
+
+// AnsweredNote confirms an answer and shows what became of the item.
+type AnsweredNote struct {
+	Request attention.Request
+	Item    graph.Item
+}
+
+// Render writes the page.
+func (p *InboxPage) Render(w http.ResponseWriter) error { return render(w, "inbox", p) }
+
+func (u *ui) inbox(r *req) error {
+	open := attention.StateOpen
+	list, err := u.Attention.List(r.ctx(), r.project.ID, attention.Filter{State: &open, Limit: inboxLimit})
+	if err != nil {
+		return err
+	}
+	now := r.now()
+	page := &InboxPage{More: list.NextCursor != ""}
+	for _, req := range list.Requests {
+		e := InboxEntry{Request: req, Waited: now.Sub(req.CreatedAt)}
+		nb, err := u.Graph.Neighbourhood(r.ctx(), r.project.ID, req.ItemID)
+		if err != nil {
+			return err
+		}
+		e.Item, e.Dependencies = nb.Item, nb.Dependencies
+		e.LastLease, err = r.lastLease(req.ItemID)
+		if err != nil {
+			return err
+		}
+		page.Entries = append(page.Entries, e)
+	}
+	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
+		if req, err := u.Attention.Get(r.ctx(), r.project.ID, id); err == nil {
+			if item, err := u.Graph.Item(r.ctx(), r.project.ID, req.ItemID); err == nil {
+				page.Answered = &AnsweredNote{Request: req, Item: item}
+			}
+		}
+	}
+	page.Layout = r.base("Inbox", "inbox")
+	return r.show(page)
+}
+
+// resolve answers a request with the chosen suggested answer or the typed
+// text, then shows the inbox with the item's new state.
+func (u *ui) resolve(r *req) error {
+	id, err := uuid.Parse(r.Param("id"))
+	if err != nil {
+		return r.fail(http.StatusNotFound, "Not found", "No such attention request.")
+	}
+	answer := r.FormValue("suggested")
+	if answer == "" {
+		answer = r.FormValue("answer")
+	}
+	if strings.TrimSpace(answer) == "" {
+		r.setFlash("Type an answer or pick one of the suggested answers.", true)
+		return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
+	}
+	if _, err := u.Attention.Resolve(r.ctx(), r.project.ID, id, answer, r.by()); err != nil {
+		return err
+	}
+	return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox"))+"?answered="+id.String())
+}
+
+// dismiss closes a request without an answer.
+func (u *ui) dismiss(r *req) error {
+	id, err := uuid.Parse(r.Param("id"))
+	if err != nil {
+		return r.fail(http.StatusNotFound, "Not found", "No such attention request.")
+	}
+	if _, err := u.Attention.Dismiss(r.ctx(), r.project.ID, id, r.by(), r.FormValue("answer")); err != nil {
+		return err
+	}
+	return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox"))+"?answered="+id.String())
+}
+
+// backTo is the page a form asks to return to (a path on this site), or
+// def.
+func (r *req) backTo(def string) string {
+	b := r.FormValue("back")
+	if b == "" || safeNext(b) != b || strings.ContainsAny(b, "?#") {
+		return def
+	}
+	return b
+}

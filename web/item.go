@@ -1,0 +1,234 @@
+package web
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// itemLeaseLimit is how many of an item's leases its page and timeline show
+// (the most recent ones).
+const itemLeaseLimit = 200
+
+// ItemPage is everything about one item.
+type ItemPage struct {
+	Layout
+	Item      graph.Item
+	Near      graph.Neighbourhood
+	Attention []attention.Request
+	Leases    []lease.Lease // oldest first
+	Timeline  *Timeline
+	Graph     template.HTML
+	// Choices are open items it could depend on.
+	Choices []graph.Item
+	// DependencyError is a refused dependency; Cycle is the cycle it would
+	// have closed (each waits for the next; the last is the first again).
+	DependencyError string
+	Cycle           []graph.ItemRef
+}
+
+// Render writes the page.
+func (p *ItemPage) Render(w http.ResponseWriter) error { return render(w, "item", p) }
+
+// OutcomeLegend lists the outcomes for the timeline's legend.
+func (p *ItemPage) OutcomeLegend() []string {
+	out := []string{""}
+	for _, o := range outcomes {
+		out = append(out, string(o))
+	}
+	return out
+}
+
+// Open reports whether the item is neither done nor cancelled.
+func (p *ItemPage) Open() bool { return p.Item.Status == graph.StatusOpen }
+
+func (u *ui) item(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	page, err := r.itemPage(item.ID)
+	if err != nil {
+		return err
+	}
+	return r.show(page)
+}
+
+// itemPage gathers the item page.
+func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
+	u := r.ui
+	near, err := u.Graph.Neighbourhood(r.ctx(), r.project.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	page := &ItemPage{Item: near.Item, Near: near}
+	if page.Attention, err = u.Attention.ForItem(r.ctx(), r.project.ID, id); err != nil {
+		return nil, err
+	}
+	if page.Leases, err = r.itemLeases(id); err != nil {
+		return nil, err
+	}
+	obs, err := r.observations(page.Leases)
+	if err != nil {
+		return nil, err
+	}
+	page.Timeline = buildTimeline(page.Leases, obs, r.now())
+	if page.Graph, err = r.pictureAround(id, 1, 60); err != nil {
+		return nil, err
+	}
+	if page.Open() {
+		choices, err := u.Graph.ListItems(r.ctx(), r.project.ID, graph.ListFilter{
+			States: []graph.State{graph.StateReady, graph.StateLeased, graph.StateBlocked, graph.StateAttention},
+			Limit:  graph.MaxPageSize,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range choices.Items {
+			if c.ID != id {
+				page.Choices = append(page.Choices, c)
+			}
+		}
+	}
+	page.Layout = r.base(near.Item.Title, "items")
+	return page, nil
+}
+
+// itemLeases returns the item's most recent leases, oldest first.
+func (r *req) itemLeases(id uuid.UUID) ([]lease.Lease, error) {
+	var all []lease.Lease
+	cursor := ""
+	for {
+		p, err := r.ui.Leases.History(r.ctx(), r.project.ID, lease.HistoryFilter{ItemID: &id, Cursor: cursor, Limit: 500})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Leases...)
+		if p.NextCursor == "" {
+			break
+		}
+		cursor = p.NextCursor
+	}
+	if len(all) > itemLeaseLimit {
+		all = all[len(all)-itemLeaseLimit:]
+	}
+	return all, nil
+}
+
+// lastLease is the item's most recent lease, or nil.
+func (r *req) lastLease(id uuid.UUID) (*lease.Lease, error) {
+	ls, err := r.itemLeases(id)
+	if err != nil || len(ls) == 0 {
+		return nil, err
+	}
+	return &ls[len(ls)-1], nil
+}
+
+// observations loads the refused reports of the leases that had any.
+func (r *req) observations(leases []lease.Lease) (map[uuid.UUID][]lease.Observation, error) {
+	out := map[uuid.UUID][]lease.Observation{}
+	for _, l := range leases {
+		if l.StaleCalls == 0 {
+			continue
+		}
+		obs, err := r.ui.Leases.Observations(r.ctx(), r.project.ID, l.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[l.ID] = obs
+	}
+	return out, nil
+}
+
+// addDependency adds "this item depends on that one". A refused cycle is
+// shown on the item page, naming the items around it.
+func (u *ui) addDependency(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	target := strings.TrimSpace(r.FormValue("depends_on"))
+	dep, perr := uuid.Parse(target)
+	if perr != nil {
+		dep, perr = r.resolveShortID(target)
+	}
+	if perr == nil {
+		err = u.Graph.AddDependency(r.ctx(), r.project.ID, item.ID, dep, r.by())
+		if err == nil {
+			return r.redirect(r.projectURL("/items/"+item.ID.String()), "Dependency added.")
+		}
+	} else {
+		err = perr
+	}
+	msg, ok := userMessage(err)
+	if !ok {
+		return err
+	}
+	page, perr := r.itemPage(item.ID)
+	if perr != nil {
+		return perr
+	}
+	page.DependencyError = msg
+	var cycle *graph.CycleError
+	if errors.As(err, &cycle) {
+		page.DependencyError = "This dependency would close a cycle, so it was not added:"
+		page.Cycle = cycle.Cycle
+	}
+	return r.showStatus(http.StatusConflict, page)
+}
+
+// resolveShortID finds the open item whose id starts with prefix (at least
+// 6 hex digits), as shown on pages.
+func (r *req) resolveShortID(prefix string) (uuid.UUID, error) {
+	prefix = strings.ToLower(prefix)
+	if len(prefix) < 6 || len(prefix) > 36 {
+		return uuid.Nil, notFoundf("type an item id (or at least its first 6 characters)")
+	}
+	var found []uuid.UUID
+	cursor := ""
+	for {
+		p, err := r.ui.Graph.ListItems(r.ctx(), r.project.ID, graph.ListFilter{Cursor: cursor, Limit: graph.MaxPageSize})
+		if err != nil {
+			return uuid.Nil, err
+		}
+		for _, it := range p.Items {
+			if strings.HasPrefix(it.ID.String(), prefix) {
+				found = append(found, it.ID)
+			}
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		cursor = p.NextCursor
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return uuid.Nil, notFoundf("no item id starts with %q", prefix)
+	default:
+		return uuid.Nil, notFoundf("%d items start with %q; type more of the id", len(found), prefix)
+	}
+}
+
+func (u *ui) removeDependency(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	dep, err := uuid.Parse(r.Param("dep"))
+	if err != nil {
+		return notFoundf("no such dependency")
+	}
+	if err := u.Graph.RemoveDependency(r.ctx(), r.project.ID, item.ID, dep); err != nil {
+		return err
+	}
+	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Dependency removed.")
+}

@@ -1,0 +1,280 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/graph"
+)
+
+// boardStates are the board's columns, in the order work flows.
+var boardStates = []graph.State{
+	graph.StateReady, graph.StateLeased, graph.StateBlocked,
+	graph.StateAttention, graph.StateDone, graph.StateCancelled,
+}
+
+// boardColumnSize is how many items a board column shows.
+const boardColumnSize = 25
+
+// ItemsFilter is the board's filter form.
+type ItemsFilter struct {
+	State  string
+	Label  string
+	Parent string
+	Text   string
+	View   string // "board" or "list"
+}
+
+// ItemsPage is the items board (a column per state) or a paginated list.
+type ItemsPage struct {
+	Layout
+	Filter     ItemsFilter
+	ParentItem *graph.Item
+	Columns    []BoardColumn
+	List       []graph.Item
+	NextCursor string
+}
+
+// BoardColumn is the items of one state.
+type BoardColumn struct {
+	State graph.State
+	Items []graph.Item
+	More  bool
+}
+
+// URL is the items page in a view ("board" or "list") with the page's
+// filters, a state (list only) and a cursor.
+func (p *ItemsPage) URL(view, state, cursor string) string {
+	if view == "board" {
+		view, state, cursor = "", "", ""
+	}
+	return "/p/" + url.PathEscape(p.Project.Name) + "/items" + query("view", view, "state", state,
+		"label", p.Filter.Label, "parent", p.Filter.Parent, "q", p.Filter.Text, "cursor", cursor)
+}
+
+// BoardStates are the states to filter by.
+func (p *ItemsPage) BoardStates() []graph.State { return boardStates }
+
+// Render writes the page.
+func (p *ItemsPage) Render(w http.ResponseWriter) error { return render(w, "items", p) }
+
+func (u *ui) items(r *req) error {
+	f := ItemsFilter{
+		State:  r.QueryParam("state"),
+		Label:  strings.TrimSpace(r.QueryParam("label")),
+		Parent: strings.TrimSpace(r.QueryParam("parent")),
+		Text:   strings.TrimSpace(r.QueryParam("q")),
+		View:   r.QueryParam("view"),
+	}
+	base := graph.ListFilter{Label: f.Label, Text: f.Text}
+	page := &ItemsPage{Filter: f}
+	if f.Parent != "" {
+		id, err := uuid.Parse(f.Parent)
+		if err != nil {
+			return r.fail(http.StatusBadRequest, "Bad filter", "The parent filter must be an item id.")
+		}
+		parent, err := u.Graph.Item(r.ctx(), r.project.ID, id)
+		if err != nil {
+			return err
+		}
+		page.ParentItem = &parent
+		base.ParentID = &id
+	}
+	if f.View == "list" || f.State != "" {
+		page.Filter.View = "list"
+		lf := base
+		if f.State != "" {
+			lf.States = []graph.State{graph.State(f.State)}
+		}
+		lf.Cursor, lf.Limit = r.QueryParam("cursor"), 100
+		list, err := u.Graph.ListItems(r.ctx(), r.project.ID, lf)
+		if err != nil {
+			return err
+		}
+		page.List, page.NextCursor = list.Items, list.NextCursor
+	} else {
+		page.Filter.View = "board"
+		for _, st := range boardStates {
+			lf := base
+			lf.States, lf.Limit = []graph.State{st}, boardColumnSize
+			list, err := u.Graph.ListItems(r.ctx(), r.project.ID, lf)
+			if err != nil {
+				return err
+			}
+			page.Columns = append(page.Columns, BoardColumn{State: st, Items: list.Items, More: list.NextCursor != ""})
+		}
+	}
+	page.Layout = r.base("Items", "items")
+	return r.show(page)
+}
+
+// ItemFormPage creates or edits an item.
+type ItemFormPage struct {
+	Layout
+	Item    *graph.Item // nil: a new item
+	Form    ItemForm
+	Error   string
+	Choices []graph.Item // items to pick a parent or dependency from
+}
+
+// ItemForm is the item form's fields as typed.
+type ItemForm struct {
+	Title     string
+	Body      string
+	Priority  string
+	Labels    string
+	Parent    string
+	DependsOn string
+	Version   int32
+}
+
+// Render writes the page.
+func (p *ItemFormPage) Render(w http.ResponseWriter) error { return render(w, "item_form", p) }
+
+func (u *ui) newItemForm(r *req) error {
+	page := &ItemFormPage{Form: ItemForm{Priority: "0", Parent: r.QueryParam("parent")}}
+	return r.showItemForm(http.StatusOK, page, "New item")
+}
+
+func (r *req) showItemForm(status int, page *ItemFormPage, title string) error {
+	choices, err := r.ui.Graph.ListItems(r.ctx(), r.project.ID, graph.ListFilter{
+		States: []graph.State{graph.StateReady, graph.StateLeased, graph.StateBlocked, graph.StateAttention},
+		Limit:  graph.MaxPageSize,
+	})
+	if err != nil {
+		return err
+	}
+	page.Choices = choices.Items
+	page.Layout = r.base(title, "items")
+	return r.showStatus(status, page)
+}
+
+func (u *ui) createItem(r *req) error {
+	form := readItemForm(r)
+	in := graph.NewItem{Title: form.Title, Body: form.Body, Labels: splitLabels(form.Labels), CreatedBy: r.by()}
+	var err error
+	if in.Priority, err = parsePriority(form.Priority); err != nil {
+		return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: err.Error()}, "New item")
+	}
+	if form.Parent != "" {
+		id, err := uuid.Parse(form.Parent)
+		if err != nil {
+			return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: "The parent must be an item id."}, "New item")
+		}
+		in.ParentID = &id
+	}
+	for _, s := range strings.FieldsFunc(form.DependsOn, isListSep) {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: "Dependencies must be item ids: " + s}, "New item")
+		}
+		in.DependsOn = append(in.DependsOn, id)
+	}
+	item, err := u.Graph.CreateItem(r.ctx(), r.project.ID, in)
+	if err != nil {
+		if msg, ok := userMessage(err); ok {
+			return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: msg}, "New item")
+		}
+		return err
+	}
+	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Item created.")
+}
+
+func (u *ui) editItemForm(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	form := ItemForm{
+		Title: item.Title, Body: item.Body, Priority: formatInt(int64(item.Priority)),
+		Labels: strings.Join(item.Labels, ", "), Version: item.Version,
+	}
+	return r.showItemForm(http.StatusOK, &ItemFormPage{Item: &item, Form: form}, "Edit item")
+}
+
+func (u *ui) editItem(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	form := readItemForm(r)
+	prio, err := parsePriority(form.Priority)
+	if err != nil {
+		return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Item: &item, Form: form, Error: err.Error()}, "Edit item")
+	}
+	labels := splitLabels(form.Labels)
+	patch := graph.ItemPatch{Title: &form.Title, Body: &form.Body, Priority: &prio, Labels: &labels}
+	if form.Version != 0 {
+		patch.IfVersion = &form.Version
+	}
+	if _, err := u.Graph.UpdateItem(r.ctx(), r.project.ID, item.ID, patch); err != nil {
+		if msg, ok := userMessage(err); ok {
+			return r.showItemForm(http.StatusConflict, &ItemFormPage{Item: &item, Form: form, Error: msg}, "Edit item")
+		}
+		return err
+	}
+	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Saved.")
+}
+
+func (u *ui) cancelItem(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	if _, err := u.Graph.Cancel(r.ctx(), r.project.ID, item.ID, r.by(), r.FormValue("reason")); err != nil {
+		return err
+	}
+	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Item cancelled.")
+}
+
+// holdItem puts a person's hold on the item: it will not be handed out
+// until the hold is answered in the inbox.
+func (u *ui) holdItem(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	if _, err := u.Attention.Hold(r.ctx(), r.project.ID, item.ID, r.FormValue("question"), r.by()); err != nil {
+		return err
+	}
+	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Hold placed: the item waits until the hold is resolved in the inbox.")
+}
+
+func readItemForm(r *req) ItemForm {
+	f := ItemForm{
+		Title:     strings.TrimSpace(r.FormValue("title")),
+		Body:      r.FormValue("body"),
+		Priority:  strings.TrimSpace(r.FormValue("priority")),
+		Labels:    r.FormValue("labels"),
+		Parent:    strings.TrimSpace(r.FormValue("parent")),
+		DependsOn: r.FormValue("depends_on"),
+	}
+	if v, err := parseInt(r.FormValue("version")); err == nil {
+		f.Version = int32(v)
+	}
+	// Browsers send textarea line breaks as CRLF.
+	f.Body = strings.ReplaceAll(f.Body, "\r\n", "\n")
+	return f
+}
+
+// itemParam loads the item named by the :id path parameter.
+func (r *req) itemParam() (graph.Item, error) {
+	id, err := uuid.Parse(r.Param("id"))
+	if err != nil {
+		return graph.Item{}, notFoundf("no such item")
+	}
+	return r.ui.Graph.Item(r.ctx(), r.project.ID, id)
+}
+
+func splitLabels(s string) []string {
+	out := []string{}
+	for _, l := range strings.FieldsFunc(s, isListSep) {
+		out = append(out, strings.TrimSpace(l))
+	}
+	return out
+}
+
+func isListSep(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' }

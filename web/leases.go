@@ -1,0 +1,316 @@
+package web
+
+import (
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// outcomes lists the lease outcomes for the history filter.
+var outcomes = []lease.Outcome{
+	lease.OutcomeCompleted, lease.OutcomeReleased, lease.OutcomeFailed, lease.OutcomeCancelled,
+	lease.OutcomeDecomposed, lease.OutcomeAttentionRequested, lease.OutcomeExpired,
+}
+
+// historyPageSize is the number of leases per history page.
+const historyPageSize = 50
+
+// HistoryFilter is the history search form as typed.
+type HistoryFilter struct {
+	Worker  string
+	Outcome string
+	Item    string
+	Since   string // datetime-local, UTC
+	Until   string
+	Cursor  string
+}
+
+// Query is the filter as a query string (without the cursor).
+func (f HistoryFilter) Query() string {
+	return query("worker", f.Worker, "outcome", f.Outcome, "item", f.Item, "since", f.Since, "until", f.Until)
+}
+
+// LeaseRow is a lease with the title of its item.
+type LeaseRow struct {
+	lease.Lease
+	ItemTitle string
+}
+
+// Duration is how long the lease ran (so far, for an active one).
+func (l LeaseRow) Duration(now time.Time) time.Duration {
+	if l.EndedAt != nil {
+		return l.EndedAt.Sub(l.AcquiredAt)
+	}
+	return now.Sub(l.AcquiredAt)
+}
+
+// OutcomeName is the outcome, or "" while the lease is active.
+func (l LeaseRow) OutcomeName() string {
+	if l.Outcome == nil {
+		return ""
+	}
+	return string(*l.Outcome)
+}
+
+// HistoryPage is the searchable lease history.
+type HistoryPage struct {
+	Layout
+	Filter     HistoryFilter
+	Outcomes   []lease.Outcome
+	Rows       []LeaseRow
+	NextCursor string
+	Now        time.Time
+	Error      string
+}
+
+// FirstURL is the first page of the search.
+func (p *HistoryPage) FirstURL() string {
+	return "/p/" + url.PathEscape(p.Project.Name) + "/leases" + p.Filter.Query()
+}
+
+// NextURL is the next page of the search, or "" on the last page.
+func (p *HistoryPage) NextURL() string {
+	if p.NextCursor == "" {
+		return ""
+	}
+	return "/p/" + url.PathEscape(p.Project.Name) + "/leases" + query("worker", p.Filter.Worker,
+		"outcome", p.Filter.Outcome, "item", p.Filter.Item, "since", p.Filter.Since, "until", p.Filter.Until,
+		"cursor", p.NextCursor)
+}
+
+// Render writes the page.
+func (p *HistoryPage) Render(w http.ResponseWriter) error { return render(w, "leases", p) }
+
+func (r *req) historyFilter() (HistoryFilter, lease.HistoryFilter, error) {
+	f := HistoryFilter{
+		Worker:  strings.TrimSpace(r.QueryParam("worker")),
+		Outcome: r.QueryParam("outcome"),
+		Item:    strings.TrimSpace(r.QueryParam("item")),
+		Since:   r.QueryParam("since"),
+		Until:   r.QueryParam("until"),
+		Cursor:  r.QueryParam("cursor"),
+	}
+	lf := lease.HistoryFilter{Worker: f.Worker, Cursor: f.Cursor}
+	if f.Outcome != "" {
+		o := lease.Outcome(f.Outcome)
+		lf.Outcome = &o
+	}
+	if f.Item != "" {
+		id, err := uuid.Parse(f.Item)
+		if err != nil {
+			return f, lf, notFoundf("the item filter must be an item id")
+		}
+		lf.ItemID = &id
+	}
+	var err error
+	if lf.Since, err = parseLocalTime(f.Since); err != nil {
+		return f, lf, err
+	}
+	if lf.Until, err = parseLocalTime(f.Until); err != nil {
+		return f, lf, err
+	}
+	return f, lf, nil
+}
+
+// parseLocalTime reads an <input type=datetime-local> value as UTC.
+func parseLocalTime(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, notFoundf("times look like 2026-01-31T14:05 (UTC)")
+}
+
+func (u *ui) leases(r *req) error {
+	f, lf, err := r.historyFilter()
+	page := &HistoryPage{Filter: f, Outcomes: outcomes, Now: r.now()}
+	if err == nil {
+		lf.Limit = historyPageSize
+		var p lease.Page
+		p, err = u.Leases.History(r.ctx(), r.project.ID, lf)
+		if err == nil {
+			page.NextCursor = p.NextCursor
+			page.Rows, err = r.withTitles(p.Leases)
+		}
+	}
+	if err != nil {
+		msg, ok := userMessage(err)
+		if !ok {
+			return err
+		}
+		page.Error = msg
+	}
+	page.Layout = r.base("Lease history", "leases")
+	return r.show(page)
+}
+
+// csvMaxRows bounds one CSV export.
+const csvMaxRows = 100000
+
+// leasesCSV exports the history matching the filter, every page of it (up
+// to csvMaxRows), oldest first.
+func (u *ui) leasesCSV(r *req) error {
+	_, lf, err := r.historyFilter()
+	if err != nil {
+		return err
+	}
+	h := r.Response().Header()
+	h.Set("Content-Type", "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="`+r.project.Name+`-leases.csv"`)
+	r.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(r.Response())
+	_ = w.Write([]string{"lease_id", "item_id", "item_title", "epoch", "worker", "principal", "acquired_at",
+		"expires_at", "ended_at", "outcome", "heartbeats", "last_heartbeat_at", "stale_calls", "outcome_detail"})
+	lf.Limit = 500
+	for n := 0; n < csvMaxRows; {
+		p, err := u.Leases.History(r.ctx(), r.project.ID, lf)
+		if err != nil {
+			// Headers are sent: end the file with the error for the reader.
+			_ = w.Write([]string{"error: " + err.Error()})
+			break
+		}
+		rows, err := r.withTitles(p.Leases)
+		if err != nil {
+			_ = w.Write([]string{"error: " + err.Error()})
+			break
+		}
+		for _, l := range rows {
+			_ = w.Write([]string{
+				l.ID.String(), l.ItemID.String(), csvText(l.ItemTitle), strconv.FormatInt(l.Epoch, 10),
+				csvText(l.Worker), csvText(l.Principal), rfc3339(&l.AcquiredAt), rfc3339(&l.ExpiresAt),
+				rfc3339(l.EndedAt), l.OutcomeName(), strconv.Itoa(int(l.Heartbeats)), rfc3339(l.HeartbeatAt),
+				strconv.Itoa(l.StaleCalls), csvText(string(l.OutcomeDetail)),
+			})
+		}
+		n += len(rows)
+		if p.NextCursor == "" {
+			break
+		}
+		lf.Cursor = p.NextCursor
+	}
+	w.Flush()
+	return w.Error()
+}
+
+func rfc3339(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// csvText keeps text that agents wrote from being read as a formula by a
+// spreadsheet.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// withTitles labels leases with their items' titles (one query).
+func (r *req) withTitles(leases []lease.Lease) ([]LeaseRow, error) {
+	ids := make([]uuid.UUID, 0, len(leases))
+	seen := map[uuid.UUID]bool{}
+	for _, l := range leases {
+		if !seen[l.ItemID] {
+			seen[l.ItemID] = true
+			ids = append(ids, l.ItemID)
+		}
+	}
+	titles := map[uuid.UUID]string{}
+	if len(ids) > 0 {
+		rows, err := r.ui.q.ItemTitles(r.ctx(), r.ui.Pool, dbqItemTitles(r.project.ID, ids))
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			titles[row.ID] = row.Title
+		}
+	}
+	out := make([]LeaseRow, len(leases))
+	for i, l := range leases {
+		out[i] = LeaseRow{Lease: l, ItemTitle: titles[l.ItemID]}
+	}
+	return out, nil
+}
+
+// WorkersPage shows the live leases and what each worker has done.
+type WorkersPage struct {
+	Layout
+	Active   []LeaseRow
+	Stats    []WorkerStatRow
+	Outcomes []lease.Outcome
+	Now      time.Time
+}
+
+// WorkerStatRow is one worker's counts in outcome order.
+type WorkerStatRow struct {
+	lease.WorkerStat
+	Counts []int
+	Total  int
+}
+
+// Render writes the page.
+func (p *WorkersPage) Render(w http.ResponseWriter) error { return render(w, "workers", p) }
+
+// RenderLeases writes only the live leases table (refreshed by app.js).
+func (p *WorkersPage) RenderLeases(w http.ResponseWriter) error {
+	return renderPartial(w, "workers", "active-leases", p)
+}
+
+func (u *ui) workers(r *req) error {
+	active, err := u.Leases.Active(r.ctx(), r.project.ID)
+	if err != nil {
+		return err
+	}
+	page := &WorkersPage{Outcomes: outcomes, Now: r.now()}
+	if page.Active, err = r.withTitles(active); err != nil {
+		return err
+	}
+	if r.QueryParam("partial") == "leases" {
+		page.Layout = Layout{Session: r.sess, Project: &r.project}
+		r.Response().Header().Set("Content-Type", "text/html; charset=utf-8")
+		return page.RenderLeases(r.Response())
+	}
+	stats, err := u.Leases.WorkerStats(r.ctx(), r.project.ID)
+	if err != nil {
+		return err
+	}
+	for _, s := range stats {
+		row := WorkerStatRow{WorkerStat: s}
+		for _, o := range outcomes {
+			row.Counts = append(row.Counts, s.Outcomes[o])
+			row.Total += s.Outcomes[o]
+		}
+		page.Stats = append(page.Stats, row)
+	}
+	sort.SliceStable(page.Stats, func(i, j int) bool { return page.Stats[i].LastSeen.After(page.Stats[j].LastSeen) })
+	page.Layout = r.base("Workers", "workers")
+	return r.show(page)
+}
+
+// requestStop asks the worker holding a lease to stop: it learns it on its
+// next heartbeat. The lease is not pre-empted.
+func (u *ui) requestStop(r *req) error {
+	id, err := uuid.Parse(r.Param("id"))
+	if err != nil {
+		return notFoundf("no such lease")
+	}
+	if _, err := u.Leases.RequestStop(r.ctx(), r.project.ID, id, r.by()); err != nil {
+		return err
+	}
+	return r.redirect(r.backTo(r.projectURL("/workers")), "Stop requested: the worker is told on its next heartbeat.")
+}

@@ -1,0 +1,52 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/workgraph-dev/workgraph/graph"
+)
+
+// Layout is what every page shows around its content: the top bar with the
+// project's navigation and live counters, the signed-in person, a one-time
+// message.
+type Layout struct {
+	Title         string
+	Nav           string // the active navigation entry
+	Session       *session
+	Project       *graph.Project
+	OpenAttention int
+	ActiveLeases  int
+	Flash         string
+	FlashError    bool
+}
+
+// ErrorPage explains why a request failed.
+type ErrorPage struct {
+	Layout
+	Heading string
+	Message string
+	Back    string
+}
+
+// Render writes the page.
+func (p *ErrorPage) Render(w http.ResponseWriter) error { return render(w, "error", p) }
+
+// SigninPage is the sign-in form.
+type SigninPage struct {
+	Layout
+	SigninCSRF string
+	Next       string
+	Error      string
+}
+
+// Render writes the page.
+func (p *SigninPage) Render(w http.ResponseWriter) error { return render(w, "signin", p) }
+
+// ProjectsPage lists the projects an admin may open.
+type ProjectsPage struct {
+	Layout
+	Projects []graph.Project
+}
+
+// Render writes the page.
+func (p *ProjectsPage) Render(w http.ResponseWriter) error { return render(w, "projects", p) }

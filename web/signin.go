@@ -1,0 +1,115 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// signinCookie carries the double-submit token of the sign-in form, which
+// has no session to derive a CSRF token from yet.
+const signinCookie = "wg_signin"
+
+func (u *ui) signinForm(r *req) error {
+	if ok, err := r.loadSession(); err == nil && ok {
+		return r.Redirect(http.StatusSeeOther, safeNext(r.QueryParam("next")))
+	}
+	return r.showSignin(http.StatusOK, r.QueryParam("next"), "")
+}
+
+// showSignin renders the form with a fresh double-submit token.
+func (r *req) showSignin(status int, next, msg string) error {
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	tok := base64.RawURLEncoding.EncodeToString(raw)
+	http.SetCookie(r.Response(), &http.Cookie{
+		Name: signinCookie, Value: tok, Path: "/signin", HttpOnly: true,
+		Secure: secureRequest(r.Request()), SameSite: http.SameSiteStrictMode, MaxAge: 3600,
+	})
+	return r.showStatus(status, &SigninPage{
+		Layout: Layout{Title: "Sign in"}, SigninCSRF: tok, Next: safeNext(next), Error: msg,
+	})
+}
+
+// signin checks the token, refuses agent tokens, starts a session and sets
+// its cookie.
+func (u *ui) signin(r *req) error {
+	next := r.FormValue("next")
+	c, err := r.Cookie(signinCookie)
+	if err != nil || !validCSRF(c.Value, r.FormValue(csrfField)) {
+		return r.showSignin(http.StatusForbidden, next, "The sign-in form expired. Please try again.")
+	}
+	p, err := u.Auth.Authenticate(r.ctx(), r.FormValue("token"))
+	if errors.Is(err, wgerr.Unauthenticated) {
+		return r.showSignin(http.StatusUnauthorized, next, "That token is not valid (unknown or revoked).")
+	}
+	if err != nil {
+		return err
+	}
+	if p.Role != auth.RoleHuman && p.Role != auth.RoleAdmin {
+		return r.showSignin(http.StatusForbidden, next, "Agent tokens cannot sign in to the web UI. Use a human or admin token.")
+	}
+	id, expires, err := u.sessions.create(r.ctx(), p)
+	if err != nil {
+		return err
+	}
+	setSessionCookie(r.Response(), r.Request(), id, expires)
+	http.SetCookie(r.Response(), &http.Cookie{Name: signinCookie, Path: "/signin", MaxAge: -1})
+	return r.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+func (u *ui) signout(r *req) error {
+	if err := u.sessions.end(r.ctx(), r.sessID); err != nil {
+		return err
+	}
+	setSessionCookie(r.Response(), r.Request(), "", time.Time{})
+	return r.Redirect(http.StatusSeeOther, "/signin")
+}
+
+// home sends a person to their project's inbox, or an admin without a
+// project to the project list.
+func (u *ui) home(r *req) error {
+	if pid := r.sess.Principal.ProjectID; pid != nil {
+		p, err := u.Graph.Project(r.ctx(), pid.String())
+		if err == nil {
+			return r.Redirect(http.StatusSeeOther, "/p/"+url.PathEscape(p.Name)+"/inbox")
+		}
+	}
+	return r.Redirect(http.StatusSeeOther, "/projects")
+}
+
+func (u *ui) projects(r *req) error {
+	all, err := u.Graph.ListProjects(r.ctx())
+	if err != nil {
+		return err
+	}
+	var mine []graph.Project
+	for _, p := range all {
+		if r.sess.Principal.CanSee(p.ID) {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) == 1 {
+		return r.Redirect(http.StatusSeeOther, "/p/"+url.PathEscape(mine[0].Name)+"/inbox")
+	}
+	return r.show(&ProjectsPage{Layout: r.base("Projects", ""), Projects: mine})
+}
+
+func (u *ui) projectHome(r *req) error {
+	return r.Redirect(http.StatusSeeOther, r.projectURL("/inbox"))
+}
+
+// live answers the counters app.js refreshes.
+func (u *ui) live(r *req) error {
+	attention, leases := r.counts()
+	return r.JSON(http.StatusOK, map[string]int{"attention": attention, "leases": leases})
+}

@@ -1,0 +1,168 @@
+package web
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// Timeline is the geometry of an item's lease timeline: one lane per lease
+// (oldest at the top), a bar from acquisition to end coloured by outcome, a
+// dashed tail to the expiry of a lease still running, and a red mark at
+// every refused late or stale report. The template draws it as SVG.
+type Timeline struct {
+	Width, Height  int
+	PlotX0, PlotX1 float64
+	AxisY          float64
+	Lanes          []TimelineLane
+	Ticks          []TimelineTick
+}
+
+// TimelineLane is one lease.
+type TimelineLane struct {
+	Y          float64 // top of the lane
+	Epoch      int64
+	Worker     string
+	Outcome    string // CSS suffix: an outcome or "active"
+	X, W       float64
+	Title      string // tooltip
+	TailX      float64
+	TailW      float64 // >0: dashed tail to the expiry of an active lease
+	Marks      []TimelineMark
+	StaleCalls int
+	LeaseID    uuid.UUID
+}
+
+// TimelineMark is a refused report.
+type TimelineMark struct {
+	X     float64
+	Title string
+}
+
+// TimelineTick is a labelled time on the axis.
+type TimelineTick struct {
+	X     float64
+	Label string
+}
+
+const (
+	tlWidth   = 960
+	tlLabelW  = 190
+	tlRightW  = 70
+	tlLaneH   = 30
+	tlTop     = 6
+	tlAxisH   = 26
+	tlMinBarW = 3
+)
+
+// buildTimeline lays out leases (oldest first) against now.
+func buildTimeline(leases []lease.Lease, obs map[uuid.UUID][]lease.Observation, now time.Time) *Timeline {
+	if len(leases) == 0 {
+		return nil
+	}
+	start, end := leases[0].AcquiredAt, leases[0].AcquiredAt
+	extend := func(t time.Time) {
+		if t.Before(start) {
+			start = t
+		}
+		if t.After(end) {
+			end = t
+		}
+	}
+	for _, l := range leases {
+		extend(l.AcquiredAt)
+		if l.EndedAt != nil {
+			extend(*l.EndedAt)
+		} else {
+			extend(now)
+			extend(l.ExpiresAt)
+		}
+		for _, o := range obs[l.ID] {
+			extend(o.ReceivedAt)
+		}
+	}
+	span := end.Sub(start)
+	if span < time.Second {
+		span = time.Second
+	}
+	// A little air on both sides.
+	start = start.Add(-span / 40)
+	end = end.Add(span / 40)
+	span = end.Sub(start)
+
+	tl := &Timeline{Width: tlWidth, PlotX0: tlLabelW, PlotX1: tlWidth - tlRightW}
+	x := func(t time.Time) float64 {
+		return tl.PlotX0 + (tl.PlotX1-tl.PlotX0)*float64(t.Sub(start))/float64(span)
+	}
+	for i, l := range leases {
+		lane := TimelineLane{
+			Y: float64(tlTop + i*tlLaneH), Epoch: l.Epoch, Worker: l.Worker, Outcome: "active",
+			StaleCalls: l.StaleCalls, LeaseID: l.ID,
+		}
+		ended := now
+		if l.EndedAt != nil {
+			ended = *l.EndedAt
+		}
+		if l.Outcome != nil {
+			lane.Outcome = string(*l.Outcome)
+		}
+		lane.X = x(l.AcquiredAt)
+		lane.W = max(x(ended)-lane.X, tlMinBarW)
+		lane.Title = fmt.Sprintf("epoch %d · %s · %s\n%s → %s (%s)", l.Epoch, l.Worker, stateTitle(lane.Outcome),
+			formatTime(l.AcquiredAt), endLabel(l), formatDuration(ended.Sub(l.AcquiredAt)))
+		if l.EndedAt == nil && l.ExpiresAt.After(now) {
+			lane.TailX = lane.X + lane.W
+			lane.TailW = x(l.ExpiresAt) - lane.TailX
+		}
+		for _, o := range obs[l.ID] {
+			lane.Marks = append(lane.Marks, TimelineMark{
+				X:     x(o.ReceivedAt),
+				Title: fmt.Sprintf("refused %s (%s) at %s", o.Operation, stateTitle(o.Kind), formatTime(o.ReceivedAt)),
+			})
+		}
+		tl.Lanes = append(tl.Lanes, lane)
+	}
+	tl.AxisY = float64(tlTop + len(leases)*tlLaneH + 4)
+	tl.Height = int(tl.AxisY) + tlAxisH
+	step, layout := tickStep(span)
+	for t := start.Truncate(step).Add(step); t.Before(end); t = t.Add(step) {
+		tl.Ticks = append(tl.Ticks, TimelineTick{X: x(t), Label: t.UTC().Format(layout)})
+	}
+	return tl
+}
+
+func endLabel(l lease.Lease) string {
+	if l.EndedAt == nil {
+		return "now (expires " + formatTime(l.ExpiresAt) + ")"
+	}
+	return formatTime(*l.EndedAt)
+}
+
+// tickStep picks a round step giving at most seven ticks over span, and the
+// time layout that suits it.
+func tickStep(span time.Duration) (time.Duration, string) {
+	steps := []time.Duration{
+		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+		time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+		24 * time.Hour, 2 * 24 * time.Hour, 7 * 24 * time.Hour, 14 * 24 * time.Hour, 30 * 24 * time.Hour,
+	}
+	step := steps[len(steps)-1]
+	for _, s := range steps {
+		if span/s <= 7 {
+			step = s
+			break
+		}
+	}
+	switch {
+	case step < time.Minute:
+		return step, "15:04:05"
+	case step < 24*time.Hour:
+		return step, "15:04"
+	default:
+		return step, "Jan 2"
+	}
+}

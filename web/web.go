@@ -1,0 +1,327 @@
+package web
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Deps are the services the UI is built on.
+type Deps struct {
+	Pool      *pgxpool.Pool
+	Auth      *auth.Service
+	Graph     *graph.Service
+	Leases    *lease.Service
+	Attention *attention.Service
+	// Clock is the domain clock; nil means the database's. The UI also uses
+	// it for "waited for" and "expires in" (wall clock when it is nil).
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// ui serves the pages.
+type ui struct {
+	Deps
+	sessions *sessions
+	q        *dbq.Queries
+}
+
+// Mount registers the UI's routes on e: "/" and the pages below it, plus
+// /static/. It does not touch /v1, /healthz or /readyz.
+func Mount(e *echo.Echo, d Deps) {
+	if d.Clock == nil {
+		d.Clock = clock.Database{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	u := &ui{Deps: d, sessions: &sessions{pool: d.Pool, clock: d.Clock, q: dbq.New()}, q: dbq.New()}
+
+	static, _ := fs.Sub(staticFS, "static")
+	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
+	e.GET("/static/*", func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if c.QueryParam("v") == assetVersion {
+			h.Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			h.Set("Cache-Control", "no-cache")
+		}
+		fileServer.ServeHTTP(c.Response(), c.Request())
+		return nil
+	})
+
+	e.GET("/signin", u.open(u.signinForm))
+	e.POST("/signin", u.open(u.signin))
+	e.POST("/signout", u.action(u.signout))
+	e.GET("/", u.page(u.home))
+	e.GET("/projects", u.page(u.projects))
+
+	p := func(path string) string { return "/p/:project" + path }
+	e.GET(p(""), u.project(u.projectHome))
+	e.GET(p("/live"), u.project(u.live))
+	e.GET(p("/inbox"), u.project(u.inbox))
+	e.POST(p("/attention/:id/resolve"), u.projectAction(u.resolve))
+	e.POST(p("/attention/:id/dismiss"), u.projectAction(u.dismiss))
+	e.GET(p("/items"), u.project(u.items))
+	e.GET(p("/items/new"), u.project(u.newItemForm))
+	e.POST(p("/items"), u.projectAction(u.createItem))
+	e.GET(p("/items/:id"), u.project(u.item))
+	e.GET(p("/items/:id/edit"), u.project(u.editItemForm))
+	e.POST(p("/items/:id/edit"), u.projectAction(u.editItem))
+	e.POST(p("/items/:id/cancel"), u.projectAction(u.cancelItem))
+	e.POST(p("/items/:id/hold"), u.projectAction(u.holdItem))
+	e.POST(p("/items/:id/dependencies"), u.projectAction(u.addDependency))
+	e.POST(p("/items/:id/dependencies/:dep/remove"), u.projectAction(u.removeDependency))
+	e.GET(p("/items/:id/graph"), u.project(u.itemGraph))
+	e.GET(p("/graph"), u.project(u.projectGraph))
+	e.GET(p("/leases"), u.project(u.leases))
+	e.GET(p("/leases.csv"), u.project(u.leasesCSV))
+	e.GET(p("/workers"), u.project(u.workers))
+	e.POST(p("/leases/:id/stop"), u.projectAction(u.requestStop))
+}
+
+// req is one request to the UI: the echo context, the signed-in session
+// and, below /p/:project, the project.
+type req struct {
+	echo.Context
+	ui      *ui
+	sess    *session
+	sessID  string
+	project graph.Project
+}
+
+func (r *req) ctx() context.Context { return r.Request().Context() }
+
+// now is the instant the UI displays against: the stub clock in tests, the
+// wall clock otherwise.
+func (r *req) now() time.Time {
+	if t := r.ui.Clock.Now(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
+// by is the principal recorded for the person's actions.
+func (r *req) by() string { return r.sess.Principal.String() }
+
+// base is the Layout every page embeds.
+func (r *req) base(title, nav string) Layout {
+	l := Layout{Title: title, Nav: nav, Session: r.sess}
+	if r.project.Name != "" {
+		p := r.project
+		l.Project = &p
+		l.OpenAttention, l.ActiveLeases = r.counts()
+	}
+	l.Flash, l.FlashError = r.takeFlash()
+	return l
+}
+
+// counts are the project's open attention requests and active leases, for
+// the navigation badges. A failed count shows as 0 rather than failing the
+// page.
+func (r *req) counts() (attention, leases int) {
+	if n, err := r.ui.q.CountOpenAttention(r.ctx(), r.ui.Pool, r.project.ID); err == nil {
+		attention = int(n)
+	}
+	if n, err := r.ui.q.CountActiveLeases(r.ctx(), r.ui.Pool, r.project.ID); err == nil {
+		leases = int(n)
+	}
+	return attention, leases
+}
+
+type handlerFunc func(r *req) error
+
+// open wraps a handler that needs no session (sign-in).
+func (u *ui) open(fn handlerFunc) echo.HandlerFunc {
+	return u.wrap(fn, false, false)
+}
+
+// page wraps a GET handler that needs a session.
+func (u *ui) page(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, false) }
+
+// action wraps a POST handler that needs a session and its CSRF token.
+func (u *ui) action(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, false) }
+
+// project wraps a handler below /p/:project.
+func (u *ui) project(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, true) }
+
+// projectAction wraps a POST handler below /p/:project.
+func (u *ui) projectAction(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, true) }
+
+// wrap applies, in order: security headers; for POSTs the same-origin
+// check (before anything else is looked at); the session (signing in when
+// missing); for POSTs the CSRF token; the project (404 when the principal
+// may not see it); then the handler, whose errors become error pages.
+func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := &req{Context: c, ui: u}
+		securityHeaders(c.Response().Header())
+		post := c.Request().Method == http.MethodPost
+		if post && !sameOrigin(c.Request()) {
+			return r.fail(http.StatusForbidden, "Cross-site request refused",
+				"This form was posted from another site. Nothing was changed.")
+		}
+		if needSession {
+			ok, err := r.loadSession()
+			if err != nil {
+				return r.error(err)
+			}
+			if !ok {
+				if post {
+					return c.Redirect(http.StatusSeeOther, "/signin")
+				}
+				return c.Redirect(http.StatusSeeOther, "/signin?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			}
+			if post && !validCSRF(r.sess.CSRF, c.FormValue(csrfField)) {
+				return r.fail(http.StatusForbidden, "Form expired",
+					"The form's security token did not match your session. Reload the page and try again.")
+			}
+		}
+		if needProject {
+			p, err := u.Graph.Project(r.ctx(), c.Param("project"))
+			if err != nil || !r.sess.Principal.CanSee(p.ID) {
+				return r.fail(http.StatusNotFound, "Not found", "There is no such project, or it is not yours.")
+			}
+			r.project = p
+		}
+		if err := fn(r); err != nil {
+			return r.error(err)
+		}
+		return nil
+	}
+}
+
+// loadSession reads the session cookie.
+func (r *req) loadSession() (bool, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false, nil
+	}
+	s, ok, err := r.ui.sessions.lookup(r.ctx(), c.Value)
+	if err != nil || !ok {
+		return false, err
+	}
+	r.sess, r.sessID = &s, c.Value
+	return true, nil
+}
+
+// securityHeaders: no framing, no sniffing, no inline script or style, no
+// form posts elsewhere; pages are private and not cached.
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "+
+		"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
+
+// Page is anything that renders itself as a full HTML page.
+type Page interface {
+	Render(w http.ResponseWriter) error
+}
+
+// show renders a page with status 200.
+func (r *req) show(p Page) error { return r.showStatus(http.StatusOK, p) }
+
+func (r *req) showStatus(status int, p Page) error {
+	r.Response().Header().Set("Content-Type", "text/html; charset=utf-8")
+	r.Response().WriteHeader(status)
+	return p.Render(r.Response())
+}
+
+// fail shows an error page.
+func (r *req) fail(status int, heading, message string) error {
+	p := &ErrorPage{Layout: Layout{Title: heading, Session: r.sess}, Heading: heading, Message: message}
+	if r.project.Name != "" {
+		pr := r.project
+		p.Project = &pr
+	}
+	return r.showStatus(status, p)
+}
+
+// error shows the page for an error returned by a handler or service.
+func (r *req) error(err error) error {
+	var we *wgerr.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case wgerr.CodeNotFound:
+			return r.fail(http.StatusNotFound, "Not found", we.Message)
+		case wgerr.CodeInvalid:
+			return r.fail(http.StatusBadRequest, "That did not work", we.Message)
+		case wgerr.CodeConflict, wgerr.CodeAlreadyExists, wgerr.CodeDependencyCycle:
+			return r.fail(http.StatusConflict, "That did not work", we.Message)
+		case wgerr.CodeForbidden:
+			return r.fail(http.StatusForbidden, "Not allowed", we.Message)
+		}
+	}
+	r.ui.Logger.Error("web: request failed", "path", r.Request().URL.Path, "err", err)
+	return r.fail(http.StatusInternalServerError, "Something went wrong", "The server could not complete this request. It has been logged.")
+}
+
+// redirect answers a POST with 303 See Other to target, carrying a one-time
+// message for the next page.
+func (r *req) redirect(target, flash string) error {
+	if flash != "" {
+		r.setFlash(flash, false)
+	}
+	return r.Redirect(http.StatusSeeOther, target)
+}
+
+const flashCookie = "wg_flash"
+
+func (r *req) setFlash(msg string, isError bool) {
+	v := "i"
+	if isError {
+		v = "e"
+	}
+	http.SetCookie(r.Response(), &http.Cookie{
+		Name: flashCookie, Value: v + base64.RawURLEncoding.EncodeToString([]byte(msg)),
+		Path: "/", HttpOnly: true, Secure: secureRequest(r.Request()), SameSite: http.SameSiteLaxMode, MaxAge: 60,
+	})
+}
+
+// takeFlash reads and clears the one-time message.
+func (r *req) takeFlash() (string, bool) {
+	c, err := r.Cookie(flashCookie)
+	if err != nil || len(c.Value) < 2 {
+		return "", false
+	}
+	http.SetCookie(r.Response(), &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true})
+	b, err := base64.RawURLEncoding.DecodeString(c.Value[1:])
+	if err != nil {
+		return "", false
+	}
+	return string(b), c.Value[0] == 'e'
+}
+
+// projectURL is a path below the current project.
+func (r *req) projectURL(path string) string {
+	return "/p/" + url.PathEscape(r.project.Name) + path
+}
+
+// safeNext keeps a post-sign-in redirect on this site.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
