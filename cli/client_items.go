@@ -218,6 +218,7 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 		title, body string
 		priority    int
 		labels      []string
+		version     int
 	)
 	cmd := &cobra.Command{
 		Use:   "edit ID",
@@ -240,6 +241,9 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 			if req == (client.UpdateItemRequest{}) {
 				return usageError("nothing to change: give --title, --body, --priority or --labels")
 			}
+			if s.flagChanged("version") {
+				req.Version = &version
+			}
 			it, err := s.api.UpdateItem(ctx, s.cfg.Project, a[0], req)
 			if err != nil {
 				return err
@@ -256,16 +260,18 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringVar(&body, "body", "", "new body")
 	fl.IntVar(&priority, "priority", 0, "new priority")
 	fl.StringSliceVar(&labels, "labels", nil, "new labels, replacing the old ones (comma-separated; \"\" for none)")
+	fl.IntVar(&version, "version", 0, "apply only if the item is still at this version (see items show --json)")
 	return cmd
 }
 
 func itemsCancelCmd(stdio IO, f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var reason string
+	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel an item (an active lease on it ends as cancelled)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
-			it, err := s.api.CancelItem(ctx, s.cfg.Project, a[0])
+			it, err := s.api.CancelItem(ctx, s.cfg.Project, a[0], reason)
 			if err != nil {
 				return err
 			}
@@ -276,6 +282,8 @@ func itemsCancelCmd(stdio IO, f *clientFlags) *cobra.Command {
 			return nil
 		}),
 	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the item is cancelled")
+	return cmd
 }
 
 func newDepsCmd(stdio IO) *cobra.Command {

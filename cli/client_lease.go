@@ -448,11 +448,11 @@ or, for quick independent children, from repeated --child flags:
 			if s.json {
 				return printJSON(s.Out, out)
 			}
-			fmt.Fprintf(s.Out, "item %s split into %d children; the lease has ended\n", out.Lease.ItemID, len(children))
+			fmt.Fprintf(s.Out, "item %s split into %d children; the lease has ended and the item waits for them\n", out.Lease.ItemID, len(out.Children))
 			t := newTable(s.Out)
-			fmt.Fprintln(t, "KEY\tID\tTITLE")
-			for _, c := range children {
-				fmt.Fprintf(t, "%s\t%s\t%s\n", c.Key, orDash(out.Keys[c.Key]), clip(c.Title, 60))
+			fmt.Fprintln(t, "ID\tSTATE\tTITLE")
+			for _, c := range out.Children {
+				fmt.Fprintf(t, "%s\t%s\t%s\n", c.ID, c.State, clip(c.Title, 60))
 			}
 			return t.Flush()
 		}),

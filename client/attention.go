@@ -46,3 +46,12 @@ func (c *Client) Resolve(ctx context.Context, requestID, answer string) (*Attent
 	}
 	return &out, nil
 }
+
+// GetAttention returns one attention request.
+func (c *Client) GetAttention(ctx context.Context, requestID string) (*AttentionRequest, error) {
+	var out AttentionRequest
+	if _, err := c.do(ctx, http.MethodGet, "/v1/attention/"+esc(requestID), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

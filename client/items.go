@@ -75,6 +75,9 @@ type UpdateItemRequest struct {
 	Body     *string   `json:"body,omitempty"`
 	Priority *int      `json:"priority,omitempty"`
 	Labels   *[]string `json:"labels,omitempty"`
+	// Version, when set, makes the edit apply only to that version of the
+	// item (ErrConflict otherwise).
+	Version *int `json:"version,omitempty"`
 }
 
 // UpdateItem edits an item (people's edits; never pre-empts a lease).
@@ -87,9 +90,13 @@ func (c *Client) UpdateItem(ctx context.Context, project, id string, req UpdateI
 }
 
 // CancelItem cancels an item; an active lease on it ends as cancelled.
-func (c *Client) CancelItem(ctx context.Context, project, id string) (*Item, error) {
+func (c *Client) CancelItem(ctx context.Context, project, id, reason string) (*Item, error) {
 	var it Item
-	if _, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(id)+"/cancel", nil, struct{}{}, &it); err != nil {
+	body := map[string]string{}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	if _, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(id)+"/cancel", nil, body, &it); err != nil {
 		return nil, err
 	}
 	return &it, nil

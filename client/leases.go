@@ -78,8 +78,11 @@ type LeaseResult struct {
 	Replayed bool `json:"replayed,omitempty"`
 	// Children are the items a decomposition created.
 	Children []Item `json:"children,omitempty"`
-	// Keys maps a decomposition's child keys to the new item ids.
-	Keys map[string]string `json:"keys,omitempty"`
+	// RetryAfter is when a failed item may be claimed again.
+	RetryAfter *time.Time `json:"retry_after,omitempty"`
+	// Attention is the request the system opened instead of another retry
+	// after repeated failures.
+	Attention *AttentionRequest `json:"attention,omitempty"`
 }
 
 // CompleteRequest is the body of POST /v1/leases/{id}/complete.
@@ -169,6 +172,25 @@ func (c *Client) Ask(ctx context.Context, leaseID string, req AskRequest) (*Aske
 		return nil, err
 	}
 	return &out, nil
+}
+
+// RequestStop asks the worker holding the lease to stop (people); the
+// worker learns it from its next heartbeat.
+func (c *Client) RequestStop(ctx context.Context, leaseID, reason string) (*Lease, error) {
+	var l Lease
+	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "stop"), nil, map[string]string{"reason": reason}, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// GetLease returns one lease.
+func (c *Client) GetLease(ctx context.Context, leaseID string) (*Lease, error) {
+	var l Lease
+	if _, err := c.do(ctx, http.MethodGet, "/v1/leases/"+esc(leaseID), nil, nil, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
 }
 
 func (c *Client) leaseCall(ctx context.Context, leaseID, op string, req any) (*LeaseResult, error) {

@@ -46,17 +46,19 @@ type Token struct {
 
 // Item is a work item.
 type Item struct {
-	ID             string          `json:"id"`
-	Title          string          `json:"title"`
-	Body           string          `json:"body"`
-	Priority       int             `json:"priority"`
-	ParentID       *string         `json:"parent_id"`
-	Labels         []string        `json:"labels"`
-	State          string          `json:"state"`
-	Epoch          int64           `json:"epoch"`
+	ID       string   `json:"id"`
+	Title    string   `json:"title"`
+	Body     string   `json:"body"`
+	Priority int      `json:"priority"`
+	ParentID *string  `json:"parent_id"`
+	Labels   []string `json:"labels"`
+	State    string   `json:"state"`
+	Epoch    int64    `json:"epoch"`
+	// Version increases with every edit (optimistic concurrency).
 	Version        int             `json:"version,omitempty"`
 	BlockedBy      *BlockedBy      `json:"blocked_by,omitempty"`
 	PreviousWorker *string         `json:"previous_worker"`
+	ActiveLeaseID  *string         `json:"active_lease_id,omitempty"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
@@ -130,12 +132,20 @@ type Lease struct {
 	EndedAt       *time.Time      `json:"ended_at"`
 	Outcome       *string         `json:"outcome"`
 	OutcomeDetail json.RawMessage `json:"outcome_detail,omitempty"`
+	HeartbeatAt   *time.Time      `json:"heartbeat_at,omitempty"`
+	Heartbeats    int             `json:"heartbeats,omitempty"`
+	Progress      json.RawMessage `json:"progress,omitempty"`
+	StopRequested bool            `json:"stop_requested,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	// StaleCalls counts calls refused after the lease was lost.
+	StaleCalls int `json:"stale_calls,omitempty"`
 }
 
 // AttentionRequest is a question for a person about an item.
 type AttentionRequest struct {
 	ID               string          `json:"id"`
 	ItemID           string          `json:"item_id"`
+	ItemTitle        string          `json:"item_title,omitempty"`
 	LeaseID          *string         `json:"lease_id,omitempty"`
 	Epoch            *int64          `json:"epoch,omitempty"`
 	Source           string          `json:"source,omitempty"`
@@ -150,6 +160,4 @@ type AttentionRequest struct {
 	ResolvedBy       *string         `json:"resolved_by,omitempty"`
 	ResolvedAt       *time.Time      `json:"resolved_at,omitempty"`
 	CreatedAt        time.Time       `json:"created_at"`
-	// Item is set by listings that embed the item the request is about.
-	Item *Item `json:"item,omitempty"`
 }

@@ -1,0 +1,210 @@
+// Package e2e runs the real workgraph binary (built once in TestMain)
+// against a real server started in-process on port 0 with a fresh
+// PostgreSQL database per test: the client commands, the work supervisor
+// and plan import, end to end.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+// bin is the workgraph binary under test.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "workgraph-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "workgraph")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	build := exec.Command(gobin, "build", "-o", bin, "github.com/workgraph-dev/workgraph/cmd/workgraph")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the workgraph binary:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const adminToken = "e2e-bootstrap-admin-token"
+
+// env is a running server with a project and tokens of each role.
+type env struct {
+	t       *testing.T
+	srv     *server.Server
+	url     string
+	pool    *pgxpool.Pool
+	project string
+	admin   *client.Client
+	agent   *client.Client
+	human   *client.Client
+	// agentToken and humanToken are the bearer secrets.
+	agentToken, humanToken string
+}
+
+// setup boots the real server against a fresh database and creates the
+// project "e2e" with an agent and a human token.
+func setup(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := server.Start(ctx, server.Config{
+		DatabaseURL:    dbtest.URL(t),
+		Addr:           "127.0.0.1:0",
+		BootstrapToken: adminToken,
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RateLimit:      -1,
+	})
+	if err != nil {
+		t.Fatalf("server.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	e := &env{t: t, srv: srv, url: srv.URL(), pool: srv.Pool(), project: "e2e"}
+	e.admin = e.client(adminToken)
+	if _, err := e.admin.CreateProject(ctx, e.project); err != nil {
+		t.Fatalf("create project: %v", err)
+	}
+	e.agentToken = e.token("agent-1", "agent")
+	e.humanToken = e.token("person-1", "human")
+	e.agent, e.human = e.client(e.agentToken), e.client(e.humanToken)
+	return e
+}
+
+func (e *env) client(token string) *client.Client {
+	c, err := client.New(e.url, token)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func (e *env) token(name, role string) string {
+	tk, err := e.admin.CreateToken(context.Background(), e.project, client.CreateTokenRequest{Name: name, Role: role})
+	if err != nil {
+		e.t.Fatalf("create %s token: %v", role, err)
+	}
+	return tk.Secret
+}
+
+// item creates an item through the API.
+func (e *env) item(title string, deps ...string) *client.Item {
+	e.t.Helper()
+	it, err := e.agent.CreateItem(context.Background(), e.project, client.CreateItemRequest{Title: title, DependsOn: deps})
+	if err != nil {
+		e.t.Fatalf("create item %q: %v", title, err)
+	}
+	return it
+}
+
+// get reads an item back from the server.
+func (e *env) get(id string) *client.Item {
+	e.t.Helper()
+	it, err := e.human.GetItem(context.Background(), e.project, id)
+	if err != nil {
+		e.t.Fatalf("get item %s: %v", id, err)
+	}
+	return it
+}
+
+// leases returns the stored leases of an item, oldest first.
+func (e *env) leases(id string) []client.Lease {
+	e.t.Helper()
+	ls, err := e.human.ItemLeases(context.Background(), e.project, id)
+	if err != nil {
+		e.t.Fatalf("leases of %s: %v", id, err)
+	}
+	return ls
+}
+
+// result is what one run of the binary did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
+}
+
+// cmd prepares the binary with a clean environment: the server's URL,
+// the token, the project and a HOME without a config file.
+func (e *env) cmd(token string, extraEnv []string, args ...string) *exec.Cmd {
+	c := exec.Command(bin, args...)
+	c.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + e.t.TempDir(),
+		"WORKGRAPH_URL=" + e.url,
+		"WORKGRAPH_TOKEN=" + token,
+		"WORKGRAPH_PROJECT=" + e.project,
+		"WORKGRAPH_WORKER=e2e-worker",
+		"WORKGRAPH_BIN=" + bin,
+	}, extraEnv...)
+	return c
+}
+
+// run runs the binary to completion (bounded by a minute).
+func (e *env) run(token string, extraEnv []string, args ...string) result {
+	e.t.Helper()
+	c := e.cmd(token, extraEnv, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Start(); err != nil {
+		e.t.Fatalf("start %v: %v", args, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		c.Process.Kill()
+		<-done
+		e.t.Fatalf("workgraph %s did not finish within a minute\n%s", strings.Join(args, " "), errb.String())
+	}
+	return result{code: c.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *env) countItems() int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM items").Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}

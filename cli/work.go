@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+func init() { extraCommands = append(extraCommands, newWorkCmd) }
+
+// envHeartbeatGate names the supervisor's test hook: while the file at this
+// path exists, the supervisor sends no heartbeats and its local expiry
+// watchdog is suspended, as if the supervisor were frozen (SIGSTOP). Tests
+// use it to let a lease expire and be taken over, then remove the file: the
+// next heartbeat is refused. Not for production use.
+const envHeartbeatGate = "WORKGRAPH_TEST_HEARTBEAT_GATE"
+
+// workOptions are the flags of `workgraph work`.
+type workOptions struct {
+	loop      bool
+	wait      time.Duration
+	ttl       time.Duration
+	grace     time.Duration
+	labels    []string
+	worker    string
+	keepState bool
+}
+
+func newWorkCmd(stdio IO) *cobra.Command {
+	var (
+		f   clientFlags
+		opt workOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "work [flags] -- COMMAND [ARGS...]",
+		Short: "Supervise a command: claim an item, run the command on it, heartbeat, complete or fail",
+		Long: `Claim an item, run COMMAND for it, keep the lease alive and report the outcome.
+
+The command gets the item in its environment:
+  WORKGRAPH_ITEM_ID, WORKGRAPH_ITEM_TITLE, WORKGRAPH_ITEM_BODY
+  WORKGRAPH_LEASE_ID, WORKGRAPH_EPOCH          (so workgraph ask/decompose work from inside)
+  WORKGRAPH_ITEM_FILE     JSON: the item, the lease and its attention history (questions and answers)
+  WORKGRAPH_RESULT_FILE   where the command may write its JSON result
+  WORKGRAPH_PROGRESS_FILE where it may write progress (sent with the next heartbeat)
+  WORKGRAPH_ANSWERS_FILE  answers to non-blocking questions arrive here
+  WORKGRAPH_STATE_DIR     the directory of those files
+  WORKGRAPH_URL, WORKGRAPH_TOKEN, WORKGRAPH_PROJECT, WORKGRAPH_WORKER
+
+While the command runs, the lease is renewed every third of its time to live.
+Exit 0 completes the item (result: the result file if written, else
+{"output_tail": the last 4 KiB of stdout}); a non-zero exit fails it (the
+exit status and the tail of stderr are reported). If the lease is lost (a
+heartbeat is refused, or the server cannot be reached before the lease runs
+out), the command's process group gets SIGTERM, then SIGKILL after --grace,
+nothing is reported for the item, and work exits 4. If a person asks the
+worker to stop, the command is stopped the same way and the item released.
+
+A command that needs a person runs ` + "`workgraph ask \"question\"`" + `: the lease ends, the
+item waits for the answer, and the supervisor stops quietly without failing
+the item; the next claim of the item carries the answer.
+
+Exit status: 0 done (or handed to a person), 1 the command failed, 3 nothing
+was ready, 4 the lease was lost, 130 interrupted. With --loop, work keeps
+claiming until nothing is ready (with --wait: forever) and exits 0.`,
+		Example: `  workgraph work -- ./agent.sh
+  workgraph work --loop --wait 60s --lease 10m --labels backend -- claude -p "$(cat prompt.md)"`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, argv []string) error {
+			if opt.worker == "" {
+				opt.worker = s.cfg.Worker
+			}
+			return (&supervisor{s: s, opt: opt, argv: argv}).run(ctx)
+		}),
+	}
+	addClientFlags(cmd, &f)
+	fl := cmd.Flags()
+	fl.BoolVar(&opt.loop, "loop", false, "keep taking work until nothing is ready (forever with --wait)")
+	fl.DurationVar(&opt.wait, "wait", 0, "wait up to this long for an item to become ready")
+	fl.DurationVar(&opt.ttl, "lease", 5*time.Minute, "lease time to live; heartbeats every third of it")
+	fl.DurationVar(&opt.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.StringSliceVar(&opt.labels, "labels", nil, "only items carrying all these labels (comma-separated)")
+	fl.StringVar(&opt.worker, "worker", "", "worker label (env WORKGRAPH_WORKER; default the host name)")
+	fl.BoolVar(&opt.keepState, "keep-state", false, "keep each item's state directory (item, result and answers files)")
+	return cmd
+}
+
+// supervisor runs `workgraph work`.
+type supervisor struct {
+	s    *session
+	opt  workOptions
+	argv []string
+}
+
+func (sv *supervisor) run(ctx context.Context) error {
+	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels}
+	done := 0
+	for {
+		cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, sv.opt.wait)
+		switch {
+		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop && sv.opt.wait > 0:
+			continue
+		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop:
+			sv.logf("nothing more is ready; %d item(s) handled", done)
+			return nil
+		case ctx.Err() != nil:
+			return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
+		case err != nil:
+			return err
+		}
+		out := sv.runOne(ctx, cl)
+		done++
+		sv.report(out)
+		if !sv.opt.loop || out.kind == outcomeInterrupted || out.kind == outcomeStopped || out.kind == outcomeSetup {
+			return out.exit()
+		}
+	}
+}
+
+func (sv *supervisor) logf(format string, args ...any) {
+	fmt.Fprintf(sv.s.Err, "workgraph work: "+format+"\n", args...)
+}

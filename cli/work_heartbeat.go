@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// heartbeat renews the lease every third of its time to live until ctx
+// ends, and reports on events what must end the run:
+//   - outcomeLost: the server refused the heartbeat (lease_lost), or no
+//     heartbeat got through before the lease ran out by the local clock
+//     (the server's clock decides, so the worker stops first);
+//   - outcomeStopped: a person asked the worker to stop;
+//   - outcomeError: any other refusal (e.g. the token was revoked).
+//
+// Progress the command wrote to its progress file goes with the next
+// heartbeat; answers to non-blocking questions are written to the answers
+// file.
+func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir string, events chan<- event) {
+	ttl := cl.Lease.ExpiresAt.Sub(cl.Lease.AcquiredAt)
+	if ttl <= 0 {
+		ttl = sv.opt.ttl
+	}
+	interval := max(ttl/3, 200*time.Millisecond)
+	// deadline is when the lease runs out at the latest, by the local clock:
+	// the expiry the server granted, measured from when the request that
+	// renewed it was sent.
+	deadline := time.Now().Add(ttl)
+	gate := os.Getenv(envHeartbeatGate)
+	var (
+		progressMod time.Time
+		answers     = map[string]client.AttentionRequest{}
+		order       []string
+	)
+	next := time.Now().Add(interval)
+	for {
+		wait := time.Until(next)
+		if d := time.Until(deadline); d < wait {
+			wait = d
+		}
+		if gated(gate) {
+			wait = controlPoll
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(max(wait, 0)):
+		}
+		if gated(gate) {
+			// Test hook: frozen. No heartbeats, no watchdog; the lease keeps
+			// running out on the server meanwhile.
+			deadline = time.Now().Add(ttl)
+			next = time.Now()
+			continue
+		}
+		if time.Now().After(deadline) {
+			events <- event{kind: outcomeLost, detail: "no heartbeat got through before the lease ran out"}
+			return
+		}
+		if time.Now().Before(next) {
+			continue
+		}
+		req := client.HeartbeatRequest{Epoch: cl.Lease.Epoch, LeaseSeconds: seconds(ttl)}
+		if p, mod := readProgress(dir, progressMod); p != nil {
+			req.Progress, progressMod = p, mod
+		}
+		sent := time.Now()
+		req.WorkerTime = &sent
+		callCtx, cancel := context.WithDeadline(ctx, deadline)
+		hb, err := sv.s.api.Heartbeat(callCtx, cl.Lease.ID, req)
+		cancel()
+		switch {
+		case err == nil:
+			deadline = sent.Add(ttl)
+			next = sent.Add(interval)
+			if hb.StopRequested {
+				events <- event{kind: outcomeStopped}
+				return
+			}
+			if len(hb.Answers) > 0 {
+				for _, a := range hb.Answers {
+					if _, seen := answers[a.ID]; !seen {
+						order = append(order, a.ID)
+					}
+					answers[a.ID] = a
+				}
+				writeAnswers(dir, answers, order)
+			}
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, client.ErrLeaseLost), errors.Is(err, client.ErrNotFound):
+			events <- event{kind: outcomeLost, detail: "the server refused the heartbeat: " + err.Error()}
+			return
+		case isRefusal(err):
+			events <- event{kind: outcomeError, detail: "heartbeat refused", err: err}
+			return
+		default:
+			// Transport trouble: retry soon, until the deadline decides.
+			sv.logf("heartbeat failed (%v); retrying", err)
+			next = time.Now().Add(min(interval/3, 2*time.Second))
+		}
+	}
+}
+
+// isRefusal: the server answered and refused (not a transport failure, a
+// server error or rate limiting, which are worth retrying).
+func isRefusal(err error) bool {
+	var ae *client.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Code {
+	case client.CodeUnavailable, client.CodeInternal, client.CodeRateLimited:
+		return false
+	}
+	return true
+}
+
+func gated(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// readProgress returns the progress file's content when it changed since
+// last.
+func readProgress(dir string, last time.Time) (json.RawMessage, time.Time) {
+	path := filepath.Join(dir, progressFileName)
+	st, err := os.Stat(path)
+	if err != nil || !st.ModTime().After(last) {
+		return nil, last
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return nil, last
+	}
+	return jsonOrString(string(data)), st.ModTime()
+}
+
+func writeAnswers(dir string, answers map[string]client.AttentionRequest, order []string) {
+	list := make([]client.AttentionRequest, 0, len(order))
+	for _, id := range order {
+		list = append(list, answers[id])
+	}
+	data, err := json.MarshalIndent(list, "", "  ")
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(dir, answersFileName), data)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "workgraph work: writing the answers file: %v\n", err)
+	}
+}

@@ -1,0 +1,450 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// Files of an item's state directory (WORKGRAPH_STATE_DIR).
+const (
+	itemFileName     = "item.json"
+	resultFileName   = "result.json"
+	progressFileName = "progress.json"
+	answersFileName  = "answers.json"
+)
+
+const (
+	// tailBytes is how much of the command's stdout (result fallback) and
+	// stderr (failure report) is kept.
+	tailBytes = 4 << 10
+	// maxBodyEnv bounds WORKGRAPH_ITEM_BODY; the whole body is in the item
+	// file (an environment string may not exceed 128 KiB on Linux).
+	maxBodyEnv = 64 << 10
+	// controlPoll is how often the supervisor looks for the files the
+	// command writes (attention control, progress) and the test gate.
+	controlPoll = 100 * time.Millisecond
+)
+
+// outcomeKind is how supervising one item ended.
+type outcomeKind string
+
+const (
+	outcomeCompleted   outcomeKind = "completed"
+	outcomeFailed      outcomeKind = "failed"
+	outcomeLost        outcomeKind = "lease_lost"
+	outcomeAttention   outcomeKind = "attention_requested"
+	outcomeStopped     outcomeKind = "stopped"
+	outcomeInterrupted outcomeKind = "interrupted"
+	outcomeSetup       outcomeKind = "not_started"
+	outcomeError       outcomeKind = "error"
+)
+
+// outcome is the report of one supervised item.
+type outcome struct {
+	kind     outcomeKind
+	itemID   string
+	leaseID  string
+	epoch    int64
+	exitCode int // the command's, -1 when killed or not started
+	message  string
+	err      error // the error to exit with (single mode)
+}
+
+// exit is the exit error of a single-item run.
+func (o outcome) exit() error {
+	switch o.kind {
+	case outcomeCompleted, outcomeAttention, outcomeStopped:
+		return nil
+	case outcomeFailed:
+		return &exitError{code: ExitError}
+	case outcomeLost:
+		return &exitError{code: ExitLeaseLost}
+	case outcomeInterrupted:
+		return &exitError{code: ExitInterrupted}
+	}
+	if o.err != nil {
+		return o.err
+	}
+	return &exitError{code: ExitError}
+}
+
+func (sv *supervisor) report(o outcome) {
+	if sv.s.json {
+		_ = json.NewEncoder(sv.s.Out).Encode(map[string]any{
+			"item_id": o.itemID, "lease_id": o.leaseID, "epoch": o.epoch,
+			"outcome": o.kind, "exit_code": o.exitCode, "message": o.message,
+		})
+	}
+	sv.logf("%s", o.message)
+}
+
+// event is something that ends a run before the command exits by itself.
+type event struct {
+	kind   outcomeKind
+	detail string
+	err    error
+	asked  *client.Asked
+}
+
+// runOne supervises the command on one claimed item.
+func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
+	o := outcome{itemID: cl.Item.ID, leaseID: cl.Lease.ID, epoch: cl.Lease.Epoch, exitCode: -1}
+	sv.logf("claimed item %s %q (lease %s, epoch %d); running %s", cl.Item.ID, cl.Item.Title, cl.Lease.ID, cl.Lease.Epoch, strings.Join(sv.argv, " "))
+
+	dir, err := sv.prepareState(cl)
+	if err != nil {
+		return sv.giveBack(cl, o, outcomeSetup, fmt.Errorf("preparing the state directory: %w", err))
+	}
+	if !sv.opt.keepState {
+		defer os.RemoveAll(dir)
+	}
+
+	stdoutTail, stderrTail := newTail(tailBytes), newTail(tailBytes)
+	cmd := exec.Command(sv.argv[0], sv.argv[1:]...)
+	cmd.Env = append(os.Environ(), sv.commandEnv(cl, dir)...)
+	if f, ok := sv.s.In.(*os.File); ok {
+		cmd.Stdin = f
+	}
+	cmd.Stdout = io.MultiWriter(sv.s.Out, stdoutTail)
+	cmd.Stderr = io.MultiWriter(sv.s.Err, stderrTail)
+	cmd.WaitDelay = 2 * time.Second
+	ownProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return sv.giveBack(cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	hbCtx, stopBeats := context.WithCancel(ctx)
+	events := make(chan event, 4)
+	var beats sync.WaitGroup
+	beats.Add(2)
+	go func() { defer beats.Done(); sv.heartbeat(hbCtx, cl, dir, events) }()
+	go func() { defer beats.Done(); watchControl(hbCtx, dir, events) }()
+	finishBeats := func() { stopBeats(); beats.Wait() }
+
+	select {
+	case werr := <-exited:
+		finishBeats()
+		return sv.finish(ctx, cl, dir, o, werr, stdoutTail, stderrTail)
+	case ev := <-events:
+		finishBeats()
+		switch ev.kind {
+		case outcomeAttention:
+			// The command asked a person and should exit by itself; give it
+			// the grace period before stopping it.
+			sv.waitOrStop(cmd, exited, sv.opt.grace)
+			return sv.attentionOutcome(o, ev.asked)
+		case outcomeStopped:
+			sv.logf("a person asked this worker to stop: stopping the command")
+			sv.stopCommand(cmd, exited)
+			o.kind = outcomeStopped
+			o.message = fmt.Sprintf("stopped on request; item %s %s", cl.Item.ID, sv.release(cl, "a person asked the worker to stop"))
+			return o
+		default: // lost, or a refusal other than lease_lost
+			sv.logf("%s: stopping the command", ev.detail)
+			sv.stopCommand(cmd, exited)
+			if ev.kind == outcomeLost {
+				o.kind = outcomeLost
+				o.message = fmt.Sprintf("lease lost on item %s (%s); the command was stopped and nothing was reported for the item: %s", cl.Item.ID, ev.detail, hintLeaseLost)
+				return o
+			}
+			o.kind, o.err = outcomeError, explain(ev.err, sv.s.cfg)
+			o.message = fmt.Sprintf("item %s: heartbeat refused (%v); the command was stopped", cl.Item.ID, ev.err)
+			return o
+		}
+	case <-ctx.Done():
+		finishBeats()
+		sv.logf("interrupted: stopping the command")
+		sv.stopCommand(cmd, exited)
+		o.kind = outcomeInterrupted
+		o.message = fmt.Sprintf("interrupted; item %s %s", cl.Item.ID, sv.release(cl, "the supervisor was interrupted"))
+		return o
+	}
+}
+
+// finish reports the item after the command exited by itself: complete on
+// exit 0, fail otherwise, unless the command asked a person meanwhile.
+func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, o outcome, werr error, stdoutTail, stderrTail *tail) outcome {
+	o.exitCode = exitCodeOf(werr)
+	if asked := readAsked(dir); asked != nil {
+		return sv.attentionOutcome(o, asked)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var err error
+	if o.exitCode == 0 {
+		var res json.RawMessage
+		res, err = sv.result(dir, stdoutTail)
+		if err == nil {
+			var out *client.LeaseResult
+			out, err = sv.s.api.Complete(rctx, cl.Lease.ID, client.CompleteRequest{Epoch: cl.Lease.Epoch, Result: res})
+			if err == nil {
+				o.kind = outcomeCompleted
+				o.message = fmt.Sprintf("item %s done", cl.Item.ID)
+				if out.Replayed {
+					o.message += " (the command had completed it already with the same result)"
+				}
+				return o
+			}
+		}
+	} else {
+		msg := fmt.Sprintf("exit status %d", o.exitCode)
+		if o.exitCode < 0 {
+			msg = werr.Error()
+		}
+		stderr := strings.TrimSpace(stderrTail.String())
+		details, _ := json.Marshal(map[string]any{
+			"exit_code": o.exitCode, "command": sv.argv, "stderr_tail": stderr,
+		})
+		errText := msg
+		if stderr != "" {
+			errText += ": " + lastBytes(stderr, 1024)
+		}
+		_, err = sv.s.api.Fail(rctx, cl.Lease.ID, client.FailRequest{Epoch: cl.Lease.Epoch, Error: errText, Details: details})
+		if err == nil {
+			o.kind = outcomeFailed
+			o.message = fmt.Sprintf("the command failed (%s); item %s reported failed and will be retried after a backoff", msg, cl.Item.ID)
+			return o
+		}
+	}
+	if errors.Is(err, client.ErrLeaseLost) {
+		return sv.lostAfterExit(rctx, cl, o)
+	}
+	o.kind, o.err = outcomeError, explain(err, sv.s.cfg)
+	o.message = fmt.Sprintf("item %s: could not report the outcome: %v", cl.Item.ID, err)
+	return o
+}
+
+// lostAfterExit explains a lease that was gone when the outcome was
+// reported, from the lease's own history: the command may have finished
+// the item itself (workgraph complete/decompose/ask).
+func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o outcome) outcome {
+	leases, err := sv.s.api.ItemLeases(ctx, sv.s.cfg.Project, cl.Item.ID)
+	if err == nil {
+		for _, l := range leases {
+			if l.ID != cl.Lease.ID || l.Outcome == nil {
+				continue
+			}
+			switch *l.Outcome {
+			case client.OutcomeAttentionRequested:
+				return sv.attentionOutcome(o, nil)
+			case client.OutcomeCompleted, client.OutcomeDecomposed, client.OutcomeReleased, client.OutcomeFailed:
+				o.kind = outcomeCompleted
+				o.message = fmt.Sprintf("the command ended the lease itself (%s); item %s", *l.Outcome, cl.Item.ID)
+				return o
+			}
+		}
+	}
+	o.kind = outcomeLost
+	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hintLeaseLost)
+	return o
+}
+
+func (sv *supervisor) attentionOutcome(o outcome, asked *client.Asked) outcome {
+	o.kind = outcomeAttention
+	if asked != nil {
+		o.message = fmt.Sprintf("item %s waits for a person (attention request %s: %s); it was not failed, and the next claim carries the answer",
+			o.itemID, asked.Request.ID, clip(asked.Request.Question, 80))
+	} else {
+		o.message = fmt.Sprintf("item %s waits for a person (the command asked a question); it was not failed, and the next claim carries the answer", o.itemID)
+	}
+	return o
+}
+
+// giveBack releases an item the command could not even start on.
+func (sv *supervisor) giveBack(cl *client.Claim, o outcome, kind outcomeKind, err error) outcome {
+	o.kind, o.err = kind, err
+	o.message = fmt.Sprintf("%v; item %s %s", err, cl.Item.ID, sv.release(cl, "the supervisor could not start the command: "+err.Error()))
+	return o
+}
+
+// release gives the item back and says how that went.
+func (sv *supervisor) release(cl *client.Claim, reason string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_, err := sv.s.api.Release(ctx, cl.Lease.ID, client.ReleaseRequest{Epoch: cl.Lease.Epoch, Reason: reason})
+	switch {
+	case err == nil:
+		return "released"
+	case errors.Is(err, client.ErrLeaseLost):
+		return "was no longer leased (nothing to release)"
+	}
+	return fmt.Sprintf("could not be released (%v); its lease will expire", err)
+}
+
+// result is the completion result: the result file when the command wrote
+// one, else the tail of its stdout.
+func (sv *supervisor) result(dir string, stdoutTail *tail) (json.RawMessage, error) {
+	data, err := os.ReadFile(filepath.Join(dir, resultFileName))
+	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		if json.Valid(data) {
+			return json.RawMessage(data), nil
+		}
+		sv.logf("warning: %s is not valid JSON; sending it as text", resultFileName)
+		return json.Marshal(map[string]string{"result_text": string(data)})
+	}
+	return json.Marshal(map[string]string{"output_tail": stdoutTail.String()})
+}
+
+// stopCommand sends SIGTERM to the command's process group, then SIGKILL
+// after the grace period, and waits for it.
+func (sv *supervisor) stopCommand(cmd *exec.Cmd, exited <-chan error) {
+	signalGroup(cmd, false)
+	select {
+	case <-exited:
+		signalGroup(cmd, true) // whatever it left behind in its group
+		return
+	case <-time.After(sv.opt.grace):
+	}
+	sv.logf("the command did not stop within %s: killing it", sv.opt.grace)
+	signalGroup(cmd, true)
+	<-exited
+}
+
+// waitOrStop waits up to grace for the command to exit, then stops it.
+func (sv *supervisor) waitOrStop(cmd *exec.Cmd, exited <-chan error, grace time.Duration) {
+	select {
+	case <-exited:
+		return
+	case <-time.After(grace):
+	}
+	sv.stopCommand(cmd, exited)
+}
+
+func exitCodeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode() // -1 when killed by a signal
+	}
+	return -1
+}
+
+// prepareState creates the item's state directory and its item file.
+func (sv *supervisor) prepareState(cl *client.Claim) (string, error) {
+	dir, err := os.MkdirTemp("", "workgraph-work-")
+	if err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(cl, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, itemFileName), data, 0o600)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// commandEnv is what the command gets on top of the supervisor's
+// environment.
+func (sv *supervisor) commandEnv(cl *client.Claim, dir string) []string {
+	body := cl.Item.Body
+	if len(body) > maxBodyEnv {
+		body = body[:maxBodyEnv] + "\n[truncated: the whole body is in WORKGRAPH_ITEM_FILE]"
+	}
+	cfg := sv.s.cfg
+	return []string{
+		"WORKGRAPH_URL=" + cfg.URL,
+		"WORKGRAPH_TOKEN=" + cfg.Token,
+		"WORKGRAPH_PROJECT=" + cfg.Project,
+		"WORKGRAPH_WORKER=" + sv.opt.worker,
+		envItemID + "=" + cl.Item.ID,
+		envItemTitle + "=" + cl.Item.Title,
+		envItemBody + "=" + body,
+		envLeaseID + "=" + cl.Lease.ID,
+		envEpoch + "=" + strconv.FormatInt(cl.Lease.Epoch, 10),
+		envStateDir + "=" + dir,
+		envItemFile + "=" + filepath.Join(dir, itemFileName),
+		envResultFile + "=" + filepath.Join(dir, resultFileName),
+		envProgressFile + "=" + filepath.Join(dir, progressFileName),
+		envAnswersFile + "=" + filepath.Join(dir, answersFileName),
+	}
+}
+
+const envProgressFile = "WORKGRAPH_PROGRESS_FILE"
+
+// readAsked returns the attention control file `workgraph ask` wrote, if
+// any.
+func readAsked(dir string) *client.Asked {
+	data, err := os.ReadFile(filepath.Join(dir, attentionFile))
+	if err != nil {
+		return nil
+	}
+	var a client.Asked
+	if json.Unmarshal(data, &a) != nil {
+		return &client.Asked{}
+	}
+	return &a
+}
+
+// watchControl reports the attention control file as soon as it appears.
+func watchControl(ctx context.Context, dir string, events chan<- event) {
+	t := time.NewTicker(controlPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if asked := readAsked(dir); asked != nil {
+			events <- event{kind: outcomeAttention, asked: asked}
+			return
+		}
+	}
+}
+
+// tail keeps the last n bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.n; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept bytes, starting at a whole UTF-8 character.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	for k := 0; k < 4 && len(b) > 0 && b[0]&0xC0 == 0x80; k++ {
+		b = b[1:]
+	}
+	return string(b)
+}
+
+// lastBytes returns about the last n bytes of s.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + strings.ToValidUTF8(s[len(s)-n:], "")
+}
