@@ -105,6 +105,7 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountClaims(e)
 	a.mountLeases(e)
 	a.mountAttention(e)
+	a.mountPlans(e)
 }
 
 // Routes lists the registered API routes.

@@ -303,3 +303,60 @@ func TestDependencies(t *testing.T) {
 		f.do("DELETE", "/v1/projects/alpha/items/"+b.ID+"/dependencies/"+a.ID, f.human.Token, nil).problem(t, 404, "not_found")
 	})
 }
+
+func TestPlans(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	existing := f.mustItem(f.human.Token, map[string]any{"title": "already there"})
+	plan := map[string]any{"items": []any{
+		map[string]any{"key": "design", "title": "Design", "depends_on": []string{existing.ID}},
+		map[string]any{"key": "build", "title": "Build", "depends_on": []string{"design"}, "children": []any{
+			map[string]any{"key": "api", "title": "API"},
+			map[string]any{"key": "ui", "title": "UI", "depends_on": []string{"api"}},
+		}},
+	}}
+	type result struct {
+		Items []struct{ ID, Title, State string }
+		Keys  map[string]string
+	}
+	t.Run("DryRun", func(t *testing.T) {
+		dry := map[string]any{"items": plan["items"], "dry_run": true}
+		var r result
+		f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, dry).ok(t, 200, &r)
+		if len(r.Items) != 4 || len(r.Keys) != 4 {
+			t.Fatalf("dry run %+v", r)
+		}
+		if n := f.count("SELECT count(*) FROM items"); n != 1 {
+			t.Fatalf("dry run stored items: %d", n)
+		}
+	})
+	t.Run("OK", func(t *testing.T) {
+		var r result
+		f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, plan).ok(t, 201, &r)
+		if len(r.Items) != 4 || r.Keys["ui"] == "" {
+			t.Fatalf("plan %+v", r)
+		}
+		var ui item
+		f.do("GET", "/v1/projects/alpha/items/"+r.Keys["ui"], f.agent.Token, nil).ok(t, 200, &ui)
+		if ui.ParentID == nil || *ui.ParentID != r.Keys["build"] || ui.State != "blocked" {
+			t.Fatalf("ui %+v", ui)
+		}
+	})
+	t.Run("ErrCycle", func(t *testing.T) {
+		before := f.count("SELECT count(*) FROM items")
+		cyclic := map[string]any{"items": []any{
+			map[string]any{"key": "a", "title": "A", "depends_on": []string{"b"}},
+			map[string]any{"key": "b", "title": "B", "depends_on": []string{"a"}},
+		}}
+		f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, cyclic).problem(t, 409, "dependency_cycle")
+		unknown := map[string]any{"items": []any{map[string]any{"key": "a", "title": "A", "depends_on": []string{"zzz"}}}}
+		f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, unknown).problem(t, 400, "invalid_argument")
+		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, map[string]any{"items": []any{}}).problem(t, 400, "invalid_argument"), "items")
+		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, `{"items": [{"key": "a"}]}`).problem(t, 400, "invalid_argument"), "items.title")
+		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, `{"items": [{"key": "a", "title": "A", "state": "done"}]}`).problem(t, 400, "invalid_argument"), "state")
+		if n := f.count("SELECT count(*) FROM items"); n != before {
+			t.Fatalf("refused plans stored items: %d -> %d", before, n)
+		}
+		f.do("POST", "/v1/projects/alpha/plans", f.otherHuman.Token, plan).problem(t, 404, "not_found")
+	})
+}

@@ -1,0 +1,138 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/api"
+)
+
+// TestOpenAPIMatchesRoutes fails when the routes registered in Echo and the
+// paths and methods of the OpenAPI document drift apart.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
+	e := echo.New()
+	api.New(api.Config{}).Mount(e)
+
+	param := regexp.MustCompile(`:([a-z_]+)`)
+	var registered []string
+	for _, r := range e.Routes() {
+		if !strings.HasPrefix(r.Path, "/v1/") || r.Method == echo.RouteNotFound {
+			continue
+		}
+		registered = append(registered, r.Method+" "+param.ReplaceAllString(r.Path, "{$1}"))
+	}
+
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Servers []struct {
+			URL string `json:"url"`
+		} `json:"servers"`
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Parameters  []struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+			Responses map[string]any `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.1") {
+		t.Fatalf("openapi %q, want 3.1.x", doc.OpenAPI)
+	}
+	var documented []string
+	ids := map[string]bool{}
+	pathParam := regexp.MustCompile(`\{([a-z_]+)\}`)
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			if method == "parameters" {
+				continue
+			}
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+			if op.OperationID == "" || ids[op.OperationID] {
+				t.Errorf("%s %s: missing or duplicate operationId %q", method, path, op.OperationID)
+			}
+			ids[op.OperationID] = true
+			if len(op.Responses) == 0 {
+				t.Errorf("%s %s: no responses", method, path)
+			}
+			var declared []string
+			for _, p := range op.Parameters {
+				if p.In == "path" {
+					declared = append(declared, p.Name)
+				}
+			}
+			for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
+				if !slices.Contains(declared, m[1]) {
+					t.Errorf("%s %s: path parameter %q not declared", method, path, m[1])
+				}
+			}
+		}
+	}
+	sort.Strings(registered)
+	sort.Strings(documented)
+	for _, r := range registered {
+		if !slices.Contains(documented, r) {
+			t.Errorf("route %s is not in openapi.json", r)
+		}
+	}
+	for _, d := range documented {
+		if !slices.Contains(registered, d) {
+			t.Errorf("openapi.json documents %s, which the server does not serve", d)
+		}
+	}
+}
+
+func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.do(http.MethodGet, "/v1/openapi.json", "", nil)
+	var doc map[string]any
+	r.ok(t, 200, &doc)
+	if string(r.body) != string(api.OpenAPIDocument()) {
+		t.Fatal("served document differs from the embedded one")
+	}
+}
+
+// TestOpenAPIRefsResolve fails on a $ref to a component that does not exist.
+func TestOpenAPIRefsResolve(t *testing.T) {
+	t.Parallel()
+	var doc map[string]any
+	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if r, ok := x["$ref"].(string); ok {
+				node := any(doc)
+				for _, part := range strings.Split(strings.TrimPrefix(r, "#/"), "/") {
+					m, _ := node.(map[string]any)
+					node = m[part]
+				}
+				if node == nil {
+					t.Errorf("dangling $ref %s", r)
+				}
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+}

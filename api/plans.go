@@ -1,0 +1,89 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func (a *API) mountPlans(e *echo.Echo) {
+	a.handle(e, http.MethodPost, "/projects/:project/plans", a.importPlan, anyRole)
+}
+
+// planItemRequest is one item of a plan: key (local to the plan),
+// depends_on (keys of the plan or ids of existing items), children created
+// below it, and optionally the source line the importer read it from.
+type planItemRequest struct {
+	Key       string            `json:"key"`
+	Title     *string           `json:"title"`
+	Body      string            `json:"body"`
+	Priority  int32             `json:"priority"`
+	Labels    []string          `json:"labels"`
+	DependsOn []string          `json:"depends_on"`
+	Children  []planItemRequest `json:"children"`
+	Line      int               `json:"line"`
+}
+
+type planRequest struct {
+	Items  []planItemRequest `json:"items"`
+	DryRun bool              `json:"dry_run"`
+}
+
+type planJSON struct {
+	Items  []itemRefJSON        `json:"items"`
+	Keys   map[string]uuid.UUID `json:"keys"`
+	DryRun bool                 `json:"dry_run"`
+}
+
+// importPlan creates a whole plan in one transaction (all or nothing):
+// 201 {items, keys}; with dry_run nothing is stored and the answer is 200.
+func (a *API) importPlan(c echo.Context) error {
+	var req planRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if len(req.Items) == 0 {
+		return wgerr.InvalidField("items", "must list at least one item")
+	}
+	plan, err := planItems(req.Items, "items")
+	if err != nil {
+		return err
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.Graph.ImportPlan(c.Request().Context(), p.ID, plan, principal(c).String(), req.DryRun)
+	if err != nil {
+		return err
+	}
+	keys := res.Keys
+	if keys == nil {
+		keys = map[string]uuid.UUID{}
+	}
+	status := http.StatusCreated
+	if req.DryRun {
+		status = http.StatusOK
+	}
+	return c.JSON(status, planJSON{Items: itemRefs(res.Items), Keys: keys, DryRun: req.DryRun})
+}
+
+func planItems(in []planItemRequest, path string) ([]graph.PlanItem, error) {
+	out := make([]graph.PlanItem, len(in))
+	for i, it := range in {
+		if it.Title == nil {
+			return nil, wgerr.InvalidField(path+".title", "item %d (key %q): is required", i, it.Key)
+		}
+		kids, err := planItems(it.Children, path+".children")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = graph.PlanItem{Key: it.Key, Title: *it.Title, Body: it.Body, Priority: it.Priority, Labels: it.Labels,
+			DependsOn: it.DependsOn, Children: kids, Line: it.Line}
+	}
+	return out, nil
+}
