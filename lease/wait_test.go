@@ -1,0 +1,134 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+func startNotifier(t *testing.T, f fixture) *lease.Notifier {
+	t.Helper()
+	n := lease.NewNotifier(f.pool, nil)
+	n.Start(context.Background())
+	t.Cleanup(n.Stop)
+	select {
+	case <-n.Listening():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notifier did not start listening")
+	}
+	return n
+}
+
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no signal: %s", what)
+	}
+}
+
+func TestNotifier(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	n := startNotifier(t, f)
+	ch, unsubscribe := n.Subscribe(f.project)
+	defer unsubscribe()
+	other, _ := n.Subscribe(f.project)
+	drain(ch)
+
+	t.Run("ItemBecomesReady", func(t *testing.T) {
+		f.item(t, graph.NewItem{})
+		waitSignal(t, ch, "a ready item was created")
+		waitSignal(t, other, "second subscriber")
+	})
+	t.Run("Reconnects", func(t *testing.T) {
+		var killed int
+		err := f.pool.QueryRow(f.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND query ILIKE 'LISTEN%'`).Scan(&killed)
+		if err != nil || killed != 1 {
+			t.Fatalf("terminated %d listeners (%v)", killed, err)
+		}
+		// After the reconnect every subscriber is woken (notifications may
+		// have been lost); then new notifications arrive again.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var listeners int
+			f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND state = 'idle'`).Scan(&listeners)
+			if listeners == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the notifier did not reconnect")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		waitSignal(t, ch, "wake-up after reconnect")
+		drain(ch)
+		f.item(t, graph.NewItem{})
+		waitSignal(t, ch, "notification after reconnect")
+	})
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func TestClaimWait(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{WaitRecheck: time.Hour})
+	n := startNotifier(t, f)
+
+	t.Run("ErrNothingReadyAfterWait", func(t *testing.T) {
+		_, err := f.leases.ClaimWait(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}, 50*time.Millisecond, n)
+		if !errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("err = %v, want ErrNothingReady", err)
+		}
+	})
+	t.Run("WokenByNotification", func(t *testing.T) {
+		type result struct {
+			c   lease.Claim
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			c, err := f.leases.ClaimWait(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}, time.Minute, n)
+			done <- result{c, err}
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for n.Subscribers(f.project) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("ClaimWait did not subscribe")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		it := f.item(t, graph.NewItem{})
+		select {
+		case r := <-done:
+			if r.err != nil || r.c.Item.ID != it.ID {
+				t.Fatalf("ClaimWait = %v, %v", r.c.Item.ID, r.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("ClaimWait was not woken by the notification")
+		}
+	})
+	t.Run("ContextCancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(f.ctx)
+		cancel()
+		_, err := f.leases.ClaimWait(ctx, f.project, lease.ClaimRequest{Worker: "w"}, time.Minute, n)
+		if err == nil || errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("err = %v, want the cancellation", err)
+		}
+	})
+}
