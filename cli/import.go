@@ -129,7 +129,7 @@ func printPlan(s *session, p *plan, res *client.PlanResult) error {
 // names (e.g. the keys of a cycle).
 func annotatePlanError(err error, p *plan) error {
 	var ae *client.Error
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) || strings.Contains(ae.Detail, "line ") {
 		return err
 	}
 	var keys []string

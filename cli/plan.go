@@ -30,8 +30,9 @@ import (
 //	        title: Tests for the endpoint
 //
 // A top-level list (without "items:") is accepted too. Keys are unique in
-// the whole plan; depends_on names keys of the plan. Everything is checked
-// here, with the line of each fault, before anything is sent.
+// the whole plan; depends_on names keys of the plan (or ids of existing
+// items). Everything is checked here, with the line of each fault, before
+// anything is sent.
 
 // planNode is one item of a parsed plan, with where it was written.
 type planNode struct {
@@ -264,6 +265,8 @@ func (p *plan) checkReferences(errs *planErrors) {
 			switch {
 			case d == it.Key:
 				errs.add(line, "item %q depends on itself", it.Key)
+			case p.ByKey[d] == nil && isUUID(d):
+				// An existing item of the project: the server checks it.
 			case p.ByKey[d] == nil:
 				errs.add(line, "item %q depends on unknown key %q%s", it.Key, d, suggestKey(d, p.ByKey))
 			case seen[d]:
@@ -302,7 +305,9 @@ func (p *plan) checkCycles(errs *planErrors) {
 	waitsFor := func(n *planNode) []*planNode {
 		out := make([]*planNode, 0, len(n.DependsOn)+len(n.Children))
 		for _, d := range n.DependsOn {
-			out = append(out, p.ByKey[d])
+			if m := p.ByKey[d]; m != nil {
+				out = append(out, m)
+			}
 		}
 		return append(out, n.Children...)
 	}
@@ -404,7 +409,7 @@ func (p *plan) request(dryRun bool) client.PlanRequest {
 		for _, n := range ns {
 			out = append(out, client.PlanItem{
 				Key: n.Key, Title: n.Title, Body: n.Body, Priority: n.Priority,
-				Labels: n.Labels, DependsOn: n.DependsOn, Children: conv(n.Children),
+				Labels: n.Labels, DependsOn: n.DependsOn, Children: conv(n.Children), Line: n.Line,
 			})
 		}
 		return out
@@ -440,6 +445,11 @@ func (p *plan) lineOf(k string) int {
 	}
 	return 0
 }
+
+// isUUID reports whether s is an item id rather than a plan key.
+func isUUID(s string) bool { return uuidRE.MatchString(s) }
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -6,7 +6,9 @@ import (
 )
 
 // PlanItem is one item of a plan: Key is local to the plan, DependsOn names
-// other keys of the same plan, Children are created under this item.
+// other keys of the same plan (or ids of existing items of the project),
+// Children are created under this item. Line, when set, is the line of the
+// plan file the item was read from; the server names it in its errors.
 type PlanItem struct {
 	Key       string     `json:"key"`
 	Title     string     `json:"title"`
@@ -15,6 +17,7 @@ type PlanItem struct {
 	Labels    []string   `json:"labels,omitempty"`
 	DependsOn []string   `json:"depends_on,omitempty"`
 	Children  []PlanItem `json:"children,omitempty"`
+	Line      int        `json:"line,omitempty"`
 }
 
 // PlanRequest is the body of POST /v1/projects/{p}/plans.
@@ -24,10 +27,11 @@ type PlanRequest struct {
 }
 
 // PlanResult is what a plan created (or, for a dry run, would create): the
-// items and the map from plan keys to item ids.
+// items (id, title, state) and the map from plan keys to item ids.
 type PlanResult struct {
-	Items []Item            `json:"items"`
-	Keys  map[string]string `json:"keys"`
+	Items  []Ref             `json:"items"`
+	Keys   map[string]string `json:"keys"`
+	DryRun bool              `json:"dry_run,omitempty"`
 }
 
 // ImportPlan creates every item of the plan and its dependencies in one

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// bigPlan writes a plan of n items in YAML: groups of 10 (an epic with 9
+// children), each epic after the previous one, each child after its
+// previous sibling. With cycle, the first epic also depends on the last
+// one, closing a cycle through the whole plan.
+func bigPlan(t *testing.T, n int, cycle bool) (path string, deps int) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("items:\n")
+	groups := n / 10
+	for g := 0; g < groups; g++ {
+		fmt.Fprintf(&b, "  - key: epic-%d\n    title: Epic %d\n    priority: %d\n", g, g, groups-g)
+		switch {
+		case g > 0:
+			fmt.Fprintf(&b, "    depends_on: [epic-%d]\n", g-1)
+			deps++
+		case cycle:
+			fmt.Fprintf(&b, "    depends_on: [epic-%d]\n", groups-1)
+			deps++
+		}
+		b.WriteString("    children:\n")
+		for c := 1; c < 10; c++ {
+			fmt.Fprintf(&b, "      - key: task-%d-%d\n        title: Task %d of epic %d\n        labels: [e2e]\n", g, c, c, g)
+			if c > 1 {
+				fmt.Fprintf(&b, "        depends_on: [task-%d-%d]\n", g, c-1)
+				deps++
+			}
+		}
+	}
+	path = filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, deps
+}
+
+func TestImport(t *testing.T) {
+	t.Parallel()
+	t.Run("OK1000Items", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		plan, deps := bigPlan(t, 1000, false)
+		r := e.run(e.agentToken, nil, "import", plan, "--json")
+		if r.code != 0 {
+			t.Fatalf("import: %v", r)
+		}
+		var res client.PlanResult
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Keys) != 1000 {
+			t.Fatalf("import --json: %d keys (%v)", len(res.Keys), err)
+		}
+		if n := e.countItems(); n != 1000 {
+			t.Fatalf("%d items stored, want 1000", n)
+		}
+		var storedDeps, children int
+		ctx := context.Background()
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM dependencies").Scan(&storedDeps); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM items WHERE parent_id IS NOT NULL").Scan(&children); err != nil {
+			t.Fatal(err)
+		}
+		if storedDeps != deps || children != 900 {
+			t.Fatalf("stored %d dependencies and %d children, want %d and 900", storedDeps, children, deps)
+		}
+		// The first task of each epic is ready (an epic's dependencies gate
+		// the epic, not its children); every other item waits.
+		var ready int
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM items WHERE ready").Scan(&ready); err != nil {
+			t.Fatal(err)
+		}
+		first, err := e.agent.GetItem(ctx, e.project, res.Keys["task-42-1"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready != 100 || first.State != client.StateReady {
+			t.Fatalf("%d ready items (want 100); task-42-1 is %s", ready, first.State)
+		}
+	})
+	t.Run("ErrCycleLeavesNothing", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		plan, _ := bigPlan(t, 1000, true)
+		r := e.run(e.agentToken, nil, "import", plan)
+		if r.code != 2 {
+			t.Fatalf("import of a cyclic plan: %v", r)
+		}
+		for _, want := range []string{"dependency cycle", "epic-0 (line 2)", "epic-99 (line", "nothing was sent"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Fatalf("stderr lacks %q:\n%s", want, r.stderr)
+			}
+		}
+		if n := e.countItems(); n != 0 {
+			t.Fatalf("%d items stored after a refused plan", n)
+		}
+	})
+	t.Run("ErrCycleRefusedByServerAtomically", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		// Sent without the CLI's own check: the server refuses the whole plan.
+		items := make([]client.PlanItem, 1000)
+		for i := range items {
+			items[i] = client.PlanItem{Key: fmt.Sprint("k", i), Title: fmt.Sprint("item ", i), DependsOn: []string{fmt.Sprint("k", (i+1)%1000)}}
+		}
+		_, err := e.agent.ImportPlan(context.Background(), e.project, client.PlanRequest{Items: items})
+		if !errors.Is(err, client.ErrDependencyCycle) {
+			t.Fatalf("err = %v, want dependency_cycle", err)
+		}
+		if n := e.countItems(); n != 0 {
+			t.Fatalf("%d items stored after a refused plan", n)
+		}
+	})
+	t.Run("ErrUnknownKeyLine", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		path := filepath.Join(t.TempDir(), "plan.json")
+		os.WriteFile(path, []byte("{\"items\": [\n  {\"key\": \"a\", \"title\": \"A\"},\n  {\"key\": \"b\", \"title\": \"B\",\n   \"depends_on\": [\"a\", \"nope\"]}\n]}\n"), 0o600)
+		r := e.run(e.agentToken, nil, "import", path)
+		if r.code != 2 || !strings.Contains(r.stderr, path+`:4: item "b" depends on unknown key "nope"`) {
+			t.Fatalf("import: %v", r)
+		}
+		if n := e.countItems(); n != 0 {
+			t.Fatalf("%d items stored", n)
+		}
+	})
+	t.Run("OKDryRun", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		plan, _ := bigPlan(t, 20, false)
+		r := e.run(e.agentToken, nil, "import", "--dry-run", plan)
+		if r.code != 0 || !strings.Contains(r.stdout, "would create 20 items and 17 dependencies") ||
+			!strings.Contains(r.stdout, "task-1-9") || !strings.Contains(r.stdout, "the server checked the plan") {
+			t.Fatalf("import --dry-run: %v", r)
+		}
+		if n := e.countItems(); n != 0 {
+			t.Fatalf("%d items stored by a dry run", n)
+		}
+	})
+}
