@@ -121,11 +121,11 @@ type routeOpts struct {
 // handle registers an authenticated route; o.roles lists who besides
 // admin may call it (none: admin only).
 func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o routeOpts) {
-	mw := []echo.MiddlewareFunc{noStore, a.authenticate, requireRole(o.roles...), a.rateLimit}
+	mw := []echo.MiddlewareFunc{noStore}
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}
-	mw = append(mw, a.idempotent)
+	mw = append(mw, a.authenticate, requireRole(o.roles...), a.rateLimit, a.idempotent)
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }

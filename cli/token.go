@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/graph"
+)
+
+func init() { extraCommands = append(extraCommands, newTokenCmd) }
+
+// newTokenCmd is the operator's "token" command: it talks to the database
+// directly (like migrate), so it works before any token exists.
+func newTokenCmd(stdio IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Mint API tokens directly in the database (operators)",
+	}
+	cmd.AddCommand(newTokenCreateCmd(stdio))
+	return cmd
+}
+
+func newTokenCreateCmd(stdio IO) *cobra.Command {
+	var (
+		url, dataDir, project, name, role string
+		asJSON                            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create --name NAME --role admin|human|agent [--project NAME|ID]",
+		Short: "Mint a token and print it once (it is stored only as a hash)",
+		Long: `Mint an API token directly in the database and print it once.
+
+The token is printed on stdout and never shown again: the database keeps only
+its SHA-256 hash. Human and agent tokens belong to one project (--project, a
+name or an id); an admin token may belong to none. The database is migrated
+first, so this works before the server has ever run.`,
+		Example: `  workgraph token create --project default --name ci-agent --role agent
+  WORKGRAPH_TOKEN=$(workgraph token create --name ops --role admin)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: --name is required")}
+			}
+			r := auth.Role(role)
+			if !r.Valid() {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: --role must be admin, human or agent, got %q", role)}
+			}
+			if r != auth.RoleAdmin && project == "" {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: a %s token needs --project", role)}
+			}
+			ctx := cmd.Context()
+			return withPool(ctx, url, dataDir, func(pool *pgxpool.Pool) error {
+				if err := db.Migrate(ctx, pool, nil); err != nil {
+					return err
+				}
+				var projectID *uuid.UUID
+				if project != "" {
+					p, err := graph.NewService(pool, nil).Project(ctx, project)
+					if err != nil {
+						return &exitError{code: ExitNotFound, err: err}
+					}
+					projectID = &p.ID
+				}
+				tok, bearer, err := auth.NewService(pool, nil).Create(ctx, projectID, name, r)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(stdio.Out).Encode(map[string]any{
+						"token": bearer, "id": tok.ID, "name": tok.Name, "role": tok.Role, "project_id": tok.ProjectID,
+					})
+				}
+				fmt.Fprintln(stdio.Out, bearer)
+				fmt.Fprintf(stdio.Err, "created %s token %q (id %s); it is shown only this once\n", tok.Role, tok.Name, tok.ID)
+				return nil
+			})
+		},
+	}
+	addDatabaseFlags(cmd, &url, &dataDir)
+	f := cmd.Flags()
+	f.StringVar(&project, "project", "", "project name or id the token belongs to (required unless --role admin)")
+	f.StringVar(&name, "name", "", "name of the token, recorded as the principal \"token:<name>\"")
+	f.StringVar(&role, "role", "agent", "admin, human or agent")
+	f.BoolVar(&asJSON, "json", false, "print {token, id, name, role, project_id} as JSON")
+	return cmd
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+)
+
+func TestTokenCreate(t *testing.T) {
+	t.Parallel()
+	url := dbtest.URL(t)
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"token", "create", "--database-url", url}, args...), IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+	t.Run("OK", func(t *testing.T) {
+		code, out, errOut := run("--name", "ops", "--role", "admin")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		bearer := strings.TrimSpace(out)
+		if !strings.HasPrefix(bearer, "wg_") {
+			t.Fatalf("printed %q", out)
+		}
+		p, err := openAuth(t, url).Authenticate(context.Background(), bearer)
+		if err != nil || p.Role != auth.RoleAdmin || p.Name != "ops" {
+			t.Fatalf("principal %+v, %v", p, err)
+		}
+	})
+	t.Run("ErrUnknownProject", func(t *testing.T) {
+		if code, _, _ := run("--name", "bot", "--role", "agent", "--project", "nope"); code != ExitNotFound {
+			t.Fatalf("exit %d, want %d", code, ExitNotFound)
+		}
+	})
+	t.Run("ErrNoProject", func(t *testing.T) {
+		if code, _, _ := run("--name", "bot", "--role", "agent"); code != ExitUsage {
+			t.Fatalf("exit %d, want %d", code, ExitUsage)
+		}
+	})
+}
+
+func openAuth(t *testing.T, url string) *auth.Service {
+	t.Helper()
+	pool, err := db.Open(context.Background(), url, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return auth.NewService(pool, nil)
+}
