@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+// mcpSyncBuffer is a bytes.Buffer safe for the command's and the test's
+// goroutines.
+type mcpSyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *mcpSyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *mcpSyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestMCPCommandStdio runs `workgraph mcp` on pipes against a real server
+// and drives it with the SDK's client: the stdio wiring, flags and exit.
+func TestMCPCommandStdio(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const secret = "wg-cli-mcp-test-bootstrap"
+	srv, err := server.Start(ctx, server.Config{DatabaseURL: dbtest.URL(t), Addr: "127.0.0.1:0", BootstrapToken: secret,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("server.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	admin, err := client.New(srv.URL(), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateProject(ctx, "mcp-cli"); err != nil {
+		t.Fatalf("create project: %v", err)
+	}
+	tok, err := admin.CreateToken(ctx, "mcp-cli", client.CreateTokenRequest{Name: "agent", Role: "agent"})
+	if err != nil {
+		t.Fatalf("create token: %v", err)
+	}
+	it, err := admin.CreateItem(ctx, "mcp-cli", client.CreateItemRequest{Title: "over stdio"})
+	if err != nil {
+		t.Fatalf("create item: %v", err)
+	}
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr mcpSyncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Main([]string{"mcp", "--url", srv.URL(), "--token", tok.Secret, "--project", "mcp-cli", "--worker", "cli-agent"},
+			IO{In: inR, Out: outW, Err: &stderr})
+		outW.Close()
+	}()
+
+	c := sdk.NewClient(&sdk.Implementation{Name: "cli-test", Version: "v0"}, nil)
+	cs, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v (stderr: %s)", err, stderr.String())
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "take_task", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("take_task: %+v, %v (stderr: %s)", res, err, stderr.String())
+	}
+	if txt := res.Content[len(res.Content)-1].(*sdk.TextContent).Text; !strings.Contains(txt, it.ID) {
+		t.Fatalf("take_task answered %s, want item %s", txt, it.ID)
+	}
+	ls, err := admin.ItemLeases(ctx, "mcp-cli", it.ID)
+	if err != nil || len(ls) != 1 || ls[0].Worker != "cli-agent" {
+		t.Fatalf("leases %+v, %v: want one of worker cli-agent", ls, err)
+	}
+
+	// Closing the client ends the session: the command releases the task
+	// and exits 0.
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != ExitOK {
+			t.Fatalf("exit code %d, want 0 (stderr: %s)", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("workgraph mcp did not exit after the client closed")
+	}
+	got, err := admin.GetItem(ctx, "mcp-cli", it.ID)
+	if err != nil || got.State != client.StateReady {
+		t.Fatalf("item after the session ended: %+v, %v; want ready (released)", got, err)
+	}
+}

@@ -1,0 +1,350 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+const bootstrapToken = "wg-mcp-test-bootstrap-secret"
+
+// env is a real workgraph server with a project, an admin client for
+// arranging and checking stored state, and an agent client for the MCP
+// server.
+type env struct {
+	srv     *server.Server
+	url     string
+	admin   *client.Client
+	agent   *client.Client
+	project string
+}
+
+var projectSeq atomic.Int64
+
+// setup starts a workgraph server on a fresh database.
+func setup(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := server.Start(ctx, server.Config{DatabaseURL: dbtest.URL(t), Addr: "127.0.0.1:0", BootstrapToken: bootstrapToken,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("server.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	admin := mustClient(t, srv.URL(), bootstrapToken)
+	name := fmt.Sprintf("mcp-%d", projectSeq.Add(1))
+	if _, err := admin.CreateProject(ctx, name); err != nil {
+		t.Fatalf("create project: %v", err)
+	}
+	tok, err := admin.CreateToken(ctx, name, client.CreateTokenRequest{Name: "agent", Role: "agent"})
+	if err != nil {
+		t.Fatalf("create agent token: %v", err)
+	}
+	return &env{srv: srv, url: srv.URL(), admin: admin, agent: mustClient(t, srv.URL(), tok.Secret), project: name}
+}
+
+func mustClient(t *testing.T, url, token string) *client.Client {
+	t.Helper()
+	c, err := client.New(url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// mcpServer is an MCP server of e's project acting with the agent token.
+func (e *env) mcpServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	cfg.Client, cfg.Project = e.agent, e.project
+	if cfg.Worker == "" {
+		cfg.Worker = "mcp-agent"
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (e *env) item(t *testing.T, title string) *client.Item {
+	t.Helper()
+	it, err := e.admin.CreateItem(context.Background(), e.project, client.CreateItemRequest{Title: title, Body: "spec of " + title})
+	if err != nil {
+		t.Fatalf("create item: %v", err)
+	}
+	return it
+}
+
+func (e *env) get(t *testing.T, id string) *client.Item {
+	t.Helper()
+	it, err := e.admin.GetItem(context.Background(), e.project, id)
+	if err != nil {
+		t.Fatalf("get item %s: %v", id, err)
+	}
+	return it
+}
+
+func (e *env) leases(t *testing.T, id string) []client.Lease {
+	t.Helper()
+	ls, err := e.admin.ItemLeases(context.Background(), e.project, id)
+	if err != nil {
+		t.Fatalf("item leases: %v", err)
+	}
+	return ls
+}
+
+// callTool calls a tool; a protocol error fails the test (tool errors are
+// results with IsError).
+func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) *sdk.CallToolResult {
+	t.Helper()
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+// ok calls a tool that must succeed and decodes its JSON answer into out
+// (if not nil).
+func ok(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any, out any) string {
+	t.Helper()
+	res := callTool(t, cs, name, args)
+	txt := text(res)
+	if res.IsError {
+		t.Fatalf("%s: tool error: %s", name, txt)
+	}
+	if out != nil {
+		last := res.Content[len(res.Content)-1].(*sdk.TextContent).Text
+		if err := json.Unmarshal([]byte(last), out); err != nil {
+			t.Fatalf("%s: decoding %q: %v", name, last, err)
+		}
+	}
+	return txt
+}
+
+// toolErr calls a tool that must answer a tool error and returns its text.
+func toolErr(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	res := callTool(t, cs, name, args)
+	if !res.IsError {
+		t.Fatalf("%s: want a tool error, got %s", name, text(res))
+	}
+	return text(res)
+}
+
+func text(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// eventually polls cond until it holds or the deadline passes: only for
+// effects that are really asynchronous (lease expiry by the database
+// clock, background heartbeats, session teardown).
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTakeAskResume: an agent takes a task, asks a person (blocking), loses
+// the task to the question, and gets it back with the answer.
+func TestTakeAskResume(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cs := connectInMemory(t, e.mcpServer(t, Config{}))
+	it := e.item(t, "write the report")
+
+	var got task
+	ok(t, cs, "take_task", nil, &got)
+	if got.ID != it.ID || got.Body != "spec of write the report" {
+		t.Fatalf("take_task: got %+v, want item %s", got, it.ID)
+	}
+	if st := e.get(t, it.ID).State; st != client.StateLeased {
+		t.Fatalf("after take_task: item state %q, want leased", st)
+	}
+	if msg := toolErr(t, cs, "take_task", nil); !strings.Contains(msg, "already hold task "+it.ID) {
+		t.Errorf("second take_task: %q", msg)
+	}
+
+	ok(t, cs, "ask_person", map[string]any{"question": "PDF or HTML?", "suggested_answers": []string{"PDF", "HTML"}}, nil)
+	if st := e.get(t, it.ID).State; st != client.StateAttention {
+		t.Fatalf("after ask_person: item state %q, want attention", st)
+	}
+	ls := e.leases(t, it.ID)
+	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeAttentionRequested {
+		t.Fatalf("after ask_person: leases %+v, want one ended attention_requested", ls)
+	}
+	if msg := toolErr(t, cs, "finish_task", map[string]any{"result": "x"}); !strings.Contains(msg, "hold no task") {
+		t.Errorf("finish_task without a task: %q", msg)
+	}
+	if txt := ok(t, cs, "take_task", nil, nil); !strings.Contains(txt, "No task is ready") {
+		t.Errorf("take_task while waiting for a person: %q", txt)
+	}
+
+	page, err := e.admin.ListAttention(context.Background(), e.project, client.ListAttentionOptions{State: "open"})
+	if err != nil || len(page.Requests) != 1 {
+		t.Fatalf("open attention: %+v, %v", page, err)
+	}
+	if _, err := e.admin.Resolve(context.Background(), page.Requests[0].ID, "PDF"); err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+
+	got = task{}
+	ok(t, cs, "take_task", nil, &got)
+	if got.ID != it.ID || len(got.Attention) != 1 || got.Attention[0].Answer != "PDF" {
+		t.Fatalf("take_task after the answer: got %+v, want item %s with the answer PDF", got, it.ID)
+	}
+	ok(t, cs, "finish_task", map[string]any{"result": map[string]any{"format": "PDF"}}, nil)
+	done := e.get(t, it.ID)
+	if done.State != client.StateDone || !strings.Contains(string(done.Result), "PDF") {
+		t.Fatalf("after finish_task: state %q result %s, want done with the result", done.State, done.Result)
+	}
+}
+
+// TestLeaseLost: the session's lease is lost while its heartbeat is paused;
+// every worker tool then answers the lease-lost error and changes nothing.
+func TestLeaseLost(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ErrLeaseLostTakenOver", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		srv := e.mcpServer(t, Config{LeaseSeconds: 1})
+		srv.heartbeatPaused.Store(true)
+		cs := connectInMemory(t, srv)
+		it := e.item(t, "contended")
+		ok(t, cs, "take_task", nil, nil)
+
+		// Another worker takes the item over once the lease has expired by
+		// the database clock.
+		var other *client.Claim
+		eventually(t, 10*time.Second, "another worker to take the item over", func() bool {
+			c, err := e.agent.Claim(context.Background(), e.project, client.ClaimRequest{Worker: "other", LeaseSeconds: 60})
+			if err != nil && !errors.Is(err, client.ErrNothingReady) {
+				t.Fatalf("claim: %v", err)
+			}
+			other = c
+			return c != nil
+		})
+		if other.Item.ID != it.ID {
+			t.Fatalf("other worker got %s, want %s", other.Item.ID, it.ID)
+		}
+
+		msg := toolErr(t, cs, "finish_task", map[string]any{"result": "mine"})
+		if !strings.Contains(msg, "lease lost") || !strings.Contains(msg, "take_task") {
+			t.Errorf("finish_task after takeover: %q", msg)
+		}
+		stored := e.get(t, it.ID)
+		if stored.State != client.StateLeased || len(stored.Result) > 0 && string(stored.Result) != "null" {
+			t.Fatalf("after the refused finish: state %q result %s, want leased by the other worker", stored.State, stored.Result)
+		}
+		ls := e.leases(t, it.ID)
+		if len(ls) != 2 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeExpired || ls[1].Worker != "other" || ls[1].EndedAt != nil {
+			t.Fatalf("leases %+v: want the first expired, the second the other worker's and active", ls)
+		}
+		// The session has let go of the lost lease.
+		if msg := toolErr(t, cs, "report_progress", nil); !strings.Contains(msg, "hold no task") {
+			t.Errorf("report_progress after the loss: %q", msg)
+		}
+	})
+
+	t.Run("ErrLeaseLostExpired", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		srv := e.mcpServer(t, Config{LeaseSeconds: 1})
+		srv.heartbeatPaused.Store(true)
+		cs := connectInMemory(t, srv)
+		it := e.item(t, "slow")
+		ok(t, cs, "take_task", nil, nil)
+
+		// Let the one-second lease expire by the database clock.
+		expires := e.leases(t, it.ID)[0].ExpiresAt
+		eventually(t, 10*time.Second, "the lease to expire by the database clock", func() bool {
+			var past bool
+			if err := e.srv.Pool().QueryRow(context.Background(), "SELECT now() > $1", expires).Scan(&past); err != nil {
+				t.Fatal(err)
+			}
+			return past
+		})
+
+		msg := toolErr(t, cs, "finish_task", map[string]any{"result": "late"})
+		if !strings.Contains(msg, "lease lost: task "+it.ID) {
+			t.Errorf("finish_task after expiry: %q", msg)
+		}
+		if st := e.get(t, it.ID); st.State == client.StateDone {
+			t.Fatalf("item completed by a lost lease: %+v", st)
+		}
+		ls := e.leases(t, it.ID)
+		if len(ls) != 1 || ls[0].Outcome != nil && *ls[0].Outcome == client.OutcomeCompleted {
+			t.Fatalf("leases %+v: the expired lease must not be completed", ls)
+		}
+	})
+}
+
+// TestHeartbeatKeepsLease: the background heartbeat keeps a short lease
+// alive well past its TTL.
+func TestHeartbeatKeepsLease(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cs := connectInMemory(t, e.mcpServer(t, Config{LeaseSeconds: 1}))
+	it := e.item(t, "long job")
+	ok(t, cs, "take_task", nil, nil)
+
+	eventually(t, 10*time.Second, "heartbeats to carry the lease past twice its TTL", func() bool {
+		ls := e.leases(t, it.ID)
+		return len(ls) == 1 && ls[0].EndedAt == nil && ls[0].ExpiresAt.Sub(ls[0].AcquiredAt) > 2*time.Second
+	})
+	ok(t, cs, "finish_task", map[string]any{"result": "done"}, nil)
+	if st := e.get(t, it.ID).State; st != client.StateDone {
+		t.Fatalf("item state %q, want done", st)
+	}
+}
+
+// TestSessionEndReleases: a session that ends gives its task back.
+func TestSessionEndReleases(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cs := connectInMemory(t, e.mcpServer(t, Config{}))
+	it := e.item(t, "abandoned")
+	ok(t, cs, "take_task", nil, nil)
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the task to be released", func() bool {
+		return e.get(t, it.ID).State == client.StateReady
+	})
+	ls := e.leases(t, it.ID)
+	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased {
+		t.Fatalf("leases %+v: want one released", ls)
+	}
+}
