@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,7 +12,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/mcp"
 )
 
@@ -21,11 +19,11 @@ func init() { extraCommands = append(extraCommands, newMCPCmd) }
 
 // mcpOptions are the flags of `workgraph mcp`.
 type mcpOptions struct {
-	url, token, project string
-	worker              string
-	leaseSeconds        int
-	httpAddr            string
-	sessionTimeout      time.Duration
+	conn           clientFlags
+	worker         string
+	leaseSeconds   int
+	httpAddr       string
+	sessionTimeout time.Duration
 }
 
 func newMCPCmd(stdio IO) *cobra.Command {
@@ -49,12 +47,12 @@ its task.`,
 			return runMCP(cmd.Context(), stdio, o)
 		},
 	}
-	host, _ := os.Hostname()
 	f := cmd.Flags()
-	f.StringVar(&o.url, "url", envOr("WORKGRAPH_URL", "http://127.0.0.1:8080"), "workgraph server URL (env WORKGRAPH_URL)")
-	f.StringVar(&o.token, "token", os.Getenv("WORKGRAPH_TOKEN"), "API token, role agent (env WORKGRAPH_TOKEN)")
-	f.StringVar(&o.project, "project", os.Getenv("WORKGRAPH_PROJECT"), "project (env WORKGRAPH_PROJECT)")
-	f.StringVar(&o.worker, "worker", envOr("WORKGRAPH_WORKER", "mcp@"+host), "worker label of the claims (env WORKGRAPH_WORKER)")
+	f.StringVar(&o.conn.url, "url", "", "server URL (env WORKGRAPH_URL; default "+DefaultURL+")")
+	f.StringVar(&o.conn.token, "token", "", "API token, role agent (env WORKGRAPH_TOKEN)")
+	f.StringVarP(&o.conn.project, "project", "p", "", "project name (env WORKGRAPH_PROJECT; default \"default\")")
+	f.StringVar(&o.conn.config, "config", "", "config file (env WORKGRAPH_CONFIG; default ~/.config/workgraph/config.yaml or .json)")
+	f.StringVar(&o.worker, "worker", "", "worker label of the claims (env WORKGRAPH_WORKER; default mcp@<host>)")
 	f.IntVar(&o.leaseSeconds, "lease-seconds", 0, "lease TTL asked for on each claim (0: the server's default)")
 	f.StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8090) instead of stdio")
 	f.DurationVar(&o.sessionTimeout, "session-timeout", time.Hour, "with --http: close (and release the task of) a session idle this long")
@@ -62,19 +60,24 @@ its task.`,
 }
 
 func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
-	if o.token == "" {
-		return &exitError{code: ExitUsage, err: errors.New("no token: set WORKGRAPH_TOKEN or --token")}
-	}
-	if o.project == "" {
-		return &exitError{code: ExitUsage, err: errors.New("no project: set WORKGRAPH_PROJECT or --project")}
-	}
-	c, err := client.New(o.url, o.token, client.WithUserAgent("workgraph-mcp"))
+	cfg, err := loadConfig(o.conn, os.Getenv)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
+	c, err := cfg.newClient()
+	if err != nil {
+		return err
+	}
+	worker := o.worker
+	if worker == "" {
+		worker = cfg.Worker
+		if cfg.Source["worker"] == "default" {
+			worker = "mcp@" + worker
+		}
+	}
 	// Logs go to stderr: on stdio, stdout carries the protocol.
 	srv, err := mcp.New(mcp.Config{
-		Client: c, Project: o.project, Worker: o.worker, LeaseSeconds: o.leaseSeconds,
+		Client: c, Project: cfg.Project, Worker: worker, LeaseSeconds: o.leaseSeconds,
 		SessionTimeout: o.sessionTimeout, Version: "workgraph", Logger: logger(stdio.Err),
 	})
 	if err != nil {
