@@ -245,3 +245,26 @@ func TestDecompose(t *testing.T) {
 	})
 	f.checkInvariants(t)
 }
+
+func TestCancelledByPerson(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	it, l := f.claimNew(t, "w")
+	if _, err := f.graph.Cancel(f.ctx, f.project, it.ID, "alice", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.getLease(t, l.ID)
+	if got.Outcome == nil || *got.Outcome != lease.OutcomeCancelled {
+		t.Fatalf("lease = %+v, want cancelled", got)
+	}
+	before := f.snapshot(t, it.ID)
+	for _, m := range mutations {
+		if err := m.call(f, fence(l)); !errors.Is(err, wgerr.LeaseLost) {
+			t.Errorf("%s: err = %v, want lease_lost", m.name, err)
+		}
+	}
+	if after := f.snapshot(t, it.ID); after != before {
+		t.Fatalf("state changed:\n%s\n%s", before, after)
+	}
+	f.checkInvariants(t)
+}
