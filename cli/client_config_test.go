@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+func envOf(m map[string]string) getenv { return func(k string) string { return m[k] } }
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	dir := filepath.Join(home, ".config", "workgraph")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte("url: http://file:1\ntoken: file-token\nproject: file-project\nworker: file-worker\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("OKFileOnly", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := loadConfig(clientFlags{}, envOf(map[string]string{"HOME": home}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.URL != "http://file:1" || cfg.Token != "file-token" || cfg.Project != "file-project" || cfg.Worker != "file-worker" || cfg.File != file {
+			t.Fatalf("cfg = %+v", cfg)
+		}
+	})
+	t.Run("OKEnvOverFile", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := loadConfig(clientFlags{}, envOf(map[string]string{
+			"HOME": home, "WORKGRAPH_URL": "http://env:2", "WORKGRAPH_PROJECT": "env-project",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.URL != "http://env:2" || cfg.Project != "env-project" || cfg.Token != "file-token" {
+			t.Fatalf("cfg = %+v", cfg)
+		}
+		if cfg.Source["url"] != "env WORKGRAPH_URL" || !strings.HasPrefix(cfg.Source["token"], "file ") {
+			t.Fatalf("sources = %v", cfg.Source)
+		}
+	})
+	t.Run("OKFlagsOverEnv", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := loadConfig(clientFlags{url: "http://flag:3", token: "flag-token"}, envOf(map[string]string{
+			"HOME": home, "WORKGRAPH_URL": "http://env:2", "WORKGRAPH_TOKEN": "env-token",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.URL != "http://flag:3" || cfg.Token != "flag-token" || cfg.Project != "file-project" || cfg.Source["url"] != "flag --url" {
+			t.Fatalf("cfg = %+v", cfg)
+		}
+	})
+	t.Run("OKDefaults", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := loadConfig(clientFlags{}, envOf(map[string]string{"HOME": t.TempDir()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.URL != DefaultURL || cfg.Project != "default" || cfg.Token != "" || cfg.File != "" || cfg.Worker == "" {
+			t.Fatalf("cfg = %+v", cfg)
+		}
+	})
+	t.Run("OKJSONFileFromEnv", func(t *testing.T) {
+		t.Parallel()
+		p := filepath.Join(t.TempDir(), "wg.json")
+		os.WriteFile(p, []byte(`{"url": "http://json:4", "project": "j"}`), 0o600)
+		cfg, err := loadConfig(clientFlags{}, envOf(map[string]string{"HOME": home, "WORKGRAPH_CONFIG": p}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.URL != "http://json:4" || cfg.Project != "j" || cfg.Token != "" {
+			t.Fatalf("cfg = %+v", cfg)
+		}
+	})
+	t.Run("ErrUnknownSetting", func(t *testing.T) {
+		t.Parallel()
+		p := filepath.Join(t.TempDir(), "bad.yaml")
+		os.WriteFile(p, []byte("url: http://x\ntokne: oops\n"), 0o600)
+		_, err := loadConfig(clientFlags{config: p}, envOf(map[string]string{"HOME": home}))
+		if err == nil || !strings.Contains(err.Error(), "tokne") || !strings.Contains(err.Error(), "line 2") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("ErrMissingExplicitFile", func(t *testing.T) {
+		t.Parallel()
+		_, err := loadConfig(clientFlags{config: filepath.Join(home, "nope.yaml")}, envOf(map[string]string{"HOME": home}))
+		if err == nil {
+			t.Fatal("a missing --config file was accepted")
+		}
+	})
+}
+
+func TestExplainExitCodes(t *testing.T) {
+	t.Parallel()
+	cfg := &clientConfig{URL: "http://127.0.0.1:1", Project: "p", Source: map[string]string{"url": "default", "token": "env WORKGRAPH_TOKEN", "project": "default"}}
+	problem := func(code string, status int) error {
+		return fmt.Errorf("wrapped: %w", &client.Error{Status: status, Code: code, Detail: "detail of " + code})
+	}
+	cases := []struct {
+		name string
+		err  error
+		code int
+		hint string
+	}{
+		{"NothingReady", client.ErrNothingReady, ExitNothing, "--wait"},
+		{"LeaseLost", problem(client.CodeLeaseLost, 409), ExitLeaseLost, "stop working on this item and claim again"},
+		{"NotFound", problem(client.CodeNotFound, 404), ExitNotFound, `project (now "p"`},
+		{"Cycle", problem(client.CodeDependencyCycle, 409), ExitConflict, "cycle"},
+		{"ConflictingResult", problem(client.CodeConflictingResult, 409), ExitConflict, "first result stands"},
+		{"Unauthenticated", problem(client.CodeUnauthenticated, 401), ExitAuth, "env WORKGRAPH_TOKEN"},
+		{"Forbidden", problem(client.CodeForbidden, 403), ExitAuth, "human or admin token"},
+		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},
+		{"RateLimited", problem(client.CodeRateLimited, 429), ExitUnavailable, "slow down"},
+		{"Internal", problem(client.CodeInternal, 500), ExitError, "server's log"},
+		{"Unreachable", &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1", Err: errors.New("connection refused")}, ExitUnavailable, "workgraph serve"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			err := explain(c.err, cfg)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != c.code {
+				t.Fatalf("explain(%v) = %v, want exit code %d", c.err, err, c.code)
+			}
+			if !strings.Contains(err.Error(), c.hint) {
+				t.Fatalf("message %q lacks the hint %q", err.Error(), c.hint)
+			}
+		})
+	}
+}
+
+func TestMainExitCodes(t *testing.T) {
+	t.Parallel()
+	run := func(args ...string) (int, string) {
+		var out, errb strings.Builder
+		code := Main(args, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		return code, errb.String()
+	}
+	t.Run("ErrUnknownFlag", func(t *testing.T) {
+		t.Parallel()
+		if code, _ := run("claim", "--no-such-flag"); code != ExitUsage {
+			t.Fatalf("exit = %d, want %d", code, ExitUsage)
+		}
+	})
+	t.Run("ErrMissingArgs", func(t *testing.T) {
+		t.Parallel()
+		if code, _ := run("deps", "add", "only-one", "--token", "x"); code != ExitUsage {
+			t.Fatalf("exit = %d, want %d", code, ExitUsage)
+		}
+	})
+	t.Run("ErrNoLease", func(t *testing.T) {
+		t.Parallel()
+		code, msg := run("complete", "--token", "x", "--lease-id", "", "--epoch", "")
+		if code != ExitUsage || !strings.Contains(msg, "workgraph work") {
+			t.Fatalf("exit = %d (%s)", code, msg)
+		}
+	})
+	t.Run("ErrNoToken", func(t *testing.T) {
+		t.Parallel()
+		code, msg := run("items", "ls", "--config", filepath.Join(t.TempDir(), "none.yaml"))
+		if code != ExitUsage && code != ExitAuth {
+			t.Fatalf("exit = %d (%s)", code, msg)
+		}
+	})
+	t.Run("ErrUnreachable", func(t *testing.T) {
+		t.Parallel()
+		code, msg := run("items", "ls", "--url", "http://127.0.0.1:1", "--token", "x")
+		if code != ExitUnavailable || !strings.Contains(msg, "cannot reach the server") {
+			t.Fatalf("exit = %d (%s)", code, msg)
+		}
+	})
+}

@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// mustJSON runs the binary with --json and decodes its output into v.
+func (e *env) mustJSON(token string, v any, args ...string) {
+	e.t.Helper()
+	r := e.run(token, nil, append(args, "--json")...)
+	if r.code != 0 {
+		e.t.Fatalf("workgraph %s: %v", strings.Join(args, " "), r)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+		e.t.Fatalf("workgraph %s --json: %v\n%s", strings.Join(args, " "), err, r.stdout)
+	}
+}
+
+func (e *env) wantExit(token string, code int, hint string, args ...string) result {
+	e.t.Helper()
+	r := e.run(token, nil, args...)
+	if r.code != code || !strings.Contains(r.stderr, hint) {
+		e.t.Fatalf("workgraph %s: want exit %d and %q\n%v", strings.Join(args, " "), code, hint, r)
+	}
+	return r
+}
+
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	t.Run("OKItemsAndDeps", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		var a, b client.Item
+		e.mustJSON(e.agentToken, &a, "items", "add", "Write the migration", "--priority", "5", "--label", "db", "--body", "Add the table.")
+		e.mustJSON(e.agentToken, &b, "items", "add", "Add the endpoint", "--depends-on", a.ID)
+		if a.Priority != 5 || len(a.Labels) != 1 || b.State != client.StateBlocked {
+			t.Fatalf("a = %+v, b = %+v", a, b)
+		}
+		// A cycle is refused with exit 6 and nothing changes.
+		e.wantExit(e.agentToken, 6, "cycle", "deps", "add", a.ID, b.ID)
+		if got := e.get(a.ID); got.State != client.StateReady {
+			t.Fatalf("a after the refused cycle: %s", got.State)
+		}
+		ls := e.run(e.agentToken, nil, "items", "ls", "--state", "blocked")
+		if ls.code != 0 || !strings.Contains(ls.stdout, b.ID) || strings.Contains(ls.stdout, a.ID) || !strings.Contains(ls.stdout, "STATE") {
+			t.Fatalf("items ls: %v", ls)
+		}
+		show := e.run(e.agentToken, nil, "items", "show", b.ID)
+		if show.code != 0 || !strings.Contains(show.stdout, "blocked by") || !strings.Contains(show.stdout, a.ID) {
+			t.Fatalf("items show: %v", show)
+		}
+		if r := e.run(e.humanToken, nil, "deps", "rm", b.ID, a.ID); r.code != 0 {
+			t.Fatalf("deps rm: %v", r)
+		}
+		if got := e.get(b.ID); got.State != client.StateReady {
+			t.Fatalf("b after removing its dependency: %s", got.State)
+		}
+		if r := e.run(e.humanToken, nil, "items", "edit", b.ID, "--title", "Add the endpoint (v2)", "--priority", "9"); r.code != 0 {
+			t.Fatalf("items edit: %v", r)
+		}
+		if got := e.get(b.ID); got.Title != "Add the endpoint (v2)" || got.Priority != 9 {
+			t.Fatalf("b after edit: %+v", got)
+		}
+		if r := e.run(e.humanToken, nil, "items", "cancel", a.ID); r.code != 0 {
+			t.Fatalf("items cancel: %v", r)
+		}
+		if got := e.get(a.ID); got.State != client.StateCancelled {
+			t.Fatalf("a after cancel: %s", got.State)
+		}
+		e.wantExit(e.agentToken, 5, "not found", "items", "show", "00000000-0000-0000-0000-000000000000")
+		e.wantExit(e.agentToken, 7, "forbidden", "items", "cancel", b.ID)
+	})
+	t.Run("OKLeaseCommands", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		it := e.item("by hand")
+		e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--labels", "no-such-label")
+		var cl client.Claim
+		e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+		if cl.Item.ID != it.ID || cl.Lease.Epoch != 1 || cl.Lease.Worker != "w1" {
+			t.Fatalf("claim = %+v", cl.Lease)
+		}
+		fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+		stale := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=7"}
+		if r := e.run(e.agentToken, fence, "heartbeat", "--progress", "half way"); r.code != 0 || !strings.Contains(r.stdout, "extended until") {
+			t.Fatalf("heartbeat: %v", r)
+		}
+		if r := e.run(e.agentToken, stale, "heartbeat"); r.code != 4 || !strings.Contains(r.stderr, "stop working on this item and claim again") {
+			t.Fatalf("stale heartbeat: %v", r)
+		}
+		if r := e.run(e.agentToken, fence, "complete", "--result", "not json"); r.code != 2 {
+			t.Fatalf("complete with bad JSON: %v", r)
+		}
+		if r := e.run(e.agentToken, fence, "complete", "--result", `{"pr": 42}`); r.code != 0 {
+			t.Fatalf("complete: %v", r)
+		}
+		if r := e.run(e.agentToken, fence, "complete", "--result", `{"pr": 42}`); r.code != 0 || !strings.Contains(r.stdout, "replay") {
+			t.Fatalf("repeated complete: %v", r)
+		}
+		if r := e.run(e.agentToken, fence, "complete", "--result", `{"pr": 43}`); r.code != 6 || !strings.Contains(r.stderr, "first result stands") {
+			t.Fatalf("conflicting complete: %v", r)
+		}
+		if got := e.get(it.ID); got.State != client.StateDone || string(got.Result) != `{"pr": 42}` && string(got.Result) != `{"pr":42}` {
+			t.Fatalf("item = %s %s", got.State, got.Result)
+		}
+		h := e.run(e.humanToken, nil, "history", "--item", it.ID)
+		if h.code != 0 || !strings.Contains(h.stdout, "completed") || !strings.Contains(h.stdout, "w1") {
+			t.Fatalf("history: %v", h)
+		}
+	})
+	t.Run("OKFailReleaseDecompose", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		it := e.item("to split")
+		var cl client.Claim
+		e.mustJSON(e.agentToken, &cl, "claim")
+		fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+		if r := e.run(e.agentToken, fence, "release", "--reason", "not now"); r.code != 0 {
+			t.Fatalf("release: %v", r)
+		}
+		e.mustJSON(e.agentToken, &cl, "claim")
+		fence = []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=2"}
+		children := filepath.Join(t.TempDir(), "children.yaml")
+		os.WriteFile(children, []byte("- key: a\n  title: Part A\n- key: b\n  title: Part B\n  depends_on: [a]\n"), 0o600)
+		if r := e.run(e.agentToken, fence, "decompose", children); r.code != 0 || !strings.Contains(r.stdout, "Part B") {
+			t.Fatalf("decompose: %v", r)
+		}
+		if got := e.get(it.ID); got.State != client.StateBlocked || len(got.BlockedBy.Children) != 2 {
+			t.Fatalf("parent after decompose: %+v", got)
+		}
+		// Part A is next; fail it.
+		e.mustJSON(e.agentToken, &cl, "claim")
+		if cl.Item.Title != "Part A" {
+			t.Fatalf("claimed %q, want Part A", cl.Item.Title)
+		}
+		fence = []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+		if r := e.run(e.agentToken, fence, "fail", "could not compile", "--details", `{"log": "..."}`); r.code != 0 {
+			t.Fatalf("fail: %v", r)
+		}
+		ls := e.leases(cl.Item.ID)
+		if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeFailed {
+			t.Fatalf("leases of Part A: %+v", ls)
+		}
+	})
+	t.Run("OKAdmin", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		if r := e.run(adminToken, nil, "projects", "create", "second"); r.code != 0 {
+			t.Fatalf("projects create: %v", r)
+		}
+		e.wantExit(adminToken, 6, "already", "projects", "create", "second")
+		if r := e.run(adminToken, nil, "projects", "ls"); r.code != 0 || !strings.Contains(r.stdout, "second") || !strings.Contains(r.stdout, "e2e") {
+			t.Fatalf("projects ls: %v", r)
+		}
+		r := e.run(adminToken, nil, "tokens", "create", "bot-2", "--role", "agent")
+		secret := strings.TrimSpace(r.stdout)
+		if r.code != 0 || secret == "" {
+			t.Fatalf("tokens create: %v", r)
+		}
+		if r := e.run(secret, nil, "items", "ls"); r.code != 0 {
+			t.Fatalf("the new token does not work: %v", r)
+		}
+		var list struct{ Tokens []client.Token }
+		e.mustJSON(adminToken, &list, "tokens", "ls")
+		id := ""
+		for _, tk := range list.Tokens {
+			if tk.Name == "bot-2" {
+				id = tk.ID
+			}
+		}
+		if id == "" {
+			t.Fatalf("tokens ls: %+v", list)
+		}
+		if r := e.run(adminToken, nil, "tokens", "revoke", id); r.code != 0 {
+			t.Fatalf("tokens revoke: %v", r)
+		}
+		e.wantExit(secret, 7, "unknown or revoked", "items", "ls")
+		e.wantExit(e.agentToken, 7, "", "tokens", "ls")
+	})
+	t.Run("OKConfigFile", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		e.item("seen through the config file")
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		os.WriteFile(cfg, []byte("url: "+e.url+"\ntoken: "+e.agentToken+"\nproject: e2e\n"), 0o600)
+		c := e.cmd("", nil, "items", "ls", "--config", cfg)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		out, err := c.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "seen through the config file") {
+			t.Fatalf("items ls with a config file: %v\n%s", err, out)
+		}
+	})
+}
