@@ -170,7 +170,7 @@ func (l *loader) load(ctx context.Context) error {
 	}
 	// codex-2 sets up the generator meanwhile.
 	l.at(5 * m)
-	ssg, err := l.claim(ctx, "codex-2", "ssg", 20*m)
+	ssg, err := l.claim(ctx, "codex-2", "ssg", 45*m)
 	if err != nil {
 		return err
 	}

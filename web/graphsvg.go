@@ -116,8 +116,8 @@ func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge) (
 			"label":   graphLabel(n.Title, n.ID, n.State),
 			"tooltip": dotEscape(n.Title),
 			"shape":   "box", "style": "rounded,filled", "fillcolor": colours[0], "color": stroke, "penwidth": pen,
-			"fontname": "Helvetica,Arial,sans-serif", "fontsize": "11", "fontcolor": "#1f2328",
-			"margin": "0.12,0.06",
+			"fontname": "Helvetica,Arial,sans-serif", "fontsize": "12.5", "fontcolor": "#1f2328",
+			"margin": "0.14,0.07",
 		}
 		if n.Href != "" {
 			attrs["URL"] = n.Href

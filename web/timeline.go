@@ -31,6 +31,7 @@ type TimelineLane struct {
 	Title      string // tooltip
 	TailX      float64
 	TailW      float64 // >0: dashed tail to the expiry of an active lease
+	TailLabel  string  // the expiry, when it lies beyond the plot
 	Marks      []TimelineMark
 	StaleCalls int
 	LeaseID    uuid.UUID
@@ -51,7 +52,7 @@ type TimelineTick struct {
 const (
 	tlWidth   = 960
 	tlLabelW  = 190
-	tlRightW  = 70
+	tlRightW  = 100
 	tlLaneH   = 30
 	tlTop     = 6
 	tlAxisH   = 26
@@ -77,8 +78,8 @@ func buildTimeline(leases []lease.Lease, obs map[uuid.UUID][]lease.Observation, 
 		if l.EndedAt != nil {
 			extend(*l.EndedAt)
 		} else {
+			// Not to the expiry: a long TTL would squash the history.
 			extend(now)
-			extend(l.ExpiresAt)
 		}
 		for _, o := range obs[l.ID] {
 			extend(o.ReceivedAt)
@@ -115,7 +116,12 @@ func buildTimeline(leases []lease.Lease, obs map[uuid.UUID][]lease.Observation, 
 			formatTime(l.AcquiredAt), endLabel(l), formatDuration(ended.Sub(l.AcquiredAt)))
 		if l.EndedAt == nil && l.ExpiresAt.After(now) {
 			lane.TailX = lane.X + lane.W
-			lane.TailW = x(l.ExpiresAt) - lane.TailX
+			end := x(l.ExpiresAt)
+			if end > tl.PlotX1 {
+				end = tl.PlotX1
+				lane.TailLabel = "expires " + l.ExpiresAt.UTC().Format("15:04")
+			}
+			lane.TailW = end - lane.TailX
 		}
 		for _, o := range obs[l.ID] {
 			lane.Marks = append(lane.Marks, TimelineMark{
