@@ -95,6 +95,11 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			}
 		case ctx.Err() != nil:
 			return
+		case endedForAttention(err):
+			// The command asked a person; its control file may not be
+			// written yet.
+			events <- event{kind: outcomeAttention}
+			return
 		case errors.Is(err, client.ErrLeaseLost), errors.Is(err, client.ErrNotFound):
 			events <- event{kind: outcomeLost, detail: "the server refused the heartbeat: " + err.Error()}
 			return
@@ -107,6 +112,15 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			next = time.Now().Add(min(interval/3, 2*time.Second))
 		}
 	}
+}
+
+// endedForAttention reports whether err is lease_lost because the lease
+// ended for an attention request (the problem's "outcome" member).
+func endedForAttention(err error) bool {
+	var ae *client.Error
+	var outcome string
+	return errors.As(err, &ae) && ae.Code == client.CodeLeaseLost &&
+		ae.Extension("outcome", &outcome) && outcome == client.OutcomeAttentionRequested
 }
 
 // isRefusal: the server answered and refused (not a transport failure, a
