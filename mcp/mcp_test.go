@@ -278,6 +278,31 @@ func TestLeaseLost(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrLeaseLostCancelled", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t)
+		cs := connectInMemory(t, e.mcpServer(t, Config{LeaseSeconds: 1}))
+		it := e.item(t, "no longer wanted")
+		ok(t, cs, "take_task", nil, nil)
+		if _, err := e.admin.CancelItem(context.Background(), e.project, it.ID, "not needed"); err != nil {
+			t.Fatalf("cancel: %v", err)
+		}
+		// The background heartbeat finds the lease gone; every tool answer
+		// then carries the warning.
+		eventually(t, 10*time.Second, "list_tasks to warn of the lost lease", func() bool {
+			return strings.Contains(ok(t, cs, "list_tasks", nil, nil), "Warning: lease lost: task "+it.ID)
+		})
+		if msg := toolErr(t, cs, "finish_task", map[string]any{"result": "anyway"}); !strings.Contains(msg, "lease lost") {
+			t.Errorf("finish_task after cancellation: %q", msg)
+		}
+		if st := e.get(t, it.ID).State; st != client.StateCancelled {
+			t.Fatalf("item state %q, want cancelled", st)
+		}
+		if txt := ok(t, cs, "list_tasks", nil, nil); strings.Contains(txt, "Warning") {
+			t.Errorf("the warning outlived the refused call: %q", txt)
+		}
+	})
+
 	t.Run("ErrLeaseLostExpired", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t)

@@ -179,6 +179,18 @@ func (s *session) news(h *held) (answers []question, stop bool) {
 	return answers, h.stopRequested
 }
 
+// lostWarning is a note for the agent when the background heartbeat found
+// the session's lease lost, so that an agent busy with other tools hears of
+// it before it reports on the task.
+func (s *session) lostWarning() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil || !s.held.lost {
+		return ""
+	}
+	return "Warning: " + (&leaseLostError{taskID: s.held.taskID}).Error()
+}
+
 // errNoTask answers a worker tool called without a task.
 var errNoTask = wgerr.New(wgerr.CodeInvalid, "you hold no task: call take_task first")
 

@@ -94,9 +94,13 @@ func (s *Server) addTools(m *sdk.Server) {
 func add[In any](s *Server, m *sdk.Server, name, description string, h func(context.Context, *session, In) (*sdk.CallToolResult, error)) {
 	sdk.AddTool(m, &sdk.Tool{Name: name, Description: description},
 		func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
-			res, err := h(ctx, s.session(req.Session), in)
+			sess := s.session(req.Session)
+			res, err := h(ctx, sess, in)
 			if err != nil {
 				return toolError(err), nil, nil
+			}
+			if warning := sess.lostWarning(); warning != "" {
+				res.Content = append([]sdk.Content{&sdk.TextContent{Text: warning}}, res.Content...)
 			}
 			return res, nil, nil
 		})
