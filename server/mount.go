@@ -56,6 +56,11 @@ func (s *Server) mount(ctx context.Context) error {
 	})
 	a.Mount(s.echo)
 
+	// The web UI at "/" (package web) and the --demo project.
+	if err := s.mountWeb(ctx, authSvc, graphSvc, leaseSvc, attentionSvc); err != nil {
+		return err
+	}
+
 	janitor := a.Janitor(time.Hour)
 	janitor.Start(context.Background())
 	s.stops = append(s.stops, janitor.Stop)
