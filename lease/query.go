@@ -143,7 +143,7 @@ func (s *Service) Active(ctx context.Context, project uuid.UUID) ([]Lease, error
 	}
 	out := make([]Lease, len(rows))
 	for i, r := range rows {
-		out[i] = fromRow(r, 0)
+		out[i] = fromRow(r.Lease, r.Refusals)
 	}
 	return out, nil
 }

@@ -14,41 +14,50 @@ import (
 )
 
 const activeLeases = `-- name: ActiveLeases :many
-SELECT project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result FROM leases
-WHERE project_id = $1 AND ended_at IS NULL
-ORDER BY acquired_at, seq
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = $1 AND l.ended_at IS NULL
+ORDER BY l.acquired_at, l.seq
 `
 
-func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID) ([]Lease, error) {
+type ActiveLeasesRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID) ([]ActiveLeasesRow, error) {
 	rows, err := db.Query(ctx, activeLeases, projectID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Lease{}
+	items := []ActiveLeasesRow{}
 	for rows.Next() {
-		var i Lease
+		var i ActiveLeasesRow
 		if err := rows.Scan(
-			&i.ProjectID,
-			&i.ID,
-			&i.Seq,
-			&i.ItemID,
-			&i.Epoch,
-			&i.Worker,
-			&i.TokenID,
-			&i.Principal,
-			&i.AcquiredAt,
-			&i.ExpiresAt,
-			&i.HeartbeatAt,
-			&i.Heartbeats,
-			&i.Progress,
-			&i.WorkerTime,
-			&i.StopRequestedAt,
-			&i.StopRequestedBy,
-			&i.EndedAt,
-			&i.Outcome,
-			&i.OutcomeDetail,
-			&i.Result,
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Refusals,
 		); err != nil {
 			return nil, err
 		}

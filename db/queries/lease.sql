@@ -233,9 +233,12 @@ ORDER BY l.seq
 LIMIT @max_rows;
 
 -- name: ActiveLeases :many
-SELECT * FROM leases
-WHERE project_id = @project_id AND ended_at IS NULL
-ORDER BY acquired_at, seq;
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id AND l.ended_at IS NULL
+ORDER BY l.acquired_at, l.seq;
 
 -- name: WorkerOutcomes :many
 -- Per worker and outcome ('' for active leases): how many leases, and the
