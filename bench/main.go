@@ -278,6 +278,7 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		}
 		e.logf("  done in %s", time.Since(t).Round(time.Millisecond))
 	}
+	sort.SliceStable(rep.Results, func(i, j int) bool { return rep.Results[i].Workload < rep.Results[j].Workload })
 	rep.Targets = targets(rep)
 	rep.FinishedAt = time.Now().UTC()
 	fmt.Fprintln(stdout)
@@ -286,11 +287,14 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		if err := writeJSON(cfg.Out, rep); err != nil {
 			return rep, err
 		}
-		svgPath := strings.TrimSuffix(cfg.Out, ".json") + ".svg"
-		if err := writeSVG(svgPath, rep); err != nil {
+		base := strings.TrimSuffix(cfg.Out, ".json")
+		if err := writeSVG(base+".svg", rep); err != nil {
 			return rep, err
 		}
-		fmt.Fprintf(stdout, "\nwrote %s and %s\n", cfg.Out, svgPath)
+		if err := writeMarkdown(base+".md", rep); err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(stdout, "\nwrote %s, %s.svg and %s.md\n", cfg.Out, base, base)
 	}
 	return rep, nil
 }

@@ -63,7 +63,7 @@ type Report struct {
 
 // fromRecorder turns a loop's record into a Result.
 func fromRecorder(workload int, name string, agents int, rec *recorder, unit, primary string) Result {
-	secs := rec.win.end.Sub(rec.win.start).Seconds()
+	secs := rec.seconds
 	r := Result{
 		Workload: workload, Name: name, Agents: agents,
 		Seconds: round(secs, 3), Ops: rec.ops, Unit: unit, Primary: primary,
@@ -204,4 +204,47 @@ func writeJSON(path string, rep *Report) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// writeMarkdown writes the results and targets as Markdown tables (the
+// figures docs/benchmarks.md quotes).
+func writeMarkdown(path string, rep *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s: `%s` on %s, %d CPUs, Go %s, PostgreSQL %s (%s; fsync=%s, synchronous_commit=%s, shared_buffers=%s), pool %d connections, %s measured after %s warm-up.\n\n",
+		rep.StartedAt.Format("2006-01-02 15:04 UTC"), rep.Command, rep.Platform, rep.CPUs, rep.GoVersion,
+		rep.Postgres["version"], rep.Postgres["source"], rep.Postgres["fsync"], rep.Postgres["synchronous_commit"],
+		rep.Postgres["shared_buffers"], rep.Config.Pool, rep.Config.Duration.String(), rep.Config.Warmup.String())
+	b.WriteString("| W | run | agents | size | throughput | unit | p50 ms | p95 ms | p99 ms | notes |\n")
+	b.WriteString("|---|---|--:|--:|--:|---|--:|--:|--:|---|\n")
+	for _, r := range rep.Results {
+		lat := r.Latency[r.Primary]
+		rate := ""
+		if r.Rate > 0 {
+			rate = fmt.Sprintf("%.1f", r.Rate)
+		}
+		primary := ""
+		if r.Primary != "" {
+			primary = " (" + r.Primary + ")"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Workload, r.Name+primary, blank(int64(r.Agents)), blank(r.Size), rate, r.Unit,
+			fmtMs(lat.P50Ms, lat.Count), fmtMs(lat.P95Ms, lat.Count), fmtMs(lat.P99Ms, lat.Count),
+			strings.ReplaceAll(notes(r), "|", "/"))
+	}
+	if len(rep.Targets) > 0 {
+		b.WriteString("\n| W | target | met | measured |\n|---|---|---|---|\n")
+		for _, t := range rep.Targets {
+			met := "not measured"
+			if t.Met != nil && *t.Met {
+				met = "yes"
+			} else if t.Met != nil {
+				met = "**no**"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", t.Workload, t.Target, met, t.Measured)
+		}
+	}
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(&b, "\nSkipped: %s\n", s)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -19,11 +19,14 @@ func (w window) contains(t time.Time) bool { return !t.Before(w.start) && t.Befo
 
 // recorder collects one worker's latencies and operation count.
 type recorder struct {
-	win   window
-	lat   map[string]*hist
-	ops   int64
-	errs  map[string]int64
-	extra map[string]float64
+	win window
+	// seconds is the measured time (summed over the rounds of an
+	// interleaved run).
+	seconds float64
+	lat     map[string]*hist
+	ops     int64
+	errs    map[string]int64
+	extra   map[string]float64
 }
 
 func newRecorder(win window) *recorder {
@@ -121,5 +124,69 @@ func (l loop) run(ctx context.Context) *recorder {
 	for _, r := range recs {
 		total.merge(r)
 	}
+	total.seconds = l.duration.Seconds()
 	return total
+}
+
+// variant is one measured configuration of an interleaved run.
+type variant struct {
+	workload int
+	name     string
+	workers  int
+	iter     func(ctx context.Context, worker int, rec *recorder) error
+	unit     string
+	primary  string
+	// size, if set, is the Result's Size.
+	size int64
+	// done, if set, runs after the last round (e.g. stops a backlog
+	// refiller) and may add to the result.
+	done func(r *Result)
+}
+
+// rounds is how many turns each variant of an interleaved run gets.
+func (e *env) rounds() int {
+	if e.cfg.Smoke {
+		return 1
+	}
+	return 5
+}
+
+// interleave runs the variants in turn, in rounds: each round gives every
+// variant warmup/rounds of warm-up and duration/rounds of measurement, so a
+// change in the load of a shared machine hits every variant alike. Each
+// variant is measured for -duration in all.
+func (e *env) interleave(ctx context.Context, vs []variant) []Result {
+	k := e.rounds()
+	acc := make([]*recorder, len(vs))
+	for round := 0; round < k; round++ {
+		for i, v := range vs {
+			if ctx.Err() != nil {
+				break
+			}
+			rec := loop{workers: v.workers, warmup: e.warmup() / time.Duration(k),
+				duration: e.duration() / time.Duration(k), iter: v.iter}.run(ctx)
+			if acc[i] == nil {
+				acc[i] = rec
+			} else {
+				acc[i].merge(rec)
+				acc[i].seconds += rec.seconds
+			}
+		}
+	}
+	out := make([]Result, 0, len(vs))
+	for i, v := range vs {
+		if acc[i] == nil {
+			continue
+		}
+		r := fromRecorder(v.workload, v.name, v.workers, acc[i], v.unit, v.primary)
+		r.Size = v.size
+		if v.done != nil {
+			v.done(&r)
+		}
+		lat := r.Latency[r.Primary]
+		e.logf("  W%d %-24s agents=%-3d %9.1f %-12s %s p50=%.2fms p99=%.2fms%s", v.workload, v.name, v.workers,
+			r.Rate, r.Unit, r.Primary, lat.P50Ms, lat.P99Ms, errSuffix(r))
+		out = append(out, r)
+	}
+	return out
 }

@@ -60,26 +60,3 @@ func (a *serviceAgent) release(ctx context.Context, l heldLease) error {
 	_, err := a.svc.Release(ctx, a.project, fence(l), "bench")
 	return err
 }
-
-func init() { serverSQL = runServerSQL }
-
-// runServerSQL is workload 1's server-SQL variant: a fresh project with a
-// ready backlog, n agents on the lease service.
-func runServerSQL(ctx context.Context, e *env, n int, heartbeat bool) (Result, error) {
-	project, err := createProject(ctx, e.pool, e.newProjectName("w1"))
-	if err != nil {
-		return Result{}, err
-	}
-	initial, low, chunk := e.backlogSizes()
-	b, err := newBacklog(ctx, initial, low, chunk, func(ctx context.Context, n int) error {
-		return loadReady(ctx, e.pool, project, n, 0)
-	})
-	if err != nil {
-		return Result{}, err
-	}
-	name := "server-sql"
-	if heartbeat {
-		name += "+hb"
-	}
-	return e.lifecycleRun(ctx, 1, name, serviceAgents(e, project, n), heartbeat, b), nil
-}

@@ -6,40 +6,38 @@ import (
 )
 
 // Workload 1: the raw SQL limit. N goroutines run, directly over pgx, the
-// claim and complete the server itself runs (lease.Service, the same
-// transactions and statements), and beside them the minimal pair on one
-// table. Variants with a heartbeat between claim and complete match
-// workload 2's cycle step for step.
+// claim and complete the server itself runs (lease.Service: the same
+// transactions and statements as a request, without HTTP), and beside them
+// the minimal pair on one table. Variants with a heartbeat between claim
+// and complete ("+hb") match workload 2's cycle step for step.
+//
+// When workload 2 runs too, both are measured together: at each agent
+// count every variant of both runs in turn (see interleave), so the ratio
+// of workload 2 to workload 1 is not skewed by the machine's load changing
+// between them.
 
 func init() {
 	register(workload{id: 1, name: "raw SQL limit (server SQL and minimal pair over pgx)", run: runW1})
 }
 
 func runW1(ctx context.Context, e *env) error {
-	for _, hb := range []bool{false, true} {
-		for _, n := range e.cfg.Agents {
-			r, err := runMinimal(ctx, e, n, hb)
-			if err != nil {
-				return err
-			}
-			e.add(r)
-			if serverSQL != nil {
-				r, err := serverSQL(ctx, e, n, hb)
-				if err != nil {
-					return err
-				}
-				e.add(r)
-			}
+	withREST := e.selected(2)
+	for _, n := range e.cfg.Agents {
+		if err := e.lifecycleGroup(ctx, n, true, withREST); err != nil {
+			return err
 		}
-	}
-	if serverSQL == nil {
-		e.rep.Skipped = append(e.rep.Skipped, "workload 1: server SQL variant (package lease not available)")
 	}
 	return nil
 }
 
-// serverSQL runs workload 1's server-SQL variant; nil until wired.
-var serverSQL func(ctx context.Context, e *env, agents int, heartbeat bool) (Result, error)
+func (e *env) selected(id int) bool {
+	for _, w := range e.cfg.Workloads {
+		if w == id {
+			return true
+		}
+	}
+	return false
+}
 
 // backlogSizes returns the initial backlog, low-water mark and refill
 // chunk of a lifecycle run.
@@ -50,46 +48,85 @@ func (e *env) backlogSizes() (initial, low, chunk int) {
 	return 20_000, 10_000, 20_000
 }
 
-func runMinimal(ctx context.Context, e *env, n int, heartbeat bool) (Result, error) {
-	if err := setupMinimal(ctx, e.pool); err != nil {
-		return Result{}, fmt.Errorf("minimal pair table: %w", err)
-	}
-	defer dropMinimal(context.WithoutCancel(ctx), e.pool)
+// lifecycleGroup measures, interleaved, workload 1's variants (direct) and
+// workload 2's (REST) at n agents.
+func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) error {
+	gctx, stop := context.WithCancel(ctx)
+	defer stop()
 	initial, low, chunk := e.backlogSizes()
-	b, err := newBacklog(ctx, initial, low, chunk, func(ctx context.Context, n int) error {
-		return loadMinimal(ctx, e.pool, n)
-	})
-	if err != nil {
-		return Result{}, err
+	var vs []variant
+	watch := func(load func(ctx context.Context, k int) error) (*backlog, error) {
+		b, err := newBacklog(gctx, initial, low, chunk, load)
+		if err != nil {
+			return nil, err
+		}
+		go b.watch(gctx)
+		return b, nil
 	}
-	agents := make([]agent, n)
-	for i := range agents {
-		agents[i] = &minimalAgent{pool: e.pool, worker: fmt.Sprintf("bench-%d", i)}
+	if direct {
+		if err := setupMinimal(ctx, e.pool); err != nil {
+			return fmt.Errorf("minimal pair table: %w", err)
+		}
+		defer dropMinimal(context.WithoutCancel(ctx), e.pool)
+		b, err := watch(func(ctx context.Context, k int) error { return loadMinimal(ctx, e.pool, k) })
+		if err != nil {
+			return err
+		}
+		agents := make([]agent, n)
+		for i := range agents {
+			agents[i] = &minimalAgent{pool: e.pool, worker: fmt.Sprintf("bench-%d", i)}
+		}
+		vs = append(vs, lifecycleVariant(1, "minimal-pair", agents, false, b), lifecycleVariant(1, "minimal-pair+hb", agents, true, b))
+
+		project, err := createProject(ctx, e.pool, e.newProjectName("w1"))
+		if err != nil {
+			return err
+		}
+		b, err = watch(func(ctx context.Context, k int) error { return loadReady(ctx, e.pool, project, k, 0) })
+		if err != nil {
+			return err
+		}
+		agents = serviceAgents(e, project, n)
+		vs = append(vs, lifecycleVariant(1, "server-sql", agents, false, b), lifecycleVariant(1, "server-sql+hb", agents, true, b))
 	}
-	name := "minimal-pair"
-	if heartbeat {
-		name += "+hb"
+	if rest {
+		s, err := e.inProcessServer(ctx)
+		if err != nil {
+			return err
+		}
+		for _, raw := range []bool{false, true} {
+			project, err := s.restProject(ctx, e.newProjectName("w2"))
+			if err != nil {
+				return err
+			}
+			agents, err := s.restAgents(ctx, project, n, raw)
+			if err != nil {
+				return err
+			}
+			b, err := watch(func(ctx context.Context, k int) error { return loadReady(ctx, e.pool, project, k, 0) })
+			if err != nil {
+				return err
+			}
+			name := "rest"
+			if raw {
+				name = "rest-raw"
+			}
+			vs = append(vs, lifecycleVariant(2, name, agents, true, b))
+		}
 	}
-	return e.lifecycleRun(ctx, 1, name, agents, heartbeat, b), nil
+	for _, r := range e.interleave(ctx, vs) {
+		e.add(r)
+	}
+	return nil
 }
 
-// lifecycleRun runs agents through claim [-> heartbeat] -> complete for
-// the configured time, refilling b.
-func (e *env) lifecycleRun(ctx context.Context, workload int, name string, agents []agent, heartbeat bool, b *backlog) Result {
-	wctx, stop := context.WithCancel(ctx)
-	go b.watch(wctx)
-	rec := loop{
-		workers: len(agents), warmup: e.warmup(), duration: e.duration(),
-		iter: lifecycle(agents, heartbeat, b),
-	}.run(ctx)
-	stop()
-	r := fromRecorder(workload, name, len(agents), rec, "items/s", "cycle")
-	if n := b.refills.Load(); n > 0 {
-		r.Extra["backlog_refills"] = float64(n)
+// lifecycleVariant runs agents through claim [-> heartbeat] -> complete,
+// taking items from b.
+func lifecycleVariant(workload int, name string, agents []agent, heartbeat bool, b *backlog) variant {
+	return variant{
+		workload: workload, name: name, workers: len(agents),
+		iter: lifecycle(agents, heartbeat, b), unit: "items/s", primary: "cycle",
 	}
-	e.logf("  %-22s agents=%-3d %8.1f items/s  cycle p50=%.2fms p99=%.2fms%s",
-		name, len(agents), r.Rate, r.Latency["cycle"].P50Ms, r.Latency["cycle"].P99Ms, errSuffix(r))
-	return r
 }
 
 func errSuffix(r Result) string {

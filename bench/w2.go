@@ -10,50 +10,50 @@ import (
 // sockets, keep-alive connections), each with its own agent token. "rest"
 // uses the project's Go client, which sends a fresh Idempotency-Key with
 // every POST (so the server also records each answer); "rest-raw" sends
-// the same requests with bare net/http and no key.
+// the same requests with bare net/http and no key. With workload 1 selected
+// too, this runs interleaved with it (see runW1).
 
 func init() {
 	register(workload{id: 2, name: "lifecycle over REST (claim -> heartbeat -> complete)", run: runW2})
 }
 
 func runW2(ctx context.Context, e *env) error {
-	s, err := e.inProcessServer(ctx)
-	if err != nil {
-		return err
+	if e.selected(1) {
+		e.logf("  measured together with workload 1")
+		return nil
 	}
-	for _, raw := range []bool{false, true} {
-		for _, n := range e.cfg.Agents {
-			r, err := restLifecycle(ctx, e, s, 2, n, raw)
-			if err != nil {
-				return err
-			}
-			e.add(r)
+	for _, n := range e.cfg.Agents {
+		if err := e.lifecycleGroup(ctx, n, false, true); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// restLifecycle runs n REST agents through claim -> heartbeat -> complete
-// on a fresh project of server s.
-func restLifecycle(ctx context.Context, e *env, s *benchServer, workload, n int, raw bool) (Result, error) {
+// restLifecycle runs n REST agents (Go client) through claim -> heartbeat
+// -> complete on a fresh project of server s, for workload 7.
+func restLifecycle(ctx context.Context, e *env, s *benchServer, workload, n int) (Result, error) {
 	project, err := s.restProject(ctx, e.newProjectName(fmt.Sprintf("w%d", workload)))
 	if err != nil {
 		return Result{}, err
 	}
-	agents, err := s.restAgents(ctx, project, n, raw)
+	agents, err := s.restAgents(ctx, project, n, false)
 	if err != nil {
 		return Result{}, err
 	}
 	initial, low, chunk := e.backlogSizes()
-	b, err := newBacklog(ctx, initial, low, chunk, func(ctx context.Context, n int) error {
-		return loadReady(ctx, e.pool, project, n, 0)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	b, err := newBacklog(wctx, initial, low, chunk, func(ctx context.Context, k int) error {
+		return loadReady(ctx, e.pool, project, k, 0)
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	name := "rest"
-	if raw {
-		name = "rest-raw"
+	go b.watch(wctx)
+	rs := e.interleave(ctx, []variant{lifecycleVariant(workload, "rest", agents, true, b)})
+	if len(rs) == 0 {
+		return Result{}, ctx.Err()
 	}
-	return e.lifecycleRun(ctx, workload, name, agents, true, b), nil
+	return rs[0], nil
 }

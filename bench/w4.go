@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sort"
-
-	"github.com/google/uuid"
 )
 
-// Workload 4: graph scale. One project grows through the -sizes (1,000,
-// 100,000, 1,000,000 items); the same small ready set stays while the rest
-// is done or blocked (chains of dependencies hanging off an item held by a
-// long lease). At each size one agent claims and releases on the lease
-// service for the run time: the claim latency should not depend on the
-// size, because the claim reads the partial index of ready items.
+// Workload 4: graph scale. One project per size (1,000, 100,000, 1,000,000
+// items): the same small ready set (100 items) in each, the rest done or
+// blocked (chains of dependencies hanging off an item held by a long
+// lease). One agent claims and releases on the lease service, the sizes
+// interleaved in rounds; the claim latency should not depend on the size,
+// because the claim reads the partial index of ready items.
 
 func init() {
 	register(workload{id: 4, name: "graph scale (claim latency vs items in project)", run: runW4})
@@ -27,58 +24,43 @@ func (e *env) w4Ready() int {
 }
 
 func runW4(ctx context.Context, e *env) error {
-	project, err := createProject(ctx, e.pool, e.newProjectName("w4"))
-	if err != nil {
-		return err
-	}
-	gate, err := makeGate(ctx, e.pool, project)
-	if err != nil {
-		return err
-	}
-	ready := e.w4Ready()
-	if err := loadReady(ctx, e.pool, project, ready, 0); err != nil {
-		return err
-	}
-	have := 1 + ready
 	sizes := append([]int(nil), e.cfg.Sizes...)
 	sort.Ints(sizes)
-	var first float64
+	ready := e.w4Ready()
+	var vs []variant
 	for _, size := range sizes {
-		if size < have {
-			return fmt.Errorf("size %d is smaller than the ready set and gate (%d items)", size, have)
+		project, err := createProject(ctx, e.pool, e.newProjectName("w4"))
+		if err != nil {
+			return err
 		}
-		add := size - have
-		e.logf("  loading %d items (half done, half blocked) to reach %d", add, size)
+		gate, err := makeGate(ctx, e.pool, project)
+		if err != nil {
+			return err
+		}
+		r := min(ready, size-1)
+		if err := loadReady(ctx, e.pool, project, r, 0); err != nil {
+			return err
+		}
+		add := size - 1 - r
+		e.logf("  project of %d items: %d ready, %d done, %d blocked", size, r, add/2, add-add/2)
 		if err := loadFiller(ctx, e.pool, project, gate, add/2, add-add/2); err != nil {
 			return err
 		}
-		have = size
-		if err := analyze(ctx, e.pool); err != nil {
-			return err
+		vs = append(vs, variant{
+			workload: 4, name: "claim+release", workers: 1, size: int64(size),
+			iter: claimRelease(serviceAgents(e, project, 1)), unit: "claims/s", primary: "claim",
+			done: func(res *Result) { res.Extra["ready"] = float64(r) },
+		})
+	}
+	if err := analyze(ctx, e.pool); err != nil {
+		return err
+	}
+	rs := e.interleave(ctx, vs)
+	for i := range rs {
+		if p0 := rs[0].Latency["claim"].P50Ms; p0 > 0 {
+			rs[i].Extra["p50_vs_smallest"] = round(rs[i].Latency["claim"].P50Ms/p0, 2)
 		}
-		r := e.claimLatency(ctx, project, size)
-		if first == 0 {
-			first = r.Latency["claim"].P50Ms
-		}
-		if first > 0 {
-			r.Extra["p50_vs_smallest"] = round(r.Latency["claim"].P50Ms/first, 2)
-		}
-		e.add(r)
+		e.add(rs[i])
 	}
 	return nil
-}
-
-// claimLatency measures claim (then release) latency of one agent on the
-// lease service.
-func (e *env) claimLatency(ctx context.Context, project uuid.UUID, size int) Result {
-	rec := loop{
-		workers: 1, warmup: e.warmup(), duration: e.duration(),
-		iter: claimRelease(serviceAgents(e, project, 1)),
-	}.run(ctx)
-	r := fromRecorder(4, "claim+release", 1, rec, "claims/s", "claim")
-	r.Size = int64(size)
-	r.Extra["ready"] = float64(e.w4Ready())
-	e.logf("  size=%-8d claim p50=%.2fms p95=%.2fms p99=%.2fms%s", size,
-		r.Latency["claim"].P50Ms, r.Latency["claim"].P95Ms, r.Latency["claim"].P99Ms, errSuffix(r))
-	return r
 }

@@ -24,6 +24,7 @@ func runW6(ctx context.Context, e *env) error {
 	if n > total {
 		n = total
 	}
+	var vs []variant
 	for _, rest := range []bool{true, false} {
 		project, err := s.restProject(ctx, e.newProjectName("w6"))
 		if err != nil {
@@ -52,8 +53,8 @@ func runW6(ctx context.Context, e *env) error {
 			held[i%n] = append(held[i%n], l)
 		}
 		next := make([]int, n)
-		rec := loop{
-			workers: n, warmup: e.warmup(), duration: e.duration(),
+		vs = append(vs, variant{
+			workload: 6, name: name, workers: n, size: int64(total), unit: "heartbeats/s", primary: "heartbeat",
 			iter: func(ctx context.Context, w int, rec *recorder) error {
 				l := held[w][next[w]%len(held[w])]
 				next[w]++
@@ -65,12 +66,10 @@ func runW6(ctx context.Context, e *env) error {
 				rec.done()
 				return nil
 			},
-		}.run(ctx)
-		r := fromRecorder(6, name, n, rec, "heartbeats/s", "heartbeat")
-		r.Size = int64(total)
+		})
+	}
+	for _, r := range e.interleave(ctx, vs) {
 		e.add(r)
-		e.logf("  %-10s agents=%d leases=%d %8.1f heartbeats/s p50=%.2fms p99=%.2fms%s", name, n, total,
-			r.Rate, r.Latency["heartbeat"].P50Ms, r.Latency["heartbeat"].P99Ms, errSuffix(r))
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func runW7(ctx context.Context, e *env) error {
 	for _, n := range e.cfg.Agents {
 		idle, _ := readRSS(pid)
 		sm := startSampler(pid)
-		r, err := restLifecycle(ctx, e, s, 7, n, false)
+		r, err := restLifecycle(ctx, e, s, 7, n)
 		peak, mean, hwm := sm.stop()
 		if err != nil {
 			return err
