@@ -144,7 +144,10 @@ func (a *apiClient) ListTasks(ctx context.Context, in listInput) (*taskPage, err
 func taskOf(it *client.Item) task {
 	t := task{
 		ID: it.ID, Title: it.Title, Body: it.Body, State: it.State, Priority: it.Priority,
-		Labels: it.Labels, Result: it.Result,
+		Labels: it.Labels,
+	}
+	if len(it.Result) > 0 && string(it.Result) != "null" {
+		t.Result = it.Result
 	}
 	if it.ParentID != nil {
 		t.ParentID = *it.ParentID

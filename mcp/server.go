@@ -84,7 +84,7 @@ func newServer(cfg Config, api backend) *Server {
 	s := &Server{cfg: cfg, api: api, log: cfg.Logger, sessions: make(map[*sdk.ServerSession]*session)}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "workgraph", Version: cfg.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
-		Logger:       cfg.Logger,
+		Logger:       sdkLogger(cfg.Logger),
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
 	s.addTools(s.mcp)
@@ -110,7 +110,7 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // MCP session with its own lease.
 func (s *Server) Handler() http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
-		&sdk.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: s.log})
+		&sdk.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: sdkLogger(s.log)})
 }
 
 // Close ends every session's hold on its task (releasing the tasks that are
@@ -150,4 +150,27 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 		}
 	}()
 	return sess
+}
+
+// sdkLogger passes on the SDK's warnings and errors only: its info logs
+// (every session connecting) are noise on an agent's stderr.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{Handler: l.Handler(), min: slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(as), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
