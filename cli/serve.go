@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/spf13/cobra"
 
 	"github.com/workgraph-dev/workgraph/server"
@@ -8,6 +11,8 @@ import (
 
 func newServeCmd(stdio IO) *cobra.Command {
 	var cfg server.Config
+	rateEnv := envOr("WORKGRAPH_RATE_LIMIT", "0")
+	rate, rateErr := strconv.ParseFloat(rateEnv, 64)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the workgraph server (embedded PostgreSQL when no database URL is given)",
@@ -18,6 +23,9 @@ PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
 --data-dir (WORKGRAPH_DATA_DIR) and stops it on exit.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rateErr != nil && !cmd.Flags().Changed("rate-limit") {
+				return fmt.Errorf("WORKGRAPH_RATE_LIMIT=%q is not a number", rateEnv)
+			}
 			cfg.Logger = logger(stdio.Err)
 			return server.Run(cmd.Context(), cfg)
 		},
@@ -27,6 +35,7 @@ PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
 	f.StringVar(&cfg.DataDir, "data-dir", envOr("WORKGRAPH_DATA_DIR", ""), "directory of the embedded cluster's data (env WORKGRAPH_DATA_DIR)")
 	f.StringVar(&cfg.Addr, "addr", envOr("WORKGRAPH_ADDR", "127.0.0.1:8080"), "address to listen on (env WORKGRAPH_ADDR)")
 	f.BoolVar(&cfg.Demo, "demo", false, "load the sample project \"demo\" unless it exists (prints a human token to sign in with)")
+	f.Float64Var(&cfg.RateLimit, "rate-limit", rate, "requests per second each API token may send (env WORKGRAPH_RATE_LIMIT); 0: the default, negative: unlimited")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
 	return cmd
 }
