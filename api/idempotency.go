@@ -115,17 +115,20 @@ func (a *API) runRecorded(c echo.Context, next echo.HandlerFunc, key string, has
 			a.forget(c, key, hash)
 		}
 	}()
+	// Handlers may replace the request's context with a shorter one (and
+	// cancel it when they return): judge by the caller's.
+	callerCtx := c.Request().Context()
 	if err := next(c); err != nil {
 		writeProblem(c, a.log, err)
 	}
 	finished = true
 	status := c.Response().Status
-	if status >= 500 || status == http.StatusTooManyRequests || rec.overflow || c.Request().Context().Err() != nil {
+	if status >= 500 || status == http.StatusTooManyRequests || rec.overflow || callerCtx.Err() != nil {
 		a.forget(c, key, hash)
 		return nil
 	}
 	ct := c.Response().Header().Get(echo.HeaderContentType)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
 	defer cancel()
 	st := int32(status)
 	err := a.idem.q.FinishIdempotentRequest(ctx, a.idem.pool, dbq.FinishIdempotentRequestParams{

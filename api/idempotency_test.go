@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -105,5 +106,39 @@ func TestRateLimit(t *testing.T) {
 	e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "x"}).problem(t, 429, "rate_limited")
 	if n := e.count("SELECT count(*) FROM projects"); n != 0 {
 		t.Fatal("a rate-limited request was applied")
+	}
+}
+
+// TestIdempotentClaim retries a long-polling claim: while the first is
+// waiting the retry is refused as in flight; once answered, a retry gets
+// the same lease, not a second one.
+func TestIdempotentClaim(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	body := map[string]any{"worker": "w1", "wait_seconds": 30}
+	key := withHeader("Idempotency-Key", "claim-1")
+	first := make(chan resp, 1)
+	go func() { first <- f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, key) }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for f.count("SELECT count(*) FROM idempotency_keys WHERE key = 'claim-1'") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first claim never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, key).problem(t, 409, "conflict")
+
+	f.mustItem(f.human.Token, map[string]any{"title": "work"})
+	var c1, c2 claimed
+	r1 := <-first
+	r1.ok(t, 201, &c1)
+	r2 := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, key)
+	r2.ok(t, 201, &c2)
+	if r2.header.Get("Idempotent-Replayed") != "true" || c2.Lease.ID != c1.Lease.ID {
+		t.Fatalf("retry got lease %s (replayed %q), want %s", c2.Lease.ID, r2.header.Get("Idempotent-Replayed"), c1.Lease.ID)
+	}
+	if n := f.count("SELECT count(*) FROM leases"); n != 1 {
+		t.Fatalf("%d leases, want 1", n)
 	}
 }
