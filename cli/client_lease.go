@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -132,7 +133,7 @@ func claimWaiting(ctx context.Context, api *client.Client, project string, req c
 		left := time.Until(deadline)
 		req.WaitSeconds = seconds(min(left, maxWaitPerCall))
 		cl, err := api.Claim(ctx, project, req)
-		if err != client.ErrNothingReady || time.Until(deadline) < time.Second {
+		if !errors.Is(err, client.ErrNothingReady) || time.Until(deadline) < time.Second {
 			return cl, err
 		}
 	}

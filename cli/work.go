@@ -79,6 +79,8 @@ claiming until nothing is ready (with --wait: forever) and exits 0.`,
 	}
 	addClientFlags(cmd, &f)
 	fl := cmd.Flags()
+	// Everything from the command on is the command's: work ./agent.sh -v.
+	fl.SetInterspersed(false)
 	fl.BoolVar(&opt.loop, "loop", false, "keep taking work until nothing is ready (forever with --wait)")
 	fl.DurationVar(&opt.wait, "wait", 0, "wait up to this long for an item to become ready")
 	fl.DurationVar(&opt.ttl, "lease", 5*time.Minute, "lease time to live; heartbeats every third of it")
