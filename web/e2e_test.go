@@ -183,6 +183,28 @@ func TestBrowser(t *testing.T) {
 		"suggested_answers": []string{"PostgreSQL", "SQLite"},
 	}, nil)
 
+	t.Run("APIKeepsProblemJSON", func(t *testing.T) {
+		resp, err := http.Get(srv.URL() + "/v1/no/such/route")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+			t.Fatalf("unknown API path: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		// And the API never takes the UI's cookie: only bearer tokens.
+		req, _ := http.NewRequest("GET", srv.URL()+"/v1/projects/e2e/items", nil)
+		req.AddCookie(&http.Cookie{Name: "wg_session", Value: "anything"})
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("API with a cookie: %d, want 401", resp.StatusCode)
+		}
+	})
+
 	t.Run("SignInAndAnswer", func(t *testing.T) {
 		step(t, ctx,
 			chromedp.Navigate(srv.URL()+"/"),

@@ -96,7 +96,23 @@ func Mount(e *echo.Echo, d Deps) {
 	e.GET(p("/leases.csv"), u.project(u.leasesCSV))
 	e.GET(p("/workers"), u.project(u.workers))
 	e.POST(p("/leases/:id/stop"), u.projectAction(u.requestStop))
+
+	// Unknown pages get an HTML answer; unknown API paths keep the API's
+	// problem+json (its error handler answers echo.ErrNotFound).
+	e.RouteNotFound("/*", func(c echo.Context) error {
+		if isAPIPath(c.Request().URL.Path) {
+			return echo.ErrNotFound
+		}
+		r := &req{Context: c, ui: u}
+		securityHeaders(c.Response().Header())
+		if _, err := r.loadSession(); err != nil {
+			return r.error(err)
+		}
+		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
+	})
 }
+
+func isAPIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/") }
 
 // req is one request to the UI: the echo context, the signed-in session
 // and, below /p/:project, the project.

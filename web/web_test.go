@@ -493,3 +493,21 @@ func TestLeasePages(t *testing.T) {
 		wantBody(t, r, `"leases":1`, `"attention":0`)
 	})
 }
+
+func TestNotFound(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := e.signIn(e.human)
+	r := b.get("/no/such/page")
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, "There is no such page")
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("Content-Type = %q", ct)
+	}
+	r = b.get("/v1/no/such/route")
+	wantStatus(t, r, http.StatusNotFound)
+	if strings.Contains(r.body, "<html") {
+		t.Fatal("an API path got an HTML page")
+	}
+	wantStatus(t, b.get("/p/acme/items/not-an-id"), http.StatusNotFound)
+}
