@@ -1,0 +1,69 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func TestProblemTableCoversEveryCode(t *testing.T) {
+	t.Parallel()
+	for _, code := range []wgerr.Code{
+		wgerr.CodeInvalid, wgerr.CodeUnauthenticated, wgerr.CodeForbidden, wgerr.CodeNotFound, wgerr.CodeAlreadyExists,
+		wgerr.CodeLeaseLost, wgerr.CodeConflictingResult, wgerr.CodeDependencyCycle, wgerr.CodeConflict,
+		wgerr.CodePayloadTooLarge, wgerr.CodeRateLimited, wgerr.CodeUnavailable, wgerr.CodeInternal,
+	} {
+		if _, ok := problems[code]; !ok {
+			t.Errorf("no table entry for %s", code)
+		}
+	}
+}
+
+func TestUnknownErrorsHideInternals(t *testing.T) {
+	t.Parallel()
+	for name, err := range map[string]error{
+		"Plain":    errors.New("pq: password authentication failed for user secret"),
+		"Internal": &wgerr.Error{Code: wgerr.CodeInternal, Message: "secret table missing", Err: errors.New("secret cause")},
+		"Wrapped":  fmt.Errorf("handler: %w", errors.New("secret")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var logs bytes.Buffer
+			e := echo.New()
+			rec := httptest.NewRecorder()
+			c := e.NewContext(httptest.NewRequest(http.MethodGet, "/v1/x", nil), rec)
+			writeProblem(c, slog.New(slog.NewTextHandler(&logs, nil)), err)
+			if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
+				t.Fatalf("answer %d %s", rec.Code, rec.Body)
+			}
+			if strings.Contains(rec.Body.String(), "secret") {
+				t.Fatalf("internals leaked: %s", rec.Body)
+			}
+			if !strings.Contains(logs.String(), "secret") {
+				t.Fatalf("cause not logged: %s", logs.String())
+			}
+		})
+	}
+}
+
+func TestProblemExtras(t *testing.T) {
+	t.Parallel()
+	err := &wgerr.Error{Code: wgerr.CodeDependencyCycle, Message: "dependency cycle: a -> b -> a",
+		Details: map[string]any{"cycle": []string{"a", "b", "a"}, "code": "overridden?"}}
+	p, logged := problemFor(err)
+	if logged || p.Status != 409 || p.Code != wgerr.CodeDependencyCycle {
+		t.Fatalf("problem %+v", p)
+	}
+	body, _ := p.MarshalJSON()
+	if !strings.Contains(string(body), `"cycle":["a","b","a"]`) || !strings.Contains(string(body), `"code":"dependency_cycle"`) {
+		t.Fatalf("body %s", body)
+	}
+}
