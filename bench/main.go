@@ -252,6 +252,9 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 	}
 	defer pool.Close()
 	rep.Postgres = postgresInfo(ctx, pool, d.source)
+	if l := loadAvg(); l != "" {
+		rep.LoadAvg = append(rep.LoadAvg, l)
+	}
 	e := &env{cfg: cfg, url: d.url, pool: pool, log: log, rep: rep}
 	defer func() {
 		for i := len(e.closer) - 1; i >= 0; i-- {
@@ -281,6 +284,9 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 	sort.SliceStable(rep.Results, func(i, j int) bool { return rep.Results[i].Workload < rep.Results[j].Workload })
 	rep.Targets = targets(rep)
 	rep.FinishedAt = time.Now().UTC()
+	if l := loadAvg(); l != "" {
+		rep.LoadAvg = append(rep.LoadAvg, l)
+	}
 	fmt.Fprintln(stdout)
 	printTable(stdout, rep)
 	if cfg.Out != "" {

@@ -55,10 +55,13 @@ type Report struct {
 	Platform   string            `json:"platform"`
 	CPUs       int               `json:"cpus"`
 	Postgres   map[string]string `json:"postgres"`
-	Config     Config            `json:"config"`
-	Results    []Result          `json:"results"`
-	Targets    []Target          `json:"targets"`
-	Skipped    []string          `json:"skipped,omitempty"`
+	// LoadAvg is /proc/loadavg at the start and at the end: the machine is
+	// shared, and its load explains much of the noise.
+	LoadAvg []string `json:"load_avg,omitempty"`
+	Config  Config   `json:"config"`
+	Results []Result `json:"results"`
+	Targets []Target `json:"targets"`
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // fromRecorder turns a loop's record into a Result.
@@ -214,6 +217,9 @@ func writeMarkdown(path string, rep *Report) error {
 		rep.StartedAt.Format("2006-01-02 15:04 UTC"), rep.Command, rep.Platform, rep.CPUs, rep.GoVersion,
 		rep.Postgres["version"], rep.Postgres["source"], rep.Postgres["fsync"], rep.Postgres["synchronous_commit"],
 		rep.Postgres["shared_buffers"], rep.Config.Pool, rep.Config.Duration.String(), rep.Config.Warmup.String())
+	if len(rep.LoadAvg) > 0 {
+		fmt.Fprintf(&b, "Load average (1, 5, 15 min) at the start: %s; at the end: %s.\n\n", rep.LoadAvg[0], rep.LoadAvg[len(rep.LoadAvg)-1])
+	}
 	b.WriteString("| W | run | agents | size | throughput | unit | p50 ms | p95 ms | p99 ms | notes |\n")
 	b.WriteString("|---|---|--:|--:|--:|---|--:|--:|--:|---|\n")
 	for _, r := range rep.Results {
@@ -247,4 +253,17 @@ func writeMarkdown(path string, rep *Report) error {
 		fmt.Fprintf(&b, "\nSkipped: %s\n", s)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// loadAvg returns the first three fields of /proc/loadavg, or "".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -182,8 +182,7 @@ func startServerProcess(ctx context.Context, e *env) (*benchServer, error) {
 	cmd.Env = append(os.Environ(),
 		"WORKGRAPH_DATABASE_URL="+withPoolSize(e.url, e.cfg.Pool),
 		"WORKGRAPH_BOOTSTRAP_TOKEN="+tok,
-		// Measure capacity, not the rate-limit policy (if this build
-		// reads the setting).
+		// Measure capacity, not the rate-limit policy.
 		"WORKGRAPH_RATE_LIMIT=-1",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
