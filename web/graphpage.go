@@ -38,7 +38,7 @@ func (u *ui) projectGraph(r *req) error {
 	if err != nil {
 		return err
 	}
-	svg, err := r.picture(sg, sg.CriticalPath, nil)
+	svg, err := r.picture(sg, sg.CriticalPath, nil, false)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (u *ui) itemGraph(r *req) error {
 	if err != nil {
 		return err
 	}
-	svg, err := r.picture(sg, path, &item.ID)
+	svg, err := r.picture(sg, path, &item.ID, false)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (r *req) pictureAround(id uuid.UUID, depth, limit int) (template.HTML, erro
 	if err != nil {
 		return "", err
 	}
-	return r.picture(sg, path, &id)
+	return r.picture(sg, path, &id, true)
 }
 
 // criticalIDs is the critical path ending at an item (its longest chain of
@@ -111,7 +111,7 @@ func (r *req) criticalIDs(id uuid.UUID) ([]uuid.UUID, error) {
 
 // picture draws a subgraph with the critical path (first prerequisite
 // first) highlighted and the focus item outlined.
-func (r *req) picture(sg graph.Subgraph, path []uuid.UUID, focus *uuid.UUID) (template.HTML, error) {
+func (r *req) picture(sg graph.Subgraph, path []uuid.UUID, focus *uuid.UUID, vertical bool) (template.HTML, error) {
 	onPath := map[uuid.UUID]bool{}
 	next := map[uuid.UUID]uuid.UUID{}
 	for i, id := range path {
@@ -141,7 +141,7 @@ func (r *req) picture(sg graph.Subgraph, path []uuid.UUID, focus *uuid.UUID) (te
 		ge.Critical = onPath[ge.From] && next[ge.From] == ge.To
 		edges = append(edges, ge)
 	}
-	return renderGraphSVG(r.ctx(), nodes, edges)
+	return renderGraphSVG(r.ctx(), nodes, edges, vertical)
 }
 
 // refsOf names the path's items from the subgraph's nodes.

@@ -61,7 +61,9 @@ var (
 // renderGraphSVG lays out the nodes and edges and returns the SVG element,
 // ready to inline in a page. Titles reach the SVG only as escaped text and
 // attribute values; node names are item ids.
-func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge) (template.HTML, error) {
+// Vertical lays the graph out top to bottom (for narrow places) instead of
+// left to right.
+func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge, vertical bool) (template.HTML, error) {
 	if len(nodes) == 0 {
 		return "", nil
 	}
@@ -79,8 +81,12 @@ func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge) (
 		return "", err
 	}
 	defer g.Close()
+	rankdir := "LR"
+	if vertical {
+		rankdir = "TB"
+	}
 	for k, v := range map[string]string{
-		"rankdir": "LR", "nodesep": "0.25", "ranksep": "0.5", "bgcolor": "transparent",
+		"rankdir": rankdir, "nodesep": "0.25", "ranksep": "0.5", "bgcolor": "transparent",
 		"fontname": "Helvetica,Arial,sans-serif", "pad": "0.1",
 	} {
 		if err := g.SafeSet(k, v, ""); err != nil {
