@@ -93,6 +93,15 @@ func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge, v
 			return "", err
 		}
 	}
+	if len(nodes) > 80 {
+		// Big pictures: fewer crossing-minimisation passes keep the
+		// layout well under a second for a few hundred items.
+		for k, v := range map[string]string{"mclimit": "0.3", "nslimit": "3", "nslimit1": "3", "searchsize": "10"} {
+			if err := g.SafeSet(k, v, ""); err != nil {
+				return "", err
+			}
+		}
+	}
 	byID := make(map[uuid.UUID]*graphviz.Node, len(nodes))
 	for _, n := range nodes {
 		gn, err := g.CreateNodeByName(n.ID.String())
