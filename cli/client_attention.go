@@ -21,14 +21,14 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 		Short: "List and answer the questions agents asked people",
 	}
 	addClientFlags(cmd, &f)
-	var state string
+	var state, itemID string
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List attention requests, oldest first (default: open ones)",
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			var reqs []client.AttentionRequest
-			opt := client.ListAttentionOptions{State: state}
+			opt := client.ListAttentionOptions{State: state, ItemID: itemID}
 			for {
 				page, err := s.api.ListAttention(ctx, s.cfg.Project, opt)
 				if err != nil {
@@ -59,6 +59,7 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 		}),
 	}
 	ls.Flags().StringVar(&state, "state", "open", "open, resolved or dismissed")
+	ls.Flags().StringVar(&itemID, "item", "", "only requests about this item")
 	resolve := &cobra.Command{
 		Use:   "resolve ID ANSWER",
 		Short: "Answer an attention request (people only)",

@@ -118,12 +118,7 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	case client.CodeConflictingResult:
 		return ExitConflict, "the item was already completed with a different result; the first result stands and this one was recorded as a late report"
 	case client.CodeDependencyCycle:
-		hint := "the edge would close a cycle in the waits-for graph; remove an edge of the cycle first"
-		var cycle []string
-		if e.Extension("cycle", &cycle) && len(cycle) > 0 {
-			hint += ": " + strings.Join(cycle, " -> ")
-		}
-		return ExitConflict, hint
+		return ExitConflict, "the edge would close a cycle in the waits-for graph (an item waits for its dependencies, a parent for its children); remove an edge of the cycle first"
 	case client.CodeConflict:
 		return ExitConflict, "the object changed or is in a state that refuses this; show it again and retry"
 	case client.CodeInvalidArgument:

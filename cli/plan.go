@@ -151,9 +151,7 @@ func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 	if len(p.All) == 0 && len(errs.List) == 0 {
 		errs.add(list.Line, "the plan has no items")
 	}
-	if len(errs.List) == 0 {
-		p.checkReferences(errs)
-	}
+	p.checkReferences(errs)
 	if len(errs.List) == 0 {
 		p.checkCycles(errs)
 	}

@@ -167,3 +167,18 @@ func TestParsePlan(t *testing.T) {
 		}
 	})
 }
+
+func TestParsePlanReportsEveryFault(t *testing.T) {
+	t.Parallel()
+	pe := mustPlanError(t, `items:
+  - key: a
+    title: A
+  - key: b
+    title: B
+    depends_on: [a, c]
+  - key: a
+    title: dup
+`)
+	wantFault(t, pe, 7, `duplicate key "a" (first defined at line 2)`)
+	wantFault(t, pe, 6, `unknown key "c"`)
+}

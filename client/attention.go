@@ -10,7 +10,9 @@ import (
 // ListAttentionOptions filters GET /v1/projects/{p}/attention.
 type ListAttentionOptions struct {
 	// State is "open" (default on the server), "resolved" or "dismissed".
-	State  string
+	State string
+	// ItemID limits the list to one item's requests.
+	ItemID string
 	Limit  int
 	Cursor string
 }
@@ -25,6 +27,7 @@ type AttentionPage struct {
 func (c *Client) ListAttention(ctx context.Context, project string, opt ListAttentionOptions) (*AttentionPage, error) {
 	q := url.Values{}
 	set(q, "state", opt.State)
+	set(q, "item_id", opt.ItemID)
 	set(q, "cursor", opt.Cursor)
 	if opt.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opt.Limit))

@@ -41,8 +41,10 @@ type ListItemsOptions struct {
 	State    string
 	Label    string
 	ParentID string
-	Limit    int
-	Cursor   string
+	// Text matches titles and bodies.
+	Text   string
+	Limit  int
+	Cursor string
 }
 
 // ItemPage is one page of items; NextCursor is empty on the last page.
@@ -57,6 +59,7 @@ func (c *Client) ListItems(ctx context.Context, project string, opt ListItemsOpt
 	set(q, "state", opt.State)
 	set(q, "label", opt.Label)
 	set(q, "parent_id", opt.ParentID)
+	set(q, "q", opt.Text)
 	set(q, "cursor", opt.Cursor)
 	if opt.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opt.Limit))
