@@ -3,6 +3,8 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -106,6 +108,41 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountLeases(e)
 	a.mountAttention(e)
 	a.mountPlans(e)
+	// Unknown /v1 paths answer problem+json: 405 with Allow when the path
+	// exists for other methods, else 404. (A catch-all of the web UI must
+	// not turn them into pages.)
+	e.RouteNotFound("/v1/*", a.noRoute)
+}
+
+// noRoute answers a /v1 request that matched no route.
+func (a *API) noRoute(c echo.Context) error {
+	var allow []string
+	for _, r := range a.routes {
+		if pathMatches(r.Path, c.Request().URL.Path) && !slices.Contains(allow, r.Method) {
+			allow = append(allow, r.Method)
+		}
+	}
+	if len(allow) == 0 {
+		return echo.ErrNotFound
+	}
+	sort.Strings(allow)
+	c.Response().Header().Set(echo.HeaderAllow, strings.Join(allow, ", "))
+	return echo.ErrMethodNotAllowed
+}
+
+// pathMatches reports whether a request path fits an OpenAPI-form route
+// path ("{param}" matches one segment).
+func pathMatches(route, path string) bool {
+	rs, ps := strings.Split(route, "/"), strings.Split(path, "/")
+	if len(rs) != len(ps) {
+		return false
+	}
+	for i := range rs {
+		if rs[i] != ps[i] && !(strings.HasPrefix(rs[i], "{") && ps[i] != "") {
+			return false
+		}
+	}
+	return true
 }
 
 // Routes lists the registered API routes.
