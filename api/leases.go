@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -246,10 +247,10 @@ func (a *API) decompose(c echo.Context) error {
 	kids := make([]graph.NewChild, len(req.Children))
 	for i, ch := range req.Children {
 		if ch.Key == nil {
-			return wgerr.InvalidField("children.key", "child %d: is required", i)
+			return wgerr.InvalidField(fmt.Sprintf("children[%d].key", i), "is required")
 		}
 		if ch.Title == nil {
-			return wgerr.InvalidField("children.title", "child %d: is required", i)
+			return wgerr.InvalidField(fmt.Sprintf("children[%d].title", i), "is required")
 		}
 		kids[i] = graph.NewChild{Key: *ch.Key, Title: *ch.Title, Body: ch.Body, Priority: ch.Priority, Labels: ch.Labels, DependsOnKeys: ch.DependsOnKeys}
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -75,10 +76,11 @@ func (a *API) importPlan(c echo.Context) error {
 func planItems(in []planItemRequest, path string) ([]graph.PlanItem, error) {
 	out := make([]graph.PlanItem, len(in))
 	for i, it := range in {
+		at := fmt.Sprintf("%s[%d]", path, i)
 		if it.Title == nil {
-			return nil, wgerr.InvalidField(path+".title", "item %d (key %q): is required", i, it.Key)
+			return nil, wgerr.InvalidField(at+".title", "is required (key %q)", it.Key)
 		}
-		kids, err := planItems(it.Children, path+".children")
+		kids, err := planItems(it.Children, at+".children")
 		if err != nil {
 			return nil, err
 		}
