@@ -88,8 +88,19 @@ func (s *Server) bootstrap(ctx context.Context, svc *auth.Service) error {
 	if err != nil || bearer == "" {
 		return err
 	}
-	s.log.Warn("first start: created project \""+auth.DefaultProject+"\" and an admin token; it is shown only this once, keep it",
-		"token", bearer, "ui", "http://"+s.cfg.Addr+"/",
-		"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
+	// Shown once the listener is bound, with the real address.
+	s.firstToken = bearer
 	return nil
+}
+
+// announceFirstToken prints the token made at first start, once, next to
+// the address of the UI.
+func (s *Server) announceFirstToken() {
+	if s.firstToken == "" {
+		return
+	}
+	s.log.Warn("first start: created project \""+auth.DefaultProject+"\" and an admin token; it is shown only this once, keep it",
+		"token", s.firstToken, "ui", s.URL()+"/",
+		"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
+	s.firstToken = ""
 }

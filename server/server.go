@@ -58,6 +58,8 @@ type Server struct {
 	listener net.Listener
 	done     chan error
 	stops    []func()
+	// firstToken is the admin token created at first start, until shown.
+	firstToken string
 }
 
 // Start opens the database, migrates it and starts serving on cfg.Addr. It
@@ -112,6 +114,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.done <- err
 	}()
 	s.log.Info("workgraph listening", "addr", s.Addr(), "ui", "http://"+s.Addr()+"/")
+	s.announceFirstToken()
 	return s, nil
 }
 
