@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -53,9 +54,23 @@ func (a *API) fenced(c echo.Context, body any, epoch func() *int64) (uuid.UUID, 
 	if err != nil {
 		return uuid.Nil, lease.Fence{}, err
 	}
-	project, id, err := a.leaseProject(c)
+	id, err := pathID(c, "id")
+	if err != nil {
+		return uuid.Nil, lease.Fence{}, wgerr.New(wgerr.CodeNotFound, "lease %q not found", c.Param("id"))
+	}
+	project, token, err := a.svc.Leases.Holder(c.Request().Context(), id)
 	if err != nil {
 		return uuid.Nil, lease.Fence{}, err
+	}
+	if err := seeProject(c, project, "lease", id); err != nil {
+		return uuid.Nil, lease.Fence{}, err
+	}
+	// An agent acts only on the leases granted to its own token; the lease id
+	// and epoch are a fence, not a credential.
+	p := principal(c)
+	if p.Role == auth.RoleAgent && (token == nil || *token != p.TokenID) {
+		return uuid.Nil, lease.Fence{}, wgerr.New(wgerr.CodeForbidden,
+			"lease %s was granted to another token; an agent may only act on its own leases", id)
 	}
 	return project, lease.Fence{LeaseID: id, Epoch: e}, nil
 }

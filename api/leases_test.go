@@ -204,6 +204,21 @@ func TestLeaseMutations(t *testing.T) {
 			f.do("GET", "/v1/leases/"+c.Lease.ID, otherAgent.Token, nil).problem(t, 404, "not_found")
 			f.mutate(f.agent.Token, "00000000-0000-0000-0000-000000000009", "heartbeat", map[string]any{"epoch": 1}).problem(t, 404, "not_found")
 		})
+		t.Run("ErrAnotherAgentsLease", func(t *testing.T) {
+			// Same project, another agent token: the lease is not its own.
+			sameProject := f.mustToken("alpha", "carol", "agent")
+			for _, op := range []string{"heartbeat", "complete", "release", "fail", "decompose", "attention"} {
+				f.mutate(sameProject.Token, c.Lease.ID, op, map[string]any{"epoch": c.Lease.Epoch}).problem(t, 403, "forbidden")
+			}
+			var l lease
+			f.do("GET", "/v1/leases/"+c.Lease.ID, f.agent.Token, nil).ok(t, 200, &l)
+			if l.EndedAt != nil {
+				t.Fatalf("another agent's calls ended the lease: %+v", l)
+			}
+			if n := f.count("SELECT count(*) FROM attention_requests"); n != 0 {
+				t.Fatalf("another agent's ask stored %d attention requests", n)
+			}
+		})
 		t.Run("ErrLeaseLost", func(t *testing.T) {
 			f.mutate(f.agent.Token, c.Lease.ID, "heartbeat", map[string]any{"epoch": c.Lease.Epoch + 1}).problem(t, 409, "lease_lost")
 			f.mutate(f.agent.Token, c.Lease.ID, "complete", map[string]any{"epoch": c.Lease.Epoch + 1, "result": 1}).problem(t, 409, "lease_lost")

@@ -48,6 +48,22 @@ func (s *Service) ProjectOf(ctx context.Context, leaseID uuid.UUID) (uuid.UUID, 
 	return p, db.Translate(err)
 }
 
+// Holder returns the project of a lease and the token it was granted to
+// (nil for a lease granted without one). Both never change, so callers may
+// authorise a mutation on them before the fenced statement runs.
+//
+// Errors: not_found.
+func (s *Service) Holder(ctx context.Context, leaseID uuid.UUID) (project uuid.UUID, token *uuid.UUID, err error) {
+	row, err := dbq.New().LeaseHolder(ctx, s.pool, leaseID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, nil, notFound(leaseID)
+	}
+	if err != nil {
+		return uuid.Nil, nil, db.Translate(err)
+	}
+	return row.ProjectID, row.TokenID, nil
+}
+
 // RequestStop records that a person asked the lease's worker to stop; the
 // worker learns it on its next heartbeat. The lease is not ended (no
 // pre-emption): the worker is expected to release, fail or finish. Asking

@@ -653,6 +653,23 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 	return items, nil
 }
 
+const leaseHolder = `-- name: LeaseHolder :one
+SELECT project_id, token_id FROM leases WHERE id = $1
+`
+
+type LeaseHolderRow struct {
+	ProjectID uuid.UUID
+	TokenID   *uuid.UUID
+}
+
+// The project of a lease and the token it was granted to (both immutable).
+func (q *Queries) LeaseHolder(ctx context.Context, db DBTX, leaseID uuid.UUID) (LeaseHolderRow, error) {
+	row := db.QueryRow(ctx, leaseHolder, leaseID)
+	var i LeaseHolderRow
+	err := row.Scan(&i.ProjectID, &i.TokenID)
+	return i, err
+}
+
 const leaseProject = `-- name: LeaseProject :one
 SELECT project_id FROM leases WHERE id = $1
 `

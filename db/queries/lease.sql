@@ -188,6 +188,10 @@ WHERE l.project_id = @project_id AND l.id = @lease_id;
 -- name: LeaseProject :one
 SELECT project_id FROM leases WHERE id = @lease_id;
 
+-- name: LeaseHolder :one
+-- The project of a lease and the token it was granted to (both immutable).
+SELECT project_id, token_id FROM leases WHERE id = @lease_id;
+
 -- name: SameResult :one
 -- Whether a repeated completion carries the committed result (jsonb
 -- equality: key order and spacing do not matter).
