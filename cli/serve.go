@@ -37,5 +37,6 @@ PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
 	f.BoolVar(&cfg.Demo, "demo", false, "load the sample project \"demo\" unless it exists (prints a human token to sign in with)")
 	f.Float64Var(&cfg.RateLimit, "rate-limit", rate, "requests per second each API token may send (env WORKGRAPH_RATE_LIMIT); 0: the default, negative: unlimited")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
+	addPolicyFlags(f, &cfg)
 	return cmd
 }

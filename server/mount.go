@@ -25,18 +25,20 @@ func (s *Server) mount(ctx context.Context) error {
 		return err
 	}
 	graphSvc := graph.NewService(s.pool, clk)
-	attentionSvc := attention.NewService(s.pool, clk, attention.Config{})
-	maxActive := s.cfg.MaxActiveLeasesPerToken
-	if maxActive == 0 {
-		maxActive = DefaultMaxActiveLeasesPerToken
+	policy := s.cfg.Lease
+	policy.MaxActivePerToken = s.cfg.MaxActiveLeasesPerToken
+	if policy.MaxActivePerToken == 0 {
+		policy.MaxActivePerToken = DefaultMaxActiveLeasesPerToken
 	}
-	leaseSvc := lease.NewService(s.pool, clk, lease.Config{MaxActivePerToken: maxActive})
+	// One attention policy for the lease service, the API and the UI.
+	attentionSvc := attention.NewService(s.pool, clk, policy.Attention)
+	leaseSvc := lease.NewService(s.pool, clk, policy)
 
 	// Background services run until Shutdown, whatever ctx Start was given.
 	notifier := lease.NewNotifier(s.pool, s.log)
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
-	sweeper := lease.NewSweeper(leaseSvc, 0, s.log)
+	sweeper := lease.NewSweeper(leaseSvc, s.cfg.SweepInterval, s.log)
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/embedpg"
+	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // Config is everything the server needs to start.
@@ -39,9 +40,17 @@ type Config struct {
 	// bucket size (0: api.DefaultRateBurst).
 	RateLimit float64
 	RateBurst int
-	// MaxActiveLeasesPerToken bounds the live leases of one token (0: the
-	// lease package's default).
+	// MaxActiveLeasesPerToken bounds the live leases of one token (0:
+	// DefaultMaxActiveLeasesPerToken; negative: unlimited).
 	MaxActiveLeasesPerToken int
+	// Lease is the lease and attention policy: TTL bounds, retry backoff,
+	// failure and expiry limits, the continuity window. Zero fields take the
+	// lease package's defaults. Its MaxActivePerToken is set from
+	// MaxActiveLeasesPerToken.
+	Lease lease.Config
+	// SweepInterval is how often expired leases are ended in the background
+	// (0: 10s). Claims also end the expired leases of their project.
+	SweepInterval time.Duration
 	// Demo loads the sample project "demo" at start unless it exists (see
 	// package demo).
 	Demo bool

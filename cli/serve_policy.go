@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+// addPolicyFlags registers the lease and attention policy of `serve`. Each
+// flag's default comes from its environment variable when that is set; 0
+// keeps the built-in default named in the help text.
+func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) {
+	p := &cfg.Lease
+	durationFlag(f, &p.MinTTL, "lease-min", "WORKGRAPH_LEASE_MIN", "shortest lease a claim may ask for (0: 1s)")
+	durationFlag(f, &p.MaxTTL, "lease-max", "WORKGRAPH_LEASE_MAX", "longest lease a claim may ask for (0: 24h)")
+	durationFlag(f, &p.DefaultTTL, "lease-default", "WORKGRAPH_LEASE_DEFAULT", "lease length when a claim names none (0: 15m)")
+	durationFlag(f, &p.RetryBackoff, "retry-backoff", "WORKGRAPH_RETRY_BACKOFF", "wait after a first failure before the item may be claimed again, doubled after each further one (0: 30s)")
+	durationFlag(f, &p.MaxRetryBackoff, "max-retry-backoff", "WORKGRAPH_MAX_RETRY_BACKOFF", "cap of the retry backoff (0: 30m)")
+	intFlag(f, &p.MaxFailures, "max-failures", "WORKGRAPH_MAX_FAILURES", "consecutive failures after which a person is asked instead of retrying (0: 3)")
+	intFlag(f, &p.MaxExpiries, "max-expiries", "WORKGRAPH_MAX_EXPIRIES", "consecutive lease expiries after which a person is asked instead of handing the item out again (0: 3)")
+	durationFlag(f, &p.Attention.ContinuityWindow, "continuity-window", "WORKGRAPH_CONTINUITY_WINDOW", "after a person answers, how long only the worker that asked may claim the item (0: 10m)")
+	intFlag(f, &cfg.MaxActiveLeasesPerToken, "max-leases-per-token", "WORKGRAPH_MAX_LEASES_PER_TOKEN", "live leases one API token may hold (0: 1000, negative: unlimited)")
+	durationFlag(f, &cfg.SweepInterval, "sweep-interval", "WORKGRAPH_SWEEP_INTERVAL", "how often expired leases are ended in the background (0: 10s)")
+}
+
+// durationFlag registers a duration flag whose default is read from env.
+// A malformed environment value is reported and ignored.
+func durationFlag(f *pflag.FlagSet, d *time.Duration, name, env, usage string) {
+	def := time.Duration(0)
+	if v := os.Getenv(env); v != "" {
+		parsed, err := time.ParseDuration(v)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "workgraph: ignoring %s=%q: %v\n", env, v, err)
+		} else {
+			def = parsed
+		}
+	}
+	f.DurationVar(d, name, def, usage+" (env "+env+")")
+}
+
+// intFlag registers an integer flag whose default is read from env.
+func intFlag(f *pflag.FlagSet, n *int, name, env, usage string) {
+	def := 0
+	if v := os.Getenv(env); v != "" {
+		parsed, err := strconv.Atoi(v)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "workgraph: ignoring %s=%q: %v\n", env, v, err)
+		} else {
+			def = parsed
+		}
+	}
+	f.IntVar(n, name, def, usage+" (env "+env+")")
+}
