@@ -223,12 +223,17 @@ func (e *env) logf(format string, args ...any) {
 func (e *env) duration() time.Duration { return time.Duration(e.cfg.Duration) }
 func (e *env) warmup() time.Duration   { return time.Duration(e.cfg.Warmup) }
 
-// project creates a project for one run, named after it.
-var projectSeq int
+// projectSeq numbers the projects of a run; runID tells runs on the same
+// database apart.
+var (
+	projectSeq int
+	runID      = strconv.FormatInt(time.Now().Unix(), 36)
+)
 
+// newProjectName names a project for one measurement.
 func (e *env) newProjectName(prefix string) string {
 	projectSeq++
-	return fmt.Sprintf("bench-%s-%d", prefix, projectSeq)
+	return fmt.Sprintf("bench-%s-%s-%d", runID, prefix, projectSeq)
 }
 
 // run executes the configured workloads and writes the report.

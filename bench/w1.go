@@ -27,6 +27,25 @@ func runW1(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+	// Round trips per step, for reading the figures.
+	stmts, err := statementsPerStep(ctx, e)
+	if err != nil {
+		return err
+	}
+	for i := range e.rep.Results {
+		r := &e.rep.Results[i]
+		switch {
+		case r.Workload == 1 && (r.Name == "server-sql" || r.Name == "server-sql+hb"):
+			for k, v := range stmts {
+				r.Extra[k] = v
+			}
+		case r.Workload == 1:
+			r.Extra["stmts_claim"], r.Extra["stmts_complete"] = 1, 1
+			if r.Name == "minimal-pair+hb" {
+				r.Extra["stmts_heartbeat"] = 1
+			}
+		}
+	}
 	return nil
 }
 
@@ -113,6 +132,9 @@ func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) erro
 			}
 			vs = append(vs, lifecycleVariant(2, name, agents, true, b))
 		}
+	}
+	if err := refreshStats(ctx, e.pool); err != nil {
+		return err
 	}
 	for _, r := range e.interleave(ctx, vs) {
 		e.add(r)

@@ -51,6 +51,9 @@ func restLifecycle(ctx context.Context, e *env, s *benchServer, workload, n int)
 		return Result{}, err
 	}
 	go b.watch(wctx)
+	if err := refreshStats(ctx, e.pool); err != nil {
+		return Result{}, err
+	}
 	rs := e.interleave(ctx, []variant{lifecycleVariant(workload, "rest", agents, true, b)})
 	if len(rs) == 0 {
 		return Result{}, ctx.Err()

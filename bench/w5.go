@@ -93,9 +93,13 @@ func fanOut(ctx context.Context, e *env, project uuid.UUID, filler, d, reps int)
 	if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM items WHERE project_id = $1", project).Scan(&items); err != nil {
 		return Result{}, err
 	}
-	a := serviceAgents(e, project, 1)[0]
+	a, stmts, closePool, err := countingService(ctx, e, project)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closePool()
 	h := newHist()
-	var touched, leaseRows []int64
+	var touched, leaseRows, statements []int64
 	for i := 0; i < reps; i++ {
 		l, err := a.claim(ctx)
 		if err != nil {
@@ -105,10 +109,12 @@ func fanOut(ctx context.Context, e *env, project uuid.UUID, filler, d, reps int)
 			return Result{}, errors.New("the claim did not take a hub item")
 		}
 		t := time.Now()
-		if err := a.complete(ctx, l); err != nil {
+		n, err := stmts.counted(func() error { return a.complete(ctx, l) })
+		if err != nil {
 			return Result{}, fmt.Errorf("complete a hub: %w", err)
 		}
 		h.add(time.Since(t))
+		statements = append(statements, n)
 		var it, lt int64
 		err = e.pool.QueryRow(ctx, `
 			WITH x AS (SELECT xmin FROM leases WHERE project_id = $1 AND id = $2)
@@ -130,6 +136,7 @@ func fanOut(ctx context.Context, e *env, project uuid.UUID, filler, d, reps int)
 			"project_items":  float64(items),
 			"items_touched":  float64(median(touched)),
 			"leases_touched": float64(median(leaseRows)),
+			"statements":     float64(median(statements)),
 		},
 	}
 	e.logf("  dependents=%-6d project=%-8d complete p50=%.2fms max=%.2fms items touched=%d",

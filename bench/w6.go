@@ -33,6 +33,9 @@ func runW6(ctx context.Context, e *env) error {
 		if err := loadReady(ctx, e.pool, project, total, 0); err != nil {
 			return err
 		}
+		if err := refreshStats(ctx, e.pool); err != nil {
+			return err
+		}
 		var agents []agent
 		name := "server-sql"
 		if rest {
