@@ -41,7 +41,7 @@ type attentionPage struct {
 // listAttention: ?state=open|resolved|dismissed, item_id=, cursor=,
 // limit=; oldest first.
 func (a *API) listAttention(c echo.Context) error {
-	if err := onlyQuery(c, "state", "item_id", "cursor", "limit"); err != nil {
+	if err := onlyQuery(c, "state", "item_id", "cursor", "limit", "page_size"); err != nil {
 		return err
 	}
 	limit, err := pageSize(c)

@@ -128,15 +128,22 @@ func requireEpoch(epoch *int64) (int64, error) {
 	return *epoch, nil
 }
 
-// pageSize reads the "limit" query parameter: 1..500, default 50.
+// pageSize reads the page size of a list route: "limit" (or its alias
+// "page_size"), 1..500, default 50.
 func pageSize(c echo.Context) (int, error) {
-	s := c.QueryParam("limit")
+	name, s := "limit", c.QueryParam("limit")
+	if alias := c.QueryParam("page_size"); alias != "" {
+		if s != "" {
+			return 0, wgerr.InvalidField("page_size", "is an alias of limit; give one of them")
+		}
+		name, s = "page_size", alias
+	}
 	if s == "" {
 		return defaultPageSize, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > maxPageSize {
-		return 0, wgerr.InvalidField("limit", "must be an integer between 1 and %d, got %q", maxPageSize, s)
+		return 0, wgerr.InvalidField(name, "must be an integer between 1 and %d, got %q", maxPageSize, s)
 	}
 	return n, nil
 }

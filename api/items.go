@@ -111,7 +111,7 @@ var itemStates = []graph.State{graph.StateReady, graph.StateLeased, graph.StateB
 // listItems: ?state= (one or more, repeated or comma-separated), label=,
 // parent_id=, q= (title text), cursor=, limit= (1..500).
 func (a *API) listItems(c echo.Context) error {
-	if err := onlyQuery(c, "state", "label", "parent_id", "q", "cursor", "limit"); err != nil {
+	if err := onlyQuery(c, "state", "label", "parent_id", "q", "cursor", "limit", "page_size"); err != nil {
 		return err
 	}
 	limit, err := pageSize(c)

@@ -404,7 +404,7 @@ func historyFilter(c echo.Context) (lease.HistoryFilter, error) {
 
 // leaseHistory: the project's leases, oldest first.
 func (a *API) leaseHistory(c echo.Context) error {
-	if err := onlyQuery(c, "item_id", "worker", "outcome", "since", "until", "cursor", "limit"); err != nil {
+	if err := onlyQuery(c, "item_id", "worker", "outcome", "since", "until", "cursor", "limit", "page_size"); err != nil {
 		return err
 	}
 	f, err := historyFilter(c)
@@ -427,7 +427,7 @@ func (a *API) leaseHistory(c echo.Context) error {
 
 // itemLeases: the item's leases, oldest first.
 func (a *API) itemLeases(c echo.Context) error {
-	if err := onlyQuery(c, "worker", "outcome", "since", "until", "cursor", "limit"); err != nil {
+	if err := onlyQuery(c, "worker", "outcome", "since", "until", "cursor", "limit", "page_size"); err != nil {
 		return err
 	}
 	f, err := historyFilter(c)

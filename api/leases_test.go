@@ -88,7 +88,8 @@ func TestClaims(t *testing.T) {
 	})
 	t.Run("ErrRole", func(t *testing.T) {
 		f.claim(f.human.Token, map[string]any{"worker": "w"}).problem(t, 403, "forbidden")
-		f.do("POST", "/v1/projects/alpha/claims", f.otherHuman.Token, map[string]any{"worker": "w"}).problem(t, 403, "forbidden")
+		// Another project's token learns nothing about alpha: not found.
+		f.do("POST", "/v1/projects/alpha/claims", f.otherHuman.Token, map[string]any{"worker": "w"}).problem(t, 404, "not_found")
 		if n := f.count("SELECT count(*) FROM leases"); n != 0 {
 			t.Fatal("a refused claim stored a lease")
 		}

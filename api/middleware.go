@@ -71,17 +71,38 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // requireRole refuses callers whose role is not among roles (admin always
-// passes) with 403 forbidden.
-func requireRole(roles ...auth.Role) echo.MiddlewareFunc {
+// passes) with 403 forbidden. A resource of a project the caller may not
+// see answers 404 not_found first, whatever the caller's role: another
+// project's resources are not found, never forbidden.
+func (a *API) requireRole(roles ...auth.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p := principal(c)
 			if !p.Has(roles...) {
+				if err := a.visible(c); err != nil {
+					return err
+				}
 				return wgerr.New(wgerr.CodeForbidden, "a %s token may not %s %s", p.Role, c.Request().Method, c.Path())
 			}
 			return next(c)
 		}
 	}
+}
+
+// visible resolves the project the request's path names (its {project}, or
+// the project of the lease or attention request in {id}) and answers
+// not_found when it does not exist or the caller may not see it.
+func (a *API) visible(c echo.Context) error {
+	var err error
+	switch {
+	case c.Param("project") != "":
+		_, err = a.project(c)
+	case strings.HasPrefix(c.Path(), "/v1/leases/:id"):
+		_, _, err = a.leaseProject(c)
+	case strings.HasPrefix(c.Path(), "/v1/attention/:id"):
+		_, _, err = a.attentionProject(c)
+	}
+	return err
 }
 
 // limiters keeps one token bucket per token. Limits are per server

@@ -112,9 +112,8 @@ func childRows(parentID uuid.UUID, children []NewChild) ([]newRow, [][]int, erro
 			if !ok {
 				return nil, nil, wgerr.InvalidField(fmt.Sprintf("children[%d].depends_on_keys", i), "unknown key %q", k)
 			}
-			if j == i {
-				return nil, nil, wgerr.InvalidField(fmt.Sprintf("children[%d].depends_on_keys", i), "%q cannot depend on itself", k)
-			}
+			// A child that names itself closes a one-item cycle, which
+			// keyCycle reports like any other.
 			if !seen[j] {
 				seen[j] = true
 				waits[i] = append(waits[i], j)

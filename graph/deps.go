@@ -19,14 +19,12 @@ import (
 // concurrent additions in one project are serialised so that two edges that
 // together close a cycle cannot both succeed.
 //
-// Errors: invalid_argument when itemID equals dependsOn, by is empty, or
-// itemID is done or cancelled; not_found when either item is not in the
-// project; already_exists when the edge exists; *CycleError
-// (dependency_cycle) naming the cycle.
+// Errors: invalid_argument when by is empty or itemID is done or
+// cancelled; not_found when either item is not in the project;
+// already_exists when the edge exists; *CycleError (dependency_cycle)
+// naming the cycle, including the one-item cycle of an item that would
+// depend on itself.
 func (s *Service) AddDependency(ctx context.Context, project, itemID, dependsOn uuid.UUID, by string) error {
-	if itemID == dependsOn {
-		return wgerr.InvalidField("depends_on", "an item cannot depend on itself")
-	}
 	if err := checkBy(by); err != nil {
 		return err
 	}
@@ -44,6 +42,9 @@ func (s *Service) AddDependency(ctx context.Context, project, itemID, dependsOn 
 		}
 		if len(pre) == 0 {
 			return &wgerr.Error{Code: wgerr.CodeNotFound, Field: "depends_on", Message: "depends_on: item " + dependsOn.String() + " not found"}
+		}
+		if itemID == dependsOn {
+			return cycleError(ctx, tx, now, project, []uuid.UUID{itemID, itemID}, nil)
 		}
 		waiter, err := q.LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: itemID})
 		if err != nil {

@@ -86,8 +86,11 @@ func TestAddDependency(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		a := f.mustItem(t, itemOpts{})
-		if err := f.svc.AddDependency(ctx, f.project, a.ID, a.ID, "alice"); !errors.Is(err, wgerr.Invalid) {
-			t.Fatalf("got %v, want invalid_argument", err)
+		// An item that waits for itself is a cycle of one.
+		err := f.svc.AddDependency(ctx, f.project, a.ID, a.ID, "alice")
+		var ce *CycleError
+		if !errors.As(err, &ce) || len(ce.Cycle) != 2 || ce.Cycle[0].ID != a.ID || ce.Cycle[1].ID != a.ID {
+			t.Fatalf("got %v, want a dependency cycle %s -> %s", err, a.ID, a.ID)
 		}
 	})
 }
