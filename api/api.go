@@ -18,10 +18,12 @@ import (
 	"github.com/workgraph-dev/workgraph/db/dbq"
 )
 
-// Defaults of Config.
+// Defaults of Config. The burst lets one token (often shared by a fleet of
+// agents, or a script creating a few hundred items) send a few hundred
+// requests at once; the sustained rate is what bounds a runaway client.
 const (
 	DefaultRateLimit      = 50
-	DefaultRateBurst      = 100
+	DefaultRateBurst      = 300
 	DefaultRequestTimeout = 30 * time.Second
 )
 
