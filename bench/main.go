@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,9 @@ type Config struct {
 	Smoke         bool   `json:"smoke"`
 	Out           string `json:"-"`
 	Keep          bool   `json:"-"`
+	// CPUProfile, if set, is where a CPU profile of the whole benchmark
+	// process (agents and in-process server) is written.
+	CPUProfile string `json:"-"`
 }
 
 // Duration marshals as a Go duration string.
@@ -113,7 +117,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	if _, err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -144,6 +159,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.ServerProcess, "server-process", cfg.ServerProcess, "workload 7: build and run the server as a separate process")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "results JSON path (the SVG chart is written beside it); empty: none")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the fresh benchmark database")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (agents and in-process server) to this file")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
 		"PostgreSQL URL (env WORKGRAPH_BENCH_DATABASE_URL); empty: a fresh database on 127.0.0.1:5432, else an embedded cluster")
 	if err := fs.Parse(args); err != nil {

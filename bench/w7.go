@@ -51,10 +51,20 @@ func runW7(ctx context.Context, e *env) error {
 	for _, n := range e.cfg.Agents {
 		idle, _ := readRSS(pid)
 		sm := startSampler(pid)
+		t0, cpu0, self0 := time.Now(), cpuSeconds(pid), cpuSeconds(os.Getpid())
 		r, err := restLifecycle(ctx, e, s, 7, n)
+		wall := time.Since(t0).Seconds()
+		cpu, self := cpuSeconds(pid)-cpu0, cpuSeconds(os.Getpid())-self0
 		peak, mean, hwm := sm.stop()
 		if err != nil {
 			return err
+		}
+		if e.cfg.ServerProcess && wall > 0 {
+			// CPU in cores (1.0 = one core busy) over the whole run,
+			// warm-up included: the server process, and the benchmark
+			// process (the agents' HTTP clients and JSON).
+			r.Extra["server_cpu_cores"] = round(cpu/wall, 2)
+			r.Extra["agents_cpu_cores"] = round(self/wall, 2)
 		}
 		r.Name = name
 		r.Extra["rss_idle_mb"] = mb(idle.rss)
@@ -307,4 +317,31 @@ func (h *heapSampler) stop() (peakAbove, allocated uint64) {
 		h.peak = ms.HeapAlloc
 	}
 	return h.peak - h.base, ms.TotalAlloc - h.startTot
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on every
+// Linux platform Go supports).
+const clockTicks = 100
+
+// cpuSeconds returns the user+system CPU time of pid, or 0.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; fields after its
+	// closing parenthesis are fixed: utime and stime are the 12th and
+	// 13th from there.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clockTicks
 }
