@@ -27,10 +27,15 @@ func runW1(ctx context.Context, e *env) error {
 			return err
 		}
 	}
-	// Round trips per step, for reading the figures.
+	// Statements per step, for reading the figures.
 	stmts, err := statementsPerStep(ctx, e)
 	if err != nil {
 		return err
+	}
+	if withREST {
+		if err := e.restCensus(ctx); err != nil {
+			return err
+		}
 	}
 	for i := range e.rep.Results {
 		r := &e.rep.Results[i]

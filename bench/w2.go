@@ -27,6 +27,27 @@ func runW2(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+	return e.restCensus(ctx)
+}
+
+// restCensus adds to workload 2's results the statements PostgreSQL
+// receives per step of the REST lifecycle.
+func (e *env) restCensus(ctx context.Context) error {
+	census, err := restStatements(ctx, e)
+	if err != nil {
+		// Only a reading aid: the figures stand without it.
+		e.rep.Skipped = append(e.rep.Skipped, fmt.Sprintf("statement census of workload 2: %v", err))
+		return nil
+	}
+	for i := range e.rep.Results {
+		r := &e.rep.Results[i]
+		if r.Workload != 2 {
+			continue
+		}
+		for k, v := range census[r.Name] {
+			r.Extra[k] = v
+		}
+	}
 	return nil
 }
 
