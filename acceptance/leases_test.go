@@ -3,6 +3,7 @@ package acceptance
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -367,6 +368,19 @@ func TestLeaseMutations(t *testing.T) {
 		if !mentions(hist, "compiler exploded") {
 			t.Fatalf("the failure's error is not in the history: %v", hist)
 		}
+		// The error is optional, and may be an object.
+		for i, body := range []obj{{"epoch": 0}, {"error": obj{"message": "linker exploded", "exit": 2}}} {
+			w.item(w.human, w.p, obj{"title": "failing again", "priority": 40})
+			l, _ := w.claim(w.agent, w.p, obj{"worker": "w"})
+			body["epoch"] = integer(t, l, "epoch")
+			w.leaseCall(w.agent, str(t, l, "id"), "fail", body).expect(t, http.StatusOK)
+			if n := w.count(`SELECT count(*) FROM leases WHERE id = $1 AND outcome = 'failed'`, l["id"]); n != 1 {
+				t.Fatalf("fail %d: lease not failed", i)
+			}
+		}
+		if !mentions(w.get(w.human, "/v1/projects/alpha/leases?outcome=failed").expect(t, http.StatusOK), "linker exploded") {
+			t.Fatalf("an object error is not kept")
+		}
 	})
 }
 
@@ -509,6 +523,10 @@ func TestLeaseHistory(t *testing.T) {
 		check(t, base+"?since="+future)
 		check(t, base+"?until="+past)
 		check(t, base+"?until="+future+"&since="+past+"&worker=w2", all[1])
+		// An offset, escaped or not (an unescaped "+" arrives as a space).
+		offset := time.Now().Add(-time.Hour).In(time.FixedZone("", 3600)).Format(time.RFC3339)
+		check(t, base+"?since="+url.QueryEscape(offset), all...)
+		check(t, base+"?since="+offset, all...)
 	})
 	t.Run("ErrBadParams", func(t *testing.T) {
 		w.get(w.human, base+"?outcome=exploded").problemNaming(t, http.StatusBadRequest, "invalid_argument", "outcome")

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -189,10 +191,40 @@ func (a *API) release(c echo.Context) error {
 }
 
 type failRequest struct {
-	Epoch      *int64          `json:"epoch"`
-	Error      *string         `json:"error"`
+	Epoch *int64 `json:"epoch"`
+	// Error says what went wrong (optional): a string, or an object whose
+	// "message" string is the message and which is kept as the details.
+	Error      json.RawMessage `json:"error"`
 	Details    json.RawMessage `json:"details"`
 	WorkerTime *string         `json:"worker_time"`
+}
+
+// failure reads fail's error and details into a lease.Failure.
+func (r failRequest) failure() (lease.Failure, error) {
+	out := lease.Failure{Details: r.Details}
+	raw := bytes.TrimSpace(r.Error)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &out.Message); err != nil {
+			return out, wgerr.InvalidField("error", "must be a string or an object")
+		}
+	case raw[0] == '{':
+		if len(r.Details) > 0 {
+			return out, wgerr.InvalidField("error", "an object error is itself the details; do not give details too")
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return out, wgerr.InvalidField("error", "must be a string or an object")
+		}
+		if m, ok := obj["message"]; ok {
+			_ = json.Unmarshal(m, &out.Message) // a non-string message stays in the details only
+		}
+		out.Details = json.RawMessage(raw)
+	default:
+		return out, wgerr.InvalidField("error", "must be a string or an object")
+	}
+	return out, nil
 }
 
 type failJSON struct {
@@ -210,14 +242,14 @@ func (a *API) fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if req.Error == nil {
-		return wgerr.InvalidField("error", "is required (what went wrong)")
-	}
-	wt, err := workerTime(req.WorkerTime)
+	in, err := req.failure()
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Leases.Fail(c.Request().Context(), project, f, lease.Failure{Message: *req.Error, Details: req.Details, WorkerTime: wt})
+	if in.WorkerTime, err = workerTime(req.WorkerTime); err != nil {
+		return err
+	}
+	res, err := a.svc.Leases.Fail(c.Request().Context(), project, f, in)
 	if err != nil {
 		return renameFields(err, map[string]string{"message": "error"})
 	}
@@ -393,6 +425,10 @@ func historyFilter(c echo.Context) (lease.HistoryFilter, error) {
 	}{{"since", &f.Since}, {"until", &f.Until}} {
 		if s := c.QueryParam(b.name); s != "" {
 			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil && strings.Contains(s, " ") {
+				// An unescaped "+01:00" offset arrives as " 01:00".
+				t, err = time.Parse(time.RFC3339Nano, strings.ReplaceAll(s, " ", "+"))
+			}
 			if err != nil {
 				return f, wgerr.InvalidField(b.name, "must be an RFC 3339 time, got %q", s)
 			}

@@ -266,7 +266,9 @@ func TestLeaseMutations(t *testing.T) {
 	t.Run("Fail", func(t *testing.T) {
 		f.mustItem(f.agent.Token, map[string]any{"title": "flaky"})
 		c := f.mustClaim("w")
-		field(t, f.mutate(f.agent.Token, c.Lease.ID, "fail", map[string]any{"epoch": c.Lease.Epoch}).problem(t, 400, "invalid_argument"), "error")
+		// error is optional, but a string or an object.
+		field(t, f.mutate(f.agent.Token, c.Lease.ID, "fail", map[string]any{"epoch": c.Lease.Epoch, "error": 5}).problem(t, 400, "invalid_argument"), "error")
+		field(t, f.mutate(f.agent.Token, c.Lease.ID, "fail", map[string]any{"epoch": c.Lease.Epoch, "error": map[string]any{"message": "m"}, "details": 1}).problem(t, 400, "invalid_argument"), "error")
 		var out struct {
 			Lease      lease
 			Item       item
