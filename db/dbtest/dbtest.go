@@ -4,16 +4,20 @@
 // The server is found in this order: WORKGRAPH_TEST_DATABASE_URL; a server
 // at 127.0.0.1:5432 (user postgres, trust auth); else an embedded cluster
 // started from the installed PostgreSQL binaries in a shared directory under
-// the system temp dir (left running for the next test binary). Once per
-// server a template database is migrated (named after the migrations'
-// digest, so a changed migration gets a new template); each call to New
-// creates a fresh database from it, so tests run in parallel and may commit,
-// LISTEN and use many connections.
+// the system temp dir ($TMPDIR/workgraph-test-<uid>/pg), shared by the test
+// binaries running at the same time. The test binary that starts it also
+// starts a small background process that stops it once no test binary has
+// used it for a few seconds (see reaper_unix.go); StopEmbedded (`make
+// stop-test-pg`) stops it by hand. Once per server a template database is
+// migrated (named after the migrations' digest, so a changed migration gets
+// a new template); each call to New creates a fresh database from it, so
+// tests run in parallel and may commit, LISTEN and use many connections.
 package dbtest
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -68,17 +72,59 @@ func findServer() (string, error) {
 			return u, nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cluster, err := embedpg.Start(ctx, embedpg.Config{
-		DataDir: filepath.Join(os.TempDir(), fmt.Sprintf("workgraph-test-pg-%d", os.Getuid())),
-		Fast:    true,
-	})
+	return startEmbedded()
+}
+
+// startEmbedded starts (or reuses) the shared embedded test cluster.
+func startEmbedded() (string, error) {
+	dir, err := testDir()
 	if err != nil {
 		return "", err
 	}
-	// The cluster is shared with later test binaries and left running.
+	// Held until this process exits: the reaper stops the cluster only
+	// while no test binary holds it.
+	if err := holdUsersLock(dir); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: filepath.Join(dir, "pg"), Fast: true})
+	if err != nil {
+		return "", err
+	}
+	if !cluster.Reused() {
+		startReaper(dir)
+	}
 	return cluster.URL("postgres"), nil
+}
+
+// testDir returns (creating it) the directory of the embedded test cluster,
+// $TMPDIR/workgraph-test-<uid>, which must be a real directory owned by
+// this user. It is mode 0755 so that, as root, the postgres user can reach
+// the cluster inside it.
+func testDir() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("workgraph-test-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		return "", fmt.Errorf("dbtest: %w", err)
+	}
+	if err := checkOwnDir(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// StopEmbedded stops the embedded test cluster if it runs and no test binary
+// is using it, logging to log (nil: silent). It is what `make stop-test-pg`
+// runs.
+func StopEmbedded(ctx context.Context, log *slog.Logger) error {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("workgraph-test-%d", os.Getuid()))
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	if err := checkOwnDir(dir); err != nil {
+		return err
+	}
+	return stopIfUnused(ctx, dir, log)
 }
 
 func withDatabase(rawURL, name string) string {

@@ -15,8 +15,8 @@ import (
 
 // Environment variables consulted by this package.
 const (
-	// EnvDataDir overrides the parent of the default data directory:
-	// DefaultDataDir returns $WORKGRAPH_DATA_DIR/pg when it is set.
+	// EnvDataDir overrides the default data directory: DefaultDataDir
+	// returns $WORKGRAPH_DATA_DIR when it is set.
 	EnvDataDir = "WORKGRAPH_DATA_DIR"
 	// EnvBinDir names the directory holding initdb and pg_ctl; it is the
 	// first place FindBinDir looks.

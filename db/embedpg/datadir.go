@@ -9,7 +9,8 @@ import (
 // DefaultDataDir returns the directory a cluster lives in when
 // Config.DataDir is empty:
 //
-//   - $WORKGRAPH_DATA_DIR/pg if WORKGRAPH_DATA_DIR is set;
+//   - $WORKGRAPH_DATA_DIR if it is set (as `workgraph serve --data-dir`
+//     takes it);
 //   - otherwise, when running as root, /var/lib/workgraph/pg (the postgres
 //     user the server runs as cannot enter /root, so a home-based default
 //     would not work);
@@ -26,7 +27,7 @@ func DefaultDataDir() string {
 
 func defaultDataDir(getenv func(string) string, euid int, home string) string {
 	if d := getenv(EnvDataDir); d != "" {
-		return filepath.Join(d, "pg")
+		return d
 	}
 	if euid == 0 {
 		return "/var/lib/workgraph/pg"

@@ -209,7 +209,7 @@ func newCluster(cfg Config) (*Cluster, error) {
 	c.logFile = filepath.Join(dir, "log", "postgresql.log")
 	if sock := c.socketPath(); len(sock) > maxSocketPath {
 		return nil, fmt.Errorf("embedpg: data dir %s is too long: the server socket %s would be %d bytes, over the %d-byte unix socket limit; "+
-			"use a shorter data dir (set %s, e.g. /var/lib/workgraph)", dir, sock, len(sock), maxSocketPath, EnvDataDir)
+			"use a shorter data dir (set %s, e.g. /var/lib/workgraph/pg)", dir, sock, len(sock), maxSocketPath, EnvDataDir)
 	}
 	for name := range cfg.Settings {
 		switch strings.ToLower(name) {
@@ -337,6 +337,34 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	}
 	c.stopped = true
 	return nil
+}
+
+// StopRunning stops the server of cfg.DataDir if one is running, whoever
+// started it, as Stop does; it never starts or creates anything. It returns
+// nil when no server runs there (or DataDir does not exist). Only DataDir,
+// BinDir and Logger of cfg are used.
+func StopRunning(ctx context.Context, cfg Config) error {
+	if !supported {
+		return nil
+	}
+	c, err := newCluster(Config{DataDir: cfg.DataDir, BinDir: cfg.BinDir, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(c.pgData); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if os.Geteuid() == 0 {
+		if c.runAs, err = lookupSysUser(serverUser); err != nil {
+			return fmt.Errorf("embedpg: look up user %q: %w", serverUser, err)
+		}
+	}
+	unlock, err := lockFile(ctx, c.lockPath())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return c.stopServer(ctx, "fast")
 }
 
 // makeDataDir creates DataDir (and missing parents, mode 0755) and, when the
@@ -774,8 +802,10 @@ func (c *Cluster) stopServer(ctx context.Context, mode string) error {
 	}
 	c.log.Info("stopping PostgreSQL", "pid", pid, "mode", mode)
 	offset := fileSize(c.logFile)
+	t0 := time.Now()
 	out, err := c.run(ctx, "pg_ctl", "stop", "-D", c.pgData, "-m", mode, "-w", "-t", timeoutSeconds(ctx))
 	if err == nil {
+		c.log.Info("PostgreSQL stopped", "elapsed", time.Since(t0).Round(time.Millisecond))
 		return nil
 	}
 	if pid, _ := c.serverProcess(); pid == 0 {

@@ -524,8 +524,8 @@ func TestDefaultDataDir(t *testing.T) {
 		home   string
 		want   string
 	}{
-		{env(EnvDataDir, "/srv/wg"), 0, "/root", "/srv/wg/pg"},
-		{env(EnvDataDir, "/srv/wg"), 1000, "/home/u", "/srv/wg/pg"},
+		{env(EnvDataDir, "/srv/wg"), 0, "/root", "/srv/wg"},
+		{env(EnvDataDir, "/srv/wg"), 1000, "/home/u", "/srv/wg"},
 		{env("XDG_DATA_HOME", "/root/.data"), 0, "/root", "/var/lib/workgraph/pg"},
 		{env("XDG_DATA_HOME", "/home/u/.data"), 1000, "/home/u", "/home/u/.data/workgraph/pg"},
 		{env("XDG_DATA_HOME", "relative"), 1000, "/home/u", "/home/u/.local/share/workgraph/pg"},

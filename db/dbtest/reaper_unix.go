@@ -1,0 +1,164 @@
+//go:build unix
+
+package dbtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/db/embedpg"
+)
+
+// The embedded test cluster is shared by the test binaries of one `go test`
+// run (and of runs that overlap). Each holds a shared flock on
+// <testDir>/users.lock from before it starts or reuses the cluster until it
+// exits (the kernel drops the lock with the process, however it ends). The
+// binary that started the cluster also starts the reaper: the same test
+// binary run again with reaperEnv set, which does nothing but wait until it
+// can take the lock exclusively for reaperIdle without interruption, then
+// stops the cluster while holding it, and exits. A test binary arriving
+// meanwhile waits for the stop, then starts the cluster again (a restart
+// takes well under a second; the data and the template database are kept).
+
+const (
+	reaperEnv  = "WORKGRAPH_DBTEST_REAPER"
+	reaperIdle = 5 * time.Second
+)
+
+// usersLock is this process's shared lock. Kept referenced so that the
+// *os.File finalizer never closes it (which would drop the lock) before the
+// process exits.
+var usersLock *os.File
+
+func init() {
+	// In the reaper process, do its job and exit before any test runs.
+	if dir := os.Getenv(reaperEnv); dir != "" {
+		os.Exit(reap(dir))
+	}
+}
+
+func openUsersLock(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "users.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("dbtest: %w", err)
+	}
+	return f, nil
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// holdUsersLock takes the shared lock for the rest of this process's life,
+// waiting while the reaper stops the cluster.
+func holdUsersLock(dir string) error {
+	f, err := openUsersLock(dir)
+	if err != nil {
+		return err
+	}
+	if err := flock(f, syscall.LOCK_SH); err != nil {
+		f.Close()
+		return fmt.Errorf("dbtest: lock %s: %w", f.Name(), err)
+	}
+	usersLock = f
+	return nil
+}
+
+// startReaper starts the reaper for the cluster this process just started.
+// If it cannot, the cluster is left running (StopEmbedded stops it).
+func startReaper(dir string) {
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), reaperEnv+"="+dir)
+	cmd.Dir = "/"
+	// Its own session, no stdio: `go test` does not wait for it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err == nil {
+		cmd.Process.Release()
+	}
+}
+
+// reap is the reaper's main: see the comment at the top of this file.
+func reap(dir string) int {
+	os.Unsetenv(reaperEnv) // not for pg_ctl and the server it runs
+	var out io.Writer = io.Discard
+	if f, err := os.OpenFile(filepath.Join(dir, "reaper.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+		defer f.Close()
+		out = f
+	}
+	log := slog.New(slog.NewTextHandler(out, nil)).With("reaper_pid", os.Getpid())
+	f, err := openUsersLock(dir)
+	if err != nil {
+		log.Error("reaper", "err", err)
+		return 1
+	}
+	defer f.Close()
+	log.Info("reaper waiting for the test binaries to finish")
+	var idleSince time.Time
+	for {
+		time.Sleep(time.Second)
+		if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			idleSince = time.Time{} // in use
+			continue
+		}
+		if idleSince.IsZero() {
+			idleSince = time.Now()
+		}
+		if time.Since(idleSince) < reaperIdle {
+			flock(f, syscall.LOCK_UN)
+			continue
+		}
+		err := embedpg.StopRunning(context.Background(), embedpg.Config{DataDir: filepath.Join(dir, "pg"), Logger: log})
+		flock(f, syscall.LOCK_UN)
+		if err != nil {
+			log.Error("reaper: stopping the test cluster", "err", err)
+			return 1
+		}
+		log.Info("reaper done")
+		return 0
+	}
+}
+
+// stopIfUnused stops the cluster unless a test binary holds the lock.
+func stopIfUnused(ctx context.Context, dir string, log *slog.Logger) error {
+	f, err := openUsersLock(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.New("dbtest: the embedded test cluster is in use by running tests; not stopping it")
+	}
+	defer flock(f, syscall.LOCK_UN)
+	return embedpg.StopRunning(ctx, embedpg.Config{DataDir: filepath.Join(dir, "pg"), Logger: log})
+}
+
+// checkOwnDir refuses a test directory that is a symlink, not a directory,
+// or owned by another user (the temp dir is shared).
+func checkOwnDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("dbtest: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || (ok && int(st.Uid) != os.Getuid()) {
+		return fmt.Errorf("dbtest: %s is not a directory owned by uid %d; remove it or set WORKGRAPH_TEST_DATABASE_URL", dir, os.Getuid())
+	}
+	return nil
+}
