@@ -7,7 +7,7 @@
 // the system temp dir ($TMPDIR/workgraph-test-<uid>/pg), shared by the test
 // binaries running at the same time. The test binary that starts it also
 // starts a small background process that stops it once no test binary has
-// used it for a few seconds (see reaper_unix.go); StopEmbedded (`make
+// used it for half a minute (see reaper_unix.go); StopEmbedded (`make
 // stop-test-pg`) stops it by hand. Once per server a template database is
 // migrated (named after the migrations' digest, so a changed migration gets
 // a new template); each call to New creates a fresh database from it, so

@@ -29,8 +29,10 @@ import (
 // takes well under a second; the data and the template database are kept).
 
 const (
-	reaperEnv  = "WORKGRAPH_DBTEST_REAPER"
-	reaperIdle = 5 * time.Second
+	reaperEnv = "WORKGRAPH_DBTEST_REAPER"
+	// reaperIdle outlasts most gaps between test binaries while `go test`
+	// compiles the next package on a loaded machine.
+	reaperIdle = 30 * time.Second
 )
 
 // usersLock is this process's shared lock. Kept referenced so that the

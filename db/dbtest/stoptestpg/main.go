@@ -1,6 +1,6 @@
 // Command stoptestpg stops the embedded PostgreSQL cluster that the tests
 // start when no server answers at 127.0.0.1:5432, unless tests are using it
-// (`make stop-test-pg`). The tests normally stop it themselves a few seconds
+// (`make stop-test-pg`). The tests normally stop it themselves half a minute
 // after the last test binary exits; this is for a cluster left behind, e.g.
 // by a test run that was killed.
 package main
