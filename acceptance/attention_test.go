@@ -9,13 +9,10 @@ import (
 func (w *world) openAttention(t *testing.T, token, p string) []any {
 	t.Helper()
 	body := w.get(token, "/v1/projects/"+p+"/attention?state=open").expect(t, http.StatusOK)
-	for _, k := range []string{"attention", "requests", "attention_requests", "items"} {
-		if a, ok := body[k].([]any); ok {
-			return a
-		}
+	if _, ok := body["next_cursor"]; !ok {
+		t.Fatalf("no next_cursor: %v", body)
 	}
-	t.Fatalf("no list in the attention answer: %v", body)
-	return nil
+	return list(t, body, "attention")
 }
 
 func TestAttention(t *testing.T) {

@@ -340,14 +340,9 @@ func TestRoles(t *testing.T) {
 	})
 }
 
-// attentionID finds the attention request's id in the answer to a lease's
-// attention call ({id} or {attention: {id}} or {attention_request: {id}}).
+// attentionID is the new request's id in the answer to a lease's attention
+// call: {attention: {id, ...}, lease}, as fail and claim name it.
 func attentionID(t *testing.T, body obj) string {
 	t.Helper()
-	for _, k := range []string{"attention", "attention_request", "request"} {
-		if o, ok := body[k].(obj); ok {
-			return str(t, o, "id")
-		}
-	}
-	return str(t, body, "id")
+	return str(t, sub(t, body, "attention"), "id")
 }

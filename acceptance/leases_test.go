@@ -575,3 +575,77 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatalf("late completion stored")
 	}
 }
+
+func TestClaimConcurrency(t *testing.T) {
+	t.Parallel()
+	w := setupWorld(t)
+	t.Run("ManyClaimersFewItems", func(t *testing.T) {
+		for i := 0; i < 30; i++ {
+			w.item(w.human, w.p, obj{"title": "c", "labels": []string{"crowd"}})
+		}
+		answers := make(chan resp, 100)
+		for i := 0; i < 100; i++ {
+			go func() {
+				answers <- w.post(w.agent, "/v1/projects/alpha/claims", obj{"worker": "crowd", "labels": []string{"crowd"}})
+			}()
+		}
+		items := map[any]bool{}
+		for i := 0; i < 100; i++ {
+			r := <-answers
+			switch r.status {
+			case http.StatusCreated:
+				it := sub(t, r.json(t), "item")["id"]
+				if items[it] {
+					t.Fatalf("item %v leased twice", it)
+				}
+				items[it] = true
+			case http.StatusNoContent:
+			default:
+				t.Fatalf("status %d: %s", r.status, r.raw)
+			}
+		}
+		if len(items) != 30 {
+			t.Fatalf("%d items leased, want 30", len(items))
+		}
+		if n := w.count(`SELECT count(*) FROM leases WHERE ended_at IS NULL`); n != 30 {
+			t.Fatalf("%d active leases", n)
+		}
+	})
+	t.Run("ManyWaitingClaimers", func(t *testing.T) {
+		const n = 20
+		start := time.Now()
+		answers := make(chan resp, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				answers <- w.post(w.agent, "/v1/projects/alpha/claims", obj{"worker": "waiter", "wait_seconds": 30, "labels": []string{"late"}})
+			}()
+		}
+		select {
+		case r := <-answers:
+			t.Fatalf("a claim answered before any item existed: %d %s", r.status, r.raw)
+		case <-time.After(500 * time.Millisecond):
+		}
+		// Waiting claims must not starve other requests.
+		for i := 0; i < n; i++ {
+			t0 := time.Now()
+			w.item(w.human, w.p, obj{"title": "late", "labels": []string{"late"}})
+			if d := time.Since(t0); d > 3*time.Second {
+				t.Fatalf("creating an item took %v while claims wait", d)
+			}
+		}
+		items := map[any]bool{}
+		for i := 0; i < n; i++ {
+			r := <-answers
+			if r.status != http.StatusCreated {
+				t.Fatalf("status %d: %s", r.status, r.raw)
+			}
+			items[sub(t, r.json(t), "item")["id"]] = true
+		}
+		if len(items) != n {
+			t.Fatalf("%d distinct items for %d claims", len(items), n)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Fatalf("waiting claims took %v", d)
+		}
+	})
+}

@@ -33,7 +33,11 @@ func (a *API) attentionProject(c echo.Context) (project, id uuid.UUID, err error
 	return project, id, seeProject(c, project, "attention request", id)
 }
 
+// attentionPage lists requests under "attention", the route's own name
+// (as items and leases are listed), and under "requests", the same list
+// for clients written before.
 type attentionPage struct {
+	Attention  []attentionJSON `json:"attention"`
 	Requests   []attentionJSON `json:"requests"`
 	NextCursor *string         `json:"next_cursor"`
 }
@@ -71,7 +75,8 @@ func (a *API) listAttention(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, attentionPage{Requests: attentionViews(page.Requests), NextCursor: cursor(page.NextCursor)})
+	views := attentionViews(page.Requests)
+	return c.JSON(http.StatusOK, attentionPage{Attention: views, Requests: views, NextCursor: cursor(page.NextCursor)})
 }
 
 func (a *API) getAttention(c echo.Context) error {
@@ -155,8 +160,10 @@ func (a *API) holdItem(c echo.Context) error {
 	return c.JSON(http.StatusCreated, attentionView(r))
 }
 
+// attentionList is an item's requests, under both names (see attentionPage).
 type attentionList struct {
-	Requests []attentionJSON `json:"requests"`
+	Attention []attentionJSON `json:"attention"`
+	Requests  []attentionJSON `json:"requests"`
 }
 
 // itemAttention: every request of the item, oldest first.
@@ -176,5 +183,6 @@ func (a *API) itemAttention(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, attentionList{Requests: attentionViews(rs)})
+	views := attentionViews(rs)
+	return c.JSON(http.StatusOK, attentionList{Attention: views, Requests: views})
 }

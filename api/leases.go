@@ -316,9 +316,13 @@ type askRequest struct {
 	Blocking         *bool           `json:"blocking"`
 }
 
+// askJSON names the new request "attention", as every other answer that
+// carries one does (fail, claim), and "request", the same object for
+// clients written before.
 type askJSON struct {
-	Request attentionJSON `json:"request"`
-	Lease   leaseJSON     `json:"lease"`
+	Attention attentionJSON `json:"attention"`
+	Request   attentionJSON `json:"request"`
+	Lease     leaseJSON     `json:"lease"`
 }
 
 // ask opens an attention request under the lease: 201 {request, lease}. A
@@ -340,7 +344,8 @@ func (a *API) ask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, askJSON{Request: attentionView(res.Request), Lease: leaseView(res.Lease)})
+	v := attentionView(res.Request)
+	return c.JSON(http.StatusCreated, askJSON{Attention: v, Request: v, Lease: leaseView(res.Lease)})
 }
 
 type stopRequest struct {
