@@ -48,6 +48,9 @@ type Config struct {
 	Smoke         bool   `json:"smoke"`
 	Out           string `json:"-"`
 	Keep          bool   `json:"-"`
+	// Render, if set, names a results JSON to draw the chart and tables
+	// of again, without measuring.
+	Render string `json:"-"`
 	// CPUProfile, if set, is where a CPU profile of the whole benchmark
 	// process (agents and in-process server) is written.
 	CPUProfile string `json:"-"`
@@ -117,6 +120,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if cfg.Render != "" {
+		if err := render(cfg.Render); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
@@ -159,6 +169,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.ServerProcess, "server-process", cfg.ServerProcess, "workload 7: build and run the server as a separate process")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "results JSON path (the SVG chart is written beside it); empty: none")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the fresh benchmark database")
+	fs.StringVar(&cfg.Render, "render", "", "only redraw the SVG chart and Markdown tables of this results JSON")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (agents and in-process server) to this file")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
 		"PostgreSQL URL (env WORKGRAPH_BENCH_DATABASE_URL); empty: a fresh database on 127.0.0.1:5432, else an embedded cluster")
@@ -314,13 +325,10 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		if err := writeJSON(cfg.Out, rep); err != nil {
 			return rep, err
 		}
+		if err := writeViews(cfg.Out, rep); err != nil {
+			return rep, err
+		}
 		base := strings.TrimSuffix(cfg.Out, ".json")
-		if err := writeSVG(base+".svg", rep); err != nil {
-			return rep, err
-		}
-		if err := writeMarkdown(base+".md", rep); err != nil {
-			return rep, err
-		}
 		fmt.Fprintf(stdout, "\nwrote %s, %s.svg and %s.md\n", cfg.Out, base, base)
 	}
 	return rep, nil
@@ -354,4 +362,27 @@ func workloadIDs() []int {
 	}
 	sort.Ints(ids)
 	return ids
+}
+
+// writeViews writes the SVG chart and the Markdown tables beside the
+// results JSON at path.
+func writeViews(path string, rep *Report) error {
+	base := strings.TrimSuffix(path, ".json")
+	if err := writeSVG(base+".svg", rep); err != nil {
+		return err
+	}
+	return writeMarkdown(base+".md", rep)
+}
+
+// render redraws the chart and tables of a results JSON.
+func render(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return writeViews(path, &rep)
 }

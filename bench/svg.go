@@ -33,6 +33,8 @@ type panel struct {
 	x             []string
 	series        []series
 	bars          bool
+	// logY draws the y axis in powers of ten (for series far apart).
+	logY bool
 }
 
 func writeSVG(path string, rep *Report) error {
@@ -77,12 +79,36 @@ func (p panel) draw(b *strings.Builder, x0, y0 int) {
 		}
 	}
 	top1 := niceCeil(max)
+	// y maps a value to its height fraction.
+	y := func(v float64) float64 { return v / top1 }
+	ticks := []float64{0, top1 / 5, 2 * top1 / 5, 3 * top1 / 5, 4 * top1 / 5, top1}
+	if p.logY {
+		minV := max
+		for _, s := range p.series {
+			for _, v := range s.values {
+				if !math.IsNaN(v) && v > 0 && v < minV {
+					minV = v
+				}
+			}
+		}
+		lo := math.Pow(10, math.Floor(math.Log10(math.Max(minV, 1e-3))))
+		hi := math.Pow(10, math.Ceil(math.Log10(math.Max(max, lo*10))))
+		y = func(v float64) float64 {
+			if v <= lo {
+				return 0
+			}
+			return math.Log10(v/lo) / math.Log10(hi/lo)
+		}
+		ticks = nil
+		for t := lo; t <= hi*1.001; t *= 10 {
+			ticks = append(ticks, t)
+		}
+	}
 	// Axes and horizontal grid.
-	for i := 0; i <= 5; i++ {
-		v := top1 * float64(i) / 5
-		y := float64(top+plotH) - float64(plotH)*float64(i)/5
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y, left+plotW, y)
-		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="#444">%s</text>`+"\n", left-6, y+4, axisLabel(v))
+	for _, v := range ticks {
+		yy := float64(top+plotH) - float64(plotH)*y(v)
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, yy, left+plotW, yy)
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="#444">%s</text>`+"\n", left-6, yy+4, axisLabel(v))
 	}
 	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`+"\n", left, top, left, top+plotH)
 	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`+"\n", left, top+plotH, left+plotW, top+plotH)
@@ -95,9 +121,11 @@ func (p panel) draw(b *strings.Builder, x0, y0 int) {
 	}
 	slot := float64(plotW) / float64(n)
 	cx := func(i int) float64 { return float64(left) + slot*(float64(i)+0.5) }
-	cy := func(v float64) float64 { return float64(top+plotH) - float64(plotH)*v/top1 }
+	cy := func(v float64) float64 { return float64(top+plotH) - float64(plotH)*y(v) }
 	for i, label := range p.x {
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#444">%s</text>`+"\n", cx(i), top+plotH+15, esc(label))
+		for j, line := range strings.Split(label, "\n") {
+			fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#444">%s</text>`+"\n", cx(i), top+plotH+15+12*j, esc(line))
+		}
 	}
 	if p.bars {
 		k := len(p.series)
@@ -131,7 +159,7 @@ func (p panel) draw(b *strings.Builder, x0, y0 int) {
 	// Legend under the plot, two per line.
 	for si, s := range p.series {
 		lx := x0 + padL + (si%2)*(plotW/2)
-		ly := top + plotH + 32 + (si/2)*14
+		ly := top + plotH + 42 + (si/2)*14
 		fmt.Fprintf(b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/>`+"\n", lx, ly-9, palette[si%len(palette)])
 		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", lx+14, ly, esc(s.name))
 	}
@@ -182,7 +210,7 @@ func chartPanels(rep *Report) []panel {
 		}
 	}
 	ax := sortedKeys(agents)
-	tp := panel{title: "W1/W2 throughput vs agents", ylabel: "items/s"}
+	tp := panel{title: "W1/W2 throughput vs agents (log scale)", ylabel: "items/s", logY: true}
 	for _, a := range ax {
 		tp.x = append(tp.x, fmt.Sprint(a))
 	}
@@ -222,7 +250,7 @@ func chartPanels(rep *Report) []panel {
 	fs := series{name: "complete time (median)"}
 	for _, r := range rep.Results {
 		if r.Workload == 5 {
-			fp.x = append(fp.x, fmt.Sprintf("%s deps, %s items", axisLabel(float64(r.Size)), axisLabel(r.Extra["project_items"])))
+			fp.x = append(fp.x, fmt.Sprintf("%s deps\n%s items", axisLabel(float64(r.Size)), axisLabel(r.Extra["project_items"])))
 			fs.values = append(fs.values, r.Latency["complete"].P50Ms)
 		}
 	}
@@ -243,6 +271,20 @@ func chartPanels(rep *Report) []panel {
 	}
 	lp.series = []series{p50, p99}
 	ps = append(ps, lp)
+
+	// Workload 7: server RSS against agents.
+	mp := panel{title: "W7 server RSS under the REST lifecycle", ylabel: "MB", bars: true}
+	idle := series{name: "before the load"}
+	peak := series{name: "peak under load"}
+	for _, r := range rep.Results {
+		if r.Workload == 7 {
+			mp.x = append(mp.x, fmt.Sprintf("%d agents", r.Agents))
+			idle.values = append(idle.values, r.Extra["rss_idle_mb"])
+			peak.values = append(peak.values, r.Extra["rss_peak_mb"])
+		}
+	}
+	mp.series = []series{idle, peak}
+	ps = append(ps, mp)
 	return ps
 }
 
