@@ -95,16 +95,16 @@ func defaultConfig() Config {
 // smokeConfig is a run of a few seconds that exercises every workload.
 func smokeConfig() Config {
 	c := defaultConfig()
-	c.Duration = Duration(300 * time.Millisecond)
-	c.Warmup = Duration(100 * time.Millisecond)
+	c.Duration = Duration(200 * time.Millisecond)
+	c.Warmup = Duration(50 * time.Millisecond)
 	c.Agents = []int{2}
-	c.Sizes = []int{100, 1_000}
-	c.FanOut = []int{10, 100}
-	c.FanOutFiller = 1_000
+	c.Sizes = []int{50, 500}
+	c.FanOut = []int{10, 50}
+	c.FanOutFiller = 500
 	c.ContendedAgents = 4
-	c.Backlog = 1_000
-	c.Leases = 40
-	c.PlanItems = 200
+	c.Backlog = 500
+	c.Leases = 24
+	c.PlanItems = 100
 	c.Pool = 4
 	c.ServerProcess = false
 	c.Smoke = true

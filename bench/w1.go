@@ -67,7 +67,7 @@ func (e *env) selected(id int) bool {
 // chunk of a lifecycle run.
 func (e *env) backlogSizes() (initial, low, chunk int) {
 	if e.cfg.Smoke {
-		return 2_000, 1_000, 2_000
+		return 500, 250, 500
 	}
 	return 20_000, 10_000, 20_000
 }
