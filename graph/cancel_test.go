@@ -168,7 +168,7 @@ func TestUpdateItem(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		a := f.mustItem(t, itemOpts{})
-		bad := []string{"UPPER"}
+		bad := []string{"has space"}
 		meta := json.RawMessage(`[1]`)
 		for name, p := range map[string]ItemPatch{
 			"EmptyTitle": {Title: ptr(" ")},

@@ -17,7 +17,7 @@ const MaxDependsOn = 1000
 
 // CreateItem creates an item, with its parent and dependencies, in one
 // transaction. The title is trimmed (1..500 characters), the body is at
-// most 1 MiB, labels are 1..64 characters of [a-z0-9._:/-] (at most 32),
+// most 1 MiB, labels are 1..64 characters of [A-Za-z0-9._:/=+-] (at most 32),
 // metadata is a JSON object. A dependency on a finished (done or cancelled)
 // item is stored as satisfied. A parent must be open; it gains an open
 // child (an active lease on it stays: no pre-emption).

@@ -12,14 +12,19 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-var projectNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var projectNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
-// CreateProject creates a project. Names are 1 to 63 characters of a-z,
-// 0-9, "_" and "-", starting with a letter or digit.
+// CreateProject creates a project. Names are 1 to 63 characters of
+// letters, digits, ".", "_" and "-", starting with a letter or digit, and
+// may not have the form of a UUID (the API takes a project's name or id in
+// the same place). Names are case-sensitive.
 // Errors: invalid_argument for a bad name; already_exists when taken.
 func (s *Service) CreateProject(ctx context.Context, name string) (Project, error) {
 	if !projectNameRE.MatchString(name) {
-		return Project{}, wgerr.InvalidField("name", "must be 1 to 63 characters of a-z 0-9 _ -, starting with a letter or digit")
+		return Project{}, wgerr.InvalidField("name", "must be 1 to 63 characters of letters, digits, . _ -, starting with a letter or digit")
+	}
+	if _, err := uuid.Parse(name); err == nil {
+		return Project{}, wgerr.InvalidField("name", "must not have the form of a UUID (projects are addressed by name or id)")
 	}
 	p, err := dbq.New().CreateProject(ctx, s.pool, name)
 	if err != nil {

@@ -18,7 +18,7 @@ const (
 	MaxLabelChars    = 64
 )
 
-var labelRE = regexp.MustCompile(`^[a-z0-9._:/-]{1,64}$`)
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9._:/=+-]{1,64}$`)
 
 // cleanTitle trims a title and checks its length (1..500 characters).
 func cleanTitle(field, title string) (string, error) {
@@ -46,7 +46,7 @@ func checkBody(field, body string) error {
 	return nil
 }
 
-// cleanLabels checks labels (each 1..64 of [a-z0-9._:/-], at most 32) and
+// cleanLabels checks labels (each 1..64 of [A-Za-z0-9._:/=+-], at most 32) and
 // drops duplicates, keeping the first occurrence's order.
 func cleanLabels(field string, labels []string) ([]string, error) {
 	if len(labels) > MaxLabels {
@@ -56,7 +56,7 @@ func cleanLabels(field string, labels []string) ([]string, error) {
 	seen := make(map[string]bool, len(labels))
 	for _, l := range labels {
 		if !labelRE.MatchString(l) {
-			return nil, wgerr.InvalidField(field, "label %q must be 1 to 64 characters of a-z 0-9 . _ : / -", l)
+			return nil, wgerr.InvalidField(field, "label %q must be 1 to 64 characters of letters, digits and . _ : / = + -", l)
 		}
 		if !seen[l] {
 			seen[l] = true

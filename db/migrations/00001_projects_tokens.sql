@@ -6,7 +6,7 @@
 CREATE TABLE projects (
     id         uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     name       text        NOT NULL UNIQUE
-        CHECK (name ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
+        CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$'),
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
