@@ -48,6 +48,9 @@ type Config struct {
 	Smoke         bool   `json:"smoke"`
 	Out           string `json:"-"`
 	Keep          bool   `json:"-"`
+	// Embedded skips the server at 127.0.0.1:5432 and uses an embedded
+	// cluster (when no database URL is given).
+	Embedded bool `json:"-"`
 	// Render, if set, names a results JSON to draw the chart and tables
 	// of again, without measuring.
 	Render string `json:"-"`
@@ -169,6 +172,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.ServerProcess, "server-process", cfg.ServerProcess, "workload 7: build and run the server as a separate process")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "results JSON path (the SVG chart is written beside it); empty: none")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the fresh benchmark database")
+	fs.BoolVar(&cfg.Embedded, "embedded", false, "with no database URL, use an embedded cluster even if 127.0.0.1:5432 answers")
 	fs.StringVar(&cfg.Render, "render", "", "only redraw the SVG chart and Markdown tables of this results JSON")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (agents and in-process server) to this file")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
@@ -273,7 +277,7 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		CPUs:      runtime.NumCPU(),
 		Config:    cfg,
 	}
-	d, err := openDatabase(ctx, cfg.DatabaseURL, cfg.Keep, log)
+	d, err := openDatabase(ctx, cfg.DatabaseURL, cfg.Embedded, cfg.Keep, log)
 	if err != nil {
 		return nil, err
 	}

@@ -30,12 +30,12 @@ type database struct {
 // openDatabase selects the database: the given URL as is; else a fresh
 // database workgraph_bench_<n> on 127.0.0.1:5432; else the same on an
 // embedded cluster. Either way it is migrated with db.Migrate.
-func openDatabase(ctx context.Context, given string, keep bool, log io.Writer) (*database, error) {
+func openDatabase(ctx context.Context, given string, embedded, keep bool, log io.Writer) (*database, error) {
 	d := &database{close: func() {}}
 	switch {
 	case given != "":
 		d.url, d.source = given, "given URL"
-	case localAnswers(ctx):
+	case !embedded && localAnswers(ctx):
 		u, drop, err := freshDatabase(ctx, localURL, keep, log)
 		if err != nil {
 			return nil, err
@@ -43,7 +43,7 @@ func openDatabase(ctx context.Context, given string, keep bool, log io.Writer) (
 		d.url, d.source, d.close = u, "127.0.0.1:5432, fresh database", drop
 	default:
 		dir := filepath.Join(os.TempDir(), fmt.Sprintf("workgraph-bench-pg-%d", os.Getuid()))
-		fmt.Fprintf(log, "no PostgreSQL at 127.0.0.1:5432: starting an embedded cluster in %s\n", dir)
+		fmt.Fprintf(log, "starting an embedded PostgreSQL cluster in %s\n", dir)
 		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dir})
 		if err != nil {
 			return nil, err
