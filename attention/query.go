@@ -9,6 +9,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -47,11 +48,11 @@ func (s *Service) ProjectOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error
 //
 // Errors: invalid_argument (state, limit, cursor).
 func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, error) {
-	limit, err := pageLimit(f.Limit)
+	limit, err := page.Limit(f.Limit)
 	if err != nil {
 		return Page{}, err
 	}
-	after, err := decodeCursor(f.Cursor)
+	after, err := page.Decode("attention", f.Cursor)
 	if err != nil {
 		return Page{}, err
 	}
@@ -71,15 +72,15 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 	if err != nil {
 		return Page{}, db.Translate(err)
 	}
-	page := Page{Requests: make([]Request, 0, len(rows))}
+	out := Page{Requests: make([]Request, 0, len(rows))}
 	for i, r := range rows {
 		if i == limit {
-			page.NextCursor = encodeCursor(rows[i-1].AttentionRequest.Seq)
+			out.NextCursor = page.Encode("attention", rows[i-1].AttentionRequest.Seq)
 			break
 		}
-		page.Requests = append(page.Requests, fromRow(r.AttentionRequest, r.ItemTitle))
+		out.Requests = append(out.Requests, fromRow(r.AttentionRequest, r.ItemTitle))
 	}
-	return page, nil
+	return out, nil
 }
 
 // ForItem returns every request of an item, oldest first: its attention

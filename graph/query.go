@@ -2,21 +2,20 @@ package graph
 
 import (
 	"context"
-	"encoding/base64"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Page sizes of ListItems.
 const (
-	DefaultPageSize = 50
-	MaxPageSize     = 500
+	DefaultPageSize = page.Default
+	MaxPageSize     = page.Max
 )
 
 // ListItems lists a project's items in creation order, filtered by derived
@@ -26,14 +25,11 @@ const (
 // Errors: invalid_argument for a negative or too large Limit (> 500), an
 // unknown state or a cursor that ListItems did not make.
 func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter) (ItemPage, error) {
-	limit := f.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultPageSize
-	case limit < 0 || limit > MaxPageSize:
-		return ItemPage{}, wgerr.InvalidField("limit", "must be between 1 and %d", MaxPageSize)
+	limit, err := page.Limit(f.Limit)
+	if err != nil {
+		return ItemPage{}, err
 	}
-	after, err := decodeCursor(f.Cursor)
+	after, err := page.Decode("items", f.Cursor)
 	if err != nil {
 		return ItemPage{}, err
 	}
@@ -55,7 +51,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		like := "%" + escapeLike(f.Text) + "%"
 		args.TitleLike = &like
 	}
-	var page ItemPage
+	var out ItemPage
 	err = s.read(ctx, func(tx pgx.Tx) error {
 		rows, err := dbq.New().ListItems(ctx, tx, args)
 		if err != nil {
@@ -63,15 +59,15 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		}
 		if len(rows) > limit {
 			rows = rows[:limit]
-			page.NextCursor = encodeCursor(rows[limit-1].Item.Seq)
+			out.NextCursor = page.Encode("items", rows[limit-1].Item.Seq)
 		}
-		page.Items = make([]Item, len(rows))
+		out.Items = make([]Item, len(rows))
 		for i, r := range rows {
-			page.Items[i] = itemFromRow(r.Item, r.State, r.DbNow)
+			out.Items[i] = itemFromRow(r.Item, r.State, r.DbNow)
 		}
-		return fillBlockedBy(ctx, tx, args.Now, project, page.Items)
+		return fillBlockedBy(ctx, tx, args.Now, project, out.Items)
 	})
-	return page, err
+	return out, err
 }
 
 func validState(st State) bool {
@@ -84,26 +80,6 @@ func validState(st State) bool {
 
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
-// A cursor is the opaque base64 of "seq:<last seq>".
-func encodeCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("seq:" + strconv.FormatInt(seq, 10)))
-}
-
-func decodeCursor(c string) (int64, error) {
-	if c == "" {
-		return 0, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err == nil {
-		if rest, ok := strings.CutPrefix(string(b), "seq:"); ok {
-			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 {
-				return seq, nil
-			}
-		}
-	}
-	return 0, wgerr.InvalidField("cursor", "is not a cursor this server returned")
 }
 
 // Neighbourhood returns an item with its dependencies (finished ones too,

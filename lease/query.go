@@ -10,6 +10,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -95,11 +96,11 @@ func (s *Service) RequestStop(ctx context.Context, project, leaseID uuid.UUID, b
 //
 // Errors: invalid_argument (outcome, limit, cursor).
 func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilter) (Page, error) {
-	limit, err := pageLimit(f.Limit)
+	limit, err := page.Limit(f.Limit)
 	if err != nil {
 		return Page{}, err
 	}
-	after, err := decodeCursor(f.Cursor)
+	after, err := page.Decode("leases", f.Cursor)
 	if err != nil {
 		return Page{}, err
 	}
@@ -121,15 +122,15 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 	if err != nil {
 		return Page{}, db.Translate(err)
 	}
-	page := Page{Leases: make([]Lease, 0, len(rows))}
+	out := Page{Leases: make([]Lease, 0, len(rows))}
 	for i, r := range rows {
 		if i == limit {
-			page.NextCursor = encodeCursor(rows[i-1].Lease.Seq)
+			out.NextCursor = page.Encode("leases", rows[i-1].Lease.Seq)
 			break
 		}
-		page.Leases = append(page.Leases, fromRow(r.Lease, r.Refusals))
+		out.Leases = append(out.Leases, fromRow(r.Lease, r.Refusals))
 	}
-	return page, nil
+	return out, nil
 }
 
 // Observations returns the refused reports kept for a lease, oldest first.

@@ -1,0 +1,58 @@
+// Package page is the keyset pagination every workgraph list shares: a
+// page size within bounds, and an opaque cursor carrying the last sequence
+// number a page showed, tagged with the list that made it so that a cursor
+// of one list is refused by another.
+package page
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Page sizes: a request that names none gets Default; more than Max is
+// refused.
+const (
+	Default = 50
+	Max     = 500
+)
+
+// Limit returns the page size for a requested one (0 means Default).
+//
+// Errors: invalid_argument (field "limit") when n is negative or above Max.
+func Limit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return Default, nil
+	case n < 0 || n > Max:
+		return 0, wgerr.InvalidField("limit", "must be between 1 and %d", Max)
+	}
+	return n, nil
+}
+
+// Encode returns the cursor of the list named list after sequence number
+// seq.
+func Encode(list string, seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(list + ":" + strconv.FormatInt(seq, 10)))
+}
+
+// Decode returns the sequence number in a cursor that Encode made for the
+// same list; the empty cursor is the start (0).
+//
+// Errors: invalid_argument (field "cursor") for anything else.
+func Decode(list, cursor string) (int64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(b), list+":"); ok {
+			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil && seq >= 0 {
+				return seq, nil
+			}
+		}
+	}
+	return 0, wgerr.InvalidField("cursor", "is not a cursor this list returned")
+}
