@@ -42,6 +42,15 @@ type Config struct {
 	// RequestTimeout bounds each request's database work (claims add their
 	// wait_seconds); 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// IdempotencyPool, when set, is where Idempotency-Key records are
+	// written: a pool whose sessions commit asynchronously
+	// (synchronous_commit=off), so the bookkeeping around a request does not
+	// wait for WAL flushes the way the request's own transaction does. A
+	// database crash may then lose the records of the last instants: a retry
+	// of such a request runs again (fenced mutations answer it as a replay or
+	// a lost lease; a claim grants a new lease and the old one expires).
+	// Nil: Pool.
+	IdempotencyPool *pgxpool.Pool
 }
 
 // API is the /v1 JSON API.
@@ -90,7 +99,7 @@ func New(cfg Config) *API {
 		auth:    cfg.Auth,
 		clock:   cfg.Clock,
 		svc:     cfg.Services,
-		idem:    idempotencyStore{pool: cfg.Pool, clock: cfg.Clock, q: dbq.New()},
+		idem:    idempotencyStore{pool: idemPool(cfg), clock: cfg.Clock, q: dbq.New()},
 		limits:  &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
 		timeout: cfg.RequestTimeout,
 	}
@@ -194,3 +203,10 @@ var (
 	adminOnly   = routeOpts{}
 	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true}
 )
+
+func idemPool(cfg Config) *pgxpool.Pool {
+	if cfg.IdempotencyPool != nil {
+		return cfg.IdempotencyPool
+	}
+	return cfg.Pool
+}

@@ -35,3 +35,20 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	}
 	return pool, nil
 }
+
+// OpenAsyncCommit opens a second, small pool (maxConns connections) on the
+// database of pool whose sessions commit with synchronous_commit=off: their
+// commits do not wait for the WAL to reach disk, and a database crash may
+// lose the last instants of them. Only bookkeeping whose loss is harmless
+// belongs there (the API's Idempotency-Key records).
+func OpenAsyncCommit(ctx context.Context, pool *pgxpool.Pool, maxConns int32) (*pgxpool.Pool, error) {
+	cfg := pool.Config()
+	cfg.MaxConns = maxConns
+	cfg.MinConns = 0
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("db: connect: %w", err)
+	}
+	return p, nil
+}

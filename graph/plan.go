@@ -59,8 +59,20 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 	if err != nil {
 		return ImportResult{}, err
 	}
+	if !dryRun && len(p.rows) >= analyzeAfter {
+		// A large import can multiply the size of the tables between two
+		// autovacuum passes; with stale statistics the planner walks whole
+		// tables for the dependents of a finished item. Refresh them now.
+		// Best effort: a failure (e.g. a role that doesn't own the tables)
+		// only leaves it to autovacuum.
+		_, _ = s.pool.Exec(ctx, "ANALYZE items, dependencies")
+	}
 	return res, nil
 }
+
+// analyzeAfter is the plan size from which an import refreshes the
+// planner's statistics of items and dependencies.
+const analyzeAfter = 1000
 
 var errDryRun = &wgerr.Error{Code: wgerr.CodeInternal, Message: "dry run: roll back"}
 

@@ -7,6 +7,7 @@ import (
 	"github.com/workgraph-dev/workgraph/api"
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 )
@@ -42,13 +43,20 @@ func (s *Server) mount(ctx context.Context) error {
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
 
+	idemPool, err := db.OpenAsyncCommit(ctx, s.pool, 8)
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, idemPool.Close)
+
 	a := api.New(api.Config{
-		Log:       s.log,
-		Pool:      s.pool,
-		Clock:     clk,
-		Auth:      authSvc,
-		RateLimit: s.cfg.RateLimit,
-		RateBurst: s.cfg.RateBurst,
+		Log:             s.log,
+		Pool:            s.pool,
+		IdempotencyPool: idemPool,
+		Clock:           clk,
+		Auth:            authSvc,
+		RateLimit:       s.cfg.RateLimit,
+		RateBurst:       s.cfg.RateBurst,
 		Services: api.Services{
 			Graph:     graphSvc,
 			Leases:    leaseSvc,
