@@ -76,6 +76,7 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 		UpdatedAt:       r.UpdatedAt,
 		FinishedAt:      r.FinishedAt,
 		Seq:             r.Seq,
+		gates:           gates{r.UnmetDependencies, r.OpenChildren, r.OpenAttention},
 	}
 	if it.Labels == nil {
 		it.Labels = []string{}
@@ -99,20 +100,61 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 // fillBlockedBy lists the open prerequisites, open children and open
 // blocking attention requests of the open items among items, with one query
 // per kind for all of them.
+//
+// The counters on the item rows say which lists can be non-empty (they are
+// kept exact by every writer), so an item that is ready, like one just
+// claimed, costs no query at all.
 func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid.UUID, items []Item) error {
-	var open []uuid.UUID
+	var waiting, parents, held []uuid.UUID
 	index := make(map[uuid.UUID]int, len(items))
 	for i, it := range items {
 		index[it.ID] = i
-		if it.Status == StatusOpen {
-			open = append(open, it.ID)
+		if it.Status != StatusOpen {
+			continue
+		}
+		if it.gates.unmetDependencies > 0 {
+			waiting = append(waiting, it.ID)
+		}
+		if it.gates.openChildren > 0 {
+			parents = append(parents, it.ID)
+		}
+		if it.gates.openAttention > 0 {
+			held = append(held, it.ID)
 		}
 	}
-	if len(open) == 0 {
-		return nil
-	}
 	qs := dbq.New()
-	prereqs, err := qs.PrerequisiteRefs(ctx, q, dbq.PrerequisiteRefsParams{Now: now, ProjectID: project, Ids: open})
+	if len(waiting) > 0 {
+		if err := fillPrerequisites(ctx, qs, q, now, project, waiting, items, index); err != nil {
+			return err
+		}
+	}
+	if len(parents) > 0 {
+		children, err := qs.ChildRefs(ctx, q, dbq.ChildRefsParams{Now: now, ProjectID: project, Ids: parents, OnlyOpen: true})
+		if err != nil {
+			return err
+		}
+		for _, c := range children {
+			b := &items[index[c.ParentID]].BlockedBy
+			b.Children = append(b.Children, ItemRef{ID: c.ID, Title: c.Title, State: State(c.State)})
+		}
+	}
+	if len(held) > 0 {
+		reqs, err := qs.OpenBlockingAttention(ctx, q, dbq.OpenBlockingAttentionParams{ProjectID: project, Ids: held})
+		if err != nil {
+			return err
+		}
+		for _, r := range reqs {
+			b := &items[index[r.ItemID]].BlockedBy
+			b.Attention = append(b.Attention, AttentionRef{ID: r.ID, Question: r.Question, CreatedAt: r.CreatedAt})
+		}
+	}
+	return nil
+}
+
+// fillPrerequisites lists the open prerequisites of the waiting items.
+func fillPrerequisites(ctx context.Context, qs *dbq.Queries, q dbq.DBTX, now *time.Time, project uuid.UUID,
+	waiting []uuid.UUID, items []Item, index map[uuid.UUID]int) error {
+	prereqs, err := qs.PrerequisiteRefs(ctx, q, dbq.PrerequisiteRefsParams{Now: now, ProjectID: project, Ids: waiting})
 	if err != nil {
 		return err
 	}
@@ -122,22 +164,6 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 		}
 		b := &items[index[p.WaiterID]].BlockedBy
 		b.Dependencies = append(b.Dependencies, ItemRef{ID: p.ID, Title: p.Title, State: State(p.State)})
-	}
-	children, err := qs.ChildRefs(ctx, q, dbq.ChildRefsParams{Now: now, ProjectID: project, Ids: open, OnlyOpen: true})
-	if err != nil {
-		return err
-	}
-	for _, c := range children {
-		b := &items[index[c.ParentID]].BlockedBy
-		b.Children = append(b.Children, ItemRef{ID: c.ID, Title: c.Title, State: State(c.State)})
-	}
-	reqs, err := qs.OpenBlockingAttention(ctx, q, dbq.OpenBlockingAttentionParams{ProjectID: project, Ids: open})
-	if err != nil {
-		return err
-	}
-	for _, r := range reqs {
-		b := &items[index[r.ItemID]].BlockedBy
-		b.Attention = append(b.Attention, AttentionRef{ID: r.ID, Question: r.Question, CreatedAt: r.CreatedAt})
 	}
 	return nil
 }

@@ -67,6 +67,15 @@ type Item struct {
 	// Seq is the creation order within the project (ties of priority go to
 	// the lower seq).
 	Seq int64
+
+	// gates are the stored readiness counters, so that fillBlockedBy asks
+	// only for the lists that can be non-empty.
+	gates gates
+}
+
+// gates are an item's readiness counters as stored.
+type gates struct {
+	unmetDependencies, openChildren, openAttention int32
 }
 
 // ItemRef names an item and its derived state.
