@@ -109,22 +109,41 @@ func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, err
 	return req, ttl, nil
 }
 
+// tokenLockSlack is how far below its limit a token's live leases must be
+// for a claim to skip the token lock.
+const tokenLockSlack = 64
+
 // checkTokenLimit refuses a claim when the token already holds its share
-// of live leases. The token's claims are serialised by an advisory lock
-// for the rest of the transaction, so concurrent claims cannot overshoot.
+// of live leases. Far below the limit the claim only counts; within
+// tokenLockSlack of it, the token's claims are serialised by an advisory
+// lock held to the end of the transaction and count again, so concurrent
+// claims cannot overshoot (unless more than tokenLockSlack claims of one
+// token start together while it is still far below). Far from the limit a
+// fleet of agents sharing one token never waits on the lock, which would
+// otherwise serialise their claims through each commit's WAL flush.
 func (s *Service) checkTokenLimit(ctx context.Context, tx pgx.Tx, token *uuid.UUID) error {
 	if s.cfg.MaxActivePerToken <= 0 || token == nil {
 		return nil
 	}
 	q := dbq.New()
-	if err := q.LockToken(ctx, tx, *token); err != nil {
-		return err
+	count := func() (int, error) {
+		n, err := q.CountActiveForToken(ctx, tx, dbq.CountActiveForTokenParams{TokenID: token, Now: s.clock.Now()})
+		return int(n), err
 	}
-	n, err := q.CountActiveForToken(ctx, tx, dbq.CountActiveForTokenParams{TokenID: token, Now: s.clock.Now()})
+	n, err := count()
 	if err != nil {
 		return err
 	}
-	if int(n) >= s.cfg.MaxActivePerToken {
+	if n+tokenLockSlack < s.cfg.MaxActivePerToken {
+		return nil
+	}
+	if err := q.LockToken(ctx, tx, *token); err != nil {
+		return err
+	}
+	if n, err = count(); err != nil {
+		return err
+	}
+	if n >= s.cfg.MaxActivePerToken {
 		return wgerr.New(wgerr.CodeRateLimited, "this token already holds %d live leases (the limit); finish one first", n)
 	}
 	return nil
