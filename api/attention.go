@@ -22,15 +22,7 @@ func (a *API) mountAttention(e *echo.Echo) {
 // attentionProject resolves the {id} of an /attention route to the
 // request's project, refusing (as not found) one the caller may not see.
 func (a *API) attentionProject(c echo.Context) (project, id uuid.UUID, err error) {
-	id, err = pathID(c, "id")
-	if err != nil {
-		return uuid.Nil, uuid.Nil, wgerr.New(wgerr.CodeNotFound, "attention request %q not found", c.Param("id"))
-	}
-	project, err = a.svc.Attention.ProjectOf(c.Request().Context(), id)
-	if err != nil {
-		return uuid.Nil, uuid.Nil, err
-	}
-	return project, id, seeProject(c, project, "attention request", id)
+	return a.resourceProject(c, "attention request", a.svc.Attention.ProjectOf)
 }
 
 // attentionPage lists requests under "attention", the route's own name
@@ -60,12 +52,8 @@ func (a *API) listAttention(c echo.Context) error {
 		}
 		f.State = &st
 	}
-	if s := c.QueryParam("item_id"); s != "" {
-		id, err := parseID("item_id", s)
-		if err != nil {
-			return err
-		}
-		f.ItemID = &id
+	if f.ItemID, err = queryID(c, "item_id"); err != nil {
+		return err
 	}
 	p, err := a.project(c)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -159,6 +160,19 @@ func queryInt(c echo.Context, name string) (*int, error) {
 		return nil, wgerr.InvalidField(name, "must be an integer, got %q", s)
 	}
 	return &n, nil
+}
+
+// queryID reads an optional UUID query parameter (a filter by id).
+func queryID(c echo.Context, name string) (*uuid.UUID, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return nil, nil
+	}
+	id, err := parseID(name, s)
+	if err != nil {
+		return nil, err
+	}
+	return &id, nil
 }
 
 // onlyQuery refuses query parameters a route does not know.

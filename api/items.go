@@ -46,11 +46,8 @@ func (a *API) projectItem(c echo.Context) (graph.Project, uuid.UUID, error) {
 	if err != nil {
 		return p, uuid.Nil, err
 	}
-	id, err := pathID(c, "id")
-	if err != nil {
-		return p, uuid.Nil, wgerr.New(wgerr.CodeNotFound, "item %q not found", c.Param("id"))
-	}
-	return p, id, nil
+	id, err := routeID(c, "item")
+	return p, id, err
 }
 
 // writeItem answers an item with its version as ETag.
@@ -128,12 +125,8 @@ func (a *API) listItems(c echo.Context) error {
 			f.States = append(f.States, st)
 		}
 	}
-	if s := c.QueryParam("parent_id"); s != "" {
-		id, err := parseID("parent_id", s)
-		if err != nil {
-			return err
-		}
-		f.ParentID = &id
+	if f.ParentID, err = queryID(c, "parent_id"); err != nil {
+		return err
 	}
 	p, err := a.project(c)
 	if err != nil {

@@ -35,15 +35,7 @@ func (a *API) mountLeases(e *echo.Echo) {
 // leaseProject resolves the {id} of a /leases route to the lease's project,
 // refusing (as not found) a lease of a project the caller may not see.
 func (a *API) leaseProject(c echo.Context) (project, id uuid.UUID, err error) {
-	id, err = pathID(c, "id")
-	if err != nil {
-		return uuid.Nil, uuid.Nil, wgerr.New(wgerr.CodeNotFound, "lease %q not found", c.Param("id"))
-	}
-	project, err = a.svc.Leases.ProjectOf(c.Request().Context(), id)
-	if err != nil {
-		return uuid.Nil, uuid.Nil, err
-	}
-	return project, id, seeProject(c, project, "lease", id)
+	return a.resourceProject(c, "lease", a.svc.Leases.ProjectOf)
 }
 
 // fenced decodes a lease mutation's body, checks its epoch and resolves
@@ -56,9 +48,9 @@ func (a *API) fenced(c echo.Context, body any, epoch func() *int64) (uuid.UUID, 
 	if err != nil {
 		return uuid.Nil, lease.Fence{}, err
 	}
-	id, err := pathID(c, "id")
+	id, err := routeID(c, "lease")
 	if err != nil {
-		return uuid.Nil, lease.Fence{}, wgerr.New(wgerr.CodeNotFound, "lease %q not found", c.Param("id"))
+		return uuid.Nil, lease.Fence{}, err
 	}
 	project, token, err := a.svc.Leases.Holder(c.Request().Context(), id)
 	if err != nil {
@@ -452,12 +444,8 @@ func (a *API) leaseHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s := c.QueryParam("item_id"); s != "" {
-		id, err := parseID("item_id", s)
-		if err != nil {
-			return err
-		}
-		f.ItemID = &id
+	if f.ItemID, err = queryID(c, "item_id"); err != nil {
+		return err
 	}
 	p, err := a.project(c)
 	if err != nil {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -46,6 +47,32 @@ func seeProject(c echo.Context, projectID uuid.UUID, what string, id uuid.UUID) 
 		return wgerr.New(wgerr.CodeNotFound, "%s %s not found", what, id)
 	}
 	return nil
+}
+
+// routeID parses the {id} path parameter of a route on one resource; a
+// malformed id is that resource (what names it) not found.
+func routeID(c echo.Context, what string) (uuid.UUID, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return uuid.Nil, wgerr.New(wgerr.CodeNotFound, "%s %q not found", what, c.Param("id"))
+	}
+	return id, nil
+}
+
+// resourceProject resolves the {id} of a route that names a resource but
+// not its project (/leases/:id, /attention/:id) to the resource's project
+// through projectOf, refusing (as not found) one the caller may not see;
+// what names the resource in the errors.
+func (a *API) resourceProject(c echo.Context, what string, projectOf func(context.Context, uuid.UUID) (uuid.UUID, error)) (project, id uuid.UUID, err error) {
+	id, err = routeID(c, what)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	project, err = projectOf(c.Request().Context(), id)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	return project, id, seeProject(c, project, what, id)
 }
 
 type createProjectRequest struct {
