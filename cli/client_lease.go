@@ -70,6 +70,26 @@ func (lf *leaseFlags) fence() (string, int64, error) {
 	return id, epoch, nil
 }
 
+// leaseCommand completes cmd as a worker call on the current lease: it
+// registers the connection flags and --lease-id/--epoch, and runs run with
+// the fence those (or the environment) give.
+func leaseCommand(stdio IO, cmd *cobra.Command, run func(ctx context.Context, s *session, args []string, leaseID string, epoch int64) error) *cobra.Command {
+	var (
+		f  clientFlags
+		lf leaseFlags
+	)
+	cmd.RunE = runClient(stdio, &f, func(ctx context.Context, s *session, args []string) error {
+		id, epoch, err := lf.fence()
+		if err != nil {
+			return err
+		}
+		return run(ctx, s, args, id, epoch)
+	})
+	addClientFlags(cmd, &f)
+	addLeaseFlags(cmd, &lf)
+	return cmd
+}
+
 func newClaimCmd(stdio IO) *cobra.Command {
 	var (
 		f      clientFlags
@@ -180,42 +200,33 @@ func shellQuote(s string) string {
 
 func newHeartbeatCmd(stdio IO) *cobra.Command {
 	var (
-		f        clientFlags
-		lf       leaseFlags
 		progress string
 		extend   time.Duration
 	)
-	cmd := &cobra.Command{
+	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "heartbeat",
 		Short: "Extend the lease (exit 4 when it was lost)",
 		Args:  args(cobra.NoArgs),
-		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
-			id, epoch, err := lf.fence()
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			hb, err := s.api.Heartbeat(ctx, id, client.HeartbeatRequest{
-				Epoch: epoch, Progress: jsonOrString(progress), LeaseSeconds: seconds(extend), WorkerTime: &now,
-			})
-			if err != nil {
-				return err
-			}
-			if s.json {
-				return printJSON(s.Out, hb)
-			}
-			fmt.Fprintf(s.Out, "lease %s extended until %s\n", id, fmtTime(hb.ExpiresAt))
-			for _, a := range hb.Answers {
-				fmt.Fprintf(s.Out, "answer to %q: %s\n", a.Question, deref(a.Answer, ""))
-			}
-			if hb.StopRequested {
-				fmt.Fprintln(s.Err, "a person asked this worker to stop: release the item (`workgraph release`) and exit")
-			}
-			return nil
-		}),
-	}
-	addClientFlags(cmd, &f)
-	addLeaseFlags(cmd, &lf)
+	}, func(ctx context.Context, s *session, _ []string, id string, epoch int64) error {
+		now := time.Now()
+		hb, err := s.api.Heartbeat(ctx, id, client.HeartbeatRequest{
+			Epoch: epoch, Progress: jsonOrString(progress), LeaseSeconds: seconds(extend), WorkerTime: &now,
+		})
+		if err != nil {
+			return err
+		}
+		if s.json {
+			return printJSON(s.Out, hb)
+		}
+		fmt.Fprintf(s.Out, "lease %s extended until %s\n", id, fmtTime(hb.ExpiresAt))
+		for _, a := range hb.Answers {
+			fmt.Fprintf(s.Out, "answer to %q: %s\n", a.Question, deref(a.Answer, ""))
+		}
+		if hb.StopRequested {
+			fmt.Fprintln(s.Err, "a person asked this worker to stop: release the item (`workgraph release`) and exit")
+		}
+		return nil
+	})
 	cmd.Flags().StringVar(&progress, "progress", "", "progress report: JSON, or text sent as a JSON string")
 	cmd.Flags().DurationVar(&extend, "extend", 0, "new time to live from now, e.g. 10m (default: the lease's own)")
 	return cmd
@@ -236,11 +247,9 @@ func jsonOrString(s string) json.RawMessage {
 
 func newCompleteCmd(stdio IO) *cobra.Command {
 	var (
-		f                            clientFlags
-		lf                           leaseFlags
 		result, resultFile, resultTx string
 	)
-	cmd := &cobra.Command{
+	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "complete",
 		Short: "Finish the leased item with a result",
 		Long: `Finish the leased item with a JSON result.
@@ -252,32 +261,25 @@ func newCompleteCmd(stdio IO) *cobra.Command {
 A repeat of the same completion is answered as a replay; a different result
 for an item already completed is refused (exit 6) and the first one stands.`,
 		Args: args(cobra.NoArgs),
-		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
-			id, epoch, err := lf.fence()
-			if err != nil {
-				return err
-			}
-			res, err := resultFlag(stdio.In, result, resultFile, resultTx)
-			if err != nil {
-				return err
-			}
-			out, err := s.api.Complete(ctx, id, client.CompleteRequest{Epoch: epoch, Result: res})
-			if err != nil {
-				return err
-			}
-			if s.json {
-				return printJSON(s.Out, out)
-			}
-			if out.Replayed {
-				fmt.Fprintf(s.Out, "item %s was already completed with this result (replay acknowledged)\n", out.Lease.ItemID)
-			} else {
-				fmt.Fprintf(s.Out, "item %s done\n", out.Lease.ItemID)
-			}
-			return nil
-		}),
-	}
-	addClientFlags(cmd, &f)
-	addLeaseFlags(cmd, &lf)
+	}, func(ctx context.Context, s *session, _ []string, id string, epoch int64) error {
+		res, err := resultFlag(stdio.In, result, resultFile, resultTx)
+		if err != nil {
+			return err
+		}
+		out, err := s.api.Complete(ctx, id, client.CompleteRequest{Epoch: epoch, Result: res})
+		if err != nil {
+			return err
+		}
+		if s.json {
+			return printJSON(s.Out, out)
+		}
+		if out.Replayed {
+			fmt.Fprintf(s.Out, "item %s was already completed with this result (replay acknowledged)\n", out.Lease.ItemID)
+		} else {
+			fmt.Fprintf(s.Out, "item %s done\n", out.Lease.ItemID)
+		}
+		return nil
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&result, "result", "", "result as JSON")
 	fl.StringVar(&resultFile, "result-file", "", "read the JSON result from this file (- for stdin)")
@@ -326,82 +328,62 @@ func resultFlag(stdin io.Reader, result, file, text string) (json.RawMessage, er
 
 func newReleaseCmd(stdio IO) *cobra.Command {
 	var (
-		f      clientFlags
-		lf     leaseFlags
 		reason string
 	)
-	cmd := &cobra.Command{
+	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "release",
 		Short: "Give the leased item back to circulation",
 		Args:  args(cobra.NoArgs),
-		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
-			id, epoch, err := lf.fence()
-			if err != nil {
-				return err
-			}
-			out, err := s.api.Release(ctx, id, client.ReleaseRequest{Epoch: epoch, Reason: reason})
-			if err != nil {
-				return err
-			}
-			if s.json {
-				return printJSON(s.Out, out)
-			}
-			fmt.Fprintf(s.Out, "item %s released\n", out.Lease.ItemID)
-			return nil
-		}),
-	}
-	addClientFlags(cmd, &f)
-	addLeaseFlags(cmd, &lf)
+	}, func(ctx context.Context, s *session, _ []string, id string, epoch int64) error {
+		out, err := s.api.Release(ctx, id, client.ReleaseRequest{Epoch: epoch, Reason: reason})
+		if err != nil {
+			return err
+		}
+		if s.json {
+			return printJSON(s.Out, out)
+		}
+		fmt.Fprintf(s.Out, "item %s released\n", out.Lease.ItemID)
+		return nil
+	})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the item is given back")
 	return cmd
 }
 
 func newFailCmd(stdio IO) *cobra.Command {
 	var (
-		f       clientFlags
-		lf      leaseFlags
 		details string
 	)
-	cmd := &cobra.Command{
+	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "fail MESSAGE",
 		Short: "Report that the attempt failed (the item is retried after a backoff)",
 		Args:  args(cobra.ExactArgs(1)),
-		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			id, epoch, err := lf.fence()
-			if err != nil {
-				return err
-			}
-			if details != "" && !json.Valid([]byte(details)) {
-				return usageError("--details is not valid JSON")
-			}
-			var det json.RawMessage
-			if details != "" {
-				det = json.RawMessage(details)
-			}
-			out, err := s.api.Fail(ctx, id, client.FailRequest{Epoch: epoch, Error: a[0], Details: det})
-			if err != nil {
-				return err
-			}
-			if s.json {
-				return printJSON(s.Out, out)
-			}
-			fmt.Fprintf(s.Out, "item %s failed; it returns to circulation after a backoff\n", out.Lease.ItemID)
-			return nil
-		}),
-	}
-	addClientFlags(cmd, &f)
-	addLeaseFlags(cmd, &lf)
+	}, func(ctx context.Context, s *session, a []string, id string, epoch int64) error {
+		if details != "" && !json.Valid([]byte(details)) {
+			return usageError("--details is not valid JSON")
+		}
+		var det json.RawMessage
+		if details != "" {
+			det = json.RawMessage(details)
+		}
+		out, err := s.api.Fail(ctx, id, client.FailRequest{Epoch: epoch, Error: a[0], Details: det})
+		if err != nil {
+			return err
+		}
+		if s.json {
+			return printJSON(s.Out, out)
+		}
+		fmt.Fprintf(s.Out, "item %s failed; it returns to circulation after a backoff\n", out.Lease.ItemID)
+		return nil
+	})
 	cmd.Flags().StringVar(&details, "details", "", "details as JSON")
 	return cmd
 }
 
 func newDecomposeCmd(stdio IO) *cobra.Command {
 	var (
-		f      clientFlags
-		lf     leaseFlags
 		titles []string
 	)
-	cmd := &cobra.Command{
+	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "decompose [FILE|-]",
 		Short: "Split the leased item into children (the lease ends; the item waits for them)",
 		Long: `Split the leased item into children, atomically. The lease ends as
@@ -419,47 +401,40 @@ Children come from a YAML or JSON file (or - for stdin), a list of
 or, for quick independent children, from repeated --child flags:
   workgraph decompose --child "Write the migration" --child "Add the endpoint"`,
 		Args: args(cobra.MaximumNArgs(1)),
-		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			id, epoch, err := lf.fence()
+	}, func(ctx context.Context, s *session, a []string, id string, epoch int64) error {
+		var children []client.Child
+		if len(a) == 1 {
+			name, data, err := readInput(stdio.In, a[0])
 			if err != nil {
-				return err
+				return usageError("%v", err)
 			}
-			var children []client.Child
-			if len(a) == 1 {
-				name, data, err := readInput(stdio.In, a[0])
-				if err != nil {
-					return usageError("%v", err)
-				}
-				p, err := parsePlan(name, data, planOptions{flat: true})
-				if err != nil {
-					return &exitError{code: ExitUsage, err: err}
-				}
-				children = p.children()
-			}
-			for i, t := range titles {
-				children = append(children, client.Child{Key: fmt.Sprintf("child-%d", i+1), Title: t})
-			}
-			if len(children) == 0 {
-				return usageError("no children: give a file or --child TITLE")
-			}
-			out, err := s.api.Decompose(ctx, id, client.DecomposeRequest{Epoch: epoch, Children: children})
+			p, err := parsePlan(name, data, planOptions{flat: true})
 			if err != nil {
-				return err
+				return &exitError{code: ExitUsage, err: err}
 			}
-			if s.json {
-				return printJSON(s.Out, out)
-			}
-			fmt.Fprintf(s.Out, "item %s split into %d children; the lease has ended and the item waits for them\n", out.Lease.ItemID, len(out.Children))
-			t := newTable(s.Out)
-			fmt.Fprintln(t, "ID\tSTATE\tTITLE")
-			for _, c := range out.Children {
-				fmt.Fprintf(t, "%s\t%s\t%s\n", c.ID, c.State, clip(c.Title, 60))
-			}
-			return t.Flush()
-		}),
-	}
-	addClientFlags(cmd, &f)
-	addLeaseFlags(cmd, &lf)
+			children = p.children()
+		}
+		for i, t := range titles {
+			children = append(children, client.Child{Key: fmt.Sprintf("child-%d", i+1), Title: t})
+		}
+		if len(children) == 0 {
+			return usageError("no children: give a file or --child TITLE")
+		}
+		out, err := s.api.Decompose(ctx, id, client.DecomposeRequest{Epoch: epoch, Children: children})
+		if err != nil {
+			return err
+		}
+		if s.json {
+			return printJSON(s.Out, out)
+		}
+		fmt.Fprintf(s.Out, "item %s split into %d children; the lease has ended and the item waits for them\n", out.Lease.ItemID, len(out.Children))
+		t := newTable(s.Out)
+		fmt.Fprintln(t, "ID\tSTATE\tTITLE")
+		for _, c := range out.Children {
+			fmt.Fprintf(t, "%s\t%s\t%s\n", c.ID, c.State, clip(c.Title, 60))
+		}
+		return t.Flush()
+	})
 	cmd.Flags().StringArrayVar(&titles, "child", nil, "a child's title (repeatable)")
 	return cmd
 }
@@ -476,13 +451,11 @@ func readInput(stdin io.Reader, name string) (string, []byte, error) {
 
 func newAskCmd(stdio IO) *cobra.Command {
 	var (
-		f           clientFlags
-		lf          leaseFlags
 		suggest     []string
 		ctxJSON     string
 		nonBlocking bool
 	)
-	cmd := &cobra.Command{
+	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "ask QUESTION",
 		Short: "Ask a person a question about the leased item",
 		Long: `Open an attention request on the leased item.
@@ -496,42 +469,35 @@ supervisor notices and stops quietly without failing the item.
 With --non-blocking the lease keeps running and the answer arrives on a
 later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).`,
 		Args: args(cobra.ExactArgs(1)),
-		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			id, epoch, err := lf.fence()
-			if err != nil {
-				return err
+	}, func(ctx context.Context, s *session, a []string, id string, epoch int64) error {
+		if ctxJSON != "" && !json.Valid([]byte(ctxJSON)) {
+			return usageError("--context is not valid JSON")
+		}
+		req := client.AskRequest{Epoch: epoch, Question: a[0], SuggestedAnswers: suggest}
+		if ctxJSON != "" {
+			req.Context = json.RawMessage(ctxJSON)
+		}
+		blocking := !nonBlocking
+		req.Blocking = &blocking
+		out, err := s.api.Ask(ctx, id, req)
+		if err != nil {
+			return err
+		}
+		if blocking {
+			if err := writeAttentionControl(out); err != nil {
+				fmt.Fprintf(s.Err, "workgraph: warning: could not tell the supervisor: %v\n", err)
 			}
-			if ctxJSON != "" && !json.Valid([]byte(ctxJSON)) {
-				return usageError("--context is not valid JSON")
-			}
-			req := client.AskRequest{Epoch: epoch, Question: a[0], SuggestedAnswers: suggest}
-			if ctxJSON != "" {
-				req.Context = json.RawMessage(ctxJSON)
-			}
-			blocking := !nonBlocking
-			req.Blocking = &blocking
-			out, err := s.api.Ask(ctx, id, req)
-			if err != nil {
-				return err
-			}
-			if blocking {
-				if err := writeAttentionControl(out); err != nil {
-					fmt.Fprintf(s.Err, "workgraph: warning: could not tell the supervisor: %v\n", err)
-				}
-			}
-			if s.json {
-				return printJSON(s.Out, out)
-			}
-			if blocking {
-				fmt.Fprintf(s.Out, "asked a person (request %s). The lease has ended and the item waits for the answer: stop working on it and exit now.\n", out.Request.ID)
-			} else {
-				fmt.Fprintf(s.Out, "asked a person (request %s); keep working, the answer arrives on a heartbeat\n", out.Request.ID)
-			}
-			return nil
-		}),
-	}
-	addClientFlags(cmd, &f)
-	addLeaseFlags(cmd, &lf)
+		}
+		if s.json {
+			return printJSON(s.Out, out)
+		}
+		if blocking {
+			fmt.Fprintf(s.Out, "asked a person (request %s). The lease has ended and the item waits for the answer: stop working on it and exit now.\n", out.Request.ID)
+		} else {
+			fmt.Fprintf(s.Out, "asked a person (request %s); keep working, the answer arrives on a heartbeat\n", out.Request.ID)
+		}
+		return nil
+	})
 	fl := cmd.Flags()
 	fl.StringArrayVar(&suggest, "suggest", nil, "a suggested answer (repeatable)")
 	fl.StringVar(&ctxJSON, "context", "", "context for the person, as JSON")
