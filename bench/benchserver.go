@@ -94,6 +94,17 @@ func (s *benchServer) restProject(ctx context.Context, name string) (uuid.UUID, 
 	return uuid.Parse(p.ID)
 }
 
+// variantAgents returns n agents for one variant of a workload that runs
+// both ways, and the variant's name: "rest" (agents with their own tokens,
+// through the Go client) or "server-sql" (on the lease service directly).
+func (s *benchServer) variantAgents(ctx context.Context, e *env, project uuid.UUID, n int, rest bool) (string, []agent, error) {
+	if rest {
+		agents, err := s.restAgents(ctx, project, n, false)
+		return "rest", agents, err
+	}
+	return "server-sql", serviceAgents(e, project, n), nil
+}
+
 // restAgents mints one agent token per agent (as real agents each have
 // their own) and returns agents speaking through the Go client, or through
 // bare net/http without Idempotency-Key when raw.

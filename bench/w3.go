@@ -27,15 +27,9 @@ func runW3(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		var agents []agent
-		name := "server-sql"
-		if rest {
-			name = "rest"
-			if agents, err = s.restAgents(ctx, project, n, false); err != nil {
-				return err
-			}
-		} else {
-			agents = serviceAgents(e, project, n)
+		name, agents, err := s.variantAgents(ctx, e, project, n, rest)
+		if err != nil {
+			return err
 		}
 		b, err := newBacklog(wctx, size, size*9/10, size/10, func(ctx context.Context, k int) error {
 			return loadReady(ctx, e.pool, project, k, 0)

@@ -36,15 +36,9 @@ func runW6(ctx context.Context, e *env) error {
 		if err := refreshStats(ctx, e.pool); err != nil {
 			return err
 		}
-		var agents []agent
-		name := "server-sql"
-		if rest {
-			name = "rest"
-			if agents, err = s.restAgents(ctx, project, n, false); err != nil {
-				return err
-			}
-		} else {
-			agents = serviceAgents(e, project, n)
+		name, agents, err := s.variantAgents(ctx, e, project, n, rest)
+		if err != nil {
+			return err
 		}
 		// Agent i holds leases i, i+n, i+2n, ...
 		held := make([][]heldLease, n)
