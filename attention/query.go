@@ -72,13 +72,10 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 	if err != nil {
 		return Page{}, db.Translate(err)
 	}
-	out := Page{Requests: make([]Request, 0, len(rows))}
+	rows, next := page.Cut("attention", rows, limit, func(r dbq.ListAttentionRow) int64 { return r.AttentionRequest.Seq })
+	out := Page{Requests: make([]Request, len(rows)), NextCursor: next}
 	for i, r := range rows {
-		if i == limit {
-			out.NextCursor = page.Encode("attention", rows[i-1].AttentionRequest.Seq)
-			break
-		}
-		out.Requests = append(out.Requests, fromRow(r.AttentionRequest, r.ItemTitle))
+		out.Requests[i] = fromRow(r.AttentionRequest, r.ItemTitle)
 	}
 	return out, nil
 }

@@ -57,10 +57,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		if err != nil {
 			return err
 		}
-		if len(rows) > limit {
-			rows = rows[:limit]
-			out.NextCursor = page.Encode("items", rows[limit-1].Item.Seq)
-		}
+		rows, out.NextCursor = page.Cut("items", rows, limit, func(r dbq.ListItemsRow) int64 { return r.Item.Seq })
 		out.Items = make([]Item, len(rows))
 		for i, r := range rows {
 			out.Items[i] = itemFromRow(r.Item, r.State, r.DbNow)

@@ -122,13 +122,10 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 	if err != nil {
 		return Page{}, db.Translate(err)
 	}
-	out := Page{Leases: make([]Lease, 0, len(rows))}
+	rows, next := page.Cut("leases", rows, limit, func(r dbq.LeaseHistoryRow) int64 { return r.Lease.Seq })
+	out := Page{Leases: make([]Lease, len(rows)), NextCursor: next}
 	for i, r := range rows {
-		if i == limit {
-			out.NextCursor = page.Encode("leases", rows[i-1].Lease.Seq)
-			break
-		}
-		out.Leases = append(out.Leases, fromRow(r.Lease, r.Refusals))
+		out.Leases[i] = fromRow(r.Lease, r.Refusals)
 	}
 	return out, nil
 }

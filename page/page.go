@@ -56,3 +56,15 @@ func Decode(list, cursor string) (int64, error) {
 	}
 	return 0, wgerr.InvalidField("cursor", "is not a cursor this list returned")
 }
+
+// Cut trims rows, read with one row more than limit to learn whether
+// another page follows, to the page, and returns with it the cursor of the
+// list named list after the page ("" on the last page); seq is a row's
+// sequence number.
+func Cut[R any](list string, rows []R, limit int, seq func(R) int64) ([]R, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, Encode(list, seq(rows[limit-1]))
+}

@@ -44,3 +44,23 @@ func TestCursor(t *testing.T) {
 		}
 	})
 }
+
+func TestCut(t *testing.T) {
+	t.Parallel()
+	seq := func(r int64) int64 { return r }
+	t.Run("OK", func(t *testing.T) {
+		rows, next := Cut("items", []int64{4, 5, 6}, 2, seq)
+		if len(rows) != 2 || rows[1] != 5 {
+			t.Fatalf("rows %v, want [4 5]", rows)
+		}
+		if after, err := Decode("items", next); err != nil || after != 5 {
+			t.Fatalf("next cursor: %d, %v; want after 5", after, err)
+		}
+	})
+	t.Run("LastPage", func(t *testing.T) {
+		rows, next := Cut("items", []int64{4, 5}, 2, seq)
+		if len(rows) != 2 || next != "" {
+			t.Fatalf("rows %v, next %q; want both rows and no cursor", rows, next)
+		}
+	})
+}
