@@ -67,7 +67,9 @@ func (e *env) selected(id int) bool {
 // chunk of a lifecycle run.
 func (e *env) backlogSizes() (initial, low, chunk int) {
 	if e.cfg.Smoke {
-		return 500, 250, 500
+		// Enough for a whole smoke run even when the refill lags: the
+		// minimal pair drains a few thousand items a second.
+		return 5_000, 2_500, 5_000
 	}
 	return 20_000, 10_000, 20_000
 }
