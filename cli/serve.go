@@ -38,5 +38,8 @@ PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
 	f.Float64Var(&cfg.RateLimit, "rate-limit", rate, "requests per second each API token may send (env WORKGRAPH_RATE_LIMIT); 0: the default, negative: unlimited")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
 	addPolicyFlags(f, &cfg)
+	var maxConns int
+	intFlag(f, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
+	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }
 	return cmd
 }

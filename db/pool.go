@@ -3,21 +3,31 @@ package db
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// DefaultMaxConns is the pool size Open uses when neither the caller nor
+// the URL (pool_max_conns) names one. pgx's own default (4 on a small
+// machine) would make every request queue behind a few commits.
+const DefaultMaxConns = 32
+
 // Open connects a pool to the database at url and checks that it answers.
-// maxConns <= 0 keeps pgx's default.
+// maxConns > 0 sets the pool size; otherwise the URL's pool_max_conns, else
+// DefaultMaxConns.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("db: parse database url: %w", err)
 	}
-	if maxConns > 0 {
+	switch {
+	case maxConns > 0:
 		cfg.MaxConns = maxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "workgraph"
 	// Keep the server's statement cache semantics but let pgx describe once.

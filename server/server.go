@@ -33,7 +33,8 @@ type Config struct {
 	// Clock decides time for domain code; nil means the database's clock.
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// MaxConns bounds the database pool; 0 keeps the default.
+	// MaxConns bounds the database pool; 0: the URL's pool_max_conns, else
+	// db.DefaultMaxConns.
 	MaxConns int32
 	// RateLimit is the requests per second each API token may send to this
 	// replica (0: api.DefaultRateLimit; negative: unlimited); RateBurst its
