@@ -40,8 +40,10 @@
 //   - anything else: lease_lost, recorded as a stale_call observation.
 //
 // Refused reports are counted per lease and kind (lease_refusals, shown as
-// Lease.StaleCalls); only the first 20 of each kind are kept as rows, so a
-// worker that keeps talking after losing its lease cannot grow the table.
+// Lease.StaleCalls); the first 20 of each kind are kept as rows of the
+// append-only lease_observations and the last 5 in lease_refusals.recent,
+// so a person sees how a worker began and how it goes on after losing its
+// lease, and a worker that keeps talking cannot grow the tables.
 //
 // Expiry is decided by the database clock (or the injected clock.Stub in
 // tests, passed into every statement as "now"). A heartbeat after expiry is

@@ -111,6 +111,7 @@ func (s *Service) recordRefusal(ctx context.Context, tx pgx.Tx, project uuid.UUI
 	now := s.clock.Now()
 	calls, err := q.CountRefusal(ctx, tx, dbq.CountRefusalParams{
 		ProjectID: project, LeaseID: f.LeaseID, Kind: kind, Operation: op, Now: now,
+		Epoch: f.Epoch, WorkerTime: workerTime, Payload: payload,
 	})
 	if err != nil || calls > maxObservations {
 		return err

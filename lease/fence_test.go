@@ -3,6 +3,7 @@ package lease_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -291,17 +292,33 @@ func TestFenceRefusals(t *testing.T) {
 		if _, err := f.leases.Release(f.ctx, f.project, fence(gone), ""); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 25; i++ {
-			if _, err := f.leases.Heartbeat(f.ctx, f.project, fence(gone), lease.Heartbeat{}); !errors.Is(err, wgerr.LeaseLost) {
+		const calls = 30
+		var last time.Time
+		for i := 0; i < calls; i++ {
+			f.clock.Advance(time.Second)
+			progress := json.RawMessage(fmt.Sprintf(`{"call":%d}`, i+1))
+			if _, err := f.leases.Heartbeat(f.ctx, f.project, fence(gone), lease.Heartbeat{Progress: progress}); !errors.Is(err, wgerr.LeaseLost) {
 				t.Fatalf("err = %v", err)
 			}
+			last = *f.clock.Now()
 		}
 		obs, err := f.leases.Observations(f.ctx, f.project, gone.ID)
-		if err != nil || len(obs) != 20 {
-			t.Fatalf("%d observations (%v), want 20 kept", len(obs), err)
+		if err != nil || len(obs) != 25 {
+			t.Fatalf("%d observations (%v), want the first 20 and the last 5", len(obs), err)
 		}
-		if got := f.getLease(t, gone.ID).StaleCalls; got != 25 {
-			t.Fatalf("stale calls = %d, want 25 counted", got)
+		if !obs[len(obs)-1].ReceivedAt.Equal(last) {
+			t.Fatalf("the newest observation was received at %v, want the last call's %v", obs[len(obs)-1].ReceivedAt, last)
+		}
+		if !obs[20].ReceivedAt.Equal(last.Add(-4*time.Second)) || obs[20].Operation != "heartbeat" {
+			t.Fatalf("the 21st observation %+v, want the 26th call", obs[20])
+		}
+		for i := 1; i < len(obs); i++ {
+			if obs[i].ReceivedAt.Before(obs[i-1].ReceivedAt) {
+				t.Fatalf("observations out of order at %d", i)
+			}
+		}
+		if got := f.getLease(t, gone.ID).StaleCalls; got != calls {
+			t.Fatalf("stale calls = %d, want %d counted", got, calls)
 		}
 	})
 }

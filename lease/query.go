@@ -2,8 +2,12 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -137,13 +141,62 @@ func (s *Service) Observations(ctx context.Context, project, leaseID uuid.UUID) 
 	if _, err := s.Get(ctx, project, leaseID); err != nil {
 		return nil, err
 	}
-	rows, err := dbq.New().ListObservations(ctx, s.pool, dbq.ListObservationsParams{ProjectID: project, LeaseID: leaseID})
+	q := dbq.New()
+	rows, err := q.ListObservations(ctx, s.pool, dbq.ListObservationsParams{ProjectID: project, LeaseID: leaseID})
 	if err != nil {
 		return nil, db.Translate(err)
 	}
 	out := make([]Observation, len(rows))
 	for i, r := range rows {
 		out[i] = observationFromRow(r)
+	}
+	recent, err := q.RecentRefusals(ctx, s.pool, dbq.RecentRefusalsParams{ProjectID: project, LeaseID: leaseID})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	for _, r := range recent {
+		later, err := laterRefusals(leaseID, r.Kind, r.Recent)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, later...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ReceivedAt.Before(out[j].ReceivedAt) })
+	return out, nil
+}
+
+// recentRefusal is one entry of lease_refusals.recent.
+type recentRefusal struct {
+	Call       int             `json:"call"`
+	Epoch      int64           `json:"epoch"`
+	Operation  string          `json:"operation"`
+	ReceivedAt time.Time       `json:"received_at"`
+	WorkerTime *time.Time      `json:"worker_time"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// laterRefusals returns the recent refusals of one kind that came after the
+// first maxObservations (those are in lease_observations already), oldest
+// first. They have no id of their own.
+func laterRefusals(leaseID uuid.UUID, kind string, recent json.RawMessage) ([]Observation, error) {
+	var entries []recentRefusal
+	if err := json.Unmarshal(recent, &entries); err != nil {
+		return nil, fmt.Errorf("lease: recent refusals of %s: %w", leaseID, err)
+	}
+	var out []Observation
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if e.Call <= maxObservations {
+			continue
+		}
+		payload := e.Payload
+		if string(payload) == "null" {
+			payload = nil
+		}
+		out = append(out, Observation{
+			LeaseID: leaseID, Epoch: e.Epoch, Kind: kind, Operation: e.Operation,
+			ReceivedAt: e.ReceivedAt.UTC(), WorkerTime: e.WorkerTime, Payload: payload,
+		})
 	}
 	return out, nil
 }

@@ -192,25 +192,40 @@ func (q *Queries) CountActiveForToken(ctx context.Context, db DBTX, arg CountAct
 }
 
 const countRefusal = `-- name: CountRefusal :one
-INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at)
-VALUES ($1, $2, $3, 1, $4, coalesce($5::timestamptz, now()))
+INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at, recent)
+VALUES ($1, $2, $3, 1, $4, coalesce($5::timestamptz, now()),
+        jsonb_build_array(jsonb_build_object(
+            'call', 1,
+            'epoch', $6::bigint,
+            'operation', $4::text,
+            'received_at', coalesce($5::timestamptz, now()),
+            'worker_time', $7::timestamptz,
+            'payload', $8::jsonb)))
 ON CONFLICT (project_id, lease_id, kind) DO UPDATE
 SET calls = lease_refusals.calls + 1,
     last_operation = excluded.last_operation,
-    last_at = excluded.last_at
+    last_at = excluded.last_at,
+    recent = (SELECT coalesce(jsonb_agg(t.e ORDER BY t.n), '[]'::jsonb)
+              FROM jsonb_array_elements(
+                       jsonb_set(excluded.recent, '{0,call}', to_jsonb(lease_refusals.calls + 1))
+                       || lease_refusals.recent) WITH ORDINALITY AS t(e, n)
+              WHERE t.n <= 5)
 RETURNING calls
 `
 
 type CountRefusalParams struct {
-	ProjectID uuid.UUID
-	LeaseID   uuid.UUID
-	Kind      string
-	Operation string
-	Now       *time.Time
+	ProjectID  uuid.UUID
+	LeaseID    uuid.UUID
+	Kind       string
+	Operation  string
+	Now        *time.Time
+	Epoch      int64
+	WorkerTime *time.Time
+	Payload    json.RawMessage
 }
 
-// Counts a refused report; the caller keeps an observation only for the
-// first few of each kind.
+// Counts a refused report and keeps it among the last five of its kind; the
+// caller keeps an observation only for the first few of each kind.
 func (q *Queries) CountRefusal(ctx context.Context, db DBTX, arg CountRefusalParams) (int32, error) {
 	row := db.QueryRow(ctx, countRefusal,
 		arg.ProjectID,
@@ -218,6 +233,9 @@ func (q *Queries) CountRefusal(ctx context.Context, db DBTX, arg CountRefusalPar
 		arg.Kind,
 		arg.Operation,
 		arg.Now,
+		arg.Epoch,
+		arg.WorkerTime,
+		arg.Payload,
 	)
 	var calls int32
 	err := row.Scan(&calls)
@@ -812,6 +830,42 @@ func (q *Queries) ProjectsWithExpiredLeases(ctx context.Context, db DBTX, arg Pr
 			return nil, err
 		}
 		items = append(items, project_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recentRefusals = `-- name: RecentRefusals :many
+SELECT kind, recent FROM lease_refusals
+WHERE project_id = $1 AND lease_id = $2
+`
+
+type RecentRefusalsParams struct {
+	ProjectID uuid.UUID
+	LeaseID   uuid.UUID
+}
+
+type RecentRefusalsRow struct {
+	Kind   string
+	Recent json.RawMessage
+}
+
+// The last refused calls kept per kind (newest first within each).
+func (q *Queries) RecentRefusals(ctx context.Context, db DBTX, arg RecentRefusalsParams) ([]RecentRefusalsRow, error) {
+	rows, err := db.Query(ctx, recentRefusals, arg.ProjectID, arg.LeaseID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecentRefusalsRow{}
+	for rows.Next() {
+		var i RecentRefusalsRow
+		if err := rows.Scan(&i.Kind, &i.Recent); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -126,6 +126,7 @@ type LeaseRefusal struct {
 	Calls         int32
 	LastOperation string
 	LastAt        time.Time
+	Recent        json.RawMessage
 }
 
 type Project struct {

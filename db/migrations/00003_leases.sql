@@ -118,6 +118,10 @@ CREATE TABLE lease_refusals (
     calls          integer     NOT NULL CHECK (calls > 0),
     last_operation text        NOT NULL,
     last_at        timestamptz NOT NULL,
+    -- The last few refused calls (newest first, at most 5), each with its
+    -- call number: with the first ones in lease_observations, a person sees
+    -- how a worker began and how it is going on after losing its lease.
+    recent         jsonb       NOT NULL DEFAULT '[]',
     PRIMARY KEY (project_id, lease_id, kind),
     FOREIGN KEY (project_id, lease_id) REFERENCES leases (project_id, id)
 );

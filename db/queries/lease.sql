@@ -200,15 +200,32 @@ FROM leases l
 WHERE l.project_id = @project_id AND l.id = @lease_id;
 
 -- name: CountRefusal :one
--- Counts a refused report; the caller keeps an observation only for the
--- first few of each kind.
-INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at)
-VALUES (@project_id, @lease_id, @kind, 1, @operation, coalesce(sqlc.narg('now')::timestamptz, now()))
+-- Counts a refused report and keeps it among the last five of its kind; the
+-- caller keeps an observation only for the first few of each kind.
+INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at, recent)
+VALUES (@project_id, @lease_id, @kind, 1, @operation, coalesce(sqlc.narg('now')::timestamptz, now()),
+        jsonb_build_array(jsonb_build_object(
+            'call', 1,
+            'epoch', sqlc.arg('epoch')::bigint,
+            'operation', sqlc.arg('operation')::text,
+            'received_at', coalesce(sqlc.narg('now')::timestamptz, now()),
+            'worker_time', sqlc.narg('worker_time')::timestamptz,
+            'payload', sqlc.narg('payload')::jsonb)))
 ON CONFLICT (project_id, lease_id, kind) DO UPDATE
 SET calls = lease_refusals.calls + 1,
     last_operation = excluded.last_operation,
-    last_at = excluded.last_at
+    last_at = excluded.last_at,
+    recent = (SELECT coalesce(jsonb_agg(t.e ORDER BY t.n), '[]'::jsonb)
+              FROM jsonb_array_elements(
+                       jsonb_set(excluded.recent, '{0,call}', to_jsonb(lease_refusals.calls + 1))
+                       || lease_refusals.recent) WITH ORDINALITY AS t(e, n)
+              WHERE t.n <= 5)
 RETURNING calls;
+
+-- name: RecentRefusals :many
+-- The last refused calls kept per kind (newest first within each).
+SELECT kind, recent FROM lease_refusals
+WHERE project_id = @project_id AND lease_id = @lease_id;
 
 -- name: InsertObservation :exec
 INSERT INTO lease_observations (project_id, lease_id, epoch, kind, operation, received_at, worker_time, payload)
