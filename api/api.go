@@ -16,6 +16,7 @@ import (
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
 )
 
 // Defaults of Config. The burst lets one token (often shared by a fleet of
@@ -55,13 +56,16 @@ type Config struct {
 
 // API is the /v1 JSON API.
 type API struct {
-	log     *slog.Logger
-	auth    *auth.Service
-	clock   clock.Clock
-	svc     Services
-	idem    idempotencyStore
-	limits  *limiters
-	timeout time.Duration
+	log   *slog.Logger
+	auth  *auth.Service
+	clock clock.Clock
+	svc   Services
+	idem  idempotencyStore
+	// Caches of facts that never change (see immutable).
+	projects *immutable[string, graph.Project]
+	holders  *immutable[uuid.UUID, holder]
+	limits   *limiters
+	timeout  time.Duration
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
 }
@@ -95,13 +99,15 @@ func New(cfg Config) *API {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	return &API{
-		log:     cfg.Log,
-		auth:    cfg.Auth,
-		clock:   cfg.Clock,
-		svc:     cfg.Services,
-		idem:    idempotencyStore{pool: idemPool(cfg), clock: cfg.Clock, q: dbq.New()},
-		limits:  &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
-		timeout: cfg.RequestTimeout,
+		log:      cfg.Log,
+		auth:     cfg.Auth,
+		clock:    cfg.Clock,
+		svc:      cfg.Services,
+		idem:     idempotencyStore{pool: idemPool(cfg), clock: cfg.Clock, q: dbq.New()},
+		projects: newImmutable[string, graph.Project](10_000),
+		holders:  newImmutable[uuid.UUID, holder](100_000),
+		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		timeout:  cfg.RequestTimeout,
 	}
 }
 

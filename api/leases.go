@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -35,7 +36,10 @@ func (a *API) mountLeases(e *echo.Echo) {
 // leaseProject resolves the {id} of a /leases route to the lease's project,
 // refusing (as not found) a lease of a project the caller may not see.
 func (a *API) leaseProject(c echo.Context) (project, id uuid.UUID, err error) {
-	return a.resourceProject(c, "lease", a.svc.Leases.ProjectOf)
+	return a.resourceProject(c, "lease", func(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+		h, err := a.leaseHolder(ctx, id)
+		return h.project, err
+	})
 }
 
 // fenced decodes a lease mutation's body, checks its epoch and resolves
@@ -52,10 +56,11 @@ func (a *API) fenced(c echo.Context, body any, epoch func() *int64) (uuid.UUID, 
 	if err != nil {
 		return uuid.Nil, lease.Fence{}, err
 	}
-	project, token, err := a.svc.Leases.Holder(c.Request().Context(), id)
+	h, err := a.leaseHolder(c.Request().Context(), id)
 	if err != nil {
 		return uuid.Nil, lease.Fence{}, err
 	}
+	project, token := h.project, h.token
 	if err := seeProject(c, project, "lease", id); err != nil {
 		return uuid.Nil, lease.Fence{}, err
 	}

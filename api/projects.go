@@ -33,7 +33,7 @@ func (a *API) mountProjects(e *echo.Echo) {
 // project the caller may see; any other project is not found.
 func (a *API) project(c echo.Context) (graph.Project, error) {
 	ref := c.Param("project")
-	p, err := a.svc.Graph.Project(c.Request().Context(), ref)
+	p, err := a.cachedProject(c.Request().Context(), ref)
 	if errors.Is(err, wgerr.NotFound) || (err == nil && !principal(c).CanSee(p.ID)) {
 		return graph.Project{}, wgerr.New(wgerr.CodeNotFound, "project %q not found", ref)
 	}

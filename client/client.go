@@ -90,6 +90,7 @@ type CallOption func(*call)
 
 type call struct {
 	idempotencyKey string
+	noKey          bool
 	extraTimeout   time.Duration
 	wrapBody       func(body io.Reader, size int64) io.Reader
 }
@@ -104,6 +105,14 @@ func WithIdempotencyKey(key string) CallOption {
 // progress; size is the body's length in bytes.
 func WithUploadProgress(wrap func(body io.Reader, size int64) io.Reader) CallOption {
 	return func(c *call) { c.wrapBody = wrap }
+}
+
+// selfIdempotent marks a POST that is safe to repeat as it is, so it
+// needs no Idempotency-Key (and spares the server recording one): a
+// heartbeat only extends the lease again, and an identical repeat of a
+// completion is answered as a replay.
+func selfIdempotent() CallOption {
+	return func(c *call) { c.noKey = true }
 }
 
 func withExtraTimeout(d time.Duration) CallOption {
@@ -124,7 +133,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return 0, fmt.Errorf("client: encode %s %s: %w", method, path, err)
 		}
 	}
-	if method == http.MethodPost && cl.idempotencyKey == "" {
+	if method == http.MethodPost && cl.idempotencyKey == "" && !cl.noKey {
 		cl.idempotencyKey = newKey()
 	}
 	u := *c.base
@@ -204,7 +213,8 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 }
 
 // retryable: transport failures, gateway errors and rate limiting. Every
-// POST carries an Idempotency-Key, so a retry never applies twice.
+// POST carries an Idempotency-Key or is safe to repeat by itself
+// (selfIdempotent), so a retry never applies twice.
 func retryable(status int, err error) bool {
 	switch status {
 	case 0:

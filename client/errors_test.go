@@ -56,7 +56,7 @@ func TestRetryKeepsIdempotencyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Heartbeat(context.Background(), "l1", HeartbeatRequest{Epoch: 1})
+	_, err = c.Release(context.Background(), "l1", ReleaseRequest{Epoch: 1})
 	if !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("err = %v, want lease lost", err)
 	}
@@ -66,5 +66,42 @@ func TestRetryKeepsIdempotencyKey(t *testing.T) {
 	k1, k2 := <-keys, <-keys
 	if k1 == "" || k1 != k2 {
 		t.Fatalf("idempotency keys %q, %q: want equal and non-empty", k1, k2)
+	}
+}
+
+// TestSelfIdempotentCallsSendNoKey: a heartbeat and a completion are safe to
+// repeat as they are (a repeated completion is answered as a replay), so
+// they spare the server an Idempotency-Key record, and are still retried.
+func TestSelfIdempotentCallsSendNoKey(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	keys := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys <- r.Header.Get("Idempotency-Key")
+		if calls.Add(1)%2 == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"lease":{"id":"l1"}}`))
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Heartbeat(context.Background(), "l1", HeartbeatRequest{Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(context.Background(), "l1", CompleteRequest{Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Fatalf("calls = %d, want each retried once", n)
+	}
+	for range 4 {
+		if k := <-keys; k != "" {
+			t.Fatalf("a self-idempotent call sent Idempotency-Key %q", k)
+		}
 	}
 }

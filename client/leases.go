@@ -63,7 +63,7 @@ type Heartbeat struct {
 // ErrLeaseLost: stop working on the item.
 func (c *Client) Heartbeat(ctx context.Context, leaseID string, req HeartbeatRequest) (*Heartbeat, error) {
 	var hb Heartbeat
-	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "heartbeat"), nil, req, &hb); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "heartbeat"), nil, req, &hb, selfIdempotent()); err != nil {
 		return nil, err
 	}
 	return &hb, nil
@@ -97,7 +97,7 @@ func (c *Client) Complete(ctx context.Context, leaseID string, req CompleteReque
 	if req.Result == nil {
 		req.Result = json.RawMessage("null")
 	}
-	return c.leaseCall(ctx, leaseID, "complete", req)
+	return c.leaseCall(ctx, leaseID, "complete", req, selfIdempotent())
 }
 
 // ReleaseRequest is the body of POST /v1/leases/{id}/release.
@@ -193,9 +193,9 @@ func (c *Client) GetLease(ctx context.Context, leaseID string) (*Lease, error) {
 	return &l, nil
 }
 
-func (c *Client) leaseCall(ctx context.Context, leaseID, op string, req any) (*LeaseResult, error) {
+func (c *Client) leaseCall(ctx context.Context, leaseID, op string, req any, opts ...CallOption) (*LeaseResult, error) {
 	var out LeaseResult
-	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, op), nil, req, &out); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, op), nil, req, &out, opts...); err != nil {
 		return nil, err
 	}
 	return &out, nil
