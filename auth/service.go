@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,9 @@ type Service struct {
 	pool  *pgxpool.Pool
 	clock clock.Clock
 	q     *dbq.Queries
+	// cache of verified tokens, in use only while a Revocations listener
+	// runs (see tokenCache).
+	cache tokenCache
 }
 
 // NewService returns a Service on pool; a nil clock means the database's.
@@ -86,8 +90,14 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, e
 		row dbq.Token
 		err = pgx.ErrNoRows
 	)
-	if id, ok := parseBearer(bearer); ok {
-		row, err = s.q.GetToken(ctx, s.pool, id)
+	id, ok := parseBearer(bearer)
+	if ok {
+		cached, hit, gen := s.cache.get(id, time.Now())
+		if hit {
+			row, err = cached, nil
+		} else if row, err = s.q.GetToken(ctx, s.pool, id); err == nil {
+			s.cache.put(row, time.Now(), gen)
+		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		row, err = s.q.GetTokenByHash(ctx, s.pool, hash)
@@ -126,6 +136,9 @@ func (s *Service) List(ctx context.Context, projectID uuid.UUID) ([]Token, error
 // Errors: not_found (no such token in the project).
 func (s *Service) Revoke(ctx context.Context, projectID, id uuid.UUID) (Token, error) {
 	row, err := s.q.RevokeToken(ctx, s.pool, dbq.RevokeTokenParams{ID: id, ProjectID: &projectID, Now: s.clock.Now()})
+	// This replica forgets it before answering; the others when the
+	// revocation's notification reaches them.
+	s.cache.drop(id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Token{}, wgerr.New(wgerr.CodeNotFound, "token %s not found", id)
 	}
