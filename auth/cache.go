@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 )
 
@@ -129,48 +129,23 @@ func (r *Revocations) Stop() {
 
 func (r *Revocations) run(ctx context.Context) {
 	defer close(r.done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := r.listen(ctx)
-		r.svc.cache.setEnabled(false)
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("token revocations: connection lost; tokens are read on every request until it is back", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-func (r *Revocations) listen(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, r.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+revocationChannel); err != nil {
-		return err
-	}
-	r.svc.cache.setEnabled(true)
-	select {
-	case r.listening <- struct{}{}:
-	default:
-	}
-	for {
-		note, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		id, err := uuid.Parse(note.Payload)
-		if err != nil {
-			// Unknown payload: forget everything rather than guess.
+	db.Listen(ctx, r.pool, revocationChannel, r.log,
+		func() {
 			r.svc.cache.setEnabled(true)
-			continue
-		}
-		r.svc.cache.drop(id)
-	}
+			select {
+			case r.listening <- struct{}{}:
+			default:
+			}
+		},
+		func(payload string) {
+			id, err := uuid.Parse(payload)
+			if err != nil {
+				// Unknown payload: forget everything rather than guess.
+				r.svc.cache.setEnabled(true)
+				return
+			}
+			r.svc.cache.drop(id)
+		},
+		// Tokens are read on every request until the connection is back.
+		func() { r.svc.cache.setEnabled(false) })
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/db"
 )
 
 // readyChannel is the channel the items trigger NOTIFYs with the project id
@@ -116,46 +116,20 @@ func wake(ch chan struct{}) {
 
 func (n *Notifier) run(ctx context.Context) {
 	defer close(n.done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := n.listen(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		n.log.Warn("lease notifier: connection lost; reconnecting", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-// listen holds one connection with LISTEN until it fails or ctx ends.
-func (n *Notifier) listen(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, n.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+readyChannel); err != nil {
-		return err
-	}
-	n.listeningOnce.Do(func() { close(n.listening) })
-	// Anything sent while no connection listened is lost: let every
-	// waiter look again.
-	n.signalAll()
-	for {
-		note, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		project, err := uuid.Parse(note.Payload)
-		if err != nil {
-			n.log.Warn("lease notifier: unexpected payload", "payload", note.Payload)
-			continue
-		}
-		n.signal(project)
-	}
+	db.Listen(ctx, n.pool, readyChannel, n.log,
+		func() {
+			n.listeningOnce.Do(func() { close(n.listening) })
+			// Anything sent while no connection listened is lost: let every
+			// waiter look again.
+			n.signalAll()
+		},
+		func(payload string) {
+			project, err := uuid.Parse(payload)
+			if err != nil {
+				n.log.Warn("lease notifier: unexpected payload", "payload", payload)
+				return
+			}
+			n.signal(project)
+		},
+		func() {})
 }
