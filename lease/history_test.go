@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/workgraph-dev/workgraph/lease"
@@ -170,15 +171,22 @@ func TestHistoryQueries(t *testing.T) {
 			t.Fatalf("stats = %+v", stats)
 		}
 	})
-	t.Run("ProjectOf", func(t *testing.T) {
-		p, err := f.leases.ProjectOf(f.ctx, l3.ID)
-		if err != nil || p != f.project {
-			t.Fatalf("ProjectOf = %v, %v", p, err)
+	t.Run("Holder", func(t *testing.T) {
+		p, token, err := f.leases.Holder(f.ctx, l3.ID)
+		if err != nil || p != f.project || !sameToken(token, l3.TokenID) {
+			t.Fatalf("Holder = %v, %v, %v; want project %v, token %v", p, token, err, f.project, l3.TokenID)
+		}
+		if _, _, err := f.leases.Holder(f.ctx, uuid.New()); !errors.Is(err, wgerr.NotFound) {
+			t.Fatalf("Holder of an unknown lease: %v", err)
 		}
 	})
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func sameToken(a, b *uuid.UUID) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
 
 func pgCode(err error) string {
 	var pgErr *pgconn.PgError

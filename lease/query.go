@@ -41,18 +41,6 @@ func notFound(id uuid.UUID) error {
 	return wgerr.New(wgerr.CodeNotFound, "lease %s not found", id)
 }
 
-// ProjectOf returns the project of a lease, for routes that name only the
-// lease.
-//
-// Errors: not_found.
-func (s *Service) ProjectOf(ctx context.Context, leaseID uuid.UUID) (uuid.UUID, error) {
-	p, err := dbq.New().LeaseProject(ctx, s.pool, leaseID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, notFound(leaseID)
-	}
-	return p, db.Translate(err)
-}
-
 // Holder returns the project of a lease and the token it was granted to
 // (nil for a lease granted without one). Both never change, so callers may
 // authorise a mutation on them before the fenced statement runs.

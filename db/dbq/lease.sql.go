@@ -688,17 +688,6 @@ func (q *Queries) LeaseHolder(ctx context.Context, db DBTX, leaseID uuid.UUID) (
 	return i, err
 }
 
-const leaseProject = `-- name: LeaseProject :one
-SELECT project_id FROM leases WHERE id = $1
-`
-
-func (q *Queries) LeaseProject(ctx context.Context, db DBTX, leaseID uuid.UUID) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, leaseProject, leaseID)
-	var project_id uuid.UUID
-	err := row.Scan(&project_id)
-	return project_id, err
-}
-
 const listObservations = `-- name: ListObservations :many
 SELECT project_id, id, seq, lease_id, epoch, kind, operation, received_at, worker_time, payload FROM lease_observations
 WHERE project_id = $1 AND lease_id = $2

@@ -185,9 +185,6 @@ SELECT sqlc.embed(l),
 FROM leases l
 WHERE l.project_id = @project_id AND l.id = @lease_id;
 
--- name: LeaseProject :one
-SELECT project_id FROM leases WHERE id = @lease_id;
-
 -- name: LeaseHolder :one
 -- The project of a lease and the token it was granted to (both immutable).
 SELECT project_id, token_id FROM leases WHERE id = @lease_id;
