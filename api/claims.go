@@ -76,6 +76,9 @@ func (a *API) claim(c echo.Context) error {
 	if err != nil {
 		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
 	}
+	// The worker's next call names this lease; its holder is known now.
+	token := who.TokenID
+	a.holders.put(cl.Lease.ID, holder{project: p.ID, token: &token})
 	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
 }
 

@@ -14,7 +14,7 @@
 // still open stays blocked.
 //
 // A non-blocking request leaves the item and its lease alone; its answer
-// reaches the worker on its next heartbeat (ClosedForLeaseTx).
+// reaches the worker on its next heartbeat (ClosedForLease).
 //
 // # Fencing
 //

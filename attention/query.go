@@ -105,11 +105,11 @@ func forItem(ctx context.Context, q dbq.DBTX, project, itemID uuid.UUID) ([]Requ
 	return out, nil
 }
 
-// ClosedForLeaseTx returns the non-blocking requests asked under a lease
+// ClosedForLease returns the non-blocking requests asked under a lease
 // that a person has resolved or dismissed, oldest first: what a heartbeat
 // hands back to the worker.
-func ClosedForLeaseTx(ctx context.Context, tx pgx.Tx, project, leaseID uuid.UUID) ([]Request, error) {
-	rows, err := dbq.New().ClosedNonBlockingForLease(ctx, tx, dbq.ClosedNonBlockingForLeaseParams{
+func ClosedForLease(ctx context.Context, conn dbq.DBTX, project, leaseID uuid.UUID) ([]Request, error) {
+	rows, err := dbq.New().ClosedNonBlockingForLease(ctx, conn, dbq.ClosedNonBlockingForLeaseParams{
 		ProjectID: project, LeaseID: &leaseID,
 	})
 	if err != nil {

@@ -33,33 +33,27 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 	if err != nil {
 		return HeartbeatResult{}, err
 	}
-	var out HeartbeatResult
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		row, err := dbq.New().HeartbeatLease(ctx, tx, dbq.HeartbeatLeaseParams{
-			Now:        s.clock.Now(),
-			TtlMs:      hb.TTL.Milliseconds(),
-			Progress:   progress,
-			WorkerTime: hb.WorkerTime,
-			ProjectID:  project,
-			LeaseID:    f.LeaseID,
-			Epoch:      f.Epoch,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errFenced
-		}
-		if err != nil {
-			return err
-		}
-		answers, err := attention.ClosedForLeaseTx(ctx, tx, project, f.LeaseID)
-		if err != nil {
-			return err
-		}
-		l := fromRow(row, 0)
-		out = HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}
-		return nil
+	// One statement renews the lease under its fence (no transaction
+	// around it: it is atomic alone); the answers are read after it.
+	row, err := dbq.New().HeartbeatLease(ctx, s.pool, dbq.HeartbeatLeaseParams{
+		Now:        s.clock.Now(),
+		TtlMs:      hb.TTL.Milliseconds(),
+		Progress:   progress,
+		WorkerTime: hb.WorkerTime,
+		ProjectID:  project,
+		LeaseID:    f.LeaseID,
+		Epoch:      f.Epoch,
 	})
-	if errors.Is(err, errFenced) {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return HeartbeatResult{}, s.refused(ctx, project, f, opHeartbeat, hb.WorkerTime, map[string]any{"progress": progress})
 	}
-	return out, err
+	if err != nil {
+		return HeartbeatResult{}, db.Translate(err)
+	}
+	answers, err := attention.ClosedForLease(ctx, s.pool, project, f.LeaseID)
+	if err != nil {
+		return HeartbeatResult{}, db.Translate(err)
+	}
+	l := fromRow(row, 0)
+	return HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}, nil
 }
