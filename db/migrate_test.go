@@ -1,0 +1,64 @@
+package db_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+)
+
+// TestMigrateDownAndUp: every migration's Down section runs, one step at a
+// time, down to an empty schema (no table of the project is left), and
+// every migration then applies again.
+func TestMigrateDownAndUp(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	status := func() string {
+		var b bytes.Buffer
+		if err := db.MigrationStatus(ctx, pool, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	n := strings.Count(status(), "applied")
+	if n < 8 {
+		t.Fatalf("only %d migrations applied:\n%s", n, status())
+	}
+	for i := 0; i < n; i++ {
+		if err := db.MigrateDown(ctx, pool); err != nil {
+			t.Fatalf("down step %d: %v\n%s", i+1, err, status())
+		}
+	}
+	if s := status(); strings.Contains(s, "applied") {
+		t.Fatalf("applied after %d steps down:\n%s", n, s)
+	}
+	var tables []string
+	rows, err := pool.Query(ctx, `SELECT tablename FROM pg_tables
+		WHERE schemaname = 'public' AND tablename <> 'goose_db_version' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) > 0 {
+		t.Fatalf("tables left after every Down: %v", tables)
+	}
+	if err := db.Migrate(ctx, pool, nil); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if got := strings.Count(status(), "applied"); got != n {
+		t.Fatalf("%d migrations applied after up, want %d:\n%s", got, n, status())
+	}
+}
