@@ -153,9 +153,9 @@ func (q *Queries) CloseAttention(ctx context.Context, db DBTX, arg CloseAttentio
 }
 
 const closedNonBlockingForLease = `-- name: ClosedNonBlockingForLease :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, i.title AS item_title
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at,
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
-JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = $1 AND r.lease_id = $2
   AND NOT r.blocking AND r.state <> 'open'
 ORDER BY r.seq
@@ -171,7 +171,8 @@ type ClosedNonBlockingForLeaseRow struct {
 	ItemTitle        string
 }
 
-// The answered (or dismissed) non-blocking requests a lease's worker asked.
+// The answered (or dismissed) non-blocking requests a lease's worker asked;
+// titles as in ListAttention.
 func (q *Queries) ClosedNonBlockingForLease(ctx context.Context, db DBTX, arg ClosedNonBlockingForLeaseParams) ([]ClosedNonBlockingForLeaseRow, error) {
 	rows, err := db.Query(ctx, closedNonBlockingForLease, arg.ProjectID, arg.LeaseID)
 	if err != nil {
@@ -379,9 +380,9 @@ func (q *Queries) ItemForAttention(ctx context.Context, db DBTX, arg ItemForAtte
 }
 
 const listAttention = `-- name: ListAttention :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, i.title AS item_title
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at,
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
-JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = $1
   AND r.seq > $2
   AND ($3::text IS NULL OR r.state = $3::text)
@@ -403,7 +404,11 @@ type ListAttentionRow struct {
 	ItemTitle        string
 }
 
-// Oldest first; @after_seq is the cursor (0 = from the start).
+// Oldest first; @after_seq is the cursor (0 = from the start). The item's
+// title is looked up per request (a correlated subquery, one primary-key
+// lookup each): as a join, a planner whose statistics predate a project's
+// growth may walk all of its items instead (see
+// TestGraphJoinsDoNotTrustStaleProjectStatistics).
 func (q *Queries) ListAttention(ctx context.Context, db DBTX, arg ListAttentionParams) ([]ListAttentionRow, error) {
 	rows, err := db.Query(ctx, listAttention,
 		arg.ProjectID,

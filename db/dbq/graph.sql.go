@@ -187,9 +187,11 @@ const dependentRefs = `-- name: DependentRefs :many
 SELECT i.id, i.title,
        item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
                   i.not_before, coalesce($1::timestamptz, now()))::text AS state
-FROM dependencies d
+FROM (SELECT dd.project_id, dd.item_id
+      FROM dependencies dd
+      WHERE dd.project_id = $2 AND dd.depends_on_id = $3
+      OFFSET 0) AS d
 JOIN items i ON i.project_id = d.project_id AND i.id = d.item_id
-WHERE d.project_id = $2 AND d.depends_on_id = $3
 ORDER BY i.seq
 `
 
@@ -205,6 +207,7 @@ type DependentRefsRow struct {
 	State string
 }
 
+// The items that depend on @id; planned like PrerequisiteRefs.
 func (q *Queries) DependentRefs(ctx context.Context, db DBTX, arg DependentRefsParams) ([]DependentRefsRow, error) {
 	rows, err := db.Query(ctx, dependentRefs, arg.Now, arg.ProjectID, arg.ID)
 	if err != nil {
@@ -961,8 +964,9 @@ WITH RECURSIVE reach(node, via) AS (
     FROM reach r
     CROSS JOIN LATERAL (
         SELECT d.depends_on_id AS next_id FROM dependencies d
-        JOIN items p ON p.project_id = d.project_id AND p.id = d.depends_on_id
-        WHERE d.project_id = $2 AND d.item_id = r.node AND p.status = 'open'
+        WHERE d.project_id = $2 AND d.item_id = r.node
+          AND (SELECT p.status FROM items p
+               WHERE p.project_id = d.project_id AND p.id = d.depends_on_id) = 'open'
         UNION ALL
         SELECT c.id FROM items c
         WHERE c.project_id = $2 AND c.parent_id = r.node AND c.status = 'open'
@@ -982,7 +986,8 @@ type OpenPrerequisiteEdgesRow struct {
 }
 
 // The waits-for edges (waiter, prerequisite) among open items reachable from
-// the given item through open prerequisites.
+// the given item through open prerequisites. A prerequisite's status is
+// looked up per edge (primary key), not joined: see ReleaseDependents.
 func (q *Queries) OpenPrerequisiteEdges(ctx context.Context, db DBTX, arg OpenPrerequisiteEdgesParams) ([]OpenPrerequisiteEdgesRow, error) {
 	rows, err := db.Query(ctx, openPrerequisiteEdges, arg.ID, arg.ProjectID)
 	if err != nil {
@@ -1007,9 +1012,11 @@ const prerequisiteRefs = `-- name: PrerequisiteRefs :many
 SELECT d.item_id AS waiter_id, i.id, i.title, i.status,
        item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
                   i.not_before, coalesce($1::timestamptz, now()))::text AS state
-FROM dependencies d
+FROM (SELECT dd.project_id, dd.item_id, dd.depends_on_id
+      FROM dependencies dd
+      WHERE dd.project_id = $2 AND dd.item_id = ANY($3::uuid[])
+      OFFSET 0) AS d
 JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
-WHERE d.project_id = $2 AND d.item_id = ANY($3::uuid[])
 ORDER BY i.seq
 `
 
@@ -1028,6 +1035,10 @@ type PrerequisiteRefsRow struct {
 }
 
 // The dependencies of the given items (all of them, finished ones too).
+// The edges are read first (OFFSET 0 keeps the subquery apart) and the
+// items joined on the project it returns, so each is one primary-key
+// lookup whatever the statistics say of the project's size (see
+// ReleaseDependents).
 func (q *Queries) PrerequisiteRefs(ctx context.Context, db DBTX, arg PrerequisiteRefsParams) ([]PrerequisiteRefsRow, error) {
 	rows, err := db.Query(ctx, prerequisiteRefs, arg.Now, arg.ProjectID, arg.Ids)
 	if err != nil {
@@ -1108,11 +1119,11 @@ const releaseDependents = `-- name: ReleaseDependents :execrows
 UPDATE items AS i
 SET unmet_dependencies = i.unmet_dependencies - d.n,
     updated_at = coalesce($1::timestamptz, now())
-FROM (SELECT dd.item_id, count(*)::integer AS n
+FROM (SELECT dd.project_id, dd.item_id, count(*)::integer AS n
       FROM dependencies dd
       WHERE dd.project_id = $2 AND dd.depends_on_id = ANY($3::uuid[])
-      GROUP BY dd.item_id) AS d
-WHERE i.project_id = $2 AND i.id = d.item_id
+      GROUP BY dd.project_id, dd.item_id) AS d
+WHERE i.project_id = d.project_id AND i.id = d.item_id
 `
 
 type ReleaseDependentsParams struct {
@@ -1122,7 +1133,12 @@ type ReleaseDependentsParams struct {
 }
 
 // One prerequisite fewer is open for each dependent of the finished items:
-// touches only the dependents' rows (index dependencies_dependents).
+// touches only the dependents' rows (index dependencies_dependents, then
+// the items' primary key). The items are joined on the project the
+// subquery returns, not on @project_id itself: given the constant, a
+// planner whose statistics predate a project's growth takes the project
+// for a few rows and walks all of its items (see
+// TestGraphJoinsDoNotTrustStaleProjectStatistics).
 func (q *Queries) ReleaseDependents(ctx context.Context, db DBTX, arg ReleaseDependentsParams) (int64, error) {
 	result, err := db.Exec(ctx, releaseDependents, arg.Now, arg.ProjectID, arg.Ids)
 	if err != nil {

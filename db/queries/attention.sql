@@ -65,10 +65,14 @@ WHERE project_id = @project_id AND id = @id;
 SELECT project_id FROM attention_requests WHERE id = @id;
 
 -- name: ListAttention :many
--- Oldest first; @after_seq is the cursor (0 = from the start).
-SELECT sqlc.embed(r), i.title AS item_title
+-- Oldest first; @after_seq is the cursor (0 = from the start). The item's
+-- title is looked up per request (a correlated subquery, one primary-key
+-- lookup each): as a join, a planner whose statistics predate a project's
+-- growth may walk all of its items instead (see
+-- TestGraphJoinsDoNotTrustStaleProjectStatistics).
+SELECT sqlc.embed(r),
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
-JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = @project_id
   AND r.seq > @after_seq
   AND (sqlc.narg('state')::text IS NULL OR r.state = sqlc.narg('state')::text)
@@ -84,10 +88,11 @@ WHERE r.project_id = @project_id AND r.item_id = @item_id
 ORDER BY r.seq;
 
 -- name: ClosedNonBlockingForLease :many
--- The answered (or dismissed) non-blocking requests a lease's worker asked.
-SELECT sqlc.embed(r), i.title AS item_title
+-- The answered (or dismissed) non-blocking requests a lease's worker asked;
+-- titles as in ListAttention.
+SELECT sqlc.embed(r),
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
-JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = @project_id AND r.lease_id = @lease_id
   AND NOT r.blocking AND r.state <> 'open'
 ORDER BY r.seq;

@@ -122,15 +122,20 @@ RETURNING id, parent_id;
 
 -- name: ReleaseDependents :execrows
 -- One prerequisite fewer is open for each dependent of the finished items:
--- touches only the dependents' rows (index dependencies_dependents).
+-- touches only the dependents' rows (index dependencies_dependents, then
+-- the items' primary key). The items are joined on the project the
+-- subquery returns, not on @project_id itself: given the constant, a
+-- planner whose statistics predate a project's growth takes the project
+-- for a few rows and walks all of its items (see
+-- TestGraphJoinsDoNotTrustStaleProjectStatistics).
 UPDATE items AS i
 SET unmet_dependencies = i.unmet_dependencies - d.n,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM (SELECT dd.item_id, count(*)::integer AS n
+FROM (SELECT dd.project_id, dd.item_id, count(*)::integer AS n
       FROM dependencies dd
       WHERE dd.project_id = @project_id AND dd.depends_on_id = ANY(@ids::uuid[])
-      GROUP BY dd.item_id) AS d
-WHERE i.project_id = @project_id AND i.id = d.item_id;
+      GROUP BY dd.project_id, dd.item_id) AS d
+WHERE i.project_id = d.project_id AND i.id = d.item_id;
 
 -- name: ReleaseParents :execrows
 -- One child fewer is open for each parent listed (once per finished child).
@@ -200,7 +205,8 @@ SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000':
 
 -- name: OpenPrerequisiteEdges :many
 -- The waits-for edges (waiter, prerequisite) among open items reachable from
--- the given item through open prerequisites.
+-- the given item through open prerequisites. A prerequisite's status is
+-- looked up per edge (primary key), not joined: see ReleaseDependents.
 WITH RECURSIVE reach(node, via) AS (
     SELECT @id::uuid, NULL::uuid
     UNION
@@ -208,8 +214,9 @@ WITH RECURSIVE reach(node, via) AS (
     FROM reach r
     CROSS JOIN LATERAL (
         SELECT d.depends_on_id AS next_id FROM dependencies d
-        JOIN items p ON p.project_id = d.project_id AND p.id = d.depends_on_id
-        WHERE d.project_id = @project_id AND d.item_id = r.node AND p.status = 'open'
+        WHERE d.project_id = @project_id AND d.item_id = r.node
+          AND (SELECT p.status FROM items p
+               WHERE p.project_id = d.project_id AND p.id = d.depends_on_id) = 'open'
         UNION ALL
         SELECT c.id FROM items c
         WHERE c.project_id = @project_id AND c.parent_id = r.node AND c.status = 'open'
@@ -236,21 +243,30 @@ LIMIT @max_rows::integer;
 
 -- name: PrerequisiteRefs :many
 -- The dependencies of the given items (all of them, finished ones too).
+-- The edges are read first (OFFSET 0 keeps the subquery apart) and the
+-- items joined on the project it returns, so each is one primary-key
+-- lookup whatever the statistics say of the project's size (see
+-- ReleaseDependents).
 SELECT d.item_id AS waiter_id, i.id, i.title, i.status,
        item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
                   i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
-FROM dependencies d
+FROM (SELECT dd.project_id, dd.item_id, dd.depends_on_id
+      FROM dependencies dd
+      WHERE dd.project_id = @project_id AND dd.item_id = ANY(@ids::uuid[])
+      OFFSET 0) AS d
 JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
-WHERE d.project_id = @project_id AND d.item_id = ANY(@ids::uuid[])
 ORDER BY i.seq;
 
 -- name: DependentRefs :many
+-- The items that depend on @id; planned like PrerequisiteRefs.
 SELECT i.id, i.title,
        item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
                   i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
-FROM dependencies d
+FROM (SELECT dd.project_id, dd.item_id
+      FROM dependencies dd
+      WHERE dd.project_id = @project_id AND dd.depends_on_id = @id
+      OFFSET 0) AS d
 JOIN items i ON i.project_id = d.project_id AND i.id = d.item_id
-WHERE d.project_id = @project_id AND d.depends_on_id = @id
 ORDER BY i.seq;
 
 -- name: ChildRefs :many
