@@ -67,13 +67,30 @@ func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UU
 			parents = append(parents, *f.ParentID)
 		}
 	}
-	if _, err := q.ReleaseDependents(ctx, tx, dbq.ReleaseDependentsParams{Now: now, ProjectID: project, Ids: done}); err != nil {
+	if err := releaseFinished(ctx, tx, now, project, done, parents); err != nil {
 		return 0, err
+	}
+	return len(finished), nil
+}
+
+// ReleaseFinishedTx is the rest of finishing, for a caller whose own
+// statement has just marked items terminal (a completion ends its lease and
+// marks the item done in one statement): one prerequisite fewer is open for
+// each of their dependents, and one child fewer for each parent, listed once
+// per finished child.
+func ReleaseFinishedTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project uuid.UUID, finished, parents []uuid.UUID) error {
+	return releaseFinished(ctx, tx, clk.Now(), project, finished, parents)
+}
+
+func releaseFinished(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, finished, parents []uuid.UUID) error {
+	q := dbq.New()
+	if _, err := q.ReleaseDependents(ctx, tx, dbq.ReleaseDependentsParams{Now: now, ProjectID: project, Ids: finished}); err != nil {
+		return err
 	}
 	if len(parents) > 0 {
 		if _, err := q.ReleaseParents(ctx, tx, dbq.ReleaseParentsParams{Now: now, ProjectID: project, ParentIds: parents}); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return len(finished), nil
+	return nil
 }

@@ -35,13 +35,17 @@ func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, resu
 	}
 	var out Completion
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		l, _, err := s.endTx(ctx, tx, project, f, ending{
-			outcome: OutcomeCompleted, result: result, workerTime: workerTime,
+		l, e, err := s.endTx(ctx, tx, project, f, ending{
+			outcome: OutcomeCompleted, result: result, workerTime: workerTime, finish: true,
 		})
 		if err != nil {
 			return err
 		}
-		if err := graph.FinishTx(ctx, tx, s.clock, project, l.ItemID, graph.StatusDone, result); err != nil {
+		var parents []uuid.UUID
+		if e.parent != nil {
+			parents = append(parents, *e.parent)
+		}
+		if err := graph.ReleaseFinishedTx(ctx, tx, s.clock, project, []uuid.UUID{l.ItemID}, parents); err != nil {
 			return err
 		}
 		item, err := graph.ItemTx(ctx, tx, s.clock, project, l.ItemID)

@@ -55,8 +55,10 @@
 // Complete, Release, Fail, Decompose and a blocking Ask end the lease
 // (ended_at, outcome, outcome_detail) and clear the item's active_lease_id,
 // set its previous_worker and reset its consecutive expiry count, in one
-// transaction with the graph or attention work (graph.FinishTx,
-// graph.CreateChildrenTx, attention.OpenTx). Fail counts the failure and
+// transaction with the graph or attention work (graph.ReleaseFinishedTx,
+// graph.CreateChildrenTx, attention.OpenTx). Complete's ending statement
+// also marks the item done, so the item is never momentarily ready inside
+// the transaction. Fail counts the failure and
 // sets a retry backoff (RetryBackoff doubled per earlier consecutive
 // failure, capped at MaxRetryBackoff); after MaxFailures it opens a blocking
 // system attention request (repeated_failure) instead. Expiry counts

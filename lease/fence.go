@@ -41,12 +41,21 @@ type ending struct {
 	result     json.RawMessage
 	workerTime *time.Time
 	failed     bool
+	// finish marks the item done with the result (a completion).
+	finish bool
+}
+
+// ended is what endTx learned of the item.
+type ended struct {
+	failures int32
+	parent   *uuid.UUID
 }
 
 // endTx ends the lease under the fence and frees its item, in one
 // statement. The consecutive-expiry count of the item is reset: the worker
-// came back. It returns the ended lease and the item's failure count.
-func (s *Service) endTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence, e ending) (Lease, int32, error) {
+// came back. It returns the ended lease and the item's failure count and
+// parent.
+func (s *Service) endTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence, e ending) (Lease, ended, error) {
 	outcome := string(e.outcome)
 	row, err := dbq.New().EndLease(ctx, tx, dbq.EndLeaseParams{
 		Now:           s.clock.Now(),
@@ -59,16 +68,17 @@ func (s *Service) endTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fen
 		Epoch:         f.Epoch,
 		ResetExpiries: true,
 		Failed:        e.failed,
+		Finish:        e.finish,
 		BackoffMs:     s.cfg.RetryBackoff.Milliseconds(),
 		MaxBackoffMs:  s.cfg.MaxRetryBackoff.Milliseconds(),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, 0, errFenced
+		return Lease{}, ended{}, errFenced
 	}
 	if err != nil {
-		return Lease{}, 0, err
+		return Lease{}, ended{}, err
 	}
-	return fromEndRow(row), row.Failures, nil
+	return fromEndRow(row), ended{failures: row.Failures, parent: row.ParentID}, nil
 }
 
 // lockTx takes the lease's row lock under the fence, for mutations that

@@ -66,15 +66,15 @@ func (s *Service) Fail(ctx context.Context, project uuid.UUID, f Fence, in Failu
 	detail := mustJSON(map[string]any{"message": in.Message, "details": details})
 	var out FailResult
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		l, failures, err := s.endTx(ctx, tx, project, f, ending{
+		l, e, err := s.endTx(ctx, tx, project, f, ending{
 			outcome: OutcomeFailed, detail: detail, workerTime: in.WorkerTime, failed: true,
 		})
 		if err != nil {
 			return err
 		}
 		out = FailResult{Lease: l}
-		if int(failures) >= s.cfg.MaxFailures {
-			req, err := s.askForFailures(ctx, tx, project, l, failures, in.Message)
+		if int(e.failures) >= s.cfg.MaxFailures {
+			req, err := s.askForFailures(ctx, tx, project, l, e.failures, in.Message)
 			if err != nil {
 				return err
 			}

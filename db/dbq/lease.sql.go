@@ -265,13 +265,18 @@ WITH ended AS (
                 $11::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 $12::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
+        status = CASE WHEN $13::boolean THEN 'done' ELSE i.status END,
+        result = CASE WHEN $13::boolean THEN $4::jsonb ELSE i.result END,
+        finished_at = CASE WHEN $13::boolean
+            THEN coalesce($1::timestamptz, now()) ELSE i.finished_at END,
         updated_at = coalesce($1::timestamptz, now())
     FROM ended
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
-    RETURNING i.failures
+      AND (NOT $13::boolean OR i.status = 'open')
+    RETURNING i.failures, i.parent_id
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, freed.failures
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, freed.failures, freed.parent_id
 FROM ended, freed
 `
 
@@ -288,6 +293,7 @@ type EndLeaseParams struct {
 	Failed        bool
 	BackoffMs     int64
 	MaxBackoffMs  int64
+	Finish        bool
 }
 
 type EndLeaseRow struct {
@@ -312,13 +318,17 @@ type EndLeaseRow struct {
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
 	Failures        int32
+	ParentID        *uuid.UUID
 }
 
 // Fenced end of a lease by its worker, and the item's side of it in the
 // same statement: the item is freed and remembers the worker. A failure
 // (@failed) counts and sets the retry backoff: @backoff_ms * 2^(failures so
 // far), at most @max_backoff_ms. @reset_expiries clears the consecutive
-// expiry count (the worker came back).
+// expiry count (the worker came back). A completion (@finish) also marks the
+// item done with the result, so the item goes from leased to done in one
+// row version and is never momentarily ready; the caller then releases its
+// dependents and parent (graph.ReleaseFinishedTx).
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {
 	row := db.QueryRow(ctx, endLease,
 		arg.Now,
@@ -333,6 +343,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		arg.Failed,
 		arg.BackoffMs,
 		arg.MaxBackoffMs,
+		arg.Finish,
 	)
 	var i EndLeaseRow
 	err := row.Scan(
@@ -357,6 +368,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.OutcomeDetail,
 		&i.Result,
 		&i.Failures,
+		&i.ParentID,
 	)
 	return i, err
 }

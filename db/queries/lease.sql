@@ -134,7 +134,10 @@ FOR UPDATE OF l;
 -- same statement: the item is freed and remembers the worker. A failure
 -- (@failed) counts and sets the retry backoff: @backoff_ms * 2^(failures so
 -- far), at most @max_backoff_ms. @reset_expiries clears the consecutive
--- expiry count (the worker came back).
+-- expiry count (the worker came back). A completion (@finish) also marks the
+-- item done with the result, so the item goes from leased to done in one
+-- row version and is never momentarily ready; the caller then releases its
+-- dependents and parent (graph.ReleaseFinishedTx).
 WITH ended AS (
     UPDATE leases l
     SET ended_at = coalesce(sqlc.narg('now')::timestamptz, now()),
@@ -157,13 +160,18 @@ WITH ended AS (
                 sqlc.arg('backoff_ms')::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 sqlc.arg('max_backoff_ms')::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
+        status = CASE WHEN @finish::boolean THEN 'done' ELSE i.status END,
+        result = CASE WHEN @finish::boolean THEN sqlc.narg('result')::jsonb ELSE i.result END,
+        finished_at = CASE WHEN @finish::boolean
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE i.finished_at END,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM ended
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
-    RETURNING i.failures
+      AND (NOT @finish::boolean OR i.status = 'open')
+    RETURNING i.failures, i.parent_id
 )
-SELECT ended.*, freed.failures
+SELECT ended.*, freed.failures, freed.parent_id
 FROM ended, freed;
 
 -- name: ClearRetry :exec
