@@ -17,7 +17,9 @@ import (
 // transaction: status, result, finished_at, active_lease_id = NULL. Then it
 // decrements unmet_dependencies of the item's dependents and open_children
 // of its parent: only those rows, found through indexes, never a scan. It
-// does not touch leases (the caller ends the lease first).
+// does not touch leases (the caller ends the lease first). A lease's
+// completion does not call it: its ending statement marks the item done
+// itself, then it calls ReleaseFinishedTx.
 //
 // The item may still have open children (a person added them while it was
 // leased); finishing it anyway is allowed, and the children stay open.
