@@ -13,18 +13,19 @@ import (
 )
 
 // TestReadyNotifications: the workgraph_ready notification goes out when a
-// transaction leaves an item ready, and only then. A completion ends the
-// lease before it marks the item done, so inside its transaction the item
-// passes through a row with no lease and no blocker; that must not wake the
-// claimers waiting on the project, nor must a blocking question. A release and a completion that unblocks a
-// dependent must.
+// transaction leaves an item ready, and only then. A completion, a
+// blocking question and a failure handed to a person leave the item done
+// or held; they must not wake the claimers waiting on the project (the last
+// frees the item before it opens the request, so inside its transaction the
+// item passes through a ready row). A release, and a completion that
+// unblocks a dependent, must.
 //
 // Notifications arrive in commit order, so after each step a ready item is
 // created in a second project as a marker: what arrives before the marker's
 // notification is what the step sent.
 func TestReadyNotifications(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setup(t, lease.Config{MaxFailures: 1})
 	other, err := f.graph.CreateProject(f.ctx, "marker")
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,19 @@ func TestReadyNotifications(t *testing.T) {
 		f.ask(t, l, "which way?", true)
 		if sent(t) {
 			t.Error("a blocking question notified the project")
+		}
+	})
+	t.Run("FailureForAPersonNotifiesNothing", func(t *testing.T) {
+		l := claimed(t)
+		res, err := f.leases.Fail(f.ctx, f.project, fence(l), lease.Failure{Message: "broken"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Attention == nil {
+			t.Fatal("the failure opened no attention request")
+		}
+		if sent(t) {
+			t.Error("a failure handed to a person notified the project")
 		}
 	})
 	t.Run("ReleaseNotifies", func(t *testing.T) {

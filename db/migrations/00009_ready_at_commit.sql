@@ -1,11 +1,11 @@
 -- +goose Up
 -- The workgraph_ready notification is decided at commit, on the item's
 -- final row. A transaction may pass through a ready row on its way to
--- another state (a completion ends the lease, then marks the item done);
--- notifying then woke every claimer waiting on the project for nothing and
--- made each such commit take the notification queue's lock. The triggers
--- are now deferred constraint triggers: a row that became ready queues an
--- event, and at commit the event notifies only if the item is still ready.
+-- another state (a decomposition frees the item, then gives it children);
+-- notifying then would wake every claimer waiting on the project for
+-- nothing. A row that became ready queues an event (deferred constraint
+-- triggers), and at commit the event notifies only if the item is still
+-- ready.
 DROP TRIGGER items_ready_insert ON items;
 DROP TRIGGER items_ready_update ON items;
 -- +goose StatementBegin
