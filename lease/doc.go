@@ -58,10 +58,10 @@
 // transaction with the graph or attention work (graph.ReleaseFinishedTx,
 // graph.CreateChildrenTx, attention.OpenTx). Complete's ending statement
 // also marks the item done, so the item is never momentarily ready inside
-// the transaction. Fail counts the failure and
-// sets a retry backoff (RetryBackoff doubled per earlier consecutive
-// failure, capped at MaxRetryBackoff); after MaxFailures it opens a blocking
-// system attention request (repeated_failure) instead. Expiry counts
+// the transaction. Fail counts the failure and sets a retry backoff
+// (RetryBackoff doubled per earlier consecutive failure, capped at
+// MaxRetryBackoff); after MaxFailures it opens a blocking system attention
+// request (repeated_failure) instead. Expiry counts
 // consecutive expiries; after MaxExpiries the item gets a repeated_expiry
 // request instead of going back into circulation. A person's cancel ends
 // the lease as cancelled (package graph). There is no pre-emption: a
