@@ -57,6 +57,9 @@ type Config struct {
 	// CPUProfile, if set, is where a CPU profile of the whole benchmark
 	// process (agents and in-process server) is written.
 	CPUProfile string `json:"-"`
+	// Statements reports, after each workload, the statements that took
+	// most of PostgreSQL's time (pg_stat_statements).
+	Statements bool `json:"statements,omitempty"`
 }
 
 // Duration marshals as a Go duration string.
@@ -175,6 +178,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.Embedded, "embedded", false, "with no database URL, use an embedded cluster even if 127.0.0.1:5432 answers")
 	fs.StringVar(&cfg.Render, "render", "", "only redraw the SVG chart and Markdown tables of this results JSON")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (agents and in-process server) to this file")
+	fs.BoolVar(&cfg.Statements, "statements", false,
+		"after each workload, list the statements that took most of PostgreSQL's time (pg_stat_statements; with no database URL, an embedded cluster that loads it)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
 		"PostgreSQL URL (env WORKGRAPH_BENCH_DATABASE_URL); empty: a fresh database on 127.0.0.1:5432, else an embedded cluster")
 	if err := fs.Parse(args); err != nil {
@@ -277,7 +282,7 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		CPUs:      runtime.NumCPU(),
 		Config:    cfg,
 	}
-	d, err := openDatabase(ctx, cfg.DatabaseURL, cfg.Embedded, cfg.Keep, log)
+	d, err := openDatabase(ctx, cfg.DatabaseURL, cfg.Embedded, cfg.Keep, cfg.Statements, log)
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +293,11 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 	}
 	defer pool.Close()
 	rep.Postgres = postgresInfo(ctx, pool, d.source)
+	if cfg.Statements {
+		if err := prepareStatements(ctx, pool); err != nil {
+			return nil, err
+		}
+	}
 	if l := loadAvg(); l != "" {
 		rep.LoadAvg = append(rep.LoadAvg, l)
 	}
@@ -305,6 +315,11 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		}
 		w := workloadByID(id)
 		e.logf("workload %d: %s", id, w.name)
+		if cfg.Statements {
+			if err := resetStatements(ctx, pool); err != nil {
+				return nil, err
+			}
+		}
 		t := time.Now()
 		if err := w.run(ctx, e); err != nil {
 			if ctx.Err() != nil {
@@ -316,6 +331,15 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 			continue
 		}
 		e.logf("  done in %s", time.Since(t).Round(time.Millisecond))
+		if cfg.Statements {
+			top, err := topStatements(ctx, pool, topStatementCount)
+			if err != nil {
+				return nil, err
+			}
+			ws := WorkloadStatements{Workload: id, Top: top}
+			printStatements(log, ws)
+			rep.Statements = append(rep.Statements, ws)
+		}
 	}
 	sort.SliceStable(rep.Results, func(i, j int) bool { return rep.Results[i].Workload < rep.Results[j].Workload })
 	rep.Targets = targets(rep)

@@ -29,13 +29,15 @@ type database struct {
 
 // openDatabase selects the database: the given URL as is; else a fresh
 // database workgraph_bench_<n> on 127.0.0.1:5432; else the same on an
-// embedded cluster. Either way it is migrated with db.Migrate.
-func openDatabase(ctx context.Context, given string, embedded, keep bool, log io.Writer) (*database, error) {
+// embedded cluster. With statements (and no URL) it is always an embedded
+// cluster of its own that loads pg_stat_statements. Either way it is
+// migrated with db.Migrate.
+func openDatabase(ctx context.Context, given string, embedded, keep, statements bool, log io.Writer) (*database, error) {
 	d := &database{close: func() {}}
 	switch {
 	case given != "":
 		d.url, d.source = given, "given URL"
-	case !embedded && localAnswers(ctx):
+	case !embedded && !statements && localAnswers(ctx):
 		u, drop, err := freshDatabase(ctx, localURL, keep, log)
 		if err != nil {
 			return nil, err
@@ -43,8 +45,13 @@ func openDatabase(ctx context.Context, given string, embedded, keep bool, log io
 		d.url, d.source, d.close = u, "127.0.0.1:5432, fresh database", drop
 	default:
 		dir := filepath.Join(os.TempDir(), fmt.Sprintf("workgraph-bench-pg-%d", os.Getuid()))
+		var settings map[string]string
+		if statements {
+			dir = filepath.Join(os.TempDir(), fmt.Sprintf("workgraph-bench-pgss-%d", os.Getuid()))
+			settings = statementsSettings
+		}
 		fmt.Fprintf(log, "starting an embedded PostgreSQL cluster in %s\n", dir)
-		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dir})
+		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dir, Settings: settings})
 		if err != nil {
 			return nil, err
 		}

@@ -62,6 +62,8 @@ type Report struct {
 	Results []Result `json:"results"`
 	Targets []Target `json:"targets"`
 	Skipped []string `json:"skipped,omitempty"`
+	// Statements are PostgreSQL's account of each workload (-statements).
+	Statements []WorkloadStatements `json:"statements,omitempty"`
 }
 
 // fromRecorder turns a loop's record into a Result.

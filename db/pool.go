@@ -33,6 +33,10 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	// Keep the server's statement cache semantics but let pgx describe once.
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 	cfg.HealthCheckPeriod = 30 * time.Second
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerUUID(conn.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("db: connect: %w", err)
