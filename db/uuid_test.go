@@ -28,8 +28,10 @@ func TestUUIDs(t *testing.T) {
 		}
 		defer conn.Release()
 		m := conn.Conn().TypeMap()
-		if got := fmt.Sprintf("%T", m.PlanEncode(pgtype.UUIDOID, pgtype.BinaryFormatCode, a)); !strings.Contains(got, "uuidEncodePlan") {
-			t.Errorf("uuid.UUID is encoded by %s", got)
+		for _, v := range []any{a, &a} {
+			if got := fmt.Sprintf("%T", m.PlanEncode(pgtype.UUIDOID, pgtype.BinaryFormatCode, v)); !strings.Contains(got, "uuidEncodePlan") {
+				t.Errorf("%T is encoded by %s", v, got)
+			}
 		}
 	})
 	t.Run("RoundTrip", func(t *testing.T) {
