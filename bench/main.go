@@ -336,9 +336,11 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 			if err != nil {
 				return nil, err
 			}
-			ws := WorkloadStatements{Workload: id, Top: top}
-			printStatements(log, ws)
-			rep.Statements = append(rep.Statements, ws)
+			if len(top) > 0 { // workload 2 runs within workload 1 when both are selected
+				ws := WorkloadStatements{Workload: id, Top: top}
+				printStatements(log, ws)
+				rep.Statements = append(rep.Statements, ws)
+			}
 		}
 	}
 	sort.SliceStable(rep.Results, func(i, j int) bool { return rep.Results[i].Workload < rep.Results[j].Workload })

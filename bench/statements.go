@@ -66,6 +66,7 @@ func topStatements(ctx context.Context, pool *pgxpool.Pool, n int) ([]StatementS
 		SELECT query, calls, total_exec_time, rows
 		FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND query NOT LIKE '%pg_stat_statements_reset%'
 		ORDER BY total_exec_time DESC
 		LIMIT $1`, n)
 	if err != nil {
