@@ -69,11 +69,13 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 		if err != nil {
 			return err
 		}
-		hist, err := attention.ForItemTx(ctx, tx, project, row.ItemID)
-		if err != nil {
-			return err
+		hist := []attention.Request{}
+		if row.HasAttention {
+			if hist, err = attention.ForItemTx(ctx, tx, project, row.ItemID); err != nil {
+				return err
+			}
 		}
-		out = Claim{Lease: fromRow(row, 0), Item: item, Attention: hist}
+		out = Claim{Lease: fromClaimRow(row), Item: item, Attention: hist}
 		return nil
 	})
 	if err != nil {

@@ -33,8 +33,8 @@ func TestClaim(t *testing.T) {
 			c.Item.ActiveLeaseID == nil || *c.Item.ActiveLeaseID != l.ID {
 			t.Fatalf("item = %+v", c.Item)
 		}
-		if len(c.Attention) != 0 {
-			t.Fatalf("attention = %+v", c.Attention)
+		if c.Attention == nil || len(c.Attention) != 0 {
+			t.Fatalf("attention = %#v, want an empty list", c.Attention)
 		}
 		stored := f.getLease(t, l.ID)
 		if stored.ID != l.ID || stored.EndedAt != nil {

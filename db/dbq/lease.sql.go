@@ -99,7 +99,11 @@ SELECT taken.project_id, $1, taken.id, taken.epoch, $2, $3, $4,
        coalesce($5::timestamptz, now()),
        coalesce($5::timestamptz, now()) + $6::bigint * interval '1 millisecond'
 FROM taken
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result,
+    -- Whether the item has an attention history to hand to the worker
+    -- (most items have none, and the claim then need not read it).
+    EXISTS (SELECT 1 FROM attention_requests r
+            WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
 `
 
 type ClaimItemParams struct {
@@ -113,12 +117,36 @@ type ClaimItemParams struct {
 	Labels    []string
 }
 
+type ClaimItemRow struct {
+	ProjectID       uuid.UUID
+	ID              uuid.UUID
+	Seq             int64
+	ItemID          uuid.UUID
+	Epoch           int64
+	Worker          string
+	TokenID         *uuid.UUID
+	Principal       string
+	AcquiredAt      time.Time
+	ExpiresAt       time.Time
+	HeartbeatAt     *time.Time
+	Heartbeats      int32
+	Progress        json.RawMessage
+	WorkerTime      *time.Time
+	StopRequestedAt *time.Time
+	StopRequestedBy *string
+	EndedAt         *time.Time
+	Outcome         *string
+	OutcomeDetail   json.RawMessage
+	Result          json.RawMessage
+	HasAttention    bool
+}
+
 // Takes the highest-priority ready item (index items_claim, ties
 // first-created first) that carries @labels, is past its retry backoff and
 // is not reserved for another worker by the continuity window; increments
 // its epoch, makes @lease_id its active lease and records the lease. Rows
 // other claimers hold are skipped.
-func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (Lease, error) {
+func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (ClaimItemRow, error) {
 	row := db.QueryRow(ctx, claimItem,
 		arg.LeaseID,
 		arg.Worker,
@@ -129,7 +157,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		arg.ProjectID,
 		arg.Labels,
 	)
-	var i Lease
+	var i ClaimItemRow
 	err := row.Scan(
 		&i.ProjectID,
 		&i.ID,
@@ -151,6 +179,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.HasAttention,
 	)
 	return i, err
 }

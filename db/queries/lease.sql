@@ -83,7 +83,11 @@ SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('t
        coalesce(sqlc.narg('now')::timestamptz, now()),
        coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
 FROM taken
-RETURNING *;
+RETURNING *,
+    -- Whether the item has an attention history to hand to the worker
+    -- (most items have none, and the claim then need not read it).
+    EXISTS (SELECT 1 FROM attention_requests r
+            WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention;
 
 -- name: LockToken :exec
 -- Serialises the claims of one token while it counts its live leases.
