@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -44,9 +45,27 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())
 		}
-		a.log.InfoContext(req.Context(), "request", attrs...)
+		a.log.Log(req.Context(), requestLevel(c.Response().Status, time.Since(start)), "request", attrs...)
 		return nil
 	}
+}
+
+// slowRequest is how long a request may take before its line is logged at
+// info level even when it succeeded.
+const slowRequest = time.Second
+
+// requestLevel is the level of a request's log line: routine answers at
+// debug (agents send a heartbeat every few seconds; a line each would drown
+// everything else and cost the server a write each), refusals (4xx) and slow
+// requests at info, server errors at error.
+func requestLevel(status int, took time.Duration) slog.Level {
+	switch {
+	case status >= 500:
+		return slog.LevelError
+	case status >= 400 || took >= slowRequest:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
 }
 
 // authenticate requires "Authorization: Bearer <token>". The web UI's

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -65,5 +66,24 @@ func TestProblemExtras(t *testing.T) {
 	body, _ := p.MarshalJSON()
 	if !strings.Contains(string(body), `"cycle":["a","b","a"]`) || !strings.Contains(string(body), `"code":"dependency_cycle"`) {
 		t.Fatalf("body %s", body)
+	}
+}
+
+func TestRequestLevel(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		status int
+		took   time.Duration
+		want   slog.Level
+	}{
+		{http.StatusOK, time.Millisecond, slog.LevelDebug},
+		{http.StatusCreated, 2 * time.Second, slog.LevelInfo},
+		{http.StatusConflict, time.Millisecond, slog.LevelInfo},
+		{http.StatusNotFound, time.Millisecond, slog.LevelInfo},
+		{http.StatusInternalServerError, time.Millisecond, slog.LevelError},
+	} {
+		if got := requestLevel(c.status, c.took); got != c.want {
+			t.Errorf("requestLevel(%d, %v) = %v, want %v", c.status, c.took, got, c.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,8 @@ func newServeCmd(stdio IO) *cobra.Command {
 	var cfg server.Config
 	rateEnv := envOr("WORKGRAPH_RATE_LIMIT", "0")
 	rate, rateErr := strconv.ParseFloat(rateEnv, 64)
+	var levelName string
+	var level slog.Level
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the workgraph server (embedded PostgreSQL when no database URL is given)",
@@ -26,7 +29,10 @@ PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
 			if rateErr != nil && !cmd.Flags().Changed("rate-limit") {
 				return fmt.Errorf("WORKGRAPH_RATE_LIMIT=%q is not a number", rateEnv)
 			}
-			cfg.Logger = logger(stdio.Err)
+			if err := level.UnmarshalText([]byte(levelName)); err != nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-level: %q is not debug, info, warn or error", levelName)}
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: level}))
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
@@ -36,6 +42,8 @@ PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
 	f.StringVar(&cfg.Addr, "addr", envOr("WORKGRAPH_ADDR", "127.0.0.1:8080"), "address to listen on (env WORKGRAPH_ADDR)")
 	f.BoolVar(&cfg.Demo, "demo", false, "load the sample project \"demo\" unless it exists (prints a human token to sign in with)")
 	f.Float64Var(&cfg.RateLimit, "rate-limit", rate, "requests per second each API token may send (env WORKGRAPH_RATE_LIMIT); 0: the default, negative: unlimited")
+	f.StringVar(&levelName, "log-level", envOr("WORKGRAPH_LOG_LEVEL", "info"),
+		"debug (also one line per API request), info, warn or error (env WORKGRAPH_LOG_LEVEL)")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
 	addPolicyFlags(f, &cfg)
 	var maxConns int

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -43,4 +44,13 @@ func TestPolicyFlags(t *testing.T) {
 			t.Fatalf("continuity window %v, want 30s", cfg.Lease.Attention.ContinuityWindow)
 		}
 	})
+}
+
+func TestServeLogLevel(t *testing.T) {
+	t.Parallel()
+	var out, errb strings.Builder
+	code := Main([]string{"serve", "--log-level", "loud"}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	if code != ExitUsage || !strings.Contains(errb.String(), "--log-level") {
+		t.Fatalf("exit %d, stderr %q; want %d naming --log-level", code, errb.String(), ExitUsage)
+	}
 }
