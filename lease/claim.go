@@ -65,17 +65,17 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 		if err != nil {
 			return err
 		}
-		item, err := graph.ItemTx(ctx, tx, s.clock, project, row.ItemID)
+		item, err := graph.ItemTx(ctx, tx, s.clock, project, row.Lease.ItemID)
 		if err != nil {
 			return err
 		}
 		hist := []attention.Request{}
 		if row.HasAttention {
-			if hist, err = attention.ForItemTx(ctx, tx, project, row.ItemID); err != nil {
+			if hist, err = attention.ForItemTx(ctx, tx, project, row.Lease.ItemID); err != nil {
 				return err
 			}
 		}
-		out = Claim{Lease: fromClaimRow(row), Item: item, Attention: hist}
+		out = Claim{Lease: fromRow(row.Lease, 0), Item: item, Attention: hist}
 		return nil
 	})
 	if err != nil {

@@ -37,17 +37,6 @@ func fromRow(r dbq.Lease, refusals int32) Lease {
 	return l
 }
 
-func fromClaimRow(r dbq.ClaimItemRow) Lease {
-	return fromRow(dbq.Lease{
-		ProjectID: r.ProjectID, ID: r.ID, Seq: r.Seq, ItemID: r.ItemID, Epoch: r.Epoch,
-		Worker: r.Worker, TokenID: r.TokenID, Principal: r.Principal,
-		AcquiredAt: r.AcquiredAt, ExpiresAt: r.ExpiresAt, HeartbeatAt: r.HeartbeatAt,
-		Heartbeats: r.Heartbeats, Progress: r.Progress, WorkerTime: r.WorkerTime,
-		StopRequestedAt: r.StopRequestedAt, StopRequestedBy: r.StopRequestedBy,
-		EndedAt: r.EndedAt, Outcome: r.Outcome, OutcomeDetail: r.OutcomeDetail, Result: r.Result,
-	}, 0)
-}
-
 func fromEndRow(r dbq.EndLeaseRow) Lease {
 	return fromRow(dbq.Lease{
 		ProjectID: r.ProjectID, ID: r.ID, Seq: r.Seq, ItemID: r.ItemID, Epoch: r.Epoch,

@@ -73,72 +73,56 @@ const claimItem = `-- name: ClaimItem :one
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
-    WHERE c.project_id = $7
+    WHERE c.project_id = $1
       AND c.ready
-      AND c.labels @> $8::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce($5::timestamptz, now()))
+      AND c.labels @> $2::text[]
+      AND (c.not_before IS NULL OR c.not_before <= coalesce($3::timestamptz, now()))
       AND (c.preferred_worker IS NULL
-           OR c.preferred_worker = $2
-           OR c.preferred_until <= coalesce($5::timestamptz, now()))
+           OR c.preferred_worker = $4::text
+           OR c.preferred_until <= coalesce($3::timestamptz, now()))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = $1,
+        active_lease_id = $5::uuid,
         preferred_worker = NULL,
         preferred_until = NULL,
-        updated_at = coalesce($5::timestamptz, now())
+        updated_at = coalesce($3::timestamptz, now())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
     RETURNING i.project_id, i.id, i.epoch
+), granted AS (
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    SELECT taken.project_id, $5, taken.id, taken.epoch, $4, $6, $7,
+           coalesce($3::timestamptz, now()),
+           coalesce($3::timestamptz, now()) + $8::bigint * interval '1 millisecond'
+    FROM taken
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
 )
-INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
-SELECT taken.project_id, $1, taken.id, taken.epoch, $2, $3, $4,
-       coalesce($5::timestamptz, now()),
-       coalesce($5::timestamptz, now()) + $6::bigint * interval '1 millisecond'
-FROM taken
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result,
-    -- Whether the item has an attention history to hand to the worker
-    -- (most items have none, and the claim then need not read it).
-    EXISTS (SELECT 1 FROM attention_requests r
-            WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+       -- Whether the item has an attention history to hand to the worker
+       -- (most items have none, and the claim then need not read it).
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
+FROM granted AS leases
 `
 
 type ClaimItemParams struct {
-	LeaseID   uuid.UUID
-	Worker    string
-	TokenID   *uuid.UUID
-	Principal string
-	Now       *time.Time
-	TtlMs     int64
 	ProjectID uuid.UUID
 	Labels    []string
+	Now       *time.Time
+	Worker    string
+	LeaseID   uuid.UUID
+	TokenID   *uuid.UUID
+	Principal string
+	TtlMs     int64
 }
 
 type ClaimItemRow struct {
-	ProjectID       uuid.UUID
-	ID              uuid.UUID
-	Seq             int64
-	ItemID          uuid.UUID
-	Epoch           int64
-	Worker          string
-	TokenID         *uuid.UUID
-	Principal       string
-	AcquiredAt      time.Time
-	ExpiresAt       time.Time
-	HeartbeatAt     *time.Time
-	Heartbeats      int32
-	Progress        json.RawMessage
-	WorkerTime      *time.Time
-	StopRequestedAt *time.Time
-	StopRequestedBy *string
-	EndedAt         *time.Time
-	Outcome         *string
-	OutcomeDetail   json.RawMessage
-	Result          json.RawMessage
-	HasAttention    bool
+	Lease        Lease
+	HasAttention bool
 }
 
 // Takes the highest-priority ready item (index items_claim, ties
@@ -148,37 +132,37 @@ type ClaimItemRow struct {
 // other claimers hold are skipped.
 func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (ClaimItemRow, error) {
 	row := db.QueryRow(ctx, claimItem,
-		arg.LeaseID,
-		arg.Worker,
-		arg.TokenID,
-		arg.Principal,
-		arg.Now,
-		arg.TtlMs,
 		arg.ProjectID,
 		arg.Labels,
+		arg.Now,
+		arg.Worker,
+		arg.LeaseID,
+		arg.TokenID,
+		arg.Principal,
+		arg.TtlMs,
 	)
 	var i ClaimItemRow
 	err := row.Scan(
-		&i.ProjectID,
-		&i.ID,
-		&i.Seq,
-		&i.ItemID,
-		&i.Epoch,
-		&i.Worker,
-		&i.TokenID,
-		&i.Principal,
-		&i.AcquiredAt,
-		&i.ExpiresAt,
-		&i.HeartbeatAt,
-		&i.Heartbeats,
-		&i.Progress,
-		&i.WorkerTime,
-		&i.StopRequestedAt,
-		&i.StopRequestedBy,
-		&i.EndedAt,
-		&i.Outcome,
-		&i.OutcomeDetail,
-		&i.Result,
+		&i.Lease.ProjectID,
+		&i.Lease.ID,
+		&i.Lease.Seq,
+		&i.Lease.ItemID,
+		&i.Lease.Epoch,
+		&i.Lease.Worker,
+		&i.Lease.TokenID,
+		&i.Lease.Principal,
+		&i.Lease.AcquiredAt,
+		&i.Lease.ExpiresAt,
+		&i.Lease.HeartbeatAt,
+		&i.Lease.Heartbeats,
+		&i.Lease.Progress,
+		&i.Lease.WorkerTime,
+		&i.Lease.StopRequestedAt,
+		&i.Lease.StopRequestedBy,
+		&i.Lease.EndedAt,
+		&i.Lease.Outcome,
+		&i.Lease.OutcomeDetail,
+		&i.Lease.Result,
 		&i.HasAttention,
 	)
 	return i, err

@@ -62,7 +62,7 @@ WITH candidate AS (
       AND c.labels @> @labels::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, now()))
       AND (c.preferred_worker IS NULL
-           OR c.preferred_worker = @worker
+           OR c.preferred_worker = @worker::text
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
@@ -70,24 +70,27 @@ WITH candidate AS (
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = @lease_id,
+        active_lease_id = @lease_id::uuid,
         preferred_worker = NULL,
         preferred_until = NULL,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
     RETURNING i.project_id, i.id, i.epoch
+), granted AS (
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
+           coalesce(sqlc.narg('now')::timestamptz, now()),
+           coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+    FROM taken
+    RETURNING *
 )
-INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
-SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
-       coalesce(sqlc.narg('now')::timestamptz, now()),
-       coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
-FROM taken
-RETURNING *,
-    -- Whether the item has an attention history to hand to the worker
-    -- (most items have none, and the claim then need not read it).
-    EXISTS (SELECT 1 FROM attention_requests r
-            WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention;
+SELECT sqlc.embed(leases),
+       -- Whether the item has an attention history to hand to the worker
+       -- (most items have none, and the claim then need not read it).
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
+FROM granted AS leases;
 
 -- name: LockToken :exec
 -- Serialises the claims of one token while it counts its live leases.
