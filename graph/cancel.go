@@ -16,7 +16,7 @@ import (
 // cancelled in one transaction. Each active lease among them ends with
 // outcome "cancelled" and outcome_detail {"by", "reason"} (the worker learns
 // it on its next call: lease_lost); the items' previous_worker records the
-// holder. Dependents and parents are recomputed as by FinishTx (a cancelled
+// holder. Dependents and parents are recomputed as when an item is done (a cancelled
 // prerequisite satisfies its dependents).
 //
 // Errors: invalid_argument when by is empty; not_found when the item is not

@@ -34,7 +34,7 @@ func (s *Service) AddDependency(ctx context.Context, project, itemID, dependsOn 
 		if err := lockGraph(ctx, tx, project); err != nil {
 			return err
 		}
-		// The prerequisite first: a concurrent FinishTx of it waits for us
+		// The prerequisite first: a concurrent finish of it waits for us
 		// and then sees the new edge, or we wait for it and see it done.
 		pre, err := q.ShareLockItems(ctx, tx, dbq.ShareLockItemsParams{ProjectID: project, Ids: []uuid.UUID{dependsOn}})
 		if err != nil {
@@ -89,7 +89,7 @@ func (s *Service) RemoveDependency(ctx context.Context, project, itemID, depends
 	now := s.clock.Now()
 	q := dbq.New()
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// Same order as AddDependency and FinishTx: prerequisite, then waiter.
+		// Same order as AddDependency and finishing: prerequisite, then waiter.
 		pre, err := q.ShareLockItems(ctx, tx, dbq.ShareLockItemsParams{ProjectID: project, Ids: []uuid.UUID{dependsOn}})
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -235,10 +234,10 @@ func TestCycle(t *testing.T) {
 				defer wg.Done()
 				<-start
 				err := db.InTx(ctx, f.pool, func(tx pgx.Tx) error {
-					return FinishTx(ctx, tx, f.clk, f.project, as[i].ID, StatusDone, json.RawMessage(`1`))
+					return f.finishTx(ctx, tx, as[i].ID, StatusDone)
 				})
 				if err != nil {
-					t.Errorf("FinishTx: %v", err)
+					t.Errorf("finish: %v", err)
 				}
 			}()
 		}

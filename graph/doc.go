@@ -10,7 +10,7 @@
 // the item row (unmet_dependencies, open_children, open_attention,
 // active_lease_id) and the stored generated column ready, so the claim path
 // reads the partial index items_claim. The counters are exact for every
-// item, whatever its own status: finishing an item (FinishTx, Cancel)
+// item, whatever its own status: finishing an item (a completion, Cancel)
 // decrements the counters of its dependents and of its parent only.
 //
 // A cancelled prerequisite satisfies its dependents exactly as a done one
@@ -39,14 +39,14 @@
 // # Locking order
 //
 // A prerequisite's row is locked before its waiter's (dependency before
-// dependent, child before parent), the same order FinishTx follows, so a
+// dependent, child before parent), the same order finishing follows, so a
 // concurrent finish either sees a new edge or is seen by it. Cancel locks a
 // subtree and may deadlock with a concurrent finish; db.InTx retries it.
 //
 // # Transactions
 //
 // Service methods run their own transaction (db.InTx). The functions ending
-// in Tx (ItemTx, FinishTx, CreateChildrenTx) run inside a caller's
+// in Tx (ItemTx, ReleaseFinishedTx, CreateChildrenTx) run inside a caller's
 // transaction: lease and attention use them so that ending a lease and
 // updating the graph commit as one.
 //

@@ -79,14 +79,24 @@ func (f fixture) mustGet(t *testing.T, id uuid.UUID) Item {
 	return it
 }
 
+// finishTx marks an open item done or cancelled (result {"ok":true}) and
+// releases its dependents and parent, as a completion or a cancel does.
+func (f fixture) finishTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, st Status) error {
+	n, err := finishItems(ctx, tx, f.clk.Now(), f.project, []uuid.UUID{id}, st, json.RawMessage(`{"ok":true}`))
+	if err == nil && n != 1 {
+		err = fmt.Errorf("item %s was not open", id)
+	}
+	return err
+}
+
 // mustFinish finishes an item in its own transaction.
 func (f fixture) mustFinish(t *testing.T, id uuid.UUID, st Status) {
 	t.Helper()
 	err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
-		return FinishTx(context.Background(), tx, f.clk, f.project, id, st, json.RawMessage(`{"ok":true}`))
+		return f.finishTx(context.Background(), tx, id, st)
 	})
 	if err != nil {
-		t.Fatalf("FinishTx(%s, %s): %v", id, st, err)
+		t.Fatalf("finish(%s, %s): %v", id, st, err)
 	}
 }
 

@@ -10,46 +10,14 @@ import (
 
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db/dbq"
-	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-// FinishTx marks an open item done or cancelled inside the caller's
-// transaction: status, result, finished_at, active_lease_id = NULL. Then it
-// decrements unmet_dependencies of the item's dependents and open_children
-// of its parent: only those rows, found through indexes, never a scan. It
-// does not touch leases (the caller ends the lease first). A lease's
-// completion does not call it: its ending statement marks the item done
-// itself, then it calls ReleaseFinishedTx.
-//
-// The item may still have open children (a person added them while it was
-// leased); finishing it anyway is allowed, and the children stay open.
-//
-// Errors: invalid_argument for a status other than done or cancelled or a
-// result that is not JSON; not_found when the item is not in the project;
-// conflict when it is not open.
-func FinishTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, id uuid.UUID, status Status, result json.RawMessage) error {
-	if status != StatusDone && status != StatusCancelled {
-		return wgerr.InvalidField("status", "must be done or cancelled, not %q", status)
-	}
-	if len(result) > 0 && !json.Valid(result) {
-		return wgerr.InvalidField("result", "must be JSON")
-	}
-	n, err := finishItems(ctx, tx, clk.Now(), project, []uuid.UUID{id}, status, result)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		it, err := getItem(ctx, tx, clk.Now(), project, id)
-		if err != nil {
-			return err
-		}
-		return wgerr.New(wgerr.CodeConflict, "item %s is %s, not open", id, it.Status)
-	}
-	return nil
-}
-
-// finishItems marks the still-open items among ids terminal and releases
-// their dependents and parents. It returns how many items it finished.
+// finishItems marks the still-open items among ids terminal (status,
+// result, finished_at, active_lease_id = NULL) and releases their
+// dependents and parents: only those rows, found through indexes, never a
+// scan. It does not touch leases. It returns how many items it finished.
+// (A lease's completion marks its item done in its own ending statement and
+// calls ReleaseFinishedTx for the rest.)
 func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, ids []uuid.UUID, status Status, result json.RawMessage) (int, error) {
 	q := dbq.New()
 	if len(result) == 0 {

@@ -11,7 +11,10 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-func TestFinishTx(t *testing.T) {
+// TestFinish: finishing an item (finishItems, as a completion's release and
+// Cancel use it) makes its dependents and parent ready exactly when their
+// last blocker goes; items that are not open, or not there, are left alone.
+func TestFinish(t *testing.T) {
 	t.Parallel()
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
@@ -46,30 +49,28 @@ func TestFinishTx(t *testing.T) {
 			t.Fatalf("parent counters %+v", c)
 		}
 	})
-	t.Run("ErrConflict", func(t *testing.T) {
+	t.Run("NotOpenLeftAlone", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		a := f.mustItem(t, itemOpts{})
+		b := f.mustItem(t, itemOpts{DependsOn: []uuidT{a.ID}})
 		f.mustFinish(t, a.ID, StatusDone)
+		var n int
 		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
-			return FinishTx(context.Background(), tx, f.clk, f.project, a.ID, StatusCancelled, nil)
+			var err error
+			n, err = finishItems(context.Background(), tx, f.clk.Now(), f.project, []uuidT{a.ID, newID()}, StatusCancelled, nil)
+			return err
 		})
-		if !errors.Is(err, wgerr.Conflict) {
-			t.Fatalf("second finish: %v, want conflict", err)
+		if err != nil || n != 0 {
+			t.Fatalf("finished %d (%v), want 0: one is done, one does not exist", n, err)
 		}
 		if got := f.mustGet(t, a.ID); got.Status != StatusDone {
 			t.Fatalf("status %s, want done", got.Status)
 		}
-	})
-	t.Run("ErrNotFound", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t)
-		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
-			return FinishTx(context.Background(), tx, f.clk, f.project, newID(), StatusDone, nil)
-		})
-		if !errors.Is(err, wgerr.NotFound) {
-			t.Fatalf("got %v, want not_found", err)
+		if c := f.counters(t, b.ID); c.Unmet != 0 || !c.Ready {
+			t.Fatalf("dependent counters %+v: released twice or not at all", c)
 		}
+		f.checkCounters(t)
 	})
 }
 
