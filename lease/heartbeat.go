@@ -34,7 +34,8 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 		return HeartbeatResult{}, err
 	}
 	// One statement renews the lease under its fence (no transaction
-	// around it: it is atomic alone); the answers are read after it.
+	// around it: it is atomic alone) and says whether there are answers to
+	// read after it.
 	row, err := dbq.New().HeartbeatLease(ctx, s.pool, dbq.HeartbeatLeaseParams{
 		Now:        s.clock.Now(),
 		TtlMs:      hb.TTL.Milliseconds(),
@@ -50,10 +51,12 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 	if err != nil {
 		return HeartbeatResult{}, db.Translate(err)
 	}
-	answers, err := attention.ClosedForLease(ctx, s.pool, project, f.LeaseID)
-	if err != nil {
-		return HeartbeatResult{}, db.Translate(err)
+	answers := []attention.Request{}
+	if row.HasAnswers {
+		if answers, err = attention.ClosedForLease(ctx, s.pool, project, f.LeaseID); err != nil {
+			return HeartbeatResult{}, db.Translate(err)
+		}
 	}
-	l := fromRow(row, 0)
+	l := fromRow(row.Lease, 0)
 	return HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}, nil
 }

@@ -515,22 +515,29 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 }
 
 const heartbeatLease = `-- name: HeartbeatLease :one
-UPDATE leases l
-SET expires_at = coalesce($1::timestamptz, now()) + CASE
-        WHEN $2::bigint > 0 THEN $2::bigint * interval '1 millisecond'
-        ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
-    END,
-    heartbeat_at = coalesce($1::timestamptz, now()),
-    heartbeats = l.heartbeats + 1,
-    progress = coalesce($3, l.progress),
-    worker_time = coalesce($4, l.worker_time)
-WHERE l.project_id = $5 AND l.id = $6 AND l.epoch = $7
-  AND l.ended_at IS NULL
-  AND l.expires_at > coalesce($1::timestamptz, now())
-  AND EXISTS (SELECT 1 FROM items i
-              WHERE i.project_id = l.project_id AND i.id = l.item_id
-                AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+WITH renewed AS (
+    UPDATE leases l
+    SET expires_at = coalesce($1::timestamptz, now()) + CASE
+            WHEN $2::bigint > 0 THEN $2::bigint * interval '1 millisecond'
+            ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
+        END,
+        heartbeat_at = coalesce($1::timestamptz, now()),
+        heartbeats = l.heartbeats + 1,
+        progress = coalesce($3::jsonb, l.progress),
+        worker_time = coalesce($4::timestamptz, l.worker_time)
+    WHERE l.project_id = $5 AND l.id = $6 AND l.epoch = $7
+      AND l.ended_at IS NULL
+      AND l.expires_at > coalesce($1::timestamptz, now())
+      AND EXISTS (SELECT 1 FROM items i
+                  WHERE i.project_id = l.project_id AND i.id = l.item_id
+                    AND i.active_lease_id = l.id AND i.epoch = l.epoch)
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+)
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
+                 AND NOT r.blocking AND r.state <> 'open') AS has_answers
+FROM renewed AS leases
 `
 
 type HeartbeatLeaseParams struct {
@@ -543,9 +550,16 @@ type HeartbeatLeaseParams struct {
 	Epoch      int64
 }
 
+type HeartbeatLeaseRow struct {
+	Lease      Lease
+	HasAnswers bool
+}
+
 // Fenced renewal. @ttl_ms = 0 keeps the lease's current TTL (the one chosen
-// at the claim or named by the latest heartbeat).
-func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeaseParams) (Lease, error) {
+// at the claim or named by the latest heartbeat). has_answers says whether
+// the worker has answered non-blocking questions to receive (most leases
+// have none, and the heartbeat then need not read them).
+func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeaseParams) (HeartbeatLeaseRow, error) {
 	row := db.QueryRow(ctx, heartbeatLease,
 		arg.Now,
 		arg.TtlMs,
@@ -555,28 +569,29 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		arg.LeaseID,
 		arg.Epoch,
 	)
-	var i Lease
+	var i HeartbeatLeaseRow
 	err := row.Scan(
-		&i.ProjectID,
-		&i.ID,
-		&i.Seq,
-		&i.ItemID,
-		&i.Epoch,
-		&i.Worker,
-		&i.TokenID,
-		&i.Principal,
-		&i.AcquiredAt,
-		&i.ExpiresAt,
-		&i.HeartbeatAt,
-		&i.Heartbeats,
-		&i.Progress,
-		&i.WorkerTime,
-		&i.StopRequestedAt,
-		&i.StopRequestedBy,
-		&i.EndedAt,
-		&i.Outcome,
-		&i.OutcomeDetail,
-		&i.Result,
+		&i.Lease.ProjectID,
+		&i.Lease.ID,
+		&i.Lease.Seq,
+		&i.Lease.ItemID,
+		&i.Lease.Epoch,
+		&i.Lease.Worker,
+		&i.Lease.TokenID,
+		&i.Lease.Principal,
+		&i.Lease.AcquiredAt,
+		&i.Lease.ExpiresAt,
+		&i.Lease.HeartbeatAt,
+		&i.Lease.Heartbeats,
+		&i.Lease.Progress,
+		&i.Lease.WorkerTime,
+		&i.Lease.StopRequestedAt,
+		&i.Lease.StopRequestedBy,
+		&i.Lease.EndedAt,
+		&i.Lease.Outcome,
+		&i.Lease.OutcomeDetail,
+		&i.Lease.Result,
+		&i.HasAnswers,
 	)
 	return i, err
 }

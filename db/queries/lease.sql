@@ -105,23 +105,32 @@ WHERE token_id = @token_id
 
 -- name: HeartbeatLease :one
 -- Fenced renewal. @ttl_ms = 0 keeps the lease's current TTL (the one chosen
--- at the claim or named by the latest heartbeat).
-UPDATE leases l
-SET expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + CASE
-        WHEN sqlc.arg('ttl_ms')::bigint > 0 THEN sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
-        ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
-    END,
-    heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    heartbeats = l.heartbeats + 1,
-    progress = coalesce(sqlc.narg('progress'), l.progress),
-    worker_time = coalesce(sqlc.narg('worker_time'), l.worker_time)
-WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
-  AND l.ended_at IS NULL
-  AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
-  AND EXISTS (SELECT 1 FROM items i
-              WHERE i.project_id = l.project_id AND i.id = l.item_id
-                AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-RETURNING *;
+-- at the claim or named by the latest heartbeat). has_answers says whether
+-- the worker has answered non-blocking questions to receive (most leases
+-- have none, and the heartbeat then need not read them).
+WITH renewed AS (
+    UPDATE leases l
+    SET expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + CASE
+            WHEN sqlc.arg('ttl_ms')::bigint > 0 THEN sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+            ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
+        END,
+        heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        heartbeats = l.heartbeats + 1,
+        progress = coalesce(sqlc.narg('progress')::jsonb, l.progress),
+        worker_time = coalesce(sqlc.narg('worker_time')::timestamptz, l.worker_time)
+    WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
+      AND l.ended_at IS NULL
+      AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+      AND EXISTS (SELECT 1 FROM items i
+                  WHERE i.project_id = l.project_id AND i.id = l.item_id
+                    AND i.active_lease_id = l.id AND i.epoch = l.epoch)
+    RETURNING l.*
+)
+SELECT sqlc.embed(leases),
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
+                 AND NOT r.blocking AND r.state <> 'open') AS has_answers
+FROM renewed AS leases;
 
 -- name: LockLease :one
 -- Fenced row lock: holds the lease for the rest of the transaction, so the
