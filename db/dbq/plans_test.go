@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
@@ -69,14 +70,7 @@ func TestLookupsByBareIDUseAnIndex(t *testing.T) {
 		}
 		return id
 	}
-	cfg := pool.Config().ConnConfig.Copy()
-	trace := &lastQuery{}
-	cfg.Tracer = trace
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn, trace := tracedConn(t, pool)
 	q := dbq.New()
 	cases := map[string]func() error{
 		"LeaseHolder": func() error { _, err := q.LeaseHolder(ctx, conn, id("leases")); return err },
@@ -166,14 +160,7 @@ func TestGraphJoinsDoNotTrustStaleProjectStatistics(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	cfg := pool.Config().ConnConfig.Copy()
-	trace := &lastQuery{}
-	cfg.Tracer = trace
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn, trace := tracedConn(t, pool)
 	q := dbq.New()
 	ids := []uuid.UUID{mid}
 	open := "open"
@@ -242,6 +229,21 @@ func TestGraphJoinsDoNotTrustStaleProjectStatistics(t *testing.T) {
 }
 
 func count[T any](rows []T, err error) (int, error) { return len(rows), err }
+
+// tracedConn opens a connection to pool's database that remembers its last
+// statement; it is closed when the test ends.
+func tracedConn(t *testing.T, pool *pgxpool.Pool) (*pgx.Conn, *lastQuery) {
+	t.Helper()
+	cfg := pool.Config().ConnConfig.Copy()
+	trace := &lastQuery{}
+	cfg.Tracer = trace
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, trace
+}
 
 // explainPages runs a statement under EXPLAIN (ANALYZE, BUFFERS) and
 // returns the pages it read.
