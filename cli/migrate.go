@@ -45,7 +45,7 @@ func addDatabaseFlags(cmd *cobra.Command, url, dataDir *string) {
 // cluster for the duration of fn when no URL is given) and runs fn.
 func withPool(ctx context.Context, url, dataDir string, fn func(*pgxpool.Pool) error) error {
 	if url == "" {
-		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dataDir, Database: "workgraph"})
+		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dataDir, Database: "workgraph", Own: true})
 		if err != nil {
 			return err
 		}

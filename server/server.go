@@ -85,6 +85,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Addr = "127.0.0.1:8080"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, done: make(chan error, 1)}
+	// Bind first: a busy address is refused before the database is
+	// started or migrated, and the bound listener is the one served.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
+	}
+	s.listener = ln
 	if err := s.openDatabase(ctx); err != nil {
 		s.close()
 		return nil, err
@@ -102,12 +109,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		s.close()
-		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
-	}
-	s.listener = ln
 	s.http = &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -132,7 +133,7 @@ func (s *Server) openDatabase(ctx context.Context) error {
 	url := s.cfg.DatabaseURL
 	if url == "" {
 		s.log.Info("no database URL given: starting the embedded PostgreSQL", "dir", dataDir(s.cfg.DataDir))
-		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: s.cfg.DataDir, Logger: s.log, Database: "workgraph"})
+		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: s.cfg.DataDir, Logger: s.log, Database: "workgraph", Own: true})
 		if err != nil {
 			return err
 		}
@@ -179,6 +180,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) close() {
+	if s.http == nil && s.listener != nil {
+		s.listener.Close() // never served: Shutdown does not close it
+	}
 	for i := len(s.stops) - 1; i >= 0; i-- {
 		s.stops[i]()
 	}

@@ -72,6 +72,18 @@ type Config struct {
 	// but reused one that was already running. By default Stop leaves such
 	// a server running, since it may belong to another process.
 	StopReused bool
+
+	// Own makes the calling process the one owner of DataDir until Stop
+	// (or its death): Start takes DataDir/owner.lock, an flock(2) that the
+	// kernel releases when the process dies however it dies, and fails at
+	// once with an *OwnedError naming the owner's pid when a live process
+	// holds it. A server found running while the lock is free was left by
+	// a dead owner: Start adopts it, or, when it runs with other socket or
+	// durability settings than Start would give it, stops it and starts it
+	// again. Stop then stops the server, started or adopted. Without Own,
+	// Start shares the server with whoever else uses DataDir (the test
+	// harness's mode).
+	Own bool
 }
 
 const (
@@ -101,7 +113,9 @@ type Cluster struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	started bool // this Cluster started the server (vs. reused it)
+	started bool       // this Cluster started the server (vs. reused it)
+	adopted bool       // reused a server left running by a dead owner (Config.Own)
+	owner   *ownerLock // held from Start to Stop with Config.Own
 	stopped bool
 }
 
@@ -123,6 +137,8 @@ type Cluster struct {
 //
 // Concurrent Starts on the same DataDir, from goroutines or processes, are
 // serialized with a lock file; one starts the server, the others reuse it.
+// With Config.Own, only one process at a time may hold the cluster: see
+// there, and [OwnedError].
 // ctx bounds the whole operation (default 90s for the server to start);
 // cancelling it does not stop a server that is already starting, which a
 // later Start then reuses. On error nothing is left running by this call,
@@ -144,50 +160,97 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := c.makeDataDir(); err != nil {
 		return nil, err
 	}
+	if cfg.Own {
+		if c.owner, err = takeOwner(ctx, c.dataDir); err != nil {
+			return nil, fmt.Errorf("embedpg: %w; stop that process, or give this one another data folder (%s) or an existing server (WORKGRAPH_DATABASE_URL)", err, EnvDataDir)
+		}
+	}
+	if err := c.start(ctx, t0); err != nil {
+		c.releaseOwner()
+		return nil, err
+	}
+	return c, nil
+}
+
+// start is Start once the data directory exists (and, with Config.Own, is
+// owned).
+func (c *Cluster) start(ctx context.Context, t0 time.Time) error {
 	unlock, err := lockFile(ctx, c.lockPath())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer unlock()
 
 	if err := c.prepareDirs(); err != nil {
-		return nil, err
+		return err
 	}
 	reused, err := c.reuseRunning(ctx)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if reused && c.owner != nil {
+		if reused, err = c.adoptOrStop(ctx); err != nil {
+			return err
+		}
 	}
 	if !reused {
 		if err := c.initIfNeeded(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		if err := c.startServer(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		c.started = true
 	}
-	fail := func(err error) (*Cluster, error) {
+	fail := func(err error) error {
 		if c.started {
 			if serr := c.stopServer(context.WithoutCancel(ctx), "fast"); serr != nil {
 				c.log.Warn("stopping PostgreSQL after failed start", "err", serr)
 			}
 		}
-		return nil, err
+		return err
 	}
 	if err := c.ping(ctx); err != nil {
 		return fail(fmt.Errorf("embedpg: server started but does not answer on %s: %w%s", c.runDir, err, c.logTailMsg(0)))
 	}
-	if cfg.Database != "" {
-		if err := c.ensureDatabase(ctx, cfg.Database); err != nil {
+	if c.cfg.Database != "" {
+		if err := c.ensureDatabase(ctx, c.cfg.Database); err != nil {
 			return fail(err)
 		}
 	}
 	c.log.Info("embedded PostgreSQL ready", "data_dir", c.dataDir, "socket_dir", c.runDir,
-		"reused", reused, "elapsed", time.Since(t0).Round(time.Millisecond))
-	return c, nil
+		"reused", reused, "adopted", c.adopted, "elapsed", time.Since(t0).Round(time.Millisecond))
+	return nil
 }
 
 func newCluster(cfg Config) (*Cluster, error) {
+	c, err := layout(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for name := range cfg.Settings {
+		switch strings.ToLower(name) {
+		case "listen_addresses", "port", "unix_socket_directories":
+			return nil, fmt.Errorf("embedpg: setting %s cannot be overridden: the embedded server listens only on %s", name, c.socketPath())
+		}
+		if !validSettingName(name) {
+			return nil, fmt.Errorf("embedpg: invalid setting name %q", name)
+		}
+	}
+	c.binDir = cfg.BinDir
+	if c.binDir == "" {
+		if c.binDir, err = FindBinDir(); err != nil {
+			return nil, err
+		}
+	} else if !hasServerBins(c.binDir) {
+		return nil, fmt.Errorf("embedpg: BinDir %s does not contain initdb and pg_ctl", c.binDir)
+	}
+	return c, nil
+}
+
+// layout returns a Cluster with the paths of cfg.DataDir filled in and
+// checked, without looking for binaries.
+func layout(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -210,23 +273,6 @@ func newCluster(cfg Config) (*Cluster, error) {
 	if sock := c.socketPath(); len(sock) > maxSocketPath {
 		return nil, fmt.Errorf("embedpg: data dir %s is too long: the server socket %s would be %d bytes, over the %d-byte unix socket limit; "+
 			"use a shorter data dir (set %s, e.g. /var/lib/workgraph/pg)", dir, sock, len(sock), maxSocketPath, EnvDataDir)
-	}
-	for name := range cfg.Settings {
-		switch strings.ToLower(name) {
-		case "listen_addresses", "port", "unix_socket_directories":
-			return nil, fmt.Errorf("embedpg: setting %s cannot be overridden: the embedded server listens only on %s", name, c.socketPath())
-		}
-		if !validSettingName(name) {
-			return nil, fmt.Errorf("embedpg: invalid setting name %q", name)
-		}
-	}
-	c.binDir = cfg.BinDir
-	if c.binDir == "" {
-		if c.binDir, err = FindBinDir(); err != nil {
-			return nil, err
-		}
-	} else if !hasServerBins(c.binDir) {
-		return nil, fmt.Errorf("embedpg: BinDir %s does not contain initdb and pg_ctl", c.binDir)
 	}
 	return c, nil
 }
@@ -302,7 +348,7 @@ func (c *Cluster) LogFile() string { return c.logFile }
 
 // Reused reports whether Start found the server already running and reused
 // it rather than starting it. A reused server is left running by Stop unless
-// Config.StopReused is set.
+// Config.StopReused is set, or Config.Own made Start adopt it.
 func (c *Cluster) Reused() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -315,14 +361,17 @@ func (c *Cluster) Reused() bool {
 // exit. It is a no-op, returning nil, if Start reused an already running
 // server (unless Config.StopReused is set), if the server is no longer
 // running, or if Stop was already called successfully. ctx bounds the wait
-// (default 90s). The data is kept; Start brings it back.
+// (default 90s). The data is kept; Start brings it back. With Config.Own, the
+// server is stopped also when Start adopted it, and the owner lock is
+// released, whether stopping succeeded or not.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.releaseOwner()
 	if c.stopped {
 		return nil
 	}
-	if !c.started && !c.cfg.StopReused {
+	if !c.started && !c.adopted && !c.cfg.StopReused {
 		c.stopped = true
 		c.log.Info("leaving reused PostgreSQL server running", "data_dir", c.dataDir)
 		return nil
@@ -421,7 +470,7 @@ func mkdirAll(dir string, perm fs.FileMode) ([]string, error) {
 
 // ownedEntries are the names Start may find in a DataDir it takes over.
 var ownedEntries = map[string]bool{
-	"data": true, "data.initdb": true, "run": true, "log": true, "embedpg.lock": true, "lost+found": true,
+	"data": true, "data.initdb": true, "run": true, "log": true, "embedpg.lock": true, ownerLockName: true, "lost+found": true,
 }
 
 // prepareDirs gives DataDir and its run and log subdirectories the owner and

@@ -17,6 +17,12 @@ func lockFile(context.Context, string) (func(), error) {
 	return nil, errors.New("embedpg: not supported on this operating system")
 }
 
+func tryLock(*os.File, bool) (bool, error) {
+	return false, errors.New("embedpg: not supported on this operating system")
+}
+
+func unlock(*os.File) {}
+
 func processAlive(int) bool { return false }
 
 func processCwd(int) (string, bool) { return "", false }

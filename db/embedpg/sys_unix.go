@@ -54,6 +54,30 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	}
 }
 
+// tryLock tries to take an flock(2) on f without waiting, exclusive or
+// shared; it reports false when another open file description holds a
+// conflicting lock.
+func tryLock(f *os.File, exclusive bool) (bool, error) {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		case !errors.Is(err, syscall.EINTR):
+			return false, err
+		}
+	}
+}
+
+// unlock releases an flock taken by tryLock.
+func unlock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
 // processAlive reports whether pid is a live (non-zombie) process that the
 // postgres user could signal, mirroring PostgreSQL's own lock-file check: a
 // process we may not signal (EPERM) belongs to another user and so cannot be
