@@ -23,7 +23,13 @@ func newServeCmd(stdio IO) *cobra.Command {
 
 With no --database-url (or WORKGRAPH_DATABASE_URL) the server starts its own
 PostgreSQL cluster from the installed PostgreSQL binaries, keeps its data in
---data-dir (WORKGRAPH_DATA_DIR) and stops it on exit.`,
+--data-dir (WORKGRAPH_DATA_DIR) and stops it on exit. It owns that folder
+while it runs: a second server on the same folder is refused, naming this
+one's pid. A cluster left running by a server that was killed is adopted and
+stopped on exit (or see ` + "`workgraph db status|stop`" + `).
+
+The listen address is bound before anything else, so a busy address fails
+at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rateErr != nil && !cmd.Flags().Changed("rate-limit") {

@@ -16,6 +16,9 @@
 //	DataDir/log/postgresql.log   the server log (pg_ctl -l)
 //	DataDir/embedpg.lock         an flock(2) lock serializing Start/Stop
 //	                             across processes sharing DataDir
+//	DataDir/owner.lock           an flock(2) lock held by the owning
+//	                             process for its life (Config.Own); it
+//	                             holds the owner's pid
 //
 // The server listens only on the unix socket in DataDir/run
 // (listen_addresses is empty), with trust authentication for local
@@ -41,6 +44,15 @@
 // the same DataDir reuses a running server instead of failing, and recovers
 // from a server that died (stale postmaster.pid, including a PID that was
 // recycled by an unrelated process). Data survives Stop/Start.
+//
+// With Config.Own (as `workgraph serve` and `migrate` use it) the calling
+// process is the one owner of DataDir until Stop or its death: a second
+// owner is refused with an [OwnedError], and a server left running by a dead
+// owner (the lock is free, postmaster.pid names a live postmaster) is
+// adopted, and stopped by Stop, or restarted if it runs with other socket or
+// durability settings. [Inspect] and [StopLeftover] serve `workgraph db
+// status` and `workgraph db stop`. Without Own, processes share the server
+// (the test harness's mode).
 //
 // Only unix-like systems are supported; on other systems [Start] returns an
 // error.
