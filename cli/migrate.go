@@ -41,11 +41,13 @@ func addDatabaseFlags(cmd *cobra.Command, url, dataDir *string) {
 	cmd.Flags().StringVar(dataDir, "data-dir", envOr("WORKGRAPH_DATA_DIR", ""), "directory of the embedded cluster's data (env WORKGRAPH_DATA_DIR)")
 }
 
-// withPool opens the database the server would use (starting the embedded
-// cluster for the duration of fn when no URL is given) and runs fn.
+// withPool opens the database the server would use and runs fn. Without a
+// URL it uses the embedded cluster: that of the running server that owns
+// the data folder, else it owns the folder for the duration of fn (starting
+// or adopting the cluster, and stopping it after).
 func withPool(ctx context.Context, url, dataDir string, fn func(*pgxpool.Pool) error) error {
 	if url == "" {
-		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dataDir, Database: "workgraph", Own: true})
+		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dataDir, Database: "workgraph", Own: true, JoinOwner: true})
 		if err != nil {
 			return err
 		}

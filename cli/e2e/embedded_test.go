@@ -340,6 +340,16 @@ func TestEmbeddedLifecycle(t *testing.T) {
 		if code := readyz(first.addr); code != http.StatusOK {
 			t.Fatalf("first serve /readyz = %d after the refused second serve", code)
 		}
+
+		// A one-off command uses the owner's cluster and leaves it running.
+		c := exec.Command(bin, "migrate", "status")
+		c.Env = embeddedEnv(t, dir)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("migrate status beside the owner: %v\n%s", err, out)
+		}
+		if !alive(pm) || readyz(first.addr) != http.StatusOK {
+			t.Fatalf("migrate status stopped the owner's database")
+		}
 	})
 
 	t.Run("ErrBusyAddressBeforeDatabase", func(t *testing.T) {

@@ -84,6 +84,13 @@ type Config struct {
 	// Start shares the server with whoever else uses DataDir (the test
 	// harness's mode).
 	Own bool
+
+	// JoinOwner, with Own, makes Start use the running server of a live
+	// owner instead of failing with an *OwnedError: the Cluster is then a
+	// guest that neither owns nor stops the server (a one-off command such
+	// as `workgraph migrate` beside a running `workgraph serve`). Start
+	// fails if the owner's server is not running.
+	JoinOwner bool
 }
 
 const (
@@ -113,9 +120,10 @@ type Cluster struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	started bool       // this Cluster started the server (vs. reused it)
-	adopted bool       // reused a server left running by a dead owner (Config.Own)
-	owner   *ownerLock // held from Start to Stop with Config.Own
+	started bool        // this Cluster started the server (vs. reused it)
+	adopted bool        // reused a server left running by a dead owner (Config.Own)
+	owner   *ownerLock  // held from Start to Stop with Config.Own
+	guestOf *OwnedError // with Config.JoinOwner, the live owner whose server this uses
 	stopped bool
 }
 
@@ -161,7 +169,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	if cfg.Own {
-		if c.owner, err = takeOwner(ctx, c.dataDir); err != nil {
+		c.owner, err = takeOwner(ctx, c.dataDir)
+		var owned *OwnedError
+		switch {
+		case errors.As(err, &owned) && cfg.JoinOwner:
+			c.guestOf = owned
+		case err != nil:
 			return nil, fmt.Errorf("embedpg: %w; stop that process, or give this one another data folder (%s) or an existing server (WORKGRAPH_DATABASE_URL)", err, EnvDataDir)
 		}
 	}
@@ -193,6 +206,9 @@ func (c *Cluster) start(ctx context.Context, t0 time.Time) error {
 			return err
 		}
 	}
+	if !reused && c.guestOf != nil {
+		return fmt.Errorf("embedpg: %w, but its PostgreSQL is not running; restart that process, or stop it and try again", c.guestOf)
+	}
 	if !reused {
 		if err := c.initIfNeeded(ctx); err != nil {
 			return err
@@ -219,7 +235,7 @@ func (c *Cluster) start(ctx context.Context, t0 time.Time) error {
 		}
 	}
 	c.log.Info("embedded PostgreSQL ready", "data_dir", c.dataDir, "socket_dir", c.runDir,
-		"reused", reused, "adopted", c.adopted, "elapsed", time.Since(t0).Round(time.Millisecond))
+		"reused", reused, "adopted", c.adopted, "guest", c.guestOf != nil, "elapsed", time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 

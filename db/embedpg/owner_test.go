@@ -38,6 +38,18 @@ func TestOwn(t *testing.T) {
 		if err != nil || !st.Running || st.PID != pid || !st.Owned || st.OwnerPID != os.Getpid() {
 			t.Fatalf("Inspect = %+v, %v", st, err)
 		}
+		// A guest (JoinOwner) uses the owner's server and leaves it running.
+		guest, err := Start(ctx, Config{DataDir: dir, Database: "guest", Own: true, JoinOwner: true})
+		if err != nil {
+			t.Fatalf("Start as a guest: %v", err)
+		}
+		connect(t, ctx, guest.URL("guest")).Close(ctx)
+		if err := guest.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if now, _ := c1.postmasterPID(); now != pid || !processAlive(pid) {
+			t.Fatal("the guest's Stop stopped the owner's server")
+		}
 
 		if err := c1.Stop(ctx); err != nil {
 			t.Fatal(err)
@@ -45,13 +57,19 @@ func TestOwn(t *testing.T) {
 		if st, err := Inspect(ctx, Config{DataDir: dir}); err != nil || st.Running || st.Owned {
 			t.Fatalf("Inspect after Stop = %+v, %v", st, err)
 		}
-		// Stop released the lock.
-		c2, err := Start(ctx, Config{DataDir: dir, Fast: true, Own: true})
+		// Stop released the lock; a JoinOwner Start with no owner owns.
+		c2, err := Start(ctx, Config{DataDir: dir, Fast: true, Own: true, JoinOwner: true})
 		if err != nil {
 			t.Fatalf("Start after the owner stopped: %v", err)
 		}
+		if st, err := Inspect(ctx, Config{DataDir: dir}); err != nil || !st.Owned || c2.Reused() {
+			t.Fatalf("Inspect = %+v, %v; reused %v", st, err, c2.Reused())
+		}
 		if err := c2.Stop(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if st, err := Inspect(ctx, Config{DataDir: dir}); err != nil || st.Running {
+			t.Fatalf("Inspect after the second owner stopped = %+v, %v", st, err)
 		}
 	})
 
