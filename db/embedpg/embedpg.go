@@ -379,7 +379,8 @@ func (c *Cluster) Reused() bool {
 // running, or if Stop was already called successfully. ctx bounds the wait
 // (default 90s). The data is kept; Start brings it back. With Config.Own, the
 // server is stopped also when Start adopted it, and the owner lock is
-// released, whether stopping succeeded or not.
+// released, whether stopping succeeded or not; a guest (Config.JoinOwner)
+// never stops it.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -387,7 +388,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	if c.stopped {
 		return nil
 	}
-	if !c.started && !c.adopted && !c.cfg.StopReused {
+	if c.guestOf != nil || !c.started && !c.adopted && !c.cfg.StopReused {
 		c.stopped = true
 		c.log.Info("leaving reused PostgreSQL server running", "data_dir", c.dataDir)
 		return nil

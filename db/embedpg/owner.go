@@ -56,7 +56,7 @@ func takeOwner(ctx context.Context, dataDir string) (*ownerLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedpg: open owner lock: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, ownerWait)
+	wait, cancel := context.WithTimeout(ctx, ownerWait)
 	defer cancel()
 	for {
 		held, err := tryLock(f, true)
@@ -68,13 +68,17 @@ func takeOwner(ctx context.Context, dataDir string) (*ownerLock, error) {
 			break
 		}
 		select {
-		case <-ctx.Done():
+		case <-wait.Done():
 			f.Close()
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("embedpg: waiting for the owner lock %s: %w", path, err)
+			}
 			return nil, &OwnedError{DataDir: dataDir, PID: readOwnerPID(path)}
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
