@@ -20,8 +20,10 @@ import (
 
 // Config is everything the server needs to start.
 type Config struct {
-	// DatabaseURL of an existing server. Empty: an embedded cluster in
-	// DataDir is started (and stopped on shutdown).
+	// DatabaseURL of an existing server. Empty: the embedded cluster in
+	// DataDir, owned by this process while it runs (embedpg.Config.Own:
+	// started, or adopted from a dead owner, and stopped on shutdown;
+	// refused while another live process owns DataDir).
 	DatabaseURL string
 	// DataDir for the embedded cluster; empty: embedpg.DefaultDataDir().
 	DataDir string
@@ -72,8 +74,9 @@ type Server struct {
 	firstToken string
 }
 
-// Start opens the database, migrates it and starts serving on cfg.Addr. It
-// returns once the listener is bound; Shutdown stops everything.
+// Start binds cfg.Addr, then opens the database, migrates it and starts
+// serving on that listener. It returns once serving; Shutdown stops
+// everything.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
