@@ -106,8 +106,8 @@ is flushed and kept; the next ` + "`workgraph serve`" + ` starts it again.
 
 While a workgraph process owns the folder, it refuses (exit 6) and names that
 process: stop it instead (Ctrl-C or kill <pid>; it stops its database on
-exit). --force stops the database under it anyway, and that server then
-answers 503 until it is restarted. Exits 0 also when nothing was running.`,
+exit). --force stops the database under it anyway: that server then fails
+its requests until it is restarted. Exits 0 also when nothing was running.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stopped, err := embedpg.StopLeftover(cmd.Context(), embedpg.Config{DataDir: dataDir, Logger: logger(stdio.Err)}, force)

@@ -21,9 +21,9 @@ import (
 const ownerLockName = "owner.lock"
 
 // ownerWait is how long taking the owner lock retries before giving up: it
-// covers a concurrent `workgraph db status` probing the lock, not a live
-// owner, which holds it far longer.
-const ownerWait = time.Second
+// covers a concurrent `workgraph db status`, which holds the lock for the
+// instant of a probe; a live owner holds it far longer.
+const ownerWait = 200 * time.Millisecond
 
 // OwnedError is returned by Start with Config.Own, and by StopLeftover, when
 // a live process owns the data directory.
