@@ -29,6 +29,8 @@ The data folder is --data-dir, else WORKGRAPH_DATA_DIR, else the default
 ($XDG_DATA_HOME/workgraph/pg, ~/.local/share/workgraph/pg; as root
 /var/lib/workgraph/pg), as for ` + "`workgraph serve`" + `.`,
 		Args: args(cobra.NoArgs),
+		// Without a subcommand: the help; an unknown one is a usage error.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newDBStatusCmd(stdio), newDBStopCmd(stdio))
 	return cmd

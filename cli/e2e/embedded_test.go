@@ -445,6 +445,9 @@ func TestEmbeddedLifecycle(t *testing.T) {
 				t.Errorf("db --help lacks %q: %v", want, r)
 			}
 		}
+		if r := runDB(t, t.TempDir(), "bogus"); r.code != 2 {
+			t.Errorf("db bogus: %v, want exit 2", r)
+		}
 		r = runDB(t, t.TempDir(), "stop", "--help")
 		if r.code != 0 || !strings.Contains(r.stdout, "--force") || !strings.Contains(r.stdout, "WORKGRAPH_DATA_DIR") {
 			t.Errorf("db stop --help: %v", r)
