@@ -23,7 +23,7 @@
 // and the statement that writes carries the predicate
 //
 //	project_id = $project AND id = $lease AND epoch = $epoch
-//	AND ended_at IS NULL AND expires_at > coalesce($now, now())
+//	AND ended_at IS NULL AND expires_at > $at
 //	AND the item's active_lease_id and epoch are this lease's
 //
 // (EndLease, HeartbeatLease; LockLease takes the row lock under the same
@@ -49,6 +49,38 @@
 // tests, passed into every statement as "now"). A heartbeat after expiry is
 // refused even if no one has ended the lease yet: it never resurrects it.
 // Worker-supplied times (WorkerTime) are stored as diagnostics only.
+//
+// # Which instant a statement uses
+//
+// On the database clock ($at above) a statement reads the clock itself,
+// never its transaction's start (now(), which a slow link or a held lock
+// may leave far behind): a claim stamped at its transaction's start would
+// overlap the lease a concurrent release ended after that start, and a
+// delayed one would hand out a lease already expired. The rule, checked
+// statement by statement (db/queries/lease.sql, graph.sql, attention.sql):
+//
+//   - ClaimItem stamps acquired_at once it holds the item's row
+//     (clock_timestamp() evaluated per taken row), never before the item's
+//     previous lease ended (greatest with its ended_at), and expires_at is
+//     acquired_at + TTL exactly; its time gates (retry backoff, continuity
+//     window) compare with statement_timestamp(), which is not later;
+//   - HeartbeatLease, EndLease and LockLease read clock_timestamp() once
+//     and both fence and stamp with it: ended_at is never past expires_at,
+//     and a renewal's expires_at - heartbeat_at is exactly its TTL (which
+//     the next TTL-keeping renewal reuses); EndLease's retry backoff and
+//     finished_at start at ended_at;
+//   - ExpireLeases and ProjectsWithExpiredLeases (the claim's reaping and
+//     the Sweeper) and CountActiveForToken judge with statement_timestamp()
+//     (stable, so the expiry indexes apply); an expired lease ends at its
+//     expires_at, so the next claim starts after it;
+//   - a person's cancel (EndLeasesCancelled), RequestStop and the refusal
+//     records stamp the statement's clock; the continuity window
+//     (ReleaseItemFromAttention) starts when the resolving statement holds
+//     the item.
+//
+// Attention requests' created_at and resolved_at, and the items'
+// updated_at outside the claim and EndLease, keep their transaction's
+// start: they stamp no lease and decide nothing.
 //
 // # Ending a lease
 //

@@ -460,7 +460,7 @@ UPDATE items
 SET open_attention = open_attention - 1,
     preferred_until = CASE
         WHEN open_attention = 1 AND preferred_worker IS NOT NULL
-        THEN coalesce($1::timestamptz, now()) + $2::bigint * interval '1 millisecond'
+        THEN coalesce($1::timestamptz, clock_timestamp()) + $2::bigint * interval '1 millisecond'
         ELSE preferred_until END,
     updated_at = coalesce($1::timestamptz, now())
 WHERE project_id = $3 AND id = $4
@@ -476,7 +476,9 @@ type ReleaseItemFromAttentionParams struct {
 
 // One blocking request of the item is closed. When it was the last one the
 // item's readiness comes back (the generated column "ready") and a pending
-// continuity preference gets its window.
+// continuity preference gets its window, from the moment this statement
+// holds the item (the database clock, not the transaction's start: the
+// window is never shortened by latency).
 func (q *Queries) ReleaseItemFromAttention(ctx context.Context, db DBTX, arg ReleaseItemFromAttentionParams) (int32, error) {
 	row := db.QueryRow(ctx, releaseItemFromAttention,
 		arg.Now,

@@ -267,7 +267,7 @@ func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams)
 
 const endLeasesCancelled = `-- name: EndLeasesCancelled :many
 UPDATE leases
-SET ended_at = coalesce($1::timestamptz, now()),
+SET ended_at = coalesce($1::timestamptz, clock_timestamp()),
     outcome = 'cancelled',
     outcome_detail = jsonb_build_object('by', $2::text, 'reason', $3::text)
 WHERE project_id = $4 AND item_id = ANY($5::uuid[]) AND ended_at IS NULL
@@ -287,7 +287,9 @@ type EndLeasesCancelledRow struct {
 	Worker string
 }
 
-// A person's cancel ends the active leases of the cancelled items.
+// A person's cancel ends the active leases of the cancelled items, stamped
+// by the database clock when it writes (see db/queries/lease.sql), not at
+// its transaction's start.
 func (q *Queries) EndLeasesCancelled(ctx context.Context, db DBTX, arg EndLeasesCancelledParams) ([]EndLeasesCancelledRow, error) {
 	rows, err := db.Query(ctx, endLeasesCancelled,
 		arg.Now,

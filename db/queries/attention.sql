@@ -40,12 +40,14 @@ RETURNING *;
 -- name: ReleaseItemFromAttention :one
 -- One blocking request of the item is closed. When it was the last one the
 -- item's readiness comes back (the generated column "ready") and a pending
--- continuity preference gets its window.
+-- continuity preference gets its window, from the moment this statement
+-- holds the item (the database clock, not the transaction's start: the
+-- window is never shortened by latency).
 UPDATE items
 SET open_attention = open_attention - 1,
     preferred_until = CASE
         WHEN open_attention = 1 AND preferred_worker IS NOT NULL
-        THEN coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('window_ms')::bigint * interval '1 millisecond'
+        THEN coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) + sqlc.arg('window_ms')::bigint * interval '1 millisecond'
         ELSE preferred_until END,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE project_id = @project_id AND id = @item_id

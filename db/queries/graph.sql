@@ -172,9 +172,11 @@ WHERE i.status = 'open'
 ORDER BY b.depth, i.seq;
 
 -- name: EndLeasesCancelled :many
--- A person's cancel ends the active leases of the cancelled items.
+-- A person's cancel ends the active leases of the cancelled items, stamped
+-- by the database clock when it writes (see db/queries/lease.sql), not at
+-- its transaction's start.
 UPDATE leases
-SET ended_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+SET ended_at = coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()),
     outcome = 'cancelled',
     outcome_detail = jsonb_build_object('by', @by::text, 'reason', @reason::text)
 WHERE project_id = @project_id AND item_id = ANY(@item_ids::uuid[]) AND ended_at IS NULL
