@@ -110,6 +110,7 @@
 // # Continuity
 //
 // When a blocking request is resolved, the worker whose lease ended for it
-// is preferred for a window (see package attention); the claim statement
-// honours it and any claim clears it.
+// is preferred for a window (see package attention): its worker label and
+// the token its lease was granted to, both, since the label is
+// self-declared. The claim statement honours it and any claim clears it.
 package lease

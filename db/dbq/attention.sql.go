@@ -264,27 +264,34 @@ SET open_attention = open_attention + 1,
         WHEN $1::text <> '' THEN $1::text
         WHEN preferred_until IS NULL THEN preferred_worker
         ELSE NULL END,
+    preferred_token = CASE
+        WHEN $1::text <> '' THEN $2::uuid
+        WHEN preferred_until IS NULL THEN preferred_token
+        ELSE NULL END,
     preferred_until = NULL,
-    updated_at = coalesce($2::timestamptz, now())
-WHERE project_id = $3 AND id = $4 AND status = 'open'
+    updated_at = coalesce($3::timestamptz, now())
+WHERE project_id = $4 AND id = $5 AND status = 'open'
 RETURNING title
 `
 
 type HoldItemForAttentionParams struct {
-	Worker    string
-	Now       *time.Time
-	ProjectID uuid.UUID
-	ItemID    uuid.UUID
+	Worker      string
+	WorkerToken *uuid.UUID
+	Now         *time.Time
+	ProjectID   uuid.UUID
+	ItemID      uuid.UUID
 }
 
 // A blocking request opened on an open item: it waits until the request is
 // answered. @worker (may be ”) is the worker whose lease ended for the
-// request; it becomes the item's pending continuity preference, whose window
+// request and @worker_token the token that lease was granted to; together
+// they become the item's pending continuity preference, whose window
 // starts when the last blocking request is resolved. A request without a
 // worker keeps a pending preference and drops an old window.
 func (q *Queries) HoldItemForAttention(ctx context.Context, db DBTX, arg HoldItemForAttentionParams) (string, error) {
 	row := db.QueryRow(ctx, holdItemForAttention,
 		arg.Worker,
+		arg.WorkerToken,
 		arg.Now,
 		arg.ProjectID,
 		arg.ItemID,

@@ -78,7 +78,8 @@ WITH candidate AS (
       AND c.labels @> $2::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce($3::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
-           OR c.preferred_worker = $4::text
+           OR (c.preferred_worker = $4::text
+               AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
            OR c.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
@@ -86,8 +87,9 @@ WITH candidate AS (
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = $5::uuid,
+        active_lease_id = $6::uuid,
         preferred_worker = NULL,
+        preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce($3::timestamptz, statement_timestamp())
     FROM candidate
@@ -95,7 +97,7 @@ WITH candidate AS (
     RETURNING i.project_id, i.id, i.epoch
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
-    SELECT taken.project_id, $5, taken.id, taken.epoch, $4, $6, $7,
+    SELECT taken.project_id, $6, taken.id, taken.epoch, $4, $5, $7,
            grant_time.at,
            grant_time.at + $8::bigint * interval '1 millisecond'
     FROM taken
@@ -121,8 +123,8 @@ type ClaimItemParams struct {
 	Labels    []string
 	Now       *time.Time
 	Worker    string
-	LeaseID   uuid.UUID
 	TokenID   *uuid.UUID
+	LeaseID   uuid.UUID
 	Principal string
 	TtlMs     int64
 }
@@ -134,7 +136,9 @@ type ClaimItemRow struct {
 
 // Takes the highest-priority ready item (index items_claim, ties
 // first-created first) that carries @labels, is past its retry backoff and
-// is not reserved for another worker by the continuity window; increments
+// is not reserved for another worker by the continuity window (a
+// reservation names the worker label and the token that held the lease:
+// both must match); increments
 // its epoch, makes @lease_id its active lease and records the lease. Rows
 // other claimers hold are skipped. The lease is stamped once the item's row
 // is held (grant_time: evaluated per taken row), never before the item's
@@ -145,8 +149,8 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		arg.Labels,
 		arg.Now,
 		arg.Worker,
-		arg.LeaseID,
 		arg.TokenID,
+		arg.LeaseID,
 		arg.Principal,
 		arg.TtlMs,
 	)

@@ -9,7 +9,8 @@ RETURNING *;
 -- name: HoldItemForAttention :one
 -- A blocking request opened on an open item: it waits until the request is
 -- answered. @worker (may be '') is the worker whose lease ended for the
--- request; it becomes the item's pending continuity preference, whose window
+-- request and @worker_token the token that lease was granted to; together
+-- they become the item's pending continuity preference, whose window
 -- starts when the last blocking request is resolved. A request without a
 -- worker keeps a pending preference and drops an old window.
 UPDATE items
@@ -17,6 +18,10 @@ SET open_attention = open_attention + 1,
     preferred_worker = CASE
         WHEN @worker::text <> '' THEN @worker::text
         WHEN preferred_until IS NULL THEN preferred_worker
+        ELSE NULL END,
+    preferred_token = CASE
+        WHEN @worker::text <> '' THEN sqlc.narg('worker_token')::uuid
+        WHEN preferred_until IS NULL THEN preferred_token
         ELSE NULL END,
     preferred_until = NULL,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())

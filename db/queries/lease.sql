@@ -65,7 +65,9 @@ WHERE project_id = @project_id AND id = @item_id;
 -- name: ClaimItem :one
 -- Takes the highest-priority ready item (index items_claim, ties
 -- first-created first) that carries @labels, is past its retry backoff and
--- is not reserved for another worker by the continuity window; increments
+-- is not reserved for another worker by the continuity window (a
+-- reservation names the worker label and the token that held the lease:
+-- both must match); increments
 -- its epoch, makes @lease_id its active lease and records the lease. Rows
 -- other claimers hold are skipped. The lease is stamped once the item's row
 -- is held (grant_time: evaluated per taken row), never before the item's
@@ -78,7 +80,8 @@ WITH candidate AS (
       AND c.labels @> @labels::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
-           OR c.preferred_worker = @worker::text
+           OR (c.preferred_worker = @worker::text
+               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
@@ -88,6 +91,7 @@ WITH candidate AS (
     SET epoch = i.epoch + 1,
         active_lease_id = @lease_id::uuid,
         preferred_worker = NULL,
+        preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM candidate
