@@ -228,6 +228,53 @@ func (q *Queries) DependentRefs(ctx context.Context, db DBTX, arg DependentRefsP
 	return items, nil
 }
 
+const dismissAttentionCancelled = `-- name: DismissAttentionCancelled :execrows
+WITH closed AS (
+    UPDATE attention_requests r
+    SET state = 'dismissed',
+        answer = $1::text,
+        resolved_by = $2::text,
+        resolved_at = coalesce($3::timestamptz, now())
+    WHERE r.project_id = $4 AND r.item_id = ANY($5::uuid[]) AND r.state = 'open'
+    RETURNING r.project_id, r.item_id, r.blocking
+), counted AS (
+    UPDATE items i
+    SET open_attention = i.open_attention - c.n
+    FROM (SELECT closed.project_id, closed.item_id, count(*)::integer AS n
+          FROM closed WHERE closed.blocking
+          GROUP BY closed.project_id, closed.item_id) AS c
+    WHERE i.project_id = c.project_id AND i.id = c.item_id
+    RETURNING i.id
+)
+SELECT closed.item_id FROM closed
+`
+
+type DismissAttentionCancelledParams struct {
+	Note      string
+	By        string
+	Now       *time.Time
+	ProjectID uuid.UUID
+	ItemIds   []uuid.UUID
+}
+
+// A person's cancel dismisses the open attention requests of the cancelled
+// items (resolved_by the person, @note as the dismissal note), so no one
+// is asked about an item that will never run, and takes the blocking ones
+// off the items' open_attention counters (kept exact whatever the status).
+func (q *Queries) DismissAttentionCancelled(ctx context.Context, db DBTX, arg DismissAttentionCancelledParams) (int64, error) {
+	result, err := db.Exec(ctx, dismissAttentionCancelled,
+		arg.Note,
+		arg.By,
+		arg.Now,
+		arg.ProjectID,
+		arg.ItemIds,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const edgesAmong = `-- name: EdgesAmong :many
 SELECT item_id, depends_on_id
 FROM dependencies

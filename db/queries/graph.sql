@@ -182,6 +182,30 @@ SET ended_at = coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()),
 WHERE project_id = @project_id AND item_id = ANY(@item_ids::uuid[]) AND ended_at IS NULL
 RETURNING item_id, worker;
 
+-- name: DismissAttentionCancelled :execrows
+-- A person's cancel dismisses the open attention requests of the cancelled
+-- items (resolved_by the person, @note as the dismissal note), so no one
+-- is asked about an item that will never run, and takes the blocking ones
+-- off the items' open_attention counters (kept exact whatever the status).
+WITH closed AS (
+    UPDATE attention_requests r
+    SET state = 'dismissed',
+        answer = @note::text,
+        resolved_by = @by::text,
+        resolved_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE r.project_id = @project_id AND r.item_id = ANY(@item_ids::uuid[]) AND r.state = 'open'
+    RETURNING r.project_id, r.item_id, r.blocking
+), counted AS (
+    UPDATE items i
+    SET open_attention = i.open_attention - c.n
+    FROM (SELECT closed.project_id, closed.item_id, count(*)::integer AS n
+          FROM closed WHERE closed.blocking
+          GROUP BY closed.project_id, closed.item_id) AS c
+    WHERE i.project_id = c.project_id AND i.id = c.item_id
+    RETURNING i.id
+)
+SELECT closed.item_id FROM closed;
+
 -- name: SetPreviousWorker :exec
 UPDATE items SET previous_worker = @worker::text
 WHERE project_id = @project_id AND id = @id;
