@@ -73,14 +73,17 @@
 //     the Sweeper) and CountActiveForToken judge with statement_timestamp()
 //     (stable, so the expiry indexes apply); an expired lease ends at its
 //     expires_at, so the next claim starts after it;
-//   - a person's cancel (EndLeasesCancelled), RequestStop and the refusal
-//     records stamp the statement's clock; the continuity window
+//   - a person's cancel (EndLeasesCancelled, DismissAttentionCancelled),
+//     RequestStop and the refusal records stamp the statement's clock; an
+//     attention request's created_at (InsertAttention) and resolved_at
+//     (CloseAttention) are their statement's, so a request opened because
+//     a lease ended (repeated failure, repeated expiry) is created after
+//     the lease's ended_at; the continuity window
 //     (ReleaseItemFromAttention) starts when the resolving statement holds
 //     the item.
 //
-// Attention requests' created_at and resolved_at, and the items'
-// updated_at outside the claim and EndLease, keep their transaction's
-// start: they stamp no lease and decide nothing.
+// The items' updated_at outside the claim and EndLease keeps its
+// transaction's start: it stamps no lease and decides nothing.
 //
 // # Ending a lease
 //

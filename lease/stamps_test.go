@@ -164,6 +164,34 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 		}
 	})
 
+	t.Run("RequestAfterTheLeaseEnded", func(t *testing.T) {
+		// Fail's repeated_failure request (and the reaper's repeated_expiry
+		// one) is opened after the lease ended, in the same transaction.
+		t.Parallel()
+		f := dbClock(t)
+		it, l := f.claimNew(t, "w")
+		lateTx(t, f, func(tx pgx.Tx, before time.Time) {
+			outcome := string(lease.OutcomeFailed)
+			row, err := q.EndLease(f.ctx, tx, dbq.EndLeaseParams{
+				Outcome: &outcome, ProjectID: f.project, LeaseID: l.ID, Epoch: l.Epoch, Failed: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := attention.OpenTx(f.ctx, tx, clock.Database{}, f.project, it.ID, attention.NewRequest{
+				Question: "failed", Blocking: true, Source: attention.SourceSystem,
+				Reason: attention.ReasonRepeatedFailure, RequestedBy: "system",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.CreatedAt.Before(*row.EndedAt) {
+				t.Errorf("the request about the ended lease was created at %v, before the lease ended (%v)",
+					req.CreatedAt, *row.EndedAt)
+			}
+		})
+	})
+
 	t.Run("ContinuityWindow", func(t *testing.T) {
 		t.Parallel()
 		f := dbClock(t)

@@ -104,7 +104,7 @@ UPDATE attention_requests
 SET state = $1,
     answer = $2,
     resolved_by = $3,
-    resolved_at = coalesce($4::timestamptz, now())
+    resolved_at = coalesce($4::timestamptz, statement_timestamp())
 WHERE project_id = $5 AND id = $6 AND state = 'open'
 RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at
 `
@@ -118,7 +118,8 @@ type CloseAttentionParams struct {
 	ID         uuid.UUID
 }
 
-// Resolves or dismisses an open request, once.
+// Resolves or dismisses an open request, once, stamped by the statement's
+// database clock (not later than the continuity window's start).
 func (q *Queries) CloseAttention(ctx context.Context, db DBTX, arg CloseAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, closeAttention,
 		arg.State,
@@ -306,7 +307,7 @@ INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, re
                                 question, suggested_answers, context, blocking, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
         $8, $9::text[], $10, $11,
-        coalesce($12::timestamptz, now()))
+        coalesce($12::timestamptz, statement_timestamp()))
 RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at
 `
 
@@ -325,6 +326,9 @@ type InsertAttentionParams struct {
 	Now              *time.Time
 }
 
+// created_at is this statement's database clock, not its transaction's
+// start: a request opened because a lease ended (repeated failure or
+// expiry) is created after the lease's ended_at.
 func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, insertAttention,
 		arg.ProjectID,

@@ -234,7 +234,7 @@ WITH closed AS (
     SET state = 'dismissed',
         answer = $1::text,
         resolved_by = $2::text,
-        resolved_at = coalesce($3::timestamptz, now())
+        resolved_at = coalesce($3::timestamptz, clock_timestamp())
     WHERE r.project_id = $4 AND r.item_id = ANY($5::uuid[]) AND r.state = 'open'
     RETURNING r.project_id, r.item_id, r.blocking
 ), counted AS (

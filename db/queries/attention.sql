@@ -1,9 +1,12 @@
 -- name: InsertAttention :one
+-- created_at is this statement's database clock, not its transaction's
+-- start: a request opened because a lease ended (repeated failure or
+-- expiry) is created after the lease's ended_at.
 INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, reason, requested_by,
                                 question, suggested_answers, context, blocking, created_at)
 VALUES (@project_id, @item_id, sqlc.narg('lease_id'), sqlc.narg('epoch'), @source, @reason, @requested_by,
         @question, @suggested_answers::text[], sqlc.narg('context'), @blocking,
-        coalesce(sqlc.narg('now')::timestamptz, now()))
+        coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
 RETURNING *;
 
 -- name: HoldItemForAttention :one
@@ -33,12 +36,13 @@ SELECT title, status FROM items
 WHERE project_id = @project_id AND id = @item_id;
 
 -- name: CloseAttention :one
--- Resolves or dismisses an open request, once.
+-- Resolves or dismisses an open request, once, stamped by the statement's
+-- database clock (not later than the continuity window's start).
 UPDATE attention_requests
 SET state = @state,
     answer = sqlc.narg('answer'),
     resolved_by = @resolved_by,
-    resolved_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    resolved_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 WHERE project_id = @project_id AND id = @id AND state = 'open'
 RETURNING *;
 

@@ -192,7 +192,7 @@ WITH closed AS (
     SET state = 'dismissed',
         answer = @note::text,
         resolved_by = @by::text,
-        resolved_at = coalesce(sqlc.narg('now')::timestamptz, now())
+        resolved_at = coalesce(sqlc.narg('now')::timestamptz, clock_timestamp())
     WHERE r.project_id = @project_id AND r.item_id = ANY(@item_ids::uuid[]) AND r.state = 'open'
     RETURNING r.project_id, r.item_id, r.blocking
 ), counted AS (
