@@ -67,8 +67,10 @@
 //   - HeartbeatLease, EndLease and LockLease read clock_timestamp() once
 //     and both fence and stamp with it: ended_at is never past expires_at,
 //     and a renewal's expires_at - heartbeat_at is exactly its TTL (which
-//     the next TTL-keeping renewal reuses); EndLease's retry backoff and
-//     finished_at start at ended_at;
+//     the next TTL-keeping renewal reuses); a stamp is never before the
+//     lease's earlier stamps, even when the statement read the clock and
+//     then waited for the row while a heartbeat renewed it; EndLease's
+//     retry backoff and finished_at start at ended_at;
 //   - ExpireLeases and ProjectsWithExpiredLeases (the claim's reaping and
 //     the Sweeper) and CountActiveForToken judge with statement_timestamp()
 //     (stable, so the expiry indexes apply); an expired lease ends at its

@@ -225,6 +225,59 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 		})
 	})
 
+	t.Run("EndWaitingOnAHeartbeat", func(t *testing.T) {
+		// An end that read its clock, then waited for the lease's row while a
+		// heartbeat renewed it, still ends it after that heartbeat.
+		t.Parallel()
+		f := dbClock(t)
+		_, l := f.claimNew(t, "w")
+		hbTx, err := f.pool.Begin(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hbTx.Rollback(context.WithoutCancel(f.ctx))
+		if _, err := hbTx.Exec(f.ctx, "SELECT 1 FROM leases WHERE project_id = $1 AND id = $2 FOR UPDATE",
+			f.project, l.ID); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := f.pool.Acquire(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		pid := conn.Conn().PgConn().PID()
+		done := make(chan dbq.EndLeaseRow, 1)
+		go func() {
+			outcome := string(lease.OutcomeReleased)
+			row, err := q.EndLease(f.ctx, conn, dbq.EndLeaseParams{
+				Outcome: &outcome, ProjectID: f.project, LeaseID: l.ID, Epoch: l.Epoch,
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- row
+		}()
+		for waiting := false; !waiting; {
+			if err := f.pool.QueryRow(f.ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1",
+				pid).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hb, err := q.HeartbeatLease(f.ctx, hbTx, dbq.HeartbeatLeaseParams{
+			ProjectID: f.project, LeaseID: l.ID, Epoch: l.Epoch,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hbTx.Commit(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		row := <-done
+		if row.EndedAt == nil || row.EndedAt.Before(*hb.Lease.HeartbeatAt) {
+			t.Errorf("ended_at %v is before the heartbeat it waited for (%v)", row.EndedAt, *hb.Lease.HeartbeatAt)
+		}
+	})
+
 	t.Run("Cancel", func(t *testing.T) {
 		t.Parallel()
 		f := dbClock(t)

@@ -314,7 +314,7 @@ func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams)
 
 const endLeasesCancelled = `-- name: EndLeasesCancelled :many
 UPDATE leases
-SET ended_at = coalesce($1::timestamptz, clock_timestamp()),
+SET ended_at = coalesce($1::timestamptz, greatest(clock_timestamp(), acquired_at, heartbeat_at)),
     outcome = 'cancelled',
     outcome_detail = jsonb_build_object('by', $2::text, 'reason', $3::text)
 WHERE project_id = $4 AND item_id = ANY($5::uuid[]) AND ended_at IS NULL

@@ -271,13 +271,13 @@ func (q *Queries) CountRefusal(ctx context.Context, db DBTX, arg CountRefusalPar
 const endLease = `-- name: EndLease :one
 WITH ended AS (
     UPDATE leases l
-    SET ended_at = t.at,
-        outcome = $1,
-        outcome_detail = $2,
-        result = $3,
-        worker_time = coalesce($4, l.worker_time)
-    FROM (SELECT coalesce($8::timestamptz, clock_timestamp()) AS at) AS t
-    WHERE l.project_id = $5 AND l.id = $6 AND l.epoch = $7
+    SET ended_at = coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
+        outcome = $2,
+        outcome_detail = $3,
+        result = $4,
+        worker_time = coalesce($5, l.worker_time)
+    FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
+    WHERE l.project_id = $6 AND l.id = $7 AND l.epoch = $8
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
     RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
@@ -293,7 +293,7 @@ WITH ended AS (
                 $12::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
         status = CASE WHEN $13::boolean THEN 'done' ELSE i.status END,
-        result = CASE WHEN $13::boolean THEN $3::jsonb ELSE i.result END,
+        result = CASE WHEN $13::boolean THEN $4::jsonb ELSE i.result END,
         finished_at = CASE WHEN $13::boolean THEN ended.ended_at ELSE i.finished_at END,
         updated_at = ended.ended_at
     FROM ended
@@ -307,6 +307,7 @@ FROM ended, freed
 `
 
 type EndLeaseParams struct {
+	Now           *time.Time
 	Outcome       *string
 	OutcomeDetail json.RawMessage
 	Result        json.RawMessage
@@ -314,7 +315,6 @@ type EndLeaseParams struct {
 	ProjectID     uuid.UUID
 	LeaseID       uuid.UUID
 	Epoch         int64
-	Now           *time.Time
 	ResetExpiries bool
 	Failed        bool
 	BackoffMs     int64
@@ -357,6 +357,7 @@ type EndLeaseRow struct {
 // dependents and parent (graph.ReleaseFinishedTx).
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {
 	row := db.QueryRow(ctx, endLease,
+		arg.Now,
 		arg.Outcome,
 		arg.OutcomeDetail,
 		arg.Result,
@@ -364,7 +365,6 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		arg.ProjectID,
 		arg.LeaseID,
 		arg.Epoch,
-		arg.Now,
 		arg.ResetExpiries,
 		arg.Failed,
 		arg.BackoffMs,
@@ -459,7 +459,9 @@ type ExpireLeasesRow struct {
 //   - a statement that stamps a lease (claim, heartbeat, end) and fences it
 //     reads clock_timestamp() once (the subquery "t" or "grant_time") and
 //     both judges and stamps with that one instant, so ended_at is never
-//     past expires_at and expires_at - stamp is exactly the TTL;
+//     past expires_at and expires_at - stamp is exactly the TTL; a stamp
+//     is never before the lease's earlier ones (greatest(...): the row may
+//     have been renewed while the statement waited for its lock);
 //   - the claim stamps after it holds the item's row, and never before the
 //     item's previous lease ended (greatest(...)), so by the stored
 //     timestamps two leases of one item never overlap.
@@ -545,16 +547,16 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 const heartbeatLease = `-- name: HeartbeatLease :one
 WITH renewed AS (
     UPDATE leases l
-    SET expires_at = t.at + CASE
-            WHEN $1::bigint > 0 THEN $1::bigint * interval '1 millisecond'
+    SET expires_at = coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) + CASE
+            WHEN $2::bigint > 0 THEN $2::bigint * interval '1 millisecond'
             ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
         END,
-        heartbeat_at = t.at,
+        heartbeat_at = coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
-        progress = coalesce($2::jsonb, l.progress),
-        worker_time = coalesce($3::timestamptz, l.worker_time)
-    FROM (SELECT coalesce($7::timestamptz, clock_timestamp()) AS at) AS t
-    WHERE l.project_id = $4 AND l.id = $5 AND l.epoch = $6
+        progress = coalesce($3::jsonb, l.progress),
+        worker_time = coalesce($4::timestamptz, l.worker_time)
+    FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
+    WHERE l.project_id = $5 AND l.id = $6 AND l.epoch = $7
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
       AND EXISTS (SELECT 1 FROM items i
@@ -570,13 +572,13 @@ FROM renewed AS leases
 `
 
 type HeartbeatLeaseParams struct {
+	Now        *time.Time
 	TtlMs      int64
 	Progress   json.RawMessage
 	WorkerTime *time.Time
 	ProjectID  uuid.UUID
 	LeaseID    uuid.UUID
 	Epoch      int64
-	Now        *time.Time
 }
 
 type HeartbeatLeaseRow struct {
@@ -590,13 +592,13 @@ type HeartbeatLeaseRow struct {
 // have none, and the heartbeat then need not read them).
 func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeaseParams) (HeartbeatLeaseRow, error) {
 	row := db.QueryRow(ctx, heartbeatLease,
+		arg.Now,
 		arg.TtlMs,
 		arg.Progress,
 		arg.WorkerTime,
 		arg.ProjectID,
 		arg.LeaseID,
 		arg.Epoch,
-		arg.Now,
 	)
 	var i HeartbeatLeaseRow
 	err := row.Scan(

@@ -176,7 +176,7 @@ ORDER BY b.depth, i.seq;
 -- by the database clock when it writes (see db/queries/lease.sql), not at
 -- its transaction's start.
 UPDATE leases
-SET ended_at = coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()),
+SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(clock_timestamp(), acquired_at, heartbeat_at)),
     outcome = 'cancelled',
     outcome_detail = jsonb_build_object('by', @by::text, 'reason', @reason::text)
 WHERE project_id = @project_id AND item_id = ANY(@item_ids::uuid[]) AND ended_at IS NULL

@@ -12,7 +12,9 @@
 --   * a statement that stamps a lease (claim, heartbeat, end) and fences it
 --     reads clock_timestamp() once (the subquery "t" or "grant_time") and
 --     both judges and stamps with that one instant, so ended_at is never
---     past expires_at and expires_at - stamp is exactly the TTL;
+--     past expires_at and expires_at - stamp is exactly the TTL; a stamp
+--     is never before the lease's earlier ones (greatest(...): the row may
+--     have been renewed while the statement waited for its lock);
 --   * the claim stamps after it holds the item's row, and never before the
 --     item's previous lease ended (greatest(...)), so by the stored
 --     timestamps two leases of one item never overlap.
@@ -137,11 +139,11 @@ WHERE token_id = @token_id
 -- have none, and the heartbeat then need not read them).
 WITH renewed AS (
     UPDATE leases l
-    SET expires_at = t.at + CASE
+    SET expires_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) + CASE
             WHEN sqlc.arg('ttl_ms')::bigint > 0 THEN sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
             ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
         END,
-        heartbeat_at = t.at,
+        heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
         progress = coalesce(sqlc.narg('progress')::jsonb, l.progress),
         worker_time = coalesce(sqlc.narg('worker_time')::timestamptz, l.worker_time)
@@ -184,7 +186,7 @@ FOR UPDATE OF l;
 -- dependents and parent (graph.ReleaseFinishedTx).
 WITH ended AS (
     UPDATE leases l
-    SET ended_at = t.at,
+    SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         outcome = @outcome,
         outcome_detail = sqlc.narg('outcome_detail'),
         result = sqlc.narg('result'),
