@@ -66,8 +66,9 @@ func TestCancelClosesOpenAttention(t *testing.T) {
 			got.Answer == nil || !strings.Contains(*got.Answer, "item cancelled") || !strings.Contains(*got.Answer, "not needed") {
 			t.Errorf("request %q after the cancel: state %s by %v note %v", r.Question, got.State, got.ResolvedBy, got.Answer)
 		}
-		if _, err := f.att.Resolve(f.ctx, f.project, r.ID, "left", "carol"); wgerr.CodeOf(err) != wgerr.CodeConflict {
-			t.Errorf("answering %q after the cancel: err = %v, want conflict", r.Question, err)
+		_, err = f.att.Resolve(f.ctx, f.project, r.ID, "left", "carol")
+		if wgerr.CodeOf(err) != wgerr.CodeConflict || !strings.Contains(err.Error(), "item cancelled") {
+			t.Errorf("answering %q after the cancel: err = %v, want a conflict saying the item was cancelled", r.Question, err)
 		}
 	}
 	var wrong int

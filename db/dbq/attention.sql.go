@@ -83,7 +83,7 @@ func (q *Queries) AttentionProject(ctx context.Context, db DBTX, id uuid.UUID) (
 }
 
 const attentionState = `-- name: AttentionState :one
-SELECT state FROM attention_requests
+SELECT state, answer FROM attention_requests
 WHERE project_id = $1 AND id = $2
 `
 
@@ -92,11 +92,16 @@ type AttentionStateParams struct {
 	ID        uuid.UUID
 }
 
-func (q *Queries) AttentionState(ctx context.Context, db DBTX, arg AttentionStateParams) (string, error) {
+type AttentionStateRow struct {
+	State  string
+	Answer *string
+}
+
+func (q *Queries) AttentionState(ctx context.Context, db DBTX, arg AttentionStateParams) (AttentionStateRow, error) {
 	row := db.QueryRow(ctx, attentionState, arg.ProjectID, arg.ID)
-	var state string
-	err := row.Scan(&state)
-	return state, err
+	var i AttentionStateRow
+	err := row.Scan(&i.State, &i.Answer)
+	return i, err
 }
 
 const closeAttention = `-- name: CloseAttention :one

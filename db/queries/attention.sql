@@ -69,7 +69,7 @@ JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = @project_id AND r.id = @id;
 
 -- name: AttentionState :one
-SELECT state FROM attention_requests
+SELECT state, answer FROM attention_requests
 WHERE project_id = @project_id AND id = @id;
 
 -- name: AttentionProject :one
