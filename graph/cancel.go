@@ -15,7 +15,9 @@ import (
 // Cancel is a person's cancel: the item and all its open descendants become
 // cancelled in one transaction. Each active lease among them ends with
 // outcome "cancelled" and outcome_detail {"by", "reason"} (the worker learns
-// it on its next call: lease_lost); the items' previous_worker records the
+// it on its next call: lease_lost), except one already past its expiry by
+// the database clock, which ends as "expired" at its expires_at, as the
+// reaper would have ended it; the items' previous_worker records the
 // holder. Their open attention requests (blocking or not, a worker's, the
 // system's or a person's hold) are dismissed by the person with the note
 // "item cancelled" (and the reason), so the inbox no longer shows them and

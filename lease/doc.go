@@ -76,7 +76,9 @@
 //     (stable, so the expiry indexes apply); an expired lease ends at its
 //     expires_at, so the next claim starts after it;
 //   - a person's cancel (EndLeasesCancelled, DismissAttentionCancelled),
-//     RequestStop and the refusal records stamp the statement's clock; an
+//     RequestStop and the refusal records stamp the statement's clock (a
+//     cancel ends a lease it finds already expired as "expired" at its
+//     expires_at, so no lease ends after its expiry); an
 //     attention request's created_at (InsertAttention) and resolved_at
 //     (CloseAttention) are their statement's, so a request opened because
 //     a lease ended (repeated failure, repeated expiry) is created after

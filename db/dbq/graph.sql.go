@@ -313,12 +313,16 @@ func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams)
 }
 
 const endLeasesCancelled = `-- name: EndLeasesCancelled :many
-UPDATE leases
-SET ended_at = coalesce($1::timestamptz, greatest(clock_timestamp(), acquired_at, heartbeat_at)),
-    outcome = 'cancelled',
-    outcome_detail = jsonb_build_object('by', $2::text, 'reason', $3::text)
-WHERE project_id = $4 AND item_id = ANY($5::uuid[]) AND ended_at IS NULL
-RETURNING item_id, worker
+UPDATE leases l
+SET ended_at = CASE WHEN l.expires_at <= t.at THEN l.expires_at
+                    ELSE coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) END,
+    outcome = CASE WHEN l.expires_at <= t.at THEN 'expired' ELSE 'cancelled' END,
+    outcome_detail = CASE WHEN l.expires_at <= t.at
+        THEN jsonb_build_object('reaped_at', t.at, 'heartbeats', l.heartbeats)
+        ELSE jsonb_build_object('by', $2::text, 'reason', $3::text) END
+FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
+WHERE l.project_id = $4 AND l.item_id = ANY($5::uuid[]) AND l.ended_at IS NULL
+RETURNING l.item_id, l.worker
 `
 
 type EndLeasesCancelledParams struct {
@@ -336,7 +340,9 @@ type EndLeasesCancelledRow struct {
 
 // A person's cancel ends the active leases of the cancelled items, stamped
 // by the database clock when it writes (see db/queries/lease.sql), not at
-// its transaction's start.
+// its transaction's start. A lease that had already expired (no one had
+// reaped it yet) ends as the reaper would have ended it: 'expired', at its
+// expires_at; it gave no rights after that.
 func (q *Queries) EndLeasesCancelled(ctx context.Context, db DBTX, arg EndLeasesCancelledParams) ([]EndLeasesCancelledRow, error) {
 	rows, err := db.Query(ctx, endLeasesCancelled,
 		arg.Now,

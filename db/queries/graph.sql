@@ -174,13 +174,19 @@ ORDER BY b.depth, i.seq;
 -- name: EndLeasesCancelled :many
 -- A person's cancel ends the active leases of the cancelled items, stamped
 -- by the database clock when it writes (see db/queries/lease.sql), not at
--- its transaction's start.
-UPDATE leases
-SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(clock_timestamp(), acquired_at, heartbeat_at)),
-    outcome = 'cancelled',
-    outcome_detail = jsonb_build_object('by', @by::text, 'reason', @reason::text)
-WHERE project_id = @project_id AND item_id = ANY(@item_ids::uuid[]) AND ended_at IS NULL
-RETURNING item_id, worker;
+-- its transaction's start. A lease that had already expired (no one had
+-- reaped it yet) ends as the reaper would have ended it: 'expired', at its
+-- expires_at; it gave no rights after that.
+UPDATE leases l
+SET ended_at = CASE WHEN l.expires_at <= t.at THEN l.expires_at
+                    ELSE coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) END,
+    outcome = CASE WHEN l.expires_at <= t.at THEN 'expired' ELSE 'cancelled' END,
+    outcome_detail = CASE WHEN l.expires_at <= t.at
+        THEN jsonb_build_object('reaped_at', t.at, 'heartbeats', l.heartbeats)
+        ELSE jsonb_build_object('by', @by::text, 'reason', @reason::text) END
+FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at) AS t
+WHERE l.project_id = @project_id AND l.item_id = ANY(@item_ids::uuid[]) AND l.ended_at IS NULL
+RETURNING l.item_id, l.worker;
 
 -- name: DismissAttentionCancelled :execrows
 -- A person's cancel dismisses the open attention requests of the cancelled
