@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -347,6 +348,101 @@ func TestClaimReleaseRaceLeavesNoOverlap(t *testing.T) {
 	if leases < workers {
 		t.Fatalf("only %d leases granted", leases)
 	}
+	if overlaps != 0 || wrongTTL != 0 || endedOutside != 0 {
+		t.Errorf("of %d leases: %d overlap the item's previous lease, %d do not last their TTL, %d ended outside their grant",
+			leases, overlaps, wrongTTL, endedOutside)
+	}
+	f.checkInvariants(t)
+}
+
+// TestRenewalsAndExpiriesLeaveNoOverlap races claimers on the database
+// clock that release at once, renew then release, or abandon a short lease
+// to expiry (ended by the next claims and a sweeper running alongside), and
+// checks the stored history: by their timestamps two leases of one item
+// never overlap, every lease lasts its TTL from its grant or its latest
+// renewal, and none ends outside its grant.
+func TestRenewalsAndExpiriesLeaveNoOverlap(t *testing.T) {
+	t.Parallel()
+	f := dbClock(t)
+	const short = 50 * time.Millisecond
+	f.cfg.MinTTL, f.cfg.MaxExpiries = short, 1_000_000
+	f.leases = lease.NewService(f.pool, clock.Database{}, f.cfg)
+	f.items(t, 4)
+	const workers, rounds = 8, 60
+	stop := make(chan struct{})
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		w := lease.NewSweeper(f.leases, time.Hour, nil)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := w.RunOnce(f.ctx); err != nil {
+				t.Errorf("sweep: %v", err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 13))
+			worker := fmt.Sprintf("w%d", w)
+			for r := 0; r < rounds; r++ {
+				abandon := rng.IntN(4) == 0
+				req := lease.ClaimRequest{Worker: worker}
+				if abandon {
+					req.TTL = short
+				}
+				c, err := f.leases.Claim(f.ctx, f.project, req)
+				if errors.Is(err, lease.ErrNothingReady) {
+					continue
+				}
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				if abandon {
+					continue
+				}
+				if rng.IntN(2) == 0 {
+					if _, err := f.leases.Heartbeat(f.ctx, f.project, fence(c.Lease), lease.Heartbeat{}); err != nil {
+						t.Errorf("heartbeat: %v", err)
+						return
+					}
+				}
+				if _, err := f.leases.Release(f.ctx, f.project, fence(c.Lease), ""); err != nil {
+					t.Errorf("release: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-swept
+	var leases, expired, overlaps, wrongTTL, endedOutside int
+	err := f.pool.QueryRow(f.ctx, `
+		SELECT count(*),
+		       count(*) FILTER (WHERE outcome = 'expired'),
+		       count(*) FILTER (WHERE prev_end > acquired_at),
+		       count(*) FILTER (WHERE expires_at - coalesce(heartbeat_at, acquired_at) NOT IN ($2::interval, $3::interval)),
+		       count(*) FILTER (WHERE ended_at < coalesce(heartbeat_at, acquired_at) OR ended_at > expires_at)
+		FROM (SELECT acquired_at, heartbeat_at, expires_at, ended_at, outcome,
+		             lag(ended_at) OVER (PARTITION BY item_id ORDER BY epoch) AS prev_end
+		      FROM leases WHERE project_id = $1) x`, f.project, ttl, short).Scan(&leases, &expired, &overlaps, &wrongTTL, &endedOutside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leases < workers {
+		t.Fatalf("only %d leases granted", leases)
+	}
+	t.Logf("%d leases, %d expired", leases, expired)
 	if overlaps != 0 || wrongTTL != 0 || endedOutside != 0 {
 		t.Errorf("of %d leases: %d overlap the item's previous lease, %d do not last their TTL, %d ended outside their grant",
 			leases, overlaps, wrongTTL, endedOutside)
