@@ -69,11 +69,11 @@ WHERE project_id = @project_id AND id = @item_id;
 -- first-created first) that carries @labels, is past its retry backoff and
 -- is not reserved for another worker by the continuity window (a
 -- reservation names the worker label and the token that held the lease:
--- both must match); increments
--- its epoch, makes @lease_id its active lease and records the lease. Rows
--- other claimers hold are skipped. The lease is stamped once the item's row
--- is held (grant_time: evaluated per taken row), never before the item's
--- previous lease ended, and lasts exactly @ttl_ms.
+-- both must match); increments its epoch, makes @lease_id its active lease
+-- and records the lease. Rows other claimers hold are skipped. The lease is
+-- stamped once the item's row is held (grant_time: evaluated per taken
+-- row), never before the item's previous lease ended, and lasts exactly
+-- @ttl_ms.
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
