@@ -70,24 +70,28 @@
 //     the next TTL-keeping renewal reuses); a stamp is never before the
 //     lease's earlier stamps, even when the statement read the clock and
 //     then waited for the row while a heartbeat renewed it; EndLease's
-//     retry backoff and finished_at start at ended_at;
+//     retry backoff and finished_at start at ended_at. Ask and Decompose
+//     lock the lease (LockLease) and later end it (EndLease), each fenced
+//     on its own reading: a lease that expires in between is lost, since
+//     its end would come after its expiry;
 //   - ExpireLeases and ProjectsWithExpiredLeases (the claim's reaping and
 //     the Sweeper) and CountActiveForToken judge with statement_timestamp()
 //     (stable, so the expiry indexes apply); an expired lease ends at its
 //     expires_at, so the next claim starts after it;
 //   - a person's cancel (EndLeasesCancelled, DismissAttentionCancelled),
-//     RequestStop and the refusal records stamp the statement's clock (a
+//     RequestStop and the refusal records stamp the statement's clock; a
 //     cancel ends a lease it finds already expired as "expired" at its
-//     expires_at, so no lease ends after its expiry); an
-//     attention request's created_at (InsertAttention) and resolved_at
+//     expires_at, so no lease ends after its expiry;
+//   - an attention request's created_at (InsertAttention) and resolved_at
 //     (CloseAttention) are their statement's, so a request opened because
 //     a lease ended (repeated failure, repeated expiry) is created after
 //     the lease's ended_at; the continuity window
 //     (ReleaseItemFromAttention) starts when the resolving statement holds
 //     the item.
 //
-// The items' updated_at outside the claim and EndLease keeps its
-// transaction's start: it stamps no lease and decides nothing.
+// The items' updated_at outside the claim and EndLease, and a cancelled
+// item's finished_at, keep their transaction's start: they stamp no lease
+// and decide nothing.
 //
 // # Ending a lease
 //
