@@ -62,8 +62,10 @@ type Request struct {
 
 // NewRequest is the input of OpenTx. Source defaults to "worker" and Reason
 // to "question". LeaseID and Epoch are given together or not at all. Worker
-// is the worker of the lease that ended for a blocking request; it becomes
-// the item's continuity preference (see the package documentation).
+// is the worker of the lease that ended for a blocking request and
+// WorkerToken the token that lease was granted to (nil: none); together
+// they become the item's continuity preference (see the package
+// documentation). WorkerToken without a Worker is ignored.
 type NewRequest struct {
 	Question         string
 	SuggestedAnswers []string
@@ -75,6 +77,7 @@ type NewRequest struct {
 	LeaseID          *uuid.UUID
 	Epoch            *int64
 	Worker           string
+	WorkerToken      *uuid.UUID
 }
 
 // Filter selects requests for List. Nil fields do not filter. Limit 0 means

@@ -25,10 +25,13 @@
 // # Continuity policy
 //
 // The worker whose lease ended for a blocking request (NewRequest.Worker) is
-// remembered on the item as its pending preferred worker. When the item's
+// remembered on the item as its pending preferred worker, together with the
+// token that lease was granted to (NewRequest.WorkerToken). When the item's
 // last blocking request is resolved or dismissed, the preference gets a
 // window: for Config.ContinuityWindow (10 minutes by default) the claim gives
-// the item only to that worker label; after the window anyone may claim it,
+// the item only to that worker label presented by that same token (the
+// label is self-declared: another token of the project naming it gets
+// nothing reserved); after the window anyone may claim it,
 // and any claim clears the preference. The window starts at the resolution,
 // even if dependencies or children still block the item, so an item is never
 // reserved for longer than the window after its person answered. A request

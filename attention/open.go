@@ -71,7 +71,7 @@ func OpenTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, itemID uui
 func holdOrCheck(ctx context.Context, q *dbq.Queries, tx pgx.Tx, now nowArg, project, itemID uuid.UUID, in NewRequest) (string, error) {
 	if in.Blocking {
 		title, err := q.HoldItemForAttention(ctx, tx, dbq.HoldItemForAttentionParams{
-			ProjectID: project, ItemID: itemID, Worker: in.Worker, Now: now,
+			ProjectID: project, ItemID: itemID, Worker: in.Worker, WorkerToken: in.WorkerToken, Now: now,
 		})
 		if err == nil {
 			return title, nil
@@ -172,6 +172,9 @@ func clean(in NewRequest) (NewRequest, error) {
 	}
 	if len(in.Worker) > maxByBytes {
 		return in, wgerr.InvalidField("worker", "must be at most %d bytes", maxByBytes)
+	}
+	if in.Worker == "" {
+		in.WorkerToken = nil
 	}
 	return in, nil
 }

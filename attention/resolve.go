@@ -80,14 +80,18 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 
 // notOpen explains why a request could not be closed.
 func (s *Service) notOpen(ctx context.Context, tx pgx.Tx, project, id uuid.UUID) error {
-	state, err := dbq.New().AttentionState(ctx, tx, dbq.AttentionStateParams{ProjectID: project, ID: id})
+	row, err := dbq.New().AttentionState(ctx, tx, dbq.AttentionStateParams{ProjectID: project, ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound(id)
 	}
 	if err != nil {
 		return err
 	}
-	return wgerr.New(wgerr.CodeConflict, "attention request %s is already %s", id, state)
+	if row.State == string(StateDismissed) && row.Answer != nil {
+		// The dismissal's note says why (e.g. "item cancelled: ...").
+		return wgerr.New(wgerr.CodeConflict, "attention request %s is already dismissed (%s)", id, *row.Answer)
+	}
+	return wgerr.New(wgerr.CodeConflict, "attention request %s is already %s", id, row.State)
 }
 
 func notFound(id uuid.UUID) error {

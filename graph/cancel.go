@@ -15,9 +15,14 @@ import (
 // Cancel is a person's cancel: the item and all its open descendants become
 // cancelled in one transaction. Each active lease among them ends with
 // outcome "cancelled" and outcome_detail {"by", "reason"} (the worker learns
-// it on its next call: lease_lost); the items' previous_worker records the
-// holder. Dependents and parents are recomputed as when an item is done (a cancelled
-// prerequisite satisfies its dependents).
+// it on its next call: lease_lost), except one already past its expiry by
+// the database clock, which ends as "expired" at its expires_at, as the
+// reaper would have ended it; the items' previous_worker records the
+// holder. Their open attention requests (blocking or not, a worker's, the
+// system's or a person's hold) are dismissed by the person with the note
+// "item cancelled" (and the reason), so the inbox no longer shows them and
+// answering one is a conflict. Dependents and parents are recomputed as
+// when an item is done (a cancelled prerequisite satisfies its dependents).
 //
 // Errors: invalid_argument when by is empty; not_found when the item is not
 // in the project; conflict when it is already done or cancelled.
@@ -57,10 +62,24 @@ func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason 
 		if _, err := finishItems(ctx, tx, now, project, ids, StatusCancelled, nil); err != nil {
 			return err
 		}
+		if _, err := q.DismissAttentionCancelled(ctx, tx, dbq.DismissAttentionCancelledParams{
+			Note: cancelNote(reason), By: by, Now: now, ProjectID: project, ItemIds: ids,
+		}); err != nil {
+			return err
+		}
 		out, err = getItem(ctx, tx, now, project, id)
 		return err
 	})
 	return out, err
+}
+
+// cancelNote is the dismissal note of the attention requests a cancel
+// closes.
+func cancelNote(reason string) string {
+	if reason = strings.TrimSpace(reason); reason != "" {
+		return "item cancelled: " + reason
+	}
+	return "item cancelled"
 }
 
 // lockOpenSubtree locks the open descendants of the (locked) root and

@@ -85,6 +85,29 @@ func TestCancel(t *testing.T) {
 		}
 		f.checkCounters(t)
 	})
+	t.Run("ExpiredLeaseEndsExpired", func(t *testing.T) {
+		// A lease past its expiry that no one reaped yet gave no rights
+		// after expires_at: the cancel ends it as the reaper would have.
+		t.Parallel()
+		f := setup(t)
+		a := f.mustItem(t, itemOpts{})
+		leaseID := f.mustLease(t, a.ID, "gone")
+		f.clk.Advance(time.Hour)
+		if _, err := f.svc.Cancel(ctx, f.project, a.ID, "alice", "stale"); err != nil {
+			t.Fatal(err)
+		}
+		var outcome string
+		var endedAt, expiresAt time.Time
+		err := f.pool.QueryRow(ctx, `SELECT outcome, ended_at, expires_at FROM leases WHERE project_id = $1 AND id = $2`,
+			f.project, leaseID).Scan(&outcome, &endedAt, &expiresAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if outcome != "expired" || !endedAt.Equal(expiresAt) {
+			t.Fatalf("lease outcome %s ended %v (expired at %v), want expired at its expiry", outcome, endedAt, expiresAt)
+		}
+		wantState(t, f.mustGet(t, a.ID), StateCancelled)
+	})
 	t.Run("ErrConflict", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t)

@@ -14,10 +14,12 @@ import (
 // Ask opens an attention request on the leased item, under the lease's
 // fence. A blocking request ends the lease as attention_requested in the
 // same transaction; the item waits until every blocking request on it is
-// closed, and the lease's worker becomes its continuity preference. A
+// closed, and the lease's worker (its label and token) becomes its
+// continuity preference. A
 // non-blocking request leaves the lease running; its answer comes back on
 // the worker's heartbeats. Source is always "worker"; RequestedBy defaults
-// to the worker label; LeaseID, Epoch and Worker are taken from the lease.
+// to the worker label; LeaseID, Epoch, Worker and WorkerToken are taken
+// from the lease.
 //
 // Errors: invalid_argument (epoch, request fields); not_found; lease_lost.
 func (s *Service) Ask(ctx context.Context, project uuid.UUID, f Fence, in attention.NewRequest) (AskResult, error) {
@@ -32,9 +34,9 @@ func (s *Service) Ask(ctx context.Context, project uuid.UUID, f Fence, in attent
 		}
 		in.Source, in.Reason = attention.SourceWorker, attention.ReasonQuestion
 		in.LeaseID, in.Epoch = &held.ID, &held.Epoch
-		in.Worker = ""
+		in.Worker, in.WorkerToken = "", nil
 		if in.Blocking {
-			in.Worker = held.Worker
+			in.Worker, in.WorkerToken = held.Worker, held.TokenID
 		}
 		if in.RequestedBy == "" {
 			in.RequestedBy = held.Worker

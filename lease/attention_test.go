@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
@@ -228,6 +230,34 @@ func TestContinuityWindow(t *testing.T) {
 		}
 		if got := f.getItem(t, it.ID); got.PreferredWorker != nil {
 			t.Fatalf("preference kept after a claim: %+v", got)
+		}
+	})
+	t.Run("BoundToTheToken", func(t *testing.T) {
+		// Another token of the project presenting the same worker label does
+		// not get the reserved item (nor the person's answer with it).
+		tokenA, tokenB := uuid.New(), uuid.New()
+		label := "t-" + uuid.NewString()[:8]
+		it := f.item(t, graph.NewItem{Labels: []string{label}})
+		claim := func(token uuid.UUID) (lease.Claim, error) {
+			return f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{
+				Worker: "victim-worker", Labels: []string{label}, TokenID: &token,
+			})
+		}
+		c, err := claim(tokenA)
+		if err != nil || c.Item.ID != it.ID {
+			t.Fatalf("claim by token A = %v, %v", c.Item.ID, err)
+		}
+		f.resolve(t, f.ask(t, c.Lease, "q", true).Request, "the secret answer")
+		if c, err := claim(tokenB); !errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("token B with the same worker label got %v (%d requests), err %v; want nothing ready",
+				c.Item.ID, len(c.Attention), err)
+		}
+		if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "victim-worker", Labels: []string{label}}); !errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("a claim without a token got the item reserved for token A (err %v)", err)
+		}
+		c, err = claim(tokenA)
+		if err != nil || c.Item.ID != it.ID || len(c.Attention) != 1 {
+			t.Fatalf("claim by token A after the answer = %+v, %v", c, err)
 		}
 	})
 	t.Run("OtherItemsStillServed", func(t *testing.T) {

@@ -23,7 +23,7 @@
 // and the statement that writes carries the predicate
 //
 //	project_id = $project AND id = $lease AND epoch = $epoch
-//	AND ended_at IS NULL AND expires_at > coalesce($now, now())
+//	AND ended_at IS NULL AND expires_at > $at
 //	AND the item's active_lease_id and epoch are this lease's
 //
 // (EndLease, HeartbeatLease; LockLease takes the row lock under the same
@@ -49,6 +49,49 @@
 // tests, passed into every statement as "now"). A heartbeat after expiry is
 // refused even if no one has ended the lease yet: it never resurrects it.
 // Worker-supplied times (WorkerTime) are stored as diagnostics only.
+//
+// # Which instant a statement uses
+//
+// On the database clock ($at above) a statement reads the clock itself,
+// never its transaction's start (now(), which a slow link or a held lock
+// may leave far behind): a claim stamped at its transaction's start would
+// overlap the lease a concurrent release ended after that start, and a
+// delayed one would hand out a lease already expired. The rule, checked
+// statement by statement (db/queries/lease.sql, graph.sql, attention.sql):
+//
+//   - ClaimItem stamps acquired_at once it holds the item's row
+//     (clock_timestamp() evaluated per taken row), never before the item's
+//     previous lease ended (greatest with its ended_at), and expires_at is
+//     acquired_at + TTL exactly; its time gates (retry backoff, continuity
+//     window) compare with statement_timestamp(), which is not later;
+//   - HeartbeatLease, EndLease and LockLease read clock_timestamp() once
+//     and both fence and stamp with it: ended_at is never past expires_at,
+//     and a renewal's expires_at - heartbeat_at is exactly its TTL (which
+//     the next TTL-keeping renewal reuses); a stamp is never before the
+//     lease's earlier stamps, even when the statement read the clock and
+//     then waited for the row while a heartbeat renewed it; EndLease's
+//     retry backoff and finished_at start at ended_at. Ask and Decompose
+//     lock the lease (LockLease) and later end it (EndLease), each fenced
+//     on its own reading: a lease that expires in between is lost, since
+//     its end would come after its expiry;
+//   - ExpireLeases and ProjectsWithExpiredLeases (the claim's reaping and
+//     the Sweeper) and CountActiveForToken judge with statement_timestamp()
+//     (stable, so the expiry indexes apply); an expired lease ends at its
+//     expires_at, so the next claim starts after it;
+//   - a person's cancel (EndLeasesCancelled, DismissAttentionCancelled),
+//     RequestStop and the refusal records stamp the statement's clock; a
+//     cancel ends a lease it finds already expired as "expired" at its
+//     expires_at, so no lease ends after its expiry;
+//   - an attention request's created_at (InsertAttention) and resolved_at
+//     (CloseAttention) are their statement's, so a request opened because
+//     a lease ended (repeated failure, repeated expiry) is created after
+//     the lease's ended_at; the continuity window
+//     (ReleaseItemFromAttention) starts when the resolving statement holds
+//     the item.
+//
+// The items' updated_at outside the claim and EndLease, and a cancelled
+// item's finished_at, keep their transaction's start: they stamp no lease
+// and decide nothing.
 //
 // # Ending a lease
 //
@@ -78,6 +121,7 @@
 // # Continuity
 //
 // When a blocking request is resolved, the worker whose lease ended for it
-// is preferred for a window (see package attention); the claim statement
-// honours it and any claim clears it.
+// is preferred for a window (see package attention): its worker label and
+// the token its lease was granted to, both, since the label is
+// self-declared. The claim statement honours it and any claim clears it.
 package lease

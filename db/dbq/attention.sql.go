@@ -83,7 +83,7 @@ func (q *Queries) AttentionProject(ctx context.Context, db DBTX, id uuid.UUID) (
 }
 
 const attentionState = `-- name: AttentionState :one
-SELECT state FROM attention_requests
+SELECT state, answer FROM attention_requests
 WHERE project_id = $1 AND id = $2
 `
 
@@ -92,11 +92,16 @@ type AttentionStateParams struct {
 	ID        uuid.UUID
 }
 
-func (q *Queries) AttentionState(ctx context.Context, db DBTX, arg AttentionStateParams) (string, error) {
+type AttentionStateRow struct {
+	State  string
+	Answer *string
+}
+
+func (q *Queries) AttentionState(ctx context.Context, db DBTX, arg AttentionStateParams) (AttentionStateRow, error) {
 	row := db.QueryRow(ctx, attentionState, arg.ProjectID, arg.ID)
-	var state string
-	err := row.Scan(&state)
-	return state, err
+	var i AttentionStateRow
+	err := row.Scan(&i.State, &i.Answer)
+	return i, err
 }
 
 const closeAttention = `-- name: CloseAttention :one
@@ -104,7 +109,7 @@ UPDATE attention_requests
 SET state = $1,
     answer = $2,
     resolved_by = $3,
-    resolved_at = coalesce($4::timestamptz, now())
+    resolved_at = coalesce($4::timestamptz, statement_timestamp())
 WHERE project_id = $5 AND id = $6 AND state = 'open'
 RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at
 `
@@ -118,7 +123,8 @@ type CloseAttentionParams struct {
 	ID         uuid.UUID
 }
 
-// Resolves or dismisses an open request, once.
+// Resolves or dismisses an open request, once, stamped by the statement's
+// database clock (not later than the continuity window's start).
 func (q *Queries) CloseAttention(ctx context.Context, db DBTX, arg CloseAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, closeAttention,
 		arg.State,
@@ -264,27 +270,34 @@ SET open_attention = open_attention + 1,
         WHEN $1::text <> '' THEN $1::text
         WHEN preferred_until IS NULL THEN preferred_worker
         ELSE NULL END,
+    preferred_token = CASE
+        WHEN $1::text <> '' THEN $2::uuid
+        WHEN preferred_until IS NULL THEN preferred_token
+        ELSE NULL END,
     preferred_until = NULL,
-    updated_at = coalesce($2::timestamptz, now())
-WHERE project_id = $3 AND id = $4 AND status = 'open'
+    updated_at = coalesce($3::timestamptz, now())
+WHERE project_id = $4 AND id = $5 AND status = 'open'
 RETURNING title
 `
 
 type HoldItemForAttentionParams struct {
-	Worker    string
-	Now       *time.Time
-	ProjectID uuid.UUID
-	ItemID    uuid.UUID
+	Worker      string
+	WorkerToken *uuid.UUID
+	Now         *time.Time
+	ProjectID   uuid.UUID
+	ItemID      uuid.UUID
 }
 
 // A blocking request opened on an open item: it waits until the request is
 // answered. @worker (may be ”) is the worker whose lease ended for the
-// request; it becomes the item's pending continuity preference, whose window
+// request and @worker_token the token that lease was granted to; together
+// they become the item's pending continuity preference, whose window
 // starts when the last blocking request is resolved. A request without a
 // worker keeps a pending preference and drops an old window.
 func (q *Queries) HoldItemForAttention(ctx context.Context, db DBTX, arg HoldItemForAttentionParams) (string, error) {
 	row := db.QueryRow(ctx, holdItemForAttention,
 		arg.Worker,
+		arg.WorkerToken,
 		arg.Now,
 		arg.ProjectID,
 		arg.ItemID,
@@ -299,7 +312,7 @@ INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, re
                                 question, suggested_answers, context, blocking, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
         $8, $9::text[], $10, $11,
-        coalesce($12::timestamptz, now()))
+        coalesce($12::timestamptz, statement_timestamp()))
 RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at
 `
 
@@ -318,6 +331,9 @@ type InsertAttentionParams struct {
 	Now              *time.Time
 }
 
+// created_at is this statement's database clock, not its transaction's
+// start: a request opened because a lease ended (repeated failure or
+// expiry) is created after the lease's ended_at.
 func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, insertAttention,
 		arg.ProjectID,
@@ -460,7 +476,7 @@ UPDATE items
 SET open_attention = open_attention - 1,
     preferred_until = CASE
         WHEN open_attention = 1 AND preferred_worker IS NOT NULL
-        THEN coalesce($1::timestamptz, now()) + $2::bigint * interval '1 millisecond'
+        THEN coalesce($1::timestamptz, clock_timestamp()) + $2::bigint * interval '1 millisecond'
         ELSE preferred_until END,
     updated_at = coalesce($1::timestamptz, now())
 WHERE project_id = $3 AND id = $4
@@ -476,7 +492,9 @@ type ReleaseItemFromAttentionParams struct {
 
 // One blocking request of the item is closed. When it was the last one the
 // item's readiness comes back (the generated column "ready") and a pending
-// continuity preference gets its window.
+// continuity preference gets its window, from the moment this statement
+// holds the item (the database clock, not the transaction's start: the
+// window is never shortened by latency).
 func (q *Queries) ReleaseItemFromAttention(ctx context.Context, db DBTX, arg ReleaseItemFromAttentionParams) (int32, error) {
 	row := db.QueryRow(ctx, releaseItemFromAttention,
 		arg.Now,

@@ -228,6 +228,53 @@ func (q *Queries) DependentRefs(ctx context.Context, db DBTX, arg DependentRefsP
 	return items, nil
 }
 
+const dismissAttentionCancelled = `-- name: DismissAttentionCancelled :execrows
+WITH closed AS (
+    UPDATE attention_requests r
+    SET state = 'dismissed',
+        answer = $1::text,
+        resolved_by = $2::text,
+        resolved_at = coalesce($3::timestamptz, clock_timestamp())
+    WHERE r.project_id = $4 AND r.item_id = ANY($5::uuid[]) AND r.state = 'open'
+    RETURNING r.project_id, r.item_id, r.blocking
+), counted AS (
+    UPDATE items i
+    SET open_attention = i.open_attention - c.n
+    FROM (SELECT closed.project_id, closed.item_id, count(*)::integer AS n
+          FROM closed WHERE closed.blocking
+          GROUP BY closed.project_id, closed.item_id) AS c
+    WHERE i.project_id = c.project_id AND i.id = c.item_id
+    RETURNING i.id
+)
+SELECT closed.item_id FROM closed
+`
+
+type DismissAttentionCancelledParams struct {
+	Note      string
+	By        string
+	Now       *time.Time
+	ProjectID uuid.UUID
+	ItemIds   []uuid.UUID
+}
+
+// A person's cancel dismisses the open attention requests of the cancelled
+// items (resolved_by the person, @note as the dismissal note), so no one
+// is asked about an item that will never run, and takes the blocking ones
+// off the items' open_attention counters (kept exact whatever the status).
+func (q *Queries) DismissAttentionCancelled(ctx context.Context, db DBTX, arg DismissAttentionCancelledParams) (int64, error) {
+	result, err := db.Exec(ctx, dismissAttentionCancelled,
+		arg.Note,
+		arg.By,
+		arg.Now,
+		arg.ProjectID,
+		arg.ItemIds,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const edgesAmong = `-- name: EdgesAmong :many
 SELECT item_id, depends_on_id
 FROM dependencies
@@ -266,12 +313,16 @@ func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams)
 }
 
 const endLeasesCancelled = `-- name: EndLeasesCancelled :many
-UPDATE leases
-SET ended_at = coalesce($1::timestamptz, now()),
-    outcome = 'cancelled',
-    outcome_detail = jsonb_build_object('by', $2::text, 'reason', $3::text)
-WHERE project_id = $4 AND item_id = ANY($5::uuid[]) AND ended_at IS NULL
-RETURNING item_id, worker
+UPDATE leases l
+SET ended_at = CASE WHEN l.expires_at <= t.at THEN l.expires_at
+                    ELSE coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) END,
+    outcome = CASE WHEN l.expires_at <= t.at THEN 'expired' ELSE 'cancelled' END,
+    outcome_detail = CASE WHEN l.expires_at <= t.at
+        THEN jsonb_build_object('reaped_at', t.at, 'heartbeats', l.heartbeats)
+        ELSE jsonb_build_object('by', $2::text, 'reason', $3::text) END
+FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
+WHERE l.project_id = $4 AND l.item_id = ANY($5::uuid[]) AND l.ended_at IS NULL
+RETURNING l.item_id, l.worker
 `
 
 type EndLeasesCancelledParams struct {
@@ -287,7 +338,11 @@ type EndLeasesCancelledRow struct {
 	Worker string
 }
 
-// A person's cancel ends the active leases of the cancelled items.
+// A person's cancel ends the active leases of the cancelled items, stamped
+// by the database clock when it writes (see db/queries/lease.sql), not at
+// its transaction's start. A lease that had already expired (no one had
+// reaped it yet) ends as the reaper would have ended it: 'expired', at its
+// expires_at; it gave no rights after that.
 func (q *Queries) EndLeasesCancelled(ctx context.Context, db DBTX, arg EndLeasesCancelledParams) ([]EndLeasesCancelledRow, error) {
 	rows, err := db.Query(ctx, endLeasesCancelled,
 		arg.Now,
@@ -367,7 +422,7 @@ func (q *Queries) FinishItems(ctx context.Context, db DBTX, arg FinishItemsParam
 }
 
 const getItem = `-- name: GetItem :one
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -419,6 +474,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 		&i.Item.UpdatedAt,
 		&i.Item.FinishedAt,
 		&i.Item.Ready,
+		&i.Item.PreferredToken,
 		&i.State,
 		&i.DbNow,
 	)
@@ -426,7 +482,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 }
 
 const getItems = `-- name: GetItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -485,6 +541,7 @@ func (q *Queries) GetItems(ctx context.Context, db DBTX, arg GetItemsParams) ([]
 			&i.Item.UpdatedAt,
 			&i.Item.FinishedAt,
 			&i.Item.Ready,
+			&i.Item.PreferredToken,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -652,7 +709,7 @@ func (q *Queries) ItemRefs(ctx context.Context, db DBTX, arg ItemRefsParams) ([]
 }
 
 const listItems = `-- name: ListItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -733,6 +790,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 			&i.Item.UpdatedAt,
 			&i.Item.FinishedAt,
 			&i.Item.Ready,
+			&i.Item.PreferredToken,
 			&i.State,
 			&i.DbNow,
 		); err != nil {

@@ -76,29 +76,38 @@ WITH candidate AS (
     WHERE c.project_id = $1
       AND c.ready
       AND c.labels @> $2::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce($3::timestamptz, now()))
+      AND (c.not_before IS NULL OR c.not_before <= coalesce($3::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
-           OR c.preferred_worker = $4::text
-           OR c.preferred_until <= coalesce($3::timestamptz, now()))
+           OR (c.preferred_worker = $4::text
+               AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
+           OR c.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = $5::uuid,
+        active_lease_id = $6::uuid,
         preferred_worker = NULL,
+        preferred_token = NULL,
         preferred_until = NULL,
-        updated_at = coalesce($3::timestamptz, now())
+        updated_at = coalesce($3::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
     RETURNING i.project_id, i.id, i.epoch
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
-    SELECT taken.project_id, $5, taken.id, taken.epoch, $4, $6, $7,
-           coalesce($3::timestamptz, now()),
-           coalesce($3::timestamptz, now()) + $8::bigint * interval '1 millisecond'
+    SELECT taken.project_id, $6, taken.id, taken.epoch, $4, $5, $7,
+           grant_time.at,
+           grant_time.at + $8::bigint * interval '1 millisecond'
     FROM taken
+    CROSS JOIN LATERAL (
+        SELECT coalesce($3::timestamptz,
+                        greatest(clock_timestamp(),
+                                 (SELECT p.ended_at FROM leases p
+                                  WHERE p.project_id = taken.project_id AND p.item_id = taken.id
+                                    AND p.epoch = taken.epoch - 1))) AS at
+    ) AS grant_time
     RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
 )
 SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
@@ -114,8 +123,8 @@ type ClaimItemParams struct {
 	Labels    []string
 	Now       *time.Time
 	Worker    string
-	LeaseID   uuid.UUID
 	TokenID   *uuid.UUID
+	LeaseID   uuid.UUID
 	Principal string
 	TtlMs     int64
 }
@@ -127,17 +136,21 @@ type ClaimItemRow struct {
 
 // Takes the highest-priority ready item (index items_claim, ties
 // first-created first) that carries @labels, is past its retry backoff and
-// is not reserved for another worker by the continuity window; increments
-// its epoch, makes @lease_id its active lease and records the lease. Rows
-// other claimers hold are skipped.
+// is not reserved for another worker by the continuity window (a
+// reservation names the worker label and the token that held the lease:
+// both must match); increments its epoch, makes @lease_id its active lease
+// and records the lease. Rows other claimers hold are skipped. The lease is
+// stamped once the item's row is held (grant_time: evaluated per taken
+// row), never before the item's previous lease ended, and lasts exactly
+// @ttl_ms.
 func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (ClaimItemRow, error) {
 	row := db.QueryRow(ctx, claimItem,
 		arg.ProjectID,
 		arg.Labels,
 		arg.Now,
 		arg.Worker,
-		arg.LeaseID,
 		arg.TokenID,
+		arg.LeaseID,
 		arg.Principal,
 		arg.TtlMs,
 	)
@@ -189,7 +202,7 @@ SELECT count(*)::int
 FROM leases
 WHERE token_id = $1
   AND ended_at IS NULL
-  AND expires_at > coalesce($2::timestamptz, now())
+  AND expires_at > coalesce($2::timestamptz, statement_timestamp())
 `
 
 type CountActiveForTokenParams struct {
@@ -206,12 +219,12 @@ func (q *Queries) CountActiveForToken(ctx context.Context, db DBTX, arg CountAct
 
 const countRefusal = `-- name: CountRefusal :one
 INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at, recent)
-VALUES ($1, $2, $3, 1, $4, coalesce($5::timestamptz, now()),
+VALUES ($1, $2, $3, 1, $4, coalesce($5::timestamptz, statement_timestamp()),
         jsonb_build_array(jsonb_build_object(
             'call', 1,
             'epoch', $6::bigint,
             'operation', $4::text,
-            'received_at', coalesce($5::timestamptz, now()),
+            'received_at', coalesce($5::timestamptz, statement_timestamp()),
             'worker_time', $7::timestamptz,
             'payload', $8::jsonb)))
 ON CONFLICT (project_id, lease_id, kind) DO UPDATE
@@ -258,14 +271,15 @@ func (q *Queries) CountRefusal(ctx context.Context, db DBTX, arg CountRefusalPar
 const endLease = `-- name: EndLease :one
 WITH ended AS (
     UPDATE leases l
-    SET ended_at = coalesce($1::timestamptz, now()),
+    SET ended_at = coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         outcome = $2,
         outcome_detail = $3,
         result = $4,
         worker_time = coalesce($5, l.worker_time)
+    FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
     WHERE l.project_id = $6 AND l.id = $7 AND l.epoch = $8
       AND l.ended_at IS NULL
-      AND l.expires_at > coalesce($1::timestamptz, now())
+      AND l.expires_at > t.at
     RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
 ), freed AS (
     UPDATE items i
@@ -274,15 +288,14 @@ WITH ended AS (
         consecutive_expiries = CASE WHEN $9::boolean THEN 0 ELSE i.consecutive_expiries END,
         failures = i.failures + CASE WHEN $10::boolean THEN 1 ELSE 0 END,
         not_before = CASE WHEN $10::boolean
-            THEN coalesce($1::timestamptz, now()) + least(
+            THEN ended.ended_at + least(
                 $11::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 $12::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
         status = CASE WHEN $13::boolean THEN 'done' ELSE i.status END,
         result = CASE WHEN $13::boolean THEN $4::jsonb ELSE i.result END,
-        finished_at = CASE WHEN $13::boolean
-            THEN coalesce($1::timestamptz, now()) ELSE i.finished_at END,
-        updated_at = coalesce($1::timestamptz, now())
+        finished_at = CASE WHEN $13::boolean THEN ended.ended_at ELSE i.finished_at END,
+        updated_at = ended.ended_at
     FROM ended
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
@@ -393,7 +406,7 @@ WITH due AS (
     FROM leases l
     WHERE l.project_id = $2
       AND l.ended_at IS NULL
-      AND l.expires_at <= coalesce($1::timestamptz, now())
+      AND l.expires_at <= coalesce($1::timestamptz, statement_timestamp())
     ORDER BY l.expires_at
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -402,7 +415,7 @@ WITH due AS (
     SET ended_at = l.expires_at,
         outcome = 'expired',
         outcome_detail = jsonb_build_object(
-            'reaped_at', coalesce($1::timestamptz, now()),
+            'reaped_at', coalesce($1::timestamptz, clock_timestamp()),
             'heartbeats', l.heartbeats)
     FROM due
     WHERE l.project_id = $2 AND l.id = due.id
@@ -412,7 +425,7 @@ UPDATE items i
 SET active_lease_id = NULL,
     previous_worker = ended.worker,
     consecutive_expiries = i.consecutive_expiries + 1,
-    updated_at = coalesce($1::timestamptz, now())
+    updated_at = coalesce($1::timestamptz, statement_timestamp())
 FROM ended
 WHERE i.project_id = $2 AND i.id = ended.item_id AND i.active_lease_id = ended.id
 RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.consecutive_expiries
@@ -437,6 +450,23 @@ type ExpireLeasesRow struct {
 // lease id and epoch match, the lease has not ended and has not expired by
 // the given instant (the database clock when it is NULL), and the item still
 // names the lease as its active one. See lease/doc.go.
+//
+// The database clock, per statement. When no "now" is given (production),
+// a statement reads the clock itself, never its transaction's start
+// (now()), which under latency or a held lock may be long past:
+//   - to judge expiry or a time gate over many rows it compares with
+//     statement_timestamp() (stable, so indexes on expires_at apply);
+//   - a statement that stamps a lease (claim, heartbeat, end) and fences it
+//     reads clock_timestamp() once (the subquery "t" or "grant_time") and
+//     both judges and stamps with that one instant, so ended_at is never
+//     past expires_at and expires_at - stamp is exactly the TTL; a stamp
+//     is never before the lease's earlier ones (greatest(...): the row may
+//     have been renewed while the statement waited for its lock);
+//   - the claim stamps after it holds the item's row, and never before the
+//     item's previous lease ended (greatest(...)), so by the stored
+//     timestamps two leases of one item never overlap.
+//
+// A given "now" (a test's stub clock) is used as it is.
 // Ends up to @max_leases expired leases of a project as 'expired' and frees
 // their items. Leases another transaction holds are skipped (several
 // sweepers and claimers may run at once; each lease is ended once). The end
@@ -517,17 +547,18 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 const heartbeatLease = `-- name: HeartbeatLease :one
 WITH renewed AS (
     UPDATE leases l
-    SET expires_at = coalesce($1::timestamptz, now()) + CASE
+    SET expires_at = coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) + CASE
             WHEN $2::bigint > 0 THEN $2::bigint * interval '1 millisecond'
             ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
         END,
-        heartbeat_at = coalesce($1::timestamptz, now()),
+        heartbeat_at = coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
         progress = coalesce($3::jsonb, l.progress),
         worker_time = coalesce($4::timestamptz, l.worker_time)
+    FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
     WHERE l.project_id = $5 AND l.id = $6 AND l.epoch = $7
       AND l.ended_at IS NULL
-      AND l.expires_at > coalesce($1::timestamptz, now())
+      AND l.expires_at > t.at
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
@@ -599,7 +630,7 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 const insertObservation = `-- name: InsertObservation :exec
 INSERT INTO lease_observations (project_id, lease_id, epoch, kind, operation, received_at, worker_time, payload)
 VALUES ($1, $2, $3, $4, $5,
-        coalesce($6::timestamptz, now()), $7, $8)
+        coalesce($6::timestamptz, statement_timestamp()), $7, $8)
 `
 
 type InsertObservationParams struct {
@@ -772,10 +803,10 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 
 const lockLease = `-- name: LockLease :one
 SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
-FROM leases l
-WHERE l.project_id = $1 AND l.id = $2 AND l.epoch = $3
+FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
+WHERE l.project_id = $2 AND l.id = $3 AND l.epoch = $4
   AND l.ended_at IS NULL
-  AND l.expires_at > coalesce($4::timestamptz, now())
+  AND l.expires_at > t.at
   AND EXISTS (SELECT 1 FROM items i
               WHERE i.project_id = l.project_id AND i.id = l.item_id
                 AND i.active_lease_id = l.id AND i.epoch = l.epoch)
@@ -783,20 +814,20 @@ FOR UPDATE OF l
 `
 
 type LockLeaseParams struct {
+	Now       *time.Time
 	ProjectID uuid.UUID
 	LeaseID   uuid.UUID
 	Epoch     int64
-	Now       *time.Time
 }
 
 // Fenced row lock: holds the lease for the rest of the transaction, so the
 // writes that follow cannot race its expiry or another end.
 func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (Lease, error) {
 	row := db.QueryRow(ctx, lockLease,
+		arg.Now,
 		arg.ProjectID,
 		arg.LeaseID,
 		arg.Epoch,
-		arg.Now,
 	)
 	var i Lease
 	err := row.Scan(
@@ -837,7 +868,7 @@ func (q *Queries) LockToken(ctx context.Context, db DBTX, tokenID uuid.UUID) err
 const projectsWithExpiredLeases = `-- name: ProjectsWithExpiredLeases :many
 SELECT DISTINCT project_id
 FROM leases
-WHERE ended_at IS NULL AND expires_at <= coalesce($1::timestamptz, now())
+WHERE ended_at IS NULL AND expires_at <= coalesce($1::timestamptz, statement_timestamp())
 LIMIT $2
 `
 
@@ -904,7 +935,7 @@ func (q *Queries) RecentRefusals(ctx context.Context, db DBTX, arg RecentRefusal
 
 const requestStop = `-- name: RequestStop :one
 UPDATE leases
-SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, now())),
+SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, clock_timestamp())),
     stop_requested_by = coalesce(stop_requested_by, $2)
 WHERE project_id = $3 AND id = $4 AND ended_at IS NULL
 RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result

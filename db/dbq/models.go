@@ -81,6 +81,7 @@ type Item struct {
 	UpdatedAt           time.Time
 	FinishedAt          *time.Time
 	Ready               bool
+	PreferredToken      *uuid.UUID
 }
 
 type Lease struct {

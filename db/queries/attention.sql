@@ -1,15 +1,19 @@
 -- name: InsertAttention :one
+-- created_at is this statement's database clock, not its transaction's
+-- start: a request opened because a lease ended (repeated failure or
+-- expiry) is created after the lease's ended_at.
 INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, reason, requested_by,
                                 question, suggested_answers, context, blocking, created_at)
 VALUES (@project_id, @item_id, sqlc.narg('lease_id'), sqlc.narg('epoch'), @source, @reason, @requested_by,
         @question, @suggested_answers::text[], sqlc.narg('context'), @blocking,
-        coalesce(sqlc.narg('now')::timestamptz, now()))
+        coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
 RETURNING *;
 
 -- name: HoldItemForAttention :one
 -- A blocking request opened on an open item: it waits until the request is
 -- answered. @worker (may be '') is the worker whose lease ended for the
--- request; it becomes the item's pending continuity preference, whose window
+-- request and @worker_token the token that lease was granted to; together
+-- they become the item's pending continuity preference, whose window
 -- starts when the last blocking request is resolved. A request without a
 -- worker keeps a pending preference and drops an old window.
 UPDATE items
@@ -17,6 +21,10 @@ SET open_attention = open_attention + 1,
     preferred_worker = CASE
         WHEN @worker::text <> '' THEN @worker::text
         WHEN preferred_until IS NULL THEN preferred_worker
+        ELSE NULL END,
+    preferred_token = CASE
+        WHEN @worker::text <> '' THEN sqlc.narg('worker_token')::uuid
+        WHEN preferred_until IS NULL THEN preferred_token
         ELSE NULL END,
     preferred_until = NULL,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
@@ -28,24 +36,27 @@ SELECT title, status FROM items
 WHERE project_id = @project_id AND id = @item_id;
 
 -- name: CloseAttention :one
--- Resolves or dismisses an open request, once.
+-- Resolves or dismisses an open request, once, stamped by the statement's
+-- database clock (not later than the continuity window's start).
 UPDATE attention_requests
 SET state = @state,
     answer = sqlc.narg('answer'),
     resolved_by = @resolved_by,
-    resolved_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    resolved_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 WHERE project_id = @project_id AND id = @id AND state = 'open'
 RETURNING *;
 
 -- name: ReleaseItemFromAttention :one
 -- One blocking request of the item is closed. When it was the last one the
 -- item's readiness comes back (the generated column "ready") and a pending
--- continuity preference gets its window.
+-- continuity preference gets its window, from the moment this statement
+-- holds the item (the database clock, not the transaction's start: the
+-- window is never shortened by latency).
 UPDATE items
 SET open_attention = open_attention - 1,
     preferred_until = CASE
         WHEN open_attention = 1 AND preferred_worker IS NOT NULL
-        THEN coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('window_ms')::bigint * interval '1 millisecond'
+        THEN coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) + sqlc.arg('window_ms')::bigint * interval '1 millisecond'
         ELSE preferred_until END,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE project_id = @project_id AND id = @item_id
@@ -58,7 +69,7 @@ JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = @project_id AND r.id = @id;
 
 -- name: AttentionState :one
-SELECT state FROM attention_requests
+SELECT state, answer FROM attention_requests
 WHERE project_id = @project_id AND id = @id;
 
 -- name: AttentionProject :one

@@ -172,13 +172,45 @@ WHERE i.status = 'open'
 ORDER BY b.depth, i.seq;
 
 -- name: EndLeasesCancelled :many
--- A person's cancel ends the active leases of the cancelled items.
-UPDATE leases
-SET ended_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    outcome = 'cancelled',
-    outcome_detail = jsonb_build_object('by', @by::text, 'reason', @reason::text)
-WHERE project_id = @project_id AND item_id = ANY(@item_ids::uuid[]) AND ended_at IS NULL
-RETURNING item_id, worker;
+-- A person's cancel ends the active leases of the cancelled items, stamped
+-- by the database clock when it writes (see db/queries/lease.sql), not at
+-- its transaction's start. A lease that had already expired (no one had
+-- reaped it yet) ends as the reaper would have ended it: 'expired', at its
+-- expires_at; it gave no rights after that.
+UPDATE leases l
+SET ended_at = CASE WHEN l.expires_at <= t.at THEN l.expires_at
+                    ELSE coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) END,
+    outcome = CASE WHEN l.expires_at <= t.at THEN 'expired' ELSE 'cancelled' END,
+    outcome_detail = CASE WHEN l.expires_at <= t.at
+        THEN jsonb_build_object('reaped_at', t.at, 'heartbeats', l.heartbeats)
+        ELSE jsonb_build_object('by', @by::text, 'reason', @reason::text) END
+FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at) AS t
+WHERE l.project_id = @project_id AND l.item_id = ANY(@item_ids::uuid[]) AND l.ended_at IS NULL
+RETURNING l.item_id, l.worker;
+
+-- name: DismissAttentionCancelled :execrows
+-- A person's cancel dismisses the open attention requests of the cancelled
+-- items (resolved_by the person, @note as the dismissal note), so no one
+-- is asked about an item that will never run, and takes the blocking ones
+-- off the items' open_attention counters (kept exact whatever the status).
+WITH closed AS (
+    UPDATE attention_requests r
+    SET state = 'dismissed',
+        answer = @note::text,
+        resolved_by = @by::text,
+        resolved_at = coalesce(sqlc.narg('now')::timestamptz, clock_timestamp())
+    WHERE r.project_id = @project_id AND r.item_id = ANY(@item_ids::uuid[]) AND r.state = 'open'
+    RETURNING r.project_id, r.item_id, r.blocking
+), counted AS (
+    UPDATE items i
+    SET open_attention = i.open_attention - c.n
+    FROM (SELECT closed.project_id, closed.item_id, count(*)::integer AS n
+          FROM closed WHERE closed.blocking
+          GROUP BY closed.project_id, closed.item_id) AS c
+    WHERE i.project_id = c.project_id AND i.id = c.item_id
+    RETURNING i.id
+)
+SELECT closed.item_id FROM closed;
 
 -- name: SetPreviousWorker :exec
 UPDATE items SET previous_worker = @worker::text

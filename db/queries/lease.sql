@@ -3,6 +3,22 @@
 -- lease id and epoch match, the lease has not ended and has not expired by
 -- the given instant (the database clock when it is NULL), and the item still
 -- names the lease as its active one. See lease/doc.go.
+--
+-- The database clock, per statement. When no "now" is given (production),
+-- a statement reads the clock itself, never its transaction's start
+-- (now()), which under latency or a held lock may be long past:
+--   * to judge expiry or a time gate over many rows it compares with
+--     statement_timestamp() (stable, so indexes on expires_at apply);
+--   * a statement that stamps a lease (claim, heartbeat, end) and fences it
+--     reads clock_timestamp() once (the subquery "t" or "grant_time") and
+--     both judges and stamps with that one instant, so ended_at is never
+--     past expires_at and expires_at - stamp is exactly the TTL; a stamp
+--     is never before the lease's earlier ones (greatest(...): the row may
+--     have been renewed while the statement waited for its lock);
+--   * the claim stamps after it holds the item's row, and never before the
+--     item's previous lease ended (greatest(...)), so by the stored
+--     timestamps two leases of one item never overlap.
+-- A given "now" (a test's stub clock) is used as it is.
 
 -- name: ExpireLeases :many
 -- Ends up to @max_leases expired leases of a project as 'expired' and frees
@@ -14,7 +30,7 @@ WITH due AS (
     FROM leases l
     WHERE l.project_id = @project_id
       AND l.ended_at IS NULL
-      AND l.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND l.expires_at <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     ORDER BY l.expires_at
     LIMIT @max_leases
     FOR UPDATE SKIP LOCKED
@@ -23,7 +39,7 @@ WITH due AS (
     SET ended_at = l.expires_at,
         outcome = 'expired',
         outcome_detail = jsonb_build_object(
-            'reaped_at', coalesce(sqlc.narg('now')::timestamptz, now()),
+            'reaped_at', coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()),
             'heartbeats', l.heartbeats)
     FROM due
     WHERE l.project_id = @project_id AND l.id = due.id
@@ -33,7 +49,7 @@ UPDATE items i
 SET active_lease_id = NULL,
     previous_worker = ended.worker,
     consecutive_expiries = i.consecutive_expiries + 1,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 FROM ended
 WHERE i.project_id = @project_id AND i.id = ended.item_id AND i.active_lease_id = ended.id
 RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.consecutive_expiries;
@@ -41,7 +57,7 @@ RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.cons
 -- name: ProjectsWithExpiredLeases :many
 SELECT DISTINCT project_id
 FROM leases
-WHERE ended_at IS NULL AND expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE ended_at IS NULL AND expires_at <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 LIMIT @max_projects;
 
 -- name: ResetExpiries :exec
@@ -51,19 +67,24 @@ WHERE project_id = @project_id AND id = @item_id;
 -- name: ClaimItem :one
 -- Takes the highest-priority ready item (index items_claim, ties
 -- first-created first) that carries @labels, is past its retry backoff and
--- is not reserved for another worker by the continuity window; increments
--- its epoch, makes @lease_id its active lease and records the lease. Rows
--- other claimers hold are skipped.
+-- is not reserved for another worker by the continuity window (a
+-- reservation names the worker label and the token that held the lease:
+-- both must match); increments its epoch, makes @lease_id its active lease
+-- and records the lease. Rows other claimers hold are skipped. The lease is
+-- stamped once the item's row is held (grant_time: evaluated per taken
+-- row), never before the item's previous lease ended, and lasts exactly
+-- @ttl_ms.
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
     WHERE c.project_id = @project_id
       AND c.ready
       AND c.labels @> @labels::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, now()))
+      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
-           OR c.preferred_worker = @worker::text
-           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+           OR (c.preferred_worker = @worker::text
+               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -72,17 +93,25 @@ WITH candidate AS (
     SET epoch = i.epoch + 1,
         active_lease_id = @lease_id::uuid,
         preferred_worker = NULL,
+        preferred_token = NULL,
         preferred_until = NULL,
-        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
     RETURNING i.project_id, i.id, i.epoch
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
-           coalesce(sqlc.narg('now')::timestamptz, now()),
-           coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+           grant_time.at,
+           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
     FROM taken
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sqlc.narg('now')::timestamptz,
+                        greatest(clock_timestamp(),
+                                 (SELECT p.ended_at FROM leases p
+                                  WHERE p.project_id = taken.project_id AND p.item_id = taken.id
+                                    AND p.epoch = taken.epoch - 1))) AS at
+    ) AS grant_time
     RETURNING *
 )
 SELECT sqlc.embed(leases),
@@ -101,7 +130,7 @@ SELECT count(*)::int
 FROM leases
 WHERE token_id = @token_id
   AND ended_at IS NULL
-  AND expires_at > coalesce(sqlc.narg('now')::timestamptz, now());
+  AND expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp());
 
 -- name: HeartbeatLease :one
 -- Fenced renewal. @ttl_ms = 0 keeps the lease's current TTL (the one chosen
@@ -110,17 +139,18 @@ WHERE token_id = @token_id
 -- have none, and the heartbeat then need not read them).
 WITH renewed AS (
     UPDATE leases l
-    SET expires_at = coalesce(sqlc.narg('now')::timestamptz, now()) + CASE
+    SET expires_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) + CASE
             WHEN sqlc.arg('ttl_ms')::bigint > 0 THEN sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
             ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
         END,
-        heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
         progress = coalesce(sqlc.narg('progress')::jsonb, l.progress),
         worker_time = coalesce(sqlc.narg('worker_time')::timestamptz, l.worker_time)
+    FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at) AS t
     WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
       AND l.ended_at IS NULL
-      AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+      AND l.expires_at > t.at
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
@@ -136,10 +166,10 @@ FROM renewed AS leases;
 -- Fenced row lock: holds the lease for the rest of the transaction, so the
 -- writes that follow cannot race its expiry or another end.
 SELECT l.*
-FROM leases l
+FROM leases l, (SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at) AS t
 WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
   AND l.ended_at IS NULL
-  AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+  AND l.expires_at > t.at
   AND EXISTS (SELECT 1 FROM items i
               WHERE i.project_id = l.project_id AND i.id = l.item_id
                 AND i.active_lease_id = l.id AND i.epoch = l.epoch)
@@ -156,14 +186,15 @@ FOR UPDATE OF l;
 -- dependents and parent (graph.ReleaseFinishedTx).
 WITH ended AS (
     UPDATE leases l
-    SET ended_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         outcome = @outcome,
         outcome_detail = sqlc.narg('outcome_detail'),
         result = sqlc.narg('result'),
         worker_time = coalesce(sqlc.narg('worker_time'), l.worker_time)
+    FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at) AS t
     WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
       AND l.ended_at IS NULL
-      AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+      AND l.expires_at > t.at
     RETURNING l.*
 ), freed AS (
     UPDATE items i
@@ -172,15 +203,14 @@ WITH ended AS (
         consecutive_expiries = CASE WHEN @reset_expiries::boolean THEN 0 ELSE i.consecutive_expiries END,
         failures = i.failures + CASE WHEN @failed::boolean THEN 1 ELSE 0 END,
         not_before = CASE WHEN @failed::boolean
-            THEN coalesce(sqlc.narg('now')::timestamptz, now()) + least(
+            THEN ended.ended_at + least(
                 sqlc.arg('backoff_ms')::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 sqlc.arg('max_backoff_ms')::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
         status = CASE WHEN @finish::boolean THEN 'done' ELSE i.status END,
         result = CASE WHEN @finish::boolean THEN sqlc.narg('result')::jsonb ELSE i.result END,
-        finished_at = CASE WHEN @finish::boolean
-            THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE i.finished_at END,
-        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+        finished_at = CASE WHEN @finish::boolean THEN ended.ended_at ELSE i.finished_at END,
+        updated_at = ended.ended_at
     FROM ended
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
@@ -197,7 +227,7 @@ WHERE project_id = @project_id AND id = @item_id;
 
 -- name: RequestStop :one
 UPDATE leases
-SET stop_requested_at = coalesce(stop_requested_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+SET stop_requested_at = coalesce(stop_requested_at, coalesce(sqlc.narg('now')::timestamptz, clock_timestamp())),
     stop_requested_by = coalesce(stop_requested_by, @requested_by)
 WHERE project_id = @project_id AND id = @lease_id AND ended_at IS NULL
 RETURNING *;
@@ -224,12 +254,12 @@ WHERE l.project_id = @project_id AND l.id = @lease_id;
 -- Counts a refused report and keeps it among the last five of its kind; the
 -- caller keeps an observation only for the first few of each kind.
 INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at, recent)
-VALUES (@project_id, @lease_id, @kind, 1, @operation, coalesce(sqlc.narg('now')::timestamptz, now()),
+VALUES (@project_id, @lease_id, @kind, 1, @operation, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
         jsonb_build_array(jsonb_build_object(
             'call', 1,
             'epoch', sqlc.arg('epoch')::bigint,
             'operation', sqlc.arg('operation')::text,
-            'received_at', coalesce(sqlc.narg('now')::timestamptz, now()),
+            'received_at', coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
             'worker_time', sqlc.narg('worker_time')::timestamptz,
             'payload', sqlc.narg('payload')::jsonb)))
 ON CONFLICT (project_id, lease_id, kind) DO UPDATE
@@ -251,7 +281,7 @@ WHERE project_id = @project_id AND lease_id = @lease_id;
 -- name: InsertObservation :exec
 INSERT INTO lease_observations (project_id, lease_id, epoch, kind, operation, received_at, worker_time, payload)
 VALUES (@project_id, @lease_id, @epoch, @kind, @operation,
-        coalesce(sqlc.narg('now')::timestamptz, now()), sqlc.narg('worker_time'), sqlc.narg('payload'));
+        coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), sqlc.narg('worker_time'), sqlc.narg('payload'));
 
 -- name: ListObservations :many
 SELECT * FROM lease_observations
