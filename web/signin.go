@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/auth"
@@ -112,4 +113,29 @@ func (u *ui) projectHome(r *req) error {
 func (u *ui) live(r *req) error {
 	attention, leases := r.counts()
 	return r.JSON(http.StatusOK, map[string]int{"attention": attention, "leases": leases})
+}
+
+// safeNext keeps a post-sign-in redirect on this site: it returns next only
+// when a browser would read it as a path of this origin, else "/".
+//
+// Browsers drop ASCII tab, LF and CR anywhere in a URL and read a backslash
+// as a slash, so "/\t/evil.example" and "/\evil.example" mean
+// "//evil.example", another host. Rather than mimic every such rule, next
+// may hold printable ASCII only (our own links percent-encode everything
+// else) and no backslash; it must then parse with no scheme, no host and no
+// user, and its path must start with exactly one "/".
+func safeNext(next string) string {
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return "/"
+	}
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	return next
 }

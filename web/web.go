@@ -333,11 +333,3 @@ func (r *req) takeFlash() (string, bool) {
 func (r *req) projectURL(path string) string {
 	return "/p/" + url.PathEscape(r.project.Name) + path
 }
-
-// safeNext keeps a post-sign-in redirect on this site.
-func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/"
-	}
-	return next
-}
