@@ -96,6 +96,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.echo = echo.New()
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
+	s.echo.Pre(commonHeaders)
 	s.routes()
 	if err := s.mount(ctx); err != nil {
 		s.close()
@@ -194,6 +195,16 @@ func (s *Server) close() {
 			s.log.Error("stopping embedded PostgreSQL", "err", err)
 		}
 		s.cluster = nil
+	}
+}
+
+// commonHeaders sets the headers every answer carries, whatever route (or
+// none) serves it: browsers must never guess a type other than the one
+// declared (a JSON answer read as HTML would run a stored script).
+func commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
+		return next(c)
 	}
 }
 
