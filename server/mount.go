@@ -25,10 +25,6 @@ func (s *Server) mount(ctx context.Context) error {
 	if err := s.bootstrap(ctx, authSvc); err != nil {
 		return err
 	}
-	// Verified tokens are cached while this listener hears revocations.
-	revocations := auth.NewRevocations(authSvc, s.log)
-	revocations.Start(context.Background())
-	s.stops = append(s.stops, revocations.Stop)
 	graphSvc := graph.NewService(s.pool, clk)
 	policy := s.cfg.Lease
 	policy.MaxActivePerToken = s.cfg.MaxActiveLeasesPerToken
