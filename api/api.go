@@ -179,14 +179,14 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}
-	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent)
+	mw = append(mw, a.authenticate, a.requireRole(o.roles...), boundQuery, a.rateLimit, a.idempotent)
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
 
 // handlePublic registers an unauthenticated route.
 func (a *API) handlePublic(e *echo.Echo, method, path string, h echo.HandlerFunc) {
-	e.Add(method, "/v1"+path, h, noStore, a.bounded(a.timeout))
+	e.Add(method, "/v1"+path, h, noStore, a.bounded(a.timeout), boundQuery)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
 
