@@ -52,6 +52,12 @@ type Config struct {
 	// a lost lease; a claim grants a new lease and the old one expires).
 	// Nil: Pool.
 	IdempotencyPool *pgxpool.Pool
+	// SearchConcurrency bounds the item searches (lists with q) one project
+	// may run at once on this replica; SearchWait is how long one beyond
+	// the bound waits for a slot before 429. 0: DefaultSearchConcurrency,
+	// DefaultSearchWait.
+	SearchConcurrency int
+	SearchWait        time.Duration
 }
 
 // API is the /v1 JSON API.
@@ -65,6 +71,7 @@ type API struct {
 	projects *immutable[string, graph.Project]
 	holders  *immutable[uuid.UUID, holder]
 	limits   *limiters
+	searches *searchGate
 	timeout  time.Duration
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
@@ -107,6 +114,7 @@ func New(cfg Config) *API {
 		projects: newImmutable[string, graph.Project](10_000),
 		holders:  newImmutable[uuid.UUID, holder](100_000),
 		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		searches: newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
 		timeout:  cfg.RequestTimeout,
 	}
 }

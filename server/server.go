@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,6 +50,12 @@ type Config struct {
 	// lease package's defaults. Its MaxActivePerToken is set from
 	// MaxActiveLeasesPerToken.
 	Lease lease.Config
+	// StatementTimeout bounds every statement the server's pool runs
+	// (PostgreSQL's statement_timeout, set on each connection; the
+	// database cancels a statement that runs longer and the request is
+	// answered 503 unavailable). 0: DefaultStatementTimeout; negative: no
+	// bound. Migrations run on a connection of their own, without it.
+	StatementTimeout time.Duration
 	// SweepInterval is how often expired leases are ended in the background
 	// (0: 10s). Claims also end the expired leases of their project.
 	SweepInterval time.Duration
@@ -57,11 +64,17 @@ type Config struct {
 	Demo bool
 }
 
+// DefaultStatementTimeout is Config.StatementTimeout's default: well below
+// the API's 30 s request timeout, so that one slow statement ends (and frees
+// its connection) long before its request would.
+const DefaultStatementTimeout = 10 * time.Second
+
 // Server is a running workgraph server.
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	pool     *pgxpool.Pool
+	dbURL    string
 	cluster  *embedpg.Cluster
 	echo     *echo.Echo
 	http     *http.Server
@@ -89,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
-	if err := db.Migrate(ctx, s.pool, s.log); err != nil {
+	if err := s.migrate(ctx); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -140,12 +153,38 @@ func (s *Server) openDatabase(ctx context.Context) error {
 		s.cluster = cluster
 		url = cluster.URL("workgraph")
 	}
-	pool, err := db.Open(ctx, url, s.cfg.MaxConns)
+	s.dbURL = url
+	var settings map[string]string
+	switch d := s.cfg.StatementTimeout; {
+	case d == 0:
+		settings = map[string]string{"statement_timeout": durationSetting(DefaultStatementTimeout)}
+	case d > 0:
+		settings = map[string]string{"statement_timeout": durationSetting(d)}
+	}
+	pool, err := db.OpenWithSettings(ctx, url, s.cfg.MaxConns, settings)
 	if err != nil {
 		return err
 	}
 	s.pool = pool
 	return nil
+}
+
+// durationSetting spells d for a PostgreSQL setting in milliseconds (at
+// least 1).
+func durationSetting(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
+}
+
+// migrate brings the schema up to date on a pool of its own, which the
+// statement timeout does not bound (building an index on a large table may
+// take longer).
+func (s *Server) migrate(ctx context.Context) error {
+	pool, err := db.Open(ctx, s.dbURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return db.Migrate(ctx, pool, s.log)
 }
 
 func dataDir(d string) string {

@@ -2,14 +2,17 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 const adminToken = "server-test-bootstrap-admin-token"
@@ -68,4 +71,35 @@ func TestNoSniff(t *testing.T) {
 			t.Errorf("GET %s (status %d): X-Content-Type-Options = %q, want nosniff", tc.path, res.StatusCode, got)
 		}
 	}
+}
+
+// TestStatementTimeout: the server's statements are cancelled by the
+// database after Config.StatementTimeout (default 10 s, well below the
+// 30 s request timeout), and the cancellation is answered as unavailable;
+// migrations are not bound by it.
+func TestStatementTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("Default", func(t *testing.T) {
+		t.Parallel()
+		srv := start(t)
+		var got string
+		if err := srv.Pool().QueryRow(ctx, "SHOW statement_timeout").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != "10s" {
+			t.Fatalf("statement_timeout %q, want 10s", got)
+		}
+	})
+	t.Run("Cancels", func(t *testing.T) {
+		t.Parallel()
+		srv := start(t, func(c *server.Config) { c.StatementTimeout = 100 * time.Millisecond })
+		_, err := srv.Pool().Exec(ctx, "SELECT pg_sleep(5)")
+		if err == nil {
+			t.Fatal("a 5 s statement was not cancelled")
+		}
+		if err := db.Translate(err); !errors.Is(err, wgerr.Unavailable) {
+			t.Fatalf("a cancelled statement translates to %v, want unavailable", err)
+		}
+	})
 }
