@@ -50,6 +50,11 @@ type Config struct {
 	// lease package's defaults. Its MaxActivePerToken is set from
 	// MaxActiveLeasesPerToken.
 	Lease lease.Config
+	// BodyReadTimeout bounds how long a request's body may take to arrive
+	// once its headers have (0: DefaultBodyReadTimeout). A client that
+	// trickles its body is cut; a long poll, whose body arrives at once and
+	// whose answer comes late, is not bound by it.
+	BodyReadTimeout time.Duration
 	// StatementTimeout bounds every statement the server's pool runs
 	// (PostgreSQL's statement_timeout, set on each connection; the
 	// database cancels a statement that runs longer and the request is
@@ -68,6 +73,18 @@ type Config struct {
 // the API's 30 s request timeout, so that one slow statement ends (and frees
 // its connection) long before its request would.
 const DefaultStatementTimeout = 10 * time.Second
+
+// Bounds of the HTTP server on slow clients.
+const (
+	// HeaderReadTimeout bounds the arrival of a request's headers.
+	HeaderReadTimeout = 10 * time.Second
+	// DefaultBodyReadTimeout is Config.BodyReadTimeout's default.
+	DefaultBodyReadTimeout = 30 * time.Second
+	// IdleTimeout closes a kept-alive connection without a request.
+	IdleTimeout = 120 * time.Second
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes = 64 << 10
+)
 
 // Server is a running workgraph server.
 type Server struct {
@@ -122,13 +139,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
 	}
 	s.listener = ln
+	bodyTimeout := cfg.BodyReadTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyReadTimeout
+	}
 	s.http = &http.Server{
-		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
+		Handler:           bodyDeadline(bodyTimeout, s.echo),
+		ReadHeaderTimeout: HeaderReadTimeout,
+		// No ReadTimeout: it would also end a long poll (net/http cancels a
+		// request whose connection's read deadline passes while it waits);
+		// bodyDeadline bounds the body instead.
 		// Long-poll claims wait up to 60 s; leave room to answer.
-		WriteTimeout: 90 * time.Second,
-		IdleTimeout:  120 * time.Second,
+		WriteTimeout:   90 * time.Second,
+		IdleTimeout:    IdleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
 	}
 	go func() {
 		err := s.http.Serve(ln)

@@ -3,9 +3,12 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +103,65 @@ func TestStatementTimeout(t *testing.T) {
 		}
 		if err := db.Translate(err); !errors.Is(err, wgerr.Unavailable) {
 			t.Fatalf("a cancelled statement translates to %v, want unavailable", err)
+		}
+	})
+}
+
+// TestSlowBody: a client that trickles its request body is cut once
+// Config.BodyReadTimeout has passed, while a long-polling claim, whose body
+// arrives at once and whose answer comes late, is not.
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.BodyReadTimeout = 300 * time.Millisecond })
+	ctx := context.Background()
+	if _, err := srv.Pool().Exec(ctx, "INSERT INTO projects (name) VALUES ('p')"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("TrickleCut", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/projects/p/items HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n", adminToken)
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			_, _ = io.Copy(io.Discard, conn) // until the server closes
+		}()
+		// One byte every 50 ms: 20 bytes a second, forever unless cut.
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case <-closed:
+				return
+			case <-deadline:
+				t.Fatal("a connection trickling its body stayed open for 20 s")
+			case <-tick.C:
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					return // cut
+				}
+			}
+		}
+	})
+	t.Run("LongPollNotCut", func(t *testing.T) {
+		t.Parallel()
+		body := strings.NewReader(`{"worker":"w","wait_seconds":1}`)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL()+"/v1/projects/p/claims", body)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("a long poll longer than the body timeout: %v", err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNoContent {
+			t.Fatalf("a long poll with nothing to claim: status %d, want 204", res.StatusCode)
 		}
 	})
 }
