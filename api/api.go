@@ -52,6 +52,10 @@ type Config struct {
 	// a lost lease; a claim grants a new lease and the old one expires).
 	// Nil: Pool.
 	IdempotencyPool *pgxpool.Pool
+	// Throttle limits requests without valid credentials per client
+	// address (shared with the web UI's sign-in); nil: one with
+	// auth.NewThrottle's defaults.
+	Throttle *auth.Throttle
 	// SearchConcurrency bounds the item searches (lists with q) one project
 	// may run at once on this replica; SearchWait is how long one beyond
 	// the bound waits for a slot before 429. 0: DefaultSearchConcurrency,
@@ -72,6 +76,7 @@ type API struct {
 	holders  *immutable[uuid.UUID, holder]
 	limits   *limiters
 	searches *searchGate
+	throttle *auth.Throttle
 	timeout  time.Duration
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
@@ -105,6 +110,9 @@ func New(cfg Config) *API {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
+	}
 	return &API{
 		log:      cfg.Log,
 		auth:     cfg.Auth,
@@ -115,6 +123,7 @@ func New(cfg Config) *API {
 		holders:  newImmutable[uuid.UUID, holder](100_000),
 		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
 		searches: newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		throttle: cfg.Throttle,
 		timeout:  cfg.RequestTimeout,
 	}
 }

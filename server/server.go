@@ -42,6 +42,14 @@ type Config struct {
 	// bucket size (0: api.DefaultRateBurst).
 	RateLimit float64
 	RateBurst int
+	// UnauthenticatedRate is the sustained failed authentications (API
+	// requests without valid credentials, failed sign-ins) per second one
+	// client address may make to this replica before its requests are
+	// refused with 429 (0: auth.DefaultUnauthenticatedRate; negative:
+	// unlimited); UnauthenticatedBurst its bucket size (0:
+	// auth.DefaultUnauthenticatedBurst).
+	UnauthenticatedRate  float64
+	UnauthenticatedBurst int
 	// MaxActiveLeasesPerToken bounds the live leases of one token (0:
 	// DefaultMaxActiveLeasesPerToken; negative: unlimited).
 	MaxActiveLeasesPerToken int
@@ -82,8 +90,9 @@ const (
 	DefaultBodyReadTimeout = 30 * time.Second
 	// IdleTimeout closes a kept-alive connection without a request.
 	IdleTimeout = 120 * time.Second
-	// MaxHeaderBytes bounds a request's headers.
-	MaxHeaderBytes = 64 << 10
+	// MaxHeaderBytes bounds a request's request line and headers (large enough
+	// that an over-long query parameter is answered 400 naming it).
+	MaxHeaderBytes = 256 << 10
 )
 
 // Server is a running workgraph server.

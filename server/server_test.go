@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,4 +170,132 @@ func TestSlowBody(t *testing.T) {
 			t.Fatalf("a long poll with nothing to claim: status %d, want 204", res.StatusCode)
 		}
 	})
+}
+
+// syncBuffer collects log output from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestUnauthenticatedThrottle: requests without valid credentials and
+// failed sign-ins spend one bucket per client address; once it is empty,
+// the address's requests are refused with 429 and Retry-After before any
+// token is read, and the refusals are summarised in the log, not logged one
+// by one at info.
+func TestUnauthenticatedThrottle(t *testing.T) {
+	t.Parallel()
+	const burst = 5
+	logs := &syncBuffer{}
+	srv := start(t, func(c *server.Config) {
+		c.UnauthenticatedRate, c.UnauthenticatedBurst = 0.001, burst // no refill within the test
+		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	get := func(path, token string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL()+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	for i := range burst {
+		if res := get("/v1/projects", "wg_guess_"+strconv.Itoa(i)); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: status %d, want 401", i, res.StatusCode)
+		}
+	}
+	for _, token := range []string{"wg_guess_more", "", adminToken} {
+		res := get("/v1/projects", token)
+		if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+			t.Fatalf("after %d failures (token %q): status %d, Retry-After %q; want 429 with Retry-After",
+				burst, token, res.StatusCode, res.Header.Get("Retry-After"))
+		}
+	}
+	// The sign-in form shares the bucket.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := browser.Get(srv.URL() + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token on the sign-in form")
+	}
+	res, err = browser.PostForm(srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {adminToken}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a sign-in from a throttled address: status %d, want 429", res.StatusCode)
+	}
+	// Routes that need no credentials are not throttled.
+	for _, path := range []string{"/healthz", "/v1/openapi.json"} {
+		if res := get(path, ""); res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s from a throttled address: status %d, want 200", path, res.StatusCode)
+		}
+	}
+	out := logs.String()
+	if n := strings.Count(out, `"status":401`) + strings.Count(out, `"status":429`); n > 0 {
+		t.Errorf("%d refused requests logged one by one at info:\n%s", n, out)
+	}
+	if n := strings.Count(out, "requests without valid credentials"); n != 1 {
+		t.Errorf("%d summary lines, want 1 (the first failure; then one a minute):\n%s", n, out)
+	}
+}
+
+// TestFailedSignins: failed sign-ins alone exhaust the address's bucket.
+func TestFailedSignins(t *testing.T) {
+	t.Parallel()
+	const burst = 3
+	srv := start(t, func(c *server.Config) { c.UnauthenticatedRate, c.UnauthenticatedBurst = 0.001, burst })
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	signin := func(token string) int {
+		t.Helper()
+		res, err := browser.Get(srv.URL() + "/signin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+		if m == nil {
+			t.Fatal("no CSRF token on the sign-in form")
+		}
+		res, err = browser.PostForm(srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {token}, "next": {"/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for i := range burst {
+		if st := signin("wg_wrong_" + strconv.Itoa(i)); st != http.StatusUnauthorized {
+			t.Fatalf("failed sign-in %d: status %d, want 401", i, st)
+		}
+	}
+	if st := signin(adminToken); st != http.StatusTooManyRequests {
+		t.Fatalf("a sign-in after %d failures: status %d, want 429", burst, st)
+	}
 }

@@ -4,8 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,15 +45,24 @@ func (r *req) showSignin(status int, next, msg string) error {
 }
 
 // signin checks the token, refuses agent tokens, starts a session and sets
-// its cookie.
+// its cookie. A failed sign-in counts against the client's address
+// (auth.Throttle); while the address is throttled, sign-ins are refused
+// with 429 before the token is read.
 func (u *ui) signin(r *req) error {
 	next := r.FormValue("next")
 	c, err := r.Cookie(signinCookie)
 	if err != nil || !validCSRF(c.Value, r.FormValue(csrfField)) {
 		return r.showSignin(http.StatusForbidden, next, "The sign-in form expired. Please try again.")
 	}
+	addr := auth.ClientAddr(r.Request())
+	if wait, blocked := u.Throttle.Blocked(addr); blocked {
+		secs := int(math.Ceil(wait.Seconds()))
+		r.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return r.showSignin(http.StatusTooManyRequests, next, fmt.Sprintf("Too many failed sign-ins from your address. Try again in %d s.", secs))
+	}
 	p, err := u.Auth.Authenticate(r.ctx(), r.FormValue("token"))
 	if errors.Is(err, wgerr.Unauthenticated) {
+		u.Throttle.Fail(addr)
 		return r.showSignin(http.StatusUnauthorized, next, "That token is not valid (unknown or revoked).")
 	}
 	if err != nil {
