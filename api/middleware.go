@@ -128,11 +128,19 @@ func (a *API) requireRole(roles ...auth.Role) echo.MiddlewareFunc {
 				if err := a.visible(c); err != nil {
 					return err
 				}
-				return wgerr.New(wgerr.CodeForbidden, "a %s token may not %s %s", p.Role, c.Request().Method, c.Path())
+				return wgerr.New(wgerr.CodeForbidden, "%s token may not %s %s", article(string(p.Role)), c.Request().Method, c.Path())
 			}
 			return next(c)
 		}
 	}
+}
+
+// article is word with its indefinite article ("an agent", "a human").
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }
 
 // visible resolves the project the request's path names (its {project}, or
