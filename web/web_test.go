@@ -534,3 +534,14 @@ func TestSigninNextOpenRedirect(t *testing.T) {
 		t.Errorf("form: Location = %q, want /", loc)
 	}
 }
+
+// TestItemsFilterBounds: a text filter longer than any title is refused
+// with 400 before it reaches the database.
+func TestItemsFilterBounds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := e.signIn(e.human)
+	wantStatus(t, b.get("/p/acme/items?q="+strings.Repeat("a", 100_000)), http.StatusBadRequest)
+	wantStatus(t, b.get("/p/acme/items?view=list&q="+strings.Repeat("a", 501)), http.StatusBadRequest)
+	wantStatus(t, b.get("/p/acme/items?q="+strings.Repeat("a", 500)), http.StatusOK)
+}
