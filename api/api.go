@@ -52,6 +52,16 @@ type Config struct {
 	// a lost lease; a claim grants a new lease and the old one expires).
 	// Nil: Pool.
 	IdempotencyPool *pgxpool.Pool
+	// Throttle limits requests without valid credentials per client
+	// address (shared with the web UI's sign-in); nil: one with
+	// auth.NewThrottle's defaults.
+	Throttle *auth.Throttle
+	// SearchConcurrency bounds the item searches (lists with q) one project
+	// may run at once on this replica; SearchWait is how long one beyond
+	// the bound waits for a slot before 429. 0: DefaultSearchConcurrency,
+	// DefaultSearchWait.
+	SearchConcurrency int
+	SearchWait        time.Duration
 }
 
 // API is the /v1 JSON API.
@@ -65,6 +75,8 @@ type API struct {
 	projects *immutable[string, graph.Project]
 	holders  *immutable[uuid.UUID, holder]
 	limits   *limiters
+	searches *searchGate
+	throttle *auth.Throttle
 	timeout  time.Duration
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
@@ -98,6 +110,9 @@ func New(cfg Config) *API {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
+	}
 	return &API{
 		log:      cfg.Log,
 		auth:     cfg.Auth,
@@ -107,6 +122,8 @@ func New(cfg Config) *API {
 		projects: newImmutable[string, graph.Project](10_000),
 		holders:  newImmutable[uuid.UUID, holder](100_000),
 		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		searches: newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		throttle: cfg.Throttle,
 		timeout:  cfg.RequestTimeout,
 	}
 }
@@ -179,14 +196,14 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}
-	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent)
+	mw = append(mw, a.authenticate, a.requireRole(o.roles...), boundQuery, a.rateLimit, a.idempotent)
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
 
 // handlePublic registers an unauthenticated route.
 func (a *API) handlePublic(e *echo.Echo, method, path string, h echo.HandlerFunc) {
-	e.Add(method, "/v1"+path, h, noStore, a.bounded(a.timeout))
+	e.Add(method, "/v1"+path, h, noStore, a.bounded(a.timeout), boundQuery)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
 

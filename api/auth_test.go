@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,4 +125,23 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestRevokeAcrossReplicas: two servers on one database. A token used on B
+// and revoked through A is refused by B's very next request, every time.
+func TestRevokeAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	url := dbtest.URL(t)
+	a := setup(t, func(c *server.Config) { c.DatabaseURL = url })
+	b := setup(t, func(c *server.Config) { c.DatabaseURL = url })
+	a.mustProject("alpha")
+	for i := range 20 {
+		tok := a.mustToken("alpha", "short-lived-"+strconv.Itoa(i), "agent")
+		b.do("GET", "/v1/projects/alpha", tok.Token, nil).ok(t, 200, nil)
+		b.do("GET", "/v1/projects/alpha", tok.Token, nil).ok(t, 200, nil)
+		a.do("DELETE", "/v1/projects/alpha/tokens/"+tok.ID, adminToken, nil).ok(t, 204, nil)
+		if r := b.do("GET", "/v1/projects/alpha", tok.Token, nil); r.status != 401 {
+			t.Fatalf("try %d: the other replica answered %d right after the revocation, want 401", i+1, r.status)
+		}
+	}
 }

@@ -132,6 +132,14 @@ func (a *API) listItems(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if f.Text != "" {
+		// A text filter scans the project's items: bounded per project.
+		release, err := a.searches.enter(c.Request().Context(), p.ID)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	page, err := a.svc.Graph.ListItems(c.Request().Context(), p.ID, f)
 	if err != nil {
 		return err

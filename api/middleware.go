@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"strconv"
@@ -18,6 +19,10 @@ import (
 )
 
 const principalKey = "workgraph.principal"
+
+// quietKey marks a request whose refusal is counted by auth.Throttle, which
+// logs a summary: its own line is logged at debug only.
+const quietKey = "workgraph.quiet"
 
 // principal is the authenticated caller; routes without authentication
 // never call it.
@@ -45,7 +50,11 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())
 		}
-		a.log.Log(req.Context(), requestLevel(c.Response().Status, time.Since(start)), "request", attrs...)
+		level := requestLevel(c.Response().Status, time.Since(start))
+		if quiet, _ := c.Get(quietKey).(bool); quiet && level < slog.LevelError {
+			level = slog.LevelDebug
+		}
+		a.log.Log(req.Context(), level, "request", attrs...)
 		return nil
 	}
 }
@@ -69,24 +78,42 @@ func requestLevel(status int, took time.Duration) slog.Level {
 }
 
 // authenticate requires "Authorization: Bearer <token>". The web UI's
-// session cookie is never looked at.
+// session cookie is never looked at. A request without valid credentials
+// counts against its client address (auth.Throttle); while the address is
+// throttled its requests are refused with 429 before any token is read.
 func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Request().Header.Get(echo.HeaderAuthorization)
-		scheme, bearer, ok := strings.Cut(h, " ")
-		if h == "" {
-			return wgerr.New(wgerr.CodeUnauthenticated, "missing Authorization: Bearer <token> header")
+		addr := auth.ClientAddr(c.Request())
+		if wait, blocked := a.throttle.Blocked(addr); blocked {
+			c.Set(quietKey, true)
+			secs := int(math.Ceil(wait.Seconds()))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return wgerr.New(wgerr.CodeRateLimited, "too many requests without valid credentials from this address; retry after %d s", secs)
 		}
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(bearer) == "" {
-			return wgerr.New(wgerr.CodeUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
+		p, err := a.verify(c)
+		if errors.Is(err, wgerr.Unauthenticated) {
+			a.throttle.Fail(addr)
+			c.Set(quietKey, true)
 		}
-		p, err := a.auth.Authenticate(c.Request().Context(), strings.TrimSpace(bearer))
 		if err != nil {
 			return err
 		}
 		c.Set(principalKey, p)
 		return next(c)
 	}
+}
+
+// verify reads the bearer token of the request.
+func (a *API) verify(c echo.Context) (auth.Principal, error) {
+	h := c.Request().Header.Get(echo.HeaderAuthorization)
+	scheme, bearer, ok := strings.Cut(h, " ")
+	if h == "" {
+		return auth.Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "missing Authorization: Bearer <token> header")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(bearer) == "" {
+		return auth.Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
+	}
+	return a.auth.Authenticate(c.Request().Context(), strings.TrimSpace(bearer))
 }
 
 // requireRole refuses callers whose role is not among roles (admin always
@@ -101,11 +128,19 @@ func (a *API) requireRole(roles ...auth.Role) echo.MiddlewareFunc {
 				if err := a.visible(c); err != nil {
 					return err
 				}
-				return wgerr.New(wgerr.CodeForbidden, "a %s token may not %s %s", p.Role, c.Request().Method, c.Path())
+				return wgerr.New(wgerr.CodeForbidden, "%s token may not %s %s", article(string(p.Role)), c.Request().Method, c.Path())
 			}
 			return next(c)
 		}
 	}
+}
+
+// article is word with its indefinite article ("an agent", "a human").
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }
 
 // visible resolves the project the request's path names (its {project}, or

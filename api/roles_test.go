@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -48,7 +49,10 @@ func TestRoleBoundaries(t *testing.T) {
 	for _, tc := range cases {
 		for _, tok := range tc.denied {
 			t.Run(tc.method+" "+tc.path+" as "+tok.Role, func(t *testing.T) {
-				f.do(tc.method, tc.path, tok.Token, `{"epoch": 1, "name": "n", "role": "agent", "worker": "w", "answer": "a", "question": "q", "result": 1, "error": "e", "children": [{"key": "k", "title": "t"}]}`).problem(t, http.StatusForbidden, "forbidden")
+				p := f.do(tc.method, tc.path, tok.Token, `{"epoch": 1, "name": "n", "role": "agent", "worker": "w", "answer": "a", "question": "q", "result": 1, "error": "e", "children": [{"key": "k", "title": "t"}]}`).problem(t, http.StatusForbidden, "forbidden")
+				if d, _ := p["detail"].(string); !strings.HasPrefix(d, "an agent token may not ") && !strings.HasPrefix(d, "a human token may not ") {
+					t.Fatalf("detail %q, want \"an agent token may not ...\" or \"a human token may not ...\"", d)
+				}
 			})
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -24,9 +23,6 @@ type Service struct {
 	pool  *pgxpool.Pool
 	clock clock.Clock
 	q     *dbq.Queries
-	// cache of verified tokens, in use only while a Revocations listener
-	// runs (see tokenCache).
-	cache tokenCache
 }
 
 // NewService returns a Service on pool; a nil clock means the database's.
@@ -78,7 +74,9 @@ func validate(name string, role Role, projectID *uuid.UUID) error {
 }
 
 // Authenticate returns the principal of a bearer string. It reads the
-// database on every call, so a revocation takes effect at once.
+// token's row on every call (one primary-key lookup) and keeps nothing, so
+// a revocation committed on any replica, or written straight into the
+// database, refuses the very next request everywhere.
 //
 // Errors: unauthenticated (unknown, malformed or revoked token).
 func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, error) {
@@ -92,12 +90,7 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, e
 	)
 	id, ok := parseBearer(bearer)
 	if ok {
-		cached, hit, gen := s.cache.get(id, time.Now())
-		if hit {
-			row, err = cached, nil
-		} else if row, err = s.q.GetToken(ctx, s.pool, id); err == nil {
-			s.cache.put(row, time.Now(), gen)
-		}
+		row, err = s.q.GetToken(ctx, s.pool, id)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		row, err = s.q.GetTokenByHash(ctx, s.pool, hash)
@@ -136,9 +129,6 @@ func (s *Service) List(ctx context.Context, projectID uuid.UUID) ([]Token, error
 // Errors: not_found (no such token in the project).
 func (s *Service) Revoke(ctx context.Context, projectID, id uuid.UUID) (Token, error) {
 	row, err := s.q.RevokeToken(ctx, s.pool, dbq.RevokeTokenParams{ID: id, ProjectID: &projectID, Now: s.clock.Now()})
-	// This replica forgets it before answering; the others when the
-	// revocation's notification reaches them.
-	s.cache.drop(id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Token{}, wgerr.New(wgerr.CodeNotFound, "token %s not found", id)
 	}

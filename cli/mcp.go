@@ -3,13 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/workgraph-dev/workgraph/mcp"
@@ -24,6 +22,7 @@ type mcpOptions struct {
 	leaseSeconds   int
 	httpAddr       string
 	sessionTimeout time.Duration
+	allowOrigins   []string
 }
 
 func newMCPCmd(stdio IO) *cobra.Command {
@@ -55,6 +54,7 @@ its task.`,
 	f.StringVar(&o.worker, "worker", "", "worker label of the claims (env WORKGRAPH_WORKER; default mcp@<host>)")
 	f.IntVar(&o.leaseSeconds, "lease-seconds", 0, "lease TTL asked for on each claim (0: the server's default)")
 	f.StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8090) instead of stdio")
+	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "with --http: a browser origin (e.g. https://app.example) besides loopback ones that may call the server; repeatable")
 	f.DurationVar(&o.sessionTimeout, "session-timeout", time.Hour, "with --http: close (and release the task of) a session idle this long")
 	return cmd
 }
@@ -78,13 +78,13 @@ func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
 	// Logs go to stderr: on stdio, stdout carries the protocol.
 	srv, err := mcp.New(mcp.Config{
 		Client: c, Project: cfg.Project, Worker: worker, LeaseSeconds: o.leaseSeconds,
-		SessionTimeout: o.sessionTimeout, Version: "workgraph", Logger: logger(stdio.Err),
+		SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins, Version: "workgraph", Logger: logger(stdio.Err),
 	})
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
 	if o.httpAddr == "" {
-		return srv.Serve(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdio.In), Writer: mcpNopWriteCloser{stdio.Out}})
+		return srv.Serve(ctx, &mcp.StdioTransport{Reader: stdio.In, Writer: stdio.Out, Logger: logger(stdio.Err)})
 	}
 	return serveMCPHTTP(ctx, stdio, srv, o.httpAddr)
 }
@@ -112,7 +112,3 @@ func serveMCPHTTP(ctx context.Context, stdio IO, srv *mcp.Server, addr string) e
 	srv.Close()
 	return hs.Shutdown(shutdownCtx)
 }
-
-type mcpNopWriteCloser struct{ io.Writer }
-
-func (mcpNopWriteCloser) Close() error { return nil }

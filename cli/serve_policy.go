@@ -26,6 +26,22 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) {
 	durationFlag(f, &p.Attention.ContinuityWindow, "continuity-window", "WORKGRAPH_CONTINUITY_WINDOW", "after a person answers, how long only the worker that asked may claim the item (0: 10m)")
 	intFlag(f, &cfg.MaxActiveLeasesPerToken, "max-leases-per-token", "WORKGRAPH_MAX_LEASES_PER_TOKEN", "live leases one API token may hold (0: 1000, negative: unlimited)")
 	durationFlag(f, &cfg.SweepInterval, "sweep-interval", "WORKGRAPH_SWEEP_INTERVAL", "how often expired leases are ended in the background (0: 10s)")
+	durationFlag(f, &cfg.StatementTimeout, "statement-timeout", "WORKGRAPH_STATEMENT_TIMEOUT", "bound of every database statement of the server; longer ones are cancelled, 503 (0: 10s, negative: none)")
+	floatFlag(f, &cfg.UnauthenticatedRate, "unauthenticated-rate", "WORKGRAPH_UNAUTHENTICATED_RATE", "failed authentications (API requests without valid credentials, failed sign-ins) per second one client address may make before its requests get 429 (0: 5, bursts of 30; negative: unlimited)")
+}
+
+// floatFlag registers a number flag whose default is read from env.
+func floatFlag(f *pflag.FlagSet, x *float64, name, env, usage string) {
+	def := 0.0
+	if v := os.Getenv(env); v != "" {
+		parsed, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "workgraph: ignoring %s=%q: %v\n", env, v, err)
+		} else {
+			def = parsed
+		}
+	}
+	f.Float64Var(x, name, def, usage+" (env "+env+")")
 }
 
 // durationFlag registers a duration flag whose default is read from env.

@@ -19,7 +19,7 @@ func TestPolicyFlags(t *testing.T) {
 		var cfg server.Config
 		f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 		addPolicyFlags(f, &cfg)
-		if err := f.Parse([]string{"--lease-default", "2m", "--max-expiries", "5"}); err != nil {
+		if err := f.Parse([]string{"--lease-default", "2m", "--max-expiries", "5", "--statement-timeout", "4s", "--unauthenticated-rate", "0.5"}); err != nil {
 			t.Fatal(err)
 		}
 		got := cfg.Lease
@@ -28,6 +28,9 @@ func TestPolicyFlags(t *testing.T) {
 		}
 		if got.DefaultTTL != 2*time.Minute || got.MaxExpiries != 5 {
 			t.Fatalf("flags not applied: %+v", got)
+		}
+		if cfg.StatementTimeout != 4*time.Second || cfg.UnauthenticatedRate != 0.5 {
+			t.Fatalf("limit flags not applied: statement timeout %v, unauthenticated rate %v", cfg.StatementTimeout, cfg.UnauthenticatedRate)
 		}
 		if got.MaxTTL != 0 {
 			t.Fatalf("a malformed environment value was used: %v", got.MaxTTL)

@@ -19,6 +19,12 @@ const DefaultMaxConns = 32
 // maxConns > 0 sets the pool size; otherwise the URL's pool_max_conns, else
 // DefaultMaxConns.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return OpenWithSettings(ctx, url, maxConns, nil)
+}
+
+// OpenWithSettings is Open with session settings (e.g. statement_timeout)
+// that every connection of the pool starts with.
+func OpenWithSettings(ctx context.Context, url string, maxConns int32, settings map[string]string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("db: parse database url: %w", err)
@@ -30,6 +36,9 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "workgraph"
+	for k, v := range settings {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
 	// Keep the server's statement cache semantics but let pgx describe once.
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 	cfg.HealthCheckPeriod = 30 * time.Second

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -23,7 +24,9 @@ const (
 // substring of the title), one page at a time.
 //
 // Errors: invalid_argument for a negative or too large Limit (> 500), an
-// unknown state or a cursor that ListItems did not make.
+// unknown state, a cursor that ListItems did not make, a Text longer than a
+// title (MaxTitleChars) or a Label longer than a label (MaxLabelChars): no
+// longer value can match, and a long pattern makes the scan slow.
 func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter) (ItemPage, error) {
 	limit, err := page.Limit(f.Limit)
 	if err != nil {
@@ -32,6 +35,12 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 	after, err := page.Decode("items", f.Cursor)
 	if err != nil {
 		return ItemPage{}, err
+	}
+	if n := utf8.RuneCountInString(f.Text); n > MaxTitleChars {
+		return ItemPage{}, wgerr.InvalidField("q", "is %d characters long; at most %d are allowed", n, MaxTitleChars)
+	}
+	if n := utf8.RuneCountInString(f.Label); n > MaxLabelChars {
+		return ItemPage{}, wgerr.InvalidField("label", "is %d characters long; at most %d are allowed", n, MaxLabelChars)
 	}
 	states := make([]string, 0, len(f.States))
 	for _, st := range f.States {

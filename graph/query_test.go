@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -150,6 +151,8 @@ func TestListItems(t *testing.T) {
 			"Negative": {Limit: -1},
 			"Cursor":   {Cursor: "not-a-cursor"},
 			"State":    {States: []State{"sleeping"}},
+			"LongText": {Text: strings.Repeat("x", MaxTitleChars+1)},
+			"LongLbl":  {Label: strings.Repeat("x", MaxLabelChars+1)},
 		} {
 			if _, err := f.svc.ListItems(ctx, f.project, lf); !errors.Is(err, wgerr.Invalid) {
 				t.Errorf("%s: %v, want invalid_argument", name, err)

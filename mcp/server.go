@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +34,11 @@ type Config struct {
 	// SessionTimeout closes a streamable HTTP session (releasing its task)
 	// after this long without a request; 0 means one hour.
 	SessionTimeout time.Duration
+	// AllowedOrigins are the browser origins (e.g. "https://app.example")
+	// besides loopback ones whose pages may call the streamable HTTP
+	// transport. Requests without an Origin header (MCP clients that are
+	// not browsers) are always served.
+	AllowedOrigins []string
 	// Version is reported to MCP clients.
 	Version string
 	Logger  *slog.Logger
@@ -107,10 +116,40 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 }
 
 // Handler serves MCP sessions over streamable HTTP. Each HTTP session is an
-// MCP session with its own lease.
+// MCP session with its own lease. A request carrying an Origin header that
+// is neither a loopback origin nor one of Config.AllowedOrigins is refused
+// with 403, as the MCP specification requires: otherwise any web page a
+// person opens could drive the agent's token (through DNS rebinding, even
+// on a loopback address).
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp },
 		&sdk.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: sdkLogger(s.log)})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o) {
+			s.log.Warn("refused an MCP request from a foreign origin", "origin", o)
+			http.Error(w, "forbidden: origin "+strconv.Quote(o)+" may not use this MCP server", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed reports whether a browser page of origin may call the
+// server: a configured origin, or http(s) on a loopback host.
+func (s *Server) originAllowed(origin string) bool {
+	if slices.Contains(s.cfg.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" || u.User != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Close ends every session's hold on its task (releasing the tasks that are

@@ -25,10 +25,8 @@ func (s *Server) mount(ctx context.Context) error {
 	if err := s.bootstrap(ctx, authSvc); err != nil {
 		return err
 	}
-	// Verified tokens are cached while this listener hears revocations.
-	revocations := auth.NewRevocations(authSvc, s.log)
-	revocations.Start(context.Background())
-	s.stops = append(s.stops, revocations.Stop)
+	// One throttle of failed authentications for the API and the sign-in.
+	throttle := auth.NewThrottle(s.cfg.UnauthenticatedRate, s.cfg.UnauthenticatedBurst, s.log)
 	graphSvc := graph.NewService(s.pool, clk)
 	policy := s.cfg.Lease
 	policy.MaxActivePerToken = s.cfg.MaxActiveLeasesPerToken
@@ -61,6 +59,7 @@ func (s *Server) mount(ctx context.Context) error {
 		Auth:            authSvc,
 		RateLimit:       s.cfg.RateLimit,
 		RateBurst:       s.cfg.RateBurst,
+		Throttle:        throttle,
 		Services: api.Services{
 			Graph:     graphSvc,
 			Leases:    leaseSvc,
@@ -71,7 +70,7 @@ func (s *Server) mount(ctx context.Context) error {
 	a.Mount(s.echo)
 
 	// The web UI at "/" (package web) and the --demo project.
-	if err := s.mountWeb(ctx, authSvc, graphSvc, leaseSvc, attentionSvc); err != nil {
+	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc); err != nil {
 		return err
 	}
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,6 +44,14 @@ type Config struct {
 	// bucket size (0: api.DefaultRateBurst).
 	RateLimit float64
 	RateBurst int
+	// UnauthenticatedRate is the sustained failed authentications (API
+	// requests without valid credentials, failed sign-ins) per second one
+	// client address may make to this replica before its requests are
+	// refused with 429 (0: auth.DefaultUnauthenticatedRate; negative:
+	// unlimited); UnauthenticatedBurst its bucket size (0:
+	// auth.DefaultUnauthenticatedBurst).
+	UnauthenticatedRate  float64
+	UnauthenticatedBurst int
 	// MaxActiveLeasesPerToken bounds the live leases of one token (0:
 	// DefaultMaxActiveLeasesPerToken; negative: unlimited).
 	MaxActiveLeasesPerToken int
@@ -51,6 +60,17 @@ type Config struct {
 	// lease package's defaults. Its MaxActivePerToken is set from
 	// MaxActiveLeasesPerToken.
 	Lease lease.Config
+	// BodyReadTimeout bounds how long a request's body may take to arrive
+	// once its headers have (0: DefaultBodyReadTimeout). A client that
+	// trickles its body is cut; a long poll, whose body arrives at once and
+	// whose answer comes late, is not bound by it.
+	BodyReadTimeout time.Duration
+	// StatementTimeout bounds every statement the server's pool runs
+	// (PostgreSQL's statement_timeout, set on each connection; the
+	// database cancels a statement that runs longer and the request is
+	// answered 503 unavailable). 0: DefaultStatementTimeout; negative: no
+	// bound. Migrations run on a connection of their own, without it.
+	StatementTimeout time.Duration
 	// SweepInterval is how often expired leases are ended in the background
 	// (0: 10s). Claims also end the expired leases of their project.
 	SweepInterval time.Duration
@@ -59,11 +79,30 @@ type Config struct {
 	Demo bool
 }
 
+// DefaultStatementTimeout is Config.StatementTimeout's default: well below
+// the API's 30 s request timeout, so that one slow statement ends (and frees
+// its connection) long before its request would.
+const DefaultStatementTimeout = 10 * time.Second
+
+// Bounds of the HTTP server on slow clients.
+const (
+	// HeaderReadTimeout bounds the arrival of a request's headers.
+	HeaderReadTimeout = 10 * time.Second
+	// DefaultBodyReadTimeout is Config.BodyReadTimeout's default.
+	DefaultBodyReadTimeout = 30 * time.Second
+	// IdleTimeout closes a kept-alive connection without a request.
+	IdleTimeout = 120 * time.Second
+	// MaxHeaderBytes bounds a request's request line and headers (large enough
+	// that an over-long query parameter is answered 400 naming it).
+	MaxHeaderBytes = 256 << 10
+)
+
 // Server is a running workgraph server.
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	pool     *pgxpool.Pool
+	dbURL    string
 	cluster  *embedpg.Cluster
 	echo     *echo.Echo
 	http     *http.Server
@@ -99,26 +138,34 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
-	if err := db.Migrate(ctx, s.pool, s.log); err != nil {
+	if err := s.migrate(ctx); err != nil {
 		s.close()
 		return nil, err
 	}
 	s.echo = echo.New()
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
+	s.echo.Pre(commonHeaders)
 	s.routes()
 	if err := s.mount(ctx); err != nil {
 		s.close()
 		return nil, err
 	}
 
+	bodyTimeout := cfg.BodyReadTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyReadTimeout
+	}
 	s.http = &http.Server{
-		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
+		Handler:           bodyDeadline(bodyTimeout, s.echo),
+		ReadHeaderTimeout: HeaderReadTimeout,
+		// No ReadTimeout: it would also end a long poll (net/http cancels a
+		// request whose connection's read deadline passes while it waits);
+		// bodyDeadline bounds the body instead.
 		// Long-poll claims wait up to 60 s; leave room to answer.
-		WriteTimeout: 90 * time.Second,
-		IdleTimeout:  120 * time.Second,
+		WriteTimeout:   90 * time.Second,
+		IdleTimeout:    IdleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
 	}
 	go func() {
 		err := s.http.Serve(ln)
@@ -143,12 +190,38 @@ func (s *Server) openDatabase(ctx context.Context) error {
 		s.cluster = cluster
 		url = cluster.URL("workgraph")
 	}
-	pool, err := db.Open(ctx, url, s.cfg.MaxConns)
+	s.dbURL = url
+	var settings map[string]string
+	switch d := s.cfg.StatementTimeout; {
+	case d == 0:
+		settings = map[string]string{"statement_timeout": durationSetting(DefaultStatementTimeout)}
+	case d > 0:
+		settings = map[string]string{"statement_timeout": durationSetting(d)}
+	}
+	pool, err := db.OpenWithSettings(ctx, url, s.cfg.MaxConns, settings)
 	if err != nil {
 		return err
 	}
 	s.pool = pool
 	return nil
+}
+
+// durationSetting spells d for a PostgreSQL setting in milliseconds (at
+// least 1).
+func durationSetting(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
+}
+
+// migrate brings the schema up to date on a pool of its own, which the
+// statement timeout does not bound (building an index on a large table may
+// take longer).
+func (s *Server) migrate(ctx context.Context) error {
+	pool, err := db.Open(ctx, s.dbURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return db.Migrate(ctx, pool, s.log)
 }
 
 func dataDir(d string) string {
@@ -201,6 +274,16 @@ func (s *Server) close() {
 			s.log.Error("stopping embedded PostgreSQL", "err", err)
 		}
 		s.cluster = nil
+	}
+}
+
+// commonHeaders sets the headers every answer carries, whatever route (or
+// none) serves it: browsers must never guess a type other than the one
+// declared (a JSON answer read as HTML would run a stored script).
+func commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
+		return next(c)
 	}
 }
 

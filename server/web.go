@@ -13,10 +13,11 @@ import (
 
 // mountWeb mounts the web UI at "/" and, with Config.Demo, loads the demo
 // project (once: only when it does not exist yet).
-func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service) error {
+func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service) error {
 	web.Mount(s.echo, web.Deps{
 		Pool:      s.pool,
 		Auth:      authSvc,
+		Throttle:  throttle,
 		Graph:     graphSvc,
 		Leases:    leaseSvc,
 		Attention: attSvc,

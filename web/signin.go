@@ -4,8 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/auth"
@@ -41,15 +45,24 @@ func (r *req) showSignin(status int, next, msg string) error {
 }
 
 // signin checks the token, refuses agent tokens, starts a session and sets
-// its cookie.
+// its cookie. A failed sign-in counts against the client's address
+// (auth.Throttle); while the address is throttled, sign-ins are refused
+// with 429 before the token is read.
 func (u *ui) signin(r *req) error {
 	next := r.FormValue("next")
 	c, err := r.Cookie(signinCookie)
 	if err != nil || !validCSRF(c.Value, r.FormValue(csrfField)) {
 		return r.showSignin(http.StatusForbidden, next, "The sign-in form expired. Please try again.")
 	}
+	addr := auth.ClientAddr(r.Request())
+	if wait, blocked := u.Throttle.Blocked(addr); blocked {
+		secs := int(math.Ceil(wait.Seconds()))
+		r.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return r.showSignin(http.StatusTooManyRequests, next, fmt.Sprintf("Too many failed sign-ins from your address. Try again in %d s.", secs))
+	}
 	p, err := u.Auth.Authenticate(r.ctx(), r.FormValue("token"))
 	if errors.Is(err, wgerr.Unauthenticated) {
+		u.Throttle.Fail(addr)
 		return r.showSignin(http.StatusUnauthorized, next, "That token is not valid (unknown or revoked).")
 	}
 	if err != nil {
@@ -112,4 +125,29 @@ func (u *ui) projectHome(r *req) error {
 func (u *ui) live(r *req) error {
 	attention, leases := r.counts()
 	return r.JSON(http.StatusOK, map[string]int{"attention": attention, "leases": leases})
+}
+
+// safeNext keeps a post-sign-in redirect on this site: it returns next only
+// when a browser would read it as a path of this origin, else "/".
+//
+// Browsers drop ASCII tab, LF and CR anywhere in a URL and read a backslash
+// as a slash, so "/\t/evil.example" and "/\evil.example" mean
+// "//evil.example", another host. Rather than mimic every such rule, next
+// may hold printable ASCII only (our own links percent-encode everything
+// else) and no backslash; it must then parse with no scheme, no host and no
+// user, and its path must start with exactly one "/".
+func safeNext(next string) string {
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return "/"
+	}
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	return next
 }

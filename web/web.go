@@ -25,8 +25,11 @@ import (
 
 // Deps are the services the UI is built on.
 type Deps struct {
-	Pool      *pgxpool.Pool
-	Auth      *auth.Service
+	Pool *pgxpool.Pool
+	Auth *auth.Service
+	// Throttle counts failed sign-ins per client address (shared with the
+	// API); nil: one with auth.NewThrottle's defaults.
+	Throttle  *auth.Throttle
 	Graph     *graph.Service
 	Leases    *lease.Service
 	Attention *attention.Service
@@ -51,6 +54,9 @@ func Mount(e *echo.Echo, d Deps) {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
+	}
+	if d.Throttle == nil {
+		d.Throttle = auth.NewThrottle(0, 0, d.Logger)
 	}
 	u := &ui{Deps: d, sessions: &sessions{pool: d.Pool, clock: d.Clock, q: dbq.New()}, q: dbq.New()}
 
@@ -332,12 +338,4 @@ func (r *req) takeFlash() (string, bool) {
 // projectURL is a path below the current project.
 func (r *req) projectURL(path string) string {
 	return "/p/" + url.PathEscape(r.project.Name) + path
-}
-
-// safeNext keeps a post-sign-in redirect on this site.
-func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/"
-	}
-	return next
 }

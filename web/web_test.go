@@ -511,3 +511,37 @@ func TestNotFound(t *testing.T) {
 	}
 	wantStatus(t, b.get("/p/acme/items/not-an-id"), http.StatusNotFound)
 }
+
+// TestSigninNextOpenRedirect: a return address that a browser reads as
+// another host (a tab dropped from "/\t/evil.example") lands on "/", both
+// for a person already signed in and after the form. (No subtests: the
+// browser helpers fail the parent test.)
+func TestSigninNextOpenRedirect(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const evil = "/signin?next=%2F%09%2Fevil.example%2Fx"
+	signedIn := e.signIn(e.human)
+	r := signedIn.get(evil)
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != "/" {
+		t.Errorf("signed in: Location = %q, want /", loc)
+	}
+	b := e.browser()
+	b.get(evil)
+	r = b.post("/signin", url.Values{"token": {e.human}, "next": {"/\t/evil.example/x"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != "/" {
+		t.Errorf("form: Location = %q, want /", loc)
+	}
+}
+
+// TestItemsFilterBounds: a text filter longer than any title is refused
+// with 400 before it reaches the database.
+func TestItemsFilterBounds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := e.signIn(e.human)
+	wantStatus(t, b.get("/p/acme/items?q="+strings.Repeat("a", 100_000)), http.StatusBadRequest)
+	wantStatus(t, b.get("/p/acme/items?view=list&q="+strings.Repeat("a", 501)), http.StatusBadRequest)
+	wantStatus(t, b.get("/p/acme/items?q="+strings.Repeat("a", 500)), http.StatusOK)
+}
