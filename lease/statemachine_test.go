@@ -19,11 +19,12 @@ import (
 
 // The state-machine test drives the lease, graph and attention services
 // with random sequences of actions (create, depend, claim, heartbeat,
-// complete, fail, release, ask, resolve, cancel, reap, let time pass,
-// replay a stale fence) and after each one compares the real service with
-// a small in-memory model of the rules: each item's state, epoch and
-// holder, each lease's epoch, worker and outcome. Each run gets a project
-// of its own on one test database; the clock is a stub the model reads.
+// complete, fail, release, ask, hold, resolve or dismiss, cancel, reap, let
+// time pass, replay a stale fence) and after each one compares the real
+// service with a small in-memory model of the rules: each item's state,
+// epoch and holder, each lease's epoch, worker, expiry and outcome. Each run
+// gets a project of its own on one test database; the clock is a stub the
+// model reads.
 
 // Rules the model knows, as configured below.
 const (
@@ -207,6 +208,7 @@ func TestStateMachine(t *testing.T) {
 			"ask2":       sm.ask,
 			"resolve":    sm.resolve,
 			"resolve2":   sm.resolve,
+			"hold":       sm.hold,
 			"cancel":     sm.cancel,
 			"reap":       sm.reap,
 			"time":       sm.advance,
@@ -439,12 +441,20 @@ func (s *stateMachine) resolve(t *rapid.T) {
 		t.Skip("no requests on open items")
 	}
 	r := rapid.SampledFrom(open).Draw(t, "request")
-	_, err := s.f.att.Resolve(s.f.ctx, s.project, r.id, "go on", "person")
+	// A person answers or dismisses; either closes the request.
+	var err error
+	op := "resolve"
+	if rapid.Bool().Draw(t, "dismiss") {
+		op = "dismiss"
+		_, err = s.f.att.Dismiss(s.f.ctx, s.project, r.id, "person", "")
+	} else {
+		_, err = s.f.att.Resolve(s.f.ctx, s.project, r.id, "go on", "person")
+	}
 	if !r.open {
-		wantCode(t, "resolve again", err, wgerr.CodeConflict)
+		wantCode(t, op+" again", err, wgerr.CodeConflict)
 		return
 	}
-	wantCode(t, "resolve", err, "")
+	wantCode(t, op, err, "")
 	r.open = false
 	if r.blocking {
 		it := s.m.items[r.item]
@@ -454,6 +464,20 @@ func (s *stateMachine) resolve(t *rapid.T) {
 			it.prefUntil = &u
 		}
 	}
+}
+
+// hold is a person's hold: a blocking request without a worker, which
+// leaves an active lease running.
+func (s *stateMachine) hold(t *rapid.T) {
+	i, it := s.pickItem(t, "item")
+	r, err := s.f.att.Hold(s.f.ctx, s.project, it.id, "", "person")
+	if it.status != graph.StatusOpen {
+		wantCode(t, "hold", err, wgerr.CodeConflict)
+		return
+	}
+	wantCode(t, "hold", err, "")
+	s.m.hold(it, "")
+	s.m.requests = append(s.m.requests, &smRequest{id: r.ID, item: i, blocking: true, open: true})
 }
 
 func (s *stateMachine) cancel(t *rapid.T) {
