@@ -7,7 +7,7 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test build generate check-generated fmt-check vet ci stop-test-pg
+.PHONY: run test build generate check-generated fmt-check vet ci stop-test-pg fuzz-short
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
@@ -19,6 +19,19 @@ test:
 
 build:
 	$(GO) build -o bin/workgraph ./cmd/workgraph
+
+# Fuzzes each target for FUZZTIME with one worker (about 1-2 minutes in
+# all): fuzzed bodies, query strings, cursors and path segments against a
+# real server, and the input checks against PostgreSQL. A failing input is
+# written to the package's testdata/fuzz/<Target>/ (commit it with the
+# fix); the seeds and corpora there also run in plain `make test`.
+FUZZTIME ?= 10s
+FUZZ_API = FuzzItemBody FuzzLeaseBody FuzzAttentionBody FuzzAdminBody FuzzQuery FuzzCursor
+fuzz-short:
+	@for t in $(FUZZ_API); do echo "fuzz ./api $$t"; \
+	  $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./api/ || exit 1; done
+	@echo "fuzz ./input FuzzStorable"; \
+	  $(GO) test -run '^$$' -fuzz '^FuzzStorable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./input/
 
 generate:
 	$(GO) tool sqlc generate

@@ -192,18 +192,18 @@ type routeOpts struct {
 // handle registers an authenticated route; o.roles lists who besides
 // admin may call it (none: admin only).
 func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o routeOpts) {
-	mw := []echo.MiddlewareFunc{noStore}
+	mw := []echo.MiddlewareFunc{noStore, checkParams}
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}
-	mw = append(mw, a.authenticate, a.requireRole(o.roles...), boundQuery, a.rateLimit, a.idempotent)
+	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent)
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
 
 // handlePublic registers an unauthenticated route.
 func (a *API) handlePublic(e *echo.Echo, method, path string, h echo.HandlerFunc) {
-	e.Add(method, "/v1"+path, h, noStore, a.bounded(a.timeout), boundQuery)
+	e.Add(method, "/v1"+path, h, noStore, checkParams, a.bounded(a.timeout))
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
 

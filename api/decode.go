@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -26,7 +27,9 @@ const (
 
 // decode reads the request body strictly into v: unknown fields, values of
 // the wrong type, malformed JSON and trailing data are refused as
-// invalid_argument naming the field; an empty body decodes as {}.
+// invalid_argument naming the field; an empty body decodes as {}. Then the
+// whole body passes input.JSON, the one check of the text it carries (valid
+// UTF-8, no NUL, nothing jsonb refuses), so no handler sees such a value.
 func decode(c echo.Context, v any) error {
 	body, err := readBody(c)
 	if err != nil {
@@ -43,7 +46,34 @@ func decode(c echo.Context, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return wgerr.InvalidField("body", "trailing data after the JSON value")
 	}
-	return nil
+	return input.JSON(body)
+}
+
+// checkParams is the one check of the text a request carries outside its
+// body, run on every /v1 route before anything looks at it: the query
+// string and each parameter within their bounds (checkQuery), and path
+// parameters, query parameter names and values, and the Idempotency-Key
+// header valid UTF-8 without NUL (PostgreSQL's text refuses both).
+func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := checkQuery(c.Request()); err != nil {
+			return err
+		}
+		for i, name := range c.ParamNames() {
+			if i < len(c.ParamValues()) {
+				if err := input.Text(name, c.ParamValues()[i]); err != nil {
+					return err
+				}
+			}
+		}
+		if err := input.Values(c.QueryParams()); err != nil {
+			return err
+		}
+		if err := input.Text(IdempotencyHeader, c.Request().Header.Get(IdempotencyHeader)); err != nil {
+			return err
+		}
+		return next(c)
+	}
 }
 
 // readBody returns the whole request body, refusing bodies over the limit,

@@ -21,7 +21,7 @@ const adminToken = "test-bootstrap-admin-token"
 
 // env is a real server on a port of its own, against a fresh database.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *server.Server
 	url  string
 	pool *pgxpool.Pool
@@ -29,7 +29,7 @@ type env struct {
 
 // setup boots the real server (server.Start) with the bootstrap admin
 // token; tune adjusts the config first.
-func setup(t *testing.T, tune ...func(*server.Config)) *env {
+func setup(t testing.TB, tune ...func(*server.Config)) *env {
 	t.Helper()
 	cfg := server.Config{
 		DatabaseURL:    dbtest.URL(t),
@@ -111,7 +111,7 @@ func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 }
 
 // ok fails unless the answer has the status, and decodes it into v.
-func (r resp) ok(t *testing.T, status int, v any) {
+func (r resp) ok(t testing.TB, status int, v any) {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
@@ -128,7 +128,7 @@ func (r resp) ok(t *testing.T, status int, v any) {
 
 // problem fails unless the answer is a well-formed problem+json document
 // with the status and code; it returns the document.
-func (r resp) problem(t *testing.T, status int, code string) map[string]any {
+func (r resp) problem(t testing.TB, status int, code string) map[string]any {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
@@ -155,7 +155,7 @@ func (r resp) problem(t *testing.T, status int, code string) map[string]any {
 }
 
 // field checks the problem names the field.
-func field(t *testing.T, p map[string]any, want string) {
+func field(t testing.TB, p map[string]any, want string) {
 	t.Helper()
 	if p["field"] != want {
 		t.Fatalf("problem field %v, want %q (detail %v)", p["field"], want, p["detail"])

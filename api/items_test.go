@@ -34,7 +34,7 @@ type itemFixture struct {
 	human, agent, otherHuman token
 }
 
-func itemSetup(t *testing.T) itemFixture {
+func itemSetup(t testing.TB) itemFixture {
 	t.Helper()
 	e := setup(t)
 	e.mustProject("alpha")

@@ -5,13 +5,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-// Bounds of query parameters, checked by boundQuery on every /v1 route
+// Bounds of query parameters, checked by checkParams on every /v1 route
 // before any database work. A parameter longer than anything the route could
 // use must not reach SQL: a 100,000-character q once held a connection for
 // 15 s.
@@ -36,18 +34,9 @@ var queryBounds = map[string]int{
 	"worker": 200, // leases.worker is 1..200
 }
 
-// boundQuery refuses a request whose query string, or one of its
+// checkQuery refuses a request whose query string, or one of its
 // parameters, is over its bound, with 400 invalid_argument naming the
 // parameter.
-func boundQuery(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if err := checkQuery(c.Request()); err != nil {
-			return err
-		}
-		return next(c)
-	}
-}
-
 func checkQuery(r *http.Request) error {
 	raw := r.URL.RawQuery
 	if raw == "" {

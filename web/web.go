@@ -19,6 +19,7 @@ import (
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -189,7 +190,8 @@ func (u *ui) project(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, 
 func (u *ui) projectAction(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, true) }
 
 // wrap applies, in order: security headers; for POSTs the same-origin
-// check (before anything else is looked at); the session (signing in when
+// check (before anything else is looked at); the one check of the text the
+// request carries (checkInput); the session (signing in when
 // missing); for POSTs the CSRF token; the project (404 when the principal
 // may not see it); then the handler, whose errors become error pages.
 func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFunc {
@@ -200,6 +202,9 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 		if post && !sameOrigin(c.Request()) {
 			return r.fail(http.StatusForbidden, "Cross-site request refused",
 				"This form was posted from another site. Nothing was changed.")
+		}
+		if err := checkInput(c); err != nil {
+			return r.error(err)
 		}
 		if needSession {
 			ok, err := r.loadSession()
@@ -229,6 +234,24 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 		}
 		return nil
 	}
+}
+
+// checkInput refuses (400) a request whose path parameters, query or form
+// values are not valid UTF-8 or hold NUL, which PostgreSQL's text refuses:
+// checked once here, so no handler passes them on.
+func checkInput(c echo.Context) error {
+	for i, name := range c.ParamNames() {
+		if i < len(c.ParamValues()) {
+			if err := input.Text(name, c.ParamValues()[i]); err != nil {
+				return err
+			}
+		}
+	}
+	values, err := c.FormParams() // the query, and a POST's form
+	if err != nil {
+		values = c.QueryParams()
+	}
+	return input.Values(values)
 }
 
 // loadSession reads the session cookie.

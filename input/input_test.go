@@ -1,0 +1,104 @@
+package input_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/input"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func TestJSON(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, doc, field string // field "": accepted
+	}{
+		{"OK", `{"a": "b", "n": [1, 2.5, -3e10], "o": {"k": null}}`, ""},
+		{"EscapesOK", `{"a": "\u00e9 \ud83d\ude00 \\u0000 \"q\""}`, ""},
+		{"BigNumbersOK", `[1e131071, 1e-16383, 123456789012345678901234567890]`, ""},
+		{"NULValue", `{"a": "x\u0000"}`, "a"},
+		{"NULKey", `{"a": {"\u0000": 1}}`, "a"},
+		{"NULTopKey", `{"\u0000": 1}`, "body"},
+		{"NULInArray", `{"a": [1, "ok", {"b": ["\u0000"]}]}`, "a[2].b[0]"},
+		{"NULTopArray", `["ok", "\u0000"]`, "body[1]"},
+		{"NULTopString", `"\u0000"`, "body"},
+		{"BadUTF8", "{\"a\": \"\xff\"}", "a"},
+		{"BadUTF8Key", "{\"a\": {\"\xc3\x28\": 1}}", "a"},
+		{"HighSurrogateAlone", `{"a": "\ud800x"}`, "a"},
+		{"HighSurrogateThenOther", `{"a": "\ud800\u0041"}`, "a"},
+		{"HighSurrogateAtEnd", `{"a": "\ud800"}`, "a"},
+		{"LowSurrogateAlone", `{"a": "\udc00"}`, "a"},
+		{"HugeNumber", `{"a": 1e131072}`, "a"},
+		{"HugeExponent", `{"a": 1e99999999999999999999}`, "a"},
+		{"TinyNumber", `{"a": 1e-16384}`, "a"},
+		{"LongFraction", `{"a": 0.` + strings.Repeat("1", 16384) + `}`, "a"},
+		{"ZeroTinyExponent", `{"a": 0e-100000}`, "a"},
+		{"AfterValuesInObject", `{"x": 1, "y": [true], "z": "\u0000"}`, "z"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if !json.Valid([]byte(tc.doc)) {
+				t.Fatalf("test document is not JSON: %s", tc.doc)
+			}
+			err := input.JSON([]byte(tc.doc))
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var we *wgerr.Error
+			if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != tc.field {
+				t.Fatalf("err %v (%#v), want invalid_argument on %q", err, we, tc.field)
+			}
+		})
+	}
+}
+
+func TestText(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "plain", "caf\u00e9", "\U0001F600", "tab\tnewline\n"} {
+		if err := input.Text("f", s); err != nil {
+			t.Errorf("Text(%q) = %v", s, err)
+		}
+	}
+	for _, s := range []string{"a\x00b", "\xff", "\xed\xa0\x80", "\xc0\xaf"} {
+		if err := input.Text("f", s); !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("Text(%q) = %v, want invalid_argument", s, err)
+		}
+	}
+	if err := input.Values(map[string][]string{"q": {"ok", "a\x00"}}); err == nil || !strings.HasPrefix(err.Error(), "q:") {
+		t.Errorf("Values: %v, want an error naming q", err)
+	}
+}
+
+// FuzzStorable: whatever the checks accept, PostgreSQL stores (text as
+// text, a JSON document as jsonb); so a value passing them can never turn
+// into a database error (a 500) later.
+func FuzzStorable(f *testing.F) {
+	pool := dbtest.New(f)
+	for _, s := range []string{"", "a", "a\x00b", "\xff", `{"a": "\u0000"}`, `["\ud800"]`, `1e131071`, `1e131072`,
+		`0.000001e-16377`, `{"a": [1, {"b": "\ud83d\ude00"}]}`, `-0e-99999`, `1.5E+3`, `"\\u0000"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if input.Text("f", s) == nil {
+			if _, err := pool.Exec(ctx, "SELECT $1::text", s); err != nil {
+				t.Fatalf("text %q passed the check but PostgreSQL refused it: %v", s, err)
+			}
+		}
+		if json.Valid([]byte(s)) && input.JSON([]byte(s)) == nil {
+			if _, err := pool.Exec(ctx, "SELECT $1::text::jsonb", s); err != nil {
+				t.Fatalf("JSON %q passed the check but PostgreSQL refused it: %v", s, err)
+			}
+		}
+	})
+}
