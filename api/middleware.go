@@ -101,7 +101,7 @@ func (a *API) requireRole(roles ...auth.Role) echo.MiddlewareFunc {
 				if err := a.visible(c); err != nil {
 					return err
 				}
-				return wgerr.New(wgerr.CodeForbidden, "a %s token may not %s %s", p.Role, c.Request().Method, c.Path())
+				return wgerr.New(wgerr.CodeForbidden, "%s %s token may not %s %s", article(string(p.Role)), p.Role, c.Request().Method, c.Path())
 			}
 			return next(c)
 		}
@@ -184,4 +184,12 @@ func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Header().Set("Cache-Control", "no-store")
 		return next(c)
 	}
+}
+
+// article is the indefinite article before word ("an agent", "a human").
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -34,6 +34,9 @@ var problems = map[wgerr.Code]problemKind{
 	wgerr.CodeConflictingResult: {http.StatusConflict, "Conflicting result"},
 	wgerr.CodeDependencyCycle:   {http.StatusConflict, "Dependency cycle"},
 	wgerr.CodeConflict:          {http.StatusConflict, "Conflict"},
+	wgerr.CodeInProgress:        {http.StatusConflict, "Request in progress"},
+	wgerr.CodeOutcomeUnknown:    {http.StatusConflict, "Outcome unknown"},
+	wgerr.CodeMethodNotAllowed:  {http.StatusMethodNotAllowed, "Method not allowed"},
 	wgerr.CodePayloadTooLarge:   {http.StatusRequestEntityTooLarge, "Payload too large"},
 	wgerr.CodeRateLimited:       {http.StatusTooManyRequests, "Rate limited"},
 	wgerr.CodeUnavailable:       {http.StatusServiceUnavailable, "Unavailable"},
@@ -48,8 +51,10 @@ func codeForStatus(status int) wgerr.Code {
 		return wgerr.CodeUnauthenticated
 	case status == http.StatusForbidden:
 		return wgerr.CodeForbidden
-	case status == http.StatusNotFound, status == http.StatusMethodNotAllowed:
+	case status == http.StatusNotFound:
 		return wgerr.CodeNotFound
+	case status == http.StatusMethodNotAllowed:
+		return wgerr.CodeMethodNotAllowed
 	case status == http.StatusConflict:
 		return wgerr.CodeConflict
 	case status == http.StatusRequestEntityTooLarge:
@@ -125,9 +130,6 @@ func problemFor(err error) (p Problem, logInternal bool) {
 		}
 		kind := problems[code]
 		p = Problem{Type: problemTypeBase + string(code), Title: kind.title, Status: he.Code, Detail: echoDetail(he), Code: code}
-		if he.Code == http.StatusMethodNotAllowed {
-			p.Title = "Method not allowed"
-		}
 		return p, false
 	default:
 		return internalProblem(), true

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -48,7 +49,11 @@ func TestRoleBoundaries(t *testing.T) {
 	for _, tc := range cases {
 		for _, tok := range tc.denied {
 			t.Run(tc.method+" "+tc.path+" as "+tok.Role, func(t *testing.T) {
-				f.do(tc.method, tc.path, tok.Token, `{"epoch": 1, "name": "n", "role": "agent", "worker": "w", "answer": "a", "question": "q", "result": 1, "error": "e", "children": [{"key": "k", "title": "t"}]}`).problem(t, http.StatusForbidden, "forbidden")
+				p := f.do(tc.method, tc.path, tok.Token, `{"epoch": 1, "name": "n", "role": "agent", "worker": "w", "answer": "a", "question": "q", "result": 1, "error": "e", "children": [{"key": "k", "title": "t"}]}`).problem(t, http.StatusForbidden, "forbidden")
+				want := map[string]string{"agent": "an agent token may not ", "human": "a human token may not "}[tok.Role]
+				if d, _ := p["detail"].(string); !strings.HasPrefix(d, want) {
+					t.Fatalf("detail %q, want it to begin %q", d, want)
+				}
 			})
 		}
 	}

@@ -50,6 +50,9 @@ type IdempotencyKey struct {
 	CreatedAt   time.Time
 	CompletedAt *time.Time
 	ExpiresAt   time.Time
+	Owner       *uuid.UUID
+	LockedUntil time.Time
+	EffectAt    *time.Time
 }
 
 type Item struct {

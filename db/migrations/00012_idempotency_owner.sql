@@ -1,0 +1,26 @@
+-- +goose Up
+-- An Idempotency-Key record still in progress (status IS NULL) belongs to
+-- the server request running it: owner names that request, and
+-- locked_until (the database's clock) is how long the record stays its own
+-- without a renewal. The owner renews it while it runs, so a record whose
+-- owner died (a killed replica, a lost database connection) is free for a
+-- retry a few seconds later, on whichever replica the retry reaches.
+--
+-- effect_at is set by the owner's own write transaction, in that
+-- transaction (and only while it still owns the record): a record whose
+-- effect committed is never run again, even when its answer was lost; a
+-- retry is told that the outcome is unknown instead. An owner whose record
+-- was taken over finds no row to mark, and its transaction rolls back.
+--
+-- Records in progress before this migration get locked_until = now(): they
+-- are free for a retry at once.
+ALTER TABLE idempotency_keys
+    ADD COLUMN owner        uuid,
+    ADD COLUMN locked_until timestamptz NOT NULL DEFAULT now(),
+    ADD COLUMN effect_at    timestamptz;
+
+-- +goose Down
+ALTER TABLE idempotency_keys
+    DROP COLUMN effect_at,
+    DROP COLUMN locked_until,
+    DROP COLUMN owner;
