@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -132,6 +133,9 @@ func problemFor(err error) (p Problem, logInternal bool) {
 		p = Problem{Type: problemTypeBase + string(code), Title: kind.title, Status: he.Code, Detail: echoDetail(he), Code: code}
 		return p, false
 	default:
+		if t := db.Translate(err); wgerr.CodeOf(t) != wgerr.CodeInternal {
+			return problemFor(t)
+		}
 		return internalProblem(), true
 	}
 }
@@ -163,11 +167,23 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 		return
 	}
 	p, logIt := problemFor(err)
+	id := requestID(c)
 	if logIt {
 		log.ErrorContext(c.Request().Context(), "internal error",
-			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"err", err, "cause", causeOf(err))
+	} else if p.Code == wgerr.CodeUnavailable {
+		log.WarnContext(c.Request().Context(), "unavailable",
+			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"err", err, "cause", causeOf(err))
 	}
-	if p.Code == wgerr.CodeRateLimited && c.Response().Header().Get("Retry-After") == "" {
+	if id != "" {
+		if p.Extras == nil {
+			p.Extras = map[string]any{}
+		}
+		p.Extras["request_id"] = id
+	}
+	if (p.Code == wgerr.CodeRateLimited || p.Code == wgerr.CodeUnavailable) && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", "1")
 	}
 	if p.Code == wgerr.CodeUnauthenticated {
@@ -184,6 +200,18 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 		return
 	}
 	_ = c.Blob(p.Status, "application/problem+json", body)
+}
+
+// causeOf is the innermost error of err's chain: what the log needs when
+// err itself says only "internal error".
+func causeOf(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 // ErrorHandler answers errors of /v1 requests as problem+json and hands every

@@ -84,7 +84,7 @@ func TestRoleBoundaries(t *testing.T) {
 
 // TestIdempotencyConcurrent sends the same keyed request from many
 // goroutines at once: it is applied once; every answer is the original, a
-// replay of it, or 409 while the first is in flight.
+// replay of it, or 409 request_in_progress while the first is in flight.
 func TestIdempotencyConcurrent(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -109,7 +109,7 @@ func TestIdempotencyConcurrent(t *testing.T) {
 			}
 			created = string(r.body)
 		case 409:
-			r.problem(t, 409, "conflict")
+			r.problem(t, 409, "request_in_progress")
 		default:
 			t.Fatalf("status %d: %s", r.status, r.body)
 		}
