@@ -47,10 +47,11 @@ type Config struct {
 	// written: a pool whose sessions commit asynchronously
 	// (synchronous_commit=off), so the bookkeeping around a request does not
 	// wait for WAL flushes the way the request's own transaction does. A
-	// database crash may then lose the records of the last instants: a retry
-	// of such a request runs again (fenced mutations answer it as a replay or
-	// a lost lease; a claim grants a new lease and the old one expires).
-	// Nil: Pool.
+	// database crash may then lose the records of the last instants. A
+	// request's effect is marked on its record inside its own (synchronous)
+	// transaction, so a lost record is one whose request took no effect
+	// either (a retry runs it), and a lost answer leaves the effect marked
+	// (a retry gets outcome_unknown; nothing runs twice). Nil: Pool.
 	IdempotencyPool *pgxpool.Pool
 }
 
