@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +36,12 @@ func startReplica(t *testing.T, dbURL string) *replica {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	return startReplicaAt(t, dbURL, addr)
+}
+
+// startReplicaAt is startReplica on a given address.
+func startReplicaAt(t *testing.T, dbURL, addr string) *replica {
+	t.Helper()
 	r := &replica{url: "http://" + addr, logs: &bytes.Buffer{}}
 	r.cmd = exec.Command(bin, "serve", "--database-url", dbURL, "--addr", addr, "--bootstrap-token", adminToken, "--rate-limit", "-1")
 	r.cmd.Env = []string{"HOME=" + t.TempDir()}
@@ -66,6 +73,18 @@ func (r *replica) kill(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = r.cmd.Wait()
+}
+
+// transportFailures is an HTTP transport that counts requests that got no
+// answer.
+type transportFailures struct{ n atomic.Int32 }
+
+func (f *transportFailures) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		f.n.Add(1)
+	}
+	return res, err
 }
 
 // post sends a POST with an Idempotency-Key and returns status and body.
@@ -154,5 +173,76 @@ func TestKilledMidClaim(t *testing.T) {
 	again, replay := post(r2.url+"/v1/projects/crash/claims", tk.Secret, "k1", body)
 	if again != http.StatusCreated || replay != answer {
 		t.Fatalf("second retry: %d %s, want the first answer replayed", again, replay)
+	}
+}
+
+// TestWorkerRidesOutReplicaKill: a worker using the Go client keeps its
+// lease through a kill -9 of the replica it talks to: its heartbeat and
+// its completion, sent while the replica is down, are retried (transport
+// errors) and succeed once the replica is back on its address.
+func TestWorkerRidesOutReplicaKill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := dbtest.URL(t)
+	r1 := startReplica(t, dbURL)
+	admin, err := client.New(r1.url, adminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateProject(ctx, "crash"); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := admin.CreateToken(ctx, "crash", client.CreateTokenRequest{Name: "bot", Role: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures := &transportFailures{}
+	agent, err := client.New(r1.url, tk.Secret, client.WithHTTPClient(&http.Client{Transport: failures}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.CreateItem(ctx, "crash", client.CreateItemRequest{Title: "work"}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := agent.Claim(ctx, "crash", client.ClaimRequest{Worker: "w1", LeaseSeconds: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(r1.url, "http://")
+
+	// down kills the replica, runs call while it is down, restarts the
+	// replica on the same address once call has failed to connect four times,
+	// and returns call's error.
+	cur := r1
+	down := func(call func() error) error {
+		cur.kill(t)
+		before := failures.n.Load()
+		done := make(chan error, 1)
+		go func() { done <- call() }()
+		for failures.n.Load() < before+4 {
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		cur = startReplicaAt(t, dbURL, addr)
+		return <-done
+	}
+	if err := down(func() error {
+		_, err := agent.Heartbeat(ctx, cl.Lease.ID, client.HeartbeatRequest{Epoch: cl.Lease.Epoch})
+		return err
+	}); err != nil {
+		t.Fatalf("heartbeat through a replica kill: %v", err)
+	}
+	if err := down(func() error {
+		_, err := agent.Complete(ctx, cl.Lease.ID, client.CompleteRequest{Epoch: cl.Lease.Epoch, Result: []byte(`1`)})
+		return err
+	}); err != nil {
+		t.Fatalf("completion through a replica kill: %v", err)
+	}
+	it, err := agent.GetItem(ctx, "crash", cl.Item.ID)
+	if err != nil || it.State != "done" {
+		t.Fatalf("item after the completion: %+v, %v", it, err)
 	}
 }
