@@ -108,7 +108,7 @@ func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			if rec.Status == nil {
 				if rec.EffectAt != nil && !rec.OwnerAlive {
 					return &wgerr.Error{Code: wgerr.CodeOutcomeUnknown,
-						Message: fmt.Sprintf("the request with Idempotency-Key %q took effect but its answer was lost (the server handling it stopped); it will not run again: look up its outcome, or send a new request with a new key", key),
+						Message: fmt.Sprintf("the request with Idempotency-Key %q took effect but its answer was lost (the server handling it stopped or failed before answering); it will not run again: look up its outcome, or send a new request with a new key", key),
 						Details: map[string]any{"effect_at": rec.EffectAt.UTC().Format(time.RFC3339Nano)}}
 				}
 				if !rec.OwnerAlive {
