@@ -171,6 +171,9 @@ type routeOpts struct {
 	roles []auth.Role
 	// selfTimeout: the handler sets its own deadline (long polls).
 	selfTimeout bool
+	// effect: which of the handler's transactions take effect, for
+	// Idempotency-Key records.
+	effect effectKind
 }
 
 // handle registers an authenticated route; o.roles lists who besides
@@ -180,7 +183,7 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}
-	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent)
+	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent(o.effect))
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
@@ -204,11 +207,11 @@ func openAPIPath(p string) string {
 
 // Role sets used by the route tables.
 var (
-	anyRole     = routeOpts{roles: []auth.Role{auth.RoleHuman, auth.RoleAgent}}
-	people      = routeOpts{roles: []auth.Role{auth.RoleHuman}}
-	workers     = routeOpts{roles: []auth.Role{auth.RoleAgent}}
-	adminOnly   = routeOpts{}
-	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true}
+	anyRole   = routeOpts{roles: []auth.Role{auth.RoleHuman, auth.RoleAgent}}
+	people    = routeOpts{roles: []auth.Role{auth.RoleHuman}}
+	workers   = routeOpts{roles: []auth.Role{auth.RoleAgent}}
+	adminOnly = routeOpts{}
+	claimers  = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true, effect: effectLease}
 )
 
 func idemPool(cfg Config) *pgxpool.Pool {

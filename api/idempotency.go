@@ -62,7 +62,25 @@ type idempotencyStore struct {
 // outcome_unknown and nothing runs again. Answers that are not worth
 // replaying (5xx, 429, a request that never finished) of requests that took
 // no effect are forgotten so that a retry runs again.
-func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
+func (a *API) idempotent(kind effectKind) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return a.idempotentAs(kind, next)
+	}
+}
+
+// effectKind says which transactions of a request count as its effect.
+type effectKind int
+
+const (
+	// effectWrites: any transaction that wrote.
+	effectWrites effectKind = iota
+	// effectLease: a transaction that granted a lease to the caller's token
+	// (a claim); the lease is kept as the effect's reference, and a retry
+	// whose answer was lost is answered from it (recoverClaim).
+	effectLease
+)
+
+func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		key := req.Header.Get(IdempotencyHeader)
@@ -79,7 +97,7 @@ func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		h := sha256.New()
 		h.Write([]byte(req.Method + "\n" + req.URL.Path + "?" + req.URL.RawQuery + "\n"))
 		h.Write(body)
-		r := &idemRun{a: a, tokenID: principal(c).TokenID, key: key, hash: h.Sum(nil), owner: uuid.New()}
+		r := &idemRun{a: a, kind: kind, tokenID: principal(c).TokenID, key: key, hash: h.Sum(nil), owner: uuid.New()}
 
 		// Bounded retries: a record may expire between the insert and the read.
 		for range 3 {
@@ -107,6 +125,9 @@ func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			if rec.Status == nil {
 				if rec.EffectAt != nil && !rec.OwnerAlive {
+					if kind == effectLease && rec.EffectRef != nil {
+						return a.recoverClaim(c, *rec.EffectRef, key)
+					}
 					return &wgerr.Error{Code: wgerr.CodeOutcomeUnknown,
 						Message: fmt.Sprintf("the request with Idempotency-Key %q took effect but its answer was lost (the server handling it stopped or failed before answering); it will not run again: look up its outcome, or send a new request with a new key", key),
 						Details: map[string]any{"effect_at": rec.EffectAt.UTC().Format(time.RFC3339Nano)}}
@@ -135,6 +156,7 @@ func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 // idemRun is one request that owns its Idempotency-Key record.
 type idemRun struct {
 	a       *API
+	kind    effectKind
 	tokenID uuid.UUID
 	key     string
 	hash    []byte
@@ -191,11 +213,22 @@ func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 // beforeCommit fences a write transaction of the request on its record:
 // the record is marked as having taken effect in the same transaction,
 // which fails (and rolls the writes back) when another request took the
-// record over. Transactions that wrote nothing pass unmarked.
+// record over. Transactions that made no effect (wrote nothing; for a
+// claim, granted no lease) pass unmarked.
 func (r *idemRun) beforeCommit(ctx context.Context, tx pgx.Tx) error {
-	m, err := r.a.idem.q.MarkIdempotentEffect(ctx, tx, dbq.MarkIdempotentEffectParams{
-		TokenID: r.tokenID, Key: r.key, Owner: &r.owner,
-	})
+	var m dbq.MarkIdempotentEffectRow
+	var err error
+	if r.kind == effectLease {
+		var c dbq.MarkIdempotentClaimRow
+		c, err = r.a.idem.q.MarkIdempotentClaim(ctx, tx, dbq.MarkIdempotentClaimParams{
+			TokenID: &r.tokenID, Key: r.key, Owner: &r.owner,
+		})
+		m = dbq.MarkIdempotentEffectRow(c)
+	} else {
+		m, err = r.a.idem.q.MarkIdempotentEffect(ctx, tx, dbq.MarkIdempotentEffectParams{
+			TokenID: r.tokenID, Key: r.key, Owner: &r.owner,
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -242,3 +242,75 @@ func TestIdempotentClaimTakenOver(t *testing.T) {
 		t.Fatalf("%d leases granted by a request that no longer owned its key, want 0", n)
 	}
 }
+
+// TestIdempotentClaimEffect: a claim takes effect when it grants a lease,
+// not when it only ends expired leases; a retry whose answer was lost
+// after the lease was granted is answered with that lease.
+func TestIdempotentClaimEffect(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	ctx := context.Background()
+	record := func(k string) (effect bool, ref *string) {
+		t.Helper()
+		if err := f.pool.QueryRow(ctx, `SELECT effect_at IS NOT NULL, effect_ref FROM idempotency_keys WHERE key = $1`, k).Scan(&effect, &ref); err != nil {
+			t.Fatal(err)
+		}
+		return effect, ref
+	}
+	// lose turns the answered record of k into one whose server died after
+	// the effect and before storing the answer.
+	lose := func(k string) {
+		t.Helper()
+		tag, err := f.pool.Exec(ctx, `UPDATE idempotency_keys SET status = NULL, content_type = NULL, response = NULL,
+			completed_at = NULL, owner = gen_random_uuid(), locked_until = now() - interval '1 second' WHERE key = $1`, k)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("losing the answer of %s: %v", k, err)
+		}
+	}
+
+	t.Run("ReapingIsNoEffect", func(t *testing.T) {
+		var c claimed
+		f.mustItem(f.human.Token, map[string]any{"title": "expires"})
+		f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, map[string]any{"worker": "w0"}).ok(t, 201, &c)
+		if _, err := f.pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE id = $1`, c.Lease.ID); err != nil {
+			t.Fatal(err)
+		}
+		// This claim ends the expired lease (a write) and finds nothing it may
+		// take (the label): no effect, so a retry after a crash runs again.
+		body := map[string]any{"worker": "w1", "labels": []string{"nothing-has-it"}}
+		f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "reap-1")).ok(t, 204, nil)
+		if n := f.count(`SELECT count(*) FROM leases WHERE id = $1 AND outcome = 'expired'`, c.Lease.ID); n != 1 {
+			t.Fatal("the claim did not end the expired lease")
+		}
+		if effect, _ := record("reap-1"); effect {
+			t.Fatal("a claim that granted nothing was marked as having taken effect")
+		}
+	})
+	t.Run("LostAnswerRecovered", func(t *testing.T) {
+		body := map[string]any{"worker": "w2"}
+		var first, again claimed
+		f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "got-1")).ok(t, 201, &first)
+		if effect, ref := record("got-1"); !effect || ref == nil || *ref != first.Lease.ID {
+			t.Fatalf("record of the claim: effect %v, ref %v, want lease %s", effect, ref, first.Lease.ID)
+		}
+		lose("got-1")
+		r := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "got-1"))
+		r.ok(t, 201, &again)
+		if again.Lease.ID != first.Lease.ID || again.Item.ID != first.Item.ID || r.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry got lease %s of item %s (replayed %q), want lease %s of item %s",
+				again.Lease.ID, again.Item.ID, r.header.Get("Idempotent-Replayed"), first.Lease.ID, first.Item.ID)
+		}
+		if n := f.count(`SELECT count(*) FROM leases WHERE worker = 'w2'`); n != 1 {
+			t.Fatalf("%d leases for w2, want 1", n)
+		}
+		// Once that lease has ended, the retry can only say so.
+		f.do("POST", "/v1/leases/"+first.Lease.ID+"/release", f.agent.Token, map[string]any{"epoch": first.Lease.Epoch}).ok(t, 200, nil)
+		p := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "got-1")).problem(t, 409, "outcome_unknown")
+		if p["lease_id"] != first.Lease.ID {
+			t.Fatalf("outcome_unknown names lease %v, want %s", p["lease_id"], first.Lease.ID)
+		}
+		if n := f.count(`SELECT count(*) FROM leases WHERE worker = 'w2'`); n != 1 {
+			t.Fatalf("%d leases for w2, want 1", n)
+		}
+	})
+}

@@ -47,7 +47,7 @@ ON CONFLICT (token_id, key) DO UPDATE
         expires_at = EXCLUDED.expires_at,
         owner = EXCLUDED.owner,
         locked_until = EXCLUDED.locked_until,
-        effect_at = NULL
+        effect_at = NULL, effect_ref = NULL
     WHERE idempotency_keys.expires_at <= coalesce($5::timestamptz, now())
        OR (idempotency_keys.status IS NULL
            AND idempotency_keys.effect_at IS NULL
@@ -127,7 +127,7 @@ func (q *Queries) FinishIdempotentRequest(ctx context.Context, db DBTX, arg Fini
 }
 
 const getIdempotentRequest = `-- name: GetIdempotentRequest :one
-SELECT request_hash, status, content_type, response, effect_at,
+SELECT request_hash, status, content_type, response, effect_at, effect_ref,
        locked_until > coalesce($1::timestamptz, now()) AS owner_alive
 FROM idempotency_keys WHERE token_id = $2 AND key = $3
 `
@@ -144,6 +144,7 @@ type GetIdempotentRequestRow struct {
 	ContentType *string
 	Response    []byte
 	EffectAt    *time.Time
+	EffectRef   *string
 	OwnerAlive  bool
 }
 
@@ -157,8 +158,47 @@ func (q *Queries) GetIdempotentRequest(ctx context.Context, db DBTX, arg GetIdem
 		&i.ContentType,
 		&i.Response,
 		&i.EffectAt,
+		&i.EffectRef,
 		&i.OwnerAlive,
 	)
+	return i, err
+}
+
+const markIdempotentClaim = `-- name: MarkIdempotentClaim :one
+WITH g AS (
+    SELECT l.id FROM leases l
+    WHERE l.token_id = $1 AND l.ended_at IS NULL AND l.xmin = pg_current_xact_id_if_assigned()::xid
+    LIMIT 1
+),
+m AS (
+    UPDATE idempotency_keys k
+    SET effect_at = coalesce(k.effect_at, now()), effect_ref = (SELECT id::text FROM g)
+    WHERE EXISTS (SELECT 1 FROM g)
+      AND k.token_id = $1 AND k.key = $2 AND k.owner = $3 AND k.status IS NULL
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM g) AS wrote, (SELECT count(*) FROM m) > 0 AS marked
+`
+
+type MarkIdempotentClaimParams struct {
+	TokenID *uuid.UUID
+	Key     string
+	Owner   *uuid.UUID
+}
+
+type MarkIdempotentClaimRow struct {
+	Wrote  bool
+	Marked bool
+}
+
+// MarkIdempotentEffect for a claim: its transaction took effect only when
+// it granted a lease to the token (a claim that found nothing may still
+// have ended expired leases, which any later claim would do as well). The
+// lease, inserted by this very transaction (xmin), is kept as effect_ref.
+func (q *Queries) MarkIdempotentClaim(ctx context.Context, db DBTX, arg MarkIdempotentClaimParams) (MarkIdempotentClaimRow, error) {
+	row := db.QueryRow(ctx, markIdempotentClaim, arg.TokenID, arg.Key, arg.Owner)
+	var i MarkIdempotentClaimRow
+	err := row.Scan(&i.Wrote, &i.Marked)
 	return i, err
 }
 

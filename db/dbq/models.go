@@ -53,6 +53,7 @@ type IdempotencyKey struct {
 	Owner       *uuid.UUID
 	LockedUntil time.Time
 	EffectAt    *time.Time
+	EffectRef   *string
 }
 
 type Item struct {

@@ -12,15 +12,21 @@
 -- retry is told that the outcome is unknown instead. An owner whose record
 -- was taken over finds no row to mark, and its transaction rolls back.
 --
+-- effect_ref names what the effect made, where the API knows how to show
+-- it again (a claim: the id of the lease it granted), so that a retry of a
+-- request whose answer was lost can still be answered.
+--
 -- Records in progress before this migration get locked_until = now(): they
 -- are free for a retry at once.
 ALTER TABLE idempotency_keys
     ADD COLUMN owner        uuid,
     ADD COLUMN locked_until timestamptz NOT NULL DEFAULT now(),
-    ADD COLUMN effect_at    timestamptz;
+    ADD COLUMN effect_at    timestamptz,
+    ADD COLUMN effect_ref   text;
 
 -- +goose Down
 ALTER TABLE idempotency_keys
+    DROP COLUMN effect_ref,
     DROP COLUMN effect_at,
     DROP COLUMN locked_until,
     DROP COLUMN owner;

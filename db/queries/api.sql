@@ -15,7 +15,7 @@ ON CONFLICT (token_id, key) DO UPDATE
         expires_at = EXCLUDED.expires_at,
         owner = EXCLUDED.owner,
         locked_until = EXCLUDED.locked_until,
-        effect_at = NULL
+        effect_at = NULL, effect_ref = NULL
     WHERE idempotency_keys.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
        OR (idempotency_keys.status IS NULL
            AND idempotency_keys.effect_at IS NULL
@@ -24,7 +24,7 @@ ON CONFLICT (token_id, key) DO UPDATE
 
 -- name: GetIdempotentRequest :one
 -- owner_alive: the record is still locked by its owner (database clock).
-SELECT request_hash, status, content_type, response, effect_at,
+SELECT request_hash, status, content_type, response, effect_at, effect_ref,
        locked_until > coalesce(sqlc.narg('now')::timestamptz, now()) AS owner_alive
 FROM idempotency_keys WHERE token_id = @token_id AND key = @key;
 
@@ -49,6 +49,25 @@ m AS (
     RETURNING 1
 )
 SELECT (SELECT wrote FROM w)::bool AS wrote, (SELECT count(*) FROM m) > 0 AS marked;
+
+-- name: MarkIdempotentClaim :one
+-- MarkIdempotentEffect for a claim: its transaction took effect only when
+-- it granted a lease to the token (a claim that found nothing may still
+-- have ended expired leases, which any later claim would do as well). The
+-- lease, inserted by this very transaction (xmin), is kept as effect_ref.
+WITH g AS (
+    SELECT l.id FROM leases l
+    WHERE l.token_id = @token_id AND l.ended_at IS NULL AND l.xmin = pg_current_xact_id_if_assigned()::xid
+    LIMIT 1
+),
+m AS (
+    UPDATE idempotency_keys k
+    SET effect_at = coalesce(k.effect_at, now()), effect_ref = (SELECT id::text FROM g)
+    WHERE EXISTS (SELECT 1 FROM g)
+      AND k.token_id = @token_id AND k.key = @key AND k.owner = @owner AND k.status IS NULL
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM g) AS wrote, (SELECT count(*) FROM m) > 0 AS marked;
 
 -- name: FinishIdempotentRequest :exec
 UPDATE idempotency_keys
