@@ -207,11 +207,11 @@ func openAPIPath(p string) string {
 
 // Role sets used by the route tables.
 var (
-	anyRole   = routeOpts{roles: []auth.Role{auth.RoleHuman, auth.RoleAgent}}
-	people    = routeOpts{roles: []auth.Role{auth.RoleHuman}}
-	workers   = routeOpts{roles: []auth.Role{auth.RoleAgent}}
-	adminOnly = routeOpts{}
-	claimers  = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true, effect: effectLease}
+	anyRole     = routeOpts{roles: []auth.Role{auth.RoleHuman, auth.RoleAgent}}
+	people      = routeOpts{roles: []auth.Role{auth.RoleHuman}}
+	workers     = routeOpts{roles: []auth.Role{auth.RoleAgent}}
+	adminOnly   = routeOpts{}
+	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true, effect: effectLease}
 )
 
 func idemPool(cfg Config) *pgxpool.Pool {

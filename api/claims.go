@@ -18,7 +18,7 @@ import (
 const MaxWaitSeconds = 60
 
 func (a *API) mountClaims(e *echo.Echo) {
-	a.handle(e, http.MethodPost, "/projects/:project/claims", a.claim, claimers)
+	a.handle(e, http.MethodPost, "/projects/:project/claims", a.claim, workersWait)
 }
 
 type claimRequest struct {
