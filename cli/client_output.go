@@ -38,7 +38,7 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 		if err != nil {
 			return &exitError{code: ExitUsage, err: err}
 		}
-		api, err := cfg.newClient()
+		api, err := cfg.newClient(stdio.Err)
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ type Client struct {
 	maxAttempts int
 	retryFor    time.Duration
 	timeout     time.Duration
+	notify      func(Retry)
 }
 
 // Option configures a Client.
@@ -65,6 +66,21 @@ func WithRetries(attempts int) Option {
 // DefaultRetryFor): no attempt starts after d has passed since the first,
 // and a Retry-After beyond it ends the retries.
 func WithRetryBudget(d time.Duration) Option { return func(c *Client) { c.retryFor = d } }
+
+// Retry describes a retry about to happen, for WithRetryNotify.
+type Retry struct {
+	Method, Path string
+	// Attempt is the number of the attempt that failed (1: the first).
+	Attempt int
+	// Err is why it failed; Wait is how long the client sleeps before the
+	// next attempt.
+	Err  error
+	Wait time.Duration
+}
+
+// WithRetryNotify calls f before each retry's sleep (e.g. to tell a person
+// that the server is unavailable and the client is waiting for it).
+func WithRetryNotify(f func(Retry)) Option { return func(c *Client) { c.notify = f } }
 
 // WithTimeout bounds each attempt of a request (default 30 s). A claim that
 // waits for work gets its wait on top.
@@ -172,6 +188,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		wait := max(backoff(attempt), retryAfter)
 		if time.Since(start)+wait > budget {
 			return status, err
+		}
+		if c.notify != nil {
+			c.notify(Retry{Method: method, Path: path, Attempt: attempt, Err: err, Wait: wait})
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -149,3 +149,16 @@ func TestRetryPolicy(t *testing.T) {
 		}
 	})
 }
+
+func TestRetryNotify(t *testing.T) {
+	t.Parallel()
+	srv, _, _ := failing(t, 2, http.StatusServiceUnavailable, CodeUnavailable, "")
+	var told []Retry
+	c, _ := New(srv.URL, "tok", WithRetryNotify(func(r Retry) { told = append(told, r) }))
+	if _, err := c.CreateProject(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 2 || told[0].Attempt != 1 || told[1].Attempt != 2 || !errors.Is(told[1].Err, ErrUnavailable) || told[0].Path != "/v1/projects" {
+		t.Fatalf("told %+v, want attempts 1 and 2 of POST /v1/projects", told)
+	}
+}
