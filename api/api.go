@@ -47,10 +47,11 @@ type Config struct {
 	// written: a pool whose sessions commit asynchronously
 	// (synchronous_commit=off), so the bookkeeping around a request does not
 	// wait for WAL flushes the way the request's own transaction does. A
-	// database crash may then lose the records of the last instants: a retry
-	// of such a request runs again (fenced mutations answer it as a replay or
-	// a lost lease; a claim grants a new lease and the old one expires).
-	// Nil: Pool.
+	// database crash may then lose the records of the last instants. A
+	// request's effect is marked on its record inside its own (synchronous)
+	// transaction, so a lost record is one whose request took no effect
+	// either (a retry runs it), and a lost answer leaves the effect marked
+	// (a retry gets outcome_unknown; nothing runs twice). Nil: Pool.
 	IdempotencyPool *pgxpool.Pool
 	// Throttle limits requests without valid credentials per client
 	// address (shared with the web UI's sign-in); nil: one with
@@ -187,6 +188,9 @@ type routeOpts struct {
 	roles []auth.Role
 	// selfTimeout: the handler sets its own deadline (long polls).
 	selfTimeout bool
+	// effect: which of the handler's transactions take effect, for
+	// Idempotency-Key records.
+	effect effectKind
 }
 
 // handle registers an authenticated route; o.roles lists who besides
@@ -196,7 +200,7 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}
-	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent)
+	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent(o.effect))
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
@@ -224,7 +228,7 @@ var (
 	people      = routeOpts{roles: []auth.Role{auth.RoleHuman}}
 	workers     = routeOpts{roles: []auth.Role{auth.RoleAgent}}
 	adminOnly   = routeOpts{}
-	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true}
+	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true, effect: effectLease}
 )
 
 func idemPool(cfg Config) *pgxpool.Pool {

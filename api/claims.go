@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/lease"
@@ -102,4 +104,44 @@ func cutPrefix(s, p string) (string, bool) {
 		return s[len(p):], true
 	}
 	return s, false
+}
+
+// recoverClaim answers the retry of a claim whose lease was granted but
+// whose answer was lost (its server died first): 201 with that lease, its
+// item and the item's attention history, as the claim would have
+// answered, marked Idempotent-Replayed. A lease that has ended since is
+// 409 outcome_unknown: the item went back (or on) without this worker.
+func (a *API) recoverClaim(c echo.Context, ref, key string) error {
+	id, err := uuid.Parse(ref)
+	if err != nil {
+		return fmt.Errorf("idempotency record of a claim names lease %q: %w", ref, err)
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	l, err := a.svc.Leases.Get(ctx, p.ID, id)
+	if err != nil {
+		return err
+	}
+	if l.EndedAt != nil {
+		how := "ended"
+		if l.Outcome != nil {
+			how = string(*l.Outcome)
+		}
+		return &wgerr.Error{Code: wgerr.CodeOutcomeUnknown,
+			Message: fmt.Sprintf("the claim with Idempotency-Key %q granted lease %s but its answer was lost, and that lease has ended since (%s); claim again with a new key", key, l.ID, how),
+			Details: map[string]any{"lease_id": l.ID.String()}}
+	}
+	item, err := a.svc.Graph.Item(ctx, p.ID, l.ItemID)
+	if err != nil {
+		return err
+	}
+	hist, err := a.svc.Attention.ForItem(ctx, p.ID, l.ItemID)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(ReplayedHeader, "true")
+	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist)})
 }

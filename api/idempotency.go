@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -34,6 +36,15 @@ const (
 	IdempotencyTTL = 24 * time.Hour
 )
 
+// Liveness of a record in progress: its owner (the request running it)
+// locks it for idemLock by the database's clock and renews the lock every
+// idemRenew while it runs. A record whose owner died is free for a retry
+// at most idemLock later.
+const (
+	idemLock  = 5 * time.Second
+	idemRenew = idemLock / 3
+)
+
 type idempotencyStore struct {
 	pool  *pgxpool.Pool
 	clock clock.Clock
@@ -43,10 +54,33 @@ type idempotencyStore struct {
 // idempotent makes a POST carrying an Idempotency-Key run at most once per
 // (token, key): a retry with the same method, path and body gets the stored
 // answer (same status and body, header Idempotent-Replayed: true); the same
-// key with another request, or while the first is still running, is refused
-// as 409 conflict. Answers that are not worth replaying (5xx, 429, a request
-// that never finished) are forgotten so that a retry runs again.
-func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
+// key with another request is refused as 409 conflict. While the first
+// request runs, a retry is answered 409 request_in_progress with
+// Retry-After; when its owner died (no lock renewal for idemLock) before
+// its effect committed, the retry runs the request itself. When the effect
+// committed but the answer was lost, a retry is answered 409
+// outcome_unknown and nothing runs again. Answers that are not worth
+// replaying (5xx, 429, a request that never finished) of requests that took
+// no effect are forgotten so that a retry runs again.
+func (a *API) idempotent(kind effectKind) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return a.idempotentAs(kind, next)
+	}
+}
+
+// effectKind says which transactions of a request count as its effect.
+type effectKind int
+
+const (
+	// effectWrites: any transaction that wrote.
+	effectWrites effectKind = iota
+	// effectLease: a transaction that granted a lease to the caller's token
+	// (a claim); the lease is kept as the effect's reference, and a retry
+	// whose answer was lost is answered from it (recoverClaim).
+	effectLease
+)
+
+func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		key := req.Header.Get(IdempotencyHeader)
@@ -63,32 +97,46 @@ func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		h := sha256.New()
 		h.Write([]byte(req.Method + "\n" + req.URL.Path + "?" + req.URL.RawQuery + "\n"))
 		h.Write(body)
-		hash := h.Sum(nil)
-		tokenID := principal(c).TokenID
+		r := &idemRun{a: a, kind: kind, tokenID: principal(c).TokenID, key: key, hash: h.Sum(nil), owner: uuid.New()}
 
 		// Bounded retries: a record may expire between the insert and the read.
 		for range 3 {
 			began, err := a.idem.q.BeginIdempotentRequest(req.Context(), a.idem.pool, dbq.BeginIdempotentRequestParams{
-				TokenID: tokenID, Key: key, RequestHash: hash, Now: a.idem.clock.Now(),
+				TokenID: r.tokenID, Key: key, RequestHash: r.hash, Owner: &r.owner,
+				LockSeconds: idemLock.Seconds(), Now: a.idem.clock.Now(),
 			})
 			if err != nil {
 				return db.Translate(err)
 			}
 			if began == 1 {
-				return a.runRecorded(c, next, key, hash)
+				return r.run(c, next)
 			}
-			rec, err := a.idem.q.GetIdempotentRequest(req.Context(), a.idem.pool, dbq.GetIdempotentRequestParams{TokenID: tokenID, Key: key})
+			rec, err := a.idem.q.GetIdempotentRequest(req.Context(), a.idem.pool, dbq.GetIdempotentRequestParams{
+				TokenID: r.tokenID, Key: key, Now: a.idem.clock.Now(),
+			})
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue
 			}
 			if err != nil {
 				return db.Translate(err)
 			}
-			if !bytes.Equal(rec.RequestHash, hash) {
+			if !bytes.Equal(rec.RequestHash, r.hash) {
 				return wgerr.New(wgerr.CodeConflict, "Idempotency-Key %q was already used with a different request (method, path or body); use a new key for a new request", key)
 			}
 			if rec.Status == nil {
-				return wgerr.New(wgerr.CodeConflict, "a request with Idempotency-Key %q is still being processed; retry later", key)
+				if rec.EffectAt != nil && !rec.OwnerAlive {
+					if kind == effectLease && rec.EffectRef != nil {
+						return a.recoverClaim(c, *rec.EffectRef, key)
+					}
+					return &wgerr.Error{Code: wgerr.CodeOutcomeUnknown,
+						Message: fmt.Sprintf("the request with Idempotency-Key %q took effect but its answer was lost (the server handling it stopped or failed before answering); it will not run again: look up its outcome, or send a new request with a new key", key),
+						Details: map[string]any{"effect_at": rec.EffectAt.UTC().Format(time.RFC3339Nano)}}
+				}
+				if !rec.OwnerAlive {
+					continue // its owner died just now: take it over
+				}
+				c.Response().Header().Set("Retry-After", "1")
+				return wgerr.New(wgerr.CodeInProgress, "a request with Idempotency-Key %q is still being processed; retry in a moment", key)
 			}
 			c.Response().Header().Set(ReplayedHeader, "true")
 			ct := "application/json"
@@ -100,31 +148,52 @@ func (a *API) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return c.Blob(int(*rec.Status), ct, rec.Response)
 		}
-		return wgerr.New(wgerr.CodeConflict, "Idempotency-Key %q is contended; retry", key)
+		c.Response().Header().Set("Retry-After", "1")
+		return wgerr.New(wgerr.CodeInProgress, "Idempotency-Key %q is contended; retry in a moment", key)
 	}
 }
 
-// runRecorded runs the handler, answers its error in place so the answer
-// can be captured, and stores or forgets the answer.
-func (a *API) runRecorded(c echo.Context, next echo.HandlerFunc, key string, hash []byte) error {
+// idemRun is one request that owns its Idempotency-Key record.
+type idemRun struct {
+	a       *API
+	kind    effectKind
+	tokenID uuid.UUID
+	key     string
+	hash    []byte
+	owner   uuid.UUID
+	// effect: a write transaction of the request marked the record.
+	effect atomic.Bool
+}
+
+// run runs the handler as the record's owner: the lock is renewed while it
+// runs, its write transactions are fenced on the record (beforeCommit), its
+// error is answered in place so the answer can be captured, and the answer
+// is stored or forgotten.
+func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
+	a := r.a
 	rec := &recorder{ResponseWriter: c.Response().Writer}
 	c.Response().Writer = rec
-	finished := false
-	defer func() {
-		if !finished { // a panic: forget the key so a retry runs again
-			a.forget(c, key, hash)
-		}
-	}()
 	// Handlers may replace the request's context with a shorter one (and
 	// cancel it when they return): judge by the caller's.
 	callerCtx := c.Request().Context()
+	stopRenew := r.renew(callerCtx)
+	finished := false
+	defer func() {
+		stopRenew()
+		if !finished { // a panic: forget the key so a retry runs again
+			r.forget(callerCtx)
+		}
+	}()
+	c.SetRequest(c.Request().WithContext(db.WithBeforeCommit(callerCtx, r.beforeCommit)))
 	if err := next(c); err != nil {
 		writeProblem(c, a.log, err)
 	}
 	finished = true
+	stopRenew()
 	status := c.Response().Status
-	if status >= 500 || status == http.StatusTooManyRequests || rec.overflow || callerCtx.Err() != nil {
-		a.forget(c, key, hash)
+	worthKeeping := status < 500 && status != http.StatusTooManyRequests && !rec.overflow
+	if !worthKeeping || (callerCtx.Err() != nil && !r.effect.Load()) {
+		r.forget(callerCtx)
 		return nil
 	}
 	ct := c.Response().Header().Get(echo.HeaderContentType)
@@ -132,23 +201,93 @@ func (a *API) runRecorded(c echo.Context, next echo.HandlerFunc, key string, has
 	defer cancel()
 	st := int32(status)
 	err := a.idem.q.FinishIdempotentRequest(ctx, a.idem.pool, dbq.FinishIdempotentRequestParams{
-		TokenID: principal(c).TokenID, Key: key, RequestHash: hash,
+		TokenID: r.tokenID, Key: r.key, Owner: &r.owner,
 		Status: &st, ContentType: &ct, Response: rec.buf.Bytes(), Now: a.idem.clock.Now(),
 	})
 	if err != nil {
-		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", key, "err", err)
+		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.key, "err", err)
 	}
 	return nil
 }
 
-func (a *API) forget(c echo.Context, key string, hash []byte) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
-	defer cancel()
-	err := a.idem.q.AbandonIdempotentRequest(ctx, a.idem.pool, dbq.AbandonIdempotentRequestParams{
-		TokenID: principal(c).TokenID, Key: key, RequestHash: hash,
-	})
+// beforeCommit fences a write transaction of the request on its record:
+// the record is marked as having taken effect in the same transaction,
+// which fails (and rolls the writes back) when another request took the
+// record over. Transactions that made no effect (wrote nothing; for a
+// claim, granted no lease) pass unmarked.
+func (r *idemRun) beforeCommit(ctx context.Context, tx pgx.Tx) error {
+	var m dbq.MarkIdempotentEffectRow
+	var err error
+	if r.kind == effectLease {
+		var c dbq.MarkIdempotentClaimRow
+		c, err = r.a.idem.q.MarkIdempotentClaim(ctx, tx, dbq.MarkIdempotentClaimParams{
+			TokenID: &r.tokenID, Key: r.key, Owner: &r.owner,
+		})
+		m = dbq.MarkIdempotentEffectRow(c)
+	} else {
+		m, err = r.a.idem.q.MarkIdempotentEffect(ctx, tx, dbq.MarkIdempotentEffectParams{
+			TokenID: r.tokenID, Key: r.key, Owner: &r.owner,
+		})
+	}
 	if err != nil {
-		a.log.ErrorContext(ctx, "forgetting an idempotency key", "key", key, "err", err)
+		return err
+	}
+	if m.Wrote && !m.Marked {
+		return wgerr.New(wgerr.CodeConflict, "the request with Idempotency-Key %q was taken over by a retry; nothing was changed", r.key)
+	}
+	if m.Marked {
+		r.effect.Store(true)
+	}
+	return nil
+}
+
+// renew keeps the record locked until the returned stop is called.
+func (r *idemRun) renew(callerCtx context.Context) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(idemRenew)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), idemRenew)
+			_, err := r.a.idem.q.RenewIdempotentRequest(ctx, r.a.idem.pool, dbq.RenewIdempotentRequestParams{
+				TokenID: r.tokenID, Key: r.key, Owner: &r.owner, LockSeconds: idemLock.Seconds(), Now: r.a.idem.clock.Now(),
+			})
+			cancel()
+			if err != nil {
+				r.a.log.WarnContext(ctx, "renewing an idempotency key", "key", r.key, "err", err)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); <-exited })
+	}
+}
+
+// forget deletes the record of a request that took no effect, so a retry
+// runs it again; a record whose request took effect is unlocked instead,
+// so a retry learns at once that the outcome is unknown.
+func (r *idemRun) forget(callerCtx context.Context) {
+	a := r.a
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
+	defer cancel()
+	n, err := a.idem.q.AbandonIdempotentRequest(ctx, a.idem.pool, dbq.AbandonIdempotentRequestParams{
+		TokenID: r.tokenID, Key: r.key, Owner: &r.owner,
+	})
+	if err == nil && n == 0 {
+		err = a.idem.q.ReleaseIdempotentRequest(ctx, a.idem.pool, dbq.ReleaseIdempotentRequestParams{
+			TokenID: r.tokenID, Key: r.key, Owner: &r.owner, Now: a.idem.clock.Now(),
+		})
+	}
+	if err != nil {
+		a.log.ErrorContext(ctx, "forgetting an idempotency key", "key", r.key, "err", err)
 	}
 }
 

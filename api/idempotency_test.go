@@ -127,7 +127,11 @@ func TestIdempotentClaim(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, key).problem(t, 409, "conflict")
+	in := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, key)
+	in.problem(t, 409, "request_in_progress")
+	if in.header.Get("Retry-After") == "" {
+		t.Fatal("request_in_progress without Retry-After")
+	}
 
 	f.mustItem(f.human.Token, map[string]any{"title": "work"})
 	var c1, c2 claimed
@@ -141,4 +145,172 @@ func TestIdempotentClaim(t *testing.T) {
 	if n := f.count("SELECT count(*) FROM leases"); n != 1 {
 		t.Fatalf("%d leases, want 1", n)
 	}
+}
+
+// TestIdempotencyOwnerDied covers records left in progress by a request
+// whose server died (simulated at the database: a record nobody renews).
+func TestIdempotencyOwnerDied(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	key := func(k string) reqOpt { return withHeader("Idempotency-Key", k) }
+	// leave stores an in-progress record of the request a POST /v1/projects
+	// of name would make, as a server that died while running it leaves it.
+	leave := func(t *testing.T, k, name, lockedUntil string, effect bool) {
+		t.Helper()
+		body := `{"name":"` + name + `"}`
+		_, err := e.pool.Exec(context.Background(), `
+			INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, effect_at, expires_at)
+			SELECT id, $1, sha256(convert_to('POST' || chr(10) || '/v1/projects?' || chr(10) || $2, 'UTF8')),
+			       gen_random_uuid(), now() + $3::interval, CASE WHEN $4 THEN now() END, now() + interval '24 hours'
+			FROM tokens WHERE name = 'bootstrap'`, k, body, lockedUntil, effect)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("OwnerAlive", func(t *testing.T) {
+		leave(t, "alive", "p-alive", "1 minute", false)
+		r := e.do("POST", "/v1/projects", adminToken, `{"name":"p-alive"}`, key("alive"))
+		r.problem(t, 409, "request_in_progress")
+		if r.header.Get("Retry-After") == "" {
+			t.Fatal("request_in_progress without Retry-After")
+		}
+		if n := e.count("SELECT count(*) FROM projects WHERE name = 'p-alive'"); n != 0 {
+			t.Fatal("a request still in progress elsewhere ran again")
+		}
+	})
+	t.Run("OwnerDiedBeforeEffect", func(t *testing.T) {
+		// Its lock lapsed a moment ago: the retry runs the request.
+		leave(t, "dead", "p-dead", "-1 second", false)
+		r := e.do("POST", "/v1/projects", adminToken, `{"name":"p-dead"}`, key("dead"))
+		r.ok(t, 201, nil)
+		if r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatal("a request that never answered was replayed")
+		}
+		again := e.do("POST", "/v1/projects", adminToken, `{"name":"p-dead"}`, key("dead"))
+		again.ok(t, 201, nil)
+		if again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatal("the answer of the run that took over was not kept")
+		}
+		if n := e.count("SELECT count(*) FROM projects WHERE name = 'p-dead'"); n != 1 {
+			t.Fatalf("%d projects, want 1", n)
+		}
+	})
+	t.Run("ErrOutcomeUnknown", func(t *testing.T) {
+		// Its effect committed, then it died before storing the answer: the
+		// retry is told so and nothing runs again.
+		leave(t, "lost", "p-lost", "-1 second", true)
+		p := e.do("POST", "/v1/projects", adminToken, `{"name":"p-lost"}`, key("lost")).problem(t, 409, "outcome_unknown")
+		if p["effect_at"] == nil {
+			t.Fatalf("outcome_unknown without effect_at: %v", p)
+		}
+		if n := e.count("SELECT count(*) FROM projects WHERE name = 'p-lost'"); n != 0 {
+			t.Fatal("a request that took effect ran again")
+		}
+		// Still alive but with its effect committed: in progress, not unknown.
+		leave(t, "lost-alive", "p-lost2", "1 minute", true)
+		e.do("POST", "/v1/projects", adminToken, `{"name":"p-lost2"}`, key("lost-alive")).problem(t, 409, "request_in_progress")
+	})
+}
+
+// TestIdempotentClaimTakenOver: a long-polling claim whose record another
+// request took over (its server was thought dead) claims nothing: its
+// write transaction is fenced on the record and rolls back.
+func TestIdempotentClaimTakenOver(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	body := map[string]any{"worker": "w1", "wait_seconds": 30}
+	first := make(chan resp, 1)
+	go func() {
+		first <- f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "claim-2"))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.count("SELECT count(*) FROM idempotency_keys WHERE key = 'claim-2'") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first claim never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Another replica takes the record over.
+	if _, err := f.pool.Exec(context.Background(), `UPDATE idempotency_keys SET owner = gen_random_uuid() WHERE key = 'claim-2'`); err != nil {
+		t.Fatal(err)
+	}
+	f.mustItem(f.human.Token, map[string]any{"title": "work"})
+	r := <-first
+	r.problem(t, 409, "conflict")
+	if n := f.count("SELECT count(*) FROM leases"); n != 0 {
+		t.Fatalf("%d leases granted by a request that no longer owned its key, want 0", n)
+	}
+}
+
+// TestIdempotentClaimEffect: a claim takes effect when it grants a lease,
+// not when it only ends expired leases; a retry whose answer was lost
+// after the lease was granted is answered with that lease.
+func TestIdempotentClaimEffect(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	ctx := context.Background()
+	record := func(k string) (effect bool, ref *string) {
+		t.Helper()
+		if err := f.pool.QueryRow(ctx, `SELECT effect_at IS NOT NULL, effect_ref FROM idempotency_keys WHERE key = $1`, k).Scan(&effect, &ref); err != nil {
+			t.Fatal(err)
+		}
+		return effect, ref
+	}
+	// lose turns the answered record of k into one whose server died after
+	// the effect and before storing the answer.
+	lose := func(k string) {
+		t.Helper()
+		tag, err := f.pool.Exec(ctx, `UPDATE idempotency_keys SET status = NULL, content_type = NULL, response = NULL,
+			completed_at = NULL, owner = gen_random_uuid(), locked_until = now() - interval '1 second' WHERE key = $1`, k)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("losing the answer of %s: %v", k, err)
+		}
+	}
+
+	t.Run("ReapingIsNoEffect", func(t *testing.T) {
+		var c claimed
+		f.mustItem(f.human.Token, map[string]any{"title": "expires"})
+		f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, map[string]any{"worker": "w0"}).ok(t, 201, &c)
+		if _, err := f.pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE id = $1`, c.Lease.ID); err != nil {
+			t.Fatal(err)
+		}
+		// This claim ends the expired lease (a write) and finds nothing it may
+		// take (the label): no effect, so a retry after a crash runs again.
+		body := map[string]any{"worker": "w1", "labels": []string{"nothing-has-it"}}
+		f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "reap-1")).ok(t, 204, nil)
+		if n := f.count(`SELECT count(*) FROM leases WHERE id = $1 AND outcome = 'expired'`, c.Lease.ID); n != 1 {
+			t.Fatal("the claim did not end the expired lease")
+		}
+		if effect, _ := record("reap-1"); effect {
+			t.Fatal("a claim that granted nothing was marked as having taken effect")
+		}
+	})
+	t.Run("LostAnswerRecovered", func(t *testing.T) {
+		body := map[string]any{"worker": "w2"}
+		var first, again claimed
+		f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "got-1")).ok(t, 201, &first)
+		if effect, ref := record("got-1"); !effect || ref == nil || *ref != first.Lease.ID {
+			t.Fatalf("record of the claim: effect %v, ref %v, want lease %s", effect, ref, first.Lease.ID)
+		}
+		lose("got-1")
+		r := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "got-1"))
+		r.ok(t, 201, &again)
+		if again.Lease.ID != first.Lease.ID || again.Item.ID != first.Item.ID || r.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry got lease %s of item %s (replayed %q), want lease %s of item %s",
+				again.Lease.ID, again.Item.ID, r.header.Get("Idempotent-Replayed"), first.Lease.ID, first.Item.ID)
+		}
+		if n := f.count(`SELECT count(*) FROM leases WHERE worker = 'w2'`); n != 1 {
+			t.Fatalf("%d leases for w2, want 1", n)
+		}
+		// Once that lease has ended, the retry can only say so.
+		f.do("POST", "/v1/leases/"+first.Lease.ID+"/release", f.agent.Token, map[string]any{"epoch": first.Lease.Epoch}).ok(t, 200, nil)
+		p := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "got-1")).problem(t, 409, "outcome_unknown")
+		if p["lease_id"] != first.Lease.ID {
+			t.Fatalf("outcome_unknown names lease %v, want %s", p["lease_id"], first.Lease.ID)
+		}
+		if n := f.count(`SELECT count(*) FROM leases WHERE worker = 'w2'`); n != 1 {
+			t.Fatalf("%d leases for w2, want 1", n)
+		}
+	})
 }

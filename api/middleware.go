@@ -2,9 +2,12 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +42,12 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		start := time.Now()
+		id := c.Request().Header.Get(RequestIDHeader)
+		if !saneRequestID(id) {
+			id = newRequestID()
+		}
+		c.Set(requestIDKey, id)
+		c.Response().Header().Set(RequestIDHeader, id)
 		if err := next(c); err != nil {
 			writeProblem(c, a.log, err)
 		}
@@ -46,6 +55,7 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		attrs := []any{
 			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,
 			"duration", time.Since(start).Round(time.Microsecond), "bytes", c.Response().Size,
+			"request_id", id,
 		}
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())
@@ -59,6 +69,41 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// RequestIDHeader names a request in logs and answers: the caller's own
+// value when it is sane (see saneRequestID), else one the server makes up.
+// Every /v1 answer carries it, and so does every problem (request_id).
+const RequestIDHeader = "X-Request-Id"
+
+const requestIDKey = "workgraph.request_id"
+
+// requestID is the id of the request (empty outside /v1).
+func requestID(c echo.Context) string {
+	id, _ := c.Get(requestIDKey).(string)
+	return id
+}
+
+// saneRequestID accepts 1..128 characters of letters, digits and . _ - : / + =
+// (enough for UUIDs, trace ids and the like; nothing a log or a header could
+// misread).
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/+=", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // slowRequest is how long a request may take before its line is logged at
 // info level even when it succeeded.
 const slowRequest = time.Second
@@ -66,9 +111,12 @@ const slowRequest = time.Second
 // requestLevel is the level of a request's log line: routine answers at
 // debug (agents send a heartbeat every few seconds; a line each would drown
 // everything else and cost the server a write each), refusals (4xx) and slow
-// requests at info, server errors at error.
+// requests at info, an unavailable database (503) at warn, other server
+// errors at error.
 func requestLevel(status int, took time.Duration) slog.Level {
 	switch {
+	case status == http.StatusServiceUnavailable:
+		return slog.LevelWarn
 	case status >= 500:
 		return slog.LevelError
 	case status >= 400 || took >= slowRequest:

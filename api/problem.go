@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -34,6 +35,9 @@ var problems = map[wgerr.Code]problemKind{
 	wgerr.CodeConflictingResult: {http.StatusConflict, "Conflicting result"},
 	wgerr.CodeDependencyCycle:   {http.StatusConflict, "Dependency cycle"},
 	wgerr.CodeConflict:          {http.StatusConflict, "Conflict"},
+	wgerr.CodeInProgress:        {http.StatusConflict, "Request in progress"},
+	wgerr.CodeOutcomeUnknown:    {http.StatusConflict, "Outcome unknown"},
+	wgerr.CodeMethodNotAllowed:  {http.StatusMethodNotAllowed, "Method not allowed"},
 	wgerr.CodePayloadTooLarge:   {http.StatusRequestEntityTooLarge, "Payload too large"},
 	wgerr.CodeRateLimited:       {http.StatusTooManyRequests, "Rate limited"},
 	wgerr.CodeUnavailable:       {http.StatusServiceUnavailable, "Unavailable"},
@@ -48,8 +52,10 @@ func codeForStatus(status int) wgerr.Code {
 		return wgerr.CodeUnauthenticated
 	case status == http.StatusForbidden:
 		return wgerr.CodeForbidden
-	case status == http.StatusNotFound, status == http.StatusMethodNotAllowed:
+	case status == http.StatusNotFound:
 		return wgerr.CodeNotFound
+	case status == http.StatusMethodNotAllowed:
+		return wgerr.CodeMethodNotAllowed
 	case status == http.StatusConflict:
 		return wgerr.CodeConflict
 	case status == http.StatusRequestEntityTooLarge:
@@ -125,11 +131,11 @@ func problemFor(err error) (p Problem, logInternal bool) {
 		}
 		kind := problems[code]
 		p = Problem{Type: problemTypeBase + string(code), Title: kind.title, Status: he.Code, Detail: echoDetail(he), Code: code}
-		if he.Code == http.StatusMethodNotAllowed {
-			p.Title = "Method not allowed"
-		}
 		return p, false
 	default:
+		if t := db.Translate(err); wgerr.CodeOf(t) != wgerr.CodeInternal {
+			return problemFor(t)
+		}
 		return internalProblem(), true
 	}
 }
@@ -161,11 +167,23 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 		return
 	}
 	p, logIt := problemFor(err)
+	id := requestID(c)
 	if logIt {
 		log.ErrorContext(c.Request().Context(), "internal error",
-			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"err", err, "cause", causeOf(err))
+	} else if p.Code == wgerr.CodeUnavailable {
+		log.WarnContext(c.Request().Context(), "unavailable",
+			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"err", err, "cause", causeOf(err))
 	}
-	if p.Code == wgerr.CodeRateLimited && c.Response().Header().Get("Retry-After") == "" {
+	if id != "" {
+		if p.Extras == nil {
+			p.Extras = map[string]any{}
+		}
+		p.Extras["request_id"] = id
+	}
+	if (p.Code == wgerr.CodeRateLimited || p.Code == wgerr.CodeUnavailable) && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", "1")
 	}
 	if p.Code == wgerr.CodeUnauthenticated {
@@ -182,6 +200,18 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 		return
 	}
 	_ = c.Blob(p.Status, "application/problem+json", body)
+}
+
+// causeOf is the innermost error of err's chain: what the log needs when
+// err itself says only "internal error".
+func causeOf(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 // ErrorHandler answers errors of /v1 requests as problem+json and hands every

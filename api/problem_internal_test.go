@@ -22,6 +22,7 @@ func TestProblemTableCoversEveryCode(t *testing.T) {
 		wgerr.CodeInvalid, wgerr.CodeUnauthenticated, wgerr.CodeForbidden, wgerr.CodeNotFound, wgerr.CodeAlreadyExists,
 		wgerr.CodeLeaseLost, wgerr.CodeConflictingResult, wgerr.CodeDependencyCycle, wgerr.CodeConflict,
 		wgerr.CodePayloadTooLarge, wgerr.CodeRateLimited, wgerr.CodeUnavailable, wgerr.CodeInternal,
+		wgerr.CodeInProgress, wgerr.CodeOutcomeUnknown, wgerr.CodeMethodNotAllowed,
 	} {
 		if _, ok := problems[code]; !ok {
 			t.Errorf("no table entry for %s", code)

@@ -14,11 +14,11 @@ func TestEchoErrorsAreProblems(t *testing.T) {
 	})
 	t.Run("MethodNotAllowed", func(t *testing.T) {
 		r := e.do("PUT", "/v1/projects", adminToken, "{}")
-		r.problem(t, 405, "not_found")
+		r.problem(t, 405, "method_not_allowed")
 		if allow := r.header.Get("Allow"); allow != "GET, POST" {
 			t.Fatalf("Allow %q, want \"GET, POST\"", allow)
 		}
-		e.do("DELETE", "/v1/projects/alpha/items/00000000-0000-0000-0000-000000000001", adminToken, nil).problem(t, 405, "not_found")
+		e.do("DELETE", "/v1/projects/alpha/items/00000000-0000-0000-0000-000000000001", adminToken, nil).problem(t, 405, "method_not_allowed")
 		e.do("GET", "/v1/projects/alpha/items/x/nothing", adminToken, nil).problem(t, 404, "not_found")
 	})
 	t.Run("PayloadTooLarge", func(t *testing.T) {

@@ -50,8 +50,9 @@ func TestRoleBoundaries(t *testing.T) {
 		for _, tok := range tc.denied {
 			t.Run(tc.method+" "+tc.path+" as "+tok.Role, func(t *testing.T) {
 				p := f.do(tc.method, tc.path, tok.Token, `{"epoch": 1, "name": "n", "role": "agent", "worker": "w", "answer": "a", "question": "q", "result": 1, "error": "e", "children": [{"key": "k", "title": "t"}]}`).problem(t, http.StatusForbidden, "forbidden")
-				if d, _ := p["detail"].(string); !strings.HasPrefix(d, "an agent token may not ") && !strings.HasPrefix(d, "a human token may not ") {
-					t.Fatalf("detail %q, want \"an agent token may not ...\" or \"a human token may not ...\"", d)
+				want := map[string]string{"agent": "an agent token may not ", "human": "a human token may not "}[tok.Role]
+				if d, _ := p["detail"].(string); !strings.HasPrefix(d, want) {
+					t.Fatalf("detail %q, want it to begin %q", d, want)
 				}
 			})
 		}
@@ -83,7 +84,7 @@ func TestRoleBoundaries(t *testing.T) {
 
 // TestIdempotencyConcurrent sends the same keyed request from many
 // goroutines at once: it is applied once; every answer is the original, a
-// replay of it, or 409 while the first is in flight.
+// replay of it, or 409 request_in_progress while the first is in flight.
 func TestIdempotencyConcurrent(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -108,7 +109,7 @@ func TestIdempotencyConcurrent(t *testing.T) {
 			}
 			created = string(r.body)
 		case 409:
-			r.problem(t, 409, "conflict")
+			r.problem(t, 409, "request_in_progress")
 		default:
 			t.Fatalf("status %d: %s", r.status, r.body)
 		}

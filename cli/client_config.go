@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -152,12 +153,16 @@ func defaultWorker() string {
 	return "worker"
 }
 
-// newClient builds the API client of cfg.
-func (cfg *clientConfig) newClient() (*client.Client, error) {
+// newClient builds the API client of cfg. Its retries (the server or its
+// database unavailable, the server unreachable) are told on stderr.
+func (cfg *clientConfig) newClient(stderr io.Writer) (*client.Client, error) {
 	if cfg.Token == "" {
 		return nil, &exitError{code: ExitAuth, err: errors.New("no API token: pass --token, set WORKGRAPH_TOKEN, or put `token: ...` in " + configHint(cfg))}
 	}
-	c, err := client.New(cfg.URL, cfg.Token, client.WithUserAgent("workgraph-cli"))
+	notify := func(r client.Retry) {
+		fmt.Fprintf(stderr, "workgraph: %s %s: %v; retrying in %s\n", r.Method, r.Path, r.Err, r.Wait.Round(time.Millisecond))
+	}
+	c, err := client.New(cfg.URL, cfg.Token, client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify))
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}

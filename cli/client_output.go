@@ -38,7 +38,7 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 		if err != nil {
 			return &exitError{code: ExitUsage, err: err}
 		}
-		api, err := cfg.newClient()
+		api, err := cfg.newClient(stdio.Err)
 		if err != nil {
 			return err
 		}
@@ -91,6 +91,9 @@ func explain(err error, cfg *clientConfig) error {
 		if field := ""; ae.Extension("field", &field) && field != "" && !strings.Contains(msg, field) {
 			msg = field + ": " + msg
 		}
+		if id := ae.RequestID(); id != "" && ae.Status >= 500 {
+			hint += " (request id " + id + ")"
+		}
 		return &exitError{code: code, err: fmt.Errorf("%s (%s)\n  %s", msg, ae.Code, hint)}
 	}
 	if errors.Is(err, context.Canceled) {
@@ -127,8 +130,10 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitUsage, "the request is larger than the server accepts (about 1 MiB); store big results elsewhere and send a reference"
 	case client.CodeRateLimited:
 		return ExitUnavailable, "too many requests with this token; slow down and retry"
-	case client.CodeUnavailable:
+	case client.CodeUnavailable, client.CodeRequestInProgress:
 		return ExitUnavailable, "the server is unavailable; retry in a moment"
+	case client.CodeOutcomeUnknown:
+		return ExitConflict, "the request took effect but its answer was lost (the server stopped); show the state it changed before sending it again"
 	}
 	return ExitError, "the server failed; retry, and look at the server's log if it persists"
 }

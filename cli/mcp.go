@@ -64,7 +64,7 @@ func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
-	c, err := cfg.newClient()
+	c, err := cfg.newClient(stdio.Err)
 	if err != nil {
 		return err
 	}

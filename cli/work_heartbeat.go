@@ -131,7 +131,7 @@ func isRefusal(err error) bool {
 		return false
 	}
 	switch ae.Code {
-	case client.CodeUnavailable, client.CodeInternal, client.CodeRateLimited:
+	case client.CodeUnavailable, client.CodeInternal, client.CodeRateLimited, client.CodeRequestInProgress:
 		return false
 	}
 	return true

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,7 +25,9 @@ type Client struct {
 	http        *http.Client
 	userAgent   string
 	maxAttempts int
+	retryFor    time.Duration
 	timeout     time.Duration
+	notify      func(Retry)
 }
 
 // Option configures a Client.
@@ -37,8 +40,19 @@ func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
-// WithRetries sets how many times a request is tried in all (default 3; 1
-// disables retries).
+// Retry policy defaults: a request is tried up to DefaultAttempts times
+// within DefaultRetryFor (a claim's wait on top), sleeping between tries a
+// random time up to an exponential step (retryBase, doubling, capped at
+// retryCap: "full jitter"), or longer when the server's Retry-After says so.
+const (
+	DefaultAttempts = 10
+	DefaultRetryFor = 30 * time.Second
+	retryBase       = 100 * time.Millisecond
+	retryCap        = 5 * time.Second
+)
+
+// WithRetries sets how many times a request is tried in all (default
+// DefaultAttempts; 1 disables retries).
 func WithRetries(attempts int) Option {
 	return func(c *Client) {
 		if attempts < 1 {
@@ -47,6 +61,26 @@ func WithRetries(attempts int) Option {
 		c.maxAttempts = attempts
 	}
 }
+
+// WithRetryBudget bounds the time a request may spend retrying (default
+// DefaultRetryFor): no attempt starts after d has passed since the first,
+// and a Retry-After beyond it ends the retries.
+func WithRetryBudget(d time.Duration) Option { return func(c *Client) { c.retryFor = d } }
+
+// Retry describes a retry about to happen, for WithRetryNotify.
+type Retry struct {
+	Method, Path string
+	// Attempt is the number of the attempt that failed (1: the first).
+	Attempt int
+	// Err is why it failed; Wait is how long the client sleeps before the
+	// next attempt.
+	Err  error
+	Wait time.Duration
+}
+
+// WithRetryNotify calls f before each retry's sleep (e.g. to tell a person
+// that the server is unavailable and the client is waiting for it).
+func WithRetryNotify(f func(Retry)) Option { return func(c *Client) { c.notify = f } }
 
 // WithTimeout bounds each attempt of a request (default 30 s). A claim that
 // waits for work gets its wait on top.
@@ -73,7 +107,8 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 		token:       token,
 		http:        &http.Client{},
 		userAgent:   "workgraph-client",
-		maxAttempts: 3,
+		maxAttempts: DefaultAttempts,
+		retryFor:    DefaultRetryFor,
 		timeout:     30 * time.Second,
 	}
 	for _, o := range opts {
@@ -140,26 +175,41 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	u.Path = c.base.Path + path
 	u.RawQuery = query.Encode()
 
-	var lastErr error
+	start := time.Now()
+	budget := c.retryFor + cl.extraTimeout
 	for attempt := 1; ; attempt++ {
 		status, retryAfter, err := c.attempt(ctx, method, u.String(), path, body, out, &cl)
 		if err == nil {
 			return status, nil
 		}
-		lastErr = err
 		if attempt >= c.maxAttempts || !retryable(status, err) || ctx.Err() != nil {
-			return status, lastErr
+			return status, err
 		}
-		wait := time.Duration(200*(1<<(attempt-1))) * time.Millisecond
-		if retryAfter > wait && retryAfter <= 5*time.Second {
-			wait = retryAfter
+		wait := max(backoff(attempt), retryAfter)
+		if time.Since(start)+wait > budget {
+			return status, err
 		}
+		if c.notify != nil {
+			c.notify(Retry{Method: method, Path: path, Attempt: attempt, Err: err, Wait: wait})
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			return status, lastErr
-		case <-time.After(wait):
+			t.Stop()
+			return status, err
+		case <-t.C:
 		}
 	}
+}
+
+// backoff is the sleep before retry number attempt (1 = the first retry):
+// uniformly random in [0, min(retryCap, retryBase * 2^(attempt-1))].
+func backoff(attempt int) time.Duration {
+	step := retryCap
+	if attempt <= 20 {
+		step = min(retryCap, retryBase<<(attempt-1))
+	}
+	return mrand.N(step + 1)
 }
 
 func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body []byte, out any, cl *call) (status int, retryAfter time.Duration, err error) {
@@ -199,9 +249,7 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 		return resp.StatusCode, 0, fmt.Errorf("client: %s %s: reading the answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-			retryAfter = time.Duration(s) * time.Second
-		}
+		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return resp.StatusCode, retryAfter, decodeProblem(method, path, resp.StatusCode, data)
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent && len(data) > 0 {
@@ -212,17 +260,37 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 	return resp.StatusCode, 0, nil
 }
 
-// retryable: transport failures, gateway errors and rate limiting. Every
-// POST carries an Idempotency-Key or is safe to repeat by itself
-// (selfIdempotent), so a retry never applies twice.
+// retryable: transport failures, gateway errors, an unavailable server or
+// database, rate limiting, and a first attempt still in progress (409
+// request_in_progress). Every POST carries an Idempotency-Key or is safe to
+// repeat by itself (selfIdempotent: fenced by its lease and epoch, it
+// applied once or not at all), so a retry never applies twice. Refusals
+// (lease_lost, conflict, ...) are final.
 func retryable(status int, err error) bool {
 	switch status {
 	case 0:
 		return !errors.Is(err, context.Canceled)
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
+	case http.StatusConflict:
+		return errors.Is(err, ErrRequestInProgress)
 	}
 	return false
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
+// date (relative to now); 0 when absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 func newKey() string {

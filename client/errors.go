@@ -21,10 +21,18 @@ const (
 	CodeConflictingResult = "conflicting_result"
 	CodeDependencyCycle   = "dependency_cycle"
 	CodeConflict          = "conflict"
-	CodePayloadTooLarge   = "payload_too_large"
-	CodeRateLimited       = "rate_limited"
-	CodeUnavailable       = "unavailable"
-	CodeInternal          = "internal"
+	// CodeRequestInProgress: the first request with the same
+	// Idempotency-Key is still running; the client retries it.
+	CodeRequestInProgress = "request_in_progress"
+	// CodeOutcomeUnknown: the first request with the same Idempotency-Key
+	// took effect but its answer was lost (its server died); it will not
+	// run again. Look up the state, then send a new request.
+	CodeOutcomeUnknown   = "outcome_unknown"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodePayloadTooLarge  = "payload_too_large"
+	CodeRateLimited      = "rate_limited"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
 )
 
 // Error is a failure answered by the server: an RFC 9457 problem document.
@@ -61,6 +69,14 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
+// RequestID is the server's id of the failed request (the problem's
+// request_id), to quote when reporting a server error; empty if none.
+func (e *Error) RequestID() string {
+	var id string
+	e.Extension("request_id", &id)
+	return id
+}
+
 // Extension decodes the problem member name into v and reports whether it
 // was present.
 func (e *Error) Extension(name string, v any) bool {
@@ -82,6 +98,9 @@ var (
 	ErrConflictingResult = &Error{Code: CodeConflictingResult}
 	ErrDependencyCycle   = &Error{Code: CodeDependencyCycle}
 	ErrConflict          = &Error{Code: CodeConflict}
+	ErrRequestInProgress = &Error{Code: CodeRequestInProgress}
+	ErrOutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
+	ErrMethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
 	ErrPayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
 	ErrRateLimited       = &Error{Code: CodeRateLimited}
 	ErrUnavailable       = &Error{Code: CodeUnavailable}
@@ -152,6 +171,8 @@ func codeForStatus(status int) string {
 		return CodeForbidden
 	case 404:
 		return CodeNotFound
+	case 405:
+		return CodeMethodNotAllowed
 	case 409:
 		return CodeConflict
 	case 413:

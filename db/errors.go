@@ -3,6 +3,10 @@ package db
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,6 +24,9 @@ import (
 //   - serialization failure, deadlock    -> conflict (retry the request)
 //   - history guard triggers (WG001)     -> conflict (history is immutable)
 //   - query canceled, deadline exceeded  -> unavailable
+//     (a pool acquire that timed out too)
+//   - the database connection lost or refused (see ConnectionLost)
+//     -> unavailable
 //   - anything else                      -> internal, cause kept for logs
 func Translate(err error) error {
 	if err == nil {
@@ -34,6 +41,9 @@ func Translate(err error) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the request was cancelled or timed out", Err: err}
+	}
+	if ConnectionLost(err) {
+		return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database is unavailable; retry", Err: err}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -53,4 +63,42 @@ func Translate(err error) error {
 		}
 	}
 	return &wgerr.Error{Code: wgerr.CodeInternal, Message: "internal error", Err: err}
+}
+
+// ConnectionLost reports whether err means the database could not be
+// reached or the connection to it was lost, not that the statement was
+// wrong: a refused or failed connection attempt (whatever the reason, e.g.
+// a database not accepting connections), a connection reset, cut or
+// closed (EOF, "conn closed", a closed pool), a network timeout, and the
+// server's own SQLSTATE classes 08 (connection exception) and 57P0x
+// (operator intervention: terminated by an administrator, shutting down,
+// cannot connect now) and 53300 (too many connections). Such a request may
+// be retried: a transaction cut short never committed, and a commit whose
+// answer was lost is answered by the fences on retry.
+func ConnectionLost(err error) bool {
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true // whatever the server said: no connection, no statement ran
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		c := pgErr.Code
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P0") || c == "53300"
+	}
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr), pgconn.Timeout(err):
+		return true
+	case errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	// pgxpool answers an acquire from a closed pool with puddle's
+	// ErrClosedPool; matched by its text so db need not import puddle.
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e.Error() == "closed pool" {
+			return true
+		}
+	}
+	return false
 }

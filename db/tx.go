@@ -55,7 +55,29 @@ func runTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
+	if hook, ok := ctx.Value(beforeCommitKey{}).(BeforeCommit); ok {
+		if _, nested := b.(pgx.Tx); !nested {
+			if err := hook(ctx, tx); err != nil {
+				_ = tx.Rollback(context.WithoutCancel(ctx))
+				return err
+			}
+		}
+	}
 	return tx.Commit(ctx)
+}
+
+// BeforeCommit runs inside a transaction of InTx just before it commits; an
+// error rolls the transaction back and is InTx's answer. The API uses it to
+// fence a request's writes on the request's Idempotency-Key record.
+type BeforeCommit func(ctx context.Context, tx pgx.Tx) error
+
+type beforeCommitKey struct{}
+
+// WithBeforeCommit returns ctx carrying hook: every outermost transaction
+// InTx runs with that context calls it before committing (savepoints of a
+// caller's transaction do not: their outermost transaction does).
+func WithBeforeCommit(ctx context.Context, hook BeforeCommit) context.Context {
+	return context.WithValue(ctx, beforeCommitKey{}, hook)
 }
 
 func retryable(err error) bool {

@@ -100,4 +100,5 @@ var hints = map[string]string{
 	client.CodeForbidden:         "The workgraph token of this MCP server may not do this.",
 	client.CodeRateLimited:       "Wait a little and try again.",
 	client.CodeUnavailable:       "The workgraph server is unavailable; try again shortly.",
+	client.CodeOutcomeUnknown:    "The request took effect but its answer was lost; look at the task's state before doing it again.",
 }

@@ -29,10 +29,18 @@ const (
 	CodeConflictingResult Code = "conflicting_result"
 	CodeDependencyCycle   Code = "dependency_cycle"
 	CodeConflict          Code = "conflict"
-	CodePayloadTooLarge   Code = "payload_too_large"
-	CodeRateLimited       Code = "rate_limited"
-	CodeUnavailable       Code = "unavailable"
-	CodeInternal          Code = "internal"
+	// CodeInProgress: the first request with this Idempotency-Key is still
+	// running; retry after a moment.
+	CodeInProgress Code = "request_in_progress"
+	// CodeOutcomeUnknown: the first request with this Idempotency-Key took
+	// effect but its answer was lost; it is never run again.
+	CodeOutcomeUnknown Code = "outcome_unknown"
+	// CodeMethodNotAllowed: the path exists, for other methods (see Allow).
+	CodeMethodNotAllowed Code = "method_not_allowed"
+	CodePayloadTooLarge  Code = "payload_too_large"
+	CodeRateLimited      Code = "rate_limited"
+	CodeUnavailable      Code = "unavailable"
+	CodeInternal         Code = "internal"
 )
 
 // Error is a workgraph error: a kind, a message fit to show the caller, and
@@ -75,6 +83,9 @@ var (
 	ConflictingResult = &Error{Code: CodeConflictingResult}
 	DependencyCycle   = &Error{Code: CodeDependencyCycle}
 	Conflict          = &Error{Code: CodeConflict}
+	InProgress        = &Error{Code: CodeInProgress}
+	OutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
+	MethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
 	PayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
 	RateLimited       = &Error{Code: CodeRateLimited}
 	Unavailable       = &Error{Code: CodeUnavailable}

@@ -12,50 +12,70 @@ import (
 	"github.com/google/uuid"
 )
 
-const abandonIdempotentRequest = `-- name: AbandonIdempotentRequest :exec
+const abandonIdempotentRequest = `-- name: AbandonIdempotentRequest :execrows
 DELETE FROM idempotency_keys
-WHERE token_id = $1 AND key = $2 AND request_hash = $3 AND status IS NULL
+WHERE token_id = $1 AND key = $2 AND owner = $3 AND status IS NULL AND effect_at IS NULL
 `
 
 type AbandonIdempotentRequestParams struct {
-	TokenID     uuid.UUID
-	Key         string
-	RequestHash []byte
+	TokenID uuid.UUID
+	Key     string
+	Owner   *uuid.UUID
 }
 
 // Forgets a request that produced no answer worth replaying (a server error,
-// a rate limit, a cancelled request), so that a retry runs it again.
-func (q *Queries) AbandonIdempotentRequest(ctx context.Context, db DBTX, arg AbandonIdempotentRequestParams) error {
-	_, err := db.Exec(ctx, abandonIdempotentRequest, arg.TokenID, arg.Key, arg.RequestHash)
-	return err
+// a rate limit, a cancelled request) and took no effect, so that a retry
+// runs it again.
+func (q *Queries) AbandonIdempotentRequest(ctx context.Context, db DBTX, arg AbandonIdempotentRequestParams) (int64, error) {
+	result, err := db.Exec(ctx, abandonIdempotentRequest, arg.TokenID, arg.Key, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const beginIdempotentRequest = `-- name: BeginIdempotentRequest :execrows
-INSERT INTO idempotency_keys (token_id, key, request_hash, expires_at)
-VALUES ($1, $2, $3, coalesce($4::timestamptz, now()) + interval '24 hours')
+INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, expires_at)
+VALUES ($1, $2, $3, $4,
+        coalesce($5::timestamptz, now()) + make_interval(secs => $6::float8),
+        coalesce($5::timestamptz, now()) + interval '24 hours')
 ON CONFLICT (token_id, key) DO UPDATE
     SET request_hash = EXCLUDED.request_hash,
         status = NULL, content_type = NULL, response = NULL,
-        created_at = coalesce($4::timestamptz, now()),
+        created_at = coalesce($5::timestamptz, now()),
         completed_at = NULL,
-        expires_at = EXCLUDED.expires_at
-    WHERE idempotency_keys.expires_at <= coalesce($4::timestamptz, now())
+        expires_at = EXCLUDED.expires_at,
+        owner = EXCLUDED.owner,
+        locked_until = EXCLUDED.locked_until,
+        effect_at = NULL, effect_ref = NULL
+    WHERE idempotency_keys.expires_at <= coalesce($5::timestamptz, now())
+       OR (idempotency_keys.status IS NULL
+           AND idempotency_keys.effect_at IS NULL
+           AND idempotency_keys.request_hash = EXCLUDED.request_hash
+           AND idempotency_keys.locked_until <= coalesce($5::timestamptz, now()))
 `
 
 type BeginIdempotentRequestParams struct {
 	TokenID     uuid.UUID
 	Key         string
 	RequestHash []byte
+	Owner       *uuid.UUID
 	Now         *time.Time
+	LockSeconds float64
 }
 
-// Claims (token, key) for a new request. An expired record is taken over.
+// Claims (token, key) for a new request run by owner, locked for
+// lock_seconds by the database's clock. An expired record is taken over,
+// and so is a record of the same request still in progress whose owner
+// stopped renewing it (it died) before its effect committed.
 func (q *Queries) BeginIdempotentRequest(ctx context.Context, db DBTX, arg BeginIdempotentRequestParams) (int64, error) {
 	result, err := db.Exec(ctx, beginIdempotentRequest,
 		arg.TokenID,
 		arg.Key,
 		arg.RequestHash,
+		arg.Owner,
 		arg.Now,
+		arg.LockSeconds,
 	)
 	if err != nil {
 		return 0, err
@@ -80,7 +100,7 @@ const finishIdempotentRequest = `-- name: FinishIdempotentRequest :exec
 UPDATE idempotency_keys
 SET status = $1, content_type = $2, response = $3,
     completed_at = coalesce($4::timestamptz, now())
-WHERE token_id = $5 AND key = $6 AND request_hash = $7 AND status IS NULL
+WHERE token_id = $5 AND key = $6 AND owner = $7 AND status IS NULL
 `
 
 type FinishIdempotentRequestParams struct {
@@ -90,7 +110,7 @@ type FinishIdempotentRequestParams struct {
 	Now         *time.Time
 	TokenID     uuid.UUID
 	Key         string
-	RequestHash []byte
+	Owner       *uuid.UUID
 }
 
 func (q *Queries) FinishIdempotentRequest(ctx context.Context, db DBTX, arg FinishIdempotentRequestParams) error {
@@ -101,33 +121,172 @@ func (q *Queries) FinishIdempotentRequest(ctx context.Context, db DBTX, arg Fini
 		arg.Now,
 		arg.TokenID,
 		arg.Key,
-		arg.RequestHash,
+		arg.Owner,
 	)
 	return err
 }
 
 const getIdempotentRequest = `-- name: GetIdempotentRequest :one
-SELECT token_id, key, request_hash, status, content_type, response, created_at, completed_at, expires_at FROM idempotency_keys WHERE token_id = $1 AND key = $2
+SELECT request_hash, status, content_type, response, effect_at, effect_ref,
+       locked_until > coalesce($1::timestamptz, now()) AS owner_alive
+FROM idempotency_keys WHERE token_id = $2 AND key = $3
 `
 
 type GetIdempotentRequestParams struct {
+	Now     *time.Time
 	TokenID uuid.UUID
 	Key     string
 }
 
-func (q *Queries) GetIdempotentRequest(ctx context.Context, db DBTX, arg GetIdempotentRequestParams) (IdempotencyKey, error) {
-	row := db.QueryRow(ctx, getIdempotentRequest, arg.TokenID, arg.Key)
-	var i IdempotencyKey
+type GetIdempotentRequestRow struct {
+	RequestHash []byte
+	Status      *int32
+	ContentType *string
+	Response    []byte
+	EffectAt    *time.Time
+	EffectRef   *string
+	OwnerAlive  bool
+}
+
+// owner_alive: the record is still locked by its owner (database clock).
+func (q *Queries) GetIdempotentRequest(ctx context.Context, db DBTX, arg GetIdempotentRequestParams) (GetIdempotentRequestRow, error) {
+	row := db.QueryRow(ctx, getIdempotentRequest, arg.Now, arg.TokenID, arg.Key)
+	var i GetIdempotentRequestRow
 	err := row.Scan(
-		&i.TokenID,
-		&i.Key,
 		&i.RequestHash,
 		&i.Status,
 		&i.ContentType,
 		&i.Response,
-		&i.CreatedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
+		&i.EffectAt,
+		&i.EffectRef,
+		&i.OwnerAlive,
 	)
 	return i, err
+}
+
+const markIdempotentClaim = `-- name: MarkIdempotentClaim :one
+WITH g AS (
+    SELECT l.id FROM leases l
+    WHERE l.token_id = $1 AND l.ended_at IS NULL AND l.xmin = pg_current_xact_id_if_assigned()::xid
+    LIMIT 1
+),
+m AS (
+    UPDATE idempotency_keys k
+    SET effect_at = coalesce(k.effect_at, now()), effect_ref = (SELECT id::text FROM g)
+    WHERE EXISTS (SELECT 1 FROM g)
+      AND k.token_id = $1 AND k.key = $2 AND k.owner = $3 AND k.status IS NULL
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM g) AS wrote, (SELECT count(*) FROM m) > 0 AS marked
+`
+
+type MarkIdempotentClaimParams struct {
+	TokenID *uuid.UUID
+	Key     string
+	Owner   *uuid.UUID
+}
+
+type MarkIdempotentClaimRow struct {
+	Wrote  bool
+	Marked bool
+}
+
+// MarkIdempotentEffect for a claim: its transaction took effect only when
+// it granted a lease to the token (a claim that found nothing may still
+// have ended expired leases, which any later claim would do as well). The
+// lease, inserted by this very transaction (xmin), is kept as effect_ref.
+func (q *Queries) MarkIdempotentClaim(ctx context.Context, db DBTX, arg MarkIdempotentClaimParams) (MarkIdempotentClaimRow, error) {
+	row := db.QueryRow(ctx, markIdempotentClaim, arg.TokenID, arg.Key, arg.Owner)
+	var i MarkIdempotentClaimRow
+	err := row.Scan(&i.Wrote, &i.Marked)
+	return i, err
+}
+
+const markIdempotentEffect = `-- name: MarkIdempotentEffect :one
+WITH w AS (SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS wrote),
+m AS (
+    UPDATE idempotency_keys k
+    SET effect_at = coalesce(k.effect_at, now())
+    FROM w
+    WHERE w.wrote AND k.token_id = $1 AND k.key = $2 AND k.owner = $3 AND k.status IS NULL
+    RETURNING 1
+)
+SELECT (SELECT wrote FROM w)::bool AS wrote, (SELECT count(*) FROM m) > 0 AS marked
+`
+
+type MarkIdempotentEffectParams struct {
+	TokenID uuid.UUID
+	Key     string
+	Owner   *uuid.UUID
+}
+
+type MarkIdempotentEffectRow struct {
+	Wrote  bool
+	Marked bool
+}
+
+// Runs inside the owner's write transaction, just before it commits: when
+// the transaction wrote anything, the record is marked as having taken
+// effect, which only its owner can do. wrote and marked tell the caller
+// whether it wrote and whether it still owned the record.
+func (q *Queries) MarkIdempotentEffect(ctx context.Context, db DBTX, arg MarkIdempotentEffectParams) (MarkIdempotentEffectRow, error) {
+	row := db.QueryRow(ctx, markIdempotentEffect, arg.TokenID, arg.Key, arg.Owner)
+	var i MarkIdempotentEffectRow
+	err := row.Scan(&i.Wrote, &i.Marked)
+	return i, err
+}
+
+const releaseIdempotentRequest = `-- name: ReleaseIdempotentRequest :exec
+UPDATE idempotency_keys
+SET locked_until = coalesce($1::timestamptz, now())
+WHERE token_id = $2 AND key = $3 AND owner = $4 AND status IS NULL
+`
+
+type ReleaseIdempotentRequestParams struct {
+	Now     *time.Time
+	TokenID uuid.UUID
+	Key     string
+	Owner   *uuid.UUID
+}
+
+// Unlocks a record whose request took effect but has no answer to keep:
+// a retry is told at once that the outcome is unknown.
+func (q *Queries) ReleaseIdempotentRequest(ctx context.Context, db DBTX, arg ReleaseIdempotentRequestParams) error {
+	_, err := db.Exec(ctx, releaseIdempotentRequest,
+		arg.Now,
+		arg.TokenID,
+		arg.Key,
+		arg.Owner,
+	)
+	return err
+}
+
+const renewIdempotentRequest = `-- name: RenewIdempotentRequest :execrows
+UPDATE idempotency_keys
+SET locked_until = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8)
+WHERE token_id = $3 AND key = $4 AND owner = $5 AND status IS NULL
+`
+
+type RenewIdempotentRequestParams struct {
+	Now         *time.Time
+	LockSeconds float64
+	TokenID     uuid.UUID
+	Key         string
+	Owner       *uuid.UUID
+}
+
+// Extends the owner's lock on a record still in progress; 0 rows: the
+// record is no longer the owner's.
+func (q *Queries) RenewIdempotentRequest(ctx context.Context, db DBTX, arg RenewIdempotentRequestParams) (int64, error) {
+	result, err := db.Exec(ctx, renewIdempotentRequest,
+		arg.Now,
+		arg.LockSeconds,
+		arg.TokenID,
+		arg.Key,
+		arg.Owner,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -50,6 +50,10 @@ type IdempotencyKey struct {
 	CreatedAt   time.Time
 	CompletedAt *time.Time
 	ExpiresAt   time.Time
+	Owner       *uuid.UUID
+	LockedUntil time.Time
+	EffectAt    *time.Time
+	EffectRef   *string
 }
 
 type Item struct {

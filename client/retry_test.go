@@ -1,0 +1,164 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	for attempt := 1; attempt <= 40; attempt++ {
+		step := min(retryCap, retryBase<<min(attempt-1, 20))
+		var low, high bool
+		for range 200 {
+			d := backoff(attempt)
+			if d < 0 || d > step {
+				t.Fatalf("backoff(%d) = %v, want within [0, %v]", attempt, d, step)
+			}
+			low = low || d < step/2
+			high = high || d >= step/2
+		}
+		if !low || !high {
+			t.Fatalf("backoff(%d) is not spread over [0, %v] (full jitter)", attempt, step)
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"":                              0,
+		"3":                             3 * time.Second,
+		"-1":                            0,
+		"soon":                          0,
+		"Tue, 01 Dec 2026 10:00:07 GMT": 7 * time.Second,
+		"Tue, 01 Dec 2026 09:00:00 GMT": 0,
+	} {
+		if got := parseRetryAfter(v, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// failing answers the first n requests with status (and a problem of
+// code), then 200 {}; it counts requests and keeps their keys.
+func failing(t *testing.T, n int32, status int, code, retryAfter string) (*httptest.Server, *atomic.Int32, chan string) {
+	t.Helper()
+	var calls atomic.Int32
+	keys := make(chan string, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys <- r.Header.Get("Idempotency-Key")
+		if calls.Add(1) <= n {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(status)
+			w.Write([]byte(`{"status":0,"code":"` + code + `","title":"t","detail":"d","request_id":"r-1"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls, keys
+}
+
+func TestRetryPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("InProgressRetriedWithTheSameKey", func(t *testing.T) {
+		t.Parallel()
+		srv, calls, keys := failing(t, 2, http.StatusConflict, CodeRequestInProgress, "")
+		c, _ := New(srv.URL, "tok")
+		if _, err := c.CreateProject(ctx, "p"); err != nil {
+			t.Fatal(err)
+		}
+		if n := calls.Load(); n != 3 {
+			t.Fatalf("calls = %d, want 3", n)
+		}
+		k1, k2, k3 := <-keys, <-keys, <-keys
+		if k1 == "" || k1 != k2 || k2 != k3 {
+			t.Fatalf("keys %q %q %q: want one key", k1, k2, k3)
+		}
+	})
+	t.Run("OutcomeUnknownIsFinal", func(t *testing.T) {
+		t.Parallel()
+		srv, calls, _ := failing(t, 1, http.StatusConflict, CodeOutcomeUnknown, "")
+		c, _ := New(srv.URL, "tok")
+		_, err := c.CreateProject(ctx, "p")
+		var ce *Error
+		if !errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &ce) || ce.RequestID() != "r-1" {
+			t.Fatalf("err = %v, want outcome_unknown with its request id", err)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("calls = %d, want 1", n)
+		}
+	})
+	t.Run("RetryAfterBeyondBudgetEndsRetries", func(t *testing.T) {
+		t.Parallel()
+		srv, calls, _ := failing(t, 100, http.StatusServiceUnavailable, CodeUnavailable, "60")
+		c, _ := New(srv.URL, "tok")
+		if _, err := c.CreateProject(ctx, "p"); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("err = %v, want unavailable", err)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("calls = %d, want 1 (Retry-After 60 s exceeds the budget)", n)
+		}
+	})
+	t.Run("BudgetBoundsRetries", func(t *testing.T) {
+		t.Parallel()
+		// Retry-After: 1 makes every wait a second: a 1.5 s budget has room
+		// for one retry only.
+		srv, calls, _ := failing(t, 100, http.StatusServiceUnavailable, CodeUnavailable, "1")
+		c, _ := New(srv.URL, "tok", WithRetryBudget(1500*time.Millisecond))
+		if _, err := c.CreateProject(ctx, "p"); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("err = %v, want unavailable", err)
+		}
+		if n := calls.Load(); n != 2 {
+			t.Fatalf("calls = %d, want 2", n)
+		}
+	})
+	t.Run("AttemptsBoundRetries", func(t *testing.T) {
+		t.Parallel()
+		srv, calls, _ := failing(t, 100, http.StatusBadGateway, CodeUnavailable, "")
+		c, _ := New(srv.URL, "tok", WithRetries(4))
+		if _, err := c.CreateProject(ctx, "p"); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("err = %v, want unavailable", err)
+		}
+		if n := calls.Load(); n != 4 {
+			t.Fatalf("calls = %d, want 4", n)
+		}
+	})
+	t.Run("ManyFailuresRiddenOut", func(t *testing.T) {
+		t.Parallel()
+		// Six 503s in a row (the old policy gave up after two).
+		srv, calls, _ := failing(t, 6, http.StatusServiceUnavailable, CodeUnavailable, "")
+		c, _ := New(srv.URL, "tok")
+		if _, err := c.CreateProject(ctx, "p"); err != nil {
+			t.Fatal(err)
+		}
+		if n := calls.Load(); n != 7 {
+			t.Fatalf("calls = %d, want 7", n)
+		}
+	})
+}
+
+func TestRetryNotify(t *testing.T) {
+	t.Parallel()
+	srv, _, _ := failing(t, 2, http.StatusServiceUnavailable, CodeUnavailable, "")
+	var told []Retry
+	c, _ := New(srv.URL, "tok", WithRetryNotify(func(r Retry) { told = append(told, r) }))
+	if _, err := c.CreateProject(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 2 || told[0].Attempt != 1 || told[1].Attempt != 2 || !errors.Is(told[1].Err, ErrUnavailable) || told[0].Path != "/v1/projects" {
+		t.Fatalf("told %+v, want attempts 1 and 2 of POST /v1/projects", told)
+	}
+}
