@@ -431,9 +431,10 @@ func (s *stateMachine) resolve(t *rapid.T) {
 	s.learnRequests(t)
 	var open []*smRequest
 	for _, r := range s.m.requests {
-		// Requests of finished items are left out: what closes them belongs
-		// to cancel (another change), not to this model.
-		if s.m.items[r.item].status == graph.StatusOpen {
+		// Requests of done items are left out (a completion leaves a
+		// non-blocking request open); a cancel closed those of its item,
+		// and answering one is refused.
+		if s.m.items[r.item].status != graph.StatusDone {
 			open = append(open, r)
 		}
 	}
@@ -489,9 +490,21 @@ func (s *stateMachine) cancel(t *rapid.T) {
 	}
 	wantCode(t, "cancel", err, "")
 	if it.active >= 0 {
-		s.m.end(s.m.leases[it.active], lease.OutcomeCancelled)
+		// A lease already past its expiry (not yet reaped) ends as expired.
+		o := lease.OutcomeCancelled
+		if l := s.m.leases[it.active]; !s.m.live(l, s.now()) {
+			o = lease.OutcomeExpired
+		}
+		s.m.end(s.m.leases[it.active], o)
 	}
 	s.m.finish(it, graph.StatusCancelled)
+	// Cancel dismisses the item's open requests in the same transaction.
+	idx := slices.Index(s.m.items, it)
+	for _, r := range s.m.requests {
+		if r.item == idx {
+			r.open = false
+		}
+	}
 }
 
 func (s *stateMachine) reap(t *rapid.T) {
