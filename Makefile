@@ -7,7 +7,7 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test build generate check-generated fmt-check vet ci stop-test-pg
+.PHONY: run test build generate check-generated fmt-check vet ci stop-test-pg chaos chaos-short
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
@@ -19,6 +19,20 @@ test:
 
 build:
 	$(GO) build -o bin/workgraph ./cmd/workgraph
+
+# The fault suite (docs/reliability.md): its own PostgreSQL on 55440-55449,
+# 3 replicas on 18440-18442, faults from a seeded nemesis; exits non-zero on
+# any violation. chaos is the full run (6 scenarios, about 6-8 minutes),
+# chaos-short the one CI runs (one mixed scenario, about 2 minutes).
+# Extra flags: make chaos CHAOS_ARGS="-seed 7 -duration 30s".
+CHAOS_ARGS ?=
+chaos: build
+	$(GO) build -o bin/chaos ./chaos
+	exec ./bin/chaos -bin bin/workgraph $(CHAOS_ARGS)
+
+chaos-short: build
+	$(GO) build -o bin/chaos ./chaos
+	exec ./bin/chaos -bin bin/workgraph -short $(CHAOS_ARGS)
 
 generate:
 	$(GO) tool sqlc generate

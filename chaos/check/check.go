@@ -10,18 +10,18 @@ import (
 
 // The invariants, in the order the report prints them.
 const (
-	InvOverlap      = "overlap"       // at most one live lease per item by the stored timestamps
-	InvLeaseTimes   = "lease-times"   // expires_at - acquired_at is the TTL; fenced ends before expiry
-	InvEpochs       = "epochs"        // epochs 1, 2, ... per item, in claim order
-	InvOutcomes     = "outcomes"      // one outcome per ended lease, never rewritten, at most one completion
-	InvAckedLost    = "acked-lost"    // every acked mutation present (completion with its epoch, item done)
-	InvStaleAcked   = "stale-acked"   // no stale or wrong-epoch mutation acked
-	InvUnknownOnce  = "unknown-once"  // an unknown (or refused) operation applied at most once (refused: never)
-	InvDeps         = "deps"          // no item claimed before its dependencies finished
-	InvLinearizable = "linearizable"  // per item, against the lease register model
-	InvHTTP5xx      = "http-5xx"      // no 500; 503 only while a fault is in effect
-	InvReadiness    = "readiness"     // every replica ready again after each fault, without a restart
-	InvStuck        = "stuck"         // nothing stuck once faults heal (items, Idempotency-Keys)
+	InvOverlap      = "overlap"      // at most one live lease per item by the stored timestamps
+	InvLeaseTimes   = "lease-times"  // expires_at - acquired_at is the TTL; fenced ends before expiry
+	InvEpochs       = "epochs"       // epochs 1, 2, ... per item, in claim order
+	InvOutcomes     = "outcomes"     // one outcome per ended lease, never rewritten, at most one completion
+	InvAckedLost    = "acked-lost"   // every acked mutation present (completion with its epoch, item done)
+	InvStaleAcked   = "stale-acked"  // no stale or wrong-epoch mutation acked
+	InvUnknownOnce  = "unknown-once" // an unknown (or refused) operation applied at most once (refused: never)
+	InvDeps         = "deps"         // no item claimed before its dependencies finished
+	InvLinearizable = "linearizable" // per item, against the lease register model
+	InvHTTP5xx      = "http-5xx"     // no 500; 503 only while a fault is in effect
+	InvReadiness    = "readiness"    // every replica ready again after each fault, without a restart
+	InvStuck        = "stuck"        // nothing stuck once faults heal (items, Idempotency-Keys)
 )
 
 // Invariants lists every invariant the checker judges.
@@ -224,6 +224,9 @@ func (c *checker) acked() {
 		}
 		switch op.Kind {
 		case OpClaim:
+			if op.GotLease == "" {
+				continue // nothing was ready (204)
+			}
 			l := c.leases[op.GotLease]
 			if l == nil || l.Epoch != op.GotEpoch || l.Item != op.Item {
 				c.fail(InvAckedLost, "op %d: acked claim of item %s (lease %s epoch %d) not in the history", op.ID, op.Item, op.GotLease, op.GotEpoch)
@@ -266,7 +269,7 @@ func (c *checker) stale() {
 	}
 	claims := map[string][]claimSeen{}
 	for _, op := range c.h.Ops {
-		if op.Kind == OpClaim && op.Answer == Acked {
+		if op.Kind == OpClaim && op.Answer == Acked && op.GotLease != "" {
 			claims[op.Item] = append(claims[op.Item], claimSeen{op.GotEpoch, op.Return})
 		}
 	}

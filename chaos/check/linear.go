@@ -135,7 +135,7 @@ func ItemOperations(ops []Op) map[string][]porcupine.Operation {
 	for _, op := range ops {
 		var in regInput
 		switch {
-		case op.Kind == OpClaim && op.Answer == Acked:
+		case op.Kind == OpClaim && op.Answer == Acked && op.GotLease != "":
 			in = regInput{Kind: OpClaim}
 		case isLeaseOp(op.Kind) && op.Item != "":
 			in = regInput{Kind: op.Kind, Lease: op.Lease, Epoch: op.Epoch, Result: NormJSON([]byte(op.Result))}
