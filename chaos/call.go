@@ -69,6 +69,7 @@ func (c *caller) call(ctx context.Context, rng *rand.Rand, replica int, op *chec
 	op.Invoke = time.Now()
 	deadline := op.Invoke.Add(c.retryFor)
 	backoff := 50 * time.Millisecond
+	uncertain := false // an attempt may have taken effect unseen
 	for attempt := 0; ; attempt++ {
 		r := (replica + attempt) % len(c.replicas)
 		a, respBody := c.attempt(ctx, r, op.Key, method, path, payload)
@@ -86,9 +87,18 @@ func (c *caller) call(ctx context.Context, rng *rand.Rand, replica int, op *chec
 		case a.Status == 409 && a.Code == "conflict" && strings.Contains(a.Detail, "still being processed"):
 			// The key's first request is still running (or its owner died):
 			// this answer does not speak for the operation.
+		case a.Status == 409 && uncertain:
+			// A refusal after an attempt whose fate is unknown may be the
+			// consequence of that attempt (a lease it ended, a completion
+			// it stored): the operation's outcome stays unknown.
+			op.Answer, op.Code = check.Unknown, a.Code
+			return a.Status
 		default:
 			op.Answer, op.Code = check.Refused, a.Code
 			final = true
+		}
+		if a.Status == 0 || a.Status >= 500 {
+			uncertain = true
 		}
 		if final {
 			return a.Status
