@@ -392,8 +392,12 @@ func (c *checker) deps() {
 				if dep := c.items[d]; dep != nil && dep.Status == "cancelled" {
 					continue
 				}
-				if !ok || at.After(l.AcquiredAt) {
-					c.fail(InvDeps, "item %s: epoch %d acquired at %s before dependency %s finished", it.ID, l.Epoch, ts(l.AcquiredAt), d)
+				switch {
+				case !ok:
+					c.fail(InvDeps, "item %s: epoch %d acquired at %s, dependency %s never completed", it.ID, l.Epoch, ts(l.AcquiredAt), d)
+				case at.After(l.AcquiredAt):
+					c.fail(InvDeps, "item %s: epoch %d acquired at %s, %s before dependency %s was completed (%s)",
+						it.ID, l.Epoch, ts(l.AcquiredAt), at.Sub(l.AcquiredAt), d, ts(at))
 				}
 			}
 		}
