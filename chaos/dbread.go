@@ -163,20 +163,29 @@ func (o *observer) tryRewrite(ctx context.Context, project string) (tried bool, 
 }
 
 // openItems returns how many of the project's items are open, and the
-// open ones that are not claimable now.
+// open ones that are stuck: not claimable for a reason other than waiting
+// for an open dependency (a lease still set, an open attention request, an
+// open child, or a dependency counter that disagrees with the
+// dependencies' states).
 func (o *observer) openItems(ctx context.Context, project string) (int, []string, error) {
 	var open int
-	var blocked []string
+	var stuck []string
 	err := o.retry(ctx, func(ctx context.Context) error {
-		blocked = nil
+		stuck = nil
 		if err := o.pool.QueryRow(ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND status = 'open'`, project).Scan(&open); err != nil {
 			return err
 		}
 		rows, err := o.pool.Query(ctx, `
-			SELECT id::text, item_state_text FROM (
-			  SELECT id, format('unmet=%s children=%s attention=%s lease=%s', unmet_dependencies, open_children, open_attention, active_lease_id) AS item_state_text, ready
-			  FROM items WHERE project_id = $1 AND status = 'open') s
-			WHERE NOT ready`, project)
+			SELECT i.id::text, format('unmet_dependencies=%s (open: %s) open_children=%s open_attention=%s active_lease=%s',
+			         i.unmet_dependencies, d.open_deps, i.open_children, i.open_attention, coalesce(i.active_lease_id::text, 'none'))
+			FROM items i
+			CROSS JOIN LATERAL (
+			  SELECT count(*) FILTER (WHERE dep.status = 'open') AS open_deps
+			  FROM dependencies x JOIN items dep ON dep.project_id = x.project_id AND dep.id = x.depends_on_id
+			  WHERE x.project_id = i.project_id AND x.item_id = i.id) d
+			WHERE i.project_id = $1 AND i.status = 'open' AND NOT i.ready
+			  AND (i.active_lease_id IS NOT NULL OR i.open_attention > 0 OR i.open_children > 0
+			       OR i.unmet_dependencies <> d.open_deps)`, project)
 		if err != nil {
 			return err
 		}
@@ -186,9 +195,9 @@ func (o *observer) openItems(ctx context.Context, project string) (int, []string
 			if err := rows.Scan(&id, &state); err != nil {
 				return err
 			}
-			blocked = append(blocked, fmt.Sprintf("%s (%s)", id, state))
+			stuck = append(stuck, fmt.Sprintf("%s (%s)", id, state))
 		}
 		return rows.Err()
 	})
-	return open, blocked, err
+	return open, stuck, err
 }
