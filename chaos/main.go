@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -141,7 +142,7 @@ func parseFlags() (config, error) {
 	names := flag.String("scenarios", "", "comma-separated scenarios (default: all; "+scenarioNames()+")")
 	flag.StringVar(&cfg.bin, "bin", "", "the workgraph binary (default: built from ./cmd/workgraph)")
 	flag.StringVar(&cfg.out, "out", "bin/chaos-report.md", "where the report is written (empty: nowhere)")
-	flag.BoolVar(&cfg.keep, "keep", false, "keep the run's directory (logs, cluster)")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the run's directory (replica and cluster logs, history-<scenario>.json)")
 	flag.IntVar(&cfg.pgPort, "pg-port", pgPortDefault, "port of the suite's PostgreSQL (55440-55449)")
 	flag.IntVar(&cfg.httpPort, "http-port", httpPortDefault, "first of the 3 replica ports (18440-18449)")
 	flag.Parse()
@@ -362,6 +363,11 @@ func (s *suite) runScenario(ctx context.Context, sc scenario, seed uint64) (row,
 		return row{}, fmt.Errorf("trying a rewrite: %w", err)
 	}
 	res := check.Check(h)
+	if s.cfg.keep {
+		if b, err := json.Marshal(h); err == nil {
+			os.WriteFile(filepath.Join(s.root, "history-"+sc.name+".json"), b, 0o644)
+		}
+	}
 	r := newRow(sc.name, h, res, drained)
 	s.logf("scenario %s: %d operations, %d leases, %d items, %d violations", sc.name, r.ops, len(h.Leases), len(h.Items), len(res.Violations))
 	return r, nil

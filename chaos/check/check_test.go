@@ -89,6 +89,11 @@ func TestCheck(t *testing.T) {
 			// The first lease ended after the second was acquired.
 			h.Leases[0].EndedAt = atp(320)
 		}},
+		{"AcquiredOutOfOrder", InvOverlap, func(h *History) {
+			// Epoch 2 stamped as acquired before epoch 1 was.
+			h.Leases[1].AcquiredAt = at(3)
+			h.Leases[1].ExpiresAt = at(2003)
+		}},
 		{"GrantedShort", InvLeaseTimes, func(h *History) {
 			h.Leases[1].ExpiresAt = at(1305)
 		}},
