@@ -231,6 +231,10 @@ func (c *checker) acked() {
 			if l == nil || l.Epoch != op.GotEpoch || l.Item != op.Item {
 				c.fail(InvAckedLost, "op %d: acked claim of item %s (lease %s epoch %d) not in the history", op.ID, op.Item, op.GotLease, op.GotEpoch)
 			}
+		case OpCreate:
+			if c.items[op.Item] == nil {
+				c.fail(InvAckedLost, "op %d: acked creation of item %s not in the history", op.ID, op.Item)
+			}
 		case OpHeartbeat:
 			l := c.leases[op.Lease]
 			if l == nil || l.Epoch != op.Epoch || l.Heartbeats < 1 {
@@ -339,6 +343,22 @@ func (c *checker) unknownOnce() {
 		case Refused:
 			k.refused++
 		}
+	}
+	// Items: every item is created by an operation that may have taken
+	// effect, each at most once.
+	var createAcked, createUnknown int
+	for _, op := range c.h.Ops {
+		if op.Kind == OpCreate {
+			switch op.Answer {
+			case Acked:
+				createAcked++
+			case Unknown:
+				createUnknown++
+			}
+		}
+	}
+	if n := len(c.h.Items); n < createAcked || n > createAcked+createUnknown {
+		c.fail(InvUnknownOnce, "%d items stored, %d creations acked and %d unknown", n, createAcked, createUnknown)
 	}
 	orphans := map[string]int{}
 	for _, l := range c.h.Leases {

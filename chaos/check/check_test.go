@@ -24,6 +24,10 @@ func acked(id, status int, kind string, invoke, ret int) Op {
 // released; claimed again (epoch 2) and completed. Item B depends on A and
 // is claimed after A's completion and completed.
 func valid() *History {
+	createA := acked(10, 201, OpCreate, -20, -15)
+	createA.Worker, createA.Item = "producer", "A"
+	createB := acked(11, 201, OpCreate, -10, -5)
+	createB.Worker, createB.Item = "producer", "B"
 	claim1 := acked(1, 201, OpClaim, 0, 10)
 	claim1.Item, claim1.GotLease, claim1.GotEpoch, claim1.TTL = "A", "L1", 1, 2
 	hb := acked(2, 200, OpHeartbeat, 100, 110)
@@ -45,7 +49,7 @@ func valid() *History {
 		Grace:         time.Second,
 		StuckKeyAfter: 10 * time.Second,
 		ReadyBound:    30 * time.Second,
-		Ops:           []Op{claim1, hb, rel, claim2, done, claim3, done3},
+		Ops:           []Op{createA, createB, claim1, hb, rel, claim2, done, claim3, done3},
 		Leases: []Lease{
 			{ID: "L1", Seq: 1, Item: "A", Epoch: 1, Worker: "w1", AcquiredAt: at(5), ExpiresAt: at(2005), EndedAt: atp(205), Outcome: str("released"), Heartbeats: 1},
 			{ID: "L2", Seq: 2, Item: "A", Epoch: 2, Worker: "w2", AcquiredAt: at(305), ExpiresAt: at(2305), EndedAt: atp(405), Outcome: str("completed"), Result: json.RawMessage(`{"n":1}`)},
@@ -103,16 +107,16 @@ func TestCheck(t *testing.T) {
 		{"EpochSkip", InvEpochs, func(h *History) {
 			h.Leases[1].Epoch = 3
 			h.Items[0].Epoch = 3
-			h.Ops[3].GotEpoch = 3
-			h.Ops[4].Epoch = 3
+			h.Ops[5].GotEpoch = 3
+			h.Ops[6].Epoch = 3
 		}},
 		{"OutcomeRewritten", InvOutcomes, func(h *History) {
 			h.Leases[0].Outcome = str("failed")
-			h.Ops[2].Kind = OpFail
+			h.Ops[4].Kind = OpFail
 		}},
 		{"TwoCompletions", InvOutcomes, func(h *History) {
 			h.Leases[0].Outcome = str("completed")
-			h.Ops[2].Kind = OpComplete
+			h.Ops[4].Kind = OpComplete
 			h.Snapshots = nil
 		}},
 		{"RewriteAccepted", InvOutcomes, func(h *History) {
@@ -145,13 +149,21 @@ func TestCheck(t *testing.T) {
 			h.Leases[0].Heartbeats = 3
 		}},
 		{"RefusedApplied", InvUnknownOnce, func(h *History) {
-			h.Ops[2].Answer = Refused
-			h.Ops[2].Code = "lease_lost"
-			h.Ops[2].Attempts[0].Status = 409
+			h.Ops[4].Answer = Refused
+			h.Ops[4].Code = "lease_lost"
+			h.Ops[4].Attempts[0].Status = 409
 		}},
 		{"OrphanLease", InvUnknownOnce, func(h *History) {
 			h.Leases = append(h.Leases, Lease{ID: "L9", Seq: 9, Item: "C", Epoch: 1, Worker: "w1", AcquiredAt: at(5), ExpiresAt: at(2005), EndedAt: atp(2100), Outcome: str("expired")})
 			h.Items = append(h.Items, Item{ID: "C", Status: "open", Epoch: 1, Ready: true})
+		}},
+		{"AckedCreationLost", InvAckedLost, func(h *History) {
+			op := acked(8, 201, OpCreate, 700, 710)
+			op.Worker, op.Item = "producer", "C"
+			h.Ops = append(h.Ops, op)
+		}},
+		{"CreationAppliedTwice", InvUnknownOnce, func(h *History) {
+			h.Items = append(h.Items, Item{ID: "A2", Status: "open", Ready: true})
 		}},
 		{"ClaimedBeforeDependency", InvDeps, func(h *History) {
 			h.Leases[2].AcquiredAt = at(350)
@@ -165,10 +177,10 @@ func TestCheck(t *testing.T) {
 			h.Leases[0].Heartbeats = 2
 		}},
 		{"Internal500", InvHTTP5xx, func(h *History) {
-			h.Ops[1].Attempts = append([]Attempt{{Replica: 2, At: at(105), Status: 500, Code: "internal"}}, h.Ops[1].Attempts...)
+			h.Ops[3].Attempts = append([]Attempt{{Replica: 2, At: at(105), Status: 500, Code: "internal"}}, h.Ops[3].Attempts...)
 		}},
 		{"Unavailable503WithoutFault", InvHTTP5xx, func(h *History) {
-			h.Ops[1].Attempts = append([]Attempt{{Replica: 2, At: at(105), Status: 503, Code: "unavailable"}}, h.Ops[1].Attempts...)
+			h.Ops[3].Attempts = append([]Attempt{{Replica: 2, At: at(105), Status: 503, Code: "unavailable"}}, h.Ops[3].Attempts...)
 		}},
 		{"NotReadyAgain", InvReadiness, func(h *History) {
 			h.Faults[0].Healed = time.Time{}
