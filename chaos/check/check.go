@@ -290,7 +290,7 @@ func (c *checker) stale() {
 			item = l.Item
 		}
 		for _, cl := range claims[item] {
-			if cl.epoch > op.Epoch && cl.ret.Before(op.Invoke) && !(op.Kind == OpComplete && op.Replayed) {
+			if cl.epoch > op.Epoch && cl.ret.Before(op.Invoke) {
 				c.fail(InvStaleAcked, "op %d: %s of lease %s epoch %d sent after epoch %d of item %s was granted, acked",
 					op.ID, op.Kind, op.Lease, op.Epoch, cl.epoch, item)
 				break

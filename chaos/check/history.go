@@ -120,7 +120,7 @@ type Fault struct {
 	Start   time.Time
 	End     time.Time // the fault removed
 	Healed  time.Time // every replica ready again; zero: never
-	DBFault bool      // the database (or the link to it) was affected
+	DBFault bool      // the database (or the link to it) was affected; informative: a 503 is allowed during any fault
 }
 
 // History is everything one scenario recorded.

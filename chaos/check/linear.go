@@ -39,11 +39,10 @@ type regInput struct {
 }
 
 type regOutput struct {
-	Answer   Answer
-	Code     string
-	Lease    string // a claim's lease
-	Epoch    int64  // a claim's epoch
-	Replayed bool
+	Answer Answer
+	Code   string
+	Lease  string // a claim's lease
+	Epoch  int64  // a claim's epoch
 }
 
 func regStep(s regState, in regInput, out regOutput) []regState {
@@ -142,7 +141,7 @@ func ItemOperations(ops []Op) map[string][]porcupine.Operation {
 		default:
 			continue
 		}
-		out := regOutput{Answer: op.Answer, Code: op.Code, Lease: op.GotLease, Epoch: op.GotEpoch, Replayed: op.Replayed}
+		out := regOutput{Answer: op.Answer, Code: op.Code, Lease: op.GotLease, Epoch: op.GotEpoch}
 		ret := int64(math.MaxInt64 / 2)
 		if op.Answer != Unknown {
 			ret = int64(op.Return.Sub(t0))
