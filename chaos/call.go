@@ -87,6 +87,11 @@ func (c *caller) call(ctx context.Context, rng *rand.Rand, replica int, op *chec
 		case a.Status == 409 && a.Code == "conflict" && (strings.Contains(a.Detail, "still being processed") || strings.Contains(a.Detail, "contended")):
 			// The key's first request is still running (or its owner died):
 			// this answer does not speak for the operation.
+		case a.Status == 409 && a.Code == "outcome_unknown":
+			// The key's first request took effect and its answer was lost:
+			// it will not run again, and what it answered is not known.
+			op.Answer, op.Code = check.Unknown, a.Code
+			return a.Status
 		case a.Status == 409 && uncertain:
 			// A refusal after an attempt whose fate is unknown may be the
 			// consequence of that attempt (a lease it ended, a completion
