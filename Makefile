@@ -21,7 +21,7 @@ build:
 	$(GO) build -o bin/workgraph ./cmd/workgraph
 
 # The fault suite (docs/reliability.md): its own PostgreSQL on 55440-55449,
-# 3 replicas on 18440-18442, faults from a seeded nemesis; exits non-zero on
+# 3 replicas on 18440-18449, faults from a seeded nemesis; exits non-zero on
 # any violation. chaos is the full run (6 scenarios, about 6-8 minutes),
 # chaos-short the one CI runs (one mixed scenario, about 2 minutes).
 # Extra flags: make chaos CHAOS_ARGS="-seed 7 -duration 30s".

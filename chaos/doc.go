@@ -4,7 +4,7 @@
 //
 // It starts a PostgreSQL cluster of its own (ports 55440-55449, never the
 // shared server), builds the workgraph binary, runs three `serve` replicas
-// on loopback ports 18440-18442 (replica 0 reaches the database through the
+// on loopback ports 18440-18449 (replica 0 reaches the database through the
 // suite's TCP proxy), and per scenario drives workers over the replicas
 // while a seeded nemesis kills and restarts replicas, terminates the
 // servers' database connections, restarts PostgreSQL, delays, stalls and

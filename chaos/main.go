@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,12 +52,36 @@ type config struct {
 	httpPort   int
 }
 
+// The suite's port ranges: PostgreSQL and the proxy in pairs from 55440,
+// the replicas in triples from 18440, so that runs side by side do not
+// collide.
 const (
-	pgPortDefault    = 55440
-	proxyPortDefault = 55441
-	httpPortDefault  = 18440
-	bootstrapToken   = "wg_chaos_bootstrap_secret_0123456789"
+	pgPortFirst    = 55440
+	httpPortFirst  = 18440
+	bootstrapToken = "wg_chaos_bootstrap_secret_0123456789"
 )
+
+// freePorts returns the first slot whose ports all accept a listener now.
+func freePorts() (pg, web int, err error) {
+	for slot := 0; slot < 3; slot++ {
+		pg, web = pgPortFirst+2*slot, httpPortFirst+3*slot
+		if portsFree(pg, pg+1, web, web+1, web+2) {
+			return pg, web, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("no free ports in 55440-55449 and 18440-18449: is another chaos run going?")
+}
+
+func portsFree(ports ...int) bool {
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
+}
 
 // suite is the running fixture: the cluster, the proxy, the replicas.
 type suite struct {
@@ -143,10 +168,22 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.bin, "bin", "", "the workgraph binary (default: built from ./cmd/workgraph)")
 	flag.StringVar(&cfg.out, "out", "bin/chaos-report.md", "where the report is written (empty: nowhere)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the run's directory (replica and cluster logs, history-<scenario>.json)")
-	flag.IntVar(&cfg.pgPort, "pg-port", pgPortDefault, "port of the suite's PostgreSQL (55440-55449)")
-	flag.IntVar(&cfg.httpPort, "http-port", httpPortDefault, "first of the 3 replica ports (18440-18449)")
+	flag.IntVar(&cfg.pgPort, "pg-port", 0, "port of the suite's PostgreSQL, the proxy on the next (default: the first free pair in 55440-55449)")
+	flag.IntVar(&cfg.httpPort, "http-port", 0, "first of the 3 replica ports (default: the first free triple in 18440-18449)")
 	flag.Parse()
 	cfg.seed = *seed
+	if cfg.pgPort == 0 || cfg.httpPort == 0 {
+		pg, web, err := freePorts()
+		if err != nil {
+			return cfg, err
+		}
+		if cfg.pgPort == 0 {
+			cfg.pgPort = pg
+		}
+		if cfg.httpPort == 0 {
+			cfg.httpPort = web
+		}
+	}
 	cfg.proxyPort = cfg.pgPort + 1
 	if cfg.duration == 0 {
 		cfg.duration = 45 * time.Second
