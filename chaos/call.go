@@ -84,7 +84,8 @@ func (c *caller) call(ctx context.Context, rng *rand.Rand, replica int, op *chec
 			}
 			final = true
 		case a.Status == 429 || a.Status >= 500 || a.Status == 0:
-		case a.Status == 409 && a.Code == "conflict" && (strings.Contains(a.Detail, "still being processed") || strings.Contains(a.Detail, "contended")):
+		case a.Status == 409 && (a.Code == "request_in_progress" ||
+			a.Code == "conflict" && (strings.Contains(a.Detail, "still being processed") || strings.Contains(a.Detail, "contended"))):
 			// The key's first request is still running (or its owner died):
 			// this answer does not speak for the operation.
 		case a.Status == 409 && a.Code == "outcome_unknown":

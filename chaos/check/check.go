@@ -476,7 +476,9 @@ func (c *checker) stuck() {
 			continue
 		}
 		last := op.Attempts[len(op.Attempts)-1]
-		if strings.Contains(last.Detail, "still being processed") && last.At.Sub(op.Invoke) >= c.h.StuckKeyAfter {
+		inProgress := strings.Contains(last.Detail, "still being processed") ||
+			last.Code == "request_in_progress" && !strings.Contains(last.Detail, "contended")
+		if inProgress && last.At.Sub(op.Invoke) >= c.h.StuckKeyAfter {
 			c.fail(InvStuck, "op %d (%s): Idempotency-Key %s still \"being processed\" %s after it was first sent (%d attempts)",
 				op.ID, op.Kind, op.Key, last.At.Sub(op.Invoke).Round(time.Millisecond), len(op.Attempts))
 		}

@@ -188,6 +188,10 @@ func TestCheck(t *testing.T) {
 		{"StuckItem", InvStuck, func(h *History) {
 			h.Stuck = []string{"B"}
 		}},
+		{"StuckIdempotencyKeyInProgress", InvStuck, func(h *History) {
+			h.Ops = append(h.Ops, Op{ID: 8, Worker: "w1", Kind: OpComplete, Key: "k2", Invoke: at(700), Return: at(20700), Answer: Unknown, Code: "request_in_progress",
+				Attempts: []Attempt{{Replica: 0, At: at(900)}, {Replica: 1, At: at(20700), Status: 409, Code: "request_in_progress", Detail: "retry in a moment"}}})
+		}},
 		{"StuckIdempotencyKey", InvStuck, func(h *History) {
 			h.Ops = append(h.Ops, Op{ID: 8, Worker: "w1", Kind: OpClaim, Key: "k1", Invoke: at(700), Return: at(20700), Answer: Unknown, Code: "conflict",
 				Attempts: []Attempt{{Replica: 0, At: at(900)}, {Replica: 1, At: at(20700), Status: 409, Code: "conflict",
