@@ -64,8 +64,9 @@ func (g *grants) pick(rng *rand.Rand) (string, []grant) {
 }
 
 type leaseJSON struct {
-	ID    string `json:"id"`
-	Epoch int64  `json:"epoch"`
+	ID        string    `json:"id"`
+	Epoch     int64     `json:"epoch"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 type claimAnswer struct {
@@ -86,7 +87,7 @@ func (w *workload) worker(ctx context.Context, idx int) {
 		status := w.c.call(ctx, rng, replica, &op, http.MethodPost, "/v1/projects/"+w.project+"/claims",
 			map[string]any{"worker": name, "lease_seconds": w.ttl}, &ans)
 		if op.Answer == check.Acked && status == http.StatusCreated {
-			op.Item, op.GotLease, op.GotEpoch = ans.Item.ID, ans.Lease.ID, ans.Lease.Epoch
+			op.Item, op.GotLease, op.GotEpoch, op.GotExpires = ans.Item.ID, ans.Lease.ID, ans.Lease.Epoch, ans.Lease.ExpiresAt
 		}
 		w.rec.add(op)
 		if op.Answer != check.Acked || op.GotLease == "" {
@@ -112,8 +113,12 @@ func (w *workload) hold(ctx context.Context, rng *rand.Rand, name string, replic
 			return
 		}
 		op := check.Op{Worker: name, Kind: check.OpHeartbeat, Key: newKey(), Item: item, Lease: lease, Epoch: epoch}
+		var ans struct {
+			ExpiresAt time.Time `json:"expires_at"`
+		}
 		w.c.call(ctx, rng, replica, &op, http.MethodPost, "/v1/leases/"+lease+"/heartbeat",
-			map[string]any{"epoch": epoch, "progress": map[string]int{"step": i}}, nil)
+			map[string]any{"epoch": epoch, "progress": map[string]int{"step": i}}, &ans)
+		op.GotExpires = ans.ExpiresAt
 		w.rec.add(op)
 		if op.Answer != check.Acked {
 			return

@@ -87,6 +87,7 @@ func Check(h *History) Result {
 	c.outcomes()
 	c.acked()
 	c.stale()
+	c.late()
 	c.unknownOnce()
 	c.deps()
 	c.linearizable()
@@ -295,6 +296,46 @@ func (c *checker) stale() {
 					op.ID, op.Kind, op.Lease, op.Epoch, cl.epoch, item)
 				break
 			}
+		}
+	}
+}
+
+// late: a lease mutation sent after the lease's expiry (as the server
+// last answered it before the mutation was sent) must not be acked: a
+// heartbeat never resurrects an expired lease. The database and the suite
+// read one host clock; a lease with a heartbeat of unknown outcome is
+// skipped, since that heartbeat may have extended it unseen.
+func (c *checker) late() {
+	const skew = 10 * time.Millisecond
+	type extension struct {
+		ret     time.Time
+		expires time.Time
+	}
+	known := map[string][]extension{}
+	unsure := map[string]bool{}
+	for _, op := range c.h.Ops {
+		switch {
+		case op.Kind == OpClaim && op.Answer == Acked && op.GotLease != "" && !op.GotExpires.IsZero():
+			known[op.GotLease] = append(known[op.GotLease], extension{op.Return, op.GotExpires})
+		case op.Kind == OpHeartbeat && op.Answer == Acked && !op.GotExpires.IsZero():
+			known[op.Lease] = append(known[op.Lease], extension{op.Return, op.GotExpires})
+		case op.Kind == OpHeartbeat && op.Answer == Unknown:
+			unsure[op.Lease] = true
+		}
+	}
+	for _, op := range c.h.Ops {
+		if op.Answer != Acked || !isLeaseOp(op.Kind) || unsure[op.Lease] || len(known[op.Lease]) == 0 {
+			continue
+		}
+		var expires time.Time
+		for _, e := range known[op.Lease] {
+			if e.ret.Before(op.Invoke) && e.expires.After(expires) {
+				expires = e.expires
+			}
+		}
+		if !expires.IsZero() && op.Invoke.After(expires.Add(skew)) {
+			c.fail(InvStaleAcked, "op %d: %s of lease %s sent %s after the lease expired (%s), acked",
+				op.ID, op.Kind, op.Lease, op.Invoke.Sub(expires).Round(time.Millisecond), ts(expires))
 		}
 	}
 }

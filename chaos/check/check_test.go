@@ -137,6 +137,18 @@ func TestCheck(t *testing.T) {
 			h.Ops = append(h.Ops, op)
 			h.Leases[0].Heartbeats = 2
 		}},
+		{"LateHeartbeatAcked", InvStaleAcked, func(h *History) {
+			// The claim answered an expiry at 2005 ms; a heartbeat sent at
+			// 2100 ms resurrected the lease.
+			h.Ops[2].GotExpires = at(2005)
+			h.Ops[3].Invoke, h.Ops[3].Return, h.Ops[3].Attempts[0].At = at(2100), at(2110), at(2110)
+			h.Ops[4].Invoke, h.Ops[4].Return, h.Ops[4].Attempts[0].At = at(2200), at(2210), at(2210)
+			h.Ops[5].Invoke, h.Ops[5].Return, h.Ops[5].Attempts[0].At = at(2300), at(2310), at(2310)
+			h.Ops[6].Invoke, h.Ops[6].Return, h.Ops[6].Attempts[0].At = at(2400), at(2410), at(2410)
+			h.Leases[0].ExpiresAt, h.Leases[0].EndedAt = at(4100), atp(2205)
+			h.Leases[1].AcquiredAt, h.Leases[1].ExpiresAt, h.Leases[1].EndedAt = at(2305), at(4305), atp(2405)
+			h.Snapshots = nil
+		}},
 		{"WrongEpochAcked", InvStaleAcked, func(h *History) {
 			op := acked(8, 200, OpHeartbeat, 320, 330)
 			op.Item, op.Lease, op.Epoch, op.Stale = "A", "L2", 3, true

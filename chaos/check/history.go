@@ -75,10 +75,13 @@ type Op struct {
 	Result string // a completion's result (JSON text)
 	TTL    int    // a claim's lease_seconds
 
-	// A claim's or heartbeat's answer.
-	GotLease string
-	GotEpoch int64
-	Replayed bool
+	// A claim's or heartbeat's answer. GotExpires is the lease's expiry
+	// the server answered (the database's clock, which on the suite's one
+	// host is the same clock as Invoke and Return).
+	GotLease   string
+	GotEpoch   int64
+	GotExpires time.Time
+	Replayed   bool
 }
 
 // Lease is a row of the server's leases table.
