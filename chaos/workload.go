@@ -108,7 +108,16 @@ func (w *workload) hold(ctx context.Context, rng *rand.Rand, name string, replic
 		return // silent: the lease expires
 	}
 	ttl := time.Duration(w.ttl) * time.Second
-	for i, n := 0, rng.IntN(4); i < n; i++ {
+	n := rng.IntN(4)
+	if rng.IntN(12) == 0 {
+		// Late: the worker stalls past its lease, then reports as if
+		// nothing happened; the fence must refuse it.
+		if !sleep(ctx, ttl+time.Duration(20+rng.IntN(300))*time.Millisecond) {
+			return
+		}
+		n = rng.IntN(2)
+	}
+	for i := 0; i < n; i++ {
 		if !sleep(ctx, ttl/5+time.Duration(rng.Int64N(int64(ttl/5)))) {
 			return
 		}
