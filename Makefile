@@ -7,14 +7,19 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test build generate check-generated fmt-check vet ci stop-test-pg fuzz-short
+.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg fuzz-short chaos chaos-short
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
 run: build
 	exec ./bin/workgraph serve $(ARGS)
 
-test:
+# The whole suite: the short fuzz and fault runs, then every Go test (last,
+# so the closing lines are go test's own summary). `make test-go` runs the Go
+# tests alone.
+test: fuzz-short chaos-short test-go
+
+test-go:
 	$(GO) test -count=1 -timeout 20m ./...
 
 build:
@@ -32,6 +37,19 @@ fuzz-short:
 	  $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./api/ || exit 1; done
 	@echo "fuzz ./input FuzzStorable"; \
 	  $(GO) test -run '^$$' -fuzz '^FuzzStorable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./input/
+# The fault suite (docs/reliability.md): its own PostgreSQL on 55440-55449,
+# 3 replicas on 18440-18449, faults from a seeded nemesis; exits non-zero on
+# any violation. chaos is the full run (6 scenarios, about 6-8 minutes),
+# chaos-short the one CI runs (one mixed scenario, about 2 minutes).
+# Extra flags: make chaos CHAOS_ARGS="-seed 7 -duration 30s".
+CHAOS_ARGS ?=
+chaos: build
+	$(GO) build -o bin/chaos ./chaos
+	exec ./bin/chaos -bin bin/workgraph $(CHAOS_ARGS)
+
+chaos-short: build
+	$(GO) build -o bin/chaos ./chaos
+	exec ./bin/chaos -bin bin/workgraph -short $(CHAOS_ARGS)
 
 generate:
 	$(GO) tool sqlc generate
