@@ -34,6 +34,8 @@ type Deps struct {
 	// it for "waited for" and "expires in" (wall clock when it is nil).
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Drawings lays out graph pictures; nil means NewDrawings with the default limits.
+	Drawings *Drawings
 }
 
 // ui serves the pages.
@@ -51,6 +53,12 @@ func Mount(e *echo.Echo, d Deps) {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
+	}
+	if d.Drawings == nil {
+		d.Drawings = NewDrawings(DrawLimits{})
+	}
+	if d.Drawings.logger == nil {
+		d.Drawings.logger = d.Logger
 	}
 	u := &ui{Deps: d, sessions: &sessions{pool: d.Pool, clock: d.Clock, q: dbq.New()}, q: dbq.New()}
 

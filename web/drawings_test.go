@@ -1,0 +1,98 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// chain is n items, each waiting for the one before.
+func chain(n int) ([]graphNode, []graphEdge) {
+	nodes := make([]graphNode, n)
+	var edges []graphEdge
+	for i := range nodes {
+		nodes[i] = graphNode{ID: uuid.New(), Title: fmt.Sprintf("item %d", i), State: "blocked"}
+		if i > 0 {
+			edges = append(edges, graphEdge{From: nodes[i-1].ID, To: nodes[i].ID})
+		}
+	}
+	return nodes, edges
+}
+
+// layered is k levels of w items, each waiting for every item of the level
+// before: no arrow is implied by others, so nothing can be left out.
+func layered(k, w int) ([]graphNode, []graphEdge) {
+	var nodes []graphNode
+	var edges []graphEdge
+	for l := range k {
+		for i := range w {
+			n := graphNode{ID: uuid.New(), Title: fmt.Sprintf("level %d item %d", l, i), State: "blocked"}
+			if l > 0 {
+				for _, p := range nodes[(l-1)*w : l*w] {
+					edges = append(edges, graphEdge{From: p.ID, To: n.ID})
+				}
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes, edges
+}
+
+func TestDrawCancelled(t *testing.T) {
+	t.Parallel()
+	d := NewDrawings(DrawLimits{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.SetHook(func(context.Context, uuid.UUID) error { cancel(); return nil })
+	nodes, edges := chain(30)
+	_, err := d.draw(ctx, uuid.New(), nodes, edges, false)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("layout cancelled while it ran: err = %v, want context.Canceled", err)
+	}
+}
+
+func TestDrawCached(t *testing.T) {
+	t.Parallel()
+	d := NewDrawings(DrawLimits{})
+	project := uuid.New()
+	nodes, edges := chain(5)
+	for range 2 {
+		if _, err := d.draw(context.Background(), project, nodes, edges, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.Layouts(); n != 1 {
+		t.Fatalf("the same graph twice: %d layouts, want 1", n)
+	}
+	nodes[2].State = "ready"
+	if _, err := d.draw(context.Background(), project, nodes, edges, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Layouts(); n != 2 {
+		t.Fatalf("after a change: %d layouts, want 2", n)
+	}
+}
+
+func TestDrawOverBudget(t *testing.T) {
+	t.Parallel()
+	d := NewDrawings(DrawLimits{})
+	nodes, edges := layered(3, 30) // 1,800 arrows, none implied
+	got, err := d.draw(context.Background(), uuid.New(), nodes, edges, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Layouts(); n != 0 {
+		t.Errorf("over-budget graph was laid out (%d layouts)", n)
+	}
+	if got.SVG != "" || len(got.Summary) != 3 {
+		t.Fatalf("want a summary of 3 levels and no picture, got %d levels, svg %d bytes", len(got.Summary), len(got.SVG))
+	}
+	for i, l := range got.Summary {
+		if len(l.Items) != 30 {
+			t.Errorf("level %d has %d items, want 30", i, len(l.Items))
+		}
+	}
+}
