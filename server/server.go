@@ -68,6 +68,10 @@ type Server struct {
 	listener net.Listener
 	done     chan error
 	stops    []func()
+	// stopRequests cancels the context of every request: Shutdown calls it
+	// when its grace period ends, so a request still running (a long query,
+	// a drawing) stops instead of holding the exit.
+	stopRequests context.CancelFunc
 	// firstToken is the admin token created at first start, until shown.
 	firstToken string
 }
@@ -108,7 +112,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
 	}
 	s.listener = ln
+	requests, stopRequests := context.WithCancel(context.Background())
+	s.stopRequests = stopRequests
 	s.http = &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return requests },
 		Handler:           s.echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
@@ -168,11 +175,13 @@ func (s *Server) Pool() *pgxpool.Pool { return s.pool }
 func (s *Server) Done() <-chan error { return s.done }
 
 // Shutdown stops accepting requests, waits for in-flight ones (bounded by
-// ctx), stops background services and closes the database.
+// ctx; then their contexts are cancelled), stops background services and
+// closes the database.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	if s.http != nil {
 		err = s.http.Shutdown(ctx)
+		s.stopRequests()
 	}
 	s.close()
 	return err
