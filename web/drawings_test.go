@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -93,6 +95,56 @@ func TestDrawOverBudget(t *testing.T) {
 	for i, l := range got.Summary {
 		if len(l.Items) != 30 {
 			t.Errorf("level %d has %d items, want 30", i, len(l.Items))
+		}
+	}
+}
+
+// One project holds at most half of the replica's layout slots: its second
+// picture waits for its first while another project's is drawn.
+func TestDrawProjectCannotTakeEverySlot(t *testing.T) {
+	t.Parallel()
+	d := NewDrawings(DrawLimits{Slots: 2})
+	busy, other := uuid.New(), uuid.New()
+	var entered atomic.Int32
+	held, release := make(chan struct{}), make(chan struct{})
+	d.SetHook(func(ctx context.Context, project uuid.UUID) error {
+		if project == busy {
+			if entered.Add(1) == 1 {
+				close(held)
+			}
+			<-release
+		}
+		return nil
+	})
+	done := make(chan error, 2)
+	draw := func(project uuid.UUID) {
+		nodes, edges := chain(3) // a different graph each time: no cache hit
+		_, err := d.draw(context.Background(), project, nodes, edges, false)
+		done <- err
+	}
+	go draw(busy)
+	<-held
+	go draw(busy)
+	for { // until the second picture waits for the project's slot
+		d.mu.Lock()
+		users := d.projects[busy].users
+		d.mu.Unlock()
+		if users == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	nodes, edges := chain(3)
+	if _, err := d.draw(context.Background(), other, nodes, edges, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := entered.Load(); n != 1 {
+		t.Errorf("the busy project ran %d layouts at once, want 1", n)
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
