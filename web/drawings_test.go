@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -146,5 +148,31 @@ func TestDrawProjectCannotTakeEverySlot(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A layout that runs out of time gives a summary, and the next one is laid
+// out afresh.
+func TestDrawTimeout(t *testing.T) {
+	t.Parallel()
+	d := NewDrawings(DrawLimits{Timeout: time.Millisecond})
+	var calls atomic.Int32
+	d.SetHook(func(ctx context.Context, _ uuid.UUID) error {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // the layout's own deadline, not the caller's
+		}
+		return nil
+	})
+	nodes, edges := chain(4)
+	got, err := d.draw(context.Background(), uuid.New(), nodes, edges, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SVG != "" || len(got.Summary) != 4 || !strings.Contains(got.Reason, "took longer than") {
+		t.Fatalf("timed-out layout: svg %d bytes, %d levels, reason %q", len(got.SVG), len(got.Summary), got.Reason)
+	}
+	d.lim.Timeout = time.Minute
+	if got, err = d.draw(context.Background(), uuid.New(), nodes, edges, false); err != nil || got.SVG == "" {
+		t.Fatalf("the next layout: svg %d bytes, err %v", len(got.SVG), err)
 	}
 }
