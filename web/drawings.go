@@ -107,6 +107,8 @@ func NewDrawings(l DrawLimits) *Drawings {
 // graph was too large to draw (Reason says why).
 type drawing struct {
 	SVG template.HTML
+	// Width is the picture's natural width in pixels.
+	Width float64
 	// Omitted is how many arrows were left out because longer chains
 	// imply them.
 	Omitted int
@@ -145,7 +147,7 @@ func (d *Drawings) draw(ctx context.Context, project uuid.UUID, nodes []graphNod
 	defer release()
 	lctx, cancel := context.WithTimeout(ctx, d.lim.Timeout)
 	defer cancel()
-	svg, err := d.layout(lctx, project, nodes, plan.edges, vertical)
+	svg, width, err := d.layout(lctx, project, nodes, plan.edges, vertical)
 	if err != nil {
 		if ctx.Err() != nil {
 			return drawing{}, ctx.Err()
@@ -160,14 +162,14 @@ func (d *Drawings) draw(ctx context.Context, project uuid.UUID, nodes []graphNod
 		plan.reason = "the picture could not be drawn (" + why + ")"
 		return plan.summary(nodes), nil
 	}
-	dr := drawing{SVG: svg, Omitted: len(edges) - len(plan.edges), Items: len(nodes), Arrows: len(plan.edges)}
+	dr := drawing{SVG: svg, Width: width, Omitted: len(edges) - len(plan.edges), Items: len(nodes), Arrows: len(plan.edges)}
 	d.cache.put(&d.mu, key, dr)
 	return dr, nil
 }
 
 // layout runs one layout, turning a panic into an error so that a crash
 // fails only this picture.
-func (d *Drawings) layout(ctx context.Context, project uuid.UUID, nodes []graphNode, edges []graphEdge, vertical bool) (svg template.HTML, err error) {
+func (d *Drawings) layout(ctx context.Context, project uuid.UUID, nodes []graphNode, edges []graphEdge, vertical bool) (svg template.HTML, width float64, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			svg, err = "", fmt.Errorf("web: graph layout panicked: %v", p)
@@ -176,7 +178,7 @@ func (d *Drawings) layout(ctx context.Context, project uuid.UUID, nodes []graphN
 	d.layouts.Add(1)
 	if d.hook != nil {
 		if err := d.hook(ctx, project); err != nil {
-			return "", err
+			return "", 0, err
 		}
 	}
 	return renderGraphSVG(ctx, nodes, edges, vertical)

@@ -43,7 +43,7 @@ func (u *ui) projectGraph(r *req) error {
 	}
 	page := &GraphPage{
 		Limit: projectGraphLimit, Nodes: len(sg.Nodes), Truncated: sg.Truncated, Drawing: dr,
-		Critical: refsOf(sg, sg.CriticalPath), Big: len(sg.Nodes) > 40,
+		Critical: refsOf(sg, sg.CriticalPath), Big: dr.wide(),
 	}
 	page.Layout = r.base("Graph", "graph")
 	return r.show(page)
@@ -72,7 +72,7 @@ func (u *ui) itemGraph(r *req) error {
 	}
 	page := &GraphPage{
 		Around: &item, Depth: depth, Limit: projectGraphLimit, Nodes: len(sg.Nodes), Truncated: sg.Truncated,
-		Drawing: dr, Critical: refsOf(sg, path), Big: len(sg.Nodes) > 40,
+		Drawing: dr, Critical: refsOf(sg, path), Big: dr.wide(),
 	}
 	page.Layout = r.base("Graph around "+item.Title, "graph")
 	return r.show(page)
@@ -140,6 +140,10 @@ func (r *req) picture(sg graph.Subgraph, path []uuid.UUID, focus *uuid.UUID, ver
 	}
 	return r.ui.Drawings.draw(r.ctx(), r.project.ID, nodes, edges, vertical)
 }
+
+// wide reports whether a picture would be unreadable scaled down to the
+// page's width: it is shown at its natural size and scrolls instead.
+func (d drawing) wide() bool { return d.Width > 1800 }
 
 // refsOf names the path's items from the subgraph's nodes.
 func refsOf(sg graph.Subgraph, path []uuid.UUID) []graph.ItemRef {

@@ -61,10 +61,11 @@ const (
 // ready to inline in a page. Titles reach the SVG only as escaped text and
 // attribute values. Vertical lays the graph out top to bottom (for narrow
 // places) instead of left to right. The caller bounds the graph's size
-// (see Drawings); the layout stops when ctx is done.
-func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge, vertical bool) (template.HTML, error) {
+// (see Drawings); the layout stops when ctx is done. Width is the
+// picture's natural width in pixels.
+func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge, vertical bool) (svg template.HTML, width float64, err error) {
 	if len(nodes) == 0 {
-		return "", nil
+		return "", 0, nil
 	}
 	index := make(map[uuid.UUID]int, len(nodes))
 	for i, n := range nodes {
@@ -98,7 +99,7 @@ func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge, v
 	}
 	res, err := layout(ctx, g, ranks(len(nodes), g.edges))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	xy := func(p [2]float64) (float64, float64) {
 		if vertical {
@@ -117,7 +118,7 @@ func renderGraphSVG(ctx context.Context, nodes []graphNode, edges []graphEdge, v
 		writeNode(&b, n, labels[i], res.centre[i], g.size[i], xy, vertical)
 	}
 	b.WriteString("</svg>")
-	return template.HTML(b.String()), nil
+	return template.HTML(b.String()), w, nil
 }
 
 // writeEdge draws an arrow along its points: a curve leaving and entering
