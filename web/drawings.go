@@ -65,8 +65,8 @@ func (l DrawLimits) withDefaults() DrawLimits {
 // chains imply (its transitive reduction), and one still too large, or
 // with too many items, is summarised as a list of levels instead. Layouts
 // run in Go under the request's context and a timeout, at most Slots at
-// once and at most half of them for one project, so no project's pictures
-// wait for another's; a layout that fails affects only its own request.
+// once and at most half of them for one project, so one project's pictures
+// cannot take every slot; a layout that fails affects only its own request.
 // Pictures are cached by a digest of everything drawn, so a graph that did
 // not change is not laid out again.
 type Drawings struct {
