@@ -109,6 +109,10 @@ type Server struct {
 	listener net.Listener
 	done     chan error
 	stops    []func()
+	// stopRequests cancels the context of every request: Shutdown calls it
+	// when its grace period ends, so a request still running (a long query,
+	// a drawing) stops instead of holding the exit.
+	stopRequests context.CancelFunc
 	// firstToken is the admin token created at first start, until shown.
 	firstToken string
 }
@@ -156,7 +160,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if bodyTimeout <= 0 {
 		bodyTimeout = DefaultBodyReadTimeout
 	}
+	requests, stopRequests := context.WithCancel(context.Background())
+	s.stopRequests = stopRequests
 	s.http = &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return requests },
 		Handler:           bodyDeadline(bodyTimeout, s.echo),
 		ReadHeaderTimeout: HeaderReadTimeout,
 		// No ReadTimeout: it would also end a long poll (net/http cancels a
@@ -245,11 +252,13 @@ func (s *Server) Pool() *pgxpool.Pool { return s.pool }
 func (s *Server) Done() <-chan error { return s.done }
 
 // Shutdown stops accepting requests, waits for in-flight ones (bounded by
-// ctx), stops background services and closes the database.
+// ctx; then their contexts are cancelled), stops background services and
+// closes the database.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	if s.http != nil {
 		err = s.http.Shutdown(ctx)
+		s.stopRequests()
 	}
 	s.close()
 	return err

@@ -38,6 +38,8 @@ type Deps struct {
 	// it for "waited for" and "expires in" (wall clock when it is nil).
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Drawings lays out graph pictures; nil means NewDrawings with the default limits.
+	Drawings *Drawings
 }
 
 // ui serves the pages.
@@ -58,6 +60,12 @@ func Mount(e *echo.Echo, d Deps) {
 	}
 	if d.Throttle == nil {
 		d.Throttle = auth.NewThrottle(0, 0, d.Logger)
+	}
+	if d.Drawings == nil {
+		d.Drawings = NewDrawings(DrawLimits{})
+	}
+	if d.Drawings.logger == nil {
+		d.Drawings.logger = d.Logger
 	}
 	u := &ui{Deps: d, sessions: &sessions{pool: d.Pool, clock: d.Clock, q: dbq.New()}, q: dbq.New()}
 

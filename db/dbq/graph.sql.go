@@ -1015,10 +1015,10 @@ func (q *Queries) OpenDescendants(ctx context.Context, db DBTX, arg OpenDescenda
 }
 
 const openPrerequisiteEdges = `-- name: OpenPrerequisiteEdges :many
-WITH RECURSIVE reach(node, via) AS (
-    SELECT $1::uuid, NULL::uuid
+WITH RECURSIVE reach(node) AS (
+    SELECT $1::uuid
     UNION
-    SELECT e.next_id, r.node
+    SELECT e.next_id
     FROM reach r
     CROSS JOIN LATERAL (
         SELECT d.depends_on_id AS next_id FROM dependencies d
@@ -1030,7 +1030,18 @@ WITH RECURSIVE reach(node, via) AS (
         WHERE c.project_id = $2 AND c.parent_id = r.node AND c.status = 'open'
     ) AS e
 )
-SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS via FROM reach
+SELECT $1::uuid AS node, '00000000-0000-0000-0000-000000000000'::uuid AS via
+UNION
+SELECT e.next_id::uuid AS node, r.node::uuid AS via
+FROM reach r
+CROSS JOIN LATERAL (
+    SELECT d.depends_on_id AS next_id FROM dependencies d
+    WHERE d.project_id = $2 AND d.item_id = r.node
+    UNION ALL
+    SELECT c.id FROM items c
+    WHERE c.project_id = $2 AND c.parent_id = r.node
+) AS e
+WHERE e.next_id IN (SELECT node FROM reach)
 `
 
 type OpenPrerequisiteEdgesParams struct {
@@ -1045,7 +1056,11 @@ type OpenPrerequisiteEdgesRow struct {
 
 // The waits-for edges (waiter, prerequisite) among open items reachable from
 // the given item through open prerequisites. A prerequisite's status is
-// looked up per edge (primary key), not joined: see ReleaseDependents.
+// looked up per edge (primary key), not joined: see ReleaseDependents. The
+// walk keeps reached items only, so each is expanded once (a walk over
+// (item, waiter) pairs expands an item once per waiter: cubic in a dense
+// graph). Every reached item is open, so the edges are those of each
+// reached item to another reached item.
 func (q *Queries) OpenPrerequisiteEdges(ctx context.Context, db DBTX, arg OpenPrerequisiteEdgesParams) ([]OpenPrerequisiteEdgesRow, error) {
 	rows, err := db.Query(ctx, openPrerequisiteEdges, arg.ID, arg.ProjectID)
 	if err != nil {
