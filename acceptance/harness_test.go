@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/api/openapi"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -150,8 +152,24 @@ func (e *env) send(r req) resp {
 	if err != nil {
 		e.t.Fatalf("%s %s: read body: %v", r.method, r.path, err)
 	}
+	if strings.HasPrefix(r.path, "/v1/") {
+		if err := contract().CheckResponse(r.method, r.path, res.StatusCode, res.Header, raw); err != nil {
+			e.t.Errorf("answer breaks openapi.json: %v", err)
+		}
+	}
 	return resp{status: res.StatusCode, header: res.Header, raw: raw}
 }
+
+// contract is the served OpenAPI document, against which send checks every
+// answer under /v1/ (status, content type and body); the routes outside
+// /v1/ (health checks, the web UI) are not part of it.
+var contract = sync.OnceValue(func() *openapi.Document {
+	d, err := openapi.Load(api.OpenAPIDocument())
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
 
 func (e *env) get(token, path string) resp {
 	e.t.Helper()

@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/api/openapi"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -107,8 +110,23 @@ func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if strings.HasPrefix(path, "/v1/") {
+		if err := contract().CheckResponse(method, path, res.StatusCode, res.Header, raw); err != nil {
+			e.t.Errorf("answer breaks openapi.json: %v", err)
+		}
+	}
 	return resp{status: res.StatusCode, header: res.Header, body: raw}
 }
+
+// contract is the OpenAPI document, against which do checks every answer
+// under /v1/.
+var contract = sync.OnceValue(func() *openapi.Document {
+	d, err := openapi.Load(api.OpenAPIDocument())
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
 
 // ok fails unless the answer has the status, and decodes it into v.
 func (r resp) ok(t testing.TB, status int, v any) {
