@@ -17,12 +17,6 @@ type ListAttentionOptions struct {
 	Cursor string
 }
 
-// AttentionPage is one page of attention requests, oldest first.
-type AttentionPage struct {
-	Requests   []AttentionRequest `json:"requests"`
-	NextCursor string             `json:"next_cursor"`
-}
-
 // ListAttention lists the project's attention requests.
 func (c *Client) ListAttention(ctx context.Context, project string, opt ListAttentionOptions) (*AttentionPage, error) {
 	q := url.Values{}

@@ -47,12 +47,6 @@ type ListItemsOptions struct {
 	Cursor string
 }
 
-// ItemPage is one page of items; NextCursor is empty on the last page.
-type ItemPage struct {
-	Items      []Item `json:"items"`
-	NextCursor string `json:"next_cursor"`
-}
-
 // ListItems returns one page of the project's items.
 func (c *Client) ListItems(ctx context.Context, project string, opt ListItemsOptions) (*ItemPage, error) {
 	q := url.Values{}

@@ -26,14 +26,6 @@ type PlanRequest struct {
 	DryRun bool       `json:"dry_run,omitempty"`
 }
 
-// PlanResult is what a plan created (or, for a dry run, would create): the
-// items (id, title, state) and the map from plan keys to item ids.
-type PlanResult struct {
-	Items  []Ref             `json:"items"`
-	Keys   map[string]string `json:"keys"`
-	DryRun bool              `json:"dry_run,omitempty"`
-}
-
 // ImportPlan creates every item of the plan and its dependencies in one
 // transaction: all or nothing. A cycle is ErrDependencyCycle and an
 // unknown key ErrInvalidArgument.

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"net/http"
+
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 // CreateProject creates a project (admin). A taken name is ErrAlreadyExists.
@@ -17,9 +19,7 @@ func (c *Client) CreateProject(ctx context.Context, name string) (*Project, erro
 
 // ListProjects lists the projects the token can see.
 func (c *Client) ListProjects(ctx context.Context) ([]Project, error) {
-	var out struct {
-		Projects []Project `json:"projects"`
-	}
+	var out wire.ProjectList
 	if _, err := c.do(ctx, http.MethodGet, "/v1/projects", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -34,9 +34,9 @@ type CreateTokenRequest struct {
 }
 
 // CreateToken mints a token of the project (admin). The secret is in
-// Token.Secret and is shown only this once.
-func (c *Client) CreateToken(ctx context.Context, project string, req CreateTokenRequest) (*Token, error) {
-	var t Token
+// CreatedToken.Secret and is shown only this once.
+func (c *Client) CreateToken(ctx context.Context, project string, req CreateTokenRequest) (*CreatedToken, error) {
+	var t CreatedToken
 	_, err := c.do(ctx, http.MethodPost, "/v1/projects/"+esc(project)+"/tokens", nil, req, &t)
 	if err != nil {
 		return nil, err
@@ -46,9 +46,7 @@ func (c *Client) CreateToken(ctx context.Context, project string, req CreateToke
 
 // ListTokens lists the project's tokens (never their secrets).
 func (c *Client) ListTokens(ctx context.Context, project string) ([]Token, error) {
-	var out struct {
-		Tokens []Token `json:"tokens"`
-	}
+	var out wire.TokenList
 	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/tokens", nil, nil, &out); err != nil {
 		return nil, err
 	}

@@ -263,3 +263,24 @@ func (d *Document) checkContent(name string, r Response, header http.Header, bod
 	}
 	return nil
 }
+
+// CheckSchema validates a JSON document against one schema of
+// components/schemas (e.g. "AttentionPage"): for output that claims to be
+// in the API's shape without being an HTTP answer, such as the CLI's
+// --json.
+func (d *Document) CheckSchema(name string, body []byte) error {
+	schema, err := d.resolve("#/components/schemas/" + name)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("not JSON: %v", err)
+	}
+	if err := d.validate(schema, v, ""); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
