@@ -9,16 +9,6 @@ import (
 	"time"
 )
 
-// ClaimRequest is the body of POST /v1/projects/{p}/claims.
-type ClaimRequest struct {
-	// Worker is a stable label of the claimant (continuity after an
-	// attention request prefers the same label).
-	Worker       string   `json:"worker"`
-	LeaseSeconds int      `json:"lease_seconds,omitempty"`
-	WaitSeconds  int      `json:"wait_seconds,omitempty"`
-	Labels       []string `json:"labels,omitempty"`
-}
-
 // Claim takes the highest-priority ready item of the project, waiting up to
 // req.WaitSeconds for one. Nothing ready: (nil, ErrNothingReady).
 func (c *Client) Claim(ctx context.Context, project string, req ClaimRequest) (*Claim, error) {
@@ -34,14 +24,6 @@ func (c *Client) Claim(ctx context.Context, project string, req ClaimRequest) (*
 	return &cl, nil
 }
 
-// HeartbeatRequest is the body of POST /v1/leases/{id}/heartbeat.
-type HeartbeatRequest struct {
-	Epoch        int64           `json:"epoch"`
-	Progress     json.RawMessage `json:"progress,omitempty"`
-	LeaseSeconds int             `json:"lease_seconds,omitempty"`
-	WorkerTime   *time.Time      `json:"worker_time,omitempty"`
-}
-
 // Heartbeat extends the lease. A lease that ended or expired is
 // ErrLeaseLost: stop working on the item.
 func (c *Client) Heartbeat(ctx context.Context, leaseID string, req HeartbeatRequest) (*Heartbeat, error) {
@@ -50,12 +32,6 @@ func (c *Client) Heartbeat(ctx context.Context, leaseID string, req HeartbeatReq
 		return nil, err
 	}
 	return &hb, nil
-}
-
-// CompleteRequest is the body of POST /v1/leases/{id}/complete.
-type CompleteRequest struct {
-	Epoch  int64           `json:"epoch"`
-	Result json.RawMessage `json:"result"`
 }
 
 // Complete finishes the item with result. ErrLeaseLost when the lease is
@@ -67,22 +43,9 @@ func (c *Client) Complete(ctx context.Context, leaseID string, req CompleteReque
 	return leaseCall[Completion](ctx, c, leaseID, "complete", req, selfIdempotent())
 }
 
-// ReleaseRequest is the body of POST /v1/leases/{id}/release.
-type ReleaseRequest struct {
-	Epoch  int64  `json:"epoch"`
-	Reason string `json:"reason,omitempty"`
-}
-
 // Release gives the item back to circulation.
 func (c *Client) Release(ctx context.Context, leaseID string, req ReleaseRequest) (*LeaseItem, error) {
 	return leaseCall[LeaseItem](ctx, c, leaseID, "release", req)
-}
-
-// FailRequest is the body of POST /v1/leases/{id}/fail.
-type FailRequest struct {
-	Epoch   int64           `json:"epoch"`
-	Error   string          `json:"error"`
-	Details json.RawMessage `json:"details,omitempty"`
 }
 
 // Fail reports the attempt failed; the item returns to circulation after a
@@ -91,38 +54,10 @@ func (c *Client) Fail(ctx context.Context, leaseID string, req FailRequest) (*Fa
 	return leaseCall[FailResult](ctx, c, leaseID, "fail", req)
 }
 
-// Child is one item a decomposition creates. DependsOnKeys name siblings.
-type Child struct {
-	Key           string   `json:"key"`
-	Title         string   `json:"title"`
-	Body          string   `json:"body,omitempty"`
-	Priority      *int     `json:"priority,omitempty"`
-	Labels        []string `json:"labels,omitempty"`
-	DependsOnKeys []string `json:"depends_on_keys,omitempty"`
-}
-
-// DecomposeRequest is the body of POST /v1/leases/{id}/decompose.
-type DecomposeRequest struct {
-	Epoch    int64   `json:"epoch"`
-	Children []Child `json:"children"`
-}
-
 // Decompose splits the item into children (atomically); the lease ends as
 // decomposed and the item waits for its children.
 func (c *Client) Decompose(ctx context.Context, leaseID string, req DecomposeRequest) (*Decomposition, error) {
 	return leaseCall[Decomposition](ctx, c, leaseID, "decompose", req)
-}
-
-// AskRequest is the body of POST /v1/leases/{id}/attention.
-type AskRequest struct {
-	Epoch            int64           `json:"epoch"`
-	Question         string          `json:"question"`
-	SuggestedAnswers []string        `json:"suggested_answers,omitempty"`
-	Context          json.RawMessage `json:"context,omitempty"`
-	// Blocking defaults to true on the server: the lease ends and the item
-	// waits for the answer. Set it to false to keep the lease; the answer
-	// then arrives on a later heartbeat.
-	Blocking *bool `json:"blocking,omitempty"`
 }
 
 // Ask opens an attention request with the lease; the answer's lease has
@@ -139,7 +74,7 @@ func (c *Client) Ask(ctx context.Context, leaseID string, req AskRequest) (*AskR
 // worker learns it from its next heartbeat.
 func (c *Client) RequestStop(ctx context.Context, leaseID, reason string) (*Lease, error) {
 	var l Lease
-	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "stop"), nil, map[string]string{"reason": reason}, &l); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "stop"), nil, StopRequest{Reason: reason}, &l); err != nil {
 		return nil, err
 	}
 	return &l, nil

@@ -10,7 +10,7 @@ import (
 // CreateProject creates a project (admin). A taken name is ErrAlreadyExists.
 func (c *Client) CreateProject(ctx context.Context, name string) (*Project, error) {
 	var p Project
-	_, err := c.do(ctx, http.MethodPost, "/v1/projects", nil, map[string]string{"name": name}, &p)
+	_, err := c.do(ctx, http.MethodPost, "/v1/projects", nil, CreateProjectRequest{Name: name}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -24,13 +24,6 @@ func (c *Client) ListProjects(ctx context.Context) ([]Project, error) {
 		return nil, err
 	}
 	return out.Projects, nil
-}
-
-// CreateTokenRequest is the body of POST /v1/projects/{p}/tokens.
-type CreateTokenRequest struct {
-	Name string `json:"name"`
-	// Role is "admin", "human" or "agent".
-	Role string `json:"role"`
 }
 
 // CreateToken mints a token of the project (admin). The secret is in

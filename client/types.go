@@ -70,3 +70,27 @@ type (
 	// PlanResult is what a plan created.
 	PlanResult = wire.PlanResult
 )
+
+// The request bodies are wire's too.
+type (
+	CreateProjectRequest = wire.CreateProjectRequest
+	CreateTokenRequest   = wire.CreateTokenRequest
+	CreateItemRequest    = wire.CreateItemRequest
+	UpdateItemRequest    = wire.UpdateItemRequest
+	CancelRequest        = wire.CancelRequest
+	AddDependencyRequest = wire.AddDependencyRequest
+	HoldRequest          = wire.HoldRequest
+	ClaimRequest         = wire.ClaimRequest
+	HeartbeatRequest     = wire.HeartbeatRequest
+	CompleteRequest      = wire.CompleteRequest
+	ReleaseRequest       = wire.ReleaseRequest
+	FailRequest          = wire.FailRequest
+	Child                = wire.Child
+	DecomposeRequest     = wire.DecomposeRequest
+	AskRequest           = wire.AskRequest
+	StopRequest          = wire.StopRequest
+	ResolveRequest       = wire.ResolveRequest
+	DismissRequest       = wire.DismissRequest
+	PlanItem             = wire.PlanItem
+	PlanRequest          = wire.PlanRequest
+)

@@ -1,7 +1,9 @@
-// Package wire holds the JSON shapes of the API's answers: one Go type per
-// schema of api/openapi.json, written once and used by the server (api
-// converts domain values into them) and by the Go client (which decodes
-// into them). It imports no database or domain package.
+// Package wire holds the JSON shapes of the API: one Go type per schema of
+// api/openapi.json, answers and request bodies, written once. The server
+// encodes its answers in them (api converts domain values into them) and
+// the Go client decodes them and sends the request types. It imports no
+// database or domain package. Tests check each type against its schema,
+// and the server's request decoders against the request types.
 //
 // Ids are strings and states, outcomes and roles are plain strings: the
 // client passes them along as it got them, and the server, which owns

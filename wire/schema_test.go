@@ -23,6 +23,15 @@ var types = map[string]any{
 	"FailResult": wire.FailResult{}, "Decomposition": wire.Decomposition{}, "AskResult": wire.AskResult{},
 	"Dependency": wire.Dependency{}, "ItemGraph": wire.ItemGraph{}, "Subgraph": wire.Subgraph{}, "Workers": wire.Workers{},
 	"PlanResult": wire.PlanResult{},
+	// request bodies
+	"CreateProjectRequest": wire.CreateProjectRequest{}, "CreateTokenRequest": wire.CreateTokenRequest{},
+	"CreateItemRequest": wire.CreateItemRequest{}, "UpdateItemRequest": wire.UpdateItemRequest{},
+	"CancelRequest": wire.CancelRequest{}, "AddDependencyRequest": wire.AddDependencyRequest{}, "HoldRequest": wire.HoldRequest{},
+	"ClaimRequest": wire.ClaimRequest{}, "HeartbeatRequest": wire.HeartbeatRequest{}, "CompleteRequest": wire.CompleteRequest{},
+	"ReleaseRequest": wire.ReleaseRequest{}, "FailRequest": wire.FailRequest{}, "DecomposeRequest": wire.DecomposeRequest{},
+	"AskRequest": wire.AskRequest{}, "StopRequest": wire.StopRequest{}, "ResolveRequest": wire.ResolveRequest{},
+	"DismissRequest": wire.DismissRequest{}, "PlanItem": wire.PlanItem{}, "PlanRequest": wire.PlanRequest{},
+	"DecomposeRequest/properties/children/items": wire.Child{},
 }
 
 // members lists the JSON member names of a struct type (embedded structs
@@ -57,18 +66,33 @@ func TestTypesMatchSchemas(t *testing.T) {
 	t.Parallel()
 	var doc struct {
 		Components struct {
-			Schemas map[string]struct {
-				Properties map[string]json.RawMessage `json:"properties"`
-				Required   []string                   `json:"required"`
-			} `json:"schemas"`
+			Schemas map[string]json.RawMessage `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
 		t.Fatal(err)
 	}
+	type schemaObject struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	// lookup finds a schema by its path under components/schemas.
+	lookup := func(path string) (schemaObject, bool) {
+		parts := strings.Split(path, "/")
+		raw, ok := doc.Components.Schemas[parts[0]]
+		for _, p := range parts[1:] {
+			var m map[string]json.RawMessage
+			if !ok || json.Unmarshal(raw, &m) != nil {
+				return schemaObject{}, false
+			}
+			raw, ok = m[p]
+		}
+		var s schemaObject
+		return s, ok && json.Unmarshal(raw, &s) == nil
+	}
 	for name, v := range types {
-		t.Run(name, func(t *testing.T) {
-			s, ok := doc.Components.Schemas[name]
+		t.Run(strings.ReplaceAll(name, "/", "."), func(t *testing.T) {
+			s, ok := lookup(name)
 			if !ok {
 				t.Fatalf("schema %s is not in openapi.json", name)
 			}
