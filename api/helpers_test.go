@@ -73,11 +73,14 @@ func withHeader(k, v string) reqOpt { return func(r *http.Request) { r.Header.Se
 func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 	e.t.Helper()
 	var r io.Reader
+	var sent []byte // nil for a streamed body, which is not checked
 	switch b := body.(type) {
 	case nil:
 	case string:
-		r = strings.NewReader(b)
+		sent = []byte(b)
+		r = bytes.NewReader(sent)
 	case []byte:
+		sent = b
 		r = bytes.NewReader(b)
 	case io.Reader: // sent chunked: no Content-Length
 		r = struct{ io.Reader }{b}
@@ -86,6 +89,7 @@ func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 		if err != nil {
 			e.t.Fatal(err)
 		}
+		sent = raw
 		r = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, e.url+path, r)
@@ -113,6 +117,11 @@ func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 	if strings.HasPrefix(path, "/v1/") {
 		if err := contract().CheckResponse(method, path, res.StatusCode, res.Header, raw); err != nil {
 			e.t.Errorf("answer breaks openapi.json: %v", err)
+		}
+		if _, streamed := body.(io.Reader); res.StatusCode < 300 && !streamed {
+			if err := contract().CheckRequest(method, path, req.Header, sent); err != nil {
+				e.t.Errorf("the server accepted a request openapi.json does not allow: %v", err)
+			}
 		}
 	}
 	return resp{status: res.StatusCode, header: res.Header, body: raw}

@@ -25,7 +25,10 @@ type Operation struct {
 	// Responses maps a status ("200", "4XX", "default") to its response
 	// object, $ref resolved.
 	Responses map[string]Response
-	segments  []string
+	// Request is the request body's media types and schemas (empty when
+	// the operation takes no body).
+	Request  Response
+	segments []string
 }
 
 // Response is one documented response: its media types and their schemas
@@ -81,6 +84,18 @@ func Load(data []byte) (*Document, error) {
 func (d *Document) operation(method, path string, raw map[string]any) (Operation, error) {
 	op := Operation{Method: method, Path: path, Responses: map[string]Response{}, segments: strings.Split(path, "/")}
 	op.ID, _ = raw["operationId"].(string)
+	if rb, ok := raw["requestBody"].(map[string]any); ok {
+		op.Request = Response{Content: map[string]any{}}
+		content, _ := rb["content"].(map[string]any)
+		for mt, v := range content {
+			media, _ := v.(map[string]any)
+			schema := media["schema"]
+			if err := checkKeywords(schema, fmt.Sprintf("%s %s request %s", method, path, mt)); schema != nil && err != nil {
+				return op, fmt.Errorf("openapi: %w", err)
+			}
+			op.Request.Content[mt] = schema
+		}
+	}
 	rs, _ := raw["responses"].(map[string]any)
 	for status, r := range rs {
 		at := fmt.Sprintf("%s %s response %s", method, path, status)
@@ -198,6 +213,31 @@ func (d *Document) CheckResponse(method, path string, status int, header http.He
 		return fmt.Errorf("%s, which the document does not list", name)
 	}
 	return d.checkContent(name, r, header, body)
+}
+
+// CheckRequest reports how a request body differs from the operation's
+// documented requestBody. It is meant for requests the server accepted: a
+// body the server took that the document does not allow means one of them
+// is wrong.
+func (d *Document) CheckRequest(method, path string, header http.Header, body []byte) error {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	op, ok := d.Find(method, path)
+	if !ok {
+		return fmt.Errorf("%s %s is not a documented operation", method, path)
+	}
+	name := fmt.Sprintf("%s %s (%s) request", method, path, op.ID)
+	if len(op.Request.Content) == 0 {
+		if len(bytes.TrimSpace(body)) > 0 {
+			return fmt.Errorf("%s has a body, where the document has none", name)
+		}
+		return nil
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil // an empty body is {} (every body member is optional or refused)
+	}
+	return d.checkContent(name, op.Request, header, body)
 }
 
 // checkUnrouted checks the answer to a request no operation serves: 405

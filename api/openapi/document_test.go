@@ -17,6 +17,11 @@ const doc = `{
         "204": {"description": "nothing"},
         "404": {"$ref": "#/components/responses/Problem"}}}
     },
+    "/v1/things": {
+      "post": {"operationId": "createThing",
+        "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["a", "b"]}}, "additionalProperties": false}}}},
+        "responses": {"204": {"description": "made"}}}
+    },
     "/v1/things/special": {
       "get": {"operationId": "getSpecial", "responses": {
         "200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 3}}, "required": ["n"]}}}}}}
@@ -124,11 +129,39 @@ func TestLoadRefusesUnknownKeyword(t *testing.T) {
 func TestOperations(t *testing.T) {
 	t.Parallel()
 	ops := load(t).Operations()
-	if len(ops) != 2 || ops[0].ID != "getSpecial" || ops[1].ID != "getThing" {
+	if len(ops) != 3 || ops[0].ID != "createThing" || ops[1].ID != "getSpecial" || ops[2].ID != "getThing" {
 		t.Fatalf("operations %+v", ops)
 	}
-	r, ok := ops[1].Response(404)
+	r, ok := ops[2].Response(404)
 	if _, hasProblem := r.Content["application/problem+json"]; !ok || !hasProblem {
 		t.Fatalf("404 of getThing: %+v (the $ref to components/responses is resolved)", r)
+	}
+}
+
+func TestCheckRequest(t *testing.T) {
+	t.Parallel()
+	d := load(t)
+	cases := []struct {
+		name, method, path, body, err string
+	}{
+		{"OK", "POST", "/v1/things", `{"kind": "a"}`, ""},
+		{"OKEmpty", "POST", "/v1/things", ``, ""},
+		{"OKNoBody", "GET", "/v1/things/" + id, ``, ""},
+		{"ErrMember", "POST", "/v1/things", `{"colour": "red"}`, `member "colour" is not documented`},
+		{"ErrEnum", "POST", "/v1/things", `{"kind": "c"}`, `is not one of`},
+		{"ErrBodyWhereNone", "GET", "/v1/things/" + id, `{}`, `has a body`},
+		{"ErrUnknownRoute", "POST", "/v1/elsewhere", `{}`, `not a documented operation`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			err := d.CheckRequest(c.method, c.path, jsonHeader, []byte(c.body))
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("valid request refused: %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("error %v, want one naming %q", err, c.err)
+			}
+		})
 	}
 }
