@@ -12,6 +12,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 // MaxWaitSeconds bounds a claim's long poll.
@@ -26,14 +27,6 @@ type claimRequest struct {
 	LeaseSeconds *int64   `json:"lease_seconds"`
 	WaitSeconds  *int64   `json:"wait_seconds"`
 	Labels       []string `json:"labels"`
-}
-
-type claimJSON struct {
-	Lease leaseJSON `json:"lease"`
-	Item  itemJSON  `json:"item"`
-	// Attention is the item's attention history (questions and answers),
-	// oldest first, so the worker resumes with a person's answer.
-	Attention []attentionJSON `json:"attention"`
 }
 
 // claim grants the next ready item: 201 {lease, item, attention}, or 204
@@ -81,7 +74,7 @@ func (a *API) claim(c echo.Context) error {
 	// The worker's next call names this lease; its holder is known now.
 	token := who.TokenID
 	a.holders.put(cl.Lease.ID, holder{project: p.ID, token: &token})
-	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
+	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
 }
 
 // renameFields gives a domain error the API's name of its field.
@@ -143,5 +136,5 @@ func (a *API) recoverClaim(c echo.Context, ref, key string) error {
 		return err
 	}
 	c.Response().Header().Set(ReplayedHeader, "true")
-	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist)})
+	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist)})
 }

@@ -17,12 +17,6 @@ type ListAttentionOptions struct {
 	Cursor string
 }
 
-// AttentionPage is one page of attention requests, oldest first.
-type AttentionPage struct {
-	Requests   []AttentionRequest `json:"requests"`
-	NextCursor string             `json:"next_cursor"`
-}
-
 // ListAttention lists the project's attention requests.
 func (c *Client) ListAttention(ctx context.Context, project string, opt ListAttentionOptions) (*AttentionPage, error) {
 	q := url.Values{}
@@ -44,7 +38,7 @@ func (c *Client) ListAttention(ctx context.Context, project string, opt ListAtte
 func (c *Client) Resolve(ctx context.Context, requestID, answer string) (*AttentionRequest, error) {
 	var out AttentionRequest
 	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil,
-		map[string]string{"answer": answer}, &out); err != nil {
+		ResolveRequest{Answer: answer}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
