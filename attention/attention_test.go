@@ -77,13 +77,14 @@ func (f fixture) row(t *testing.T, id uuid.UUID) itemRow {
 	return r
 }
 
-// open opens a request through OpenTx in its own transaction.
+// open opens a request through Open inside a caller's transaction, as
+// package lease does.
 func (f fixture) open(t *testing.T, item uuid.UUID, in attention.NewRequest) (attention.Request, error) {
 	t.Helper()
 	var out attention.Request
 	err := db.InTx(f.ctx, f.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = attention.OpenTx(f.ctx, tx, f.clock, f.project, item, in)
+		out, err = f.svc.On(tx).Open(f.ctx, f.project, item, in)
 		return err
 	})
 	return out, err
@@ -93,7 +94,7 @@ func (f fixture) mustOpen(t *testing.T, item uuid.UUID, in attention.NewRequest)
 	t.Helper()
 	r, err := f.open(t, item, in)
 	if err != nil {
-		t.Fatalf("OpenTx: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	return r
 }

@@ -11,7 +11,7 @@ import (
 // UPDATE of a row gives it a new xmin.
 func (f fixture) rowVersions(t *testing.T) map[uuid.UUID]string {
 	t.Helper()
-	rows, err := f.pool.Query(context.Background(), `SELECT id, xmin::text FROM items WHERE project_id = $1`, f.project)
+	rows, err := f.conn.Query(context.Background(), `SELECT id, xmin::text FROM items WHERE project_id = $1`, f.project)
 	if err != nil {
 		t.Fatal(err)
 	}

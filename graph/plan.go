@@ -43,7 +43,7 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 	}
 	now := s.clock.Now()
 	var res ImportResult
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		if err := p.resolveExisting(ctx, tx, project); err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 		// tables for the dependents of a finished item. Refresh them now.
 		// Best effort: a failure (e.g. a role that doesn't own the tables)
 		// only leaves it to autovacuum.
-		_, _ = s.pool.Exec(ctx, "ANALYZE items, dependencies")
+		_, _ = s.exec.Exec(ctx, "ANALYZE items, dependencies")
 	}
 	return res, nil
 }

@@ -14,7 +14,7 @@ import (
 func (f fixture) countItems(t *testing.T) int {
 	t.Helper()
 	var n int
-	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE project_id = $1`, f.project).Scan(&n); err != nil {
+	if err := f.conn.QueryRow(context.Background(), `SELECT count(*) FROM items WHERE project_id = $1`, f.project).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -179,7 +179,7 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := attention.OpenTx(f.ctx, tx, clock.Database{}, f.project, it.ID, attention.NewRequest{
+			req, err := attention.NewService(tx, clock.Database{}, attention.Config{}).Open(f.ctx, f.project, it.ID, attention.NewRequest{
 				Question: "failed", Blocking: true, Source: attention.SourceSystem,
 				Reason: attention.ReasonRepeatedFailure, RequestedBy: "system",
 			})
