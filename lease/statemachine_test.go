@@ -602,7 +602,7 @@ func (s *stateMachine) compare(t *rapid.T) {
 	}
 	// And what the model does not hold: no item has two unended leases.
 	var n int
-	if err := s.f.pool.QueryRow(s.f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases WHERE project_id = $1
+	if err := s.f.conn.QueryRow(s.f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases WHERE project_id = $1
 		AND ended_at IS NULL GROUP BY item_id HAVING count(*) > 1) x`, s.project).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
