@@ -54,7 +54,7 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 	now := s.clock.Now()
 	q := dbq.New()
 	var out Request
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		row, err := q.CloseAttention(ctx, tx, dbq.CloseAttentionParams{
 			ProjectID: project, ID: id, State: string(state), Answer: answer, ResolvedBy: &by, Now: now,
 		})
@@ -72,7 +72,7 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 				return err
 			}
 		}
-		out, err = getTx(ctx, tx, project, id)
+		out, err = getRequest(ctx, tx, project, id)
 		return err
 	})
 	return out, err

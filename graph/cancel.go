@@ -33,7 +33,7 @@ func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason 
 	now := s.clock.Now()
 	q := dbq.New()
 	var out Item
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		root, err := q.LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: id})
 		if err != nil {
 			if isNoRows(err) {

@@ -56,7 +56,7 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 	}
 	now := s.clock.Now()
 	var out Item
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		if in.ParentID != nil && len(deps) > 0 {
 			// parent waits for the new item, which waits for deps: a cycle
 			// when the parent is reachable from a dependency.

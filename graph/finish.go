@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 )
 
@@ -17,7 +17,7 @@ import (
 // dependents and parents: only those rows, found through indexes, never a
 // scan. It does not touch leases. It returns how many items it finished.
 // (A lease's completion marks its item done in its own ending statement and
-// calls ReleaseFinishedTx for the rest.)
+// calls ReleaseFinished for the rest.)
 func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, ids []uuid.UUID, status Status, result json.RawMessage) (int, error) {
 	q := dbq.New()
 	if len(result) == 0 {
@@ -43,13 +43,16 @@ func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UU
 	return len(finished), nil
 }
 
-// ReleaseFinishedTx is the rest of finishing, for a caller whose own
-// statement has just marked items terminal (a completion ends its lease and
-// marks the item done in one statement): one prerequisite fewer is open for
-// each of their dependents, and one child fewer for each parent, listed once
-// per finished child.
-func ReleaseFinishedTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project uuid.UUID, finished, parents []uuid.UUID) error {
-	return releaseFinished(ctx, tx, clk.Now(), project, finished, parents)
+// ReleaseFinished is the rest of finishing, for a caller whose own
+// statement has just marked items terminal in its transaction (a completion
+// ends its lease and marks the item done in one statement; s is On that
+// transaction): one prerequisite fewer is open for each of their
+// dependents, and one child fewer for each parent, listed once per finished
+// child.
+func (s *Service) ReleaseFinished(ctx context.Context, project uuid.UUID, finished, parents []uuid.UUID) error {
+	return db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		return releaseFinished(ctx, tx, s.clock.Now(), project, finished, parents)
+	})
 }
 
 func releaseFinished(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, finished, parents []uuid.UUID) error {

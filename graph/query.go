@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -61,7 +62,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		args.TitleLike = &like
 	}
 	var out ItemPage
-	err = s.read(ctx, func(tx pgx.Tx) error {
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		rows, err := dbq.New().ListItems(ctx, tx, args)
 		if err != nil {
 			return err
@@ -95,7 +96,7 @@ func (s *Service) Neighbourhood(ctx context.Context, project, id uuid.UUID) (Nei
 	now := s.clock.Now()
 	q := dbq.New()
 	var n Neighbourhood
-	err := s.read(ctx, func(tx pgx.Tx) error {
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		var err error
 		if n.Item, err = getItem(ctx, tx, now, project, id); err != nil {
 			return err

@@ -104,7 +104,7 @@ func TestClaimInvalid(t *testing.T) {
 
 func TestClaimTokenLimit(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{MaxActivePerToken: 2})
+	f := setupDB(t, lease.Config{MaxActivePerToken: 2}) // concurrent claims
 	f.items(t, 5)
 	token := uuid.New()
 	var wg sync.WaitGroup
@@ -142,7 +142,7 @@ func TestClaimTokenLimit(t *testing.T) {
 // 70 ErrNothingReady.
 func TestClaimConcurrent(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // concurrent claims
 	f.items(t, 30)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -177,7 +177,7 @@ func TestClaimConcurrent(t *testing.T) {
 		t.Fatalf("%d items, %d leases, %d nothing-ready; want 30, 30, 70", len(items), len(leases), nothing)
 	}
 	var active int
-	if err := f.pool.QueryRow(f.ctx, "SELECT count(*) FROM leases WHERE ended_at IS NULL").Scan(&active); err != nil || active != 30 {
+	if err := f.conn.QueryRow(f.ctx, "SELECT count(*) FROM leases WHERE ended_at IS NULL").Scan(&active); err != nil || active != 30 {
 		t.Fatalf("active leases in the database = %d, %v", active, err)
 	}
 	f.checkInvariants(t)

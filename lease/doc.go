@@ -98,8 +98,9 @@
 // Complete, Release, Fail, Decompose and a blocking Ask end the lease
 // (ended_at, outcome, outcome_detail) and clear the item's active_lease_id,
 // set its previous_worker and reset its consecutive expiry count, in one
-// transaction with the graph or attention work (graph.ReleaseFinishedTx,
-// graph.CreateChildrenTx, attention.OpenTx). Complete's ending statement
+// transaction with the graph or attention work (graph.Service's
+// ReleaseFinished and CreateChildren, attention.Service's Open, each On the
+// lease's transaction, in a savepoint of it). Complete's ending statement
 // also marks the item done, so the item is never momentarily ready inside
 // the transaction. Fail counts the failure and sets a retry backoff
 // (RetryBackoff doubled per earlier consecutive failure, capped at

@@ -490,12 +490,13 @@ func (s *stateMachine) cancel(t *rapid.T) {
 	}
 	wantCode(t, "cancel", err, "")
 	if it.active >= 0 {
-		// A lease already past its expiry (not yet reaped) ends as expired.
-		o := lease.OutcomeCancelled
-		if l := s.m.leases[it.active]; !s.m.live(l, s.now()) {
-			o = lease.OutcomeExpired
+		// A lease nobody had reaped yet ends as the reaper would have
+		// ended it (EndLeasesCancelled): expired once its time is up.
+		l, outcome := s.m.leases[it.active], lease.OutcomeCancelled
+		if !l.expires.After(s.now()) {
+			outcome = lease.OutcomeExpired
 		}
-		s.m.end(s.m.leases[it.active], o)
+		s.m.end(l, outcome)
 	}
 	s.m.finish(it, graph.StatusCancelled)
 	// Cancel dismisses the item's open requests in the same transaction.
@@ -609,7 +610,7 @@ func (s *stateMachine) compare(t *rapid.T) {
 	}
 	// And what the model does not hold: no item has two unended leases.
 	var n int
-	if err := s.f.pool.QueryRow(s.f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases WHERE project_id = $1
+	if err := s.f.conn.QueryRow(s.f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases WHERE project_id = $1
 		AND ended_at IS NULL GROUP BY item_id HAVING count(*) > 1) x`, s.project).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

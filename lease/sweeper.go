@@ -74,7 +74,7 @@ func (w *Sweeper) Stop() {
 // RunOnce sweeps every project that has expired leases once and returns how
 // many leases it ended. Tests call it instead of waiting for the ticker.
 func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
-	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.pool, dbq.ProjectsWithExpiredLeasesParams{
+	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
 		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
 	})
 	if err != nil {

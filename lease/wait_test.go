@@ -34,7 +34,7 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 
 func TestNotifier(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // LISTENs; claims wait concurrently
 	n := startNotifier(t, f)
 	ch, unsubscribe := n.Subscribe(f.project)
 	defer unsubscribe()
@@ -48,7 +48,7 @@ func TestNotifier(t *testing.T) {
 	})
 	t.Run("Reconnects", func(t *testing.T) {
 		var killed int
-		err := f.pool.QueryRow(f.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		err := f.conn.QueryRow(f.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE datname = current_database() AND query ILIKE 'LISTEN%'`).Scan(&killed)
 		if err != nil || killed != 1 {
 			t.Fatalf("terminated %d listeners (%v)", killed, err)
@@ -58,7 +58,7 @@ func TestNotifier(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			var listeners int
-			f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity
+			f.conn.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity
 				WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND state = 'idle'`).Scan(&listeners)
 			if listeners == 1 {
 				break
@@ -87,7 +87,7 @@ func drain(ch <-chan struct{}) {
 
 func TestClaimWait(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{WaitRecheck: time.Hour})
+	f := setupDB(t, lease.Config{WaitRecheck: time.Hour}) // LISTENs; claims wait concurrently
 	n := startNotifier(t, f)
 
 	t.Run("ErrNothingReadyAfterWait", func(t *testing.T) {
