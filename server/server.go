@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/embedpg"
@@ -174,7 +175,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.done <- err
 	}()
-	s.log.Info("workgraph listening", "addr", s.Addr(), "ui", "http://"+s.Addr()+"/")
+	s.log.Info("workgraph listening", "addr", s.Addr(), "ui", "http://"+s.Addr()+"/", "version", buildinfo.Get().Short())
 	s.announceFirstToken()
 	return s, nil
 }
@@ -289,8 +290,11 @@ func commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 
 // routes mounts the process-level endpoints.
 func (s *Server) routes() {
+	// /healthz says the process serves, and which build it is.
 	s.echo.GET("/healthz", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+		bi := buildinfo.Get()
+		return c.JSON(http.StatusOK, map[string]any{"status": "ok",
+			"version": bi.Version, "commit": bi.Commit, "modified": bi.Modified, "build_date": bi.BuildDate})
 	})
 	s.echo.GET("/readyz", func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
