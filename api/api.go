@@ -17,6 +17,7 @@ import (
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/logs"
 )
 
 // Defaults of Config. The burst lets one token (often shared by a fleet of
@@ -95,6 +96,7 @@ func New(cfg Config) *API {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	cfg.Log = logs.WithRequestIDs(cfg.Log)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Database{}
 	}

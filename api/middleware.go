@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -47,6 +48,8 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			id = newRequestID()
 		}
 		c.Set(requestIDKey, id)
+		// Every line logged with the request's context names the id.
+		c.SetRequest(c.Request().WithContext(logs.WithRequestID(c.Request().Context(), id)))
 		c.Response().Header().Set(RequestIDHeader, id)
 		if err := next(c); err != nil {
 			writeProblem(c, a.log, err)
@@ -55,7 +58,6 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		attrs := []any{
 			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,
 			"duration", time.Since(start).Round(time.Microsecond), "bytes", c.Response().Size,
-			"request_id", id,
 		}
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -75,6 +76,11 @@ type Config struct {
 	// SweepInterval is how often expired leases are ended in the background
 	// (0: 10s). Claims also end the expired leases of their project.
 	SweepInterval time.Duration
+	// FirstStartOut is where the admin token made at first start is
+	// printed, once, as a block of its own (`serve` gives its stderr); the
+	// log then says only that it was made. Nil: the token goes into a log
+	// line instead (a server embedded in a program or a test).
+	FirstStartOut io.Writer
 	// Demo loads the sample project "demo" at start unless it exists (see
 	// package demo).
 	Demo bool
