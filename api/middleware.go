@@ -51,9 +51,11 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		// Every line logged with the request's context names the id.
 		c.SetRequest(c.Request().WithContext(logs.WithRequestID(c.Request().Context(), id)))
 		c.Response().Header().Set(RequestIDHeader, id)
-		if err := next(c); err != nil {
+		err := next(c)
+		if err != nil {
 			writeProblem(c, a.log, err)
 		}
+		a.observe(c, err, time.Since(start))
 		req := c.Request()
 		attrs := []any{
 			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,

@@ -44,6 +44,7 @@ func (s *Server) mount(ctx context.Context) error {
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
 	sweeper := lease.NewSweeper(leaseSvc, s.cfg.SweepInterval, s.log)
+	sweeper.Observe(s.metrics.SweepRun)
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
 
@@ -62,6 +63,7 @@ func (s *Server) mount(ctx context.Context) error {
 		RateLimit:       s.cfg.RateLimit,
 		RateBurst:       s.cfg.RateBurst,
 		Throttle:        throttle,
+		Metrics:         s.metrics,
 		Services: api.Services{
 			Graph:     graphSvc,
 			Leases:    leaseSvc,

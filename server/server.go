@@ -13,12 +13,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/embedpg"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/metrics"
 )
 
 // Config is everything the server needs to start.
@@ -81,6 +83,19 @@ type Config struct {
 	// log then says only that it was made. Nil: the token goes into a log
 	// line instead (a server embedded in a program or a test).
 	FirstStartOut io.Writer
+	// MetricsAddr, when set, serves /metrics (Prometheus) on a listener of
+	// its own, e.g. "127.0.0.1:9464"; MetricsOnMain also serves it on Addr.
+	MetricsAddr   string
+	MetricsOnMain bool
+	// CensusInterval is how old the census behind the gauges of /metrics
+	// (items by state, live leases, open attention) may grow before a scrape
+	// takes a new one (0: metrics.DefaultCensusInterval; negative: every
+	// scrape).
+	CensusInterval time.Duration
+	// PprofAddr, when set, serves net/http/pprof under /debug/pprof/ on a
+	// loopback address of its own, e.g. "127.0.0.1:6060" (any other address
+	// is refused).
+	PprofAddr string
 	// Demo loads the sample project "demo" at start unless it exists (see
 	// package demo).
 	Demo bool
@@ -116,6 +131,9 @@ type Server struct {
 	listener net.Listener
 	done     chan error
 	stops    []func()
+	side     []*sideServer
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
 	// firstToken is the admin token created at first start, until shown.
 	firstToken string
 }
@@ -141,6 +159,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
 	}
 	s.listener = ln
+	if err := s.bindSide(); err != nil {
+		s.close()
+		return nil, err
+	}
 	if err := s.openDatabase(ctx); err != nil {
 		s.close()
 		return nil, err
@@ -149,10 +171,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
+	s.setupMetrics()
 	s.echo = echo.New()
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.Pre(commonHeaders)
+	s.echo.Use(s.instrument)
 	s.routes()
 	if err := s.mount(ctx); err != nil {
 		s.close()
@@ -181,6 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.done <- err
 	}()
+	s.serveSide()
 	s.log.Info("workgraph listening", "addr", s.Addr(), "ui", "http://"+s.Addr()+"/", "version", buildinfo.Get().Short())
 	s.announceFirstToken()
 	return s, nil
@@ -266,6 +291,7 @@ func (s *Server) close() {
 	if s.http == nil && s.listener != nil {
 		s.listener.Close() // never served: Shutdown does not close it
 	}
+	s.closeSide()
 	for i := len(s.stops) - 1; i >= 0; i-- {
 		s.stops[i]()
 	}
@@ -310,4 +336,7 @@ func (s *Server) routes() {
 		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
+	if s.cfg.MetricsOnMain {
+		s.echo.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
+	}
 }
