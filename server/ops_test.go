@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -67,5 +68,55 @@ func TestFirstStartBlock(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("the printed token: %d", resp.StatusCode)
+	}
+}
+
+// TestPprof: pprof is served only when asked for, on a loopback address
+// of its own; any other address is refused before the server starts.
+func TestPprof(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		srv := start(t, func(c *server.Config) { c.PprofAddr = "127.0.0.1:0" })
+		if !strings.HasPrefix(srv.PprofURL(), "http://127.0.0.1:") || strings.HasPrefix(srv.PprofURL(), srv.URL()) {
+			t.Fatalf("pprof URL %q", srv.PprofURL())
+		}
+		for url, want := range map[string]int{srv.PprofURL() + "goroutine?debug=1": 200, srv.URL() + "/debug/pprof/": 404} {
+			resp, err := http.Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s: %d, want %d", url, resp.StatusCode, want)
+			}
+		}
+	})
+	t.Run("ErrNotLoopback", func(t *testing.T) {
+		t.Parallel()
+		_, err := server.Start(context.Background(), server.Config{Addr: "127.0.0.1:0", PprofAddr: "0.0.0.0:0", DatabaseURL: "postgres://unused.invalid/x"})
+		if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("Off", func(t *testing.T) {
+		t.Parallel()
+		if srv := start(t); srv.PprofURL() != "" || srv.MetricsURL() != "" {
+			t.Fatalf("pprof %q, metrics %q without asking", srv.PprofURL(), srv.MetricsURL())
+		}
+	})
+}
+
+// TestMetricsOnMain: with MetricsOnMain the main address answers
+// /metrics too.
+func TestMetricsOnMain(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true })
+	if srv.MetricsURL() != srv.URL()+"/metrics" {
+		t.Fatalf("metrics URL %q", srv.MetricsURL())
+	}
+	m := scrape(t, srv.MetricsURL())
+	if _, ok := m[`workgraph_claims_total{result="granted"}`]; !ok {
+		t.Fatalf("no claims counter in %d series", len(m))
 	}
 }
