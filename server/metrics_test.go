@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -135,7 +137,16 @@ func TestMetricsLifecycle(t *testing.T) {
 	second := claim(201)
 	claim(204) // nothing left ready
 
-	m := scrape(t, srv.MetricsURL())
+	// names of every series seen, for the dashboard's check below
+	seen := map[string]bool{}
+	see := func(m map[string]float64) map[string]float64 {
+		for series := range m {
+			name, _, _ := strings.Cut(series, "{")
+			seen[name] = true
+		}
+		return m
+	}
+	m := see(scrape(t, srv.MetricsURL()))
 	expect(t, m, map[string]float64{
 		`workgraph_items{project="m",state="done"}`:   1,
 		`workgraph_items{project="m",state="leased"}`: 1,
@@ -162,12 +173,12 @@ func TestMetricsLifecycle(t *testing.T) {
 		} `json:"attention"`
 	}
 	call(t, srv, "POST", "/v1/leases/"+third.Lease.ID+"/attention", map[string]any{"epoch": third.Lease.Epoch, "question": "which?"}, 201, &asked)
-	m = scrape(t, srv.MetricsURL())
+	m = see(scrape(t, srv.MetricsURL()))
 	expect(t, m, map[string]float64{`workgraph_attention_open{project="m"}`: 1})
 	stub.Advance(2 * time.Minute)
 	call(t, srv, "POST", "/v1/attention/"+asked.Attention.ID+"/resolve", map[string]any{"answer": "this"}, 200, nil)
 
-	m = scrape(t, srv.MetricsURL())
+	m = see(scrape(t, srv.MetricsURL()))
 	expect(t, m, map[string]float64{
 		`workgraph_claims_total{result="granted"}`:                                                          3,
 		`workgraph_claims_total{result="empty"}`:                                                            1,
@@ -202,5 +213,20 @@ func TestMetricsLifecycle(t *testing.T) {
 	}
 	if !build {
 		t.Error("no workgraph_build_info")
+	}
+
+	// Every metric the Grafana dashboard queries exists.
+	dash, err := os.ReadFile("../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`workgraph_[a-z_]+`).FindAllString(string(dash), -1)
+	if len(names) < 10 {
+		t.Fatalf("the dashboard queries only %d metrics", len(names))
+	}
+	for _, name := range names {
+		if !seen[name] {
+			t.Errorf("the dashboard queries %s, which /metrics does not have", name)
+		}
 	}
 }
