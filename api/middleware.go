@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"math"
@@ -43,9 +41,11 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		start := time.Now()
-		id := c.Request().Header.Get(RequestIDHeader)
-		if !saneRequestID(id) {
-			id = newRequestID()
+		// The server names every request (server.Start); the API alone
+		// (no server around it) names its own.
+		id := logs.RequestID(c.Request().Context())
+		if id == "" {
+			id = logs.AcceptRequestID(c.Request().Header.Get(RequestIDHeader))
 		}
 		c.Set(requestIDKey, id)
 		// Every line logged with the request's context names the id.
@@ -74,7 +74,8 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // RequestIDHeader names a request in logs and answers: the caller's own
-// value when it is sane (see saneRequestID), else one the server makes up.
+// value when it is sane (see logs.AcceptRequestID), else one the server
+// makes up.
 // Every /v1 answer carries it, and so does every problem (request_id).
 const RequestIDHeader = "X-Request-Id"
 
@@ -84,28 +85,6 @@ const requestIDKey = "workgraph.request_id"
 func requestID(c echo.Context) string {
 	id, _ := c.Get(requestIDKey).(string)
 	return id
-}
-
-// saneRequestID accepts 1..128 characters of letters, digits and . _ - : / + =
-// (enough for UUIDs, trace ids and the like; nothing a log or a header could
-// misread).
-func saneRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/+=", r)
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // slowRequest is how long a request may take before its line is logged at

@@ -6,9 +6,12 @@ package logs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 )
 
 // Formats of New.
@@ -41,6 +44,32 @@ func WithRequestIDs(log *slog.Logger) *slog.Logger {
 		return log
 	}
 	return slog.New(requestIDs{log.Handler()})
+}
+
+// AcceptRequestID is the id a request goes by: the caller's own (its
+// X-Request-Id) when it is 1..128 letters, digits or . _ - : / + = (enough
+// for UUIDs, trace ids and the like; nothing a log or a header could
+// misread), else a new random one.
+func AcceptRequestID(callers string) string {
+	if saneRequestID(callers) {
+		return callers
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/+=", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 type requestIDKey struct{}

@@ -69,3 +69,18 @@ func TestNew(t *testing.T) {
 		}
 	})
 }
+
+func TestAcceptRequestID(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"trace-42", "4bf92f3577b34da6a3ce929d0e0e4736", "a.b_c-d:e/f+g=", strings.Repeat("x", 128)} {
+		if got := logs.AcceptRequestID(id); got != id {
+			t.Errorf("AcceptRequestID(%q) = %q, want it kept", id, got)
+		}
+	}
+	for _, id := range []string{"", "bad id", "tab\there", "new\nline", strings.Repeat("x", 129), "quote\"", "ünï"} {
+		got := logs.AcceptRequestID(id)
+		if got == id || len(got) != 24 || logs.AcceptRequestID(got) != got {
+			t.Errorf("AcceptRequestID(%q) = %q, want a new sane id", id, got)
+		}
+	}
+}

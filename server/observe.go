@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/workgraph-dev/workgraph/api"
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
 )
 
@@ -84,12 +86,17 @@ func (s *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{ErrorLog: nil})
 }
 
-// instrument counts every request by its route pattern, method and status.
-// An error is answered here (by the error handlers) so that its status is
-// the one counted.
+// instrument names every request (API or UI) with its request id (the
+// X-Request-Id answer header, and the context every log line of the
+// request is logged with), and counts it by its route pattern, method and
+// status. An error is answered here (by the error handlers) so that its
+// status is the one counted.
 func (s *Server) instrument(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		id := logs.AcceptRequestID(c.Request().Header.Get(api.RequestIDHeader))
+		c.SetRequest(c.Request().WithContext(logs.WithRequestID(c.Request().Context(), id)))
+		c.Response().Header().Set(api.RequestIDHeader, id)
 		if err := next(c); err != nil {
 			c.Error(err)
 		}

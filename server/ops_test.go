@@ -3,8 +3,12 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -118,5 +122,62 @@ func TestMetricsOnMain(t *testing.T) {
 	m := scrape(t, srv.MetricsURL())
 	if _, ok := m[`workgraph_claims_total{result="granted"}`]; !ok {
 		t.Fatalf("no claims counter in %d series", len(m))
+	}
+}
+
+// TestWebErrorRequestID: a page that fails (500) is named by a request id
+// in its X-Request-Id header, and its "request failed" log line carries
+// the same id.
+func TestWebErrorRequestID(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	srv := start(t, func(c *server.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+	})
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := browser.Get(srv.URL() + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token on the sign-in form")
+	}
+	res, err = browser.PostForm(srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {adminToken}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", res.StatusCode)
+	}
+	if _, err := srv.Pool().Exec(context.Background(), "ALTER TABLE projects RENAME COLUMN name TO name_was"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = browser.Get(srv.URL() + "/projects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Header.Get("X-Request-Id")
+	if res.StatusCode != 500 || id == "" {
+		t.Fatalf("status %d, request id %q", res.StatusCode, id)
+	}
+	var found bool
+	for _, l := range strings.Split(log.String(), "\n") {
+		var line map[string]any
+		if json.Unmarshal([]byte(l), &line) != nil || line["msg"] != "web: request failed" {
+			continue
+		}
+		found = true
+		if line["request_id"] != id {
+			t.Errorf("the log line of the failed page has request_id %v, the answer %q: %s", line["request_id"], id, l)
+		}
+	}
+	if !found {
+		t.Fatalf("no \"web: request failed\" line:\n%s", log.String())
 	}
 }

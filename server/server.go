@@ -20,6 +20,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/embedpg"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
 )
 
@@ -151,6 +152,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
 	}
+	// Lines logged with a request's context name its request id.
+	cfg.Logger = logs.WithRequestIDs(cfg.Logger)
 	s := &Server{cfg: cfg, log: cfg.Logger, done: make(chan error, 1)}
 	// Bind first: a busy address is refused before the database is
 	// started or migrated, and the bound listener is the one served.
