@@ -17,6 +17,8 @@ import (
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/logs"
+	"github.com/workgraph-dev/workgraph/metrics"
 )
 
 // Defaults of Config. The burst lets one token (often shared by a fleet of
@@ -63,6 +65,9 @@ type Config struct {
 	// DefaultSearchWait.
 	SearchConcurrency int
 	SearchWait        time.Duration
+	// Metrics counts claims, lease outcomes, refused calls and answers
+	// (nil: nothing is counted).
+	Metrics *metrics.Metrics
 }
 
 // API is the /v1 JSON API.
@@ -79,6 +84,7 @@ type API struct {
 	searches *searchGate
 	throttle *auth.Throttle
 	timeout  time.Duration
+	metrics  *metrics.Metrics
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
 }
@@ -95,6 +101,7 @@ func New(cfg Config) *API {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	cfg.Log = logs.WithRequestIDs(cfg.Log)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Database{}
 	}
@@ -126,6 +133,7 @@ func New(cfg Config) *API {
 		searches: newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
 		throttle: cfg.Throttle,
 		timeout:  cfg.RequestTimeout,
+		metrics:  cfg.Metrics,
 	}
 }
 

@@ -94,6 +94,9 @@ func (a *API) resolveAttention(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.ResolvedAt != nil {
+		c.Set(answeredKey, r.ResolvedAt.Sub(r.CreatedAt))
+	}
 	return c.JSON(http.StatusOK, attentionView(r))
 }
 

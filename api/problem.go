@@ -161,7 +161,9 @@ func echoDetail(he *echo.HTTPError) string {
 }
 
 // writeProblem answers err as application/problem+json. Unknown and internal
-// errors are logged with their cause and answered without internals.
+// errors are logged with their cause and answered without internals; the
+// line names the request id through the request's context (package logs),
+// as the problem's request_id does.
 func writeProblem(c echo.Context, log *slog.Logger, err error) {
 	if c.Response().Committed {
 		return
@@ -170,11 +172,11 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 	id := requestID(c)
 	if logIt {
 		log.ErrorContext(c.Request().Context(), "internal error",
-			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"method", c.Request().Method, "path", c.Request().URL.Path,
 			"err", err, "cause", causeOf(err))
 	} else if p.Code == wgerr.CodeUnavailable {
 		log.WarnContext(c.Request().Context(), "unavailable",
-			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"method", c.Request().Method, "path", c.Request().URL.Path,
 			"err", err, "cause", causeOf(err))
 	}
 	if id != "" {

@@ -26,7 +26,12 @@ type Sweeper struct {
 	log      *slog.Logger
 	cancel   context.CancelFunc
 	done     chan struct{}
+	observe  func(reaped int, err error)
 }
+
+// Observe has f told of every background sweep: how many leases it ended
+// and its error (for metrics). Call it before Start.
+func (w *Sweeper) Observe(f func(reaped int, err error)) { w.observe = f }
 
 // NewSweeper returns a Sweeper that sweeps every interval (0: 10s).
 func NewSweeper(svc *Service, interval time.Duration, log *slog.Logger) *Sweeper {
@@ -53,7 +58,11 @@ func (w *Sweeper) Start(ctx context.Context) {
 				return
 			case <-tick.C:
 			}
-			if n, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			n, err := w.RunOnce(ctx)
+			if w.observe != nil && ctx.Err() == nil {
+				w.observe(n, err)
+			}
+			if err != nil && ctx.Err() == nil {
 				w.log.Error("lease sweeper", "err", err)
 			} else if n > 0 {
 				w.log.Info("lease sweeper: expired leases ended", "count", n)

@@ -325,12 +325,12 @@ func (r *req) error(err error) error {
 		case wgerr.CodeForbidden:
 			return r.fail(http.StatusForbidden, "Not allowed", we.Message)
 		case wgerr.CodeUnavailable:
-			r.ui.Logger.Warn("web: database unavailable", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
+			r.ui.Logger.WarnContext(r.Request().Context(), "web: database unavailable", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
 			r.Response().Header().Set("Retry-After", "1")
 			return r.fail(http.StatusServiceUnavailable, "Try again in a moment", "The database is not reachable right now.")
 		}
 	}
-	r.ui.Logger.Error("web: request failed", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
+	r.ui.Logger.ErrorContext(r.Request().Context(), "web: request failed", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
 	return r.fail(http.StatusInternalServerError, "Something went wrong", "The server could not complete this request. It has been logged.")
 }
 
