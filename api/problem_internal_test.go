@@ -16,20 +16,6 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-func TestProblemTableCoversEveryCode(t *testing.T) {
-	t.Parallel()
-	for _, code := range []wgerr.Code{
-		wgerr.CodeInvalid, wgerr.CodeUnauthenticated, wgerr.CodeForbidden, wgerr.CodeNotFound, wgerr.CodeAlreadyExists,
-		wgerr.CodeLeaseLost, wgerr.CodeConflictingResult, wgerr.CodeDependencyCycle, wgerr.CodeConflict,
-		wgerr.CodePayloadTooLarge, wgerr.CodeRateLimited, wgerr.CodeUnavailable, wgerr.CodeInternal,
-		wgerr.CodeInProgress, wgerr.CodeOutcomeUnknown, wgerr.CodeMethodNotAllowed,
-	} {
-		if _, ok := problems[code]; !ok {
-			t.Errorf("no table entry for %s", code)
-		}
-	}
-}
-
 func TestUnknownErrorsHideInternals(t *testing.T) {
 	t.Parallel()
 	for name, err := range map[string]error{

@@ -303,27 +303,37 @@ func (r *req) fail(status int, heading, message string) error {
 	return r.showStatus(status, p)
 }
 
-// error shows the page for an error returned by a handler or service.
+// error shows the page for an error returned by a handler or service, with
+// the status the API answers it with (wgerr.HTTPStatus). Only an internal
+// error is logged as a failure; its cause is never shown.
 func (r *req) error(err error) error {
+	code, status := wgerr.HTTPStatus(err)
+	var msg string
 	var we *wgerr.Error
 	if errors.As(err, &we) {
-		switch we.Code {
-		case wgerr.CodeNotFound:
-			return r.fail(http.StatusNotFound, "Not found", we.Message)
-		case wgerr.CodeInvalid:
-			return r.fail(http.StatusBadRequest, "That did not work", we.Message)
-		case wgerr.CodeConflict, wgerr.CodeAlreadyExists, wgerr.CodeDependencyCycle:
-			return r.fail(http.StatusConflict, "That did not work", we.Message)
-		case wgerr.CodeForbidden:
-			return r.fail(http.StatusForbidden, "Not allowed", we.Message)
-		case wgerr.CodeUnavailable:
-			r.ui.Logger.Warn("web: database unavailable", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
-			r.Response().Header().Set("Retry-After", "1")
-			return r.fail(http.StatusServiceUnavailable, "Try again in a moment", "The database is not reachable right now.")
-		}
+		msg = we.Message
 	}
-	r.ui.Logger.Error("web: request failed", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
-	return r.fail(http.StatusInternalServerError, "Something went wrong", "The server could not complete this request. It has been logged.")
+	if msg == "" {
+		msg = wgerr.Title(code) + "."
+	}
+	if wgerr.RetryLater(code) && r.Response().Header().Get("Retry-After") == "" {
+		r.Response().Header().Set("Retry-After", "1")
+	}
+	switch status {
+	case http.StatusNotFound:
+		return r.fail(status, "Not found", msg)
+	case http.StatusForbidden, http.StatusUnauthorized:
+		return r.fail(status, "Not allowed", msg)
+	case http.StatusTooManyRequests:
+		return r.fail(status, "Slow down", msg+" Try again in a moment.")
+	case http.StatusServiceUnavailable:
+		r.ui.Logger.Warn("web: database unavailable", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
+		return r.fail(status, "Try again in a moment", "The database is not reachable right now.")
+	case http.StatusInternalServerError:
+		r.ui.Logger.Error("web: request failed", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
+		return r.fail(status, "Something went wrong", "The server could not complete this request. It has been logged.")
+	}
+	return r.fail(status, "That did not work", msg)
 }
 
 // redirect answers a POST with 303 See Other to target, carrying a one-time
