@@ -15,8 +15,8 @@ import (
 
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
-	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/idempotency"
 )
 
 // Defaults of Config. The burst lets one token (often shared by a fleet of
@@ -71,7 +71,7 @@ type API struct {
 	auth  *auth.Service
 	clock clock.Clock
 	svc   Services
-	idem  idempotencyStore
+	idem  *idempotency.Store
 	// Caches of facts that never change (see immutable).
 	projects *immutable[string, graph.Project]
 	holders  *immutable[uuid.UUID, holder]
@@ -119,7 +119,7 @@ func New(cfg Config) *API {
 		auth:     cfg.Auth,
 		clock:    cfg.Clock,
 		svc:      cfg.Services,
-		idem:     idempotencyStore{pool: idemPool(cfg), clock: cfg.Clock, q: dbq.New()},
+		idem:     idempotency.NewStore(idemPool(cfg), cfg.Clock),
 		projects: newImmutable[string, graph.Project](10_000),
 		holders:  newImmutable[uuid.UUID, holder](100_000),
 		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},

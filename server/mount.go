@@ -9,6 +9,7 @@ import (
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
@@ -74,7 +75,7 @@ func (s *Server) mount(ctx context.Context) error {
 		return err
 	}
 
-	janitor := a.Janitor(time.Hour)
+	janitor := idempotency.NewJanitor(idempotency.NewStore(idemPool, clk), time.Hour, s.log)
 	janitor.Start(context.Background())
 	s.stops = append(s.stops, janitor.Stop)
 	return nil
