@@ -35,8 +35,11 @@ type Deps struct {
 	Leases    *lease.Service
 	Attention *attention.Service
 	// Clock is the domain clock; nil means the database's. The UI also uses
-	// it for "waited for" and "expires in" (wall clock when it is nil).
-	Clock  clock.Clock
+	// it for "waited for" and "expires in" when it is set (a stub).
+	Clock clock.Clock
+	// Local is the process clock those durations are shown against when
+	// Clock is the database's; nil: the system clock.
+	Local  clock.Local
 	Logger *slog.Logger
 }
 
@@ -134,12 +137,12 @@ type req struct {
 func (r *req) ctx() context.Context { return r.Request().Context() }
 
 // now is the instant the UI displays against: the stub clock in tests, the
-// wall clock otherwise.
+// process clock (Deps.Local) otherwise. Nothing the UI decides depends on it.
 func (r *req) now() time.Time {
 	if t := r.ui.Clock.Now(); t != nil {
 		return *t
 	}
-	return time.Now()
+	return r.ui.Local.Read()
 }
 
 // by is the principal recorded for the person's actions.
