@@ -35,6 +35,11 @@ type Config struct {
 	Clock clock.Clock
 	Auth  *auth.Service
 	Services
+	// TranslateUnknown turns an error of no wgerr kind that reached a
+	// handler into one of a kind when it can (the server passes
+	// db.Translate, so a lost connection no service translated is 503, not
+	// 500); nil: such errors are internal. api itself never imports db.
+	TranslateUnknown func(error) error
 	// RateLimit is the sustained requests per second each token may send
 	// (per server replica); 0 means DefaultRateLimit, negative disables.
 	RateLimit float64
@@ -72,6 +77,8 @@ type API struct {
 	clock clock.Clock
 	svc   Services
 	idem  *idempotency.Store
+	// translate is Config.TranslateUnknown.
+	translate func(error) error
 	// Caches of facts that never change (see immutable).
 	projects *immutable[string, graph.Project]
 	holders  *immutable[uuid.UUID, holder]
@@ -115,17 +122,18 @@ func New(cfg Config) *API {
 		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
 	}
 	return &API{
-		log:      cfg.Log,
-		auth:     cfg.Auth,
-		clock:    cfg.Clock,
-		svc:      cfg.Services,
-		idem:     idempotency.NewStore(idemPool(cfg), cfg.Clock),
-		projects: newImmutable[string, graph.Project](10_000),
-		holders:  newImmutable[uuid.UUID, holder](100_000),
-		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
-		searches: newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
-		throttle: cfg.Throttle,
-		timeout:  cfg.RequestTimeout,
+		log:       cfg.Log,
+		auth:      cfg.Auth,
+		clock:     cfg.Clock,
+		svc:       cfg.Services,
+		translate: cfg.TranslateUnknown,
+		idem:      idempotency.NewStore(idemPool(cfg), cfg.Clock),
+		projects:  newImmutable[string, graph.Project](10_000),
+		holders:   newImmutable[uuid.UUID, holder](100_000),
+		limits:    &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		searches:  newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		throttle:  cfg.Throttle,
+		timeout:   cfg.RequestTimeout,
 	}
 }
 

@@ -157,7 +157,7 @@ func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 	}()
 	c.SetRequest(c.Request().WithContext(a.idem.Fence(callerCtx, r.req, r.kind, func() { r.effect.Store(true) })))
 	if err := next(c); err != nil {
-		writeProblem(c, a.log, err)
+		writeProblem(c, a.log, a.unknown(err))
 	}
 	finished = true
 	holder.Stop()

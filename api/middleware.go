@@ -49,7 +49,7 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(requestIDKey, id)
 		c.Response().Header().Set(RequestIDHeader, id)
 		if err := next(c); err != nil {
-			writeProblem(c, a.log, err)
+			writeProblem(c, a.log, a.unknown(err))
 		}
 		req := c.Request()
 		attrs := []any{

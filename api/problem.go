@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -105,11 +104,23 @@ func problemFor(err error) (p Problem, logInternal bool) {
 		p = Problem{Type: problemTypeBase + string(code), Title: wgerr.Title(code), Status: he.Code, Detail: echoDetail(he), Code: code}
 		return p, false
 	default:
-		if t := db.Translate(err); wgerr.CodeOf(t) != wgerr.CodeInternal {
-			return problemFor(t)
-		}
 		return internalProblem(), true
 	}
+}
+
+// unknown gives an error of no kind to the storage layer's translation
+// (Config.TranslateUnknown), so that a driver error no service translated
+// (a lost connection) is still answered by its kind (503 unavailable), not
+// as a 500.
+func (a *API) unknown(err error) error {
+	var (
+		we *wgerr.Error
+		he *echo.HTTPError
+	)
+	if err == nil || a.translate == nil || errors.As(err, &we) || errors.As(err, &he) {
+		return err
+	}
+	return a.translate(err)
 }
 
 func internalProblem() Problem {
@@ -190,7 +201,7 @@ func causeOf(err error) string {
 func (a *API) ErrorHandler(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if isAPIPath(c.Request().URL.Path) {
-			writeProblem(c, a.log, err)
+			writeProblem(c, a.log, a.unknown(err))
 			return
 		}
 		next(err, c)

@@ -74,3 +74,34 @@ func TestRequestLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownErrorsTranslated: an error of no kind that reached a handler
+// goes through Config.TranslateUnknown (db.Translate in the server), so a
+// lost connection no service translated is 503 unavailable, not 500.
+func TestUnknownErrorsTranslated(t *testing.T) {
+	t.Parallel()
+	lost := errors.New("conn closed")
+	translate := func(err error) error {
+		if errors.Is(err, lost) {
+			return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database is unavailable", Err: err}
+		}
+		return err
+	}
+	for name, tt := range map[string]struct {
+		a      *API
+		status int
+	}{
+		"Translated":    {&API{log: slog.Default(), translate: translate}, http.StatusServiceUnavailable},
+		"NoTranslation": {&API{log: slog.Default()}, http.StatusInternalServerError},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/v1/x", nil), rec)
+			tt.a.ErrorHandler(func(error, echo.Context) { t.Fatal("an API path went to the next handler") })(fmt.Errorf("handler: %w", lost), c)
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+		})
+	}
+}

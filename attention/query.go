@@ -121,3 +121,10 @@ func ClosedForLease(ctx context.Context, conn dbq.DBTX, project, leaseID uuid.UU
 	}
 	return out, nil
 }
+
+// CountOpen returns how many requests of the project are open (the inbox
+// badge).
+func (s *Service) CountOpen(ctx context.Context, project uuid.UUID) (int, error) {
+	n, err := dbq.New().CountOpenAttention(ctx, s.pool, project)
+	return int(n), db.Translate(err)
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -135,4 +136,21 @@ func (s *Service) Neighbourhood(ctx context.Context, project, id uuid.UUID) (Nei
 		return nil
 	})
 	return n, err
+}
+
+// Titles returns the titles of the project's items among ids, by id; ids
+// of no item of the project are absent.
+func (s *Service) Titles(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	out := make(map[uuid.UUID]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := dbq.New().ItemTitles(ctx, s.pool, dbq.ItemTitlesParams{ProjectID: project, Ids: ids})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Title
+	}
+	return out, nil
 }

@@ -56,11 +56,14 @@ func (s *Server) mount(ctx context.Context) error {
 		Log:             s.log,
 		Pool:            s.pool,
 		IdempotencyPool: idemPool,
-		Clock:           clk,
-		Auth:            authSvc,
-		RateLimit:       s.cfg.RateLimit,
-		RateBurst:       s.cfg.RateBurst,
-		Throttle:        throttle,
+		// The one translation of driver errors, for any a service let
+		// through (api does not import db).
+		TranslateUnknown: db.Translate,
+		Clock:            clk,
+		Auth:             authSvc,
+		RateLimit:        s.cfg.RateLimit,
+		RateBurst:        s.cfg.RateBurst,
+		Throttle:         throttle,
 		Services: api.Services{
 			Graph:     graphSvc,
 			Leases:    leaseSvc,

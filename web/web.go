@@ -11,23 +11,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
-	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Deps are the services the UI is built on.
 type Deps struct {
-	Pool *pgxpool.Pool
-	Auth *auth.Service
+	// Sessions stores the sign-in sessions.
+	Sessions *session.Store
+	Auth     *auth.Service
 	// Throttle counts failed sign-ins per client address (shared with the
 	// API); nil: one with auth.NewThrottle's defaults.
 	Throttle  *auth.Throttle
@@ -46,8 +46,6 @@ type Deps struct {
 // ui serves the pages.
 type ui struct {
 	Deps
-	sessions *sessions
-	q        *dbq.Queries
 }
 
 // Mount registers the UI's routes on e: "/" and the pages below it, plus
@@ -62,7 +60,7 @@ func Mount(e *echo.Echo, d Deps) {
 	if d.Throttle == nil {
 		d.Throttle = auth.NewThrottle(0, 0, d.Logger)
 	}
-	u := &ui{Deps: d, sessions: &sessions{pool: d.Pool, clock: d.Clock, q: dbq.New()}, q: dbq.New()}
+	u := &ui{Deps: d}
 
 	static, _ := fs.Sub(staticFS, "static")
 	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
@@ -129,7 +127,7 @@ func isAPIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/"
 type req struct {
 	echo.Context
 	ui      *ui
-	sess    *session
+	sess    *signedIn
 	sessID  string
 	project graph.Project
 }
@@ -164,11 +162,11 @@ func (r *req) base(title, nav string) Layout {
 // the navigation badges. A failed count shows as 0 rather than failing the
 // page.
 func (r *req) counts() (attention, leases int) {
-	if n, err := r.ui.q.CountOpenAttention(r.ctx(), r.ui.Pool, r.project.ID); err == nil {
-		attention = int(n)
+	if n, err := r.ui.Attention.CountOpen(r.ctx(), r.project.ID); err == nil {
+		attention = n
 	}
-	if n, err := r.ui.q.CountActiveLeases(r.ctx(), r.ui.Pool, r.project.ID); err == nil {
-		leases = int(n)
+	if n, err := r.ui.Leases.CountActive(r.ctx(), r.project.ID); err == nil {
+		leases = n
 	}
 	return attention, leases
 }
@@ -263,11 +261,11 @@ func (r *req) loadSession() (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	s, ok, err := r.ui.sessions.lookup(r.ctx(), c.Value)
+	s, ok, err := r.ui.Sessions.Lookup(r.ctx(), c.Value)
 	if err != nil || !ok {
 		return false, err
 	}
-	r.sess, r.sessID = &s, c.Value
+	r.sess, r.sessID = &signedIn{Session: s, CSRF: csrfToken(c.Value)}, c.Value
 	return true, nil
 }
 
