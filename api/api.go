@@ -15,8 +15,8 @@ import (
 
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
-	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
 )
@@ -37,6 +37,11 @@ type Config struct {
 	Clock clock.Clock
 	Auth  *auth.Service
 	Services
+	// TranslateUnknown turns an error of no wgerr kind that reached a
+	// handler into one of a kind when it can (the server passes
+	// db.Translate, so a lost connection no service translated is 503, not
+	// 500); nil: such errors are internal. api itself never imports db.
+	TranslateUnknown func(error) error
 	// RateLimit is the sustained requests per second each token may send
 	// (per server replica); 0 means DefaultRateLimit, negative disables.
 	RateLimit float64
@@ -76,7 +81,9 @@ type API struct {
 	auth  *auth.Service
 	clock clock.Clock
 	svc   Services
-	idem  idempotencyStore
+	idem  *idempotency.Store
+	// translate is Config.TranslateUnknown.
+	translate func(error) error
 	// Caches of facts that never change (see immutable).
 	projects *immutable[string, graph.Project]
 	holders  *immutable[uuid.UUID, holder]
@@ -122,18 +129,19 @@ func New(cfg Config) *API {
 		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
 	}
 	return &API{
-		log:      cfg.Log,
-		auth:     cfg.Auth,
-		clock:    cfg.Clock,
-		svc:      cfg.Services,
-		idem:     idempotencyStore{pool: idemPool(cfg), clock: cfg.Clock, q: dbq.New()},
-		projects: newImmutable[string, graph.Project](10_000),
-		holders:  newImmutable[uuid.UUID, holder](100_000),
-		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
-		searches: newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
-		throttle: cfg.Throttle,
-		timeout:  cfg.RequestTimeout,
-		metrics:  cfg.Metrics,
+		log:       cfg.Log,
+		auth:      cfg.Auth,
+		clock:     cfg.Clock,
+		svc:       cfg.Services,
+		translate: cfg.TranslateUnknown,
+		idem:      idempotency.NewStore(idemPool(cfg), cfg.Clock),
+		projects:  newImmutable[string, graph.Project](10_000),
+		holders:   newImmutable[uuid.UUID, holder](100_000),
+		limits:    &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		searches:  newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		throttle:  cfg.Throttle,
+		timeout:   cfg.RequestTimeout,
+		metrics:   cfg.Metrics,
 	}
 }
 

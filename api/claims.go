@@ -18,6 +18,20 @@ import (
 // MaxWaitSeconds bounds a claim's long poll.
 const MaxWaitSeconds = 60
 
+// leaseSeconds converts the lease_seconds of a claim or a heartbeat (nil:
+// the server's default, 0) to a TTL. Numbers outside 1..lease.TTLCeiling
+// are refused here, before the conversion could overflow; the lease
+// service checks the configured bounds.
+func leaseSeconds(secs *int64) (time.Duration, error) {
+	if secs == nil {
+		return 0, nil
+	}
+	if *secs < 1 || *secs > int64(lease.TTLCeiling/time.Second) {
+		return 0, wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *secs)
+	}
+	return time.Duration(*secs) * time.Second, nil
+}
+
 func (a *API) mountClaims(e *echo.Echo) {
 	a.handle(e, http.MethodPost, "/projects/:project/claims", a.claim, workersWait)
 }
@@ -47,12 +61,9 @@ func (a *API) claim(c echo.Context) error {
 		}
 		wait = time.Duration(*req.WaitSeconds) * time.Second
 	}
-	var ttl time.Duration
-	if req.LeaseSeconds != nil {
-		if *req.LeaseSeconds < 1 || *req.LeaseSeconds > 7*24*3600 {
-			return wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *req.LeaseSeconds)
-		}
-		ttl = time.Duration(*req.LeaseSeconds) * time.Second
+	ttl, err := leaseSeconds(req.LeaseSeconds)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), wait+a.timeout)
 	defer cancel()

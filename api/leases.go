@@ -105,12 +105,9 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var ttl time.Duration
-	if req.LeaseSeconds != nil {
-		if *req.LeaseSeconds < 1 || *req.LeaseSeconds > 7*24*3600 {
-			return wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *req.LeaseSeconds)
-		}
-		ttl = time.Duration(*req.LeaseSeconds) * time.Second
+	ttl, err := leaseSeconds(req.LeaseSeconds)
+	if err != nil {
+		return err
 	}
 	res, err := a.svc.Leases.Heartbeat(c.Request().Context(), project, f, lease.Heartbeat{Progress: req.Progress, WorkerTime: wt, TTL: ttl})
 	if err != nil {

@@ -53,7 +53,7 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Header().Set(RequestIDHeader, id)
 		err := next(c)
 		if err != nil {
-			writeProblem(c, a.log, err)
+			writeProblem(c, a.log, a.unknown(err))
 		}
 		a.observe(c, err, time.Since(start))
 		req := c.Request()

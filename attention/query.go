@@ -111,3 +111,10 @@ func (s *Service) ClosedForLease(ctx context.Context, project, leaseID uuid.UUID
 	}
 	return out, nil
 }
+
+// CountOpen returns how many requests of the project are open (the inbox
+// badge).
+func (s *Service) CountOpen(ctx context.Context, project uuid.UUID) (int, error) {
+	n, err := dbq.New().CountOpenAttention(ctx, s.exec, project)
+	return int(n), db.Translate(err)
+}

@@ -109,7 +109,7 @@ func childRows(parentID uuid.UUID, children []NewChild) ([]newRow, [][]int, erro
 		if err := checkBody(field+".body", c.Body); err != nil {
 			return nil, nil, err
 		}
-		labels, err := cleanLabels(field+".labels", c.Labels)
+		labels, err := CleanLabels(field+".labels", c.Labels)
 		if err != nil {
 			return nil, nil, err
 		}

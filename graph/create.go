@@ -36,7 +36,7 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 	if err := checkBody("body", in.Body); err != nil {
 		return Item{}, err
 	}
-	if row.labels, err = cleanLabels("labels", in.Labels); err != nil {
+	if row.labels, err = CleanLabels("labels", in.Labels); err != nil {
 		return Item{}, err
 	}
 	if row.metadata, err = cleanMetadata("metadata", in.Metadata); err != nil {

@@ -121,7 +121,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			if err := checkBody("body", it.Body); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
-			if row.labels, err = cleanLabels("labels", it.Labels); err != nil {
+			if row.labels, err = CleanLabels("labels", it.Labels); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
 			if k := strings.TrimSpace(it.Key); k != "" {

@@ -137,3 +137,20 @@ func (s *Service) Neighbourhood(ctx context.Context, project, id uuid.UUID) (Nei
 	})
 	return n, err
 }
+
+// Titles returns the titles of the project's items among ids, by id; ids
+// of no item of the project are absent.
+func (s *Service) Titles(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	out := make(map[uuid.UUID]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := dbq.New().ItemTitles(ctx, s.exec, dbq.ItemTitlesParams{ProjectID: project, Ids: ids})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Title
+	}
+	return out, nil
+}

@@ -38,7 +38,7 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 		}
 	}
 	if p.Labels != nil {
-		l, err := cleanLabels("labels", *p.Labels)
+		l, err := CleanLabels("labels", *p.Labels)
 		if err != nil {
 			return Item{}, err
 		}

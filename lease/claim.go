@@ -13,6 +13,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -98,7 +99,7 @@ func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, err
 	if err := s.cfg.checkTTL("ttl", ttl); err != nil {
 		return req, 0, err
 	}
-	labels, err := cleanLabels(req.Labels)
+	labels, err := graph.CleanLabels("labels", req.Labels)
 	if err != nil {
 		return req, 0, err
 	}

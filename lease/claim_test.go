@@ -2,6 +2,8 @@ package lease_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +91,12 @@ func TestClaimInvalid(t *testing.T) {
 		"ErrTTLTooLong":  {Worker: "w", TTL: 2 * time.Hour},
 		"ErrTTLNegative": {Worker: "w", TTL: -time.Second},
 		"ErrEmptyLabel":  {Worker: "w", Labels: []string{""}},
+		// One label rule for items and claims (graph.CleanLabels): a label
+		// no item can carry is refused, not silently matched by nothing.
+		"ErrLabelSpace":    {Worker: "w", Labels: []string{"has space"}},
+		"ErrLabelTooLong":  {Worker: "w", Labels: []string{strings.Repeat("x", graph.MaxLabelChars+1)}},
+		"ErrTooManyLabels": {Worker: "w", Labels: manyLabels(graph.MaxLabels + 1)},
+		"ErrLabelNotASCII": {Worker: "w", Labels: []string{"étiquette"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := f.leases.Claim(f.ctx, f.project, req)
@@ -100,6 +108,14 @@ func TestClaimInvalid(t *testing.T) {
 	if got := f.getItem(t, it.ID); got.State != graph.StateReady || got.Epoch != 0 {
 		t.Fatalf("item after refused claims = %+v", got)
 	}
+}
+
+func manyLabels(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("l%d", i)
+	}
+	return out
 }
 
 func TestClaimTokenLimit(t *testing.T) {
@@ -181,4 +197,19 @@ func TestClaimConcurrent(t *testing.T) {
 		t.Fatalf("active leases in the database = %d, %v", active, err)
 	}
 	f.checkInvariants(t)
+}
+
+// TestClaimTTLCeiling: no configuration allows a lease longer than
+// lease.TTLCeiling (the bound the API also refuses lease_seconds beyond).
+func TestClaimTTLCeiling(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{MaxTTL: 30 * 24 * time.Hour})
+	f.item(t, graph.NewItem{})
+	_, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w", TTL: lease.TTLCeiling + time.Second})
+	if !errors.Is(err, wgerr.Invalid) {
+		t.Fatalf("claim beyond the ceiling: err = %v, want invalid_argument", err)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w", TTL: lease.TTLCeiling}); err != nil {
+		t.Fatalf("claim at the ceiling: %v", err)
+	}
 }

@@ -135,17 +135,17 @@ func TestSweeperStartStop(t *testing.T) {
 	f := setupDB(t, lease.Config{}) // the sweeper runs in its own goroutine
 	it, _ := f.claimNew(t, "w")
 	f.clock.Advance(ttl)
-	w := lease.NewSweeper(f.leases, 10*time.Millisecond, nil)
+	w := lease.NewSweeper(f.leases, time.Millisecond, nil)
+	w.TestSignals.Swept.Init()
 	w.Start(context.Background())
-	defer w.Stop()
-	// Bounded polling: the sweeper runs on its own ticker.
-	deadline := time.Now().Add(10 * time.Second)
-	for f.getItem(t, it.ID).State != graph.StateReady {
-		if time.Now().After(deadline) {
-			t.Fatal("the sweeper did not end the expired lease")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if n := w.TestSignals.Swept.Wait(t); n != 1 {
+		t.Fatalf("the first sweep ended %d leases, want 1", n)
 	}
+	w.Stop()
+	if st := f.getItem(t, it.ID).State; st != graph.StateReady {
+		t.Fatalf("item %s after the sweep, want ready", st)
+	}
+	w.Stop() // a second Stop does nothing
 }
 
 // in is the fixture for another project of the same database.

@@ -73,7 +73,7 @@ type Fence struct {
 // Config bounds leases. Zero fields take the defaults in brackets.
 type Config struct {
 	MinTTL     time.Duration // shortest lease a claim may ask for [1s]
-	MaxTTL     time.Duration // longest [24h]
+	MaxTTL     time.Duration // longest [24h], at most TTLCeiling
 	DefaultTTL time.Duration // when the claim names none [15m]
 	// MaxFailures consecutive failures open a system attention request
 	// instead of another retry [3].
@@ -95,6 +95,11 @@ type Config struct {
 	Attention   attention.Config
 }
 
+// TTLCeiling is the longest lease any Config may allow: a larger MaxTTL is
+// lowered to it, and the API refuses a longer lease_seconds before it
+// converts the number to a duration.
+const TTLCeiling = 7 * 24 * time.Hour
+
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -103,6 +108,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.MinTTL, time.Second)
 	def(&c.MaxTTL, 24*time.Hour)
+	c.MaxTTL = min(c.MaxTTL, TTLCeiling)
 	def(&c.DefaultTTL, 15*time.Minute)
 	def(&c.RetryBackoff, 30*time.Second)
 	def(&c.MaxRetryBackoff, 30*time.Minute)

@@ -228,3 +228,10 @@ func (s *Service) WorkerStats(ctx context.Context, project uuid.UUID) ([]WorkerS
 	}
 	return out, nil
 }
+
+// CountActive returns how many leases of the project have not ended (the
+// workers badge; expired leases not yet swept count).
+func (s *Service) CountActive(ctx context.Context, project uuid.UUID) (int, error) {
+	n, err := dbq.New().CountActiveLeases(ctx, s.exec, project)
+	return int(n), db.Translate(err)
+}

@@ -13,12 +13,14 @@ import (
 func startNotifier(t *testing.T, f fixture) *lease.Notifier {
 	t.Helper()
 	n := lease.NewNotifier(f.pool, nil)
+	n.TestSignals.Listening.Init()
 	n.Start(context.Background())
 	t.Cleanup(n.Stop)
+	n.TestSignals.Listening.Wait(t)
 	select {
 	case <-n.Listening():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the notifier did not start listening")
+	default:
+		t.Fatal("Listening is not closed after the first LISTEN")
 	}
 	return n
 }
@@ -55,19 +57,7 @@ func TestNotifier(t *testing.T) {
 		}
 		// After the reconnect every subscriber is woken (notifications may
 		// have been lost); then new notifications arrive again.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var listeners int
-			f.conn.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND state = 'idle'`).Scan(&listeners)
-			if listeners == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the notifier did not reconnect")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		n.TestSignals.Listening.Wait(t)
 		waitSignal(t, ch, "wake-up after reconnect")
 		drain(ch)
 		f.item(t, graph.NewItem{})

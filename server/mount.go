@@ -11,6 +11,7 @@ import (
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
@@ -58,12 +59,15 @@ func (s *Server) mount(ctx context.Context) error {
 		Log:             s.log,
 		Pool:            s.pool,
 		IdempotencyPool: idemPool,
-		Clock:           clk,
-		Auth:            authSvc,
-		RateLimit:       s.cfg.RateLimit,
-		RateBurst:       s.cfg.RateBurst,
-		Throttle:        throttle,
-		Metrics:         s.metrics,
+		// The one translation of driver errors, for any a service let
+		// through (api does not import db).
+		TranslateUnknown: db.Translate,
+		Clock:            clk,
+		Auth:             authSvc,
+		RateLimit:        s.cfg.RateLimit,
+		RateBurst:        s.cfg.RateBurst,
+		Throttle:         throttle,
+		Metrics:          s.metrics,
 		Services: api.Services{
 			Graph:     graphSvc,
 			Leases:    leaseSvc,
@@ -78,7 +82,7 @@ func (s *Server) mount(ctx context.Context) error {
 		return err
 	}
 
-	janitor := a.Janitor(time.Hour)
+	janitor := idempotency.NewJanitor(idempotency.NewStore(idemPool, clk), time.Hour, s.log)
 	janitor.Start(context.Background())
 	s.stops = append(s.stops, janitor.Stop)
 	return nil

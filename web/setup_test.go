@@ -20,6 +20,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/web"
 )
 
@@ -62,7 +63,7 @@ func setup(t *testing.T) *env {
 		}
 	}
 	ec := echo.New()
-	web.Mount(ec, web.Deps{Pool: pool, Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw})
+	web.Mount(ec, web.Deps{Sessions: session.NewStore(pool, nil), Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw})
 	e.srv = httptest.NewServer(ec)
 	t.Cleanup(e.srv.Close)
 	return e

@@ -708,6 +708,42 @@ func (q *Queries) ItemRefs(ctx context.Context, db DBTX, arg ItemRefsParams) ([]
 	return items, nil
 }
 
+const itemTitles = `-- name: ItemTitles :many
+SELECT id, title FROM items
+WHERE project_id = $1 AND id = ANY($2::uuid[])
+`
+
+type ItemTitlesParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+}
+
+type ItemTitlesRow struct {
+	ID    uuid.UUID
+	Title string
+}
+
+// Titles for labelling lease rows in the UI.
+func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams) ([]ItemTitlesRow, error) {
+	rows, err := db.Query(ctx, itemTitles, arg.ProjectID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemTitlesRow{}
+	for rows.Next() {
+		var i ItemTitlesRow
+		if err := rows.Scan(&i.ID, &i.Title); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listItems = `-- name: ListItems :many
 SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,

@@ -366,3 +366,8 @@ WHERE c.project_id = @project_id AND c.parent_id = ANY(@ids::uuid[])
 UNION
 SELECT p.parent_id::uuid FROM items p
 WHERE p.project_id = @project_id AND p.id = ANY(@ids::uuid[]) AND p.parent_id IS NOT NULL;
+
+-- name: ItemTitles :many
+-- Titles for labelling lease rows in the UI.
+SELECT id, title FROM items
+WHERE project_id = @project_id AND id = ANY(@ids::uuid[]);
