@@ -34,6 +34,9 @@ type claimJSON struct {
 	// Attention is the item's attention history (questions and answers),
 	// oldest first, so the worker resumes with a person's answer.
 	Attention []attentionJSON `json:"attention"`
+	// FenceToken is the lease's signed fence token, for destinations
+	// (package fence).
+	FenceToken string `json:"fence_token"`
 }
 
 // claim grants the next ready item: 201 {lease, item, attention}, or 204
@@ -81,7 +84,11 @@ func (a *API) claim(c echo.Context) error {
 	// The worker's next call names this lease; its holder is known now.
 	token := who.TokenID
 	a.holders.put(cl.Lease.ID, holder{project: p.ID, token: &token})
-	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
+	ft, err := a.fenceToken(cl.Lease)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention), FenceToken: ft})
 }
 
 // renameFields gives a domain error the API's name of its field.
@@ -143,5 +150,9 @@ func (a *API) recoverClaim(c echo.Context, ref, key string) error {
 		return err
 	}
 	c.Response().Header().Set(ReplayedHeader, "true")
-	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist)})
+	ft, err := a.fenceToken(l)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist), FenceToken: ft})
 }

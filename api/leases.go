@@ -99,6 +99,8 @@ type heartbeatJSON struct {
 	ExpiresAt     time.Time       `json:"expires_at"`
 	StopRequested bool            `json:"stop_requested"`
 	Answers       []attentionJSON `json:"answers"`
+	// FenceToken is the renewed lease's signed fence token.
+	FenceToken string `json:"fence_token"`
 }
 
 func (a *API) heartbeat(c echo.Context) error {
@@ -122,8 +124,13 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
 	}
+	ft, err := a.fenceToken(res.Lease)
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, heartbeatJSON{
 		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, Answers: attentionViews(res.Answers),
+		FenceToken: ft,
 	})
 }
 

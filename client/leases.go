@@ -25,6 +25,9 @@ type Claim struct {
 	Lease     Lease              `json:"lease"`
 	Item      Item               `json:"item"`
 	Attention []AttentionRequest `json:"attention"`
+	// FenceToken is the lease's signed fence token: send it to the systems
+	// the work changes (header Workgraph-Fence; package fence).
+	FenceToken string `json:"fence_token"`
 }
 
 // Claim takes the highest-priority ready item of the project, waiting up to
@@ -57,6 +60,8 @@ type Heartbeat struct {
 	ExpiresAt     time.Time          `json:"expires_at"`
 	StopRequested bool               `json:"stop_requested"`
 	Answers       []AttentionRequest `json:"answers"`
+	// FenceToken is the renewed lease's signed fence token.
+	FenceToken string `json:"fence_token"`
 }
 
 // Heartbeat extends the lease. A lease that ended or expired is
@@ -250,4 +255,26 @@ func (c *Client) ItemLeases(ctx context.Context, project, itemID string) ([]Leas
 		return nil, err
 	}
 	return page.Leases, nil
+}
+
+// FenceKeys is the server's keys document (GET /v1/fence/keys): the
+// public keys destinations verify fence tokens with.
+type FenceKeys struct {
+	Keys []FenceKey `json:"keys"`
+}
+
+// FenceKey is one Ed25519 public key, raw bytes in base64url.
+type FenceKey struct {
+	KeyID     string `json:"kid"`
+	Algorithm string `json:"alg"`
+	PublicKey string `json:"public_key"`
+}
+
+// FenceKeys returns the public keys of the deployment's fence tokens.
+func (c *Client) FenceKeys(ctx context.Context) (*FenceKeys, error) {
+	var ks FenceKeys
+	if _, err := c.do(ctx, http.MethodGet, "/v1/fence/keys", nil, nil, &ks); err != nil {
+		return nil, err
+	}
+	return &ks, nil
 }
