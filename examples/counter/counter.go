@@ -73,6 +73,9 @@ func New(pool *pgxpool.Pool, keys []ed25519.PublicKey, project string, log *slog
 	return s, nil
 }
 
+// Pool is the service's database.
+func (s *Service) Pool() *pgxpool.Pool { return s.pool }
+
 // Gate is the service's gate (to read its marks).
 func (s *Service) Gate() *fence.Gate { return s.gate }
 
