@@ -127,6 +127,12 @@ func (a Attempt) check() error {
 // After a fresh admission the caller applies its effect and calls Record
 // on the same transaction. Everything Admit wrote commits or rolls back
 // with tx: a refused attempt's caller rolls tx back.
+//
+// tx is expected at PostgreSQL's default isolation, READ COMMITTED:
+// attempts at one resource then wait for each other on its row and see
+// each other's committed receipts. Under REPEATABLE READ or SERIALIZABLE
+// a racing attempt fails with a serialization error instead, and the
+// caller retries its transaction.
 func (g *Gate) Admit(ctx context.Context, tx pgx.Tx, a Attempt) (Admission, error) {
 	if err := a.check(); err != nil {
 		return Admission{}, err

@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -158,5 +159,60 @@ func TestNewGateSchemaName(t *testing.T) {
 		if _, err := fence.NewGate(s); err == nil {
 			t.Errorf("NewGate(%q) accepted a schema that is not a plain identifier", s)
 		}
+	}
+}
+
+// TestGateConcurrentReplays: attempts of one operation racing in separate
+// transactions apply it once; the others are replays of it (they wait on
+// the resource's row, then see the committed receipt).
+func TestGateConcurrentReplays(t *testing.T) {
+	t.Parallel()
+	pool, g := setupGate(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE effects (n int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	const racers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, racers)
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			a := fence.Attempt{Resource: "race", Token: int64(1 + i%2), Operation: "op-1", Payload: []byte("add 1")}
+			errs <- pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				adm, err := g.Admit(ctx, tx, a)
+				if err != nil || adm.Replayed {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES (1)`); err != nil {
+					return err
+				}
+				return g.Record(ctx, tx, a, []byte("done"))
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		// A token 1 that lost the race to a committed 2 is stale; nothing
+		// else may fail.
+		if err != nil && !errors.Is(err, fence.ErrStaleToken) {
+			t.Fatalf("racer: %v", err)
+		}
+	}
+	var applied int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	m, err := g.Marks(ctx, pool, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != 1 || m.Receipts != 1 || m.HighWater != 2 {
+		t.Fatalf("applied %d times, mark %+v; want once, one receipt, high water 2", applied, m)
 	}
 }
