@@ -47,6 +47,7 @@ const (
 	CodeFenceStale        = "fence_stale"         // 409: a newer lease has written
 	CodeOperationConflict = "operation_conflict"  // 409: same operation, changed payload
 	CodeInvalidOperation  = "invalid_operation"   // 400: operation id too long
+	CodeInvalidBody       = "invalid_body"        // 400: the body could not be read
 	CodeBodyTooLarge      = "body_too_large"      // 413
 	CodeUnavailable       = "unavailable"         // 503: the destination's database
 )
@@ -139,7 +140,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
-			problem(w, http.StatusBadRequest, "invalid_body", "reading the body: "+err.Error())
+			problem(w, http.StatusBadRequest, CodeInvalidBody, "reading the body: "+err.Error())
 			return
 		}
 		if int64(len(body)) > limit {
