@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/clock"
@@ -102,6 +103,7 @@ type seedRun struct {
 	job     *client.Item
 	svc     *counter.Service
 	dest    string
+	destURL string // the destination's database
 	// failNext makes the destination's next fenced addition fail after
 	// its effect (the rollback case); failedView is what that failing
 	// transaction saw of the mark.
@@ -114,9 +116,18 @@ type seedRun struct {
 	aDone chan error
 }
 
+// setupSeed is newSeedRun with worker A started in mode against the
+// in-process destination.
 func setupSeed(t *testing.T, mode string) *seedRun {
 	t.Helper()
-	bin := oldWorker(t)
+	r := newSeedRun(t)
+	r.startA(mode, r.dest)
+	return r
+}
+
+// newSeedRun starts the server, creates JOB-1 and the destination.
+func newSeedRun(t *testing.T) *seedRun {
+	t.Helper()
 	r := &seedRun{t: t, ctx: context.Background(), stub: clock.NewStub(time.Now())}
 	var err error
 	r.srv, err = server.Start(r.ctx, server.Config{
@@ -153,7 +164,12 @@ func setupSeed(t *testing.T, mode string) *seedRun {
 	if err != nil {
 		t.Fatalf("keys at %s: %v (%s)", fence.KeysPath, err, doc)
 	}
-	destPool := dbtest.New(t)
+	r.destURL = dbtest.URL(t)
+	destPool, err := pgxpool.New(r.ctx, r.destURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(destPool.Close)
 	if err := counter.Migrate(r.ctx, destPool); err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +187,18 @@ func setupSeed(t *testing.T, mode string) *seedRun {
 	hs := httptest.NewServer(r.svc.Handler())
 	t.Cleanup(hs.Close)
 	r.dest = hs.URL
+	return r
+}
 
-	// Worker A claims JOB-1 (epoch 1) and stops itself.
+// startA starts worker A against the destination at dest: it claims
+// JOB-1 (epoch 1) and stops itself.
+func (r *seedRun) startA(mode, dest string) {
+	t := r.t
+	t.Helper()
+	bin := oldWorker(t)
+	var err error
 	r.a = exec.Command(bin, "-server", r.srv.URL(), "-token", r.aToken, "-project", "seed", "-worker", "worker-a",
-		"-dest", r.dest, "-mode", mode, "-units", fmt.Sprint(seedUnits), "-lease-seconds", fmt.Sprint(int(ttl.Seconds())))
+		"-dest", dest, "-mode", mode, "-units", fmt.Sprint(seedUnits), "-lease-seconds", fmt.Sprint(int(ttl.Seconds())))
 	stdout, err := r.a.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +219,6 @@ func setupSeed(t *testing.T, mode string) *seedRun {
 		t.Fatalf("worker A: %+v, want claimed at epoch 1 in a process of its own", claimed)
 	}
 	r.waitStopped()
-	return r
 }
 
 func (r *seedRun) client(token string) *client.Client {

@@ -4,7 +4,7 @@
 //	WORKGRAPH_FENCE_KEYS_URL   the workgraph server's keys document, e.g.
 //	                           http://127.0.0.1:8080/.well-known/workgraph-fence-keys
 //	COUNTER_PROJECT_ID         the workgraph project id it serves ("" any)
-//	COUNTER_ADDR               where to listen [127.0.0.1:8090]
+//	COUNTER_ADDR               where to listen [127.0.0.1:8090]; port 0 picks one
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -53,9 +54,14 @@ func run(log *slog.Logger) error {
 	if addr == "" {
 		addr = "127.0.0.1:8090"
 	}
-	log.Info("counterd listening", "addr", addr)
-	srv := &http.Server{Addr: addr, Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	return srv.ListenAndServe()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	// The bound address (port 0 picks one): a test reads it from here.
+	log.Info("counterd listening", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	return srv.Serve(ln)
 }
 
 // fetchKeys reads the workgraph server's keys document once at start (the
