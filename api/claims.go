@@ -85,7 +85,11 @@ func (a *API) claim(c echo.Context) error {
 	// The worker's next call names this lease; its holder is known now.
 	token := who.TokenID
 	a.holders.put(cl.Lease.ID, holder{project: p.ID, token: &token})
-	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
+	ft, err := a.fenceToken(cl.Lease)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention), FenceToken: ft})
 }
 
 // renameFields gives a domain error the API's name of its field.
@@ -147,5 +151,9 @@ func (a *API) recoverClaim(c echo.Context, ref, key string) error {
 		return err
 	}
 	c.Response().Header().Set(ReplayedHeader, "true")
-	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist)})
+	ft, err := a.fenceToken(l)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist), FenceToken: ft})
 }

@@ -113,8 +113,13 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
 	}
+	ft, err := a.fenceToken(res.Lease)
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, wire.Heartbeat{
 		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, Answers: attentionViews(res.Answers),
+		FenceToken: ft,
 	})
 }
 

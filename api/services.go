@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/fencekey"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 )
@@ -14,4 +15,7 @@ type Services struct {
 	// Notifier wakes long-polling claims; nil makes them recheck on a
 	// timer only.
 	Notifier *lease.Notifier
+	// Fence signs the fence token of every granted or renewed lease;
+	// nil answers an empty fence_token and serves no keys.
+	Fence *fencekey.Signer
 }

@@ -50,6 +50,9 @@ The command gets the item in its environment:
   WORKGRAPH_ANSWERS_FILE  answers to non-blocking questions arrive here
   WORKGRAPH_STATE_DIR     the directory of those files
   WORKGRAPH_URL, WORKGRAPH_TOKEN, WORKGRAPH_PROJECT, WORKGRAPH_WORKER
+  WORKGRAPH_FENCE         the lease's signed fence token (send it as the Workgraph-Fence header)
+  WORKGRAPH_OPERATION_PREFIX  "<item id>/": start operation ids with it (Workgraph-Operation)
+  WORKGRAPH_FENCE_KEYS_URL    where destinations fetch the key that checks the token
 
 While the command runs, the lease is renewed every third of its time to live.
 Exit 0 completes the item (result: the result file if written, else

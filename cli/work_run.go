@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/fence"
 )
 
 // Files of an item's state directory (WORKGRAPH_STATE_DIR).
@@ -375,6 +376,12 @@ func (sv *supervisor) commandEnv(cl *client.Claim, dir string) []string {
 		envResultFile + "=" + filepath.Join(dir, resultFileName),
 		envProgressFile + "=" + filepath.Join(dir, progressFileName),
 		envAnswersFile + "=" + filepath.Join(dir, answersFileName),
+		// For the systems the command changes (docs/agents.md, "Fencing
+		// your effects"): the token, a stable prefix for operation ids, and
+		// where the key to check the token is.
+		fence.EnvToken + "=" + cl.FenceToken,
+		fence.EnvOperationPrefix + "=" + cl.Item.ID + "/",
+		fence.EnvKeysURL + "=" + strings.TrimRight(cfg.URL, "/") + fence.KeysPath,
 	}
 }
 

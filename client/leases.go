@@ -141,3 +141,25 @@ func (c *Client) ItemLeases(ctx context.Context, project, itemID string) ([]Leas
 	}
 	return page.Leases, nil
 }
+
+// FenceKeys is the server's keys document (GET /v1/fence/keys): the
+// public keys destinations verify fence tokens with.
+type FenceKeys struct {
+	Keys []FenceKey `json:"keys"`
+}
+
+// FenceKey is one Ed25519 public key, raw bytes in base64url.
+type FenceKey struct {
+	KeyID     string `json:"kid"`
+	Algorithm string `json:"alg"`
+	PublicKey string `json:"public_key"`
+}
+
+// FenceKeys returns the public keys of the deployment's fence tokens.
+func (c *Client) FenceKeys(ctx context.Context) (*FenceKeys, error) {
+	var ks FenceKeys
+	if _, err := c.do(ctx, http.MethodGet, "/v1/fence/keys", nil, nil, &ks); err != nil {
+		return nil, err
+	}
+	return &ks, nil
+}

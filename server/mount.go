@@ -10,6 +10,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/fencekey"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
@@ -39,6 +40,11 @@ func (s *Server) mount(ctx context.Context) error {
 	// One attention policy for the lease service, the API and the UI.
 	attentionSvc := attention.NewService(s.pool, clk, policy.Attention)
 	leaseSvc := lease.NewService(s.pool, clk, policy)
+	// The deployment's fence key, created by the first replica to start.
+	signer, err := fencekey.Load(ctx, s.pool)
+	if err != nil {
+		return err
+	}
 
 	// Background services run until Shutdown, whatever ctx Start was given.
 	notifier := lease.NewNotifier(s.pool, s.log)
@@ -73,6 +79,7 @@ func (s *Server) mount(ctx context.Context) error {
 			Leases:    leaseSvc,
 			Attention: attentionSvc,
 			Notifier:  notifier,
+			Fence:     signer,
 		},
 	})
 	a.Mount(s.echo)

@@ -75,6 +75,9 @@ type Claim struct {
 	Lease     Lease              `json:"lease"`
 	Item      Item               `json:"item"`
 	Attention []AttentionRequest `json:"attention"`
+	// FenceToken is the lease's signed fence token: send it to the systems
+	// the work changes (header Workgraph-Fence; package fence).
+	FenceToken string `json:"fence_token"`
 }
 
 // Heartbeat is the answer to a heartbeat: the new expiry, whether a person
@@ -85,6 +88,8 @@ type Heartbeat struct {
 	ExpiresAt     time.Time          `json:"expires_at"`
 	StopRequested bool               `json:"stop_requested"`
 	Answers       []AttentionRequest `json:"answers"`
+	// FenceToken is the renewed lease's signed fence token.
+	FenceToken string `json:"fence_token"`
 }
 
 // Completion is the answer to complete; Replayed is true when an identical

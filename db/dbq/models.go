@@ -40,6 +40,12 @@ type Dependency struct {
 	CreatedAt   time.Time
 }
 
+type FenceKey struct {
+	ID        int16
+	Seed      []byte
+	CreatedAt time.Time
+}
+
 type IdempotencyKey struct {
 	TokenID     uuid.UUID
 	Key         string
