@@ -32,6 +32,10 @@ var Rules = []Rule{
 		From: []string{"api", "web"}, To: []string{"db/..."},
 		Why: "handlers and pages speak domain types; storage belongs to the domain packages",
 	},
+	{
+		From: []string{"fence", "wire"}, To: []string{"..."},
+		Why: "fence is imported by other services (pgx and the standard library only) and wire by any client: neither depends on workgraph",
+	},
 }
 
 // Rule forbids the packages matching From to import those matching To:
@@ -120,8 +124,12 @@ func matchAny(patterns []string, pkg string) bool {
 	return false
 }
 
-// match reports whether pkg is pat, or below it for a pattern "x/...".
+// match reports whether pkg is pat, or below it for a pattern "x/...";
+// the pattern "..." matches every package of the module.
 func match(pat, pkg string) bool {
+	if pat == "..." {
+		return true
+	}
 	if base, ok := strings.CutSuffix(pat, "/..."); ok {
 		return pkg == base || strings.HasPrefix(pkg, base+"/")
 	}

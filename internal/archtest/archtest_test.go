@@ -101,6 +101,8 @@ func TestMatch(t *testing.T) {
 		{"db/...", "dbx", false},
 		{"api", "api", true},
 		{"api", "api/x", false},
+		{"...", "graph", true},
+		{"...", "db/dbq", true},
 	} {
 		if got := match(tt.pat, tt.pkg); got != tt.want {
 			t.Errorf("match(%q, %q) = %v, want %v", tt.pat, tt.pkg, got, tt.want)
