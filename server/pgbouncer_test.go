@@ -8,14 +8,18 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -41,7 +45,7 @@ func startPgBouncer(t testing.TB, directURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	user := u.User.Username()
+	dbUser := u.User.Username()
 	password, _ := u.User.Password()
 	dir, err := os.MkdirTemp("", "wg-pgbouncer-")
 	if err != nil {
@@ -53,12 +57,12 @@ func startPgBouncer(t testing.TB, directURL string) string {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	backend := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), user)
+	backend := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), dbUser)
 	if password != "" {
 		backend += " password=" + password
 	}
 	auth := filepath.Join(dir, "users.txt")
-	mustWrite(t, auth, fmt.Sprintf("%q \"\"\n", user))
+	mustWrite(t, auth, fmt.Sprintf("%q \"\"\n", dbUser))
 	for port := pgbouncerFirstPort; port <= pgbouncerLastPort; port++ {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
@@ -83,7 +87,15 @@ logfile = %s
 		args := []string{ini}
 		cmd := exec.Command(bin, args...)
 		if os.Geteuid() == 0 {
-			cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)
+			// As postgres, started directly (not through runuser) so the
+			// cleanup's signal reaches PgBouncer itself.
+			pg, err := user.Lookup("postgres")
+			if err != nil {
+				t.Skip("running as root and no postgres user to run pgbouncer as")
+			}
+			uid, _ := strconv.Atoi(pg.Uid)
+			gid, _ := strconv.Atoi(pg.Gid)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 		}
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start pgbouncer: %v", err)
@@ -271,4 +283,31 @@ func waitForWaiter(t *testing.T, direct, _ string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("the database did not go idle")
+}
+
+// BenchmarkPgBouncerExecMode compares pgx's exec modes that work through
+// PgBouncer in transaction mode (1.18 has no max_prepared_statements), on
+// one parameterised query through the test's own PgBouncer:
+// go test -run '^$' -bench PgBouncerExecMode ./server/
+func BenchmarkPgBouncerExecMode(b *testing.B) {
+	pooled := startPgBouncer(b, dbtest.URL(b))
+	for _, mode := range []string{"exec", "describe_exec", "cache_describe"} {
+		b.Run(mode, func(b *testing.B) {
+			ctx := context.Background()
+			pool, err := db.Open(ctx, pooled+"&default_query_exec_mode="+mode, 4)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			b.ResetTimer()
+			for b.Loop() {
+				var n int
+				err := pool.QueryRow(ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND status = $2`,
+					"00000000-0000-0000-0000-000000000000", "ready").Scan(&n)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
