@@ -51,6 +51,8 @@ at once.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.DatabaseURL, "database-url", envOr("WORKGRAPH_DATABASE_URL", ""), "PostgreSQL URL (env WORKGRAPH_DATABASE_URL); empty starts an embedded cluster")
+	f.StringVar(&cfg.ListenDatabaseURL, "listen-database-url", envOr("WORKGRAPH_LISTEN_DATABASE_URL", ""),
+		"direct PostgreSQL URL for LISTEN and the migration lock when --database-url goes through PgBouncer in transaction mode (env WORKGRAPH_LISTEN_DATABASE_URL); empty: --database-url")
 	f.StringVar(&cfg.DataDir, "data-dir", envOr("WORKGRAPH_DATA_DIR", ""), "directory of the embedded cluster's data (env WORKGRAPH_DATA_DIR)")
 	f.StringVar(&cfg.Addr, "addr", envOr("WORKGRAPH_ADDR", "127.0.0.1:8080"), "address to listen on (env WORKGRAPH_ADDR)")
 	f.BoolVar(&cfg.Demo, "demo", false, "load the sample project \"demo\" unless it exists (prints a human token to sign in with)")

@@ -39,8 +39,13 @@ func OpenWithSettings(ctx context.Context, url string, maxConns int32, settings 
 	for k, v := range settings {
 		cfg.ConnConfig.RuntimeParams[k] = v
 	}
-	// Keep the server's statement cache semantics but let pgx describe once.
-	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	// Prepare each statement once per connection, unless the URL names a
+	// mode (default_query_exec_mode): behind PgBouncer in transaction mode
+	// a prepared statement is not there on the next transaction's server
+	// connection (see PoolerURL).
+	if !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	}
 	cfg.HealthCheckPeriod = 30 * time.Second
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerUUID(conn.TypeMap())
@@ -74,4 +79,25 @@ func OpenAsyncCommit(ctx context.Context, pool *pgxpool.Pool, maxConns int32) (*
 		return nil, fmt.Errorf("db: connect: %w", err)
 	}
 	return p, nil
+}
+
+// PoolerExecMode is the pgx query exec mode PoolerURL chooses for a URL
+// that goes through PgBouncer in transaction mode: statements are
+// described once per connection (cached) and run unnamed, so no prepared
+// statement is left on a server connection that another client's
+// transaction may get next. Measured against describe_exec and exec in
+// docs/operations.md.
+const PoolerExecMode = "cache_describe"
+
+// PoolerURL returns url with default_query_exec_mode=PoolerExecMode added
+// unless the URL names a mode already.
+func PoolerURL(url string) string {
+	if strings.Contains(url, "default_query_exec_mode") {
+		return url
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "default_query_exec_mode=" + PoolerExecMode
 }

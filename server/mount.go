@@ -47,7 +47,18 @@ func (s *Server) mount(ctx context.Context) error {
 	}
 
 	// Background services run until Shutdown, whatever ctx Start was given.
-	notifier := lease.NewNotifier(s.pool, s.log)
+	listenPool := s.pool
+	if s.pooled {
+		// Only its configuration is used: the notifier dials its own
+		// connection, which must not go through the pooler.
+		p, err := db.Open(ctx, s.directURL, 1)
+		if err != nil {
+			return err
+		}
+		s.stops = append(s.stops, p.Close)
+		listenPool = p
+	}
+	notifier := lease.NewNotifier(listenPool, s.log)
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
 	sweeper := lease.NewSweeper(leaseSvc, s.cfg.SweepInterval, s.log)
@@ -55,11 +66,17 @@ func (s *Server) mount(ctx context.Context) error {
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
 
-	idemPool, err := db.OpenAsyncCommit(ctx, s.pool, 8)
-	if err != nil {
-		return err
+	// Behind a pooler, synchronous_commit cannot be a session setting: the
+	// records share the main pool and commit synchronously.
+	idemPool := s.pool
+	if !s.pooled {
+		p, err := db.OpenAsyncCommit(ctx, s.pool, 8)
+		if err != nil {
+			return err
+		}
+		s.stops = append(s.stops, p.Close)
+		idemPool = p
 	}
-	s.stops = append(s.stops, idemPool.Close)
 
 	a := api.New(api.Config{
 		Log:             s.log,

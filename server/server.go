@@ -31,6 +31,16 @@ type Config struct {
 	// started, or adopted from a dead owner, and stopped on shutdown;
 	// refused while another live process owns DataDir).
 	DatabaseURL string
+	// ListenDatabaseURL is a direct connection (not through a pooler) for
+	// what needs a session of its own: the LISTEN of long-poll claims and
+	// the migration lock. Empty or equal to DatabaseURL: DatabaseURL is
+	// direct too. When it differs, DatabaseURL is taken to go through
+	// PgBouncer in transaction mode: statements are not prepared on the
+	// server (db.PoolerURL, unless the URL names default_query_exec_mode),
+	// no session settings are sent at connection start (PgBouncer refuses
+	// them: StatementTimeout is then the database role's statement_timeout),
+	// and Idempotency-Key records commit synchronously.
+	ListenDatabaseURL string
 	// DataDir for the embedded cluster; empty: embedpg.DefaultDataDir().
 	DataDir string
 	// Addr to listen on, e.g. "127.0.0.1:8080"; port 0 picks a free port.
@@ -122,19 +132,23 @@ const (
 
 // Server is a running workgraph server.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	pool     *pgxpool.Pool
-	dbURL    string
-	cluster  *embedpg.Cluster
-	echo     *echo.Echo
-	http     *http.Server
-	listener net.Listener
-	done     chan error
-	stops    []func()
-	side     []*sideServer
-	registry *prometheus.Registry
-	metrics  *metrics.Metrics
+	cfg   Config
+	log   *slog.Logger
+	pool  *pgxpool.Pool
+	dbURL string
+	// directURL is ListenDatabaseURL, else dbURL; pooled says dbURL goes
+	// through a pooler in transaction mode.
+	directURL string
+	pooled    bool
+	cluster   *embedpg.Cluster
+	echo      *echo.Echo
+	http      *http.Server
+	listener  net.Listener
+	done      chan error
+	stops     []func()
+	side      []*sideServer
+	registry  *prometheus.Registry
+	metrics   *metrics.Metrics
 	// stopRequests cancels the context of every request: Shutdown calls it
 	// when its grace period ends, so a request still running (a long query,
 	// a drawing) stops instead of holding the exit.
@@ -232,15 +246,23 @@ func (s *Server) openDatabase(ctx context.Context) error {
 		s.cluster = cluster
 		url = cluster.URL("workgraph")
 	}
-	s.dbURL = url
+	s.dbURL, s.directURL = url, url
+	if l := s.cfg.ListenDatabaseURL; l != "" && l != url {
+		s.directURL, s.pooled = l, true
+		s.dbURL = db.PoolerURL(url)
+	}
 	var settings map[string]string
 	switch d := s.cfg.StatementTimeout; {
+	case s.pooled:
+		if d >= 0 {
+			s.log.Info("database URL behind a pooler: statements are bounded by the role's statement_timeout, not --statement-timeout")
+		}
 	case d == 0:
 		settings = map[string]string{"statement_timeout": durationSetting(DefaultStatementTimeout)}
 	case d > 0:
 		settings = map[string]string{"statement_timeout": durationSetting(d)}
 	}
-	pool, err := db.OpenWithSettings(ctx, url, s.cfg.MaxConns, settings)
+	pool, err := db.OpenWithSettings(ctx, s.dbURL, s.cfg.MaxConns, settings)
 	if err != nil {
 		return err
 	}
@@ -254,11 +276,11 @@ func durationSetting(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
 }
 
-// migrate brings the schema up to date on a pool of its own, which the
-// statement timeout does not bound (building an index on a large table may
-// take longer).
+// migrate brings the schema up to date on a pool of its own on the direct
+// URL, which the statement timeout does not bound (building an index on a
+// large table may take longer).
 func (s *Server) migrate(ctx context.Context) error {
-	pool, err := db.Open(ctx, s.dbURL, 2)
+	pool, err := db.Open(ctx, s.directURL, 2)
 	if err != nil {
 		return err
 	}

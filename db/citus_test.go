@@ -1,0 +1,89 @@
+package db_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// notProjectScoped lists the queries of db/queries that do not name
+// project_id, each with why: on Citus (distributed by project_id, see
+// docs/operations.md, "Past one machine") they run on reference or local
+// tables, or by a key that is global by design. Every other query must
+// name project_id, so it routes to one shard.
+var notProjectScoped = map[string]string{
+	// idempotency_keys: keyed by token and key (a token belongs to one
+	// project); a local table of the coordinator.
+	"BeginIdempotentRequest":       "idempotency_keys (local table)",
+	"GetIdempotentRequest":         "idempotency_keys (local table)",
+	"RenewIdempotentRequest":       "idempotency_keys (local table)",
+	"MarkIdempotentEffect":         "idempotency_keys (local table)",
+	"MarkIdempotentClaim":          "idempotency_keys (local table)",
+	"FinishIdempotentRequest":      "idempotency_keys (local table)",
+	"AbandonIdempotentRequest":     "idempotency_keys (local table)",
+	"ReleaseIdempotentRequest":     "idempotency_keys (local table)",
+	"DeleteExpiredIdempotencyKeys": "idempotency_keys (local table)",
+	// tokens: authentication looks a token up before its project is known.
+	"GetToken":       "tokens (reference table)",
+	"GetTokenByHash": "tokens (reference table)",
+	"CountTokens":    "tokens (reference table)",
+	"LockFirstStart": "an advisory lock on the coordinator, no table",
+	"LockToken":      "an advisory lock on the token, no table",
+	// CountActiveForToken counts a token's live leases; its token belongs
+	// to one project, but the query names the token only.
+	"CountActiveForToken": "leases by token (to carry project_id before Citus)",
+	// projects: the list of projects itself.
+	"CreateProject":    "projects (reference table)",
+	"GetProject":       "projects (reference table)",
+	"GetProjectByName": "projects (reference table)",
+	"ListProjects":     "projects (reference table)",
+	"CountProjects":    "projects (reference table)",
+	// web_sessions: a browser session before and across projects.
+	"CreateWebSession":         "web_sessions (local table)",
+	"DeleteWebSession":         "web_sessions (local table)",
+	"DeleteExpiredWebSessions": "web_sessions (local table)",
+}
+
+// TestQueriesCarryProject: every query in db/queries names project_id, or
+// is a documented exception; an exception that now names project_id (or
+// no longer exists) must leave the list.
+func TestQueriesCarryProject(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("queries/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no queries found: %v", err)
+	}
+	name := regexp.MustCompile(`(?m)^-- name: (\w+)`)
+	seen := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		locs := name.FindAllStringSubmatchIndex(text, -1)
+		for i, loc := range locs {
+			end := len(text)
+			if i+1 < len(locs) {
+				end = locs[i+1][0]
+			}
+			q := text[loc[2]:loc[3]]
+			seen[q] = true
+			carries := strings.Contains(text[loc[1]:end], "project_id")
+			_, excepted := notProjectScoped[q]
+			switch {
+			case !carries && !excepted:
+				t.Errorf("%s: query %s does not name project_id and is not a documented exception", f, q)
+			case carries && excepted:
+				t.Errorf("%s: query %s names project_id: take it off notProjectScoped", f, q)
+			}
+		}
+	}
+	for q := range notProjectScoped {
+		if !seen[q] {
+			t.Errorf("notProjectScoped lists %s, which is no query in db/queries", q)
+		}
+	}
+}

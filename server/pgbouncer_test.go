@@ -1,0 +1,313 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+// pgbouncerPorts are the ports a test's own PgBouncer may take.
+const pgbouncerFirstPort, pgbouncerLastPort = 55490, 55494
+
+// startPgBouncer starts a PgBouncer of the test's own, in transaction mode
+// with a small server pool (so clients' transactions share server
+// connections), in front of the test PostgreSQL, and returns directURL
+// rewritten to go through it. It skips the test when pgbouncer is not
+// installed (.ci/run installs it).
+func startPgBouncer(t testing.TB, directURL string) string {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		if _, statErr := os.Stat("/usr/sbin/pgbouncer"); statErr != nil {
+			t.Skip("pgbouncer is not installed (apt-get install pgbouncer; .ci/run installs it)")
+		}
+		bin = "/usr/sbin/pgbouncer"
+	}
+	u, err := url.Parse(directURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbUser := u.User.Username()
+	password, _ := u.User.Password()
+	dir, err := os.MkdirTemp("", "wg-pgbouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// PgBouncer refuses to run as root: run it as postgres, which must
+	// read its files and write its log there.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	backend := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), dbUser)
+	if password != "" {
+		backend += " password=" + password
+	}
+	auth := filepath.Join(dir, "users.txt")
+	mustWrite(t, auth, fmt.Sprintf("%q \"\"\n", dbUser))
+	for port := pgbouncerFirstPort; port <= pgbouncerLastPort; port++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // another test's PgBouncer
+		}
+		ln.Close()
+		ini := filepath.Join(dir, "pgbouncer.ini")
+		mustWrite(t, ini, fmt.Sprintf(`[databases]
+* = %s
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = trust
+auth_file = %s
+pool_mode = transaction
+default_pool_size = 4
+max_client_conn = 200
+server_reset_query =
+logfile = %s
+`, backend, port, auth, filepath.Join(dir, "pgbouncer.log")))
+		args := []string{ini}
+		cmd := exec.Command(bin, args...)
+		if os.Geteuid() == 0 {
+			// As postgres, started directly (not through runuser) so the
+			// cleanup's signal reaches PgBouncer itself.
+			pg, err := user.Lookup("postgres")
+			if err != nil {
+				t.Skip("running as root and no postgres user to run pgbouncer as")
+			}
+			uid, _ := strconv.Atoi(pg.Uid)
+			gid, _ := strconv.Atoi(pg.Gid)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start pgbouncer: %v", err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+			}
+		})
+		pooled := *u
+		pooled.Host = fmt.Sprintf("127.0.0.1:%d", port)
+		if waitDial(pooled.Host, exited) {
+			return pooled.String()
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
+		t.Logf("pgbouncer on port %d did not start: %s", port, log)
+	}
+	t.Fatalf("no free PgBouncer port in %d-%d", pgbouncerFirstPort, pgbouncerLastPort)
+	return ""
+}
+
+// waitDial reports whether addr accepts a connection before the process
+// exits.
+func waitDial(addr string, exited <-chan error) bool {
+	for range 100 {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return true
+		}
+		select {
+		case <-exited:
+			return false
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+func mustWrite(t testing.TB, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPgBouncer runs the server with its main URL through PgBouncer in
+// transaction mode and the direct URL for LISTEN: a claim -> heartbeat ->
+// complete lifecycle, a long-poll claim woken by a release, and several
+// clients at once (so their transactions share server connections: a
+// statement prepared on one would not be there for the next).
+func TestPgBouncer(t *testing.T) {
+	t.Parallel()
+	direct := dbtest.URL(t)
+	pooled := startPgBouncer(t, direct)
+	srv := start(t, func(c *server.Config) {
+		c.DatabaseURL = pooled
+		c.ListenDatabaseURL = direct
+	})
+	ctx := context.Background()
+	admin, err := client.New(srv.URL(), adminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateProject(ctx, "pooled"); err != nil {
+		t.Fatalf("create project: %v", err)
+	}
+	tok, err := admin.CreateToken(ctx, "pooled", client.CreateTokenRequest{Name: "agent", Role: "agent"})
+	if err != nil {
+		t.Fatalf("create token: %v", err)
+	}
+	agent, err := client.New(srv.URL(), tok.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("Lifecycle", func(t *testing.T) {
+		item, err := agent.CreateItem(ctx, "pooled", client.CreateItemRequest{Title: "through the pooler"})
+		if err != nil {
+			t.Fatalf("create item: %v", err)
+		}
+		c, err := agent.Claim(ctx, "pooled", client.ClaimRequest{Worker: "w1", LeaseSeconds: 60})
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		if c.Item.ID != item.ID {
+			t.Fatalf("claimed %s, want %s", c.Item.ID, item.ID)
+		}
+		if _, err := agent.Heartbeat(ctx, c.Lease.ID, client.HeartbeatRequest{Epoch: c.Lease.Epoch}); err != nil {
+			t.Fatalf("heartbeat: %v", err)
+		}
+		done, err := agent.Complete(ctx, c.Lease.ID, client.CompleteRequest{Epoch: c.Lease.Epoch, Result: json.RawMessage(`{"ok":true}`)})
+		if err != nil {
+			t.Fatalf("complete: %v", err)
+		}
+		if done.Lease.Outcome == nil || *done.Lease.Outcome != "completed" {
+			t.Fatalf("outcome = %v, want completed", done.Lease.Outcome)
+		}
+		if _, err := agent.Heartbeat(ctx, c.Lease.ID, client.HeartbeatRequest{Epoch: c.Lease.Epoch}); err == nil {
+			t.Fatal("heartbeat after complete succeeded; want the lease lost")
+		}
+	})
+
+	t.Run("LongPollWokenByRelease", func(t *testing.T) {
+		if _, err := agent.CreateItem(ctx, "pooled", client.CreateItemRequest{Title: "released"}); err != nil {
+			t.Fatal(err)
+		}
+		held, err := agent.Claim(ctx, "pooled", client.ClaimRequest{Worker: "w1", LeaseSeconds: 60})
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			c, err := agent.Claim(ctx, "pooled", client.ClaimRequest{Worker: "w2", WaitSeconds: 30})
+			if err == nil && c.Item.ID != held.Item.ID {
+				err = fmt.Errorf("woken with %s, want %s", c.Item.ID, held.Item.ID)
+			}
+			got <- err
+		}()
+		// The waiting claim found nothing ready once its wait is registered;
+		// release only then, so the wake-up comes from NOTIFY.
+		waitForWaiter(t, direct, "w2")
+		if _, err := agent.Release(ctx, held.Lease.ID, client.ReleaseRequest{Epoch: held.Lease.Epoch}); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("long-poll claim: %v", err)
+			}
+		case <-time.After(25 * time.Second):
+			t.Fatal("the long-poll claim was not woken by the release")
+		}
+	})
+
+	t.Run("ConcurrentClients", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range 5 {
+					if _, err := agent.CreateItem(ctx, "pooled", client.CreateItemRequest{Title: fmt.Sprintf("c%d-%d", i, j)}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("create item through the pooler: %v", err)
+		}
+	})
+}
+
+// waitForWaiter waits until the database of direct has no active
+// statement besides its own: the long-poll claim has found nothing ready
+// and waits for a notification.
+func waitForWaiter(t *testing.T, direct, _ string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for ctx.Err() == nil {
+		var busy int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`).Scan(&busy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if busy == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the database did not go idle")
+}
+
+// BenchmarkPgBouncerExecMode compares pgx's exec modes that work through
+// PgBouncer in transaction mode (1.18 has no max_prepared_statements), on
+// one parameterised query through the test's own PgBouncer:
+// go test -run '^$' -bench PgBouncerExecMode ./server/
+func BenchmarkPgBouncerExecMode(b *testing.B) {
+	pooled := startPgBouncer(b, dbtest.URL(b))
+	for _, mode := range []string{"exec", "describe_exec", "cache_describe"} {
+		b.Run(mode, func(b *testing.B) {
+			ctx := context.Background()
+			pool, err := db.Open(ctx, pooled+"&default_query_exec_mode="+mode, 4)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			b.ResetTimer()
+			for b.Loop() {
+				var n int
+				err := pool.QueryRow(ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND status = $2`,
+					"00000000-0000-0000-0000-000000000000", "ready").Scan(&n)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
