@@ -34,6 +34,9 @@ var notProjectScoped = map[string]string{
 	// CountActiveForToken counts a token's live leases; its token belongs
 	// to one project, but the query names the token only.
 	"CountActiveForToken": "leases by token (to carry project_id before Citus)",
+	// fence_keys: the one signing key of the deployment.
+	"GetFenceKey":    "fence_keys (reference table: one key per deployment)",
+	"InsertFenceKey": "fence_keys (reference table: one key per deployment)",
 	// projects: the list of projects itself.
 	"CreateProject":    "projects (reference table)",
 	"GetProject":       "projects (reference table)",
