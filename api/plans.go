@@ -35,13 +35,24 @@ type planRequest struct {
 }
 
 type planJSON struct {
-	Items  []itemRefJSON        `json:"items"`
-	Keys   map[string]uuid.UUID `json:"keys"`
-	DryRun bool                 `json:"dry_run"`
+	Items    []itemRefJSON               `json:"items"`
+	Keys     map[string]uuid.UUID        `json:"keys"`
+	Existing map[string]existingItemJSON `json:"existing"`
+	DryRun   bool                        `json:"dry_run"`
+}
+
+// existingItemJSON is a plan key that already existed in the project: the
+// item was left alone; differs names the fields in which it differs from
+// the plan (empty: unchanged).
+type existingItemJSON struct {
+	ID      uuid.UUID `json:"id"`
+	Differs []string  `json:"differs"`
 }
 
 // importPlan creates a whole plan in one transaction (all or nothing):
-// 201 {items, keys}; with dry_run nothing is stored and the answer is 200.
+// 201 {items, keys, existing}; with dry_run nothing is stored and the
+// answer is 200. Items whose key exists in the project are left alone and
+// listed in existing, not in items.
 func (a *API) importPlan(c echo.Context) error {
 	var req planRequest
 	if err := decode(c, &req); err != nil {
@@ -70,7 +81,15 @@ func (a *API) importPlan(c echo.Context) error {
 	if req.DryRun {
 		status = http.StatusOK
 	}
-	return c.JSON(status, planJSON{Items: itemRefs(res.Items), Keys: keys, DryRun: req.DryRun})
+	existing := make(map[string]existingItemJSON, len(res.Existing))
+	for k, e := range res.Existing {
+		differs := e.Differs
+		if differs == nil {
+			differs = []string{}
+		}
+		existing[k] = existingItemJSON{ID: e.ID, Differs: differs}
+	}
+	return c.JSON(status, planJSON{Items: itemRefs(res.Items), Keys: keys, Existing: existing, DryRun: req.DryRun})
 }
 
 func planItems(in []planItemRequest, path string) ([]graph.PlanItem, error) {

@@ -27,11 +27,21 @@ type PlanRequest struct {
 }
 
 // PlanResult is what a plan created (or, for a dry run, would create): the
-// items (id, title, state) and the map from plan keys to item ids.
+// new items (id, title, state), the map from plan keys to item ids, and the
+// keys that existed already.
 type PlanResult struct {
-	Items  []Ref             `json:"items"`
-	Keys   map[string]string `json:"keys"`
-	DryRun bool              `json:"dry_run,omitempty"`
+	Items    []Ref                   `json:"items"`
+	Keys     map[string]string       `json:"keys"`
+	Existing map[string]ExistingItem `json:"existing,omitempty"`
+	DryRun   bool                    `json:"dry_run,omitempty"`
+}
+
+// ExistingItem is a plan key that already existed in the project: the
+// import left that item alone. Differs names the fields (title, body,
+// priority, labels, parent) in which it differs from the plan.
+type ExistingItem struct {
+	ID      string   `json:"id"`
+	Differs []string `json:"differs"`
 }
 
 // ImportPlan creates every item of the plan and its dependencies in one

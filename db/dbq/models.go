@@ -86,6 +86,7 @@ type Item struct {
 	FinishedAt          *time.Time
 	Ready               bool
 	PreferredToken      *uuid.UUID
+	PlanKey             *string
 }
 
 type Lease struct {
