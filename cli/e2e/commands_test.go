@@ -166,6 +166,7 @@ func TestCommands(t *testing.T) {
 		if r := e.run(secret, nil, "items", "ls"); r.code != 0 {
 			t.Fatalf("the new token does not work: %v", r)
 		}
+		e.wantExit(adminToken, 6, "already exists in this project", "tokens", "create", "bot-2", "--role", "agent")
 		var list struct{ Tokens []client.Token }
 		e.mustJSON(adminToken, &list, "tokens", "ls")
 		id := ""
