@@ -260,3 +260,30 @@ func TestReimport(t *testing.T) {
 		}
 	})
 }
+
+// TestImportSyntaxLines: a .json plan is parsed as JSON (YAML would accept
+// a trailing comma), and a syntax error names its real line: the line and
+// column of a JSON fault, the line of a tab in a YAML plan's indentation.
+func TestImportSyntaxLines(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	dir := t.TempDir()
+	cases := []struct{ name, file, text, want string }{
+		{"ErrJSONTrailingComma", "plan.json", "{\"items\": [\n  {\"key\": \"a\", \"title\": \"A\"},\n]}\n", "plan.json:3: column 1: JSON syntax"},
+		{"ErrYAMLTab", "plan.yaml", "items:\n  - key: a\n\ttitle: A\n", "plan.yaml:3: syntax: a tab in the indentation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.file)
+			if err := os.WriteFile(path, []byte(c.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r := e.run(e.agentToken, nil, "import", path); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("want exit 2 and %q\n%v", c.want, r)
+			}
+			if n := e.countItems(); n != 0 {
+				t.Fatalf("%d items stored from a broken plan", n)
+			}
+		})
+	}
+}
