@@ -198,3 +198,19 @@ func TestCommands(t *testing.T) {
 		}
 	})
 }
+
+// TestConfigTypo: a typo in the config file is reported with the file, the
+// line and the known settings, not a Go type.
+func TestConfigTypo(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("project: e2e\nurll: http://example.invalid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(e.agentToken, nil, "items", "ls", "--config", path)
+	want := path + `:2: unknown setting "urll" (known settings: url, token, project, worker)`
+	if r.code == 0 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "cli.fileConfig") {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+}
