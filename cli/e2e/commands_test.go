@@ -214,3 +214,22 @@ func TestConfigTypo(t *testing.T) {
 		t.Fatalf("want %q\n%v", want, r)
 	}
 }
+
+// TestCompleteResultText: complete --result-text stores the same shape as
+// the supervisor's text result, {"result_text": ...}.
+func TestCompleteResultText(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("by hand")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	if r := e.run(e.agentToken, fence, "complete", "--result-text", "fixed the flaky test"); r.code != 0 {
+		t.Fatalf("complete: %v", r)
+	}
+	var res map[string]string
+	got := e.get(it.ID)
+	if err := json.Unmarshal(got.Result, &res); err != nil || len(res) != 1 || res["result_text"] != "fixed the flaky test" {
+		t.Fatalf("result = %s (%v), want {\"result_text\": ...}", got.Result, err)
+	}
+}
