@@ -130,7 +130,17 @@ func planErr(it *PlanItem, pos int, format string, args ...any) error {
 	}
 	return &wgerr.Error{Code: wgerr.CodeInvalid, Field: "plan",
 		Message: where + ": " + fmt.Sprintf(format, args...),
-		Details: map[string]any{"line": it.Line, "key": it.Key}}
+		Details: planErrDetails(it)}
+}
+
+// planErrDetails names the plan item of an error: its key, and its line
+// when the plan came from a file.
+func planErrDetails(it *PlanItem) map[string]any {
+	d := map[string]any{"key": it.Key}
+	if it.Line > 0 {
+		d["line"] = it.Line
+	}
+	return d
 }
 
 func flattenPlan(plan []PlanItem) (*flatPlan, error) {
