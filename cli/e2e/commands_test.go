@@ -233,3 +233,21 @@ func TestCompleteResultText(t *testing.T) {
 		t.Fatalf("result = %s (%v), want {\"result_text\": ...}", got.Result, err)
 	}
 }
+
+// TestLeaseLostSaysWhy: when the lease is lost, the CLI says what happened
+// (here a person cancelled the item), not always "taken over or expired".
+func TestLeaseLostSaysWhy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("to be cancelled")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	if r := e.run(e.humanToken, nil, "items", "cancel", it.ID, "--reason", "not needed"); r.code != 0 {
+		t.Fatalf("cancel: %v", r)
+	}
+	r := e.run(e.agentToken, fence, "heartbeat")
+	if r.code != 4 || !strings.Contains(r.stderr, "the item was cancelled") || strings.Contains(r.stderr, "taken over or expired") {
+		t.Fatalf("heartbeat after cancel: want exit 4 saying the item was cancelled\n%v", r)
+	}
+}
