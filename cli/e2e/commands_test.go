@@ -167,6 +167,10 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("the new token does not work: %v", r)
 		}
 		e.wantExit(adminToken, 6, "already exists in this project", "tokens", "create", "bot-2", "--role", "agent")
+		// One style for both token commands: the name as argument or --name.
+		if r := e.run(adminToken, nil, "tokens", "create", "--name", "bot-3", "--role", "agent"); r.code != 0 || strings.TrimSpace(r.stdout) == "" {
+			t.Fatalf("tokens create --name: %v", r)
+		}
 		var list struct{ Tokens []client.Token }
 		e.mustJSON(adminToken, &list, "tokens", "ls")
 		id := ""
