@@ -55,7 +55,7 @@ is left alone (not updated, not duplicated), and only the items that are new
 are created, below existing parents where the plan puts them. Importing the
 same file twice creates nothing the second time. --dry-run says, for every
 item, whether it would be created or exists (and in which fields it differs
-from the file); to change an existing item, use "items update".`,
+from the file); to change an existing item, use "workgraph items edit".`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
 			prog := newProgress(stdio.Err)
