@@ -459,6 +459,13 @@ func TestLeasePages(t *testing.T) {
 		if !strings.Contains(r.body, "'=cmd") {
 			t.Error("a formula-like title was not defused")
 		}
+		// Named after the project, with the result a completion reported.
+		if cd := r.Header.Get("Content-Disposition"); !strings.Contains(cd, `filename="acme-leases.csv"`) {
+			t.Errorf("Content-Disposition = %q", cd)
+		}
+		if !strings.HasSuffix(lines[0], ",outcome_detail,result") || !strings.Contains(r.body, `"{""ok"": true}"`) {
+			t.Errorf("no result column with the completion's result:\n%s", r.body)
+		}
 	})
 	t.Run("Timeline", func(t *testing.T) {
 		r := b.get("/p/acme/items/" + last.Item.ID.String())
