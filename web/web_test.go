@@ -406,6 +406,23 @@ func TestItemForms(t *testing.T) {
 		if got.State != graph.StateAttention {
 			t.Fatalf("state after hold = %s", got.State)
 		}
+		// The inbox offers a person's hold a release, not an answer box.
+		pg, err := e.att.List(ctx, e.project.ID, attention.Filter{ItemID: &it.ID})
+		reqs := pg.Requests
+		if err != nil || len(reqs) != 1 {
+			t.Fatalf("requests on the held item: %v %v", reqs, err)
+		}
+		r := b.get("/p/acme/inbox")
+		wantStatus(t, r, http.StatusOK)
+		id := reqs[0].ID.String()
+		wantBody(t, r, "Release the hold", `action="/p/acme/attention/`+id+`/dismiss"`)
+		if strings.Contains(r.body, `id="answer-`+id+`"`) {
+			t.Error("the hold has an answer box")
+		}
+		wantStatus(t, b.post("/p/acme/attention/"+id+"/dismiss", nil), http.StatusSeeOther)
+		if got, _ := e.graph.Item(ctx, e.project.ID, it.ID); got.State != graph.StateReady {
+			t.Fatalf("state after releasing the hold = %s", got.State)
+		}
 	})
 }
 
