@@ -329,6 +329,24 @@ func TestInboxAnswer(t *testing.T) {
 	r = b.get(r.Header.Get("Location"))
 	wantBody(t, r, "Answered", "s-ready", "Inbox zero")
 
+	t.Run("OKMarkdownAnswerRendered", func(t *testing.T) {
+		e.mustItem("Pick a database")
+		c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-8"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, attention.NewRequest{Question: "Which?", Blocking: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := b.post("/p/acme/attention/"+q.Request.ID.String()+"/resolve", url.Values{"answer": {"**Use** PostgreSQL"}})
+		wantStatus(t, r, http.StatusSeeOther)
+		r = b.get(r.Header.Get("Location"))
+		wantBody(t, r, "Answered", "<strong>Use</strong> PostgreSQL")
+		if strings.Contains(r.body, "**Use**") {
+			t.Error("the free-text answer is echoed raw")
+		}
+	})
 	t.Run("ErrTwice", func(t *testing.T) {
 		r := b.post("/p/acme/attention/"+ask.Request.ID.String()+"/resolve", url.Values{"answer": {"Blue"}})
 		wantStatus(t, r, http.StatusConflict)
