@@ -255,3 +255,21 @@ func TestLeaseLostSaysWhy(t *testing.T) {
 		t.Fatalf("heartbeat after cancel: want exit 4 saying the item was cancelled\n%v", r)
 	}
 }
+
+// TestAttentionListTitles: attention ls names each request's item by its
+// title (and short id), not by a bare UUID.
+func TestAttentionListTitles(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("Pick a colour for the site")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	if r := e.run(e.agentToken, fence, "ask", "Blue or green?"); r.code != 0 {
+		t.Fatalf("ask: %v", r)
+	}
+	r := e.run(e.humanToken, nil, "attention", "ls")
+	if r.code != 0 || !strings.Contains(r.stdout, "Pick a colour for the site") || !strings.Contains(r.stdout, it.ID[:8]) || strings.Contains(r.stdout, it.ID) {
+		t.Fatalf("attention ls: want the item's title and short id\n%v", r)
+	}
+}
