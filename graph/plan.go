@@ -225,7 +225,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 // matchKeys finds the plan's keys that already exist in the project, locks
 // those items, and settles what is new: the rows to insert (with their
 // counters), the edges, and the stored parents that get new children.
-// A new child of a finished stored item is a conflict.
+// A new child of a finished stored item is a conflict (409).
 func (p *flatPlan) matchKeys(ctx context.Context, tx pgx.Tx, project uuid.UUID) error {
 	p.stored = map[int]storedItem{}
 	p.newUnder = map[uuid.UUID]int32{}
@@ -262,7 +262,7 @@ func (p *flatPlan) matchKeys(ctx context.Context, tx pgx.Tx, project uuid.UUID) 
 			p.rows[pos].parentID = p.rows[par].id
 			if st, ok := p.stored[par]; ok {
 				if st.row.Status != string(StatusOpen) {
-					return planErr(p.items[pos], pos, "its parent %q is %s; children can only be added to an open item", p.items[par].Key, st.row.Status)
+					return conflictf("%s: its parent %q is %s; children can only be added to an open item", where(p.items[pos], pos), p.items[par].Key, st.row.Status)
 				}
 				p.newUnder[st.row.ID]++
 				p.storedParent = append(p.storedParent, pos)
