@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	"github.com/google/uuid"
 	"net/http"
 	"net/url"
 	"strings"
@@ -442,6 +443,22 @@ func TestItemForms(t *testing.T) {
 			t.Fatalf("state after releasing the hold = %s", got.State)
 		}
 	})
+}
+
+// TestErrorPageInProject: an error page inside a project has a way back
+// and the navigation counters of the project (a live lease shows).
+func TestErrorPageInProject(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	e.mustItem("leased")
+	if _, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/items/" + uuid.New().String())
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, `<a href="/p/acme">Go back</a>`, `data-live="leases">1</span>`)
 }
 
 func TestLeasePages(t *testing.T) {
