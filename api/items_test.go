@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -353,9 +354,18 @@ func TestPlans(t *testing.T) {
 			map[string]any{"key": "a", "title": "A", "depends_on": []string{"b"}},
 			map[string]any{"key": "b", "title": "B", "depends_on": []string{"a"}},
 		}}
-		f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, cyclic).problem(t, 409, "dependency_cycle")
+		// A plan's cycle is named by its keys: the ids it would have had were
+		// never stored, so they are not given.
+		cp := f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, cyclic).problem(t, 409, "dependency_cycle")
+		if keys, _ := json.Marshal(cp["keys"]); string(keys) != `["a","b","a"]` || cp["cycle"] != nil {
+			t.Fatalf("cycle problem %v: want keys [a b a] and no ids", cp)
+		}
+		// Without source lines the problem names the key, and no line 0.
 		unknown := map[string]any{"items": []any{map[string]any{"key": "a", "title": "A", "depends_on": []string{"zzz"}}}}
-		f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, unknown).problem(t, 400, "invalid_argument")
+		up := f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, unknown).problem(t, 400, "invalid_argument")
+		if _, hasLine := up["line"]; hasLine || up["key"] != "a" {
+			t.Fatalf("unknown-key problem %v: want key a and no line", up)
+		}
 		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, map[string]any{"items": []any{}}).problem(t, 400, "invalid_argument"), "items")
 		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, `{"items": [{"key": "a"}]}`).problem(t, 400, "invalid_argument"), "items[0].title")
 		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, `{"items": [{"key": "a", "title": "A", "state": "done"}]}`).problem(t, 400, "invalid_argument"), "state")

@@ -35,7 +35,9 @@ type planRequest struct {
 }
 
 // importPlan creates a whole plan in one transaction (all or nothing):
-// 201 {items, keys}; with dry_run nothing is stored and the answer is 200.
+// 201 {items, keys, existing}; with dry_run nothing is stored and the
+// answer is 200. Items whose key exists in the project are left alone and
+// listed in existing, not in items.
 func (a *API) importPlan(c echo.Context) error {
 	var req planRequest
 	if err := decode(c, &req); err != nil {
@@ -64,7 +66,15 @@ func (a *API) importPlan(c echo.Context) error {
 	if req.DryRun {
 		status = http.StatusOK
 	}
-	return c.JSON(status, wire.PlanResult{Items: itemRefs(res.Items), Keys: keys, DryRun: req.DryRun})
+	existing := make(map[string]wire.ExistingItem, len(res.Existing))
+	for k, e := range res.Existing {
+		differs := e.Differs
+		if differs == nil {
+			differs = []string{}
+		}
+		existing[k] = wire.ExistingItem{ID: e.ID.String(), Differs: differs}
+	}
+	return c.JSON(status, wire.PlanResult{Items: itemRefs(res.Items), Keys: keys, Existing: existing, DryRun: req.DryRun})
 }
 
 func planItems(in []planItemRequest, path string) ([]graph.PlanItem, error) {

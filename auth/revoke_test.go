@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/uuid"
@@ -36,7 +37,7 @@ func TestRevocationImmediateAcrossReplicas(t *testing.T) {
 	a, b := NewService(poolA, nil), NewService(poolB, nil)
 	const tries = 50
 	for i := range tries {
-		tok, bearer, err := a.Create(ctx, &project, "w", RoleAgent)
+		tok, bearer, err := a.Create(ctx, &project, fmt.Sprintf("w-%d", i), RoleAgent) // names are unique per project
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
@@ -36,8 +37,13 @@ func NewService(pool *pgxpool.Pool, clk clock.Clock) *Service {
 // Create mints a token and returns it with its bearer string, which is
 // shown once and never stored. Every role but admin needs a project.
 //
+// A token's name is unique in its project, revoked tokens included: it is
+// the token's principal in history (token:NAME), so it never stands for two
+// tokens. Admin tokens of no project are outside this rule.
+//
 // Errors: invalid_argument (name, role, missing project), not_found (the
-// project does not exist).
+// project does not exist), already_exists (a token of the project has this
+// name).
 func (s *Service) Create(ctx context.Context, projectID *uuid.UUID, name string, role Role) (Token, string, error) {
 	if err := validate(name, role, projectID); err != nil {
 		return Token{}, "", err
@@ -51,6 +57,10 @@ func (s *Service) Create(ctx context.Context, projectID *uuid.UUID, name string,
 		err = db.Translate(err)
 		if errors.Is(err, wgerr.NotFound) {
 			return Token{}, "", wgerr.New(wgerr.CodeNotFound, "project %s not found", projectID)
+		}
+		if errors.Is(err, wgerr.AlreadyExists) {
+			return Token{}, "", &wgerr.Error{Code: wgerr.CodeAlreadyExists, Field: "name",
+				Message: fmt.Sprintf("a token named %q already exists in this project (revoked tokens keep their names, which history refers to): choose another name", name)}
 		}
 		return Token{}, "", err
 	}

@@ -124,6 +124,35 @@ func TestCreateRefusals(t *testing.T) {
 	}
 }
 
+// TestCreateNameTaken: a token name is unique in its project, revoked
+// tokens included, and free in another project.
+func TestCreateNameTaken(t *testing.T) {
+	t.Parallel()
+	svc, project := setup(t)
+	ctx := context.Background()
+	tok, _, err := svc.Create(ctx, &project, "agent-1", auth.RoleAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string) {
+		t.Helper()
+		_, _, err := svc.Create(ctx, &project, "agent-1", auth.RoleHuman)
+		var we *wgerr.Error
+		if !errors.As(err, &we) || we.Code != wgerr.CodeAlreadyExists || we.Field != "name" {
+			t.Fatalf("%s: err = %#v, want already_exists on name", name, err)
+		}
+	}
+	check("ErrNameTaken")
+	if _, err := svc.Revoke(ctx, project, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("ErrNameTakenByRevoked")
+	toks, err := svc.List(ctx, project)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("%d tokens stored, want 1 (%v)", len(toks), err)
+	}
+}
+
 func TestBootstrap(t *testing.T) {
 	t.Parallel()
 	svc, _ := setup(t)

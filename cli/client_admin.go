@@ -64,7 +64,7 @@ func newTokensCmd(stdio IO) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "tokens",
-		Short: "List, create and revoke a project's API tokens over the API (admin)",
+		Short: "List, create and revoke a project's API tokens over the API (admin token; in the database: token)",
 		Long: `List, create and revoke a project's API tokens over the API (admin token).
 To mint a token directly in the database (e.g. the first one), use
 ` + "`workgraph token create`" + ` on the server's machine.`,
@@ -90,13 +90,22 @@ To mint a token directly in the database (e.g. the first one), use
 			return t.Flush()
 		}),
 	}
-	var role string
+	var role, name string
 	create := &cobra.Command{
-		Use:   "create NAME",
-		Short: "Create a token; its secret is printed once",
-		Args:  args(cobra.ExactArgs(1)),
+		Use:   "create [NAME] [--role agent|human|admin]",
+		Short: "Create a token over the API; its secret is printed once (name as argument or --name)",
+		Args:  args(cobra.MaximumNArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			tk, err := s.api.CreateToken(ctx, s.cfg.Project, client.CreateTokenRequest{Name: a[0], Role: role})
+			if len(a) == 1 {
+				if name != "" && name != a[0] {
+					return usageError("give the name once (argument or --name)")
+				}
+				name = a[0]
+			}
+			if name == "" {
+				return usageError("the token's name is required (argument or --name)")
+			}
+			tk, err := s.api.CreateToken(ctx, s.cfg.Project, client.CreateTokenRequest{Name: name, Role: role})
 			if err != nil {
 				return err
 			}
@@ -109,6 +118,7 @@ To mint a token directly in the database (e.g. the first one), use
 		}),
 	}
 	create.Flags().StringVar(&role, "role", "agent", "agent, human or admin")
+	create.Flags().StringVar(&name, "name", "", "the token's name (or give it as the argument), unique in the project")
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke a token at once",

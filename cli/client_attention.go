@@ -46,7 +46,7 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 			t := newTable(s.Out)
 			fmt.Fprintln(t, "ID\tITEM\tASKED BY\tWAITING\tBLOCKING\tQUESTION")
 			for _, r := range reqs {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%v\t%s\n", r.ID, r.ItemID, orDash(r.RequestedBy),
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%v\t%s\n", r.ID, itemLabel(r.ItemID, r.ItemTitle), orDash(r.RequestedBy),
 					time.Since(r.CreatedAt).Round(time.Second), r.Blocking, clip(r.Question, 70))
 			}
 			if err := t.Flush(); err != nil {
@@ -167,4 +167,13 @@ func printLeases(w io.Writer, leases []client.Lease) {
 			fmtTime(l.AcquiredAt), fmtTimePtr(l.EndedAt), outcome, detail)
 	}
 	t.Flush()
+}
+
+// itemLabel names an item for a person: its title and the first 8
+// characters of its id (the full id when the title is unknown).
+func itemLabel(id, title string) string {
+	if title == "" || len(id) < 8 {
+		return id
+	}
+	return clip(title, 40) + " (" + id[:8] + ")"
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -137,11 +138,28 @@ func parseConfigFile(path string, data []byte) (fileConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			lines := make([]string, 0, len(te.Errors))
+			for _, e := range te.Errors {
+				if m := unknownSettingRE.FindStringSubmatch(e); m != nil {
+					lines = append(lines, fmt.Sprintf("%s:%s: unknown setting %q (%s)", path, m[1], m[2], knownSettings))
+				} else {
+					lines = append(lines, fmt.Sprintf("%s: %s (%s)", path, e, knownSettings))
+				}
+			}
+			return fc, fmt.Errorf("config file %s", strings.Join(lines, "\n  "))
+		}
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		return fc, fmt.Errorf("config file %s: %s (known settings: url, token, project, worker)", path, msg)
+		return fc, fmt.Errorf("config file %s: %s (%s)", path, msg, knownSettings)
 	}
 	return fc, nil
 }
+
+const knownSettings = "known settings: url, token, project, worker"
+
+// unknownSettingRE reads the YAML decoder's refusal of an unknown field.
+var unknownSettingRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type \S+$`)
 
 // defaultWorker is the worker label used when none is configured: the host
 // name, so that the continuity preference after an attention request finds

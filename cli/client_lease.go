@@ -283,7 +283,7 @@ for an item already completed is refused (exit 6) and the first one stands.`,
 	fl := cmd.Flags()
 	fl.StringVar(&result, "result", "", "result as JSON")
 	fl.StringVar(&resultFile, "result-file", "", "read the JSON result from this file (- for stdin)")
-	fl.StringVar(&resultTx, "result-text", "", "result as plain text (sent as {\"text\": ...})")
+	fl.StringVar(&resultTx, "result-text", "", "result as plain text (sent as {\"result_text\": ...}, the shape the work supervisor uses)")
 	return cmd
 }
 
@@ -300,7 +300,7 @@ func resultFlag(stdin io.Reader, result, file, text string) (json.RawMessage, er
 	}
 	switch {
 	case text != "":
-		b, _ := json.Marshal(map[string]string{"text": text})
+		b, _ := json.Marshal(map[string]string{"result_text": text})
 		return b, nil
 	case file != "":
 		var data []byte

@@ -69,6 +69,24 @@ const (
 	hintNothing   = "nothing is ready to claim; try again later, or wait for work with --wait 30s"
 )
 
+// leaseLostHint says what happened to a lost lease, from the outcome the
+// server gives (the lease's end), and what to do next.
+func leaseLostHint(e *client.Error) string {
+	var outcome string
+	e.Extension("outcome", &outcome)
+	switch {
+	case outcome == "cancelled":
+		return "the item was cancelled (by a person or an admin); stop working on it: it will not be offered again"
+	case outcome == "expired" || strings.Contains(e.Detail, "has expired"):
+		return "the lease expired (no heartbeat in time) and the item may be claimed by another worker; stop working on this item and claim again (`workgraph claim`)"
+	case strings.Contains(e.Detail, "not granted at this epoch"):
+		return "the item was claimed again since (a newer epoch); stop working on this item and claim again (`workgraph claim`)"
+	case outcome != "":
+		return fmt.Sprintf("the lease has already ended (%s); stop working on this item and claim again (`workgraph claim`)", strings.ReplaceAll(outcome, "_", " "))
+	}
+	return hintLeaseLost
+}
+
 // explain maps err to an exit code and adds what to do next.
 func explain(err error, cfg *clientConfig) error {
 	if err == nil {
@@ -109,7 +127,7 @@ func explain(err error, cfg *clientConfig) error {
 func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	switch e.Code {
 	case client.CodeLeaseLost:
-		return ExitLeaseLost, hintLeaseLost
+		return ExitLeaseLost, leaseLostHint(e)
 	case client.CodeUnauthenticated:
 		return ExitAuth, fmt.Sprintf("the server does not accept this token (unknown or revoked); check the token (from %s)", cfg.Source["token"])
 	case client.CodeForbidden:

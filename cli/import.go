@@ -48,7 +48,14 @@ names other keys; children are created under their item:
 The file is checked before anything is sent: unknown fields, missing titles,
 duplicate keys, unknown keys and dependency cycles are reported with their
 line numbers. --dry-run shows what would be created and lets the server
-check the plan without storing anything (--local: check only here).`,
+check the plan without storing anything (--local: check only here).
+
+Keys make a re-import safe: an item whose key already exists in the project
+is left alone (not updated, not duplicated), and only the items that are new
+are created, below existing parents where the plan puts them. Importing the
+same file twice creates nothing the second time. --dry-run says, for every
+item, whether it would be created or exists (and in which fields it differs
+from the file); to change an existing item, use "workgraph items edit".`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
 			prog := newProgress(stdio.Err)
@@ -78,7 +85,12 @@ check the plan without storing anything (--local: check only here).`,
 			if s.json {
 				return printJSON(s.Out, res)
 			}
-			fmt.Fprintf(s.Out, "created %d items and %d dependencies in project %q\n", len(p.All), p.dependencyCount(), s.cfg.Project)
+			items, deps := p.newCounts(res)
+			fmt.Fprintf(s.Out, "created %d items and %d dependencies in project %q", items, deps, s.cfg.Project)
+			if n := len(res.Existing); n > 0 {
+				fmt.Fprintf(s.Out, "; %d already existed (same key) and were left alone", n)
+			}
+			fmt.Fprintln(s.Out)
 			t := newTable(s.Out)
 			fmt.Fprintln(t, "KEY\tID\tTITLE")
 			for i, n := range p.All {
@@ -106,15 +118,20 @@ func printPlan(s *session, p *plan, res *client.PlanResult) error {
 			Server *client.PlanResult `json:"server,omitempty"`
 		}{true, p.request(true), res})
 	}
-	fmt.Fprintf(s.Out, "would create %d items and %d dependencies in project %q (dry run: nothing stored)\n", len(p.All), p.dependencyCount(), s.cfg.Project)
+	items, deps := p.newCounts(res)
+	fmt.Fprintf(s.Out, "would create %d items and %d dependencies in project %q", items, deps, s.cfg.Project)
+	if res != nil && len(res.Existing) > 0 {
+		fmt.Fprintf(s.Out, "; %d exist already and would be left alone", len(res.Existing))
+	}
+	fmt.Fprintln(s.Out, " (dry run: nothing stored)")
 	t := newTable(s.Out)
-	fmt.Fprintln(t, "LINE\tKEY\tPARENT\tDEPENDS ON\tTITLE")
+	fmt.Fprintln(t, "LINE\tKEY\tACTION\tPARENT\tDEPENDS ON\tTITLE")
 	for _, n := range p.All {
 		parent := "-"
 		if n.Parent != nil {
 			parent = n.Parent.Key
 		}
-		fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\n", n.Line, n.Key, parent, orDash(strings.Join(n.DependsOn, ",")), clip(n.Title, 60))
+		fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%s\n", n.Line, n.Key, planAction(n, res), parent, orDash(strings.Join(n.DependsOn, ",")), clip(n.Title, 60))
 	}
 	if err := t.Flush(); err != nil {
 		return err
@@ -123,6 +140,38 @@ func printPlan(s *session, p *plan, res *client.PlanResult) error {
 		fmt.Fprintln(s.Out, "the server checked the plan and would accept it")
 	}
 	return nil
+}
+
+// planAction says what importing does with one item: create it, or leave
+// an existing item (same key) alone. Without the server's answer (--local)
+// it cannot know which keys exist.
+func planAction(n *planNode, res *client.PlanResult) string {
+	if res == nil {
+		return "create (unless the key exists: --local does not ask)"
+	}
+	ex, ok := res.Existing[n.Key]
+	switch {
+	case !ok:
+		return "create"
+	case len(ex.Differs) == 0:
+		return "exists, unchanged: left alone"
+	}
+	return "exists, differs in " + strings.Join(ex.Differs, ",") + ": left alone"
+}
+
+// newCounts counts the items and dependencies an import creates: those of
+// the items whose key does not exist yet (all of them without an answer).
+func (p *plan) newCounts(res *client.PlanResult) (items, deps int) {
+	for _, n := range p.All {
+		if res != nil {
+			if _, ok := res.Existing[n.Key]; ok {
+				continue
+			}
+		}
+		items++
+		deps += len(n.DependsOn)
+	}
+	return items, deps
 }
 
 // annotatePlanError adds the file lines of the keys a server refusal

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -13,7 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/client"
 )
 
-// A plan file (YAML, or JSON which is YAML too) lists items with local keys:
+// A plan file (YAML, or JSON when its name ends in .json) lists items with local keys:
 //
 //	items:
 //	  - key: schema
@@ -109,12 +111,24 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // naming every fault with its line.
 func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 	errs := &planErrors{File: file}
+	if strings.HasSuffix(strings.ToLower(file), ".json") {
+		// JSON is YAML too, but YAML accepts what JSON refuses (a trailing
+		// comma, comments, unquoted strings): a .json file must be JSON.
+		if err := checkJSON(data); err != nil {
+			errs.List = append(errs.List, *err)
+			return nil, errs
+		}
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := err.Error()
 		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			errs.add(line, "syntax: %s", m[2])
+			if tab := tabLine(data, line); tab > 0 {
+				errs.add(tab, "syntax: a tab in the indentation (YAML indents with spaces)")
+			} else {
+				errs.add(line, "syntax: %s", m[2])
+			}
 		} else {
 			errs.add(0, "syntax: %s", strings.TrimPrefix(msg, "yaml: "))
 		}
@@ -160,6 +174,47 @@ func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 		return nil, errs
 	}
 	return p, nil
+}
+
+// checkJSON reports the first JSON syntax error of data with its line and
+// column.
+func checkJSON(data []byte) *planError {
+	var v any
+	err := json.Unmarshal(data, &v)
+	if err == nil {
+		return nil
+	}
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return &planError{Msg: "JSON: " + err.Error()}
+	}
+	line, col := 1, 1
+	for _, c := range data[:min(int(se.Offset), len(data))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	// Offset is just past the offending byte.
+	if col > 1 {
+		col--
+	}
+	return &planError{Line: line, Msg: fmt.Sprintf("column %d: JSON syntax: %s", col, se.Error())}
+}
+
+// tabLine finds the line, from the one the YAML parser names, whose
+// indentation holds a tab: the parser reports a tab at the start of a line
+// on the line before it. 0 when there is none near.
+func tabLine(data []byte, reported int) int {
+	lines := strings.Split(string(data), "\n")
+	for l := max(reported, 1); l <= len(lines) && l <= reported+1; l++ {
+		indent := lines[l-1][:len(lines[l-1])-len(strings.TrimLeft(lines[l-1], " \t"))]
+		if strings.Contains(indent, "\t") {
+			return l
+		}
+	}
+	return 0
 }
 
 var itemFields = "key, title, body, priority, labels, depends_on, children"

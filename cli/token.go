@@ -20,7 +20,7 @@ func init() { extraCommands = append(extraCommands, newTokenCmd) }
 func newTokenCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Mint API tokens directly in the database (operators)",
+		Short: "Mint API tokens straight in the database, no server needed (operators; over the API: tokens)",
 	}
 	cmd.AddCommand(newTokenCreateCmd(stdio))
 	return cmd
@@ -32,20 +32,28 @@ func newTokenCreateCmd(stdio IO) *cobra.Command {
 		asJSON                            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "create --name NAME --role admin|human|agent [--project NAME|ID]",
+		Use:   "create [NAME] --role admin|human|agent [--project NAME|ID]",
 		Short: "Mint a token and print it once (it is stored only as a hash)",
 		Long: `Mint an API token directly in the database and print it once.
 
 The token is printed on stdout and never shown again: the database keeps only
 its SHA-256 hash. Human and agent tokens belong to one project (--project, a
 name or an id); an admin token may belong to none. The database is migrated
-first, so this works before the server has ever run.`,
+first, so this works before the server has ever run. The name is given as
+the argument or with --name, like "workgraph tokens create", which does the
+same over the API with an admin token.`,
 		Example: `  workgraph token create --project default --name ci-agent --role agent
   WORKGRAPH_TOKEN=$(workgraph token create --name ops --role admin)`,
-		Args: cobra.NoArgs,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if name != "" && name != args[0] {
+					return &exitError{code: ExitUsage, err: fmt.Errorf("token create: give the name once (argument or --name)")}
+				}
+				name = args[0]
+			}
 			if name == "" {
-				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: --name is required")}
+				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: the token's name is required (argument or --name)")}
 			}
 			r := auth.Role(role)
 			if !r.Valid() {

@@ -33,6 +33,16 @@ func TestTokenCreate(t *testing.T) {
 			t.Fatalf("principal %+v, %v", p, err)
 		}
 	})
+	t.Run("OKNameAsArgument", func(t *testing.T) {
+		code, out, errOut := run("ops-2", "--role", "admin")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		p, err := openAuth(t, url).Authenticate(context.Background(), strings.TrimSpace(out))
+		if err != nil || p.Name != "ops-2" {
+			t.Fatalf("principal %+v, %v", p, err)
+		}
+	})
 	t.Run("ErrUnknownProject", func(t *testing.T) {
 		if code, _, _ := run("--name", "bot", "--role", "agent", "--project", "nope"); code != ExitNotFound {
 			t.Fatalf("exit %d, want %d", code, ExitNotFound)

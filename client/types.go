@@ -69,6 +69,8 @@ type (
 	AttentionPage = wire.AttentionPage
 	// PlanResult is what a plan created.
 	PlanResult = wire.PlanResult
+	// ExistingItem is a plan key that existed already (left alone).
+	ExistingItem = wire.ExistingItem
 )
 
 // The request bodies are wire's too.

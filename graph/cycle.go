@@ -19,7 +19,8 @@ import (
 // Cycle[i+1]. For a plan, Keys (and Lines) name the plan items instead.
 //
 // errors.Is(err, wgerr.DependencyCycle) holds; errors.As to *wgerr.Error
-// gives Code dependency_cycle with Details{"cycle": [ids...]}.
+// gives Code dependency_cycle with Details{"cycle": [ids...]}, or for a
+// plan Details{"keys": [...], "lines": [...]} (lines when the plan has them).
 type CycleError struct {
 	Cycle []ItemRef
 	Keys  []string
@@ -50,7 +51,15 @@ func (e *CycleError) Unwrap() error {
 	}
 	details := map[string]any{"cycle": ids}
 	if len(e.Keys) > 0 {
-		details["keys"] = e.Keys
+		// A plan's cycle: its items were never stored, so their ids mean
+		// nothing to the caller; the keys (and lines, when given) do.
+		details = map[string]any{"keys": e.Keys}
+		for _, l := range e.Lines {
+			if l > 0 {
+				details["lines"] = e.Lines
+				break
+			}
+		}
 	}
 	return &wgerr.Error{Code: wgerr.CodeDependencyCycle, Message: e.Error(), Details: details}
 }

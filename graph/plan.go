@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -25,6 +26,12 @@ const MaxPlanItems = 50000
 // With dryRun everything is checked (existing ids too) and the result shows
 // the ids the items would get, but nothing is stored.
 //
+// Keys make a re-import idempotent: a key is stored with its item, and an
+// item whose key already exists in the project is left alone (its fields,
+// parent and dependencies are not changed; Existing says how it differs
+// from the plan). New items may depend on it and be created below it. So
+// importing the same plan twice creates nothing the second time.
+//
 // Errors (nothing is stored): invalid_argument naming the line for a bad
 // field, a duplicate key, an unknown key or an id that is not an item of the
 // project, or an empty or too large plan; *CycleError (dependency_cycle)
@@ -44,14 +51,23 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 	now := s.clock.Now()
 	var res ImportResult
 	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		if err := p.matchKeys(ctx, tx, project); err != nil {
+			return err
+		}
 		if err := p.resolveExisting(ctx, tx, project); err != nil {
+			return err
+		}
+		if err := p.checkExistingParents(ctx, tx, project); err != nil {
 			return err
 		}
 		res = p.result()
 		if dryRun {
 			return errDryRun
 		}
-		return insertRows(ctx, tx, now, project, by, p.rows, p.edges)
+		if err := insertRows(ctx, tx, now, project, by, p.newRows(), p.edges); err != nil {
+			return err
+		}
+		return p.addChildrenToExisting(ctx, tx, now, project)
 	})
 	if errors.Is(err, errDryRun) {
 		err = nil
@@ -59,7 +75,7 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 	if err != nil {
 		return ImportResult{}, err
 	}
-	if !dryRun && len(p.rows) >= analyzeAfter {
+	if !dryRun && len(p.newRows()) >= analyzeAfter {
 		// A large import can multiply the size of the tables between two
 		// autovacuum passes; with stale statistics the planner walks whole
 		// tables for the dependents of a finished item. Refresh them now.
@@ -88,6 +104,27 @@ type flatPlan struct {
 	edges    []newEdge
 	keys     map[string]int
 	existing map[uuid.UUID][]int // existing item -> plan indexes depending on it
+
+	parent []int      // plan index of each item's plan parent, -1: none
+	deps   [][]depRef // each item's dependencies, in plan order, without repeats
+
+	// Filled by matchKeys: plan items whose key exists in the project.
+	stored       map[int]storedItem
+	newUnder     map[uuid.UUID]int32 // stored parent -> new children below it
+	storedParent []int               // new items whose parent is stored
+}
+
+// depRef is one dependency of a plan item: a plan index, or (pos < 0) the
+// id of an item outside the plan.
+type depRef struct {
+	pos int
+	id  uuid.UUID
+}
+
+// storedItem is an item of the project that already carries a plan key.
+type storedItem struct {
+	row     dbq.LockItemsByPlanKeyRow
+	differs []string
 }
 
 func planErr(it *PlanItem, pos int, format string, args ...any) error {
@@ -97,7 +134,17 @@ func planErr(it *PlanItem, pos int, format string, args ...any) error {
 	}
 	return &wgerr.Error{Code: wgerr.CodeInvalid, Field: "plan",
 		Message: where + ": " + fmt.Sprintf(format, args...),
-		Details: map[string]any{"line": it.Line, "key": it.Key}}
+		Details: planErrDetails(it)}
+}
+
+// planErrDetails names the plan item of an error: its key, and its line
+// when the plan came from a file.
+func planErrDetails(it *PlanItem) map[string]any {
+	d := map[string]any{"key": it.Key}
+	if it.Line > 0 {
+		d["line"] = it.Line
+	}
+	return d
 }
 
 func flattenPlan(plan []PlanItem) (*flatPlan, error) {
@@ -112,6 +159,8 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			}
 			p.items = append(p.items, it)
 			p.waits = append(p.waits, nil)
+			p.parent = append(p.parent, parent)
+			p.deps = append(p.deps, nil)
 			row := newRow{id: uuid.New(), body: it.Body, priority: it.Priority}
 			title, err := cleanTitle("title", it.Title)
 			if err != nil {
@@ -129,6 +178,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 					return planErr(it, pos, "key %q is already used by %s", k, where(p.items[prev], prev))
 				}
 				p.keys[k] = pos
+				row.planKey = k
 			}
 			if parent >= 0 {
 				row.parentID = p.rows[parent].id
@@ -162,8 +212,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 					return nil, planErr(it, pos, "%q cannot depend on itself", ref)
 				}
 				p.waits[pos] = append(p.waits[pos], j)
-				p.edges = append(p.edges, newEdge{item: p.rows[pos].id, dependsOn: p.rows[j].id})
-				p.rows[pos].unmet++
+				p.deps[pos] = append(p.deps[pos], depRef{pos: j})
 				continue
 			}
 			id, err := uuid.Parse(ref)
@@ -171,10 +220,181 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 				return nil, planErr(it, pos, "depends on unknown key %q", ref)
 			}
 			p.existing[id] = append(p.existing[id], pos)
-			p.edges = append(p.edges, newEdge{item: p.rows[pos].id, dependsOn: id})
+			p.deps[pos] = append(p.deps[pos], depRef{pos: -1, id: id})
 		}
 	}
 	return p, nil
+}
+
+// matchKeys finds the plan's keys that already exist in the project, locks
+// those items, and settles what is new: the rows to insert (with their
+// counters), the edges, and the stored parents that get new children.
+// A new child of a finished stored item is a conflict (409).
+func (p *flatPlan) matchKeys(ctx context.Context, tx pgx.Tx, project uuid.UUID) error {
+	p.stored = map[int]storedItem{}
+	p.newUnder = map[uuid.UUID]int32{}
+	if len(p.keys) > 0 {
+		keys := make([]string, 0, len(p.keys))
+		for k := range p.keys {
+			keys = append(keys, k)
+		}
+		rows, err := dbq.New().LockItemsByPlanKey(ctx, tx, dbq.LockItemsByPlanKeyParams{ProjectID: project, Keys: keys})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			pos := p.keys[r.PlanKey]
+			p.stored[pos] = storedItem{row: r}
+		}
+	}
+	for pos := range p.items {
+		if st, ok := p.stored[pos]; ok {
+			st.differs = p.differences(pos, st.row)
+			p.stored[pos] = st
+			p.rows[pos].id = st.row.ID
+		}
+	}
+	for pos := range p.items {
+		p.rows[pos].children, p.rows[pos].unmet = 0, 0
+	}
+	p.edges = p.edges[:0]
+	for pos := range p.items {
+		if _, ok := p.stored[pos]; ok {
+			continue // left alone: no new parent, no new dependencies
+		}
+		if par := p.parent[pos]; par >= 0 {
+			p.rows[pos].parentID = p.rows[par].id
+			if st, ok := p.stored[par]; ok {
+				if st.row.Status != string(StatusOpen) {
+					return conflictf("%s: its parent %q is %s; children can only be added to an open item", where(p.items[pos], pos), p.items[par].Key, st.row.Status)
+				}
+				p.newUnder[st.row.ID]++
+				p.storedParent = append(p.storedParent, pos)
+			} else {
+				p.rows[par].children++
+			}
+		}
+		for _, d := range p.deps[pos] {
+			if d.pos < 0 {
+				p.edges = append(p.edges, newEdge{item: p.rows[pos].id, dependsOn: d.id})
+				continue // resolveExisting counts it when open
+			}
+			p.edges = append(p.edges, newEdge{item: p.rows[pos].id, dependsOn: p.rows[d.pos].id})
+			if st, ok := p.stored[d.pos]; !ok || st.row.Status == string(StatusOpen) {
+				p.rows[pos].unmet++
+			}
+		}
+	}
+	// Existing ids that a stored item alone depends on are not new edges.
+	for id, list := range p.existing {
+		kept := list[:0]
+		for _, pos := range list {
+			if _, ok := p.stored[pos]; !ok {
+				kept = append(kept, pos)
+			}
+		}
+		if len(kept) == 0 {
+			delete(p.existing, id)
+		} else {
+			p.existing[id] = kept
+		}
+	}
+	return nil
+}
+
+// differences names the fields in which a stored item differs from its
+// plan item.
+func (p *flatPlan) differences(pos int, r dbq.LockItemsByPlanKeyRow) []string {
+	want := p.rows[pos]
+	var out []string
+	if r.Title != want.title {
+		out = append(out, "title")
+	}
+	if r.Body != want.body {
+		out = append(out, "body")
+	}
+	if r.Priority != want.priority {
+		out = append(out, "priority")
+	}
+	if strings.Join(r.Labels, "\x00") != strings.Join(want.labels, "\x00") {
+		out = append(out, "labels")
+	}
+	var parentID uuid.UUID
+	if par := p.parent[pos]; par >= 0 {
+		parentID = p.rows[par].id // a new parent differs, as its id is new
+	}
+	if got := uuidOrNil(r.ParentID); got != parentID {
+		out = append(out, "parent")
+	}
+	return out
+}
+
+func uuidOrNil(id *uuid.UUID) uuid.UUID {
+	if id == nil {
+		return uuid.Nil
+	}
+	return *id
+}
+
+// newRows are the rows of the plan items that do not exist yet.
+func (p *flatPlan) newRows() []newRow {
+	if len(p.stored) == 0 {
+		return p.rows
+	}
+	out := make([]newRow, 0, len(p.rows)-len(p.stored))
+	for pos, r := range p.rows {
+		if _, ok := p.stored[pos]; !ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// checkExistingParents refuses a cycle that the new items would close
+// through the stored graph: a stored parent waits for its new child, so the
+// child must not (through its dependencies on items outside the plan's new
+// part) wait for that parent. It runs only when a plan adds children below
+// a stored item and depends on stored items.
+func (p *flatPlan) checkExistingParents(ctx context.Context, tx pgx.Tx, project uuid.UUID) error {
+	if len(p.newUnder) == 0 {
+		return nil
+	}
+	created := make(map[uuid.UUID]bool, len(p.rows))
+	for _, r := range p.newRows() {
+		created[r.id] = true
+	}
+	var sources []uuid.UUID
+	for _, e := range p.edges {
+		if !created[e.dependsOn] {
+			sources = append(sources, e.dependsOn)
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	if err := lockGraph(ctx, tx, project); err != nil {
+		return err
+	}
+	for parent := range p.newUnder {
+		path, err := findPath(ctx, tx, project, sources, parent)
+		if err != nil {
+			return err
+		}
+		if path != nil {
+			return conflictf("the plan adds children below item %s, which (through %s) would wait for itself; import the new items elsewhere or drop the dependency", parent, path[0])
+		}
+	}
+	return nil
+}
+
+// addChildrenToExisting counts the new children of stored parents.
+func (p *flatPlan) addChildrenToExisting(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID) error {
+	for id, n := range p.newUnder {
+		if err := dbq.New().AddOpenChildren(ctx, tx, dbq.AddOpenChildrenParams{ProjectID: project, ID: id, Delta: n, Now: now}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func where(it *PlanItem, pos int) string {
@@ -208,6 +428,9 @@ func (p *flatPlan) resolveExisting(ctx context.Context, tx pgx.Tx, project uuid.
 		}
 	}
 	for pos, it := range p.items {
+		if _, ok := p.stored[pos]; ok {
+			continue
+		}
 		for _, ref := range it.DependsOn {
 			id, err := uuid.Parse(strings.TrimSpace(ref))
 			if _, isKey := p.keys[strings.TrimSpace(ref)]; err == nil && !isKey && !found[id] {
@@ -219,16 +442,25 @@ func (p *flatPlan) resolveExisting(ctx context.Context, tx pgx.Tx, project uuid.
 }
 
 func (p *flatPlan) result() ImportResult {
-	res := ImportResult{Items: make([]ItemRef, len(p.rows)), Keys: make(map[string]uuid.UUID, len(p.keys))}
-	for i, r := range p.rows {
+	res := ImportResult{Items: make([]ItemRef, 0, len(p.rows)), Keys: make(map[string]uuid.UUID, len(p.keys))}
+	for pos, r := range p.rows {
+		if _, ok := p.stored[pos]; ok {
+			continue
+		}
 		st := StateReady
 		if r.unmet > 0 || r.children > 0 {
 			st = StateBlocked
 		}
-		res.Items[i] = ItemRef{ID: r.id, Title: r.title, State: st}
+		res.Items = append(res.Items, ItemRef{ID: r.id, Title: r.title, State: st})
 	}
 	for k, pos := range p.keys {
 		res.Keys[k] = p.rows[pos].id
+	}
+	if len(p.stored) > 0 {
+		res.Existing = make(map[string]ExistingItem, len(p.stored))
+		for pos, st := range p.stored {
+			res.Existing[p.items[pos].Key] = ExistingItem{ID: st.row.ID, Differs: st.differs}
+		}
 	}
 	return res
 }

@@ -188,3 +188,42 @@ func bigPlan(epics, kids int) []PlanItem {
 	}
 	return plan
 }
+
+// TestImportPlanAgain: a key that exists in the project is left alone; a new
+// item may depend on it and sit below it, but not below a finished one.
+func TestImportPlanAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	first := []PlanItem{{Key: "a", Title: "A"}, {Key: "b", Title: "B"}}
+	res, err := f.svc.ImportPlan(ctx, f.project, first, "planner", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("OKNewDependsOnExisting", func(t *testing.T) {
+		again := []PlanItem{{Key: "a", Title: "A", Children: []PlanItem{{Key: "a1", Title: "A1", DependsOn: []string{"b"}}}}, {Key: "b", Title: "B2"}}
+		got, err := f.svc.ImportPlan(ctx, f.project, again, "planner", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Items) != 1 || got.Keys["a"] != res.Keys["a"] || fmt.Sprint(got.Existing["b"].Differs) != "[title]" || len(got.Existing["a"].Differs) != 0 {
+			t.Fatalf("result %+v", got)
+		}
+		wantState(t, f.mustGet(t, got.Keys["a1"]), StateBlocked) // waits for b
+		wantState(t, f.mustGet(t, got.Keys["a"]), StateBlocked)  // waits for a1
+		if b := f.mustGet(t, res.Keys["b"]); b.Title != "B" {
+			t.Fatalf("the existing item was changed: %q", b.Title)
+		}
+	})
+	t.Run("ErrParentFinished", func(t *testing.T) {
+		f.mustFinish(t, res.Keys["b"], StatusDone)
+		before := f.countItems(t)
+		_, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{{Key: "b", Title: "B", Children: []PlanItem{{Key: "b1", Title: "B1"}}}}, "planner", false)
+		if !errors.Is(err, wgerr.Conflict) {
+			t.Fatalf("err = %v, want conflict", err)
+		}
+		if n := f.countItems(t); n != before {
+			t.Fatalf("items %d -> %d", before, n)
+		}
+	})
+}

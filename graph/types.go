@@ -215,9 +215,19 @@ type PlanItem struct {
 	Line      int
 }
 
-// ImportResult lists the imported items (depth first, in plan order) and the
-// ids given to the plan's keys.
+// ImportResult lists the items the import created (depth first, in plan
+// order), the ids of the plan's keys (created or existing), and the keys
+// that already existed in the project and were left alone.
 type ImportResult struct {
-	Items []ItemRef
-	Keys  map[string]uuid.UUID
+	Items    []ItemRef
+	Keys     map[string]uuid.UUID
+	Existing map[string]ExistingItem
+}
+
+// ExistingItem is a plan item whose key already existed: it was left
+// alone. Differs names the fields (title, body, priority, labels, parent)
+// in which the stored item differs from the plan; empty means unchanged.
+type ExistingItem struct {
+	ID      uuid.UUID
+	Differs []string
 }

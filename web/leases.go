@@ -160,7 +160,8 @@ func (u *ui) leases(r *req) error {
 const csvMaxRows = 100000
 
 // leasesCSV exports the history matching the filter, every page of it (up
-// to csvMaxRows), oldest first.
+// to csvMaxRows), oldest first, as PROJECT-leases.csv; result is what a
+// completion reported (JSON), empty for other outcomes.
 func (u *ui) leasesCSV(r *req) error {
 	_, lf, err := r.historyFilter()
 	if err != nil {
@@ -172,7 +173,7 @@ func (u *ui) leasesCSV(r *req) error {
 	r.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(r.Response())
 	_ = w.Write([]string{"lease_id", "item_id", "item_title", "epoch", "worker", "principal", "acquired_at",
-		"expires_at", "ended_at", "outcome", "heartbeats", "last_heartbeat_at", "stale_calls", "outcome_detail"})
+		"expires_at", "ended_at", "outcome", "heartbeats", "last_heartbeat_at", "stale_calls", "outcome_detail", "result"})
 	lf.Limit = 500
 	for n := 0; n < csvMaxRows; {
 		p, err := u.Leases.History(r.ctx(), r.project.ID, lf)
@@ -191,7 +192,7 @@ func (u *ui) leasesCSV(r *req) error {
 				l.ID.String(), l.ItemID.String(), csvText(l.ItemTitle), strconv.FormatInt(l.Epoch, 10),
 				csvText(l.Worker), csvText(l.Principal), rfc3339(&l.AcquiredAt), rfc3339(&l.ExpiresAt),
 				rfc3339(l.EndedAt), l.OutcomeName(), strconv.Itoa(int(l.Heartbeats)), rfc3339(l.HeartbeatAt),
-				strconv.Itoa(l.StaleCalls), csvText(string(l.OutcomeDetail)),
+				strconv.Itoa(l.StaleCalls), csvText(string(l.OutcomeDetail)), csvText(string(l.Result)),
 			})
 		}
 		n += len(rows)

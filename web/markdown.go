@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"html/template"
+	"regexp"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -31,6 +32,11 @@ var (
 		p := bluemonday.UGCPolicy()
 		p.RequireNoFollowOnLinks(true)
 		p.AddTargetBlankToFullyQualifiedLinks(true)
+		// GFM task lists: goldmark writes each box as a disabled checkbox.
+		// Raw HTML never reaches the sanitiser (goldmark drops it), and only
+		// a checkbox's type and state are kept.
+		p.AllowAttrs("type").Matching(regexp.MustCompile(`^checkbox$`)).OnElements("input")
+		p.AllowAttrs("checked", "disabled").Matching(regexp.MustCompile(`^$`)).OnElements("input")
 		return p
 	}()
 )

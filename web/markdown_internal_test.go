@@ -41,3 +41,18 @@ func TestRenderMarkdownImages(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkdownTaskList: GFM task lists render as disabled checkboxes (the
+// sanitiser keeps goldmark's task-list inputs, and only those attributes).
+func TestMarkdownTaskList(t *testing.T) {
+	t.Parallel()
+	got := string(renderMarkdown("- [x] write the migration\n- [ ] add the endpoint\n"))
+	for _, want := range []string{`<input checked="" disabled="" type="checkbox">`, `<input disabled="" type="checkbox">`} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("task list rendered as %q, want %q in it", got, want)
+		}
+	}
+	if got := string(renderMarkdown(`<input type="text" name="x" onclick="alert(1)">`)); strings.Contains(got, "<input") {
+		t.Fatalf("raw HTML input survived: %q", got)
+	}
+}

@@ -304,10 +304,18 @@ func (r *req) showStatus(status int, p Page) error {
 
 // fail shows an error page.
 func (r *req) fail(status int, heading, message string) error {
-	p := &ErrorPage{Layout: Layout{Title: heading, Session: r.sess}, Heading: heading, Message: message}
+	p := &ErrorPage{Layout: Layout{Title: heading, Session: r.sess}, Heading: heading, Message: message, Back: "/"}
 	if r.project.Name != "" {
-		pr := r.project
-		p.Project = &pr
+		// Inside a project: its navigation with its counters (not when the
+		// database is down: counting would only wait for it too), and the
+		// way back to the project.
+		if status == http.StatusServiceUnavailable {
+			pr := r.project
+			p.Project = &pr
+		} else {
+			p.Layout = r.base(heading, "")
+		}
+		p.Back = r.projectURL("")
 	}
 	return r.showStatus(status, p)
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	"github.com/google/uuid"
 	"net/http"
 	"net/url"
 	"strings"
@@ -336,6 +337,24 @@ func TestInboxAnswer(t *testing.T) {
 	r = b.get(r.Header.Get("Location"))
 	wantBody(t, r, "Answered", "s-ready", "Inbox zero")
 
+	t.Run("OKMarkdownAnswerRendered", func(t *testing.T) {
+		e.mustItem("Pick a database")
+		c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-8"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, attention.NewRequest{Question: "Which?", Blocking: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := b.post("/p/acme/attention/"+q.Request.ID.String()+"/resolve", url.Values{"answer": {"**Use** PostgreSQL"}})
+		wantStatus(t, r, http.StatusSeeOther)
+		r = b.get(r.Header.Get("Location"))
+		wantBody(t, r, "Answered", "<strong>Use</strong> PostgreSQL")
+		if strings.Contains(r.body, "**Use**") {
+			t.Error("the free-text answer is echoed raw")
+		}
+	})
 	t.Run("ErrTwice", func(t *testing.T) {
 		r := b.post("/p/acme/attention/"+ask.Request.ID.String()+"/resolve", url.Values{"answer": {"Blue"}})
 		wantStatus(t, r, http.StatusConflict)
@@ -413,7 +432,40 @@ func TestItemForms(t *testing.T) {
 		if got.State != graph.StateAttention {
 			t.Fatalf("state after hold = %s", got.State)
 		}
+		// The inbox offers a person's hold a release, not an answer box.
+		pg, err := e.att.List(ctx, e.project.ID, attention.Filter{ItemID: &it.ID})
+		reqs := pg.Requests
+		if err != nil || len(reqs) != 1 {
+			t.Fatalf("requests on the held item: %v %v", reqs, err)
+		}
+		r := b.get("/p/acme/inbox")
+		wantStatus(t, r, http.StatusOK)
+		id := reqs[0].ID.String()
+		wantBody(t, r, "Release the hold", `action="/p/acme/attention/`+id+`/dismiss"`)
+		if strings.Contains(r.body, `id="answer-`+id+`"`) {
+			t.Error("the hold has an answer box")
+		}
+		wantStatus(t, b.post("/p/acme/attention/"+id+"/dismiss", nil), http.StatusSeeOther)
+		if got, _ := e.graph.Item(ctx, e.project.ID, it.ID); got.State != graph.StateReady {
+			t.Fatalf("state after releasing the hold = %s", got.State)
+		}
 	})
+}
+
+// TestErrorPageInProject: an error page inside a project has a way back
+// and the navigation counters of the project (a live lease shows).
+func TestErrorPageInProject(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	e.mustItem("leased")
+	if _, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/items/" + uuid.New().String())
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, `<a href="/p/acme">Go back</a>`, `data-live="leases">1</span>`)
 }
 
 func TestLeasePages(t *testing.T) {
@@ -465,6 +517,13 @@ func TestLeasePages(t *testing.T) {
 		}
 		if !strings.Contains(r.body, "'=cmd") {
 			t.Error("a formula-like title was not defused")
+		}
+		// Named after the project, with the result a completion reported.
+		if cd := r.Header.Get("Content-Disposition"); !strings.Contains(cd, `filename="acme-leases.csv"`) {
+			t.Errorf("Content-Disposition = %q", cd)
+		}
+		if !strings.HasSuffix(lines[0], ",outcome_detail,result") || !strings.Contains(r.body, `"{""ok"": true}"`) {
+			t.Errorf("no result column with the completion's result:\n%s", r.body)
 		}
 	})
 	t.Run("Timeline", func(t *testing.T) {

@@ -119,9 +119,20 @@ type Subgraph struct {
 }
 
 // PlanResult is what a plan created (or, for a dry run, would create): the
-// items and the map from plan keys to item ids (schema PlanResult).
+// new items, the map from plan keys to item ids, and the keys that existed
+// already (schema PlanResult).
 type PlanResult struct {
-	Items  []ItemRef         `json:"items"`
-	Keys   map[string]string `json:"keys"`
-	DryRun bool              `json:"dry_run"`
+	Items    []ItemRef               `json:"items"`
+	Keys     map[string]string       `json:"keys"`
+	Existing map[string]ExistingItem `json:"existing"`
+	DryRun   bool                    `json:"dry_run"`
+}
+
+// ExistingItem is a plan key that already existed in the project: the
+// import left that item alone. Differs names the fields (title, body,
+// priority, labels, parent) in which it differs from the plan; empty:
+// unchanged (PlanResult.existing in the schema).
+type ExistingItem struct {
+	ID      string   `json:"id"`
+	Differs []string `json:"differs"`
 }

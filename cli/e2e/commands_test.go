@@ -166,6 +166,11 @@ func TestCommands(t *testing.T) {
 		if r := e.run(secret, nil, "items", "ls"); r.code != 0 {
 			t.Fatalf("the new token does not work: %v", r)
 		}
+		e.wantExit(adminToken, 6, "already exists in this project", "tokens", "create", "bot-2", "--role", "agent")
+		// One style for both token commands: the name as argument or --name.
+		if r := e.run(adminToken, nil, "tokens", "create", "--name", "bot-3", "--role", "agent"); r.code != 0 || strings.TrimSpace(r.stdout) == "" {
+			t.Fatalf("tokens create --name: %v", r)
+		}
 		var list struct{ Tokens []client.Token }
 		e.mustJSON(adminToken, &list, "tokens", "ls")
 		id := ""
@@ -196,4 +201,75 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("items ls with a config file: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestConfigTypo: a typo in the config file is reported with the file, the
+// line and the known settings, not a Go type.
+func TestConfigTypo(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("project: e2e\nurll: http://example.invalid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(e.agentToken, nil, "items", "ls", "--config", path)
+	want := path + `:2: unknown setting "urll" (known settings: url, token, project, worker)`
+	if r.code == 0 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "cli.fileConfig") {
+		t.Fatalf("want %q\n%v", want, r)
+	}
+}
+
+// TestCompleteResultText: complete --result-text stores the same shape as
+// the supervisor's text result, {"result_text": ...}.
+func TestCompleteResultText(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("by hand")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	if r := e.run(e.agentToken, fence, "complete", "--result-text", "fixed the flaky test"); r.code != 0 {
+		t.Fatalf("complete: %v", r)
+	}
+	var res map[string]string
+	got := e.get(it.ID)
+	if err := json.Unmarshal(got.Result, &res); err != nil || len(res) != 1 || res["result_text"] != "fixed the flaky test" {
+		t.Fatalf("result = %s (%v), want {\"result_text\": ...}", got.Result, err)
+	}
+}
+
+// TestLeaseLostSaysWhy: when the lease is lost, the CLI says what happened
+// (here a person cancelled the item), not always "taken over or expired".
+func TestLeaseLostSaysWhy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("to be cancelled")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	if r := e.run(e.humanToken, nil, "items", "cancel", it.ID, "--reason", "not needed"); r.code != 0 {
+		t.Fatalf("cancel: %v", r)
+	}
+	r := e.run(e.agentToken, fence, "heartbeat")
+	if r.code != 4 || !strings.Contains(r.stderr, "the item was cancelled") || strings.Contains(r.stderr, "taken over or expired") {
+		t.Fatalf("heartbeat after cancel: want exit 4 saying the item was cancelled\n%v", r)
+	}
+}
+
+// TestAttentionListTitles: attention ls names each request's item by its
+// title (and short id), not by a bare UUID.
+func TestAttentionListTitles(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("Pick a colour for the site")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	if r := e.run(e.agentToken, fence, "ask", "Blue or green?"); r.code != 0 {
+		t.Fatalf("ask: %v", r)
+	}
+	r := e.run(e.humanToken, nil, "attention", "ls")
+	if r.code != 0 || !strings.Contains(r.stdout, "Pick a colour for the site") || !strings.Contains(r.stdout, it.ID[:8]) || strings.Contains(r.stdout, it.ID) {
+		t.Fatalf("attention ls: want the item's title and short id\n%v", r)
+	}
 }

@@ -150,3 +150,140 @@ func TestImport(t *testing.T) {
 		}
 	})
 }
+
+// TestReimport: keys make a re-import idempotent. The same file imported
+// twice creates nothing the second time; a dry run says which items exist
+// and whether they differ; a plan that adds an item below an existing one
+// creates only that item.
+func TestReimport(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const base = `items:
+  - key: schema
+    title: Write the migration
+  - key: api
+    title: Add the endpoint
+    depends_on: [schema]
+    children:
+      - key: api-tests
+        title: Tests for the endpoint
+`
+	plan := write("plan.yaml", base)
+	snapshot := func() string {
+		var s string
+		err := e.pool.QueryRow(context.Background(), `SELECT coalesce(string_agg(
+			concat_ws('|', id, title, body, priority, labels, parent_id, status, unmet_dependencies, open_children, version, updated_at), ',' ORDER BY seq), '')
+			|| (SELECT count(*) FROM dependencies)::text FROM items`).Scan(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if r := e.run(e.agentToken, nil, "import", plan); r.code != 0 {
+		t.Fatalf("first import: %v", r)
+	}
+	before := snapshot()
+
+	t.Run("OKSameFileChangesNothing", func(t *testing.T) {
+		r := e.run(e.agentToken, nil, "import", plan)
+		if r.code != 0 {
+			t.Fatalf("second import: %v", r)
+		}
+		if n := e.countItems(); n != 3 {
+			t.Fatalf("%d items after a re-import, want 3", n)
+		}
+		if after := snapshot(); after != before {
+			t.Fatalf("a re-import changed the stored items:\nbefore %s\nafter  %s", before, after)
+		}
+		if !strings.Contains(r.stdout, "created 0 items") || !strings.Contains(r.stdout, "3 already existed") {
+			t.Fatalf("output does not say nothing was created:\n%s", r.stdout)
+		}
+	})
+
+	t.Run("OKDryRunSaysWhatExists", func(t *testing.T) {
+		edited := write("edited.yaml", strings.Replace(base, "title: Add the endpoint", "title: Add the endpoint (v2)", 1)+
+			"      - key: api-docs\n        title: Document the endpoint\n")
+		r := e.run(e.agentToken, nil, "import", edited, "--dry-run")
+		if r.code != 0 {
+			t.Fatalf("dry run: %v", r)
+		}
+		for _, want := range []string{
+			"would create 1 items",
+			"schema", "exists, unchanged: left alone",
+			"exists, differs in title: left alone",
+			"api-docs", "create",
+		} {
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("dry run output lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if after := snapshot(); after != before {
+			t.Fatalf("a dry run changed the stored items")
+		}
+
+		r = e.run(e.agentToken, nil, "import", edited, "--json")
+		if r.code != 0 {
+			t.Fatalf("import of the edited plan: %v", r)
+		}
+		var res client.PlanResult
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != 1 || len(res.Existing) != 3 || len(res.Existing["api"].Differs) != 1 {
+			t.Fatalf("result: %d new items, existing %v", len(res.Items), res.Existing)
+		}
+		if n := e.countItems(); n != 4 {
+			t.Fatalf("%d items, want 4", n)
+		}
+		api := e.get(res.Keys["api"])
+		if api.Title != "Add the endpoint" {
+			t.Fatalf("the existing item was updated: title %q", api.Title)
+		}
+		docs := e.get(res.Keys["api-docs"])
+		if docs.ParentID == nil || *docs.ParentID != res.Keys["api"] {
+			t.Fatalf("the new item is not below its existing parent: %+v", docs)
+		}
+		var openChildren int
+		if err := e.pool.QueryRow(context.Background(), "SELECT open_children FROM items WHERE id = $1", res.Keys["api"]).Scan(&openChildren); err != nil {
+			t.Fatal(err)
+		}
+		if openChildren != 2 {
+			t.Fatalf("the existing parent counts %d open children, want 2", openChildren)
+		}
+	})
+}
+
+// TestImportSyntaxLines: a .json plan is parsed as JSON (YAML would accept
+// a trailing comma), and a syntax error names its real line: the line and
+// column of a JSON fault, the line of a tab in a YAML plan's indentation.
+func TestImportSyntaxLines(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	dir := t.TempDir()
+	cases := []struct{ name, file, text, want string }{
+		{"ErrJSONTrailingComma", "plan.json", "{\"items\": [\n  {\"key\": \"a\", \"title\": \"A\"},\n]}\n", "plan.json:3: column 1: JSON syntax"},
+		{"ErrYAMLTab", "plan.yaml", "items:\n  - key: a\n\ttitle: A\n", "plan.yaml:3: syntax: a tab in the indentation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.file)
+			if err := os.WriteFile(path, []byte(c.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r := e.run(e.agentToken, nil, "import", path); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("want exit 2 and %q\n%v", c.want, r)
+			}
+			if n := e.countItems(); n != 0 {
+				t.Fatalf("%d items stored from a broken plan", n)
+			}
+		})
+	}
+}

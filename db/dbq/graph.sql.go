@@ -422,7 +422,7 @@ func (q *Queries) FinishItems(ctx context.Context, db DBTX, arg FinishItemsParam
 }
 
 const getItem = `-- name: GetItem :one
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.plan_key,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -475,6 +475,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 		&i.Item.FinishedAt,
 		&i.Item.Ready,
 		&i.Item.PreferredToken,
+		&i.Item.PlanKey,
 		&i.State,
 		&i.DbNow,
 	)
@@ -482,7 +483,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 }
 
 const getItems = `-- name: GetItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.plan_key,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -542,6 +543,7 @@ func (q *Queries) GetItems(ctx context.Context, db DBTX, arg GetItemsParams) ([]
 			&i.Item.FinishedAt,
 			&i.Item.Ready,
 			&i.Item.PreferredToken,
+			&i.Item.PlanKey,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -611,17 +613,17 @@ func (q *Queries) InsertDependency(ctx context.Context, db DBTX, arg InsertDepen
 
 const insertItems = `-- name: InsertItems :exec
 INSERT INTO items (project_id, id, parent_id, title, body, priority, labels, metadata,
-                   unmet_dependencies, open_children, created_by, created_at, updated_at)
+                   unmet_dependencies, open_children, plan_key, created_by, created_at, updated_at)
 SELECT $1::uuid, u.id, nullif(u.parent_id, '00000000-0000-0000-0000-000000000000'::uuid),
        u.title, u.body, u.priority,
        ARRAY(SELECT jsonb_array_elements_text(u.labels::jsonb)), u.metadata::jsonb,
-       u.unmet, u.children, $2::text,
+       u.unmet, u.children, nullif(u.plan_key, ''), $2::text,
        coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now())
 FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS parent_id,
              unnest($6::text[]) AS title, unnest($7::text[]) AS body,
              unnest($8::integer[]) AS priority, unnest($9::text[]) AS labels,
              unnest($10::text[]) AS metadata, unnest($11::integer[]) AS unmet,
-             unnest($12::integer[]) AS children) AS u
+             unnest($12::integer[]) AS children, unnest($13::text[]) AS plan_key) AS u
 `
 
 type InsertItemsParams struct {
@@ -637,10 +639,12 @@ type InsertItemsParams struct {
 	Metadata   []string
 	Unmet      []int32
 	Children   []int32
+	PlanKeys   []string
 }
 
 // Bulk insert in input order (seq follows the arrays). parent_ids uses the
-// nil uuid for "no parent"; labels are JSON arrays of strings.
+// nil uuid for "no parent"; labels are JSON arrays of strings; plan_keys
+// uses ” for "no key".
 func (q *Queries) InsertItems(ctx context.Context, db DBTX, arg InsertItemsParams) error {
 	_, err := db.Exec(ctx, insertItems,
 		arg.ProjectID,
@@ -655,6 +659,7 @@ func (q *Queries) InsertItems(ctx context.Context, db DBTX, arg InsertItemsParam
 		arg.Metadata,
 		arg.Unmet,
 		arg.Children,
+		arg.PlanKeys,
 	)
 	return err
 }
@@ -745,7 +750,7 @@ func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams)
 }
 
 const listItems = `-- name: ListItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.plan_key,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -827,6 +832,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 			&i.Item.FinishedAt,
 			&i.Item.Ready,
 			&i.Item.PreferredToken,
+			&i.Item.PlanKey,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -901,6 +907,62 @@ func (q *Queries) LockItems(ctx context.Context, db DBTX, arg LockItemsParams) (
 	for rows.Next() {
 		var i LockItemsRow
 		if err := rows.Scan(&i.ID, &i.Status, &i.ParentID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lockItemsByPlanKey = `-- name: LockItemsByPlanKey :many
+SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels
+FROM items
+WHERE project_id = $1 AND plan_key = ANY($2::text[])
+ORDER BY id
+FOR SHARE
+`
+
+type LockItemsByPlanKeyParams struct {
+	ProjectID uuid.UUID
+	Keys      []string
+}
+
+type LockItemsByPlanKeyRow struct {
+	ID       uuid.UUID
+	PlanKey  string
+	ParentID *uuid.UUID
+	Status   string
+	Title    string
+	Body     string
+	Priority int32
+	Labels   []string
+}
+
+// The items of the project that carry these plan keys, share-locked: a plan
+// import leaves them alone but may depend on them or add children below
+// them, so they must not finish or change until it commits.
+func (q *Queries) LockItemsByPlanKey(ctx context.Context, db DBTX, arg LockItemsByPlanKeyParams) ([]LockItemsByPlanKeyRow, error) {
+	rows, err := db.Query(ctx, lockItemsByPlanKey, arg.ProjectID, arg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LockItemsByPlanKeyRow{}
+	for rows.Next() {
+		var i LockItemsByPlanKeyRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.PlanKey,
+			&i.ParentID,
+			&i.Status,
+			&i.Title,
+			&i.Body,
+			&i.Priority,
+			&i.Labels,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

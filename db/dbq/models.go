@@ -92,6 +92,7 @@ type Item struct {
 	FinishedAt          *time.Time
 	Ready               bool
 	PreferredToken      *uuid.UUID
+	PlanKey             *string
 }
 
 type Lease struct {

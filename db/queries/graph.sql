@@ -67,19 +67,30 @@ FOR UPDATE;
 
 -- name: InsertItems :exec
 -- Bulk insert in input order (seq follows the arrays). parent_ids uses the
--- nil uuid for "no parent"; labels are JSON arrays of strings.
+-- nil uuid for "no parent"; labels are JSON arrays of strings; plan_keys
+-- uses '' for "no key".
 INSERT INTO items (project_id, id, parent_id, title, body, priority, labels, metadata,
-                   unmet_dependencies, open_children, created_by, created_at, updated_at)
+                   unmet_dependencies, open_children, plan_key, created_by, created_at, updated_at)
 SELECT @project_id::uuid, u.id, nullif(u.parent_id, '00000000-0000-0000-0000-000000000000'::uuid),
        u.title, u.body, u.priority,
        ARRAY(SELECT jsonb_array_elements_text(u.labels::jsonb)), u.metadata::jsonb,
-       u.unmet, u.children, @created_by::text,
+       u.unmet, u.children, nullif(u.plan_key, ''), @created_by::text,
        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@parent_ids::uuid[]) AS parent_id,
              unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
              unnest(@priorities::integer[]) AS priority, unnest(@labels::text[]) AS labels,
              unnest(@metadata::text[]) AS metadata, unnest(@unmet::integer[]) AS unmet,
-             unnest(@children::integer[]) AS children) AS u;
+             unnest(@children::integer[]) AS children, unnest(@plan_keys::text[]) AS plan_key) AS u;
+
+-- name: LockItemsByPlanKey :many
+-- The items of the project that carry these plan keys, share-locked: a plan
+-- import leaves them alone but may depend on them or add children below
+-- them, so they must not finish or change until it commits.
+SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels
+FROM items
+WHERE project_id = @project_id AND plan_key = ANY(@keys::text[])
+ORDER BY id
+FOR SHARE;
 
 -- name: InsertDependencies :exec
 INSERT INTO dependencies (project_id, item_id, depends_on_id, created_by, created_at)
