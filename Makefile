@@ -7,7 +7,7 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test build generate check-generated fmt-check vet ci stop-test-pg fuzz-short
+.PHONY: run test build generate check-generated fmt-check vet ci stop-test-pg fuzz-short model
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
@@ -32,6 +32,12 @@ fuzz-short:
 	  $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./api/ || exit 1; done
 	@echo "fuzz ./input FuzzStorable"; \
 	  $(GO) test -run '^$$' -fuzz '^FuzzStorable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./input/
+
+# Model-checks the claim protocol (model/lease.pml) with spin: the protocol
+# as built verifies, and the variants without the fence or the destination's
+# gate find their counterexamples. Needs spin and gcc (a few seconds).
+model:
+	./model/check.sh
 
 generate:
 	$(GO) tool sqlc generate
