@@ -43,6 +43,23 @@ func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UU
 	return len(finished), nil
 }
 
+// FinishTx marks an open item done with result, decided by a person (not by
+// a lease: a person's decision on an uncertain outcome), and releases its
+// dependents and parent, inside the caller's transaction. The item must
+// hold no lease.
+// Errors: conflict when the item is no longer open.
+func FinishTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, id uuid.UUID, result json.RawMessage) (Item, error) {
+	now := clk.Now()
+	n, err := finishItems(ctx, tx, now, project, []uuid.UUID{id}, StatusDone, result)
+	if err != nil {
+		return Item{}, err
+	}
+	if n == 0 {
+		return Item{}, conflictf("item %s is no longer open", id)
+	}
+	return getItem(ctx, tx, now, project, id)
+}
+
 // ReleaseFinishedTx is the rest of finishing, for a caller whose own
 // statement has just marked items terminal (a completion ends its lease and
 // marks the item done in one statement): one prerequisite fewer is open for

@@ -30,6 +30,7 @@ type AttentionRequest struct {
 	ResolvedBy       *string
 	ResolvedAt       *time.Time
 	CreatedAt        time.Time
+	Decision         *string
 }
 
 type Dependency struct {
@@ -86,6 +87,7 @@ type Item struct {
 	FinishedAt          *time.Time
 	Ready               bool
 	PreferredToken      *uuid.UUID
+	OnExpiry            *string
 }
 
 type Lease struct {
@@ -138,6 +140,7 @@ type Project struct {
 	ID        uuid.UUID
 	Name      string
 	CreatedAt time.Time
+	OnExpiry  string
 }
 
 type Token struct {
