@@ -33,6 +33,8 @@ type itemJSON struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
 	FinishedAt     *time.Time      `json:"finished_at"`
+	// OnExpiry is the item's own setting; null: its project's default.
+	OnExpiry *string `json:"on_expiry"`
 }
 
 type blockedByJSON struct {
@@ -89,6 +91,7 @@ func itemView(it graph.Item) itemJSON {
 		PreviousWorker: it.PreviousWorker, Result: result, Metadata: meta, Version: it.Version,
 		ActiveLeaseID: it.ActiveLeaseID, Failures: it.Failures, CreatedBy: it.CreatedBy,
 		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, FinishedAt: it.FinishedAt,
+		OnExpiry: it.OnExpiry,
 	}
 }
 

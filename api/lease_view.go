@@ -99,6 +99,13 @@ type attentionJSON struct {
 	ResolvedBy       *string         `json:"resolved_by"`
 	ResolvedAt       *time.Time      `json:"resolved_at"`
 	CreatedAt        time.Time       `json:"created_at"`
+	// Decision resolved an uncertain_outcome request (retry, done,
+	// cancel); null otherwise.
+	Decision *attention.Decision `json:"decision"`
+	// LateReports, on an uncertain_outcome request read by id or resolved,
+	// are the reports of the expired attempt refused since (kept, not
+	// applied); absent elsewhere.
+	LateReports []observationJSON `json:"late_reports,omitempty"`
 }
 
 func attentionView(r attention.Request) attentionJSON {
@@ -110,7 +117,7 @@ func attentionView(r attention.Request) attentionJSON {
 		ID: r.ID, ProjectID: r.ProjectID, ItemID: r.ItemID, ItemTitle: r.ItemTitle, LeaseID: r.LeaseID, Epoch: r.Epoch,
 		Source: r.Source, Reason: r.Reason, RequestedBy: r.RequestedBy, Question: r.Question, SuggestedAnswers: sa,
 		Context: rawOrNull(r.Context), Blocking: r.Blocking, State: r.State, Answer: r.Answer,
-		ResolvedBy: r.ResolvedBy, ResolvedAt: r.ResolvedAt, CreatedAt: r.CreatedAt,
+		ResolvedBy: r.ResolvedBy, ResolvedAt: r.ResolvedAt, CreatedAt: r.CreatedAt, Decision: r.Decision,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -41,6 +42,7 @@ func (s *Service) Decide(ctx context.Context, project, id uuid.UUID, decision De
 	if len(result) > 0 && !json.Valid(result) {
 		return Request{}, wgerr.InvalidField("result", "must be valid JSON")
 	}
+	note = strings.TrimSpace(note)
 	answer := fmt.Sprintf("decision: %s", decision)
 	if note != "" {
 		answer += ": " + note
