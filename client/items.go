@@ -15,6 +15,8 @@ type CreateItemRequest struct {
 	ParentID  string   `json:"parent_id,omitempty"`
 	DependsOn []string `json:"depends_on,omitempty"`
 	Labels    []string `json:"labels,omitempty"`
+	// OnExpiry: OnExpiryRetry or OnExpiryReconcile; "" for the project's.
+	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
 // CreateItem creates an item. A dependency that would close a cycle is

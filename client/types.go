@@ -31,7 +31,24 @@ type Project struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// OnExpiry is the default of the project's items that name none
+	// (OnExpiryRetry or OnExpiryReconcile).
+	OnExpiry string `json:"on_expiry,omitempty"`
 }
+
+// What an expired lease means for its item (Item.OnExpiry,
+// Project.OnExpiry).
+const (
+	OnExpiryRetry     = "retry"
+	OnExpiryReconcile = "reconcile"
+)
+
+// The decisions on an uncertain outcome (Client.Decide).
+const (
+	DecisionRetry  = "retry"
+	DecisionDone   = "done"
+	DecisionCancel = "cancel"
+)
 
 // Token is an API token. Secret is only set in the answer that created it.
 type Token struct {
@@ -62,6 +79,8 @@ type Item struct {
 	Result         json.RawMessage `json:"result,omitempty"`
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+	// OnExpiry is the item's own setting; nil: its project's.
+	OnExpiry *string `json:"on_expiry,omitempty"`
 }
 
 // BlockedBy explains why an item is not ready.
@@ -160,4 +179,10 @@ type AttentionRequest struct {
 	ResolvedBy       *string         `json:"resolved_by,omitempty"`
 	ResolvedAt       *time.Time      `json:"resolved_at,omitempty"`
 	CreatedAt        time.Time       `json:"created_at"`
+	// Decision resolved an uncertain_outcome request.
+	Decision *string `json:"decision,omitempty"`
+	// LateReports (on an uncertain_outcome request read by id or
+	// resolved): the expired attempt's refused reports, each as the API
+	// sent it.
+	LateReports []json.RawMessage `json:"late_reports,omitempty"`
 }
