@@ -35,7 +35,8 @@ fuzz-short:
 
 # Model-checks the claim protocol (model/lease.pml) with spin: the protocol
 # as built verifies, and the variants without the fence or the destination's
-# gate find their counterexamples. Needs spin and gcc (a few seconds).
+# gate find their counterexamples; also with on_expiry reconcile. Needs spin
+# and gcc (about 10 s).
 model:
 	./model/check.sh
 

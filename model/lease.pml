@@ -16,6 +16,12 @@
  *             (complete, release, renew): spin must find a stale write.
  *   -DNOGATE  the destination admits every token: spin must find a stale
  *             write admitted at the destination.
+ *   -DRECONCILE the item's on_expiry is "reconcile": an expiry holds the
+ *             item for a Person's decision (retry, done, cancel) in the
+ *             same transaction; must verify, with I5.
+ *   -DRECONCILE -DSPLIT the hold is opened in a transaction of its own,
+ *             after the expiry freed the item: spin must find a claim
+ *             granted while an attempt's outcome is undecided (I5).
  *
  * Invariants (checked by the Invariants process, after every step):
  *   I1 at most one holder: at most one lease of the item has not ended;
@@ -25,7 +31,9 @@
  *   I3 no stale write admitted by the gate: the destination never applies a
  *      token smaller than one it already applied;
  *   I4 one outcome per lease (every ended lease has one, written once), and
- *      the item is completed at most once.
+ *      the item is completed at most once;
+ *   I5 (RECONCILE) no lease is granted while an expired attempt's outcome
+ *      is undecided.
  */
 
 #ifndef W
@@ -57,6 +65,15 @@ byte l_outcomes[MAXL]; /* ghost: how many times an outcome was written */
 
 /* The destination's gate: the committed high-water mark of its resource. */
 byte hwm = 0;
+
+#ifdef RECONCILE
+/* items.open_attention > 0: an open uncertain_outcome request holds it. */
+bool held = false;
+/* Ghost: an attempt expired and no person has decided yet. */
+bool undecided = false;
+/* Ghost: a claim was granted while undecided. */
+bool granted_undecided = false;
+#endif
 
 /* Ghosts for the invariants. */
 byte gate_max = 0;   /* the largest token the destination applied */
@@ -98,7 +115,19 @@ inline reap() {
 	if
 	:: holder > 0 && l_expired[holder - 1] && !l_ended[holder - 1] ->
 		end_lease(holder - 1, EXPIRED);
-		holder = 0
+		holder = 0;
+#ifdef RECONCILE
+		undecided = true;
+#ifndef SPLIT
+		/* ExpireLeases returned on_expiry = reconcile: attention.OpenTx
+		 * (HoldItemForAttention) in the same transaction. */
+		held = true
+#else
+		skip
+#endif
+#else
+		skip
+#endif
 	:: else -> skip
 	fi
 }
@@ -114,8 +143,23 @@ end_claim:
 	 * locked skips it and finds nothing ready). */
 	atomic {
 		!done && nleases < NL &&
+#ifdef RECONCILE
+		((holder == 0 && !held) || (holder > 0 && l_expired[holder - 1] && !l_ended[holder - 1])) ->
+#else
 		(holder == 0 || (l_expired[holder - 1] && !l_ended[holder - 1])) ->
+#endif
 		reap();
+#ifdef RECONCILE
+		/* ClaimItem takes only a ready item (open_attention = 0). */
+		if
+		:: held -> goto end_claim  /* nothing ready; the reap commits */
+		:: else -> skip
+		fi;
+		if
+		:: undecided -> granted_undecided = true
+		:: else -> skip
+		fi;
+#endif
 		me = nleases;
 		nleases++;
 		epoch++;
@@ -219,6 +263,35 @@ end:
 	od
 }
 
+#ifdef RECONCILE
+#ifdef SPLIT
+/* The broken variant: the request is opened by a later transaction. */
+active proctype Holder() {
+end:
+	do
+	:: atomic { undecided && !held && !done -> held = true }
+	od
+}
+#endif
+
+/* A person (or an admin token acting as reconciler) decides: attention.Decide
+ * (CloseAttention, ReleaseItemFromAttention, then for done graph.FinishTx,
+ * for cancel graph.CancelTx), one transaction. */
+active proctype Person() {
+end:
+	do
+	:: atomic { held -> held = false; undecided = false }              /* retry */
+	:: atomic { held && !done -> held = false; undecided = false;
+	            done = true; completions++ }                           /* done */
+	:: atomic { held && !done -> held = false; undecided = false;
+	            done = true }                                          /* cancel */
+	od
+}
+#define I5 (!granted_undecided)
+#else
+#define I5 true
+#endif
+
 /* The invariants, over at most 4 leases (NL <= 4). */
 #define OPEN(i) ((i) < nleases && !l_ended[i])
 #define HOLDERS (OPEN(0) + OPEN(1) + OPEN(2) + OPEN(3))
@@ -234,11 +307,12 @@ end:
 active proctype Invariants() {
 end:
 	atomic {
-		!(I1 && I2 && I3 && I4) ->
+		!(I1 && I2 && I3 && I4 && I5) ->
 		assert(I1);
 		assert(I2);
 		assert(I3);
-		assert(I4)
+		assert(I4);
+		assert(I5)
 	}
 }
 

@@ -23,7 +23,9 @@ func TestModel(t *testing.T) {
 	}
 	for _, want := range []string{
 		"fenced: verified", "fenced-wide: verified",
+		"reconcile: verified", "reconcile-wide: verified",
 		"nofence: counterexample found", "nogate: counterexample found",
+		"reconcile-split: counterexample found",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check.sh output lacks %q:\n%s", want, out)
