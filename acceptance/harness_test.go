@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/api/openapi"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -115,18 +117,22 @@ type req struct {
 func (e *env) send(r req) resp {
 	e.t.Helper()
 	var rd io.Reader
+	var sent []byte
 	switch b := r.body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		sent = []byte(b)
 	case []byte:
-		rd = bytes.NewReader(b)
+		sent = b
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
 			e.t.Fatalf("encode body: %v", err)
 		}
-		rd = bytes.NewReader(data)
+		sent = data
+	}
+	if r.body != nil {
+		rd = bytes.NewReader(sent)
 	}
 	hr, err := http.NewRequest(r.method, e.url+r.path, rd)
 	if err != nil {
@@ -150,8 +156,30 @@ func (e *env) send(r req) resp {
 	if err != nil {
 		e.t.Fatalf("%s %s: read body: %v", r.method, r.path, err)
 	}
+	if strings.HasPrefix(r.path, "/v1/") {
+		if err := contract().CheckResponse(r.method, r.path, res.StatusCode, res.Header, raw); err != nil {
+			e.t.Errorf("answer breaks openapi.json: %v", err)
+		}
+		if res.StatusCode < 300 {
+			if err := contract().CheckRequest(r.method, r.path, hr.Header, sent); err != nil {
+				e.t.Errorf("the server accepted a request openapi.json does not allow: %v", err)
+			}
+		}
+	}
 	return resp{status: res.StatusCode, header: res.Header, raw: raw}
 }
+
+// contract is the served OpenAPI document, against which send checks every
+// answer under /v1/ (status, content type and body), and the body of every
+// request the server accepted; the routes outside /v1/ (health checks, the
+// web UI) are not part of it.
+var contract = sync.OnceValue(func() *openapi.Document {
+	d, err := openapi.Load(api.OpenAPIDocument())
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
 
 func (e *env) get(token, path string) resp {
 	e.t.Helper()

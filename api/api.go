@@ -15,8 +15,10 @@ import (
 
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
-	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/idempotency"
+	"github.com/workgraph-dev/workgraph/logs"
+	"github.com/workgraph-dev/workgraph/metrics"
 )
 
 // Defaults of Config. The burst lets one token (often shared by a fleet of
@@ -35,6 +37,11 @@ type Config struct {
 	Clock clock.Clock
 	Auth  *auth.Service
 	Services
+	// TranslateUnknown turns an error of no wgerr kind that reached a
+	// handler into one of a kind when it can (the server passes
+	// db.Translate, so a lost connection no service translated is 503, not
+	// 500); nil: such errors are internal. api itself never imports db.
+	TranslateUnknown func(error) error
 	// RateLimit is the sustained requests per second each token may send
 	// (per server replica); 0 means DefaultRateLimit, negative disables.
 	RateLimit float64
@@ -63,6 +70,9 @@ type Config struct {
 	// DefaultSearchWait.
 	SearchConcurrency int
 	SearchWait        time.Duration
+	// Metrics counts claims, lease outcomes, refused calls and answers
+	// (nil: nothing is counted).
+	Metrics *metrics.Metrics
 }
 
 // API is the /v1 JSON API.
@@ -71,7 +81,9 @@ type API struct {
 	auth  *auth.Service
 	clock clock.Clock
 	svc   Services
-	idem  idempotencyStore
+	idem  *idempotency.Store
+	// translate is Config.TranslateUnknown.
+	translate func(error) error
 	// Caches of facts that never change (see immutable).
 	projects *immutable[string, graph.Project]
 	holders  *immutable[uuid.UUID, holder]
@@ -79,6 +91,7 @@ type API struct {
 	searches *searchGate
 	throttle *auth.Throttle
 	timeout  time.Duration
+	metrics  *metrics.Metrics
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
 }
@@ -95,6 +108,7 @@ func New(cfg Config) *API {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	cfg.Log = logs.WithRequestIDs(cfg.Log)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Database{}
 	}
@@ -115,17 +129,19 @@ func New(cfg Config) *API {
 		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
 	}
 	return &API{
-		log:      cfg.Log,
-		auth:     cfg.Auth,
-		clock:    cfg.Clock,
-		svc:      cfg.Services,
-		idem:     idempotencyStore{pool: idemPool(cfg), clock: cfg.Clock, q: dbq.New()},
-		projects: newImmutable[string, graph.Project](10_000),
-		holders:  newImmutable[uuid.UUID, holder](100_000),
-		limits:   &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
-		searches: newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
-		throttle: cfg.Throttle,
-		timeout:  cfg.RequestTimeout,
+		log:       cfg.Log,
+		auth:      cfg.Auth,
+		clock:     cfg.Clock,
+		svc:       cfg.Services,
+		translate: cfg.TranslateUnknown,
+		idem:      idempotency.NewStore(idemPool(cfg), cfg.Clock),
+		projects:  newImmutable[string, graph.Project](10_000),
+		holders:   newImmutable[uuid.UUID, holder](100_000),
+		limits:    &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		searches:  newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		throttle:  cfg.Throttle,
+		timeout:   cfg.RequestTimeout,
+		metrics:   cfg.Metrics,
 	}
 }
 

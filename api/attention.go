@@ -9,6 +9,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 func (a *API) mountAttention(e *echo.Echo) {
@@ -24,15 +25,6 @@ func (a *API) mountAttention(e *echo.Echo) {
 // request's project, refusing (as not found) one the caller may not see.
 func (a *API) attentionProject(c echo.Context) (project, id uuid.UUID, err error) {
 	return a.resourceProject(c, "attention request", a.svc.Attention.ProjectOf)
-}
-
-// attentionPage lists requests under "attention", the route's own name
-// (as items and leases are listed), and under "requests", the same list
-// for clients written before.
-type attentionPage struct {
-	Attention  []attentionJSON `json:"attention"`
-	Requests   []attentionJSON `json:"requests"`
-	NextCursor *string         `json:"next_cursor"`
 }
 
 // listAttention: ?state=open|resolved|dismissed, item_id=, cursor=,
@@ -64,8 +56,7 @@ func (a *API) listAttention(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	views := attentionViews(page.Requests)
-	return c.JSON(http.StatusOK, attentionPage{Attention: views, Requests: views, NextCursor: cursor(page.NextCursor)})
+	return c.JSON(http.StatusOK, wire.AttentionPage{Attention: attentionViews(page.Requests), NextCursor: cursor(page.NextCursor)})
 }
 
 func (a *API) getAttention(c echo.Context) error {
@@ -138,6 +129,9 @@ func (a *API) resolveAttention(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.ResolvedAt != nil {
+		c.Set(answeredKey, r.ResolvedAt.Sub(r.CreatedAt))
+	}
 	return a.writeAttention(c, r)
 }
 
@@ -183,12 +177,6 @@ func (a *API) holdItem(c echo.Context) error {
 	return c.JSON(http.StatusCreated, attentionView(r))
 }
 
-// attentionList is an item's requests, under both names (see attentionPage).
-type attentionList struct {
-	Attention []attentionJSON `json:"attention"`
-	Requests  []attentionJSON `json:"requests"`
-}
-
 // itemAttention: every request of the item, oldest first.
 func (a *API) itemAttention(c echo.Context) error {
 	if err := onlyQuery(c); err != nil {
@@ -206,6 +194,5 @@ func (a *API) itemAttention(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	views := attentionViews(rs)
-	return c.JSON(http.StatusOK, attentionList{Attention: views, Requests: views})
+	return c.JSON(http.StatusOK, wire.AttentionList{Attention: attentionViews(rs)})
 }

@@ -20,14 +20,14 @@ func TestAttention(t *testing.T) {
 	})
 	t.Run("NonBlocking", func(t *testing.T) {
 		var out struct {
-			Request attn
-			Lease   lease
+			Attention attn
+			Lease     lease
 		}
 		f.mutate(f.agent.Token, c.Lease.ID, "attention", map[string]any{"epoch": c.Lease.Epoch, "question": "FYI: which style?", "blocking": false}).ok(t, 201, &out)
-		if out.Request.Blocking || out.Lease.EndedAt != nil {
+		if out.Attention.Blocking || out.Lease.EndedAt != nil {
 			t.Fatalf("non-blocking ask %+v", out)
 		}
-		f.do("POST", "/v1/attention/"+out.Request.ID+"/resolve", f.human.Token, map[string]any{"answer": "tabs"}).ok(t, 200, nil)
+		f.do("POST", "/v1/attention/"+out.Attention.ID+"/resolve", f.human.Token, map[string]any{"answer": "tabs"}).ok(t, 200, nil)
 		var hb struct{ Answers []attn }
 		f.mutate(f.agent.Token, c.Lease.ID, "heartbeat", map[string]any{"epoch": c.Lease.Epoch}).ok(t, 200, &hb)
 		if len(hb.Answers) != 1 || hb.Answers[0].Answer == nil || *hb.Answers[0].Answer != "tabs" {
@@ -37,16 +37,16 @@ func TestAttention(t *testing.T) {
 	var req attn
 	t.Run("Blocking", func(t *testing.T) {
 		var out struct {
-			Request attn
-			Lease   lease
+			Attention attn
+			Lease     lease
 		}
 		f.mutate(f.agent.Token, c.Lease.ID, "attention", map[string]any{
 			"epoch": c.Lease.Epoch, "question": "Which database?", "suggested_answers": []string{"pg", "sqlite"}, "context": map[string]any{"k": 1},
 		}).ok(t, 201, &out)
-		if !out.Request.Blocking || out.Lease.Outcome == nil || *out.Lease.Outcome != "attention_requested" {
+		if !out.Attention.Blocking || out.Lease.Outcome == nil || *out.Lease.Outcome != "attention_requested" {
 			t.Fatalf("blocking ask %+v", out)
 		}
-		req = out.Request
+		req = out.Attention
 		var got item
 		f.do("GET", "/v1/projects/alpha/items/"+it.ID, f.agent.Token, nil).ok(t, 200, &got)
 		if got.State != "attention" || len(got.BlockedBy.Attention) != 1 {
@@ -57,15 +57,15 @@ func TestAttention(t *testing.T) {
 	})
 	t.Run("List", func(t *testing.T) {
 		var page struct {
-			Requests   []attn
+			Attention  []attn
 			NextCursor *string `json:"next_cursor"`
 		}
 		f.do("GET", "/v1/projects/alpha/attention?state=open", f.human.Token, nil).ok(t, 200, &page)
-		if len(page.Requests) != 1 || page.Requests[0].ID != req.ID {
+		if len(page.Attention) != 1 || page.Attention[0].ID != req.ID {
 			t.Fatalf("open requests %+v", page)
 		}
 		f.do("GET", "/v1/projects/alpha/attention", f.agent.Token, nil).ok(t, 200, &page)
-		if len(page.Requests) != 2 {
+		if len(page.Attention) != 2 {
 			t.Fatalf("all requests %+v", page)
 		}
 		field(t, f.do("GET", "/v1/projects/alpha/attention?state=sleepy", f.human.Token, nil).problem(t, 400, "invalid_argument"), "state")
@@ -112,9 +112,9 @@ func TestAttention(t *testing.T) {
 			t.Fatalf("hold %+v", hold)
 		}
 		f.claim(f.agent.Token, map[string]any{"worker": "w9"}).ok(t, 204, nil)
-		var list struct{ Requests []attn }
+		var list struct{ Attention []attn }
 		f.do("GET", "/v1/projects/alpha/items/"+other.ID+"/attention", f.agent.Token, nil).ok(t, 200, &list)
-		if len(list.Requests) != 1 {
+		if len(list.Attention) != 1 {
 			t.Fatalf("item attention %+v", list)
 		}
 		f.do("POST", "/v1/attention/"+hold.ID+"/dismiss", f.agent.Token, nil).problem(t, 403, "forbidden")

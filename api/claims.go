@@ -12,10 +12,25 @@ import (
 
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 // MaxWaitSeconds bounds a claim's long poll.
 const MaxWaitSeconds = 60
+
+// leaseSeconds converts the lease_seconds of a claim or a heartbeat (nil:
+// the server's default, 0) to a TTL. Numbers outside 1..lease.TTLCeiling
+// are refused here, before the conversion could overflow; the lease
+// service checks the configured bounds.
+func leaseSeconds(secs *int64) (time.Duration, error) {
+	if secs == nil {
+		return 0, nil
+	}
+	if *secs < 1 || *secs > int64(lease.TTLCeiling/time.Second) {
+		return 0, wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *secs)
+	}
+	return time.Duration(*secs) * time.Second, nil
+}
 
 func (a *API) mountClaims(e *echo.Echo) {
 	a.handle(e, http.MethodPost, "/projects/:project/claims", a.claim, workersWait)
@@ -26,14 +41,6 @@ type claimRequest struct {
 	LeaseSeconds *int64   `json:"lease_seconds"`
 	WaitSeconds  *int64   `json:"wait_seconds"`
 	Labels       []string `json:"labels"`
-}
-
-type claimJSON struct {
-	Lease leaseJSON `json:"lease"`
-	Item  itemJSON  `json:"item"`
-	// Attention is the item's attention history (questions and answers),
-	// oldest first, so the worker resumes with a person's answer.
-	Attention []attentionJSON `json:"attention"`
 }
 
 // claim grants the next ready item: 201 {lease, item, attention}, or 204
@@ -54,12 +61,9 @@ func (a *API) claim(c echo.Context) error {
 		}
 		wait = time.Duration(*req.WaitSeconds) * time.Second
 	}
-	var ttl time.Duration
-	if req.LeaseSeconds != nil {
-		if *req.LeaseSeconds < 1 || *req.LeaseSeconds > 7*24*3600 {
-			return wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *req.LeaseSeconds)
-		}
-		ttl = time.Duration(*req.LeaseSeconds) * time.Second
+	ttl, err := leaseSeconds(req.LeaseSeconds)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), wait+a.timeout)
 	defer cancel()
@@ -81,7 +85,7 @@ func (a *API) claim(c echo.Context) error {
 	// The worker's next call names this lease; its holder is known now.
 	token := who.TokenID
 	a.holders.put(cl.Lease.ID, holder{project: p.ID, token: &token})
-	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
+	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention)})
 }
 
 // renameFields gives a domain error the API's name of its field.
@@ -143,5 +147,5 @@ func (a *API) recoverClaim(c echo.Context, ref, key string) error {
 		return err
 	}
 	c.Response().Header().Set(ReplayedHeader, "true")
-	return c.JSON(http.StatusCreated, claimJSON{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist)})
+	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist)})
 }

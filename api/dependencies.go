@@ -3,10 +3,10 @@ package api
 import (
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 func (a *API) mountDependencies(e *echo.Echo) {
@@ -16,12 +16,6 @@ func (a *API) mountDependencies(e *echo.Echo) {
 
 type addDependencyRequest struct {
 	DependsOn *string `json:"depends_on"`
-}
-
-type dependencyJSON struct {
-	ItemID    uuid.UUID `json:"item_id"`
-	DependsOn uuid.UUID `json:"depends_on"`
-	Item      itemJSON  `json:"item"`
 }
 
 // addDependency records "{id} depends on depends_on"; an edge that would
@@ -50,7 +44,7 @@ func (a *API) addDependency(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, dependencyJSON{ItemID: id, DependsOn: dep, Item: itemView(it)})
+	return c.JSON(http.StatusCreated, wire.Dependency{ItemID: id.String(), DependsOn: dep.String(), Item: itemView(it)})
 }
 
 func (a *API) removeDependency(c echo.Context) error {

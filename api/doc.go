@@ -6,7 +6,8 @@
 // and the OpenAPI 3.1 document served at /v1/openapi.json.
 //
 // Handlers speak the domain packages' types (graph.Item, lease.Lease,
-// attention.Request) and turn them into the JSON shapes of the contract in
-// their own view structs; generated database rows never reach this package
+// attention.Request) and turn them into the JSON shapes of the contract,
+// the types of package wire (item_view.go, lease_view.go); generated
+// database rows never reach this package
 // (the idempotency store in idempotency.go reads its own table only).
 package api

@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/api/openapi"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -70,11 +73,14 @@ func withHeader(k, v string) reqOpt { return func(r *http.Request) { r.Header.Se
 func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 	e.t.Helper()
 	var r io.Reader
+	var sent []byte // nil for a streamed body, which is not checked
 	switch b := body.(type) {
 	case nil:
 	case string:
-		r = strings.NewReader(b)
+		sent = []byte(b)
+		r = bytes.NewReader(sent)
 	case []byte:
+		sent = b
 		r = bytes.NewReader(b)
 	case io.Reader: // sent chunked: no Content-Length
 		r = struct{ io.Reader }{b}
@@ -83,6 +89,7 @@ func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 		if err != nil {
 			e.t.Fatal(err)
 		}
+		sent = raw
 		r = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, e.url+path, r)
@@ -107,8 +114,28 @@ func (e *env) do(method, path, token string, body any, opts ...reqOpt) resp {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if strings.HasPrefix(path, "/v1/") {
+		if err := contract().CheckResponse(method, path, res.StatusCode, res.Header, raw); err != nil {
+			e.t.Errorf("answer breaks openapi.json: %v", err)
+		}
+		if _, streamed := body.(io.Reader); res.StatusCode < 300 && !streamed {
+			if err := contract().CheckRequest(method, path, req.Header, sent); err != nil {
+				e.t.Errorf("the server accepted a request openapi.json does not allow: %v", err)
+			}
+		}
+	}
 	return resp{status: res.StatusCode, header: res.Header, body: raw}
 }
+
+// contract is the OpenAPI document, against which do checks every answer
+// under /v1/.
+var contract = sync.OnceValue(func() *openapi.Document {
+	d, err := openapi.Load(api.OpenAPIDocument())
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
 
 // ok fails unless the answer has the status, and decodes it into v.
 func (r resp) ok(t testing.TB, status int, v any) {

@@ -2,111 +2,91 @@ package api
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
-// itemJSON is the item of the contract: {id, title, body, priority,
-// parent_id, labels, state, epoch, blocked_by, previous_worker, result,
-// created_at, updated_at} plus bookkeeping fields.
-type itemJSON struct {
-	ID             uuid.UUID       `json:"id"`
-	ProjectID      uuid.UUID       `json:"project_id"`
-	Title          string          `json:"title"`
-	Body           string          `json:"body"`
-	Priority       int32           `json:"priority"`
-	ParentID       *uuid.UUID      `json:"parent_id"`
-	Labels         []string        `json:"labels"`
-	State          graph.State     `json:"state"`
-	Epoch          int64           `json:"epoch"`
-	BlockedBy      blockedByJSON   `json:"blocked_by"`
-	PreviousWorker *string         `json:"previous_worker"`
-	Result         json.RawMessage `json:"result"`
-	Metadata       json.RawMessage `json:"metadata"`
-	Version        int32           `json:"version"`
-	ActiveLeaseID  *uuid.UUID      `json:"active_lease_id"`
-	Failures       int32           `json:"failures"`
-	CreatedBy      string          `json:"created_by"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	FinishedAt     *time.Time      `json:"finished_at"`
-	// OnExpiry is the item's own setting; null: its project's default.
-	OnExpiry *string `json:"on_expiry"`
-}
+// The conversions from domain values to their wire shapes (package wire).
 
-type blockedByJSON struct {
-	Dependencies []itemRefJSON      `json:"dependencies"`
-	Children     []itemRefJSON      `json:"children"`
-	Attention    []attentionRefJSON `json:"attention"`
-	// RetryAfter: after a failure, the item may be claimed again from then.
-	RetryAfter *time.Time `json:"retry_after"`
-	// ReservedFor: the worker that alone may claim it until ReservedUntil
-	// (continuity after an attention request).
-	ReservedFor   *string    `json:"reserved_for"`
-	ReservedUntil *time.Time `json:"reserved_until"`
-}
-
-type itemRefJSON struct {
-	ID    uuid.UUID   `json:"id"`
-	Title string      `json:"title"`
-	State graph.State `json:"state"`
-}
-
-type attentionRefJSON struct {
-	ID        uuid.UUID `json:"id"`
-	Question  string    `json:"question"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func itemView(it graph.Item) itemJSON {
+func itemView(it graph.Item) wire.Item {
 	labels := it.Labels
 	if labels == nil {
 		labels = []string{}
-	}
-	result := it.Result
-	if len(result) == 0 {
-		result = json.RawMessage("null")
 	}
 	meta := it.Metadata
 	if len(meta) == 0 {
 		meta = json.RawMessage("{}")
 	}
-	b := blockedByJSON{
+	b := wire.BlockedBy{
 		Dependencies:  itemRefs(it.BlockedBy.Dependencies),
 		Children:      itemRefs(it.BlockedBy.Children),
-		Attention:     make([]attentionRefJSON, len(it.BlockedBy.Attention)),
+		Attention:     make([]wire.AttentionRef, len(it.BlockedBy.Attention)),
 		RetryAfter:    it.BlockedBy.RetryAfter,
 		ReservedFor:   it.BlockedBy.ReservedFor,
 		ReservedUntil: it.BlockedBy.ReservedUntil,
 	}
 	for i, a := range it.BlockedBy.Attention {
-		b.Attention[i] = attentionRefJSON{ID: a.ID, Question: a.Question, CreatedAt: a.CreatedAt}
+		b.Attention[i] = wire.AttentionRef{ID: a.ID.String(), Question: a.Question, CreatedAt: a.CreatedAt}
 	}
-	return itemJSON{
-		ID: it.ID, ProjectID: it.ProjectID, Title: it.Title, Body: it.Body, Priority: it.Priority,
-		ParentID: it.ParentID, Labels: labels, State: it.State, Epoch: it.Epoch, BlockedBy: b,
-		PreviousWorker: it.PreviousWorker, Result: result, Metadata: meta, Version: it.Version,
-		ActiveLeaseID: it.ActiveLeaseID, Failures: it.Failures, CreatedBy: it.CreatedBy,
+	return wire.Item{
+		ID: it.ID.String(), ProjectID: it.ProjectID.String(), Title: it.Title, Body: it.Body, Priority: int(it.Priority),
+		ParentID: optID(it.ParentID), Labels: labels, State: string(it.State), Epoch: it.Epoch, BlockedBy: b,
+		PreviousWorker: it.PreviousWorker, Result: rawOrNull(it.Result), Metadata: meta, Version: int(it.Version),
+		ActiveLeaseID: optID(it.ActiveLeaseID), Failures: int(it.Failures), CreatedBy: it.CreatedBy,
 		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, FinishedAt: it.FinishedAt,
 		OnExpiry: it.OnExpiry,
 	}
 }
 
-func itemRefs(refs []graph.ItemRef) []itemRefJSON {
-	out := make([]itemRefJSON, len(refs))
+func itemRefs(refs []graph.ItemRef) []wire.ItemRef {
+	out := make([]wire.ItemRef, len(refs))
 	for i, r := range refs {
-		out[i] = itemRefJSON{ID: r.ID, Title: r.Title, State: r.State}
+		out[i] = wire.ItemRef{ID: r.ID.String(), Title: r.Title, State: string(r.State)}
 	}
 	return out
 }
 
-func itemViews(items []graph.Item) []itemJSON {
-	out := make([]itemJSON, len(items))
+func itemViews(items []graph.Item) []wire.Item {
+	out := make([]wire.Item, len(items))
 	for i, it := range items {
 		out[i] = itemView(it)
 	}
 	return out
+}
+
+func subgraphView(g graph.Subgraph) wire.Subgraph {
+	out := wire.Subgraph{Nodes: itemRefs(g.Nodes), Edges: make([]wire.Edge, len(g.Edges)), CriticalPath: ids(g.CriticalPath), Truncated: g.Truncated}
+	for i, e := range g.Edges {
+		out.Edges[i] = wire.Edge{From: e.From.String(), To: e.To.String(), Kind: e.Kind}
+	}
+	return out
+}
+
+// optID is an optional id on the wire: nil stays null.
+func optID(id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	s := id.String()
+	return &s
+}
+
+// ids is a list of ids on the wire, never null.
+func ids(in []uuid.UUID) []string {
+	out := make([]string, len(in))
+	for i, id := range in {
+		out[i] = id.String()
+	}
+	return out
+}
+
+// rawOrNull is an optional JSON value on the wire: absent is null.
+func rawOrNull(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage("null")
+	}
+	return r
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 func (a *API) mountItems(e *echo.Echo) {
@@ -107,11 +108,6 @@ func (a *API) createItem(c echo.Context) error {
 	return writeItem(c, http.StatusCreated, it)
 }
 
-type itemList struct {
-	Items      []itemJSON `json:"items"`
-	NextCursor *string    `json:"next_cursor"`
-}
-
 var itemStates = []graph.State{graph.StateReady, graph.StateLeased, graph.StateBlocked, graph.StateAttention, graph.StateDone, graph.StateCancelled}
 
 // listItems: ?state= (one or more, repeated or comma-separated), label=,
@@ -153,7 +149,7 @@ func (a *API) listItems(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, itemList{Items: itemViews(page.Items), NextCursor: cursor(page.NextCursor)})
+	return c.JSON(http.StatusOK, wire.ItemPage{Items: itemViews(page.Items), NextCursor: cursor(page.NextCursor)})
 }
 
 func validState(s graph.State) bool {
@@ -261,15 +257,6 @@ func (a *API) cancelItem(c echo.Context) error {
 	return writeItem(c, http.StatusOK, it)
 }
 
-type itemGraphJSON struct {
-	Item         itemJSON      `json:"item"`
-	Dependencies []itemRefJSON `json:"dependencies"`
-	Dependents   []itemRefJSON `json:"dependents"`
-	Children     []itemRefJSON `json:"children"`
-	Ancestors    []itemRefJSON `json:"ancestors"`
-	CriticalPath []itemRefJSON `json:"critical_path"`
-}
-
 // itemGraph is the item's neighbourhood and its critical path (the longest
 // chain of unfinished prerequisites ending at the item).
 func (a *API) itemGraph(c echo.Context) error {
@@ -289,23 +276,10 @@ func (a *API) itemGraph(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, itemGraphJSON{
+	return c.JSON(http.StatusOK, wire.ItemGraph{
 		Item: itemView(n.Item), Dependencies: itemRefs(n.Dependencies), Dependents: itemRefs(n.Dependents),
 		Children: itemRefs(n.Children), Ancestors: itemRefs(n.Ancestors), CriticalPath: itemRefs(path),
 	})
-}
-
-type edgeJSON struct {
-	From uuid.UUID `json:"from"`
-	To   uuid.UUID `json:"to"`
-	Kind string    `json:"kind"`
-}
-
-type subgraphJSON struct {
-	Nodes        []itemRefJSON `json:"nodes"`
-	Edges        []edgeJSON    `json:"edges"`
-	CriticalPath []uuid.UUID   `json:"critical_path"`
-	Truncated    bool          `json:"truncated"`
 }
 
 // projectGraph is the project's graph, or the part within ?depth= steps
@@ -351,14 +325,7 @@ func (a *API) projectGraph(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := subgraphJSON{Nodes: itemRefs(g.Nodes), Edges: make([]edgeJSON, len(g.Edges)), CriticalPath: g.CriticalPath, Truncated: g.Truncated}
-	for i, e := range g.Edges {
-		out.Edges[i] = edgeJSON{From: e.From, To: e.To, Kind: e.Kind}
-	}
-	if out.CriticalPath == nil {
-		out.CriticalPath = []uuid.UUID{}
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, subgraphView(g))
 }
 
 // optionalString tells an absent member (set false) from an explicit null

@@ -17,6 +17,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 func (a *API) mountLeases(e *echo.Echo) {
@@ -94,13 +95,6 @@ type heartbeatRequest struct {
 	WorkerTime   *string         `json:"worker_time"`
 }
 
-type heartbeatJSON struct {
-	Lease         leaseJSON       `json:"lease"`
-	ExpiresAt     time.Time       `json:"expires_at"`
-	StopRequested bool            `json:"stop_requested"`
-	Answers       []attentionJSON `json:"answers"`
-}
-
 func (a *API) heartbeat(c echo.Context) error {
 	var req heartbeatRequest
 	project, f, err := a.fenced(c, &req, func() *int64 { return req.Epoch })
@@ -111,18 +105,15 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var ttl time.Duration
-	if req.LeaseSeconds != nil {
-		if *req.LeaseSeconds < 1 || *req.LeaseSeconds > 7*24*3600 {
-			return wgerr.InvalidField("lease_seconds", "must be a positive number of seconds within the server's bounds, got %d", *req.LeaseSeconds)
-		}
-		ttl = time.Duration(*req.LeaseSeconds) * time.Second
+	ttl, err := leaseSeconds(req.LeaseSeconds)
+	if err != nil {
+		return err
 	}
 	res, err := a.svc.Leases.Heartbeat(c.Request().Context(), project, f, lease.Heartbeat{Progress: req.Progress, WorkerTime: wt, TTL: ttl})
 	if err != nil {
 		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
 	}
-	return c.JSON(http.StatusOK, heartbeatJSON{
+	return c.JSON(http.StatusOK, wire.Heartbeat{
 		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, Answers: attentionViews(res.Answers),
 	})
 }
@@ -131,12 +122,6 @@ type completeRequest struct {
 	Epoch      *int64          `json:"epoch"`
 	Result     json.RawMessage `json:"result"`
 	WorkerTime *string         `json:"worker_time"`
-}
-
-type completionJSON struct {
-	Lease    leaseJSON `json:"lease"`
-	Item     itemJSON  `json:"item"`
-	Replayed bool      `json:"replayed"`
 }
 
 // complete: 200 {lease, item, replayed}; an identical repeat answers
@@ -155,17 +140,12 @@ func (a *API) complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, completionJSON{Lease: leaseView(res.Lease), Item: itemView(res.Item), Replayed: res.Replayed})
+	return c.JSON(http.StatusOK, wire.Completion{Lease: leaseView(res.Lease), Item: itemView(res.Item), Replayed: res.Replayed})
 }
 
 type releaseRequest struct {
 	Epoch  *int64 `json:"epoch"`
 	Reason string `json:"reason"`
-}
-
-type leaseItemJSON struct {
-	Lease leaseJSON `json:"lease"`
-	Item  itemJSON  `json:"item"`
 }
 
 // release hands the item back at once: 200 {lease, item}.
@@ -184,7 +164,7 @@ func (a *API) release(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, leaseItemJSON{Lease: leaseView(l), Item: itemView(it)})
+	return c.JSON(http.StatusOK, wire.LeaseItem{Lease: leaseView(l), Item: itemView(it)})
 }
 
 type failRequest struct {
@@ -224,13 +204,6 @@ func (r failRequest) failure() (lease.Failure, error) {
 	return out, nil
 }
 
-type failJSON struct {
-	Lease      leaseJSON      `json:"lease"`
-	Item       itemJSON       `json:"item"`
-	RetryAfter *time.Time     `json:"retry_after"`
-	Attention  *attentionJSON `json:"attention"`
-}
-
 // fail: 200 {lease, item, retry_after, attention}: the item comes back
 // after retry_after, or waits for a person after too many failures.
 func (a *API) fail(c echo.Context) error {
@@ -250,7 +223,7 @@ func (a *API) fail(c echo.Context) error {
 	if err != nil {
 		return renameFields(err, map[string]string{"message": "error"})
 	}
-	out := failJSON{Lease: leaseView(res.Lease), Item: itemView(res.Item), RetryAfter: res.RetryAfter}
+	out := wire.FailResult{Lease: leaseView(res.Lease), Item: itemView(res.Item), RetryAfter: res.RetryAfter}
 	if res.Attention != nil {
 		v := attentionView(*res.Attention)
 		out.Attention = &v
@@ -270,11 +243,6 @@ type childRequest struct {
 type decomposeRequest struct {
 	Epoch    *int64         `json:"epoch"`
 	Children []childRequest `json:"children"`
-}
-
-type decompositionJSON struct {
-	Lease    leaseJSON  `json:"lease"`
-	Children []itemJSON `json:"children"`
 }
 
 // decompose splits the item into children and ends the lease as
@@ -302,7 +270,7 @@ func (a *API) decompose(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, decompositionJSON{Lease: leaseView(res.Lease), Children: itemViews(res.Children)})
+	return c.JSON(http.StatusOK, wire.Decomposition{Lease: leaseView(res.Lease), Children: itemViews(res.Children)})
 }
 
 type askRequest struct {
@@ -313,16 +281,7 @@ type askRequest struct {
 	Blocking         *bool           `json:"blocking"`
 }
 
-// askJSON names the new request "attention", as every other answer that
-// carries one does (fail, claim), and "request", the same object for
-// clients written before.
-type askJSON struct {
-	Attention attentionJSON `json:"attention"`
-	Request   attentionJSON `json:"request"`
-	Lease     leaseJSON     `json:"lease"`
-}
-
-// ask opens an attention request under the lease: 201 {request, lease}. A
+// ask opens an attention request under the lease: 201 {attention, lease}. A
 // blocking request (the default) ends the lease as attention_requested.
 func (a *API) ask(c echo.Context) error {
 	var req askRequest
@@ -341,8 +300,7 @@ func (a *API) ask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := attentionView(res.Request)
-	return c.JSON(http.StatusCreated, askJSON{Attention: v, Request: v, Lease: leaseView(res.Lease)})
+	return c.JSON(http.StatusCreated, wire.AskResult{Attention: attentionView(res.Request), Lease: leaseView(res.Lease)})
 }
 
 type stopRequest struct {
@@ -367,13 +325,6 @@ func (a *API) requestStop(c echo.Context) error {
 	return c.JSON(http.StatusOK, leaseView(l))
 }
 
-type leaseDetailJSON struct {
-	leaseJSON
-	// Observations are the refused reports about this lease (stale calls,
-	// conflicting results), oldest first.
-	Observations []observationJSON `json:"observations"`
-}
-
 func (a *API) getLease(c echo.Context) error {
 	if err := onlyQuery(c); err != nil {
 		return err
@@ -391,12 +342,7 @@ func (a *API) getLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, leaseDetailJSON{leaseJSON: leaseView(l), Observations: observationViews(obs)})
-}
-
-type leasePage struct {
-	Leases     []leaseJSON `json:"leases"`
-	NextCursor *string     `json:"next_cursor"`
+	return c.JSON(http.StatusOK, wire.LeaseDetail{Lease: leaseView(l), Observations: observationViews(obs)})
 }
 
 var outcomes = []lease.Outcome{lease.OutcomeCompleted, lease.OutcomeReleased, lease.OutcomeFailed, lease.OutcomeCancelled,
@@ -484,19 +430,7 @@ func (a *API) writeHistory(c echo.Context, project uuid.UUID, f lease.HistoryFil
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, leasePage{Leases: leaseViews(page.Leases), NextCursor: cursor(page.NextCursor)})
-}
-
-type workerStatJSON struct {
-	Worker   string                `json:"worker"`
-	Active   int                   `json:"active"`
-	Outcomes map[lease.Outcome]int `json:"outcomes"`
-	LastSeen time.Time             `json:"last_seen"`
-}
-
-type workersJSON struct {
-	Active  []leaseJSON      `json:"active"`
-	Workers []workerStatJSON `json:"workers"`
+	return c.JSON(http.StatusOK, wire.LeasePage{Leases: leaseViews(page.Leases), NextCursor: cursor(page.NextCursor)})
 }
 
 // workers: the project's live leases and per-worker outcome counts.
@@ -517,13 +451,9 @@ func (a *API) workers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := workersJSON{Active: leaseViews(active), Workers: make([]workerStatJSON, len(stats))}
+	out := wire.Workers{Active: leaseViews(active), Workers: make([]wire.WorkerStat, len(stats))}
 	for i, s := range stats {
-		o := s.Outcomes
-		if o == nil {
-			o = map[lease.Outcome]int{}
-		}
-		out.Workers[i] = workerStatJSON{Worker: s.Worker, Active: s.Active, Outcomes: o, LastSeen: s.LastSeen}
+		out.Workers[i] = workerStatView(s)
 	}
 	return c.JSON(http.StatusOK, out)
 }

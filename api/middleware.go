@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"math"
@@ -18,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -42,20 +41,25 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		start := time.Now()
-		id := c.Request().Header.Get(RequestIDHeader)
-		if !saneRequestID(id) {
-			id = newRequestID()
+		// The server names every request (server.Start); the API alone
+		// (no server around it) names its own.
+		id := logs.RequestID(c.Request().Context())
+		if id == "" {
+			id = logs.AcceptRequestID(c.Request().Header.Get(RequestIDHeader))
 		}
 		c.Set(requestIDKey, id)
+		// Every line logged with the request's context names the id.
+		c.SetRequest(c.Request().WithContext(logs.WithRequestID(c.Request().Context(), id)))
 		c.Response().Header().Set(RequestIDHeader, id)
-		if err := next(c); err != nil {
-			writeProblem(c, a.log, err)
+		err := next(c)
+		if err != nil {
+			writeProblem(c, a.log, a.unknown(err))
 		}
+		a.observe(c, err, time.Since(start))
 		req := c.Request()
 		attrs := []any{
 			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,
 			"duration", time.Since(start).Round(time.Microsecond), "bytes", c.Response().Size,
-			"request_id", id,
 		}
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())
@@ -70,7 +74,8 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // RequestIDHeader names a request in logs and answers: the caller's own
-// value when it is sane (see saneRequestID), else one the server makes up.
+// value when it is sane (see logs.AcceptRequestID), else one the server
+// makes up.
 // Every /v1 answer carries it, and so does every problem (request_id).
 const RequestIDHeader = "X-Request-Id"
 
@@ -80,28 +85,6 @@ const requestIDKey = "workgraph.request_id"
 func requestID(c echo.Context) string {
 	id, _ := c.Get(requestIDKey).(string)
 	return id
-}
-
-// saneRequestID accepts 1..128 characters of letters, digits and . _ - : / + =
-// (enough for UUIDs, trace ids and the like; nothing a log or a header could
-// misread).
-func saneRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/+=", r)
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // slowRequest is how long a request may take before its line is logged at

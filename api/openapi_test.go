@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/api/openapi"
 )
 
 // TestOpenAPIMatchesRoutes fails when the routes registered in Echo and the
@@ -135,4 +136,39 @@ func TestOpenAPIRefsResolve(t *testing.T) {
 		}
 	}
 	walk(doc)
+}
+
+// TestOpenAPIResponsesHaveSchemas fails when a documented response has no
+// schema to check an answer against (only 204 and 304 carry no body), or
+// when a schema uses a keyword the validator does not implement.
+func TestOpenAPIResponsesHaveSchemas(t *testing.T) {
+	t.Parallel()
+	d, err := openapi.Load(api.OpenAPIDocument())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Operations()) == 0 {
+		t.Fatal("no operations")
+	}
+	for _, op := range d.Operations() {
+		if len(op.Responses) == 0 {
+			t.Errorf("%s %s: no responses", op.Method, op.Path)
+		}
+		for status, r := range op.Responses {
+			if status == "204" || status == "304" {
+				if len(r.Content) != 0 {
+					t.Errorf("%s %s %s: a body on a status that has none", op.Method, op.Path, status)
+				}
+				continue
+			}
+			if len(r.Content) == 0 {
+				t.Errorf("%s %s %s: no content", op.Method, op.Path, status)
+			}
+			for mt, schema := range r.Content {
+				if schema == nil {
+					t.Errorf("%s %s %s %s: no schema", op.Method, op.Path, status, mt)
+				}
+			}
+		}
+	}
 }

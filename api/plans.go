@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 func (a *API) mountPlans(e *echo.Echo) {
@@ -34,12 +34,6 @@ type planRequest struct {
 	DryRun bool              `json:"dry_run"`
 }
 
-type planJSON struct {
-	Items  []itemRefJSON        `json:"items"`
-	Keys   map[string]uuid.UUID `json:"keys"`
-	DryRun bool                 `json:"dry_run"`
-}
-
 // importPlan creates a whole plan in one transaction (all or nothing):
 // 201 {items, keys}; with dry_run nothing is stored and the answer is 200.
 func (a *API) importPlan(c echo.Context) error {
@@ -62,15 +56,15 @@ func (a *API) importPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	keys := res.Keys
-	if keys == nil {
-		keys = map[string]uuid.UUID{}
+	keys := make(map[string]string, len(res.Keys))
+	for k, id := range res.Keys {
+		keys[k] = id.String()
 	}
 	status := http.StatusCreated
 	if req.DryRun {
 		status = http.StatusOK
 	}
-	return c.JSON(status, planJSON{Items: itemRefs(res.Items), Keys: keys, DryRun: req.DryRun})
+	return c.JSON(status, wire.PlanResult{Items: itemRefs(res.Items), Keys: keys, DryRun: req.DryRun})
 }
 
 func planItems(in []planItemRequest, path string) ([]graph.PlanItem, error) {

@@ -10,39 +10,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // problemTypeBase prefixes every problem "type" URI; the code follows.
 const problemTypeBase = "https://workgraph.dev/problems/"
-
-// problemKind is how one error code is answered.
-type problemKind struct {
-	status int
-	title  string
-}
-
-// problems is THE table: every error code the API answers with, its HTTP
-// status and its title. Domain errors reach HTTP only through it.
-var problems = map[wgerr.Code]problemKind{
-	wgerr.CodeInvalid:           {http.StatusBadRequest, "Invalid argument"},
-	wgerr.CodeUnauthenticated:   {http.StatusUnauthorized, "Unauthenticated"},
-	wgerr.CodeForbidden:         {http.StatusForbidden, "Forbidden"},
-	wgerr.CodeNotFound:          {http.StatusNotFound, "Not found"},
-	wgerr.CodeAlreadyExists:     {http.StatusConflict, "Already exists"},
-	wgerr.CodeLeaseLost:         {http.StatusConflict, "Lease lost"},
-	wgerr.CodeConflictingResult: {http.StatusConflict, "Conflicting result"},
-	wgerr.CodeDependencyCycle:   {http.StatusConflict, "Dependency cycle"},
-	wgerr.CodeConflict:          {http.StatusConflict, "Conflict"},
-	wgerr.CodeInProgress:        {http.StatusConflict, "Request in progress"},
-	wgerr.CodeOutcomeUnknown:    {http.StatusConflict, "Outcome unknown"},
-	wgerr.CodeMethodNotAllowed:  {http.StatusMethodNotAllowed, "Method not allowed"},
-	wgerr.CodePayloadTooLarge:   {http.StatusRequestEntityTooLarge, "Payload too large"},
-	wgerr.CodeRateLimited:       {http.StatusTooManyRequests, "Rate limited"},
-	wgerr.CodeUnavailable:       {http.StatusServiceUnavailable, "Unavailable"},
-	wgerr.CodeInternal:          {http.StatusInternalServerError, "Internal error"},
-}
 
 // codeForStatus maps the statuses of Echo's own errors (no route, method not
 // allowed, ...) to a code of the table.
@@ -106,11 +78,11 @@ func problemFor(err error) (p Problem, logInternal bool) {
 	)
 	switch {
 	case errors.As(err, &we):
-		kind, ok := problems[we.Code]
-		if !ok || we.Code == wgerr.CodeInternal {
+		code, status := wgerr.HTTPStatus(we)
+		if code == wgerr.CodeInternal {
 			return internalProblem(), true
 		}
-		p = Problem{Type: problemTypeBase + string(we.Code), Title: kind.title, Status: kind.status, Detail: we.Message, Code: we.Code}
+		p = Problem{Type: problemTypeBase + string(code), Title: wgerr.Title(code), Status: status, Detail: we.Message, Code: code}
 		if we.Field != "" || len(we.Details) > 0 {
 			p.Extras = make(map[string]any, len(we.Details)+1)
 			for k, v := range we.Details {
@@ -121,7 +93,7 @@ func problemFor(err error) (p Problem, logInternal bool) {
 			}
 		}
 		if p.Detail == "" {
-			p.Detail = kind.title
+			p.Detail = p.Title
 		}
 		return p, false
 	case errors.As(err, &he):
@@ -129,20 +101,30 @@ func problemFor(err error) (p Problem, logInternal bool) {
 		if code == wgerr.CodeInternal {
 			return internalProblem(), true
 		}
-		kind := problems[code]
-		p = Problem{Type: problemTypeBase + string(code), Title: kind.title, Status: he.Code, Detail: echoDetail(he), Code: code}
+		p = Problem{Type: problemTypeBase + string(code), Title: wgerr.Title(code), Status: he.Code, Detail: echoDetail(he), Code: code}
 		return p, false
 	default:
-		if t := db.Translate(err); wgerr.CodeOf(t) != wgerr.CodeInternal {
-			return problemFor(t)
-		}
 		return internalProblem(), true
 	}
 }
 
+// unknown gives an error of no kind to the storage layer's translation
+// (Config.TranslateUnknown), so that a driver error no service translated
+// (a lost connection) is still answered by its kind (503 unavailable), not
+// as a 500.
+func (a *API) unknown(err error) error {
+	var (
+		we *wgerr.Error
+		he *echo.HTTPError
+	)
+	if err == nil || a.translate == nil || errors.As(err, &we) || errors.As(err, &he) {
+		return err
+	}
+	return a.translate(err)
+}
+
 func internalProblem() Problem {
-	k := problems[wgerr.CodeInternal]
-	return Problem{Type: problemTypeBase + string(wgerr.CodeInternal), Title: k.title, Status: k.status, Detail: "internal error", Code: wgerr.CodeInternal}
+	return Problem{Type: problemTypeBase + string(wgerr.CodeInternal), Title: wgerr.Title(wgerr.CodeInternal), Status: http.StatusInternalServerError, Detail: "internal error", Code: wgerr.CodeInternal}
 }
 
 func echoDetail(he *echo.HTTPError) string {
@@ -161,7 +143,9 @@ func echoDetail(he *echo.HTTPError) string {
 }
 
 // writeProblem answers err as application/problem+json. Unknown and internal
-// errors are logged with their cause and answered without internals.
+// errors are logged with their cause and answered without internals; the
+// line names the request id through the request's context (package logs),
+// as the problem's request_id does.
 func writeProblem(c echo.Context, log *slog.Logger, err error) {
 	if c.Response().Committed {
 		return
@@ -170,11 +154,11 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 	id := requestID(c)
 	if logIt {
 		log.ErrorContext(c.Request().Context(), "internal error",
-			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"method", c.Request().Method, "path", c.Request().URL.Path,
 			"err", err, "cause", causeOf(err))
 	} else if p.Code == wgerr.CodeUnavailable {
 		log.WarnContext(c.Request().Context(), "unavailable",
-			"method", c.Request().Method, "path", c.Request().URL.Path, "request_id", id,
+			"method", c.Request().Method, "path", c.Request().URL.Path,
 			"err", err, "cause", causeOf(err))
 	}
 	if id != "" {
@@ -183,7 +167,7 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 		}
 		p.Extras["request_id"] = id
 	}
-	if (p.Code == wgerr.CodeRateLimited || p.Code == wgerr.CodeUnavailable) && c.Response().Header().Get("Retry-After") == "" {
+	if wgerr.RetryLater(p.Code) && c.Response().Header().Get("Retry-After") == "" {
 		c.Response().Header().Set("Retry-After", "1")
 	}
 	if p.Code == wgerr.CodeUnauthenticated {
@@ -219,7 +203,7 @@ func causeOf(err error) string {
 func (a *API) ErrorHandler(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if isAPIPath(c.Request().URL.Path) {
-			writeProblem(c, a.log, err)
+			writeProblem(c, a.log, a.unknown(err))
 			return
 		}
 		next(err, c)

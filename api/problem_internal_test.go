@@ -16,20 +16,6 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-func TestProblemTableCoversEveryCode(t *testing.T) {
-	t.Parallel()
-	for _, code := range []wgerr.Code{
-		wgerr.CodeInvalid, wgerr.CodeUnauthenticated, wgerr.CodeForbidden, wgerr.CodeNotFound, wgerr.CodeAlreadyExists,
-		wgerr.CodeLeaseLost, wgerr.CodeConflictingResult, wgerr.CodeDependencyCycle, wgerr.CodeConflict,
-		wgerr.CodePayloadTooLarge, wgerr.CodeRateLimited, wgerr.CodeUnavailable, wgerr.CodeInternal,
-		wgerr.CodeInProgress, wgerr.CodeOutcomeUnknown, wgerr.CodeMethodNotAllowed,
-	} {
-		if _, ok := problems[code]; !ok {
-			t.Errorf("no table entry for %s", code)
-		}
-	}
-}
-
 func TestUnknownErrorsHideInternals(t *testing.T) {
 	t.Parallel()
 	for name, err := range map[string]error{
@@ -86,5 +72,36 @@ func TestRequestLevel(t *testing.T) {
 		if got := requestLevel(c.status, c.took); got != c.want {
 			t.Errorf("requestLevel(%d, %v) = %v, want %v", c.status, c.took, got, c.want)
 		}
+	}
+}
+
+// TestUnknownErrorsTranslated: an error of no kind that reached a handler
+// goes through Config.TranslateUnknown (db.Translate in the server), so a
+// lost connection no service translated is 503 unavailable, not 500.
+func TestUnknownErrorsTranslated(t *testing.T) {
+	t.Parallel()
+	lost := errors.New("conn closed")
+	translate := func(err error) error {
+		if errors.Is(err, lost) {
+			return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database is unavailable", Err: err}
+		}
+		return err
+	}
+	for name, tt := range map[string]struct {
+		a      *API
+		status int
+	}{
+		"Translated":    {&API{log: slog.Default(), translate: translate}, http.StatusServiceUnavailable},
+		"NoTranslation": {&API{log: slog.Default()}, http.StatusInternalServerError},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/v1/x", nil), rec)
+			tt.a.ErrorHandler(func(error, echo.Context) { t.Fatal("an API path went to the next handler") })(fmt.Errorf("handler: %w", lost), c)
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+		})
 	}
 }

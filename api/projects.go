@@ -4,25 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
-type projectJSON struct {
-	ID        uuid.UUID `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	// OnExpiry is the default of the project's items that name none.
-	OnExpiry string `json:"on_expiry"`
-}
-
-func projectView(p graph.Project) projectJSON {
-	return projectJSON{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, OnExpiry: p.OnExpiry}
+func projectView(p graph.Project) wire.Project {
+	return wire.Project{ID: p.ID.String(), Name: p.Name, CreatedAt: p.CreatedAt, OnExpiry: p.OnExpiry}
 }
 
 func (a *API) mountProjects(e *echo.Echo) {
@@ -97,10 +89,6 @@ func (a *API) createProject(c echo.Context) error {
 	return c.JSON(http.StatusCreated, projectView(p))
 }
 
-type projectList struct {
-	Projects []projectJSON `json:"projects"`
-}
-
 // listProjects lists every project for an admin, and the caller's own
 // project for everyone else.
 func (a *API) listProjects(c echo.Context) error {
@@ -108,7 +96,7 @@ func (a *API) listProjects(c echo.Context) error {
 		return err
 	}
 	p := principal(c)
-	out := projectList{Projects: []projectJSON{}}
+	out := wire.ProjectList{Projects: []wire.Project{}}
 	if !p.IsAdmin() {
 		if p.ProjectID != nil {
 			proj, err := a.svc.Graph.Project(c.Request().Context(), p.ProjectID.String())

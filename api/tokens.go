@@ -2,32 +2,18 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
-type tokenJSON struct {
-	ID        uuid.UUID  `json:"id"`
-	ProjectID *uuid.UUID `json:"project_id"`
-	Name      string     `json:"name"`
-	Role      auth.Role  `json:"role"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at"`
-}
-
-// createdTokenJSON carries the bearer string, shown this once only.
-type createdTokenJSON struct {
-	Token string `json:"token"`
-	tokenJSON
-}
-
-func tokenView(t auth.Token) tokenJSON {
-	return tokenJSON{ID: t.ID, ProjectID: t.ProjectID, Name: t.Name, Role: t.Role, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
+func tokenView(t auth.Token) wire.Token {
+	return wire.Token{ID: t.ID.String(), ProjectID: optID(t.ProjectID), Name: t.Name, Role: string(t.Role),
+		CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
 }
 
 func (a *API) mountTokens(e *echo.Echo) {
@@ -60,11 +46,7 @@ func (a *API) createToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, createdTokenJSON{Token: bearer, tokenJSON: tokenView(t)})
-}
-
-type tokenList struct {
-	Tokens []tokenJSON `json:"tokens"`
+	return c.JSON(http.StatusCreated, wire.CreatedToken{Secret: bearer, Token: tokenView(t)})
 }
 
 func (a *API) listTokens(c echo.Context) error {
@@ -79,7 +61,7 @@ func (a *API) listTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := tokenList{Tokens: make([]tokenJSON, len(ts))}
+	out := wire.TokenList{Tokens: make([]wire.Token, len(ts))}
 	for i, t := range ts {
 		out.Tokens[i] = tokenView(t)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/workgraph-dev/workgraph/db"
 
 	"github.com/workgraph-dev/workgraph/clock"
 )
@@ -135,16 +135,29 @@ func (c Config) window() time.Duration {
 
 // Service answers, dismisses and lists attention requests, and lets people
 // put holds on items. Workers open requests through package lease.
+//
+// Each method runs in its own transaction on a pool, or in a savepoint of
+// the caller's transaction when the Service is on one (On).
 type Service struct {
-	pool  *pgxpool.Pool
+	exec  db.Executor
 	clock clock.Clock
 	cfg   Config
 }
 
-// NewService returns a Service on pool. A nil clk means the database clock.
-func NewService(pool *pgxpool.Pool, clk clock.Clock, cfg Config) *Service {
+// NewService returns a Service on exec (a pool, or a transaction). A nil
+// clk means the database clock.
+func NewService(exec db.Executor, clk clock.Clock, cfg Config) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{pool: pool, clock: clk, cfg: cfg}
+	return &Service{exec: exec, clock: clk, cfg: cfg}
+}
+
+// On returns a copy of s that runs on exec, e.g. inside a caller's
+// transaction (package lease opens a worker's request in the transaction
+// that locks or ends the lease).
+func (s *Service) On(exec db.Executor) *Service {
+	c := *s
+	c.exec = exec
+	return &c
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
@@ -20,7 +20,7 @@ import (
 
 type fixture struct {
 	ctx     context.Context
-	pool    *pgxpool.Pool
+	conn    db.Executor // the test's transaction, rolled back when it ends
 	clock   *clock.Stub
 	svc     *attention.Service
 	project uuid.UUID
@@ -28,20 +28,33 @@ type fixture struct {
 
 const window = 10 * time.Minute
 
+var projectCounter atomic.Int64
+
+// setup runs the test in a transaction rolled back when it ends.
 func setup(t *testing.T) fixture {
 	t.Helper()
+	return setupOn(t, dbtest.TestTx(t))
+}
+
+// setupDB gives the test a database of its own.
+func setupDB(t *testing.T) fixture {
+	t.Helper()
+	return setupOn(t, dbtest.New(t))
+}
+
+func setupOn(t *testing.T, pool db.Executor) fixture {
+	t.Helper()
 	ctx := context.Background()
-	pool := dbtest.New(t)
 	var t0 time.Time
 	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&t0); err != nil {
 		t.Fatal(err)
 	}
 	clk := clock.NewStub(t0)
 	var project uuid.UUID
-	if err := pool.QueryRow(ctx, "INSERT INTO projects (name) VALUES ('p') RETURNING id").Scan(&project); err != nil {
+	if err := pool.QueryRow(ctx, "INSERT INTO projects (name) VALUES ($1) RETURNING id", fmt.Sprintf("p%d", projectCounter.Add(1))).Scan(&project); err != nil {
 		t.Fatal(err)
 	}
-	return fixture{ctx: ctx, pool: pool, clock: clk, project: project,
+	return fixture{ctx: ctx, conn: pool, clock: clk, project: project,
 		svc: attention.NewService(pool, clk, attention.Config{ContinuityWindow: window})}
 }
 
@@ -49,7 +62,7 @@ func setup(t *testing.T) fixture {
 func (f fixture) item(t *testing.T, title string) uuid.UUID {
 	t.Helper()
 	var id uuid.UUID
-	err := f.pool.QueryRow(f.ctx,
+	err := f.conn.QueryRow(f.ctx,
 		"INSERT INTO items (project_id, title, created_by) VALUES ($1, $2, 'test') RETURNING id",
 		f.project, title).Scan(&id)
 	if err != nil {
@@ -68,7 +81,7 @@ type itemRow struct {
 func (f fixture) row(t *testing.T, id uuid.UUID) itemRow {
 	t.Helper()
 	var r itemRow
-	err := f.pool.QueryRow(f.ctx,
+	err := f.conn.QueryRow(f.ctx,
 		"SELECT ready, open_attention, preferred_worker, preferred_until FROM items WHERE project_id = $1 AND id = $2",
 		f.project, id).Scan(&r.Ready, &r.OpenAttention, &r.PreferredWorker, &r.PreferredUntil)
 	if err != nil {
@@ -77,13 +90,14 @@ func (f fixture) row(t *testing.T, id uuid.UUID) itemRow {
 	return r
 }
 
-// open opens a request through OpenTx in its own transaction.
+// open opens a request through Open inside a caller's transaction, as
+// package lease does.
 func (f fixture) open(t *testing.T, item uuid.UUID, in attention.NewRequest) (attention.Request, error) {
 	t.Helper()
 	var out attention.Request
-	err := db.InTx(f.ctx, f.pool, func(tx pgx.Tx) error {
+	err := db.InTx(f.ctx, f.conn, func(tx pgx.Tx) error {
 		var err error
-		out, err = attention.OpenTx(f.ctx, tx, f.clock, f.project, item, in)
+		out, err = f.svc.On(tx).Open(f.ctx, f.project, item, in)
 		return err
 	})
 	return out, err
@@ -93,7 +107,7 @@ func (f fixture) mustOpen(t *testing.T, item uuid.UUID, in attention.NewRequest)
 	t.Helper()
 	r, err := f.open(t, item, in)
 	if err != nil {
-		t.Fatalf("OpenTx: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	return r
 }
@@ -151,7 +165,7 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("ErrItemFinished", func(t *testing.T) {
 		item := f.item(t, "x")
-		if _, err := f.pool.Exec(f.ctx, "UPDATE items SET status = 'done', finished_at = now() WHERE id = $1", item); err != nil {
+		if _, err := f.conn.Exec(f.ctx, "UPDATE items SET status = 'done', finished_at = now() WHERE id = $1", item); err != nil {
 			t.Fatal(err)
 		}
 		for _, blocking := range []bool{true, false} {
@@ -249,7 +263,7 @@ func TestResolve(t *testing.T) {
 		item := f.item(t, "x")
 		// A prerequisite still open and an open child, as the graph
 		// package would count them.
-		if _, err := f.pool.Exec(f.ctx, "UPDATE items SET unmet_dependencies = 1, open_children = 1 WHERE id = $1", item); err != nil {
+		if _, err := f.conn.Exec(f.ctx, "UPDATE items SET unmet_dependencies = 1, open_children = 1 WHERE id = $1", item); err != nil {
 			t.Fatal(err)
 		}
 		r := f.mustOpen(t, item, ask("q", true))
@@ -259,7 +273,7 @@ func TestResolve(t *testing.T) {
 		if row := f.row(t, item); row.Ready || row.OpenAttention != 0 {
 			t.Fatalf("item = %+v, want not ready (dependency and child still open)", row)
 		}
-		if _, err := f.pool.Exec(f.ctx, "UPDATE items SET unmet_dependencies = 0, open_children = 0 WHERE id = $1", item); err != nil {
+		if _, err := f.conn.Exec(f.ctx, "UPDATE items SET unmet_dependencies = 0, open_children = 0 WHERE id = $1", item); err != nil {
 			t.Fatal(err)
 		}
 		if row := f.row(t, item); !row.Ready {
@@ -430,7 +444,9 @@ func TestList(t *testing.T) {
 
 func TestHistoryImmutable(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
+	// Its own database: the refused statements would abort a test
+	// transaction.
+	f := setupDB(t)
 	r := f.mustOpen(t, f.item(t, "x"), ask("q", true))
 	if _, err := f.svc.Resolve(f.ctx, f.project, r.ID, "a", "alice"); err != nil {
 		t.Fatal(err)
@@ -440,7 +456,7 @@ func TestHistoryImmutable(t *testing.T) {
 		"UPDATE attention_requests SET state = 'open', resolved_at = NULL WHERE id = $1",
 		"DELETE FROM attention_requests WHERE id = $1",
 	} {
-		if _, err := f.pool.Exec(f.ctx, stmt, r.ID); err == nil {
+		if _, err := f.conn.Exec(f.ctx, stmt, r.ID); err == nil {
 			t.Errorf("%q succeeded on a resolved request", stmt)
 		}
 	}

@@ -54,9 +54,9 @@ func (s *Service) Decide(ctx context.Context, project, id uuid.UUID, decision De
 			var err error
 			switch decision {
 			case DecisionDone:
-				_, err = graph.FinishTx(ctx, tx, s.clock, project, r.ItemID, result)
+				_, err = graph.NewService(tx, s.clock).Finish(ctx, project, r.ItemID, result)
 			case DecisionCancel:
-				_, err = graph.CancelTx(ctx, tx, s.clock, project, r.ItemID, by, "uncertain outcome: "+answer)
+				_, err = graph.NewService(tx, s.clock).Cancel(ctx, project, r.ItemID, by, "uncertain outcome: "+answer)
 			}
 			return err
 		},

@@ -6,8 +6,8 @@
 //
 // A blocking request counts in the item's open_attention, and the item is not
 // claimable while that counter is above zero (the generated column items.ready
-// and the claim index read it). OpenTx increments it inside the caller's
-// transaction; Resolve and Dismiss decrement it in their own. When the last
+// and the claim index read it). Open increments it (inside the caller's
+// transaction when the Service is On one); Resolve and Dismiss decrement it in their own. When the last
 // blocking request closes, readiness comes back by itself if nothing else
 // blocks the item: dependencies, open children and leases are separate
 // counters that keep their own verdict, so an item whose prerequisites are
@@ -20,7 +20,7 @@
 //
 // A worker's request is fenced by package lease, which locks (or ends) the
 // lease with the fence predicate in the same transaction before it calls
-// OpenTx; OpenTx itself trusts its caller. This package never imports lease.
+// Open on a Service On that transaction; Open itself trusts its caller. This package never imports lease.
 //
 // # Continuity policy
 //

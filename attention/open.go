@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -27,20 +26,29 @@ const (
 // defaultHoldQuestion is the question of a hold a person gave no text for.
 const defaultHoldQuestion = "On hold: do not start until a person releases it."
 
-// OpenTx opens an attention request on an open item inside the caller's
-// transaction. A blocking request holds the item (items.open_attention++)
+// Open opens an attention request on an open item, in one transaction (a
+// savepoint of the caller's when s is On it). A blocking request holds the item (items.open_attention++)
 // and records in.Worker as its pending continuity preference. A worker's
 // request must be fenced by the caller (package lease locks or ends the
-// lease in tx first).
+// lease in the caller's transaction first, and runs Open On it).
 //
 // Errors: invalid_argument (a field, named), not_found (no such item in the
 // project), conflict (the item is done or cancelled).
-func OpenTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, itemID uuid.UUID, in NewRequest) (Request, error) {
+func (s *Service) Open(ctx context.Context, project, itemID uuid.UUID, in NewRequest) (Request, error) {
 	in, err := clean(in)
 	if err != nil {
 		return Request{}, err
 	}
-	now := nowOf(clk)
+	var out Request
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		var err error
+		out, err = open(ctx, tx, nowOf(s.clock), project, itemID, in)
+		return err
+	})
+	return out, err
+}
+
+func open(ctx context.Context, tx pgx.Tx, now nowArg, project, itemID uuid.UUID, in NewRequest) (Request, error) {
 	q := dbq.New()
 	title, err := holdOrCheck(ctx, q, tx, now, project, itemID, in)
 	if err != nil {
@@ -103,19 +111,13 @@ func (s *Service) Hold(ctx context.Context, project, itemID uuid.UUID, question,
 	if strings.TrimSpace(question) == "" {
 		question = defaultHoldQuestion
 	}
-	var out Request
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = OpenTx(ctx, tx, s.clock, project, itemID, NewRequest{
-			Question:    question,
-			Blocking:    true,
-			Source:      SourcePerson,
-			Reason:      ReasonHold,
-			RequestedBy: by,
-		})
-		return err
+	return s.Open(ctx, project, itemID, NewRequest{
+		Question:    question,
+		Blocking:    true,
+		Source:      SourcePerson,
+		Reason:      ReasonHold,
+		RequestedBy: by,
 	})
-	return out, err
 }
 
 // clean validates a NewRequest and fills its defaults.

@@ -17,11 +17,11 @@ import (
 //
 // Errors: not_found.
 func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Request, error) {
-	r, err := getTx(ctx, s.pool, project, id)
+	r, err := getRequest(ctx, s.exec, project, id)
 	return r, db.Translate(err)
 }
 
-func getTx(ctx context.Context, q dbq.DBTX, project, id uuid.UUID) (Request, error) {
+func getRequest(ctx context.Context, q dbq.DBTX, project, id uuid.UUID) (Request, error) {
 	row, err := dbq.New().GetAttention(ctx, q, dbq.GetAttentionParams{ProjectID: project, ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Request{}, notFound(id)
@@ -37,7 +37,7 @@ func getTx(ctx context.Context, q dbq.DBTX, project, id uuid.UUID) (Request, err
 //
 // Errors: not_found.
 func (s *Service) ProjectOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	p, err := dbq.New().AttentionProject(ctx, s.pool, id)
+	p, err := dbq.New().AttentionProject(ctx, s.exec, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, notFound(id)
 	}
@@ -66,7 +66,7 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 		st := string(*f.State)
 		state = &st
 	}
-	rows, err := dbq.New().ListAttention(ctx, s.pool, dbq.ListAttentionParams{
+	rows, err := dbq.New().ListAttention(ctx, s.exec, dbq.ListAttentionParams{
 		ProjectID: project, AfterSeq: after, State: state, ItemID: f.ItemID, MaxRows: int32(limit + 1),
 	})
 	if err != nil {
@@ -81,22 +81,12 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 }
 
 // ForItem returns every request of an item, oldest first: its attention
-// history, questions and answers.
+// history, questions and answers (the claim returns it with the lease,
+// inside its own transaction).
 func (s *Service) ForItem(ctx context.Context, project, itemID uuid.UUID) ([]Request, error) {
-	out, err := forItem(ctx, s.pool, project, itemID)
-	return out, db.Translate(err)
-}
-
-// ForItemTx is ForItem inside the caller's transaction (the claim returns
-// the item's attention history with the lease).
-func ForItemTx(ctx context.Context, tx pgx.Tx, project, itemID uuid.UUID) ([]Request, error) {
-	return forItem(ctx, tx, project, itemID)
-}
-
-func forItem(ctx context.Context, q dbq.DBTX, project, itemID uuid.UUID) ([]Request, error) {
-	rows, err := dbq.New().AttentionForItem(ctx, q, dbq.AttentionForItemParams{ProjectID: project, ItemID: itemID})
+	rows, err := dbq.New().AttentionForItem(ctx, s.exec, dbq.AttentionForItemParams{ProjectID: project, ItemID: itemID})
 	if err != nil {
-		return nil, err
+		return nil, db.Translate(err)
 	}
 	out := make([]Request, 0, len(rows))
 	for _, r := range rows {
@@ -108,16 +98,23 @@ func forItem(ctx context.Context, q dbq.DBTX, project, itemID uuid.UUID) ([]Requ
 // ClosedForLease returns the non-blocking requests asked under a lease
 // that a person has resolved or dismissed, oldest first: what a heartbeat
 // hands back to the worker.
-func ClosedForLease(ctx context.Context, conn dbq.DBTX, project, leaseID uuid.UUID) ([]Request, error) {
-	rows, err := dbq.New().ClosedNonBlockingForLease(ctx, conn, dbq.ClosedNonBlockingForLeaseParams{
+func (s *Service) ClosedForLease(ctx context.Context, project, leaseID uuid.UUID) ([]Request, error) {
+	rows, err := dbq.New().ClosedNonBlockingForLease(ctx, s.exec, dbq.ClosedNonBlockingForLeaseParams{
 		ProjectID: project, LeaseID: &leaseID,
 	})
 	if err != nil {
-		return nil, err
+		return nil, db.Translate(err)
 	}
 	out := make([]Request, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
 	}
 	return out, nil
+}
+
+// CountOpen returns how many requests of the project are open (the inbox
+// badge).
+func (s *Service) CountOpen(ctx context.Context, project uuid.UUID) (int, error) {
+	n, err := dbq.New().CountOpenAttention(ctx, s.exec, project)
+	return int(n), db.Translate(err)
 }

@@ -63,7 +63,7 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 	now := s.clock.Now()
 	q := dbq.New()
 	var out Request
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		var decision *string
 		if opts != nil {
 			// The reason never changes once the request is open.
@@ -107,7 +107,7 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 				return err
 			}
 		}
-		out, err = getTx(ctx, tx, project, id)
+		out, err = getRequest(ctx, tx, project, id)
 		return err
 	})
 	return out, err

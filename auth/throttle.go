@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/workgraph-dev/workgraph/clock"
 )
 
 // Defaults of NewThrottle: a person mistyping a token, or an agent retrying
@@ -39,6 +41,9 @@ type Throttle struct {
 	limit rate.Limit
 	burst int
 	log   *slog.Logger
+	// now is the process clock the buckets and the summary's pacing read
+	// (SetClock); the database takes no part in throttling.
+	now clock.Local
 
 	mu      sync.Mutex
 	m       map[string]*rate.Limiter
@@ -47,6 +52,10 @@ type Throttle struct {
 	seen    map[string]struct{} // addresses counted since the last summary
 	last    time.Time           // process clock: paces the summary only
 }
+
+// SetClock makes the throttle read c instead of the system clock (tests
+// move it instead of sleeping). Call it before the throttle is used.
+func (t *Throttle) SetClock(c clock.Local) { t.now = c }
 
 // NewThrottle returns a throttle of perSecond sustained failures per
 // address with bursts of burst. perSecond 0 means
@@ -81,7 +90,7 @@ func (t *Throttle) Blocked(addr string) (retryAfter time.Duration, blocked bool)
 	if !ok {
 		return 0, false
 	}
-	tokens := lim.Tokens()
+	tokens := lim.TokensAt(t.now.Read())
 	if tokens >= 1 {
 		return 0, false
 	}
@@ -106,7 +115,7 @@ func (t *Throttle) Fail(addr string) {
 		lim = rate.NewLimiter(t.limit, t.burst)
 		t.m[addr] = lim
 	}
-	lim.Allow()
+	lim.AllowN(t.now.Read(), 1)
 	t.failed++
 	t.note(addr)
 }
@@ -115,7 +124,7 @@ func (t *Throttle) Fail(addr string) {
 // t.mu held.
 func (t *Throttle) forgetIdle() {
 	for a, lim := range t.m {
-		if lim.Tokens() >= float64(t.burst) {
+		if lim.TokensAt(t.now.Read()) >= float64(t.burst) {
 			delete(t.m, a)
 		}
 	}
@@ -130,12 +139,13 @@ func (t *Throttle) note(addr string) {
 	if len(t.seen) < throttleMax {
 		t.seen[addr] = struct{}{}
 	}
-	if time.Since(t.last) < throttleReport {
+	now := t.now.Read()
+	if now.Sub(t.last) < throttleReport {
 		return
 	}
 	t.log.Info("requests without valid credentials",
 		"failed", t.failed, "refused", t.refused, "addresses", len(t.seen), "next_summary_after", throttleReport)
-	t.failed, t.refused, t.last = 0, 0, time.Now()
+	t.failed, t.refused, t.last = 0, 0, now
 	clear(t.seen)
 }
 

@@ -85,7 +85,7 @@ To mint a token directly in the database (e.g. the first one), use
 			t := newTable(s.Out)
 			fmt.Fprintln(t, "ID\tNAME\tROLE\tCREATED\tREVOKED")
 			for _, tk := range ts {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.Name, tk.Role, fmtTimePtr(tk.CreatedAt), fmtTimePtr(tk.RevokedAt))
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.Name, tk.Role, fmtTime(tk.CreatedAt), fmtTimePtr(tk.RevokedAt))
 			}
 			return t.Flush()
 		}),

@@ -34,14 +34,14 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				reqs = append(reqs, page.Requests...)
-				if page.NextCursor == "" {
+				reqs = append(reqs, page.Attention...)
+				if page.NextCursor == nil {
 					break
 				}
-				opt.Cursor = page.NextCursor
+				opt.Cursor = *page.NextCursor
 			}
 			if s.json {
-				return printJSON(s.Out, client.AttentionPage{Requests: reqs})
+				return printJSON(s.Out, client.AttentionPage{Attention: reqs})
 			}
 			t := newTable(s.Out)
 			fmt.Fprintln(t, "ID\tITEM\tASKED BY\tWAITING\tBLOCKING\tQUESTION")
@@ -102,7 +102,7 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 				return usageError("--until: %v", err)
 			}
 			var leases []client.Lease
-			next := ""
+			var next *string
 			for {
 				page, err := s.api.History(ctx, s.cfg.Project, opt)
 				if err != nil {
@@ -110,17 +110,17 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 				}
 				leases = append(leases, page.Leases...)
 				next = page.NextCursor
-				if !all || next == "" {
+				if !all || next == nil {
 					break
 				}
-				opt.Cursor = next
+				opt.Cursor = *next
 			}
 			if s.json {
 				return printJSON(s.Out, client.LeasePage{Leases: leases, NextCursor: next})
 			}
 			printLeases(s.Out, leases)
-			if next != "" {
-				fmt.Fprintf(s.Err, "more leases: --cursor %s, or --all\n", next)
+			if next != nil {
+				fmt.Fprintf(s.Err, "more leases: --cursor %s, or --all\n", *next)
 			}
 			return nil
 		}),

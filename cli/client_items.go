@@ -81,7 +81,7 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, _ []string) error {
 			var items []client.Item
-			next := ""
+			var next *string
 			for {
 				page, err := s.api.ListItems(ctx, s.cfg.Project, opt)
 				if err != nil {
@@ -89,10 +89,10 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 				}
 				items = append(items, page.Items...)
 				next = page.NextCursor
-				if !all || next == "" {
+				if !all || next == nil {
 					break
 				}
-				opt.Cursor = next
+				opt.Cursor = *next
 			}
 			if s.json {
 				return printJSON(s.Out, client.ItemPage{Items: items, NextCursor: next})
@@ -105,8 +105,8 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 			if err := t.Flush(); err != nil {
 				return err
 			}
-			if next != "" {
-				fmt.Fprintf(s.Err, "more items: --cursor %s, or --all\n", next)
+			if next != nil {
+				fmt.Fprintf(s.Err, "more items: --cursor %s, or --all\n", *next)
 			}
 			return nil
 		}),
@@ -185,10 +185,13 @@ func printItem(w io.Writer, it *client.Item) {
 			fmt.Fprintf(t, "blocked by\tchild %s %s\n", c.ID, refText(c))
 		}
 		for _, r := range b.Attention {
-			fmt.Fprintf(t, "blocked by\tattention request %s %s\n", r.ID, refText(r))
+			fmt.Fprintf(t, "blocked by\tattention request %s %s\n", r.ID, clip(r.Question, 60))
 		}
-		for k, v := range b.Extra {
-			fmt.Fprintf(t, "blocked by\t%s %s\n", k, string(v))
+		if b.RetryAfter != nil {
+			fmt.Fprintf(t, "blocked by\tretry backoff until %s\n", fmtTime(*b.RetryAfter))
+		}
+		if b.ReservedFor != nil {
+			fmt.Fprintf(t, "blocked by\treserved for worker %s until %s\n", *b.ReservedFor, fmtTimePtr(b.ReservedUntil))
 		}
 	}
 	if len(it.Result) > 0 && string(it.Result) != "null" {
@@ -200,18 +203,8 @@ func printItem(w io.Writer, it *client.Item) {
 	}
 }
 
-func refText(r client.Ref) string {
-	var parts []string
-	if r.State != "" {
-		parts = append(parts, "("+r.State+")")
-	}
-	if r.Title != "" {
-		parts = append(parts, clip(r.Title, 60))
-	}
-	if r.Question != "" {
-		parts = append(parts, clip(r.Question, 60))
-	}
-	return strings.Join(parts, " ")
+func refText(r client.ItemRef) string {
+	return "(" + r.State + ") " + clip(r.Title, 60)
 }
 
 func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {

@@ -492,9 +492,9 @@ later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).`,
 			return printJSON(s.Out, out)
 		}
 		if blocking {
-			fmt.Fprintf(s.Out, "asked a person (request %s). The lease has ended and the item waits for the answer: stop working on it and exit now.\n", out.Request.ID)
+			fmt.Fprintf(s.Out, "asked a person (request %s). The lease has ended and the item waits for the answer: stop working on it and exit now.\n", out.Attention.ID)
 		} else {
-			fmt.Fprintf(s.Out, "asked a person (request %s); keep working, the answer arrives on a heartbeat\n", out.Request.ID)
+			fmt.Fprintf(s.Out, "asked a person (request %s); keep working, the answer arrives on a heartbeat\n", out.Attention.ID)
 		}
 		return nil
 	})
@@ -508,7 +508,7 @@ later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).`,
 // writeAttentionControl tells a supervising `workgraph work` (through
 // WORKGRAPH_STATE_DIR) that the lease ended for an attention request.
 // Outside a supervisor it does nothing.
-func writeAttentionControl(out *client.Asked) error {
+func writeAttentionControl(out *client.AskResult) error {
 	dir := os.Getenv(envStateDir)
 	if dir == "" {
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/mcp"
 )
 
@@ -78,7 +79,7 @@ func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
 	// Logs go to stderr: on stdio, stdout carries the protocol.
 	srv, err := mcp.New(mcp.Config{
 		Client: c, Project: cfg.Project, Worker: worker, LeaseSeconds: o.leaseSeconds,
-		SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins, Version: "workgraph", Logger: logger(stdio.Err),
+		SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins, Version: buildinfo.Get().Short(), Logger: logger(stdio.Err),
 	})
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}

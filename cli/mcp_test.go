@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
@@ -82,6 +83,10 @@ func TestMCPCommandStdio(t *testing.T) {
 	cs, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v (stderr: %s)", err, stderr.String())
+	}
+	// serverInfo names the build (workgraph version's short form).
+	if info := cs.InitializeResult().ServerInfo; info.Name != "workgraph" || info.Version != buildinfo.Get().Short() {
+		t.Fatalf("serverInfo %+v, want workgraph %q", info, buildinfo.Get().Short())
 	}
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "take_task", Arguments: map[string]any{}})
 	if err != nil || res.IsError {

@@ -85,6 +85,7 @@ func newRoot(stdio IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, err: err}
 	})
+	setVersion(root)
 	root.AddCommand(newServeCmd(stdio), newMigrateCmd(stdio))
 	for _, add := range extraCommands {
 		root.AddCommand(add(stdio))

@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -14,7 +16,7 @@ func newServeCmd(stdio IO) *cobra.Command {
 	var cfg server.Config
 	rateEnv := envOr("WORKGRAPH_RATE_LIMIT", "0")
 	rate, rateErr := strconv.ParseFloat(rateEnv, 64)
-	var levelName string
+	var levelName, logFormat string
 	var level slog.Level
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -38,7 +40,12 @@ at once.`,
 			if err := level.UnmarshalText([]byte(levelName)); err != nil {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-level: %q is not debug, info, warn or error", levelName)}
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: level}))
+			log, err := logs.New(stdio.Err, logFormat, level)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-format: %q is not text or json", logFormat)}
+			}
+			cfg.Logger = log
+			cfg.FirstStartOut = stdio.Err
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
@@ -50,10 +57,28 @@ at once.`,
 	f.Float64Var(&cfg.RateLimit, "rate-limit", rate, "requests per second each API token may send (env WORKGRAPH_RATE_LIMIT); 0: the default, negative: unlimited")
 	f.StringVar(&levelName, "log-level", envOr("WORKGRAPH_LOG_LEVEL", "info"),
 		"debug (also one line per API request), info, warn or error (env WORKGRAPH_LOG_LEVEL)")
+	f.StringVar(&logFormat, "log-format", envOr("WORKGRAPH_LOG_FORMAT", logs.FormatText),
+		"text (key=value lines) or json (one object a line) (env WORKGRAPH_LOG_FORMAT); lines of an API request carry its request_id")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", envOr("WORKGRAPH_METRICS_ADDR", ""),
+		"serve Prometheus /metrics on this address of its own, e.g. 127.0.0.1:9464 (env WORKGRAPH_METRICS_ADDR); empty: none")
+	f.BoolVar(&cfg.MetricsOnMain, "metrics-on-main", envBool("WORKGRAPH_METRICS_ON_MAIN"),
+		"also serve /metrics on --addr, without authentication (env WORKGRAPH_METRICS_ON_MAIN=true)")
+	f.StringVar(&cfg.PprofAddr, "pprof-addr", envOr("WORKGRAPH_PPROF_ADDR", ""),
+		"serve net/http/pprof under /debug/pprof/ on this loopback address, e.g. 127.0.0.1:6060 (env WORKGRAPH_PPROF_ADDR); empty: none")
 	addPolicyFlags(f, &cfg)
 	var maxConns int
 	intFlag(f, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
 	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }
 	return cmd
+}
+
+// envBool is whether the environment variable name says true (true, 1,
+// yes).
+func envBool(name string) bool {
+	switch os.Getenv(name) {
+	case "true", "1", "yes":
+		return true
+	}
+	return false
 }

@@ -95,7 +95,7 @@ type event struct {
 	kind   outcomeKind
 	detail string
 	err    error
-	asked  *client.Asked
+	asked  *client.AskResult
 }
 
 // runOne supervises the command on one claimed item.
@@ -189,7 +189,7 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 		var res json.RawMessage
 		res, err = sv.result(dir, stdoutTail)
 		if err == nil {
-			var out *client.LeaseResult
+			var out *client.Completion
 			out, err = sv.s.api.Complete(rctx, cl.Lease.ID, client.CompleteRequest{Epoch: cl.Lease.Epoch, Result: res})
 			if err == nil {
 				o.kind = outcomeCompleted
@@ -253,11 +253,11 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 	return o
 }
 
-func (sv *supervisor) attentionOutcome(o outcome, asked *client.Asked) outcome {
+func (sv *supervisor) attentionOutcome(o outcome, asked *client.AskResult) outcome {
 	o.kind = outcomeAttention
 	if asked != nil {
 		o.message = fmt.Sprintf("item %s waits for a person (attention request %s: %s); it was not failed, and the next claim carries the answer",
-			o.itemID, asked.Request.ID, clip(asked.Request.Question, 80))
+			o.itemID, asked.Attention.ID, clip(asked.Attention.Question, 80))
 	} else {
 		o.message = fmt.Sprintf("item %s waits for a person (the command asked a question); it was not failed, and the next claim carries the answer", o.itemID)
 	}
@@ -382,14 +382,14 @@ const envProgressFile = "WORKGRAPH_PROGRESS_FILE"
 
 // readAsked returns the attention control file `workgraph ask` wrote, if
 // any.
-func readAsked(dir string) *client.Asked {
+func readAsked(dir string) *client.AskResult {
 	data, err := os.ReadFile(filepath.Join(dir, attentionFile))
 	if err != nil {
 		return nil
 	}
-	var a client.Asked
+	var a client.AskResult
 	if json.Unmarshal(data, &a) != nil {
-		return &client.Asked{}
+		return &client.AskResult{}
 	}
 	return &a
 }

@@ -18,12 +18,6 @@ type ListAttentionOptions struct {
 	Cursor string
 }
 
-// AttentionPage is one page of attention requests, oldest first.
-type AttentionPage struct {
-	Requests   []AttentionRequest `json:"requests"`
-	NextCursor string             `json:"next_cursor"`
-}
-
 // ListAttention lists the project's attention requests.
 func (c *Client) ListAttention(ctx context.Context, project string, opt ListAttentionOptions) (*AttentionPage, error) {
 	q := url.Values{}
@@ -45,7 +39,7 @@ func (c *Client) ListAttention(ctx context.Context, project string, opt ListAtte
 func (c *Client) Resolve(ctx context.Context, requestID, answer string) (*AttentionRequest, error) {
 	var out AttentionRequest
 	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil,
-		map[string]string{"answer": answer}, &out); err != nil {
+		ResolveRequest{Answer: answer}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -55,15 +49,9 @@ func (c *Client) Resolve(ctx context.Context, requestID, answer string) (*Attent
 // (DecisionRetry, DecisionDone with result, DecisionCancel) and an
 // optional note (people only; a closed request is ErrConflict).
 func (c *Client) Decide(ctx context.Context, requestID, decision string, result json.RawMessage, note string) (*AttentionRequest, error) {
-	body := map[string]any{"decision": decision}
-	if len(result) > 0 {
-		body["result"] = result
-	}
-	if note != "" {
-		body["note"] = note
-	}
 	var out AttentionRequest
-	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil, body, &out); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil,
+		ResolveRequest{Decision: decision, Result: result, Note: note}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

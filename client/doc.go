@@ -2,8 +2,9 @@
 // docs/api.md). The CLI, the work supervisor, the MCP server and the
 // end-to-end tests all talk to a server through it.
 //
-// Every method maps to one route and returns typed values that mirror the
-// API's JSON. Failures the server reports come back as *Error, built from the
+// Every method maps to one route, sends and returns the types of package
+// wire, the same the server encodes (aliased here: client.Item is
+// wire.Item). Failures the server reports come back as *Error, built from the
 // problem+json answer; compare them with errors.Is against the sentinels:
 //
 //	_, err := c.Heartbeat(ctx, lease.ID, client.HeartbeatRequest{Epoch: lease.Epoch})

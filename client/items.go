@@ -7,18 +7,6 @@ import (
 	"strconv"
 )
 
-// CreateItemRequest is the body of POST /v1/projects/{p}/items.
-type CreateItemRequest struct {
-	Title     string   `json:"title"`
-	Body      string   `json:"body,omitempty"`
-	Priority  *int     `json:"priority,omitempty"`
-	ParentID  string   `json:"parent_id,omitempty"`
-	DependsOn []string `json:"depends_on,omitempty"`
-	Labels    []string `json:"labels,omitempty"`
-	// OnExpiry: OnExpiryRetry or OnExpiryReconcile; "" for the project's.
-	OnExpiry string `json:"on_expiry,omitempty"`
-}
-
 // CreateItem creates an item. A dependency that would close a cycle is
 // ErrDependencyCycle.
 func (c *Client) CreateItem(ctx context.Context, project string, req CreateItemRequest) (*Item, error) {
@@ -49,12 +37,6 @@ type ListItemsOptions struct {
 	Cursor string
 }
 
-// ItemPage is one page of items; NextCursor is empty on the last page.
-type ItemPage struct {
-	Items      []Item `json:"items"`
-	NextCursor string `json:"next_cursor"`
-}
-
 // ListItems returns one page of the project's items.
 func (c *Client) ListItems(ctx context.Context, project string, opt ListItemsOptions) (*ItemPage, error) {
 	q := url.Values{}
@@ -73,18 +55,6 @@ func (c *Client) ListItems(ctx context.Context, project string, opt ListItemsOpt
 	return &page, nil
 }
 
-// UpdateItemRequest is the body of PATCH /v1/projects/{p}/items/{id}; nil
-// fields are left as they are.
-type UpdateItemRequest struct {
-	Title    *string   `json:"title,omitempty"`
-	Body     *string   `json:"body,omitempty"`
-	Priority *int      `json:"priority,omitempty"`
-	Labels   *[]string `json:"labels,omitempty"`
-	// Version, when set, makes the edit apply only to that version of the
-	// item (ErrConflict otherwise).
-	Version *int `json:"version,omitempty"`
-}
-
 // UpdateItem edits an item (people's edits; never pre-empts a lease).
 func (c *Client) UpdateItem(ctx context.Context, project, id string, req UpdateItemRequest) (*Item, error) {
 	var it Item
@@ -97,11 +67,7 @@ func (c *Client) UpdateItem(ctx context.Context, project, id string, req UpdateI
 // CancelItem cancels an item; an active lease on it ends as cancelled.
 func (c *Client) CancelItem(ctx context.Context, project, id, reason string) (*Item, error) {
 	var it Item
-	body := map[string]string{}
-	if reason != "" {
-		body["reason"] = reason
-	}
-	if _, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(id)+"/cancel", nil, body, &it); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(id)+"/cancel", nil, CancelRequest{Reason: reason}, &it); err != nil {
 		return nil, err
 	}
 	return &it, nil
@@ -111,7 +77,7 @@ func (c *Client) CancelItem(ctx context.Context, project, id, reason string) (*I
 // ErrDependencyCycle; the problem's extensions name it.
 func (c *Client) AddDependency(ctx context.Context, project, id, dependsOn string) error {
 	_, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(id)+"/dependencies", nil,
-		map[string]string{"depends_on": dependsOn}, nil)
+		AddDependencyRequest{DependsOn: dependsOn}, nil)
 	return err
 }
 

@@ -9,24 +9,6 @@ import (
 	"time"
 )
 
-// ClaimRequest is the body of POST /v1/projects/{p}/claims.
-type ClaimRequest struct {
-	// Worker is a stable label of the claimant (continuity after an
-	// attention request prefers the same label).
-	Worker       string   `json:"worker"`
-	LeaseSeconds int      `json:"lease_seconds,omitempty"`
-	WaitSeconds  int      `json:"wait_seconds,omitempty"`
-	Labels       []string `json:"labels,omitempty"`
-}
-
-// Claim is a granted lease and the item it holds, with the item's attention
-// history (questions and answers from earlier leases).
-type Claim struct {
-	Lease     Lease              `json:"lease"`
-	Item      Item               `json:"item"`
-	Attention []AttentionRequest `json:"attention"`
-}
-
 // Claim takes the highest-priority ready item of the project, waiting up to
 // req.WaitSeconds for one. Nothing ready: (nil, ErrNothingReady).
 func (c *Client) Claim(ctx context.Context, project string, req ClaimRequest) (*Claim, error) {
@@ -42,23 +24,6 @@ func (c *Client) Claim(ctx context.Context, project string, req ClaimRequest) (*
 	return &cl, nil
 }
 
-// HeartbeatRequest is the body of POST /v1/leases/{id}/heartbeat.
-type HeartbeatRequest struct {
-	Epoch        int64           `json:"epoch"`
-	Progress     json.RawMessage `json:"progress,omitempty"`
-	LeaseSeconds int             `json:"lease_seconds,omitempty"`
-	WorkerTime   *time.Time      `json:"worker_time,omitempty"`
-}
-
-// Heartbeat is the answer to a heartbeat: the new expiry, whether a person
-// asked the worker to stop, and answers to non-blocking attention requests.
-type Heartbeat struct {
-	Lease         Lease              `json:"lease"`
-	ExpiresAt     time.Time          `json:"expires_at"`
-	StopRequested bool               `json:"stop_requested"`
-	Answers       []AttentionRequest `json:"answers"`
-}
-
 // Heartbeat extends the lease. A lease that ended or expired is
 // ErrLeaseLost: stop working on the item.
 func (c *Client) Heartbeat(ctx context.Context, leaseID string, req HeartbeatRequest) (*Heartbeat, error) {
@@ -69,105 +34,36 @@ func (c *Client) Heartbeat(ctx context.Context, leaseID string, req HeartbeatReq
 	return &hb, nil
 }
 
-// LeaseResult is the answer to complete, release, fail and decompose.
-type LeaseResult struct {
-	Lease Lease `json:"lease"`
-	Item  *Item `json:"item,omitempty"`
-	// Replayed is true when an identical completion had already been
-	// committed.
-	Replayed bool `json:"replayed,omitempty"`
-	// Children are the items a decomposition created.
-	Children []Item `json:"children,omitempty"`
-	// RetryAfter is when a failed item may be claimed again.
-	RetryAfter *time.Time `json:"retry_after,omitempty"`
-	// Attention is the request the system opened instead of another retry
-	// after repeated failures.
-	Attention *AttentionRequest `json:"attention,omitempty"`
-}
-
-// CompleteRequest is the body of POST /v1/leases/{id}/complete.
-type CompleteRequest struct {
-	Epoch  int64           `json:"epoch"`
-	Result json.RawMessage `json:"result"`
-}
-
 // Complete finishes the item with result. ErrLeaseLost when the lease is
 // gone; ErrConflictingResult when it was completed with another result.
-func (c *Client) Complete(ctx context.Context, leaseID string, req CompleteRequest) (*LeaseResult, error) {
+func (c *Client) Complete(ctx context.Context, leaseID string, req CompleteRequest) (*Completion, error) {
 	if req.Result == nil {
 		req.Result = json.RawMessage("null")
 	}
-	return c.leaseCall(ctx, leaseID, "complete", req, selfIdempotent())
-}
-
-// ReleaseRequest is the body of POST /v1/leases/{id}/release.
-type ReleaseRequest struct {
-	Epoch  int64  `json:"epoch"`
-	Reason string `json:"reason,omitempty"`
+	return leaseCall[Completion](ctx, c, leaseID, "complete", req, selfIdempotent())
 }
 
 // Release gives the item back to circulation.
-func (c *Client) Release(ctx context.Context, leaseID string, req ReleaseRequest) (*LeaseResult, error) {
-	return c.leaseCall(ctx, leaseID, "release", req)
-}
-
-// FailRequest is the body of POST /v1/leases/{id}/fail.
-type FailRequest struct {
-	Epoch   int64           `json:"epoch"`
-	Error   string          `json:"error"`
-	Details json.RawMessage `json:"details,omitempty"`
+func (c *Client) Release(ctx context.Context, leaseID string, req ReleaseRequest) (*LeaseItem, error) {
+	return leaseCall[LeaseItem](ctx, c, leaseID, "release", req)
 }
 
 // Fail reports the attempt failed; the item returns to circulation after a
 // backoff (or waits for a person after repeated failures).
-func (c *Client) Fail(ctx context.Context, leaseID string, req FailRequest) (*LeaseResult, error) {
-	return c.leaseCall(ctx, leaseID, "fail", req)
-}
-
-// Child is one item a decomposition creates. DependsOnKeys name siblings.
-type Child struct {
-	Key           string   `json:"key"`
-	Title         string   `json:"title"`
-	Body          string   `json:"body,omitempty"`
-	Priority      *int     `json:"priority,omitempty"`
-	Labels        []string `json:"labels,omitempty"`
-	DependsOnKeys []string `json:"depends_on_keys,omitempty"`
-}
-
-// DecomposeRequest is the body of POST /v1/leases/{id}/decompose.
-type DecomposeRequest struct {
-	Epoch    int64   `json:"epoch"`
-	Children []Child `json:"children"`
+func (c *Client) Fail(ctx context.Context, leaseID string, req FailRequest) (*FailResult, error) {
+	return leaseCall[FailResult](ctx, c, leaseID, "fail", req)
 }
 
 // Decompose splits the item into children (atomically); the lease ends as
 // decomposed and the item waits for its children.
-func (c *Client) Decompose(ctx context.Context, leaseID string, req DecomposeRequest) (*LeaseResult, error) {
-	return c.leaseCall(ctx, leaseID, "decompose", req)
+func (c *Client) Decompose(ctx context.Context, leaseID string, req DecomposeRequest) (*Decomposition, error) {
+	return leaseCall[Decomposition](ctx, c, leaseID, "decompose", req)
 }
 
-// AskRequest is the body of POST /v1/leases/{id}/attention.
-type AskRequest struct {
-	Epoch            int64           `json:"epoch"`
-	Question         string          `json:"question"`
-	SuggestedAnswers []string        `json:"suggested_answers,omitempty"`
-	Context          json.RawMessage `json:"context,omitempty"`
-	// Blocking defaults to true on the server: the lease ends and the item
-	// waits for the answer. Set it to false to keep the lease; the answer
-	// then arrives on a later heartbeat.
-	Blocking *bool `json:"blocking,omitempty"`
-}
-
-// Asked is the answer to an attention request: the request and the lease
-// (ended as attention_requested when the request was blocking).
-type Asked struct {
-	Request AttentionRequest `json:"request"`
-	Lease   Lease            `json:"lease"`
-}
-
-// Ask opens an attention request with the lease.
-func (c *Client) Ask(ctx context.Context, leaseID string, req AskRequest) (*Asked, error) {
-	var out Asked
+// Ask opens an attention request with the lease; the answer's lease has
+// ended as attention_requested when the request blocks.
+func (c *Client) Ask(ctx context.Context, leaseID string, req AskRequest) (*AskResult, error) {
+	var out AskResult
 	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "attention"), nil, req, &out); err != nil {
 		return nil, err
 	}
@@ -178,23 +74,23 @@ func (c *Client) Ask(ctx context.Context, leaseID string, req AskRequest) (*Aske
 // worker learns it from its next heartbeat.
 func (c *Client) RequestStop(ctx context.Context, leaseID, reason string) (*Lease, error) {
 	var l Lease
-	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "stop"), nil, map[string]string{"reason": reason}, &l); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, "stop"), nil, StopRequest{Reason: reason}, &l); err != nil {
 		return nil, err
 	}
 	return &l, nil
 }
 
-// GetLease returns one lease.
-func (c *Client) GetLease(ctx context.Context, leaseID string) (*Lease, error) {
-	var l Lease
+// GetLease returns one lease and the refused reports about it.
+func (c *Client) GetLease(ctx context.Context, leaseID string) (*LeaseDetail, error) {
+	var l LeaseDetail
 	if _, err := c.do(ctx, http.MethodGet, "/v1/leases/"+esc(leaseID), nil, nil, &l); err != nil {
 		return nil, err
 	}
 	return &l, nil
 }
 
-func (c *Client) leaseCall(ctx context.Context, leaseID, op string, req any, opts ...CallOption) (*LeaseResult, error) {
-	var out LeaseResult
+func leaseCall[T any](ctx context.Context, c *Client, leaseID, op string, req any, opts ...CallOption) (*T, error) {
+	var out T
 	if _, err := c.do(ctx, http.MethodPost, leasePath(leaseID, op), nil, req, &out, opts...); err != nil {
 		return nil, err
 	}
@@ -212,12 +108,6 @@ type HistoryOptions struct {
 	Until   time.Time
 	Limit   int
 	Cursor  string
-}
-
-// LeasePage is one page of lease history, oldest first.
-type LeasePage struct {
-	Leases     []Lease `json:"leases"`
-	NextCursor string  `json:"next_cursor"`
 }
 
 // History returns one page of the project's lease history.

@@ -3,12 +3,14 @@ package client
 import (
 	"context"
 	"net/http"
+
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 // CreateProject creates a project (admin). A taken name is ErrAlreadyExists.
 func (c *Client) CreateProject(ctx context.Context, name string) (*Project, error) {
 	var p Project
-	_, err := c.do(ctx, http.MethodPost, "/v1/projects", nil, map[string]string{"name": name}, &p)
+	_, err := c.do(ctx, http.MethodPost, "/v1/projects", nil, CreateProjectRequest{Name: name}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -17,26 +19,17 @@ func (c *Client) CreateProject(ctx context.Context, name string) (*Project, erro
 
 // ListProjects lists the projects the token can see.
 func (c *Client) ListProjects(ctx context.Context) ([]Project, error) {
-	var out struct {
-		Projects []Project `json:"projects"`
-	}
+	var out wire.ProjectList
 	if _, err := c.do(ctx, http.MethodGet, "/v1/projects", nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Projects, nil
 }
 
-// CreateTokenRequest is the body of POST /v1/projects/{p}/tokens.
-type CreateTokenRequest struct {
-	Name string `json:"name"`
-	// Role is "admin", "human" or "agent".
-	Role string `json:"role"`
-}
-
 // CreateToken mints a token of the project (admin). The secret is in
-// Token.Secret and is shown only this once.
-func (c *Client) CreateToken(ctx context.Context, project string, req CreateTokenRequest) (*Token, error) {
-	var t Token
+// CreatedToken.Secret and is shown only this once.
+func (c *Client) CreateToken(ctx context.Context, project string, req CreateTokenRequest) (*CreatedToken, error) {
+	var t CreatedToken
 	_, err := c.do(ctx, http.MethodPost, "/v1/projects/"+esc(project)+"/tokens", nil, req, &t)
 	if err != nil {
 		return nil, err
@@ -46,9 +39,7 @@ func (c *Client) CreateToken(ctx context.Context, project string, req CreateToke
 
 // ListTokens lists the project's tokens (never their secrets).
 func (c *Client) ListTokens(ctx context.Context, project string) ([]Token, error) {
-	var out struct {
-		Tokens []Token `json:"tokens"`
-	}
+	var out wire.TokenList
 	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/tokens", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -65,7 +56,7 @@ func (c *Client) RevokeToken(ctx context.Context, project, tokenID string) error
 func (c *Client) SetProjectOnExpiry(ctx context.Context, project, onExpiry string) (*Project, error) {
 	var out Project
 	if _, err := c.do(ctx, http.MethodPatch, "/v1/projects/"+esc(project), nil,
-		map[string]string{"on_expiry": onExpiry}, &out); err != nil {
+		UpdateProjectRequest{OnExpiry: onExpiry}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -70,3 +70,21 @@ func (s *Stub) Advance(d time.Duration) {
 	t := s.now.Add(d)
 	s.now = &t
 }
+
+// Local is the process's own clock, for what only this process measures
+// and no other replica must agree on: rate-limit buckets, the pacing of
+// log lines, the "waited for" a page displays. It never judges a lease or
+// any other decision the database makes. A nil Local reads System.
+type Local func() time.Time
+
+// System is the machine's wall clock: the one place outside tests that
+// reads it.
+func System() time.Time { return time.Now() }
+
+// Read returns the time of l, or the system's when l is nil.
+func (l Local) Read() time.Time {
+	if l == nil {
+		return System()
+	}
+	return l()
+}

@@ -23,7 +23,21 @@ type Beginner interface {
 	Begin(context.Context) (pgx.Tx, error)
 }
 
-var _ Beginner = (*pgxpool.Pool)(nil)
+// Executor is what a domain service runs on: a pool, or a caller's
+// transaction. Single statements run on it directly; InTx and InReadTx
+// begin a transaction on a pool and a savepoint inside a transaction, so
+// an operation is written once and composes into a caller's transaction
+// (services have an On(Executor) that rebinds them). *pgxpool.Pool and
+// pgx.Tx both are one.
+type Executor interface {
+	DBTX
+	Beginner
+}
+
+var (
+	_ Executor = (*pgxpool.Pool)(nil)
+	_ Executor = pgx.Tx(nil)
+)
 
 // maxAttempts bounds retries of a transaction that failed with a
 // serialization failure or a deadlock.
@@ -32,18 +46,66 @@ const maxAttempts = 5
 // InTx runs fn in one READ COMMITTED transaction and commits it when fn
 // returns nil. A transaction that fails with a serialization failure or a
 // deadlock is retried from the start (fn must be safe to run again); any
-// error comes back translated by Translate. An operation that spans
-// packages takes the pgx.Tx that InTx hands it, so it commits or rolls back
-// as one.
+// error comes back translated by Translate. When b is itself a transaction
+// (pgx.Tx), fn runs in a savepoint of it, once: an error rolls back to the
+// savepoint and is returned (translated, the driver error still wrapped),
+// and only the outermost InTx retries. An operation that spans packages
+// takes the pgx.Tx that InTx hands it, so it commits or rolls back as one.
 func InTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
+	attempts := maxAttempts
+	if _, nested := b.(pgx.Tx); nested {
+		attempts = 1
+	}
 	var err error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for attempt := 0; attempt < attempts; attempt++ {
 		err = runTx(ctx, b, fn)
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			break
 		}
 	}
 	return Translate(err)
+}
+
+// Atomic runs fn, one statement or a few that need no transaction of
+// their own, directly on a pool, and in a savepoint inside a caller's
+// transaction (b is a pgx.Tx), so that a statement that fails (a unique
+// violation) leaves the caller's transaction usable. Errors come back
+// translated by Translate.
+func Atomic(ctx context.Context, e Executor, fn func(q DBTX) error) error {
+	if _, nested := e.(pgx.Tx); nested {
+		return InTx(ctx, e, func(tx pgx.Tx) error { return fn(tx) })
+	}
+	return Translate(fn(e))
+}
+
+// InReadTx runs fn, which only reads, in a read-only REPEATABLE READ
+// transaction when b is a pool, so that the several queries of one answer
+// see one snapshot. Inside a caller's transaction (a pgx.Tx) it runs fn
+// directly in it, without a savepoint (a read of the claim or completion
+// path costs no extra round trips): fn sees the caller's own writes, and a
+// read that fails leaves the caller to return the error. Errors come back
+// translated by Translate.
+func InReadTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
+	if tx, nested := b.(pgx.Tx); nested {
+		return Translate(fn(tx))
+	}
+	var tx pgx.Tx
+	var err error
+	if p, ok := b.(interface {
+		BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+	}); ok {
+		tx, err = p.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	} else {
+		tx, err = b.Begin(ctx)
+	}
+	if err != nil {
+		return Translate(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return Translate(err)
+	}
+	return Translate(tx.Commit(ctx))
 }
 
 func runTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {

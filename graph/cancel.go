@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -31,23 +30,10 @@ func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason 
 	if strings.TrimSpace(by) == "" {
 		return Item{}, wgerr.InvalidField("by", "must name the person cancelling")
 	}
-	var out Item
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = CancelTx(ctx, tx, s.clock, project, id, by, reason)
-		return err
-	})
-	return out, err
-}
-
-// CancelTx is Cancel inside the caller's transaction (a person's decision
-// on an uncertain outcome cancels the item with the decision's record).
-// by must not be empty. Errors: as Cancel.
-func CancelTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, id uuid.UUID, by, reason string) (Item, error) {
-	now := clk.Now()
+	now := s.clock.Now()
 	q := dbq.New()
 	var out Item
-	err := func() error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		root, err := q.LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: id})
 		if err != nil {
 			if isNoRows(err) {
@@ -83,7 +69,7 @@ func CancelTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, id uuid.
 		}
 		out, err = getItem(ctx, tx, now, project, id)
 		return err
-	}()
+	})
 	return out, err
 }
 

@@ -17,7 +17,7 @@ import (
 func (f fixture) mustLease(t *testing.T, item uuid.UUID, worker string) uuid.UUID {
 	t.Helper()
 	var id uuid.UUID
-	err := f.pool.QueryRow(context.Background(), `
+	err := f.conn.QueryRow(context.Background(), `
 		WITH l AS (
 		    INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at)
 		    VALUES ($1, $2, 1, $3, 'agent', $4, $4::timestamptz + interval '15 minutes')
@@ -73,7 +73,7 @@ func TestCancel(t *testing.T) {
 			detail  json.RawMessage
 			endedAt time.Time
 		)
-		err = f.pool.QueryRow(ctx, `SELECT outcome, outcome_detail, ended_at FROM leases WHERE project_id = $1 AND id = $2`,
+		err = f.conn.QueryRow(ctx, `SELECT outcome, outcome_detail, ended_at FROM leases WHERE project_id = $1 AND id = $2`,
 			f.project, leaseID).Scan(&outcome, &detail, &endedAt)
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ func TestCancel(t *testing.T) {
 		}
 		var outcome string
 		var endedAt, expiresAt time.Time
-		err := f.pool.QueryRow(ctx, `SELECT outcome, ended_at, expires_at FROM leases WHERE project_id = $1 AND id = $2`,
+		err := f.conn.QueryRow(ctx, `SELECT outcome, ended_at, expires_at FROM leases WHERE project_id = $1 AND id = $2`,
 			f.project, leaseID).Scan(&outcome, &endedAt, &expiresAt)
 		if err != nil {
 			t.Fatal(err)

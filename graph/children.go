@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -16,8 +17,9 @@ import (
 // MaxChildren bounds one decomposition.
 const MaxChildren = 1000
 
-// CreateChildrenTx creates children of parentID, with dependencies among
-// them by key, inside the caller's transaction, and adds them to the
+// CreateChildren creates children of parentID, with dependencies among
+// them by key, in one transaction (a savepoint of the caller's when s is
+// On it: a decomposition ends its lease in the same transaction), and adds them to the
 // parent's open_children, so the parent waits for them (an active lease on
 // the parent is left alone: no pre-emption). Each key must be non-empty and
 // unique; DependsOnKeys refer to sibling keys. It returns the children in
@@ -27,8 +29,17 @@ const MaxChildren = 1000
 // empty or unknown key; the field names the child index); *CycleError
 // (dependency_cycle) for a cycle among the children; not_found when the
 // parent is not in the project; conflict when the parent is not open.
-func CreateChildrenTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, parentID uuid.UUID, children []NewChild, by string) ([]Item, error) {
-	now := clk.Now()
+func (s *Service) CreateChildren(ctx context.Context, project, parentID uuid.UUID, children []NewChild, by string) ([]Item, error) {
+	var out []Item
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		var err error
+		out, err = createChildren(ctx, tx, s.clock.Now(), project, parentID, children, by)
+		return err
+	})
+	return out, err
+}
+
+func createChildren(ctx context.Context, tx pgx.Tx, now *time.Time, project, parentID uuid.UUID, children []NewChild, by string) ([]Item, error) {
 	if err := checkBy(by); err != nil {
 		return nil, err
 	}
@@ -98,7 +109,7 @@ func childRows(parentID uuid.UUID, children []NewChild) ([]newRow, [][]int, erro
 		if err := checkBody(field+".body", c.Body); err != nil {
 			return nil, nil, err
 		}
-		labels, err := cleanLabels(field+".labels", c.Labels)
+		labels, err := CleanLabels(field+".labels", c.Labels)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -39,7 +39,7 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 	if err := checkBody("body", in.Body); err != nil {
 		return Item{}, err
 	}
-	if row.labels, err = cleanLabels("labels", in.Labels); err != nil {
+	if row.labels, err = CleanLabels("labels", in.Labels); err != nil {
 		return Item{}, err
 	}
 	if row.metadata, err = cleanMetadata("metadata", in.Metadata); err != nil {
@@ -59,7 +59,7 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 	}
 	now := s.clock.Now()
 	var out Item
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		if in.ParentID != nil && len(deps) > 0 {
 			// parent waits for the new item, which waits for deps: a cycle
 			// when the parent is reachable from a dependency.

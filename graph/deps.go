@@ -30,7 +30,7 @@ func (s *Service) AddDependency(ctx context.Context, project, itemID, dependsOn 
 	}
 	now := s.clock.Now()
 	q := dbq.New()
-	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		if err := lockGraph(ctx, tx, project); err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func (s *Service) AddDependency(ctx context.Context, project, itemID, dependsOn 
 func (s *Service) RemoveDependency(ctx context.Context, project, itemID, dependsOn uuid.UUID) error {
 	now := s.clock.Now()
 	q := dbq.New()
-	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		// Same order as AddDependency and finishing: prerequisite, then waiter.
 		pre, err := q.ShareLockItems(ctx, tx, dbq.ShareLockItemsParams{ProjectID: project, Ids: []uuid.UUID{dependsOn}})
 		if err != nil {

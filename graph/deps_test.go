@@ -123,7 +123,7 @@ func TestCycle(t *testing.T) {
 			t.Fatalf("A gained a dependency: %+v", c)
 		}
 		var edges int
-		f.pool.QueryRow(ctx, `SELECT count(*) FROM dependencies WHERE project_id = $1`, f.project).Scan(&edges)
+		f.conn.QueryRow(ctx, `SELECT count(*) FROM dependencies WHERE project_id = $1`, f.project).Scan(&edges)
 		if edges != 2 {
 			t.Fatalf("%d edges stored, want 2", edges)
 		}
@@ -162,7 +162,8 @@ func TestCycle(t *testing.T) {
 	})
 	t.Run("Concurrent", func(t *testing.T) {
 		t.Parallel()
-		f := setup(t)
+		f := setupDB(t) // concurrent transactions
+
 		const pairs = 50
 		type pair struct{ a, b Item }
 		ps := make([]pair, pairs)
@@ -203,7 +204,7 @@ func TestCycle(t *testing.T) {
 			}
 		}
 		var edges int
-		f.pool.QueryRow(ctx, `SELECT count(*) FROM dependencies WHERE project_id = $1`, f.project).Scan(&edges)
+		f.conn.QueryRow(ctx, `SELECT count(*) FROM dependencies WHERE project_id = $1`, f.project).Scan(&edges)
 		if edges != pairs {
 			t.Fatalf("%d edges stored, want %d", edges, pairs)
 		}
@@ -213,7 +214,7 @@ func TestCycle(t *testing.T) {
 		t.Parallel()
 		// Adding "B depends on A" while A is being finished: B's counter
 		// must end up exact either way.
-		f := setup(t)
+		f := setupDB(t) // concurrent transactions
 		const n = 40
 		var wg sync.WaitGroup
 		as, bs := make([]Item, n), make([]Item, n)
@@ -233,7 +234,7 @@ func TestCycle(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				err := db.InTx(ctx, f.pool, func(tx pgx.Tx) error {
+				err := db.InTx(ctx, f.conn, func(tx pgx.Tx) error {
 					return f.finishTx(ctx, tx, as[i].ID, StatusDone)
 				})
 				if err != nil {

@@ -32,7 +32,7 @@
 // (with a parent and dependencies) take a per-project advisory lock
 // (pg_advisory_xact_lock) and check reachability with a recursive query, so
 // two concurrent edges that together close a cycle cannot both commit.
-// Creating new items under fresh keys (CreateChildrenTx, ImportPlan) cannot
+// Creating new items under fresh keys (CreateChildren, ImportPlan) cannot
 // close a cycle through existing items; cycles among the new items are
 // found in memory.
 //
@@ -45,10 +45,12 @@
 //
 // # Transactions
 //
-// Service methods run their own transaction (db.InTx). The functions ending
-// in Tx (ItemTx, ReleaseFinishedTx, CreateChildrenTx) run inside a caller's
-// transaction: lease and attention use them so that ending a lease and
-// updating the graph commit as one.
+// A Service runs on a db.Executor: on a pool each method runs its own
+// transaction (db.InTx, db.InReadTx for reads); a Service On a caller's
+// transaction runs each method in a savepoint of it, so that package lease
+// ends a lease and updates the graph (Item, ReleaseFinished,
+// CreateChildren) in one transaction that commits or rolls back as one.
+// Each operation exists once.
 //
 // # Edits
 //

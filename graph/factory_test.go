@@ -10,17 +10,17 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 )
 
-// fixture is what most tests need: a fresh database, a service on a stub
-// clock and one project.
+// fixture is what most tests need: a transaction rolled back when the test
+// ends (or a database of its own), a service on it with a stub clock, and
+// one project.
 type fixture struct {
-	pool    *pgxpool.Pool
+	conn    db.Executor
 	svc     *Service
 	clk     *clock.Stub
 	project uuid.UUID
@@ -30,16 +30,28 @@ var projectCounter atomic.Int64
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// setup runs the test in a transaction rolled back at its end.
 func setup(t *testing.T) fixture {
 	t.Helper()
-	pool := dbtest.New(t)
+	return setupOn(t, dbtest.TestTx(t))
+}
+
+// setupDB gives the test a database of its own, for a test whose
+// statements run concurrently on several connections and commit.
+func setupDB(t *testing.T) fixture {
+	t.Helper()
+	return setupOn(t, dbtest.New(t))
+}
+
+func setupOn(t *testing.T, exec db.Executor) fixture {
+	t.Helper()
 	clk := clock.NewStub(t0)
-	svc := NewService(pool, clk)
+	svc := NewService(exec, clk)
 	p, err := svc.CreateProject(context.Background(), fmt.Sprintf("p%d", projectCounter.Add(1)))
 	if err != nil {
 		t.Fatalf("CreateProject: %v", err)
 	}
-	return fixture{pool: pool, svc: svc, clk: clk, project: p.ID}
+	return fixture{conn: exec, svc: svc, clk: clk, project: p.ID}
 }
 
 // itemOpts are the factory's inputs; zero values get defaults.
@@ -92,7 +104,7 @@ func (f fixture) finishTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, st Statu
 // mustFinish finishes an item in its own transaction.
 func (f fixture) mustFinish(t *testing.T, id uuid.UUID, st Status) {
 	t.Helper()
-	err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+	err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
 		return f.finishTx(context.Background(), tx, id, st)
 	})
 	if err != nil {
@@ -104,7 +116,7 @@ func (f fixture) mustFinish(t *testing.T, id uuid.UUID, st Status) {
 // own).
 func (f fixture) exec(t *testing.T, sql string, args ...any) {
 	t.Helper()
-	if _, err := f.pool.Exec(context.Background(), sql, args...); err != nil {
+	if _, err := f.conn.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("exec %q: %v", sql, err)
 	}
 }
@@ -118,7 +130,7 @@ type counters struct {
 func (f fixture) counters(t *testing.T, id uuid.UUID) counters {
 	t.Helper()
 	var c counters
-	err := f.pool.QueryRow(context.Background(),
+	err := f.conn.QueryRow(context.Background(),
 		`SELECT unmet_dependencies, open_children, open_attention, ready FROM items WHERE project_id = $1 AND id = $2`,
 		f.project, id).Scan(&c.Unmet, &c.Children, &c.Attention, &c.Ready)
 	if err != nil {

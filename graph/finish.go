@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 )
 
@@ -17,7 +17,7 @@ import (
 // dependents and parents: only those rows, found through indexes, never a
 // scan. It does not touch leases. It returns how many items it finished.
 // (A lease's completion marks its item done in its own ending statement and
-// calls ReleaseFinishedTx for the rest.)
+// calls ReleaseFinished for the rest.)
 func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, ids []uuid.UUID, status Status, result json.RawMessage) (int, error) {
 	q := dbq.New()
 	if len(result) == 0 {
@@ -43,30 +43,38 @@ func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UU
 	return len(finished), nil
 }
 
-// FinishTx marks an open item done with result, decided by a person (not by
+// Finish marks an open item done with result, decided by a person (not by
 // a lease: a person's decision on an uncertain outcome), and releases its
-// dependents and parent, inside the caller's transaction. The item must
-// hold no lease.
+// dependents and parent, in one transaction (s On a caller's transaction to
+// compose with it). The item must hold no lease.
 // Errors: conflict when the item is no longer open.
-func FinishTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, id uuid.UUID, result json.RawMessage) (Item, error) {
-	now := clk.Now()
-	n, err := finishItems(ctx, tx, now, project, []uuid.UUID{id}, StatusDone, result)
-	if err != nil {
-		return Item{}, err
-	}
-	if n == 0 {
-		return Item{}, conflictf("item %s is no longer open", id)
-	}
-	return getItem(ctx, tx, now, project, id)
+func (s *Service) Finish(ctx context.Context, project, id uuid.UUID, result json.RawMessage) (Item, error) {
+	var out Item
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		now := s.clock.Now()
+		n, err := finishItems(ctx, tx, now, project, []uuid.UUID{id}, StatusDone, result)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return conflictf("item %s is no longer open", id)
+		}
+		out, err = getItem(ctx, tx, now, project, id)
+		return err
+	})
+	return out, err
 }
 
-// ReleaseFinishedTx is the rest of finishing, for a caller whose own
-// statement has just marked items terminal (a completion ends its lease and
-// marks the item done in one statement): one prerequisite fewer is open for
-// each of their dependents, and one child fewer for each parent, listed once
-// per finished child.
-func ReleaseFinishedTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project uuid.UUID, finished, parents []uuid.UUID) error {
-	return releaseFinished(ctx, tx, clk.Now(), project, finished, parents)
+// ReleaseFinished is the rest of finishing, for a caller whose own
+// statement has just marked items terminal in its transaction (a completion
+// ends its lease and marks the item done in one statement; s is On that
+// transaction): one prerequisite fewer is open for each of their
+// dependents, and one child fewer for each parent, listed once per finished
+// child.
+func (s *Service) ReleaseFinished(ctx context.Context, project uuid.UUID, finished, parents []uuid.UUID) error {
+	return db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		return releaseFinished(ctx, tx, s.clock.Now(), project, finished, parents)
+	})
 }
 
 func releaseFinished(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, finished, parents []uuid.UUID) error {

@@ -56,7 +56,7 @@ func TestFinish(t *testing.T) {
 		b := f.mustItem(t, itemOpts{DependsOn: []uuidT{a.ID}})
 		f.mustFinish(t, a.ID, StatusDone)
 		var n int
-		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+		err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
 			var err error
 			n, err = finishItems(context.Background(), tx, f.clk.Now(), f.project, []uuidT{a.ID, newID()}, StatusCancelled, nil)
 			return err
@@ -74,16 +74,16 @@ func TestFinish(t *testing.T) {
 	})
 }
 
-func TestCreateChildrenTx(t *testing.T) {
+func TestCreateChildren(t *testing.T) {
 	t.Parallel()
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		parent := f.mustItem(t, itemOpts{Title: "epic"})
 		var kids []Item
-		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
+		err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
 			var err error
-			kids, err = CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, []NewChild{
+			kids, err = f.svc.On(tx).CreateChildren(context.Background(), f.project, parent.ID, []NewChild{
 				{Key: "design", Title: "Design"},
 				{Key: "build", Title: "Build", DependsOnKeys: []string{"design"}},
 				{Key: "test", Title: "Test", DependsOnKeys: []string{"build", "design"}},
@@ -91,7 +91,7 @@ func TestCreateChildrenTx(t *testing.T) {
 			return err
 		})
 		if err != nil {
-			t.Fatalf("CreateChildrenTx: %v", err)
+			t.Fatalf("CreateChildren: %v", err)
 		}
 		if len(kids) != 3 || kids[0].Title != "Design" || kids[2].Title != "Test" {
 			t.Fatalf("children %+v", kids)
@@ -118,8 +118,8 @@ func TestCreateChildrenTx(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		parent := f.mustItem(t, itemOpts{})
-		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
-			_, err := CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, []NewChild{
+		err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
+			_, err := f.svc.On(tx).CreateChildren(context.Background(), f.project, parent.ID, []NewChild{
 				{Key: "a", Title: "A", DependsOnKeys: []string{"c"}},
 				{Key: "b", Title: "B", DependsOnKeys: []string{"a"}},
 				{Key: "c", Title: "C", DependsOnKeys: []string{"b"}},
@@ -151,8 +151,8 @@ func TestCreateChildrenTx(t *testing.T) {
 			"EmptyTitle":   {{Key: "a", Title: "  "}},
 			"None":         {},
 		} {
-			err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
-				_, err := CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, kids, "x")
+			err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
+				_, err := f.svc.On(tx).CreateChildren(context.Background(), f.project, parent.ID, kids, "x")
 				return err
 			})
 			if !errors.Is(err, wgerr.Invalid) {
@@ -165,8 +165,8 @@ func TestCreateChildrenTx(t *testing.T) {
 		f := setup(t)
 		parent := f.mustItem(t, itemOpts{})
 		f.mustFinish(t, parent.ID, StatusDone)
-		err := db.InTx(context.Background(), f.pool, func(tx pgx.Tx) error {
-			_, err := CreateChildrenTx(context.Background(), tx, f.clk, f.project, parent.ID, []NewChild{{Key: "a", Title: "A"}}, "x")
+		err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
+			_, err := f.svc.On(tx).CreateChildren(context.Background(), f.project, parent.ID, []NewChild{{Key: "a", Title: "A"}}, "x")
 			return err
 		})
 		if !errors.Is(err, wgerr.Conflict) {

@@ -6,18 +6,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
-	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 )
-
-// ItemTx reads an item inside the caller's transaction, with State and
-// BlockedBy filled as of clk's now (nil: the database clock).
-// Errors: not_found when the item is not in the project.
-func ItemTx(ctx context.Context, tx pgx.Tx, clk clock.Clock, project, id uuid.UUID) (Item, error) {
-	return getItem(ctx, tx, clk.Now(), project, id)
-}
 
 func getItem(ctx context.Context, q dbq.DBTX, now *time.Time, project, id uuid.UUID) (Item, error) {
 	row, err := dbq.New().GetItem(ctx, q, dbq.GetItemParams{Now: now, ProjectID: project, ID: id})

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 )
 
@@ -21,7 +22,7 @@ func (s *Service) CriticalPath(ctx context.Context, project, id uuid.UUID) ([]It
 	now := s.clock.Now()
 	q := dbq.New()
 	var out []ItemRef
-	err := s.read(ctx, func(tx pgx.Tx) error {
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		it, err := getItem(ctx, tx, now, project, id)
 		if err != nil {
 			return err
@@ -133,7 +134,7 @@ func (s *Service) Subgraph(ctx context.Context, project uuid.UUID, around *uuid.
 	now := s.clock.Now()
 	q := dbq.New()
 	var g Subgraph
-	err := s.read(ctx, func(tx pgx.Tx) error {
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		var ids []uuid.UUID
 		if around == nil {
 			rows, err := q.ProjectItemRefs(ctx, tx, dbq.ProjectItemRefsParams{Now: now, ProjectID: project, MaxRows: int32(limit + 1)})

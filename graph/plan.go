@@ -43,7 +43,7 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 	}
 	now := s.clock.Now()
 	var res ImportResult
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		if err := p.resolveExisting(ctx, tx, project); err != nil {
 			return err
 		}
@@ -64,8 +64,12 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 		// autovacuum passes; with stale statistics the planner walks whole
 		// tables for the dependents of a finished item. Refresh them now.
 		// Best effort: a failure (e.g. a role that doesn't own the tables)
-		// only leaves it to autovacuum.
-		_, _ = s.pool.Exec(ctx, "ANALYZE items, dependencies")
+		// only leaves it to autovacuum (and, in a savepoint, leaves a
+		// caller's transaction usable).
+		_ = db.Atomic(ctx, s.exec, func(q db.DBTX) error {
+			_, err := q.Exec(ctx, "ANALYZE items, dependencies")
+			return err
+		})
 	}
 	return res, nil
 }
@@ -117,7 +121,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			if err := checkBody("body", it.Body); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
-			if row.labels, err = cleanLabels("labels", it.Labels); err != nil {
+			if row.labels, err = CleanLabels("labels", it.Labels); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
 			if k := strings.TrimSpace(it.Key); k != "" {

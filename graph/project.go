@@ -26,9 +26,13 @@ func (s *Service) CreateProject(ctx context.Context, name string) (Project, erro
 	if _, err := uuid.Parse(name); err == nil {
 		return Project{}, wgerr.InvalidField("name", "must not have the form of a UUID (projects are addressed by name or id)")
 	}
-	p, err := dbq.New().CreateProject(ctx, s.pool, name)
+	var p dbq.Project
+	err := db.Atomic(ctx, s.exec, func(q db.DBTX) error {
+		var err error
+		p, err = dbq.New().CreateProject(ctx, q, name)
+		return err
+	})
 	if err != nil {
-		err = db.Translate(err)
 		if errors.Is(err, wgerr.AlreadyExists) {
 			return Project{}, wgerr.New(wgerr.CodeAlreadyExists, "project %q already exists", name)
 		}
@@ -46,9 +50,9 @@ func (s *Service) Project(ctx context.Context, nameOrID string) (Project, error)
 		err error
 	)
 	if id, perr := uuid.Parse(nameOrID); perr == nil {
-		p, err = q.GetProject(ctx, s.pool, id)
+		p, err = q.GetProject(ctx, s.exec, id)
 	} else {
-		p, err = q.GetProjectByName(ctx, s.pool, nameOrID)
+		p, err = q.GetProjectByName(ctx, s.exec, nameOrID)
 	}
 	if err != nil {
 		if isNoRows(err) {
@@ -67,7 +71,7 @@ func (s *Service) SetProjectOnExpiry(ctx context.Context, project uuid.UUID, onE
 	if err != nil {
 		return Project{}, err
 	}
-	p, err := dbq.New().SetProjectOnExpiry(ctx, s.pool, dbq.SetProjectOnExpiryParams{ID: project, OnExpiry: v})
+	p, err := dbq.New().SetProjectOnExpiry(ctx, s.exec, dbq.SetProjectOnExpiryParams{ID: project, OnExpiry: v})
 	if err != nil {
 		if isNoRows(err) {
 			return Project{}, wgerr.New(wgerr.CodeNotFound, "project %s not found", project)
@@ -79,7 +83,7 @@ func (s *Service) SetProjectOnExpiry(ctx context.Context, project uuid.UUID, onE
 
 // ListProjects lists every project by name.
 func (s *Service) ListProjects(ctx context.Context) ([]Project, error) {
-	rows, err := dbq.New().ListProjects(ctx, s.pool)
+	rows, err := dbq.New().ListProjects(ctx, s.exec)
 	if err != nil {
 		return nil, db.Translate(err)
 	}

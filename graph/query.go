@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -61,7 +62,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		args.TitleLike = &like
 	}
 	var out ItemPage
-	err = s.read(ctx, func(tx pgx.Tx) error {
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		rows, err := dbq.New().ListItems(ctx, tx, args)
 		if err != nil {
 			return err
@@ -95,7 +96,7 @@ func (s *Service) Neighbourhood(ctx context.Context, project, id uuid.UUID) (Nei
 	now := s.clock.Now()
 	q := dbq.New()
 	var n Neighbourhood
-	err := s.read(ctx, func(tx pgx.Tx) error {
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		var err error
 		if n.Item, err = getItem(ctx, tx, now, project, id); err != nil {
 			return err
@@ -135,4 +136,21 @@ func (s *Service) Neighbourhood(ctx context.Context, project, id uuid.UUID) (Nei
 		return nil
 	})
 	return n, err
+}
+
+// Titles returns the titles of the project's items among ids, by id; ids
+// of no item of the project are absent.
+func (s *Service) Titles(ctx context.Context, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	out := make(map[uuid.UUID]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := dbq.New().ItemTitles(ctx, s.exec, dbq.ItemTitlesParams{ProjectID: project, Ids: ids})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Title
+	}
+	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 func (f fixture) checkCounters(t *testing.T) {
 	t.Helper()
 	var bad int
-	err := f.pool.QueryRow(context.Background(), `
+	err := f.conn.QueryRow(context.Background(), `
 		SELECT count(*) FROM items i
 		WHERE i.project_id = $1 AND (
 		    i.unmet_dependencies <> (SELECT count(*) FROM dependencies d

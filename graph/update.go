@@ -38,7 +38,7 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 		}
 	}
 	if p.Labels != nil {
-		l, err := cleanLabels("labels", *p.Labels)
+		l, err := CleanLabels("labels", *p.Labels)
 		if err != nil {
 			return Item{}, err
 		}
@@ -61,7 +61,7 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 	empty := p.Title == nil && p.Body == nil && p.Priority == nil && p.Labels == nil && p.Metadata == nil && p.OnExpiry == nil
 	q := dbq.New()
 	var out Item
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		cur, err := q.LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: id})
 		if err != nil {
 			if isNoRows(err) {

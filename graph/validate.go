@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -14,11 +15,15 @@ const (
 	MaxTitleChars    = 500
 	MaxBodyBytes     = 1 << 20
 	MaxMetadataBytes = 1 << 20
-	MaxLabels        = 32
-	MaxLabelChars    = 64
+	// MaxLabels and MaxLabelChars bound the labels of an item and of a
+	// claim alike (CleanLabels).
+	MaxLabels     = 32
+	MaxLabelChars = 64
 )
 
-var labelRE = regexp.MustCompile(`^[A-Za-z0-9._:/=+-]{1,64}$`)
+// labelRE is the one label rule: 1 to MaxLabelChars of ASCII letters,
+// digits and . _ : / = + -.
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9._:/=+-]{1,` + strconv.Itoa(MaxLabelChars) + `}$`)
 
 // cleanTitle trims a title and checks its length (1..500 characters).
 func cleanTitle(field, title string) (string, error) {
@@ -46,9 +51,11 @@ func checkBody(field, body string) error {
 	return nil
 }
 
-// cleanLabels checks labels (each 1..64 of [A-Za-z0-9._:/=+-], at most 32) and
-// drops duplicates, keeping the first occurrence's order.
-func cleanLabels(field string, labels []string) ([]string, error) {
+// CleanLabels is the one label validator, for the labels an item carries
+// and those a claim asks for: at most MaxLabels, each 1 to MaxLabelChars of
+// [A-Za-z0-9._:/=+-]. It drops duplicates, keeping the first occurrence's
+// order. Errors: invalid_argument naming field.
+func CleanLabels(field string, labels []string) ([]string, error) {
 	if len(labels) > MaxLabels {
 		return nil, wgerr.InvalidField(field, "has %d labels; at most %d are allowed", len(labels), MaxLabels)
 	}
@@ -56,7 +63,7 @@ func cleanLabels(field string, labels []string) ([]string, error) {
 	seen := make(map[string]bool, len(labels))
 	for _, l := range labels {
 		if !labelRE.MatchString(l) {
-			return nil, wgerr.InvalidField(field, "label %q must be 1 to 64 characters of letters, digits and . _ : / = + -", l)
+			return nil, wgerr.InvalidField(field, "label %q must be 1 to %d characters of letters, digits and . _ : / = + -", l, MaxLabelChars)
 		}
 		if !seen[l] {
 			seen[l] = true

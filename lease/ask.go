@@ -27,8 +27,8 @@ func (s *Service) Ask(ctx context.Context, project uuid.UUID, f Fence, in attent
 		return AskResult{}, err
 	}
 	var out AskResult
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		held, err := s.lockTx(ctx, tx, project, f)
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		held, err := s.lockLease(ctx, tx, project, f)
 		if err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (s *Service) Ask(ctx context.Context, project uuid.UUID, f Fence, in attent
 		if in.RequestedBy == "" {
 			in.RequestedBy = held.Worker
 		}
-		req, err := attention.OpenTx(ctx, tx, s.clock, project, held.ItemID, in)
+		req, err := s.attentionOn(tx).Open(ctx, project, held.ItemID, in)
 		if err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func (s *Service) Ask(ctx context.Context, project uuid.UUID, f Fence, in attent
 		if !in.Blocking {
 			return nil
 		}
-		out.Lease, _, err = s.endTx(ctx, tx, project, f, ending{
+		out.Lease, _, err = s.endLease(ctx, tx, project, f, ending{
 			outcome: OutcomeAttentionRequested,
 			detail:  mustJSON(map[string]any{"attention_request_id": req.ID}),
 		})

@@ -53,7 +53,7 @@ func TestCancelClosesOpenAttention(t *testing.T) {
 	if len(inbox.Requests) != 1 || inbox.Requests[0].ID != untouched.ID {
 		t.Errorf("inbox after the cancel = %+v, want only the other item's hold", inbox.Requests)
 	}
-	badge, err := dbq.New().CountOpenAttention(f.ctx, f.pool, f.project)
+	badge, err := dbq.New().CountOpenAttention(f.ctx, f.conn, f.project)
 	if err != nil || badge != 1 {
 		t.Errorf("inbox badge = %d (%v), want 1", badge, err)
 	}
@@ -72,7 +72,7 @@ func TestCancelClosesOpenAttention(t *testing.T) {
 		}
 	}
 	var wrong int
-	if err := f.pool.QueryRow(f.ctx, `
+	if err := f.conn.QueryRow(f.ctx, `
 		SELECT count(*) FROM items i WHERE i.project_id = $1 AND i.open_attention <>
 		       (SELECT count(*) FROM attention_requests r
 		        WHERE r.project_id = i.project_id AND r.item_id = i.id AND r.state = 'open' AND r.blocking)`,

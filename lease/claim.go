@@ -40,9 +40,9 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	q := dbq.New()
 	var out Claim
 	nothing := false
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		nothing = false
-		if _, err := s.reapTx(ctx, tx, project, reapBatch); err != nil {
+		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
 		}
 		if err := s.checkTokenLimit(ctx, tx, req.TokenID); err != nil {
@@ -66,13 +66,13 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 		if err != nil {
 			return err
 		}
-		item, err := graph.ItemTx(ctx, tx, s.clock, project, row.Lease.ItemID)
+		item, err := s.graphOn(tx).Item(ctx, project, row.Lease.ItemID)
 		if err != nil {
 			return err
 		}
 		hist := []attention.Request{}
 		if row.HasAttention {
-			if hist, err = attention.ForItemTx(ctx, tx, project, row.Lease.ItemID); err != nil {
+			if hist, err = s.attentionOn(tx).ForItem(ctx, project, row.Lease.ItemID); err != nil {
 				return err
 			}
 		}
@@ -100,7 +100,7 @@ func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, err
 	if err := s.cfg.checkTTL("ttl", ttl); err != nil {
 		return req, 0, err
 	}
-	labels, err := cleanLabels(req.Labels)
+	labels, err := graph.CleanLabels("labels", req.Labels)
 	if err != nil {
 		return req, 0, err
 	}
@@ -167,7 +167,7 @@ func (s *Service) holdUncertain(ctx context.Context, tx pgx.Tx, project uuid.UUI
 	if len(progress) == 0 {
 		progress = json.RawMessage("null")
 	}
-	_, err := attention.OpenTx(ctx, tx, s.clock, project, e.ItemID, attention.NewRequest{
+	_, err := s.attentionOn(tx).Open(ctx, project, e.ItemID, attention.NewRequest{
 		Question: fmt.Sprintf("The lease of worker %q (epoch %d) expired at %s; %s. That attempt may still be "+
 			"running or may already have applied its effect. Decide: retry (hand the item out again), "+
 			"done (with the result) or cancel.",
@@ -211,15 +211,15 @@ func (s *Service) ReapExpired(ctx context.Context, project uuid.UUID, limit int)
 		limit = 1000
 	}
 	var n int
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		var err error
-		n, err = s.reapTx(ctx, tx, project, limit)
+		n, err = s.reapExpired(ctx, tx, project, limit)
 		return err
 	})
 	return n, err
 }
 
-func (s *Service) reapTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, limit int) (int, error) {
+func (s *Service) reapExpired(ctx context.Context, tx pgx.Tx, project uuid.UUID, limit int) (int, error) {
 	q := dbq.New()
 	expired, err := q.ExpireLeases(ctx, tx, dbq.ExpireLeasesParams{
 		Now: s.clock.Now(), ProjectID: project, MaxLeases: int32(limit),
@@ -238,7 +238,7 @@ func (s *Service) reapTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, limi
 			continue
 		}
 		leaseID, epoch := e.LeaseID, e.Epoch
-		_, err := attention.OpenTx(ctx, tx, s.clock, project, e.ItemID, attention.NewRequest{
+		_, err := s.attentionOn(tx).Open(ctx, project, e.ItemID, attention.NewRequest{
 			Question: fmt.Sprintf("The leases of this item expired %d times in a row (the last one held by %q) "+
 				"without the worker finishing, failing or releasing it. Resolve to hand it out again, or cancel it.",
 				e.ConsecutiveExpiries, e.Worker),

@@ -2,6 +2,8 @@ package lease_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +91,12 @@ func TestClaimInvalid(t *testing.T) {
 		"ErrTTLTooLong":  {Worker: "w", TTL: 2 * time.Hour},
 		"ErrTTLNegative": {Worker: "w", TTL: -time.Second},
 		"ErrEmptyLabel":  {Worker: "w", Labels: []string{""}},
+		// One label rule for items and claims (graph.CleanLabels): a label
+		// no item can carry is refused, not silently matched by nothing.
+		"ErrLabelSpace":    {Worker: "w", Labels: []string{"has space"}},
+		"ErrLabelTooLong":  {Worker: "w", Labels: []string{strings.Repeat("x", graph.MaxLabelChars+1)}},
+		"ErrTooManyLabels": {Worker: "w", Labels: manyLabels(graph.MaxLabels + 1)},
+		"ErrLabelNotASCII": {Worker: "w", Labels: []string{"étiquette"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := f.leases.Claim(f.ctx, f.project, req)
@@ -102,9 +110,17 @@ func TestClaimInvalid(t *testing.T) {
 	}
 }
 
+func manyLabels(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("l%d", i)
+	}
+	return out
+}
+
 func TestClaimTokenLimit(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{MaxActivePerToken: 2})
+	f := setupDB(t, lease.Config{MaxActivePerToken: 2}) // concurrent claims
 	f.items(t, 5)
 	token := uuid.New()
 	var wg sync.WaitGroup
@@ -142,7 +158,7 @@ func TestClaimTokenLimit(t *testing.T) {
 // 70 ErrNothingReady.
 func TestClaimConcurrent(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // concurrent claims
 	f.items(t, 30)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -177,8 +193,23 @@ func TestClaimConcurrent(t *testing.T) {
 		t.Fatalf("%d items, %d leases, %d nothing-ready; want 30, 30, 70", len(items), len(leases), nothing)
 	}
 	var active int
-	if err := f.pool.QueryRow(f.ctx, "SELECT count(*) FROM leases WHERE ended_at IS NULL").Scan(&active); err != nil || active != 30 {
+	if err := f.conn.QueryRow(f.ctx, "SELECT count(*) FROM leases WHERE ended_at IS NULL").Scan(&active); err != nil || active != 30 {
 		t.Fatalf("active leases in the database = %d, %v", active, err)
 	}
 	f.checkInvariants(t)
+}
+
+// TestClaimTTLCeiling: no configuration allows a lease longer than
+// lease.TTLCeiling (the bound the API also refuses lease_seconds beyond).
+func TestClaimTTLCeiling(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{MaxTTL: 30 * 24 * time.Hour})
+	f.item(t, graph.NewItem{})
+	_, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w", TTL: lease.TTLCeiling + time.Second})
+	if !errors.Is(err, wgerr.Invalid) {
+		t.Fatalf("claim beyond the ceiling: err = %v, want invalid_argument", err)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w", TTL: lease.TTLCeiling}); err != nil {
+		t.Fatalf("claim at the ceiling: %v", err)
+	}
 }

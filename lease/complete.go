@@ -11,7 +11,6 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
-	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -34,8 +33,8 @@ func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, resu
 		return Completion{}, err
 	}
 	var out Completion
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		l, e, err := s.endTx(ctx, tx, project, f, ending{
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		l, e, err := s.endLease(ctx, tx, project, f, ending{
 			outcome: OutcomeCompleted, result: result, workerTime: workerTime, finish: true,
 		})
 		if err != nil {
@@ -45,10 +44,10 @@ func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, resu
 		if e.parent != nil {
 			parents = append(parents, *e.parent)
 		}
-		if err := graph.ReleaseFinishedTx(ctx, tx, s.clock, project, []uuid.UUID{l.ItemID}, parents); err != nil {
+		if err := s.graphOn(tx).ReleaseFinished(ctx, project, []uuid.UUID{l.ItemID}, parents); err != nil {
 			return err
 		}
-		item, err := graph.ItemTx(ctx, tx, s.clock, project, l.ItemID)
+		item, err := s.graphOn(tx).Item(ctx, project, l.ItemID)
 		out = Completion{Lease: l, Item: item}
 		return err
 	})
@@ -63,8 +62,8 @@ func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, resu
 func (s *Service) repeatedCompletion(ctx context.Context, project uuid.UUID, f Fence, result json.RawMessage, workerTime *time.Time) (Completion, error) {
 	var out Completion
 	var answer error
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		l, err := s.getTx(ctx, tx, project, f.LeaseID)
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		l, err := s.getLease(ctx, tx, project, f.LeaseID)
 		if err != nil {
 			return err
 		}
@@ -86,7 +85,7 @@ func (s *Service) repeatedCompletion(ctx context.Context, project uuid.UUID, f F
 			return s.recordRefusal(ctx, tx, project, f, "conflicting_result", opComplete, workerTime,
 				mustJSON(map[string]any{"result": result}))
 		}
-		item, err := graph.ItemTx(ctx, tx, s.clock, project, l.ItemID)
+		item, err := s.graphOn(tx).Item(ctx, project, l.ItemID)
 		out = Completion{Lease: l, Item: item, Replayed: true}
 		return err
 	})

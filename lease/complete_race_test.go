@@ -16,7 +16,7 @@ import (
 // counts once against its parent.
 func TestCompleteRacesAddDependency(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // concurrent transactions
 	const n = 40
 	parent := f.item(t, graph.NewItem{})
 	as := make([]lease.Lease, n)
@@ -62,7 +62,7 @@ func TestCompleteRacesAddDependency(t *testing.T) {
 		t.Errorf("parent of %d completed children is %s, want ready", n, got)
 	}
 	var wrong int
-	err := f.pool.QueryRow(f.ctx, `
+	err := f.conn.QueryRow(f.ctx, `
 		SELECT count(*) FROM items i
 		WHERE i.project_id = $1 AND (
 		    i.unmet_dependencies <> (SELECT count(*) FROM dependencies d

@@ -58,8 +58,6 @@ func observationFromRow(r dbq.LeaseObservation) Observation {
 // Input bounds.
 const (
 	maxWorkerBytes  = 200
-	maxLabels       = 50
-	maxLabelBytes   = 100
 	maxMessageBytes = 65536
 )
 
@@ -90,21 +88,6 @@ func optionalJSON(field string, v json.RawMessage) (json.RawMessage, error) {
 		return nil, nil
 	}
 	return v, nil
-}
-
-func cleanLabels(labels []string) ([]string, error) {
-	if len(labels) > maxLabels {
-		return nil, wgerr.InvalidField("labels", "at most %d labels", maxLabels)
-	}
-	out := make([]string, 0, len(labels))
-	for _, l := range labels {
-		l = strings.TrimSpace(l)
-		if l == "" || len(l) > maxLabelBytes {
-			return nil, wgerr.InvalidField("labels", "each label must be 1 to %d bytes", maxLabelBytes)
-		}
-		out = append(out, l)
-	}
-	return out, nil
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -23,12 +23,12 @@ func (s *Service) Decompose(ctx context.Context, project uuid.UUID, f Fence, chi
 		return Decomposition{}, err
 	}
 	var out Decomposition
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		held, err := s.lockTx(ctx, tx, project, f)
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		held, err := s.lockLease(ctx, tx, project, f)
 		if err != nil {
 			return err
 		}
-		kids, err := graph.CreateChildrenTx(ctx, tx, s.clock, project, held.ItemID, children, held.Principal)
+		kids, err := s.graphOn(tx).CreateChildren(ctx, project, held.ItemID, children, held.Principal)
 		if err != nil {
 			return err
 		}
@@ -36,7 +36,7 @@ func (s *Service) Decompose(ctx context.Context, project uuid.UUID, f Fence, chi
 		for i, k := range kids {
 			ids[i] = k.ID
 		}
-		l, _, err := s.endTx(ctx, tx, project, f, ending{
+		l, _, err := s.endLease(ctx, tx, project, f, ending{
 			outcome: OutcomeDecomposed, detail: mustJSON(map[string]any{"children": ids}),
 		})
 		if err != nil {

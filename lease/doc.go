@@ -28,7 +28,15 @@
 //
 // (EndLease, HeartbeatLease; LockLease takes the row lock under the same
 // predicate for mutations that write elsewhere before ending the lease).
-// Nothing is read and then written across statements. Zero rows means the
+// Heartbeat, Complete, Release and Fail fence in the one statement that
+// writes the lease. Ask and Decompose span statements inside one
+// transaction: LockLease locks the lease row under the fence (FOR UPDATE),
+// the attention request or the children are written, and EndLease then
+// ends the lease under the fence again; the row lock keeps every other
+// writer of the lease out in between, and a lease that expired in between
+// fails the second fence, so nothing decided on the first reading is
+// written unfenced. No fence is a read whose answer a later statement
+// trusts. Zero rows means the
 // fence did not hold: the transaction rolls back, so nothing changed, and a
 // second transaction decides the answer:
 //
@@ -98,8 +106,9 @@
 // Complete, Release, Fail, Decompose and a blocking Ask end the lease
 // (ended_at, outcome, outcome_detail) and clear the item's active_lease_id,
 // set its previous_worker and reset its consecutive expiry count, in one
-// transaction with the graph or attention work (graph.ReleaseFinishedTx,
-// graph.CreateChildrenTx, attention.OpenTx). Complete's ending statement
+// transaction with the graph or attention work (graph.Service's
+// ReleaseFinished and CreateChildren, attention.Service's Open, each On the
+// lease's transaction, in a savepoint of it). Complete's ending statement
 // also marks the item done, so the item is never momentarily ready inside
 // the transaction. Fail counts the failure and sets a retry backoff
 // (RetryBackoff doubled per earlier consecutive failure, capped at

@@ -82,7 +82,7 @@ func TestMaxExpiries(t *testing.T) {
 // projects; every lease is ended exactly once.
 func TestSweeper(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // two sweepers run concurrently
 	other, err := f.graph.CreateProject(f.ctx, "other")
 	if err != nil {
 		t.Fatal(err)
@@ -114,13 +114,13 @@ func TestSweeper(t *testing.T) {
 		t.Fatalf("sweepers ended %v leases, want %d in total", counts, 2*perProject)
 	}
 	var ended, active int
-	err = f.pool.QueryRow(f.ctx, `SELECT count(*) FILTER (WHERE outcome = 'expired'), count(*) FILTER (WHERE ended_at IS NULL) FROM leases`).
+	err = f.conn.QueryRow(f.ctx, `SELECT count(*) FILTER (WHERE outcome = 'expired'), count(*) FILTER (WHERE ended_at IS NULL) FROM leases`).
 		Scan(&ended, &active)
 	if err != nil || ended != 2*perProject || active != 0 {
 		t.Fatalf("expired %d, active %d (%v)", ended, active, err)
 	}
 	var ready int
-	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM items WHERE ready`).Scan(&ready); err != nil || ready != 2*perProject {
+	if err := f.conn.QueryRow(f.ctx, `SELECT count(*) FROM items WHERE ready`).Scan(&ready); err != nil || ready != 2*perProject {
 		t.Fatalf("%d ready items (%v), want all back in circulation", ready, err)
 	}
 	if n, err := lease.NewSweeper(f.leases, time.Hour, nil).RunOnce(f.ctx); err != nil || n != 0 {
@@ -132,20 +132,20 @@ func TestSweeper(t *testing.T) {
 
 func TestSweeperStartStop(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // the sweeper runs in its own goroutine
 	it, _ := f.claimNew(t, "w")
 	f.clock.Advance(ttl)
-	w := lease.NewSweeper(f.leases, 10*time.Millisecond, nil)
+	w := lease.NewSweeper(f.leases, time.Millisecond, nil)
+	w.TestSignals.Swept.Init()
 	w.Start(context.Background())
-	defer w.Stop()
-	// Bounded polling: the sweeper runs on its own ticker.
-	deadline := time.Now().Add(10 * time.Second)
-	for f.getItem(t, it.ID).State != graph.StateReady {
-		if time.Now().After(deadline) {
-			t.Fatal("the sweeper did not end the expired lease")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if n := w.TestSignals.Swept.Wait(t); n != 1 {
+		t.Fatalf("the first sweep ended %d leases, want 1", n)
 	}
+	w.Stop()
+	if st := f.getItem(t, it.ID).State; st != graph.StateReady {
+		t.Fatalf("item %s after the sweep, want ready", st)
+	}
+	w.Stop() // a second Stop does nothing
 }
 
 // in is the fixture for another project of the same database.

@@ -45,17 +45,17 @@ type ending struct {
 	finish bool
 }
 
-// ended is what endTx learned of the item.
+// ended is what endLease learned of the item.
 type ended struct {
 	failures int32
 	parent   *uuid.UUID
 }
 
-// endTx ends the lease under the fence and frees its item, in one
+// endLease ends the lease under the fence and frees its item, in one
 // statement. The consecutive-expiry count of the item is reset: the worker
 // came back. It returns the ended lease and the item's failure count and
 // parent.
-func (s *Service) endTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence, e ending) (Lease, ended, error) {
+func (s *Service) endLease(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence, e ending) (Lease, ended, error) {
 	outcome := string(e.outcome)
 	row, err := dbq.New().EndLease(ctx, tx, dbq.EndLeaseParams{
 		Now:           s.clock.Now(),
@@ -81,9 +81,9 @@ func (s *Service) endTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fen
 	return fromEndRow(row), ended{failures: row.Failures, parent: row.ParentID}, nil
 }
 
-// lockTx takes the lease's row lock under the fence, for mutations that
+// lockLease takes the lease's row lock under the fence, for mutations that
 // write elsewhere before (or without) ending the lease.
-func (s *Service) lockTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence) (Lease, error) {
+func (s *Service) lockLease(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence) (Lease, error) {
 	row, err := dbq.New().LockLease(ctx, tx, dbq.LockLeaseParams{
 		Now: s.clock.Now(), ProjectID: project, LeaseID: f.LeaseID, Epoch: f.Epoch,
 	})
@@ -102,8 +102,8 @@ func (s *Service) lockTx(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fe
 // otherwise.
 func (s *Service) refused(ctx context.Context, project uuid.UUID, f Fence, op string, workerTime *time.Time, payload any) error {
 	var answer error
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		l, err := s.getTx(ctx, tx, project, f.LeaseID)
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		l, err := s.getLease(ctx, tx, project, f.LeaseID)
 		if err != nil {
 			return err
 		}

@@ -179,7 +179,7 @@ func TestHeartbeat(t *testing.T) {
 // once; all are refused and the stored state is exactly B's.
 func TestFencePaused(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // a paused transaction races others
 	it := f.item(t, graph.NewItem{})
 
 	paused, resume := make(chan lease.Fence), make(chan struct{})

@@ -36,7 +36,7 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 	// One statement renews the lease under its fence (no transaction
 	// around it: it is atomic alone) and says whether there are answers to
 	// read after it.
-	row, err := dbq.New().HeartbeatLease(ctx, s.pool, dbq.HeartbeatLeaseParams{
+	row, err := dbq.New().HeartbeatLease(ctx, s.exec, dbq.HeartbeatLeaseParams{
 		Now:        s.clock.Now(),
 		TtlMs:      hb.TTL.Milliseconds(),
 		Progress:   progress,
@@ -53,7 +53,7 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 	}
 	answers := []attention.Request{}
 	if row.HasAnswers {
-		if answers, err = attention.ClosedForLease(ctx, s.pool, project, f.LeaseID); err != nil {
+		if answers, err = s.attentionOn(s.exec).ClosedForLease(ctx, project, f.LeaseID); err != nil {
 			return HeartbeatResult{}, db.Translate(err)
 		}
 	}

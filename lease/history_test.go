@@ -16,7 +16,9 @@ import (
 // TestHistoryImmutable: the database itself refuses to rewrite history.
 func TestHistoryImmutable(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	// Its own database: the refused statements would abort a test
+	// transaction, and TRUNCATE locks the table against every other test.
+	f := setupDB(t, lease.Config{})
 	_, ended := f.claimNew(t, "w")
 	if _, err := f.leases.Complete(f.ctx, f.project, fence(ended), json.RawMessage(`{"ok":true}`), nil); err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestHistoryImmutable(t *testing.T) {
 	}
 	for name, stmt := range refused {
 		t.Run(name, func(t *testing.T) {
-			_, err := f.pool.Exec(f.ctx, stmt, ended.ID)
+			_, err := f.conn.Exec(f.ctx, stmt, ended.ID)
 			if code := pgCode(err); code != "WG001" {
 				t.Fatalf("%q: err = %v, want refused by the history trigger", stmt, err)
 			}
@@ -57,14 +59,14 @@ func TestHistoryImmutable(t *testing.T) {
 	}
 	for name, stmt := range activeRefused {
 		t.Run(name, func(t *testing.T) {
-			_, err := f.pool.Exec(f.ctx, stmt, active.ID)
+			_, err := f.conn.Exec(f.ctx, stmt, active.ID)
 			if code := pgCode(err); code != "WG001" {
 				t.Fatalf("%q on an active lease: err = %v, want refused by the history trigger", stmt, err)
 			}
 		})
 	}
 	for _, table := range []string{"leases", "lease_observations"} {
-		if _, err := f.pool.Exec(f.ctx, "TRUNCATE "+table+" CASCADE"); pgCode(err) != "WG001" {
+		if _, err := f.conn.Exec(f.ctx, "TRUNCATE "+table+" CASCADE"); pgCode(err) != "WG001" {
 			t.Errorf("TRUNCATE %s: err = %v, want refused", table, err)
 		}
 	}
@@ -77,7 +79,7 @@ func TestHistoryImmutable(t *testing.T) {
 		t.Fatalf("second end: err = %v", err)
 	}
 	// A second active lease on one item is refused by the unique index.
-	_, err := f.pool.Exec(f.ctx, `INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at)
+	_, err := f.conn.Exec(f.ctx, `INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at)
 		SELECT project_id, item_id, epoch + 100, 'intruder', 'x', now(), now() + interval '1 hour' FROM leases WHERE id = $1`, active.ID)
 	if pgCode(err) != "23505" {
 		t.Fatalf("a second active lease on one item: err = %v, want a unique violation", err)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/workgraph-dev/workgraph/db"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
@@ -73,7 +73,7 @@ type Fence struct {
 // Config bounds leases. Zero fields take the defaults in brackets.
 type Config struct {
 	MinTTL     time.Duration // shortest lease a claim may ask for [1s]
-	MaxTTL     time.Duration // longest [24h]
+	MaxTTL     time.Duration // longest [24h], at most TTLCeiling
 	DefaultTTL time.Duration // when the claim names none [15m]
 	// MaxFailures consecutive failures open a system attention request
 	// instead of another retry [3].
@@ -95,6 +95,11 @@ type Config struct {
 	Attention   attention.Config
 }
 
+// TTLCeiling is the longest lease any Config may allow: a larger MaxTTL is
+// lowered to it, and the API refuses a longer lease_seconds before it
+// converts the number to a duration.
+const TTLCeiling = 7 * 24 * time.Hour
+
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -103,6 +108,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.MinTTL, time.Second)
 	def(&c.MaxTTL, 24*time.Hour)
+	c.MaxTTL = min(c.MaxTTL, TTLCeiling)
 	def(&c.DefaultTTL, 15*time.Minute)
 	def(&c.RetryBackoff, 30*time.Second)
 	def(&c.MaxRetryBackoff, 30*time.Minute)
@@ -240,16 +246,40 @@ type WorkerStat struct {
 }
 
 // Service grants leases and applies fenced worker mutations.
+//
+// Each method runs in its own transaction on a pool, or in a savepoint of
+// the caller's transaction when the Service is on one (On). The graph and
+// attention work of a mutation runs in the mutation's transaction, through
+// those packages' services On it.
 type Service struct {
-	pool  *pgxpool.Pool
+	exec  db.Executor
 	clock clock.Clock
 	cfg   Config
 }
 
-// NewService returns a Service on pool. A nil clk means the database clock.
-func NewService(pool *pgxpool.Pool, clk clock.Clock, cfg Config) *Service {
+// NewService returns a Service on exec (a pool, or a transaction). A nil
+// clk means the database clock.
+func NewService(exec db.Executor, clk clock.Clock, cfg Config) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{pool: pool, clock: clk, cfg: cfg.withDefaults()}
+	return &Service{exec: exec, clock: clk, cfg: cfg.withDefaults()}
+}
+
+// On returns a copy of s that runs on exec, e.g. inside a caller's
+// transaction.
+func (s *Service) On(exec db.Executor) *Service {
+	c := *s
+	c.exec = exec
+	return &c
+}
+
+// graphOn is the graph service inside tx, on s's clock.
+func (s *Service) graphOn(tx db.Executor) *graph.Service {
+	return graph.NewService(tx, s.clock)
+}
+
+// attentionOn is the attention service inside tx, on s's clock.
+func (s *Service) attentionOn(tx db.Executor) *attention.Service {
+	return attention.NewService(tx, s.clock, s.cfg.Attention)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/startstop"
 )
 
 // readyChannel is the channel the items trigger NOTIFYs with the project id
@@ -20,6 +21,7 @@ const readyChannel = "workgraph_ready"
 // subscribers per project. It reconnects after a failure and then wakes
 // every subscriber, since notifications sent while it was away are lost.
 type Notifier struct {
+	base startstop.Base
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
@@ -28,8 +30,19 @@ type Notifier struct {
 
 	listening     chan struct{} // closed once the first LISTEN is active
 	listeningOnce sync.Once
-	cancel        context.CancelFunc
-	done          chan struct{}
+
+	// TestSignals are for tests: Init one before Start to wait on it.
+	TestSignals NotifierSignals
+}
+
+// NotifierSignals are the test signals of a Notifier.
+type NotifierSignals struct {
+	// Listening is sent each time a LISTEN became active (the first
+	// connection and every reconnection).
+	Listening startstop.Signal[struct{}]
+	// Notified is sent with the project of every notification, after its
+	// subscribers were woken.
+	Notified startstop.Signal[uuid.UUID]
 }
 
 // NewNotifier returns a Notifier that connects with pool's configuration.
@@ -46,20 +59,10 @@ func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
 }
 
 // Start begins listening in the background until ctx ends or Stop.
-func (n *Notifier) Start(ctx context.Context) {
-	ctx, n.cancel = context.WithCancel(ctx)
-	n.done = make(chan struct{})
-	go n.run(ctx)
-}
+func (n *Notifier) Start(ctx context.Context) { n.base.Run(ctx, n.run) }
 
 // Stop stops listening and waits for the listener to finish.
-func (n *Notifier) Stop() {
-	if n.cancel == nil {
-		return
-	}
-	n.cancel()
-	<-n.done
-}
+func (n *Notifier) Stop() { n.base.Stop() }
 
 // Listening is closed once the notifier's first LISTEN is active (tests
 // wait on it before making an item ready).
@@ -115,13 +118,13 @@ func wake(ch chan struct{}) {
 }
 
 func (n *Notifier) run(ctx context.Context) {
-	defer close(n.done)
 	db.Listen(ctx, n.pool, readyChannel, n.log,
 		func() {
 			n.listeningOnce.Do(func() { close(n.listening) })
 			// Anything sent while no connection listened is lost: let every
 			// waiter look again.
 			n.signalAll()
+			n.TestSignals.Listening.Send(struct{}{})
 		},
 		func(payload string) {
 			project, err := uuid.Parse(payload)
@@ -130,6 +133,7 @@ func (n *Notifier) run(ctx context.Context) {
 				return
 			}
 			n.signal(project)
+			n.TestSignals.Notified.Send(project)
 		},
 		func() {})
 }

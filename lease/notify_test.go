@@ -25,7 +25,7 @@ import (
 // notification is what the step sent.
 func TestReadyNotifications(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{MaxFailures: 1})
+	f := setupDB(t, lease.Config{MaxFailures: 1}) // LISTENs
 	other, err := f.graph.CreateProject(f.ctx, "marker")
 	if err != nil {
 		t.Fatal(err)

@@ -22,11 +22,11 @@ import (
 //
 // Errors: not_found.
 func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Lease, error) {
-	l, err := s.getTx(ctx, s.pool, project, id)
+	l, err := s.getLease(ctx, s.exec, project, id)
 	return l, db.Translate(err)
 }
 
-func (s *Service) getTx(ctx context.Context, q dbq.DBTX, project, id uuid.UUID) (Lease, error) {
+func (s *Service) getLease(ctx context.Context, q dbq.DBTX, project, id uuid.UUID) (Lease, error) {
 	row, err := dbq.New().GetLease(ctx, q, dbq.GetLeaseParams{ProjectID: project, LeaseID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, notFound(id)
@@ -47,7 +47,7 @@ func notFound(id uuid.UUID) error {
 //
 // Errors: not_found.
 func (s *Service) Holder(ctx context.Context, leaseID uuid.UUID) (project uuid.UUID, token *uuid.UUID, err error) {
-	row, err := dbq.New().LeaseHolder(ctx, s.pool, leaseID)
+	row, err := dbq.New().LeaseHolder(ctx, s.exec, leaseID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, nil, notFound(leaseID)
 	}
@@ -68,7 +68,7 @@ func (s *Service) RequestStop(ctx context.Context, project, leaseID uuid.UUID, b
 	if by == "" || len(by) > maxWorkerBytes {
 		return Lease{}, wgerr.InvalidField("by", "must be 1 to %d bytes", maxWorkerBytes)
 	}
-	row, err := dbq.New().RequestStop(ctx, s.pool, dbq.RequestStopParams{
+	row, err := dbq.New().RequestStop(ctx, s.exec, dbq.RequestStopParams{
 		Now: s.clock.Now(), RequestedBy: &by, ProjectID: project, LeaseID: leaseID,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -110,7 +110,7 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 		o := string(*f.Outcome)
 		p.Outcome = &o
 	}
-	rows, err := dbq.New().LeaseHistory(ctx, s.pool, p)
+	rows, err := dbq.New().LeaseHistory(ctx, s.exec, p)
 	if err != nil {
 		return Page{}, db.Translate(err)
 	}
@@ -130,7 +130,7 @@ func (s *Service) Observations(ctx context.Context, project, leaseID uuid.UUID) 
 		return nil, err
 	}
 	q := dbq.New()
-	rows, err := q.ListObservations(ctx, s.pool, dbq.ListObservationsParams{ProjectID: project, LeaseID: leaseID})
+	rows, err := q.ListObservations(ctx, s.exec, dbq.ListObservationsParams{ProjectID: project, LeaseID: leaseID})
 	if err != nil {
 		return nil, db.Translate(err)
 	}
@@ -138,7 +138,7 @@ func (s *Service) Observations(ctx context.Context, project, leaseID uuid.UUID) 
 	for i, r := range rows {
 		out[i] = observationFromRow(r)
 	}
-	recent, err := q.RecentRefusals(ctx, s.pool, dbq.RecentRefusalsParams{ProjectID: project, LeaseID: leaseID})
+	recent, err := q.RecentRefusals(ctx, s.exec, dbq.RecentRefusalsParams{ProjectID: project, LeaseID: leaseID})
 	if err != nil {
 		return nil, db.Translate(err)
 	}
@@ -192,7 +192,7 @@ func laterRefusals(leaseID uuid.UUID, kind string, recent json.RawMessage) ([]Ob
 // Active returns the project's leases that have not ended, oldest first
 // (including any past expiry that no claim or sweep has ended yet).
 func (s *Service) Active(ctx context.Context, project uuid.UUID) ([]Lease, error) {
-	rows, err := dbq.New().ActiveLeases(ctx, s.pool, project)
+	rows, err := dbq.New().ActiveLeases(ctx, s.exec, project)
 	if err != nil {
 		return nil, db.Translate(err)
 	}
@@ -207,7 +207,7 @@ func (s *Service) Active(ctx context.Context, project uuid.UUID) ([]Lease, error
 // leases, ended leases per outcome, and when the worker was last heard from
 // (its latest claim, heartbeat or end).
 func (s *Service) WorkerStats(ctx context.Context, project uuid.UUID) ([]WorkerStat, error) {
-	rows, err := dbq.New().WorkerOutcomes(ctx, s.pool, project)
+	rows, err := dbq.New().WorkerOutcomes(ctx, s.exec, project)
 	if err != nil {
 		return nil, db.Translate(err)
 	}
@@ -227,4 +227,11 @@ func (s *Service) WorkerStats(ctx context.Context, project uuid.UUID) ([]WorkerS
 		}
 	}
 	return out, nil
+}
+
+// CountActive returns how many leases of the project have not ended (the
+// workers badge; expired leases not yet swept count).
+func (s *Service) CountActive(ctx context.Context, project uuid.UUID) (int, error) {
+	n, err := dbq.New().CountActiveLeases(ctx, s.exec, project)
+	return int(n), db.Translate(err)
 }

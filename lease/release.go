@@ -12,7 +12,6 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
-	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -29,9 +28,9 @@ func (s *Service) Release(ctx context.Context, project uuid.UUID, f Fence, reaso
 		return Lease{}, wgerr.InvalidField("reason", "must be at most %d bytes", maxMessageBytes)
 	}
 	var out Lease
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		var err error
-		out, _, err = s.endTx(ctx, tx, project, f, ending{
+		out, _, err = s.endLease(ctx, tx, project, f, ending{
 			outcome: OutcomeReleased, detail: mustJSON(map[string]any{"reason": reason}),
 		})
 		return err
@@ -65,8 +64,8 @@ func (s *Service) Fail(ctx context.Context, project uuid.UUID, f Fence, in Failu
 	}
 	detail := mustJSON(map[string]any{"message": in.Message, "details": details})
 	var out FailResult
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		l, e, err := s.endTx(ctx, tx, project, f, ending{
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		l, e, err := s.endLease(ctx, tx, project, f, ending{
 			outcome: OutcomeFailed, detail: detail, workerTime: in.WorkerTime, failed: true,
 		})
 		if err != nil {
@@ -80,7 +79,7 @@ func (s *Service) Fail(ctx context.Context, project uuid.UUID, f Fence, in Failu
 			}
 			out.Attention = &req
 		}
-		out.Item, err = graph.ItemTx(ctx, tx, s.clock, project, l.ItemID)
+		out.Item, err = s.graphOn(tx).Item(ctx, project, l.ItemID)
 		if err == nil && out.Attention == nil {
 			out.RetryAfter = out.Item.NotBefore
 		}
@@ -102,7 +101,7 @@ func (s *Service) askForFailures(ctx context.Context, tx pgx.Tx, project uuid.UU
 	if len(message) > maxQuotedBytes {
 		message = strings.ToValidUTF8(message[:maxQuotedBytes], "") + "…"
 	}
-	req, err := attention.OpenTx(ctx, tx, s.clock, project, l.ItemID, attention.NewRequest{
+	req, err := s.attentionOn(tx).Open(ctx, project, l.ItemID, attention.NewRequest{
 		Question: fmt.Sprintf("This item failed %d times in a row. The last failure (worker %q): %s\n\n"+
 			"Resolve to let workers retry it, or cancel it.", failures, l.Worker, message),
 		Blocking:    true,

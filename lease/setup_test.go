@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
@@ -20,7 +22,8 @@ const ttl = time.Minute
 
 type fixture struct {
 	ctx     context.Context
-	pool    *pgxpool.Pool
+	conn    db.Executor   // what the services run on: the test's transaction, or pool
+	pool    *pgxpool.Pool // nil unless the test has a database of its own (setupDB)
 	clock   *clock.Stub
 	graph   *graph.Service
 	leases  *lease.Service
@@ -29,15 +32,29 @@ type fixture struct {
 	project uuid.UUID
 }
 
-// setup gives a test its own database, a stub clock set to the database's
-// now, the services on it and a project. cfg's zero TTL fields default to
-// ttl for claims.
+var projectCounter atomic.Int64
+
+// setup gives a test a transaction rolled back when it ends, a stub clock
+// set to the database's now, the services on it and a project. cfg's zero
+// TTL fields default to ttl for claims.
 func setup(t testing.TB, cfg lease.Config) fixture {
 	t.Helper()
-	ctx := context.Background()
+	return setupOn(t, dbtest.TestTx(t), nil, cfg)
+}
+
+// setupDB is setup on a database of the test's own, for a test that must
+// commit, LISTEN, or run statements concurrently (it says which).
+func setupDB(t testing.TB, cfg lease.Config) fixture {
+	t.Helper()
 	pool := dbtest.New(t)
+	return setupOn(t, pool, pool, cfg)
+}
+
+func setupOn(t testing.TB, conn db.Executor, pool *pgxpool.Pool, cfg lease.Config) fixture {
+	t.Helper()
+	ctx := context.Background()
 	var t0 time.Time
-	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&t0); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT now()").Scan(&t0); err != nil {
 		t.Fatal(err)
 	}
 	clk := clock.NewStub(t0)
@@ -47,15 +64,15 @@ func setup(t testing.TB, cfg lease.Config) fixture {
 	if cfg.Attention.ContinuityWindow == 0 {
 		cfg.Attention.ContinuityWindow = 10 * time.Minute
 	}
-	g := graph.NewService(pool, clk)
-	p, err := g.CreateProject(ctx, "p")
+	g := graph.NewService(conn, clk)
+	p, err := g.CreateProject(ctx, fmt.Sprintf("p%d", projectCounter.Add(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fixture{
-		ctx: ctx, pool: pool, clock: clk, graph: g, cfg: cfg, project: p.ID,
-		leases: lease.NewService(pool, clk, cfg),
-		att:    attention.NewService(pool, clk, cfg.Attention),
+		ctx: ctx, conn: conn, pool: pool, clock: clk, graph: g, cfg: cfg, project: p.ID,
+		leases: lease.NewService(conn, clk, cfg),
+		att:    attention.NewService(conn, clk, cfg.Attention),
 	}
 }
 
@@ -100,7 +117,7 @@ func fence(l lease.Lease) lease.Fence { return lease.Fence{LeaseID: l.ID, Epoch:
 func (f fixture) snapshot(t testing.TB, item uuid.UUID) string {
 	t.Helper()
 	var s string
-	err := f.pool.QueryRow(f.ctx, `
+	err := f.conn.QueryRow(f.ctx, `
 		SELECT (SELECT row_to_json(i)::text FROM items i WHERE i.project_id = $1 AND i.id = $2) || ' ' ||
 		       coalesce((SELECT json_agg(l ORDER BY l.seq)::text FROM leases l WHERE l.project_id = $1 AND l.item_id = $2), '[]') || ' ' ||
 		       coalesce((SELECT json_agg(a ORDER BY a.seq)::text FROM attention_requests a WHERE a.project_id = $1 AND a.item_id = $2), '[]')`,
@@ -158,7 +175,7 @@ func (f fixture) checkInvariants(t testing.TB) {
 	}
 	for name, q := range checks {
 		var n int
-		if err := f.pool.QueryRow(f.ctx, q, f.project).Scan(&n); err != nil {
+		if err := f.conn.QueryRow(f.ctx, q, f.project).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if n != 0 {

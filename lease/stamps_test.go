@@ -23,9 +23,11 @@ import (
 // "now"), the production path, instead of the stub.
 func dbClock(t *testing.T) fixture {
 	t.Helper()
-	f := setup(t, lease.Config{})
-	f.leases = lease.NewService(f.pool, clock.Database{}, f.cfg)
-	f.graph = graph.NewService(f.pool, clock.Database{})
+	// Its own database: these tests commit, and race transactions of
+	// several sessions.
+	f := setupDB(t, lease.Config{})
+	f.leases = lease.NewService(f.conn, clock.Database{}, f.cfg)
+	f.graph = graph.NewService(f.conn, clock.Database{})
 	return f
 }
 
@@ -35,7 +37,7 @@ func dbClock(t *testing.T) fixture {
 // returns the database clock read in the transaction just before fn.
 func lateTx(t *testing.T, f fixture, fn func(tx pgx.Tx, before time.Time)) {
 	t.Helper()
-	tx, err := f.pool.Begin(f.ctx)
+	tx, err := f.conn.Begin(f.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 		t.Parallel()
 		f := dbClock(t)
 		it, first := f.claimNew(t, "w1")
-		tx, err := f.pool.Begin(f.ctx) // the claim's transaction starts...
+		tx, err := f.conn.Begin(f.ctx) // the claim's transaction starts...
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +140,7 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 		t.Parallel()
 		f := dbClock(t)
 		_, l := f.claimNew(t, "w")
-		tx, err := f.pool.Begin(f.ctx)
+		tx, err := f.conn.Begin(f.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +181,7 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := attention.OpenTx(f.ctx, tx, clock.Database{}, f.project, it.ID, attention.NewRequest{
+			req, err := attention.NewService(tx, clock.Database{}, attention.Config{}).Open(f.ctx, f.project, it.ID, attention.NewRequest{
 				Question: "failed", Blocking: true, Source: attention.SourceSystem,
 				Reason: attention.ReasonRepeatedFailure, RequestedBy: "system",
 			})
@@ -232,7 +234,7 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 		t.Parallel()
 		f := dbClock(t)
 		_, l := f.claimNew(t, "w")
-		hbTx, err := f.pool.Begin(f.ctx)
+		hbTx, err := f.conn.Begin(f.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +261,7 @@ func TestStampsAreTheStatementsNotTheTransactions(t *testing.T) {
 			done <- row
 		}()
 		for waiting := false; !waiting; {
-			if err := f.pool.QueryRow(f.ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1",
+			if err := f.conn.QueryRow(f.ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1",
 				pid).Scan(&waiting); err != nil {
 				t.Fatal(err)
 			}
@@ -334,7 +336,7 @@ func TestClaimReleaseRaceLeavesNoOverlap(t *testing.T) {
 	}
 	wg.Wait()
 	var leases, overlaps, wrongTTL, endedOutside int
-	err := f.pool.QueryRow(f.ctx, `
+	err := f.conn.QueryRow(f.ctx, `
 		SELECT count(*),
 		       count(*) FILTER (WHERE prev_end > acquired_at),
 		       count(*) FILTER (WHERE expires_at - acquired_at <> $2::interval),
@@ -366,7 +368,7 @@ func TestRenewalsAndExpiriesLeaveNoOverlap(t *testing.T) {
 	f := dbClock(t)
 	const short = 50 * time.Millisecond
 	f.cfg.MinTTL, f.cfg.MaxExpiries = short, 1_000_000
-	f.leases = lease.NewService(f.pool, clock.Database{}, f.cfg)
+	f.leases = lease.NewService(f.conn, clock.Database{}, f.cfg)
 	f.items(t, 4)
 	const workers, rounds = 8, 60
 	stop := make(chan struct{})
@@ -427,7 +429,7 @@ func TestRenewalsAndExpiriesLeaveNoOverlap(t *testing.T) {
 	close(stop)
 	<-swept
 	var leases, expired, overlaps, wrongTTL, endedOutside int
-	err := f.pool.QueryRow(f.ctx, `
+	err := f.conn.QueryRow(f.ctx, `
 		SELECT count(*),
 		       count(*) FILTER (WHERE outcome = 'expired'),
 		       count(*) FILTER (WHERE prev_end > acquired_at),

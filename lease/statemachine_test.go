@@ -431,9 +431,10 @@ func (s *stateMachine) resolve(t *rapid.T) {
 	s.learnRequests(t)
 	var open []*smRequest
 	for _, r := range s.m.requests {
-		// Requests of finished items are left out: what closes them belongs
-		// to cancel (another change), not to this model.
-		if s.m.items[r.item].status == graph.StatusOpen {
+		// Requests of done items are left out (a completion leaves a
+		// non-blocking request open); a cancel closed those of its item,
+		// and answering one is refused.
+		if s.m.items[r.item].status != graph.StatusDone {
 			open = append(open, r)
 		}
 	}
@@ -489,9 +490,22 @@ func (s *stateMachine) cancel(t *rapid.T) {
 	}
 	wantCode(t, "cancel", err, "")
 	if it.active >= 0 {
-		s.m.end(s.m.leases[it.active], lease.OutcomeCancelled)
+		// A lease nobody had reaped yet ends as the reaper would have
+		// ended it (EndLeasesCancelled): expired once its time is up.
+		l, outcome := s.m.leases[it.active], lease.OutcomeCancelled
+		if !l.expires.After(s.now()) {
+			outcome = lease.OutcomeExpired
+		}
+		s.m.end(l, outcome)
 	}
 	s.m.finish(it, graph.StatusCancelled)
+	// Cancel dismisses the item's open requests in the same transaction.
+	idx := slices.Index(s.m.items, it)
+	for _, r := range s.m.requests {
+		if r.item == idx {
+			r.open = false
+		}
+	}
 }
 
 func (s *stateMachine) reap(t *rapid.T) {
@@ -596,7 +610,7 @@ func (s *stateMachine) compare(t *rapid.T) {
 	}
 	// And what the model does not hold: no item has two unended leases.
 	var n int
-	if err := s.f.pool.QueryRow(s.f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases WHERE project_id = $1
+	if err := s.f.conn.QueryRow(s.f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases WHERE project_id = $1
 		AND ended_at IS NULL GROUP BY item_id HAVING count(*) > 1) x`, s.project).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

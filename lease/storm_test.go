@@ -19,7 +19,7 @@ import (
 // invariants while it runs and after.
 func TestStorm(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{
+	f := setupDB(t, lease.Config{ // concurrent claims
 		MaxFailures: 1000, MaxExpiries: 1000,
 		RetryBackoff: time.Second, MaxRetryBackoff: time.Second,
 	})
@@ -42,7 +42,7 @@ func TestStorm(t *testing.T) {
 		defer background.Done()
 		for !stop.Load() {
 			var dup int
-			err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases
+			err := f.conn.QueryRow(f.ctx, `SELECT count(*) FROM (SELECT item_id FROM leases
 				WHERE ended_at IS NULL GROUP BY item_id HAVING count(*) > 1) x`).Scan(&dup)
 			if err != nil || dup != 0 {
 				t.Errorf("two active leases on %d items (%v)", dup, err)
@@ -121,7 +121,7 @@ func TestStorm(t *testing.T) {
 	}
 	f.checkInvariants(t)
 	var done, completedLeases, doneWithoutOne int
-	err := f.pool.QueryRow(f.ctx, `
+	err := f.conn.QueryRow(f.ctx, `
 		SELECT (SELECT count(*) FROM items WHERE status = 'done'),
 		       (SELECT count(*) FROM leases WHERE outcome = 'completed'),
 		       (SELECT count(*) FROM items i WHERE status = 'done' AND

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/startstop"
 )
 
 // Sweep batches.
@@ -21,12 +22,25 @@ const (
 // in one process or several replicas, may run at once: leases are taken
 // with FOR UPDATE SKIP LOCKED and each is ended once.
 type Sweeper struct {
+	base     startstop.Base
 	svc      *Service
 	interval time.Duration
 	log      *slog.Logger
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// TestSignals are for tests: Init one before Start to wait on it.
+	TestSignals SweeperSignals
+	observe     func(reaped int, err error)
 }
+
+// SweeperSignals are the test signals of a Sweeper.
+type SweeperSignals struct {
+	// Swept is sent after every sweep of the loop with the number of
+	// leases it ended (also when the sweep failed).
+	Swept startstop.Signal[int]
+}
+
+// Observe has f told of every background sweep: how many leases it ended
+// and its error (for metrics). Call it before Start.
+func (w *Sweeper) Observe(f func(reaped int, err error)) { w.observe = f }
 
 // NewSweeper returns a Sweeper that sweeps every interval (0: 10s).
 func NewSweeper(svc *Service, interval time.Duration, log *slog.Logger) *Sweeper {
@@ -41,40 +55,31 @@ func NewSweeper(svc *Service, interval time.Duration, log *slog.Logger) *Sweeper
 
 // Start sweeps every interval in the background until ctx ends or Stop.
 func (w *Sweeper) Start(ctx context.Context) {
-	ctx, w.cancel = context.WithCancel(ctx)
-	w.done = make(chan struct{})
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(w.interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if n, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				w.log.Error("lease sweeper", "err", err)
-			} else if n > 0 {
-				w.log.Info("lease sweeper: expired leases ended", "count", n)
-			}
-		}
-	}()
+	w.base.Run(ctx, func(ctx context.Context) {
+		startstop.Every(ctx, w.interval, false, w.sweep)
+	})
 }
 
 // Stop stops the sweeper and waits for a sweep in progress to finish.
-func (w *Sweeper) Stop() {
-	if w.cancel == nil {
-		return
+func (w *Sweeper) Stop() { w.base.Stop() }
+
+func (w *Sweeper) sweep(ctx context.Context) {
+	n, err := w.RunOnce(ctx)
+	if w.observe != nil && ctx.Err() == nil {
+		w.observe(n, err)
 	}
-	w.cancel()
-	<-w.done
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("lease sweeper", "err", err)
+	} else if n > 0 {
+		w.log.Info("lease sweeper: expired leases ended", "count", n)
+	}
+	w.TestSignals.Swept.Send(n)
 }
 
 // RunOnce sweeps every project that has expired leases once and returns how
 // many leases it ended. Tests call it instead of waiting for the ticker.
 func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
-	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.pool, dbq.ProjectsWithExpiredLeasesParams{
+	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
 		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
 	})
 	if err != nil {

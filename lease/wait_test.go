@@ -13,12 +13,14 @@ import (
 func startNotifier(t *testing.T, f fixture) *lease.Notifier {
 	t.Helper()
 	n := lease.NewNotifier(f.pool, nil)
+	n.TestSignals.Listening.Init()
 	n.Start(context.Background())
 	t.Cleanup(n.Stop)
+	n.TestSignals.Listening.Wait(t)
 	select {
 	case <-n.Listening():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the notifier did not start listening")
+	default:
+		t.Fatal("Listening is not closed after the first LISTEN")
 	}
 	return n
 }
@@ -34,7 +36,7 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 
 func TestNotifier(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{})
+	f := setupDB(t, lease.Config{}) // LISTENs; claims wait concurrently
 	n := startNotifier(t, f)
 	ch, unsubscribe := n.Subscribe(f.project)
 	defer unsubscribe()
@@ -48,26 +50,14 @@ func TestNotifier(t *testing.T) {
 	})
 	t.Run("Reconnects", func(t *testing.T) {
 		var killed int
-		err := f.pool.QueryRow(f.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		err := f.conn.QueryRow(f.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE datname = current_database() AND query ILIKE 'LISTEN%'`).Scan(&killed)
 		if err != nil || killed != 1 {
 			t.Fatalf("terminated %d listeners (%v)", killed, err)
 		}
 		// After the reconnect every subscriber is woken (notifications may
 		// have been lost); then new notifications arrive again.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var listeners int
-			f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND state = 'idle'`).Scan(&listeners)
-			if listeners == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the notifier did not reconnect")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		n.TestSignals.Listening.Wait(t)
 		waitSignal(t, ch, "wake-up after reconnect")
 		drain(ch)
 		f.item(t, graph.NewItem{})
@@ -87,7 +77,7 @@ func drain(ch <-chan struct{}) {
 
 func TestClaimWait(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{WaitRecheck: time.Hour})
+	f := setupDB(t, lease.Config{WaitRecheck: time.Hour}) // LISTENs; claims wait concurrently
 	n := startNotifier(t, f)
 
 	t.Run("ErrNothingReadyAfterWait", func(t *testing.T) {

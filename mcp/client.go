@@ -95,7 +95,7 @@ func (a *apiClient) Ask(ctx context.Context, f fence, q askInput) (string, error
 	if err != nil {
 		return "", err
 	}
-	return out.Request.ID, nil
+	return out.Attention.ID, nil
 }
 
 func (a *apiClient) CreateTask(ctx context.Context, in createInput) (*taskRef, error) {
@@ -133,7 +133,10 @@ func (a *apiClient) ListTasks(ctx context.Context, in listInput) (*taskPage, err
 	if err != nil {
 		return nil, err
 	}
-	out := &taskPage{Tasks: make([]taskRef, 0, len(page.Items)), NextCursor: page.NextCursor}
+	out := &taskPage{Tasks: make([]taskRef, 0, len(page.Items))}
+	if page.NextCursor != nil {
+		out.NextCursor = *page.NextCursor
+	}
 	for i := range page.Items {
 		out.Tasks = append(out.Tasks, refOf(&page.Items[i]))
 	}
@@ -171,15 +174,24 @@ func questionOf(r client.AttentionRequest) question {
 }
 
 // blockedByOf re-encodes what blocks an item, keeping only non-empty parts.
-func blockedByOf(b *client.BlockedBy) json.RawMessage {
+func blockedByOf(b client.BlockedBy) json.RawMessage {
 	m := map[string]any{}
-	for name, refs := range map[string][]client.Ref{"dependencies": b.Dependencies, "children": b.Children, "attention": b.Attention} {
+	for name, refs := range map[string][]client.ItemRef{"dependencies": b.Dependencies, "children": b.Children} {
 		if len(refs) > 0 {
 			m[name] = refs
 		}
 	}
-	for k, v := range b.Extra {
-		m[k] = v
+	if len(b.Attention) > 0 {
+		m["attention"] = b.Attention
+	}
+	if b.RetryAfter != nil {
+		m["retry_after"] = b.RetryAfter
+	}
+	if b.ReservedFor != nil {
+		m["reserved_for"] = b.ReservedFor
+	}
+	if b.ReservedUntil != nil {
+		m["reserved_until"] = b.ReservedUntil
 	}
 	out, _ := json.Marshal(m)
 	return out

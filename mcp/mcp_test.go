@@ -212,10 +212,10 @@ func TestTakeAskResume(t *testing.T) {
 	}
 
 	page, err := e.admin.ListAttention(context.Background(), e.project, client.ListAttentionOptions{State: "open"})
-	if err != nil || len(page.Requests) != 1 {
+	if err != nil || len(page.Attention) != 1 {
 		t.Fatalf("open attention: %+v, %v", page, err)
 	}
-	if _, err := e.admin.Resolve(context.Background(), page.Requests[0].ID, "PDF"); err != nil {
+	if _, err := e.admin.Resolve(context.Background(), page.Attention[0].ID, "PDF"); err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
 

@@ -79,10 +79,10 @@ func TestWorkerTools(t *testing.T) {
 			t.Fatalf("after a non-blocking ask: %q, want still leased", st)
 		}
 		page, err := e.admin.ListAttention(context.Background(), e.project, client.ListAttentionOptions{State: "open"})
-		if err != nil || len(page.Requests) != 1 {
+		if err != nil || len(page.Attention) != 1 {
 			t.Fatalf("open attention: %+v, %v", page, err)
 		}
-		if _, err := e.admin.Resolve(context.Background(), page.Requests[0].ID, "blue"); err != nil {
+		if _, err := e.admin.Resolve(context.Background(), page.Attention[0].ID, "blue"); err != nil {
 			t.Fatal(err)
 		}
 		var pr progressReply

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/api"
@@ -9,6 +11,7 @@ import (
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
@@ -42,6 +45,7 @@ func (s *Server) mount(ctx context.Context) error {
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
 	sweeper := lease.NewSweeper(leaseSvc, s.cfg.SweepInterval, s.log)
+	sweeper.Observe(s.metrics.SweepRun)
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
 
@@ -55,11 +59,15 @@ func (s *Server) mount(ctx context.Context) error {
 		Log:             s.log,
 		Pool:            s.pool,
 		IdempotencyPool: idemPool,
-		Clock:           clk,
-		Auth:            authSvc,
-		RateLimit:       s.cfg.RateLimit,
-		RateBurst:       s.cfg.RateBurst,
-		Throttle:        throttle,
+		// The one translation of driver errors, for any a service let
+		// through (api does not import db).
+		TranslateUnknown: db.Translate,
+		Clock:            clk,
+		Auth:             authSvc,
+		RateLimit:        s.cfg.RateLimit,
+		RateBurst:        s.cfg.RateBurst,
+		Throttle:         throttle,
+		Metrics:          s.metrics,
 		Services: api.Services{
 			Graph:     graphSvc,
 			Leases:    leaseSvc,
@@ -74,7 +82,7 @@ func (s *Server) mount(ctx context.Context) error {
 		return err
 	}
 
-	janitor := a.Janitor(time.Hour)
+	janitor := idempotency.NewJanitor(idempotency.NewStore(idemPool, clk), time.Hour, s.log)
 	janitor.Start(context.Background())
 	s.stops = append(s.stops, janitor.Stop)
 	return nil
@@ -106,14 +114,33 @@ func (s *Server) bootstrap(ctx context.Context, svc *auth.Service) error {
 	return nil
 }
 
-// announceFirstToken prints the token made at first start, once, next to
-// the address of the UI.
+// announceFirstToken shows the token made at first start, once, next to
+// the address of the UI: as a block of its own on Config.FirstStartOut, or
+// in a log line when there is none.
 func (s *Server) announceFirstToken() {
 	if s.firstToken == "" {
 		return
 	}
-	s.log.Warn("first start: created project \""+auth.DefaultProject+"\" and an admin token; it is shown only this once, keep it",
-		"token", s.firstToken, "ui", s.URL()+"/",
-		"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
-	s.firstToken = ""
+	defer func() { s.firstToken = "" }()
+	msg := "first start: created project \"" + auth.DefaultProject + "\" and an admin token; it is shown only this once, keep it"
+	if s.cfg.FirstStartOut == nil {
+		s.log.Warn(msg, "token", s.firstToken, "ui", s.URL()+"/",
+			"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
+		return
+	}
+	s.log.Warn(msg+" (printed below, not in the log)", "ui", s.URL()+"/")
+	fmt.Fprint(s.cfg.FirstStartOut, firstTokenBlock(s.firstToken, s.URL()+"/"))
+}
+
+// firstTokenBlock is the first-start announcement: the token alone on its
+// line, easy to copy, framed apart from the log lines around it.
+func firstTokenBlock(token, ui string) string {
+	rule := strings.Repeat("=", 72)
+	return "\n" + rule + "\n" +
+		"  workgraph first start: created project \"" + auth.DefaultProject + "\" and an admin token.\n" +
+		"  It is shown only this once: keep it.\n\n" +
+		"    " + token + "\n\n" +
+		"  Sign in to the UI at " + ui + " with it, or use it as\n" +
+		"  WORKGRAPH_TOKEN=<token> or \"Authorization: Bearer <token>\".\n" +
+		rule + "\n\n"
 }

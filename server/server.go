@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,11 +13,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/embedpg"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/logs"
+	"github.com/workgraph-dev/workgraph/metrics"
 )
 
 // Config is everything the server needs to start.
@@ -74,6 +79,24 @@ type Config struct {
 	// SweepInterval is how often expired leases are ended in the background
 	// (0: 10s). Claims also end the expired leases of their project.
 	SweepInterval time.Duration
+	// FirstStartOut is where the admin token made at first start is
+	// printed, once, as a block of its own (`serve` gives its stderr); the
+	// log then says only that it was made. Nil: the token goes into a log
+	// line instead (a server embedded in a program or a test).
+	FirstStartOut io.Writer
+	// MetricsAddr, when set, serves /metrics (Prometheus) on a listener of
+	// its own, e.g. "127.0.0.1:9464"; MetricsOnMain also serves it on Addr.
+	MetricsAddr   string
+	MetricsOnMain bool
+	// CensusInterval is how old the census behind the gauges of /metrics
+	// (items by state, live leases, open attention) may grow before a scrape
+	// takes a new one (0: metrics.DefaultCensusInterval; negative: every
+	// scrape).
+	CensusInterval time.Duration
+	// PprofAddr, when set, serves net/http/pprof under /debug/pprof/ on a
+	// loopback address of its own, e.g. "127.0.0.1:6060" (any other address
+	// is refused).
+	PprofAddr string
 	// Demo loads the sample project "demo" at start unless it exists (see
 	// package demo).
 	Demo bool
@@ -109,6 +132,13 @@ type Server struct {
 	listener net.Listener
 	done     chan error
 	stops    []func()
+	side     []*sideServer
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
+	// stopRequests cancels the context of every request: Shutdown calls it
+	// when its grace period ends, so a request still running (a long query,
+	// a drawing) stops instead of holding the exit.
+	stopRequests context.CancelFunc
 	// firstToken is the admin token created at first start, until shown.
 	firstToken string
 }
@@ -126,6 +156,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
 	}
+	// Lines logged with a request's context name its request id.
+	cfg.Logger = logs.WithRequestIDs(cfg.Logger)
 	s := &Server{cfg: cfg, log: cfg.Logger, done: make(chan error, 1)}
 	// Bind first: a busy address is refused before the database is
 	// started or migrated, and the bound listener is the one served.
@@ -134,6 +166,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
 	}
 	s.listener = ln
+	if err := s.bindSide(); err != nil {
+		s.close()
+		return nil, err
+	}
 	if err := s.openDatabase(ctx); err != nil {
 		s.close()
 		return nil, err
@@ -142,10 +178,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
+	s.setupMetrics()
 	s.echo = echo.New()
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.Pre(commonHeaders)
+	s.echo.Use(s.instrument)
 	s.routes()
 	if err := s.mount(ctx); err != nil {
 		s.close()
@@ -156,7 +194,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if bodyTimeout <= 0 {
 		bodyTimeout = DefaultBodyReadTimeout
 	}
+	requests, stopRequests := context.WithCancel(context.Background())
+	s.stopRequests = stopRequests
 	s.http = &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return requests },
 		Handler:           bodyDeadline(bodyTimeout, s.echo),
 		ReadHeaderTimeout: HeaderReadTimeout,
 		// No ReadTimeout: it would also end a long poll (net/http cancels a
@@ -174,7 +215,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.done <- err
 	}()
-	s.log.Info("workgraph listening", "addr", s.Addr(), "ui", "http://"+s.Addr()+"/")
+	s.serveSide()
+	s.log.Info("workgraph listening", "addr", s.Addr(), "ui", "http://"+s.Addr()+"/", "version", buildinfo.Get().Short())
 	s.announceFirstToken()
 	return s, nil
 }
@@ -245,11 +287,13 @@ func (s *Server) Pool() *pgxpool.Pool { return s.pool }
 func (s *Server) Done() <-chan error { return s.done }
 
 // Shutdown stops accepting requests, waits for in-flight ones (bounded by
-// ctx), stops background services and closes the database.
+// ctx; then their contexts are cancelled), stops background services and
+// closes the database.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	if s.http != nil {
 		err = s.http.Shutdown(ctx)
+		s.stopRequests()
 	}
 	s.close()
 	return err
@@ -259,6 +303,7 @@ func (s *Server) close() {
 	if s.http == nil && s.listener != nil {
 		s.listener.Close() // never served: Shutdown does not close it
 	}
+	s.closeSide()
 	for i := len(s.stops) - 1; i >= 0; i-- {
 		s.stops[i]()
 	}
@@ -289,8 +334,11 @@ func commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 
 // routes mounts the process-level endpoints.
 func (s *Server) routes() {
+	// /healthz says the process serves, and which build it is.
 	s.echo.GET("/healthz", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+		bi := buildinfo.Get()
+		return c.JSON(http.StatusOK, map[string]any{"status": "ok",
+			"version": bi.Version, "commit": bi.Commit, "modified": bi.Modified, "build_date": bi.BuildDate})
 	})
 	s.echo.GET("/readyz", func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
@@ -300,4 +348,7 @@ func (s *Server) routes() {
 		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
+	if s.cfg.MetricsOnMain {
+		s.echo.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/workgraph-dev/workgraph/demo"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/web"
 )
 
@@ -15,7 +16,7 @@ import (
 // project (once: only when it does not exist yet).
 func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service) error {
 	web.Mount(s.echo, web.Deps{
-		Pool:      s.pool,
+		Sessions:  session.NewStore(s.pool, s.cfg.Clock),
 		Auth:      authSvc,
 		Throttle:  throttle,
 		Graph:     graphSvc,

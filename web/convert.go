@@ -5,9 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
-
-	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -47,8 +44,4 @@ func userMessage(err error) (string, bool) {
 		return msg, true
 	}
 	return "", false
-}
-
-func dbqItemTitles(project uuid.UUID, ids []uuid.UUID) dbq.ItemTitlesParams {
-	return dbq.ItemTitlesParams{ProjectID: project, Ids: ids}
 }

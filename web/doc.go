@@ -16,6 +16,11 @@
 // html/template; markdown is rendered with raw HTML disabled and sanitised
 // again with bluemonday.
 //
+// The dependency graph is laid out in Go (graphlayout.go) and drawn as SVG
+// (graphsvg.go); Drawings (drawings.go) bounds each picture before its
+// layout starts, runs layouts per project under the request's context, and
+// caches them.
+//
 // The UI calls the domain services (graph, lease, attention, auth) directly,
 // not the HTTP API.
 package web

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"html/template"
 	"net/http"
 	"strconv"
 
@@ -20,7 +19,7 @@ type GraphPage struct {
 	Nodes     int
 	Truncated bool
 	Critical  []graph.ItemRef
-	SVG       template.HTML
+	Drawing   drawing
 	Big       bool
 }
 
@@ -38,13 +37,13 @@ func (u *ui) projectGraph(r *req) error {
 	if err != nil {
 		return err
 	}
-	svg, err := r.picture(sg, sg.CriticalPath, nil, false)
+	dr, err := r.picture(sg, sg.CriticalPath, nil, false)
 	if err != nil {
 		return err
 	}
 	page := &GraphPage{
-		Limit: projectGraphLimit, Nodes: len(sg.Nodes), Truncated: sg.Truncated, SVG: svg,
-		Critical: refsOf(sg, sg.CriticalPath), Big: len(sg.Nodes) > 40,
+		Limit: projectGraphLimit, Nodes: len(sg.Nodes), Truncated: sg.Truncated, Drawing: dr,
+		Critical: refsOf(sg, sg.CriticalPath), Big: dr.wide(),
 	}
 	page.Layout = r.base("Graph", "graph")
 	return r.show(page)
@@ -67,30 +66,27 @@ func (u *ui) itemGraph(r *req) error {
 	if err != nil {
 		return err
 	}
-	svg, err := r.picture(sg, path, &item.ID, false)
+	dr, err := r.picture(sg, path, &item.ID, false)
 	if err != nil {
 		return err
 	}
 	page := &GraphPage{
 		Around: &item, Depth: depth, Limit: projectGraphLimit, Nodes: len(sg.Nodes), Truncated: sg.Truncated,
-		SVG: svg, Critical: refsOf(sg, path), Big: len(sg.Nodes) > 40,
+		Drawing: dr, Critical: refsOf(sg, path), Big: dr.wide(),
 	}
 	page.Layout = r.base("Graph around "+item.Title, "graph")
 	return r.show(page)
 }
 
 // pictureAround is the small picture on an item page.
-func (r *req) pictureAround(id uuid.UUID, depth, limit int) (template.HTML, error) {
+func (r *req) pictureAround(id uuid.UUID, depth, limit int) (drawing, error) {
 	sg, err := r.ui.Graph.Subgraph(r.ctx(), r.project.ID, &id, depth, limit)
-	if err != nil {
-		return "", err
-	}
-	if len(sg.Nodes) <= 1 {
-		return "", nil
+	if err != nil || len(sg.Nodes) <= 1 {
+		return drawing{}, err
 	}
 	path, err := r.criticalIDs(id)
 	if err != nil {
-		return "", err
+		return drawing{}, err
 	}
 	return r.picture(sg, path, &id, true)
 }
@@ -110,8 +106,9 @@ func (r *req) criticalIDs(id uuid.UUID) ([]uuid.UUID, error) {
 }
 
 // picture draws a subgraph with the critical path (first prerequisite
-// first) highlighted and the focus item outlined.
-func (r *req) picture(sg graph.Subgraph, path []uuid.UUID, focus *uuid.UUID, vertical bool) (template.HTML, error) {
+// first) highlighted and the focus item outlined, within the replica's
+// drawing limits (a summary when it is too large).
+func (r *req) picture(sg graph.Subgraph, path []uuid.UUID, focus *uuid.UUID, vertical bool) (drawing, error) {
 	onPath := map[uuid.UUID]bool{}
 	next := map[uuid.UUID]uuid.UUID{}
 	for i, id := range path {
@@ -141,8 +138,12 @@ func (r *req) picture(sg graph.Subgraph, path []uuid.UUID, focus *uuid.UUID, ver
 		ge.Critical = onPath[ge.From] && next[ge.From] == ge.To
 		edges = append(edges, ge)
 	}
-	return renderGraphSVG(r.ctx(), nodes, edges, vertical)
+	return r.ui.Drawings.draw(r.ctx(), r.project.ID, nodes, edges, vertical)
 }
+
+// wide reports whether a picture would be unreadable scaled down to the
+// page's width: it is shown at its natural size and scrolls instead.
+func (d drawing) wide() bool { return d.Width > 1800 }
 
 // refsOf names the path's items from the subgraph's nodes.
 func refsOf(sg graph.Subgraph, path []uuid.UUID) []graph.ItemRef {

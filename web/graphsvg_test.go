@@ -17,7 +17,7 @@ func TestRenderGraphSVG(t *testing.T) {
 		{ID: c, Title: "Parent", State: "blocked"},
 	}
 	edges := []graphEdge{{From: a, To: b, Critical: true}, {From: b, To: c, Child: true}}
-	svg, err := renderGraphSVG(context.Background(), nodes, edges, false)
+	svg, _, err := renderGraphSVG(context.Background(), nodes, edges, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"html/template"
 	"net/http"
 	"strings"
 
@@ -25,7 +24,7 @@ type ItemPage struct {
 	Attention []attention.Request
 	Leases    []lease.Lease // oldest first
 	Timeline  *Timeline
-	Graph     template.HTML
+	Graph     drawing
 	// Choices are open items it could depend on.
 	Choices []graph.Item
 	// DependencyError is a refused dependency; Cycle is the cycle it would

@@ -230,15 +230,9 @@ func (r *req) withTitles(leases []lease.Lease) ([]LeaseRow, error) {
 			ids = append(ids, l.ItemID)
 		}
 	}
-	titles := map[uuid.UUID]string{}
-	if len(ids) > 0 {
-		rows, err := r.ui.q.ItemTitles(r.ctx(), r.ui.Pool, dbqItemTitles(r.project.ID, ids))
-		if err != nil {
-			return nil, err
-		}
-		for _, row := range rows {
-			titles[row.ID] = row.Title
-		}
+	titles, err := r.ui.Graph.Titles(r.ctx(), r.project.ID, ids)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]LeaseRow, len(leases))
 	for i, l := range leases {

@@ -12,7 +12,7 @@ import (
 type Layout struct {
 	Title         string
 	Nav           string // the active navigation entry
-	Session       *session
+	Session       *signedIn
 	Project       *graph.Project
 	OpenAttention int
 	ActiveLeases  int

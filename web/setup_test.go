@@ -20,6 +20,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/web"
 )
 
@@ -33,6 +34,7 @@ type env struct {
 	graph   *graph.Service
 	leases  *lease.Service
 	att     *attention.Service
+	draw    *web.Drawings
 	project graph.Project
 	human   string // bearer tokens
 	agent   string
@@ -48,6 +50,7 @@ func setup(t *testing.T) *env {
 		graph:  graph.NewService(pool, nil),
 		leases: lease.NewService(pool, nil, lease.Config{}),
 		att:    attention.NewService(pool, nil, attention.Config{}),
+		draw:   web.NewDrawings(web.DrawLimits{}),
 	}
 	ctx := context.Background()
 	var err error
@@ -60,7 +63,7 @@ func setup(t *testing.T) *env {
 		}
 	}
 	ec := echo.New()
-	web.Mount(ec, web.Deps{Pool: pool, Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att})
+	web.Mount(ec, web.Deps{Sessions: session.NewStore(pool, nil), Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw})
 	e.srv = httptest.NewServer(ec)
 	t.Cleanup(e.srv.Close)
 	return e

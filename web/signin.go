@@ -71,7 +71,7 @@ func (u *ui) signin(r *req) error {
 	if p.Role != auth.RoleHuman && p.Role != auth.RoleAdmin {
 		return r.showSignin(http.StatusForbidden, next, "Agent tokens cannot sign in to the web UI. Use a human or admin token.")
 	}
-	id, expires, err := u.sessions.create(r.ctx(), p)
+	id, expires, err := u.Sessions.Create(r.ctx(), p)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (u *ui) signin(r *req) error {
 }
 
 func (u *ui) signout(r *req) error {
-	if err := u.sessions.end(r.ctx(), r.sessID); err != nil {
+	if err := u.Sessions.End(r.ctx(), r.sessID); err != nil {
 		return err
 	}
 	setSessionCookie(r.Response(), r.Request(), "", time.Time{})

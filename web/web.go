@@ -11,23 +11,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
-	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Deps are the services the UI is built on.
 type Deps struct {
-	Pool *pgxpool.Pool
-	Auth *auth.Service
+	// Sessions stores the sign-in sessions.
+	Sessions *session.Store
+	Auth     *auth.Service
 	// Throttle counts failed sign-ins per client address (shared with the
 	// API); nil: one with auth.NewThrottle's defaults.
 	Throttle  *auth.Throttle
@@ -35,16 +35,19 @@ type Deps struct {
 	Leases    *lease.Service
 	Attention *attention.Service
 	// Clock is the domain clock; nil means the database's. The UI also uses
-	// it for "waited for" and "expires in" (wall clock when it is nil).
-	Clock  clock.Clock
+	// it for "waited for" and "expires in" when it is set (a stub).
+	Clock clock.Clock
+	// Local is the process clock those durations are shown against when
+	// Clock is the database's; nil: the system clock.
+	Local  clock.Local
 	Logger *slog.Logger
+	// Drawings lays out graph pictures; nil means NewDrawings with the default limits.
+	Drawings *Drawings
 }
 
 // ui serves the pages.
 type ui struct {
 	Deps
-	sessions *sessions
-	q        *dbq.Queries
 }
 
 // Mount registers the UI's routes on e: "/" and the pages below it, plus
@@ -59,7 +62,13 @@ func Mount(e *echo.Echo, d Deps) {
 	if d.Throttle == nil {
 		d.Throttle = auth.NewThrottle(0, 0, d.Logger)
 	}
-	u := &ui{Deps: d, sessions: &sessions{pool: d.Pool, clock: d.Clock, q: dbq.New()}, q: dbq.New()}
+	if d.Drawings == nil {
+		d.Drawings = NewDrawings(DrawLimits{})
+	}
+	if d.Drawings.logger == nil {
+		d.Drawings.logger = d.Logger
+	}
+	u := &ui{Deps: d}
 
 	static, _ := fs.Sub(staticFS, "static")
 	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
@@ -126,7 +135,7 @@ func isAPIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/"
 type req struct {
 	echo.Context
 	ui      *ui
-	sess    *session
+	sess    *signedIn
 	sessID  string
 	project graph.Project
 }
@@ -134,12 +143,12 @@ type req struct {
 func (r *req) ctx() context.Context { return r.Request().Context() }
 
 // now is the instant the UI displays against: the stub clock in tests, the
-// wall clock otherwise.
+// process clock (Deps.Local) otherwise. Nothing the UI decides depends on it.
 func (r *req) now() time.Time {
 	if t := r.ui.Clock.Now(); t != nil {
 		return *t
 	}
-	return time.Now()
+	return r.ui.Local.Read()
 }
 
 // by is the principal recorded for the person's actions.
@@ -161,11 +170,11 @@ func (r *req) base(title, nav string) Layout {
 // the navigation badges. A failed count shows as 0 rather than failing the
 // page.
 func (r *req) counts() (attention, leases int) {
-	if n, err := r.ui.q.CountOpenAttention(r.ctx(), r.ui.Pool, r.project.ID); err == nil {
-		attention = int(n)
+	if n, err := r.ui.Attention.CountOpen(r.ctx(), r.project.ID); err == nil {
+		attention = n
 	}
-	if n, err := r.ui.q.CountActiveLeases(r.ctx(), r.ui.Pool, r.project.ID); err == nil {
-		leases = int(n)
+	if n, err := r.ui.Leases.CountActive(r.ctx(), r.project.ID); err == nil {
+		leases = n
 	}
 	return attention, leases
 }
@@ -260,11 +269,11 @@ func (r *req) loadSession() (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	s, ok, err := r.ui.sessions.lookup(r.ctx(), c.Value)
+	s, ok, err := r.ui.Sessions.Lookup(r.ctx(), c.Value)
 	if err != nil || !ok {
 		return false, err
 	}
-	r.sess, r.sessID = &s, c.Value
+	r.sess, r.sessID = &signedIn{Session: s, CSRF: csrfToken(c.Value)}, c.Value
 	return true, nil
 }
 
@@ -303,27 +312,37 @@ func (r *req) fail(status int, heading, message string) error {
 	return r.showStatus(status, p)
 }
 
-// error shows the page for an error returned by a handler or service.
+// error shows the page for an error returned by a handler or service, with
+// the status the API answers it with (wgerr.HTTPStatus). Only an internal
+// error is logged as a failure; its cause is never shown.
 func (r *req) error(err error) error {
+	code, status := wgerr.HTTPStatus(err)
+	var msg string
 	var we *wgerr.Error
 	if errors.As(err, &we) {
-		switch we.Code {
-		case wgerr.CodeNotFound:
-			return r.fail(http.StatusNotFound, "Not found", we.Message)
-		case wgerr.CodeInvalid:
-			return r.fail(http.StatusBadRequest, "That did not work", we.Message)
-		case wgerr.CodeConflict, wgerr.CodeAlreadyExists, wgerr.CodeDependencyCycle:
-			return r.fail(http.StatusConflict, "That did not work", we.Message)
-		case wgerr.CodeForbidden:
-			return r.fail(http.StatusForbidden, "Not allowed", we.Message)
-		case wgerr.CodeUnavailable:
-			r.ui.Logger.Warn("web: database unavailable", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
-			r.Response().Header().Set("Retry-After", "1")
-			return r.fail(http.StatusServiceUnavailable, "Try again in a moment", "The database is not reachable right now.")
-		}
+		msg = we.Message
 	}
-	r.ui.Logger.Error("web: request failed", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
-	return r.fail(http.StatusInternalServerError, "Something went wrong", "The server could not complete this request. It has been logged.")
+	if msg == "" {
+		msg = wgerr.Title(code) + "."
+	}
+	if wgerr.RetryLater(code) && r.Response().Header().Get("Retry-After") == "" {
+		r.Response().Header().Set("Retry-After", "1")
+	}
+	switch status {
+	case http.StatusNotFound:
+		return r.fail(status, "Not found", msg)
+	case http.StatusForbidden, http.StatusUnauthorized:
+		return r.fail(status, "Not allowed", msg)
+	case http.StatusTooManyRequests:
+		return r.fail(status, "Slow down", msg+" Try again in a moment.")
+	case http.StatusServiceUnavailable:
+		r.ui.Logger.WarnContext(r.Request().Context(), "web: database unavailable", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
+		return r.fail(status, "Try again in a moment", "The database is not reachable right now.")
+	case http.StatusInternalServerError:
+		r.ui.Logger.ErrorContext(r.Request().Context(), "web: request failed", "path", r.Request().URL.Path, "err", err, "cause", errors.Unwrap(err))
+		return r.fail(status, "Something went wrong", "The server could not complete this request. It has been logged.")
+	}
+	return r.fail(status, "That did not work", msg)
 }
 
 // redirect answers a POST with 303 See Other to target, carrying a one-time

@@ -54,10 +54,17 @@ func TestSignIn(t *testing.T) {
 		b.get("/signin")
 		r := b.post("/signin", url.Values{"token": {e.human}}, "X-Forwarded-Proto", "https")
 		wantStatus(t, r, http.StatusSeeOther)
+		var c *http.Cookie
 		for _, ck := range r.Cookies() {
-			if ck.Name == "wg_session" && !ck.Secure {
-				t.Fatal("session cookie not Secure behind an https proxy")
+			if ck.Name == "wg_session" {
+				c = ck
 			}
+		}
+		if c == nil {
+			t.Fatal("no session cookie set behind an https proxy")
+		}
+		if !c.Secure {
+			t.Fatal("session cookie not Secure behind an https proxy")
 		}
 	})
 	t.Run("Admin", func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package wgerr defines the error kinds every workgraph package speaks.
 //
-// Domain packages return *Error values (or wrap them); the API layer maps a
-// Code to an HTTP status and a problem+json code in one table. Tests compare
+// Domain packages return *Error values (or wrap them); HTTPStatus maps a
+// Code to its HTTP status in one table, read by the API and the web pages. Tests compare
 // with errors.Is against the sentinel of a kind, e.g.
 //
 //	errors.Is(err, wgerr.LeaseLost)
@@ -18,7 +18,7 @@ import (
 // "code" the API answers with.
 type Code string
 
-// The kinds of error. Keep in step with the table in api/problem.go.
+// The kinds of error. Keep in step with the table in status.go.
 const (
 	CodeInvalid           Code = "invalid_argument"
 	CodeUnauthenticated   Code = "unauthenticated"

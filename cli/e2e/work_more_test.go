@@ -71,8 +71,8 @@ exit 9`
 	var reqID string
 	eventually(t, 15*time.Second, "the question", func() bool {
 		page, err := e.human.ListAttention(ctx, e.project, client.ListAttentionOptions{})
-		if err == nil && len(page.Requests) == 1 {
-			reqID = page.Requests[0].ID
+		if err == nil && len(page.Attention) == 1 {
+			reqID = page.Attention[0].ID
 		}
 		return reqID != ""
 	})

@@ -267,10 +267,10 @@ func TestWorkAsk(t *testing.T) {
 	// with the answer.
 	ls2 := e.run(e.humanToken, nil, "attention", "ls", "--json")
 	var page client.AttentionPage
-	if err := json.Unmarshal([]byte(ls2.stdout), &page); err != nil || len(page.Requests) != 1 {
+	if err := json.Unmarshal([]byte(ls2.stdout), &page); err != nil || len(page.Attention) != 1 {
 		t.Fatalf("attention ls: %v (%v)", ls2, err)
 	}
-	if r := e.run(e.humanToken, nil, "attention", "resolve", page.Requests[0].ID, "Postgres"); r.code != 0 {
+	if r := e.run(e.humanToken, nil, "attention", "resolve", page.Attention[0].ID, "Postgres"); r.code != 0 {
 		t.Fatalf("resolve: %v", r)
 	}
 	cl, err := e.agent.Claim(ctx, e.project, client.ClaimRequest{Worker: "e2e-worker"})

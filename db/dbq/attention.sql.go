@@ -228,6 +228,19 @@ func (q *Queries) ClosedNonBlockingForLease(ctx context.Context, db DBTX, arg Cl
 	return items, nil
 }
 
+const countOpenAttention = `-- name: CountOpenAttention :one
+SELECT count(*) FROM attention_requests
+WHERE project_id = $1 AND state = 'open'
+`
+
+// The inbox badge: open requests of a project.
+func (q *Queries) CountOpenAttention(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, countOpenAttention, projectID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const getAttention = `-- name: GetAttention :one
 SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, i.title AS item_title
 FROM attention_requests r

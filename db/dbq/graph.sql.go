@@ -713,6 +713,42 @@ func (q *Queries) ItemRefs(ctx context.Context, db DBTX, arg ItemRefsParams) ([]
 	return items, nil
 }
 
+const itemTitles = `-- name: ItemTitles :many
+SELECT id, title FROM items
+WHERE project_id = $1 AND id = ANY($2::uuid[])
+`
+
+type ItemTitlesParams struct {
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+}
+
+type ItemTitlesRow struct {
+	ID    uuid.UUID
+	Title string
+}
+
+// Titles for labelling lease rows in the UI.
+func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams) ([]ItemTitlesRow, error) {
+	rows, err := db.Query(ctx, itemTitles, arg.ProjectID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemTitlesRow{}
+	for rows.Next() {
+		var i ItemTitlesRow
+		if err := rows.Scan(&i.ID, &i.Title); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listItems = `-- name: ListItems :many
 SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
@@ -1021,10 +1057,10 @@ func (q *Queries) OpenDescendants(ctx context.Context, db DBTX, arg OpenDescenda
 }
 
 const openPrerequisiteEdges = `-- name: OpenPrerequisiteEdges :many
-WITH RECURSIVE reach(node, via) AS (
-    SELECT $1::uuid, NULL::uuid
+WITH RECURSIVE reach(node) AS (
+    SELECT $1::uuid
     UNION
-    SELECT e.next_id, r.node
+    SELECT e.next_id
     FROM reach r
     CROSS JOIN LATERAL (
         SELECT d.depends_on_id AS next_id FROM dependencies d
@@ -1036,7 +1072,18 @@ WITH RECURSIVE reach(node, via) AS (
         WHERE c.project_id = $2 AND c.parent_id = r.node AND c.status = 'open'
     ) AS e
 )
-SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS via FROM reach
+SELECT $1::uuid AS node, '00000000-0000-0000-0000-000000000000'::uuid AS via
+UNION
+SELECT e.next_id::uuid AS node, r.node::uuid AS via
+FROM reach r
+CROSS JOIN LATERAL (
+    SELECT d.depends_on_id AS next_id FROM dependencies d
+    WHERE d.project_id = $2 AND d.item_id = r.node
+    UNION ALL
+    SELECT c.id FROM items c
+    WHERE c.project_id = $2 AND c.parent_id = r.node
+) AS e
+WHERE e.next_id IN (SELECT node FROM reach)
 `
 
 type OpenPrerequisiteEdgesParams struct {
@@ -1051,7 +1098,11 @@ type OpenPrerequisiteEdgesRow struct {
 
 // The waits-for edges (waiter, prerequisite) among open items reachable from
 // the given item through open prerequisites. A prerequisite's status is
-// looked up per edge (primary key), not joined: see ReleaseDependents.
+// looked up per edge (primary key), not joined: see ReleaseDependents. The
+// walk keeps reached items only, so each is expanded once (a walk over
+// (item, waiter) pairs expands an item once per waiter: cubic in a dense
+// graph). Every reached item is open, so the edges are those of each
+// reached item to another reached item.
 func (q *Queries) OpenPrerequisiteEdges(ctx context.Context, db DBTX, arg OpenPrerequisiteEdgesParams) ([]OpenPrerequisiteEdgesRow, error) {
 	rows, err := db.Query(ctx, openPrerequisiteEdges, arg.ID, arg.ProjectID)
 	if err != nil {

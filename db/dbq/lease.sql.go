@@ -217,6 +217,19 @@ func (q *Queries) CountActiveForToken(ctx context.Context, db DBTX, arg CountAct
 	return column_1, err
 }
 
+const countActiveLeases = `-- name: CountActiveLeases :one
+SELECT count(*) FROM leases
+WHERE project_id = $1 AND ended_at IS NULL
+`
+
+// The workers badge: leases of a project that have not ended.
+func (q *Queries) CountActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, countActiveLeases, projectID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const countRefusal = `-- name: CountRefusal :one
 INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at, recent)
 VALUES ($1, $2, $3, 1, $4, coalesce($5::timestamptz, statement_timestamp()),

@@ -12,6 +12,11 @@
 // migrated (named after the migrations' digest, so a changed migration gets
 // a new template); each call to New creates a fresh database from it, so
 // tests run in parallel and may commit, LISTEN and use many connections.
+//
+// Most tests need less: TestTx hands a test a transaction on one database
+// shared by its test binary, rolled back when the test ends (River's
+// riverdbtest.TestTxPgx is the model). New is for the tests that must
+// commit, LISTEN or run concurrently.
 package dbtest
 
 import (
@@ -197,9 +202,26 @@ func makeTemplate(base string) (string, error) {
 // The database is dropped when the test ends.
 func URL(tb testing.TB) string {
 	tb.Helper()
+	name := fmt.Sprintf("wgtest_%d_%d", os.Getpid(), counter.Add(1))
+	url := createDatabase(tb, name)
+	base := ServerURL(tb)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	})
+	return url
+}
+
+// createDatabase creates the database name from the template and returns
+// its URL.
+func createDatabase(tb testing.TB, name string) string {
+	tb.Helper()
 	tmpl := template(tb)
 	base := ServerURL(tb)
-	name := fmt.Sprintf("wgtest_%d_%d", os.Getpid(), counter.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, base)
@@ -208,7 +230,10 @@ func URL(tb testing.TB) string {
 	}
 	defer admin.Close(ctx)
 	for attempt := 0; ; attempt++ {
-		_, err = admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", name, tmpl))
+		// WAL_LOG copies the small template through the WAL; FILE_COPY
+		// would checkpoint the whole server first, twice, which on a
+		// server busy with other tests' writes takes seconds.
+		_, err = admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY WAL_LOG", name, tmpl))
 		// Another CREATE DATABASE from the same template may hold it briefly.
 		if err == nil || attempt > 50 || !strings.Contains(err.Error(), "being accessed by other users") {
 			break
@@ -218,14 +243,6 @@ func URL(tb testing.TB) string {
 	if err != nil {
 		tb.Fatalf("dbtest: create database: %v", err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(ctx)
-		}
-	})
 	return withDatabase(base, name)
 }
 
@@ -241,5 +258,91 @@ func New(tb testing.TB) *pgxpool.Pool {
 		tb.Fatalf("dbtest: open: %v", err)
 	}
 	tb.Cleanup(pool.Close)
+	return pool
+}
+
+var (
+	sharedMu   sync.Mutex
+	sharedPool *pgxpool.Pool
+	sharedName string
+	mainRan    atomic.Bool
+)
+
+// Main runs a package's tests (call it from TestMain: os.Exit(dbtest.Main(m)))
+// and afterwards drops the shared database TestTx created for this test
+// binary, if it created one.
+func Main(m *testing.M) int {
+	mainRan.Store(true)
+	code := m.Run()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedPool != nil {
+		sharedPool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, serverURL); err == nil {
+			c.Exec(ctx, "DROP DATABASE IF EXISTS "+sharedName+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	}
+	return code
+}
+
+// TestTx returns a transaction on a migrated database shared by the tests
+// of this test binary (created from the template on first use, dropped by
+// Main), rolled back when the test ends: nothing a test writes is seen by
+// another, and the test costs a BEGIN instead of a CREATE DATABASE. The
+// package's TestMain must call Main.
+//
+// A transaction suits a test that runs its statements one after another
+// on one connection. A test that must commit (to see the effect from
+// another session), LISTEN, take advantage of SKIP LOCKED or advisory
+// locks across sessions, or run statements concurrently uses New instead,
+// and says why. Inside the transaction now() is its start and does not
+// move; clock_timestamp() does.
+//
+// Parallel tests of one binary write to one database: rows under a unique
+// constraint (a project's name) must differ between tests, or the second
+// waits for the first to roll back.
+func TestTx(tb testing.TB) pgx.Tx {
+	tb.Helper()
+	if !mainRan.Load() {
+		tb.Fatal("dbtest: TestTx needs the package's TestMain to call dbtest.Main (it drops the shared database)")
+	}
+	pool := shared(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		tb.Fatalf("dbtest: begin: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// An error here (the test closed its transaction already, or
+		// the connection broke) leaves nothing behind to clean.
+		_ = tx.Rollback(ctx)
+	})
+	return tx
+}
+
+// shared returns the pool on this binary's shared database, creating the
+// database on first use.
+func shared(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedPool != nil {
+		return sharedPool
+	}
+	name := fmt.Sprintf("wgtx_%d", os.Getpid())
+	url := createDatabase(tb, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := db.Open(ctx, url, 16)
+	if err != nil {
+		tb.Fatalf("dbtest: open: %v", err)
+	}
+	sharedPool, sharedName = pool, name
 	return pool
 }

@@ -110,3 +110,8 @@ FROM attention_requests r
 WHERE r.project_id = @project_id AND r.lease_id = @lease_id
   AND NOT r.blocking AND r.state <> 'open'
 ORDER BY r.seq;
+
+-- name: CountOpenAttention :one
+-- The inbox badge: open requests of a project.
+SELECT count(*) FROM attention_requests
+WHERE project_id = @project_id AND state = 'open';

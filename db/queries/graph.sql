@@ -242,11 +242,15 @@ SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000':
 -- name: OpenPrerequisiteEdges :many
 -- The waits-for edges (waiter, prerequisite) among open items reachable from
 -- the given item through open prerequisites. A prerequisite's status is
--- looked up per edge (primary key), not joined: see ReleaseDependents.
-WITH RECURSIVE reach(node, via) AS (
-    SELECT @id::uuid, NULL::uuid
+-- looked up per edge (primary key), not joined: see ReleaseDependents. The
+-- walk keeps reached items only, so each is expanded once (a walk over
+-- (item, waiter) pairs expands an item once per waiter: cubic in a dense
+-- graph). Every reached item is open, so the edges are those of each
+-- reached item to another reached item.
+WITH RECURSIVE reach(node) AS (
+    SELECT @id::uuid
     UNION
-    SELECT e.next_id, r.node
+    SELECT e.next_id
     FROM reach r
     CROSS JOIN LATERAL (
         SELECT d.depends_on_id AS next_id FROM dependencies d
@@ -258,7 +262,18 @@ WITH RECURSIVE reach(node, via) AS (
         WHERE c.project_id = @project_id AND c.parent_id = r.node AND c.status = 'open'
     ) AS e
 )
-SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS via FROM reach;
+SELECT @id::uuid AS node, '00000000-0000-0000-0000-000000000000'::uuid AS via
+UNION
+SELECT e.next_id::uuid AS node, r.node::uuid AS via
+FROM reach r
+CROSS JOIN LATERAL (
+    SELECT d.depends_on_id AS next_id FROM dependencies d
+    WHERE d.project_id = @project_id AND d.item_id = r.node
+    UNION ALL
+    SELECT c.id FROM items c
+    WHERE c.project_id = @project_id AND c.parent_id = r.node
+) AS e
+WHERE e.next_id IN (SELECT node FROM reach);
 
 -- name: ItemRefs :many
 SELECT id, title, parent_id, seq,
@@ -355,3 +370,8 @@ WHERE c.project_id = @project_id AND c.parent_id = ANY(@ids::uuid[])
 UNION
 SELECT p.parent_id::uuid FROM items p
 WHERE p.project_id = @project_id AND p.id = ANY(@ids::uuid[]) AND p.parent_id IS NOT NULL;
+
+-- name: ItemTitles :many
+-- Titles for labelling lease rows in the UI.
+SELECT id, title FROM items
+WHERE project_id = @project_id AND id = ANY(@ids::uuid[]);

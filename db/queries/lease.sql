@@ -330,3 +330,8 @@ FROM leases
 WHERE project_id = @project_id
 GROUP BY worker, outcome
 ORDER BY worker, outcome;
+
+-- name: CountActiveLeases :one
+-- The workers badge: leases of a project that have not ended.
+SELECT count(*) FROM leases
+WHERE project_id = @project_id AND ended_at IS NULL;

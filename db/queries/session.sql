@@ -19,18 +19,3 @@ DELETE FROM web_sessions WHERE id_hash = @id_hash;
 -- name: DeleteExpiredWebSessions :execrows
 DELETE FROM web_sessions
 WHERE expires_at <= coalesce(sqlc.narg('now')::timestamptz, now());
-
--- name: CountOpenAttention :one
--- The inbox badge: open requests of a project.
-SELECT count(*) FROM attention_requests
-WHERE project_id = @project_id AND state = 'open';
-
--- name: CountActiveLeases :one
--- The workers badge: leases of a project that have not ended.
-SELECT count(*) FROM leases
-WHERE project_id = @project_id AND ended_at IS NULL;
-
--- name: ItemTitles :many
--- Titles for labelling lease rows in the UI.
-SELECT id, title FROM items
-WHERE project_id = @project_id AND id = ANY(@ids::uuid[]);

@@ -1,0 +1,58 @@
+package auth_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/auth"
+)
+
+// localStub is a process clock a test moves.
+type localStub struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (s *localStub) read() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+func (s *localStub) advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = s.now.Add(d)
+}
+
+// TestThrottleClock: the throttle's buckets run on its injected clock, so
+// a test moves time instead of sleeping, and the refill is exact.
+func TestThrottleClock(t *testing.T) {
+	t.Parallel()
+	clk := &localStub{now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	th := auth.NewThrottle(1, 3, nil)
+	th.SetClock(clk.read)
+	const addr = "192.0.2.1"
+	for range 3 {
+		if _, blocked := th.Blocked(addr); blocked {
+			t.Fatal("blocked inside the burst")
+		}
+		th.Fail(addr)
+	}
+	wait, blocked := th.Blocked(addr)
+	if !blocked || wait != time.Second {
+		t.Fatalf("after the burst: blocked %v, retry after %s; want blocked for 1s", blocked, wait)
+	}
+	clk.advance(999 * time.Millisecond)
+	if _, blocked := th.Blocked(addr); !blocked {
+		t.Fatal("unblocked before a token refilled")
+	}
+	clk.advance(time.Millisecond)
+	if _, blocked := th.Blocked(addr); blocked {
+		t.Fatal("still blocked once a token refilled")
+	}
+	if _, blocked := th.Blocked("192.0.2.2"); blocked {
+		t.Fatal("another address is blocked")
+	}
+}

@@ -1,0 +1,183 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/buildinfo"
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+// TestHealthzVersion: /healthz names the build that answers.
+func TestHealthzVersion(t *testing.T) {
+	t.Parallel()
+	srv := start(t)
+	resp, err := http.Get(srv.URL() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var raw map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	bi := buildinfo.Get()
+	for k, want := range map[string]any{"status": "ok", "version": bi.Version, "commit": bi.Commit, "build_date": bi.BuildDate, "modified": bi.Modified} {
+		if raw[k] != want {
+			t.Errorf("/healthz %s = %v, want %v (body %v)", k, raw[k], want, raw)
+		}
+	}
+}
+
+// TestFirstStartBlock: the first-start token is printed as a block of its
+// own on FirstStartOut, and no log line carries it.
+func TestFirstStartBlock(t *testing.T) {
+	t.Parallel()
+	var log, out syncBuffer
+	srv := start(t, func(c *server.Config) {
+		c.BootstrapToken = ""
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		c.FirstStartOut = &out
+	})
+	block := out.String()
+	var token string
+	for _, f := range strings.Fields(block) {
+		if strings.HasPrefix(f, "wg_") {
+			token = f
+		}
+	}
+	if token == "" || !strings.Contains(block, srv.URL()+"/") || !strings.Contains(block, "\n    "+token+"\n") {
+		t.Fatalf("no token alone on its line, or no UI address, in the block:\n%s", block)
+	}
+	if strings.Contains(log.String(), token) {
+		t.Fatalf("the token is in the log:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "first start") {
+		t.Fatalf("the log does not say a token was made:\n%s", log.String())
+	}
+	req, _ := http.NewRequest("GET", srv.URL()+"/v1/projects/default", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the printed token: %d", resp.StatusCode)
+	}
+}
+
+// TestPprof: pprof is served only when asked for, on a loopback address
+// of its own; any other address is refused before the server starts.
+func TestPprof(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		srv := start(t, func(c *server.Config) { c.PprofAddr = "127.0.0.1:0" })
+		if !strings.HasPrefix(srv.PprofURL(), "http://127.0.0.1:") || strings.HasPrefix(srv.PprofURL(), srv.URL()) {
+			t.Fatalf("pprof URL %q", srv.PprofURL())
+		}
+		for url, want := range map[string]int{srv.PprofURL() + "goroutine?debug=1": 200, srv.URL() + "/debug/pprof/": 404} {
+			resp, err := http.Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s: %d, want %d", url, resp.StatusCode, want)
+			}
+		}
+	})
+	t.Run("ErrNotLoopback", func(t *testing.T) {
+		t.Parallel()
+		_, err := server.Start(context.Background(), server.Config{Addr: "127.0.0.1:0", PprofAddr: "0.0.0.0:0", DatabaseURL: "postgres://unused.invalid/x"})
+		if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("Off", func(t *testing.T) {
+		t.Parallel()
+		if srv := start(t); srv.PprofURL() != "" || srv.MetricsURL() != "" {
+			t.Fatalf("pprof %q, metrics %q without asking", srv.PprofURL(), srv.MetricsURL())
+		}
+	})
+}
+
+// TestMetricsOnMain: with MetricsOnMain the main address answers
+// /metrics too.
+func TestMetricsOnMain(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true })
+	if srv.MetricsURL() != srv.URL()+"/metrics" {
+		t.Fatalf("metrics URL %q", srv.MetricsURL())
+	}
+	m := scrape(t, srv.MetricsURL())
+	if _, ok := m[`workgraph_claims_total{result="granted"}`]; !ok {
+		t.Fatalf("no claims counter in %d series", len(m))
+	}
+}
+
+// TestWebErrorRequestID: a page that fails (500) is named by a request id
+// in its X-Request-Id header, and its "request failed" log line carries
+// the same id.
+func TestWebErrorRequestID(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	srv := start(t, func(c *server.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+	})
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := browser.Get(srv.URL() + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token on the sign-in form")
+	}
+	res, err = browser.PostForm(srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {adminToken}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", res.StatusCode)
+	}
+	if _, err := srv.Pool().Exec(context.Background(), "ALTER TABLE projects RENAME COLUMN name TO name_was"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = browser.Get(srv.URL() + "/projects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Header.Get("X-Request-Id")
+	if res.StatusCode != 500 || id == "" {
+		t.Fatalf("status %d, request id %q", res.StatusCode, id)
+	}
+	var found bool
+	for _, l := range strings.Split(log.String(), "\n") {
+		var line map[string]any
+		if json.Unmarshal([]byte(l), &line) != nil || line["msg"] != "web: request failed" {
+			continue
+		}
+		found = true
+		if line["request_id"] != id {
+			t.Errorf("the log line of the failed page has request_id %v, the answer %q: %s", line["request_id"], id, l)
+		}
+	}
+	if !found {
+		t.Fatalf("no \"web: request failed\" line:\n%s", log.String())
+	}
+}

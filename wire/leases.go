@@ -1,0 +1,143 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Lease outcomes: every ended lease has exactly one (schema Outcome).
+const (
+	OutcomeCompleted          = "completed"
+	OutcomeReleased           = "released"
+	OutcomeFailed             = "failed"
+	OutcomeCancelled          = "cancelled"
+	OutcomeDecomposed         = "decomposed"
+	OutcomeAttentionRequested = "attention_requested"
+	OutcomeExpired            = "expired"
+)
+
+// Lease is one claim of an item, kept forever once ended (schema Lease).
+type Lease struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"project_id"`
+	ItemID    string `json:"item_id"`
+	Worker    string `json:"worker"`
+	Epoch     int64  `json:"epoch"`
+	// Principal is the token the lease was granted to.
+	Principal     string          `json:"principal"`
+	AcquiredAt    time.Time       `json:"acquired_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+	EndedAt       *time.Time      `json:"ended_at"`
+	Outcome       *string         `json:"outcome"`
+	OutcomeDetail json.RawMessage `json:"outcome_detail"`
+	HeartbeatAt   *time.Time      `json:"heartbeat_at"`
+	Heartbeats    int             `json:"heartbeats"`
+	Progress      json.RawMessage `json:"progress"`
+	// WorkerTime is the worker's clock at its last report (diagnostic only).
+	WorkerTime    *time.Time      `json:"worker_time"`
+	StopRequested bool            `json:"stop_requested"`
+	Result        json.RawMessage `json:"result"`
+	// StaleCalls counts calls refused after the lease was lost.
+	StaleCalls int `json:"stale_calls"`
+}
+
+// Observation is a refused report about a lease: a stale call or a
+// conflicting result (schema Observation).
+type Observation struct {
+	ID         string          `json:"id"`
+	LeaseID    string          `json:"lease_id"`
+	Epoch      int64           `json:"epoch"`
+	Kind       string          `json:"kind"`
+	Operation  string          `json:"operation"`
+	ReceivedAt time.Time       `json:"received_at"`
+	WorkerTime *time.Time      `json:"worker_time"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// LeaseDetail is a lease with its observations, oldest first (schema
+// LeaseDetail).
+type LeaseDetail struct {
+	Lease
+	Observations []Observation `json:"observations"`
+}
+
+// LeasePage is one page of lease history, oldest first; NextCursor is nil
+// on the last page (schema LeasePage).
+type LeasePage struct {
+	Leases     []Lease `json:"leases"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// Claim is a granted lease, the item it holds and the item's attention
+// history, oldest first, so the worker resumes with a person's answer
+// (schema Claim).
+type Claim struct {
+	Lease     Lease              `json:"lease"`
+	Item      Item               `json:"item"`
+	Attention []AttentionRequest `json:"attention"`
+}
+
+// Heartbeat is the answer to a heartbeat: the new expiry, whether a person
+// asked the worker to stop, and the answers to its non-blocking attention
+// requests (schema HeartbeatResult).
+type Heartbeat struct {
+	Lease         Lease              `json:"lease"`
+	ExpiresAt     time.Time          `json:"expires_at"`
+	StopRequested bool               `json:"stop_requested"`
+	Answers       []AttentionRequest `json:"answers"`
+}
+
+// Completion is the answer to complete; Replayed is true when an identical
+// completion had already been committed (schema Completion).
+type Completion struct {
+	Lease    Lease `json:"lease"`
+	Item     Item  `json:"item"`
+	Replayed bool  `json:"replayed"`
+}
+
+// LeaseItem is the answer to release: the ended lease and the item
+// (schema LeaseItem).
+type LeaseItem struct {
+	Lease Lease `json:"lease"`
+	Item  Item  `json:"item"`
+}
+
+// FailResult is the answer to fail: the item comes back after RetryAfter,
+// or waits for a person (Attention, opened by the system) after too many
+// failures (schema FailResult).
+type FailResult struct {
+	Lease      Lease             `json:"lease"`
+	Item       Item              `json:"item"`
+	RetryAfter *time.Time        `json:"retry_after"`
+	Attention  *AttentionRequest `json:"attention"`
+}
+
+// Decomposition is the answer to decompose: the lease, ended as
+// decomposed, and the children it created (schema Decomposition).
+type Decomposition struct {
+	Lease    Lease  `json:"lease"`
+	Children []Item `json:"children"`
+}
+
+// AskResult is the answer to asking a person: the new request and the
+// lease, ended as attention_requested when the request blocks (schema
+// AskResult).
+type AskResult struct {
+	Attention AttentionRequest `json:"attention"`
+	Lease     Lease            `json:"lease"`
+}
+
+// WorkerStat is one worker's live leases and outcome counts.
+type WorkerStat struct {
+	Worker   string         `json:"worker"`
+	Active   int            `json:"active"`
+	Outcomes map[string]int `json:"outcomes"`
+	LastSeen time.Time      `json:"last_seen"`
+}
+
+// Workers is a project's live leases and per-worker counts (schema
+// Workers).
+type Workers struct {
+	Active  []Lease      `json:"active"`
+	Workers []WorkerStat `json:"workers"`
+}

@@ -1,0 +1,49 @@
+package wire
+
+import "time"
+
+// Project is the unit of tenancy (schema Project).
+type Project struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	// OnExpiry is the default of the project's items that name none
+	// (OnExpiryRetry or OnExpiryReconcile).
+	OnExpiry string `json:"on_expiry"`
+}
+
+// What an expired lease means for its item (Item.OnExpiry,
+// Project.OnExpiry): back to the queue, or wait for a person's decision in
+// an uncertain_outcome attention request.
+const (
+	OnExpiryRetry     = "retry"
+	OnExpiryReconcile = "reconcile"
+)
+
+// ProjectList is the projects a token can see (schema ProjectList).
+type ProjectList struct {
+	Projects []Project `json:"projects"`
+}
+
+// Token is an API token, never its secret (schema Token). ProjectID is
+// nil for the bootstrap admin token.
+type Token struct {
+	ID        string     `json:"id"`
+	ProjectID *string    `json:"project_id"`
+	Name      string     `json:"name"`
+	Role      string     `json:"role"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+// CreatedToken is the answer that created a token: the bearer secret,
+// shown this once only, and the token (schema CreatedToken).
+type CreatedToken struct {
+	Secret string `json:"token"`
+	Token
+}
+
+// TokenList is a project's tokens (schema TokenList).
+type TokenList struct {
+	Tokens []Token `json:"tokens"`
+}
