@@ -489,7 +489,13 @@ func (s *stateMachine) cancel(t *rapid.T) {
 	}
 	wantCode(t, "cancel", err, "")
 	if it.active >= 0 {
-		s.m.end(s.m.leases[it.active], lease.OutcomeCancelled)
+		// A lease already past its expiry (not yet reaped) ends as the
+		// reaper would have ended it (graph.Cancel).
+		l, outcome := s.m.leases[it.active], lease.OutcomeCancelled
+		if !l.expires.After(s.now()) {
+			outcome = lease.OutcomeExpired
+		}
+		s.m.end(l, outcome)
 	}
 	s.m.finish(it, graph.StatusCancelled)
 }
