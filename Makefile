@@ -7,17 +7,17 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg fuzz-short chaos chaos-short
+.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg fuzz-short chaos chaos-short model
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
 run: build
 	exec ./bin/workgraph serve $(ARGS)
 
-# The whole suite: the short fuzz and fault runs, then every Go test (last,
-# so the closing lines are go test's own summary). `make test-go` runs the Go
-# tests alone.
-test: fuzz-short chaos-short test-go
+# The whole suite: the short fuzz and fault runs, the protocol model, then
+# every Go test (last, so the closing lines are go test's own summary).
+# `make test-go` runs the Go tests alone.
+test: fuzz-short chaos-short model test-go
 
 test-go:
 	$(GO) test -count=1 -timeout 20m ./...
@@ -60,6 +60,13 @@ chaos: build
 chaos-short: build
 	$(GO) build -o bin/chaos ./chaos
 	exec ./bin/chaos -bin bin/workgraph -short $(CHAOS_ARGS)
+
+# Model-checks the claim protocol (model/lease.pml) with spin: the protocol
+# as built verifies, and the variants without the fence or the destination's
+# gate find their counterexamples; also with on_expiry reconcile. Needs spin
+# and gcc (about 10 s).
+model:
+	./model/check.sh
 
 generate:
 	$(GO) tool sqlc generate

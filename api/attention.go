@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -70,34 +71,68 @@ func (a *API) getAttention(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, attentionView(r))
+	return a.writeAttention(c, r)
 }
 
+// writeAttention answers 200 with a request; an uncertain_outcome request
+// carries the late reports of its expired attempt, for whoever decides.
+func (a *API) writeAttention(c echo.Context, r attention.Request) error {
+	v := attentionView(r)
+	if r.Reason == attention.ReasonUncertainOutcome && r.LeaseID != nil {
+		obs, err := a.svc.Leases.Observations(c.Request().Context(), r.ProjectID, *r.LeaseID)
+		if err != nil {
+			return err
+		}
+		v.LateReports = observationViews(obs)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// resolveRequest answers a request (answer) or decides an uncertain outcome
+// (decision, with result for done, and an optional note).
 type resolveRequest struct {
-	Answer *string `json:"answer"`
+	Answer   *string             `json:"answer"`
+	Decision *attention.Decision `json:"decision"`
+	Result   json.RawMessage     `json:"result"`
+	Note     string              `json:"note"`
 }
 
-// resolveAttention answers a request once (a second answer: 409 conflict).
+// resolveAttention answers a request once (a second answer: 409 conflict);
+// an uncertain_outcome request is resolved with a decision instead.
 func (a *API) resolveAttention(c echo.Context) error {
 	var req resolveRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if req.Answer == nil {
-		return wgerr.InvalidField("answer", "is required")
+	switch {
+	case req.Answer != nil && req.Decision != nil:
+		return wgerr.InvalidField("decision", "give an answer or a decision, not both")
+	case req.Answer == nil && req.Decision == nil:
+		return wgerr.InvalidField("answer", "is required (or, for an uncertain_outcome request, decision)")
+	case req.Answer != nil && (len(req.Result) > 0 || req.Note != ""):
+		return wgerr.InvalidField("result", "result and note go with a decision")
 	}
 	project, id, err := a.attentionProject(c)
 	if err != nil {
 		return err
 	}
-	r, err := a.svc.Attention.Resolve(c.Request().Context(), project, id, *req.Answer, principal(c).String())
+	var r attention.Request
+	if req.Decision != nil {
+		result := req.Result
+		if string(result) == "null" {
+			result = nil
+		}
+		r, err = a.svc.Attention.Decide(c.Request().Context(), project, id, *req.Decision, result, req.Note, principal(c).String())
+	} else {
+		r, err = a.svc.Attention.Resolve(c.Request().Context(), project, id, *req.Answer, principal(c).String())
+	}
 	if err != nil {
 		return err
 	}
 	if r.ResolvedAt != nil {
 		c.Set(answeredKey, r.ResolvedAt.Sub(r.CreatedAt))
 	}
-	return c.JSON(http.StatusOK, attentionView(r))
+	return a.writeAttention(c, r)
 }
 
 type dismissRequest struct {

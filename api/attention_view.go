@@ -15,6 +15,7 @@ func attentionView(r attention.Request) wire.AttentionRequest {
 		LeaseID: optID(r.LeaseID), Epoch: r.Epoch, Source: r.Source, Reason: r.Reason, RequestedBy: r.RequestedBy,
 		Question: r.Question, SuggestedAnswers: sa, Context: rawOrNull(r.Context), Blocking: r.Blocking,
 		State: string(r.State), Answer: r.Answer, ResolvedBy: r.ResolvedBy, ResolvedAt: r.ResolvedAt, CreatedAt: r.CreatedAt,
+		Decision: (*string)(r.Decision),
 	}
 }
 

@@ -65,6 +65,8 @@ type createItemRequest struct {
 	DependsOn []string        `json:"depends_on"`
 	Labels    []string        `json:"labels"`
 	Metadata  json.RawMessage `json:"metadata"`
+	// OnExpiry: "retry" or "reconcile"; absent or null: the project's.
+	OnExpiry *string `json:"on_expiry"`
 }
 
 func (a *API) createItem(c echo.Context) error {
@@ -89,9 +91,16 @@ func (a *API) createItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	onExpiry := ""
+	if req.OnExpiry != nil {
+		if *req.OnExpiry == "" {
+			return wgerr.InvalidField("on_expiry", "must be \"retry\" or \"reconcile\" (omit it for the project's default)")
+		}
+		onExpiry = *req.OnExpiry
+	}
 	it, err := a.svc.Graph.CreateItem(c.Request().Context(), p.ID, graph.NewItem{
 		Title: *req.Title, Body: req.Body, Priority: req.Priority, ParentID: parent, DependsOn: deps,
-		Labels: req.Labels, Metadata: req.Metadata, CreatedBy: principal(c).String(),
+		Labels: req.Labels, Metadata: req.Metadata, CreatedBy: principal(c).String(), OnExpiry: onExpiry,
 	})
 	if err != nil {
 		return err
@@ -178,6 +187,9 @@ type updateItemRequest struct {
 	Priority *int32           `json:"priority"`
 	Labels   *[]string        `json:"labels"`
 	Metadata *json.RawMessage `json:"metadata"`
+	// OnExpiry: "retry" or "reconcile"; explicit null falls back to the
+	// project's default; absent leaves it.
+	OnExpiry optionalString `json:"on_expiry"`
 	// Version, like an If-Match header, makes the edit conditional.
 	Version *int32 `json:"version"`
 }
@@ -203,9 +215,20 @@ func (a *API) updateItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	it, err := a.svc.Graph.UpdateItem(c.Request().Context(), p.ID, id, graph.ItemPatch{
+	patch := graph.ItemPatch{
 		Title: req.Title, Body: req.Body, Priority: req.Priority, Labels: req.Labels, Metadata: req.Metadata, IfVersion: ifVersion,
-	})
+	}
+	if req.OnExpiry.set {
+		v := ""
+		if req.OnExpiry.value != nil {
+			if *req.OnExpiry.value == "" {
+				return wgerr.InvalidField("on_expiry", "must be \"retry\", \"reconcile\" or null (the project's default)")
+			}
+			v = *req.OnExpiry.value
+		}
+		patch.OnExpiry = &v
+	}
+	it, err := a.svc.Graph.UpdateItem(c.Request().Context(), p.ID, id, patch)
 	if err != nil {
 		return err
 	}
@@ -303,4 +326,17 @@ func (a *API) projectGraph(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, subgraphView(g))
+}
+
+// optionalString tells an absent member (set false) from an explicit null
+// (set, value nil).
+type optionalString struct {
+	set   bool
+	value *string
+}
+
+// UnmarshalJSON is called only for a member that is present.
+func (o *optionalString) UnmarshalJSON(b []byte) error {
+	o.set = true
+	return json.Unmarshal(b, &o.value)
 }

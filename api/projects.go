@@ -14,13 +14,14 @@ import (
 )
 
 func projectView(p graph.Project) wire.Project {
-	return wire.Project{ID: p.ID.String(), Name: p.Name, CreatedAt: p.CreatedAt}
+	return wire.Project{ID: p.ID.String(), Name: p.Name, CreatedAt: p.CreatedAt, OnExpiry: p.OnExpiry}
 }
 
 func (a *API) mountProjects(e *echo.Echo) {
 	a.handle(e, http.MethodPost, "/projects", a.createProject, adminOnly)
 	a.handle(e, http.MethodGet, "/projects", a.listProjects, anyRole)
 	a.handle(e, http.MethodGet, "/projects/:project", a.getProject, anyRole)
+	a.handle(e, http.MethodPatch, "/projects/:project", a.updateProject, adminOnly)
 }
 
 // project resolves the {project} path parameter (a name or an id) to a
@@ -116,9 +117,38 @@ func (a *API) listProjects(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// getProject reads the project itself: the cache (a.project) keeps only
+// what never changes, and on_expiry may.
 func (a *API) getProject(c echo.Context) error {
 	p, err := a.project(c)
 	if err != nil {
+		return err
+	}
+	if p, err = a.svc.Graph.Project(c.Request().Context(), p.ID.String()); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, projectView(p))
+}
+
+type updateProjectRequest struct {
+	OnExpiry *string `json:"on_expiry"`
+}
+
+// updateProject sets the project's settings (today on_expiry, the default
+// for its items).
+func (a *API) updateProject(c echo.Context) error {
+	var req updateProjectRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.OnExpiry == nil {
+		return wgerr.InvalidField("on_expiry", "is required")
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	if p, err = a.svc.Graph.SetProjectOnExpiry(c.Request().Context(), p.ID, *req.OnExpiry); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, projectView(p))

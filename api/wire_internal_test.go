@@ -53,6 +53,7 @@ func TestDecodersAcceptTheWireRequests(t *testing.T) {
 		{stopRequest{}, wire.StopRequest{}},
 		{resolveRequest{}, wire.ResolveRequest{}},
 		{dismissRequest{}, wire.DismissRequest{}},
+		{updateProjectRequest{}, wire.UpdateProjectRequest{}},
 		{planItemRequest{}, wire.PlanItem{}},
 		{planRequest{}, wire.PlanRequest{}},
 	} {

@@ -33,6 +33,23 @@ const (
 	ReasonRepeatedExpiry  = "repeated_expiry"
 	ReasonRepeatedFailure = "repeated_failure"
 	ReasonHold            = "hold"
+	// ReasonUncertainOutcome: a lease of an item with on_expiry
+	// "reconcile" expired; its attempt may still be running or may have
+	// applied its effect. Resolved with a Decision (Decide).
+	ReasonUncertainOutcome = "uncertain_outcome"
+)
+
+// Decision is how a person resolves an uncertain_outcome request.
+type Decision string
+
+// The decisions on an uncertain outcome.
+const (
+	// DecisionRetry hands the item out again (the next claim has epoch + 1).
+	DecisionRetry Decision = "retry"
+	// DecisionDone marks the item done with the person's result.
+	DecisionDone Decision = "done"
+	// DecisionCancel cancels the item.
+	DecisionCancel Decision = "cancel"
 )
 
 // Request is an attention request with the title of its item. LeaseID and
@@ -58,6 +75,9 @@ type Request struct {
 	ResolvedBy       *string
 	ResolvedAt       *time.Time
 	CreatedAt        time.Time
+	// Decision is the choice that resolved an uncertain_outcome request
+	// (nil for every other request, and while it is open).
+	Decision *Decision
 }
 
 // NewRequest is the input of OpenTx. Source defaults to "worker" and Reason

@@ -41,5 +41,6 @@ func fromRow(r dbq.AttentionRequest, itemTitle string) Request {
 		ResolvedBy:       r.ResolvedBy,
 		ResolvedAt:       r.ResolvedAt,
 		CreatedAt:        r.CreatedAt,
+		Decision:         (*Decision)(r.Decision),
 	}
 }

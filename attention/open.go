@@ -161,7 +161,7 @@ func clean(in NewRequest) (NewRequest, error) {
 		in.Reason = ReasonQuestion
 	}
 	switch in.Reason {
-	case ReasonQuestion, ReasonRepeatedExpiry, ReasonRepeatedFailure, ReasonHold:
+	case ReasonQuestion, ReasonRepeatedExpiry, ReasonRepeatedFailure, ReasonHold, ReasonUncertainOutcome:
 	default:
 		return in, wgerr.InvalidField("reason", "unknown reason %q", in.Reason)
 	}

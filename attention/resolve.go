@@ -27,7 +27,7 @@ func (s *Service) Resolve(ctx context.Context, project, id uuid.UUID, answer, by
 	if answer == "" {
 		return Request{}, wgerr.InvalidField("answer", "must not be empty")
 	}
-	return s.close(ctx, project, id, StateResolved, &answer, by)
+	return s.close(ctx, project, id, StateResolved, &answer, by, nil)
 }
 
 // Dismiss closes an open request without an answer, once; note (optional)
@@ -40,10 +40,19 @@ func (s *Service) Dismiss(ctx context.Context, project, id uuid.UUID, by, note s
 	if note != "" {
 		notePtr = &note
 	}
-	return s.close(ctx, project, id, StateDismissed, notePtr, by)
+	return s.close(ctx, project, id, StateDismissed, notePtr, by, nil)
 }
 
-func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State, answer *string, by string) (Request, error) {
+// closeOpts is what close does besides closing: decide an uncertain
+// outcome (the decision is recorded with the resolution, and then acted on
+// in the same transaction).
+type closeOpts struct {
+	decision *Decision
+	reason   string // the request's reason: close refuses any other
+	after    func(tx pgx.Tx, r Request) error
+}
+
+func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State, answer *string, by string, opts *closeOpts) (Request, error) {
 	by = strings.TrimSpace(by)
 	if by == "" || len(by) > maxByBytes {
 		return Request{}, wgerr.InvalidField("by", "must be 1 to %d bytes", maxByBytes)
@@ -55,20 +64,46 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 	q := dbq.New()
 	var out Request
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		var decision *string
+		if opts != nil {
+			// The reason never changes once the request is open.
+			cur, err := q.AttentionState(ctx, tx, dbq.AttentionStateParams{ProjectID: project, ID: id})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound(id)
+			}
+			if err != nil {
+				return err
+			}
+			if cur.Reason != opts.reason {
+				return wgerr.New(wgerr.CodeConflict,
+					"attention request %s is a %s request, not an %s: answer or dismiss it", id, cur.Reason, opts.reason)
+			}
+			decision = (*string)(opts.decision)
+		}
 		row, err := q.CloseAttention(ctx, tx, dbq.CloseAttentionParams{
 			ProjectID: project, ID: id, State: string(state), Answer: answer, ResolvedBy: &by, Now: now,
+			Decision: decision,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.notOpen(ctx, tx, project, id)
 		}
 		if err != nil {
-			return err
+			return db.Translate(err)
+		}
+		if opts == nil && row.Reason == ReasonUncertainOutcome {
+			return wgerr.InvalidField("decision",
+				"attention request %s is an uncertain outcome: resolve it with a decision (retry, done or cancel)", id)
 		}
 		if row.Blocking {
 			_, err := q.ReleaseItemFromAttention(ctx, tx, dbq.ReleaseItemFromAttentionParams{
 				ProjectID: project, ItemID: row.ItemID, Now: now, WindowMs: s.cfg.window().Milliseconds(),
 			})
 			if err != nil {
+				return err
+			}
+		}
+		if opts != nil && opts.after != nil {
+			if err := opts.after(tx, fromRow(row, "")); err != nil {
 				return err
 			}
 		}

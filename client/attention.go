@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -39,6 +40,18 @@ func (c *Client) Resolve(ctx context.Context, requestID, answer string) (*Attent
 	var out AttentionRequest
 	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil,
 		ResolveRequest{Answer: answer}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Decide resolves an uncertain_outcome request with a decision
+// (DecisionRetry, DecisionDone with result, DecisionCancel) and an
+// optional note (people only; a closed request is ErrConflict).
+func (c *Client) Decide(ctx context.Context, requestID, decision string, result json.RawMessage, note string) (*AttentionRequest, error) {
+	var out AttentionRequest
+	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil,
+		ResolveRequest{Decision: decision, Result: result, Note: note}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -51,3 +51,13 @@ func (c *Client) RevokeToken(ctx context.Context, project, tokenID string) error
 	_, err := c.do(ctx, http.MethodDelete, "/v1/projects/"+esc(project)+"/tokens/"+esc(tokenID), nil, nil, nil)
 	return err
 }
+
+// SetProjectOnExpiry sets a project's default on_expiry (admin only).
+func (c *Client) SetProjectOnExpiry(ctx context.Context, project, onExpiry string) (*Project, error) {
+	var out Project
+	if _, err := c.do(ctx, http.MethodPatch, "/v1/projects/"+esc(project), nil,
+		UpdateProjectRequest{OnExpiry: onExpiry}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

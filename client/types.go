@@ -73,6 +73,20 @@ type (
 	ExistingItem = wire.ExistingItem
 )
 
+// What an expired lease means for its item (Item.OnExpiry,
+// Project.OnExpiry).
+const (
+	OnExpiryRetry     = wire.OnExpiryRetry
+	OnExpiryReconcile = wire.OnExpiryReconcile
+)
+
+// The decisions on an uncertain outcome (Client.Decide).
+const (
+	DecisionRetry  = wire.DecisionRetry
+	DecisionDone   = wire.DecisionDone
+	DecisionCancel = wire.DecisionCancel
+)
+
 // The request bodies are wire's too.
 type (
 	CreateProjectRequest = wire.CreateProjectRequest
@@ -93,6 +107,7 @@ type (
 	StopRequest          = wire.StopRequest
 	ResolveRequest       = wire.ResolveRequest
 	DismissRequest       = wire.DismissRequest
+	UpdateProjectRequest = wire.UpdateProjectRequest
 	PlanItem             = wire.PlanItem
 	PlanRequest          = wire.PlanRequest
 )

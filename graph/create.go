@@ -30,6 +30,9 @@ const MaxDependsOn = 1000
 func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem) (Item, error) {
 	row := newRow{id: uuid.New(), priority: in.Priority, body: in.Body}
 	var err error
+	if row.onExpiry, err = cleanOnExpiry("on_expiry", in.OnExpiry, true); err != nil {
+		return Item{}, err
+	}
 	if row.title, err = cleanTitle("title", in.Title); err != nil {
 		return Item{}, err
 	}

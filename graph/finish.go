@@ -43,6 +43,28 @@ func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UU
 	return len(finished), nil
 }
 
+// Finish marks an open item done with result, decided by a person (not by
+// a lease: a person's decision on an uncertain outcome), and releases its
+// dependents and parent, in one transaction (s On a caller's transaction to
+// compose with it). The item must hold no lease.
+// Errors: conflict when the item is no longer open.
+func (s *Service) Finish(ctx context.Context, project, id uuid.UUID, result json.RawMessage) (Item, error) {
+	var out Item
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		now := s.clock.Now()
+		n, err := finishItems(ctx, tx, now, project, []uuid.UUID{id}, StatusDone, result)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return conflictf("item %s is no longer open", id)
+		}
+		out, err = getItem(ctx, tx, now, project, id)
+		return err
+	})
+	return out, err
+}
+
 // ReleaseFinished is the rest of finishing, for a caller whose own
 // statement has just marked items terminal in its transaction (a completion
 // ends its lease and marks the item done in one statement; s is On that

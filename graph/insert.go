@@ -24,6 +24,7 @@ type newRow struct {
 	unmet    int32
 	children int32
 	planKey  string // "": none
+	onExpiry string // "": the project's default
 }
 
 // newEdge is a dependency about to be inserted: item waits for dependsOn.
@@ -38,12 +39,12 @@ func insertRows(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUI
 		Ids: make([]uuid.UUID, n), ParentIds: make([]uuid.UUID, n), Titles: make([]string, n),
 		Bodies: make([]string, n), Priorities: make([]int32, n), Labels: make([]string, n),
 		Metadata: make([]string, n), Unmet: make([]int32, n), Children: make([]int32, n),
-		PlanKeys: make([]string, n),
+		PlanKeys: make([]string, n), OnExpiry: make([]string, n),
 	}
 	for i, r := range rows {
 		p.Ids[i], p.ParentIds[i], p.Titles[i], p.Bodies[i] = r.id, r.parentID, r.title, r.body
 		p.Priorities[i], p.Labels[i], p.Unmet[i], p.Children[i] = r.priority, labelsJSON(r.labels), r.unmet, r.children
-		p.Metadata[i], p.PlanKeys[i] = "{}", r.planKey
+		p.Metadata[i], p.PlanKeys[i], p.OnExpiry[i] = "{}", r.planKey, r.onExpiry
 		if len(r.metadata) > 0 {
 			p.Metadata[i] = string(r.metadata)
 		}

@@ -67,6 +67,7 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 		UpdatedAt:       r.UpdatedAt,
 		FinishedAt:      r.FinishedAt,
 		Seq:             r.Seq,
+		OnExpiry:        r.OnExpiry,
 		gates:           gates{r.UnmetDependencies, r.OpenChildren, r.OpenAttention},
 	}
 	if it.Labels == nil {

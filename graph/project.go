@@ -63,6 +63,24 @@ func (s *Service) Project(ctx context.Context, nameOrID string) (Project, error)
 	return Project(p), nil
 }
 
+// SetProjectOnExpiry sets the project's default on_expiry ("retry" or
+// "reconcile") for the items that name none.
+// Errors: invalid_argument; not_found.
+func (s *Service) SetProjectOnExpiry(ctx context.Context, project uuid.UUID, onExpiry string) (Project, error) {
+	v, err := cleanOnExpiry("on_expiry", onExpiry, false)
+	if err != nil {
+		return Project{}, err
+	}
+	p, err := dbq.New().SetProjectOnExpiry(ctx, s.exec, dbq.SetProjectOnExpiryParams{ID: project, OnExpiry: v})
+	if err != nil {
+		if isNoRows(err) {
+			return Project{}, wgerr.New(wgerr.CodeNotFound, "project %s not found", project)
+		}
+		return Project{}, db.Translate(err)
+	}
+	return Project(p), nil
+}
+
 // ListProjects lists every project by name.
 func (s *Service) ListProjects(ctx context.Context) ([]Project, error) {
 	rows, err := dbq.New().ListProjects(ctx, s.exec)

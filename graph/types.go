@@ -30,11 +30,23 @@ const (
 	StateCancelled State = "cancelled"
 )
 
-// Project is the unit of tenancy: every item belongs to one.
+// What an expired lease means for its item (Item.OnExpiry,
+// Project.OnExpiry): OnExpiryRetry puts the item back in the queue;
+// OnExpiryReconcile holds it for a person with an uncertain_outcome
+// attention request, since the expired attempt may still be running or may
+// have applied its effect.
+const (
+	OnExpiryRetry     = "retry"
+	OnExpiryReconcile = "reconcile"
+)
+
+// Project is the unit of tenancy: every item belongs to one. OnExpiry is
+// the default of its items that name none.
 type Project struct {
 	ID        uuid.UUID
 	Name      string
 	CreatedAt time.Time
+	OnExpiry  string
 }
 
 // Item is a work item with its derived State and, for an open item, the
@@ -64,6 +76,9 @@ type Item struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	FinishedAt      *time.Time
+	// OnExpiry is the item's own setting (OnExpiryRetry or
+	// OnExpiryReconcile); nil means its project's default.
+	OnExpiry *string
 	// Seq is the creation order within the project (ties of priority go to
 	// the lower seq).
 	Seq int64
@@ -123,6 +138,8 @@ type NewItem struct {
 	Labels    []string
 	Metadata  json.RawMessage
 	CreatedBy string
+	// OnExpiry is "retry", "reconcile" or "" (the project's default).
+	OnExpiry string
 }
 
 // NewChild is one child in a decomposition (CreateChildrenTx). Key names it
@@ -140,11 +157,14 @@ type NewChild struct {
 // IfVersion is set and differs from the stored version the edit is refused
 // with conflict.
 type ItemPatch struct {
-	Title     *string
-	Body      *string
-	Priority  *int32
-	Labels    *[]string
-	Metadata  *json.RawMessage
+	Title    *string
+	Body     *string
+	Priority *int32
+	Labels   *[]string
+	Metadata *json.RawMessage
+	// OnExpiry: "retry", "reconcile", or "" to fall back to the project's
+	// default.
+	OnExpiry  *string
 	IfVersion *int32
 }
 

@@ -51,7 +51,14 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 		}
 		args.Metadata = json.RawMessage(m)
 	}
-	empty := p.Title == nil && p.Body == nil && p.Priority == nil && p.Labels == nil && p.Metadata == nil
+	if p.OnExpiry != nil {
+		v, err := cleanOnExpiry("on_expiry", *p.OnExpiry, true)
+		if err != nil {
+			return Item{}, err
+		}
+		args.OnExpiry = &v
+	}
+	empty := p.Title == nil && p.Body == nil && p.Priority == nil && p.Labels == nil && p.Metadata == nil && p.OnExpiry == nil
 	q := dbq.New()
 	var out Item
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {

@@ -103,3 +103,14 @@ func labelsJSON(labels []string) string {
 	b, _ := json.Marshal(labels)
 	return string(b)
 }
+
+// cleanOnExpiry checks an on_expiry setting: "retry" or "reconcile", or ""
+// (the project's default) when orDefault.
+func cleanOnExpiry(field, v string, orDefault bool) (string, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == OnExpiryRetry, v == OnExpiryReconcile, v == "" && orDefault:
+		return v, nil
+	}
+	return "", wgerr.InvalidField(field, "must be %q or %q", OnExpiryRetry, OnExpiryReconcile)
+}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -151,12 +152,59 @@ func (s *Service) checkTokenLimit(ctx context.Context, tx pgx.Tx, token *uuid.UU
 	return nil
 }
 
+// holdUncertain holds the item of an expired lease whose on_expiry is
+// "reconcile" for a person: a blocking system request of reason
+// uncertain_outcome naming the attempt (worker, epoch, last heartbeat and
+// progress, as the database received them; the worker's own clock only as
+// a diagnostic), which may still be running or may have applied its effect.
+func (s *Service) holdUncertain(ctx context.Context, tx pgx.Tx, project uuid.UUID, e dbq.ExpireLeasesRow) error {
+	leaseID, epoch := e.LeaseID, e.Epoch
+	heard := "it never sent a heartbeat"
+	if e.HeartbeatAt != nil {
+		heard = fmt.Sprintf("its last heartbeat (of %d) was received at %s", e.Heartbeats, e.HeartbeatAt.UTC().Format(time.RFC3339))
+	}
+	progress := json.RawMessage(e.Progress)
+	if len(progress) == 0 {
+		progress = json.RawMessage("null")
+	}
+	_, err := s.attentionOn(tx).Open(ctx, project, e.ItemID, attention.NewRequest{
+		Question: fmt.Sprintf("The lease of worker %q (epoch %d) expired at %s; %s. That attempt may still be "+
+			"running or may already have applied its effect. Decide: retry (hand the item out again), "+
+			"done (with the result) or cancel.",
+			e.Worker, e.Epoch, e.ExpiresAt.UTC().Format(time.RFC3339), heard),
+		SuggestedAnswers: []string{string(attention.DecisionRetry), string(attention.DecisionDone), string(attention.DecisionCancel)},
+		Context: mustJSON(map[string]any{"attempt": map[string]any{
+			"lease_id":          e.LeaseID,
+			"worker":            e.Worker,
+			"epoch":             e.Epoch,
+			"acquired_at":       e.AcquiredAt,
+			"expires_at":        e.ExpiresAt,
+			"last_heartbeat_at": e.HeartbeatAt,
+			"heartbeats":        e.Heartbeats,
+			"progress":          progress,
+			"worker_time":       e.WorkerTime,
+		}}),
+		Blocking:    true,
+		Source:      attention.SourceSystem,
+		Reason:      attention.ReasonUncertainOutcome,
+		RequestedBy: "system",
+		LeaseID:     &leaseID,
+		Epoch:       &epoch,
+	})
+	if err != nil {
+		return err
+	}
+	return dbq.New().ResetExpiries(ctx, tx, dbq.ResetExpiriesParams{ProjectID: project, ItemID: e.ItemID})
+}
+
 // ReapExpired ends up to limit (0: 1000) expired leases of the project as
 // "expired", in one transaction, and returns how many it ended. Their items
-// return to circulation, except an item whose leases expired MaxExpiries
-// times in a row: it gets a blocking system attention request (reason
-// repeated_expiry) instead, so a task that kills its workers is not handed
-// out forever. Leases that another transaction holds are skipped, so
+// return to circulation, except an item whose on_expiry (its own, else its
+// project's) is "reconcile": it waits for a person's decision in a blocking
+// system request of reason uncertain_outcome (see attention.Decide); and an
+// item whose leases expired MaxExpiries times in a row: it gets a blocking
+// system attention request (reason repeated_expiry) instead, so a task that
+// kills its workers is not handed out forever. Leases that another transaction holds are skipped, so
 // several sweepers (and claims) may run at once.
 func (s *Service) ReapExpired(ctx context.Context, project uuid.UUID, limit int) (int, error) {
 	if limit <= 0 {
@@ -180,6 +228,12 @@ func (s *Service) reapExpired(ctx context.Context, tx pgx.Tx, project uuid.UUID,
 		return 0, err
 	}
 	for _, e := range expired {
+		if e.OnExpiry == graph.OnExpiryReconcile {
+			if err := s.holdUncertain(ctx, tx, project, e); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if int(e.ConsecutiveExpiries) < s.cfg.MaxExpiries {
 			continue
 		}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type InboxEntry struct {
 	Waited       time.Duration
 	Dependencies []graph.ItemRef
 	LastLease    *lease.Lease
+	// LateReports, for an uncertain_outcome request: what the expired
+	// attempt reported after it lost its lease (refused, kept).
+	LateReports []lease.Observation
 }
 
 // AnsweredNote confirms an answer and shows what became of the item.
@@ -63,6 +67,11 @@ func (u *ui) inbox(r *req) error {
 		if err != nil {
 			return err
 		}
+		if req.Reason == attention.ReasonUncertainOutcome && req.LeaseID != nil {
+			if e.LateReports, err = u.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID); err != nil {
+				return err
+			}
+		}
 		page.Entries = append(page.Entries, e)
 	}
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
@@ -77,11 +86,22 @@ func (u *ui) inbox(r *req) error {
 }
 
 // resolve answers a request with the chosen suggested answer or the typed
-// text, then shows the inbox with the item's new state.
+// text, or decides an uncertain outcome (decision, with a JSON result for
+// done and a note), then shows the inbox with the item's new state.
 func (u *ui) resolve(r *req) error {
 	id, err := uuid.Parse(r.Param("id"))
 	if err != nil {
 		return r.fail(http.StatusNotFound, "Not found", "No such attention request.")
+	}
+	if d := r.FormValue("decision"); d != "" {
+		var result json.RawMessage
+		if s := strings.TrimSpace(r.FormValue("result")); s != "" && d == string(attention.DecisionDone) {
+			result = json.RawMessage(s)
+		}
+		if _, err := u.Attention.Decide(r.ctx(), r.project.ID, id, attention.Decision(d), result, r.FormValue("note"), r.by()); err != nil {
+			return err
+		}
+		return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox"))+"?answered="+id.String())
 	}
 	answer := r.FormValue("suggested")
 	if answer == "" {

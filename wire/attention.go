@@ -27,7 +27,21 @@ type AttentionRequest struct {
 	ResolvedBy       *string         `json:"resolved_by"`
 	ResolvedAt       *time.Time      `json:"resolved_at"`
 	CreatedAt        time.Time       `json:"created_at"`
+	// Decision resolved an uncertain_outcome request (DecisionRetry,
+	// DecisionDone, DecisionCancel); nil otherwise.
+	Decision *string `json:"decision"`
+	// LateReports, on an uncertain_outcome request read by id or resolved,
+	// are the reports of the expired attempt refused since (kept, not
+	// applied); absent elsewhere.
+	LateReports []Observation `json:"late_reports,omitempty"`
 }
+
+// The decisions on an uncertain outcome (ResolveRequest.Decision).
+const (
+	DecisionRetry  = "retry"
+	DecisionDone   = "done"
+	DecisionCancel = "cancel"
+)
 
 // AttentionPage is one page of a project's attention requests, oldest
 // first; NextCursor is nil on the last page (schema AttentionPage).

@@ -41,6 +41,9 @@ type Item struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	UpdatedAt     time.Time  `json:"updated_at"`
 	FinishedAt    *time.Time `json:"finished_at"`
+	// OnExpiry is the item's own setting (OnExpiryRetry or
+	// OnExpiryReconcile); nil: its project's default.
+	OnExpiry *string `json:"on_expiry"`
 }
 
 // BlockedBy says why an item is not ready (schema BlockedBy).

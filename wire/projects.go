@@ -7,7 +7,18 @@ type Project struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// OnExpiry is the default of the project's items that name none
+	// (OnExpiryRetry or OnExpiryReconcile).
+	OnExpiry string `json:"on_expiry"`
 }
+
+// What an expired lease means for its item (Item.OnExpiry,
+// Project.OnExpiry): back to the queue, or wait for a person's decision in
+// an uncertain_outcome attention request.
+const (
+	OnExpiryRetry     = "retry"
+	OnExpiryReconcile = "reconcile"
+)
 
 // ProjectList is the projects a token can see (schema ProjectList).
 type ProjectList struct {

@@ -32,6 +32,9 @@ type CreateItemRequest struct {
 	Labels    []string `json:"labels,omitempty"`
 	// Metadata is a JSON object kept with the item.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// OnExpiry is OnExpiryRetry or OnExpiryReconcile; "" for the project's
+	// default.
+	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
 // UpdateItemRequest is the body of PATCH /v1/projects/{p}/items/{id}; nil
@@ -42,6 +45,9 @@ type UpdateItemRequest struct {
 	Priority *int             `json:"priority,omitempty"`
 	Labels   *[]string        `json:"labels,omitempty"`
 	Metadata *json.RawMessage `json:"metadata,omitempty"`
+	// OnExpiry, when set, is OnExpiryRetry or OnExpiryReconcile (a client
+	// sending a raw body may send null: back to the project's default).
+	OnExpiry *string `json:"on_expiry,omitempty"`
 	// Version, when set, makes the edit apply only to that version of the
 	// item (409 conflict otherwise).
 	Version *int `json:"version,omitempty"`
@@ -139,9 +145,19 @@ type StopRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// ResolveRequest is the body of POST /v1/attention/{id}/resolve.
+// ResolveRequest is the body of POST /v1/attention/{id}/resolve: an
+// answer, or for an uncertain_outcome request a decision (DecisionRetry,
+// DecisionDone with Result, DecisionCancel) with an optional note.
 type ResolveRequest struct {
-	Answer string `json:"answer"`
+	Answer   string          `json:"answer,omitempty"`
+	Decision string          `json:"decision,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Note     string          `json:"note,omitempty"`
+}
+
+// UpdateProjectRequest is the body of PATCH /v1/projects/{p}.
+type UpdateProjectRequest struct {
+	OnExpiry string `json:"on_expiry"`
 }
 
 // DismissRequest is the body of POST /v1/attention/{id}/dismiss.

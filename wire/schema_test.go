@@ -30,7 +30,8 @@ var types = map[string]any{
 	"ClaimRequest": wire.ClaimRequest{}, "HeartbeatRequest": wire.HeartbeatRequest{}, "CompleteRequest": wire.CompleteRequest{},
 	"ReleaseRequest": wire.ReleaseRequest{}, "FailRequest": wire.FailRequest{}, "DecomposeRequest": wire.DecomposeRequest{},
 	"AskRequest": wire.AskRequest{}, "StopRequest": wire.StopRequest{}, "ResolveRequest": wire.ResolveRequest{},
-	"DismissRequest": wire.DismissRequest{}, "PlanItem": wire.PlanItem{}, "PlanRequest": wire.PlanRequest{},
+	"UpdateProjectRequest": wire.UpdateProjectRequest{},
+	"DismissRequest":       wire.DismissRequest{}, "PlanItem": wire.PlanItem{}, "PlanRequest": wire.PlanRequest{},
 	"DecomposeRequest/properties/children/items": wire.Child{},
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 const attentionForItem = `-- name: AttentionForItem :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, i.title AS item_title
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, i.title AS item_title
 FROM attention_requests r
 JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = $1 AND r.item_id = $2
@@ -59,6 +59,7 @@ func (q *Queries) AttentionForItem(ctx context.Context, db DBTX, arg AttentionFo
 			&i.AttentionRequest.ResolvedBy,
 			&i.AttentionRequest.ResolvedAt,
 			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
 			&i.ItemTitle,
 		); err != nil {
 			return nil, err
@@ -83,7 +84,7 @@ func (q *Queries) AttentionProject(ctx context.Context, db DBTX, id uuid.UUID) (
 }
 
 const attentionState = `-- name: AttentionState :one
-SELECT state, answer FROM attention_requests
+SELECT state, answer, reason FROM attention_requests
 WHERE project_id = $1 AND id = $2
 `
 
@@ -95,12 +96,13 @@ type AttentionStateParams struct {
 type AttentionStateRow struct {
 	State  string
 	Answer *string
+	Reason string
 }
 
 func (q *Queries) AttentionState(ctx context.Context, db DBTX, arg AttentionStateParams) (AttentionStateRow, error) {
 	row := db.QueryRow(ctx, attentionState, arg.ProjectID, arg.ID)
 	var i AttentionStateRow
-	err := row.Scan(&i.State, &i.Answer)
+	err := row.Scan(&i.State, &i.Answer, &i.Reason)
 	return i, err
 }
 
@@ -108,15 +110,17 @@ const closeAttention = `-- name: CloseAttention :one
 UPDATE attention_requests
 SET state = $1,
     answer = $2,
-    resolved_by = $3,
-    resolved_at = coalesce($4::timestamptz, statement_timestamp())
-WHERE project_id = $5 AND id = $6 AND state = 'open'
-RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at
+    decision = $3,
+    resolved_by = $4,
+    resolved_at = coalesce($5::timestamptz, statement_timestamp())
+WHERE project_id = $6 AND id = $7 AND state = 'open'
+RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision
 `
 
 type CloseAttentionParams struct {
 	State      string
 	Answer     *string
+	Decision   *string
 	ResolvedBy *string
 	Now        *time.Time
 	ProjectID  uuid.UUID
@@ -124,11 +128,14 @@ type CloseAttentionParams struct {
 }
 
 // Resolves or dismisses an open request, once, stamped by the statement's
-// database clock (not later than the continuity window's start).
+// database clock (not later than the continuity window's start). @decision
+// is the choice that resolves an uncertain_outcome request (NULL
+// otherwise; the table refuses one on any other request).
 func (q *Queries) CloseAttention(ctx context.Context, db DBTX, arg CloseAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, closeAttention,
 		arg.State,
 		arg.Answer,
+		arg.Decision,
 		arg.ResolvedBy,
 		arg.Now,
 		arg.ProjectID,
@@ -154,12 +161,13 @@ func (q *Queries) CloseAttention(ctx context.Context, db DBTX, arg CloseAttentio
 		&i.ResolvedBy,
 		&i.ResolvedAt,
 		&i.CreatedAt,
+		&i.Decision,
 	)
 	return i, err
 }
 
 const closedNonBlockingForLease = `-- name: ClosedNonBlockingForLease :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at,
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision,
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
 WHERE r.project_id = $1 AND r.lease_id = $2
@@ -207,6 +215,7 @@ func (q *Queries) ClosedNonBlockingForLease(ctx context.Context, db DBTX, arg Cl
 			&i.AttentionRequest.ResolvedBy,
 			&i.AttentionRequest.ResolvedAt,
 			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
 			&i.ItemTitle,
 		); err != nil {
 			return nil, err
@@ -233,7 +242,7 @@ func (q *Queries) CountOpenAttention(ctx context.Context, db DBTX, projectID uui
 }
 
 const getAttention = `-- name: GetAttention :one
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, i.title AS item_title
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, i.title AS item_title
 FROM attention_requests r
 JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = $1 AND r.id = $2
@@ -271,6 +280,7 @@ func (q *Queries) GetAttention(ctx context.Context, db DBTX, arg GetAttentionPar
 		&i.AttentionRequest.ResolvedBy,
 		&i.AttentionRequest.ResolvedAt,
 		&i.AttentionRequest.CreatedAt,
+		&i.AttentionRequest.Decision,
 		&i.ItemTitle,
 	)
 	return i, err
@@ -326,7 +336,7 @@ INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, re
 VALUES ($1, $2, $3, $4, $5, $6, $7,
         $8, $9::text[], $10, $11,
         coalesce($12::timestamptz, statement_timestamp()))
-RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at
+RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision
 `
 
 type InsertAttentionParams struct {
@@ -382,6 +392,7 @@ func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttent
 		&i.ResolvedBy,
 		&i.ResolvedAt,
 		&i.CreatedAt,
+		&i.Decision,
 	)
 	return i, err
 }
@@ -409,7 +420,7 @@ func (q *Queries) ItemForAttention(ctx context.Context, db DBTX, arg ItemForAtte
 }
 
 const listAttention = `-- name: ListAttention :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at,
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision,
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
 WHERE r.project_id = $1
@@ -472,6 +483,7 @@ func (q *Queries) ListAttention(ctx context.Context, db DBTX, arg ListAttentionP
 			&i.AttentionRequest.ResolvedBy,
 			&i.AttentionRequest.ResolvedAt,
 			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
 			&i.ItemTitle,
 		); err != nil {
 			return nil, err

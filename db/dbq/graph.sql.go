@@ -422,7 +422,7 @@ func (q *Queries) FinishItems(ctx context.Context, db DBTX, arg FinishItemsParam
 }
 
 const getItem = `-- name: GetItem :one
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -475,6 +475,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 		&i.Item.FinishedAt,
 		&i.Item.Ready,
 		&i.Item.PreferredToken,
+		&i.Item.OnExpiry,
 		&i.Item.PlanKey,
 		&i.State,
 		&i.DbNow,
@@ -483,7 +484,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 }
 
 const getItems = `-- name: GetItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -543,6 +544,7 @@ func (q *Queries) GetItems(ctx context.Context, db DBTX, arg GetItemsParams) ([]
 			&i.Item.FinishedAt,
 			&i.Item.Ready,
 			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
 			&i.State,
 			&i.DbNow,
@@ -613,17 +615,18 @@ func (q *Queries) InsertDependency(ctx context.Context, db DBTX, arg InsertDepen
 
 const insertItems = `-- name: InsertItems :exec
 INSERT INTO items (project_id, id, parent_id, title, body, priority, labels, metadata,
-                   unmet_dependencies, open_children, plan_key, created_by, created_at, updated_at)
+                   unmet_dependencies, open_children, plan_key, on_expiry, created_by, created_at, updated_at)
 SELECT $1::uuid, u.id, nullif(u.parent_id, '00000000-0000-0000-0000-000000000000'::uuid),
        u.title, u.body, u.priority,
        ARRAY(SELECT jsonb_array_elements_text(u.labels::jsonb)), u.metadata::jsonb,
-       u.unmet, u.children, nullif(u.plan_key, ''), $2::text,
+       u.unmet, u.children, nullif(u.plan_key, ''), nullif(u.on_expiry, ''), $2::text,
        coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now())
 FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS parent_id,
              unnest($6::text[]) AS title, unnest($7::text[]) AS body,
              unnest($8::integer[]) AS priority, unnest($9::text[]) AS labels,
              unnest($10::text[]) AS metadata, unnest($11::integer[]) AS unmet,
-             unnest($12::integer[]) AS children, unnest($13::text[]) AS plan_key) AS u
+             unnest($12::integer[]) AS children, unnest($13::text[]) AS plan_key,
+             unnest($14::text[]) AS on_expiry) AS u
 `
 
 type InsertItemsParams struct {
@@ -640,11 +643,12 @@ type InsertItemsParams struct {
 	Unmet      []int32
 	Children   []int32
 	PlanKeys   []string
+	OnExpiry   []string
 }
 
 // Bulk insert in input order (seq follows the arrays). parent_ids uses the
 // nil uuid for "no parent"; labels are JSON arrays of strings; plan_keys
-// uses ” for "no key".
+// uses ” for "no key"; on_expiry ” means NULL (the project's default).
 func (q *Queries) InsertItems(ctx context.Context, db DBTX, arg InsertItemsParams) error {
 	_, err := db.Exec(ctx, insertItems,
 		arg.ProjectID,
@@ -660,6 +664,7 @@ func (q *Queries) InsertItems(ctx context.Context, db DBTX, arg InsertItemsParam
 		arg.Unmet,
 		arg.Children,
 		arg.PlanKeys,
+		arg.OnExpiry,
 	)
 	return err
 }
@@ -750,7 +755,7 @@ func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams)
 }
 
 const listItems = `-- name: ListItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -832,6 +837,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 			&i.Item.FinishedAt,
 			&i.Item.Ready,
 			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
 			&i.State,
 			&i.DbNow,
@@ -1406,9 +1412,12 @@ SET title = coalesce($1::text, title),
     priority = coalesce($3::integer, priority),
     labels = coalesce($4::text[], labels),
     metadata = coalesce($5::jsonb, metadata),
+    -- NULL leaves it; '' clears it (back to the project's default).
+    on_expiry = CASE WHEN $6::text IS NULL THEN on_expiry
+                     ELSE nullif($6::text, '') END,
     version = version + 1,
-    updated_at = coalesce($6::timestamptz, now())
-WHERE project_id = $7 AND id = $8
+    updated_at = coalesce($7::timestamptz, now())
+WHERE project_id = $8 AND id = $9
 `
 
 type UpdateItemFieldsParams struct {
@@ -1417,6 +1426,7 @@ type UpdateItemFieldsParams struct {
 	Priority  *int32
 	Labels    []string
 	Metadata  json.RawMessage
+	OnExpiry  *string
 	Now       *time.Time
 	ProjectID uuid.UUID
 	ID        uuid.UUID
@@ -1429,6 +1439,7 @@ func (q *Queries) UpdateItemFields(ctx context.Context, db DBTX, arg UpdateItemF
 		arg.Priority,
 		arg.Labels,
 		arg.Metadata,
+		arg.OnExpiry,
 		arg.Now,
 		arg.ProjectID,
 		arg.ID,

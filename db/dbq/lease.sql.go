@@ -432,7 +432,8 @@ WITH due AS (
             'heartbeats', l.heartbeats)
     FROM due
     WHERE l.project_id = $2 AND l.id = due.id
-    RETURNING l.id, l.item_id, l.epoch, l.worker
+    RETURNING l.id, l.item_id, l.epoch, l.worker, l.acquired_at, l.expires_at, l.heartbeat_at,
+              l.heartbeats, l.progress, l.worker_time
 )
 UPDATE items i
 SET active_lease_id = NULL,
@@ -441,7 +442,10 @@ SET active_lease_id = NULL,
     updated_at = coalesce($1::timestamptz, statement_timestamp())
 FROM ended
 WHERE i.project_id = $2 AND i.id = ended.item_id AND i.active_lease_id = ended.id
-RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.consecutive_expiries
+RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.consecutive_expiries,
+          ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress,
+          ended.worker_time,
+          coalesce(i.on_expiry, (SELECT p.on_expiry FROM projects p WHERE p.id = i.project_id))::text AS on_expiry
 `
 
 type ExpireLeasesParams struct {
@@ -456,6 +460,13 @@ type ExpireLeasesRow struct {
 	Epoch               int64
 	Worker              string
 	ConsecutiveExpiries int32
+	AcquiredAt          time.Time
+	ExpiresAt           time.Time
+	HeartbeatAt         *time.Time
+	Heartbeats          int32
+	Progress            json.RawMessage
+	WorkerTime          *time.Time
+	OnExpiry            string
 }
 
 // Leases: claim, fenced mutations, expiry, history. Owned by package lease.
@@ -483,7 +494,10 @@ type ExpireLeasesRow struct {
 // Ends up to @max_leases expired leases of a project as 'expired' and frees
 // their items. Leases another transaction holds are skipped (several
 // sweepers and claimers may run at once; each lease is ended once). The end
-// time is the expiry instant: the lease gave no rights after it.
+// time is the expiry instant: the lease gave no rights after it. on_expiry
+// is the item's setting (else its project's): for 'reconcile' the caller
+// holds the item for a person (an uncertain_outcome request, in the same
+// transaction) with the attempt's last heartbeat and progress returned here.
 func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesParams) ([]ExpireLeasesRow, error) {
 	rows, err := db.Query(ctx, expireLeases, arg.Now, arg.ProjectID, arg.MaxLeases)
 	if err != nil {
@@ -499,6 +513,13 @@ func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesPar
 			&i.Epoch,
 			&i.Worker,
 			&i.ConsecutiveExpiries,
+			&i.AcquiredAt,
+			&i.ExpiresAt,
+			&i.HeartbeatAt,
+			&i.Heartbeats,
+			&i.Progress,
+			&i.WorkerTime,
+			&i.OnExpiry,
 		); err != nil {
 			return nil, err
 		}

@@ -30,6 +30,7 @@ type AttentionRequest struct {
 	ResolvedBy       *string
 	ResolvedAt       *time.Time
 	CreatedAt        time.Time
+	Decision         *string
 }
 
 type Dependency struct {
@@ -92,6 +93,7 @@ type Item struct {
 	FinishedAt          *time.Time
 	Ready               bool
 	PreferredToken      *uuid.UUID
+	OnExpiry            *string
 	PlanKey             *string
 }
 
@@ -145,6 +147,7 @@ type Project struct {
 	ID        uuid.UUID
 	Name      string
 	CreatedAt time.Time
+	OnExpiry  string
 }
 
 type Token struct {

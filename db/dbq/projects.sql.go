@@ -24,40 +24,55 @@ func (q *Queries) CountProjects(ctx context.Context, db DBTX) (int64, error) {
 
 const createProject = `-- name: CreateProject :one
 INSERT INTO projects (name) VALUES ($1)
-RETURNING id, name, created_at
+RETURNING id, name, created_at, on_expiry
 `
 
 func (q *Queries) CreateProject(ctx context.Context, db DBTX, name string) (Project, error) {
 	row := db.QueryRow(ctx, createProject, name)
 	var i Project
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.OnExpiry,
+	)
 	return i, err
 }
 
 const getProject = `-- name: GetProject :one
-SELECT id, name, created_at FROM projects WHERE id = $1
+SELECT id, name, created_at, on_expiry FROM projects WHERE id = $1
 `
 
 func (q *Queries) GetProject(ctx context.Context, db DBTX, id uuid.UUID) (Project, error) {
 	row := db.QueryRow(ctx, getProject, id)
 	var i Project
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.OnExpiry,
+	)
 	return i, err
 }
 
 const getProjectByName = `-- name: GetProjectByName :one
-SELECT id, name, created_at FROM projects WHERE name = $1
+SELECT id, name, created_at, on_expiry FROM projects WHERE name = $1
 `
 
 func (q *Queries) GetProjectByName(ctx context.Context, db DBTX, name string) (Project, error) {
 	row := db.QueryRow(ctx, getProjectByName, name)
 	var i Project
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.OnExpiry,
+	)
 	return i, err
 }
 
 const listProjects = `-- name: ListProjects :many
-SELECT id, name, created_at FROM projects ORDER BY name
+SELECT id, name, created_at, on_expiry FROM projects ORDER BY name
 `
 
 func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) {
@@ -69,7 +84,12 @@ func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) 
 	items := []Project{}
 	for rows.Next() {
 		var i Project
-		if err := rows.Scan(&i.ID, &i.Name, &i.CreatedAt); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.CreatedAt,
+			&i.OnExpiry,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -78,4 +98,27 @@ func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const setProjectOnExpiry = `-- name: SetProjectOnExpiry :one
+UPDATE projects SET on_expiry = $1 WHERE id = $2
+RETURNING id, name, created_at, on_expiry
+`
+
+type SetProjectOnExpiryParams struct {
+	OnExpiry string
+	ID       uuid.UUID
+}
+
+// The project's default on_expiry, for items that name none.
+func (q *Queries) SetProjectOnExpiry(ctx context.Context, db DBTX, arg SetProjectOnExpiryParams) (Project, error) {
+	row := db.QueryRow(ctx, setProjectOnExpiry, arg.OnExpiry, arg.ID)
+	var i Project
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.OnExpiry,
+	)
+	return i, err
 }

@@ -37,10 +37,13 @@ WHERE project_id = @project_id AND id = @item_id;
 
 -- name: CloseAttention :one
 -- Resolves or dismisses an open request, once, stamped by the statement's
--- database clock (not later than the continuity window's start).
+-- database clock (not later than the continuity window's start). @decision
+-- is the choice that resolves an uncertain_outcome request (NULL
+-- otherwise; the table refuses one on any other request).
 UPDATE attention_requests
 SET state = @state,
     answer = sqlc.narg('answer'),
+    decision = sqlc.narg('decision'),
     resolved_by = @resolved_by,
     resolved_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 WHERE project_id = @project_id AND id = @id AND state = 'open'
@@ -69,7 +72,7 @@ JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = @project_id AND r.id = @id;
 
 -- name: AttentionState :one
-SELECT state, answer FROM attention_requests
+SELECT state, answer, reason FROM attention_requests
 WHERE project_id = @project_id AND id = @id;
 
 -- name: AttentionProject :one

@@ -68,19 +68,20 @@ FOR UPDATE;
 -- name: InsertItems :exec
 -- Bulk insert in input order (seq follows the arrays). parent_ids uses the
 -- nil uuid for "no parent"; labels are JSON arrays of strings; plan_keys
--- uses '' for "no key".
+-- uses '' for "no key"; on_expiry '' means NULL (the project's default).
 INSERT INTO items (project_id, id, parent_id, title, body, priority, labels, metadata,
-                   unmet_dependencies, open_children, plan_key, created_by, created_at, updated_at)
+                   unmet_dependencies, open_children, plan_key, on_expiry, created_by, created_at, updated_at)
 SELECT @project_id::uuid, u.id, nullif(u.parent_id, '00000000-0000-0000-0000-000000000000'::uuid),
        u.title, u.body, u.priority,
        ARRAY(SELECT jsonb_array_elements_text(u.labels::jsonb)), u.metadata::jsonb,
-       u.unmet, u.children, nullif(u.plan_key, ''), @created_by::text,
+       u.unmet, u.children, nullif(u.plan_key, ''), nullif(u.on_expiry, ''), @created_by::text,
        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@parent_ids::uuid[]) AS parent_id,
              unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
              unnest(@priorities::integer[]) AS priority, unnest(@labels::text[]) AS labels,
              unnest(@metadata::text[]) AS metadata, unnest(@unmet::integer[]) AS unmet,
-             unnest(@children::integer[]) AS children, unnest(@plan_keys::text[]) AS plan_key) AS u;
+             unnest(@children::integer[]) AS children, unnest(@plan_keys::text[]) AS plan_key,
+             unnest(@on_expiry::text[]) AS on_expiry) AS u;
 
 -- name: LockItemsByPlanKey :many
 -- The items of the project that carry these plan keys, share-locked: a plan
@@ -165,6 +166,9 @@ SET title = coalesce(sqlc.narg('title')::text, title),
     priority = coalesce(sqlc.narg('priority')::integer, priority),
     labels = coalesce(sqlc.narg('labels')::text[], labels),
     metadata = coalesce(sqlc.narg('metadata')::jsonb, metadata),
+    -- NULL leaves it; '' clears it (back to the project's default).
+    on_expiry = CASE WHEN sqlc.narg('on_expiry')::text IS NULL THEN on_expiry
+                     ELSE nullif(sqlc.narg('on_expiry')::text, '') END,
     version = version + 1,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE project_id = @project_id AND id = @id;

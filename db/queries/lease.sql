@@ -24,7 +24,10 @@
 -- Ends up to @max_leases expired leases of a project as 'expired' and frees
 -- their items. Leases another transaction holds are skipped (several
 -- sweepers and claimers may run at once; each lease is ended once). The end
--- time is the expiry instant: the lease gave no rights after it.
+-- time is the expiry instant: the lease gave no rights after it. on_expiry
+-- is the item's setting (else its project's): for 'reconcile' the caller
+-- holds the item for a person (an uncertain_outcome request, in the same
+-- transaction) with the attempt's last heartbeat and progress returned here.
 WITH due AS (
     SELECT l.id
     FROM leases l
@@ -43,7 +46,8 @@ WITH due AS (
             'heartbeats', l.heartbeats)
     FROM due
     WHERE l.project_id = @project_id AND l.id = due.id
-    RETURNING l.id, l.item_id, l.epoch, l.worker
+    RETURNING l.id, l.item_id, l.epoch, l.worker, l.acquired_at, l.expires_at, l.heartbeat_at,
+              l.heartbeats, l.progress, l.worker_time
 )
 UPDATE items i
 SET active_lease_id = NULL,
@@ -52,7 +56,10 @@ SET active_lease_id = NULL,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 FROM ended
 WHERE i.project_id = @project_id AND i.id = ended.item_id AND i.active_lease_id = ended.id
-RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.consecutive_expiries;
+RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.consecutive_expiries,
+          ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress,
+          ended.worker_time,
+          coalesce(i.on_expiry, (SELECT p.on_expiry FROM projects p WHERE p.id = i.project_id))::text AS on_expiry;
 
 -- name: ProjectsWithExpiredLeases :many
 SELECT DISTINCT project_id

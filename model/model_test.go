@@ -1,0 +1,34 @@
+package model_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestModel runs check.sh: the fenced protocol verifies and each variant
+// without a guard finds its counterexample. CI runs the same check through
+// make model, where spin is installed for certain; here it is skipped when
+// spin or cc is missing.
+func TestModel(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"spin", "cc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: make model (CI) checks the model", tool)
+		}
+	}
+	out, err := exec.Command("./check.sh").CombinedOutput()
+	if err != nil {
+		t.Fatalf("check.sh: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"fenced: verified", "fenced-wide: verified",
+		"reconcile: verified", "reconcile-wide: verified",
+		"nofence: counterexample found", "nogate: counterexample found",
+		"reconcile-split: counterexample found",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check.sh output lacks %q:\n%s", want, out)
+		}
+	}
+}

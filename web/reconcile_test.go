@@ -1,0 +1,69 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// TestInboxUncertainOutcome: an expired lease of a reconcile item shows in
+// the inbox with the old attempt's late report and the three decisions; a
+// decision "done" with a result finishes the item, recorded as the person's.
+func TestInboxUncertainOutcome(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	it, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "Deploy v2", CreatedBy: "test", OnExpiry: graph.OnExpiryReconcile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease expires: a sweeper whose (stub) clock is past its expiry.
+	later := lease.NewService(e.pool, clock.NewStub(c.Lease.ExpiresAt.Add(time.Second)), lease.Config{})
+	if n, err := later.ReapExpired(ctx, e.project.ID, 0); err != nil || n != 1 {
+		t.Fatalf("reap = %d, %v", n, err)
+	}
+	f := lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}
+	if _, err := e.leases.Complete(ctx, e.project.ID, f, json.RawMessage(`{"late":"report"}`), nil); err == nil {
+		t.Fatal("the late completion was applied")
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/inbox")
+	wantBody(t, r, "Deploy v2", "uncertain outcome", "agent-7", "Late reports", "late", `value="retry"`, `value="done"`, `value="cancel"`)
+
+	reqs, err := e.att.ForItem(ctx, e.project.ID, it.ID)
+	if err != nil || len(reqs) != 1 {
+		t.Fatalf("requests = %+v, %v", reqs, err)
+	}
+	r = b.post("/p/acme/attention/"+reqs[0].ID.String()+"/resolve", url.Values{
+		"decision": {"done"}, "result": {`{"deployed": true}`}, "note": {"checked the dashboard"},
+	})
+	wantStatus(t, r, http.StatusSeeOther)
+	got, err := e.att.Get(ctx, e.project.ID, reqs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Decision == nil || *got.Decision != attention.DecisionDone || got.ResolvedBy == nil || *got.ResolvedBy != "token:t-human" {
+		t.Fatalf("stored request = %+v", got)
+	}
+	item, err := e.graph.Item(ctx, e.project.ID, it.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if item.State != graph.StateDone || string(item.Result) != `{"deployed": true}` {
+		t.Fatalf("item = %s %s, want done with the person's result", item.State, item.Result)
+	}
+	r = b.get("/p/acme/items/" + it.ID.String())
+	wantBody(t, r, "with the decision <b>done</b>")
+}
