@@ -80,7 +80,7 @@ type Request struct {
 	Decision *Decision
 }
 
-// NewRequest is the input of OpenTx. Source defaults to "worker" and Reason
+// NewRequest is the input of Open. Source defaults to "worker" and Reason
 // to "question". LeaseID and Epoch are given together or not at all. Worker
 // is the worker of the lease that ended for a blocking request and
 // WorkerToken the token that lease was granted to (nil: none); together

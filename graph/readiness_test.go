@@ -84,7 +84,7 @@ func TestReadiness(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		a := f.mustItem(t, itemOpts{})
-		// What attention.OpenTx does: a request row and the counter.
+		// What attention.Service.Open does: a request row and the counter.
 		f.exec(t, `INSERT INTO attention_requests (project_id, item_id, source, requested_by, question, created_at)
 			VALUES ($1, $2, 'person', 'alice', 'hold on', now())`, f.project, a.ID)
 		f.exec(t, `UPDATE items SET open_attention = open_attention + 1 WHERE project_id = $1 AND id = $2`, f.project, a.ID)

@@ -142,7 +142,7 @@ type NewItem struct {
 	OnExpiry string
 }
 
-// NewChild is one child in a decomposition (CreateChildrenTx). Key names it
+// NewChild is one child in a decomposition (Service.CreateChildren). Key names it
 // within the decomposition; DependsOnKeys refers to siblings by key.
 type NewChild struct {
 	Key           string

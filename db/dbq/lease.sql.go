@@ -367,7 +367,7 @@ type EndLeaseRow struct {
 // expiry count (the worker came back). A completion (@finish) also marks the
 // item done with the result, so the item goes from leased to done in one
 // row version and is never momentarily ready; the caller then releases its
-// dependents and parent (graph.ReleaseFinishedTx).
+// dependents and parent (graph.Service.ReleaseFinished).
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {
 	row := db.QueryRow(ctx, endLease,
 		arg.Now,

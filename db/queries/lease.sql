@@ -190,7 +190,7 @@ FOR UPDATE OF l;
 -- expiry count (the worker came back). A completion (@finish) also marks the
 -- item done with the result, so the item goes from leased to done in one
 -- row version and is never momentarily ready; the caller then releases its
--- dependents and parent (graph.ReleaseFinishedTx).
+-- dependents and parent (graph.Service.ReleaseFinished).
 WITH ended AS (
     UPDATE leases l
     SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
