@@ -38,11 +38,12 @@ var notProjectScoped = map[string]string{
 	"GetFenceKey":    "fence_keys (reference table: one key per deployment)",
 	"InsertFenceKey": "fence_keys (reference table: one key per deployment)",
 	// projects: the list of projects itself.
-	"CreateProject":    "projects (reference table)",
-	"GetProject":       "projects (reference table)",
-	"GetProjectByName": "projects (reference table)",
-	"ListProjects":     "projects (reference table)",
-	"CountProjects":    "projects (reference table)",
+	"CreateProject":      "projects (reference table)",
+	"GetProject":         "projects (reference table)",
+	"GetProjectByName":   "projects (reference table)",
+	"ListProjects":       "projects (reference table)",
+	"CountProjects":      "projects (reference table)",
+	"SetProjectOnExpiry": "projects (reference table)",
 	// web_sessions: a browser session before and across projects.
 	"CreateWebSession":         "web_sessions (local table)",
 	"DeleteWebSession":         "web_sessions (local table)",
