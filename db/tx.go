@@ -78,6 +78,20 @@ func Atomic(ctx context.Context, e Executor, fn func(q DBTX) error) error {
 	return Translate(fn(e))
 }
 
+// Join runs fn as a step of a caller's transaction when b is one (a
+// pgx.Tx): directly in it, with no savepoint, so the step costs no extra
+// round trips; an error then fails the caller's whole operation, which is
+// what a step of it must do. On a pool it is InTx. Use it for the writes
+// one service makes on behalf of another's transaction (a completion
+// releasing dependents); use InTx where a caller may go on after the
+// step fails. Errors come back translated by Translate.
+func Join(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
+	if tx, nested := b.(pgx.Tx); nested {
+		return Translate(fn(tx))
+	}
+	return InTx(ctx, b, fn)
+}
+
 // InReadTx runs fn, which only reads, in a read-only REPEATABLE READ
 // transaction when b is a pool, so that the several queries of one answer
 // see one snapshot. Inside a caller's transaction (a pgx.Tx) it runs fn

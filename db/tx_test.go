@@ -101,3 +101,56 @@ func TestInTxOnATransaction(t *testing.T) {
 		}
 	})
 }
+
+// TestJoin: on a caller's transaction Join runs its step directly in it,
+// with no savepoint (a completion's release of dependents costs no extra
+// round trips): the step's writes are the caller's, and a failed step
+// aborts the caller's transaction. On a pool it is a transaction of its own.
+func TestJoin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("OKStepOfTheCallersTransaction", func(t *testing.T) {
+		t.Parallel()
+		tx := dbtest.TestTx(t)
+		var inner pgx.Tx
+		if err := db.Join(ctx, tx, func(step pgx.Tx) error {
+			inner = step
+			_, err := step.Exec(ctx, "INSERT INTO projects (name) VALUES ('joined')")
+			return err
+		}); err != nil {
+			t.Fatalf("Join: %v", err)
+		}
+		if inner != tx {
+			t.Fatalf("Join ran its step on %T %p, want the caller's transaction %p (no savepoint)", inner, inner, tx)
+		}
+	})
+	t.Run("ErrAbortsTheCaller", func(t *testing.T) {
+		t.Parallel()
+		tx := dbtest.TestTx(t)
+		err := db.Join(ctx, tx, func(step pgx.Tx) error {
+			_, err := step.Exec(ctx, "SELECT 1/0")
+			return err
+		})
+		if err == nil {
+			t.Fatal("Join: the failing step's error was lost")
+		}
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT 1").Scan(&n); err == nil {
+			t.Fatal("the caller's transaction is still usable after a failed step: Join ran it in a savepoint")
+		}
+	})
+	t.Run("OKOnAPool", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.New(t)
+		if err := db.Join(ctx, pool, func(step pgx.Tx) error {
+			_, err := step.Exec(ctx, "INSERT INTO projects (name) VALUES ('on-a-pool')")
+			return err
+		}); err != nil {
+			t.Fatalf("Join: %v", err)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM projects WHERE name = 'on-a-pool'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("committed rows %d (%v), want 1", n, err)
+		}
+	})
+}

@@ -72,7 +72,9 @@ func (s *Service) Finish(ctx context.Context, project, id uuid.UUID, result json
 // dependents, and one child fewer for each parent, listed once per finished
 // child.
 func (s *Service) ReleaseFinished(ctx context.Context, project uuid.UUID, finished, parents []uuid.UUID) error {
-	return db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+	// A step of the completion's transaction when it runs On one (db.Join:
+	// no savepoint on the completion's path).
+	return db.Join(ctx, s.exec, func(tx pgx.Tx) error {
 		return releaseFinished(ctx, tx, s.clock.Now(), project, finished, parents)
 	})
 }
