@@ -88,31 +88,7 @@ func outage(t *testing.T, srv *server.Server) (restore func()) {
 func TestWorkerRidesOutDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{
-		DatabaseURL: dbtest.URL(t), Addr: "127.0.0.1:0", BootstrapToken: adminToken,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	admin, _ := client.New(srv.URL(), adminToken)
-	if _, err := admin.CreateProject(ctx, "p"); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := admin.CreateToken(ctx, "p", client.CreateTokenRequest{Name: "bot", Role: "agent"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := &statuses{}
-	agent, _ := client.New(srv.URL(), tk.Secret, client.WithHTTPClient(&http.Client{Transport: seen}))
-	if _, err := agent.CreateItem(ctx, "p", client.CreateItemRequest{Title: "work"}); err != nil {
-		t.Fatal(err)
-	}
+	srv, agent, seen := agentOn(t, dbtest.URL(t))
 
 	// through runs call during an outage, lets the database back once the
 	// server has answered it 503 three times (an outage of a few seconds),
@@ -172,4 +148,39 @@ func TestWorkerRidesOutDatabaseOutage(t *testing.T) {
 	if got := seen.count(0) - n; got != 1 {
 		t.Fatalf("lease_lost took %d requests, want 1", got)
 	}
+}
+
+// agentOn starts a server on databaseURL (stopped at cleanup) with project
+// "p" and one ready item, and returns it with an agent's client whose
+// answers seen records.
+func agentOn(t *testing.T, databaseURL string) (srv *server.Server, agent *client.Client, seen *statuses) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	srv, err = server.Start(ctx, server.Config{
+		DatabaseURL: databaseURL, Addr: "127.0.0.1:0", BootstrapToken: adminToken,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	admin, _ := client.New(srv.URL(), adminToken)
+	if _, err := admin.CreateProject(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := admin.CreateToken(ctx, "p", client.CreateTokenRequest{Name: "bot", Role: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen = &statuses{}
+	agent, _ = client.New(srv.URL(), tk.Secret, client.WithHTTPClient(&http.Client{Transport: seen}))
+	if _, err := agent.CreateItem(ctx, "p", client.CreateItemRequest{Title: "work"}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, agent, seen
 }

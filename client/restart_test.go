@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/db/embedpg"
-	"github.com/workgraph-dev/workgraph/server"
 )
 
 // TestWorkerRidesOutPostgresRestart: PostgreSQL itself stops and starts
@@ -46,31 +43,7 @@ func TestWorkerRidesOutPostgresRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { pg.Stop(context.Background()) })
 
-	srv, err := server.Start(ctx, server.Config{
-		DatabaseURL: pg.URL("wg"), Addr: "127.0.0.1:0", BootstrapToken: adminToken,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	admin, _ := client.New(srv.URL(), adminToken)
-	if _, err := admin.CreateProject(ctx, "p"); err != nil {
-		t.Fatal(err)
-	}
-	tk, err := admin.CreateToken(ctx, "p", client.CreateTokenRequest{Name: "bot", Role: "agent"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := &statuses{}
-	agent, _ := client.New(srv.URL(), tk.Secret, client.WithHTTPClient(&http.Client{Transport: seen}))
-	if _, err := agent.CreateItem(ctx, "p", client.CreateItemRequest{Title: "work"}); err != nil {
-		t.Fatal(err)
-	}
+	_, agent, seen := agentOn(t, pg.URL("wg"))
 	cl, err := agent.Claim(ctx, "p", client.ClaimRequest{Worker: "w1", LeaseSeconds: 120})
 	if err != nil {
 		t.Fatal(err)
