@@ -39,11 +39,13 @@ func startReplica(t *testing.T, dbURL string) *replica {
 	return startReplicaAt(t, dbURL, addr)
 }
 
-// startReplicaAt is startReplica on a given address.
-func startReplicaAt(t *testing.T, dbURL, addr string) *replica {
+// startReplicaAt is startReplica on a given address, with extra serve
+// flags.
+func startReplicaAt(t *testing.T, dbURL, addr string, extra ...string) *replica {
 	t.Helper()
 	r := &replica{url: "http://" + addr, logs: &bytes.Buffer{}}
-	r.cmd = exec.Command(bin, "serve", "--database-url", dbURL, "--addr", addr, "--bootstrap-token", adminToken, "--rate-limit", "-1")
+	args := append([]string{"serve", "--database-url", dbURL, "--addr", addr, "--bootstrap-token", adminToken, "--rate-limit", "-1"}, extra...)
+	r.cmd = exec.Command(bin, args...)
 	r.cmd.Env = []string{"HOME=" + t.TempDir()}
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	if err := r.cmd.Start(); err != nil {

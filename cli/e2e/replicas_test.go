@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,30 +29,7 @@ func startReplicaServe(t *testing.T, dbURL string, extra ...string) *replica {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	r := &replica{url: "http://" + addr, logs: &bytes.Buffer{}}
-	args := append([]string{"serve", "--database-url", dbURL, "--addr", addr, "--bootstrap-token", adminToken,
-		"--rate-limit", "-1", "--metrics-on-main", "--sweep-interval", "50ms"}, extra...)
-	r.cmd = exec.Command(bin, args...)
-	r.cmd.Env = []string{"HOME=" + t.TempDir()}
-	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if r.cmd.ProcessState == nil {
-			_ = r.cmd.Process.Kill()
-			_ = r.cmd.Wait()
-		}
-	})
-	eventually(t, time.Minute, "the replica to be ready", func() bool {
-		res, err := http.Get(r.url + "/readyz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-	return r
+	return startReplicaAt(t, dbURL, addr, append([]string{"--metrics-on-main", "--sweep-interval", "50ms"}, extra...)...)
 }
 
 // api sends a JSON request to the replica and decodes the answer into out
