@@ -100,6 +100,20 @@ func MigrateDown(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
+// MigrateDownTo rolls back every migration above version (a test's way to
+// stand at an older schema, whatever has been added since).
+func MigrateDownTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	if _, err := p.DownTo(ctx, version); err != nil {
+		return fmt.Errorf("db: migrate down to %d: %w", version, err)
+	}
+	return nil
+}
+
 // MigrationStatus writes one line per migration (applied or pending) to w.
 func MigrationStatus(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 	p, sqlDB, err := provider(pool)

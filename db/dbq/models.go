@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type AttentionRequest struct {
@@ -39,6 +40,19 @@ type Dependency struct {
 	DependsOnID uuid.UUID
 	CreatedBy   string
 	CreatedAt   time.Time
+}
+
+type Event struct {
+	ProjectID   uuid.UUID
+	Seq         int64
+	Xid         pgtype.Uint64
+	Type        string
+	At          time.Time
+	Actor       string
+	ItemID      *uuid.UUID
+	LeaseID     *uuid.UUID
+	AttentionID *uuid.UUID
+	Payload     json.RawMessage
 }
 
 type FenceKey struct {
