@@ -177,7 +177,6 @@ const (
 	MaxLimit     = 1000
 )
 
-
 func (f Filter) limit() (int32, error) {
 	for _, t := range f.Types {
 		if !KnownType(t) {
