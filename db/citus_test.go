@@ -38,6 +38,8 @@ var notProjectScoped = map[string]string{
 	"EventsLastNumber":      "the events sequence, no table (the horizon: events.Horizon)",
 	"EventsSnapshot":        "a snapshot, no table (the horizon: events.Horizon)",
 	"EventsSnapshotSettled": "a snapshot, no table (the horizon: events.Horizon)",
+	"SetEventActor":         "a setting of the transaction, no table (events.SetActor)",
+	"EnableEventDeletion":   "a setting of the transaction, no table (the retention service)",
 	"GetFenceKey":           "fence_keys (reference table: one key per deployment)",
 	"InsertFenceKey":        "fence_keys (reference table: one key per deployment)",
 	// projects: the list of projects itself.

@@ -55,6 +55,42 @@ func (q *Queries) AppendEvent(ctx context.Context, db DBTX, arg AppendEventParam
 	return i, err
 }
 
+const deleteOldEvents = `-- name: DeleteOldEvents :execrows
+DELETE FROM events d
+WHERE d.project_id = $1::uuid
+  AND d.seq IN (SELECT e.seq FROM events e
+              WHERE e.project_id = $1::uuid AND e.at < $2::timestamptz
+              ORDER BY e.seq
+              LIMIT $3)
+`
+
+type DeleteOldEventsParams struct {
+	ProjectID uuid.UUID
+	Before    time.Time
+	MaxRows   int32
+}
+
+// Retention: deletes up to @max_rows of a project's events older than
+// @before. The caller's transaction has set workgraph.events_retention
+// (EnableEventDeletion); the table refuses anything younger than a day.
+func (q *Queries) DeleteOldEvents(ctx context.Context, db DBTX, arg DeleteOldEventsParams) (int64, error) {
+	result, err := db.Exec(ctx, deleteOldEvents, arg.ProjectID, arg.Before, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const enableEventDeletion = `-- name: EnableEventDeletion :exec
+SELECT set_config('workgraph.events_retention', 'on', true)
+`
+
+// Lets the retention service's transaction delete old events (00015).
+func (q *Queries) EnableEventDeletion(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, enableEventDeletion)
+	return err
+}
+
 const eventsLastNumber = `-- name: EventsLastNumber :one
 SELECT coalesce(pg_sequence_last_value('events_seq'::regclass), 0)::bigint AS last
 `
@@ -226,4 +262,43 @@ func (q *Queries) ListEventsAllProjects(ctx context.Context, db DBTX, arg ListEv
 		return nil, err
 	}
 	return items, nil
+}
+
+const projectsWithEventsBefore = `-- name: ProjectsWithEventsBefore :many
+SELECT p.id FROM projects p
+WHERE EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.id AND e.at < $1::timestamptz)
+ORDER BY p.id
+`
+
+// The projects that have events older than @before (retention): a
+// cross-project read, listed in db/citus_test.go.
+func (q *Queries) ProjectsWithEventsBefore(ctx context.Context, db DBTX, before time.Time) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithEventsBefore, before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const setEventActor = `-- name: SetEventActor :exec
+SELECT set_config('workgraph.actor', $1::text, true)
+`
+
+// Names the actor of the transaction's changes whose rows do not record
+// one (item state changes, tokens): read by the event triggers (00016).
+func (q *Queries) SetEventActor(ctx context.Context, db DBTX, actor string) error {
+	_, err := db.Exec(ctx, setEventActor, actor)
+	return err
 }

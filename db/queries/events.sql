@@ -41,3 +41,30 @@ WHERE seq > @after::bigint AND seq <= @up_to::bigint
   AND (cardinality(@types::text[]) = 0 OR type = ANY (@types::text[]))
 ORDER BY seq
 LIMIT @max_rows;
+
+-- name: SetEventActor :exec
+-- Names the actor of the transaction's changes whose rows do not record
+-- one (item state changes, tokens): read by the event triggers (00016).
+SELECT set_config('workgraph.actor', @actor::text, true);
+
+-- name: DeleteOldEvents :execrows
+-- Retention: deletes up to @max_rows of a project's events older than
+-- @before. The caller's transaction has set workgraph.events_retention
+-- (EnableEventDeletion); the table refuses anything younger than a day.
+DELETE FROM events d
+WHERE d.project_id = @project_id::uuid
+  AND d.seq IN (SELECT e.seq FROM events e
+              WHERE e.project_id = @project_id::uuid AND e.at < @before::timestamptz
+              ORDER BY e.seq
+              LIMIT @max_rows);
+
+-- name: EnableEventDeletion :exec
+-- Lets the retention service's transaction delete old events (00015).
+SELECT set_config('workgraph.events_retention', 'on', true);
+
+-- name: ProjectsWithEventsBefore :many
+-- The projects that have events older than @before (retention): a
+-- cross-project read, listed in db/citus_test.go.
+SELECT p.id FROM projects p
+WHERE EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.id AND e.at < @before::timestamptz)
+ORDER BY p.id;
