@@ -79,9 +79,10 @@ generate:
 # Regenerates the clients' code from api/openapi.json after a change of the
 # document (commit the result; the tests in clients/ fail until then): the
 # TypeScript types (openapi-typescript, pinned in clients/typescript; run
-# `npm ci` there first).
+# `npm ci` there first) and the Python client's spec module (clients/pyspec).
 clients:
 	cd clients/typescript && npm run --silent generate
+	$(GO) run ./clients/pyspec
 
 # Fails when the committed sqlc output differs from what the queries
 # generate, or when db/dbq holds output for a query file that is gone.

@@ -158,3 +158,40 @@ func TestTypeScriptTypesCurrent(t *testing.T) {
 		t.Fatalf("%s is stale: api/openapi.json changed and the types were not regenerated (run `make clients` and commit the result)", committed)
 	}
 }
+
+// needPython skips the test when python3 is missing, and returns the
+// Python client's directory.
+func needPython(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 on PATH (apt-get install -y python3): skipping the Python client's tests")
+	}
+	dir, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestPythonClientE2E runs the Python client's end-to-end script (its
+// cycle and error codes) against a real server.
+func TestPythonClientE2E(t *testing.T) {
+	t.Parallel()
+	dir := needPython(t)
+	env := append(target(t), "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	got := run(t, dir, env, "python3", filepath.Join("tests", "e2e.py"))
+	if !strings.Contains(got, "python e2e: ok") {
+		t.Fatalf("the script did not report success:\n%s", got)
+	}
+}
+
+// TestPythonClientUnit runs the Python client's offline tests (problem
+// decoding, Retry-After, retries keeping their Idempotency-Key).
+func TestPythonClientUnit(t *testing.T) {
+	t.Parallel()
+	dir := needPython(t)
+	got := run(t, dir, []string{"PYTHONPATH=" + dir, "PYTHONDONTWRITEBYTECODE=1"}, "python3", "-m", "unittest", "discover", "-s", "tests", "-v")
+	if !strings.Contains(got, "\nOK") {
+		t.Fatalf("unittest did not report OK:\n%s", got)
+	}
+}
