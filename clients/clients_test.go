@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,25 +100,74 @@ func needNode(t *testing.T) string {
 	return dir
 }
 
-// TestTypeScriptClientE2E compiles the TypeScript client and its
-// end-to-end script (tsc type-checks both against the generated types),
-// then runs the script's cycle against a real server.
+// compiled is the TypeScript client and its tests compiled once for the
+// test binary (tsc type-checks them against the generated types).
+var compiled struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// compileTS compiles the client outside the source tree and returns the
+// output's directory; the output finds the packages through a link to
+// node_modules and is ESM through a link to package.json.
+func compileTS(t *testing.T, src string) string {
+	t.Helper()
+	compiled.once.Do(func() {
+		out, err := os.MkdirTemp("", "workgraph-ts-")
+		if err != nil {
+			compiled.err = err
+			return
+		}
+		for _, name := range []string{"node_modules", "package.json"} {
+			if err := os.Symlink(filepath.Join(src, name), filepath.Join(out, name)); err != nil {
+				compiled.err = err
+				return
+			}
+		}
+		cmd := exec.Command("node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--outDir", filepath.Join(out, "dist"))
+		cmd.Dir = src
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			compiled.err = fmt.Errorf("tsc: %v\n%s", err, msg)
+			return
+		}
+		compiled.dir = out
+	})
+	if compiled.err != nil {
+		t.Fatal(compiled.err)
+	}
+	return compiled.dir
+}
+
+func TestMain(m *testing.M) {
+	code := dbtest.Main(m)
+	if compiled.dir != "" {
+		os.RemoveAll(compiled.dir)
+	}
+	os.Exit(code)
+}
+
+// TestTypeScriptClientE2E runs the TypeScript client's end-to-end script
+// (its cycle and error codes) against a real server.
 func TestTypeScriptClientE2E(t *testing.T) {
 	t.Parallel()
 	dir := needNode(t)
-	env := target(t)
-	// Compiled outside the source tree; the output finds the packages
-	// through a link to node_modules and is ESM through package.json.
-	out := t.TempDir()
-	for _, name := range []string{"node_modules", "package.json"} {
-		if err := os.Symlink(filepath.Join(dir, name), filepath.Join(out, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, dir, nil, "node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--outDir", filepath.Join(out, "dist"))
-	got := run(t, dir, env, "node", filepath.Join(out, "dist", "test", "e2e.js"))
+	out := compileTS(t, dir)
+	got := run(t, dir, target(t), "node", filepath.Join(out, "dist", "test", "e2e.js"))
 	if !strings.Contains(got, "typescript e2e: ok") {
 		t.Fatalf("the script did not report success:\n%s", got)
+	}
+}
+
+// TestTypeScriptClientUnit runs the TypeScript client's offline tests
+// (problem decoding, Retry-After, retries and their Idempotency-Keys).
+func TestTypeScriptClientUnit(t *testing.T) {
+	t.Parallel()
+	dir := needNode(t)
+	out := compileTS(t, dir)
+	got := run(t, dir, nil, "node", "--test", filepath.Join(out, "dist", "test", "unit.js"))
+	if !strings.Contains(got, "# fail 0") || strings.Contains(got, "# pass 0") {
+		t.Fatalf("node --test did not pass:\n%s", got)
 	}
 }
 
