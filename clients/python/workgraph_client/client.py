@@ -92,7 +92,7 @@ class Client:
         token: str,
         *,
         timeout: float = 30.0,
-        attempts: int = 4,
+        attempts: int = 10,
         retry_budget: float = 30.0,
         user_agent: str = "workgraph-python/0.1",
         on_retry: Optional[Callable[[Retry], None]] = None,

@@ -50,7 +50,7 @@ export interface ClientOptions {
   token: string;
   /** The fetch to use (default: globalThis.fetch). */
   fetch?: (input: Request) => Promise<Response>;
-  /** Attempts per call, the first included (default 4; 1: never retry). */
+  /** Attempts per call, the first included (default 10, as the Go client; 1: never retry). */
   attempts?: number;
   /** How long a call may keep retrying, in ms (default 30 000; a claim's wait is added). */
   retryBudgetMs?: number;
@@ -113,7 +113,7 @@ export class WorkgraphClient {
         "User-Agent": opts.userAgent ?? "workgraph-typescript/0.1",
       },
     });
-    this.attempts = Math.max(1, opts.attempts ?? 4);
+    this.attempts = Math.max(1, opts.attempts ?? 10);
     this.retryBudgetMs = opts.retryBudgetMs ?? 30_000;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
   }
