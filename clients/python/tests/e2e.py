@@ -11,8 +11,9 @@ this script creates.
 
 One full cycle: claim -> heartbeat -> ask (blocking) -> the person answers
 -> claim again (the answer in the claim) -> complete (with an
-Idempotency-Key, then its replay); and the error codes: a stale epoch is
-lease_lost, an agent answering is forbidden, a bad token unauthenticated.
+Idempotency-Key, then its replay); a release and a failure of a second
+item; and the error codes: a stale epoch is lease_lost, an agent answering
+is forbidden, a bad token unauthenticated.
 """
 
 import os
@@ -93,6 +94,19 @@ def main():
     replay = agent.complete(lease2["id"], lease2["epoch"], {"db": "Postgres"}, idempotency_key=key)
     assert replay["lease"]["id"] == done["lease"]["id"]
     assert refusal(ConflictingResult, agent.complete, lease2["id"], lease2["epoch"], {"db": "other"}).code == "conflicting_result"
+
+    # release hands an item back at once; fail sends it back after a backoff
+    other = agent.create_item(project, "python e2e: release and fail", labels=["e2e"])
+    third = agent.claim(project, "py-1", labels=["e2e"])
+    assert third is not None and third["item"]["id"] == other["id"], third
+    released = agent.release(third["lease"]["id"], third["lease"]["epoch"], "shutting down")
+    assert released["lease"]["outcome"] == "released" and released["item"]["state"] == "ready", released
+    fourth = agent.claim(project, "py-1", labels=["e2e"])
+    assert fourth is not None and fourth["item"]["id"] == other["id"], fourth
+    failed = agent.fail(fourth["lease"]["id"], fourth["lease"]["epoch"], "tests fail", details={"exit": 1})
+    assert failed["lease"]["outcome"] == "failed", failed["lease"]
+    assert failed["retry_after"], "no retry_after after a failure"
+    assert refusal(LeaseLost, agent.release, fourth["lease"]["id"], fourth["lease"]["epoch"]).code == "lease_lost"
 
     # a bad token
     stranger = Client(base_url, "wg_not_a_token", attempts=1)

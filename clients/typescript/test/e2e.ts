@@ -11,8 +11,9 @@
  *
  * One full cycle: claim -> heartbeat -> ask (blocking) -> the person
  * answers -> claim again (the answer in the claim) -> complete (with an
- * Idempotency-Key, then its replay); and the error codes: a stale epoch is
- * lease_lost, an agent answering is forbidden, a bad token unauthenticated.
+ * Idempotency-Key, then its replay); a release and a failure of a second
+ * item; and the error codes: a stale epoch is lease_lost, an agent
+ * answering is forbidden, a bad token unauthenticated.
  */
 import assert from "node:assert/strict";
 
@@ -104,6 +105,20 @@ async function main(): Promise<void> {
   const again = await agent.complete(second.lease.id, { epoch: second.lease.epoch, result: { db: "Postgres" } }, { idempotencyKey: key });
   assert.equal(again.lease.id, done.lease.id);
   assert.equal((await refusal(agent.complete(second.lease.id, { epoch: second.lease.epoch, result: { db: "other" } }))).code, "conflicting_result");
+
+  // release hands an item back at once; fail sends it back after a backoff
+  const other = await agent.createItem(project, { title: "typescript e2e: release and fail", labels: ["e2e"] });
+  const third = await agent.claim(project, { worker: "ts-1", labels: ["e2e"] });
+  assert.equal(third?.item.id, other.id);
+  const released = await agent.release(third.lease.id, { epoch: third.lease.epoch, reason: "shutting down" });
+  assert.equal(released.lease.outcome, "released");
+  assert.equal(released.item.state, "ready");
+  const fourth = await agent.claim(project, { worker: "ts-1", labels: ["e2e"] });
+  assert.equal(fourth?.item.id, other.id);
+  const failed = await agent.fail(fourth.lease.id, { epoch: fourth.lease.epoch, error: "tests fail", details: { exit: 1 } });
+  assert.equal(failed.lease.outcome, "failed");
+  assert.ok(failed.retry_after, "no retry_after after a failure");
+  assert.equal((await refusal(agent.release(fourth.lease.id, { epoch: fourth.lease.epoch }))).code, "lease_lost");
 
   // a bad token
   const stranger = new WorkgraphClient({ baseUrl, token: "wg_not_a_token", attempts: 1 });
