@@ -59,6 +59,9 @@ func target(t *testing.T) []string {
 		return tk.Secret
 	}
 	return []string{
+		// The server is on loopback: a proxy of the environment (which
+		// Python's urllib would use for it) must not be asked.
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
 		"WORKGRAPH_URL=" + srv.URL(),
 		"WORKGRAPH_PROJECT=e2e",
 		"WORKGRAPH_AGENT_TOKEN=" + token("agent", "agent"),
