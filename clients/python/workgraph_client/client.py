@@ -83,7 +83,9 @@ class Client:
     completion is a replay) carries an Idempotency-Key, fresh per call and
     kept by its retries, so a retry never applies twice; pass
     ``idempotency_key`` to choose it (to retry across restarts of your
-    program).
+    program). The default opener honours the environment's proxies
+    (``https_proxy``, ``http_proxy``, ``no_proxy``); pass ``opener`` to
+    choose otherwise (TLS contexts, proxies, handlers).
     """
 
     def __init__(
