@@ -46,6 +46,16 @@ at once.`,
 			}
 			cfg.Logger = log
 			cfg.FirstStartOut = stdio.Err
+			tr, err := setupTracing(cmd.Context(), "workgraph", stdio.Err)
+			if err != nil {
+				return err
+			}
+			// After the server: the spans of its last requests are sent.
+			defer tr.shutdown()
+			cfg.Tracing = tr.Provider
+			if tr.Enabled() {
+				log.Info("tracing: sending spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)")
+			}
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
