@@ -58,6 +58,11 @@ The command gets the item in its environment:
   WORKGRAPH_FENCE         the lease's signed fence token (send it as the Workgraph-Fence header)
   WORKGRAPH_OPERATION_PREFIX  "<item id>/": start operation ids with it (Workgraph-Operation)
   WORKGRAPH_FENCE_KEYS_URL    where destinations fetch the key that checks the token
+  TRACEPARENT, TRACESTATE     the W3C trace context of the run (pass it on to join its trace)
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set, each run is an OpenTelemetry span
+"workgraph work" (below the supervisor's own TRACEPARENT, if given), and
+its calls to the server are spans below it.
 
 While the command runs, the lease is renewed every third of its time to live.
 Exit 0 completes the item (result: the result file if written, else
