@@ -147,3 +147,51 @@ func TestTraceOfClaim(t *testing.T) {
 		t.Errorf("no transaction span of the heartbeat carries the lease and epoch: %v", telemetrytest.Children(spans, hb))
 	}
 }
+
+// BenchmarkTracing is the cost of tracing on a read request that runs one
+// read transaction (GET an item): Off (no provider: what a server without
+// OTEL_EXPORTER_OTLP_ENDPOINT runs) and On (every span recorded and
+// exported to a local receiver).
+//
+//	go test -run '^$' -bench Tracing -benchtime 3000x -count 3 ./server/
+func BenchmarkTracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "Off"
+		if on {
+			name = "On"
+		}
+		b.Run(name, func(b *testing.B) {
+			var tp *telemetry.Provider
+			if on {
+				r := telemetrytest.NewReceiver(b)
+				vars := r.Env()
+				var err error
+				if tp, err = telemetry.Setup(context.Background(), "workgraph", func(k string) string { return vars[k] }); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			}
+			srv := start(b, func(c *server.Config) { c.Tracing = tp; c.RateLimit = -1 })
+			var it struct {
+				ID string `json:"id"`
+			}
+			call(b, srv, "POST", "/v1/projects", map[string]any{"name": "bench"}, 201, nil)
+			call(b, srv, "POST", "/v1/projects/bench/items", map[string]any{"title": "one"}, 201, &it)
+			path := srv.URL() + "/v1/projects/bench/items/" + it.ID
+			req, _ := http.NewRequest("GET", path, nil)
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			b.ResetTimer()
+			for range b.N {
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("GET item: %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}
