@@ -195,3 +195,29 @@ func BenchmarkTracing(b *testing.B) {
 		})
 	}
 }
+
+// TestTraceOfFailure: a request the server fails (500 internal, here a
+// schema the queries no longer fit) is a span with an error status and the
+// problem code, unlike a refusal.
+func TestTraceOfFailure(t *testing.T) {
+	t.Parallel()
+	srv, tp, r := tracedServer(t)
+	if _, err := srv.Pool().Exec(context.Background(), "ALTER TABLE projects RENAME COLUMN name TO name_was"); err != nil {
+		t.Fatal(err)
+	}
+	const traceID = "6e0c63257de34c92bf9efcd03927272e"
+	tracedCall(t, srv, "/v1/projects", "00-"+traceID+"-b9c7c989f97918e1-01", "failing", map[string]any{"name": "x"}, 500, nil)
+	spans := r.WaitFor(t, traceID, tp.ForceFlush, func(spans []telemetrytest.Span) bool {
+		return len(telemetrytest.Named(spans, "POST /v1/projects")) == 1 && len(telemetrytest.Named(spans, "db.Atomic")) == 1
+	})
+	req := telemetrytest.Named(spans, "POST /v1/projects")[0]
+	wantAttrs(t, req, map[string]string{"http.response.status_code": "500", "workgraph.problem.code": "internal", "workgraph.request_id": "failing"})
+	if !req.Error {
+		t.Errorf("a 500 not marked as an error: %v", req)
+	}
+	// The insert ran on the pool (db.Atomic) and failed there.
+	insert := telemetrytest.Named(spans, "db.Atomic")[0]
+	if insert.ParentID != req.SpanID || !insert.Error || insert.Attrs["workgraph.problem.code"] != "internal" {
+		t.Errorf("the failed statement's span %v: want an error below the request span %s", insert, req.SpanID)
+	}
+}
