@@ -26,12 +26,16 @@ func startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
 
 // endSpan ends span with the (translated) error the transaction returned:
 // its code, and an error status for the server's failures (503, 500), not
-// for refusals (a lost lease is an answer, not a failure).
-func endSpan(span trace.Span, err error) {
-	if err == nil || !span.IsRecording() {
-		span.End()
+// for refusals (a lost lease is an answer, not a failure). The span also
+// gets the tags its request learnt meanwhile (telemetry.EndTx).
+func endSpan(ctx context.Context, span trace.Span, err error) {
+	if !span.IsRecording() {
 		return
 	}
-	code, status := wgerr.HTTPStatus(err)
-	telemetry.End(span, err, string(code), status >= 500)
+	var code wgerr.Code
+	var status int
+	if err != nil {
+		code, status = wgerr.HTTPStatus(err)
+	}
+	telemetry.EndTx(ctx, span, err, string(code), status >= 500)
 }

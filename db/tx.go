@@ -71,7 +71,7 @@ func InTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
 		telemetry.Set(ctx, attribute.Int("workgraph.tx.attempts", attempt))
 	}
 	err = Translate(err)
-	endSpan(span, err)
+	endSpan(ctx, span, err)
 	return err
 }
 
@@ -84,9 +84,9 @@ func Atomic(ctx context.Context, e Executor, fn func(q DBTX) error) error {
 	if _, nested := e.(pgx.Tx); nested {
 		return InTx(ctx, e, func(tx pgx.Tx) error { return fn(tx) })
 	}
-	_, span := startSpan(ctx, spanAtomic)
+	sctx, span := startSpan(ctx, spanAtomic)
 	err := Translate(fn(e))
-	endSpan(span, err)
+	endSpan(sctx, span, err)
 	return err
 }
 
@@ -117,7 +117,7 @@ func InReadTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
 	}
 	ctx, span := startSpan(ctx, spanReadTx)
 	err := readTx(ctx, b, fn)
-	endSpan(span, err)
+	endSpan(ctx, span, err)
 	return err
 }
 

@@ -118,10 +118,11 @@ func TestTraceOfClaim(t *testing.T) {
 		if !strings.HasPrefix(s.Name, "db.") || s.Kind != "client" || s.Attrs["db.system.name"] != "postgresql" {
 			t.Errorf("a child of the request span that is not a transaction: %v", s)
 		}
-		claimTx = claimTx || (s.Name == "db.InTx" && s.Attrs["workgraph.project.id"] == project.ID)
+		claimTx = claimTx || (s.Name == "db.InTx" && s.Attrs["workgraph.project.id"] == project.ID &&
+			s.Attrs["workgraph.item.id"] == cl.Item.ID && s.Attrs["workgraph.lease.id"] == cl.Lease.ID && s.Attrs["workgraph.lease.epoch"] == "1")
 	}
 	if !claimTx {
-		t.Errorf("no db.InTx child tagged with the project among %v", telemetrytest.Children(spans, req))
+		t.Errorf("no db.InTx child tagged with the project, item, lease and epoch among %v", telemetrytest.Children(spans, req))
 	}
 
 	// A heartbeat at a wrong epoch is refused (lease_lost) inside its

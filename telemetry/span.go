@@ -143,6 +143,18 @@ func End(span trace.Span, err error, code string, failed bool) {
 	span.End()
 }
 
+// EndTx ends the span of a database transaction like End, after setting on
+// it the Tags its request learnt while it ran (a claim learns its item and
+// lease inside its transaction).
+func EndTx(ctx context.Context, span trace.Span, err error, code string, failed bool) {
+	if span.IsRecording() {
+		if b, ok := ctx.Value(tagsKey{}).(*tagBag); ok {
+			span.SetAttributes(b.list()...)
+		}
+	}
+	End(span, err, code, failed)
+}
+
 // StartTx starts the span of a database transaction (see Start); nothing
 // when ctx's span does not record.
 func StartTx(ctx context.Context, name string) (context.Context, trace.Span) {
