@@ -104,28 +104,42 @@ func (q *Queries) EventsLastNumber(ctx context.Context, db DBTX) (int64, error) 
 	return last, err
 }
 
-const eventsSnapshot = `-- name: EventsSnapshot :one
-SELECT pg_current_snapshot()::text AS snapshot
+const eventsWriters = `-- name: EventsWriters :one
+SELECT coalesce(array_agg(l.virtualtransaction), '{}')::text[] AS writers
+FROM pg_catalog.pg_locks l
+WHERE l.locktype = 'relation' AND l.granted
+  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+  AND l.relation = 'events'::regclass
+  AND l.mode = 'RowExclusiveLock'
+  AND l.pid <> pg_backend_pid()
 `
 
-// The second: the snapshot taken after the number was read.
-func (q *Queries) EventsSnapshot(ctx context.Context, db DBTX) (string, error) {
-	row := db.QueryRow(ctx, eventsSnapshot)
-	var snapshot string
-	err := row.Scan(&snapshot)
-	return snapshot, err
+// The second: the transactions of this database that hold the lock an
+// insert into events takes (before the trigger takes its number), by
+// virtual transaction id; a transaction that took a number up to the one
+// just read is among them, unless it has ended.
+func (q *Queries) EventsWriters(ctx context.Context, db DBTX) ([]string, error) {
+	row := db.QueryRow(ctx, eventsWriters)
+	var writers []string
+	err := row.Scan(&writers)
+	return writers, err
 }
 
-const eventsSnapshotSettled = `-- name: EventsSnapshotSettled :one
-SELECT pg_snapshot_xmin(pg_current_snapshot()) >= pg_snapshot_xmax($1::text::pg_snapshot) AS settled
+const eventsWritersRunning = `-- name: EventsWritersRunning :one
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'virtualxid' AND l.granted
+      AND l.virtualxid = ANY ($1::text[])
+) AS running
 `
 
-// Whether every transaction in progress in snapshot has ended since.
-func (q *Queries) EventsSnapshotSettled(ctx context.Context, db DBTX, snapshot string) (bool, error) {
-	row := db.QueryRow(ctx, eventsSnapshotSettled, snapshot)
-	var settled bool
-	err := row.Scan(&settled)
-	return settled, err
+// Whether any of the writers is still running: a transaction holds the
+// lock on its own virtual transaction id until it ends.
+func (q *Queries) EventsWritersRunning(ctx context.Context, db DBTX, writers []string) (bool, error) {
+	row := db.QueryRow(ctx, eventsWritersRunning, writers)
+	var running bool
+	err := row.Scan(&running)
+	return running, err
 }
 
 const listEvents = `-- name: ListEvents :many
