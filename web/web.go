@@ -156,7 +156,7 @@ func (r *req) by() string { return r.sess.Principal.String() }
 
 // base is the Layout every page embeds.
 func (r *req) base(title, nav string) Layout {
-	l := Layout{Title: title, Nav: nav, Session: r.sess}
+	l := Layout{Title: title, Nav: nav, Session: r.sess, Now: r.now()}
 	if r.project.Name != "" {
 		p := r.project
 		l.Project = &p
