@@ -89,6 +89,7 @@ func Mount(e *echo.Echo, d Deps) {
 	e.POST("/signout", u.action(u.signout))
 	e.GET("/", u.page(u.home))
 	e.GET("/projects", u.page(u.projects))
+	e.GET(allInboxPath, u.page(u.allInbox))
 
 	p := func(path string) string { return "/p/:project" + path }
 	e.GET(p(""), u.project(u.projectHome))
