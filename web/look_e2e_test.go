@@ -177,7 +177,7 @@ func saveShot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(tctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100)) // quality 100: a PNG
 	if err != nil {
 		t.Fatal(err)
 	}
