@@ -30,15 +30,12 @@ func emulateColorScheme(scheme string) chromedp.Action[chromedp.Void] {
 // pages the phone and dark tests visit, by name.
 func demoPages(t *testing.T, ctx context.Context, srvURL, token string) [][2]string {
 	t.Helper()
-	step(t, ctx,
-		chromedp.Navigate(srvURL+"/signin"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Submit(chromedp.ID("token")),
-		chromedp.WaitVisible(chromedp.CSS("article.request")),
-		chromedp.Navigate(srvURL+"/p/demo/items"),
-		chromedp.WaitVisible(chromedp.CSS(".board")),
-	)
+	// Separate steps, each with its own deadline: a loaded machine may
+	// take a while over each.
+	step(t, ctx, chromedp.Navigate(srvURL+"/signin"), chromedp.WaitVisible(chromedp.ID("token")))
+	step(t, ctx, chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")))
+	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("article.request")))
+	step(t, ctx, chromedp.Navigate(srvURL+"/p/demo/items"), chromedp.WaitVisible(chromedp.CSS(".board")))
 	item := eval[string](t, ctx, `[...document.querySelectorAll(".tile")].find(a => a.textContent.includes("Generate the API reference")).getAttribute("href")`)
 	return [][2]string{
 		{"inbox", "/p/demo/inbox"},
@@ -51,10 +48,9 @@ func demoPages(t *testing.T, ctx context.Context, srvURL, token string) [][2]str
 	}
 }
 
-// TestBrowserPhone: on a 400 px wide phone screen no page scrolls
-// sideways: the navigation wraps, and a wide table scrolls inside its own
-// box.
-func TestBrowserPhone(t *testing.T) {
+// TestBrowserLook checks, in one browser on the demo project, the phone
+// layout and the dark scheme of the pages.
+func TestBrowserLook(t *testing.T) {
 	t.Parallel()
 	ctx := startBrowser(t)
 	srv := bootServer(t)
@@ -62,10 +58,19 @@ func TestBrowserPhone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pages := demoPages(t, ctx, srv.URL(), res.Token)
+	t.Run("Phone", func(t *testing.T) { testPhone(t, ctx, srv.URL(), pages) })
+	step(t, ctx, chromedp.EmulateViewport(1360, 900))
+	t.Run("Dark", func(t *testing.T) { testDark(t, ctx, srv.URL(), pages) })
+}
+
+// testPhone: on a 400 px wide phone screen no page scrolls sideways: the
+// navigation wraps, and a wide table scrolls inside its own box.
+func testPhone(t *testing.T, ctx context.Context, srvURL string, pages [][2]string) {
 	step(t, ctx, chromedp.EmulateViewport(400, 800, chromedp.EmulateMobile, chromedp.EmulatePortrait))
-	for _, pg := range demoPages(t, ctx, srv.URL(), res.Token) {
+	for _, pg := range pages {
 		t.Run(pg[0], func(t *testing.T) {
-			step(t, ctx, chromedp.Navigate(srv.URL()+pg[1]), chromedp.WaitVisible(chromedp.CSS("main h1")))
+			step(t, ctx, chromedp.Navigate(srvURL+pg[1]), chromedp.WaitVisible(chromedp.CSS("main h1")))
 			// A phone widens its layout viewport to a page wider than the
 			// screen (and then scales it down): both say "too wide".
 			if w := eval[int](t, ctx, `Math.max(window.innerWidth, document.documentElement.scrollWidth, document.body.scrollWidth)`); w > 400 {
@@ -79,30 +84,22 @@ func TestBrowserPhone(t *testing.T) {
 		})
 	}
 	t.Run("TableScrollsInItsBox", func(t *testing.T) {
-		step(t, ctx, chromedp.Navigate(srv.URL()+"/p/demo/leases"), chromedp.WaitVisible(chromedp.CSS("table")))
+		step(t, ctx, chromedp.Navigate(srvURL+"/p/demo/leases"), chromedp.WaitVisible(chromedp.CSS("table")))
 		overflow := eval[bool](t, ctx, `(() => { const t = document.querySelector("main table"); return t.scrollWidth > t.clientWidth && getComputedStyle(t).overflowX === "auto"; })()`)
 		if !overflow {
 			t.Errorf("the history table does not scroll inside its own box")
 		}
 	})
 	if os.Getenv("WORKGRAPH_SCREENSHOTS") != "" {
-		step(t, ctx, chromedp.Navigate(srv.URL()+"/p/demo/inbox"), chromedp.WaitVisible(chromedp.CSS("article.request")))
+		step(t, ctx, chromedp.Navigate(srvURL+"/p/demo/inbox"), chromedp.WaitVisible(chromedp.CSS("article.request")))
 		saveShot(t, ctx, "phone-inbox.png")
 	}
 }
 
-// TestBrowserDark: the pages follow prefers-color-scheme: a dark scheme
-// gives a dark page with light text (at least 4.5:1), and a graph and a
-// timeline drawn in dark colours; a light one keeps the light page.
-func TestBrowserDark(t *testing.T) {
-	t.Parallel()
-	ctx := startBrowser(t)
-	srv := bootServer(t)
-	res, err := demo.Load(context.Background(), srv.Pool(), auth.NewService(srv.Pool(), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages := demoPages(t, ctx, srv.URL(), res.Token)
+// testDark: the pages follow prefers-color-scheme: a dark scheme gives a
+// dark page with light text (at least 4.5:1), and a graph and a timeline
+// drawn in dark colours; a light one keeps the light page.
+func testDark(t *testing.T, ctx context.Context, srvURL string, pages [][2]string) {
 	// luminance is the relative luminance (WCAG) of a computed colour.
 	const luminance = `(c => { const v = c.match(/[\d.]+/g).slice(0, 3).map(x => { x = x / 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); }); return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; })`
 	lum := func(expr string) float64 {
@@ -119,7 +116,7 @@ func TestBrowserDark(t *testing.T) {
 	text := `getComputedStyle(document.body).color`
 
 	t.Run("Light", func(t *testing.T) {
-		step(t, ctx, emulateColorScheme("light"), chromedp.Navigate(srv.URL()+"/p/demo/inbox"), chromedp.WaitVisible(chromedp.CSS("main h1")))
+		step(t, ctx, emulateColorScheme("light"), chromedp.Navigate(srvURL+"/p/demo/inbox"), chromedp.WaitVisible(chromedp.CSS("main h1")))
 		if l := lum(body); l < 0.8 {
 			t.Errorf("light scheme: body background luminance %.2f, want a light page", l)
 		}
@@ -127,7 +124,7 @@ func TestBrowserDark(t *testing.T) {
 	step(t, ctx, emulateColorScheme("dark"))
 	for _, pg := range pages {
 		t.Run(pg[0], func(t *testing.T) {
-			step(t, ctx, chromedp.Navigate(srv.URL()+pg[1]), chromedp.WaitVisible(chromedp.CSS("main h1")))
+			step(t, ctx, chromedp.Navigate(srvURL+pg[1]), chromedp.WaitVisible(chromedp.CSS("main h1")))
 			if !eval[bool](t, ctx, `matchMedia("(prefers-color-scheme: dark)").matches`) {
 				t.Fatal("the emulated dark scheme does not apply")
 			}
@@ -145,7 +142,7 @@ func TestBrowserDark(t *testing.T) {
 		})
 	}
 	t.Run("GraphAndTimeline", func(t *testing.T) {
-		step(t, ctx, chromedp.Navigate(srv.URL()+"/p/demo/graph"), chromedp.WaitVisible(chromedp.CSS("#graph svg g.node")))
+		step(t, ctx, chromedp.Navigate(srvURL+"/p/demo/graph"), chromedp.WaitVisible(chromedp.CSS("#graph svg g.node")))
 		fill, label := lum(`getComputedStyle(document.querySelector("#graph g.node rect")).fill`), lum(`getComputedStyle(document.querySelector("#graph g.node text")).fill`)
 		if fill > 0.1 {
 			t.Errorf("graph node fill luminance %.2f, want dark", fill)
@@ -157,16 +154,16 @@ func TestBrowserDark(t *testing.T) {
 			t.Errorf("graph arrows barely visible on the dark background")
 		}
 		id := pages[3][1]
-		step(t, ctx, chromedp.Navigate(srv.URL()+id), chromedp.WaitVisible(chromedp.CSS(".timeline svg")))
+		step(t, ctx, chromedp.Navigate(srvURL+id), chromedp.WaitVisible(chromedp.CSS(".timeline svg")))
 		lane, worker := lum(`getComputedStyle(document.querySelector(".timeline .lane text")).fill`), lum(body)
 		if c := contrast(lane, worker); c < 4.5 {
 			t.Errorf("timeline labels: contrast %.1f:1 on the page, want at least 4.5:1", c)
 		}
 		if os.Getenv("WORKGRAPH_SCREENSHOTS") != "" {
 			saveShot(t, ctx, "dark-item.png")
-			step(t, ctx, chromedp.Navigate(srv.URL()+"/p/demo/inbox"), chromedp.WaitVisible(chromedp.CSS("article.request")))
+			step(t, ctx, chromedp.Navigate(srvURL+"/p/demo/inbox"), chromedp.WaitVisible(chromedp.CSS("article.request")))
 			saveShot(t, ctx, "dark-inbox.png")
-			step(t, ctx, chromedp.Navigate(srv.URL()+"/p/demo/graph"), chromedp.WaitVisible(chromedp.CSS("#graph svg")))
+			step(t, ctx, chromedp.Navigate(srvURL+"/p/demo/graph"), chromedp.WaitVisible(chromedp.CSS("#graph svg")))
 			saveShot(t, ctx, "dark-graph.png")
 		}
 	})
