@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,10 +26,15 @@ type InboxPage struct {
 	// Answered is the request just answered or dismissed, with its item's
 	// state after the answer.
 	Answered *AnsweredNote
+	// AllProjects is set on an admin's inbox across projects (/inbox).
+	AllProjects *AllProjects
 }
 
 // InboxEntry is one open request and its item's context.
 type InboxEntry struct {
+	// Project is the request's project (named on each entry of the
+	// all-projects inbox; the links and forms of every entry use it).
+	Project      graph.Project
 	Request      attention.Request
 	Item         graph.Item
 	Waited       time.Duration
@@ -41,6 +47,7 @@ type InboxEntry struct {
 
 // AnsweredNote confirms an answer and shows what became of the item.
 type AnsweredNote struct {
+	Project graph.Project
 	Request attention.Request
 	Item    graph.Item
 }
@@ -57,32 +64,50 @@ func (u *ui) inbox(r *req) error {
 	now := r.now()
 	page := &InboxPage{More: list.NextCursor != ""}
 	for _, req := range list.Requests {
-		e := InboxEntry{Request: req, Waited: now.Sub(req.CreatedAt)}
-		nb, err := u.Graph.Neighbourhood(r.ctx(), r.project.ID, req.ItemID)
+		e, err := r.inboxEntry(req, now)
 		if err != nil {
 			return err
-		}
-		e.Item, e.Dependencies = nb.Item, nb.Dependencies
-		e.LastLease, err = r.lastLease(req.ItemID)
-		if err != nil {
-			return err
-		}
-		if req.Reason == attention.ReasonUncertainOutcome && req.LeaseID != nil {
-			if e.LateReports, err = u.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID); err != nil {
-				return err
-			}
 		}
 		page.Entries = append(page.Entries, e)
 	}
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
-		if req, err := u.Attention.Get(r.ctx(), r.project.ID, id); err == nil {
-			if item, err := u.Graph.Item(r.ctx(), r.project.ID, req.ItemID); err == nil {
-				page.Answered = &AnsweredNote{Request: req, Item: item}
-			}
-		}
+		page.Answered = r.answeredNote(id)
 	}
 	page.Layout = r.base("Inbox", "inbox")
 	return r.show(page)
+}
+
+// inboxEntry is an open request of r's project with its item's context.
+func (r *req) inboxEntry(req attention.Request, now time.Time) (InboxEntry, error) {
+	e := InboxEntry{Project: r.project, Request: req, Waited: now.Sub(req.CreatedAt)}
+	nb, err := r.ui.Graph.Neighbourhood(r.ctx(), r.project.ID, req.ItemID)
+	if err != nil {
+		return e, err
+	}
+	e.Item, e.Dependencies = nb.Item, nb.Dependencies
+	if e.LastLease, err = r.lastLease(req.ItemID); err != nil {
+		return e, err
+	}
+	if req.Reason == attention.ReasonUncertainOutcome && req.LeaseID != nil {
+		if e.LateReports, err = r.ui.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// answeredNote is the confirmation of the request id of r's project just
+// answered, or nil when it cannot be read (the answer itself stands).
+func (r *req) answeredNote(id uuid.UUID) *AnsweredNote {
+	req, err := r.ui.Attention.Get(r.ctx(), r.project.ID, id)
+	if err != nil {
+		return nil
+	}
+	item, err := r.ui.Graph.Item(r.ctx(), r.project.ID, req.ItemID)
+	if err != nil {
+		return nil
+	}
+	return &AnsweredNote{Project: r.project, Request: req, Item: item}
 }
 
 // resolve answers a request with the chosen suggested answer or the typed
@@ -101,7 +126,7 @@ func (u *ui) resolve(r *req) error {
 		if _, err := u.Attention.Decide(r.ctx(), r.project.ID, id, attention.Decision(d), result, r.FormValue("note"), r.by()); err != nil {
 			return err
 		}
-		return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox"))+"?answered="+id.String())
+		return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
 	}
 	answer := r.FormValue("suggested")
 	if answer == "" {
@@ -114,7 +139,7 @@ func (u *ui) resolve(r *req) error {
 	if _, err := u.Attention.Resolve(r.ctx(), r.project.ID, id, answer, r.by()); err != nil {
 		return err
 	}
-	return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox"))+"?answered="+id.String())
+	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
 }
 
 // dismiss closes a request without an answer.
@@ -126,7 +151,23 @@ func (u *ui) dismiss(r *req) error {
 	if _, err := u.Attention.Dismiss(r.ctx(), r.project.ID, id, r.by(), r.FormValue("answer")); err != nil {
 		return err
 	}
-	return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox"))+"?answered="+id.String())
+	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
+}
+
+// answeredURL is where an answer to request id returns: the page the form
+// came from (the project's inbox by default) saying what was answered. The
+// all-projects inbox also gets its project filter back and the request's
+// project, to show the confirmation.
+func (r *req) answeredURL(id uuid.UUID) string {
+	back := r.backTo(r.projectURL("/inbox"))
+	q := url.Values{"answered": {id.String()}}
+	if back == allInboxPath {
+		q.Set("in", r.project.Name)
+		if f := r.FormValue("filter"); f != "" {
+			q.Set("project", f)
+		}
+	}
+	return back + "?" + q.Encode()
 }
 
 // backTo is the page a form asks to return to (a path on this site), or

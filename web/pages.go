@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/workgraph-dev/workgraph/graph"
 )
@@ -18,6 +19,9 @@ type Layout struct {
 	ActiveLeases  int
 	Flash         string
 	FlashError    bool
+	// Now is the instant the page's times are shown against (relative
+	// times; sent as <html data-now> so reltime.js keeps to it).
+	Now time.Time
 }
 
 // ErrorPage explains why a request failed.

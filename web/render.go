@@ -83,6 +83,8 @@ var funcs = template.FuncMap{
 	"short":    shortID,
 	"ts":       formatTime,
 	"tsp":      formatTimePtr,
+	"rel":      relTime,
+	"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"dur":      formatDuration,
 	"json":     formatJSON,
 	"query":    query,

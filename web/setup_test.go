@@ -41,7 +41,9 @@ type env struct {
 	admin   string
 }
 
-func setup(t *testing.T) *env {
+// setup builds the env; each option may change the UI's Deps before they
+// are mounted (e.g. a stub display clock).
+func setup(t *testing.T, opts ...func(*web.Deps)) *env {
 	t.Helper()
 	pool := dbtest.New(t)
 	e := &env{
@@ -63,7 +65,11 @@ func setup(t *testing.T) *env {
 		}
 	}
 	ec := echo.New()
-	web.Mount(ec, web.Deps{Sessions: session.NewStore(pool, nil), Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw})
+	deps := web.Deps{Sessions: session.NewStore(pool, nil), Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw}
+	for _, o := range opts {
+		o(&deps)
+	}
+	web.Mount(ec, deps)
 	e.srv = httptest.NewServer(ec)
 	t.Cleanup(e.srv.Close)
 	return e

@@ -88,14 +88,18 @@ func (u *ui) signout(r *req) error {
 	return r.Redirect(http.StatusSeeOther, "/signin")
 }
 
-// home sends a person to their project's inbox, or an admin without a
-// project to the project list.
+// home sends a person to their project's inbox, an admin without a
+// project to the inbox across all projects.
 func (u *ui) home(r *req) error {
 	if pid := r.sess.Principal.ProjectID; pid != nil {
 		p, err := u.Graph.Project(r.ctx(), pid.String())
 		if err == nil {
 			return r.Redirect(http.StatusSeeOther, "/p/"+url.PathEscape(p.Name)+"/inbox")
 		}
+	}
+	if r.sess.Principal.IsAdmin() {
+		// An admin's home is the inbox across the projects.
+		return r.Redirect(http.StatusSeeOther, allInboxPath)
 	}
 	return r.Redirect(http.StatusSeeOther, "/projects")
 }
@@ -114,7 +118,7 @@ func (u *ui) projects(r *req) error {
 	if len(mine) == 1 {
 		return r.Redirect(http.StatusSeeOther, "/p/"+url.PathEscape(mine[0].Name)+"/inbox")
 	}
-	return r.show(&ProjectsPage{Layout: r.base("Projects", ""), Projects: mine})
+	return r.show(&ProjectsPage{Layout: r.base("Projects", "projects"), Projects: mine})
 }
 
 func (u *ui) projectHome(r *req) error {

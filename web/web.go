@@ -89,6 +89,7 @@ func Mount(e *echo.Echo, d Deps) {
 	e.POST("/signout", u.action(u.signout))
 	e.GET("/", u.page(u.home))
 	e.GET("/projects", u.page(u.projects))
+	e.GET(allInboxPath, u.page(u.allInbox))
 
 	p := func(path string) string { return "/p/:project" + path }
 	e.GET(p(""), u.project(u.projectHome))
@@ -156,7 +157,7 @@ func (r *req) by() string { return r.sess.Principal.String() }
 
 // base is the Layout every page embeds.
 func (r *req) base(title, nav string) Layout {
-	l := Layout{Title: title, Nav: nav, Session: r.sess}
+	l := Layout{Title: title, Nav: nav, Session: r.sess, Now: r.now()}
 	if r.project.Name != "" {
 		p := r.project
 		l.Project = &p

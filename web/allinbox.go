@@ -1,0 +1,125 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/graph"
+)
+
+// allInboxPath is the inbox across every project an admin may see.
+const allInboxPath = "/inbox"
+
+// AllProjects is what the inbox shows when it spans every project an
+// admin may see (/inbox): the filter's choices, each project with its open
+// requests, and the project shown alone ("" for all).
+type AllProjects struct {
+	Projects []InboxProject
+	Filter   string
+}
+
+// InboxProject is one choice of the all-projects filter.
+type InboxProject struct {
+	Name string
+	Open int
+}
+
+// Total is the open requests of every project.
+func (a *AllProjects) Total() int {
+	n := 0
+	for _, p := range a.Projects {
+		n += p.Open
+	}
+	return n
+}
+
+// FilterURL is the all-projects inbox filtered to the project name ("":
+// all of them).
+func (a *AllProjects) FilterURL(name string) string {
+	if name == "" {
+		return allInboxPath
+	}
+	return allInboxPath + "?" + url.Values{"project": {name}}.Encode()
+}
+
+// allInbox serves /inbox: for an admin the requests of every project (each
+// project read on its own: no statement spans projects); anyone else has
+// one project and goes to its inbox.
+func (u *ui) allInbox(r *req) error {
+	if !r.sess.Principal.IsAdmin() {
+		return u.home(r)
+	}
+	projects, err := u.Graph.ListProjects(r.ctx())
+	if err != nil {
+		return err
+	}
+	all := &AllProjects{Filter: r.QueryParam("project")}
+	page := &InboxPage{AllProjects: all}
+	open := attention.StateOpen
+	now := r.now()
+	var entries []InboxEntry
+	known := false
+	for _, p := range projects {
+		if !r.sess.Principal.CanSee(p.ID) {
+			continue
+		}
+		n, err := u.Attention.CountOpen(r.ctx(), p.ID)
+		if err != nil {
+			return err
+		}
+		all.Projects = append(all.Projects, InboxProject{Name: p.Name, Open: n})
+		if all.Filter != "" && all.Filter != p.Name {
+			continue
+		}
+		known = true
+		if n == 0 {
+			continue
+		}
+		list, err := u.Attention.List(r.ctx(), p.ID, attention.Filter{State: &open, Limit: inboxLimit})
+		if err != nil {
+			return err
+		}
+		page.More = page.More || list.NextCursor != ""
+		in := r.in(p)
+		for _, req := range list.Requests {
+			e, err := in.inboxEntry(req, now)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, e)
+		}
+	}
+	if all.Filter != "" && !known {
+		return r.fail(http.StatusNotFound, "Not found", "There is no such project, or it is not yours.")
+	}
+	sort.SliceStable(entries, func(i, j int) bool {
+		a, b := entries[i].Request, entries[j].Request
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return a.ID.String() < b.ID.String()
+	})
+	if len(entries) > inboxLimit {
+		entries, page.More = entries[:inboxLimit], true
+	}
+	page.Entries = entries
+	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
+		if p, err := u.Graph.Project(r.ctx(), r.QueryParam("in")); err == nil && r.sess.Principal.CanSee(p.ID) {
+			page.Answered = r.in(p).answeredNote(id)
+		}
+	}
+	page.Layout = r.base("Inbox: all projects", "all-inbox")
+	return r.show(page)
+}
+
+// in is r acting inside project p (the all-projects inbox reads each
+// project through it).
+func (r *req) in(p graph.Project) *req {
+	c := *r
+	c.project = p
+	return &c
+}
