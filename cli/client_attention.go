@@ -28,7 +28,11 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			var reqs []client.AttentionRequest
-			opt := client.ListAttentionOptions{State: state, ItemID: itemID}
+			item, err := s.resolveID(ctx, kindItem, itemID)
+			if err != nil {
+				return err
+			}
+			opt := client.ListAttentionOptions{State: state, ItemID: item}
 			for {
 				page, err := s.api.ListAttention(ctx, s.cfg.Project, opt)
 				if err != nil {
@@ -65,7 +69,11 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 		Short: "Answer an attention request (people only)",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			r, err := s.api.Resolve(ctx, a[0], a[1])
+			id, err := s.resolveID(ctx, kindAttention, a[0])
+			if err != nil {
+				return err
+			}
+			r, err := s.api.Resolve(ctx, id, a[1])
 			if err != nil {
 				return err
 			}
@@ -95,6 +103,9 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 		Args: args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			var err error
+			if opt.ItemID, err = s.resolveID(ctx, kindItem, opt.ItemID); err != nil {
+				return err
+			}
 			if opt.Since, err = parseWhen(since); err != nil {
 				return usageError("--since: %v", err)
 			}
