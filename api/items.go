@@ -111,7 +111,7 @@ func (a *API) createItem(c echo.Context) error {
 var itemStates = []graph.State{graph.StateReady, graph.StateLeased, graph.StateBlocked, graph.StateAttention, graph.StateDone, graph.StateCancelled}
 
 // listItems: ?state= (one or more, repeated or comma-separated), label=,
-// parent_id=, q= (title text), cursor=, limit= (1..500).
+// parent_id=, q= (text in the title or body), cursor=, limit= (1..500).
 func (a *API) listItems(c echo.Context) error {
 	if err := onlyQuery(c, "state", "label", "parent_id", "q", "cursor", "limit", "page_size"); err != nil {
 		return err

@@ -126,7 +126,7 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringVar(&opt.State, "state", "", "ready, leased, blocked, attention, done or cancelled")
 	fl.StringVar(&opt.Label, "label", "", "only items with this label")
 	fl.StringVar(&opt.ParentID, "parent", "", "only children of this item")
-	fl.StringVar(&opt.Text, "text", "", "only items whose title contains this text (case-insensitive; bodies are not searched)")
+	fl.StringVar(&opt.Text, "text", "", "only items whose title or body contains this text (case-insensitive)")
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
 	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
 	fl.BoolVar(&all, "all", false, "fetch every page")

@@ -22,7 +22,8 @@ const (
 
 // ListItems lists a project's items in creation order, filtered by derived
 // state (any of States), label, parent and text (a case-insensitive
-// substring of the title), one page at a time.
+// substring of the title or of the body; trigram indexes keep it fast), one
+// page at a time.
 //
 // Errors: invalid_argument for a negative or too large Limit (> 500), an
 // unknown state, a cursor that ListItems did not make, a Text longer than a
@@ -59,10 +60,15 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 	}
 	if f.Text != "" {
 		like := "%" + escapeLike(f.Text) + "%"
-		args.TitleLike = &like
+		args.TextLike = &like
 	}
 	var out ItemPage
 	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		if args.TextLike != nil {
+			if err := dbq.New().PlanEachSearch(ctx, tx); err != nil {
+				return err
+			}
+		}
 		rows, err := dbq.New().ListItems(ctx, tx, args)
 		if err != nil {
 			return err

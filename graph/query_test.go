@@ -271,3 +271,58 @@ func titles(refs []ItemRef) []string {
 	}
 	return out
 }
+
+// TestListItemsSearchesBodies: the text filter finds an item by its body as
+// well as by its title, and only those.
+func TestListItemsSearchesBodies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	inBody, err := f.svc.CreateItem(ctx, f.project, NewItem{
+		Title: "Plain title", Body: "Move the **Quarterly** report to the new schema.", CreatedBy: "test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTitle := f.mustItem(t, itemOpts{Title: "quarterly numbers"})
+	f.mustItem(t, itemOpts{Title: "unrelated"})
+	page, err := f.svc.ListItems(ctx, f.project, ListFilter{Text: "QUARTERLY"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 || page.Items[0].ID != inBody.ID || page.Items[1].ID != inTitle.ID {
+		t.Fatalf("search for QUARTERLY found %+v, want the item with it in its body, then the one with it in its title", page.Items)
+	}
+	if page, err = f.svc.ListItems(ctx, f.project, ListFilter{Text: "new schema"}); err != nil || len(page.Items) != 1 || page.Items[0].ID != inBody.ID {
+		t.Fatalf("search for a phrase of the body: %+v, %v", page.Items, err)
+	}
+}
+
+// TestListItemsSearchPlansEachText: a search plans its statement for its
+// text (a prepared statement's generic plan, used after five runs, cannot
+// read the trigram indexes and scans every item); a list without text
+// leaves the plan cache alone.
+func TestListItemsSearchPlansEachText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	mode := func() string {
+		var m string
+		if err := f.conn.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if _, err := f.svc.ListItems(ctx, f.project, ListFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(); got != "auto" {
+		t.Fatalf("plan_cache_mode after a list without text = %q, want auto", got)
+	}
+	if _, err := f.svc.ListItems(ctx, f.project, ListFilter{Text: "zebra"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(); got != "force_custom_plan" {
+		t.Fatalf("plan_cache_mode in a search's transaction = %q, want force_custom_plan", got)
+	}
+}

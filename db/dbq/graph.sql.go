@@ -764,7 +764,8 @@ WHERE project_id = $2
   AND seq > $3::bigint
   AND ($4::uuid IS NULL OR parent_id = $4::uuid)
   AND ($5::text IS NULL OR labels @> ARRAY[$5::text])
-  AND ($6::text IS NULL OR title ILIKE $6::text)
+  AND ($6::text IS NULL
+       OR title ILIKE $6::text OR body ILIKE $6::text)
   AND (cardinality($7::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce($1::timestamptz, now())) = ANY($7::text[]))
@@ -778,7 +779,7 @@ type ListItemsParams struct {
 	AfterSeq  int64
 	ParentID  *uuid.UUID
 	Label     *string
-	TitleLike *string
+	TextLike  *string
 	States    []string
 	MaxRows   int32
 }
@@ -796,7 +797,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 		arg.AfterSeq,
 		arg.ParentID,
 		arg.Label,
-		arg.TitleLike,
+		arg.TextLike,
 		arg.States,
 		arg.MaxRows,
 	)
@@ -1183,6 +1184,20 @@ func (q *Queries) OpenPrerequisiteEdges(ctx context.Context, db DBTX, arg OpenPr
 		return nil, err
 	}
 	return items, nil
+}
+
+const planEachSearch = `-- name: PlanEachSearch :exec
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
+`
+
+// Makes the rest of the transaction plan each statement for its arguments.
+// A text search reads the trigram indexes for a rare text and the items in
+// order for a common one; the generic plan a prepared statement falls back
+// to after five runs can use neither index (its text might be NULL) and
+// reads every item of the project.
+func (q *Queries) PlanEachSearch(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, planEachSearch)
+	return err
 }
 
 const prerequisiteRefs = `-- name: PrerequisiteRefs :many

@@ -35,12 +35,21 @@ WHERE project_id = @project_id
   AND seq > @after_seq::bigint
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
-  AND (sqlc.narg('title_like')::text IS NULL OR title ILIKE sqlc.narg('title_like')::text)
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR title ILIKE sqlc.narg('text_like')::text OR body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
 ORDER BY seq
 LIMIT @max_rows::integer;
+
+-- name: PlanEachSearch :exec
+-- Makes the rest of the transaction plan each statement for its arguments.
+-- A text search reads the trigram indexes for a rare text and the items in
+-- order for a common one; the generic plan a prepared statement falls back
+-- to after five runs can use neither index (its text might be NULL) and
+-- reads every item of the project.
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 
 -- name: LockItem :one
 -- Locks one item for a change of its row or of its counters.
