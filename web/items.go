@@ -43,6 +43,8 @@ type ItemsPage struct {
 	Columns    []BoardColumn
 	List       []graph.Item
 	NextCursor string
+	// Holders is the worker that holds each leased item shown.
+	Holders map[uuid.UUID]string
 }
 
 // BoardColumn is the items of one state.
@@ -136,8 +138,35 @@ func (u *ui) items(r *req) error {
 			page.Columns = append(page.Columns, BoardColumn{State: st, Items: list.Items, More: list.NextCursor != ""})
 		}
 	}
+	if err := page.findHolders(r); err != nil {
+		return err
+	}
 	page.Layout = r.base("Items", "items")
 	return r.show(page)
+}
+
+// findHolders fills Holders when the page shows a leased item: one read of
+// the project's live leases.
+func (p *ItemsPage) findHolders(r *req) error {
+	leased := false
+	for _, it := range p.List {
+		leased = leased || it.State == graph.StateLeased
+	}
+	for _, c := range p.Columns {
+		leased = leased || (c.State == graph.StateLeased && len(c.Items) > 0)
+	}
+	if !leased {
+		return nil
+	}
+	active, err := r.ui.Leases.Active(r.ctx(), r.project.ID)
+	if err != nil {
+		return err
+	}
+	p.Holders = make(map[uuid.UUID]string, len(active))
+	for _, l := range active {
+		p.Holders[l.ItemID] = l.Worker
+	}
+	return nil
 }
 
 // ItemFormPage creates or edits an item.
