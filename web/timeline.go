@@ -53,12 +53,12 @@ type TimelineTick struct {
 }
 
 const (
-	tlWidth   = 960
-	tlLabelW  = 190
-	tlRightW  = 100
-	tlLaneH   = 30
-	tlTop     = 6
-	tlAxisH   = 26
+	tlWidth  = 960
+	tlLabelW = 190
+	tlRightW = 100
+	tlLaneH  = 30
+	tlTop    = 6
+	tlAxisH  = 26
 	// tlMinBarW is the narrowest bar drawn: a lease of a few
 	// milliseconds in a history of hours stays visible and hoverable.
 	tlMinBarW = 8
