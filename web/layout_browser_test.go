@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/server"
@@ -47,7 +50,15 @@ func TestTimelineLayout(t *testing.T) {
 	t.Parallel()
 	ctx, srv, project := browserProject(t, "tl")
 	bg := context.Background()
-	g, l := graph.NewService(srv.Pool(), nil), lease.NewService(srv.Pool(), nil, lease.Config{})
+	// The leases run on a stub clock set two hours back: a lease of 5 ms
+	// in a history of an hour and a half, its late report half an hour
+	// after it, a second lease that ended ten minutes ago.
+	var dbNow time.Time
+	if err := srv.Pool().QueryRow(bg, `SELECT now()`).Scan(&dbNow); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewStub(dbNow.Add(-2 * time.Hour))
+	g, l := graph.NewService(srv.Pool(), clk), lease.NewService(srv.Pool(), clk, lease.Config{})
 	it, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: "quick one", CreatedBy: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +68,22 @@ func TestTimelineLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := lease.Fence{LeaseID: first.Lease.ID, Epoch: first.Lease.Epoch}
+	clk.Advance(5 * time.Millisecond)
 	if _, err := l.Release(bg, project.ID, f, "too quick"); err != nil {
 		t.Fatal(err)
 	}
 	// A late heartbeat on the ended lease is refused and marked.
+	clk.Advance(30 * time.Minute)
 	if _, err := l.Heartbeat(bg, project.ID, f, lease.Heartbeat{}); !errors.Is(err, wgerr.LeaseLost) {
 		t.Fatalf("late heartbeat: %v", err)
 	}
-	if _, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "w2"}); err != nil {
+	clk.Advance(30 * time.Minute)
+	second, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "w2", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(50 * time.Minute)
+	if _, err := l.Complete(bg, project.ID, lease.Fence{LeaseID: second.Lease.ID, Epoch: second.Lease.Epoch}, []byte(`{"ok":true}`), nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -143,8 +162,8 @@ func TestGraphZoom(t *testing.T) {
 			t.Errorf("after +: %+v, want 125%% of %+v", v, whole)
 		}
 		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="out"]`)), chromedp.Click(chromedp.CSS(`button[data-zoom="out"]`)))
-		if v := read(); v.W <= whole.W || v.Zoom != "64" {
-			t.Errorf("after + - -: %+v, want 64%%", v)
+		if v := read(); v.W <= whole.W || v.Zoom != "80" {
+			t.Errorf("after + - -: %+v, want 80%%", v)
 		}
 		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="fit"]`)))
 		if v := read(); v != whole {
@@ -174,7 +193,7 @@ func TestGraphZoom(t *testing.T) {
 		if zoomed.Zoom != "125" {
 			t.Fatalf("after the + key: %+v", zoomed)
 		}
-		step(t, ctx, chromedp.KeyEvent("\ue014")) // ArrowRight
+		step(t, ctx, chromedp.KeyEvent(kb.ArrowRight))
 		if v := read(); v.X <= zoomed.X {
 			t.Errorf("after the right arrow: %+v, want the view moved right of %+v", v, zoomed)
 		}
@@ -194,7 +213,8 @@ func TestGraphZoom(t *testing.T) {
 	t.Run("DragPansWithoutOpening", func(t *testing.T) {
 		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="in"]`)))
 		before := read()
-		x, y := node(prev[0].ID.String())
+		// A node in the middle, in view after zooming in at the centre.
+		x, y := node(prev[15].ID.String())
 		step(t, ctx,
 			chromedp.MouseEvent(chromedp.MousePressed, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
 			chromedp.MouseEvent(chromedp.MouseMoved, x+30, y+10, chromedp.ButtonLeft),
@@ -210,9 +230,10 @@ func TestGraphZoom(t *testing.T) {
 		}
 	})
 	t.Run("ClickOpensItem", func(t *testing.T) {
-		x, y := node(prev[1].ID.String())
+		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="fit"]`)))
+		x, y := node(prev[16].ID.String())
 		step(t, ctx, chromedp.MouseClickXY(x, y), chromedp.WaitVisible(chromedp.CSS("h1")))
-		if path := eval[string](t, ctx, `location.pathname`); !strings.HasSuffix(path, "/items/"+prev[1].ID.String()) {
+		if path := eval[string](t, ctx, `location.pathname`); !strings.HasSuffix(path, "/items/"+prev[16].ID.String()) {
 			t.Errorf("a click on a node opened %s", path)
 		}
 	})
