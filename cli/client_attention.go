@@ -97,9 +97,10 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "history",
-		Short: "Lease history, oldest first (filter by item, worker, outcome, time)",
+		Short: "Lease history, newest first (filter by item, worker, outcome, time; --sort)",
 		Example: `  workgraph history --item <id>
-  workgraph history --worker laptop-1 --outcome failed --since 24h`,
+  workgraph history --worker laptop-1 --outcome failed --since 24h
+  workgraph history --sort -ran          # the longest leases first`,
 		Args: args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			var err error
@@ -141,6 +142,7 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 	fl.StringVar(&opt.ItemID, "item", "", "only leases of this item")
 	fl.StringVar(&opt.Worker, "worker", "", "only leases of this worker label")
 	fl.StringVar(&opt.Outcome, "outcome", "", "completed, released, failed, cancelled, decomposed, attention_requested or expired")
+	fl.StringVar(&opt.Sort, "sort", "-acquired", "order: -acquired (newest first), acquired (oldest first), -ran or ran (by how long each lease ran)")
 	fl.StringVar(&since, "since", "", "from this time (RFC 3339, or a duration ago such as 24h)")
 	fl.StringVar(&until, "until", "", "up to this time (RFC 3339, or a duration ago)")
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")

@@ -84,7 +84,7 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List items (filter by --state, --label, --parent)",
+		Short: "List items (filter by --state, --label, --parent, --text; order by --sort)",
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, _ []string) error {
 			var items []client.Item
@@ -127,6 +127,7 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringVar(&opt.Label, "label", "", "only items with this label")
 	fl.StringVar(&opt.ParentID, "parent", "", "only children of this item")
 	fl.StringVar(&opt.Text, "text", "", "only items whose title or body contains this text (case-insensitive)")
+	fl.StringVar(&opt.Sort, "sort", "created", "order: created (oldest first), -created (newest first), priority, -priority, updated, -updated")
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
 	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
 	fl.BoolVar(&all, "all", false, "fetch every page")

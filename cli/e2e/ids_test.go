@@ -149,3 +149,44 @@ func TestMissingProject(t *testing.T) {
 	}
 	e.wantExit(adminToken, 5, "projects this token can see: e2e other", "--project", "nope", "claim")
 }
+
+// TestSortedLists: `history` shows the newest lease first, `--sort` orders
+// it and `items ls` otherwise, through the API's sort parameter.
+func TestSortedLists(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t)
+	low, high := e.item("low item"), e.item("high item")
+	prio := 9
+	if _, err := e.human.UpdateItem(ctx, e.project, high.ID, client.UpdateItemRequest{Priority: &prio}); err != nil {
+		t.Fatal(err)
+	}
+	var leases []string
+	for range 2 {
+		cl, err := e.agent.Claim(ctx, e.project, client.ClaimRequest{Worker: "w1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.agent.Release(ctx, cl.Lease.ID, client.ReleaseRequest{Epoch: cl.Lease.Epoch}); err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, cl.Lease.ID)
+	}
+	before := func(out, a, b string) bool {
+		i, j := strings.Index(out, a), strings.Index(out, b)
+		return i >= 0 && j >= 0 && i < j
+	}
+	if h := e.run(e.humanToken, nil, "history"); h.code != 0 || !before(h.stdout, leases[1], leases[0]) {
+		t.Errorf("history: want the newest lease first\n%v", h)
+	}
+	if h := e.run(e.humanToken, nil, "history", "--sort", "acquired"); h.code != 0 || !before(h.stdout, leases[0], leases[1]) {
+		t.Errorf("history --sort acquired: want the oldest first\n%v", h)
+	}
+	if ls := e.run(e.agentToken, nil, "items", "ls"); ls.code != 0 || !before(ls.stdout, low.ID, high.ID) {
+		t.Errorf("items ls: want creation order\n%v", ls)
+	}
+	if ls := e.run(e.agentToken, nil, "items", "ls", "--sort", "-priority"); ls.code != 0 || !before(ls.stdout, high.ID, low.ID) {
+		t.Errorf("items ls --sort -priority: want the high priority first\n%v", ls)
+	}
+	e.wantExit(e.agentToken, 2, "sort", "items", "ls", "--sort", "title")
+}
