@@ -19,36 +19,39 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-// browserProject boots the real server with a project and signs a human in
-// to it in headless Chromium.
-func browserProject(t *testing.T, name string) (context.Context, *server.Server, graph.Project) {
-	t.Helper()
+// TestLayoutInBrowser checks layouts in headless Chromium: one browser and
+// one server for its subtests, each in a project of its own (the machine
+// runs every browser test at once; fewer browsers keep them in time).
+func TestLayoutInBrowser(t *testing.T) {
+	t.Parallel()
 	ctx := startBrowser(t)
 	srv := bootServer(t)
-	project, err := graph.NewService(srv.Pool(), nil).CreateProject(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, human, err := auth.NewService(srv.Pool(), nil).Create(context.Background(), &project.ID, "ada", auth.RoleHuman)
+	_, admin, err := auth.NewService(srv.Pool(), nil).Create(context.Background(), nil, "layout-admin", auth.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	step(t, ctx,
 		chromedp.Navigate(srv.URL()+"/signin"),
 		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), human),
+		chromedp.SendKeys(chromedp.ID("token"), admin),
 		chromedp.Submit(chromedp.ID("token")),
 		chromedp.WaitVisible(chromedp.CSS("main")),
 	)
-	return ctx, srv, project
+	project := func(t *testing.T, name string) graph.Project {
+		p, err := graph.NewService(srv.Pool(), nil).CreateProject(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Run("Timeline", func(t *testing.T) { timelineLayout(t, ctx, srv, project(t, "tl")) })
+	t.Run("GraphZoom", func(t *testing.T) { graphZoom(t, ctx, srv, project(t, "gz")) })
 }
 
-// TestTimelineLayout: in Chromium, a lease of milliseconds keeps a visible
+// timelineLayout: in Chromium, a lease of milliseconds keeps a visible
 // bar, and its "1 refused" label sits next to its marker, not at the right
 // edge of the timeline.
-func TestTimelineLayout(t *testing.T) {
-	t.Parallel()
-	ctx, srv, project := browserProject(t, "tl")
+func timelineLayout(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
 	bg := context.Background()
 	// The leases run on a stub clock set two hours back: a lease of 5 ms
 	// in a history of an hour and a half, its late report half an hour
@@ -116,12 +119,10 @@ func TestTimelineLayout(t *testing.T) {
 	}
 }
 
-// TestGraphZoom: in Chromium, the graph page zooms with its buttons, the
+// graphZoom: in Chromium, the graph page zooms with its buttons, the
 // wheel and the keyboard, pans by dragging without opening the item under
 // the pointer, and a plain click still opens an item.
-func TestGraphZoom(t *testing.T) {
-	t.Parallel()
-	ctx, srv, project := browserProject(t, "gz")
+func graphZoom(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
 	bg := context.Background()
 	g := graph.NewService(srv.Pool(), nil)
 	var prev []graph.Item
