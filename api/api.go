@@ -153,6 +153,7 @@ func (a *API) Mount(e *echo.Echo) {
 	a.handlePublic(e, http.MethodGet, "/openapi.json", a.openAPI)
 	a.mountProjects(e)
 	a.mountTokens(e)
+	a.mountIDs(e)
 	a.mountItems(e)
 	a.mountDependencies(e)
 	a.mountClaims(e)

@@ -115,16 +115,18 @@ func (a *API) createItem(c echo.Context) error {
 var itemStates = []graph.State{graph.StateReady, graph.StateLeased, graph.StateBlocked, graph.StateAttention, graph.StateDone, graph.StateCancelled}
 
 // listItems: ?state= (one or more, repeated or comma-separated), label=,
-// parent_id=, q= (title text), cursor=, limit= (1..500).
+// parent_id=, q= (text in the title or body), sort= (created, -created,
+// priority, -priority, updated, -updated; default created), cursor=, limit= (1..500).
 func (a *API) listItems(c echo.Context) error {
-	if err := onlyQuery(c, "state", "label", "parent_id", "q", "cursor", "limit", "page_size"); err != nil {
+	if err := onlyQuery(c, "state", "label", "parent_id", "q", "sort", "cursor", "limit", "page_size"); err != nil {
 		return err
 	}
 	limit, err := pageSize(c)
 	if err != nil {
 		return err
 	}
-	f := graph.ListFilter{Label: c.QueryParam("label"), Text: c.QueryParam("q"), Cursor: c.QueryParam("cursor"), Limit: limit}
+	f := graph.ListFilter{Label: c.QueryParam("label"), Text: c.QueryParam("q"), Cursor: c.QueryParam("cursor"), Limit: limit,
+		Order: graph.ItemOrder(c.QueryParam("sort"))}
 	for _, v := range c.QueryParams()["state"] {
 		for _, s := range strings.Split(v, ",") {
 			st := graph.State(strings.TrimSpace(s))

@@ -359,13 +359,15 @@ var outcomes = []lease.Outcome{lease.OutcomeCompleted, lease.OutcomeReleased, le
 	lease.OutcomeDecomposed, lease.OutcomeAttentionRequested, lease.OutcomeExpired}
 
 // historyFilter reads the history query: worker=, outcome=, since=,
-// until= (RFC 3339), cursor=, limit=.
+// until= (RFC 3339), sort= (acquired, -acquired, ran, -ran; default
+// acquired), cursor=, limit=.
 func historyFilter(c echo.Context) (lease.HistoryFilter, error) {
 	limit, err := pageSize(c)
 	if err != nil {
 		return lease.HistoryFilter{}, err
 	}
-	f := lease.HistoryFilter{Worker: c.QueryParam("worker"), Cursor: c.QueryParam("cursor"), Limit: limit}
+	f := lease.HistoryFilter{Worker: c.QueryParam("worker"), Cursor: c.QueryParam("cursor"), Limit: limit,
+		Order: lease.HistoryOrder(c.QueryParam("sort"))}
 	if s := c.QueryParam("outcome"); s != "" {
 		o := lease.Outcome(s)
 		ok := false
@@ -396,9 +398,9 @@ func historyFilter(c echo.Context) (lease.HistoryFilter, error) {
 	return f, nil
 }
 
-// leaseHistory: the project's leases, oldest first.
+// leaseHistory: the project's leases, oldest first unless sort= says.
 func (a *API) leaseHistory(c echo.Context) error {
-	if err := onlyQuery(c, "item_id", "worker", "outcome", "since", "until", "cursor", "limit", "page_size"); err != nil {
+	if err := onlyQuery(c, "item_id", "worker", "outcome", "since", "until", "sort", "cursor", "limit", "page_size"); err != nil {
 		return err
 	}
 	f, err := historyFilter(c)
@@ -415,9 +417,9 @@ func (a *API) leaseHistory(c echo.Context) error {
 	return a.writeHistory(c, p.ID, f)
 }
 
-// itemLeases: the item's leases, oldest first.
+// itemLeases: the item's leases, oldest first unless sort= says.
 func (a *API) itemLeases(c echo.Context) error {
-	if err := onlyQuery(c, "worker", "outcome", "since", "until", "cursor", "limit", "page_size"); err != nil {
+	if err := onlyQuery(c, "worker", "outcome", "since", "until", "sort", "cursor", "limit", "page_size"); err != nil {
 		return err
 	}
 	f, err := historyFilter(c)

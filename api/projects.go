@@ -26,12 +26,16 @@ func (a *API) mountProjects(e *echo.Echo) {
 }
 
 // project resolves the {project} path parameter (a name or an id) to a
-// project the caller may see; any other project is not found.
+// project the caller may see; any other project is not found, with field
+// "project" so that a client can tell it from a missing item and name the
+// projects it may use instead.
 func (a *API) project(c echo.Context) (graph.Project, error) {
 	ref := c.Param("project")
 	p, err := a.cachedProject(c.Request().Context(), ref)
 	if errors.Is(err, wgerr.NotFound) || (err == nil && !principal(c).CanSee(p.ID)) {
-		return graph.Project{}, wgerr.New(wgerr.CodeNotFound, "project %q not found", ref)
+		nf := wgerr.New(wgerr.CodeNotFound, "project %q not found", ref)
+		nf.Field = "project"
+		return graph.Project{}, nf
 	}
 	if err == nil {
 		tag(c, telemetry.Tags{Project: p.ID})

@@ -16,8 +16,9 @@ const (
 	DefaultSearchWait        = 2 * time.Second
 )
 
-// searchGate bounds the expensive reads (item lists filtered by title text,
-// which scan the project's items) that one project may run at once on this
+// searchGate bounds the expensive reads (item lists filtered by text in
+// titles or bodies: trigram indexes answer texts of 3 or more characters,
+// shorter ones and very common ones scan the project's items) that one project may run at once on this
 // replica, so that one project's searches cannot hold every database
 // connection while other projects wait. A search beyond the bound waits up
 // to wait for a slot, then is refused with 429 rate_limited and Retry-After.

@@ -124,13 +124,17 @@ To mint a token directly in the database (e.g. the first one), use
 		Short: "Revoke a token at once",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			if err := s.api.RevokeToken(ctx, s.cfg.Project, a[0]); err != nil {
+			id, err := s.resolveID(ctx, kindToken, a[0])
+			if err != nil {
+				return err
+			}
+			if err := s.api.RevokeToken(ctx, s.cfg.Project, id); err != nil {
 				return err
 			}
 			if s.json {
-				return printJSON(s.Out, map[string]string{"revoked": a[0]})
+				return printJSON(s.Out, map[string]string{"revoked": id})
 			}
-			fmt.Fprintf(s.Out, "token %s revoked\n", a[0])
+			fmt.Fprintf(s.Out, "token %s revoked\n", id)
 			return nil
 		}),
 	}

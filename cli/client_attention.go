@@ -28,7 +28,11 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			var reqs []client.AttentionRequest
-			opt := client.ListAttentionOptions{State: state, ItemID: itemID}
+			item, err := s.resolveID(ctx, kindItem, itemID)
+			if err != nil {
+				return err
+			}
+			opt := client.ListAttentionOptions{State: state, ItemID: item}
 			for {
 				page, err := s.api.ListAttention(ctx, s.cfg.Project, opt)
 				if err != nil {
@@ -65,7 +69,11 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 		Short: "Answer an attention request (people only)",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			r, err := s.api.Resolve(ctx, a[0], a[1])
+			id, err := s.resolveID(ctx, kindAttention, a[0])
+			if err != nil {
+				return err
+			}
+			r, err := s.api.Resolve(ctx, id, a[1])
 			if err != nil {
 				return err
 			}
@@ -89,12 +97,16 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "history",
-		Short: "Lease history, oldest first (filter by item, worker, outcome, time)",
+		Short: "Lease history, newest first (filter by item, worker, outcome, time; --sort)",
 		Example: `  workgraph history --item <id>
-  workgraph history --worker laptop-1 --outcome failed --since 24h`,
+  workgraph history --worker laptop-1 --outcome failed --since 24h
+  workgraph history --sort -ran          # the longest leases first`,
 		Args: args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			var err error
+			if opt.ItemID, err = s.resolveID(ctx, kindItem, opt.ItemID); err != nil {
+				return err
+			}
 			if opt.Since, err = parseWhen(since); err != nil {
 				return usageError("--since: %v", err)
 			}
@@ -130,6 +142,7 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 	fl.StringVar(&opt.ItemID, "item", "", "only leases of this item")
 	fl.StringVar(&opt.Worker, "worker", "", "only leases of this worker label")
 	fl.StringVar(&opt.Outcome, "outcome", "", "completed, released, failed, cancelled, decomposed, attention_requested or expired")
+	fl.StringVar(&opt.Sort, "sort", "-acquired", "order: -acquired (newest first), acquired (oldest first), -ran or ran (by how long each lease ran)")
 	fl.StringVar(&since, "since", "", "from this time (RFC 3339, or a duration ago such as 24h)")
 	fl.StringVar(&until, "until", "", "up to this time (RFC 3339, or a duration ago)")
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")

@@ -45,6 +45,13 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 				}
 				body = string(data)
 			}
+			var err error
+			if parent, err = s.resolveID(ctx, kindItem, parent); err != nil {
+				return err
+			}
+			if deps, err = s.resolveIDs(ctx, kindItem, deps); err != nil {
+				return err
+			}
 			req := client.CreateItemRequest{Title: a[0], Body: body, ParentID: parent, DependsOn: deps, Labels: labels}
 			if s.flagChanged("priority") {
 				req.Priority = &priority
@@ -77,11 +84,15 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List items (filter by --state, --label, --parent)",
+		Short: "List items (filter by --state, --label, --parent, --text; order by --sort)",
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, _ []string) error {
 			var items []client.Item
 			var next *string
+			var err error
+			if opt.ParentID, err = s.resolveID(ctx, kindItem, opt.ParentID); err != nil {
+				return err
+			}
 			for {
 				page, err := s.api.ListItems(ctx, s.cfg.Project, opt)
 				if err != nil {
@@ -115,7 +126,8 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringVar(&opt.State, "state", "", "ready, leased, blocked, attention, done or cancelled")
 	fl.StringVar(&opt.Label, "label", "", "only items with this label")
 	fl.StringVar(&opt.ParentID, "parent", "", "only children of this item")
-	fl.StringVar(&opt.Text, "text", "", "only items whose title contains this text (case-insensitive; bodies are not searched)")
+	fl.StringVar(&opt.Text, "text", "", "only items whose title or body contains this text (case-insensitive)")
+	fl.StringVar(&opt.Sort, "sort", "created", "order: created (oldest first), -created (newest first), priority, -priority, updated, -updated")
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
 	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
 	fl.BoolVar(&all, "all", false, "fetch every page")
@@ -129,7 +141,11 @@ func itemsShowCmd(stdio IO, f *clientFlags) *cobra.Command {
 		Short: "Show an item: body, state, what blocks it, result (and --history)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
-			it, err := s.api.GetItem(ctx, s.cfg.Project, a[0])
+			id, err := s.resolveID(ctx, kindItem, a[0])
+			if err != nil {
+				return err
+			}
+			it, err := s.api.GetItem(ctx, s.cfg.Project, id)
 			if err != nil {
 				return err
 			}
@@ -238,7 +254,11 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 			if s.flagChanged("version") {
 				req.Version = &version
 			}
-			it, err := s.api.UpdateItem(ctx, s.cfg.Project, a[0], req)
+			id, err := s.resolveID(ctx, kindItem, a[0])
+			if err != nil {
+				return err
+			}
+			it, err := s.api.UpdateItem(ctx, s.cfg.Project, id, req)
 			if err != nil {
 				return err
 			}
@@ -265,7 +285,11 @@ func itemsCancelCmd(stdio IO, f *clientFlags) *cobra.Command {
 		Short: "Cancel an item (an active lease on it ends as cancelled)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
-			it, err := s.api.CancelItem(ctx, s.cfg.Project, a[0], reason)
+			id, err := s.resolveID(ctx, kindItem, a[0])
+			if err != nil {
+				return err
+			}
+			it, err := s.api.CancelItem(ctx, s.cfg.Project, id, reason)
 			if err != nil {
 				return err
 			}
@@ -292,6 +316,10 @@ func newDepsCmd(stdio IO) *cobra.Command {
 		Short: "Make ITEM wait until DEPENDS_ON is done (a cycle is refused, exit 6)",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			a, err := s.resolveIDs(ctx, kindItem, a)
+			if err != nil {
+				return err
+			}
 			if err := s.api.AddDependency(ctx, s.cfg.Project, a[0], a[1]); err != nil {
 				return err
 			}
@@ -306,6 +334,10 @@ func newDepsCmd(stdio IO) *cobra.Command {
 		Short: "Remove the dependency of ITEM on DEPENDS_ON",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			a, err := s.resolveIDs(ctx, kindItem, a)
+			if err != nil {
+				return err
+			}
 			if err := s.api.RemoveDependency(ctx, s.cfg.Project, a[0], a[1]); err != nil {
 				return err
 			}

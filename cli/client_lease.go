@@ -83,6 +83,9 @@ func leaseCommand(stdio IO, cmd *cobra.Command, run func(ctx context.Context, s 
 		if err != nil {
 			return err
 		}
+		if id, err = s.resolveID(ctx, kindLease, id); err != nil {
+			return err
+		}
 		return run(ctx, s, args, id, epoch)
 	})
 	addClientFlags(cmd, &f)

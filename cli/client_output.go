@@ -47,7 +47,11 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 		// A command run by `workgraph work` (or any tool passing W3C trace
 		// context in TRACEPARENT) sends its calls in that trace.
 		ctx := telemetry.FromEnv(cmd.Context(), os.Getenv)
-		return explain(fn(ctx, s, args), cfg)
+		err = fn(ctx, s, args)
+		if missingProject(err) {
+			return s.explainMissingProject(ctx, err)
+		}
+		return explain(err, cfg)
 	}
 }
 
@@ -208,4 +212,39 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// missingProject reports whether err is the server's answer that the
+// configured project does not exist (or the token may not see it).
+func missingProject(err error) bool {
+	var ae *client.Error
+	if !errors.As(err, &ae) || ae.Code != client.CodeNotFound {
+		return false
+	}
+	var field string
+	ae.Extension("field", &field)
+	return field == "project"
+}
+
+// explainMissingProject turns the server's "project not found" into what a
+// person needs: which project was asked for and where that came from, the
+// projects this token can see, and the three ways to pick one.
+func (s *session) explainMissingProject(ctx context.Context, err error) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "project %q not found (from %s)", s.cfg.Project, s.cfg.Source["project"])
+	ps, lerr := s.api.ListProjects(ctx)
+	switch {
+	case lerr != nil:
+		fmt.Fprintf(&b, "\n  the projects this token can see could not be listed: %v", lerr)
+	case len(ps) == 0:
+		b.WriteString("\n  this token sees no project; an admin creates one with `workgraph projects create NAME`")
+	default:
+		b.WriteString("\n  projects this token can see:")
+		for _, p := range ps {
+			fmt.Fprintf(&b, " %s", p.Name)
+		}
+		fmt.Fprintf(&b, "\n  pick one with --project %s, WORKGRAPH_PROJECT=%s, or `project: %s` in %s",
+			ps[0].Name, ps[0].Name, ps[0].Name, configHint(s.cfg))
+	}
+	return &exitError{code: ExitNotFound, err: errors.New(b.String())}
 }

@@ -32,7 +32,10 @@ type ListItemsOptions struct {
 	Label    string
 	ParentID string
 	// Text matches titles and bodies.
-	Text   string
+	Text string
+	// Sort is created (the default), priority or updated, descending
+	// with a leading "-" (e.g. "-created": newest first).
+	Sort   string
 	Limit  int
 	Cursor string
 }
@@ -44,6 +47,7 @@ func (c *Client) ListItems(ctx context.Context, project string, opt ListItemsOpt
 	set(q, "label", opt.Label)
 	set(q, "parent_id", opt.ParentID)
 	set(q, "q", opt.Text)
+	set(q, "sort", opt.Sort)
 	set(q, "cursor", opt.Cursor)
 	if opt.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opt.Limit))

@@ -106,8 +106,11 @@ type HistoryOptions struct {
 	Outcome string
 	Since   time.Time
 	Until   time.Time
-	Limit   int
-	Cursor  string
+	// Sort is acquired (the default) or ran (how long each lease ran),
+	// descending with a leading "-" (e.g. "-acquired": newest first).
+	Sort   string
+	Limit  int
+	Cursor string
 }
 
 // History returns one page of the project's lease history.
@@ -116,6 +119,7 @@ func (c *Client) History(ctx context.Context, project string, opt HistoryOptions
 	set(q, "item_id", opt.ItemID)
 	set(q, "worker", opt.Worker)
 	set(q, "outcome", opt.Outcome)
+	set(q, "sort", opt.Sort)
 	set(q, "cursor", opt.Cursor)
 	if !opt.Since.IsZero() {
 		q.Set("since", opt.Since.UTC().Format(time.RFC3339Nano))

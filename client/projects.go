@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/workgraph-dev/workgraph/wire"
 )
@@ -60,4 +62,21 @@ func (c *Client) SetProjectOnExpiry(ctx context.Context, project, onExpiry strin
 		return nil, err
 	}
 	return &out, nil
+}
+
+// LookupIDs returns the project's objects whose id starts with prefix (at
+// least 4 hex digits), of the given kinds ("item", "lease", "attention",
+// "token"; none: every kind), at most ten of each kind. Tokens match for
+// admin tokens only. A prefix that is not the start of an id is
+// ErrInvalidArgument.
+func (c *Client) LookupIDs(ctx context.Context, project, prefix string, kinds ...string) ([]IDMatch, error) {
+	q := url.Values{"prefix": {prefix}}
+	if len(kinds) > 0 {
+		q.Set("kind", strings.Join(kinds, ","))
+	}
+	var out wire.IDMatches
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/ids", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Matches, nil
 }

@@ -33,6 +33,8 @@ type (
 	Token = wire.Token
 	// CreatedToken is a new token with its secret, shown only once.
 	CreatedToken = wire.CreatedToken
+	// IDMatch is an object whose id starts with a looked-up prefix.
+	IDMatch = wire.IDMatch
 	// Item is a work item.
 	Item = wire.Item
 	// BlockedBy explains why an item is not ready.

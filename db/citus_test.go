@@ -31,6 +31,7 @@ var notProjectScoped = map[string]string{
 	"CountTokens":    "tokens (reference table)",
 	"LockFirstStart": "an advisory lock on the coordinator, no table",
 	"LockToken":      "an advisory lock on the token, no table",
+	"PlanEachSearch": "a setting of the transaction, no table",
 	// CountActiveForToken counts a token's live leases; its token belongs
 	// to one project, but the query names the token only.
 	"CountActiveForToken": "leases by token (to carry project_id before Citus)",

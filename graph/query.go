@@ -2,7 +2,9 @@ package graph
 
 import (
 	"context"
+	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -20,20 +22,18 @@ const (
 	MaxPageSize     = page.Max
 )
 
-// ListItems lists a project's items in creation order, filtered by derived
-// state (any of States), label, parent and text (a case-insensitive
-// substring of the title), one page at a time.
+// ListItems lists a project's items, filtered by derived state (any of
+// States), label, parent and text (a case-insensitive substring of the
+// title or of the body; trigram indexes keep it fast), one page at a time,
+// in f.Order (creation order by default).
 //
 // Errors: invalid_argument for a negative or too large Limit (> 500), an
-// unknown state, a cursor that ListItems did not make, a Text longer than a
-// title (MaxTitleChars) or a Label longer than a label (MaxLabelChars): no
-// longer value can match, and a long pattern makes the scan slow.
+// unknown state or order, a cursor that ListItems did not make for the same
+// order, a Text longer than a title (MaxTitleChars) or a Label longer than
+// a label (MaxLabelChars): no longer value can match, and a long pattern
+// makes the scan slow.
 func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter) (ItemPage, error) {
 	limit, err := page.Limit(f.Limit)
-	if err != nil {
-		return ItemPage{}, err
-	}
-	after, err := page.Decode("items", f.Cursor)
 	if err != nil {
 		return ItemPage{}, err
 	}
@@ -51,30 +51,137 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		states = append(states, string(st))
 	}
 	args := dbq.ListItemsParams{
-		Now: s.clock.Now(), ProjectID: project, AfterSeq: after, ParentID: f.ParentID,
-		States: states, MaxRows: int32(limit + 1),
+		Now: s.clock.Now(), ProjectID: project, ParentID: f.ParentID, States: states, MaxRows: int32(limit + 1),
 	}
 	if f.Label != "" {
 		args.Label = &f.Label
 	}
 	if f.Text != "" {
 		like := "%" + escapeLike(f.Text) + "%"
-		args.TitleLike = &like
+		args.TextLike = &like
+	}
+	read, err := itemReader(f.Order, f.Cursor, args, limit)
+	if err != nil {
+		return ItemPage{}, err
 	}
 	var out ItemPage
 	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
-		rows, err := dbq.New().ListItems(ctx, tx, args)
+		if args.TextLike != nil {
+			if err := dbq.New().PlanEachSearch(ctx, tx); err != nil {
+				return err
+			}
+		}
+		rows, err := read(ctx, tx)
 		if err != nil {
 			return err
 		}
-		rows, out.NextCursor = page.Cut("items", rows, limit, func(r dbq.ListItemsRow) int64 { return r.Item.Seq })
+		if len(rows) > limit {
+			rows, out.NextCursor = rows[:limit], rows[limit-1].cursor
+		}
 		out.Items = make([]Item, len(rows))
 		for i, r := range rows {
-			out.Items[i] = itemFromRow(r.Item, r.State, r.DbNow)
+			out.Items[i] = itemFromRow(r.item, r.state, r.dbNow)
 		}
 		return fillBlockedBy(ctx, tx, args.Now, project, out.Items)
 	})
 	return out, err
+}
+
+// ItemOrder is an order of ListItems: a key, descending with a leading "-".
+type ItemOrder string
+
+// The orders of ListItems. The zero value is OrderCreated.
+const (
+	OrderCreated   ItemOrder = "created"  // oldest first
+	OrderNewest    ItemOrder = "-created" // newest first
+	OrderPriority  ItemOrder = "priority" // lowest priority first
+	OrderPriorityD ItemOrder = "-priority"
+	OrderUpdated   ItemOrder = "updated" // least recently changed first
+	OrderUpdatedD  ItemOrder = "-updated"
+)
+
+// ItemOrders are the orders ListItems knows.
+var ItemOrders = []ItemOrder{OrderCreated, OrderNewest, OrderPriority, OrderPriorityD, OrderUpdated, OrderUpdatedD}
+
+// listedItem is a row of any of ListItems' queries, with the cursor that
+// continues after it.
+type listedItem struct {
+	item   dbq.Item
+	state  string
+	dbNow  time.Time
+	cursor string
+}
+
+// itemReader returns the read of one page (limit+1 rows) in order after
+// cursor: the creation-order index forwards or backwards, or a keyset on
+// another column.
+func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int) (func(context.Context, pgx.Tx) ([]listedItem, error), error) {
+	list := "items"
+	if order != "" && order != OrderCreated {
+		list += ":" + string(order)
+	}
+	switch order {
+	case "", OrderCreated:
+		after, err := page.Decode(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		a.AfterSeq = after
+		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+			rows, err := dbq.New().ListItems(ctx, tx, a)
+			return convertRows(rows, err, func(r dbq.ListItemsRow) listedItem {
+				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
+			})
+		}, nil
+	case OrderNewest:
+		before, err := page.Decode(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		p := dbq.ListItemsNewestParams{Now: a.Now, ProjectID: a.ProjectID, BeforeSeq: before, ParentID: a.ParentID,
+			Label: a.Label, TextLike: a.TextLike, States: a.States, MaxRows: a.MaxRows}
+		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+			rows, err := dbq.New().ListItemsNewest(ctx, tx, p)
+			return convertRows(rows, err, func(r dbq.ListItemsNewestRow) listedItem {
+				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
+			})
+		}, nil
+	case OrderPriority, OrderPriorityD, OrderUpdated, OrderUpdatedD:
+		key, seq, ok, err := page.DecodeKey(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			key, seq = math.MinInt64, math.MinInt64
+		}
+		p := dbq.ListItemsSortedParams{Now: a.Now, SortKey: strings.TrimPrefix(string(order), "-"), Dir: 1,
+			ProjectID: a.ProjectID, AfterValue: key, AfterSeq: seq, ParentID: a.ParentID,
+			Label: a.Label, TextLike: a.TextLike, States: a.States, MaxRows: a.MaxRows}
+		if strings.HasPrefix(string(order), "-") {
+			p.Dir = -1
+		}
+		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+			rows, err := dbq.New().ListItemsSorted(ctx, tx, p)
+			return convertRows(rows, err, func(r dbq.ListItemsSortedRow) listedItem {
+				return listedItem{r.Item, r.State, r.DbNow, page.EncodeKey(list, r.SortValue, r.Item.Seq*p.Dir)}
+			})
+		}, nil
+	}
+	return nil, wgerr.InvalidField("sort", "unknown order %q (created, priority or updated; a leading - for descending)", order)
+}
+
+func convertRows[R any](rows []R, err error, conv func(R) listedItem) ([]listedItem, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listedItem, len(rows))
+	for i, r := range rows {
+		out[i] = conv(r)
+	}
+	return out, nil
 }
 
 func validState(st State) bool {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -270,4 +273,133 @@ func titles(refs []ItemRef) []string {
 		out[i] = r.Title
 	}
 	return out
+}
+
+// TestListItemsSearchesBodies: the text filter finds an item by its body as
+// well as by its title, and only those.
+func TestListItemsSearchesBodies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	inBody, err := f.svc.CreateItem(ctx, f.project, NewItem{
+		Title: "Plain title", Body: "Move the **Quarterly** report to the new schema.", CreatedBy: "test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTitle := f.mustItem(t, itemOpts{Title: "quarterly numbers"})
+	f.mustItem(t, itemOpts{Title: "unrelated"})
+	page, err := f.svc.ListItems(ctx, f.project, ListFilter{Text: "QUARTERLY"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 || page.Items[0].ID != inBody.ID || page.Items[1].ID != inTitle.ID {
+		t.Fatalf("search for QUARTERLY found %+v, want the item with it in its body, then the one with it in its title", page.Items)
+	}
+	if page, err = f.svc.ListItems(ctx, f.project, ListFilter{Text: "new schema"}); err != nil || len(page.Items) != 1 || page.Items[0].ID != inBody.ID {
+		t.Fatalf("search for a phrase of the body: %+v, %v", page.Items, err)
+	}
+}
+
+// TestListItemsSearchPlansEachText: a search plans its statement for its
+// text (a prepared statement's generic plan, used after five runs, cannot
+// read the trigram indexes and scans every item); a list without text
+// leaves the plan cache alone.
+func TestListItemsSearchPlansEachText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	mode := func() string {
+		var m string
+		if err := f.conn.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if _, err := f.svc.ListItems(ctx, f.project, ListFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(); got != "auto" {
+		t.Fatalf("plan_cache_mode after a list without text = %q, want auto", got)
+	}
+	if _, err := f.svc.ListItems(ctx, f.project, ListFilter{Text: "zebra"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(); got != "force_custom_plan" {
+		t.Fatalf("plan_cache_mode in a search's transaction = %q, want force_custom_plan", got)
+	}
+}
+
+// TestListItemsOrders pages through every order two items at a time and
+// compares with the order computed here.
+func TestListItemsOrders(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	var all []Item
+	for i, prio := range []int32{3, 1, 3, 0, 2, 1, 3} {
+		f.clk.Advance(time.Minute)
+		all = append(all, f.mustItem(t, itemOpts{Title: fmt.Sprintf("item %d", i), Priority: prio}))
+	}
+	// Touch the second item last: it is the most recently updated.
+	f.clk.Advance(time.Minute)
+	p := int32(1)
+	if _, err := f.svc.UpdateItem(ctx, f.project, all[1].ID, ItemPatch{Priority: &p}); err != nil {
+		t.Fatal(err)
+	}
+	all[1] = f.mustGet(t, all[1].ID)
+
+	byIndex := func(ix ...int) []uuid.UUID {
+		out := make([]uuid.UUID, len(ix))
+		for i, x := range ix {
+			out[i] = all[x].ID
+		}
+		return out
+	}
+	for order, want := range map[ItemOrder][]uuid.UUID{
+		"":             byIndex(0, 1, 2, 3, 4, 5, 6),
+		OrderCreated:   byIndex(0, 1, 2, 3, 4, 5, 6),
+		OrderNewest:    byIndex(6, 5, 4, 3, 2, 1, 0),
+		OrderPriority:  byIndex(3, 1, 5, 4, 0, 2, 6),
+		OrderPriorityD: byIndex(6, 2, 0, 4, 5, 1, 3),
+		OrderUpdated:   byIndex(0, 2, 3, 4, 5, 6, 1),
+		OrderUpdatedD:  byIndex(1, 6, 5, 4, 3, 2, 0),
+	} {
+		var got []uuid.UUID
+		cursor := ""
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("%q: the pages do not end", order)
+			}
+			pg, err := f.svc.ListItems(ctx, f.project, ListFilter{Order: order, Limit: 2, Cursor: cursor})
+			if err != nil {
+				t.Fatalf("%q: %v", order, err)
+			}
+			for _, it := range pg.Items {
+				got = append(got, it.ID)
+			}
+			if cursor = pg.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("order %q:\n got %v\nwant %v", order, got, want)
+		}
+	}
+
+	t.Run("ErrOrderOrCursor", func(t *testing.T) {
+		if _, err := f.svc.ListItems(ctx, f.project, ListFilter{Order: "title"}); !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("order title: %v, want invalid_argument", err)
+		}
+		pg, err := f.svc.ListItems(ctx, f.project, ListFilter{Order: OrderPriority, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.ListItems(ctx, f.project, ListFilter{Order: OrderUpdated, Cursor: pg.NextCursor}); !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("a priority cursor in the updated order: %v, want invalid_argument", err)
+		}
+		if _, err := f.svc.ListItems(ctx, f.project, ListFilter{Cursor: pg.NextCursor}); !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("a priority cursor in creation order: %v, want invalid_argument", err)
+		}
+	})
 }

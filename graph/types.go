@@ -176,8 +176,10 @@ type ListFilter struct {
 	Label    string
 	ParentID *uuid.UUID
 	Text     string
-	Cursor   string
-	Limit    int
+	// Order is the order of the list (the zero value: creation order).
+	Order  ItemOrder
+	Cursor string
+	Limit  int
 }
 
 // ItemPage is one page of ListItems; NextCursor is empty on the last page.

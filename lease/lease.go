@@ -213,6 +213,8 @@ type HistoryFilter struct {
 	Until   *time.Time
 	Cursor  string
 	Limit   int
+	// Order is the order of the page (the zero value: grant order).
+	Order HistoryOrder
 }
 
 // Page is one page of History; NextCursor is empty on the last page.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -84,21 +85,18 @@ func (s *Service) RequestStop(ctx context.Context, project, leaseID uuid.UUID, b
 	return fromRow(row, 0), nil
 }
 
-// History returns a page of the project's leases, oldest first.
+// History returns a page of the project's leases in f.Order (grant order,
+// oldest first, by default).
 //
-// Errors: invalid_argument (outcome, limit, cursor).
+// Errors: invalid_argument (outcome, order, limit, a cursor History did not
+// make for the same order).
 func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilter) (Page, error) {
 	limit, err := page.Limit(f.Limit)
 	if err != nil {
 		return Page{}, err
 	}
-	after, err := page.Decode("leases", f.Cursor)
-	if err != nil {
-		return Page{}, err
-	}
 	p := dbq.LeaseHistoryParams{
-		ProjectID: project, AfterSeq: after, ItemID: f.ItemID, Since: f.Since, Until: f.Until,
-		MaxRows: int32(limit + 1),
+		ProjectID: project, ItemID: f.ItemID, Since: f.Since, Until: f.Until, MaxRows: int32(limit + 1),
 	}
 	if f.Worker != "" {
 		p.Worker = &f.Worker
@@ -110,14 +108,104 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 		o := string(*f.Outcome)
 		p.Outcome = &o
 	}
-	rows, err := dbq.New().LeaseHistory(ctx, s.exec, p)
+	rows, err := s.history(ctx, f.Order, f.Cursor, p)
 	if err != nil {
-		return Page{}, db.Translate(err)
+		return Page{}, err
 	}
-	rows, next := page.Cut("leases", rows, limit, func(r dbq.LeaseHistoryRow) int64 { return r.Lease.Seq })
-	out := Page{Leases: make([]Lease, len(rows)), NextCursor: next}
+	var out Page
+	if len(rows) > limit {
+		rows, out.NextCursor = rows[:limit], rows[limit-1].cursor
+	}
+	out.Leases = make([]Lease, len(rows))
 	for i, r := range rows {
-		out.Leases[i] = fromRow(r.Lease, r.Refusals)
+		out.Leases[i] = fromRow(r.lease, r.refusals)
+	}
+	return out, nil
+}
+
+// HistoryOrder is an order of History: a key, descending with a leading "-".
+type HistoryOrder string
+
+// The orders of History. The zero value is OrderAcquired.
+const (
+	OrderAcquired HistoryOrder = "acquired"  // oldest grant first
+	OrderNewest   HistoryOrder = "-acquired" // newest grant first
+	OrderShortest HistoryOrder = "ran"       // shortest run first (a live lease: so far)
+	OrderLongest  HistoryOrder = "-ran"
+)
+
+// historyRow is a row of any of History's queries, with the cursor that
+// continues after it.
+type historyRow struct {
+	lease    dbq.Lease
+	refusals int32
+	cursor   string
+}
+
+// history reads one page (p.MaxRows rows) in order after cursor.
+func (s *Service) history(ctx context.Context, order HistoryOrder, cursor string, p dbq.LeaseHistoryParams) ([]historyRow, error) {
+	list := "leases"
+	if order != "" && order != OrderAcquired {
+		list += ":" + string(order)
+	}
+	q := dbq.New()
+	var out []historyRow
+	switch order {
+	case "", OrderAcquired:
+		after, err := page.Decode(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		p.AfterSeq = after
+		rows, err := q.LeaseHistory(ctx, s.exec, p)
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			out = append(out, historyRow{r.Lease, r.Refusals, page.Encode(list, r.Lease.Seq)})
+		}
+	case OrderNewest:
+		before, err := page.Decode(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		rows, err := q.LeaseHistoryNewest(ctx, s.exec, dbq.LeaseHistoryNewestParams{
+			ProjectID: p.ProjectID, BeforeSeq: before, ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome,
+			Since: p.Since, Until: p.Until, MaxRows: p.MaxRows,
+		})
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			out = append(out, historyRow{r.Lease, r.Refusals, page.Encode(list, r.Lease.Seq)})
+		}
+	case OrderShortest, OrderLongest:
+		key, seq, ok, err := page.DecodeKey(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			key, seq = math.MinInt64, math.MinInt64
+		}
+		dir := int64(1)
+		if order == OrderLongest {
+			dir = -1
+		}
+		rows, err := q.LeaseHistoryByDuration(ctx, s.exec, dbq.LeaseHistoryByDurationParams{
+			Now: s.clock.Now(), Dir: dir, ProjectID: p.ProjectID, AfterValue: key, AfterSeq: seq,
+			ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome, Since: p.Since, Until: p.Until, MaxRows: p.MaxRows,
+		})
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			out = append(out, historyRow{r.Lease, r.Refusals, page.EncodeKey(list, r.SortValue, r.Lease.Seq*dir)})
+		}
+	default:
+		return nil, wgerr.InvalidField("sort", "unknown order %q (acquired or ran; a leading - for descending)", order)
 	}
 	return out, nil
 }

@@ -68,3 +68,36 @@ func Cut[R any](list string, rows []R, limit int, seq func(R) int64) ([]R, strin
 	rows = rows[:limit]
 	return rows, Encode(list, seq(rows[limit-1]))
 }
+
+// EncodeKey returns the cursor of the list named list after the row with
+// sort value key and sequence number seq: the keyset of a list ordered by
+// another column than its sequence (ties broken by the sequence).
+func EncodeKey(list string, key, seq int64) string {
+	return Encode(list+":"+strconv.FormatInt(key, 10), seq)
+}
+
+// DecodeKey returns the sort value and the sequence number in a cursor
+// that EncodeKey made for the same list; the empty cursor is ok false.
+//
+// Errors: invalid_argument (field "cursor") for anything else.
+func DecodeKey(list, cursor string) (key, seq int64, ok bool, err error) {
+	if cursor == "" {
+		return 0, 0, false, nil
+	}
+	bad := wgerr.InvalidField("cursor", "is not a cursor this list returned")
+	b, derr := base64.RawURLEncoding.DecodeString(cursor)
+	if derr != nil {
+		return 0, 0, false, bad
+	}
+	rest, found := strings.CutPrefix(string(b), list+":")
+	k, s, two := strings.Cut(rest, ":")
+	if !found || !two {
+		return 0, 0, false, bad
+	}
+	key, kerr := strconv.ParseInt(k, 10, 64)
+	seq, serr := strconv.ParseInt(s, 10, 64)
+	if kerr != nil || serr != nil {
+		return 0, 0, false, bad
+	}
+	return key, seq, true, nil
+}

@@ -64,3 +64,24 @@ func TestCut(t *testing.T) {
 		}
 	})
 }
+
+func TestEncodeKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		for _, tc := range [][2]int64{{0, 1}, {-5, 42}, {1 << 60, -(1 << 40)}} {
+			k, s, ok, err := DecodeKey("items-priority", EncodeKey("items-priority", tc[0], tc[1]))
+			if err != nil || !ok || k != tc[0] || s != tc[1] {
+				t.Errorf("round trip of %v = %d, %d, %v, %v", tc, k, s, ok, err)
+			}
+		}
+		if _, _, ok, err := DecodeKey("items-priority", ""); ok || err != nil {
+			t.Errorf("empty cursor = %v, %v; want the start", ok, err)
+		}
+	})
+	t.Run("ErrOtherList", func(t *testing.T) {
+		for _, c := range []string{EncodeKey("items-updated", 1, 2), Encode("items-priority", 2), Encode("items", 2), "!!"} {
+			if _, _, _, err := DecodeKey("items-priority", c); !errors.Is(err, wgerr.Invalid) {
+				t.Errorf("DecodeKey(%q) = %v, want invalid_argument", c, err)
+			}
+		}
+	})
+}

@@ -183,33 +183,21 @@ func (u *ui) addDependency(r *req) error {
 	return r.showStatus(http.StatusConflict, page)
 }
 
-// resolveShortID finds the open item whose id starts with prefix (at least
-// 6 hex digits), as shown on pages.
+// resolveShortID finds the item whose id starts with prefix (at least
+// graph.MinIDPrefix hex digits), as shown on pages, through the id lookup
+// (a range scan of the primary key, not a walk through the items).
 func (r *req) resolveShortID(prefix string) (uuid.UUID, error) {
 	prefix = strings.ToLower(prefix)
-	if len(prefix) < 6 || len(prefix) > 36 {
-		return uuid.Nil, notFoundf("type an item id (or at least its first 6 characters)")
+	if _, _, err := graph.IDPrefixRange(prefix); err != nil {
+		return uuid.Nil, notFoundf("type an item id (or at least its first %d characters)", graph.MinIDPrefix)
 	}
-	var found []uuid.UUID
-	cursor := ""
-	for {
-		p, err := r.ui.Graph.ListItems(r.ctx(), r.project.ID, graph.ListFilter{Cursor: cursor, Limit: graph.MaxPageSize})
-		if err != nil {
-			return uuid.Nil, err
-		}
-		for _, it := range p.Items {
-			if strings.HasPrefix(it.ID.String(), prefix) {
-				found = append(found, it.ID)
-			}
-		}
-		if p.NextCursor == "" {
-			break
-		}
-		cursor = p.NextCursor
+	found, err := r.ui.Graph.LookupIDs(r.ctx(), r.project.ID, prefix, []graph.IDKind{graph.KindItem})
+	if err != nil {
+		return uuid.Nil, err
 	}
 	switch len(found) {
 	case 1:
-		return found[0], nil
+		return found[0].ID, nil
 	case 0:
 		return uuid.Nil, notFoundf("no item id starts with %q", prefix)
 	default:

@@ -26,7 +26,14 @@ type ItemsFilter struct {
 	Parent string
 	Text   string
 	View   string // "board" or "list"
+	// Sort is the list's order (graph.ItemOrder); the list shows the
+	// newest items first by default.
+	Sort string
 }
+
+// defaultItemSort is the items list's order when the URL names none:
+// newest first, where people look for what just happened.
+const defaultItemSort = string(graph.OrderNewest)
 
 // ItemsPage is the items board (a column per state) or a paginated list.
 type ItemsPage struct {
@@ -36,6 +43,8 @@ type ItemsPage struct {
 	Columns    []BoardColumn
 	List       []graph.Item
 	NextCursor string
+	// Holders is the worker that holds each leased item shown.
+	Holders map[uuid.UUID]string
 }
 
 // BoardColumn is the items of one state.
@@ -48,11 +57,26 @@ type BoardColumn struct {
 // URL is the items page in a view ("board" or "list") with the page's
 // filters, a state (list only) and a cursor.
 func (p *ItemsPage) URL(view, state, cursor string) string {
+	return p.sortedURL(view, state, cursor, p.Filter.Sort)
+}
+
+func (p *ItemsPage) sortedURL(view, state, cursor, sort string) string {
 	if view == "board" {
-		view, state, cursor = "", "", ""
+		view, state, cursor, sort = "", "", "", ""
+	}
+	if sort == defaultItemSort {
+		sort = ""
 	}
 	return "/p/" + url.PathEscape(p.Project.Name) + "/items" + query("view", view, "state", state,
-		"label", p.Filter.Label, "parent", p.Filter.Parent, "q", p.Filter.Text, "cursor", cursor)
+		"label", p.Filter.Label, "parent", p.Filter.Parent, "q", p.Filter.Text, "sort", sort, "cursor", cursor)
+}
+
+// Column is the list's header of the column sorted by key (created,
+// priority or updated), a link that sorts the list by it.
+func (p *ItemsPage) Column(label, key string) SortColumn {
+	return sortColumn(label, key, "-"+key, p.Filter.Sort, func(order string) string {
+		return p.sortedURL("list", p.Filter.State, "", order)
+	})
 }
 
 // BoardStates are the states to filter by.
@@ -68,6 +92,13 @@ func (u *ui) items(r *req) error {
 		Parent: strings.TrimSpace(r.QueryParam("parent")),
 		Text:   strings.TrimSpace(r.QueryParam("q")),
 		View:   r.QueryParam("view"),
+		Sort:   r.QueryParam("sort"),
+	}
+	if f.Sort == "" {
+		f.Sort = defaultItemSort
+	}
+	if !validItemSort(f.Sort) {
+		return r.fail(http.StatusBadRequest, "Bad sort", "The list sorts by created, priority or updated (a leading - for descending).")
 	}
 	base := graph.ListFilter{Label: f.Label, Text: f.Text}
 	page := &ItemsPage{Filter: f}
@@ -89,7 +120,7 @@ func (u *ui) items(r *req) error {
 		if f.State != "" {
 			lf.States = []graph.State{graph.State(f.State)}
 		}
-		lf.Cursor, lf.Limit = r.QueryParam("cursor"), 100
+		lf.Cursor, lf.Limit, lf.Order = r.QueryParam("cursor"), 100, graph.ItemOrder(f.Sort)
 		list, err := u.Graph.ListItems(r.ctx(), r.project.ID, lf)
 		if err != nil {
 			return err
@@ -107,8 +138,35 @@ func (u *ui) items(r *req) error {
 			page.Columns = append(page.Columns, BoardColumn{State: st, Items: list.Items, More: list.NextCursor != ""})
 		}
 	}
+	if err := page.findHolders(r); err != nil {
+		return err
+	}
 	page.Layout = r.base("Items", "items")
 	return r.show(page)
+}
+
+// findHolders fills Holders when the page shows a leased item: one read of
+// the project's live leases.
+func (p *ItemsPage) findHolders(r *req) error {
+	leased := false
+	for _, it := range p.List {
+		leased = leased || it.State == graph.StateLeased
+	}
+	for _, c := range p.Columns {
+		leased = leased || (c.State == graph.StateLeased && len(c.Items) > 0)
+	}
+	if !leased {
+		return nil
+	}
+	active, err := r.ui.Leases.Active(r.ctx(), r.project.ID)
+	if err != nil {
+		return err
+	}
+	p.Holders = make(map[uuid.UUID]string, len(active))
+	for _, l := range active {
+		p.Holders[l.ItemID] = l.Worker
+	}
+	return nil
 }
 
 // ItemFormPage creates or edits an item.
@@ -278,3 +336,12 @@ func splitLabels(s string) []string {
 }
 
 func isListSep(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' }
+
+func validItemSort(s string) bool {
+	for _, o := range graph.ItemOrders {
+		if string(o) == s {
+			return true
+		}
+	}
+	return false
+}

@@ -31,7 +31,14 @@ type HistoryFilter struct {
 	Since   string // datetime-local, UTC
 	Until   string
 	Cursor  string
+	// Sort is the table's order (lease.HistoryOrder); newest first by
+	// default.
+	Sort string
 }
+
+// defaultHistorySort is the history's order when the URL names none:
+// newest first, where people look for what just happened.
+const defaultHistorySort = string(lease.OrderNewest)
 
 // Query is the filter as a query string (without the cursor).
 func (f HistoryFilter) Query() string {
@@ -73,7 +80,22 @@ type HistoryPage struct {
 
 // FirstURL is the first page of the search.
 func (p *HistoryPage) FirstURL() string {
-	return "/p/" + url.PathEscape(p.Project.Name) + "/leases" + p.Filter.Query()
+	return p.sortedURL("", p.Filter.Sort)
+}
+
+func (p *HistoryPage) sortedURL(cursor, sort string) string {
+	if sort == defaultHistorySort {
+		sort = ""
+	}
+	return "/p/" + url.PathEscape(p.Project.Name) + "/leases" + query("worker", p.Filter.Worker,
+		"outcome", p.Filter.Outcome, "item", p.Filter.Item, "since", p.Filter.Since, "until", p.Filter.Until,
+		"sort", sort, "cursor", cursor)
+}
+
+// Column is the table's header of the column sorted by key (acquired or
+// ran), a link that sorts the history by it.
+func (p *HistoryPage) Column(label, key string) SortColumn {
+	return sortColumn(label, key, "-"+key, p.Filter.Sort, func(order string) string { return p.sortedURL("", order) })
 }
 
 // NextURL is the next page of the search, or "" on the last page.
@@ -81,9 +103,7 @@ func (p *HistoryPage) NextURL() string {
 	if p.NextCursor == "" {
 		return ""
 	}
-	return "/p/" + url.PathEscape(p.Project.Name) + "/leases" + query("worker", p.Filter.Worker,
-		"outcome", p.Filter.Outcome, "item", p.Filter.Item, "since", p.Filter.Since, "until", p.Filter.Until,
-		"cursor", p.NextCursor)
+	return p.sortedURL(p.NextCursor, p.Filter.Sort)
 }
 
 // Render writes the page.
@@ -97,8 +117,9 @@ func (r *req) historyFilter() (HistoryFilter, lease.HistoryFilter, error) {
 		Since:   r.QueryParam("since"),
 		Until:   r.QueryParam("until"),
 		Cursor:  r.QueryParam("cursor"),
+		Sort:    r.QueryParam("sort"),
 	}
-	lf := lease.HistoryFilter{Worker: f.Worker, Cursor: f.Cursor}
+	lf := lease.HistoryFilter{Worker: f.Worker, Cursor: f.Cursor, Order: lease.HistoryOrder(f.Sort)}
 	if f.Outcome != "" {
 		o := lease.Outcome(f.Outcome)
 		lf.Outcome = &o
@@ -135,6 +156,10 @@ func parseLocalTime(s string) (*time.Time, error) {
 
 func (u *ui) leases(r *req) error {
 	f, lf, err := r.historyFilter()
+	if f.Sort == "" {
+		// The page, unlike the CSV export, shows what just happened first.
+		f.Sort, lf.Order = defaultHistorySort, lease.OrderNewest
+	}
 	page := &HistoryPage{Filter: f, Outcomes: outcomes, Now: r.now()}
 	if err == nil {
 		lf.Limit = historyPageSize

@@ -34,7 +34,10 @@ type TimelineLane struct {
 	TailLabel  string  // the expiry, when it lies beyond the plot
 	Marks      []TimelineMark
 	StaleCalls int
-	LeaseID    uuid.UUID
+	// StaleX is where the "N refused" label starts: just right of the
+	// lane's last refused mark (or of its bar), not at the plot's edge.
+	StaleX  float64
+	LeaseID uuid.UUID
 }
 
 // TimelineMark is a refused report.
@@ -50,13 +53,19 @@ type TimelineTick struct {
 }
 
 const (
-	tlWidth   = 960
-	tlLabelW  = 190
-	tlRightW  = 100
-	tlLaneH   = 30
-	tlTop     = 6
-	tlAxisH   = 26
-	tlMinBarW = 3
+	tlWidth  = 960
+	tlLabelW = 190
+	tlRightW = 100
+	tlLaneH  = 30
+	tlTop    = 6
+	tlAxisH  = 26
+	// tlMinBarW is the narrowest bar drawn: a lease of a few
+	// milliseconds in a history of hours stays visible and hoverable.
+	tlMinBarW = 8
+	// tlStaleGap is the space between a lane's last mark and its
+	// "N refused" label; tlStaleLabelW the room the label needs.
+	tlStaleGap    = 7
+	tlStaleLabelW = 80
 )
 
 // buildTimeline lays out leases (oldest first) against now.
@@ -129,6 +138,7 @@ func buildTimeline(leases []lease.Lease, obs map[uuid.UUID][]lease.Observation, 
 				Title: fmt.Sprintf("refused %s (%s) at %s", o.Operation, stateTitle(o.Kind), formatTime(o.ReceivedAt)),
 			})
 		}
+		lane.StaleX = staleLabelX(lane)
 		tl.Lanes = append(tl.Lanes, lane)
 	}
 	tl.AxisY = float64(tlTop + len(leases)*tlLaneH + 4)
@@ -138,6 +148,20 @@ func buildTimeline(leases []lease.Lease, obs map[uuid.UUID][]lease.Observation, 
 		tl.Ticks = append(tl.Ticks, TimelineTick{X: x(t), Label: t.UTC().Format(layout)})
 	}
 	return tl
+}
+
+// staleLabelX places a lane's "N refused" label right of whatever the lane
+// draws last (its bar, its tail, its rightmost mark), so that it reads as
+// the marks' caption, within the picture.
+func staleLabelX(l TimelineLane) float64 {
+	right := l.X + l.W
+	if l.TailW > 0 {
+		right = l.TailX + l.TailW
+	}
+	for _, m := range l.Marks {
+		right = max(right, m.X+5) // a mark is 10 wide around its X
+	}
+	return min(right+tlStaleGap, tlWidth-tlStaleLabelW)
 }
 
 func endLabel(l lease.Lease) string {

@@ -47,3 +47,20 @@ type CreatedToken struct {
 type TokenList struct {
 	Tokens []Token `json:"tokens"`
 }
+
+// IDMatch is an object of a project whose id starts with a looked-up
+// prefix (schema IDMatch). Kind is item, lease, attention or token; Label
+// names it for a person (an item's title, a lease's item title, an
+// attention request's question, a token's name).
+type IDMatch struct {
+	Kind      string    `json:"kind"`
+	ID        string    `json:"id"`
+	Label     string    `json:"label"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// IDMatches is the answer of an id prefix lookup (schema IDMatches): every
+// match, at most ten of each kind, ordered by kind then id.
+type IDMatches struct {
+	Matches []IDMatch `json:"matches"`
+}

@@ -15,7 +15,7 @@ import (
 // types maps each answer schema of openapi.json to its wire type.
 var types = map[string]any{
 	"Project": wire.Project{}, "ProjectList": wire.ProjectList{},
-	"Token": wire.Token{}, "CreatedToken": wire.CreatedToken{}, "TokenList": wire.TokenList{},
+	"Token": wire.Token{}, "IDMatch": wire.IDMatch{}, "IDMatches": wire.IDMatches{}, "CreatedToken": wire.CreatedToken{}, "TokenList": wire.TokenList{},
 	"ItemRef": wire.ItemRef{}, "BlockedBy": wire.BlockedBy{}, "Item": wire.Item{}, "ItemPage": wire.ItemPage{},
 	"Lease": wire.Lease{}, "Observation": wire.Observation{}, "LeaseDetail": wire.LeaseDetail{}, "LeasePage": wire.LeasePage{},
 	"AttentionRequest": wire.AttentionRequest{}, "AttentionPage": wire.AttentionPage{}, "AttentionList": wire.AttentionList{},

@@ -764,7 +764,8 @@ WHERE project_id = $2
   AND seq > $3::bigint
   AND ($4::uuid IS NULL OR parent_id = $4::uuid)
   AND ($5::text IS NULL OR labels @> ARRAY[$5::text])
-  AND ($6::text IS NULL OR title ILIKE $6::text)
+  AND ($6::text IS NULL
+       OR title ILIKE $6::text OR body ILIKE $6::text)
   AND (cardinality($7::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce($1::timestamptz, now())) = ANY($7::text[]))
@@ -778,7 +779,7 @@ type ListItemsParams struct {
 	AfterSeq  int64
 	ParentID  *uuid.UUID
 	Label     *string
-	TitleLike *string
+	TextLike  *string
 	States    []string
 	MaxRows   int32
 }
@@ -796,7 +797,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 		arg.AfterSeq,
 		arg.ParentID,
 		arg.Label,
-		arg.TitleLike,
+		arg.TextLike,
 		arg.States,
 		arg.MaxRows,
 	)
@@ -841,6 +842,224 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 			&i.Item.PlanKey,
 			&i.State,
 			&i.DbNow,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listItemsNewest = `-- name: ListItemsNewest :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now
+FROM items
+WHERE project_id = $2
+  AND seq < $3::bigint
+  AND ($4::uuid IS NULL OR parent_id = $4::uuid)
+  AND ($5::text IS NULL OR labels @> ARRAY[$5::text])
+  AND ($6::text IS NULL
+       OR title ILIKE $6::text OR body ILIKE $6::text)
+  AND (cardinality($7::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($7::text[]))
+ORDER BY seq DESC
+LIMIT $8::integer
+`
+
+type ListItemsNewestParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	BeforeSeq int64
+	ParentID  *uuid.UUID
+	Label     *string
+	TextLike  *string
+	States    []string
+	MaxRows   int32
+}
+
+type ListItemsNewestRow struct {
+	Item  Item
+	State string
+	DbNow time.Time
+}
+
+// ListItems newest first; @before_seq is the cursor (the start: the
+// largest bigint). The creation-order index read backwards.
+func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNewestParams) ([]ListItemsNewestRow, error) {
+	rows, err := db.Query(ctx, listItemsNewest,
+		arg.Now,
+		arg.ProjectID,
+		arg.BeforeSeq,
+		arg.ParentID,
+		arg.Label,
+		arg.TextLike,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListItemsNewestRow{}
+	for rows.Next() {
+		var i ListItemsNewestRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.State,
+			&i.DbNow,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listItemsSorted = `-- name: ListItemsSorted :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       ((CASE $2::text WHEN 'priority' THEN priority::bigint
+                             ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * $3::bigint)::bigint AS sort_value
+FROM items
+WHERE project_id = $4
+  AND ((CASE $2::text WHEN 'priority' THEN priority::bigint
+                             ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * $3::bigint, seq * $3::bigint)
+      > ($5::bigint, $6::bigint)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($9::text IS NULL
+       OR title ILIKE $9::text OR body ILIKE $9::text)
+  AND (cardinality($10::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($10::text[]))
+ORDER BY sort_value, seq * $3::bigint
+LIMIT $11::integer
+`
+
+type ListItemsSortedParams struct {
+	Now        *time.Time
+	SortKey    string
+	Dir        int64
+	ProjectID  uuid.UUID
+	AfterValue int64
+	AfterSeq   int64
+	ParentID   *uuid.UUID
+	Label      *string
+	TextLike   *string
+	States     []string
+	MaxRows    int32
+}
+
+type ListItemsSortedRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// ListItems ordered by @sort_key (priority, or updated: the last change, in
+// microseconds), ascending for @dir 1 and descending for -1, ties in
+// creation order the same way. sort_value is the row's keyset value
+// (already multiplied by @dir); the cursor is the last row's (sort_value,
+// seq * @dir). A sort of the matching rows: a view for people, bounded by
+// the page size.
+func (q *Queries) ListItemsSorted(ctx context.Context, db DBTX, arg ListItemsSortedParams) ([]ListItemsSortedRow, error) {
+	rows, err := db.Query(ctx, listItemsSorted,
+		arg.Now,
+		arg.SortKey,
+		arg.Dir,
+		arg.ProjectID,
+		arg.AfterValue,
+		arg.AfterSeq,
+		arg.ParentID,
+		arg.Label,
+		arg.TextLike,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListItemsSortedRow{}
+	for rows.Next() {
+		var i ListItemsSortedRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
 		); err != nil {
 			return nil, err
 		}
@@ -1183,6 +1402,20 @@ func (q *Queries) OpenPrerequisiteEdges(ctx context.Context, db DBTX, arg OpenPr
 		return nil, err
 	}
 	return items, nil
+}
+
+const planEachSearch = `-- name: PlanEachSearch :exec
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
+`
+
+// Makes the rest of the transaction plan each statement for its arguments.
+// A text search reads the trigram indexes for a rare text and the items in
+// order for a common one; the generic plan a prepared statement falls back
+// to after five runs can use neither index (its text might be NULL) and
+// reads every item of the project.
+func (q *Queries) PlanEachSearch(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, planEachSearch)
+	return err
 }
 
 const prerequisiteRefs = `-- name: PrerequisiteRefs :many

@@ -776,6 +776,190 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 	return items, nil
 }
 
+const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
+       ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * $2::bigint)::bigint AS sort_value
+FROM leases l
+WHERE l.project_id = $3
+  AND ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * $2::bigint, l.seq * $2::bigint) > ($4::bigint, $5::bigint)
+  AND ($6::uuid IS NULL OR l.item_id = $6::uuid)
+  AND ($7::text IS NULL OR l.worker = $7::text)
+  AND ($8::text IS NULL OR l.outcome = $8::text)
+  AND ($9::timestamptz IS NULL OR l.acquired_at >= $9::timestamptz)
+  AND ($10::timestamptz IS NULL OR l.acquired_at < $10::timestamptz)
+ORDER BY sort_value, l.seq * $2::bigint
+LIMIT $11
+`
+
+type LeaseHistoryByDurationParams struct {
+	Now        *time.Time
+	Dir        int64
+	ProjectID  uuid.UUID
+	AfterValue int64
+	AfterSeq   int64
+	ItemID     *uuid.UUID
+	Worker     *string
+	Outcome    *string
+	Since      *time.Time
+	Until      *time.Time
+	MaxRows    int32
+}
+
+type LeaseHistoryByDurationRow struct {
+	Lease     Lease
+	Refusals  int32
+	SortValue int64
+}
+
+// LeaseHistory by how long each lease ran (a live one: so far, by the
+// database clock), shortest first for @dir 1 and longest first for -1,
+// ties in grant order the same way. sort_value is the row's keyset value
+// (in microseconds, multiplied by @dir); the cursor is the last row's
+// (sort_value, seq * @dir).
+func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg LeaseHistoryByDurationParams) ([]LeaseHistoryByDurationRow, error) {
+	rows, err := db.Query(ctx, leaseHistoryByDuration,
+		arg.Now,
+		arg.Dir,
+		arg.ProjectID,
+		arg.AfterValue,
+		arg.AfterSeq,
+		arg.ItemID,
+		arg.Worker,
+		arg.Outcome,
+		arg.Since,
+		arg.Until,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LeaseHistoryByDurationRow{}
+	for rows.Next() {
+		var i LeaseHistoryByDurationRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Refusals,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const leaseHistoryNewest = `-- name: LeaseHistoryNewest :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = $1
+  AND l.seq < $2
+  AND ($3::uuid IS NULL OR l.item_id = $3::uuid)
+  AND ($4::text IS NULL OR l.worker = $4::text)
+  AND ($5::text IS NULL OR l.outcome = $5::text)
+  AND ($6::timestamptz IS NULL OR l.acquired_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR l.acquired_at < $7::timestamptz)
+ORDER BY l.seq DESC
+LIMIT $8
+`
+
+type LeaseHistoryNewestParams struct {
+	ProjectID uuid.UUID
+	BeforeSeq int64
+	ItemID    *uuid.UUID
+	Worker    *string
+	Outcome   *string
+	Since     *time.Time
+	Until     *time.Time
+	MaxRows   int32
+}
+
+type LeaseHistoryNewestRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// LeaseHistory newest first; @before_seq is the cursor (the start: the
+// largest bigint).
+func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHistoryNewestParams) ([]LeaseHistoryNewestRow, error) {
+	rows, err := db.Query(ctx, leaseHistoryNewest,
+		arg.ProjectID,
+		arg.BeforeSeq,
+		arg.ItemID,
+		arg.Worker,
+		arg.Outcome,
+		arg.Since,
+		arg.Until,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LeaseHistoryNewestRow{}
+	for rows.Next() {
+		var i LeaseHistoryNewestRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const leaseHolder = `-- name: LeaseHolder :one
 SELECT project_id, token_id FROM leases WHERE id = $1
 `

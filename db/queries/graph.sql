@@ -35,12 +35,69 @@ WHERE project_id = @project_id
   AND seq > @after_seq::bigint
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
-  AND (sqlc.narg('title_like')::text IS NULL OR title ILIKE sqlc.narg('title_like')::text)
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR title ILIKE sqlc.narg('text_like')::text OR body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
 ORDER BY seq
 LIMIT @max_rows::integer;
+
+-- name: ListItemsNewest :many
+-- ListItems newest first; @before_seq is the cursor (the start: the
+-- largest bigint). The creation-order index read backwards.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
+FROM items
+WHERE project_id = @project_id
+  AND seq < @before_seq::bigint
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR title ILIKE sqlc.narg('text_like')::text OR body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY seq DESC
+LIMIT @max_rows::integer;
+
+-- name: ListItemsSorted :many
+-- ListItems ordered by @sort_key (priority, or updated: the last change, in
+-- microseconds), ascending for @dir 1 and descending for -1, ties in
+-- creation order the same way. sort_value is the row's keyset value
+-- (already multiplied by @dir); the cursor is the last row's (sort_value,
+-- seq * @dir). A sort of the matching rows: a view for people, bounded by
+-- the page size.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       ((CASE @sort_key::text WHEN 'priority' THEN priority::bigint
+                             ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * @dir::bigint)::bigint AS sort_value
+FROM items
+WHERE project_id = @project_id
+  AND ((CASE @sort_key::text WHEN 'priority' THEN priority::bigint
+                             ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * @dir::bigint, seq * @dir::bigint)
+      > (@after_value::bigint, @after_seq::bigint)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR title ILIKE sqlc.narg('text_like')::text OR body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY sort_value, seq * @dir::bigint
+LIMIT @max_rows::integer;
+
+-- name: PlanEachSearch :exec
+-- Makes the rest of the transaction plan each statement for its arguments.
+-- A text search reads the trigram indexes for a rare text and the items in
+-- order for a common one; the generic plan a prepared statement falls back
+-- to after five runs can use neither index (its text might be NULL) and
+-- reads every item of the project.
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
 
 -- name: LockItem :one
 -- Locks one item for a change of its row or of its counters.

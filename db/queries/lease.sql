@@ -311,6 +311,46 @@ WHERE l.project_id = @project_id
 ORDER BY l.seq
 LIMIT @max_rows;
 
+-- name: LeaseHistoryNewest :many
+-- LeaseHistory newest first; @before_seq is the cursor (the start: the
+-- largest bigint).
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id
+  AND l.seq < @before_seq
+  AND (sqlc.narg('item_id')::uuid IS NULL OR l.item_id = sqlc.narg('item_id')::uuid)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+  AND (sqlc.narg('since')::timestamptz IS NULL OR l.acquired_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR l.acquired_at < sqlc.narg('until')::timestamptz)
+ORDER BY l.seq DESC
+LIMIT @max_rows;
+
+-- name: LeaseHistoryByDuration :many
+-- LeaseHistory by how long each lease ran (a live one: so far, by the
+-- database clock), shortest first for @dir 1 and longest first for -1,
+-- ties in grant order the same way. sort_value is the row's keyset value
+-- (in microseconds, multiplied by @dir); the cursor is the last row's
+-- (sort_value, seq * @dir).
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
+       ((extract(epoch FROM coalesce(l.ended_at, coalesce(sqlc.narg('now')::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * @dir::bigint)::bigint AS sort_value
+FROM leases l
+WHERE l.project_id = @project_id
+  AND ((extract(epoch FROM coalesce(l.ended_at, coalesce(sqlc.narg('now')::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * @dir::bigint, l.seq * @dir::bigint) > (@after_value::bigint, @after_seq::bigint)
+  AND (sqlc.narg('item_id')::uuid IS NULL OR l.item_id = sqlc.narg('item_id')::uuid)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+  AND (sqlc.narg('since')::timestamptz IS NULL OR l.acquired_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR l.acquired_at < sqlc.narg('until')::timestamptz)
+ORDER BY sort_value, l.seq * @dir::bigint
+LIMIT @max_rows;
+
 -- name: ActiveLeases :many
 SELECT sqlc.embed(l),
        coalesce((SELECT sum(r.calls) FROM lease_refusals r

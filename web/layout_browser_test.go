@@ -1,0 +1,241 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// TestLayoutInBrowser checks layouts in headless Chromium: one browser and
+// one server for its subtests, each in a project of its own (the machine
+// runs every browser test at once; fewer browsers keep them in time).
+func TestLayoutInBrowser(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	srv := bootServer(t)
+	_, admin, err := auth.NewService(srv.Pool(), nil).Create(context.Background(), nil, "layout-admin", auth.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx,
+		chromedp.Navigate(srv.URL()+"/signin"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), admin),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS("main")),
+	)
+	project := func(t *testing.T, name string) graph.Project {
+		p, err := graph.NewService(srv.Pool(), nil).CreateProject(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Run("Timeline", func(t *testing.T) { timelineLayout(t, ctx, srv, project(t, "tl")) })
+	t.Run("GraphZoom", func(t *testing.T) { graphZoom(t, ctx, srv, project(t, "gz")) })
+}
+
+// timelineLayout: in Chromium, a lease of milliseconds keeps a visible
+// bar, and its "1 refused" label sits next to its marker, not at the right
+// edge of the timeline.
+func timelineLayout(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	bg := context.Background()
+	// The leases run on a stub clock set two hours back: a lease of 5 ms
+	// in a history of an hour and a half, its late report half an hour
+	// after it, a second lease that ended ten minutes ago.
+	var dbNow time.Time
+	if err := srv.Pool().QueryRow(bg, `SELECT now()`).Scan(&dbNow); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewStub(dbNow.Add(-2 * time.Hour))
+	g, l := graph.NewService(srv.Pool(), clk), lease.NewService(srv.Pool(), clk, lease.Config{})
+	it, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: "quick one", CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := lease.Fence{LeaseID: first.Lease.ID, Epoch: first.Lease.Epoch}
+	clk.Advance(5 * time.Millisecond)
+	if _, err := l.Release(bg, project.ID, f, "too quick"); err != nil {
+		t.Fatal(err)
+	}
+	// A late heartbeat on the ended lease is refused and marked.
+	clk.Advance(30 * time.Minute)
+	if _, err := l.Heartbeat(bg, project.ID, f, lease.Heartbeat{}); !errors.Is(err, wgerr.LeaseLost) {
+		t.Fatalf("late heartbeat: %v", err)
+	}
+	clk.Advance(30 * time.Minute)
+	second, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "w2", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(50 * time.Minute)
+	if _, err := l.Complete(bg, project.ID, lease.Fence{LeaseID: second.Lease.ID, Epoch: second.Lease.Epoch}, []byte(`{"ok":true}`), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	step(t, ctx,
+		chromedp.Navigate(srv.URL()+"/p/tl/items/"+it.ID.String()),
+		chromedp.WaitVisible(chromedp.CSS(".timeline svg")),
+	)
+	type box struct{ Left, Right, Width, Scale float64 }
+	measure := func(sel string) box {
+		return eval[box](t, ctx, fmt.Sprintf(`(() => {
+			const svg = document.querySelector(".timeline svg"), el = document.querySelector(%q);
+			const s = svg.getBoundingClientRect(), r = el.getBoundingClientRect();
+			return {left: r.left - s.left, right: r.right - s.left, width: r.width, scale: s.width / svg.viewBox.baseVal.width};
+		})()`, sel))
+	}
+	bar := measure(`.timeline g.lane[data-epoch="1"] rect.bar`)
+	if bar.Width < 8*bar.Scale-0.5 {
+		t.Errorf("the short lease's bar is %.1f px wide, want at least %.1f", bar.Width, 8*bar.Scale)
+	}
+	mark := measure(`.timeline g.lane[data-epoch="1"] path[data-mark="stale"]`)
+	label := measure(`.timeline g.lane[data-epoch="1"] text.stale`)
+	if label.Left < mark.Right-1 || label.Left > mark.Right+20*label.Scale {
+		t.Errorf("the refused label spans %.0f..%.0f px, its marker ends at %.0f px: want the label just right of it", label.Left, label.Right, mark.Right)
+	}
+	if width := eval[float64](t, ctx, `document.querySelector(".timeline svg").getBoundingClientRect().width`); label.Right > width {
+		t.Errorf("the label ends at %.0f px, outside the %.0f px picture", label.Right, width)
+	}
+	if got := eval[string](t, ctx, `document.querySelector('.timeline g.lane[data-epoch="1"] text.stale').textContent`); got != "1 refused" {
+		t.Errorf("label = %q", got)
+	}
+}
+
+// graphZoom: in Chromium, the graph page zooms with its buttons, the
+// wheel and the keyboard, pans by dragging without opening the item under
+// the pointer, and a plain click still opens an item.
+func graphZoom(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	bg := context.Background()
+	g := graph.NewService(srv.Pool(), nil)
+	var prev []graph.Item
+	for i := range 30 {
+		in := graph.NewItem{Title: fmt.Sprintf("step %02d", i), CreatedBy: "test"}
+		if i >= 3 {
+			in.DependsOn = append(in.DependsOn, prev[i-3].ID) // three parallel chains of ten
+		}
+		it, err := g.CreateItem(bg, project.ID, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = append(prev, it)
+	}
+	step(t, ctx,
+		chromedp.Navigate(srv.URL()+"/p/gz/graph"),
+		chromedp.WaitVisible(chromedp.CSS("#graph-tools")),
+		chromedp.WaitVisible(chromedp.CSS("#graph.zoomable svg")),
+	)
+	type view struct {
+		X, Y, W, H float64
+		Zoom       string
+	}
+	read := func() view {
+		return eval[view](t, ctx, `(() => {
+			const b = document.querySelector("#graph svg").viewBox.baseVal;
+			return {x: b.x, y: b.y, w: b.width, h: b.height, zoom: document.getElementById("graph").dataset.zoom};
+		})()`)
+	}
+	whole := read()
+	if whole.Zoom != "100" || whole.W <= 0 {
+		t.Fatalf("initial view %+v, want the whole graph at 100%%", whole)
+	}
+
+	t.Run("Buttons", func(t *testing.T) {
+		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="in"]`)))
+		if v := read(); v.W >= whole.W || v.Zoom != "125" {
+			t.Errorf("after +: %+v, want 125%% of %+v", v, whole)
+		}
+		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="out"]`)), chromedp.Click(chromedp.CSS(`button[data-zoom="out"]`)))
+		if v := read(); v.W <= whole.W || v.Zoom != "80" {
+			t.Errorf("after + - -: %+v, want 80%%", v)
+		}
+		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="fit"]`)))
+		if v := read(); v != whole {
+			t.Errorf("after Fit: %+v, want %+v", v, whole)
+		}
+	})
+	t.Run("Wheel", func(t *testing.T) {
+		eval[bool](t, ctx, `(() => {
+			const w = document.getElementById("graph"), r = w.getBoundingClientRect();
+			return w.dispatchEvent(new WheelEvent("wheel", {deltaY: -300, clientX: r.left + 40, clientY: r.top + 40, bubbles: true, cancelable: true}));
+		})()`)
+		v := read()
+		if v.W >= whole.W {
+			t.Errorf("after a wheel up: %+v, want zoomed in", v)
+		}
+		// Zoomed at the pointer near the top left: the view's origin moves
+		// towards it, less than towards the centre.
+		if v.X < whole.X || v.X > whole.X+(whole.W-v.W)/2 {
+			t.Errorf("the wheel zoomed around the wrong point: %+v from %+v", v, whole)
+		}
+		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="fit"]`)))
+	})
+	t.Run("Keyboard", func(t *testing.T) {
+		eval[bool](t, ctx, `(document.getElementById("graph").focus(), document.activeElement.id === "graph")`)
+		step(t, ctx, chromedp.KeyEvent("+"))
+		zoomed := read()
+		if zoomed.Zoom != "125" {
+			t.Fatalf("after the + key: %+v", zoomed)
+		}
+		step(t, ctx, chromedp.KeyEvent(kb.ArrowRight))
+		if v := read(); v.X <= zoomed.X {
+			t.Errorf("after the right arrow: %+v, want the view moved right of %+v", v, zoomed)
+		}
+		step(t, ctx, chromedp.KeyEvent("0"))
+		if v := read(); v != whole {
+			t.Errorf("after the 0 key: %+v, want %+v", v, whole)
+		}
+	})
+	// node returns the centre of an item's node on the screen.
+	node := func(id string) (float64, float64) {
+		p := eval[[]float64](t, ctx, fmt.Sprintf(`(() => {
+			const r = document.getElementById("n-%s").getBoundingClientRect();
+			return [r.left + r.width / 2, r.top + r.height / 2];
+		})()`, id))
+		return p[0], p[1]
+	}
+	t.Run("DragPansWithoutOpening", func(t *testing.T) {
+		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="in"]`)))
+		before := read()
+		// A node in the middle, in view after zooming in at the centre.
+		x, y := node(prev[15].ID.String())
+		step(t, ctx,
+			chromedp.MouseEvent(chromedp.MousePressed, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+			chromedp.MouseEvent(chromedp.MouseMoved, x+30, y+10, chromedp.ButtonLeft),
+			chromedp.MouseEvent(chromedp.MouseMoved, x+80, y+20, chromedp.ButtonLeft),
+			chromedp.MouseEvent(chromedp.MouseReleased, x+80, y+20, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+		)
+		after := read()
+		if after.X >= before.X || after.Y >= before.Y || after.W != before.W {
+			t.Errorf("after dragging right and down: %+v, want the view moved left and up of %+v", after, before)
+		}
+		if path := eval[string](t, ctx, `location.pathname`); path != "/p/gz/graph" {
+			t.Fatalf("the drag opened %s", path)
+		}
+	})
+	t.Run("ClickOpensItem", func(t *testing.T) {
+		step(t, ctx, chromedp.Click(chromedp.CSS(`button[data-zoom="fit"]`)))
+		x, y := node(prev[16].ID.String())
+		step(t, ctx, chromedp.MouseClickXY(x, y), chromedp.WaitVisible(chromedp.CSS("h1")))
+		if path := eval[string](t, ctx, `location.pathname`); !strings.HasSuffix(path, "/items/"+prev[16].ID.String()) {
+			t.Errorf("a click on a node opened %s", path)
+		}
+	})
+}

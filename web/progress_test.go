@@ -1,0 +1,69 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// TestLeaseProgress: what a worker reports on its heartbeats shows on the
+// item page (the live lease and each lease's last report) and in the
+// history, and the board and the list say which worker holds a leased item.
+func TestLeaseProgress(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	held := e.mustItem("held item")
+	e.mustItem("waiting item")
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w-progress"})
+	if err != nil || c.Item.ID != held.ID {
+		t.Fatalf("claim: %+v, %v", c.Item, err)
+	}
+	f := lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}
+	if _, err := e.leases.Heartbeat(ctx, e.project.ID, f, lease.Heartbeat{Progress: json.RawMessage(`{"message": "tests <pass>", "done": 3}`)}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+
+	t.Run("ItemPage", func(t *testing.T) {
+		r := b.get("/p/acme/items/" + held.ID.String())
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, `<b>w-progress</b> holds it (epoch 1)`, "last heard",
+			`<span class="muted">Progress:</span> tests &lt;pass&gt; {&#34;done&#34;:3}`,
+			`<th>Last progress</th>`)
+	})
+	t.Run("History", func(t *testing.T) {
+		r := b.get("/p/acme/leases")
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, `<td class="progress"><span title="tests &lt;pass&gt; {&#34;done&#34;:3}">tests &lt;pass&gt; {&#34;done&#34;:3}</span></td>`)
+	})
+	t.Run("Board", func(t *testing.T) {
+		r := b.get("/p/acme/items")
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, `data-holder="w-progress">held by <b>w-progress</b>`)
+		if n := strings.Count(r.body, "data-holder="); n != 1 {
+			t.Errorf("%d holders on the board, want 1 (only the leased item)", n)
+		}
+		r = b.get("/p/acme/items?view=list")
+		wantBody(t, r, `data-holder="w-progress">by <b>w-progress</b>`)
+	})
+	t.Run("Ended", func(t *testing.T) {
+		if _, err := e.leases.Release(ctx, e.project.ID, f, "done for now"); err != nil {
+			t.Fatal(err)
+		}
+		r := b.get("/p/acme/items/" + held.ID.String())
+		wantStatus(t, r, http.StatusOK)
+		if strings.Contains(r.body, "holds it") {
+			t.Error("an ended lease is shown as holding the item")
+		}
+		// The last report stays in the lease's row.
+		wantBody(t, r, `tests &lt;pass&gt; {&#34;done&#34;:3}</span></td>`)
+		if r := b.get("/p/acme/items"); strings.Contains(r.body, "data-holder=") {
+			t.Error("the board names a holder after the release")
+		}
+	})
+}

@@ -1,0 +1,45 @@
+package web
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// TestTimelineGeometry: a lease of milliseconds in an hour-long history keeps
+// a visible bar, and the "N refused" label sits just right of its marks,
+// not at the plot's edge.
+func TestTimelineGeometry(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { v := t0.Add(d); return &v }
+	released, completed := lease.OutcomeReleased, lease.OutcomeCompleted
+	short := lease.Lease{ID: uuid.New(), Epoch: 1, Worker: "w", AcquiredAt: t0, EndedAt: at(5 * time.Millisecond), Outcome: &released, StaleCalls: 1}
+	long := lease.Lease{ID: uuid.New(), Epoch: 2, Worker: "w", AcquiredAt: *at(time.Minute), EndedAt: at(time.Hour), Outcome: &completed}
+	obs := map[uuid.UUID][]lease.Observation{short.ID: {{LeaseID: short.ID, Kind: "stale", Operation: "heartbeat", ReceivedAt: *at(2 * time.Minute)}}}
+
+	tl := buildTimeline([]lease.Lease{short, long}, obs, *at(2 * time.Hour))
+	lane := tl.Lanes[0]
+	if lane.W < tlMinBarW {
+		t.Errorf("the 5 ms bar is %.1f wide, want at least %d", lane.W, tlMinBarW)
+	}
+	if len(lane.Marks) != 1 {
+		t.Fatalf("marks = %+v", lane.Marks)
+	}
+	mark := lane.Marks[0].X
+	if lane.StaleX <= mark || lane.StaleX > mark+20 {
+		t.Errorf("the refused label starts at %.1f, want just right of its mark at %.1f (the plot ends at %.1f)", lane.StaleX, mark, tl.PlotX1)
+	}
+	if tl.Lanes[1].StaleX+tlStaleLabelW > float64(tl.Width) {
+		t.Errorf("a label would leave the picture")
+	}
+
+	// A mark at the very end of the plot keeps its label inside the picture.
+	obs[short.ID][0].ReceivedAt = *at(2 * time.Hour)
+	tl = buildTimeline([]lease.Lease{short, long}, obs, *at(2 * time.Hour))
+	if x := tl.Lanes[0].StaleX; x+tlStaleLabelW > float64(tl.Width) || x < tl.Lanes[0].Marks[0].X {
+		t.Errorf("label at %.1f for a mark at %.1f in a picture %d wide", x, tl.Lanes[0].Marks[0].X, tl.Width)
+	}
+}
