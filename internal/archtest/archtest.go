@@ -9,7 +9,7 @@ import (
 // domain is every package that holds domain logic or its plumbing; none of
 // them may depend on the HTTP layer or the wiring above it.
 var domain = []string{
-	"graph", "lease", "attention", "auth", "session", "idempotency",
+	"graph", "lease", "attention", "auth", "session", "idempotency", "events",
 	"input", "page", "wgerr", "clock", "startstop", "db/...",
 }
 
