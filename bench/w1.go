@@ -120,12 +120,12 @@ func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) erro
 		if err != nil {
 			return err
 		}
-		for _, raw := range []bool{false, true} {
+		for _, name := range []string{"rest", "rest-raw", "rest-events-off"} {
 			project, err := s.restProject(ctx, e.newProjectName("w2"))
 			if err != nil {
 				return err
 			}
-			agents, err := s.restAgents(ctx, project, n, raw)
+			agents, err := s.restAgents(ctx, project, n, name == "rest-raw")
 			if err != nil {
 				return err
 			}
@@ -133,11 +133,11 @@ func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) erro
 			if err != nil {
 				return err
 			}
-			name := "rest"
-			if raw {
-				name = "rest-raw"
+			v := lifecycleVariant(2, name, agents, true, b)
+			if name == "rest-events-off" {
+				v.before, v.after = e.eventsOff, e.eventsOn
 			}
-			vs = append(vs, lifecycleVariant(2, name, agents, true, b))
+			vs = append(vs, v)
 		}
 	}
 	if err := refreshStats(ctx, e.pool); err != nil {
