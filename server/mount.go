@@ -66,6 +66,9 @@ func (s *Server) mount(ctx context.Context) error {
 	sweeper.Observe(s.metrics.SweepRun)
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
+	deadlines := attention.NewDeadlineSweeper(attentionSvc, 0, s.log)
+	deadlines.Start(context.Background())
+	s.stops = append(s.stops, deadlines.Stop)
 
 	// Behind a pooler, synchronous_commit cannot be a session setting: the
 	// records share the main pool and commit synchronously.
