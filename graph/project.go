@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
@@ -106,6 +107,38 @@ func (s *Service) SetProjectAttentionDue(ctx context.Context, project uuid.UUID,
 		return Project{}, db.Translate(err)
 	}
 	return projectOf(p), nil
+}
+
+// ProjectPatch is a change of a project's settings; nil fields are left.
+type ProjectPatch struct {
+	OnExpiry       *string
+	AttentionDueIn *time.Duration
+}
+
+// UpdateProject applies p in one transaction: both settings change or
+// neither does.
+// Errors: invalid_argument; not_found.
+func (s *Service) UpdateProject(ctx context.Context, project uuid.UUID, p ProjectPatch) (Project, error) {
+	var out Project
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		on := s.On(tx)
+		var err error
+		if p.OnExpiry != nil {
+			if out, err = on.SetProjectOnExpiry(ctx, project, *p.OnExpiry); err != nil {
+				return err
+			}
+		}
+		if p.AttentionDueIn != nil {
+			if out, err = on.SetProjectAttentionDue(ctx, project, *p.AttentionDueIn); err != nil {
+				return err
+			}
+		}
+		if p.OnExpiry == nil && p.AttentionDueIn == nil {
+			out, err = on.Project(ctx, project.String())
+		}
+		return err
+	})
+	return out, err
 }
 
 func projectOf(p dbq.Project) Project {
