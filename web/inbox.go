@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 const inboxLimit = 50
 
 // InboxPage is a person's home: the project's open attention requests,
-// oldest first, each with what is needed to answer it.
+// overdue ones first, then oldest first, each with what is needed to
+// answer it.
 type InboxPage struct {
 	Layout
 	Entries []InboxEntry
@@ -81,6 +83,10 @@ func (u *ui) inbox(r *req) error {
 			}
 		}
 	}
+	// Overdue first (within the page shown), else oldest first as listed.
+	sort.SliceStable(page.Entries, func(i, j int) bool {
+		return page.Entries[i].Request.Overdue() && !page.Entries[j].Request.Overdue()
+	})
 	page.Layout = r.base("Inbox", "inbox")
 	return r.show(page)
 }
