@@ -114,6 +114,11 @@ func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) erro
 		}
 		agents = serviceAgents(e, project, n)
 		vs = append(vs, lifecycleVariant(1, "server-sql", agents, false, b), lifecycleVariant(1, "server-sql+hb", agents, true, b))
+		// The same transactions with the event triggers off: what the
+		// event log costs without HTTP in front (bench/events_off.go).
+		off := lifecycleVariant(1, "server-sql+hb-events-off", agents, true, b)
+		off.before, off.after = e.eventsOff, e.eventsOn
+		vs = append(vs, off)
 	}
 	if rest {
 		s, err := e.inProcessServer(ctx)
