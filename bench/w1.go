@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Workload 1: the raw SQL limit. N goroutines run, directly over pgx, the
@@ -40,7 +41,7 @@ func runW1(ctx context.Context, e *env) error {
 	for i := range e.rep.Results {
 		r := &e.rep.Results[i]
 		switch {
-		case r.Workload == 1 && (r.Name == "server-sql" || r.Name == "server-sql+hb"):
+		case r.Workload == 1 && strings.HasPrefix(r.Name, "server-sql"):
 			for k, v := range stmts {
 				r.Extra[k] = v
 			}
