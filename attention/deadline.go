@@ -12,6 +12,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/startstop"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Deadline sweep batches.
@@ -134,9 +135,14 @@ func (w *DeadlineSweeper) Start(ctx context.Context) {
 	w.base.Run(ctx, func(ctx context.Context) {
 		startstop.Every(ctx, w.interval, false, func(ctx context.Context) {
 			n, err := w.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
+			case err != nil && wgerr.RetryLater(wgerr.CodeOf(db.Translate(err))):
+				// The database is away: the next sweep fires them.
+				w.log.Warn("attention deadlines", "err", err)
+			case err != nil:
 				w.log.Error("attention deadlines", "err", err)
-			} else if n > 0 {
+			case n > 0:
 				w.log.Info("attention deadlines: requests overdue", "count", n)
 			}
 			w.TestSignals.Fired.Send(n)

@@ -94,7 +94,13 @@ func (r *Retention) Stop() { r.base.Stop() }
 // many it deleted.
 func (r *Retention) RunOnce(ctx context.Context) int64 {
 	n, err := r.deleteOld(ctx)
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case wgerr.RetryLater(wgerr.CodeOf(err)):
+		// The database is away (a restart, a failover): the next run
+		// catches up.
+		r.log.Warn("deleting old events", "err", err)
+	default:
 		r.log.Error("deleting old events", "err", err)
 	}
 	r.TestSignals.Deleted.Send(n)
