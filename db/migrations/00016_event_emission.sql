@@ -41,7 +41,6 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION items_event_created() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM set_config('workgraph.item_events', 'on', true);
     INSERT INTO events (project_id, type, at, actor, item_id, payload)
     VALUES (NEW.project_id, 'item.created', NEW.created_at, NEW.created_by, NEW.id,
             jsonb_build_object('title', NEW.title, 'priority', NEW.priority,
@@ -76,19 +75,12 @@ DECLARE
                               THEN NEW.not_before END;
     mine events%ROWTYPE;
 BEGIN
-    -- workgraph.item_events says this transaction wrote item events
-    -- already (a setting of the transaction, so a claim or a completion,
-    -- whose item changes once, never looks for one).
-    IF current_setting('workgraph.item_events', true) = 'on' THEN
-        PERFORM set_config('workgraph.events_rewrite', 'on', true);
-        SELECT * INTO mine FROM events e
-        WHERE e.project_id = NEW.project_id AND e.item_id = NEW.id
-          AND e.xid = pg_current_xact_id() AND e.type IN ('item.created', 'item.state_changed')
-        ORDER BY e.seq DESC LIMIT 1;
-    ELSE
-        PERFORM set_config('workgraph.item_events', 'on', true);
-    END IF;
-    IF mine.seq IS NULL THEN
+    PERFORM set_config('workgraph.events_rewrite', 'on', true);
+    SELECT * INTO mine FROM events e
+    WHERE e.project_id = NEW.project_id AND e.item_id = NEW.id
+      AND e.xid = pg_current_xact_id() AND e.type IN ('item.created', 'item.state_changed')
+    ORDER BY e.seq DESC LIMIT 1;
+    IF NOT FOUND THEN
         INSERT INTO events (project_id, type, at, actor, item_id, lease_id, payload)
         VALUES (NEW.project_id, 'item.state_changed', stamp, events_actor(), NEW.id,
                 coalesce(NEW.active_lease_id, OLD.active_lease_id),

@@ -92,7 +92,134 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- The item triggers of 00016: a transaction's first item event no longer
+-- looks for an earlier one of its own (workgraph.item_events says whether
+-- the transaction wrote item events), so a claim's and a completion's item
+-- change costs no index probe of events.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION items_event_created() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('workgraph.item_events', 'on', true);
+    INSERT INTO events (project_id, type, at, actor, item_id, payload)
+    VALUES (NEW.project_id, 'item.created', NEW.created_at, NEW.created_by, NEW.id,
+            jsonb_build_object('title', NEW.title, 'priority', NEW.priority,
+                               'parent_id', NEW.parent_id,
+                               'state', items_state(NEW.status, NEW.active_lease_id, NEW.open_attention,
+                                                    NEW.unmet_dependencies, NEW.open_children,
+                                                    NEW.not_before, NEW.updated_at)));
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION items_event_state() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    to_state text := items_state(NEW.status, NEW.active_lease_id, NEW.open_attention,
+                                 NEW.unmet_dependencies, NEW.open_children,
+                                 NEW.not_before, NEW.updated_at);
+    stamp timestamptz := CASE WHEN NEW.updated_at > OLD.updated_at THEN NEW.updated_at END;
+    retry timestamptz := CASE WHEN to_state = 'blocked' AND NEW.not_before > NEW.updated_at
+                              THEN NEW.not_before END;
+    mine events%ROWTYPE;
+BEGIN
+    -- workgraph.item_events says this transaction wrote item events
+    -- already (a setting of the transaction, so a claim or a completion,
+    -- whose item changes once, never looks for one).
+    IF current_setting('workgraph.item_events', true) = 'on' THEN
+        PERFORM set_config('workgraph.events_rewrite', 'on', true);
+        SELECT * INTO mine FROM events e
+        WHERE e.project_id = NEW.project_id AND e.item_id = NEW.id
+          AND e.xid = pg_current_xact_id() AND e.type IN ('item.created', 'item.state_changed')
+        ORDER BY e.seq DESC LIMIT 1;
+    ELSE
+        PERFORM set_config('workgraph.item_events', 'on', true);
+    END IF;
+    IF mine.seq IS NULL THEN
+        INSERT INTO events (project_id, type, at, actor, item_id, lease_id, payload)
+        VALUES (NEW.project_id, 'item.state_changed', stamp, events_actor(), NEW.id,
+                coalesce(NEW.active_lease_id, OLD.active_lease_id),
+                jsonb_strip_nulls(jsonb_build_object(
+                    'from', items_state(OLD.status, OLD.active_lease_id, OLD.open_attention,
+                                        OLD.unmet_dependencies, OLD.open_children,
+                                        OLD.not_before, OLD.updated_at),
+                    'to', to_state, 'epoch', NEW.epoch, 'retry_after', retry)));
+    ELSIF mine.type = 'item.created' THEN
+        UPDATE events SET payload = jsonb_set(mine.payload, '{state}', to_jsonb(to_state))
+        WHERE project_id = mine.project_id AND seq = mine.seq;
+    ELSIF mine.payload->>'from' = to_state THEN
+        DELETE FROM events WHERE project_id = mine.project_id AND seq = mine.seq;
+    ELSE
+        UPDATE events
+        SET at = coalesce(stamp, clock_timestamp()),
+            lease_id = coalesce(NEW.active_lease_id, mine.lease_id),
+            payload = jsonb_strip_nulls(mine.payload || jsonb_build_object(
+                'to', to_state, 'epoch', NEW.epoch, 'retry_after', retry))
+        WHERE project_id = mine.project_id AND seq = mine.seq;
+    END IF;
+    PERFORM set_config('workgraph.events_rewrite', 'off', true);
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION items_event_created() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO events (project_id, type, at, actor, item_id, payload)
+    VALUES (NEW.project_id, 'item.created', NEW.created_at, NEW.created_by, NEW.id,
+            jsonb_build_object('title', NEW.title, 'priority', NEW.priority,
+                               'parent_id', NEW.parent_id,
+                               'state', items_state(NEW.status, NEW.active_lease_id, NEW.open_attention,
+                                                    NEW.unmet_dependencies, NEW.open_children,
+                                                    NEW.not_before, NEW.updated_at)));
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION items_event_state() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    to_state text := items_state(NEW.status, NEW.active_lease_id, NEW.open_attention,
+                                 NEW.unmet_dependencies, NEW.open_children,
+                                 NEW.not_before, NEW.updated_at);
+    stamp timestamptz := CASE WHEN NEW.updated_at > OLD.updated_at THEN NEW.updated_at END;
+    retry timestamptz := CASE WHEN to_state = 'blocked' AND NEW.not_before > NEW.updated_at
+                              THEN NEW.not_before END;
+    mine events%ROWTYPE;
+BEGIN
+    PERFORM set_config('workgraph.events_rewrite', 'on', true);
+    SELECT * INTO mine FROM events e
+    WHERE e.project_id = NEW.project_id AND e.item_id = NEW.id
+      AND e.xid = pg_current_xact_id() AND e.type IN ('item.created', 'item.state_changed')
+    ORDER BY e.seq DESC LIMIT 1;
+    IF NOT FOUND THEN
+        INSERT INTO events (project_id, type, at, actor, item_id, lease_id, payload)
+        VALUES (NEW.project_id, 'item.state_changed', stamp, events_actor(), NEW.id,
+                coalesce(NEW.active_lease_id, OLD.active_lease_id),
+                jsonb_strip_nulls(jsonb_build_object(
+                    'from', items_state(OLD.status, OLD.active_lease_id, OLD.open_attention,
+                                        OLD.unmet_dependencies, OLD.open_children,
+                                        OLD.not_before, OLD.updated_at),
+                    'to', to_state, 'epoch', NEW.epoch, 'retry_after', retry)));
+    ELSIF mine.type = 'item.created' THEN
+        UPDATE events SET payload = jsonb_set(mine.payload, '{state}', to_jsonb(to_state))
+        WHERE project_id = mine.project_id AND seq = mine.seq;
+    ELSIF mine.payload->>'from' = to_state THEN
+        DELETE FROM events WHERE project_id = mine.project_id AND seq = mine.seq;
+    ELSE
+        UPDATE events
+        SET at = coalesce(stamp, clock_timestamp()),
+            lease_id = coalesce(NEW.active_lease_id, mine.lease_id),
+            payload = jsonb_strip_nulls(mine.payload || jsonb_build_object(
+                'to', to_state, 'epoch', NEW.epoch, 'retry_after', retry))
+        WHERE project_id = mine.project_id AND seq = mine.seq;
+    END IF;
+    PERFORM set_config('workgraph.events_rewrite', 'off', true);
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION attention_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
