@@ -16,6 +16,8 @@ func attentionView(r attention.Request) wire.AttentionRequest {
 		Question: r.Question, SuggestedAnswers: sa, Context: rawOrNull(r.Context), Blocking: r.Blocking,
 		State: string(r.State), Answer: r.Answer, ResolvedBy: r.ResolvedBy, ResolvedAt: r.ResolvedAt, CreatedAt: r.CreatedAt,
 		Decision: (*string)(r.Decision),
+		DueAt:    r.DueAt, Overdue: r.Overdue(), OverdueAt: r.OverdueAt, OnOverdue: r.OnOverdue,
+		DefaultAnswer: r.DefaultAnswer, AnsweredByDefault: r.AnsweredByDefault,
 	}
 }
 

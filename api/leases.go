@@ -289,6 +289,9 @@ type askRequest struct {
 	SuggestedAnswers []string        `json:"suggested_answers"`
 	Context          json.RawMessage `json:"context"`
 	Blocking         *bool           `json:"blocking"`
+	DueInSeconds     *int64          `json:"due_in_seconds"`
+	OnOverdue        string          `json:"on_overdue"`
+	DefaultAnswer    string          `json:"default_answer"`
 }
 
 // ask opens an attention request under the lease: 201 {attention, lease}. A
@@ -303,12 +306,19 @@ func (a *API) ask(c echo.Context) error {
 		return wgerr.InvalidField("question", "is required")
 	}
 	blocking := req.Blocking == nil || *req.Blocking
+	var due time.Duration
+	if req.DueInSeconds != nil {
+		if *req.DueInSeconds < 1 || *req.DueInSeconds > int64(attention.MaxDue/time.Second) {
+			return wgerr.InvalidField("due_in_seconds", "must be 1 to %d", int64(attention.MaxDue/time.Second))
+		}
+		due = time.Duration(*req.DueInSeconds) * time.Second
+	}
 	res, err := a.svc.Leases.Ask(c.Request().Context(), project, f, attention.NewRequest{
 		Question: *req.Question, SuggestedAnswers: req.SuggestedAnswers, Context: req.Context, Blocking: blocking,
-		RequestedBy: principal(c).String(),
+		RequestedBy: principal(c).String(), DueIn: due, OnOverdue: req.OnOverdue, DefaultAnswer: req.DefaultAnswer,
 	})
 	if err != nil {
-		return err
+		return renameFields(err, map[string]string{"due_in": "due_in_seconds"})
 	}
 	return c.JSON(http.StatusCreated, wire.AskResult{Attention: attentionView(res.Request), Lease: leaseView(res.Lease)})
 }

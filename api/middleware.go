@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -130,6 +131,8 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(principalKey, p)
+		// The actor of the request's changes, for the event log.
+		c.SetRequest(c.Request().WithContext(events.WithActor(c.Request().Context(), p.String())))
 		return next(c)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -15,7 +16,12 @@ import (
 )
 
 func projectView(p graph.Project) wire.Project {
-	return wire.Project{ID: p.ID.String(), Name: p.Name, CreatedAt: p.CreatedAt, OnExpiry: p.OnExpiry}
+	out := wire.Project{ID: p.ID.String(), Name: p.Name, CreatedAt: p.CreatedAt, OnExpiry: p.OnExpiry}
+	if p.AttentionDueIn > 0 {
+		s := int64(p.AttentionDueIn / time.Second)
+		out.AttentionDueInSeconds = &s
+	}
+	return out
 }
 
 func (a *API) mountProjects(e *echo.Echo) {
@@ -147,25 +153,37 @@ func (a *API) getProject(c echo.Context) error {
 }
 
 type updateProjectRequest struct {
-	OnExpiry *string `json:"on_expiry"`
+	OnExpiry              *string `json:"on_expiry"`
+	AttentionDueInSeconds *int64  `json:"attention_due_in_seconds"`
 }
 
-// updateProject sets the project's settings (today on_expiry, the default
-// for its items).
+// updateProject sets the project's settings: on_expiry (the default for
+// its items) and attention_due_in_seconds (the deadline of a worker's
+// question that names none; 0 removes it), at least one, in one
+// transaction.
 func (a *API) updateProject(c echo.Context) error {
 	var req updateProjectRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if req.OnExpiry == nil {
-		return wgerr.InvalidField("on_expiry", "is required")
+	if req.OnExpiry == nil && req.AttentionDueInSeconds == nil {
+		return wgerr.InvalidField("on_expiry", "on_expiry or attention_due_in_seconds is required")
+	}
+	patch := graph.ProjectPatch{OnExpiry: req.OnExpiry}
+	if req.AttentionDueInSeconds != nil {
+		secs := *req.AttentionDueInSeconds
+		if secs < 0 || secs > int64(graph.MaxAttentionDue/time.Second) {
+			return wgerr.InvalidField("attention_due_in_seconds", "must be 0 (none) to %d", int64(graph.MaxAttentionDue/time.Second))
+		}
+		d := time.Duration(secs) * time.Second
+		patch.AttentionDueIn = &d
 	}
 	p, err := a.project(c)
 	if err != nil {
 		return err
 	}
-	if p, err = a.svc.Graph.SetProjectOnExpiry(c.Request().Context(), p.ID, *req.OnExpiry); err != nil {
-		return err
+	if p, err = a.svc.Graph.UpdateProject(c.Request().Context(), p.ID, patch); err != nil {
+		return renameFields(err, map[string]string{"attention_due_in": "attention_due_in_seconds"})
 	}
 	return c.JSON(http.StatusOK, projectView(p))
 }

@@ -78,7 +78,21 @@ type Request struct {
 	// Decision is the choice that resolved an uncertain_outcome request
 	// (nil for every other request, and while it is open).
 	Decision *Decision
+	// DueAt is the request's deadline (nil: none), OverdueAt when the
+	// deadline sweeper found it passed, OnOverdue its policy (nil: only
+	// the event) and DefaultAnswer the worker's answer for
+	// OverdueDefaultAnswer. AnsweredByDefault: the request was answered
+	// with it, by "system".
+	DueAt             *time.Time
+	OverdueAt         *time.Time
+	OnOverdue         *string
+	DefaultAnswer     *string
+	AnsweredByDefault bool
 }
+
+// Overdue reports whether r is open past its deadline (as marked by the
+// deadline sweeper).
+func (r Request) Overdue() bool { return r.State == StateOpen && r.OverdueAt != nil }
 
 // NewRequest is the input of Open. Source defaults to "worker" and Reason
 // to "question". LeaseID and Epoch are given together or not at all. Worker
@@ -98,7 +112,23 @@ type NewRequest struct {
 	Epoch            *int64
 	Worker           string
 	WorkerToken      *uuid.UUID
+	// DueIn is the request's deadline after its creation (0: none; a
+	// worker's question then takes its project's AttentionDueIn, if any).
+	DueIn time.Duration
+	// OnOverdue is what happens at the deadline besides the
+	// attention.overdue event: OverdueEscalate, OverdueDefaultAnswer
+	// (answer with DefaultAnswer), OverdueRelease (a blocking request
+	// stops blocking), or "" (only the event).
+	OnOverdue     string
+	DefaultAnswer string
 }
+
+// The policies of an overdue request (NewRequest.OnOverdue).
+const (
+	OverdueEscalate      = "escalate"
+	OverdueDefaultAnswer = "default_answer"
+	OverdueRelease       = "release"
+)
 
 // Filter selects requests for List. Nil fields do not filter. Limit 0 means
 // 50; more than 500 is refused. Cursor is the NextCursor of a previous page.

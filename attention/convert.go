@@ -42,5 +42,7 @@ func fromRow(r dbq.AttentionRequest, itemTitle string) Request {
 		ResolvedAt:       r.ResolvedAt,
 		CreatedAt:        r.CreatedAt,
 		Decision:         (*Decision)(r.Decision),
+		DueAt:            r.DueAt, OverdueAt: r.OverdueAt, OnOverdue: r.OnOverdue,
+		DefaultAnswer: r.DefaultAnswer, AnsweredByDefault: r.AnsweredByDefault,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -74,6 +75,9 @@ func open(ctx context.Context, tx pgx.Tx, now nowArg, project, itemID uuid.UUID,
 		SuggestedAnswers: in.SuggestedAnswers,
 		Context:          in.Context,
 		Blocking:         in.Blocking,
+		DueMs:            dueMs(in.DueIn),
+		OnOverdue:        optString(in.OnOverdue),
+		DefaultAnswer:    optString(in.DefaultAnswer),
 		Now:              now,
 	})
 	if err != nil {
@@ -186,5 +190,54 @@ func clean(in NewRequest) (NewRequest, error) {
 	if in.Worker == "" {
 		in.WorkerToken = nil
 	}
+	return cleanDeadline(in)
+}
+
+// MaxDue bounds a request's deadline: a year.
+const MaxDue = 365 * 24 * time.Hour
+
+// cleanDeadline checks the deadline fields. A policy needs a deadline (the
+// request's own, or for a worker's question the project's, which the
+// database applies: a policy without either is refused there too);
+// default_answer needs the answer, release a blocking request.
+func cleanDeadline(in NewRequest) (NewRequest, error) {
+	if in.DueIn < 0 || (in.DueIn > 0 && in.DueIn < time.Second) || in.DueIn > MaxDue {
+		return in, wgerr.InvalidField("due_in", "must be 1 s to %s", MaxDue)
+	}
+	in.DefaultAnswer = strings.TrimSpace(in.DefaultAnswer)
+	if len(in.DefaultAnswer) > maxAnswerBytes || !utf8.ValidString(in.DefaultAnswer) {
+		return in, wgerr.InvalidField("default_answer", "must be at most %d bytes of UTF-8", maxAnswerBytes)
+	}
+	switch in.OnOverdue {
+	case "", OverdueEscalate:
+	case OverdueDefaultAnswer:
+		if in.DefaultAnswer == "" {
+			return in, wgerr.InvalidField("default_answer", "is required by on_overdue %q", in.OnOverdue)
+		}
+	case OverdueRelease:
+		if !in.Blocking {
+			return in, wgerr.InvalidField("on_overdue", "release applies to a blocking request only")
+		}
+	default:
+		return in, wgerr.InvalidField("on_overdue", "must be escalate, default_answer or release")
+	}
+	if in.OnOverdue != "" && in.DueIn == 0 && in.Source != SourceWorker {
+		return in, wgerr.InvalidField("due_in", "is required by on_overdue")
+	}
 	return in, nil
+}
+
+func dueMs(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

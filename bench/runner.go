@@ -141,6 +141,10 @@ type variant struct {
 	// done, if set, runs after the last round (e.g. stops a backlog
 	// refiller) and may add to the result.
 	done func(r *Result)
+	// before and after, if set, run around each of the variant's rounds
+	// (e.g. turn the event triggers off for it); an error of before skips
+	// the round.
+	before, after func(ctx context.Context) error
 }
 
 // rounds is how many turns each variant of an interleaved run gets.
@@ -163,8 +167,19 @@ func (e *env) interleave(ctx context.Context, vs []variant) []Result {
 			if ctx.Err() != nil {
 				break
 			}
+			if v.before != nil {
+				if err := v.before(ctx); err != nil {
+					e.logf("  W%d %s: round %d skipped: %v", v.workload, v.name, round+1, err)
+					continue
+				}
+			}
 			rec := loop{workers: v.workers, warmup: e.warmup() / time.Duration(k),
 				duration: e.duration() / time.Duration(k), iter: v.iter}.run(ctx)
+			if v.after != nil {
+				if err := v.after(context.WithoutCancel(ctx)); err != nil {
+					e.logf("  W%d %s: after round %d: %v", v.workload, v.name, round+1, err)
+				}
+			}
 			if acc[i] == nil {
 				acc[i] = rec
 			} else {

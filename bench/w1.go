@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Workload 1: the raw SQL limit. N goroutines run, directly over pgx, the
@@ -40,7 +41,7 @@ func runW1(ctx context.Context, e *env) error {
 	for i := range e.rep.Results {
 		r := &e.rep.Results[i]
 		switch {
-		case r.Workload == 1 && (r.Name == "server-sql" || r.Name == "server-sql+hb"):
+		case r.Workload == 1 && strings.HasPrefix(r.Name, "server-sql"):
 			for k, v := range stmts {
 				r.Extra[k] = v
 			}
@@ -114,18 +115,23 @@ func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) erro
 		}
 		agents = serviceAgents(e, project, n)
 		vs = append(vs, lifecycleVariant(1, "server-sql", agents, false, b), lifecycleVariant(1, "server-sql+hb", agents, true, b))
+		// The same transactions with the event triggers off: what the
+		// event log costs without HTTP in front (bench/events_off.go).
+		off := lifecycleVariant(1, "server-sql+hb-events-off", agents, true, b)
+		off.before, off.after = e.eventsOff, e.eventsOn
+		vs = append(vs, off)
 	}
 	if rest {
 		s, err := e.inProcessServer(ctx)
 		if err != nil {
 			return err
 		}
-		for _, raw := range []bool{false, true} {
+		for _, name := range []string{"rest", "rest-raw", "rest-events-off"} {
 			project, err := s.restProject(ctx, e.newProjectName("w2"))
 			if err != nil {
 				return err
 			}
-			agents, err := s.restAgents(ctx, project, n, raw)
+			agents, err := s.restAgents(ctx, project, n, name == "rest-raw")
 			if err != nil {
 				return err
 			}
@@ -133,11 +139,11 @@ func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) erro
 			if err != nil {
 				return err
 			}
-			name := "rest"
-			if raw {
-				name = "rest-raw"
+			v := lifecycleVariant(2, name, agents, true, b)
+			if name == "rest-events-off" {
+				v.before, v.after = e.eventsOff, e.eventsOn
 			}
-			vs = append(vs, lifecycleVariant(2, name, agents, true, b))
+			vs = append(vs, v)
 		}
 	}
 	if err := refreshStats(ctx, e.pool); err != nil {

@@ -457,6 +457,9 @@ func newAskCmd(stdio IO) *cobra.Command {
 		suggest     []string
 		ctxJSON     string
 		nonBlocking bool
+		dueIn       time.Duration
+		onOverdue   string
+		defAnswer   string
 	)
 	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "ask QUESTION",
@@ -470,7 +473,13 @@ question and the answer. Exit after asking. Under ` + "`workgraph work`" + ` the
 supervisor notices and stops quietly without failing the item.
 
 With --non-blocking the lease keeps running and the answer arrives on a
-later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).`,
+later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).
+
+--due-in gives the question a deadline (else the project's default, if
+any); when it passes an attention.overdue event fires and --on-overdue
+acts: escalate (the event says so, for a second webhook), default_answer
+(answer with --default-answer, marked as such) or release (the item goes
+back to circulation, the question stays open).`,
 		Args: args(cobra.ExactArgs(1)),
 	}, func(ctx context.Context, s *session, a []string, id string, epoch int64) error {
 		if ctxJSON != "" && !json.Valid([]byte(ctxJSON)) {
@@ -482,6 +491,14 @@ later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).`,
 		}
 		blocking := !nonBlocking
 		req.Blocking = &blocking
+		if dueIn != 0 {
+			if dueIn < time.Second || dueIn%time.Second != 0 {
+				return usageError("--due-in must be whole seconds, at least 1s")
+			}
+			secs := int64(dueIn / time.Second)
+			req.DueInSeconds = &secs
+		}
+		req.OnOverdue, req.DefaultAnswer = onOverdue, defAnswer
 		out, err := s.api.Ask(ctx, id, req)
 		if err != nil {
 			return err
@@ -505,6 +522,9 @@ later heartbeat (under the supervisor: in the file $WORKGRAPH_ANSWERS_FILE).`,
 	fl.StringArrayVar(&suggest, "suggest", nil, "a suggested answer (repeatable)")
 	fl.StringVar(&ctxJSON, "context", "", "context for the person, as JSON")
 	fl.BoolVar(&nonBlocking, "non-blocking", false, "keep the lease; the answer arrives on a heartbeat")
+	fl.DurationVar(&dueIn, "due-in", 0, "the question's deadline, e.g. 30m (default: the project's, if any)")
+	fl.StringVar(&onOverdue, "on-overdue", "", "at the deadline: escalate, default_answer or release")
+	fl.StringVar(&defAnswer, "default-answer", "", "the answer --on-overdue default_answer gives")
 	return cmd
 }
 

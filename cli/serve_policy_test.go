@@ -68,3 +68,40 @@ func TestServeLogFormat(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want %d naming --log-format", code, errb.String(), ExitUsage)
 	}
 }
+
+func TestEventsRetentionFlag(t *testing.T) {
+	parse := func(t *testing.T, args ...string) (time.Duration, error) {
+		t.Helper()
+		var cfg server.Config
+		f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		addPolicyFlags(f, &cfg)
+		err := f.Parse(args)
+		return cfg.EventsRetention, err
+	}
+	t.Run("DefaultIsTheServersDefault", func(t *testing.T) {
+		if d, err := parse(t); err != nil || d != 0 {
+			t.Fatalf("no flag: %v, %v; want 0 (the server's 30 days)", d, err)
+		}
+	})
+	t.Run("ZeroKeepsForever", func(t *testing.T) {
+		if d, err := parse(t, "--events-retention", "0"); err != nil || d >= 0 {
+			t.Fatalf("--events-retention 0: %v, %v; want negative (forever)", d, err)
+		}
+	})
+	t.Run("Duration", func(t *testing.T) {
+		if d, err := parse(t, "--events-retention", "48h"); err != nil || d != 48*time.Hour {
+			t.Fatalf("--events-retention 48h: %v, %v", d, err)
+		}
+	})
+	t.Run("Env", func(t *testing.T) {
+		t.Setenv("WORKGRAPH_EVENTS_RETENTION", "72h")
+		if d, err := parse(t); err != nil || d != 72*time.Hour {
+			t.Fatalf("env 72h: %v, %v", d, err)
+		}
+	})
+	t.Run("ErrNegative", func(t *testing.T) {
+		if _, err := parse(t, "--events-retention", "-1h"); err == nil {
+			t.Fatal("a negative retention was accepted")
+		}
+	})
+}

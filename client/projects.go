@@ -80,3 +80,14 @@ func (c *Client) LookupIDs(ctx context.Context, project, prefix string, kinds ..
 	}
 	return out.Matches, nil
 }
+
+// UpdateProject changes a project's settings (admin only): on_expiry and
+// the default deadline of workers' questions (attention_due_in_seconds, 0
+// removes it), in one transaction.
+func (c *Client) UpdateProject(ctx context.Context, project string, req UpdateProjectRequest) (*Project, error) {
+	var out Project
+	if _, err := c.do(ctx, http.MethodPatch, "/v1/projects/"+esc(project), nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
@@ -38,7 +40,7 @@ func (s *Service) CreateProject(ctx context.Context, name string) (Project, erro
 		}
 		return Project{}, err
 	}
-	return Project(p), nil
+	return projectOf(p), nil
 }
 
 // Project finds a project by id or by name.
@@ -60,7 +62,7 @@ func (s *Service) Project(ctx context.Context, nameOrID string) (Project, error)
 		}
 		return Project{}, db.Translate(err)
 	}
-	return Project(p), nil
+	return projectOf(p), nil
 }
 
 // SetProjectOnExpiry sets the project's default on_expiry ("retry" or
@@ -78,7 +80,73 @@ func (s *Service) SetProjectOnExpiry(ctx context.Context, project uuid.UUID, onE
 		}
 		return Project{}, db.Translate(err)
 	}
-	return Project(p), nil
+	return projectOf(p), nil
+}
+
+// MaxAttentionDue bounds a deadline of a question (and the project's
+// default): a year.
+const MaxAttentionDue = 365 * 24 * time.Hour
+
+// SetProjectAttentionDue sets the deadline a worker's question gets when
+// its ask names none (0: none), from 1 s to MaxAttentionDue.
+// Errors: invalid_argument; not_found.
+func (s *Service) SetProjectAttentionDue(ctx context.Context, project uuid.UUID, due time.Duration) (Project, error) {
+	if due < 0 || (due > 0 && due < time.Second) || due > MaxAttentionDue {
+		return Project{}, wgerr.InvalidField("attention_due_in", "must be 0 (none) or 1 s to %s", MaxAttentionDue)
+	}
+	var ms *int64
+	if due > 0 {
+		v := due.Milliseconds()
+		ms = &v
+	}
+	p, err := dbq.New().SetProjectAttentionDue(ctx, s.exec, dbq.SetProjectAttentionDueParams{ID: project, DueMs: ms})
+	if err != nil {
+		if isNoRows(err) {
+			return Project{}, wgerr.New(wgerr.CodeNotFound, "project %s not found", project)
+		}
+		return Project{}, db.Translate(err)
+	}
+	return projectOf(p), nil
+}
+
+// ProjectPatch is a change of a project's settings; nil fields are left.
+type ProjectPatch struct {
+	OnExpiry       *string
+	AttentionDueIn *time.Duration
+}
+
+// UpdateProject applies p in one transaction: both settings change or
+// neither does.
+// Errors: invalid_argument; not_found.
+func (s *Service) UpdateProject(ctx context.Context, project uuid.UUID, p ProjectPatch) (Project, error) {
+	var out Project
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		on := s.On(tx)
+		var err error
+		if p.OnExpiry != nil {
+			if out, err = on.SetProjectOnExpiry(ctx, project, *p.OnExpiry); err != nil {
+				return err
+			}
+		}
+		if p.AttentionDueIn != nil {
+			if out, err = on.SetProjectAttentionDue(ctx, project, *p.AttentionDueIn); err != nil {
+				return err
+			}
+		}
+		if p.OnExpiry == nil && p.AttentionDueIn == nil {
+			out, err = on.Project(ctx, project.String())
+		}
+		return err
+	})
+	return out, err
+}
+
+func projectOf(p dbq.Project) Project {
+	out := Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, OnExpiry: p.OnExpiry}
+	if p.AttentionDueMs != nil {
+		out.AttentionDueIn = time.Duration(*p.AttentionDueMs) * time.Millisecond
+	}
+	return out
 }
 
 // ListProjects lists every project by name.
@@ -89,7 +157,7 @@ func (s *Service) ListProjects(ctx context.Context) ([]Project, error) {
 	}
 	out := make([]Project, len(rows))
 	for i, p := range rows {
-		out[i] = Project(p)
+		out[i] = projectOf(p)
 	}
 	return out, nil
 }

@@ -47,6 +47,9 @@ type Project struct {
 	Name      string
 	CreatedAt time.Time
 	OnExpiry  string
+	// AttentionDueIn is the deadline a worker's question gets when its ask
+	// names none (0: none).
+	AttentionDueIn time.Duration
 }
 
 // Item is a work item with its derived State and, for an open item, the

@@ -91,6 +91,7 @@ func (a *apiClient) Decompose(ctx context.Context, f fence, subtasks []subtask) 
 func (a *apiClient) Ask(ctx context.Context, f fence, q askInput) (string, error) {
 	out, err := a.c.Ask(ctx, f.LeaseID, client.AskRequest{
 		Epoch: f.Epoch, Question: q.Question, SuggestedAnswers: q.Suggested, Blocking: q.Blocking,
+		DueInSeconds: q.DueIn, OnOverdue: q.OnOverdue, DefaultAnswer: q.Default,
 	})
 	if err != nil {
 		return "", err

@@ -47,6 +47,9 @@ type askInput struct {
 	Question  string   `json:"question"`
 	Suggested []string `json:"suggested_answers,omitempty"`
 	Blocking  *bool    `json:"blocking,omitempty" jsonschema:"default true: the task waits for the answer and you stop"`
+	DueIn     *int64   `json:"due_in,omitempty" jsonschema:"seconds until the question is overdue (default: the project's deadline, if any)"`
+	OnOverdue string   `json:"on_overdue,omitempty" jsonschema:"at the deadline: escalate (notify again), default_answer (answer with default_answer) or release (give the task back to circulation)"`
+	Default   string   `json:"default_answer,omitempty" jsonschema:"the answer on_overdue default_answer gives"`
 }
 
 type createInput struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/fencekey"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
@@ -65,6 +66,9 @@ func (s *Server) mount(ctx context.Context) error {
 	sweeper.Observe(s.metrics.SweepRun)
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
+	deadlines := attention.NewDeadlineSweeper(attentionSvc, 0, s.log)
+	deadlines.Start(context.Background())
+	s.stops = append(s.stops, deadlines.Stop)
 
 	// Behind a pooler, synchronous_commit cannot be a session setting: the
 	// records share the main pool and commit synchronously.
@@ -109,6 +113,10 @@ func (s *Server) mount(ctx context.Context) error {
 	janitor := idempotency.NewJanitor(idempotency.NewStore(idemPool, clk), time.Hour, s.log)
 	janitor.Start(context.Background())
 	s.stops = append(s.stops, janitor.Stop)
+
+	retention := events.NewRetention(s.pool, clk, s.eventsRetention(), time.Hour, s.log)
+	retention.Start(context.Background())
+	s.stops = append(s.stops, retention.Stop)
 	return nil
 }
 
@@ -167,4 +175,15 @@ func firstTokenBlock(token, ui string) string {
 		"  Sign in to the UI at " + ui + " with it, or use it as\n" +
 		"  WORKGRAPH_TOKEN=<token> or \"Authorization: Bearer <token>\".\n" +
 		rule + "\n\n"
+}
+
+// eventsRetention is the configured retention of events (0: keep forever).
+func (s *Server) eventsRetention() time.Duration {
+	switch {
+	case s.cfg.EventsRetention == 0:
+		return events.DefaultRetention
+	case s.cfg.EventsRetention < 0:
+		return 0
+	}
+	return s.cfg.EventsRetention
 }

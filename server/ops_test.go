@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/server"
@@ -179,5 +180,15 @@ func TestWebErrorRequestID(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no \"web: request failed\" line:\n%s", log.String())
+	}
+}
+
+// TestEventsRetentionBelowADayRefused: the server refuses a retention the
+// events table would refuse, before it opens the database.
+func TestEventsRetentionBelowADayRefused(t *testing.T) {
+	t.Parallel()
+	_, err := server.Start(context.Background(), server.Config{Addr: "127.0.0.1:0", EventsRetention: time.Hour, DatabaseURL: "postgres://unused.invalid/x"})
+	if err == nil || !strings.Contains(err.Error(), "events-retention") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/embedpg"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
@@ -91,6 +92,10 @@ type Config struct {
 	// SweepInterval is how often expired leases are ended in the background
 	// (0: 10s). Claims also end the expired leases of their project.
 	SweepInterval time.Duration
+	// EventsRetention is how long events are kept before the retention
+	// service deletes them (0: events.DefaultRetention, 30 days; negative:
+	// forever; else at least events.MinRetention, a day).
+	EventsRetention time.Duration
 	// FirstStartOut is where the admin token made at first start is
 	// printed, once, as a block of its own (`serve` gives its stderr); the
 	// log then says only that it was made. Nil: the token goes into a log
@@ -177,6 +182,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
+	}
+	if err := events.CheckRetention(max(cfg.EventsRetention, 0)); err != nil {
+		return nil, err
 	}
 	// Lines logged with a request's context name its request id.
 	cfg.Logger = logs.WithRequestIDs(cfg.Logger)

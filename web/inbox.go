@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 const inboxLimit = 50
 
 // InboxPage is a person's home: the project's open attention requests,
-// oldest first, each with what is needed to answer it.
+// overdue ones first, then oldest first, each with what is needed to
+// answer it.
 type InboxPage struct {
 	Layout
 	Entries []InboxEntry
@@ -73,6 +75,10 @@ func (u *ui) inbox(r *req) error {
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
 		page.Answered = r.answeredNote(id)
 	}
+	// Overdue first (within the page shown), else oldest first as listed.
+	sort.SliceStable(page.Entries, func(i, j int) bool {
+		return page.Entries[i].Request.Overdue() && !page.Entries[j].Request.Overdue()
+	})
 	page.Layout = r.base("Inbox", "inbox")
 	return r.show(page)
 }

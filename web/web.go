@@ -16,6 +16,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
@@ -275,6 +276,8 @@ func (r *req) loadSession() (bool, error) {
 		return false, err
 	}
 	r.sess, r.sessID = &signedIn{Session: s, CSRF: csrfToken(c.Value)}, c.Value
+	// The actor of the page's changes, for the event log.
+	r.SetRequest(r.Request().WithContext(events.WithActor(r.ctx(), s.Principal.String())))
 	return true, nil
 }
 

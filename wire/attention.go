@@ -34,6 +34,16 @@ type AttentionRequest struct {
 	// are the reports of the expired attempt refused since (kept, not
 	// applied); absent elsewhere.
 	LateReports []Observation `json:"late_reports,omitempty"`
+	// DueAt is the deadline (nil: none); Overdue: open past it (since
+	// OverdueAt). OnOverdue is the policy at the deadline and
+	// DefaultAnswer the answer OverdueDefaultAnswer gives;
+	// AnsweredByDefault: answered so, by "system".
+	DueAt             *time.Time `json:"due_at"`
+	Overdue           bool       `json:"overdue"`
+	OverdueAt         *time.Time `json:"overdue_at"`
+	OnOverdue         *string    `json:"on_overdue"`
+	DefaultAnswer     *string    `json:"default_answer"`
+	AnsweredByDefault bool       `json:"answered_by_default"`
 }
 
 // The decisions on an uncertain outcome (ResolveRequest.Decision).

@@ -10,6 +10,9 @@ type Project struct {
 	// OnExpiry is the default of the project's items that name none
 	// (OnExpiryRetry or OnExpiryReconcile).
 	OnExpiry string `json:"on_expiry"`
+	// AttentionDueInSeconds is the deadline of a worker's question that
+	// names none (nil: none).
+	AttentionDueInSeconds *int64 `json:"attention_due_in_seconds"`
 }
 
 // What an expired lease means for its item (Item.OnExpiry,

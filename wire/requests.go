@@ -138,7 +138,21 @@ type AskRequest struct {
 	// waits for the answer. False keeps the lease; the answer then arrives
 	// on a later heartbeat.
 	Blocking *bool `json:"blocking,omitempty"`
+	// DueInSeconds is the question's deadline after it is asked (nil: the
+	// project's default, if any). OnOverdue (OverdueEscalate,
+	// OverdueDefaultAnswer, OverdueRelease) acts when it passes;
+	// DefaultAnswer is the answer OverdueDefaultAnswer gives.
+	DueInSeconds  *int64 `json:"due_in_seconds,omitempty"`
+	OnOverdue     string `json:"on_overdue,omitempty"`
+	DefaultAnswer string `json:"default_answer,omitempty"`
 }
+
+// The policies of an overdue question (AskRequest.OnOverdue).
+const (
+	OverdueEscalate      = "escalate"
+	OverdueDefaultAnswer = "default_answer"
+	OverdueRelease       = "release"
+)
 
 // StopRequest is the body of POST /v1/leases/{id}/stop.
 type StopRequest struct {
@@ -157,7 +171,10 @@ type ResolveRequest struct {
 
 // UpdateProjectRequest is the body of PATCH /v1/projects/{p}.
 type UpdateProjectRequest struct {
-	OnExpiry string `json:"on_expiry"`
+	OnExpiry string `json:"on_expiry,omitempty"`
+	// AttentionDueInSeconds sets the deadline of a worker's question that
+	// names none (0 removes it; nil leaves it).
+	AttentionDueInSeconds *int64 `json:"attention_due_in_seconds,omitempty"`
 }
 
 // DismissRequest is the body of POST /v1/attention/{id}/dismiss.

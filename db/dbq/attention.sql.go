@@ -13,8 +13,58 @@ import (
 	"github.com/google/uuid"
 )
 
+const answerByDefault = `-- name: AnswerByDefault :one
+UPDATE attention_requests
+SET state = 'resolved',
+    answer = default_answer,
+    answered_by_default = true,
+    resolved_by = 'system',
+    resolved_at = coalesce($1::timestamptz, statement_timestamp())
+WHERE project_id = $2 AND id = $3 AND state = 'open' AND default_answer IS NOT NULL
+RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision, due_at, on_overdue, default_answer, overdue_at, answered_by_default
+`
+
+type AnswerByDefaultParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// Answers an overdue request with its default answer, by "system".
+func (q *Queries) AnswerByDefault(ctx context.Context, db DBTX, arg AnswerByDefaultParams) (AttentionRequest, error) {
+	row := db.QueryRow(ctx, answerByDefault, arg.Now, arg.ProjectID, arg.ID)
+	var i AttentionRequest
+	err := row.Scan(
+		&i.ProjectID,
+		&i.ID,
+		&i.Seq,
+		&i.ItemID,
+		&i.LeaseID,
+		&i.Epoch,
+		&i.Source,
+		&i.Reason,
+		&i.RequestedBy,
+		&i.Question,
+		&i.SuggestedAnswers,
+		&i.Context,
+		&i.Blocking,
+		&i.State,
+		&i.Answer,
+		&i.ResolvedBy,
+		&i.ResolvedAt,
+		&i.CreatedAt,
+		&i.Decision,
+		&i.DueAt,
+		&i.OnOverdue,
+		&i.DefaultAnswer,
+		&i.OverdueAt,
+		&i.AnsweredByDefault,
+	)
+	return i, err
+}
+
 const attentionForItem = `-- name: AttentionForItem :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, i.title AS item_title
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default, i.title AS item_title
 FROM attention_requests r
 JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = $1 AND r.item_id = $2
@@ -60,6 +110,11 @@ func (q *Queries) AttentionForItem(ctx context.Context, db DBTX, arg AttentionFo
 			&i.AttentionRequest.ResolvedAt,
 			&i.AttentionRequest.CreatedAt,
 			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
 			&i.ItemTitle,
 		); err != nil {
 			return nil, err
@@ -114,7 +169,7 @@ SET state = $1,
     resolved_by = $4,
     resolved_at = coalesce($5::timestamptz, statement_timestamp())
 WHERE project_id = $6 AND id = $7 AND state = 'open'
-RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision
+RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision, due_at, on_overdue, default_answer, overdue_at, answered_by_default
 `
 
 type CloseAttentionParams struct {
@@ -162,12 +217,17 @@ func (q *Queries) CloseAttention(ctx context.Context, db DBTX, arg CloseAttentio
 		&i.ResolvedAt,
 		&i.CreatedAt,
 		&i.Decision,
+		&i.DueAt,
+		&i.OnOverdue,
+		&i.DefaultAnswer,
+		&i.OverdueAt,
+		&i.AnsweredByDefault,
 	)
 	return i, err
 }
 
 const closedNonBlockingForLease = `-- name: ClosedNonBlockingForLease :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision,
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
 WHERE r.project_id = $1 AND r.lease_id = $2
@@ -216,6 +276,11 @@ func (q *Queries) ClosedNonBlockingForLease(ctx context.Context, db DBTX, arg Cl
 			&i.AttentionRequest.ResolvedAt,
 			&i.AttentionRequest.CreatedAt,
 			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
 			&i.ItemTitle,
 		); err != nil {
 			return nil, err
@@ -242,7 +307,7 @@ func (q *Queries) CountOpenAttention(ctx context.Context, db DBTX, projectID uui
 }
 
 const getAttention = `-- name: GetAttention :one
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, i.title AS item_title
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default, i.title AS item_title
 FROM attention_requests r
 JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = $1 AND r.id = $2
@@ -281,6 +346,11 @@ func (q *Queries) GetAttention(ctx context.Context, db DBTX, arg GetAttentionPar
 		&i.AttentionRequest.ResolvedAt,
 		&i.AttentionRequest.CreatedAt,
 		&i.AttentionRequest.Decision,
+		&i.AttentionRequest.DueAt,
+		&i.AttentionRequest.OnOverdue,
+		&i.AttentionRequest.DefaultAnswer,
+		&i.AttentionRequest.OverdueAt,
+		&i.AttentionRequest.AnsweredByDefault,
 		&i.ItemTitle,
 	)
 	return i, err
@@ -332,11 +402,17 @@ func (q *Queries) HoldItemForAttention(ctx context.Context, db DBTX, arg HoldIte
 
 const insertAttention = `-- name: InsertAttention :one
 INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, reason, requested_by,
-                                question, suggested_answers, context, blocking, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7,
-        $8, $9::text[], $10, $11,
-        coalesce($12::timestamptz, statement_timestamp()))
-RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision
+                                question, suggested_answers, context, blocking, created_at,
+                                due_at, on_overdue, default_answer)
+SELECT $1, $2, $3, $4, $5, $6, $7,
+       $8, $9::text[], $10, $11, t.at,
+       t.at + coalesce($12::bigint,
+                       CASE WHEN $5::text = 'worker'
+                            THEN (SELECT p.attention_due_ms FROM projects p WHERE p.id = $1) END)
+              * interval '1 millisecond',
+       $13::text, $14::text
+FROM (SELECT coalesce($15::timestamptz, statement_timestamp()) AS at) AS t
+RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision, due_at, on_overdue, default_answer, overdue_at, answered_by_default
 `
 
 type InsertAttentionParams struct {
@@ -351,12 +427,17 @@ type InsertAttentionParams struct {
 	SuggestedAnswers []string
 	Context          json.RawMessage
 	Blocking         bool
+	DueMs            *int64
+	OnOverdue        *string
+	DefaultAnswer    *string
 	Now              *time.Time
 }
 
 // created_at is this statement's database clock, not its transaction's
 // start: a request opened because a lease ended (repeated failure or
 // expiry) is created after the lease's ended_at.
+// due_at is created_at plus @due_ms, or for a worker's question (no
+// @due_ms) plus the project's attention_due_ms; NULL: no deadline.
 func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, insertAttention,
 		arg.ProjectID,
@@ -370,6 +451,9 @@ func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttent
 		arg.SuggestedAnswers,
 		arg.Context,
 		arg.Blocking,
+		arg.DueMs,
+		arg.OnOverdue,
+		arg.DefaultAnswer,
 		arg.Now,
 	)
 	var i AttentionRequest
@@ -393,6 +477,11 @@ func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttent
 		&i.ResolvedAt,
 		&i.CreatedAt,
 		&i.Decision,
+		&i.DueAt,
+		&i.OnOverdue,
+		&i.DefaultAnswer,
+		&i.OverdueAt,
+		&i.AnsweredByDefault,
 	)
 	return i, err
 }
@@ -420,7 +509,7 @@ func (q *Queries) ItemForAttention(ctx context.Context, db DBTX, arg ItemForAtte
 }
 
 const listAttention = `-- name: ListAttention :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision,
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
 WHERE r.project_id = $1
@@ -484,11 +573,52 @@ func (q *Queries) ListAttention(ctx context.Context, db DBTX, arg ListAttentionP
 			&i.AttentionRequest.ResolvedAt,
 			&i.AttentionRequest.CreatedAt,
 			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
 			&i.ItemTitle,
 		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const projectsWithOverdueAttention = `-- name: ProjectsWithOverdueAttention :many
+SELECT DISTINCT project_id
+FROM attention_requests
+WHERE state = 'open' AND overdue_at IS NULL AND due_at IS NOT NULL
+  AND due_at <= coalesce($1::timestamptz, statement_timestamp())
+LIMIT $2
+`
+
+type ProjectsWithOverdueAttentionParams struct {
+	Now         *time.Time
+	MaxProjects int32
+}
+
+// The projects with open requests past their deadline not yet marked
+// overdue (the deadline sweeper): a cross-project scan of index
+// attention_due.
+func (q *Queries) ProjectsWithOverdueAttention(ctx context.Context, db DBTX, arg ProjectsWithOverdueAttentionParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithOverdueAttention, arg.Now, arg.MaxProjects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var project_id uuid.UUID
+		if err := rows.Scan(&project_id); err != nil {
+			return nil, err
+		}
+		items = append(items, project_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -530,4 +660,109 @@ func (q *Queries) ReleaseItemFromAttention(ctx context.Context, db DBTX, arg Rel
 	var open_attention int32
 	err := row.Scan(&open_attention)
 	return open_attention, err
+}
+
+const releaseItemFromOverdue = `-- name: ReleaseItemFromOverdue :exec
+UPDATE items
+SET open_attention = open_attention - 1,
+    preferred_worker = CASE WHEN open_attention = 1 THEN NULL ELSE preferred_worker END,
+    preferred_token = CASE WHEN open_attention = 1 THEN NULL ELSE preferred_token END,
+    preferred_until = CASE WHEN open_attention = 1 THEN NULL ELSE preferred_until END,
+    updated_at = coalesce($1::timestamptz, statement_timestamp())
+WHERE project_id = $2 AND id = $3
+`
+
+type ReleaseItemFromOverdueParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+}
+
+// A blocking request stopped blocking at its deadline (policy release):
+// one blocking request fewer, and when it was the last one the item goes
+// back to circulation for any worker (the continuity preference of the
+// worker that asked is dropped).
+func (q *Queries) ReleaseItemFromOverdue(ctx context.Context, db DBTX, arg ReleaseItemFromOverdueParams) error {
+	_, err := db.Exec(ctx, releaseItemFromOverdue, arg.Now, arg.ProjectID, arg.ItemID)
+	return err
+}
+
+const takeOverdueAttention = `-- name: TakeOverdueAttention :many
+WITH due AS (
+    SELECT r.id, r.blocking AS was_blocking
+    FROM attention_requests r
+    WHERE r.project_id = $2 AND r.state = 'open' AND r.overdue_at IS NULL
+      AND r.due_at <= coalesce($1::timestamptz, statement_timestamp())
+    ORDER BY r.due_at
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE attention_requests r
+SET overdue_at = coalesce($1::timestamptz, statement_timestamp()),
+    blocking = CASE WHEN r.on_overdue = 'release' THEN false ELSE r.blocking END
+FROM due
+WHERE r.project_id = $2 AND r.id = due.id AND r.overdue_at IS NULL
+RETURNING r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default, due.was_blocking
+`
+
+type TakeOverdueAttentionParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	MaxRows   int32
+}
+
+type TakeOverdueAttentionRow struct {
+	AttentionRequest AttentionRequest
+	WasBlocking      bool
+}
+
+// Marks up to @max_rows open requests of a project whose deadline has
+// passed as overdue, once: rows another sweeper holds are skipped, and a
+// row another sweeper marked meanwhile no longer matches (overdue_at IS
+// NULL is rechecked on the locked row). A request whose policy is release
+// stops blocking in the same update (the caller frees its item).
+func (q *Queries) TakeOverdueAttention(ctx context.Context, db DBTX, arg TakeOverdueAttentionParams) ([]TakeOverdueAttentionRow, error) {
+	rows, err := db.Query(ctx, takeOverdueAttention, arg.Now, arg.ProjectID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TakeOverdueAttentionRow{}
+	for rows.Next() {
+		var i TakeOverdueAttentionRow
+		if err := rows.Scan(
+			&i.AttentionRequest.ProjectID,
+			&i.AttentionRequest.ID,
+			&i.AttentionRequest.Seq,
+			&i.AttentionRequest.ItemID,
+			&i.AttentionRequest.LeaseID,
+			&i.AttentionRequest.Epoch,
+			&i.AttentionRequest.Source,
+			&i.AttentionRequest.Reason,
+			&i.AttentionRequest.RequestedBy,
+			&i.AttentionRequest.Question,
+			&i.AttentionRequest.SuggestedAnswers,
+			&i.AttentionRequest.Context,
+			&i.AttentionRequest.Blocking,
+			&i.AttentionRequest.State,
+			&i.AttentionRequest.Answer,
+			&i.AttentionRequest.ResolvedBy,
+			&i.AttentionRequest.ResolvedAt,
+			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
+			&i.WasBlocking,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -56,25 +56,39 @@ func (q *Queries) AppendEvent(ctx context.Context, db DBTX, arg AppendEventParam
 }
 
 const deleteOldEvents = `-- name: DeleteOldEvents :execrows
+WITH first AS (
+    SELECT e.seq, e.at FROM events e
+    WHERE e.project_id = $1::uuid
+    ORDER BY e.seq
+    LIMIT $4
+)
 DELETE FROM events d
-WHERE d.project_id = $1::uuid
-  AND d.seq IN (SELECT e.seq FROM events e
-              WHERE e.project_id = $1::uuid AND e.at < $2::timestamptz
-              ORDER BY e.seq
-              LIMIT $3)
+USING first
+WHERE d.project_id = $1::uuid AND d.seq = first.seq
+  AND first.at < coalesce($2::timestamptz, statement_timestamp())
+                 - $3::bigint * interval '1 millisecond'
 `
 
 type DeleteOldEventsParams struct {
 	ProjectID uuid.UUID
-	Before    time.Time
+	Now       *time.Time
+	KeepMs    int64
 	MaxRows   int32
 }
 
-// Retention: deletes up to @max_rows of a project's events older than
-// @before. The caller's transaction has set workgraph.events_retention
-// (EnableEventDeletion); the table refuses anything younger than a day.
+// Retention: deletes a project's oldest events, among its first
+// @max_rows by number, that are older than @keep_ms before now (the
+// database clock, or a test's stub). Numbers follow time, so a batch stops
+// at the first event inside the retention; it reads at most @max_rows
+// rows. The caller's transaction has run EnableEventDeletion; the table
+// refuses anything younger than a day.
 func (q *Queries) DeleteOldEvents(ctx context.Context, db DBTX, arg DeleteOldEventsParams) (int64, error) {
-	result, err := db.Exec(ctx, deleteOldEvents, arg.ProjectID, arg.Before, arg.MaxRows)
+	result, err := db.Exec(ctx, deleteOldEvents,
+		arg.ProjectID,
+		arg.Now,
+		arg.KeepMs,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -278,16 +292,24 @@ func (q *Queries) ListEventsAllProjects(ctx context.Context, db DBTX, arg ListEv
 	return items, nil
 }
 
-const projectsWithEventsBefore = `-- name: ProjectsWithEventsBefore :many
+const projectsWithOldEvents = `-- name: ProjectsWithOldEvents :many
 SELECT p.id FROM projects p
-WHERE EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.id AND e.at < $1::timestamptz)
+CROSS JOIN LATERAL (SELECT e.at FROM events e WHERE e.project_id = p.id ORDER BY e.seq LIMIT 1) AS oldest
+WHERE oldest.at < coalesce($1::timestamptz, statement_timestamp())
+                  - $2::bigint * interval '1 millisecond'
 ORDER BY p.id
 `
 
-// The projects that have events older than @before (retention): a
-// cross-project read, listed in db/citus_test.go.
-func (q *Queries) ProjectsWithEventsBefore(ctx context.Context, db DBTX, before time.Time) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, projectsWithEventsBefore, before)
+type ProjectsWithOldEventsParams struct {
+	Now    *time.Time
+	KeepMs int64
+}
+
+// The projects whose oldest event is older than @keep_ms before now
+// (retention): one index probe per project, a cross-project read of the
+// projects reference table.
+func (q *Queries) ProjectsWithOldEvents(ctx context.Context, db DBTX, arg ProjectsWithOldEventsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithOldEvents, arg.Now, arg.KeepMs)
 	if err != nil {
 		return nil, err
 	}

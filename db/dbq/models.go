@@ -13,25 +13,30 @@ import (
 )
 
 type AttentionRequest struct {
-	ProjectID        uuid.UUID
-	ID               uuid.UUID
-	Seq              int64
-	ItemID           uuid.UUID
-	LeaseID          *uuid.UUID
-	Epoch            *int64
-	Source           string
-	Reason           string
-	RequestedBy      string
-	Question         string
-	SuggestedAnswers []string
-	Context          json.RawMessage
-	Blocking         bool
-	State            string
-	Answer           *string
-	ResolvedBy       *string
-	ResolvedAt       *time.Time
-	CreatedAt        time.Time
-	Decision         *string
+	ProjectID         uuid.UUID
+	ID                uuid.UUID
+	Seq               int64
+	ItemID            uuid.UUID
+	LeaseID           *uuid.UUID
+	Epoch             *int64
+	Source            string
+	Reason            string
+	RequestedBy       string
+	Question          string
+	SuggestedAnswers  []string
+	Context           json.RawMessage
+	Blocking          bool
+	State             string
+	Answer            *string
+	ResolvedBy        *string
+	ResolvedAt        *time.Time
+	CreatedAt         time.Time
+	Decision          *string
+	DueAt             *time.Time
+	OnOverdue         *string
+	DefaultAnswer     *string
+	OverdueAt         *time.Time
+	AnsweredByDefault bool
 }
 
 type Dependency struct {
@@ -158,10 +163,11 @@ type LeaseRefusal struct {
 }
 
 type Project struct {
-	ID        uuid.UUID
-	Name      string
-	CreatedAt time.Time
-	OnExpiry  string
+	ID             uuid.UUID
+	Name           string
+	CreatedAt      time.Time
+	OnExpiry       string
+	AttentionDueMs *int64
 }
 
 type Token struct {

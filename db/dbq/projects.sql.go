@@ -24,7 +24,7 @@ func (q *Queries) CountProjects(ctx context.Context, db DBTX) (int64, error) {
 
 const createProject = `-- name: CreateProject :one
 INSERT INTO projects (name) VALUES ($1)
-RETURNING id, name, created_at, on_expiry
+RETURNING id, name, created_at, on_expiry, attention_due_ms
 `
 
 func (q *Queries) CreateProject(ctx context.Context, db DBTX, name string) (Project, error) {
@@ -35,12 +35,13 @@ func (q *Queries) CreateProject(ctx context.Context, db DBTX, name string) (Proj
 		&i.Name,
 		&i.CreatedAt,
 		&i.OnExpiry,
+		&i.AttentionDueMs,
 	)
 	return i, err
 }
 
 const getProject = `-- name: GetProject :one
-SELECT id, name, created_at, on_expiry FROM projects WHERE id = $1
+SELECT id, name, created_at, on_expiry, attention_due_ms FROM projects WHERE id = $1
 `
 
 func (q *Queries) GetProject(ctx context.Context, db DBTX, id uuid.UUID) (Project, error) {
@@ -51,12 +52,13 @@ func (q *Queries) GetProject(ctx context.Context, db DBTX, id uuid.UUID) (Projec
 		&i.Name,
 		&i.CreatedAt,
 		&i.OnExpiry,
+		&i.AttentionDueMs,
 	)
 	return i, err
 }
 
 const getProjectByName = `-- name: GetProjectByName :one
-SELECT id, name, created_at, on_expiry FROM projects WHERE name = $1
+SELECT id, name, created_at, on_expiry, attention_due_ms FROM projects WHERE name = $1
 `
 
 func (q *Queries) GetProjectByName(ctx context.Context, db DBTX, name string) (Project, error) {
@@ -67,12 +69,13 @@ func (q *Queries) GetProjectByName(ctx context.Context, db DBTX, name string) (P
 		&i.Name,
 		&i.CreatedAt,
 		&i.OnExpiry,
+		&i.AttentionDueMs,
 	)
 	return i, err
 }
 
 const listProjects = `-- name: ListProjects :many
-SELECT id, name, created_at, on_expiry FROM projects ORDER BY name
+SELECT id, name, created_at, on_expiry, attention_due_ms FROM projects ORDER BY name
 `
 
 func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) {
@@ -89,6 +92,7 @@ func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) 
 			&i.Name,
 			&i.CreatedAt,
 			&i.OnExpiry,
+			&i.AttentionDueMs,
 		); err != nil {
 			return nil, err
 		}
@@ -100,9 +104,33 @@ func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) 
 	return items, nil
 }
 
+const setProjectAttentionDue = `-- name: SetProjectAttentionDue :one
+UPDATE projects SET attention_due_ms = $1::bigint WHERE id = $2
+RETURNING id, name, created_at, on_expiry, attention_due_ms
+`
+
+type SetProjectAttentionDueParams struct {
+	DueMs *int64
+	ID    uuid.UUID
+}
+
+// The project's default deadline of workers' questions (NULL: none).
+func (q *Queries) SetProjectAttentionDue(ctx context.Context, db DBTX, arg SetProjectAttentionDueParams) (Project, error) {
+	row := db.QueryRow(ctx, setProjectAttentionDue, arg.DueMs, arg.ID)
+	var i Project
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.OnExpiry,
+		&i.AttentionDueMs,
+	)
+	return i, err
+}
+
 const setProjectOnExpiry = `-- name: SetProjectOnExpiry :one
 UPDATE projects SET on_expiry = $1 WHERE id = $2
-RETURNING id, name, created_at, on_expiry
+RETURNING id, name, created_at, on_expiry, attention_due_ms
 `
 
 type SetProjectOnExpiryParams struct {
@@ -119,6 +147,7 @@ func (q *Queries) SetProjectOnExpiry(ctx context.Context, db DBTX, arg SetProjec
 		&i.Name,
 		&i.CreatedAt,
 		&i.OnExpiry,
+		&i.AttentionDueMs,
 	)
 	return i, err
 }

@@ -2,11 +2,19 @@
 -- created_at is this statement's database clock, not its transaction's
 -- start: a request opened because a lease ended (repeated failure or
 -- expiry) is created after the lease's ended_at.
+-- due_at is created_at plus @due_ms, or for a worker's question (no
+-- @due_ms) plus the project's attention_due_ms; NULL: no deadline.
 INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, reason, requested_by,
-                                question, suggested_answers, context, blocking, created_at)
-VALUES (@project_id, @item_id, sqlc.narg('lease_id'), sqlc.narg('epoch'), @source, @reason, @requested_by,
-        @question, @suggested_answers::text[], sqlc.narg('context'), @blocking,
-        coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+                                question, suggested_answers, context, blocking, created_at,
+                                due_at, on_overdue, default_answer)
+SELECT @project_id, @item_id, sqlc.narg('lease_id'), sqlc.narg('epoch'), @source, @reason, @requested_by,
+       @question, @suggested_answers::text[], sqlc.narg('context'), @blocking, t.at,
+       t.at + coalesce(sqlc.narg('due_ms')::bigint,
+                       CASE WHEN @source::text = 'worker'
+                            THEN (SELECT p.attention_due_ms FROM projects p WHERE p.id = @project_id) END)
+              * interval '1 millisecond',
+       sqlc.narg('on_overdue')::text, sqlc.narg('default_answer')::text
+FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS at) AS t
 RETURNING *;
 
 -- name: HoldItemForAttention :one
@@ -115,3 +123,59 @@ ORDER BY r.seq;
 -- The inbox badge: open requests of a project.
 SELECT count(*) FROM attention_requests
 WHERE project_id = @project_id AND state = 'open';
+
+-- name: ProjectsWithOverdueAttention :many
+-- The projects with open requests past their deadline not yet marked
+-- overdue (the deadline sweeper): a cross-project scan of index
+-- attention_due.
+SELECT DISTINCT project_id
+FROM attention_requests
+WHERE state = 'open' AND overdue_at IS NULL AND due_at IS NOT NULL
+  AND due_at <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+LIMIT @max_projects;
+
+-- name: TakeOverdueAttention :many
+-- Marks up to @max_rows open requests of a project whose deadline has
+-- passed as overdue, once: rows another sweeper holds are skipped, and a
+-- row another sweeper marked meanwhile no longer matches (overdue_at IS
+-- NULL is rechecked on the locked row). A request whose policy is release
+-- stops blocking in the same update (the caller frees its item).
+WITH due AS (
+    SELECT r.id, r.blocking AS was_blocking
+    FROM attention_requests r
+    WHERE r.project_id = @project_id AND r.state = 'open' AND r.overdue_at IS NULL
+      AND r.due_at <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+    ORDER BY r.due_at
+    LIMIT @max_rows
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE attention_requests r
+SET overdue_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
+    blocking = CASE WHEN r.on_overdue = 'release' THEN false ELSE r.blocking END
+FROM due
+WHERE r.project_id = @project_id AND r.id = due.id AND r.overdue_at IS NULL
+RETURNING sqlc.embed(r), due.was_blocking;
+
+-- name: ReleaseItemFromOverdue :exec
+-- A blocking request stopped blocking at its deadline (policy release):
+-- one blocking request fewer, and when it was the last one the item goes
+-- back to circulation for any worker (the continuity preference of the
+-- worker that asked is dropped).
+UPDATE items
+SET open_attention = open_attention - 1,
+    preferred_worker = CASE WHEN open_attention = 1 THEN NULL ELSE preferred_worker END,
+    preferred_token = CASE WHEN open_attention = 1 THEN NULL ELSE preferred_token END,
+    preferred_until = CASE WHEN open_attention = 1 THEN NULL ELSE preferred_until END,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+WHERE project_id = @project_id AND id = @item_id;
+
+-- name: AnswerByDefault :one
+-- Answers an overdue request with its default answer, by "system".
+UPDATE attention_requests
+SET state = 'resolved',
+    answer = default_answer,
+    answered_by_default = true,
+    resolved_by = 'system',
+    resolved_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+WHERE project_id = @project_id AND id = @id AND state = 'open' AND default_answer IS NOT NULL
+RETURNING *;

@@ -62,23 +62,34 @@ LIMIT @max_rows;
 SELECT set_config('workgraph.actor', @actor::text, true);
 
 -- name: DeleteOldEvents :execrows
--- Retention: deletes up to @max_rows of a project's events older than
--- @before. The caller's transaction has set workgraph.events_retention
--- (EnableEventDeletion); the table refuses anything younger than a day.
+-- Retention: deletes a project's oldest events, among its first
+-- @max_rows by number, that are older than @keep_ms before now (the
+-- database clock, or a test's stub). Numbers follow time, so a batch stops
+-- at the first event inside the retention; it reads at most @max_rows
+-- rows. The caller's transaction has run EnableEventDeletion; the table
+-- refuses anything younger than a day.
+WITH first AS (
+    SELECT e.seq, e.at FROM events e
+    WHERE e.project_id = @project_id::uuid
+    ORDER BY e.seq
+    LIMIT @max_rows
+)
 DELETE FROM events d
-WHERE d.project_id = @project_id::uuid
-  AND d.seq IN (SELECT e.seq FROM events e
-              WHERE e.project_id = @project_id::uuid AND e.at < @before::timestamptz
-              ORDER BY e.seq
-              LIMIT @max_rows);
+USING first
+WHERE d.project_id = @project_id::uuid AND d.seq = first.seq
+  AND first.at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                 - sqlc.arg('keep_ms')::bigint * interval '1 millisecond';
 
 -- name: EnableEventDeletion :exec
 -- Lets the retention service's transaction delete old events (00015).
 SELECT set_config('workgraph.events_retention', 'on', true);
 
--- name: ProjectsWithEventsBefore :many
--- The projects that have events older than @before (retention): a
--- cross-project read, listed in db/citus_test.go.
+-- name: ProjectsWithOldEvents :many
+-- The projects whose oldest event is older than @keep_ms before now
+-- (retention): one index probe per project, a cross-project read of the
+-- projects reference table.
 SELECT p.id FROM projects p
-WHERE EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.id AND e.at < @before::timestamptz)
+CROSS JOIN LATERAL (SELECT e.at FROM events e WHERE e.project_id = p.id ORDER BY e.seq LIMIT 1) AS oldest
+WHERE oldest.at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                  - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
 ORDER BY p.id;

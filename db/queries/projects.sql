@@ -18,3 +18,8 @@ SELECT count(*) FROM projects;
 -- The project's default on_expiry, for items that name none.
 UPDATE projects SET on_expiry = @on_expiry WHERE id = @id
 RETURNING *;
+
+-- name: SetProjectAttentionDue :one
+-- The project's default deadline of workers' questions (NULL: none).
+UPDATE projects SET attention_due_ms = sqlc.narg('due_ms')::bigint WHERE id = @id
+RETURNING *;

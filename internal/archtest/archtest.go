@@ -10,7 +10,7 @@ import (
 // them may depend on the HTTP layer or the wiring above it. telemetry is
 // plumbing: db starts the spans of transactions through it.
 var domain = []string{
-	"graph", "lease", "attention", "auth", "session", "idempotency",
+	"graph", "lease", "attention", "auth", "session", "idempotency", "events",
 	"input", "page", "wgerr", "clock", "startstop", "telemetry/...", "db/...",
 }
 

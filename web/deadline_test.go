@@ -1,0 +1,44 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// TestInboxOverdueFirst: an overdue question is marked and shown before
+// older ones that are not.
+func TestInboxOverdueFirst(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	ask := func(title, question string, due time.Duration) {
+		t.Helper()
+		e.mustItem(title)
+		c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
+			attention.NewRequest{Question: question, Blocking: true, DueIn: due}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask("Old", "Older question?", 0)
+	ask("Late", "Late question?", time.Minute)
+	later := attention.NewService(e.pool, clock.NewStub(time.Now().Add(time.Hour)), attention.Config{})
+	if n, err := attention.NewDeadlineSweeper(later, 0, nil).RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("deadline sweep: %d, %v", n, err)
+	}
+	r := e.signIn(e.human).get("/p/acme/inbox")
+	wantBody(t, r, "Older question?", "Late question?", `class="label overdue"`)
+	body := r.body
+	if strings.Index(body, "Late question?") > strings.Index(body, "Older question?") {
+		t.Fatal("the overdue question is not shown first")
+	}
+}
