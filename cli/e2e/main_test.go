@@ -8,8 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/client"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
 
 // bin is the workgraph binary under test.
@@ -69,21 +67,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{
-		DatabaseURL:    dbtest.URL(t),
-		Addr:           "127.0.0.1:0",
-		BootstrapToken: adminToken,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RateLimit:      -1,
-	})
-	if err != nil {
-		t.Fatalf("server.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	srv := servertest.Start(t, server.Config{BootstrapToken: adminToken, RateLimit: -1})
 	e := &env{t: t, srv: srv, url: srv.URL(), pool: srv.Pool(), project: "e2e"}
 	e.admin = e.client(adminToken)
 	if _, err := e.admin.CreateProject(ctx, e.project); err != nil {
