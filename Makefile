@@ -19,8 +19,16 @@ run: build
 # `make test-go` runs the Go tests alone.
 test: fuzz-short chaos-short model test-go
 
+# The Go tests mostly wait on PostgreSQL (a CREATE DATABASE per server
+# test, commits, LISTEN round trips), not on the CPU: more packages
+# (-p) and more parallel tests per package (-parallel; both default to the
+# number of cores) than cores keep the machine busy. With 2 cores this
+# took the suite from 2 min 11 s to about half (docs/architecture.md,
+# Tests). TEST_P / TEST_PARALLEL override them.
+TEST_P ?= 4
+TEST_PARALLEL ?= 8
 test-go:
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) ./...
 
 # Stamps the version, commit and build date into the binary (`workgraph
 # version`): -buildvcs=auto overrides a GOFLAGS=-buildvcs=false, and the
