@@ -1,4 +1,4 @@
-// Package e2e runs the real workgraph binary (built once in TestMain)
+// Package e2e runs the real workgraph binary (built in TestMain, testbin)
 // against a real server started in-process on port 0 with a fresh
 // PostgreSQL database per test: the client commands, the work supervisor
 // and plan import, end to end.
@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/internal/testbin"
 	"github.com/workgraph-dev/workgraph/server"
 	"github.com/workgraph-dev/workgraph/server/servertest"
 )
@@ -27,23 +26,13 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "workgraph-e2e-")
-	if err != nil {
+	var err error
+	// Rebuilt when its sources changed, else the previous run's (testbin).
+	if bin, err = testbin.Build("github.com/workgraph-dev/workgraph/cmd/workgraph"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "workgraph")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(gobin, "build", "-o", bin, "github.com/workgraph-dev/workgraph/cmd/workgraph")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the workgraph binary:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 const adminToken = "e2e-bootstrap-admin-token"
