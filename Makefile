@@ -19,8 +19,18 @@ run: build
 # `make test-go` runs the Go tests alone.
 test: fuzz-short chaos-short model test-go
 
+# The Go tests mostly wait on PostgreSQL (a CREATE DATABASE per server
+# test, commits, LISTEN round trips), not on the CPU: more packages (-p)
+# and more parallel tests per package (-parallel; both default to the
+# number of cores) than cores keep the machine busy. The bound is the
+# server's max_connections (100 by default, shared with whatever else
+# uses it): at -p 4 -parallel 8 a shared server ran out ("too many
+# clients"); 3 x 4 test servers at once stay well below it. TEST_P and
+# TEST_PARALLEL override them (docs/architecture.md, Tests).
+TEST_P ?= 3
+TEST_PARALLEL ?= 4
 test-go:
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) ./...
 
 # Stamps the version, commit and build date into the binary (`workgraph
 # version`): -buildvcs=auto overrides a GOFLAGS=-buildvcs=false, and the

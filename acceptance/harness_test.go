@@ -19,6 +19,7 @@ import (
 	"github.com/workgraph-dev/workgraph/api/openapi"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
 
 // adminSecret is the bootstrap token every test server starts with.
@@ -40,22 +41,7 @@ type env struct {
 }
 
 // syncBuffer collects the server's log output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = servertest.SyncBuffer
 
 // setup boots a server with the bootstrap token on a fresh database.
 func setup(t *testing.T) *env {

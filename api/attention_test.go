@@ -1,7 +1,11 @@
 package api_test
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/server"
 )
 
 func TestAttention(t *testing.T) {
@@ -130,4 +134,33 @@ func TestAttention(t *testing.T) {
 			t.Fatalf("claimed %+v", c.Item)
 		}
 	})
+}
+
+// TestContinuityWindowConfigured: the window set in server.Config.Attention
+// is the one a resolved blocking request gives the worker that asked (not
+// the attention package's 10-minute default).
+func TestContinuityWindowConfigured(t *testing.T) {
+	t.Parallel()
+	const window = 2 * time.Hour
+	f := itemSetup(t, func(c *server.Config) { c.Attention.ContinuityWindow = window })
+	it := f.mustItem(f.agent.Token, map[string]any{"title": "ask and wait"})
+	c := f.mustClaim("w1")
+	var out struct{ Attention attn }
+	f.mutate(f.agent.Token, c.Lease.ID, "attention", map[string]any{"epoch": c.Lease.Epoch, "question": "which?"}).ok(t, 201, &out)
+	f.do("POST", "/v1/attention/"+out.Attention.ID+"/resolve", f.human.Token, map[string]any{"answer": "this"}).ok(t, 200, nil)
+	// preferred_until is set by the statement that releases the item, just
+	// after the one that stamps resolved_at: the gap is the window plus
+	// that statement's distance, never less than the window.
+	var us int64
+	err := f.pool.QueryRow(context.Background(), `
+		SELECT (EXTRACT(EPOCH FROM i.preferred_until - a.resolved_at) * 1e6)::bigint
+		FROM items i JOIN attention_requests a ON a.project_id = i.project_id AND a.item_id = i.id
+		WHERE i.id = $1 AND a.id = $2`, it.ID, out.Attention.ID).Scan(&us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gap := time.Duration(us) * time.Microsecond
+	if gap < window || gap > window+time.Minute {
+		t.Fatalf("preferred_until is %v after resolved_at, want the configured %v", gap, window)
+	}
 }

@@ -5,19 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/api"
 	"github.com/workgraph-dev/workgraph/api/openapi"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
 
 const adminToken = "test-bootstrap-admin-token"
@@ -34,26 +32,11 @@ type env struct {
 // token; tune adjusts the config first.
 func setup(t testing.TB, tune ...func(*server.Config)) *env {
 	t.Helper()
-	cfg := server.Config{
-		DatabaseURL:    dbtest.URL(t),
-		Addr:           "127.0.0.1:0",
-		BootstrapToken: adminToken,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RateLimit:      -1,
-	}
+	cfg := server.Config{BootstrapToken: adminToken, RateLimit: -1}
 	for _, f := range tune {
 		f(&cfg)
 	}
-	ctx := context.Background()
-	srv, err := server.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("server.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	srv := servertest.Start(t, cfg)
 	return &env{t: t, srv: srv, url: srv.URL(), pool: srv.Pool()}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/workgraph-dev/workgraph/server"
 )
 
 // item is the contract's item JSON.
@@ -35,9 +37,12 @@ type itemFixture struct {
 	human, agent, otherHuman token
 }
 
-func itemSetup(t testing.TB) itemFixture {
+// itemSetup boots a server (tune adjusts its config, as for setup) with
+// the projects alpha and beta, a human and an agent token in alpha and a
+// human token in beta.
+func itemSetup(t testing.TB, tune ...func(*server.Config)) itemFixture {
 	t.Helper()
-	e := setup(t)
+	e := setup(t, tune...)
 	e.mustProject("alpha")
 	e.mustProject("beta")
 	return itemFixture{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +25,7 @@ type recorder struct {
 	// interleaved run).
 	seconds float64
 	lat     map[string]*hist
-	ops     int64
+	ops     int64 // atomic while the loop runs (others read it, see loop.minOps)
 	errs    map[string]int64
 	extra   map[string]float64
 }
@@ -53,7 +54,7 @@ func (r *recorder) observe(phase string, start time.Time) time.Duration {
 // inside the window.
 func (r *recorder) done() {
 	if r.win.contains(time.Now()) {
-		r.ops++
+		atomic.AddInt64(&r.ops, 1)
 	}
 }
 
@@ -86,25 +87,47 @@ type loop struct {
 	warmup   time.Duration
 	duration time.Duration
 	iter     func(ctx context.Context, worker int, rec *recorder) error
+	// minOps, when set (a smoke run, which checks that a workload works,
+	// not how fast), keeps the window open past warmup+duration until
+	// that many operations finished in it: on a loaded machine one
+	// operation may take longer than a smoke run's short window.
+	minOps int64
 }
 
 // run executes the loop and returns the merged record of the window.
 func (l loop) run(ctx context.Context) *recorder {
 	t0 := time.Now()
 	win := window{start: t0.Add(l.warmup), end: t0.Add(l.warmup + l.duration)}
+	stop := win.end
 	// Operations still in flight at the end get a grace period, then are
 	// cancelled.
-	ctx, cancel := context.WithDeadline(ctx, win.end.Add(30*time.Second))
+	deadline := stop.Add(30 * time.Second)
+	if l.minOps > 0 {
+		win.end = deadline
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	recs := make([]*recorder, l.workers)
+	for w := range recs {
+		recs[w] = newRecorder(win)
+	}
+	more := func() bool {
+		if time.Now().Before(stop) {
+			return true
+		}
+		var n int64
+		for _, r := range recs {
+			n += atomic.LoadInt64(&r.ops)
+		}
+		return n < l.minOps
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < l.workers; w++ {
-		recs[w] = newRecorder(win)
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			rec := recs[w]
-			for time.Now().Before(win.end) && ctx.Err() == nil {
+			for more() && ctx.Err() == nil {
 				if err := l.iter(ctx, w, rec); err != nil {
 					rec.fail(err)
 					pause := 10 * time.Millisecond
@@ -125,6 +148,9 @@ func (l loop) run(ctx context.Context) *recorder {
 		total.merge(r)
 	}
 	total.seconds = l.duration.Seconds()
+	if l.minOps > 0 {
+		total.seconds = max(total.seconds, time.Since(win.start).Seconds())
+	}
 	return total
 }
 
@@ -145,6 +171,14 @@ type variant struct {
 	// (e.g. turn the event triggers off for it); an error of before skips
 	// the round.
 	before, after func(ctx context.Context) error
+}
+
+// minOps is loop.minOps: 1 in a smoke run, else 0 (a fixed window).
+func (e *env) minOps() int64 {
+	if e.cfg.Smoke {
+		return 1
+	}
+	return 0
 }
 
 // rounds is how many turns each variant of an interleaved run gets.
@@ -174,7 +208,7 @@ func (e *env) interleave(ctx context.Context, vs []variant) []Result {
 				}
 			}
 			rec := loop{workers: v.workers, warmup: e.warmup() / time.Duration(k),
-				duration: e.duration() / time.Duration(k), iter: v.iter}.run(ctx)
+				duration: e.duration() / time.Duration(k), iter: v.iter, minOps: e.minOps()}.run(ctx)
 			if v.after != nil {
 				if err := v.after(context.WithoutCancel(ctx)); err != nil {
 					e.logf("  W%d %s: after round %d: %v", v.workload, v.name, round+1, err)

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,28 +11,9 @@ import (
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/client"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
-
-// mcpSyncBuffer is a bytes.Buffer safe for the command's and the test's
-// goroutines.
-type mcpSyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *mcpSyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *mcpSyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // TestMCPCommandStdio runs `workgraph mcp` on pipes against a real server
 // and drives it with the SDK's client: the stdio wiring, flags and exit.
@@ -43,16 +21,7 @@ func TestMCPCommandStdio(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const secret = "wg-cli-mcp-test-bootstrap"
-	srv, err := server.Start(ctx, server.Config{DatabaseURL: dbtest.URL(t), Addr: "127.0.0.1:0", BootstrapToken: secret,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("server.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	srv := servertest.Start(t, server.Config{BootstrapToken: secret})
 	admin, err := client.New(srv.URL(), secret)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +40,7 @@ func TestMCPCommandStdio(t *testing.T) {
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var stderr mcpSyncBuffer
+	var stderr servertest.SyncBuffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- Main([]string{"mcp", "--url", srv.URL(), "--token", tok.Secret, "--project", "mcp-cli", "--worker", "cli-agent"},

@@ -23,7 +23,7 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) {
 	durationFlag(f, &p.MaxRetryBackoff, "max-retry-backoff", "WORKGRAPH_MAX_RETRY_BACKOFF", "cap of the retry backoff (0: 30m)")
 	intFlag(f, &p.MaxFailures, "max-failures", "WORKGRAPH_MAX_FAILURES", "consecutive failures after which a person is asked instead of retrying (0: 3)")
 	intFlag(f, &p.MaxExpiries, "max-expiries", "WORKGRAPH_MAX_EXPIRIES", "consecutive lease expiries after which a person is asked instead of handing the item out again (0: 3)")
-	durationFlag(f, &p.Attention.ContinuityWindow, "continuity-window", "WORKGRAPH_CONTINUITY_WINDOW", "after a person answers, how long only the worker that asked may claim the item (0: 10m)")
+	durationFlag(f, &cfg.Attention.ContinuityWindow, "continuity-window", "WORKGRAPH_CONTINUITY_WINDOW", "after a person answers, how long only the worker that asked may claim the item (0: 10m)")
 	intFlag(f, &cfg.MaxActiveLeasesPerToken, "max-leases-per-token", "WORKGRAPH_MAX_LEASES_PER_TOKEN", "live leases one API token may hold (0: 1000, negative: unlimited)")
 	durationFlag(f, &cfg.SweepInterval, "sweep-interval", "WORKGRAPH_SWEEP_INTERVAL", "how often expired leases are ended in the background (0: 10s)")
 	retentionFlag(f, &cfg.EventsRetention)

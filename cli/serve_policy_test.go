@@ -23,8 +23,8 @@ func TestPolicyFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := cfg.Lease
-		if got.Attention.ContinuityWindow != 3*time.Minute || got.MaxFailures != 7 {
-			t.Fatalf("environment not applied: %+v", got)
+		if cfg.Attention.ContinuityWindow != 3*time.Minute || got.MaxFailures != 7 {
+			t.Fatalf("environment not applied: %+v, %+v", got, cfg.Attention)
 		}
 		if got.DefaultTTL != 2*time.Minute || got.MaxExpiries != 5 {
 			t.Fatalf("flags not applied: %+v", got)
@@ -43,8 +43,8 @@ func TestPolicyFlags(t *testing.T) {
 		if err := f.Parse([]string{"--continuity-window", "30s"}); err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Lease.Attention.ContinuityWindow != 30*time.Second {
-			t.Fatalf("continuity window %v, want 30s", cfg.Lease.Attention.ContinuityWindow)
+		if cfg.Attention.ContinuityWindow != 30*time.Second {
+			t.Fatalf("continuity window %v, want 30s", cfg.Attention.ContinuityWindow)
 		}
 	})
 }

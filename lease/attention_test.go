@@ -54,7 +54,7 @@ func (f fixture) claimLabels(t testing.TB, worker string, labels []string) lease
 
 func TestAskBlocking(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{Attention: attention.Config{ContinuityWindow: window}})
+	f := setup(t, lease.Config{}).withWindow(window)
 
 	t.Run("EndsLeaseAndWaits", func(t *testing.T) {
 		it, l := f.claimNew(t, "agent-a")
@@ -205,7 +205,7 @@ func TestAskNonBlocking(t *testing.T) {
 
 func TestContinuityWindow(t *testing.T) {
 	t.Parallel()
-	f := setup(t, lease.Config{Attention: attention.Config{ContinuityWindow: window}})
+	f := setup(t, lease.Config{}).withWindow(window)
 
 	t.Run("PrefersPreviousWorker", func(t *testing.T) {
 		it, l := f.claimNew(t, "agent-a")

@@ -92,7 +92,6 @@ type Config struct {
 	// without a notification, to catch time gates (retry backoff, continuity
 	// window) that open without a write [5s].
 	WaitRecheck time.Duration
-	Attention   attention.Config
 }
 
 // TTLCeiling is the longest lease any Config may allow: a larger MaxTTL is
@@ -281,7 +280,11 @@ func (s *Service) graphOn(tx db.Executor) *graph.Service {
 	return graph.NewService(tx, s.clock)
 }
 
-// attentionOn is the attention service inside tx, on s's clock.
+// attentionOn is the attention service inside tx, on s's clock. Its
+// Config is the zero one: the lease service only opens and reads requests,
+// which no attention setting touches; the continuity window applies when a
+// request is closed (Resolve, Decide), on the attention service its owner
+// configures (server.Config.Attention).
 func (s *Service) attentionOn(tx db.Executor) *attention.Service {
-	return attention.NewService(tx, s.clock, s.cfg.Attention)
+	return attention.NewService(tx, s.clock, attention.Config{})
 }

@@ -61,9 +61,6 @@ func setupOn(t testing.TB, conn db.Executor, pool *pgxpool.Pool, cfg lease.Confi
 	if cfg.DefaultTTL == 0 {
 		cfg.DefaultTTL = ttl
 	}
-	if cfg.Attention.ContinuityWindow == 0 {
-		cfg.Attention.ContinuityWindow = 10 * time.Minute
-	}
 	g := graph.NewService(conn, clk)
 	p, err := g.CreateProject(ctx, fmt.Sprintf("p%d", projectCounter.Add(1)))
 	if err != nil {
@@ -72,8 +69,15 @@ func setupOn(t testing.TB, conn db.Executor, pool *pgxpool.Pool, cfg lease.Confi
 	return fixture{
 		ctx: ctx, conn: conn, pool: pool, clock: clk, graph: g, cfg: cfg, project: p.ID,
 		leases: lease.NewService(conn, clk, cfg),
-		att:    attention.NewService(conn, clk, cfg.Attention),
+		att:    attention.NewService(conn, clk, attention.Config{ContinuityWindow: 10 * time.Minute}),
 	}
+}
+
+// withWindow is f with its attention service (the one that resolves
+// requests, as the server's does) giving continuity windows of w.
+func (f fixture) withWindow(w time.Duration) fixture {
+	f.att = attention.NewService(f.conn, f.clock, attention.Config{ContinuityWindow: w})
+	return f
 }
 
 // item creates an open item; in's empty Title and CreatedBy get defaults.

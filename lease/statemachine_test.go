@@ -180,8 +180,7 @@ func TestStateMachine(t *testing.T) {
 	f := setup(t, lease.Config{
 		DefaultTTL: smTTL, RetryBackoff: smBackoff, MaxRetryBackoff: smBackoff,
 		MaxFailures: smMaxFails, MaxExpiries: smMaxExpired,
-		Attention: attention.Config{ContinuityWindow: smWindow},
-	})
+	}).withWindow(smWindow)
 	runs := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		runs++

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,8 +13,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/workgraph-dev/workgraph/client"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
 
 const bootstrapToken = "wg-mcp-test-bootstrap-secret"
@@ -44,20 +43,11 @@ func setup(t *testing.T) *env {
 func setupWith(t *testing.T, tune func(*server.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
-	cfg := server.Config{DatabaseURL: dbtest.URL(t), Addr: "127.0.0.1:0", BootstrapToken: bootstrapToken,
-		Logger: slog.New(slog.DiscardHandler)}
+	cfg := server.Config{BootstrapToken: bootstrapToken}
 	if tune != nil {
 		tune(&cfg)
 	}
-	srv, err := server.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("server.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	srv := servertest.Start(t, cfg)
 	admin := mustClient(t, srv.URL(), bootstrapToken)
 	name := fmt.Sprintf("mcp-%d", projectSeq.Add(1))
 	if _, err := admin.CreateProject(ctx, name); err != nil {

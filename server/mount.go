@@ -38,8 +38,8 @@ func (s *Server) mount(ctx context.Context) error {
 	if policy.MaxActivePerToken == 0 {
 		policy.MaxActivePerToken = DefaultMaxActiveLeasesPerToken
 	}
-	// One attention policy for the lease service, the API and the UI.
-	attentionSvc := attention.NewService(s.pool, clk, policy.Attention)
+	// One attention policy for the API and the UI.
+	attentionSvc := attention.NewService(s.pool, clk, s.cfg.Attention)
 	leaseSvc := lease.NewService(s.pool, clk, policy)
 	// The deployment's fence key, created by the first replica to start.
 	signer, err := fencekey.Load(ctx, s.pool)

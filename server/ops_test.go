@@ -3,12 +3,8 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,30 +131,14 @@ func TestWebErrorRequestID(t *testing.T) {
 	srv := start(t, func(c *server.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&log, nil))
 	})
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := browser.Get(srv.URL() + "/signin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
-	if m == nil {
-		t.Fatal("no CSRF token on the sign-in form")
-	}
-	res, err = browser.PostForm(srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {adminToken}, "next": {"/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign-in: %d", res.StatusCode)
+	browser := newBrowser(t, srv)
+	if st := browser.signIn(adminToken); st != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", st)
 	}
 	if _, err := srv.Pool().Exec(context.Background(), "ALTER TABLE projects RENAME COLUMN name TO name_was"); err != nil {
 		t.Fatal(err)
 	}
-	res, err = browser.Get(srv.URL() + "/projects")
+	res, err := browser.Get(srv.URL() + "/projects")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
@@ -73,11 +74,14 @@ type Config struct {
 	// MaxActiveLeasesPerToken bounds the live leases of one token (0:
 	// DefaultMaxActiveLeasesPerToken; negative: unlimited).
 	MaxActiveLeasesPerToken int
-	// Lease is the lease and attention policy: TTL bounds, retry backoff,
-	// failure and expiry limits, the continuity window. Zero fields take the
-	// lease package's defaults. Its MaxActivePerToken is set from
-	// MaxActiveLeasesPerToken.
+	// Lease is the lease policy: TTL bounds, retry backoff, failure and
+	// expiry limits. Zero fields take the lease package's defaults. Its
+	// MaxActivePerToken is set from MaxActiveLeasesPerToken.
 	Lease lease.Config
+	// Attention is the attention policy (the continuity window), used by
+	// the API and the web UI alike. Zero fields take the attention
+	// package's defaults.
+	Attention attention.Config
 	// BodyReadTimeout bounds how long a request's body may take to arrive
 	// once its headers have (0: DefaultBodyReadTimeout). A client that
 	// trickles its body is cut; a long poll, whose body arrives at once and

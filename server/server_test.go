@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,13 +13,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/db"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -30,26 +28,15 @@ const adminToken = "server-test-bootstrap-admin-token"
 // adjusts the config first.
 func start(t testing.TB, tune ...func(*server.Config)) *server.Server {
 	t.Helper()
-	cfg := server.Config{
-		DatabaseURL:    dbtest.URL(t),
-		Addr:           "127.0.0.1:0",
-		BootstrapToken: adminToken,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	cfg := server.Config{BootstrapToken: adminToken}
 	for _, f := range tune {
 		f(&cfg)
 	}
-	srv, err := server.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("server.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return srv
+	return servertest.Start(t, cfg)
 }
+
+// syncBuffer collects log output from several goroutines.
+type syncBuffer = servertest.SyncBuffer
 
 // TestNoSniff: every answer, JSON, problem, page or probe, tells browsers
 // not to guess its type.
@@ -172,22 +159,41 @@ func TestSlowBody(t *testing.T) {
 	})
 }
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// browser is a client with a cookie jar that does not follow redirects,
+// as a person's browser on the server's pages.
+type browser struct {
+	t   *testing.T
+	srv *server.Server
+	*http.Client
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
+func newBrowser(t *testing.T, srv *server.Server) browser {
+	jar, _ := cookiejar.New(nil)
+	return browser{t: t, srv: srv, Client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// signIn fills the sign-in form with token (its CSRF field from the form
+// page) and returns the status of the answer: 303 when signed in.
+func (b browser) signIn(token string) int {
+	b.t.Helper()
+	res, err := b.Get(b.srv.URL() + "/signin")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := csrfField.FindSubmatch(page)
+	if m == nil {
+		b.t.Fatal("no CSRF token on the sign-in form")
+	}
+	res, err = b.PostForm(b.srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {token}, "next": {"/"}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // TestUnauthenticatedThrottle: requests without valid credentials and
@@ -229,25 +235,8 @@ func TestUnauthenticatedThrottle(t *testing.T) {
 		}
 	}
 	// The sign-in form shares the bucket.
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := browser.Get(srv.URL() + "/signin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
-	if m == nil {
-		t.Fatal("no CSRF token on the sign-in form")
-	}
-	res, err = browser.PostForm(srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {adminToken}, "next": {"/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("a sign-in from a throttled address: status %d, want 429", res.StatusCode)
+	if st := newBrowser(t, srv).signIn(adminToken); st != http.StatusTooManyRequests {
+		t.Fatalf("a sign-in from a throttled address: status %d, want 429", st)
 	}
 	// Routes that need no credentials are not throttled.
 	for _, path := range []string{"/healthz", "/v1/openapi.json"} {
@@ -269,27 +258,7 @@ func TestFailedSignins(t *testing.T) {
 	t.Parallel()
 	const burst = 3
 	srv := start(t, func(c *server.Config) { c.UnauthenticatedRate, c.UnauthenticatedBurst = 0.001, burst })
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	signin := func(token string) int {
-		t.Helper()
-		res, err := browser.Get(srv.URL() + "/signin")
-		if err != nil {
-			t.Fatal(err)
-		}
-		page, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
-		if m == nil {
-			t.Fatal("no CSRF token on the sign-in form")
-		}
-		res, err = browser.PostForm(srv.URL()+"/signin", url.Values{"csrf": {string(m[1])}, "token": {token}, "next": {"/"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	signin := newBrowser(t, srv).signIn
 	for i := range burst {
 		if st := signin("wg_wrong_" + strconv.Itoa(i)); st != http.StatusUnauthorized {
 			t.Fatalf("failed sign-in %d: status %d, want 401", i, st)

@@ -14,12 +14,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/db/embedpg"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
 
 // The tests in this file run `workgraph serve` and `workgraph db` as real
@@ -99,22 +99,7 @@ func killPostmaster(t *testing.T, dir string) {
 
 // lockedBuffer is a bytes.Buffer safe for a process writing while the test
 // reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = servertest.SyncBuffer
 
 // serveProc is a running `workgraph serve`.
 type serveProc struct {

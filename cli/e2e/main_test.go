@@ -1,4 +1,4 @@
-// Package e2e runs the real workgraph binary (built once in TestMain)
+// Package e2e runs the real workgraph binary (built in TestMain, testbin)
 // against a real server started in-process on port 0 with a fresh
 // PostgreSQL database per test: the client commands, the work supervisor
 // and plan import, end to end.
@@ -8,12 +8,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,31 +17,22 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/client"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/internal/testbin"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
 
 // bin is the workgraph binary under test.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "workgraph-e2e-")
-	if err != nil {
+	var err error
+	// Rebuilt when its sources changed, else the previous run's (testbin).
+	if bin, err = testbin.Build("github.com/workgraph-dev/workgraph/cmd/workgraph"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "workgraph")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(gobin, "build", "-o", bin, "github.com/workgraph-dev/workgraph/cmd/workgraph")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the workgraph binary:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 const adminToken = "e2e-bootstrap-admin-token"
@@ -76,25 +63,11 @@ func setup(t *testing.T) *env {
 func setupWith(t *testing.T, tune func(*server.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
-	cfg := server.Config{
-		DatabaseURL:    dbtest.URL(t),
-		Addr:           "127.0.0.1:0",
-		BootstrapToken: adminToken,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RateLimit:      -1,
-	}
+	cfg := server.Config{BootstrapToken: adminToken, RateLimit: -1}
 	if tune != nil {
 		tune(&cfg)
 	}
-	srv, err := server.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("server.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	srv := servertest.Start(t, cfg)
 	e := &env{t: t, srv: srv, url: srv.URL(), pool: srv.Pool(), project: "e2e"}
 	e.admin = e.client(adminToken)
 	if _, err := e.admin.CreateProject(ctx, e.project); err != nil {

@@ -871,6 +871,13 @@ func (c *Cluster) stopServer(ctx context.Context, mode string) error {
 	t0 := time.Now()
 	out, err := c.run(ctx, "pg_ctl", "stop", "-D", c.pgData, "-m", mode, "-w", "-t", timeoutSeconds(ctx))
 	if err == nil {
+		// pg_ctl -w returns once postmaster.pid is gone, and the
+		// postmaster removes it on its way out, a moment before it has
+		// exited (longer on a loaded machine): wait for the process too,
+		// so that no postmaster outlives a Stop that returned.
+		if err := waitExited(ctx, pid); err != nil {
+			return fmt.Errorf("embedpg: PostgreSQL (pid %d) removed its pid file but did not exit: %w", pid, err)
+		}
 		c.log.Info("PostgreSQL stopped", "elapsed", time.Since(t0).Round(time.Millisecond))
 		return nil
 	}
@@ -884,6 +891,19 @@ func (c *Cluster) stopServer(ctx context.Context, mode string) error {
 		}
 	}
 	return fmt.Errorf("embedpg: stopping PostgreSQL failed: %w\n%s%s", err, strings.TrimSpace(out), formatTail(c.logFile, c.logTail(offset)))
+}
+
+// waitExited waits until process pid has exited (a zombie counts as
+// exited), or ctx ends.
+func waitExited(ctx context.Context, pid int) error {
+	for processAlive(pid) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // run executes a PostgreSQL binary as the server user, from DataDir, and

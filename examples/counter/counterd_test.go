@@ -7,12 +7,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"testing"
 
 	"github.com/workgraph-dev/workgraph/fence"
+	"github.com/workgraph-dev/workgraph/internal/testbin"
 )
 
 // TestCounterd runs the example's binary as an operator would: its own
@@ -21,10 +20,9 @@ import (
 func TestCounterd(t *testing.T) {
 	t.Parallel()
 	r := newSeedRun(t)
-	bin := filepath.Join(t.TempDir(), "counterd")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(gobin, "build", "-o", bin, "github.com/workgraph-dev/workgraph/examples/counter/cmd/counterd").CombinedOutput(); err != nil {
-		t.Fatalf("building counterd: %v\n%s", err, out)
+	bin, err := testbin.Build("github.com/workgraph-dev/workgraph/examples/counter/cmd/counterd")
+	if err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),

@@ -15,8 +15,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +30,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/examples/counter"
 	"github.com/workgraph-dev/workgraph/fence"
+	"github.com/workgraph-dev/workgraph/internal/testbin"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -58,30 +57,12 @@ var (
 func oldWorker(t *testing.T) string {
 	t.Helper()
 	oldWorkerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "workgraph-oldworker-")
-		if err != nil {
-			oldWorkerErr = err
-			return
-		}
-		oldWorkerBin = filepath.Join(dir, "oldworker")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		out, err := exec.Command(gobin, "build", "-o", oldWorkerBin, "github.com/workgraph-dev/workgraph/examples/counter/internal/oldworker").CombinedOutput()
-		if err != nil {
-			oldWorkerErr = fmt.Errorf("building the old worker: %v\n%s", err, out)
-		}
+		oldWorkerBin, oldWorkerErr = testbin.Build("github.com/workgraph-dev/workgraph/examples/counter/internal/oldworker")
 	})
 	if oldWorkerErr != nil {
 		t.Fatal(oldWorkerErr)
 	}
 	return oldWorkerBin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if oldWorkerBin != "" {
-		os.RemoveAll(filepath.Dir(oldWorkerBin))
-	}
-	os.Exit(code)
 }
 
 const (
