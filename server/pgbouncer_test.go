@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -310,4 +312,170 @@ func BenchmarkPgBouncerExecMode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// emptyDatabase creates a database with no schema for this test on the
+// test server and returns its URL; it is dropped when the test ends.
+func emptyDatabase(t *testing.T, name string) string {
+	t.Helper()
+	base := dbtest.ServerURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name = fmt.Sprintf("wgtest_%s_%d", name, os.Getpid())
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// TestMigrateThroughPgBouncer: `workgraph migrate` (db.Open on the URL,
+// then db.Migrate) works with the URL on PgBouncer in transaction mode:
+// three migrators at once on an empty database (replicas starting
+// together) each succeed and every migration is applied exactly once; and
+// a migrator waits while another holds the migration lock. A session
+// advisory lock would be left on whichever server connection ran it (and
+// taken again, as its holder, by another client that gets that
+// connection), and prepared statements would be missing on the next
+// transaction's connection.
+func TestMigrateThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	direct := emptyDatabase(t, "pgbmigrate")
+	pooled := startPgBouncer(t, direct)
+	ctx := context.Background()
+
+	migrate := func() error {
+		pool, err := db.Open(ctx, pooled, 4)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		return db.Migrate(ctx, pool, nil)
+	}
+	t.Run("ConcurrentOnEmpty", func(t *testing.T) {
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- migrate() }()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Errorf("migrate through PgBouncer: %v", err)
+			}
+		}
+		entries, err := fs.ReadDir(db.Migrations(), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var rows, versions int
+		err = conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version_id)
+			FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&rows, &versions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows != len(entries) || versions != len(entries) {
+			t.Fatalf("goose_db_version: %d rows of %d versions, want each of the %d migrations once", rows, versions, len(entries))
+		}
+	})
+
+	t.Run("WaitsForTheLock", func(t *testing.T) {
+		// One migration pending (goose takes the lock only then).
+		pool, err := db.Open(ctx, direct, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		if err := db.MigrateDown(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		holder, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Rollback(ctx)
+		if _, err := holder.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(db.MigrationLockID)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- migrate() }()
+		waitForAdvisoryWait(t, direct)
+		select {
+		case err := <-done:
+			t.Fatalf("migrate returned (%v) while another held the migration lock", err)
+		default:
+		}
+		if err := holder.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("migrate after the lock was released: %v", err)
+			}
+			var b strings.Builder
+			if err := db.MigrationStatus(ctx, pool, &b); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(b.String(), "pending") {
+				t.Fatalf("a migration is still pending:\n%s", b.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("migrate did not finish after the lock was released")
+		}
+	})
+}
+
+// waitForAdvisoryWait waits until a session of the database of direct
+// waits for an advisory lock.
+func waitForAdvisoryWait(t *testing.T, direct string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for ctx.Err() == nil {
+		var waiting int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no session waited for the migration lock")
 }
