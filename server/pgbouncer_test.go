@@ -3,18 +3,13 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +18,7 @@ import (
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/internal/pgbouncer"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -36,116 +32,15 @@ const pgbouncerFirstPort, pgbouncerLastPort = 55490, 55494
 // installed (.ci/run installs it).
 func startPgBouncer(t testing.TB, directURL string) string {
 	t.Helper()
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		if _, statErr := os.Stat("/usr/sbin/pgbouncer"); statErr != nil {
-			t.Skip("pgbouncer is not installed (apt-get install pgbouncer; .ci/run installs it)")
-		}
-		bin = "/usr/sbin/pgbouncer"
+	b, err := pgbouncer.Start(pgbouncer.Config{Backend: directURL, FirstPort: pgbouncerFirstPort, LastPort: pgbouncerLastPort, PoolSize: 4})
+	if errors.Is(err, pgbouncer.ErrNotInstalled) {
+		t.Skip(err)
 	}
-	u, err := url.Parse(directURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbUser := u.User.Username()
-	password, _ := u.User.Password()
-	dir, err := os.MkdirTemp("", "wg-pgbouncer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// PgBouncer refuses to run as root: run it as postgres, which must
-	// read its files and write its log there.
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	backend := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), dbUser)
-	if password != "" {
-		backend += " password=" + password
-	}
-	auth := filepath.Join(dir, "users.txt")
-	mustWrite(t, auth, fmt.Sprintf("%q \"\"\n", dbUser))
-	for port := pgbouncerFirstPort; port <= pgbouncerLastPort; port++ {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // another test's PgBouncer
-		}
-		ln.Close()
-		ini := filepath.Join(dir, "pgbouncer.ini")
-		mustWrite(t, ini, fmt.Sprintf(`[databases]
-* = %s
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s
-pool_mode = transaction
-default_pool_size = 4
-max_client_conn = 200
-server_reset_query =
-logfile = %s
-`, backend, port, auth, filepath.Join(dir, "pgbouncer.log")))
-		args := []string{ini}
-		cmd := exec.Command(bin, args...)
-		if os.Geteuid() == 0 {
-			// As postgres, started directly (not through runuser) so the
-			// cleanup's signal reaches PgBouncer itself.
-			pg, err := user.Lookup("postgres")
-			if err != nil {
-				t.Skip("running as root and no postgres user to run pgbouncer as")
-			}
-			uid, _ := strconv.Atoi(pg.Uid)
-			gid, _ := strconv.Atoi(pg.Gid)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start pgbouncer: %v", err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-			}
-		})
-		pooled := *u
-		pooled.Host = fmt.Sprintf("127.0.0.1:%d", port)
-		if waitDial(pooled.Host, exited) {
-			return pooled.String()
-		}
-		log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
-		t.Logf("pgbouncer on port %d did not start: %s", port, log)
-	}
-	t.Fatalf("no free PgBouncer port in %d-%d", pgbouncerFirstPort, pgbouncerLastPort)
-	return ""
-}
-
-// waitDial reports whether addr accepts a connection before the process
-// exits.
-func waitDial(addr string, exited <-chan error) bool {
-	for range 100 {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return true
-		}
-		select {
-		case <-exited:
-			return false
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-	return false
-}
-
-func mustWrite(t testing.TB, path, text string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(b.Stop)
+	return b.URL
 }
 
 // TestPgBouncer runs the server with its main URL through PgBouncer in
