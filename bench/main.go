@@ -60,6 +60,9 @@ type Config struct {
 	// Statements reports, after each workload, the statements that took
 	// most of PostgreSQL's time (pg_stat_statements).
 	Statements bool `json:"statements,omitempty"`
+	// PgBouncer adds to workload 2 the REST lifecycle through a PgBouncer
+	// in transaction mode that the bench starts (variant rest-pgbouncer).
+	PgBouncer bool `json:"pgbouncer,omitempty"`
 }
 
 // Duration marshals as a Go duration string.
@@ -180,6 +183,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (agents and in-process server) to this file")
 	fs.BoolVar(&cfg.Statements, "statements", false,
 		"after each workload, list the statements that took most of PostgreSQL's time (pg_stat_statements; with no database URL, an embedded cluster that loads it)")
+	fs.BoolVar(&cfg.PgBouncer, "pgbouncer", cfg.PgBouncer,
+		"workload 2: also run the REST lifecycle through a PgBouncer in transaction mode started by the bench (Debian's pgbouncer, port 55645-55649), beside the direct one")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
 		"PostgreSQL URL (env WORKGRAPH_BENCH_DATABASE_URL); empty: a fresh database on 127.0.0.1:5432, else an embedded cluster")
 	if err := fs.Parse(args); err != nil {
@@ -248,6 +253,10 @@ type env struct {
 	closer []func()
 	// srv is the in-process server, started on first use.
 	srv *benchServer
+	// pooledSrv is the in-process server behind PgBouncer (-pgbouncer);
+	// pooledSkipped records that pgbouncer was not found.
+	pooledSrv     *benchServer
+	pooledSkipped bool
 }
 
 func (e *env) add(r Result) { e.rep.Results = append(e.rep.Results, r) }

@@ -22,6 +22,11 @@ func annotateRatios(rep *Report) {
 		if w1 := find(rep, 1, "server-sql+hb", r.Agents); w1 != nil && w1.Rate > 0 {
 			r.Extra["ratio_to_w1_hb"] = round(r.Rate/w1.Rate, 2)
 		}
+		if r.Workload == 2 && r.Name == "rest-pgbouncer" {
+			if direct := find(rep, 2, "rest", r.Agents); direct != nil && direct.Rate > 0 {
+				r.Extra["ratio_to_direct"] = round(r.Rate/direct.Rate, 2)
+			}
+		}
 	}
 }
 
