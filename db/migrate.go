@@ -102,6 +102,20 @@ func MigrateDown(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
+// MigrateDownTo rolls back every migration after version (tests of a
+// migration start from the schema before it).
+func MigrateDownTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	p, sqlDB, err := provider(pool)
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	if _, err := p.DownTo(ctx, version); err != nil {
+		return fmt.Errorf("db: migrate down to %d: %w", version, err)
+	}
+	return nil
+}
+
 // MigrationStatus writes one line per migration (applied or pending) to w.
 func MigrationStatus(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
 	p, sqlDB, err := provider(pool)
