@@ -41,6 +41,9 @@ type Config struct {
 	Leases int `json:"leases"`
 	// PlanItems is workload 8's plan size.
 	PlanItems int `json:"plan_items"`
+	// History are workload 9's numbers of ended leases (besides a project
+	// with none).
+	History []int `json:"history"`
 	// Pool is the connection pool size of direct runs and of the server.
 	Pool int `json:"pool"`
 	// ServerProcess runs workload 7 against a separately built binary.
@@ -95,6 +98,7 @@ func defaultConfig() Config {
 		Backlog:         100_000,
 		Leases:          1_000,
 		PlanItems:       10_000,
+		History:         []int{1_000_000},
 		Pool:            16,
 		ServerProcess:   true,
 		Out:             "bench/results/latest.json",
@@ -114,6 +118,7 @@ func smokeConfig() Config {
 	c.Backlog = 500
 	c.Leases = 24
 	c.PlanItems = 100
+	c.History = []int{2_000}
 	c.Pool = 4
 	c.ServerProcess = false
 	c.Smoke = true
@@ -165,10 +170,11 @@ func parseFlags(args []string) (Config, error) {
 	smoke := fs.Bool("smoke", cfg.Smoke, "a run of a few seconds with tiny sizes (for CI); other flags override its settings")
 	dur := fs.Duration("duration", time.Duration(cfg.Duration), "measured time of each run")
 	warm := fs.Duration("warmup", time.Duration(cfg.Warmup), "warm-up before each measured run")
-	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-8)")
+	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-9)")
 	agents := fs.String("agents", joinInts(cfg.Agents), "agent counts of workloads 1, 2 and 7")
 	sizes := fs.String("sizes", joinInts(cfg.Sizes), "project sizes (items) of workload 4")
 	fanOut := fs.String("fanout", joinInts(cfg.FanOut), "dependent counts of workload 5")
+	history := fs.String("history", joinInts(cfg.History), "ended leases in workload 9's projects (besides one with none), e.g. 1000000,10000000")
 	fs.IntVar(&cfg.FanOutFiller, "fanout-filler", cfg.FanOutFiller, "done items added to workload 5's project for the size comparison")
 	fs.IntVar(&cfg.ContendedAgents, "contended-agents", cfg.ContendedAgents, "agents of workload 3")
 	fs.IntVar(&cfg.Backlog, "backlog", cfg.Backlog, "ready backlog of workload 3")
@@ -200,7 +206,7 @@ func parseFlags(args []string) (Config, error) {
 		dst *[]int
 		s   string
 		f   string
-	}{{&cfg.Workloads, *workloads, "workloads"}, {&cfg.Agents, *agents, "agents"}, {&cfg.Sizes, *sizes, "sizes"}, {&cfg.FanOut, *fanOut, "fanout"}} {
+	}{{&cfg.Workloads, *workloads, "workloads"}, {&cfg.Agents, *agents, "agents"}, {&cfg.Sizes, *sizes, "sizes"}, {&cfg.FanOut, *fanOut, "fanout"}, {&cfg.History, *history, "history"}} {
 		if *p.dst, err = parseInts(p.s); err != nil {
 			return cfg, fmt.Errorf("-%s: %w", p.f, err)
 		}

@@ -45,18 +45,43 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
--- Row triggers with a WHEN clause: a claim (inserted live) and a heartbeat
--- (no ended_at in its SET list) do not call the function at all. An ended
+-- Rows inserted already ended (history imported, or loaded in bulk):
+-- counted per statement, one upsert per worker and outcome in key order.
+-- A row trigger would update the same counter row once per lease, and a
+-- transaction that does so many times walks a longer chain of row
+-- versions each time (a bulk load of n leases then costs n^2). The claim's
+-- INSERT of a live lease pays for one call that finds nothing to count.
+-- +goose StatementBegin
+CREATE FUNCTION count_inserted_ended_leases() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO worker_outcome_counts AS c (project_id, worker, outcome, leases, last_seen)
+    SELECT project_id, worker, outcome, count(*), max(greatest(acquired_at, heartbeat_at, ended_at))
+    FROM inserted
+    WHERE ended_at IS NOT NULL
+    GROUP BY project_id, worker, outcome
+    ORDER BY project_id, worker, outcome
+    ON CONFLICT (project_id, worker, outcome) DO UPDATE
+    SET leases = c.leases + EXCLUDED.leases,
+        last_seen = greatest(c.last_seen, EXCLUDED.last_seen);
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+-- Leases that end by an UPDATE (every end today): a row trigger with a
+-- WHEN clause, so that a heartbeat (no ended_at in its SET list) does not
+-- fire it at all, and ending one lease updates one counter row. An ended
 -- lease never changes again (leases_guard), so each lease is counted once.
 -- Two transactions ending leases of the same workers in opposite orders
--- can deadlock on these rows; PostgreSQL aborts one, and db.InTx runs it
--- again.
+-- can deadlock on the counter rows; PostgreSQL aborts one, and db.InTx
+-- runs it again. A statement ending many leases of one worker at once (a
+-- reap of up to 1,000) updates that worker's row once per lease, the n^2
+-- above with a bounded n.
 CREATE TRIGGER leases_count_ended AFTER UPDATE OF ended_at ON leases
     FOR EACH ROW WHEN (OLD.ended_at IS NULL AND NEW.ended_at IS NOT NULL)
     EXECUTE FUNCTION count_ended_lease();
 CREATE TRIGGER leases_count_inserted_ended AFTER INSERT ON leases
-    FOR EACH ROW WHEN (NEW.ended_at IS NOT NULL)
-    EXECUTE FUNCTION count_ended_lease();
+    REFERENCING NEW TABLE AS inserted
+    FOR EACH STATEMENT EXECUTE FUNCTION count_inserted_ended_leases();
 INSERT INTO worker_outcome_counts (project_id, worker, outcome, leases, last_seen)
 SELECT project_id, worker, outcome, count(*), max(greatest(acquired_at, heartbeat_at, ended_at))
 FROM leases
@@ -68,6 +93,7 @@ COMMIT;
 BEGIN;
 DROP TRIGGER leases_count_inserted_ended ON leases;
 DROP TRIGGER leases_count_ended ON leases;
+DROP FUNCTION count_inserted_ended_leases();
 DROP FUNCTION count_ended_lease();
 DROP TABLE worker_outcome_counts;
 COMMIT;
