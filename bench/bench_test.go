@@ -83,6 +83,9 @@ func TestSmokePgBouncer(t *testing.T) {
 	cfg.DatabaseURL = dbtest.URL(t)
 	cfg.Workloads = []int{2}
 	cfg.PgBouncer = true
+	// Longer than the smoke's 0.2 s: on a loaded machine the first
+	// lifecycles through a new pooler may not finish inside 0.2 s.
+	cfg.Duration, cfg.Warmup = Duration(time.Second), Duration(500*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, log bytes.Buffer
