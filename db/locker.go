@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // MigrationLockID is the advisory lock key held while migrating, so that
@@ -31,7 +34,13 @@ type xactLocker struct {
 	tx   *sql.Tx
 }
 
-// Lock waits for the migration lock (as long as ctx allows).
+// Lock waits for the migration lock (as long as ctx allows). It polls
+// with pg_try_advisory_xact_lock, each try in a transaction of its own,
+// rather than waiting in pg_advisory_xact_lock: a waiting statement holds
+// a snapshot, and the lock holder's CREATE INDEX CONCURRENTLY waits for
+// every older snapshot to go, so a migrator waiting inside the database
+// would stall the one it waits for (a cycle through the client that
+// PostgreSQL cannot see).
 func (l *xactLocker) Lock(ctx context.Context, db *sql.DB) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -42,20 +51,41 @@ func (l *xactLocker) Lock(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("db: migration lock: %w", err)
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		conn.Close()
-		return fmt.Errorf("db: migration lock: %w", err)
+	// The key is a literal: no parameters to bind.
+	try := fmt.Sprintf("SELECT pg_try_advisory_xact_lock(%d)", int64(MigrationLockID))
+	pause := 50 * time.Millisecond
+	for {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			conn.Close()
+			return fmt.Errorf("db: migration lock: %w", err)
+		}
+		var got bool
+		// As a simple query: an extended-protocol query leaves its portal,
+		// and with it a snapshot (backend_xmin), in the open transaction
+		// until the transaction ends, which CREATE INDEX CONCURRENTLY
+		// would wait for.
+		if err := tx.QueryRowContext(ctx, try, pgx.QueryExecModeSimpleProtocol).Scan(&got); err != nil {
+			tx.Rollback()
+			conn.Close()
+			return fmt.Errorf("db: migration lock: %w", err)
+		}
+		if got {
+			l.conn, l.tx = conn, tx
+			return nil
+		}
+		if err := tx.Rollback(); err != nil {
+			conn.Close()
+			return fmt.Errorf("db: migration lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close()
+			return fmt.Errorf("db: migration lock: %w", ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
 	}
-	// The key is a literal: a statement without parameters goes as a
-	// simple query, which no pooler mode or exec mode can get wrong.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", int64(MigrationLockID))); err != nil {
-		tx.Rollback()
-		conn.Close()
-		return fmt.Errorf("db: migration lock: %w", err)
-	}
-	l.conn, l.tx = conn, tx
-	return nil
 }
 
 // Unlock ends the holding transaction, which releases the lock.

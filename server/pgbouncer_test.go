@@ -322,7 +322,7 @@ func TestMigrateThroughPgBouncer(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- migrate() }()
-		waitForAdvisoryWait(t, direct)
+		waitForLockAttempt(t, direct)
 		select {
 		case err := <-done:
 			t.Fatalf("migrate returned (%v) while another held the migration lock", err)
@@ -349,9 +349,12 @@ func TestMigrateThroughPgBouncer(t *testing.T) {
 	})
 }
 
-// waitForAdvisoryWait waits until a session of the database of direct
-// waits for an advisory lock.
-func waitForAdvisoryWait(t *testing.T, direct string) {
+// waitForLockAttempt waits until sessions of the database of direct have
+// tried to take the migration lock and failed at least twice: the migrator
+// polls for it in transactions it rolls back (db/locker.go), which the
+// database's statistics count (xact_rollback; nothing else in this test's
+// database rolls back).
+func waitForLockAttempt(t *testing.T, direct string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -360,17 +363,19 @@ func waitForAdvisoryWait(t *testing.T, direct string) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for ctx.Err() == nil {
-		var waiting int
-		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting)
-		if err != nil {
+	rollbacks := func() int64 {
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if waiting > 0 {
+		return n
+	}
+	before := rollbacks()
+	for ctx.Err() == nil {
+		if rollbacks() >= before+2 {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatal("no session waited for the migration lock")
+	t.Fatal("no session tried to take the migration lock")
 }

@@ -122,6 +122,7 @@ logfile = %s
 			return nil, err
 		}
 		cmd := exec.Command(bin, ini)
+		cmd.SysProcAttr = procAttr()
 		if os.Geteuid() == 0 {
 			// Started directly as postgres (not through runuser) so that
 			// Stop's signal reaches PgBouncer itself.
@@ -132,7 +133,7 @@ logfile = %s
 			}
 			uid, _ := strconv.Atoi(pg.Uid)
 			gid, _ := strconv.Atoi(pg.Gid)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		}
 		if err := cmd.Start(); err != nil {
 			os.RemoveAll(dir)
