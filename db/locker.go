@@ -26,8 +26,8 @@ const MigrationLockID = 0x776f726b67726170 // "workgrap"
 // connection and released by the COMMIT (or by the server when the client
 // dies and the pooler closes that connection), never left on a pooled
 // connection that another client gets next. The holding transaction reads
-// nothing and takes no snapshot between statements, so a migration that
-// builds an index CONCURRENTLY does not wait for it.
+// nothing and keeps no snapshot (see Lock), so a migration that builds an
+// index CONCURRENTLY does not wait for it.
 type xactLocker struct {
 	mu   sync.Mutex
 	conn *sql.Conn
