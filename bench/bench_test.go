@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/internal/pgbouncer"
 )
 
 // TestSmoke runs every workload in smoke mode against a fresh test
@@ -67,5 +68,53 @@ func TestSmoke(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "throughput") {
 		t.Errorf("no table on stdout:\n%s", out.String())
+	}
+}
+
+// TestSmokePgBouncer runs workload 2 in smoke mode with -pgbouncer: the REST
+// lifecycle through the bench's own PgBouncer is measured beside the direct
+// one, without errors, and compared with it.
+func TestSmokePgBouncer(t *testing.T) {
+	t.Parallel()
+	if _, err := pgbouncer.Binary(); err != nil {
+		t.Skip(err)
+	}
+	cfg := smokeConfig()
+	cfg.DatabaseURL = dbtest.URL(t)
+	cfg.Workloads = []int{2}
+	cfg.PgBouncer = true
+	// Longer than the smoke's 0.2 s: on a loaded machine the first
+	// lifecycles through a new pooler may not finish inside 0.2 s.
+	cfg.Duration, cfg.Warmup = Duration(time.Second), Duration(500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	rep, err := run(ctx, cfg, &out, &log)
+	if err != nil {
+		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
+	}
+	if len(rep.Skipped) > 0 {
+		t.Errorf("skipped: %s", strings.Join(rep.Skipped, "; "))
+	}
+	var direct, pooled *Result
+	for i, r := range rep.Results {
+		for kind, n := range r.Errors {
+			t.Errorf("workload %d %s: %d errors %s", r.Workload, r.Name, n, kind)
+		}
+		switch r.Name {
+		case "rest":
+			direct = &rep.Results[i]
+		case "rest-pgbouncer":
+			pooled = &rep.Results[i]
+		}
+	}
+	if direct == nil || pooled == nil {
+		t.Fatalf("want rest and rest-pgbouncer results, got %+v\nlog:\n%s", rep.Results, log.String())
+	}
+	if pooled.Ops == 0 {
+		t.Errorf("rest-pgbouncer: no lifecycle measured")
+	}
+	if pooled.Extra["ratio_to_direct"] <= 0 {
+		t.Errorf("rest-pgbouncer: ratio_to_direct = %v, want the ratio to rest", pooled.Extra["ratio_to_direct"])
 	}
 }

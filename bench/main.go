@@ -41,6 +41,9 @@ type Config struct {
 	Leases int `json:"leases"`
 	// PlanItems is workload 8's plan size.
 	PlanItems int `json:"plan_items"`
+	// History are workload 9's numbers of ended leases (besides a project
+	// with none).
+	History []int `json:"history"`
 	// Pool is the connection pool size of direct runs and of the server.
 	Pool int `json:"pool"`
 	// ServerProcess runs workload 7 against a separately built binary.
@@ -60,6 +63,9 @@ type Config struct {
 	// Statements reports, after each workload, the statements that took
 	// most of PostgreSQL's time (pg_stat_statements).
 	Statements bool `json:"statements,omitempty"`
+	// PgBouncer adds to workload 2 the REST lifecycle through a PgBouncer
+	// in transaction mode that the bench starts (variant rest-pgbouncer).
+	PgBouncer bool `json:"pgbouncer,omitempty"`
 }
 
 // Duration marshals as a Go duration string.
@@ -92,6 +98,7 @@ func defaultConfig() Config {
 		Backlog:         100_000,
 		Leases:          1_000,
 		PlanItems:       10_000,
+		History:         []int{1_000_000},
 		Pool:            16,
 		ServerProcess:   true,
 		Out:             "bench/results/latest.json",
@@ -111,6 +118,7 @@ func smokeConfig() Config {
 	c.Backlog = 500
 	c.Leases = 24
 	c.PlanItems = 100
+	c.History = []int{2_000}
 	c.Pool = 4
 	c.ServerProcess = false
 	c.Smoke = true
@@ -162,10 +170,11 @@ func parseFlags(args []string) (Config, error) {
 	smoke := fs.Bool("smoke", cfg.Smoke, "a run of a few seconds with tiny sizes (for CI); other flags override its settings")
 	dur := fs.Duration("duration", time.Duration(cfg.Duration), "measured time of each run")
 	warm := fs.Duration("warmup", time.Duration(cfg.Warmup), "warm-up before each measured run")
-	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-8)")
+	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-9)")
 	agents := fs.String("agents", joinInts(cfg.Agents), "agent counts of workloads 1, 2 and 7")
 	sizes := fs.String("sizes", joinInts(cfg.Sizes), "project sizes (items) of workload 4")
 	fanOut := fs.String("fanout", joinInts(cfg.FanOut), "dependent counts of workload 5")
+	history := fs.String("history", joinInts(cfg.History), "ended leases in workload 9's projects (besides one with none), e.g. 1000000,10000000")
 	fs.IntVar(&cfg.FanOutFiller, "fanout-filler", cfg.FanOutFiller, "done items added to workload 5's project for the size comparison")
 	fs.IntVar(&cfg.ContendedAgents, "contended-agents", cfg.ContendedAgents, "agents of workload 3")
 	fs.IntVar(&cfg.Backlog, "backlog", cfg.Backlog, "ready backlog of workload 3")
@@ -180,6 +189,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (agents and in-process server) to this file")
 	fs.BoolVar(&cfg.Statements, "statements", false,
 		"after each workload, list the statements that took most of PostgreSQL's time (pg_stat_statements; with no database URL, an embedded cluster that loads it)")
+	fs.BoolVar(&cfg.PgBouncer, "pgbouncer", cfg.PgBouncer,
+		"workload 2: also run the REST lifecycle through a PgBouncer in transaction mode started by the bench (Debian's pgbouncer, port 55645-55649), beside the direct one")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
 		"PostgreSQL URL (env WORKGRAPH_BENCH_DATABASE_URL); empty: a fresh database on 127.0.0.1:5432, else an embedded cluster")
 	if err := fs.Parse(args); err != nil {
@@ -195,7 +206,7 @@ func parseFlags(args []string) (Config, error) {
 		dst *[]int
 		s   string
 		f   string
-	}{{&cfg.Workloads, *workloads, "workloads"}, {&cfg.Agents, *agents, "agents"}, {&cfg.Sizes, *sizes, "sizes"}, {&cfg.FanOut, *fanOut, "fanout"}} {
+	}{{&cfg.Workloads, *workloads, "workloads"}, {&cfg.Agents, *agents, "agents"}, {&cfg.Sizes, *sizes, "sizes"}, {&cfg.FanOut, *fanOut, "fanout"}, {&cfg.History, *history, "history"}} {
 		if *p.dst, err = parseInts(p.s); err != nil {
 			return cfg, fmt.Errorf("-%s: %w", p.f, err)
 		}
@@ -248,6 +259,10 @@ type env struct {
 	closer []func()
 	// srv is the in-process server, started on first use.
 	srv *benchServer
+	// pooledSrv is the in-process server behind PgBouncer (-pgbouncer);
+	// pooledSkipped records that pgbouncer was not found.
+	pooledSrv     *benchServer
+	pooledSkipped bool
 }
 
 func (e *env) add(r Result) { e.rep.Results = append(e.rep.Results, r) }

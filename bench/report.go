@@ -136,7 +136,7 @@ func printTable(w io.Writer, rep *Report) {
 	tw.Flush()
 	if len(rep.Targets) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Targets (issue 7):")
+		fmt.Fprintln(w, "Targets (issues 7 and 15):")
 		for _, t := range rep.Targets {
 			verdict := "not measured"
 			if t.Met != nil && *t.Met {

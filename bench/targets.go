@@ -22,6 +22,11 @@ func annotateRatios(rep *Report) {
 		if w1 := find(rep, 1, "server-sql+hb", r.Agents); w1 != nil && w1.Rate > 0 {
 			r.Extra["ratio_to_w1_hb"] = round(r.Rate/w1.Rate, 2)
 		}
+		if r.Workload == 2 && r.Name == "rest-pgbouncer" {
+			if direct := find(rep, 2, "rest", r.Agents); direct != nil && direct.Rate > 0 {
+				r.Extra["ratio_to_direct"] = round(r.Rate/direct.Rate, 2)
+			}
+		}
 	}
 }
 
@@ -131,5 +136,48 @@ func targets(rep *Report) []Target {
 		t5.Met = verdict(met)
 	}
 	out = append(out, t5)
+	return append(out, historyTargets(rep)...)
+}
+
+// historyTargets judges workload 9 (issue 15's history targets): at the
+// largest history of at least 1,000,000 ended leases, claim p50 within
+// 1.5x of the baseline project's (historyBaseline leases: as good as no
+// history, with pages of the same shape), and the workers and since= pages
+// within 2x.
+func historyTargets(rep *Report) []Target {
+	var largest int64
+	for _, r := range rep.Results {
+		if r.Workload == 9 && r.Size > largest {
+			largest = r.Size
+		}
+	}
+	var out []Target
+	for _, c := range []struct {
+		name  string
+		limit float64
+	}{{"claim+release", 1.5}, {"GET workers", 2}, {"GET leases?since=", 2}} {
+		t := Target{Workload: 9, Target: fmt.Sprintf("%s p50 at >= 1,000,000 ended leases within %gx of %d", c.name, c.limit, historyBaseline)}
+		var base, big *Result
+		for i := range rep.Results {
+			r := &rep.Results[i]
+			if r.Workload == 9 && r.Name == c.name {
+				if r.Size == historyBaseline {
+					base = r
+				} else if r.Size == largest {
+					big = r
+				}
+			}
+		}
+		if base != nil && big != nil {
+			p0, p1 := base.Latency[base.Primary].P50Ms, big.Latency[big.Primary].P50Ms
+			t.Measured = fmt.Sprintf("p50 %.2f ms at %d ended leases, %.2f ms at %d (%.2fx)", p0, base.Size, p1, big.Size, p1/p0)
+			t.Met = verdict(p1 <= c.limit*p0)
+			if big.Size < 1_000_000 {
+				t.Measured += " (history below 1,000,000: not judged)"
+				t.Met = nil
+			}
+		}
+		out = append(out, t)
+	}
 	return out
 }

@@ -145,6 +145,15 @@ func (e *env) lifecycleGroup(ctx context.Context, n int, direct, rest bool) erro
 			}
 			vs = append(vs, v)
 		}
+		if e.cfg.PgBouncer {
+			v, ok, err := e.pooledVariant(ctx, n, watch)
+			if err != nil {
+				return err
+			}
+			if ok {
+				vs = append(vs, v)
+			}
+		}
 	}
 	if err := refreshStats(ctx, e.pool); err != nil {
 		return err

@@ -10,8 +10,12 @@ import (
 // sockets, keep-alive connections), each with its own agent token. "rest"
 // uses the project's Go client, which sends a fresh Idempotency-Key with
 // every POST (so the server also records each answer); "rest-raw" sends
-// the same requests with bare net/http and no key. With workload 1 selected
-// too, this runs interleaved with it (see runW1).
+// the same requests with bare net/http and no key. With -pgbouncer,
+// "rest-pgbouncer" is "rest" against a second server whose database URL
+// goes through a PgBouncer in transaction mode that the bench starts (its
+// listen URL direct), interleaved with the direct one; its
+// ratio_to_direct is its throughput over "rest"'s. With workload 1
+// selected too, this runs interleaved with it (see runW1).
 
 func init() {
 	register(workload{id: 2, name: "lifecycle over REST (claim -> heartbeat -> complete)", run: runW2})

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -19,11 +20,6 @@ import (
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
-
-// migrationLock is the advisory lock id goose sessions hold while
-// migrating, so that several replicas starting at once migrate one at a
-// time.
-const migrationLock = 0x776f726b67726170 // "workgrap"
 
 // Migrations returns the embedded migration files.
 func Migrations() fs.FS {
@@ -52,14 +48,19 @@ func MigrationsHash() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
+// provider returns goose's migrator on the database of pool, through a
+// database/sql handle of its own whose connections prepare nothing on the
+// server (pgx's exec mode "exec": an unnamed statement per query, or a
+// simple query when it has no parameters), so that migrating works
+// through PgBouncer in transaction mode as well as directly, whatever
+// exec mode pool's URL names. Migrations are rare: the cost of describing
+// each statement again does not matter. The lock is xactLocker.
 func provider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	locker, err := newLocker()
-	if err != nil {
-		return nil, nil, err
-	}
+	cc := pool.Config().ConnConfig.Copy()
+	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	sqlDB := stdlib.OpenDB(*cc)
 	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, Migrations(),
-		goose.WithSessionLocker(locker))
+		goose.WithLocker(&xactLocker{}))
 	if err != nil {
 		sqlDB.Close()
 		return nil, nil, fmt.Errorf("db: migrations: %w", err)
@@ -68,7 +69,8 @@ func provider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
 }
 
 // Migrate applies every pending migration. Concurrent callers (replicas
-// starting together) are serialised by an advisory lock.
+// starting together) are serialised by an advisory lock (MigrationLockID).
+// pool may be direct or go through PgBouncer in transaction mode.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	p, sqlDB, err := provider(pool)
 	if err != nil {

@@ -3,16 +3,13 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net"
+	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
+	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/internal/pgbouncer"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -34,116 +32,15 @@ const pgbouncerFirstPort, pgbouncerLastPort = 55490, 55494
 // installed (.ci/run installs it).
 func startPgBouncer(t testing.TB, directURL string) string {
 	t.Helper()
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		if _, statErr := os.Stat("/usr/sbin/pgbouncer"); statErr != nil {
-			t.Skip("pgbouncer is not installed (apt-get install pgbouncer; .ci/run installs it)")
-		}
-		bin = "/usr/sbin/pgbouncer"
+	b, err := pgbouncer.Start(pgbouncer.Config{Backend: directURL, FirstPort: pgbouncerFirstPort, LastPort: pgbouncerLastPort, PoolSize: 4})
+	if errors.Is(err, pgbouncer.ErrNotInstalled) {
+		t.Skip(err)
 	}
-	u, err := url.Parse(directURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbUser := u.User.Username()
-	password, _ := u.User.Password()
-	dir, err := os.MkdirTemp("", "wg-pgbouncer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// PgBouncer refuses to run as root: run it as postgres, which must
-	// read its files and write its log there.
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	backend := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), dbUser)
-	if password != "" {
-		backend += " password=" + password
-	}
-	auth := filepath.Join(dir, "users.txt")
-	mustWrite(t, auth, fmt.Sprintf("%q \"\"\n", dbUser))
-	for port := pgbouncerFirstPort; port <= pgbouncerLastPort; port++ {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // another test's PgBouncer
-		}
-		ln.Close()
-		ini := filepath.Join(dir, "pgbouncer.ini")
-		mustWrite(t, ini, fmt.Sprintf(`[databases]
-* = %s
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s
-pool_mode = transaction
-default_pool_size = 4
-max_client_conn = 200
-server_reset_query =
-logfile = %s
-`, backend, port, auth, filepath.Join(dir, "pgbouncer.log")))
-		args := []string{ini}
-		cmd := exec.Command(bin, args...)
-		if os.Geteuid() == 0 {
-			// As postgres, started directly (not through runuser) so the
-			// cleanup's signal reaches PgBouncer itself.
-			pg, err := user.Lookup("postgres")
-			if err != nil {
-				t.Skip("running as root and no postgres user to run pgbouncer as")
-			}
-			uid, _ := strconv.Atoi(pg.Uid)
-			gid, _ := strconv.Atoi(pg.Gid)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start pgbouncer: %v", err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-			}
-		})
-		pooled := *u
-		pooled.Host = fmt.Sprintf("127.0.0.1:%d", port)
-		if waitDial(pooled.Host, exited) {
-			return pooled.String()
-		}
-		log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
-		t.Logf("pgbouncer on port %d did not start: %s", port, log)
-	}
-	t.Fatalf("no free PgBouncer port in %d-%d", pgbouncerFirstPort, pgbouncerLastPort)
-	return ""
-}
-
-// waitDial reports whether addr accepts a connection before the process
-// exits.
-func waitDial(addr string, exited <-chan error) bool {
-	for range 100 {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return true
-		}
-		select {
-		case <-exited:
-			return false
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-	return false
-}
-
-func mustWrite(t testing.TB, path, text string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(b.Stop)
+	return b.URL
 }
 
 // TestPgBouncer runs the server with its main URL through PgBouncer in
@@ -310,4 +207,175 @@ func BenchmarkPgBouncerExecMode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// emptyDatabase creates a database with no schema for this test on the
+// test server and returns its URL; it is dropped when the test ends.
+func emptyDatabase(t *testing.T, name string) string {
+	t.Helper()
+	base := dbtest.ServerURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	name = fmt.Sprintf("wgtest_%s_%d", name, os.Getpid())
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// TestMigrateThroughPgBouncer: `workgraph migrate` (db.Open on the URL,
+// then db.Migrate) works with the URL on PgBouncer in transaction mode:
+// three migrators at once on an empty database (replicas starting
+// together) each succeed and every migration is applied exactly once; and
+// a migrator waits while another holds the migration lock. A session
+// advisory lock would be left on whichever server connection ran it (and
+// taken again, as its holder, by another client that gets that
+// connection), and prepared statements would be missing on the next
+// transaction's connection.
+func TestMigrateThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	direct := emptyDatabase(t, "pgbmigrate")
+	pooled := startPgBouncer(t, direct)
+	ctx := context.Background()
+
+	migrate := func() error {
+		pool, err := db.Open(ctx, pooled, 4)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		return db.Migrate(ctx, pool, nil)
+	}
+	t.Run("ConcurrentOnEmpty", func(t *testing.T) {
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- migrate() }()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Errorf("migrate through PgBouncer: %v", err)
+			}
+		}
+		entries, err := fs.ReadDir(db.Migrations(), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var rows, versions int
+		err = conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version_id)
+			FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&rows, &versions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows != len(entries) || versions != len(entries) {
+			t.Fatalf("goose_db_version: %d rows of %d versions, want each of the %d migrations once", rows, versions, len(entries))
+		}
+	})
+
+	t.Run("WaitsForTheLock", func(t *testing.T) {
+		// One migration pending (goose takes the lock only then).
+		pool, err := db.Open(ctx, direct, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		if err := db.MigrateDown(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		holder, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Rollback(ctx)
+		if _, err := holder.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(db.MigrationLockID)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- migrate() }()
+		waitForLockAttempt(t, direct)
+		select {
+		case err := <-done:
+			t.Fatalf("migrate returned (%v) while another held the migration lock", err)
+		default:
+		}
+		if err := holder.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("migrate after the lock was released: %v", err)
+			}
+			var b strings.Builder
+			if err := db.MigrationStatus(ctx, pool, &b); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(b.String(), "pending") {
+				t.Fatalf("a migration is still pending:\n%s", b.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("migrate did not finish after the lock was released")
+		}
+	})
+}
+
+// waitForLockAttempt waits until sessions of the database of direct have
+// tried to take the migration lock and failed at least twice: the migrator
+// polls for it in transactions it rolls back (db/locker.go), which the
+// database's statistics count (xact_rollback; nothing else in this test's
+// database rolls back).
+func waitForLockAttempt(t *testing.T, direct string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rollbacks := func() int64 {
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := rollbacks()
+	for ctx.Err() == nil {
+		if rollbacks() >= before+2 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no session tried to take the migration lock")
 }

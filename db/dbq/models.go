@@ -186,3 +186,11 @@ type WebSession struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 }
+
+type WorkerOutcomeCount struct {
+	ProjectID uuid.UUID
+	Worker    string
+	Outcome   string
+	Leases    int64
+	LastSeen  time.Time
+}

@@ -361,14 +361,21 @@ ORDER BY l.acquired_at, l.seq;
 
 -- name: WorkerOutcomes :many
 -- Per worker and outcome ('' for active leases): how many leases, and the
--- latest instant the worker was heard from.
-SELECT worker,
-       coalesce(outcome, '')::text AS outcome,
-       count(*)::int AS leases,
-       max(greatest(acquired_at, heartbeat_at, ended_at))::timestamptz AS last_seen
-FROM leases
-WHERE project_id = @project_id
-GROUP BY worker, outcome
+-- latest instant the worker was heard from. Ended leases come from their
+-- counters (worker_outcome_counts, kept by triggers; migration 00019), live
+-- ones from the partial index of live leases: the cost follows the number
+-- of workers and live leases, not the length of the history.
+SELECT worker, outcome, leases::int AS leases, last_seen
+FROM (
+    SELECT c.worker, c.outcome, c.leases, c.last_seen
+    FROM worker_outcome_counts c
+    WHERE c.project_id = @project_id
+    UNION ALL
+    SELECT l.worker, ''::text, count(*), max(greatest(l.acquired_at, l.heartbeat_at))
+    FROM leases l
+    WHERE l.project_id = @project_id AND l.ended_at IS NULL
+    GROUP BY l.worker
+) AS w
 ORDER BY worker, outcome;
 
 -- name: CountActiveLeases :one
