@@ -10,7 +10,7 @@ import (
 // them may depend on the HTTP layer or the wiring above it.
 var domain = []string{
 	"graph", "lease", "attention", "auth", "session", "idempotency",
-	"input", "page", "wgerr", "clock", "startstop", "db/...",
+	"input", "page", "wgerr", "clock", "startstop", "db/...", "webhook",
 }
 
 // Rules is THE list of forbidden imports. Patterns are import paths
