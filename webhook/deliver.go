@@ -349,7 +349,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 			return err
 		}
 		a.State = state
-		if o.state == "delivered" {
+		if o.state == StateDelivered {
 			return q.WebhookSucceeded(rctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 		}
 		disabled, err := q.WebhookFailed(rctx, tx, dbq.WebhookFailedParams{
@@ -374,30 +374,30 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome {
 	row, err := q.DeliveryEvent(ctx, d.pool, dbq.DeliveryEventParams{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq})
 	if err != nil {
-		return failure("pending", "reading the event: "+db.Translate(err).Error())
+		return failure(StatePending, "reading the event: "+db.Translate(err).Error())
 	}
 	if row.EventSeq == nil {
-		return failure("failed", "the event is no longer in the log (retention)")
+		return failure(StateFailed, "the event is no longer in the log (retention)")
 	}
 	m, err := d.message(ctx, c.ProjectID, row)
 	if err != nil {
-		return failure("pending", "building the message: "+err.Error())
+		return failure(StatePending, "building the message: "+err.Error())
 	}
 	b, err := body(row.Format, m)
 	if err != nil {
-		return failure("failed", "encoding the message: "+err.Error())
+		return failure(StateFailed, "encoding the message: "+err.Error())
 	}
 	id := messageID(c.ProjectID, c.Seq)
 	ts := d.cfg.Local.Read().Unix()
 	sig, err := Sign(row.Secret, id, ts, b)
 	if err != nil {
-		return failure("failed", err.Error())
+		return failure(StateFailed, err.Error())
 	}
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, row.Url, bytes.NewReader(b))
 	if err != nil {
-		return failure("failed", "the webhook's URL: "+err.Error())
+		return failure(StateFailed, "the webhook's URL: "+err.Error())
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -409,9 +409,9 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 	resp, err := d.client.Do(req)
 	latency := d.cfg.Local.Read().Sub(start)
 	if err != nil {
-		o := failure("pending", requestError(err))
+		o := failure(StatePending, requestError(err))
 		if dialRefused(err) {
-			o.state = "failed"
+			o.state = StateFailed
 		}
 		o.latency = latency
 		return o
@@ -427,16 +427,16 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 	}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
-		o.state = "delivered"
+		o.state = StateDelivered
 	case code == http.StatusTooManyRequests || code >= 500:
-		o.state = "pending"
+		o.state = StatePending
 		o.retryAfter = retryAfter(resp.Header.Get("Retry-After"), d.cfg.Local.Read())
 	case code >= 300 && code < 400:
-		o.state = "failed"
+		o.state = StateFailed
 		e := "redirect not followed (" + resp.Header.Get("Location") + ")"
 		o.errText = &e
 	default:
-		o.state = "failed"
+		o.state = StateFailed
 	}
 	return o
 }

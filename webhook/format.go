@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -67,10 +68,19 @@ func messageID(project uuid.UUID, seq int64) string {
 
 // body is the request body of m in format.
 func body(format string, m Message) ([]byte, error) {
+	var v any = standardBody{Type: m.Type, Timestamp: m.At, Data: m}
 	if format == FormatSlack {
-		return json.Marshal(slackBody(m))
+		v = slackBody(m)
 	}
-	return json.Marshal(standardBody{Type: m.Type, Timestamp: m.At, Data: m})
+	// Not HTML-escaped: a body is read by programs, and a question's "<"
+	// and "&" stay readable in a receiver's log.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // links are the pages of m under the public base URL (nil without one).
