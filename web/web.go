@@ -20,6 +20,7 @@ import (
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/session"
+	"github.com/workgraph-dev/workgraph/webhook"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -34,6 +35,10 @@ type Deps struct {
 	Graph     *graph.Service
 	Leases    *lease.Service
 	Attention *attention.Service
+	// Webhooks lists a project's webhooks and their deliveries (nil: no
+	// webhooks page); Links serves answer links (nil: none).
+	Webhooks *webhook.Service
+	Links    *webhook.AnswerLinks
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock
