@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -45,6 +46,11 @@ const (
 	// behindBatch bounds the webhooks one round fans out, and the projects
 	// whose due deliveries it takes.
 	behindBatch = 1000
+	// horizonWait bounds one round's wait for the log's horizon: a
+	// transaction that runs long anywhere in the database cluster holds
+	// the horizon back, and the round then delivers what is due (retries)
+	// and fans out next round.
+	horizonWait = 30 * time.Second
 )
 
 // DelivererConfig tunes a Deliverer. Zero fields take the defaults.
@@ -228,13 +234,10 @@ func (d *Deliverer) Wake() {
 // for those attempts. Tests call it instead of waiting for the loop.
 func (d *Deliverer) RunOnce(ctx context.Context) Round {
 	var r Round
-	n, err := d.fanOut(ctx)
-	r.FannedOut = n
-	if err != nil {
-		r.Err = err
-		return r
-	}
-	r.Attempts, r.Err = d.deliverDue(ctx)
+	var fanErr, dueErr error
+	r.FannedOut, fanErr = d.fanOut(ctx)
+	r.Attempts, dueErr = d.deliverDue(ctx)
+	r.Err = errors.Join(fanErr, dueErr)
 	return r
 }
 
@@ -245,10 +248,13 @@ func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
 	if err != nil || !behind {
 		return 0, db.Translate(err)
 	}
-	hctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	hctx, cancel := context.WithTimeout(ctx, horizonWait)
 	h, err := events.Horizon(hctx, d.pool)
 	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return 0, fmt.Errorf("the event log's horizon did not settle within %s (a long transaction in the database cluster holds it back): %w", horizonWait, err)
+		}
 		return 0, err
 	}
 	hooks, err := q.WebhooksBehind(ctx, d.pool, dbq.WebhooksBehindParams{UpTo: h, MaxRows: behindBatch})

@@ -86,11 +86,12 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, db DBTX, arg ClaimDeliver
 }
 
 const createWebhook = `-- name: CreateWebhook :one
-INSERT INTO webhooks (project_id, url, event_types, secret, format, recipient, description, enabled,
+INSERT INTO webhooks (project_id, url, event_types, secret, format, recipient, description, enabled, disabled_at,
                       cursor, created_by, created_at, updated_at)
-VALUES ($1, $2, $3::text[], $4, $5, $6, $7, $8,
+VALUES ($1, $2, $3::text[], $4, $5, $6, $7, $8::boolean,
+        CASE WHEN $8::boolean THEN NULL ELSE coalesce($9::timestamptz, now()) END,
         coalesce(pg_sequence_last_value('events_seq'::regclass), 0),
-        $9, coalesce($10::timestamptz, now()), coalesce($10::timestamptz, now()))
+        $10, coalesce($9::timestamptz, now()), coalesce($9::timestamptz, now()))
 RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at
 `
 
@@ -103,8 +104,8 @@ type CreateWebhookParams struct {
 	Recipient   *string
 	Description string
 	Enabled     bool
-	CreatedBy   string
 	Now         *time.Time
+	CreatedBy   string
 }
 
 // A new webhook follows the log from the newest number taken when it is
@@ -119,8 +120,8 @@ func (q *Queries) CreateWebhook(ctx context.Context, db DBTX, arg CreateWebhookP
 		arg.Recipient,
 		arg.Description,
 		arg.Enabled,
-		arg.CreatedBy,
 		arg.Now,
+		arg.CreatedBy,
 	)
 	var i Webhook
 	err := row.Scan(

@@ -1,9 +1,10 @@
 -- name: CreateWebhook :one
 -- A new webhook follows the log from the newest number taken when it is
 -- created: it is told of what happens from then on.
-INSERT INTO webhooks (project_id, url, event_types, secret, format, recipient, description, enabled,
+INSERT INTO webhooks (project_id, url, event_types, secret, format, recipient, description, enabled, disabled_at,
                       cursor, created_by, created_at, updated_at)
-VALUES (@project_id, @url, @event_types::text[], @secret, @format, sqlc.narg('recipient'), @description, @enabled,
+VALUES (@project_id, @url, @event_types::text[], @secret, @format, sqlc.narg('recipient'), @description, @enabled::boolean,
+        CASE WHEN @enabled::boolean THEN NULL ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END,
         coalesce(pg_sequence_last_value('events_seq'::regclass), 0),
         @created_by, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
 RETURNING *;
