@@ -53,6 +53,12 @@ const (
 	horizonWait = 30 * time.Second
 )
 
+// ErrHorizonDelayed is a round's error when the event log's horizon did
+// not settle in time: a transaction that runs long anywhere in the
+// database cluster holds it back (see events.Horizon). The round still
+// attempted the due deliveries; the next round fans out again.
+var ErrHorizonDelayed = errors.New("webhook: the event log's horizon did not settle")
+
 // DelivererConfig tunes a Deliverer. Zero fields take the defaults.
 type DelivererConfig struct {
 	// Clock decides what "now" is for due times, locks, the day of
@@ -202,7 +208,10 @@ func (d *Deliverer) Start(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if r.Err != nil {
+			switch {
+			case errors.Is(r.Err, ErrHorizonDelayed):
+				d.cfg.Log.Warn("webhook delivery waits for the event log", "err", r.Err)
+			case r.Err != nil:
 				d.cfg.Log.Error("webhook delivery", "err", r.Err)
 			}
 			d.TestSignals.Round.Send(r)
@@ -253,7 +262,7 @@ func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return 0, fmt.Errorf("the event log's horizon did not settle within %s (a long transaction in the database cluster holds it back): %w", horizonWait, err)
+			return 0, fmt.Errorf("%w within %s (a long transaction in the database cluster holds it back)", ErrHorizonDelayed, horizonWait)
 		}
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -128,15 +129,17 @@ func (s deliverySetup) appendEvents(t *testing.T, n int, typ string) []int64 {
 }
 
 // runUntil runs rounds of d until done holds. The bound is a safety net
-// for a broken loop, not a measure of speed.
+// for a broken loop, not a measure of speed: it is generous because a
+// long transaction of another test binary on the same PostgreSQL server
+// holds the event log's horizon back (ErrHorizonDelayed, not a failure).
 func runUntil(t *testing.T, d *webhook.Deliverer, done func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for !done() {
 		if time.Now().After(deadline) {
-			t.Fatal("delivery did not get there within 60 s")
+			t.Fatal("delivery did not get there within 3 min")
 		}
-		if r := d.RunOnce(context.Background()); r.Err != nil {
+		if r := d.RunOnce(context.Background()); r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed) {
 			t.Fatal(r.Err)
 		}
 	}
@@ -390,7 +393,7 @@ func TestDisabledAfterADayOfFailures(t *testing.T) {
 	// A disabled webhook gets nothing, and its later events wait.
 	s.appendEvents(t, 1, events.ItemCreated)
 	clk.Advance(time.Hour)
-	if r := d.RunOnce(ctx); r.Err != nil || r.Attempts != 0 || r.FannedOut != 0 {
+	if r := d.RunOnce(ctx); (r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed)) || r.Attempts != 0 || r.FannedOut != 0 {
 		t.Fatalf("a round with the webhook disabled: %+v", r)
 	}
 	// Enabled again by a person: the event that waited is delivered.
@@ -418,9 +421,9 @@ func TestDeliverSeveralReplicasOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			deadline := time.Now().Add(60 * time.Second)
+			deadline := time.Now().Add(3 * time.Minute)
 			for len(rc.ids()) < n && time.Now().Before(deadline) {
-				if r := d.RunOnce(context.Background()); r.Err != nil {
+				if r := d.RunOnce(context.Background()); r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed) {
 					t.Error(r.Err)
 					return
 				}
