@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // Layout is what every page shows around its content: the top bar with the
@@ -18,6 +19,9 @@ type Layout struct {
 	ActiveLeases  int
 	Flash         string
 	FlashError    bool
+	// DisabledWebhooks are the project's webhooks that delivery disabled
+	// after a day of failures (shown to admins and humans as a notice).
+	DisabledWebhooks []webhook.Webhook
 }
 
 // ErrorPage explains why a request failed.

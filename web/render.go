@@ -95,6 +95,12 @@ var funcs = template.FuncMap{
 	"odd":      func(i int) bool { return i%2 == 1 },
 	"join":     strings.Join,
 	"title":    func(v any) string { return stateTitle(fmt.Sprint(v)) },
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
 }
 
 // shortID is the first 8 hex digits of an id: enough to tell items apart on

@@ -117,6 +117,11 @@ func Mount(e *echo.Echo, d Deps) {
 	e.GET(p("/leases.csv"), u.project(u.leasesCSV))
 	e.GET(p("/workers"), u.project(u.workers))
 	e.POST(p("/leases/:id/stop"), u.projectAction(u.requestStop))
+	e.GET(p("/webhooks"), u.project(u.webhooksPage))
+	e.GET(p("/webhooks/:id"), u.project(u.webhookPage))
+	e.POST(p("/webhooks/:id/enable"), u.projectAction(u.enableWebhook))
+	e.GET("/answer/:project/:token", u.open(u.answerLink))
+	e.POST("/answer/:project/:token", u.open(u.answerLink))
 
 	// Unknown pages get an HTML answer; unknown API paths keep the API's
 	// problem+json (its error handler answers echo.ErrNotFound).
@@ -166,6 +171,7 @@ func (r *req) base(title, nav string) Layout {
 		p := r.project
 		l.Project = &p
 		l.OpenAttention, l.ActiveLeases = r.counts()
+		l.DisabledWebhooks = r.disabledHooks()
 	}
 	l.Flash, l.FlashError = r.takeFlash()
 	return l
