@@ -120,32 +120,33 @@ const settlePoll = 2 * time.Millisecond
 
 // Horizon returns a number h such that every event numbered h or lower is
 // final: it has committed (and is visible to any later snapshot) or never
-// will. It reads the newest number taken, then a snapshot, and waits until
-// every transaction that snapshot saw in progress has ended; any event
-// numbered up to h was written by one of those (its transaction id is
-// taken before its number) or is already visible.
+// will. It reads the newest number taken, then the transactions of this
+// database that are writing to the log (they hold the lock an insert into
+// events takes before its trigger takes a number), and waits until those
+// have ended: any event numbered up to h was written by one of them or is
+// already visible. Transactions that write no event, and other databases
+// of the cluster, never hold it back.
 //
-// Run it on a pool or connection, not inside a REPEATABLE READ
-// transaction (its statements need snapshots of their own). It waits as
-// long as the oldest writing transaction of the database cluster runs, so
-// a long transaction in the same cluster delays readers until it ends;
-// ctx bounds the wait (the error is then ctx's).
+// Run it on a pool or connection, not inside a transaction that wrote
+// events itself. It waits as long as the longest transaction writing events
+// at the time runs (workgraph's own are short; a large plan import is the
+// longest); ctx bounds the wait (the error is then ctx's).
 func Horizon(ctx context.Context, conn db.DBTX) (int64, error) {
 	last, err := q.EventsLastNumber(ctx, conn)
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	snap, err := q.EventsSnapshot(ctx, conn)
+	writers, err := q.EventsWriters(ctx, conn)
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	for {
-		settled, err := q.EventsSnapshotSettled(ctx, conn, snap)
+	for len(writers) > 0 {
+		running, err := q.EventsWritersRunning(ctx, conn, writers)
 		if err != nil {
 			return 0, db.Translate(err)
 		}
-		if settled {
-			return last, nil
+		if !running {
+			break
 		}
 		t := time.NewTimer(settlePoll)
 		select {
@@ -155,6 +156,7 @@ func Horizon(ctx context.Context, conn db.DBTX) (int64, error) {
 		case <-t.C:
 		}
 	}
+	return last, nil
 }
 
 // Filter selects events of a read.

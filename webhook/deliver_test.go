@@ -451,12 +451,7 @@ func TestDeliverAttentionAsSlack(t *testing.T) {
 	rc := newReceiver(t, nil)
 	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
 	r := mustRequest(t, s.pool, s.project, "Deploy to <prod> & tag it?")
-	// The event an ask writes (written here until the attention service
-	// writes its own).
-	if _, err := events.Append(context.Background(), s.pool, events.New{Project: s.project, Type: events.AttentionOpened,
-		Actor: "worker:w1", ItemID: &r.ItemID, AttentionID: &r.ID}); err != nil {
-		t.Fatal(err)
-	}
+	// The hold wrote its attention.opened event.
 	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
 		Attention: attention.NewService(s.pool, nil, attention.Config{})})
 	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
@@ -505,10 +500,6 @@ func TestDeliverAnswerLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustRequest(t, s.pool, s.project, "Merge it?")
-	if _, err := events.Append(ctx, s.pool, events.New{Project: s.project, Type: events.AttentionOpened,
-		Actor: "token:lead", ItemID: &r.ItemID, AttentionID: &r.ID}); err != nil {
-		t.Fatal(err)
-	}
 	d := s.deliverer(webhook.DelivererConfig{PublicURL: "http://wg.test", Attention: att, Links: links})
 	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
 	var b struct {
