@@ -328,6 +328,9 @@ type outcome struct {
 	errText    *string
 	retryAfter time.Duration
 	latency    time.Duration
+	// failing: the webhook was in a run of failures when the attempt
+	// began (a success must end it).
+	failing bool
 }
 
 // attempt sends one claimed delivery and records its result under the
@@ -350,7 +353,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 		a.Err = *o.errText
 	}
 	now := d.cfg.Clock.Now()
-	err := db.InTx(rctx, d.pool, func(tx pgx.Tx) error {
+	finish := func(tx db.DBTX) error {
 		state, err := q.FinishAttempt(rctx, tx, dbq.FinishAttemptParams{
 			ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, LockToken: token, Attempt: c.Attempts,
 			NewState: o.state, RetryForSeconds: d.cfg.RetryFor.Seconds(), RetryInSeconds: wait.Seconds(),
@@ -358,31 +361,52 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 			Error: o.errText, Now: now,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // the lock expired and another attempt owns the row
-		}
-		if err != nil {
-			return err
+			return errLockLost // the lock expired and another attempt owns the row
 		}
 		a.State = state
-		if o.state == StateDelivered {
-			return q.WebhookSucceeded(rctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
-		}
-		disabled, err := q.WebhookFailed(rctx, tx, dbq.WebhookFailedParams{
-			ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: ReasonFailing,
-			DisableAfterSeconds: d.cfg.DisableAfter.Seconds(),
-		})
-		if err != nil {
-			return err
-		}
-		if disabled {
-			d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
-		}
-		return nil
-	})
+		return err
+	}
+	var err error
+	if o.state == StateDelivered && !o.failing {
+		// The common case: one statement, no transaction of its own.
+		err = finish(d.pool)
+	} else {
+		err = db.InTx(rctx, d.pool, func(tx pgx.Tx) error { return d.finishFailing(rctx, tx, c, o, now, finish) })
+	}
+	if errors.Is(err, errLockLost) {
+		err = nil
+	}
 	if err != nil {
 		d.cfg.Log.Error("webhook delivery: recording an attempt", "project", c.ProjectID, "webhook", c.WebhookID, "seq", c.Seq, "err", err)
 	}
 	d.TestSignals.Attempted.Send(a)
+}
+
+// errLockLost: an attempt's result came after its lock passed to another
+// attempt; it is not recorded.
+var errLockLost = errors.New("webhook: the delivery's lock was lost")
+
+// finishFailing records an attempt of a webhook in (or entering, or
+// leaving) a run of failures: the attempt, then the webhook's run, which a
+// day of failures ends by disabling it.
+func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) error {
+	if err := finish(tx); err != nil {
+		return err
+	}
+	if o.state == StateDelivered {
+		return q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
+	}
+	disabled, err := q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
+		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: ReasonFailing,
+		DisableAfterSeconds: d.cfg.DisableAfter.Seconds(),
+	})
+	if err != nil {
+		return err
+	}
+	if disabled {
+		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
+	}
+	return nil
 }
 
 // send builds and sends one delivery's request.
@@ -394,9 +418,12 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 	if row.EventSeq == nil {
 		return failure(StateFailed, "the event is no longer in the log (retention)")
 	}
+	failing := row.FailingSince != nil
 	m, err := d.message(ctx, c.ProjectID, row)
 	if err != nil {
-		return failure(StatePending, "building the message: "+err.Error())
+		o := failure(StatePending, "building the message: "+err.Error())
+		o.failing = true
+		return o
 	}
 	b, err := body(row.Format, m)
 	if err != nil {
@@ -428,14 +455,14 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 		if dialRefused(err) {
 			o.state = StateFailed
 		}
-		o.latency = latency
+		o.latency, o.failing = latency, failing
 		return o
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, responseBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // keep the connection reusable
 	status := int32(resp.StatusCode)
-	o := outcome{status: &status, latency: latency}
+	o := outcome{status: &status, latency: latency, failing: failing}
 	if len(head) > 0 {
 		s := validPrefix(head)
 		o.response = &s

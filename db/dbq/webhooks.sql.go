@@ -164,7 +164,7 @@ func (q *Queries) DeleteWebhook(ctx context.Context, db DBTX, arg DeleteWebhookP
 }
 
 const deliveryEvent = `-- name: DeliveryEvent :one
-SELECT w.url, w.secret, w.format, w.recipient, p.name AS project_name,
+SELECT w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
        e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
        e.attention_id, e.payload
 FROM webhooks w
@@ -180,19 +180,20 @@ type DeliveryEventParams struct {
 }
 
 type DeliveryEventRow struct {
-	Url         string
-	Secret      string
-	Format      string
-	Recipient   *string
-	ProjectName string
-	EventSeq    *int64
-	EventType   *string
-	EventAt     *time.Time
-	Actor       *string
-	ItemID      *uuid.UUID
-	LeaseID     *uuid.UUID
-	AttentionID *uuid.UUID
-	Payload     json.RawMessage
+	Url          string
+	Secret       string
+	Format       string
+	Recipient    *string
+	FailingSince *time.Time
+	ProjectName  string
+	EventSeq     *int64
+	EventType    *string
+	EventAt      *time.Time
+	Actor        *string
+	ItemID       *uuid.UUID
+	LeaseID      *uuid.UUID
+	AttentionID  *uuid.UUID
+	Payload      json.RawMessage
 }
 
 // What one claimed delivery sends: its webhook and its event (event_seq
@@ -205,6 +206,7 @@ func (q *Queries) DeliveryEvent(ctx context.Context, db DBTX, arg DeliveryEventP
 		&i.Secret,
 		&i.Format,
 		&i.Recipient,
+		&i.FailingSince,
 		&i.ProjectName,
 		&i.EventSeq,
 		&i.EventType,

@@ -131,7 +131,7 @@ RETURNING d.project_id, d.webhook_id, d.seq, d.attempts, d.created_at;
 -- name: DeliveryEvent :one
 -- What one claimed delivery sends: its webhook and its event (event_seq
 -- NULL: the event is gone, removed by retention).
-SELECT w.url, w.secret, w.format, w.recipient, p.name AS project_name,
+SELECT w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
        e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
        e.attention_id, e.payload
 FROM webhooks w
