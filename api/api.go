@@ -161,6 +161,7 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountAttention(e)
 	a.mountPlans(e)
 	a.mountFence(e)
+	a.mountWebhooks(e)
 	// Unknown /v1 paths answer problem+json: 405 with Allow when the path
 	// exists for other methods, else 404. (A catch-all of the web UI must
 	// not turn them into pages.)

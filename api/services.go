@@ -5,6 +5,7 @@ import (
 	"github.com/workgraph-dev/workgraph/fencekey"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // Services are the domain services the API fronts.
@@ -18,4 +19,8 @@ type Services struct {
 	// Fence signs the fence token of every granted or renewed lease;
 	// nil answers an empty fence_token and serves no keys.
 	Fence *fencekey.Signer
+	// Webhooks manages the projects' webhooks and AnswerLinks their
+	// notification settings; nil answers their routes 503.
+	Webhooks    *webhook.Service
+	AnswerLinks *webhook.AnswerLinks
 }

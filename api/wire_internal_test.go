@@ -56,6 +56,9 @@ func TestDecodersAcceptTheWireRequests(t *testing.T) {
 		{updateProjectRequest{}, wire.UpdateProjectRequest{}},
 		{planItemRequest{}, wire.PlanItem{}},
 		{planRequest{}, wire.PlanRequest{}},
+		{createWebhookRequest{}, wire.CreateWebhookRequest{}},
+		{updateWebhookRequest{}, wire.UpdateWebhookRequest{}},
+		{updateNotificationsRequest{}, wire.UpdateNotificationSettingsRequest{}},
 	} {
 		s, w := jsonMembers(reflect.TypeOf(c.server)), jsonMembers(reflect.TypeOf(c.wire))
 		if !slices.Equal(s, w) {

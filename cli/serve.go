@@ -82,6 +82,14 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		"also serve /metrics on --addr, without authentication (env WORKGRAPH_METRICS_ON_MAIN=true)")
 	f.StringVar(&cfg.PprofAddr, "pprof-addr", envOr("WORKGRAPH_PPROF_ADDR", ""),
 		"serve net/http/pprof under /debug/pprof/ on this loopback address, e.g. 127.0.0.1:6060 (env WORKGRAPH_PPROF_ADDR); empty: none")
+	f.StringVar(&cfg.PublicURL, "public-url", envOr("WORKGRAPH_PUBLIC_URL", ""),
+		"base URL people reach the web UI at, for the links in notifications, e.g. https://workgraph.example.com (env WORKGRAPH_PUBLIC_URL); empty: http://<addr>")
+	f.BoolVar(&cfg.Webhooks.AllowPrivate, "webhooks-allow-private", envBool("WORKGRAPH_WEBHOOKS_ALLOW_PRIVATE"),
+		"let webhooks name and reach loopback, link-local and private addresses (env WORKGRAPH_WEBHOOKS_ALLOW_PRIVATE=true); refused by default")
+	durationFlag(f, &cfg.Webhooks.Timeout, "webhooks-timeout", "WORKGRAPH_WEBHOOKS_TIMEOUT",
+		"bound of one webhook delivery attempt; a replica killed mid-attempt frees the delivery after twice this plus 1s (0: 10s)")
+	intFlag(f, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 16)")
+	f.BoolVar(&cfg.Webhooks.Off, "webhooks-off", envBool("WORKGRAPH_WEBHOOKS_OFF"), "this replica delivers no webhooks; others still do (env WORKGRAPH_WEBHOOKS_OFF=true)")
 	addPolicyFlags(f, &cfg)
 	var maxConns int
 	intFlag(f, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")

@@ -51,6 +51,9 @@ var notProjectScoped = map[string]string{
 	"CountProjects":          "projects (reference table)",
 	"SetProjectOnExpiry":     "projects (reference table)",
 	"SetProjectAttentionDue": "projects (reference table)",
+	// webhooks: the delivery loop's cheap check before it waits for a
+	// horizon; each fan-out and claim then runs in one project.
+	"WebhooksBehindAny": "webhooks across projects (a read before each fan-out round)",
 	// web_sessions: a browser session before and across projects.
 	"CreateWebSession":         "web_sessions (local table)",
 	"DeleteWebSession":         "web_sessions (local table)",

@@ -15,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // DefaultMaxActiveLeasesPerToken bounds the live leases of one API token
@@ -82,6 +83,17 @@ func (s *Server) mount(ctx context.Context) error {
 		idemPool = p
 	}
 
+	hooks := webhook.NewService(s.pool, clk, s.cfg.Webhooks.AllowPrivate)
+	links := webhook.NewAnswerLinks(s.pool, clk, attentionSvc)
+	if !s.cfg.Webhooks.Off {
+		d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{
+			Clock: clk, Log: s.log, AllowPrivate: s.cfg.Webhooks.AllowPrivate, Timeout: s.cfg.Webhooks.Timeout,
+			Concurrency: s.cfg.Webhooks.Concurrency, PublicURL: s.PublicURL(), Attention: attentionSvc, Links: links,
+		})
+		d.Start(context.Background())
+		s.stops = append(s.stops, d.Stop)
+	}
+
 	a := api.New(api.Config{
 		Log:             s.log,
 		Pool:            s.pool,
@@ -96,17 +108,19 @@ func (s *Server) mount(ctx context.Context) error {
 		Throttle:         throttle,
 		Metrics:          s.metrics,
 		Services: api.Services{
-			Graph:     graphSvc,
-			Leases:    leaseSvc,
-			Attention: attentionSvc,
-			Notifier:  notifier,
-			Fence:     signer,
+			Graph:       graphSvc,
+			Leases:      leaseSvc,
+			Attention:   attentionSvc,
+			Notifier:    notifier,
+			Fence:       signer,
+			Webhooks:    hooks,
+			AnswerLinks: links,
 		},
 	})
 	a.Mount(s.echo)
 
 	// The web UI at "/" (package web) and the --demo project.
-	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc); err != nil {
+	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc, hooks, links); err != nil {
 		return err
 	}
 

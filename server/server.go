@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -125,6 +126,28 @@ type Config struct {
 	// Demo loads the sample project "demo" at start unless it exists (see
 	// package demo).
 	Demo bool
+	// PublicURL is the base URL people reach the web UI at, for the links
+	// of notifications (webhooks, answer links), e.g.
+	// "https://workgraph.example.com". Empty: "http://" + the listen
+	// address.
+	PublicURL string
+	// Webhooks is how this replica delivers webhooks.
+	Webhooks WebhooksConfig
+}
+
+// WebhooksConfig is the delivery of webhooks by one replica.
+type WebhooksConfig struct {
+	// AllowPrivate lets webhooks name and reach loopback, link-local and
+	// private addresses (refused by default: a webhook URL must not be a
+	// way into the server's own network).
+	AllowPrivate bool
+	// Timeout bounds one delivery attempt (0: webhook.RequestTimeout).
+	Timeout time.Duration
+	// Concurrency bounds the attempts in flight (0:
+	// webhook.DefaultConcurrency).
+	Concurrency int
+	// Off: this replica delivers nothing (other replicas still do).
+	Off bool
 }
 
 // DefaultStatementTimeout is Config.StatementTimeout's default: well below
@@ -324,6 +347,15 @@ func (s *Server) Addr() string { return s.listener.Addr().String() }
 
 // URL is the base URL of the server, e.g. "http://127.0.0.1:8080".
 func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// PublicURL is the base URL of notification links: Config.PublicURL, else
+// URL.
+func (s *Server) PublicURL() string {
+	if s.cfg.PublicURL != "" {
+		return strings.TrimRight(s.cfg.PublicURL, "/")
+	}
+	return s.URL()
+}
 
 // Pool is the server's database pool (for tests and tooling).
 func (s *Server) Pool() *pgxpool.Pool { return s.pool }

@@ -10,11 +10,12 @@ import (
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/web"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // mountWeb mounts the web UI at "/" and, with Config.Demo, loads the demo
 // project (once: only when it does not exist yet).
-func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service) error {
+func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service, hooks *webhook.Service, links *webhook.AnswerLinks) error {
 	web.Mount(s.echo, web.Deps{
 		Sessions:  session.NewStore(s.pool, s.cfg.Clock),
 		Auth:      authSvc,
@@ -22,6 +23,8 @@ func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *
 		Graph:     graphSvc,
 		Leases:    leaseSvc,
 		Attention: attSvc,
+		Webhooks:  hooks,
+		Links:     links,
 		Clock:     s.cfg.Clock,
 		Logger:    s.log,
 	})

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // Layout is what every page shows around its content: the top bar with the
@@ -22,6 +23,9 @@ type Layout struct {
 	// Now is the instant the page's times are shown against (relative
 	// times; sent as <html data-now> so reltime.js keeps to it).
 	Now time.Time
+	// DisabledWebhooks are the project's webhooks that delivery disabled
+	// after a day of failures (shown to admins and humans as a notice).
+	DisabledWebhooks []webhook.Webhook
 }
 
 // ErrorPage explains why a request failed.

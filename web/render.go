@@ -99,6 +99,12 @@ var funcs = template.FuncMap{
 	"title":        func(v any) string { return stateTitle(fmt.Sprint(v)) },
 	"progress":     func(raw json.RawMessage) string { return progressText(raw, progressChars) },
 	"progressFull": func(raw json.RawMessage) string { return progressText(raw, 0) },
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
 }
 
 // shortID is the first 8 hex digits of an id: enough to tell items apart on

@@ -22,6 +22,7 @@ import (
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/web"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // env is a UI served by httptest on a fresh database, with a project and
@@ -35,6 +36,8 @@ type env struct {
 	leases  *lease.Service
 	att     *attention.Service
 	draw    *web.Drawings
+	hooks   *webhook.Service
+	links   *webhook.AnswerLinks
 	project graph.Project
 	human   string // bearer tokens
 	agent   string
@@ -53,7 +56,9 @@ func setup(t *testing.T, opts ...func(*web.Deps)) *env {
 		leases: lease.NewService(pool, nil, lease.Config{}),
 		att:    attention.NewService(pool, nil, attention.Config{}),
 		draw:   web.NewDrawings(web.DrawLimits{}),
+		hooks:  webhook.NewService(pool, nil, false),
 	}
+	e.links = webhook.NewAnswerLinks(pool, nil, e.att)
 	ctx := context.Background()
 	var err error
 	if e.project, err = e.graph.CreateProject(ctx, "acme"); err != nil {
@@ -65,7 +70,8 @@ func setup(t *testing.T, opts ...func(*web.Deps)) *env {
 		}
 	}
 	ec := echo.New()
-	deps := web.Deps{Sessions: session.NewStore(pool, nil), Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw}
+	deps := web.Deps{Sessions: session.NewStore(pool, nil), Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw,
+		Webhooks: e.hooks, Links: e.links}
 	for _, o := range opts {
 		o(&deps)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/session"
+	"github.com/workgraph-dev/workgraph/webhook"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -35,6 +36,10 @@ type Deps struct {
 	Graph     *graph.Service
 	Leases    *lease.Service
 	Attention *attention.Service
+	// Webhooks lists a project's webhooks and their deliveries (nil: no
+	// webhooks page); Links serves answer links (nil: none).
+	Webhooks *webhook.Service
+	Links    *webhook.AnswerLinks
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock
@@ -114,6 +119,11 @@ func Mount(e *echo.Echo, d Deps) {
 	e.GET(p("/leases.csv"), u.project(u.leasesCSV))
 	e.GET(p("/workers"), u.project(u.workers))
 	e.POST(p("/leases/:id/stop"), u.projectAction(u.requestStop))
+	e.GET(p("/webhooks"), u.project(u.webhooksPage))
+	e.GET(p("/webhooks/:id"), u.project(u.webhookPage))
+	e.POST(p("/webhooks/:id/enable"), u.projectAction(u.enableWebhook))
+	e.GET("/answer/:project/:token", u.open(u.answerLink))
+	e.POST("/answer/:project/:token", u.open(u.answerLink))
 
 	// Unknown pages get an HTML answer; unknown API paths keep the API's
 	// problem+json (its error handler answers echo.ErrNotFound).
@@ -163,6 +173,7 @@ func (r *req) base(title, nav string) Layout {
 		p := r.project
 		l.Project = &p
 		l.OpenAttention, l.ActiveLeases = r.counts()
+		l.DisabledWebhooks = r.disabledHooks()
 	}
 	l.Flash, l.FlashError = r.takeFlash()
 	return l

@@ -23,6 +23,10 @@ var types = map[string]any{
 	"FailResult": wire.FailResult{}, "Decomposition": wire.Decomposition{}, "AskResult": wire.AskResult{},
 	"Dependency": wire.Dependency{}, "ItemGraph": wire.ItemGraph{}, "Subgraph": wire.Subgraph{}, "Workers": wire.Workers{},
 	"PlanResult": wire.PlanResult{},
+	"Webhook":    wire.Webhook{}, "CreatedWebhook": wire.CreatedWebhook{}, "WebhookList": wire.WebhookList{},
+	"Delivery": wire.Delivery{}, "DeliveryList": wire.DeliveryList{}, "NotificationSettings": wire.NotificationSettings{},
+	"CreateWebhookRequest": wire.CreateWebhookRequest{}, "UpdateWebhookRequest": wire.UpdateWebhookRequest{},
+	"UpdateNotificationSettingsRequest": wire.UpdateNotificationSettingsRequest{},
 	// request bodies
 	"CreateProjectRequest": wire.CreateProjectRequest{}, "CreateTokenRequest": wire.CreateTokenRequest{},
 	"CreateItemRequest": wire.CreateItemRequest{}, "UpdateItemRequest": wire.UpdateItemRequest{},

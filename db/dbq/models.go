@@ -12,6 +12,17 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type AnswerLink struct {
+	ProjectID   uuid.UUID
+	ID          uuid.UUID
+	AttentionID uuid.UUID
+	Recipient   string
+	SecretHash  []byte
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
+}
+
 type AttentionRequest struct {
 	ProjectID         uuid.UUID
 	ID                uuid.UUID
@@ -162,6 +173,12 @@ type LeaseRefusal struct {
 	Recent        json.RawMessage
 }
 
+type NotificationSetting struct {
+	ProjectID      uuid.UUID
+	AnswerLinks    bool
+	AnswerLinkTtlS int32
+}
+
 type Project struct {
 	ID             uuid.UUID
 	Name           string
@@ -185,6 +202,55 @@ type WebSession struct {
 	TokenID   uuid.UUID
 	CreatedAt time.Time
 	ExpiresAt time.Time
+}
+
+type Webhook struct {
+	ProjectID      uuid.UUID
+	ID             uuid.UUID
+	Url            string
+	EventTypes     []string
+	Secret         string
+	Format         string
+	Recipient      *string
+	Description    string
+	Enabled        bool
+	DisabledReason *string
+	DisabledAt     *time.Time
+	Cursor         int64
+	FailingSince   *time.Time
+	CreatedBy      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type WebhookAttempt struct {
+	ProjectID uuid.UUID
+	WebhookID uuid.UUID
+	Seq       int64
+	Attempt   int32
+	At        time.Time
+	Status    *int32
+	LatencyMs int32
+	Response  *string
+	Error     *string
+}
+
+type WebhookDelivery struct {
+	ProjectID     uuid.UUID
+	WebhookID     uuid.UUID
+	Seq           int64
+	EventType     string
+	State         string
+	Attempts      int32
+	NextAttemptAt time.Time
+	LockedUntil   *time.Time
+	LockToken     *uuid.UUID
+	LastStatus    *int32
+	LastLatencyMs *int32
+	LastResponse  *string
+	LastError     *string
+	CreatedAt     time.Time
+	FinishedAt    *time.Time
 }
 
 type WorkerOutcomeCount struct {

@@ -11,7 +11,7 @@ import (
 // plumbing: db starts the spans of transactions through it.
 var domain = []string{
 	"graph", "lease", "attention", "auth", "session", "idempotency", "events",
-	"input", "page", "wgerr", "clock", "startstop", "telemetry/...", "db/...",
+	"input", "page", "wgerr", "clock", "startstop", "telemetry/...", "db/...", "webhook",
 }
 
 // Rules is THE list of forbidden imports. Patterns are import paths

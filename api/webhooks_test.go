@@ -1,0 +1,90 @@
+package api_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/wire"
+)
+
+func TestWebhooks(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *server.Config) { c.Webhooks.Off = true })
+	e.mustProject("alpha")
+	e.mustProject("beta")
+	human := e.mustToken("alpha", "ann", "human")
+	agent := e.mustToken("alpha", "bot", "agent")
+	base := "/v1/projects/alpha/webhooks"
+
+	var created wire.CreatedWebhook
+	e.do("POST", base, human.Token, map[string]any{"url": "https://hooks.example.com/wg",
+		"event_types": []string{"attention.opened"}, "format": "slack", "recipient": "ann"}).ok(t, 201, &created)
+	if !strings.HasPrefix(created.Secret, "whsec_") || created.CreatedBy != "token:ann" || !created.Enabled {
+		t.Fatalf("created %+v", created)
+	}
+	t.Run("ListHidesTheSecret", func(t *testing.T) {
+		r := e.do("GET", base, human.Token, nil)
+		if strings.Contains(string(r.body), created.Secret) || strings.Contains(string(r.body), "whsec_") {
+			t.Fatalf("the list shows the secret: %s", r.body)
+		}
+		var list wire.WebhookList
+		r.ok(t, 200, &list)
+		if len(list.Webhooks) != 1 || list.Webhooks[0].ID != created.ID {
+			t.Fatalf("list %+v", list)
+		}
+	})
+	t.Run("UpdateAndDeliveries", func(t *testing.T) {
+		var w wire.Webhook
+		e.do("PATCH", base+"/"+created.ID, human.Token, `{"enabled": false, "recipient": null}`).ok(t, 200, &w)
+		if w.Enabled || w.Recipient != nil || w.Format != "slack" {
+			t.Fatalf("after PATCH: %+v", w)
+		}
+		var ds wire.DeliveryList
+		e.do("GET", base+"/"+created.ID+"/deliveries?limit=5", human.Token, nil).ok(t, 200, &ds)
+		if len(ds.Deliveries) != 0 || ds.NextBefore != nil {
+			t.Fatalf("deliveries of a new webhook: %+v", ds)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, c := range []struct{ body, field string }{
+			{`{}`, "url"},
+			{`{"url": "http://127.0.0.1:8080/"}`, "url"},
+			{`{"url": "http://169.254.169.254/"}`, "url"},
+			{`{"url": "https://example.com/", "event_types": ["nope"]}`, "event_types"},
+			{`{"url": "https://example.com/", "format": "teams"}`, "format"},
+			{`{"url": "https://example.com/", "secret": "mine"}`, "secret"},
+		} {
+			field(t, e.do("POST", base, human.Token, c.body).problem(t, 400, "invalid_argument"), c.field)
+		}
+		if n := e.count("SELECT count(*) FROM webhooks"); n != 1 {
+			t.Fatalf("%d webhooks stored, want the one valid", n)
+		}
+		e.do("GET", base+"/"+created.ID+"/deliveries?limit=0", human.Token, nil).problem(t, 400, "invalid_argument")
+	})
+	t.Run("ErrForbidden", func(t *testing.T) {
+		e.do("POST", base, agent.Token, map[string]any{"url": "https://example.com/"}).problem(t, 403, "forbidden")
+		e.do("GET", base, agent.Token, nil).problem(t, 403, "forbidden")
+	})
+	t.Run("ErrOtherProject", func(t *testing.T) {
+		e.do("GET", "/v1/projects/beta/webhooks", human.Token, nil).problem(t, 404, "not_found")
+		e.do("GET", "/v1/projects/beta/webhooks/"+created.ID, adminToken, nil).problem(t, 404, "not_found")
+	})
+	t.Run("Notifications", func(t *testing.T) {
+		var s wire.NotificationSettings
+		e.do("GET", "/v1/projects/alpha/notifications", human.Token, nil).ok(t, 200, &s)
+		if s.AnswerLinks || s.AnswerLinkTTLSeconds != 86400 {
+			t.Fatalf("defaults %+v", s)
+		}
+		e.do("PATCH", "/v1/projects/alpha/notifications", human.Token, `{"answer_links": true, "answer_link_ttl_seconds": 3600}`).ok(t, 200, &s)
+		if !s.AnswerLinks || s.AnswerLinkTTLSeconds != 3600 {
+			t.Fatalf("after PATCH %+v", s)
+		}
+		e.do("PATCH", "/v1/projects/alpha/notifications", human.Token, `{"answer_link_ttl_seconds": 5}`).problem(t, 400, "invalid_argument")
+		e.do("PATCH", "/v1/projects/alpha/notifications", agent.Token, `{"answer_links": false}`).problem(t, 403, "forbidden")
+	})
+	t.Run("Delete", func(t *testing.T) {
+		e.do("DELETE", base+"/"+created.ID, human.Token, nil).ok(t, 204, nil)
+		e.do("DELETE", base+"/"+created.ID, human.Token, nil).problem(t, 404, "not_found")
+	})
+}

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+func init() { extraCommands = append(extraCommands, newWebhooksCmd) }
+
+func newWebhooksCmd(stdio IO) *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "webhooks",
+		Short: "Subscribe URLs to the project's events, and see their deliveries (admin or human token)",
+		Long: `Subscribe URLs to the project's events (admin or human token).
+
+Each event is delivered at least once to every enabled webhook that wants its
+type, signed as the Standard Webhooks specification says (headers webhook-id,
+webhook-timestamp and webhook-signature; the secret is printed once, at
+create). Failed deliveries are retried for a day; a webhook that fails for a
+day is disabled (enable it again once its receiver works: what waited is
+then delivered). --format slack sends Slack-compatible messages for
+attention events.`,
+	}
+	addClientFlags(cmd, &f)
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the project's webhooks (never their secrets)",
+		Args:  args(cobra.NoArgs),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
+			ws, err := s.api.ListWebhooks(ctx, s.cfg.Project)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, map[string]any{"webhooks": ws})
+			}
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "ID\tURL\tFORMAT\tEVENTS\tSTATE")
+			for _, w := range ws {
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", w.ID, clip(w.URL, 60), w.Format, eventTypes(w.EventTypes), webhookState(w))
+			}
+			return t.Flush()
+		}),
+	}
+	var (
+		types             []string
+		format, recipient string
+		description       string
+		disabled          bool
+	)
+	create := &cobra.Command{
+		Use:   "create URL [--events TYPE,...] [--format standard|slack]",
+		Short: "Subscribe URL; the signing secret is printed once",
+		Example: `  workgraph webhooks create https://ci.example.com/workgraph --events attention.opened,lease.ended
+  workgraph webhooks create https://hooks.slack.com/services/T/B/X --format slack --events attention.opened --recipient ann`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			req := client.CreateWebhookRequest{URL: a[0], EventTypes: types, Format: format, Description: description}
+			if recipient != "" {
+				req.Recipient = &recipient
+			}
+			if disabled {
+				off := false
+				req.Enabled = &off
+			}
+			w, err := s.api.CreateWebhook(ctx, s.cfg.Project, req)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, w)
+			}
+			fmt.Fprintf(s.Out, "%s\n", w.Secret)
+			fmt.Fprintf(s.Err, "created webhook %s for %s (%s, events: %s); the signing secret above is shown only once\n",
+				w.ID, w.URL, w.Format, eventTypes(w.EventTypes))
+			return nil
+		}),
+	}
+	cf := create.Flags()
+	cf.StringSliceVar(&types, "events", nil, "event types wanted, comma-separated (default: every type)")
+	cf.StringVar(&format, "format", "", "standard (Standard Webhooks JSON, the default) or slack")
+	cf.StringVar(&recipient, "recipient", "", "the person the notifications reach; answer links (if the project turned them on) are made out to them")
+	cf.StringVar(&description, "description", "", "a note for people reading the list")
+	cf.BoolVar(&disabled, "disabled", false, "create it disabled")
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: "Delete a webhook and its delivery records",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			if err := s.api.DeleteWebhook(ctx, s.cfg.Project, a[0]); err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, map[string]string{"deleted": a[0]})
+			}
+			fmt.Fprintf(s.Out, "webhook %s deleted\n", a[0])
+			return nil
+		}),
+	}
+	enable := func(on bool) *cobra.Command {
+		verb := "disable"
+		short := "Stop delivering to a webhook (its events wait until it is enabled)"
+		if on {
+			verb = "enable"
+			short = "Deliver to a webhook again, the events that waited first"
+		}
+		return &cobra.Command{
+			Use:   verb + " ID",
+			Short: short,
+			Args:  args(cobra.ExactArgs(1)),
+			RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+				w, err := s.api.UpdateWebhook(ctx, s.cfg.Project, a[0], client.UpdateWebhookRequest{Enabled: &on})
+				if err != nil {
+					return err
+				}
+				if s.json {
+					return printJSON(s.Out, w)
+				}
+				fmt.Fprintf(s.Out, "webhook %s %sd\n", w.ID, verb)
+				return nil
+			}),
+		}
+	}
+	var limit int
+	deliveries := &cobra.Command{
+		Use:   "deliveries ID",
+		Short: "A webhook's most recent deliveries: state, attempts, last status and latency",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			ds, err := s.api.ListDeliveries(ctx, s.cfg.Project, a[0], 0, limit)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, ds)
+			}
+			t := newTable(s.Out)
+			fmt.Fprintln(t, "SEQ\tEVENT\tSTATE\tATTEMPTS\tSTATUS\tLATENCY\tNEXT\tANSWER")
+			for _, d := range ds.Deliveries {
+				status, latency := "-", "-"
+				if d.StatusCode != nil {
+					status = fmt.Sprint(*d.StatusCode)
+				}
+				if d.LatencyMs != nil {
+					latency = fmt.Sprintf("%dms", *d.LatencyMs)
+				}
+				answer := deref(d.Error, deref(d.Response, "-"))
+				fmt.Fprintf(t, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Seq, d.EventType, d.State, d.Attempts, status,
+					latency, fmtTimePtr(d.NextAttemptAt), clip(strings.Join(strings.Fields(answer), " "), 50))
+			}
+			return t.Flush()
+		}),
+	}
+	deliveries.Flags().IntVar(&limit, "limit", 0, "how many (1..500; default 50)")
+	cmd.RunE = ls.RunE
+	cmd.AddCommand(ls, create, rm, enable(true), enable(false), deliveries)
+	return cmd
+}
+
+func eventTypes(ts []string) string {
+	if len(ts) == 0 {
+		return "all"
+	}
+	return strings.Join(ts, ",")
+}
+
+func webhookState(w client.Webhook) string {
+	switch {
+	case w.Enabled && w.FailingSince != nil:
+		return "failing since " + fmtTime(*w.FailingSince)
+	case w.Enabled:
+		return "enabled"
+	case w.DisabledReason != nil:
+		return "disabled (" + *w.DisabledReason + ")"
+	}
+	return "disabled"
+}

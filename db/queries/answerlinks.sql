@@ -1,0 +1,35 @@
+-- name: NotificationSettings :one
+-- A project's notification settings (the defaults when it has no row).
+SELECT coalesce(max(n.answer_links::int), 0) = 1 AS answer_links,
+       coalesce(max(n.answer_link_ttl_s), 86400)::int AS answer_link_ttl_s
+FROM notification_settings n WHERE n.project_id = @project_id;
+
+-- name: SetNotificationSettings :one
+INSERT INTO notification_settings (project_id, answer_links, answer_link_ttl_s)
+VALUES (@project_id, @answer_links, @answer_link_ttl_s)
+ON CONFLICT (project_id) DO UPDATE SET answer_links = excluded.answer_links, answer_link_ttl_s = excluded.answer_link_ttl_s
+RETURNING answer_links, answer_link_ttl_s;
+
+-- name: CreateAnswerLink :one
+-- A link for one request and one recipient, valid for ttl by the
+-- database's clock.
+INSERT INTO answer_links (project_id, attention_id, recipient, secret_hash, created_at, expires_at)
+VALUES (@project_id, @attention_id, @recipient, @secret_hash,
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @ttl_seconds::float8))
+RETURNING *;
+
+-- name: GetAnswerLink :one
+-- A link by id, with whether it may still be used now (the database's
+-- clock).
+SELECT l.*, (l.used_at IS NULL AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS usable
+FROM answer_links l
+WHERE l.project_id = @project_id AND l.id = @id;
+
+-- name: UseAnswerLink :one
+-- Spends a link: only an unused, unexpired link whose secret matches, in
+-- the statement that marks it used (no row: refused).
+UPDATE answer_links SET used_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @id AND secret_hash = @secret_hash
+  AND used_at IS NULL AND expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+RETURNING *;

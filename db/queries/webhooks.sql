@@ -1,0 +1,216 @@
+-- name: CreateWebhook :one
+-- A new webhook follows the log from the newest number taken when it is
+-- created: it is told of what happens from then on.
+INSERT INTO webhooks (project_id, url, event_types, secret, format, recipient, description, enabled, disabled_at,
+                      cursor, created_by, created_at, updated_at)
+VALUES (@project_id, @url, @event_types::text[], @secret, @format, sqlc.narg('recipient'), @description, @enabled::boolean,
+        CASE WHEN @enabled::boolean THEN NULL ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END,
+        coalesce(pg_sequence_last_value('events_seq'::regclass), 0),
+        @created_by, coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()))
+RETURNING *;
+
+-- name: GetWebhook :one
+SELECT * FROM webhooks WHERE project_id = @project_id AND id = @id;
+
+-- name: ListWebhooks :many
+SELECT * FROM webhooks WHERE project_id = @project_id ORDER BY created_at, id;
+
+-- name: UpdateWebhook :one
+-- Changes the fields given. Enabling a webhook clears what disabled it
+-- and makes its pending deliveries due at once; the cursor is kept, so
+-- nothing that happened while it was disabled is lost.
+UPDATE webhooks SET
+    url = coalesce(sqlc.narg('url'), url),
+    event_types = coalesce(sqlc.narg('event_types')::text[], event_types),
+    format = coalesce(sqlc.narg('format'), format),
+    recipient = CASE WHEN @set_recipient::boolean THEN sqlc.narg('recipient') ELSE recipient END,
+    description = coalesce(sqlc.narg('description'), description),
+    enabled = coalesce(sqlc.narg('enabled')::boolean, enabled),
+    disabled_reason = CASE WHEN sqlc.narg('enabled')::boolean IS NOT NULL THEN NULL ELSE disabled_reason END,
+    disabled_at = CASE
+        WHEN sqlc.narg('enabled')::boolean THEN NULL
+        WHEN sqlc.narg('enabled')::boolean = false AND enabled THEN coalesce(sqlc.narg('now')::timestamptz, now())
+        ELSE disabled_at END,
+    failing_since = CASE WHEN sqlc.narg('enabled')::boolean THEN NULL ELSE failing_since END,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @id
+RETURNING *;
+
+-- name: RetryPendingDeliveries :exec
+-- A re-enabled webhook's pending deliveries become due now.
+UPDATE webhook_deliveries SET next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND webhook_id = @webhook_id AND state = 'pending';
+
+-- name: DeleteWebhook :execrows
+-- A webhook and its deliveries go together.
+DELETE FROM webhooks WHERE project_id = @project_id AND id = @id;
+
+-- name: WebhooksBehind :many
+-- Enabled webhooks whose cursor is below number up_to (a horizon): the
+-- fan-out's work, over every project (a read across projects listed in
+-- db/citus_test.go; each fan-out then runs in its webhook's project).
+SELECT project_id, id FROM webhooks
+WHERE enabled AND cursor < @up_to::bigint
+ORDER BY cursor
+LIMIT @max_rows;
+
+-- name: WebhooksBehindAny :one
+-- Whether any enabled webhook's cursor is below the newest number taken:
+-- the cheap check of each idle poll, before a horizon is worth its wait.
+SELECT EXISTS (
+    SELECT 1 FROM webhooks
+    WHERE enabled AND cursor < coalesce(pg_sequence_last_value('events_seq'::regclass), 0)
+) AS behind;
+
+-- name: FanOutWebhook :one
+-- Makes the delivery rows of one webhook for the events after its cursor
+-- up to the horizon, at most max_rows of them, and moves the cursor in the
+-- same statement: to the last event taken, or to the horizon when fewer
+-- than max_rows matched (then none between is wanted). The webhook row is
+-- locked (SKIP LOCKED: another replica's fan-out of it is under way), so
+-- two replicas never fan out one webhook at once; ON CONFLICT keeps one
+-- row per (webhook, event) whatever happens.
+WITH w AS (
+    SELECT wh.project_id, wh.id, wh.cursor, wh.event_types FROM webhooks wh
+    WHERE wh.project_id = @project_id AND wh.id = @id AND wh.enabled AND wh.cursor < @up_to::bigint
+    FOR UPDATE SKIP LOCKED
+), ev AS (
+    SELECT e.seq, e.type FROM events e, w
+    WHERE e.project_id = w.project_id AND e.seq > w.cursor AND e.seq <= @up_to::bigint
+      AND (cardinality(w.event_types) = 0 OR e.type = ANY (w.event_types))
+    ORDER BY e.seq
+    LIMIT @max_rows::int
+), ins AS (
+    INSERT INTO webhook_deliveries (project_id, webhook_id, seq, event_type, next_attempt_at, created_at)
+    SELECT w.project_id, w.id, ev.seq, ev.type,
+           coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM w, ev
+    ON CONFLICT DO NOTHING
+    RETURNING seq
+)
+UPDATE webhooks wh SET cursor = CASE
+        WHEN (SELECT count(*) FROM ev) < @max_rows::int THEN @up_to::bigint
+        ELSE (SELECT max(seq) FROM ev) END
+FROM w
+WHERE wh.project_id = w.project_id AND wh.id = w.id
+RETURNING (SELECT count(*) FROM ins)::int AS created;
+
+-- name: DueDeliveryProjects :many
+-- Projects with a delivery due now (pending, its next attempt passed, not
+-- locked by a live attempt): the delivery's work, over every project (a
+-- read across projects listed in db/citus_test.go; each claim then runs in
+-- one project).
+SELECT DISTINCT d.project_id FROM webhook_deliveries d
+WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+  AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+LIMIT @max_rows;
+
+-- name: ClaimDeliveries :many
+-- Takes up to max_rows due deliveries of one project's enabled webhooks
+-- for one attempt each: locked until lock_until by the database's clock
+-- under lock_token, the attempt counted. Rows another replica is taking
+-- are skipped, not waited for.
+WITH due AS (
+    SELECT d.project_id, d.webhook_id, d.seq FROM webhook_deliveries d
+    JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id
+    WHERE d.project_id = @project_id AND d.state = 'pending' AND w.enabled
+      AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    ORDER BY d.next_attempt_at, d.seq
+    LIMIT @max_rows
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE webhook_deliveries d SET
+    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lock_seconds::float8),
+    lock_token = @lock_token::uuid,
+    attempts = d.attempts + 1
+FROM due
+WHERE d.project_id = due.project_id AND d.webhook_id = due.webhook_id AND d.seq = due.seq
+RETURNING d.project_id, d.webhook_id, d.seq, d.attempts, d.created_at;
+
+-- name: DeliveryEvent :one
+-- What one claimed delivery sends: its webhook and its event (event_seq
+-- NULL: the event is gone, removed by retention).
+SELECT w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
+       e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
+       e.attention_id, e.payload
+FROM webhooks w
+JOIN projects p ON p.id = w.project_id
+LEFT JOIN events e ON e.project_id = w.project_id AND e.seq = @seq
+WHERE w.project_id = @project_id AND w.id = @webhook_id;
+
+-- name: FinishAttempt :one
+-- Records one attempt's result, fenced by the lock it was made under (no
+-- row: the lock expired and the delivery is another attempt's now).
+-- new_state 'pending' schedules the next attempt retry_in_seconds from now,
+-- unless the delivery's event is older than retry_for_seconds: then it has
+-- failed for good. Returns the state written.
+WITH d AS (
+    UPDATE webhook_deliveries wd SET
+        state = CASE
+            WHEN @new_state::text = 'pending' AND wd.created_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+                - make_interval(secs => @retry_for_seconds::float8) THEN 'failed'
+            ELSE @new_state::text END,
+        next_attempt_at = CASE WHEN @new_state::text = 'pending'
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @retry_in_seconds::float8)
+            ELSE wd.next_attempt_at END,
+        locked_until = NULL, lock_token = NULL,
+        last_status = sqlc.narg('status')::int, last_latency_ms = @latency_ms::int,
+        last_response = sqlc.narg('response')::text, last_error = sqlc.narg('error')::text,
+        finished_at = CASE
+            WHEN @new_state::text = 'pending' AND wd.created_at > coalesce(sqlc.narg('now')::timestamptz, now())
+                - make_interval(secs => @retry_for_seconds::float8) THEN NULL
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END
+    WHERE wd.project_id = @project_id AND wd.webhook_id = @webhook_id AND wd.seq = @seq
+      AND wd.state = 'pending' AND wd.lock_token = @lock_token::uuid AND wd.attempts = @attempt
+    RETURNING wd.project_id, wd.webhook_id, wd.seq, wd.attempts, wd.state
+), a AS (
+    INSERT INTO webhook_attempts (project_id, webhook_id, seq, attempt, at, status, latency_ms, response, error)
+    SELECT d.project_id, d.webhook_id, d.seq, d.attempts, coalesce(sqlc.narg('now')::timestamptz, now()),
+           sqlc.narg('status')::int, @latency_ms::int, sqlc.narg('response')::text, sqlc.narg('error')::text
+    FROM d
+)
+SELECT d.state FROM d;
+
+-- name: WebhookSucceeded :exec
+-- A success ends the webhook's run of failures.
+UPDATE webhooks SET failing_since = NULL
+WHERE project_id = @project_id AND id = @id AND failing_since IS NOT NULL;
+
+-- name: WebhookFailed :one
+-- A failure starts the webhook's run of failures (or continues it); once
+-- the run has lasted disable_after, the webhook is disabled and says why.
+-- disabled_now: this failure disabled it.
+WITH cur AS (
+    SELECT c.project_id, c.id, c.enabled,
+           coalesce(c.failing_since, coalesce(sqlc.narg('now')::timestamptz, now())) AS since,
+           coalesce(sqlc.narg('now')::timestamptz, now()) - make_interval(secs => @disable_after_seconds::float8) AS cutoff
+    FROM webhooks c
+    WHERE c.project_id = @project_id AND c.id = @id
+    FOR UPDATE
+)
+UPDATE webhooks w SET
+    failing_since = cur.since,
+    enabled = cur.enabled AND cur.since > cur.cutoff,
+    disabled_reason = CASE WHEN cur.enabled AND cur.since <= cur.cutoff THEN @reason::text ELSE w.disabled_reason END,
+    disabled_at = CASE WHEN cur.enabled AND cur.since <= cur.cutoff
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.disabled_at END
+FROM cur
+WHERE w.project_id = cur.project_id AND w.id = cur.id
+RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now;
+
+-- name: ListDeliveries :many
+-- A webhook's most recent deliveries, newest event first.
+SELECT project_id, webhook_id, seq, event_type, state, attempts, next_attempt_at, last_status, last_latency_ms,
+       last_response, last_error, created_at, finished_at
+FROM webhook_deliveries
+WHERE project_id = @project_id AND webhook_id = @webhook_id
+  AND (sqlc.narg('before')::bigint IS NULL OR seq < sqlc.narg('before')::bigint)
+ORDER BY seq DESC
+LIMIT @max_rows;
+
+-- name: DisabledWebhooks :many
+-- A project's webhooks that delivery disabled: the notice of the web UI.
+SELECT id, url, disabled_reason, disabled_at FROM webhooks
+WHERE project_id = @project_id AND NOT enabled AND disabled_reason IS NOT NULL
+ORDER BY disabled_at DESC;

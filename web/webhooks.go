@@ -1,0 +1,189 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/webhook"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// WebhooksPage lists a project's webhooks and their state (admins and
+// humans).
+type WebhooksPage struct {
+	Layout
+	Webhooks []webhook.Webhook
+}
+
+// Render writes the page.
+func (p *WebhooksPage) Render(w http.ResponseWriter) error { return render(w, "webhooks", p) }
+
+// WebhookPage is one webhook and its recent deliveries.
+type WebhookPage struct {
+	Layout
+	Webhook    webhook.Webhook
+	Deliveries []webhook.Delivery
+	Failed     int
+}
+
+// Render writes the page.
+func (p *WebhookPage) Render(w http.ResponseWriter) error { return render(w, "webhook", p) }
+
+// AnswerPage is the page of an answer link: the question and a form to
+// answer it, for the link's recipient, without a sign-in session.
+type AnswerPage struct {
+	Layout
+	ProjectID uuid.UUID
+	Token     string
+	Link      webhook.Link
+	Request   attention.Request
+	// Refused says why the link cannot answer (empty: it can).
+	Refused string
+	// Answered: the answer was just recorded.
+	Answered bool
+	Error    string
+}
+
+// Render writes the page.
+func (p *AnswerPage) Render(w http.ResponseWriter) error { return render(w, "answer", p) }
+
+// mayManageHooks: webhooks are for admins and humans.
+func (r *req) mayManageHooks() bool {
+	return r.ui.Webhooks != nil && r.sess != nil && r.sess.Principal.Has(auth.RoleHuman)
+}
+
+// disabledHooks are the project's webhooks that delivery disabled, for
+// the notice on every page of the project (to those who may enable them
+// again). A failed read shows no notice rather than failing the page.
+func (r *req) disabledHooks() []webhook.Webhook {
+	if !r.mayManageHooks() {
+		return nil
+	}
+	ws, err := r.ui.Webhooks.Disabled(r.ctx(), r.project.ID)
+	if err != nil {
+		return nil
+	}
+	return ws
+}
+
+func (u *ui) webhooksPage(r *req) error {
+	if !r.mayManageHooks() {
+		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+	}
+	ws, err := u.Webhooks.List(r.ctx(), r.project.ID)
+	if err != nil {
+		return err
+	}
+	return r.show(&WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Webhooks: ws})
+}
+
+func (u *ui) webhookPage(r *req) error {
+	if !r.mayManageHooks() {
+		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+	}
+	id, err := uuid.Parse(r.Param("id"))
+	if err != nil {
+		return r.fail(http.StatusNotFound, "Not found", "There is no such webhook.")
+	}
+	w, err := u.Webhooks.Get(r.ctx(), r.project.ID, id)
+	if err != nil {
+		return err
+	}
+	ds, err := u.Webhooks.Deliveries(r.ctx(), r.project.ID, id, 0, 100)
+	if err != nil {
+		return err
+	}
+	p := &WebhookPage{Layout: r.base("Webhook", "webhooks"), Webhook: w, Deliveries: ds}
+	for _, d := range ds {
+		if d.State == webhook.StateFailed {
+			p.Failed++
+		}
+	}
+	return r.show(p)
+}
+
+// enableWebhook turns a webhook back on (the notice's way out): its
+// pending deliveries are tried at once, the events that waited with them.
+func (u *ui) enableWebhook(r *req) error {
+	if !r.mayManageHooks() {
+		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+	}
+	id, err := uuid.Parse(r.Param("id"))
+	if err != nil {
+		return r.fail(http.StatusNotFound, "Not found", "There is no such webhook.")
+	}
+	on := r.FormValue("enabled") != "false"
+	if _, err := u.Webhooks.Update(r.ctx(), r.project.ID, id, webhook.Change{Enabled: &on}); err != nil {
+		return err
+	}
+	msg := "Webhook disabled."
+	if on {
+		msg = "Webhook enabled: what waited is being delivered."
+	}
+	return r.redirect(r.projectURL("/webhooks/"+id.String()), msg)
+}
+
+// answerLink shows an answer link's question and form (GET), or answers
+// through it (POST). No session is needed: the link is the capability,
+// bound to its request and recipient, single-use and short-lived.
+func (u *ui) answerLink(r *req) error {
+	if u.Links == nil {
+		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
+	}
+	project, err := uuid.Parse(r.Param("project"))
+	if err != nil {
+		return r.fail(http.StatusNotFound, "Not found", "This answer link is not valid.")
+	}
+	token := r.Param("token")
+	// The page must not leak the link to other sites.
+	r.Response().Header().Set("Referrer-Policy", "no-referrer")
+	p := &AnswerPage{Layout: Layout{Title: "Answer"}, ProjectID: project, Token: token}
+	link, req, err := u.Links.Open(r.ctx(), project, token)
+	switch {
+	case errors.Is(err, webhook.ErrLinkInvalid):
+		return r.fail(http.StatusNotFound, "Not found", "This answer link is not valid.")
+	case errors.Is(err, webhook.ErrLinkUsed):
+		p.Refused = "This link was used already: the question was answered through it."
+	case errors.Is(err, webhook.ErrLinkExpired):
+		p.Refused = "This link has expired. Open the question in workgraph to answer it."
+	case err != nil:
+		return err
+	}
+	p.Link, p.Request = link, req
+	if p.Refused == "" && req.State != attention.StateOpen {
+		p.Refused = "This question was already " + string(req.State) + "."
+	}
+	if r.Request().Method != http.MethodPost || p.Refused != "" {
+		status := http.StatusOK
+		if p.Refused != "" && r.Request().Method == http.MethodPost {
+			status = http.StatusConflict
+		}
+		return r.showStatus(status, p)
+	}
+	reqID, err := uuid.Parse(r.FormValue("attention_id"))
+	if err != nil {
+		reqID = uuid.Nil
+	}
+	res, err := u.Links.Answer(r.ctx(), project, token, reqID, r.FormValue("answer"))
+	switch {
+	case err == nil:
+		p.Request, p.Answered = res, true
+		return r.show(p)
+	case errors.Is(err, webhook.ErrLinkOtherRequest):
+		return r.fail(http.StatusForbidden, "Not allowed", "This answer link is for another question.")
+	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired):
+		p.Refused = err.Error()
+		return r.showStatus(http.StatusConflict, p)
+	}
+	var we *wgerr.Error
+	if code := wgerr.CodeOf(err); errors.As(err, &we) && (code == wgerr.CodeInvalid || code == wgerr.CodeConflict) {
+		p.Error = we.Message
+		_, status := wgerr.HTTPStatus(err)
+		return r.showStatus(status, p)
+	}
+	return err
+}

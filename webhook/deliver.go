@@ -1,0 +1,574 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/buildinfo"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/startstop"
+)
+
+// Defaults of DelivererConfig.
+const (
+	DefaultPoll         = 50 * time.Millisecond
+	DefaultConcurrency  = 16
+	DefaultRetryFor     = 24 * time.Hour
+	DefaultDisableAfter = 24 * time.Hour
+	// maxBackoff caps the wait between two attempts (and a Retry-After).
+	maxBackoff = time.Hour
+	// firstBackoff is the wait after a first failed attempt; each further
+	// failure doubles it (with jitter) up to maxBackoff.
+	firstBackoff = 5 * time.Second
+	// responseBytes is how much of an answer is kept per attempt.
+	responseBytes = 1024
+	// fanOutBatch bounds the delivery rows one fan-out statement makes.
+	fanOutBatch = 500
+	// behindBatch bounds the webhooks one round fans out, and the projects
+	// whose due deliveries it takes.
+	behindBatch = 1000
+	// horizonWait bounds one round's wait for the log's horizon: a
+	// transaction that runs long anywhere in the database cluster holds
+	// the horizon back, and the round then delivers what is due (retries)
+	// and fans out next round.
+	horizonWait = 30 * time.Second
+)
+
+// ErrHorizonDelayed is a round's error when the event log's horizon did
+// not settle in time: a transaction that runs long anywhere in the
+// database cluster holds it back (see events.Horizon). The round still
+// attempted the due deliveries; the next round fans out again.
+var ErrHorizonDelayed = errors.New("webhook: the event log's horizon did not settle")
+
+// DelivererConfig tunes a Deliverer. Zero fields take the defaults.
+type DelivererConfig struct {
+	// Clock decides what "now" is for due times, locks, the day of
+	// retries and disabling (nil: the database's clock).
+	Clock clock.Clock
+	// Local is the process clock of the webhook-timestamp header and of
+	// the latency recorded (nil: the system clock).
+	Local clock.Local
+	Log   *slog.Logger
+	// AllowPrivate lets delivery reach loopback, link-local and private
+	// addresses (--webhooks-allow-private).
+	AllowPrivate bool
+	// Client sends the requests (nil: NewClient(AllowPrivate, Timeout)).
+	Client *http.Client
+	// Timeout bounds one attempt (0: RequestTimeout).
+	Timeout time.Duration
+	// Lock is how long a replica holds a delivery for one attempt, by the
+	// database's clock (0: twice Timeout plus one second). A replica that
+	// dies mid-attempt frees it when this passes; the event is then sent
+	// again with the same webhook-id.
+	Lock time.Duration
+	// Poll is how often an idle replica looks for work (0: DefaultPoll).
+	Poll time.Duration
+	// Concurrency bounds the attempts in flight on this replica (0:
+	// DefaultConcurrency).
+	Concurrency int
+	// RetryFor is how long after its event a delivery is retried (0:
+	// DefaultRetryFor); DisableAfter how long a webhook may fail without a
+	// success before it is disabled (0: DefaultDisableAfter).
+	RetryFor     time.Duration
+	DisableAfter time.Duration
+	// Backoff is the wait before the attempt after failed attempt n (1,
+	// 2, ...); nil: exponential from 5 s, doubling up to 1 h, with full
+	// jitter on the upper half.
+	Backoff func(n int) time.Duration
+	// PublicURL is the web UI's base URL for the links of a message
+	// (empty: no links).
+	PublicURL string
+	// Attention describes the request of an attention event (nil: no
+	// request in messages).
+	Attention *attention.Service
+	// Links issues answer links (nil: none).
+	Links *AnswerLinks
+}
+
+// Deliverer is the background service that delivers the event log to
+// webhooks. Any number run at once, one a replica: fan-out locks the
+// webhook row it advances, and each delivery is taken for one attempt
+// with FOR UPDATE SKIP LOCKED and a lock of the database's clock.
+type Deliverer struct {
+	base   startstop.Base
+	pool   *pgxpool.Pool
+	cfg    DelivererConfig
+	client *http.Client
+	wake   chan struct{}
+	// TestSignals are for tests: Init one before Start to wait on it.
+	TestSignals DelivererSignals
+}
+
+// DelivererSignals are the test signals of a Deliverer.
+type DelivererSignals struct {
+	// Round is sent after every round of work with what it did.
+	Round startstop.Signal[Round]
+	// Attempted is sent after every attempt with its result.
+	Attempted startstop.Signal[Attempt]
+}
+
+// Round is what one round of the loop did.
+type Round struct {
+	// FannedOut is the number of delivery rows made; Attempts the
+	// deliveries attempted.
+	FannedOut int
+	Attempts  int
+	Err       error
+}
+
+// Attempt is the result of one delivery attempt.
+type Attempt struct {
+	ProjectID uuid.UUID
+	WebhookID uuid.UUID
+	Seq       int64
+	N         int
+	// State is what the delivery became: pending (retried later),
+	// delivered or failed; "" when the lock was lost before the result
+	// could be recorded.
+	State   string
+	Status  int
+	Err     string
+	Latency time.Duration
+}
+
+// NewDeliverer returns a Deliverer on pool.
+func NewDeliverer(pool *pgxpool.Pool, cfg DelivererConfig) *Deliverer {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Database{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = RequestTimeout
+	}
+	if cfg.Lock <= 0 {
+		cfg.Lock = 2*cfg.Timeout + time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.RetryFor <= 0 {
+		cfg.RetryFor = DefaultRetryFor
+	}
+	if cfg.DisableAfter <= 0 {
+		cfg.DisableAfter = DefaultDisableAfter
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = Backoff
+	}
+	client := cfg.Client
+	if client == nil {
+		client = newClient(cfg.AllowPrivate, cfg.Timeout)
+	}
+	return &Deliverer{pool: pool, cfg: cfg, client: client, wake: make(chan struct{}, 1)}
+}
+
+// Backoff is the default wait after failed attempt n: 5 s doubled per
+// further failure, capped at an hour, drawn uniformly from its upper half
+// (jitter, so that deliveries that failed together do not retry together).
+func Backoff(n int) time.Duration {
+	d := maxBackoff
+	if n < 20 {
+		d = min(firstBackoff<<(n-1), maxBackoff)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// Start runs rounds until ctx ends or Stop: at once, then whenever woken
+// (Wake) or every Poll, and back to back while there is work.
+func (d *Deliverer) Start(ctx context.Context) {
+	d.base.Run(ctx, func(ctx context.Context) {
+		t := time.NewTicker(d.cfg.Poll)
+		defer t.Stop()
+		for ctx.Err() == nil {
+			r := d.RunOnce(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			switch {
+			case errors.Is(r.Err, ErrHorizonDelayed):
+				d.cfg.Log.Warn("webhook delivery waits for the event log", "err", r.Err)
+			case r.Err != nil:
+				d.cfg.Log.Error("webhook delivery", "err", r.Err)
+			}
+			d.TestSignals.Round.Send(r)
+			if r.Err == nil && (r.FannedOut > 0 || r.Attempts > 0) {
+				continue
+			}
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-d.wake:
+			}
+		}
+	})
+}
+
+// Stop stops the loop and waits for the attempts in flight.
+func (d *Deliverer) Stop() { d.base.Stop() }
+
+// Wake makes the loop look for work now (an event was written).
+func (d *Deliverer) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RunOnce does one round: fans out the events up to the log's horizon to
+// the webhooks behind it, then attempts the deliveries due now, and waits
+// for those attempts. Tests call it instead of waiting for the loop.
+func (d *Deliverer) RunOnce(ctx context.Context) Round {
+	var r Round
+	var fanErr, dueErr error
+	r.FannedOut, fanErr = d.fanOut(ctx)
+	r.Attempts, dueErr = d.deliverDue(ctx)
+	r.Err = errors.Join(fanErr, dueErr)
+	return r
+}
+
+// fanOut makes the delivery rows of every enabled webhook behind the
+// horizon.
+func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
+	behind, err := q.WebhooksBehindAny(ctx, d.pool)
+	if err != nil || !behind {
+		return 0, db.Translate(err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, horizonWait)
+	h, err := events.Horizon(hctx, d.pool)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return 0, fmt.Errorf("%w within %s (a long transaction in the database cluster holds it back)", ErrHorizonDelayed, horizonWait)
+		}
+		return 0, err
+	}
+	hooks, err := q.WebhooksBehind(ctx, d.pool, dbq.WebhooksBehindParams{UpTo: h, MaxRows: behindBatch})
+	if err != nil {
+		return 0, db.Translate(err)
+	}
+	total := 0
+	for _, w := range hooks {
+		// One statement: its own transaction, in the webhook's project.
+		n, err := q.FanOutWebhook(ctx, d.pool, dbq.FanOutWebhookParams{
+			ProjectID: w.ProjectID, ID: w.ID, UpTo: h, MaxRows: fanOutBatch, Now: d.cfg.Clock.Now(),
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // another replica is fanning it out, or it was disabled
+		}
+		if err != nil {
+			return total, db.Translate(err)
+		}
+		total += int(n)
+	}
+	return total, nil
+}
+
+// deliverDue takes the due deliveries project by project and attempts
+// them, at most Concurrency at once.
+func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
+	projects, err := q.DueDeliveryProjects(ctx, d.pool, dbq.DueDeliveryProjectsParams{Now: d.cfg.Clock.Now(), MaxRows: behindBatch})
+	if err != nil {
+		return 0, db.Translate(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, d.cfg.Concurrency)
+	total := 0
+	for _, p := range projects {
+		token := uuid.New()
+		claimed, err := q.ClaimDeliveries(ctx, d.pool, dbq.ClaimDeliveriesParams{
+			ProjectID: p, LockToken: token, LockSeconds: d.cfg.Lock.Seconds(),
+			MaxRows: int32(d.cfg.Concurrency), Now: d.cfg.Clock.Now(),
+		})
+		if err != nil {
+			return total, db.Translate(err)
+		}
+		for _, c := range claimed {
+			slots <- struct{}{}
+			wg.Add(1)
+			total++
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				d.attempt(ctx, c, token)
+			}()
+		}
+	}
+	return total, nil
+}
+
+// outcome is what one request came to.
+type outcome struct {
+	state      string // pending (retry), delivered, failed
+	status     *int32
+	response   *string
+	errText    *string
+	retryAfter time.Duration
+	latency    time.Duration
+	// failing: the webhook was in a run of failures when the attempt
+	// began (a success must end it).
+	failing bool
+}
+
+// attempt sends one claimed delivery and records its result under the
+// lock it was claimed with.
+func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID) {
+	o := d.send(ctx, c)
+	// Record the result even when the loop is being stopped: the request
+	// was made.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
+	defer cancel()
+	wait := d.cfg.Backoff(int(c.Attempts))
+	if o.retryAfter > wait {
+		wait = min(o.retryAfter, maxBackoff)
+	}
+	a := Attempt{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, N: int(c.Attempts), Latency: o.latency}
+	if o.status != nil {
+		a.Status = int(*o.status)
+	}
+	if o.errText != nil {
+		a.Err = *o.errText
+	}
+	now := d.cfg.Clock.Now()
+	finish := func(tx db.DBTX) error {
+		state, err := q.FinishAttempt(rctx, tx, dbq.FinishAttemptParams{
+			ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, LockToken: token, Attempt: c.Attempts,
+			NewState: o.state, RetryForSeconds: d.cfg.RetryFor.Seconds(), RetryInSeconds: wait.Seconds(),
+			Status: o.status, LatencyMs: int32(min(o.latency.Milliseconds(), 1<<31-1)), Response: o.response,
+			Error: o.errText, Now: now,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errLockLost // the lock expired and another attempt owns the row
+		}
+		a.State = state
+		return err
+	}
+	var err error
+	if o.state == StateDelivered && !o.failing {
+		// The common case: one statement, no transaction of its own.
+		err = finish(d.pool)
+	} else {
+		err = db.InTx(rctx, d.pool, func(tx pgx.Tx) error { return d.finishFailing(rctx, tx, c, o, now, finish) })
+	}
+	if errors.Is(err, errLockLost) {
+		err = nil
+	}
+	if err != nil {
+		d.cfg.Log.Error("webhook delivery: recording an attempt", "project", c.ProjectID, "webhook", c.WebhookID, "seq", c.Seq, "err", err)
+	}
+	d.TestSignals.Attempted.Send(a)
+}
+
+// errLockLost: an attempt's result came after its lock passed to another
+// attempt; it is not recorded.
+var errLockLost = errors.New("webhook: the delivery's lock was lost")
+
+// finishFailing records an attempt of a webhook in (or entering, or
+// leaving) a run of failures: the attempt, then the webhook's run, which a
+// day of failures ends by disabling it.
+func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) error {
+	if err := finish(tx); err != nil {
+		return err
+	}
+	if o.state == StateDelivered {
+		return q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
+	}
+	disabled, err := q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
+		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: ReasonFailing,
+		DisableAfterSeconds: d.cfg.DisableAfter.Seconds(),
+	})
+	if err != nil {
+		return err
+	}
+	if disabled {
+		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
+	}
+	return nil
+}
+
+// send builds and sends one delivery's request.
+func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome {
+	row, err := q.DeliveryEvent(ctx, d.pool, dbq.DeliveryEventParams{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq})
+	if err != nil {
+		return failure(StatePending, "reading the event: "+db.Translate(err).Error())
+	}
+	if row.EventSeq == nil {
+		return failure(StateFailed, "the event is no longer in the log (retention)")
+	}
+	failing := row.FailingSince != nil
+	m, err := d.message(ctx, c.ProjectID, row)
+	if err != nil {
+		o := failure(StatePending, "building the message: "+err.Error())
+		o.failing = true
+		return o
+	}
+	b, err := body(row.Format, m)
+	if err != nil {
+		return failure(StateFailed, "encoding the message: "+err.Error())
+	}
+	id := messageID(c.ProjectID, c.Seq)
+	ts := d.cfg.Local.Read().Unix()
+	sig, err := Sign(row.Secret, id, ts, b)
+	if err != nil {
+		return failure(StateFailed, err.Error())
+	}
+	rctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, row.Url, bytes.NewReader(b))
+	if err != nil {
+		return failure(StateFailed, "the webhook's URL: "+err.Error())
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "workgraph-webhooks/"+buildinfo.Get().Short())
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	h.Set("webhook-signature", sig)
+	start := d.cfg.Local.Read()
+	resp, err := d.client.Do(req)
+	latency := d.cfg.Local.Read().Sub(start)
+	if err != nil {
+		o := failure(StatePending, requestError(err))
+		if dialRefused(err) {
+			o.state = StateFailed
+		}
+		o.latency, o.failing = latency, failing
+		return o
+	}
+	defer resp.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, responseBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // keep the connection reusable
+	status := int32(resp.StatusCode)
+	o := outcome{status: &status, latency: latency, failing: failing}
+	if len(head) > 0 {
+		s := validPrefix(head)
+		o.response = &s
+	}
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		o.state = StateDelivered
+	case code == http.StatusTooManyRequests || code >= 500:
+		o.state = StatePending
+		o.retryAfter = retryAfter(resp.Header.Get("Retry-After"), d.cfg.Local.Read())
+	case code >= 300 && code < 400:
+		o.state = StateFailed
+		e := "redirect not followed (" + resp.Header.Get("Location") + ")"
+		o.errText = &e
+	default:
+		o.state = StateFailed
+	}
+	return o
+}
+
+// message is the data of one event for a webhook: the event, its links,
+// and the request of an attention event (with an answer link when the
+// project wants them and the webhook names a recipient).
+func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.DeliveryEventRow) (Message, error) {
+	m := Message{ProjectID: project, Project: row.ProjectName, Seq: *row.EventSeq, Type: *row.EventType,
+		At: *row.EventAt, Actor: *row.Actor, ItemID: row.ItemID, LeaseID: row.LeaseID, AttentionID: row.AttentionID,
+		Payload: row.Payload}
+	if len(m.Payload) == 0 {
+		m.Payload = []byte("{}")
+	}
+	m.Links = pageLinks(d.cfg.PublicURL, m)
+	if m.AttentionID == nil || d.cfg.Attention == nil {
+		return m, nil
+	}
+	r, err := d.cfg.Attention.Get(ctx, project, *m.AttentionID)
+	if err != nil {
+		return m, err
+	}
+	m.Attention = &AttentionInfo{Question: r.Question, ItemTitle: r.ItemTitle, RequestedBy: r.RequestedBy,
+		Reason: r.Reason, Blocking: r.Blocking, State: string(r.State)}
+	wantsLink := m.Type == events.AttentionOpened || m.Type == events.AttentionOverdue
+	if !wantsLink || r.State != attention.StateOpen || d.cfg.Links == nil || row.Recipient == nil || m.Links == nil {
+		return m, nil
+	}
+	settings, err := d.cfg.Links.Settings(ctx, project)
+	if err != nil || !settings.AnswerLinks {
+		return m, err
+	}
+	token, link, err := d.cfg.Links.Issue(ctx, project, r.ID, *row.Recipient, settings.AnswerLinkTTL)
+	if err != nil {
+		return m, err
+	}
+	m.Links.AnswerLink = AnswerLinkURL(d.cfg.PublicURL, project, token)
+	m.Links.AnswerLinkExpires = &link.ExpiresAt
+	return m, nil
+}
+
+// AnswerLinkURL is the web UI's address of an answer link.
+func AnswerLinkURL(base string, project uuid.UUID, token string) string {
+	return trimSlash(base) + "/answer/" + project.String() + "/" + token
+}
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func failure(state, text string) outcome {
+	return outcome{state: state, errText: &text}
+}
+
+// requestError says why a request got no answer: a timeout, a refused
+// address, or the transport's error.
+func requestError(err error) string {
+	var ne net.Error
+	switch {
+	case dialRefused(err):
+		return "refused: " + err.Error()
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout: " + err.Error()
+	}
+	return "connection: " + err.Error()
+}
+
+// retryAfter reads a Retry-After header (seconds, or an HTTP date against
+// now); 0 when absent or unreadable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// validPrefix is b as text, cut before a partial UTF-8 character at its
+// end and with invalid bytes replaced (the column is text).
+func validPrefix(b []byte) string {
+	for i := 0; i < 3 && len(b) > 0 && !utf8.Valid(b); i++ {
+		b = b[:len(b)-1]
+	}
+	return string(bytes.ToValidUTF8(bytes.ReplaceAll(b, []byte{0}, nil), []byte("\uFFFD")))
+}

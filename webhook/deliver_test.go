@@ -1,0 +1,524 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/webhook"
+)
+
+// hit is one request a receiver got.
+type hit struct {
+	id, timestamp, signature string
+	body                     []byte
+}
+
+// receiver is a webhook endpoint on loopback that records every request
+// and answers with answer(n) for its n-th request (from 1).
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	hits   []hit
+	answer func(w http.ResponseWriter, n int)
+}
+
+func newReceiver(t *testing.T, answer func(w http.ResponseWriter, n int)) *receiver {
+	t.Helper()
+	rc := &receiver{answer: answer}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.hits = append(rc.hits, hit{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"),
+			r.Header.Get("webhook-signature"), b})
+		n, answer := len(rc.hits), rc.answer
+		rc.mu.Unlock()
+		if answer != nil {
+			answer(w, n)
+		}
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// setAnswer changes how the receiver answers from its next request.
+func (rc *receiver) setAnswer(answer func(w http.ResponseWriter, n int)) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.answer = answer
+}
+
+func (rc *receiver) got() []hit {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]hit(nil), rc.hits...)
+}
+
+// ids are the distinct webhook-ids received, with how often each came.
+func (rc *receiver) ids() map[string]int {
+	out := map[string]int{}
+	for _, h := range rc.got() {
+		out[h.id]++
+	}
+	return out
+}
+
+// deliverySetup is a fresh database (delivery commits and reads the log's
+// horizon, so a rolled-back transaction cannot hold it), a project and the
+// services on it.
+type deliverySetup struct {
+	pool    *pgxpool.Pool
+	project uuid.UUID
+	hooks   *webhook.Service
+}
+
+func setupDelivery(t *testing.T) deliverySetup {
+	t.Helper()
+	pool := dbtest.New(t)
+	return deliverySetup{pool: pool, project: mustProject(t, pool), hooks: webhook.NewService(pool, nil, true)}
+}
+
+func (s deliverySetup) deliverer(cfg webhook.DelivererConfig) *webhook.Deliverer {
+	cfg.AllowPrivate = true
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(int) time.Duration { return 0 }
+	}
+	return webhook.NewDeliverer(s.pool, cfg)
+}
+
+func (s deliverySetup) webhook(t *testing.T, in webhook.New) webhook.Created {
+	t.Helper()
+	c, err := s.hooks.Create(context.Background(), s.project, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// appendEvents commits n events of the project, each in its own
+// transaction, and returns their numbers.
+func (s deliverySetup) appendEvents(t *testing.T, n int, typ string) []int64 {
+	t.Helper()
+	var out []int64
+	for i := range n {
+		item := uuid.New()
+		seq, err := events.Append(context.Background(), s.pool, events.New{Project: s.project, Type: typ,
+			Actor: "token:test", ItemID: &item, Payload: map[string]any{"i": i}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, seq)
+	}
+	return out
+}
+
+// runUntil runs rounds of d until done holds. The bound is a safety net
+// for a broken loop, not a measure of speed: it is generous because a
+// long transaction of another test binary on the same PostgreSQL server
+// holds the event log's horizon back (ErrHorizonDelayed, not a failure).
+func runUntil(t *testing.T, d *webhook.Deliverer, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatal("delivery did not get there within 3 min")
+		}
+		if r := d.RunOnce(context.Background()); r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed) {
+			t.Fatal(r.Err)
+		}
+	}
+}
+
+func (s deliverySetup) deliveries(t *testing.T, id uuid.UUID) []webhook.Delivery {
+	t.Helper()
+	ds, err := s.hooks.Deliveries(context.Background(), s.project, id, 0, webhook.MaxDeliveries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// settled reports whether the webhook has deliveries and none is pending.
+func (s deliverySetup) settled(t *testing.T, id uuid.UUID) bool {
+	ds := s.deliveries(t, id)
+	for _, d := range ds {
+		if d.State == webhook.StatePending {
+			return false
+		}
+	}
+	return len(ds) > 0
+}
+
+func TestDeliverSigned(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	c := s.webhook(t, webhook.New{URL: rc.URL + "/hook"})
+	seqs := s.appendEvents(t, 3, events.ItemCreated)
+	d := s.deliverer(webhook.DelivererConfig{})
+	runUntil(t, d, func() bool { return len(rc.ids()) == 3 })
+
+	for i, h := range rc.got() {
+		if !verify(t, c.Secret, h.id, h.timestamp, h.body, h.signature) {
+			t.Errorf("request %d (%s): the independent check refused signature %q", i, h.id, h.signature)
+		}
+		var b struct {
+			Type      string    `json:"type"`
+			Timestamp time.Time `json:"timestamp"`
+			Data      struct {
+				ProjectID uuid.UUID       `json:"project_id"`
+				Seq       int64           `json:"seq"`
+				Actor     string          `json:"actor"`
+				Payload   json.RawMessage `json:"payload"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(h.body, &b); err != nil {
+			t.Fatalf("body %s: %v", h.body, err)
+		}
+		if want := fmt.Sprintf("evt_%s_%d", s.project, b.Data.Seq); h.id != want {
+			t.Errorf("webhook-id %s, want %s", h.id, want)
+		}
+		if b.Type != events.ItemCreated || b.Data.ProjectID != s.project || b.Data.Actor != "token:test" || b.Timestamp.IsZero() {
+			t.Errorf("body %s", h.body)
+		}
+	}
+	ds := s.deliveries(t, c.ID)
+	if len(ds) != 3 {
+		t.Fatalf("%d delivery records, want one per event (3)", len(ds))
+	}
+	for i, dl := range ds {
+		if dl.Seq != seqs[2-i] || dl.State != webhook.StateDelivered || dl.Attempts != 1 ||
+			dl.LastStatus == nil || *dl.LastStatus != 200 || dl.FinishedAt == nil || dl.LastLatency == nil {
+			t.Errorf("delivery %d: %+v", i, dl)
+		}
+	}
+}
+
+func TestDeliverOnlyTypesWanted(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	c := s.webhook(t, webhook.New{URL: rc.URL, EventTypes: []string{events.LeaseGranted}})
+	s.appendEvents(t, 2, events.ItemCreated)
+	want := s.appendEvents(t, 1, events.LeaseGranted)
+	s.appendEvents(t, 2, events.ItemUpdated)
+	d := s.deliverer(webhook.DelivererConfig{})
+	runUntil(t, d, func() bool { return len(rc.ids()) == 1 })
+	// The cursor passed the unwanted events: another round sends nothing.
+	if r := d.RunOnce(context.Background()); r.Err != nil || r.FannedOut != 0 || r.Attempts != 0 {
+		t.Fatalf("a round after the wanted event: %+v", r)
+	}
+	ds := s.deliveries(t, c.ID)
+	if len(ds) != 1 || ds[0].Seq != want[0] {
+		t.Fatalf("deliveries %+v, want only the lease.granted event %d", ds, want[0])
+	}
+}
+
+func TestDeliverBacklogAfterRecovery(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	var down atomic.Bool
+	down.Store(true)
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) {
+		if down.Load() {
+			http.Error(w, "maintenance", http.StatusServiceUnavailable)
+		}
+	})
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	s.appendEvents(t, 5, events.ItemCreated)
+	d := s.deliverer(webhook.DelivererConfig{})
+	// Every event is tried (and refused) at least twice while the receiver is down.
+	runUntil(t, d, func() bool { return len(rc.got()) >= 10 && len(rc.ids()) == 5 })
+	for _, dl := range s.deliveries(t, c.ID) {
+		if dl.State != webhook.StatePending || dl.LastStatus == nil || *dl.LastStatus != 503 ||
+			dl.LastResponse == nil || !strings.Contains(*dl.LastResponse, "maintenance") {
+			t.Fatalf("while the receiver is down: %+v", dl)
+		}
+	}
+	w, _ := s.hooks.Get(context.Background(), s.project, c.ID)
+	if w.FailingSince == nil {
+		t.Fatal("a failing webhook has no failing_since")
+	}
+	down.Store(false)
+	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
+	ds := s.deliveries(t, c.ID)
+	if len(ds) != 5 {
+		t.Fatalf("%d deliveries, want 5", len(ds))
+	}
+	for _, dl := range ds {
+		if dl.Attempts < 2 || *dl.LastStatus != 200 {
+			t.Errorf("recovered delivery %+v: want delivered after at least two attempts", dl)
+		}
+	}
+	if w, _ := s.hooks.Get(context.Background(), s.project, c.ID); w.FailingSince != nil || !w.Enabled {
+		t.Fatalf("after recovery: %+v, want enabled and not failing", w)
+	}
+}
+
+func TestDeliverRetryAfter(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) {
+		w.Header().Set("Retry-After", "600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	s.appendEvents(t, 1, events.ItemCreated)
+	d := s.deliverer(webhook.DelivererConfig{})
+	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
+	ds := s.deliveries(t, c.ID)
+	if len(ds) != 1 || ds[0].State != webhook.StatePending || ds[0].NextAttemptAt == nil {
+		t.Fatalf("after a 429: %+v", ds)
+	}
+	var now time.Time
+	if err := s.pool.QueryRow(context.Background(), "SELECT now()").Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	if wait := ds[0].NextAttemptAt.Sub(now); wait < 590*time.Second {
+		t.Fatalf("next attempt in %s, want Retry-After's 600 s honoured", wait)
+	}
+	// Not due: another round does not try it.
+	if r := d.RunOnce(context.Background()); r.Attempts != 0 {
+		t.Fatalf("a round before Retry-After passed attempted %d", r.Attempts)
+	}
+}
+
+func TestDeliverClientErrorFails(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) { http.Error(w, "bad signature", http.StatusBadRequest) })
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	s.appendEvents(t, 1, events.ItemCreated)
+	d := s.deliverer(webhook.DelivererConfig{})
+	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
+	ds := s.deliveries(t, c.ID)
+	if ds[0].State != webhook.StateFailed || ds[0].Attempts != 1 || *ds[0].LastStatus != 400 {
+		t.Fatalf("after a 400: %+v, want failed after one attempt", ds[0])
+	}
+	if r := d.RunOnce(context.Background()); r.Attempts != 0 || len(rc.got()) != 1 {
+		t.Fatalf("a failed delivery was tried again")
+	}
+}
+
+func TestDeliverFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	target := newReceiver(t, nil)
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) {
+		w.Header().Set("Location", target.URL+"/elsewhere")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	})
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	s.appendEvents(t, 1, events.ItemCreated)
+	d := s.deliverer(webhook.DelivererConfig{})
+	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
+	dl := s.deliveries(t, c.ID)[0]
+	if dl.State != webhook.StateFailed || *dl.LastStatus != 307 || dl.LastError == nil || !strings.Contains(*dl.LastError, "redirect") {
+		t.Fatalf("after a redirect: %+v", dl)
+	}
+	if n := len(target.got()); n != 0 {
+		t.Fatalf("the redirect's target got %d requests, want none", n)
+	}
+}
+
+func TestDeliverRefusesPrivateAddressAtDial(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	// The webhook was accepted (say, by a name that resolved elsewhere
+	// then); the delivering replica does not allow private addresses.
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	s.appendEvents(t, 1, events.ItemCreated)
+	d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{})
+	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
+	dl := s.deliveries(t, c.ID)[0]
+	if dl.State != webhook.StateFailed || dl.LastStatus != nil || dl.LastError == nil || !strings.Contains(*dl.LastError, "refused") {
+		t.Fatalf("a delivery to loopback without the flag: %+v", dl)
+	}
+	if n := len(rc.got()); n != 0 {
+		t.Fatalf("the loopback receiver got %d requests, want none", n)
+	}
+}
+
+func TestDisabledAfterADayOfFailures(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusBadGateway) })
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	start := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewStub(start)
+	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Backoff: func(int) time.Duration { return time.Hour }})
+	s.appendEvents(t, 1, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
+
+	// Retried every hour; after 23 hours it is still enabled.
+	for h := 1; h <= 23; h++ {
+		clk.Advance(time.Hour)
+		runUntil(t, d, func() bool { return len(rc.got()) == h+1 })
+	}
+	w, err := s.hooks.Get(ctx, s.project, c.ID)
+	if err != nil || !w.Enabled || w.FailingSince == nil || !w.FailingSince.Equal(start) {
+		t.Fatalf("after 23 h of failures: %+v, %v; want enabled, failing since the first", w, err)
+	}
+	clk.Advance(time.Hour)
+	runUntil(t, d, func() bool { return len(rc.got()) == 25 })
+	w, _ = s.hooks.Get(ctx, s.project, c.ID)
+	if w.Enabled || w.DisabledReason == nil || *w.DisabledReason != webhook.ReasonFailing || w.DisabledAt == nil {
+		t.Fatalf("after a day of failures: %+v, want disabled as failing", w)
+	}
+	if dl := s.deliveries(t, c.ID)[0]; dl.State != webhook.StateFailed || dl.Attempts != 25 {
+		t.Fatalf("the day-old delivery: %+v, want failed after 25 attempts", dl)
+	}
+	dis, err := s.hooks.Disabled(ctx, s.project)
+	if err != nil || len(dis) != 1 || dis[0].ID != c.ID {
+		t.Fatalf("Disabled = %+v, %v", dis, err)
+	}
+	// A disabled webhook gets nothing, and its later events wait.
+	s.appendEvents(t, 1, events.ItemCreated)
+	clk.Advance(time.Hour)
+	if r := d.RunOnce(ctx); (r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed)) || r.Attempts != 0 || r.FannedOut != 0 {
+		t.Fatalf("a round with the webhook disabled: %+v", r)
+	}
+	// Enabled again by a person: the event that waited is delivered.
+	rc.setAnswer(nil)
+	on := true
+	if _, err := webhook.NewService(s.pool, clk, true).Update(ctx, s.project, c.ID, webhook.Change{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, d, func() bool { return len(rc.got()) == 26 })
+	if dis, _ := s.hooks.Disabled(ctx, s.project); len(dis) != 0 {
+		t.Fatalf("after enabling, Disabled = %+v", dis)
+	}
+}
+
+func TestDeliverSeveralReplicasOnce(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	const n = 60
+	s.appendEvents(t, n, events.ItemCreated)
+	var wg sync.WaitGroup
+	for range 3 {
+		d := s.deliverer(webhook.DelivererConfig{Concurrency: 4})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(3 * time.Minute)
+			for len(rc.ids()) < n && time.Now().Before(deadline) {
+				if r := d.RunOnce(context.Background()); r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed) {
+					t.Error(r.Err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ids := rc.ids()
+	if len(ids) != n {
+		t.Fatalf("%d events received, want %d", len(ids), n)
+	}
+	for id, k := range ids {
+		if k != 1 {
+			t.Errorf("%s received %d times by three replicas, want once", id, k)
+		}
+	}
+	if ds := s.deliveries(t, c.ID); len(ds) != n {
+		t.Fatalf("%d delivery records, want one per event (%d)", len(ds), n)
+	}
+}
+
+func TestDeliverAttentionAsSlack(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
+	r := mustRequest(t, s.pool, s.project, "Deploy to <prod> & tag it?")
+	// The hold wrote its attention.opened event.
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
+		Attention: attention.NewService(s.pool, nil, attention.Config{})})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Text   string `json:"text"`
+		Blocks []struct {
+			Type string `json:"type"`
+			Text *struct {
+				Text string `json:"text"`
+			} `json:"text"`
+			Elements []struct {
+				URL string `json:"url"`
+			} `json:"elements"`
+		} `json:"blocks"`
+	}
+	body := rc.got()[0].body
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Text, "Deploy to <prod> & tag it?") || !strings.Contains(m.Text, "Ship the release") {
+		t.Fatalf("text %q: want the question and the item", m.Text)
+	}
+	all := string(body)
+	for _, want := range []string{"token:lead", "Deploy to &lt;prod&gt; &amp; tag it?",
+		"https://wg.example.com/p/", "/inbox#req-" + r.ID.String(), "/items/" + r.ItemID.String()} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the Slack body lacks %q: %s", want, body)
+		}
+	}
+	if len(m.Blocks) != 3 || m.Blocks[2].Type != "actions" || len(m.Blocks[2].Elements) != 1 ||
+		!strings.HasSuffix(m.Blocks[2].Elements[0].URL, "/inbox#req-"+r.ID.String()) {
+		t.Fatalf("blocks %+v: want the asker, the question, and a button to the answer page", m.Blocks)
+	}
+}
+
+func TestDeliverAnswerLink(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	alice := "alice"
+	s.webhook(t, webhook.New{URL: rc.URL, Recipient: &alice, EventTypes: []string{events.AttentionOpened}})
+	att := attention.NewService(s.pool, nil, attention.Config{})
+	links := webhook.NewAnswerLinks(s.pool, nil, att)
+	if _, err := links.SetSettings(ctx, s.project, webhook.Settings{AnswerLinks: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRequest(t, s.pool, s.project, "Merge it?")
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "http://wg.test", Attention: att, Links: links})
+	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
+	var b struct {
+		Data webhook.Message `json:"data"`
+	}
+	if err := json.Unmarshal(rc.got()[0].body, &b); err != nil {
+		t.Fatal(err)
+	}
+	l := b.Data.Links
+	if l == nil || b.Data.Attention == nil || b.Data.Attention.Question != "Merge it?" || l.AnswerLinkExpires == nil {
+		t.Fatalf("message %+v: want the request and an answer link", b.Data)
+	}
+	prefix := "http://wg.test/answer/" + s.project.String() + "/"
+	token, ok := strings.CutPrefix(l.AnswerLink, prefix)
+	if !ok {
+		t.Fatalf("answer link %q, want it under %s", l.AnswerLink, prefix)
+	}
+	res, err := links.Answer(ctx, s.project, token, r.ID, "yes")
+	if err != nil || res.State != attention.StateResolved || *res.ResolvedBy != webhook.AnsweredBy("alice") {
+		t.Fatalf("answering through the delivered link: %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,209 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/events"
+)
+
+// Message is the data of a standard webhook body: one event of the log,
+// with links into the web UI and, for attention events, the request.
+type Message struct {
+	ProjectID   uuid.UUID       `json:"project_id"`
+	Project     string          `json:"project"`
+	Seq         int64           `json:"seq"`
+	Type        string          `json:"type"`
+	At          time.Time       `json:"at"`
+	Actor       string          `json:"actor"`
+	ItemID      *uuid.UUID      `json:"item_id,omitempty"`
+	LeaseID     *uuid.UUID      `json:"lease_id,omitempty"`
+	AttentionID *uuid.UUID      `json:"attention_id,omitempty"`
+	Payload     json.RawMessage `json:"payload"`
+	// Attention is the request of an attention event (nil for others).
+	Attention *AttentionInfo `json:"attention,omitempty"`
+	// Links open the web UI; absent without a public URL.
+	Links *Links `json:"links,omitempty"`
+}
+
+// AttentionInfo is what a person needs to know of a request to answer it.
+type AttentionInfo struct {
+	Question    string `json:"question"`
+	ItemTitle   string `json:"item_title"`
+	RequestedBy string `json:"requested_by"`
+	Reason      string `json:"reason"`
+	Blocking    bool   `json:"blocking"`
+	State       string `json:"state"`
+}
+
+// Links are the web UI's pages of an event.
+type Links struct {
+	// Item is the item's page.
+	Item string `json:"item,omitempty"`
+	// Answer opens the inbox at the request (a signed-in person answers).
+	Answer string `json:"answer,omitempty"`
+	// AnswerLink lets the webhook's recipient answer without signing in:
+	// single use, until AnswerLinkExpires (only when the project turned
+	// answer links on and the webhook names a recipient).
+	AnswerLink        string     `json:"answer_link,omitempty"`
+	AnswerLinkExpires *time.Time `json:"answer_link_expires_at,omitempty"`
+}
+
+// standardBody is the Standard Webhooks body: {type, timestamp, data}.
+type standardBody struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      Message   `json:"data"`
+}
+
+func messageID(project uuid.UUID, seq int64) string {
+	return fmt.Sprintf("evt_%s_%d", project, seq)
+}
+
+// body is the request body of m in format.
+func body(format string, m Message) ([]byte, error) {
+	var v any = standardBody{Type: m.Type, Timestamp: m.At, Data: m}
+	if format == FormatSlack {
+		v = slackBody(m)
+	}
+	// Not HTML-escaped: a body is read by programs, and a question's "<"
+	// and "&" stay readable in a receiver's log.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// links are the pages of m under the public base URL (nil without one).
+func pageLinks(base string, m Message) *Links {
+	if base == "" {
+		return nil
+	}
+	base = strings.TrimRight(base, "/")
+	p := base + "/p/" + url.PathEscape(m.Project)
+	l := &Links{}
+	if m.ItemID != nil {
+		l.Item = p + "/items/" + m.ItemID.String()
+	}
+	if m.AttentionID != nil {
+		l.Answer = p + "/inbox#req-" + m.AttentionID.String()
+	}
+	if *l == (Links{}) {
+		return nil
+	}
+	return l
+}
+
+// Slack's bounds: a section's text is at most 3000 characters.
+const slackSectionMax = 2900
+
+type slackText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type slackElement struct {
+	Type  string    `json:"type"`
+	Text  slackText `json:"text"`
+	URL   string    `json:"url,omitempty"`
+	Style string    `json:"style,omitempty"`
+}
+
+type slackBlock struct {
+	Type     string         `json:"type"`
+	Text     *slackText     `json:"text,omitempty"`
+	Elements []slackElement `json:"elements,omitempty"`
+}
+
+type slackMessage struct {
+	Text   string       `json:"text"`
+	Blocks []slackBlock `json:"blocks,omitempty"`
+}
+
+// slackEscape escapes the three characters Slack's mrkdwn reserves.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// slackVerb says what an attention event is, for a person.
+var slackVerb = map[string]string{
+	events.AttentionOpened:  "asks",
+	events.AttentionOverdue: "is still waiting for an answer (overdue)",
+	events.AttentionAnswer:  "was answered",
+	events.AttentionDismiss: "was dismissed",
+}
+
+// slackBody is a Slack incoming-webhook body: for an attention event the
+// question, the item, who asked and a link to answer; for any other event
+// one short line.
+func slackBody(m Message) slackMessage {
+	a := m.Attention
+	if a == nil {
+		line := fmt.Sprintf("[%s] %s by %s", m.Project, m.Type, m.Actor)
+		if m.Links != nil && m.Links.Item != "" {
+			line += " — " + m.Links.Item
+		}
+		return slackMessage{Text: line}
+	}
+	verb := slackVerb[m.Type]
+	if verb == "" {
+		verb = m.Type
+	}
+	item := "*" + slackEscape(a.ItemTitle) + "*"
+	if m.Links != nil && m.Links.Item != "" {
+		item = "<" + m.Links.Item + "|" + slackEscape(a.ItemTitle) + ">"
+	}
+	var head string
+	if m.Type == events.AttentionOpened || m.Type == events.AttentionOverdue {
+		head = fmt.Sprintf("`%s` %s about %s (project %s)", slackEscape(a.RequestedBy), verb, item, slackEscape(m.Project))
+	} else {
+		head = fmt.Sprintf("A question about %s %s by `%s` (project %s)", item, verb, slackEscape(m.Actor), slackEscape(m.Project))
+	}
+	msg := slackMessage{
+		Text: fmt.Sprintf("%s %s about %q: %s", a.RequestedBy, verb, a.ItemTitle, clip(a.Question, 300)),
+		Blocks: []slackBlock{
+			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: head}},
+			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: "> " +
+				strings.ReplaceAll(slackEscape(clip(a.Question, slackSectionMax)), "\n", "\n> ")}},
+		},
+	}
+	var buttons []slackElement
+	if m.Links != nil && m.Links.AnswerLink != "" {
+		buttons = append(buttons, slackElement{Type: "button", Text: slackText{Type: "plain_text", Text: "Answer"},
+			URL: m.Links.AnswerLink, Style: "primary"})
+	}
+	if m.Links != nil && m.Links.Answer != "" && a.State == "open" {
+		label := "Answer in workgraph"
+		if len(buttons) > 0 {
+			label = "Open in workgraph"
+		}
+		buttons = append(buttons, slackElement{Type: "button", Text: slackText{Type: "plain_text", Text: label},
+			URL: m.Links.Answer})
+	}
+	if len(buttons) > 0 {
+		msg.Blocks = append(msg.Blocks, slackBlock{Type: "actions", Elements: buttons})
+	}
+	return msg
+}

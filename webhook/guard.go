@@ -1,0 +1,98 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// RequestTimeout bounds one delivery attempt: connecting, sending and
+// reading the answer's first bytes.
+const RequestTimeout = 10 * time.Second
+
+// ErrRefusedAddress is why a dial was refused: the address is loopback,
+// link-local, private or otherwise not on the public internet.
+var ErrRefusedAddress = errors.New("refused address")
+
+// sharedSpace is 100.64.0.0/10 (carrier-grade NAT), which netip does not
+// count as private.
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// publicAddr reports whether a may be reached by a webhook: not loopback,
+// link-local, private, shared (CGNAT), multicast or unspecified. An IPv4
+// address mapped into IPv6 is judged as IPv4.
+func publicAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsValid() && a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() &&
+		!a.IsLinkLocalUnicast() && !sharedSpace.Contains(a)
+}
+
+// refusedHost is the reason a host that is an address literal may not be
+// reached (nil: a public address, or a name, which is judged at dial time).
+func refusedHost(host string) error {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		if host == "localhost" {
+			return fmt.Errorf("%w: localhost (start the server with --webhooks-allow-private to allow it)", ErrRefusedAddress)
+		}
+		return nil
+	}
+	if !publicAddr(a) {
+		return fmt.Errorf("%w: %s is not a public address (start the server with --webhooks-allow-private to allow it)", ErrRefusedAddress, a)
+	}
+	return nil
+}
+
+// Guard is the dialer's Control: it refuses a connection to an address
+// that is not public, after name resolution and for every address tried,
+// so a name that resolves (or rebinds) to a private address cannot reach
+// it.
+func Guard(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
+	}
+	if !publicAddr(ap.Addr()) {
+		return fmt.Errorf("%w: %s is not a public address", ErrRefusedAddress, ap.Addr())
+	}
+	return nil
+}
+
+// NewClient returns the HTTP client of delivery: no proxy from the
+// environment, no redirects followed (a 3xx answer is the attempt's
+// result), RequestTimeout per request, and unless allowPrivate, Guard on
+// every connection.
+func NewClient(allowPrivate bool) *http.Client { return newClient(allowPrivate, RequestTimeout) }
+
+func newClient(allowPrivate bool, timeout time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = Guard
+	}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+	}
+	return &http.Client{
+		Transport: tr,
+		Timeout:   timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// dialRefused reports whether err is Guard's refusal.
+func dialRefused(err error) bool {
+	return errors.Is(err, ErrRefusedAddress)
+}

@@ -1,0 +1,26 @@
+package webhook_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/webhook"
+)
+
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{
+		"127.0.0.1:80", "127.9.9.9:443", "10.1.2.3:80", "172.16.0.1:80", "192.168.1.1:80",
+		"169.254.169.254:80", "100.64.0.1:80", "0.0.0.0:80", "[::1]:80", "[fe80::1]:80",
+		"[fc00::1]:80", "[::ffff:127.0.0.1]:80", "[::ffff:10.0.0.1]:80", "224.0.0.1:80",
+	} {
+		if err := webhook.Guard("tcp", addr, nil); !errors.Is(err, webhook.ErrRefusedAddress) {
+			t.Errorf("Guard(%s) = %v, want refused", addr, err)
+		}
+	}
+	for _, addr := range []string{"8.8.8.8:443", "[2606:4700:4700::1111]:443", "93.184.216.34:80"} {
+		if err := webhook.Guard("tcp", addr, nil); err != nil {
+			t.Errorf("Guard(%s) = %v, want allowed", addr, err)
+		}
+	}
+}

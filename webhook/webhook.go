@@ -1,0 +1,332 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// The formats of a webhook's requests.
+const (
+	// FormatStandard: a Standard Webhooks JSON body {type, timestamp, data}.
+	FormatStandard = "standard"
+	// FormatSlack: a Slack-compatible incoming-webhook body (text and
+	// blocks), for a chat channel.
+	FormatSlack = "slack"
+)
+
+// Why delivery disabled a webhook (Webhook.DisabledReason).
+const ReasonFailing = "failing"
+
+// Webhook is a stored webhook, without its secret.
+type Webhook struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	URL       string
+	// EventTypes are the types wanted; empty: every type.
+	EventTypes  []string
+	Format      string
+	Recipient   *string
+	Description string
+	Enabled     bool
+	// DisabledReason is ReasonFailing when delivery disabled it after a
+	// day of failures (nil: enabled, or disabled by a person).
+	DisabledReason *string
+	DisabledAt     *time.Time
+	// FailingSince is the first failed attempt since the last success.
+	FailingSince *time.Time
+	CreatedBy    string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Created is a new webhook and its secret, shown only this once.
+type Created struct {
+	Webhook
+	Secret string
+}
+
+// New is the input of Create. Format "" is FormatStandard; Enabled nil is
+// true.
+type New struct {
+	URL         string
+	EventTypes  []string
+	Format      string
+	Recipient   *string
+	Description string
+	Enabled     *bool
+	CreatedBy   string
+}
+
+// Change is the input of Update: nil fields stay as they are.
+// Recipient is changed when SetRecipient is set (nil then clears it).
+type Change struct {
+	URL          *string
+	EventTypes   *[]string
+	Format       *string
+	SetRecipient bool
+	Recipient    *string
+	Description  *string
+	Enabled      *bool
+}
+
+// Service manages webhooks. Each method runs on its executor (a pool, or a
+// caller's transaction).
+type Service struct {
+	exec  db.Executor
+	clock clock.Clock
+	// allowPrivate accepts URLs naming loopback, link-local and private
+	// addresses (an operator's choice; tests need it).
+	allowPrivate bool
+}
+
+// NewService returns a Service on exec; a nil clk is the database's clock.
+// allowPrivate accepts webhook URLs that name private addresses (see
+// Guard).
+func NewService(exec db.Executor, clk clock.Clock, allowPrivate bool) *Service {
+	if clk == nil {
+		clk = clock.Database{}
+	}
+	return &Service{exec: exec, clock: clk, allowPrivate: allowPrivate}
+}
+
+var q = dbq.New()
+
+// Bounds of a webhook's fields.
+const (
+	maxURLBytes         = 2048
+	maxRecipientBytes   = 150
+	maxDescriptionBytes = 500
+)
+
+// Create stores a webhook with a new secret. It follows the log from now:
+// events before it was created are not sent.
+//
+// Errors: invalid_argument (url, event_types, format, recipient,
+// description).
+func (s *Service) Create(ctx context.Context, project uuid.UUID, in New) (Created, error) {
+	if in.Format == "" {
+		in.Format = FormatStandard
+	}
+	enabled := true
+	if in.Enabled != nil {
+		enabled = *in.Enabled
+	}
+	if err := s.check(in.URL, in.EventTypes, in.Format, in.Recipient, in.Description); err != nil {
+		return Created{}, err
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return Created{}, err
+	}
+	types := normTypes(in.EventTypes)
+	row, err := q.CreateWebhook(ctx, s.exec, dbq.CreateWebhookParams{
+		ProjectID: project, Url: in.URL, EventTypes: types, Secret: secret, Format: in.Format,
+		Recipient: in.Recipient, Description: in.Description, Enabled: enabled, CreatedBy: in.CreatedBy,
+		Now: s.clock.Now(),
+	})
+	if err != nil {
+		return Created{}, db.Translate(err)
+	}
+	return Created{Webhook: fromRow(row), Secret: secret}, nil
+}
+
+// Get returns one webhook.
+//
+// Errors: not_found.
+func (s *Service) Get(ctx context.Context, project, id uuid.UUID) (Webhook, error) {
+	row, err := q.GetWebhook(ctx, s.exec, dbq.GetWebhookParams{ProjectID: project, ID: id})
+	if err != nil {
+		return Webhook{}, notFoundOr(err, id)
+	}
+	return fromRow(row), nil
+}
+
+// List returns the project's webhooks, oldest first.
+func (s *Service) List(ctx context.Context, project uuid.UUID) ([]Webhook, error) {
+	rows, err := q.ListWebhooks(ctx, s.exec, project)
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	out := make([]Webhook, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r)
+	}
+	return out, nil
+}
+
+// Update changes a webhook. Enabling it (Enabled true) clears what
+// disabled it and makes its pending deliveries due at once; the events
+// that happened while it was disabled are delivered too.
+//
+// Errors: invalid_argument, not_found.
+func (s *Service) Update(ctx context.Context, project, id uuid.UUID, ch Change) (Webhook, error) {
+	var out Webhook
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		cur, err := q.GetWebhook(ctx, tx, dbq.GetWebhookParams{ProjectID: project, ID: id})
+		if err != nil {
+			return notFoundOr(err, id)
+		}
+		next := fromRow(cur)
+		if ch.URL != nil {
+			next.URL = *ch.URL
+		}
+		if ch.EventTypes != nil {
+			next.EventTypes = *ch.EventTypes
+		}
+		if ch.Format != nil {
+			next.Format = *ch.Format
+		}
+		if ch.SetRecipient {
+			next.Recipient = ch.Recipient
+		}
+		if ch.Description != nil {
+			next.Description = *ch.Description
+		}
+		if err := s.check(next.URL, next.EventTypes, next.Format, next.Recipient, next.Description); err != nil {
+			return err
+		}
+		var types []string
+		if ch.EventTypes != nil {
+			types = normTypes(*ch.EventTypes)
+		}
+		now := s.clock.Now()
+		row, err := q.UpdateWebhook(ctx, tx, dbq.UpdateWebhookParams{
+			ProjectID: project, ID: id, Url: ch.URL, EventTypes: types, Format: ch.Format,
+			SetRecipient: ch.SetRecipient, Recipient: ch.Recipient, Description: ch.Description,
+			Enabled: ch.Enabled, Now: now,
+		})
+		if err != nil {
+			return notFoundOr(err, id)
+		}
+		if ch.Enabled != nil && *ch.Enabled {
+			if err := q.RetryPendingDeliveries(ctx, tx, dbq.RetryPendingDeliveriesParams{
+				ProjectID: project, WebhookID: id, Now: now,
+			}); err != nil {
+				return err
+			}
+		}
+		out = fromRow(row)
+		return nil
+	})
+	return out, err
+}
+
+// Delete removes a webhook and its delivery records; what was not yet
+// delivered is not sent.
+//
+// Errors: not_found.
+func (s *Service) Delete(ctx context.Context, project, id uuid.UUID) error {
+	n, err := q.DeleteWebhook(ctx, s.exec, dbq.DeleteWebhookParams{ProjectID: project, ID: id})
+	if err != nil {
+		return db.Translate(err)
+	}
+	if n == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+// Disabled returns the project's webhooks that delivery disabled (the
+// notice a person sees in the web UI).
+func (s *Service) Disabled(ctx context.Context, project uuid.UUID) ([]Webhook, error) {
+	rows, err := q.DisabledWebhooks(ctx, s.exec, project)
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	out := make([]Webhook, len(rows))
+	for i, r := range rows {
+		out[i] = Webhook{ProjectID: project, ID: r.ID, URL: r.Url, DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt}
+	}
+	return out, nil
+}
+
+func (s *Service) check(rawURL string, types []string, format string, recipient *string, description string) error {
+	if err := s.checkURL(rawURL); err != nil {
+		return err
+	}
+	for _, t := range types {
+		if !events.KnownType(t) {
+			return wgerr.InvalidField("event_types", "unknown event type %q (known: %s)", t, strings.Join(events.Types, ", "))
+		}
+	}
+	if format != FormatStandard && format != FormatSlack {
+		return wgerr.InvalidField("format", "must be %q or %q", FormatStandard, FormatSlack)
+	}
+	if recipient != nil && (strings.TrimSpace(*recipient) == "" || len(*recipient) > maxRecipientBytes) {
+		return wgerr.InvalidField("recipient", "must be 1 to %d bytes", maxRecipientBytes)
+	}
+	if len(description) > maxDescriptionBytes {
+		return wgerr.InvalidField("description", "must be at most %d bytes", maxDescriptionBytes)
+	}
+	return nil
+}
+
+// checkURL accepts an absolute http or https URL without credentials whose
+// host, when it is an address, is one delivery may reach. A name is
+// checked again at every dial (Guard), whatever it resolves to then.
+func (s *Service) checkURL(raw string) error {
+	if raw == "" || len(raw) > maxURLBytes {
+		return wgerr.InvalidField("url", "must be 1 to %d bytes", maxURLBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return wgerr.InvalidField("url", "must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		return wgerr.InvalidField("url", "must not carry credentials (the signature authenticates the sender)")
+	}
+	if u.Fragment != "" {
+		return wgerr.InvalidField("url", "must not have a fragment")
+	}
+	if !s.allowPrivate {
+		if err := refusedHost(u.Hostname()); err != nil {
+			return wgerr.InvalidField("url", "%v", err)
+		}
+	}
+	return nil
+}
+
+// normTypes is types without duplicates, in the order of events.Types
+// (never nil: the column is an array).
+func normTypes(types []string) []string {
+	out := []string{}
+	for _, t := range events.Types {
+		if slices.Contains(types, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func fromRow(r dbq.Webhook) Webhook {
+	return Webhook{
+		ProjectID: r.ProjectID, ID: r.ID, URL: r.Url, EventTypes: r.EventTypes, Format: r.Format,
+		Recipient: r.Recipient, Description: r.Description, Enabled: r.Enabled,
+		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt, FailingSince: r.FailingSince,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func notFound(id uuid.UUID) error {
+	return wgerr.New(wgerr.CodeNotFound, "webhook %s not found", id)
+}
+
+func notFoundOr(err error, id uuid.UUID) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(id)
+	}
+	return db.Translate(err)
+}
