@@ -127,8 +127,10 @@ const settlePoll = 2 * time.Millisecond
 //
 // Run it on a pool or connection, not inside a REPEATABLE READ
 // transaction (its statements need snapshots of their own). It waits as
-// long as the oldest writing transaction of the database cluster runs, so
-// a long transaction in the same cluster delays readers until it ends;
+// long as the oldest writing transaction of this database that was in
+// progress when it began (transactions of the cluster's other databases
+// are not waited for: events_settled, migration 00021), so a long
+// transaction in the same database delays readers until it ends;
 // ctx bounds the wait (the error is then ctx's).
 func Horizon(ctx context.Context, conn db.DBTX) (int64, error) {
 	last, err := q.EventsLastNumber(ctx, conn)
@@ -176,6 +178,14 @@ const (
 	DefaultLimit = 100
 	MaxLimit     = 1000
 )
+
+// LimitOrDefault is the number of events a read of f returns at most.
+func (f Filter) LimitOrDefault() int {
+	if f.Limit == 0 {
+		return DefaultLimit
+	}
+	return f.Limit
+}
 
 func (f Filter) limit() (int32, error) {
 	for _, t := range f.Types {

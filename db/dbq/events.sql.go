@@ -81,10 +81,11 @@ func (q *Queries) EventsSnapshot(ctx context.Context, db DBTX) (string, error) {
 }
 
 const eventsSnapshotSettled = `-- name: EventsSnapshotSettled :one
-SELECT pg_snapshot_xmin(pg_current_snapshot()) >= pg_snapshot_xmax($1::text::pg_snapshot) AS settled
+SELECT events_settled($1::text::pg_snapshot)::boolean AS settled
 `
 
-// Whether every transaction in progress in snapshot has ended since.
+// Whether every transaction of this database in progress in snapshot has
+// ended since (events_settled, migration 00021).
 func (q *Queries) EventsSnapshotSettled(ctx context.Context, db DBTX, snapshot string) (bool, error) {
 	row := db.QueryRow(ctx, eventsSnapshotSettled, snapshot)
 	var settled bool

@@ -17,8 +17,9 @@ SELECT coalesce(pg_sequence_last_value('events_seq'::regclass), 0)::bigint AS la
 SELECT pg_current_snapshot()::text AS snapshot;
 
 -- name: EventsSnapshotSettled :one
--- Whether every transaction in progress in snapshot has ended since.
-SELECT pg_snapshot_xmin(pg_current_snapshot()) >= pg_snapshot_xmax(sqlc.arg('snapshot')::text::pg_snapshot) AS settled;
+-- Whether every transaction of this database in progress in snapshot has
+-- ended since (events_settled, migration 00021).
+SELECT events_settled(sqlc.arg('snapshot')::text::pg_snapshot)::boolean AS settled;
 
 -- name: ListEvents :many
 -- A project's events after a number, up to a horizon, oldest first;
