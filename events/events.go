@@ -120,34 +120,34 @@ const settlePoll = 2 * time.Millisecond
 
 // Horizon returns a number h such that every event numbered h or lower is
 // final: it has committed (and is visible to any later snapshot) or never
-// will. It reads the newest number taken, then a snapshot, and waits until
-// every transaction that snapshot saw in progress has ended; any event
-// numbered up to h was written by one of those (its transaction id is
-// taken before its number) or is already visible.
+// will. It reads the newest number taken, then the transactions of this
+// database that hold a transaction id, and waits until every one of them
+// has ended: any event numbered up to h was written by one of those (its
+// transaction id is taken before its number) or is already visible.
+// (events_running in migration 00021 says why this is read from the
+// locks, not from a snapshot.)
 //
-// Run it on a pool or connection, not inside a REPEATABLE READ
-// transaction (its statements need snapshots of their own). It waits as
+// Run it on a pool or connection, not inside a transaction. It waits as
 // long as the oldest writing transaction of this database that was in
-// progress when it began (transactions of the cluster's other databases
-// are not waited for: events_settled, migration 00021), so a long
-// transaction in the same database delays readers until it ends;
-// ctx bounds the wait (the error is then ctx's).
+// progress when it began (the cluster's other databases are not waited
+// for), so a long transaction in the same database delays readers until
+// it ends; ctx bounds the wait (the error is then ctx's).
 func Horizon(ctx context.Context, conn db.DBTX) (int64, error) {
 	last, err := q.EventsLastNumber(ctx, conn)
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	snap, err := q.EventsSnapshot(ctx, conn)
+	running, err := q.EventsRunning(ctx, conn)
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	for {
-		settled, err := q.EventsSnapshotSettled(ctx, conn, snap)
+	for len(running) > 0 {
+		settled, err := q.EventsSettled(ctx, conn, running)
 		if err != nil {
 			return 0, db.Translate(err)
 		}
 		if settled {
-			return last, nil
+			break
 		}
 		t := time.NewTimer(settlePoll)
 		select {
@@ -157,6 +157,7 @@ func Horizon(ctx context.Context, conn db.DBTX) (int64, error) {
 		case <-t.C:
 		}
 	}
+	return last, nil
 }
 
 // Filter selects events of a read.

@@ -49,6 +49,15 @@ func (r *Reader) Read(ctx context.Context, project *uuid.UUID, f Filter) (Page, 
 	return r.readTo(ctx, project, f, h)
 }
 
+// ReadTo is Read up to a horizon h the caller already has (the rest of
+// a full page).
+func (r *Reader) ReadTo(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {
+	if _, err := f.limit(); err != nil {
+		return Page{}, err
+	}
+	return r.readTo(ctx, project, f, h)
+}
+
 func (r *Reader) readTo(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {
 	f.UpTo = h
 	var evs []Event
@@ -62,7 +71,7 @@ func (r *Reader) readTo(ctx context.Context, project *uuid.UUID, f Filter, h int
 		return Page{}, err
 	}
 	p := Page{Events: evs, Next: max(f.After, h), Horizon: h}
-	if n, _ := f.limit(); len(evs) == int(n) {
+	if len(evs) == f.LimitOrDefault() {
 		// More may follow below the horizon: resume after the last one.
 		p.Next = evs[len(evs)-1].Seq
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/fencekey"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
@@ -66,6 +67,14 @@ func (s *Server) mount(ctx context.Context) error {
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
 
+	// One follower of the event log for every long poll and stream of
+	// this replica, web pages' included.
+	follower := events.NewFollower(s.pool, s.cfg.EventsFollowInterval, s.log)
+	follower.Start(context.Background())
+	s.stops = append(s.stops, follower.Stop)
+	s.follower = follower
+	eventsReader := events.NewReader(s.pool, follower)
+
 	// Behind a pooler, synchronous_commit cannot be a session setting: the
 	// records share the main pool and commit synchronously.
 	idemPool := s.pool
@@ -91,18 +100,20 @@ func (s *Server) mount(ctx context.Context) error {
 		RateBurst:        s.cfg.RateBurst,
 		Throttle:         throttle,
 		Metrics:          s.metrics,
+		StreamHeartbeat:  s.cfg.EventsHeartbeat,
 		Services: api.Services{
 			Graph:     graphSvc,
 			Leases:    leaseSvc,
 			Attention: attentionSvc,
 			Notifier:  notifier,
 			Fence:     signer,
+			Events:    eventsReader,
 		},
 	})
 	a.Mount(s.echo)
 
 	// The web UI at "/" (package web) and the --demo project.
-	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc); err != nil {
+	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc, eventsReader); err != nil {
 		return err
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
@@ -34,6 +35,9 @@ type Deps struct {
 	Graph     *graph.Service
 	Leases    *lease.Service
 	Attention *attention.Service
+	// Events reads the event log for the pages' live updates; nil: pages
+	// do not update by themselves.
+	Events *events.Reader
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock

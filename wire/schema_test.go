@@ -22,7 +22,7 @@ var types = map[string]any{
 	"Claim": wire.Claim{}, "HeartbeatResult": wire.Heartbeat{}, "Completion": wire.Completion{}, "LeaseItem": wire.LeaseItem{},
 	"FailResult": wire.FailResult{}, "Decomposition": wire.Decomposition{}, "AskResult": wire.AskResult{},
 	"Dependency": wire.Dependency{}, "ItemGraph": wire.ItemGraph{}, "Subgraph": wire.Subgraph{}, "Workers": wire.Workers{},
-	"PlanResult": wire.PlanResult{},
+	"PlanResult": wire.PlanResult{}, "Event": wire.Event{}, "EventPage": wire.EventPage{},
 	// request bodies
 	"CreateProjectRequest": wire.CreateProjectRequest{}, "CreateTokenRequest": wire.CreateTokenRequest{},
 	"CreateItemRequest": wire.CreateItemRequest{}, "UpdateItemRequest": wire.UpdateItemRequest{},

@@ -68,26 +68,26 @@ func (q *Queries) EventsLastNumber(ctx context.Context, db DBTX) (int64, error) 
 	return last, err
 }
 
-const eventsSnapshot = `-- name: EventsSnapshot :one
-SELECT pg_current_snapshot()::text AS snapshot
+const eventsRunning = `-- name: EventsRunning :one
+SELECT events_running()::text[] AS running
 `
 
-// The second: the snapshot taken after the number was read.
-func (q *Queries) EventsSnapshot(ctx context.Context, db DBTX) (string, error) {
-	row := db.QueryRow(ctx, eventsSnapshot)
-	var snapshot string
-	err := row.Scan(&snapshot)
-	return snapshot, err
+// The second: the transactions of this database holding an id now
+// (events_running, migration 00021).
+func (q *Queries) EventsRunning(ctx context.Context, db DBTX) ([]string, error) {
+	row := db.QueryRow(ctx, eventsRunning)
+	var running []string
+	err := row.Scan(&running)
+	return running, err
 }
 
-const eventsSnapshotSettled = `-- name: EventsSnapshotSettled :one
-SELECT events_settled($1::text::pg_snapshot)::boolean AS settled
+const eventsSettled = `-- name: EventsSettled :one
+SELECT events_settled($1::text[])::boolean AS settled
 `
 
-// Whether every transaction of this database in progress in snapshot has
-// ended since (events_settled, migration 00021).
-func (q *Queries) EventsSnapshotSettled(ctx context.Context, db DBTX, snapshot string) (bool, error) {
-	row := db.QueryRow(ctx, eventsSnapshotSettled, snapshot)
+// Whether every one of them has ended since.
+func (q *Queries) EventsSettled(ctx context.Context, db DBTX, running []string) (bool, error) {
+	row := db.QueryRow(ctx, eventsSettled, running)
 	var settled bool
 	err := row.Scan(&settled)
 	return settled, err

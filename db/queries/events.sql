@@ -12,14 +12,14 @@ RETURNING seq, at;
 -- the horizon's two statements (events.Horizon).
 SELECT coalesce(pg_sequence_last_value('events_seq'::regclass), 0)::bigint AS last;
 
--- name: EventsSnapshot :one
--- The second: the snapshot taken after the number was read.
-SELECT pg_current_snapshot()::text AS snapshot;
+-- name: EventsRunning :one
+-- The second: the transactions of this database holding an id now
+-- (events_running, migration 00021).
+SELECT events_running()::text[] AS running;
 
--- name: EventsSnapshotSettled :one
--- Whether every transaction of this database in progress in snapshot has
--- ended since (events_settled, migration 00021).
-SELECT events_settled(sqlc.arg('snapshot')::text::pg_snapshot)::boolean AS settled;
+-- name: EventsSettled :one
+-- Whether every one of them has ended since.
+SELECT events_settled(sqlc.arg('running')::text[])::boolean AS settled;
 
 -- name: ListEvents :many
 -- A project's events after a number, up to a horizon, oldest first;
