@@ -116,3 +116,9 @@ func (r *Reader) Next(ctx context.Context, project *uuid.UUID, f Filter, seen in
 	}
 	return r.readTo(ctx, project, f, h)
 }
+
+// Horizon is the current horizon (Horizon on the reader's connection):
+// where a stream that wants only events from now on begins.
+func (r *Reader) Horizon(ctx context.Context) (int64, error) {
+	return Horizon(ctx, r.conn)
+}

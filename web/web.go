@@ -97,6 +97,7 @@ func Mount(e *echo.Echo, d Deps) {
 	p := func(path string) string { return "/p/:project" + path }
 	e.GET(p(""), u.project(u.projectHome))
 	e.GET(p("/live"), u.project(u.live))
+	e.GET(p("/events/stream"), u.project(u.eventStream))
 	e.GET(p("/inbox"), u.project(u.inbox))
 	e.POST(p("/attention/:id/resolve"), u.projectAction(u.resolve))
 	e.POST(p("/attention/:id/dismiss"), u.projectAction(u.dismiss))
