@@ -7,7 +7,7 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg fuzz-short chaos chaos-short model
+.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg fuzz-short chaos chaos-short model clients
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
@@ -75,6 +75,14 @@ model:
 
 generate:
 	$(GO) tool sqlc generate
+
+# Regenerates the clients' code from api/openapi.json after a change of the
+# document (commit the result; the tests in clients/ fail until then): the
+# TypeScript types (openapi-typescript, pinned in clients/typescript; run
+# `npm ci` there first) and the Python client's spec module (clients/pyspec).
+clients:
+	cd clients/typescript && npm run --silent generate
+	$(GO) run ./clients/pyspec
 
 # Fails when the committed sqlc output differs from what the queries
 # generate, or when db/dbq holds output for a query file that is gone.

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 	"github.com/workgraph-dev/workgraph/wire"
 )
@@ -82,6 +83,7 @@ func (a *API) claim(c echo.Context) error {
 	if err != nil {
 		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
 	}
+	tag(c, telemetry.Tags{Item: cl.Item.ID, Lease: cl.Lease.ID, Epoch: cl.Lease.Epoch})
 	// The worker's next call names this lease; its holder is known now.
 	token := who.TokenID
 	a.holders.put(cl.Lease.ID, holder{project: p.ID, token: &token})

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 	"github.com/workgraph-dev/workgraph/wire"
 )
@@ -48,6 +49,9 @@ func (a *API) projectItem(c echo.Context) (graph.Project, uuid.UUID, error) {
 		return p, uuid.Nil, err
 	}
 	id, err := routeID(c, "item")
+	if err == nil {
+		tag(c, telemetry.Tags{Item: id})
+	}
 	return p, id, err
 }
 

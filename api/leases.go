@@ -16,6 +16,7 @@ import (
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 	"github.com/workgraph-dev/workgraph/wire"
 )
@@ -72,6 +73,7 @@ func (a *API) fenced(c echo.Context, body any, epoch func() *int64) (uuid.UUID, 
 		return uuid.Nil, lease.Fence{}, wgerr.New(wgerr.CodeForbidden,
 			"lease %s was granted to another token; an agent may only act on its own leases", id)
 	}
+	tag(c, telemetry.Tags{Project: project, Lease: id, Epoch: e})
 	return project, lease.Fence{LeaseID: id, Epoch: e}, nil
 }
 
@@ -113,6 +115,7 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
 	}
+	tag(c, telemetry.Tags{Item: res.Lease.ItemID})
 	ft, err := a.fenceToken(res.Lease)
 	if err != nil {
 		return err
@@ -145,6 +148,7 @@ func (a *API) complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	tag(c, telemetry.Tags{Item: res.Lease.ItemID})
 	return c.JSON(http.StatusOK, wire.Completion{Lease: leaseView(res.Lease), Item: itemView(res.Item), Replayed: res.Replayed})
 }
 
@@ -165,6 +169,7 @@ func (a *API) release(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	tag(c, telemetry.Tags{Item: l.ItemID})
 	it, err := a.svc.Graph.Item(ctx, project, l.ItemID)
 	if err != nil {
 		return err

@@ -105,6 +105,16 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 }
 
+// TestOpenAPIServedRefusesBadQuery: the public document's one 4XX (the
+// document declares 400) is a query parameter that cannot be stored, as on
+// every route.
+func TestOpenAPIServedRefusesBadQuery(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.do(http.MethodGet, "/v1/openapi.json?x=%00", "", nil)
+	field(t, r.problem(t, http.StatusBadRequest, "invalid_argument"), "x")
+}
+
 // TestOpenAPIRefsResolve fails on a $ref to a component that does not exist.
 func TestOpenAPIRefsResolve(t *testing.T) {
 	t.Parallel()

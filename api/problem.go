@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -152,6 +153,7 @@ func writeProblem(c echo.Context, log *slog.Logger, err error) {
 	}
 	p, logIt := problemFor(err)
 	id := requestID(c)
+	telemetry.Problem(c.Request().Context(), string(p.Code), p.Status)
 	if logIt {
 		log.ErrorContext(c.Request().Context(), "internal error",
 			"method", c.Request().Method, "path", c.Request().URL.Path,

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 	"github.com/workgraph-dev/workgraph/wire"
 )
@@ -31,6 +32,9 @@ func (a *API) project(c echo.Context) (graph.Project, error) {
 	p, err := a.cachedProject(c.Request().Context(), ref)
 	if errors.Is(err, wgerr.NotFound) || (err == nil && !principal(c).CanSee(p.ID)) {
 		return graph.Project{}, wgerr.New(wgerr.CodeNotFound, "project %q not found", ref)
+	}
+	if err == nil {
+		tag(c, telemetry.Tags{Project: p.ID})
 	}
 	return p, err
 }
@@ -67,7 +71,15 @@ func (a *API) resourceProject(c echo.Context, what string, projectOf func(contex
 	if err != nil {
 		return uuid.Nil, uuid.Nil, err
 	}
-	return project, id, seeProject(c, project, what, id)
+	if err := seeProject(c, project, what, id); err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	t := telemetry.Tags{Project: project}
+	if what == "lease" {
+		t.Lease = id
+	}
+	tag(c, t)
+	return project, id, nil
 }
 
 type createProjectRequest struct {

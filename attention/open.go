@@ -12,6 +12,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -50,6 +51,13 @@ func (s *Service) Open(ctx context.Context, project, itemID uuid.UUID, in NewReq
 
 func open(ctx context.Context, tx pgx.Tx, now nowArg, project, itemID uuid.UUID, in NewRequest) (Request, error) {
 	q := dbq.New()
+	if in.Source == SourcePerson {
+		// The item's state changes before the request's row (which names
+		// its actor for the events of the rest of the transaction) exists.
+		if err := events.SetActor(ctx, tx, in.RequestedBy); err != nil {
+			return Request{}, err
+		}
+	}
 	title, err := holdOrCheck(ctx, q, tx, now, project, itemID, in)
 	if err != nil {
 		return Request{}, err

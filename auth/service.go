@@ -8,11 +8,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -21,20 +21,21 @@ const DefaultProject = "default"
 
 // Service mints, verifies, lists and revokes tokens.
 type Service struct {
-	pool  *pgxpool.Pool
+	pool  db.Executor
 	clock clock.Clock
 	q     *dbq.Queries
 }
 
-// NewService returns a Service on pool; a nil clock means the database's.
-func NewService(pool *pgxpool.Pool, clk clock.Clock) *Service {
+// NewService returns a Service on exec (a pool, or a caller's transaction);
+// a nil clock means the database's.
+func NewService(pool db.Executor, clk clock.Clock) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
 	return &Service{pool: pool, clock: clk, q: dbq.New()}
 }
 
-// Create mints a token and returns it with its bearer string, which is
+// Create mints a token (event token.created, by ctx's events.ActorFrom) and returns it with its bearer string, which is
 // shown once and never stored. Every role but admin needs a project.
 //
 // A token's name is unique in its project, revoked tokens included: it is
@@ -50,8 +51,16 @@ func (s *Service) Create(ctx context.Context, projectID *uuid.UUID, name string,
 	}
 	id := uuid.New()
 	bearer := newBearer(id)
-	row, err := s.q.InsertToken(ctx, s.pool, dbq.InsertTokenParams{
-		ID: id, ProjectID: projectID, Name: name, Role: string(role), SecretHash: hashBearer(bearer),
+	var row dbq.Token
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := events.SetActor(ctx, tx, ""); err != nil {
+			return err
+		}
+		var err error
+		row, err = s.q.InsertToken(ctx, tx, dbq.InsertTokenParams{
+			ID: id, ProjectID: projectID, Name: name, Role: string(role), SecretHash: hashBearer(bearer),
+		})
+		return err
 	})
 	if err != nil {
 		err = db.Translate(err)
@@ -133,12 +142,21 @@ func (s *Service) List(ctx context.Context, projectID uuid.UUID) ([]Token, error
 	return out, nil
 }
 
-// Revoke revokes a token of the project at once. Revoking a revoked token
+// Revoke revokes a token of the project at once (event token.revoked, by
+// ctx's events.ActorFrom). Revoking a revoked token
 // changes nothing and succeeds.
 //
 // Errors: not_found (no such token in the project).
 func (s *Service) Revoke(ctx context.Context, projectID, id uuid.UUID) (Token, error) {
-	row, err := s.q.RevokeToken(ctx, s.pool, dbq.RevokeTokenParams{ID: id, ProjectID: &projectID, Now: s.clock.Now()})
+	var row dbq.Token
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := events.SetActor(ctx, tx, ""); err != nil {
+			return err
+		}
+		var err error
+		row, err = s.q.RevokeToken(ctx, tx, dbq.RevokeTokenParams{ID: id, ProjectID: &projectID, Now: s.clock.Now()})
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Token{}, wgerr.New(wgerr.CodeNotFound, "token %s not found", id)
 	}

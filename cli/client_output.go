@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
 // session is what a client command runs with: its configuration, the API
@@ -43,7 +44,10 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 			return err
 		}
 		s := &session{IO: stdio, cfg: cfg, api: api, json: f.json, cmd: cmd}
-		return explain(fn(cmd.Context(), s, args), cfg)
+		// A command run by `workgraph work` (or any tool passing W3C trace
+		// context in TRACEPARENT) sends its calls in that trace.
+		ctx := telemetry.FromEnv(cmd.Context(), os.Getenv)
+		return explain(fn(ctx, s, args), cfg)
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/mcp"
+	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
 func init() { extraCommands = append(extraCommands, newMCPCmd) }
@@ -76,10 +78,20 @@ func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
 			worker = "mcp@" + worker
 		}
 	}
+	tr, err := setupTracing(ctx, "workgraph-mcp", stdio.Err)
+	if err != nil {
+		return err
+	}
+	defer tr.shutdown()
+	var tracer trace.Tracer
+	if tr.Enabled() {
+		tracer = tr.Tracer("mcp")
+	}
 	// Logs go to stderr: on stdio, stdout carries the protocol.
 	srv, err := mcp.New(mcp.Config{
 		Client: c, Project: cfg.Project, Worker: worker, LeaseSeconds: o.leaseSeconds,
 		SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins, Version: buildinfo.Get().Short(), Logger: logger(stdio.Err),
+		Tracer: tracer, Parent: trace.SpanContextFromContext(telemetry.FromEnv(ctx, os.Getenv)),
 	})
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}

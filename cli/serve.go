@@ -31,7 +31,11 @@ one's pid. A cluster left running by a server that was killed is adopted and
 stopped on exit (or see ` + "`workgraph db status|stop`" + `).
 
 The listen address is bound before anything else, so a busy address fails
-at once.`,
+at once.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
+every request and database transaction is an OpenTelemetry span sent over
+OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rateErr != nil && !cmd.Flags().Changed("rate-limit") {
@@ -46,6 +50,16 @@ at once.`,
 			}
 			cfg.Logger = log
 			cfg.FirstStartOut = stdio.Err
+			tr, err := setupTracing(cmd.Context(), "workgraph", stdio.Err)
+			if err != nil {
+				return err
+			}
+			// After the server: the spans of its last requests are sent.
+			defer tr.shutdown()
+			cfg.Tracing = tr.Provider
+			if tr.Enabled() {
+				log.Info("tracing: sending spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)")
+			}
 			return server.Run(cmd.Context(), cfg)
 		},
 	}

@@ -57,3 +57,14 @@ func TestServeLogLevel(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want %d naming --log-level", code, errb.String(), ExitUsage)
 	}
 }
+
+// TestServeLogFormat: an unknown --log-format is refused before anything
+// starts, naming the flag.
+func TestServeLogFormat(t *testing.T) {
+	t.Parallel()
+	var out, errb strings.Builder
+	code := Main([]string{"serve", "--log-format", "xml"}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	if code != ExitUsage || !strings.Contains(errb.String(), "--log-format") {
+		t.Fatalf("exit %d, stderr %q; want %d naming --log-format", code, errb.String(), ExitUsage)
+	}
+}

@@ -8,7 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
 func init() { extraCommands = append(extraCommands, newWorkCmd) }
@@ -53,6 +58,11 @@ The command gets the item in its environment:
   WORKGRAPH_FENCE         the lease's signed fence token (send it as the Workgraph-Fence header)
   WORKGRAPH_OPERATION_PREFIX  "<item id>/": start operation ids with it (Workgraph-Operation)
   WORKGRAPH_FENCE_KEYS_URL    where destinations fetch the key that checks the token
+  TRACEPARENT, TRACESTATE     the W3C trace context of the run (pass it on to join its trace)
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set, each run is an OpenTelemetry span
+"workgraph work" (below the supervisor's own TRACEPARENT, if given), and
+its calls to the server are spans below it.
 
 While the command runs, the lease is renewed every third of its time to live.
 Exit 0 completes the item (result: the result file if written, else
@@ -77,7 +87,12 @@ claiming until nothing is ready (with --wait: forever) and exits 0.`,
 			if opt.worker == "" {
 				opt.worker = s.cfg.Worker
 			}
-			return (&supervisor{s: s, opt: opt, argv: argv}).run(ctx)
+			tr, err := setupTracing(ctx, "workgraph-work", s.Err)
+			if err != nil {
+				return err
+			}
+			defer tr.shutdown()
+			return (&supervisor{s: s, opt: opt, argv: argv, tracer: tr.Tracer("cli")}).run(ctx)
 		}),
 	}
 	addClientFlags(cmd, &f)
@@ -96,16 +111,16 @@ claiming until nothing is ready (with --wait: forever) and exits 0.`,
 
 // supervisor runs `workgraph work`.
 type supervisor struct {
-	s    *session
-	opt  workOptions
-	argv []string
+	s      *session
+	opt    workOptions
+	argv   []string
+	tracer trace.Tracer
 }
 
 func (sv *supervisor) run(ctx context.Context) error {
-	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels}
 	done := 0
 	for {
-		cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, sv.opt.wait)
+		out, err := sv.cycle(ctx)
 		switch {
 		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop && sv.opt.wait > 0:
 			continue
@@ -117,13 +132,42 @@ func (sv *supervisor) run(ctx context.Context) error {
 		case err != nil:
 			return err
 		}
-		out := sv.runOne(ctx, cl)
 		done++
 		sv.report(out)
 		if !sv.opt.loop || out.kind == outcomeInterrupted || out.kind == outcomeStopped || out.kind == outcomeSetup {
 			return out.exit()
 		}
 	}
+}
+
+// cycle claims one item and supervises the command on it: one run, traced
+// as the span "workgraph work" (a child of the supervisor's own
+// TRACEPARENT, if it was given one), whose context the claim, the
+// heartbeats, the report and the command (TRACEPARENT) carry.
+func (sv *supervisor) cycle(ctx context.Context) (outcome, error) {
+	ctx, span := sv.tracer.Start(ctx, "workgraph work", trace.WithSpanKind(trace.SpanKindInternal))
+	defer span.End()
+	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels}
+	cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, sv.opt.wait)
+	if err != nil {
+		if errors.Is(err, client.ErrNothingReady) {
+			span.SetAttributes(telemetry.AttrOutcome.String("nothing_ready"))
+		} else {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		return outcome{}, err
+	}
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrProject.String(cl.Item.ProjectID), telemetry.AttrItem.String(cl.Item.ID),
+			telemetry.AttrLease.String(cl.Lease.ID), telemetry.AttrEpoch.Int64(cl.Lease.Epoch),
+			attribute.String("workgraph.worker", sv.opt.worker))
+	}
+	out := sv.runOne(ctx, cl)
+	span.SetAttributes(telemetry.AttrOutcome.String(string(out.kind)), attribute.Int("process.exit.code", out.exitCode))
+	if out.kind == outcomeError || out.kind == outcomeSetup {
+		span.SetStatus(codes.Error, out.message)
+	}
+	return out, nil
 }
 
 func (sv *supervisor) logf(format string, args ...any) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/fence"
+	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
 // Files of an item's state directory (WORKGRAPH_STATE_DIR).
@@ -106,7 +107,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 
 	dir, err := sv.prepareState(cl)
 	if err != nil {
-		return sv.giveBack(cl, o, outcomeSetup, fmt.Errorf("preparing the state directory: %w", err))
+		return sv.giveBack(ctx, cl, o, outcomeSetup, fmt.Errorf("preparing the state directory: %w", err))
 	}
 	if !sv.opt.keepState {
 		defer os.RemoveAll(dir)
@@ -114,7 +115,9 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 
 	stdoutTail, stderrTail := newTail(tailBytes), newTail(tailBytes)
 	cmd := exec.Command(sv.argv[0], sv.argv[1:]...)
-	cmd.Env = append(os.Environ(), sv.commandEnv(cl, dir)...)
+	// The command's calls join the run's trace (TRACEPARENT), in place of
+	// any trace context the supervisor itself inherited.
+	cmd.Env = append(append(telemetry.WithoutEnv(os.Environ()), sv.commandEnv(cl, dir)...), telemetry.Env(ctx)...)
 	if f, ok := sv.s.In.(*os.File); ok {
 		cmd.Stdin = f
 	}
@@ -123,7 +126,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	cmd.WaitDelay = 2 * time.Second
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		return sv.giveBack(cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
+		return sv.giveBack(ctx, cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -152,7 +155,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 			sv.logf("a person asked this worker to stop: stopping the command")
 			sv.stopCommand(cmd, exited)
 			o.kind = outcomeStopped
-			o.message = fmt.Sprintf("stopped on request; item %s %s", cl.Item.ID, sv.release(cl, "a person asked the worker to stop"))
+			o.message = fmt.Sprintf("stopped on request; item %s %s", cl.Item.ID, sv.release(ctx, cl, "a person asked the worker to stop"))
 			return o
 		default: // lost, or a refusal other than lease_lost
 			sv.logf("%s: stopping the command", ev.detail)
@@ -171,7 +174,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 		sv.logf("interrupted: stopping the command")
 		sv.stopCommand(cmd, exited)
 		o.kind = outcomeInterrupted
-		o.message = fmt.Sprintf("interrupted; item %s %s", cl.Item.ID, sv.release(cl, "the supervisor was interrupted"))
+		o.message = fmt.Sprintf("interrupted; item %s %s", cl.Item.ID, sv.release(ctx, cl, "the supervisor was interrupted"))
 		return o
 	}
 }
@@ -266,15 +269,16 @@ func (sv *supervisor) attentionOutcome(o outcome, asked *client.AskResult) outco
 }
 
 // giveBack releases an item the command could not even start on.
-func (sv *supervisor) giveBack(cl *client.Claim, o outcome, kind outcomeKind, err error) outcome {
+func (sv *supervisor) giveBack(ctx context.Context, cl *client.Claim, o outcome, kind outcomeKind, err error) outcome {
 	o.kind, o.err = kind, err
-	o.message = fmt.Sprintf("%v; item %s %s", err, cl.Item.ID, sv.release(cl, "the supervisor could not start the command: "+err.Error()))
+	o.message = fmt.Sprintf("%v; item %s %s", err, cl.Item.ID, sv.release(ctx, cl, "the supervisor could not start the command: "+err.Error()))
 	return o
 }
 
-// release gives the item back and says how that went.
-func (sv *supervisor) release(cl *client.Claim, reason string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+// release gives the item back and says how that went (also when ctx, the
+// run's, was cancelled: the release is the last call of the run's trace).
+func (sv *supervisor) release(ctx context.Context, cl *client.Claim, reason string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	_, err := sv.s.api.Release(ctx, cl.Lease.ID, client.ReleaseRequest{Epoch: cl.Lease.Epoch, Reason: reason})
 	switch {

@@ -175,19 +175,28 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	u.Path = c.base.Path + path
 	u.RawQuery = query.Encode()
 
+	ctx, span := startCall(ctx, method, path)
+	attempts, status, err := c.retry(ctx, method, u.String(), path, body, out, &cl)
+	endCall(span, attempts, status, err)
+	return status, err
+}
+
+// retry sends a request until an attempt succeeds, fails for good, or
+// the retry budget is spent; it returns how many attempts it made.
+func (c *Client) retry(ctx context.Context, method, rawURL, path string, body []byte, out any, cl *call) (int, int, error) {
 	start := time.Now()
 	budget := c.retryFor + cl.extraTimeout
 	for attempt := 1; ; attempt++ {
-		status, retryAfter, err := c.attempt(ctx, method, u.String(), path, body, out, &cl)
+		status, retryAfter, err := c.attempt(ctx, method, rawURL, path, body, out, cl)
 		if err == nil {
-			return status, nil
+			return attempt, status, nil
 		}
 		if attempt >= c.maxAttempts || !retryable(status, err) || ctx.Err() != nil {
-			return status, err
+			return attempt, status, err
 		}
 		wait := max(backoff(attempt), retryAfter)
 		if time.Since(start)+wait > budget {
-			return status, err
+			return attempt, status, err
 		}
 		if c.notify != nil {
 			c.notify(Retry{Method: method, Path: path, Attempt: attempt, Err: err, Wait: wait})
@@ -196,7 +205,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return status, err
+			return attempt, status, err
 		case <-t.C:
 		}
 	}
@@ -239,6 +248,7 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 	if cl.idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", cl.idempotencyKey)
 	}
+	injectTrace(ctx, req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, 0, fmt.Errorf("client: %s %s: %w", method, path, err)

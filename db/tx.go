@@ -7,6 +7,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
 // DBTX is what generated queries run on: a pool, a connection or a
@@ -52,18 +55,24 @@ const maxAttempts = 5
 // and only the outermost InTx retries. An operation that spans packages
 // takes the pgx.Tx that InTx hands it, so it commits or rolls back as one.
 func InTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
-	attempts := maxAttempts
 	if _, nested := b.(pgx.Tx); nested {
-		attempts = 1
+		return Translate(runTx(ctx, b, fn))
 	}
+	ctx, span := startSpan(ctx, spanTx)
 	var err error
-	for attempt := 0; attempt < attempts; attempt++ {
+	attempt := 1
+	for ; ; attempt++ {
 		err = runTx(ctx, b, fn)
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil || attempt == maxAttempts {
 			break
 		}
 	}
-	return Translate(err)
+	if attempt > 1 {
+		telemetry.Set(ctx, attribute.Int("workgraph.tx.attempts", attempt))
+	}
+	err = Translate(err)
+	endSpan(ctx, span, err)
+	return err
 }
 
 // Atomic runs fn, one statement or a few that need no transaction of
@@ -75,7 +84,10 @@ func Atomic(ctx context.Context, e Executor, fn func(q DBTX) error) error {
 	if _, nested := e.(pgx.Tx); nested {
 		return InTx(ctx, e, func(tx pgx.Tx) error { return fn(tx) })
 	}
-	return Translate(fn(e))
+	sctx, span := startSpan(ctx, spanAtomic)
+	err := Translate(fn(e))
+	endSpan(sctx, span, err)
+	return err
 }
 
 // Join runs fn as a step of a caller's transaction when b is one (a
@@ -103,6 +115,13 @@ func InReadTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
 	if tx, nested := b.(pgx.Tx); nested {
 		return Translate(fn(tx))
 	}
+	ctx, span := startSpan(ctx, spanReadTx)
+	err := readTx(ctx, b, fn)
+	endSpan(ctx, span, err)
+	return err
+}
+
+func readTx(ctx context.Context, b Beginner, fn func(tx pgx.Tx) error) error {
 	var tx pgx.Tx
 	var err error
 	if p, ok := b.(interface {

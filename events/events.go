@@ -121,32 +121,31 @@ const settlePoll = 2 * time.Millisecond
 // Horizon returns a number h such that every event numbered h or lower is
 // final: it has committed (and is visible to any later snapshot) or never
 // will. It reads the newest number taken, then the transactions of this
-// database that hold a transaction id, and waits until every one of them
-// has ended: any event numbered up to h was written by one of those (its
-// transaction id is taken before its number) or is already visible.
-// (events_running in migration 00021 says why this is read from the
-// locks, not from a snapshot.)
+// database that are writing to the log (they hold the lock an insert into
+// events takes before its trigger takes a number), and waits until those
+// have ended: any event numbered up to h was written by one of them or is
+// already visible. Transactions that write no event, and other databases
+// of the cluster, never hold it back.
 //
-// Run it on a pool or connection, not inside a transaction. It waits as
-// long as the oldest writing transaction of this database that was in
-// progress when it began (the cluster's other databases are not waited
-// for), so a long transaction in the same database delays readers until
-// it ends; ctx bounds the wait (the error is then ctx's).
+// Run it on a pool or connection, not inside a transaction that wrote
+// events itself. It waits as long as the longest transaction writing events
+// at the time runs (workgraph's own are short; a large plan import is the
+// longest); ctx bounds the wait (the error is then ctx's).
 func Horizon(ctx context.Context, conn db.DBTX) (int64, error) {
 	last, err := q.EventsLastNumber(ctx, conn)
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	running, err := q.EventsRunning(ctx, conn)
+	writers, err := q.EventsWriters(ctx, conn)
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	for len(running) > 0 {
-		settled, err := q.EventsSettled(ctx, conn, running)
+	for len(writers) > 0 {
+		running, err := q.EventsWritersRunning(ctx, conn, writers)
 		if err != nil {
 			return 0, db.Translate(err)
 		}
-		if settled {
+		if !running {
 			break
 		}
 		t := time.NewTimer(settlePoll)

@@ -207,3 +207,28 @@ func TestHorizonIgnoresOtherDatabases(t *testing.T) {
 		t.Fatalf("Horizon with another database's transaction open = %d, %v, want >= %d", h, err, n)
 	}
 }
+
+// TestHorizonIgnoresOtherWriters: a transaction that writes no event (here
+// a project row) does not hold the horizon back, however long it runs.
+func TestHorizonIgnoresOtherWriters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	p := project(t, pool)
+	other, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(ctx)
+	project(t, other) // holds a transaction id until the end of the test
+	n, err := events.Append(ctx, pool, events.New{Project: p, Type: events.ItemCreated, Actor: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	h, err := events.Horizon(bounded, pool)
+	if err != nil || h < n {
+		t.Fatalf("Horizon with an unrelated transaction in progress = %d, %v, want >= %d", h, err, n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -43,6 +44,9 @@ func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason 
 		}
 		if root.Status != string(StatusOpen) {
 			return conflictf("item %s is already %s", id, root.Status)
+		}
+		if err := events.SetActor(ctx, tx, by); err != nil {
+			return err
 		}
 		ids, err := lockOpenSubtree(ctx, tx, project, id)
 		if err != nil {

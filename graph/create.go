@@ -9,6 +9,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -109,6 +110,9 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 			return err
 		}
 		if in.ParentID != nil {
+			if err := events.SetActor(ctx, tx, in.CreatedBy); err != nil {
+				return err
+			}
 			if err := dbq.New().AddOpenChildren(ctx, tx, dbq.AddOpenChildrenParams{Delta: 1, Now: now, ProjectID: project, ID: *in.ParentID}); err != nil {
 				return err
 			}

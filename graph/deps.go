@@ -8,6 +8,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -76,6 +77,9 @@ func (s *Service) AddDependency(ctx context.Context, project, itemID, dependsOn 
 		if pre[0].Status != string(StatusOpen) {
 			return nil
 		}
+		if err := events.SetActor(ctx, tx, by); err != nil {
+			return err
+		}
 		return q.AddUnmetDependencies(ctx, tx, dbq.AddUnmetDependenciesParams{Delta: 1, Now: now, ProjectID: project, ID: itemID})
 	})
 }
@@ -106,6 +110,9 @@ func (s *Service) RemoveDependency(ctx context.Context, project, itemID, depends
 		}
 		if pre[0].Status != string(StatusOpen) {
 			return nil
+		}
+		if err := events.SetActor(ctx, tx, ""); err != nil {
+			return err
 		}
 		return q.AddUnmetDependencies(ctx, tx, dbq.AddUnmetDependenciesParams{Delta: -1, Now: now, ProjectID: project, ID: itemID})
 	})

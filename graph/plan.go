@@ -12,6 +12,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -64,10 +65,18 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 		if dryRun {
 			return errDryRun
 		}
+		if err := events.SetActor(ctx, tx, by); err != nil {
+			return err
+		}
 		if err := insertRows(ctx, tx, now, project, by, p.newRows(), p.edges); err != nil {
 			return err
 		}
-		return p.addChildrenToExisting(ctx, tx, now, project)
+		if err := p.addChildrenToExisting(ctx, tx, now, project); err != nil {
+			return err
+		}
+		_, err := events.Append(ctx, tx, events.New{Project: project, Type: events.PlanImported, At: now, Actor: by,
+			Payload: map[string]any{"created": len(res.Items), "existing": len(res.Existing)}})
+		return err
 	})
 	if errors.Is(err, errDryRun) {
 		err = nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -80,9 +81,46 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 			if err := q.UpdateItemFields(ctx, tx, args); err != nil {
 				return err
 			}
+			if _, err := events.Append(ctx, tx, events.New{Project: project, Type: events.ItemUpdated, At: args.Now,
+				Actor: events.ActorFrom(ctx), ItemID: &id, Payload: updatedPayload(p, args, cur.Version+1)}); err != nil {
+				return err
+			}
 		}
 		out, err = getItem(ctx, tx, args.Now, project, id)
 		return err
 	})
 	return out, err
+}
+
+// updatedPayload is the item.updated event's payload: the version the edit
+// made, the names of the fields it set and the new values of the small
+// ones as stored (title, priority, labels, on_expiry; body and metadata
+// are named only).
+func updatedPayload(p ItemPatch, args dbq.UpdateItemFieldsParams, version int32) map[string]any {
+	out := map[string]any{"version": version}
+	var fields []string
+	if p.Title != nil {
+		fields = append(fields, "title")
+		out["title"] = *args.Title
+	}
+	if p.Body != nil {
+		fields = append(fields, "body")
+	}
+	if p.Priority != nil {
+		fields = append(fields, "priority")
+		out["priority"] = *p.Priority
+	}
+	if p.Labels != nil {
+		fields = append(fields, "labels")
+		out["labels"] = args.Labels
+	}
+	if p.Metadata != nil {
+		fields = append(fields, "metadata")
+	}
+	if p.OnExpiry != nil {
+		fields = append(fields, "on_expiry")
+		out["on_expiry"] = *p.OnExpiry
+	}
+	out["fields"] = fields
+	return out
 }

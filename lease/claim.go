@@ -15,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -77,6 +78,8 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 			}
 		}
 		out = Claim{Lease: fromRow(row.Lease, 0), Item: item, Attention: hist}
+		// A traced claim's request and transaction spans name what it got.
+		telemetry.Tag(ctx, telemetry.Tags{Item: item.ID, Lease: out.Lease.ID, Epoch: out.Lease.Epoch})
 		return nil
 	})
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package logs owns the server's log lines: their format (text or JSON,
 // --log-format) and the request id a request's context carries, which every
 // line logged with that context names (request_id), whichever package logs
-// it.
+// it; a traced request's lines also name its trace and span (trace_id,
+// span_id).
 package logs
 
 import (
@@ -12,6 +13,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Formats of New.
@@ -85,13 +88,24 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-// requestIDs adds request_id to records whose context names one.
+// requestIDs adds request_id to records whose context names one, and
+// trace_id and span_id to those whose context carries a recording span (a
+// traced request: its lines and its spans find each other).
 type requestIDs struct{ slog.Handler }
 
 func (h requestIDs) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
-		r = r.Clone()
+	id := RequestID(ctx)
+	span := trace.SpanFromContext(ctx)
+	if id == "" && !span.IsRecording() {
+		return h.Handler.Handle(ctx, r)
+	}
+	r = r.Clone()
+	if id != "" {
 		r.AddAttrs(slog.String("request_id", id))
+	}
+	if span.IsRecording() {
+		sc := span.SpanContext()
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/workgraph-dev/workgraph/logs"
 )
 
@@ -39,6 +41,25 @@ func TestNew(t *testing.T) {
 		}
 		if _, ok := out["request_id"]; ok {
 			t.Errorf("line outside a request has a request id: %v", out)
+		}
+	})
+	t.Run("TracedRequestNamesTrace", func(t *testing.T) {
+		t.Parallel()
+		var b bytes.Buffer
+		log, err := logs.New(&b, logs.FormatJSON, slog.LevelInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, span := sdktrace.NewTracerProvider().Tracer("test").Start(context.Background(), "request")
+		defer span.End()
+		log.InfoContext(logs.WithRequestID(ctx, "req-8"), "traced")
+		var line map[string]any
+		if err := json.Unmarshal(b.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		sc := span.SpanContext()
+		if line["request_id"] != "req-8" || line["trace_id"] != sc.TraceID().String() || line["span_id"] != sc.SpanID().String() {
+			t.Errorf("traced line %v: want request_id req-8, trace_id %s, span_id %s", line, sc.TraceID(), sc.SpanID())
 		}
 	})
 	t.Run("Text", func(t *testing.T) {

@@ -36,9 +36,20 @@ var projectSeq atomic.Int64
 // setup starts a workgraph server on a fresh database.
 func setup(t *testing.T) *env {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with the server's config adjusted by tune (when not
+// nil) first.
+func setupWith(t *testing.T, tune func(*server.Config)) *env {
+	t.Helper()
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{DatabaseURL: dbtest.URL(t), Addr: "127.0.0.1:0", BootstrapToken: bootstrapToken,
-		Logger: slog.New(slog.DiscardHandler)})
+	cfg := server.Config{DatabaseURL: dbtest.URL(t), Addr: "127.0.0.1:0", BootstrapToken: bootstrapToken,
+		Logger: slog.New(slog.DiscardHandler)}
+	if tune != nil {
+		tune(&cfg)
+	}
+	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("server.Start: %v", err)
 	}

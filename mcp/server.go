@@ -14,6 +14,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workgraph-dev/workgraph/client"
 )
@@ -42,6 +43,12 @@ type Config struct {
 	// Version is reported to MCP clients.
 	Version string
 	Logger  *slog.Logger
+	// Tracer, when set, makes a span of every tool call; Parent, when
+	// valid, is the parent of the calls whose request names none (the
+	// TRACEPARENT the process was started with). The calls the tools make
+	// to workgraph carry the call's trace context either way.
+	Tracer trace.Tracer
+	Parent trace.SpanContext
 }
 
 // instructions are sent to the client at initialization.

@@ -95,10 +95,13 @@ func add[In any](s *Server, m *sdk.Server, name, description string, h func(cont
 	sdk.AddTool(m, &sdk.Tool{Name: name, Description: description},
 		func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
 			sess := s.session(req.Session)
+			ctx, span := s.traceCall(ctx, req, name)
 			res, err := h(ctx, sess, in)
 			if err != nil {
+				endCall(span, true, err.Error())
 				return toolError(err), nil, nil
 			}
+			endCall(span, false, "")
 			if warning := sess.lostWarning(); warning != "" {
 				res.Content = append([]sdk.Content{&sdk.TextContent{Text: warning}}, res.Content...)
 			}

@@ -19,7 +19,7 @@ import (
 
 // call sends an admin request with a JSON body and decodes the answer
 // into out (when not nil), failing unless the status is want.
-func call(t *testing.T, srv *server.Server, method, path string, body any, want int, out any) {
+func call(t testing.TB, srv *server.Server, method, path string, body any, want int, out any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {

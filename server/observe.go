@@ -13,12 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workgraph-dev/workgraph/api"
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
+	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
 // sideServer is a listener of its own beside the main one: /metrics on
@@ -91,14 +93,29 @@ func (s *Server) metricsHandler() http.Handler {
 // request is logged with), and counts it by its route pattern, method and
 // status. An error is answered here (by the error handlers) so that its
 // status is the one counted.
+//
+// With tracing on (Config.Tracing), each request is also a server span
+// named by its method and route template, a child of the caller's W3C
+// traceparent when it sent one; its context carries the span to the
+// handlers (which tag it with the project, item, lease and epoch) and to
+// the database transactions below them.
 func (s *Server) instrument(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		id := logs.AcceptRequestID(c.Request().Header.Get(api.RequestIDHeader))
-		c.SetRequest(c.Request().WithContext(logs.WithRequestID(c.Request().Context(), id)))
+		req := c.Request()
+		id := logs.AcceptRequestID(req.Header.Get(api.RequestIDHeader))
+		ctx := logs.WithRequestID(req.Context(), id)
+		var span trace.Span
+		if s.tracer != nil {
+			ctx, span = telemetry.StartRequest(ctx, s.tracer, req.Header, req.Method, c.Path(), id)
+		}
+		c.SetRequest(req.WithContext(ctx))
 		c.Response().Header().Set(api.RequestIDHeader, id)
 		if err := next(c); err != nil {
 			c.Error(err)
+		}
+		if span != nil {
+			telemetry.EndRequest(span, c.Response().Status)
 		}
 		route := c.Path()
 		if route == "" {

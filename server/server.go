@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/clock"
@@ -23,6 +24,7 @@ import (
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
+	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
 // Config is everything the server needs to start.
@@ -114,6 +116,10 @@ type Config struct {
 	// loopback address of its own, e.g. "127.0.0.1:6060" (any other address
 	// is refused).
 	PprofAddr string
+	// Tracing, when enabled, makes a span of every request and of every
+	// database transaction below it (see package telemetry). The caller
+	// owns it (and shuts it down after the server); nil: no spans.
+	Tracing *telemetry.Provider
 	// Demo loads the sample project "demo" at start unless it exists (see
 	// package demo).
 	Demo bool
@@ -156,6 +162,8 @@ type Server struct {
 	side      []*sideServer
 	registry  *prometheus.Registry
 	metrics   *metrics.Metrics
+	// tracer starts the spans of requests; nil when tracing is off.
+	tracer trace.Tracer
 	// stopRequests cancels the context of every request: Shutdown calls it
 	// when its grace period ends, so a request still running (a long query,
 	// a drawing) stops instead of holding the exit.
@@ -183,6 +191,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// Lines logged with a request's context name its request id.
 	cfg.Logger = logs.WithRequestIDs(cfg.Logger)
 	s := &Server{cfg: cfg, log: cfg.Logger, done: make(chan error, 1)}
+	if cfg.Tracing.Enabled() {
+		s.tracer = cfg.Tracing.Tracer("server")
+	}
 	// Bind first: a busy address is refused before the database is
 	// started or migrated, and the bound listener is the one served.
 	ln, err := net.Listen("tcp", cfg.Addr)

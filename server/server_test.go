@@ -28,7 +28,7 @@ const adminToken = "server-test-bootstrap-admin-token"
 
 // start boots the real server on port 0 against a fresh database; tune
 // adjusts the config first.
-func start(t *testing.T, tune ...func(*server.Config)) *server.Server {
+func start(t testing.TB, tune ...func(*server.Config)) *server.Server {
 	t.Helper()
 	cfg := server.Config{
 		DatabaseURL:    dbtest.URL(t),

@@ -68,14 +68,25 @@ type env struct {
 // project "e2e" with an agent and a human token.
 func setup(t *testing.T) *env {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with the server's config adjusted by tune (when not
+// nil) first.
+func setupWith(t *testing.T, tune func(*server.Config)) *env {
+	t.Helper()
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{
+	cfg := server.Config{
 		DatabaseURL:    dbtest.URL(t),
 		Addr:           "127.0.0.1:0",
 		BootstrapToken: adminToken,
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RateLimit:      -1,
-	})
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("server.Start: %v", err)
 	}

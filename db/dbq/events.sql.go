@@ -55,6 +55,42 @@ func (q *Queries) AppendEvent(ctx context.Context, db DBTX, arg AppendEventParam
 	return i, err
 }
 
+const deleteOldEvents = `-- name: DeleteOldEvents :execrows
+DELETE FROM events d
+WHERE d.project_id = $1::uuid
+  AND d.seq IN (SELECT e.seq FROM events e
+              WHERE e.project_id = $1::uuid AND e.at < $2::timestamptz
+              ORDER BY e.seq
+              LIMIT $3)
+`
+
+type DeleteOldEventsParams struct {
+	ProjectID uuid.UUID
+	Before    time.Time
+	MaxRows   int32
+}
+
+// Retention: deletes up to @max_rows of a project's events older than
+// @before. The caller's transaction has set workgraph.events_retention
+// (EnableEventDeletion); the table refuses anything younger than a day.
+func (q *Queries) DeleteOldEvents(ctx context.Context, db DBTX, arg DeleteOldEventsParams) (int64, error) {
+	result, err := db.Exec(ctx, deleteOldEvents, arg.ProjectID, arg.Before, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const enableEventDeletion = `-- name: EnableEventDeletion :exec
+SELECT set_config('workgraph.events_retention', 'on', true)
+`
+
+// Lets the retention service's transaction delete old events (00015).
+func (q *Queries) EnableEventDeletion(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, enableEventDeletion)
+	return err
+}
+
 const eventsLastNumber = `-- name: EventsLastNumber :one
 SELECT coalesce(pg_sequence_last_value('events_seq'::regclass), 0)::bigint AS last
 `
@@ -68,29 +104,42 @@ func (q *Queries) EventsLastNumber(ctx context.Context, db DBTX) (int64, error) 
 	return last, err
 }
 
-const eventsRunning = `-- name: EventsRunning :one
-SELECT events_running()::text[] AS running
+const eventsWriters = `-- name: EventsWriters :one
+SELECT coalesce(array_agg(l.virtualtransaction), '{}')::text[] AS writers
+FROM pg_catalog.pg_locks l
+WHERE l.locktype = 'relation' AND l.granted
+  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+  AND l.relation = 'events'::regclass
+  AND l.mode = 'RowExclusiveLock'
+  AND l.pid <> pg_backend_pid()
 `
 
-// The second: the transactions of this database holding an id now
-// (events_running, migration 00021).
-func (q *Queries) EventsRunning(ctx context.Context, db DBTX) ([]string, error) {
-	row := db.QueryRow(ctx, eventsRunning)
-	var running []string
-	err := row.Scan(&running)
-	return running, err
+// The second: the transactions of this database that hold the lock an
+// insert into events takes (before the trigger takes its number), by
+// virtual transaction id; a transaction that took a number up to the one
+// just read is among them, unless it has ended.
+func (q *Queries) EventsWriters(ctx context.Context, db DBTX) ([]string, error) {
+	row := db.QueryRow(ctx, eventsWriters)
+	var writers []string
+	err := row.Scan(&writers)
+	return writers, err
 }
 
-const eventsSettled = `-- name: EventsSettled :one
-SELECT events_settled($1::text[])::boolean AS settled
+const eventsWritersRunning = `-- name: EventsWritersRunning :one
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'virtualxid' AND l.granted
+      AND l.virtualxid = ANY ($1::text[])
+) AS running
 `
 
-// Whether every one of them has ended since.
-func (q *Queries) EventsSettled(ctx context.Context, db DBTX, running []string) (bool, error) {
-	row := db.QueryRow(ctx, eventsSettled, running)
-	var settled bool
-	err := row.Scan(&settled)
-	return settled, err
+// Whether any of the writers is still running: a transaction holds the
+// lock on its own virtual transaction id until it ends.
+func (q *Queries) EventsWritersRunning(ctx context.Context, db DBTX, writers []string) (bool, error) {
+	row := db.QueryRow(ctx, eventsWritersRunning, writers)
+	var running bool
+	err := row.Scan(&running)
+	return running, err
 }
 
 const listEvents = `-- name: ListEvents :many
@@ -227,4 +276,43 @@ func (q *Queries) ListEventsAllProjects(ctx context.Context, db DBTX, arg ListEv
 		return nil, err
 	}
 	return items, nil
+}
+
+const projectsWithEventsBefore = `-- name: ProjectsWithEventsBefore :many
+SELECT p.id FROM projects p
+WHERE EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.id AND e.at < $1::timestamptz)
+ORDER BY p.id
+`
+
+// The projects that have events older than @before (retention): a
+// cross-project read, listed in db/citus_test.go.
+func (q *Queries) ProjectsWithEventsBefore(ctx context.Context, db DBTX, before time.Time) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithEventsBefore, before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const setEventActor = `-- name: SetEventActor :exec
+SELECT set_config('workgraph.actor', $1::text, true)
+`
+
+// Names the actor of the transaction's changes whose rows do not record
+// one (item state changes, tokens): read by the event triggers (00016).
+func (q *Queries) SetEventActor(ctx context.Context, db DBTX, actor string) error {
+	_, err := db.Exec(ctx, setEventActor, actor)
+	return err
 }

@@ -10,8 +10,9 @@
 -- writers of one project never queue behind each other for a counter. A
 -- number is taken before its transaction commits, so numbers can become
 -- visible out of order; readers only go up to a horizon below which every
--- number is final (events.Horizon, docs/architecture.md "Event log"). For
--- that the row records its transaction's id, taken before the number.
+-- number is final (events.Horizon, docs/adr/0006-event-log.md). The row
+-- records its transaction's id, by which a transaction finds its own
+-- events.
 --
 -- CACHE 1 (the default) matters: the horizon reads the sequence's
 -- last_value as the newest number any session holds.
@@ -20,7 +21,7 @@ CREATE SEQUENCE events_seq AS bigint CACHE 1;
 CREATE TABLE events (
     project_id   uuid        NOT NULL REFERENCES projects (id),
     seq          bigint      NOT NULL,
-    -- The writing transaction (pg_current_xact_id), taken before seq.
+    -- The writing transaction (pg_current_xact_id).
     xid          xid8        NOT NULL,
     -- A dotted name: item.created, lease.granted, attention.opened, ...
     type         text        NOT NULL CHECK (type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$' AND length(type) <= 64),
@@ -41,8 +42,6 @@ CREATE INDEX events_all ON events (seq);
 -- +goose StatementBegin
 CREATE FUNCTION events_number() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    -- The transaction id first, then the number: whoever sees a number
-    -- allocated can then see its transaction in progress in a snapshot.
     NEW.xid := pg_current_xact_id();
     NEW.seq := nextval('events_seq');
     NEW.at := coalesce(NEW.at, clock_timestamp());

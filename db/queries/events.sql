@@ -12,14 +12,27 @@ RETURNING seq, at;
 -- the horizon's two statements (events.Horizon).
 SELECT coalesce(pg_sequence_last_value('events_seq'::regclass), 0)::bigint AS last;
 
--- name: EventsRunning :one
--- The second: the transactions of this database holding an id now
--- (events_running, migration 00021).
-SELECT events_running()::text[] AS running;
+-- name: EventsWriters :one
+-- The second: the transactions of this database that hold the lock an
+-- insert into events takes (before the trigger takes its number), by
+-- virtual transaction id; a transaction that took a number up to the one
+-- just read is among them, unless it has ended.
+SELECT coalesce(array_agg(l.virtualtransaction), '{}')::text[] AS writers
+FROM pg_catalog.pg_locks l
+WHERE l.locktype = 'relation' AND l.granted
+  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+  AND l.relation = 'events'::regclass
+  AND l.mode = 'RowExclusiveLock'
+  AND l.pid <> pg_backend_pid();
 
--- name: EventsSettled :one
--- Whether every one of them has ended since.
-SELECT events_settled(sqlc.arg('running')::text[])::boolean AS settled;
+-- name: EventsWritersRunning :one
+-- Whether any of the writers is still running: a transaction holds the
+-- lock on its own virtual transaction id until it ends.
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'virtualxid' AND l.granted
+      AND l.virtualxid = ANY (sqlc.arg('writers')::text[])
+) AS running;
 
 -- name: ListEvents :many
 -- A project's events after a number, up to a horizon, oldest first;
@@ -42,3 +55,30 @@ WHERE seq > @after::bigint AND seq <= @up_to::bigint
   AND (cardinality(@types::text[]) = 0 OR type = ANY (@types::text[]))
 ORDER BY seq
 LIMIT @max_rows;
+
+-- name: SetEventActor :exec
+-- Names the actor of the transaction's changes whose rows do not record
+-- one (item state changes, tokens): read by the event triggers (00016).
+SELECT set_config('workgraph.actor', @actor::text, true);
+
+-- name: DeleteOldEvents :execrows
+-- Retention: deletes up to @max_rows of a project's events older than
+-- @before. The caller's transaction has set workgraph.events_retention
+-- (EnableEventDeletion); the table refuses anything younger than a day.
+DELETE FROM events d
+WHERE d.project_id = @project_id::uuid
+  AND d.seq IN (SELECT e.seq FROM events e
+              WHERE e.project_id = @project_id::uuid AND e.at < @before::timestamptz
+              ORDER BY e.seq
+              LIMIT @max_rows);
+
+-- name: EnableEventDeletion :exec
+-- Lets the retention service's transaction delete old events (00015).
+SELECT set_config('workgraph.events_retention', 'on', true);
+
+-- name: ProjectsWithEventsBefore :many
+-- The projects that have events older than @before (retention): a
+-- cross-project read, listed in db/citus_test.go.
+SELECT p.id FROM projects p
+WHERE EXISTS (SELECT 1 FROM events e WHERE e.project_id = p.id AND e.at < @before::timestamptz)
+ORDER BY p.id;

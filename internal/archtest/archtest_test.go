@@ -54,6 +54,7 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		"WebImportsDBQ":           {"web", "db/dbq", "web -> db/dbq"},
 		"WebImportsDBSubpackage":  {"web", "db/embedpg", "web -> db/embedpg"},
 		"DomainReachesServerDeep": {"session", "cli", "session -> cli"},
+		"TelemetryImportsServer":  {"telemetry", "server", "telemetry -> server"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
