@@ -81,7 +81,12 @@
     ].forEach(function (t) { stream.addEventListener(t, changed); });
     // Whatever happened while the stream was down is fetched once it is up.
     var opened = false;
-    stream.onopen = function () { if (opened) changed(); opened = true; };
+    stream.onopen = function () {
+      if (opened) changed();
+      opened = true;
+      document.body.setAttribute("data-stream", "open");
+    };
+    stream.onerror = function () { document.body.setAttribute("data-stream", "reconnecting"); };
     document.addEventListener("focusout", function () { setTimeout(function () { if (stale) refreshMain(); }, 0); });
   } else if (liveURL) {
     setInterval(refreshCounters, 10000);
