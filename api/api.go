@@ -73,6 +73,9 @@ type Config struct {
 	// Metrics counts claims, lease outcomes, refused calls and answers
 	// (nil: nothing is counted).
 	Metrics *metrics.Metrics
+	// StreamHeartbeat is how often an idle event stream sends a comment;
+	// 0 means DefaultStreamHeartbeat.
+	StreamHeartbeat time.Duration
 }
 
 // API is the /v1 JSON API.
@@ -92,6 +95,8 @@ type API struct {
 	throttle *auth.Throttle
 	timeout  time.Duration
 	metrics  *metrics.Metrics
+	// streamBeat is Config.StreamHeartbeat.
+	streamBeat time.Duration
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
 }
@@ -125,23 +130,27 @@ func New(cfg Config) *API {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.StreamHeartbeat <= 0 {
+		cfg.StreamHeartbeat = DefaultStreamHeartbeat
+	}
 	if cfg.Throttle == nil {
 		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
 	}
 	return &API{
-		log:       cfg.Log,
-		auth:      cfg.Auth,
-		clock:     cfg.Clock,
-		svc:       cfg.Services,
-		translate: cfg.TranslateUnknown,
-		idem:      idempotency.NewStore(idemPool(cfg), cfg.Clock),
-		projects:  newImmutable[string, graph.Project](10_000),
-		holders:   newImmutable[uuid.UUID, holder](100_000),
-		limits:    &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
-		searches:  newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
-		throttle:  cfg.Throttle,
-		timeout:   cfg.RequestTimeout,
-		metrics:   cfg.Metrics,
+		log:        cfg.Log,
+		auth:       cfg.Auth,
+		clock:      cfg.Clock,
+		svc:        cfg.Services,
+		translate:  cfg.TranslateUnknown,
+		idem:       idempotency.NewStore(idemPool(cfg), cfg.Clock),
+		projects:   newImmutable[string, graph.Project](10_000),
+		holders:    newImmutable[uuid.UUID, holder](100_000),
+		limits:     &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		searches:   newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		throttle:   cfg.Throttle,
+		timeout:    cfg.RequestTimeout,
+		metrics:    cfg.Metrics,
+		streamBeat: cfg.StreamHeartbeat,
 	}
 }
 
@@ -162,6 +171,7 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountPlans(e)
 	a.mountFence(e)
 	a.mountWebhooks(e)
+	a.mountEvents(e)
 	// Unknown /v1 paths answer problem+json: 405 with Allow when the path
 	// exists for other methods, else 404. (A catch-all of the web UI must
 	// not turn them into pages.)

@@ -37,12 +37,11 @@ const leaseTTL = time.Minute
 
 func on(t *testing.T, tx db.Executor, clk *clock.Stub, project uuid.UUID) *world {
 	cfg := lease.Config{DefaultTTL: leaseTTL, MaxFailures: 3}
-	cfg.Attention.ContinuityWindow = 10 * time.Minute
 	return &world{
 		t: t, ctx: events.WithActor(context.Background(), "token:alice"), clock: clk, project: project,
 		graph:  graph.NewService(tx, clk),
 		leases: lease.NewService(tx, clk, cfg),
-		att:    attention.NewService(tx, clk, cfg.Attention),
+		att:    attention.NewService(tx, clk, attention.Config{ContinuityWindow: 10 * time.Minute}),
 		auth:   auth.NewService(tx, clk),
 	}
 }

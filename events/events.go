@@ -179,6 +179,14 @@ const (
 	MaxLimit     = 1000
 )
 
+// LimitOrDefault is the number of events a read of f returns at most.
+func (f Filter) LimitOrDefault() int {
+	if f.Limit == 0 {
+		return DefaultLimit
+	}
+	return f.Limit
+}
+
 func (f Filter) limit() (int32, error) {
 	for _, t := range f.Types {
 		if !KnownType(t) {

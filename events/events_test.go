@@ -183,6 +183,31 @@ func TestHorizonWaitsForEarlierNumbers(t *testing.T) {
 	}
 }
 
+// TestHorizonIgnoresOtherDatabases: a transaction in progress in another
+// database of the cluster (which cannot hold an event number of this one)
+// does not hold the horizon back. Needs a database of its own beside the
+// shared one.
+func TestHorizonIgnoresOtherDatabases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	other := dbtest.TestTx(t) // in the shared database, open until the test ends
+	if _, err := other.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	p := project(t, pool)
+	n, err := events.Append(ctx, pool, events.New{Project: p, Type: events.ItemCreated, Actor: "system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	h, err := events.Horizon(short, pool)
+	if err != nil || h < n {
+		t.Fatalf("Horizon with another database's transaction open = %d, %v, want >= %d", h, err, n)
+	}
+}
+
 // TestHorizonIgnoresOtherWriters: a transaction that writes no event (here
 // a project row) does not hold the horizon back, however long it runs.
 func TestHorizonIgnoresOtherWriters(t *testing.T) {

@@ -71,6 +71,14 @@ func (s *Server) mount(ctx context.Context) error {
 	deadlines.Start(context.Background())
 	s.stops = append(s.stops, deadlines.Stop)
 
+	// One follower of the event log for every long poll and stream of
+	// this replica, web pages' included.
+	follower := events.NewFollower(s.pool, s.cfg.EventsFollowInterval, s.log)
+	follower.Start(context.Background())
+	s.stops = append(s.stops, follower.Stop)
+	s.follower = follower
+	eventsReader := events.NewReader(s.pool, follower)
+
 	// Behind a pooler, synchronous_commit cannot be a session setting: the
 	// records share the main pool and commit synchronously.
 	idemPool := s.pool
@@ -107,6 +115,7 @@ func (s *Server) mount(ctx context.Context) error {
 		RateBurst:        s.cfg.RateBurst,
 		Throttle:         throttle,
 		Metrics:          s.metrics,
+		StreamHeartbeat:  s.cfg.EventsHeartbeat,
 		Services: api.Services{
 			Graph:       graphSvc,
 			Leases:      leaseSvc,
@@ -115,12 +124,13 @@ func (s *Server) mount(ctx context.Context) error {
 			Fence:       signer,
 			Webhooks:    hooks,
 			AnswerLinks: links,
+			Events:      eventsReader,
 		},
 	})
 	a.Mount(s.echo)
 
 	// The web UI at "/" (package web) and the --demo project.
-	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc, hooks, links); err != nil {
+	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc, hooks, links, eventsReader); err != nil {
 		return err
 	}
 

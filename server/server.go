@@ -101,6 +101,12 @@ type Config struct {
 	// service deletes them (0: events.DefaultRetention, 30 days; negative:
 	// forever; else at least events.MinRetention, a day).
 	EventsRetention time.Duration
+	// EventsFollowInterval is how often the replica looks for new events
+	// while a long poll or stream waits (0: events.DefaultFollowInterval).
+	EventsFollowInterval time.Duration
+	// EventsHeartbeat is how often an idle event stream sends a comment
+	// (0: api.DefaultStreamHeartbeat).
+	EventsHeartbeat time.Duration
 	// FirstStartOut is where the admin token made at first start is
 	// printed, once, as a block of its own (`serve` gives its stderr); the
 	// log then says only that it was made. Nil: the token goes into a log
@@ -193,6 +199,9 @@ type Server struct {
 	// when its grace period ends, so a request still running (a long query,
 	// a drawing) stops instead of holding the exit.
 	stopRequests context.CancelFunc
+	// follower wakes event streams; Shutdown stops it first, so streams
+	// end instead of holding the exit.
+	follower *events.Follower
 	// firstToken is the admin token created at first start, until shown.
 	firstToken string
 }
@@ -268,6 +277,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		IdleTimeout:    IdleTimeout,
 		MaxHeaderBytes: MaxHeaderBytes,
 	}
+	// Event streams never become idle: end them when shutdown begins.
+	s.http.RegisterOnShutdown(s.follower.Stop)
 	go func() {
 		err := s.http.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {

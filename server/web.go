@@ -6,6 +6,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/demo"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/session"
@@ -15,7 +16,7 @@ import (
 
 // mountWeb mounts the web UI at "/" and, with Config.Demo, loads the demo
 // project (once: only when it does not exist yet).
-func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service, hooks *webhook.Service, links *webhook.AnswerLinks) error {
+func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service, hooks *webhook.Service, links *webhook.AnswerLinks, eventsReader *events.Reader) error {
 	web.Mount(s.echo, web.Deps{
 		Sessions:  session.NewStore(s.pool, s.cfg.Clock),
 		Auth:      authSvc,
@@ -25,6 +26,7 @@ func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *
 		Attention: attSvc,
 		Webhooks:  hooks,
 		Links:     links,
+		Events:    eventsReader,
 		Clock:     s.cfg.Clock,
 		Logger:    s.log,
 	})

@@ -40,6 +40,9 @@ type Deps struct {
 	// webhooks page); Links serves answer links (nil: none).
 	Webhooks *webhook.Service
 	Links    *webhook.AnswerLinks
+	// Events reads the event log for the pages' live updates; nil: pages
+	// do not update by themselves.
+	Events *events.Reader
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock
@@ -100,6 +103,7 @@ func Mount(e *echo.Echo, d Deps) {
 	p := func(path string) string { return "/p/:project" + path }
 	e.GET(p(""), u.project(u.projectHome))
 	e.GET(p("/live"), u.project(u.live))
+	e.GET(p("/events/stream"), u.project(u.eventStream))
 	e.GET(p("/inbox"), u.project(u.inbox))
 	e.POST(p("/attention/:id/resolve"), u.projectAction(u.resolve))
 	e.POST(p("/attention/:id/dismiss"), u.projectAction(u.dismiss))

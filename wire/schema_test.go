@@ -27,6 +27,7 @@ var types = map[string]any{
 	"Delivery": wire.Delivery{}, "DeliveryList": wire.DeliveryList{}, "NotificationSettings": wire.NotificationSettings{},
 	"CreateWebhookRequest": wire.CreateWebhookRequest{}, "UpdateWebhookRequest": wire.UpdateWebhookRequest{},
 	"UpdateNotificationSettingsRequest": wire.UpdateNotificationSettingsRequest{},
+	"Event":                             wire.Event{}, "EventPage": wire.EventPage{},
 	// request bodies
 	"CreateProjectRequest": wire.CreateProjectRequest{}, "CreateTokenRequest": wire.CreateTokenRequest{},
 	"CreateItemRequest": wire.CreateItemRequest{}, "UpdateItemRequest": wire.UpdateItemRequest{},

@@ -33,7 +33,64 @@
       .catch(function () {});
   }
 
-  if (liveURL) setInterval(refreshCounters, 10000);
+  // Live pages: the project's event stream (/p/<name>/events/stream)
+  // says when something changed; the counters are fetched again, and on
+  // the inbox, the items board, an item's page and the workers page the
+  // <main> element is replaced by the same page fetched again. New
+  // attention requests are highlighted. A page with a form being filled
+  // in is left alone until the form is left. Without EventSource the
+  // counters are polled as before.
+  var livePage = /^\/p\/[^\/]+\/(inbox|items|items\/[0-9a-f-]{36}|workers)$/.test(location.pathname);
+  var pending = null, stale = false;
+  function editing(main) {
+    var a = document.activeElement;
+    if (a && main.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName)) return true;
+    return Array.prototype.some.call(main.querySelectorAll("textarea, input[type=text]"), function (el) {
+      return el.value !== el.defaultValue;
+    });
+  }
+  function refreshMain() {
+    var main = document.querySelector("main");
+    if (!main || !livePage) return;
+    if (editing(main)) { stale = true; return; }
+    stale = false;
+    fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (html === null) return;
+        var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
+        if (!next || editing(main)) return;
+        var known = {};
+        main.querySelectorAll("[id^=req-]").forEach(function (el) { known[el.id] = true; });
+        main.innerHTML = next.innerHTML;
+        main.querySelectorAll("[id^=req-]").forEach(function (el) {
+          if (!known[el.id]) el.classList.add("fresh");
+        });
+      })
+      .catch(function () {});
+  }
+  function changed() {
+    if (pending) return;
+    pending = setTimeout(function () { pending = null; refreshCounters(); refreshMain(); }, 100);
+  }
+  if (liveURL && window.EventSource) {
+    var stream = new EventSource(liveURL.replace(/\/live$/, "/events/stream"));
+    stream.onmessage = changed;
+    [ "item.created", "item.updated", "item.state_changed", "lease.granted", "lease.ended", "lease.refused",
+      "attention.opened", "attention.answered", "attention.dismissed", "attention.overdue", "plan.imported"
+    ].forEach(function (t) { stream.addEventListener(t, changed); });
+    // Whatever happened while the stream was down is fetched once it is up.
+    var opened = false;
+    stream.onopen = function () {
+      if (opened) changed();
+      opened = true;
+      document.body.setAttribute("data-stream", "open");
+    };
+    stream.onerror = function () { document.body.setAttribute("data-stream", "reconnecting"); };
+    document.addEventListener("focusout", function () { setTimeout(function () { if (stale) refreshMain(); }, 0); });
+  } else if (liveURL) {
+    setInterval(refreshCounters, 10000);
+  }
   document.querySelectorAll("[data-refresh]").forEach(function (el) {
     var every = parseInt(el.getAttribute("data-interval") || "5", 10) * 1000;
     setInterval(function () { refreshRegion(el); }, every);

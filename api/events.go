@@ -1,0 +1,267 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/wgerr"
+	"github.com/workgraph-dev/workgraph/wire"
+)
+
+// DefaultStreamHeartbeat is how often an idle event stream sends a comment,
+// so proxies and clients see the connection alive.
+const DefaultStreamHeartbeat = 15 * time.Second
+
+// streamRetry is the reconnection delay an event stream asks of browsers
+// (the SSE retry field).
+const streamRetry = 2 * time.Second
+
+// anyRoleWait: readable by every role of the project, with its own
+// deadline (a long poll, a stream).
+var (
+	anyRoleWait   = routeOpts{roles: anyRole.roles, selfTimeout: true}
+	adminOnlyWait = routeOpts{selfTimeout: true}
+)
+
+func (a *API) mountEvents(e *echo.Echo) {
+	a.handle(e, http.MethodGet, "/projects/:project/events", a.listEvents, anyRoleWait)
+	a.handle(e, http.MethodGet, "/projects/:project/events/stream", a.streamEvents, anyRoleWait)
+	a.handle(e, http.MethodGet, "/events", a.listEvents, adminOnlyWait)
+	a.handle(e, http.MethodGet, "/events/stream", a.streamEvents, adminOnlyWait)
+}
+
+// eventsScope is the project of an events route: the path's, or nil on
+// the admin routes over every project.
+func (a *API) eventsScope(c echo.Context) (*uuid.UUID, error) {
+	if c.Param("project") == "" {
+		return nil, nil
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return nil, err
+	}
+	return &p.ID, nil
+}
+
+// eventsFilter reads after, types, item_id (project routes) and limit.
+func eventsFilter(c echo.Context) (events.Filter, error) {
+	var f events.Filter
+	var err error
+	if f.After, err = afterParam("after", c.QueryParam("after")); err != nil {
+		return f, err
+	}
+	for _, v := range c.QueryParams()["types"] {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimSpace(t)
+			if t == "" {
+				continue
+			}
+			if !events.KnownType(t) {
+				return f, wgerr.InvalidField("types", "unknown event type %q (known: %s)", t, strings.Join(events.Types, ", "))
+			}
+			f.Types = append(f.Types, t)
+		}
+	}
+	if c.Param("project") != "" {
+		if f.ItemID, err = queryID(c, "item_id"); err != nil {
+			return f, err
+		}
+	}
+	if s := c.QueryParam("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > events.MaxLimit {
+			return f, wgerr.InvalidField("limit", "must be an integer between 1 and %d, got %q", events.MaxLimit, s)
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+// afterParam parses an event number to resume after (empty: 0).
+func afterParam(name, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, wgerr.InvalidField(name, "must be an event number (an integer >= 0), got %q", s)
+	}
+	return n, nil
+}
+
+// eventsParams are the query parameters of the events routes.
+func eventsParams(c echo.Context, more ...string) []string {
+	known := []string{"after", "types", "limit"}
+	if c.Param("project") != "" {
+		known = append(known, "item_id")
+	}
+	return append(known, more...)
+}
+
+// listEvents: the events after ?after= (types=a,b, item_id=, limit=
+// 1..1000), oldest first, up to the horizon; with wait_seconds (0..60) a
+// long poll that answers as soon as one matching event exists.
+func (a *API) listEvents(c echo.Context) error {
+	if err := onlyQuery(c, eventsParams(c, "wait_seconds")...); err != nil {
+		return err
+	}
+	f, err := eventsFilter(c)
+	if err != nil {
+		return err
+	}
+	var wait time.Duration
+	if s := c.QueryParam("wait_seconds"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > MaxWaitSeconds {
+			return wgerr.InvalidField("wait_seconds", "must be an integer between 0 and %d, got %q", MaxWaitSeconds, s)
+		}
+		wait = time.Duration(n) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), wait+a.timeout)
+	defer cancel()
+	c.SetRequest(c.Request().WithContext(ctx))
+	scope, err := a.eventsScope(c)
+	if err != nil {
+		return err
+	}
+	page, err := a.svc.Events.ReadWait(ctx, scope, f, wait)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, wire.EventPage{Events: eventViews(page.Events), NextAfter: page.Next})
+}
+
+// streamEvents: a server-sent event stream of the events after
+// Last-Event-ID (else ?after=), filtered as listEvents, each once and in
+// order: "id: <seq>", "event: <type>", "data: <Event JSON>". It sends a
+// comment every heartbeat while idle and ends when the server shuts down
+// or the database fails (the client resumes with Last-Event-ID).
+func (a *API) streamEvents(c echo.Context) error {
+	if err := onlyQuery(c, eventsParams(c)...); err != nil {
+		return err
+	}
+	f, err := eventsFilter(c)
+	if err != nil {
+		return err
+	}
+	if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
+		if f.After, err = afterParam("Last-Event-ID", strings.TrimSpace(last)); err != nil {
+			return err
+		}
+	}
+	ctx := c.Request().Context()
+	scope, err := a.eventsScope(c)
+	if err != nil {
+		return err
+	}
+	// The first read answers errors (bad filter, database down) as
+	// problems, before the stream begins.
+	first, err := a.readBounded(ctx, scope, f)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	// A stream outlives the server's write timeout.
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds())
+	page := first
+	for {
+		if err := writeEvents(w, page.Events); err != nil {
+			return nil // the client went away
+		}
+		w.Flush()
+		f.After = page.Next
+		if len(page.Events) == f.LimitOrDefault() {
+			// A full page: more lie below the same horizon.
+			if page, err = a.readTo(ctx, scope, f, page.Horizon); err != nil {
+				return a.endStream(c, err)
+			}
+			continue
+		}
+		seen := page.Horizon
+		for {
+			wait, cancel := context.WithTimeout(ctx, a.streamBeat)
+			page, err = a.svc.Events.Next(wait, scope, f, seen)
+			cancel()
+			if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			w.Flush()
+		}
+		if err != nil {
+			return a.endStream(c, err)
+		}
+	}
+}
+
+// readBounded is a first read, bounded by the request timeout.
+func (a *API) readBounded(ctx context.Context, scope *uuid.UUID, f events.Filter) (events.Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return a.svc.Events.Read(ctx, scope, f)
+}
+
+// readTo reads the rest of a full page's horizon, bounded by the request
+// timeout.
+func (a *API) readTo(ctx context.Context, scope *uuid.UUID, f events.Filter, h int64) (events.Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return a.svc.Events.ReadTo(ctx, scope, f, h)
+}
+
+// endStream ends a stream that has begun: an error can no longer be a
+// problem answer; it is logged unless the client left or the server
+// stops.
+func (a *API) endStream(c echo.Context, err error) error {
+	if c.Request().Context().Err() == nil && !errors.Is(err, events.ErrStopped) {
+		a.log.WarnContext(c.Request().Context(), "event stream ended", "err", err)
+	}
+	return nil
+}
+
+// writeEvents writes evs as server-sent events.
+func writeEvents(w http.ResponseWriter, evs []events.Event) error {
+	for _, e := range evs {
+		b, err := json.Marshal(eventView(e))
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eventView(e events.Event) wire.Event {
+	return wire.Event{ProjectID: e.Project.String(), Seq: e.Seq, Type: e.Type, At: e.At, Actor: e.Actor,
+		ItemID: optID(e.ItemID), LeaseID: optID(e.LeaseID), AttentionID: optID(e.AttentionID),
+		Payload: rawOrNull(e.Payload)}
+}
+
+func eventViews(evs []events.Event) []wire.Event {
+	out := make([]wire.Event, len(evs))
+	for i, e := range evs {
+		out[i] = eventView(e)
+	}
+	return out
+}

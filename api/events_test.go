@@ -1,0 +1,371 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/wire"
+)
+
+// eventsFixture: projects alpha and beta, a human and an agent of alpha,
+// a human of beta.
+type eventsFixture struct {
+	itemFixture
+	alpha, beta uuid.UUID
+}
+
+func eventsSetup(t *testing.T, tune ...func(*server.Config)) eventsFixture {
+	t.Helper()
+	e := setup(t, tune...)
+	f := itemFixture{env: e}
+	a, b := e.mustProject("alpha"), e.mustProject("beta")
+	f.human = e.mustToken("alpha", "ann", "human")
+	f.agent = e.mustToken("alpha", "bot", "agent")
+	f.otherHuman = e.mustToken("beta", "bea", "human")
+	return eventsFixture{itemFixture: f, alpha: uuid.MustParse(a.ID), beta: uuid.MustParse(b.ID)}
+}
+
+// appendEvent commits one event of project p (through the database, as
+// any replica's writes would be).
+func (f eventsFixture) appendEvent(p uuid.UUID, typ string) int64 {
+	f.t.Helper()
+	item := uuid.New()
+	n, err := events.Append(context.Background(), f.pool, events.New{Project: p, Type: typ, Actor: "system", ItemID: &item,
+		Payload: map[string]any{"n": 1}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// stored is the numbers of project p's events in the database.
+func (f eventsFixture) stored(p uuid.UUID) []int64 {
+	f.t.Helper()
+	rows, err := f.pool.Query(context.Background(), `SELECT seq FROM events WHERE project_id = $1 ORDER BY seq`, p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func seqs(evs []wire.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+func TestEventsList(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t)
+	p := "/v1/projects/alpha/events"
+	for range 3 {
+		f.appendEvent(f.alpha, events.AttentionOpened)
+	}
+	f.appendEvent(f.beta, events.AttentionOpened)
+
+	t.Run("OK", func(t *testing.T) {
+		var page wire.EventPage
+		f.do("GET", p, f.agent.Token, nil).ok(t, 200, &page)
+		want := f.stored(f.alpha)
+		if fmt.Sprint(seqs(page.Events)) != fmt.Sprint(want) || page.NextAfter < want[len(want)-1] {
+			t.Fatalf("events %v next %d, want %v", seqs(page.Events), page.NextAfter, want)
+		}
+		mine := 0
+		for _, e := range page.Events {
+			if e.ProjectID != f.alpha.String() {
+				t.Fatalf("event of another project: %+v", e)
+			}
+			if e.Type == events.AttentionOpened && e.Actor == "system" {
+				mine++
+				if e.ItemID == nil || string(e.Payload) != `{"n":1}` {
+					t.Fatalf("event %+v", e)
+				}
+			}
+		}
+		if mine != 3 {
+			t.Fatalf("%d of the 3 events appended were read", mine)
+		}
+		var rest wire.EventPage
+		f.do("GET", fmt.Sprintf("%s?after=%d", p, page.NextAfter), f.human.Token, nil).ok(t, 200, &rest)
+		if len(rest.Events) != 0 || rest.NextAfter < page.NextAfter {
+			t.Fatalf("after next_after: %+v", rest)
+		}
+	})
+	t.Run("Pages", func(t *testing.T) {
+		var got []int64
+		after := int64(0)
+		for range 10 {
+			var page wire.EventPage
+			f.do("GET", fmt.Sprintf("%s?limit=1&after=%d", p, after), f.agent.Token, nil).ok(t, 200, &page)
+			got = append(got, seqs(page.Events)...)
+			after = page.NextAfter
+		}
+		if fmt.Sprint(got) != fmt.Sprint(f.stored(f.alpha)) {
+			t.Fatalf("paged %v, stored %v", got, f.stored(f.alpha))
+		}
+	})
+	t.Run("Types", func(t *testing.T) {
+		n := f.appendEvent(f.alpha, events.LeaseGranted)
+		var page wire.EventPage
+		f.do("GET", p+"?types=lease.granted,lease.ended", f.agent.Token, nil).ok(t, 200, &page)
+		if len(page.Events) != 1 || page.Events[0].Seq != n || page.Events[0].Type != events.LeaseGranted {
+			t.Fatalf("types filter: %+v", page.Events)
+		}
+	})
+	t.Run("ItemID", func(t *testing.T) {
+		var one wire.EventPage
+		f.do("GET", p+"?types=attention.opened", f.agent.Token, nil).ok(t, 200, &one)
+		id := *one.Events[0].ItemID
+		var page wire.EventPage
+		f.do("GET", p+"?item_id="+id, f.agent.Token, nil).ok(t, 200, &page)
+		if len(page.Events) != 1 || *page.Events[0].ItemID != id {
+			t.Fatalf("item filter: %+v", page.Events)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, q := range []string{"after=-1", "after=x", "limit=0", "limit=1001", "types=item.exploded", "wait_seconds=61", "wait_seconds=-1", "item_id=nope", "colour=red"} {
+			f.do("GET", p+"?"+q, f.agent.Token, nil).problem(t, 400, "invalid_argument")
+			f.do("GET", p+"/stream?"+q, f.agent.Token, nil).problem(t, 400, "invalid_argument")
+		}
+		f.do("GET", p+"/stream?after=-1", f.agent.Token, nil).problem(t, 400, "invalid_argument")
+		f.do("GET", p+"/stream", f.agent.Token, nil, withHeader("Last-Event-ID", "x")).problem(t, 400, "invalid_argument")
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		f.do("GET", p, f.otherHuman.Token, nil).problem(t, 404, "not_found")
+		f.do("GET", p+"/stream", f.otherHuman.Token, nil).problem(t, 404, "not_found")
+	})
+	t.Run("AllProjects", func(t *testing.T) {
+		var page wire.EventPage
+		f.do("GET", "/v1/events", adminToken, nil).ok(t, 200, &page)
+		projects := map[string]bool{}
+		for _, e := range page.Events {
+			projects[e.ProjectID] = true
+		}
+		if !projects[f.alpha.String()] || !projects[f.beta.String()] {
+			t.Fatalf("the admin read names projects %v", projects)
+		}
+		f.do("GET", "/v1/events", f.human.Token, nil).problem(t, 403, "forbidden")
+		f.do("GET", "/v1/events/stream", f.agent.Token, nil).problem(t, 403, "forbidden")
+		f.do("GET", "/v1/events?item_id="+uuid.NewString(), adminToken, nil).problem(t, 400, "invalid_argument")
+	})
+}
+
+// TestEventsLongPoll: a long poll with nothing to read waits, answers as
+// soon as a matching event commits, and answers with nothing once its
+// wait is over.
+func TestEventsLongPoll(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t)
+	var start wire.EventPage
+	f.do("GET", "/v1/projects/alpha/events", f.agent.Token, nil).ok(t, 200, &start)
+
+	got := make(chan wire.EventPage, 1)
+	go func() {
+		var page wire.EventPage
+		f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d&wait_seconds=60&types=attention.opened", start.NextAfter), f.agent.Token, nil).ok(t, 200, &page)
+		got <- page
+	}()
+	// Neither another project's event nor another type answers it.
+	f.appendEvent(f.beta, events.AttentionOpened)
+	f.appendEvent(f.alpha, events.LeaseGranted)
+	n := f.appendEvent(f.alpha, events.AttentionOpened)
+	page := <-got
+	if len(page.Events) != 1 || page.Events[0].Seq != n || page.NextAfter < n {
+		t.Fatalf("long poll answered %+v, want event %d", page, n)
+	}
+
+	var empty wire.EventPage
+	f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d&wait_seconds=1", page.NextAfter), f.agent.Token, nil).ok(t, 200, &empty)
+	if len(empty.Events) != 0 || empty.NextAfter < page.NextAfter {
+		t.Fatalf("an expired long poll answered %+v", empty)
+	}
+}
+
+// sse is one server-sent event, or a comment.
+type sse struct {
+	id, event, data, comment string
+}
+
+// stream is an open event stream.
+type stream struct {
+	res  *http.Response
+	read chan sse
+}
+
+// openStream opens path as an event stream; lastID, when set, is sent as
+// Last-Event-ID. The stream is closed at the test's end.
+func (f eventsFixture) openStream(t *testing.T, path, token, lastID string) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", f.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); res.Body.Close() })
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if err := contract().CheckResponse("GET", strings.SplitN(path, "?", 2)[0], res.StatusCode, res.Header, nil); err != nil {
+		t.Errorf("answer breaks openapi.json: %v", err)
+	}
+	s := &stream{res: res, read: make(chan sse, 100)}
+	go func() {
+		defer close(s.read)
+		sc := bufio.NewScanner(res.Body)
+		var cur sse
+		for sc.Scan() {
+			line := sc.Text()
+			name, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch name {
+			case "":
+				if line == "" {
+					if cur != (sse{}) {
+						s.read <- cur
+					}
+					cur = sse{}
+				} else {
+					cur.comment = value
+				}
+			case "id":
+				cur.id = value
+			case "event":
+				cur.event = value
+			case "data":
+				cur.data = value
+			}
+		}
+	}()
+	return s
+}
+
+// next returns the next event of the stream, skipping comments and the
+// retry field.
+func (s *stream) next(t *testing.T) wire.Event {
+	t.Helper()
+	for {
+		select {
+		case m, ok := <-s.read:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if m.data == "" {
+				continue
+			}
+			var e wire.Event
+			if err := json.Unmarshal([]byte(m.data), &e); err != nil {
+				t.Fatal(err)
+			}
+			if m.id != fmt.Sprint(e.Seq) || m.event != e.Type {
+				t.Fatalf("id %q event %q for event %+v", m.id, m.event, e)
+			}
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatal("no event on the stream in 30 s")
+		}
+	}
+}
+
+// TestEventsStream: a stream sends what is stored and then each event as
+// it commits, once and in order; one resumed from any Last-Event-ID sees
+// every later event once; the admin stream covers every project.
+func TestEventsStream(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t)
+	for range 3 {
+		f.appendEvent(f.alpha, events.ItemCreated)
+	}
+	s := f.openStream(t, "/v1/projects/alpha/events/stream", f.agent.Token, "")
+	for range 4 {
+		f.appendEvent(f.beta, events.ItemCreated)
+		f.appendEvent(f.alpha, events.AttentionOpened)
+	}
+	want := f.stored(f.alpha)
+	var got []int64
+	for range want {
+		got = append(got, s.next(t).Seq)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("streamed %v, stored %v", got, want)
+	}
+	for i, from := range want {
+		r := f.openStream(t, "/v1/projects/alpha/events/stream", f.human.Token, fmt.Sprint(from))
+		for _, w := range want[i+1:] {
+			if e := r.next(t); e.Seq != w {
+				t.Fatalf("resumed after %d: got %d, want %d", from, e.Seq, w)
+			}
+		}
+	}
+	// The last event stored is the last attention.opened appended.
+	last := want[len(want)-1]
+	byQuery := f.openStream(t, fmt.Sprintf("/v1/projects/alpha/events/stream?after=%d&types=attention.opened", want[len(want)-2]), f.human.Token, "")
+	if e := byQuery.next(t); e.Seq != last || e.Type != events.AttentionOpened {
+		t.Fatalf("resumed by ?after=: %+v, want %d", e, last)
+	}
+
+	all := f.openStream(t, "/v1/events/stream", adminToken, fmt.Sprint(want[len(want)-1]))
+	b := f.appendEvent(f.beta, events.TokenCreated)
+	if e := all.next(t); e.Seq != b || e.ProjectID != f.beta.String() {
+		t.Fatalf("admin stream: %+v, want %d of beta", e, b)
+	}
+}
+
+// TestEventsStreamHeartbeat: an idle stream sends comments.
+func TestEventsStreamHeartbeat(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 10 * time.Millisecond })
+	s := f.openStream(t, "/v1/projects/alpha/events/stream", f.agent.Token, "")
+	for {
+		m, ok := <-s.read
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		if m.comment != "" {
+			return
+		}
+	}
+}
+
+// TestEventsStreamEndsOnShutdown: a server shutting down ends its streams
+// instead of waiting for them.
+func TestEventsStreamEndsOnShutdown(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t)
+	s := f.openStream(t, "/v1/projects/alpha/events/stream", f.agent.Token, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a stream open: %v", err)
+	}
+	for range s.read {
+	}
+}

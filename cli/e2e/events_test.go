@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/events"
+)
+
+// appendEvent commits one event of the e2e project (straight into the
+// log, as any change's transaction does).
+func (e *env) appendEvent(typ string) int64 {
+	e.t.Helper()
+	var p uuid.UUID
+	if err := e.pool.QueryRow(context.Background(), `SELECT id FROM projects WHERE name = $1`, e.project).Scan(&p); err != nil {
+		e.t.Fatal(err)
+	}
+	n, err := events.Append(context.Background(), e.pool, events.New{Project: p, Type: typ, Actor: "system",
+		Payload: map[string]any{"reason": "test"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// TestEventsCommand: `events` prints the log as a table or JSON lines,
+// filters by type and resumes after a number; `events --follow` prints
+// each new event as it is written and exits cleanly on SIGINT.
+func TestEventsCommand(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	first := e.appendEvent(events.AttentionOpened)
+	second := e.appendEvent(events.LeaseGranted)
+
+	r := e.run(e.agentToken, nil, "events", "--json", "--types", "lease.granted")
+	var ev client.Event
+	if r.code != 0 || json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &ev) != nil || ev.Seq != second {
+		t.Fatalf("events --json --types lease.granted: %v", r)
+	}
+	r = e.run(e.agentToken, nil, "events")
+	if r.code != 0 || !strings.Contains(r.stdout, "SEQ") || !strings.Contains(r.stdout, "attention.opened") || !strings.Contains(r.stdout, "lease.granted") {
+		t.Fatalf("events: %v", r)
+	}
+	r = e.run(e.agentToken, nil, "events", "--after", "999999999")
+	if r.code != 0 || !strings.Contains(r.stdout, "no events") {
+		t.Fatalf("events --after past the end: %v", r)
+	}
+	e.wantExit(e.agentToken, 2, "types", "events", "--types", "item.exploded")
+
+	c := e.cmd(e.humanToken, nil, "events", "--follow", "--json", "--after", "0")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Process.Kill()
+	lines := bufio.NewScanner(out)
+	next := func() client.Event {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("events --follow ended: %v", lines.Err())
+		}
+		var ev client.Event
+		if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+			t.Fatalf("a line of events --follow --json: %v: %s", err, lines.Bytes())
+		}
+		return ev
+	}
+	seen := map[int64]bool{}
+	for !seen[second] {
+		seen[next().Seq] = true
+	}
+	if !seen[first] {
+		t.Fatalf("events --follow skipped event %d", first)
+	}
+	third := e.appendEvent(events.AttentionAnswer)
+	for {
+		ev := next()
+		if ev.Seq == third {
+			break
+		}
+		if seen[ev.Seq] {
+			t.Fatalf("event %d printed twice", ev.Seq)
+		}
+	}
+	if err := c.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("events --follow after SIGINT: %v", err)
+	}
+}

@@ -1,0 +1,178 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/server"
+)
+
+// replica starts a server on databaseURL at addr ("127.0.0.1:0": any).
+func replica(t *testing.T, databaseURL, addr string) *server.Server {
+	t.Helper()
+	srv, err := server.Start(context.Background(), server.Config{
+		DatabaseURL: databaseURL, Addr: addr, BootstrapToken: adminToken,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shutdown(srv) })
+	return srv
+}
+
+func shutdown(srv *server.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+}
+
+// writeEvents commits n events of project p through pool (a replica's).
+func writeEvents(t *testing.T, pool *pgxpool.Pool, p uuid.UUID, n int) {
+	t.Helper()
+	for range n {
+		if _, err := events.Append(context.Background(), pool, events.New{Project: p, Type: events.AttentionOpened, Actor: "system"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// storedSeqs is the numbers of p's events in the database, oldest first.
+func storedSeqs(t *testing.T, pool *pgxpool.Pool, p uuid.UUID) []int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT seq FROM events WHERE project_id = $1 ORDER BY seq`, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestStreamAcrossReplicas: two servers on one database. Events written
+// through one are streamed by the other; a stream stopped mid-way and
+// resumed from its last event through the other replica, and a stream
+// whose server restarts under it (it reconnects by itself with
+// Last-Event-ID), together see every event exactly once, in order.
+func TestStreamAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := dbtest.URL(t)
+	a, b := replica(t, url, "127.0.0.1:0"), replica(t, url, "127.0.0.1:0")
+	admin, _ := client.New(a.URL(), adminToken)
+	proj, err := admin.CreateProject(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := uuid.MustParse(proj.ID)
+	tk, err := admin.CreateToken(ctx, "p", client.CreateTokenRequest{Name: "bot", Role: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaA, _ := client.New(a.URL(), tk.Secret)
+	viaB, _ := client.New(b.URL(), tk.Secret)
+
+	// Through B, written through A: stop after three.
+	writeEvents(t, a.Pool(), p, 5)
+	var got []int64
+	for e, err := range viaB.Stream(ctx, "p", client.EventsQuery{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.Seq)
+		if len(got) == 3 {
+			break
+		}
+	}
+
+	// Resumed through A after the last one seen; B restarts under the
+	// stream of B started next.
+	resumed := make(chan int64, 100)
+	go func() {
+		defer close(resumed)
+		for e, err := range viaA.Stream(ctx, "p", client.EventsQuery{After: got[len(got)-1]}) {
+			if err != nil {
+				return
+			}
+			resumed <- e.Seq
+		}
+	}()
+	writeEvents(t, b.Pool(), p, 5)
+	want := storedSeqs(t, a.Pool(), p)
+	if len(want) < 10 {
+		t.Fatalf("%d events stored, want at least 10", len(want))
+	}
+	for len(got) < len(want) {
+		got = append(got, <-resumed)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stopped and resumed through the other replica: %v, stored %v", got, want)
+	}
+
+	restarting := make(chan int64, 100)
+	go func() {
+		defer close(restarting)
+		for e, err := range viaB.Stream(ctx, "p", client.EventsQuery{After: want[len(want)-1]}) {
+			if err != nil {
+				return
+			}
+			restarting <- e.Seq
+		}
+	}()
+	writeEvents(t, a.Pool(), p, 2)
+	var after []int64
+	for range 2 {
+		after = append(after, <-restarting)
+	}
+	addr := b.Addr()
+	shutdown(b)
+	writeEvents(t, a.Pool(), p, 3) // while B is down
+	replica(t, url, addr)
+	writeEvents(t, a.Pool(), p, 2)
+	all := storedSeqs(t, a.Pool(), p)
+	for len(after) < len(all)-len(want) {
+		after = append(after, <-restarting)
+	}
+	if fmt.Sprint(after) != fmt.Sprint(all[len(want):]) {
+		t.Fatalf("across a restart of its server: %v, stored %v", after, all[len(want):])
+	}
+	select {
+	case extra := <-restarting:
+		t.Fatalf("an event beyond the stored ones: %d", extra)
+	default:
+	}
+
+	// A long poll through the restarted B answers an event written
+	// through A.
+	polled := make(chan *client.EventPage, 1)
+	go func() {
+		page, err := viaB.Events(ctx, "p", client.EventsQuery{After: all[len(all)-1], Wait: 60 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		polled <- page
+	}()
+	writeEvents(t, a.Pool(), p, 1)
+	page := <-polled
+	if page == nil || len(page.Events) != 1 || page.Events[0].Seq <= all[len(all)-1] || page.NextAfter < page.Events[0].Seq {
+		t.Fatalf("long poll through the other replica: %+v", page)
+	}
+}
