@@ -23,15 +23,19 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "createItem": ("POST", "/v1/projects/{project}/items"),
     "createProject": ("POST", "/v1/projects"),
     "createToken": ("POST", "/v1/projects/{project}/tokens"),
+    "createWebhook": ("POST", "/v1/projects/{project}/webhooks"),
     "decompose": ("POST", "/v1/leases/{id}/decompose"),
+    "deleteWebhook": ("DELETE", "/v1/projects/{project}/webhooks/{id}"),
     "dismissAttention": ("POST", "/v1/attention/{id}/dismiss"),
     "fail": ("POST", "/v1/leases/{id}/fail"),
     "fenceKeys": ("GET", "/v1/fence/keys"),
     "getAttention": ("GET", "/v1/attention/{id}"),
     "getItem": ("GET", "/v1/projects/{project}/items/{id}"),
     "getLease": ("GET", "/v1/leases/{id}"),
+    "getNotificationSettings": ("GET", "/v1/projects/{project}/notifications"),
     "getOpenAPI": ("GET", "/v1/openapi.json"),
     "getProject": ("GET", "/v1/projects/{project}"),
+    "getWebhook": ("GET", "/v1/projects/{project}/webhooks/{id}"),
     "heartbeat": ("POST", "/v1/leases/{id}/heartbeat"),
     "holdItem": ("POST", "/v1/projects/{project}/items/{id}/attention"),
     "importPlan": ("POST", "/v1/projects/{project}/plans"),
@@ -39,18 +43,27 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "itemGraph": ("GET", "/v1/projects/{project}/items/{id}/graph"),
     "itemLeases": ("GET", "/v1/projects/{project}/items/{id}/leases"),
     "leaseHistory": ("GET", "/v1/projects/{project}/leases"),
+    "listAllEvents": ("GET", "/v1/events"),
     "listAttention": ("GET", "/v1/projects/{project}/attention"),
+    "listDeliveries": ("GET", "/v1/projects/{project}/webhooks/{id}/deliveries"),
+    "listEvents": ("GET", "/v1/projects/{project}/events"),
     "listItems": ("GET", "/v1/projects/{project}/items"),
     "listProjects": ("GET", "/v1/projects"),
     "listTokens": ("GET", "/v1/projects/{project}/tokens"),
+    "listWebhooks": ("GET", "/v1/projects/{project}/webhooks"),
+    "lookupIDs": ("GET", "/v1/projects/{project}/ids"),
     "projectGraph": ("GET", "/v1/projects/{project}/graph"),
     "release": ("POST", "/v1/leases/{id}/release"),
     "removeDependency": ("DELETE", "/v1/projects/{project}/items/{id}/dependencies/{depends_on}"),
     "requestStop": ("POST", "/v1/leases/{id}/stop"),
     "resolveAttention": ("POST", "/v1/attention/{id}/resolve"),
     "revokeToken": ("DELETE", "/v1/projects/{project}/tokens/{id}"),
+    "streamAllEvents": ("GET", "/v1/events/stream"),
+    "streamEvents": ("GET", "/v1/projects/{project}/events/stream"),
     "updateItem": ("PATCH", "/v1/projects/{project}/items/{id}"),
+    "updateNotificationSettings": ("PATCH", "/v1/projects/{project}/notifications"),
     "updateProject": ("PATCH", "/v1/projects/{project}"),
+    "updateWebhook": ("PATCH", "/v1/projects/{project}/webhooks/{id}"),
     "workers": ("GET", "/v1/projects/{project}/workers"),
 }
 
@@ -75,11 +88,11 @@ PROBLEM_CODES: Tuple[str, ...] = (
 
 FIELDS: Dict[str, Tuple[str, ...]] = {
     "AddDependencyRequest": ("depends_on",),
-    "AskRequest": ("blocking", "context", "epoch", "question", "suggested_answers",),
+    "AskRequest": ("blocking", "context", "default_answer", "due_in_seconds", "epoch", "on_overdue", "question", "suggested_answers",),
     "AskResult": ("attention", "lease",),
     "AttentionList": ("attention",),
     "AttentionPage": ("attention", "next_cursor",),
-    "AttentionRequest": ("answer", "blocking", "context", "created_at", "decision", "epoch", "id", "item_id", "item_title", "late_reports", "lease_id", "project_id", "question", "reason", "requested_by", "resolved_at", "resolved_by", "source", "state", "suggested_answers",),
+    "AttentionRequest": ("answer", "answered_by_default", "blocking", "context", "created_at", "decision", "default_answer", "due_at", "epoch", "id", "item_id", "item_title", "late_reports", "lease_id", "on_overdue", "overdue", "overdue_at", "project_id", "question", "reason", "requested_by", "resolved_at", "resolved_by", "source", "state", "suggested_answers",),
     "BlockedBy": ("attention", "children", "dependencies", "reserved_for", "reserved_until", "retry_after",),
     "CancelRequest": ("reason",),
     "Claim": ("attention", "fence_token", "item", "lease",),
@@ -89,17 +102,25 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "CreateItemRequest": ("body", "depends_on", "labels", "metadata", "on_expiry", "parent_id", "priority", "title",),
     "CreateProjectRequest": ("name",),
     "CreateTokenRequest": ("name", "role",),
+    "CreateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
     "CreatedToken": ("created_at", "id", "name", "project_id", "revoked_at", "role", "token",),
+    "CreatedWebhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "project_id", "recipient", "secret", "updated_at", "url",),
     "DecomposeRequest": ("children", "epoch",),
     "Decomposition": ("children", "lease",),
+    "Delivery": ("attempts", "created_at", "error", "event_type", "finished_at", "latency_ms", "message_id", "next_attempt_at", "response", "seq", "state", "status_code",),
+    "DeliveryList": ("deliveries", "next_before",),
     "Dependency": ("depends_on", "item", "item_id",),
     "DismissRequest": ("note",),
+    "Event": ("actor", "at", "attention_id", "item_id", "lease_id", "payload", "project_id", "seq", "type",),
+    "EventPage": ("events", "next_after",),
     "FailRequest": ("details", "epoch", "error", "worker_time",),
     "FailResult": ("attention", "item", "lease", "retry_after",),
     "FenceKeys": ("keys",),
     "HeartbeatRequest": ("epoch", "lease_seconds", "progress", "worker_time",),
     "HeartbeatResult": ("answers", "expires_at", "fence_token", "lease", "stop_requested",),
     "HoldRequest": ("question",),
+    "IDMatch": ("created_at", "id", "kind", "label",),
+    "IDMatches": ("matches",),
     "Item": ("active_lease_id", "blocked_by", "body", "created_at", "created_by", "epoch", "failures", "finished_at", "id", "labels", "metadata", "on_expiry", "parent_id", "previous_worker", "priority", "project_id", "result", "state", "title", "updated_at", "version",),
     "ItemGraph": ("ancestors", "children", "critical_path", "dependencies", "dependents", "item",),
     "ItemPage": ("items", "next_cursor",),
@@ -108,12 +129,13 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "project_id", "result", "stale_calls", "stop_requested", "worker", "worker_time",),
     "LeaseItem": ("item", "lease",),
     "LeasePage": ("leases", "next_cursor",),
+    "NotificationSettings": ("answer_link_ttl_seconds", "answer_links",),
     "Observation": ("epoch", "id", "kind", "lease_id", "operation", "payload", "received_at", "worker_time",),
     "PlanItem": ("body", "children", "depends_on", "key", "labels", "line", "priority", "title",),
     "PlanRequest": ("dry_run", "items",),
     "PlanResult": ("dry_run", "existing", "items", "keys",),
     "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "request_id", "status", "title", "type",),
-    "Project": ("created_at", "id", "name", "on_expiry",),
+    "Project": ("attention_due_in_seconds", "created_at", "id", "name", "on_expiry",),
     "ProjectList": ("projects",),
     "ReleaseRequest": ("epoch", "reason",),
     "ResolveRequest": ("answer", "decision", "note", "result",),
@@ -122,7 +144,11 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "Token": ("created_at", "id", "name", "project_id", "revoked_at", "role",),
     "TokenList": ("tokens",),
     "UpdateItemRequest": ("body", "labels", "metadata", "on_expiry", "priority", "title", "version",),
-    "UpdateProjectRequest": ("on_expiry",),
+    "UpdateNotificationSettingsRequest": ("answer_link_ttl_seconds", "answer_links",),
+    "UpdateProjectRequest": ("attention_due_in_seconds", "on_expiry",),
+    "UpdateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
+    "Webhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "project_id", "recipient", "updated_at", "url",),
+    "WebhookList": ("webhooks",),
     "Workers": ("active", "workers",),
 }
 
@@ -142,7 +168,10 @@ class AddDependencyRequest(TypedDict, total=False):
 class AskRequest(TypedDict, total=False):
     blocking: bool
     context: Any
+    default_answer: str
+    due_in_seconds: int
     epoch: int
+    on_overdue: Literal["escalate", "default_answer", "release"]
     question: str
     suggested_answers: List[str]
 
@@ -167,16 +196,22 @@ class AttentionPage(TypedDict, total=False):
 # Required: id, item_id, question, blocking, state, created_at.
 class AttentionRequest(TypedDict, total=False):
     answer: Optional[str]
+    answered_by_default: bool
     blocking: bool
     context: Any
     created_at: str
     decision: Optional[Literal["retry", "done", "cancel"]]
+    default_answer: Optional[str]
+    due_at: Optional[str]
     epoch: Optional[int]
     id: str
     item_id: str
     item_title: str
     late_reports: List[Observation]
     lease_id: Optional[str]
+    on_overdue: Optional[Literal["escalate", "default_answer", "release"]]
+    overdue: bool
+    overdue_at: Optional[str]
     project_id: str
     question: str
     reason: Literal["question", "repeated_expiry", "repeated_failure", "hold", "uncertain_outcome"]
@@ -255,6 +290,16 @@ class CreateTokenRequest(TypedDict, total=False):
     role: Role
 
 
+# Required: url.
+class CreateWebhookRequest(TypedDict, total=False):
+    description: str
+    enabled: bool
+    event_types: List[str]
+    format: Literal["standard", "slack"]
+    recipient: Optional[str]
+    url: str
+
+
 # Required: token, id, name, role.
 class CreatedToken(TypedDict, total=False):
     created_at: str
@@ -264,6 +309,27 @@ class CreatedToken(TypedDict, total=False):
     revoked_at: Optional[str]
     role: Role
     token: str
+
+
+# Required: id, project_id, url, event_types, format, recipient, description,
+# enabled, disabled_reason, disabled_at, failing_since, created_by,
+# created_at, updated_at, secret.
+class CreatedWebhook(TypedDict, total=False):
+    created_at: str
+    created_by: str
+    description: str
+    disabled_at: Optional[str]
+    disabled_reason: Optional[str]
+    enabled: bool
+    event_types: List[str]
+    failing_since: Optional[str]
+    format: Literal["standard", "slack"]
+    id: str
+    project_id: str
+    recipient: Optional[str]
+    secret: str
+    updated_at: str
+    url: str
 
 
 # Required: epoch, children.
@@ -278,6 +344,29 @@ class Decomposition(TypedDict, total=False):
     lease: Lease
 
 
+# Required: seq, event_type, message_id, state, attempts, next_attempt_at,
+# status_code, latency_ms, response, error, created_at, finished_at.
+class Delivery(TypedDict, total=False):
+    attempts: int
+    created_at: str
+    error: Optional[str]
+    event_type: str
+    finished_at: Optional[str]
+    latency_ms: Optional[int]
+    message_id: str
+    next_attempt_at: Optional[str]
+    response: Optional[str]
+    seq: int
+    state: Literal["pending", "delivered", "failed"]
+    status_code: Optional[int]
+
+
+# Required: deliveries, next_before.
+class DeliveryList(TypedDict, total=False):
+    deliveries: List[Delivery]
+    next_before: Optional[int]
+
+
 # Required: item_id, depends_on, item.
 class Dependency(TypedDict, total=False):
     depends_on: str
@@ -287,6 +376,27 @@ class Dependency(TypedDict, total=False):
 
 class DismissRequest(TypedDict, total=False):
     note: str
+
+
+# one entry of the event log
+# Required: project_id, seq, type, at, actor, item_id, lease_id, attention_id,
+# payload.
+class Event(TypedDict, total=False):
+    actor: str
+    at: str
+    attention_id: Optional[str]
+    item_id: Optional[str]
+    lease_id: Optional[str]
+    payload: Dict[str, Any]
+    project_id: str
+    seq: int
+    type: str
+
+
+# Required: events, next_after.
+class EventPage(TypedDict, total=False):
+    events: List[Event]
+    next_after: int
 
 
 # Required: epoch.
@@ -329,6 +439,20 @@ class HeartbeatResult(TypedDict, total=False):
 
 class HoldRequest(TypedDict, total=False):
     question: str
+
+
+# An object whose id starts with the looked-up prefix.
+# Required: kind, id, label, created_at.
+class IDMatch(TypedDict, total=False):
+    created_at: str
+    id: str
+    kind: Literal["item", "lease", "attention", "token"]
+    label: str
+
+
+# Required: matches.
+class IDMatches(TypedDict, total=False):
+    matches: List[IDMatch]
 
 
 # Required: id, title, body, priority, parent_id, labels, state, epoch,
@@ -440,6 +564,12 @@ class LeasePage(TypedDict, total=False):
     next_cursor: Optional[str]
 
 
+# Required: answer_links, answer_link_ttl_seconds.
+class NotificationSettings(TypedDict, total=False):
+    answer_link_ttl_seconds: int
+    answer_links: bool
+
+
 # Required: id, lease_id, epoch, kind, operation, received_at.
 class Observation(TypedDict, total=False):
     epoch: int
@@ -499,6 +629,7 @@ class Problem(TypedDict, total=False):
 
 # Required: id, name, created_at, on_expiry.
 class Project(TypedDict, total=False):
+    attention_due_in_seconds: Optional[int]
     created_at: str
     id: str
     name: str
@@ -562,9 +693,49 @@ class UpdateItemRequest(TypedDict, total=False):
     version: int
 
 
-# Required: on_expiry.
+class UpdateNotificationSettingsRequest(TypedDict, total=False):
+    answer_link_ttl_seconds: int
+    answer_links: bool
+
+
+# at least one of on_expiry and attention_due_in_seconds
 class UpdateProjectRequest(TypedDict, total=False):
+    attention_due_in_seconds: int
     on_expiry: Literal["retry", "reconcile"]
+
+
+class UpdateWebhookRequest(TypedDict, total=False):
+    description: str
+    enabled: bool
+    event_types: List[str]
+    format: Literal["standard", "slack"]
+    recipient: Optional[str]
+    url: str
+
+
+# Required: id, project_id, url, event_types, format, recipient, description,
+# enabled, disabled_reason, disabled_at, failing_since, created_by,
+# created_at, updated_at.
+class Webhook(TypedDict, total=False):
+    created_at: str
+    created_by: str
+    description: str
+    disabled_at: Optional[str]
+    disabled_reason: Optional[str]
+    enabled: bool
+    event_types: List[str]
+    failing_since: Optional[str]
+    format: Literal["standard", "slack"]
+    id: str
+    project_id: str
+    recipient: Optional[str]
+    updated_at: str
+    url: str
+
+
+# Required: webhooks.
+class WebhookList(TypedDict, total=False):
+    webhooks: List[Webhook]
 
 
 # Required: active, workers.

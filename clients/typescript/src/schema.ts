@@ -96,6 +96,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find the project's objects whose id starts with a prefix
+         * @description Resolves what a person typed (the first characters of an id, with or without dashes, at least 4 hex digits) to the project's items, leases, attention requests and (admin callers only) tokens: at most 10 of each kind, ordered by kind then id. One match is the object meant; several are ambiguous (show them); none means no such object. Roles: any.
+         */
+        get: operations["lookupIDs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/items": {
         parameters: {
             query?: never;
@@ -656,6 +676,182 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the project's webhooks (no secrets)
+         * @description Roles: admin, human.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Subscribe a URL to the project's events (the signing secret is shown once)
+         * @description Roles: admin, human. Delivery is at least once, signed as Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). event_types empty or absent: every type. format: standard (default) or slack. A URL that names a loopback, link-local or private address is refused unless the server runs with --webhooks-allow-private.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook (no secret)
+         * @description Roles: admin, human.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook and its delivery records
+         * @description Roles: admin, human.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook; enabled true also clears a disabling and retries its pending deliveries at once
+         * @description Roles: admin, human. Absent members are left as they are; "recipient": null clears the recipient.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/projects/{project}/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's most recent deliveries, newest event first
+         * @description Roles: admin, human. One record per event: state pending (next_attempt_at), delivered or failed, with the last attempt's status code, latency and first bytes of the answer.
+         */
+        get: operations["listDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's notification settings
+         * @description Roles: admin, human.
+         */
+        get: operations["getNotificationSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Turn answer links on or off, set their lifetime
+         * @description Roles: admin, human.
+         */
+        patch: operations["updateNotificationSettings"];
+        trace?: never;
+    };
+    "/v1/projects/{project}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A project's events, oldest first (a long poll with wait_seconds)
+         * @description Roles: any. Reads up to the horizon below which every event is final; resume with after=next_after to see every later event once.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A project's events as server-sent events
+         * @description Roles: any. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every project's events, oldest first (a long poll with wait_seconds)
+         * @description Roles: admin. As listEvents, over all projects (each event names its project).
+         */
+        get: operations["listAllEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every project's events as server-sent events
+         * @description Roles: admin. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica.
+         */
+        get: operations["streamAllEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -672,7 +868,7 @@ export interface components {
             detail: string;
             /** @enum {string} */
             code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "dependency_cycle" | "conflict" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal";
-            /** @description the input field at fault (invalid_argument) */
+            /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
             cycle?: string[];
@@ -708,6 +904,8 @@ export interface components {
              * @enum {string}
              */
             on_expiry: "retry" | "reconcile";
+            /** @description the deadline of a worker's question that names none (null: none) */
+            attention_due_in_seconds?: number | null;
         };
         ProjectList: {
             projects: components["schemas"]["Project"][];
@@ -933,6 +1131,23 @@ export interface components {
             decision?: "retry" | "done" | "cancel" | null;
             /** @description on an uncertain_outcome request read by id or resolved: the expired attempt's reports refused since (kept, not applied) */
             late_reports?: components["schemas"]["Observation"][];
+            /**
+             * Format: date-time
+             * @description the request's deadline (null: none)
+             */
+            due_at?: string | null;
+            /** @description open past its deadline */
+            overdue?: boolean;
+            /**
+             * Format: date-time
+             * @description when the deadline was found passed (attention.overdue)
+             */
+            overdue_at?: string | null;
+            /** @enum {string|null} */
+            on_overdue?: "escalate" | "default_answer" | "release" | null;
+            default_answer?: string | null;
+            /** @description answered with default_answer at the deadline, by system */
+            answered_by_default?: boolean;
         };
         AttentionPage: {
             /** @description the requests, oldest first */
@@ -1167,6 +1382,15 @@ export interface components {
              * @default true
              */
             blocking?: boolean;
+            /** @description the question's deadline, in seconds after it is asked (default: the project's attention_due_in_seconds, if set); when it passes an attention.overdue event fires and on_overdue applies */
+            due_in_seconds?: number;
+            /**
+             * @description what happens at the deadline besides the event: escalate (the event says escalate: true), default_answer (answered with default_answer by system), release (a blocking question stops blocking; the item goes back to circulation)
+             * @enum {string}
+             */
+            on_overdue?: "escalate" | "default_answer" | "release";
+            /** @description the answer on_overdue default_answer gives */
+            default_answer?: string;
         };
         StopRequest: {
             reason?: string;
@@ -1197,9 +1421,160 @@ export interface components {
                 public_key: string;
             }[];
         };
+        /** @description at least one of on_expiry and attention_due_in_seconds */
         UpdateProjectRequest: {
             /** @enum {string} */
-            on_expiry: "retry" | "reconcile";
+            on_expiry?: "retry" | "reconcile";
+            /** @description the deadline of a worker's question that names none; 0 removes it */
+            attention_due_in_seconds?: number;
+        };
+        /** @description An object whose id starts with the looked-up prefix. */
+        IDMatch: {
+            /** @enum {string} */
+            kind: "item" | "lease" | "attention" | "token";
+            /** Format: uuid */
+            id: string;
+            /** @description an item's title, a lease's item title, an attention request's question, a token's name */
+            label: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        IDMatches: {
+            matches: components["schemas"]["IDMatch"][];
+        };
+        Webhook: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            project_id: string;
+            url: string;
+            event_types: string[];
+            /** @enum {string} */
+            format: "standard" | "slack";
+            recipient: string | null;
+            description: string;
+            enabled: boolean;
+            /** @description failing: delivery disabled it after a day of failures; null: enabled, or disabled by a person */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** Format: date-time */
+            failing_since: string | null;
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        CreatedWebhook: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            project_id: string;
+            url: string;
+            event_types: string[];
+            /** @enum {string} */
+            format: "standard" | "slack";
+            recipient: string | null;
+            description: string;
+            enabled: boolean;
+            /** @description failing: delivery disabled it after a day of failures; null: enabled, or disabled by a person */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** Format: date-time */
+            failing_since: string | null;
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description whsec_<base64>: the signing secret, shown only in this answer */
+            secret: string;
+        };
+        WebhookList: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        Delivery: {
+            seq: number;
+            event_type: string;
+            /** @description the webhook-id header: evt_<project id>_<seq>, the same on every attempt */
+            message_id: string;
+            /** @enum {string} */
+            state: "pending" | "delivered" | "failed";
+            attempts: number;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            status_code: number | null;
+            latency_ms: number | null;
+            /** @description the first bytes (at most 1 KiB) of the last answer */
+            response: string | null;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        DeliveryList: {
+            deliveries: components["schemas"]["Delivery"][];
+            next_before: number | null;
+        };
+        NotificationSettings: {
+            answer_links: boolean;
+            answer_link_ttl_seconds: number;
+        };
+        CreateWebhookRequest: {
+            url: string;
+            event_types?: string[];
+            /** @enum {string} */
+            format?: "standard" | "slack";
+            /** @description the person the notifications reach; answer links are made out to them */
+            recipient?: string | null;
+            description?: string;
+            enabled?: boolean;
+        };
+        UpdateWebhookRequest: {
+            url?: string;
+            event_types?: string[];
+            /** @enum {string} */
+            format?: "standard" | "slack";
+            recipient?: string | null;
+            description?: string;
+            enabled?: boolean;
+        };
+        UpdateNotificationSettingsRequest: {
+            answer_links?: boolean;
+            answer_link_ttl_seconds?: number;
+        };
+        /** @description one entry of the event log */
+        Event: {
+            /** Format: uuid */
+            project_id: string;
+            /** @description the event's number: increasing within a project, with gaps */
+            seq: number;
+            /** @description item.created, item.updated, item.state_changed, lease.granted, lease.ended, lease.refused, attention.opened, attention.answered, attention.dismissed, attention.overdue, plan.imported, token.created, token.revoked */
+            type: string;
+            /**
+             * Format: date-time
+             * @description when (the database's clock)
+             */
+            at: string;
+            /** @description token:<name>, worker:<id>, user:<name> or system */
+            actor: string;
+            /** Format: uuid */
+            item_id: string | null;
+            /** Format: uuid */
+            lease_id: string | null;
+            /** Format: uuid */
+            attention_id: string | null;
+            /** @description ids and the fields that changed */
+            payload: Record<string, never>;
+        };
+        EventPage: {
+            /** @description oldest first */
+            events: components["schemas"]["Event"][];
+            /** @description pass as after to the next read */
+            next_after: number;
         };
     };
     responses: {
@@ -1447,6 +1822,40 @@ export interface operations {
             503: components["responses"]["Problem"];
         };
     };
+    lookupIDs: {
+        parameters: {
+            query: {
+                /** @description the first hex digits of an id (at least 4; dashes ignored) */
+                prefix: string;
+                /** @description item, lease, attention or token (repeated or comma-separated; default every kind) */
+                kind?: string;
+            };
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IDMatches"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
     listItems: {
         parameters: {
             query?: {
@@ -1456,8 +1865,10 @@ export interface operations {
                 label?: string;
                 /** @description children of this item */
                 parent_id?: string;
-                /** @description case-insensitive text in the title */
+                /** @description case-insensitive text in the title or the body (trigram-indexed from 3 characters) */
                 q?: string;
+                /** @description the order: created (the default), priority, updated (the last change), each descending with a leading - (-created: newest first). A cursor continues the order it came from. */
+                sort?: "created" | "-created" | "priority" | "-priority" | "updated" | "-updated";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
                 /** @description page size, 1..500 (default 50) */
@@ -1792,6 +2203,8 @@ export interface operations {
                 since?: string;
                 /** @description acquired before (RFC 3339) */
                 until?: string;
+                /** @description the order: acquired (grant order, the default), ran (how long each lease ran; a live one until now), each descending with a leading - (-acquired: newest first). A cursor continues the order it came from. */
+                sort?: "acquired" | "-acquired" | "ran" | "-ran";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
                 /** @description page size, 1..500 (default 50) */
@@ -2307,6 +2720,8 @@ export interface operations {
                 since?: string;
                 /** @description acquired before (RFC 3339) */
                 until?: string;
+                /** @description the order: acquired (grant order, the default), ran (how long each lease ran; a live one until now), each descending with a leading - (-acquired: newest first). A cursor continues the order it came from. */
+                sort?: "acquired" | "-acquired" | "ran" | "-ran";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
                 /** @description page size, 1..500 (default 50) */
@@ -2556,6 +2971,428 @@ export interface operations {
                 };
             };
             404: components["responses"]["Problem"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    listDeliveries: {
+        parameters: {
+            query?: {
+                /** @description only events numbered below this (next_before of the previous page) */
+                before?: number;
+                /** @description 1..500, default 50 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    getNotificationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettings"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    updateNotificationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateNotificationSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettings"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description only events numbered above this (next_after of the previous read; default 0: from the oldest kept) */
+                after?: number;
+                /** @description comma-separated event types (item.created, ...); default all */
+                types?: string;
+                /** @description only this item's events */
+                item_id?: string;
+                /** @description at most this many events, 1..1000 (default 100) */
+                limit?: number;
+                /** @description when no event matches yet, wait up to this long (0..60) for the first; answers as soon as one is committed */
+                wait_seconds?: number;
+            };
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description only events numbered above this (next_after of the previous read; default 0: from the oldest kept) */
+                after?: number;
+                /** @description comma-separated event types (item.created, ...); default all */
+                types?: string;
+                /** @description only this item's events */
+                item_id?: string;
+            };
+            header?: {
+                /** @description the id of the last event received; takes precedence over after (browsers send it when they reconnect) */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    listAllEvents: {
+        parameters: {
+            query?: {
+                /** @description only events numbered above this (next_after of the previous read; default 0: from the oldest kept) */
+                after?: number;
+                /** @description comma-separated event types (item.created, ...); default all */
+                types?: string;
+                /** @description at most this many events, 1..1000 (default 100) */
+                limit?: number;
+                /** @description when no event matches yet, wait up to this long (0..60) for the first; answers as soon as one is committed */
+                wait_seconds?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    streamAllEvents: {
+        parameters: {
+            query?: {
+                /** @description only events numbered above this (next_after of the previous read; default 0: from the oldest kept) */
+                after?: number;
+                /** @description comma-separated event types (item.created, ...); default all */
+                types?: string;
+            };
+            header?: {
+                /** @description the id of the last event received; takes precedence over after (browsers send it when they reconnect) */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
 }
