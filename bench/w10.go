@@ -114,7 +114,7 @@ func w10Latency(ctx context.Context, e *env, s *benchServer) error {
 		}
 	}
 	lat := h.summary()
-	e.add(Result{Workload: 9, Name: "POST attention -> webhook hit", Ops: int64(n), Primary: "hit",
+	e.add(Result{Workload: 10, Name: "POST attention -> webhook hit", Ops: int64(n), Primary: "hit",
 		Latency: map[string]Latency{"hit": lat}})
 	e.logf("  POST attention -> webhook receiver: p50 %.1f ms, p99 %.1f ms (%d holds)", lat.P50Ms, lat.P99Ms, n)
 	return nil
@@ -149,7 +149,7 @@ func w10Rate(ctx context.Context, e *env, s *benchServer) error {
 		if got >= n {
 			secs := last.Sub(start).Seconds()
 			rate := float64(got) / secs
-			e.add(Result{Workload: 9, Name: "delivery rate, one replica", Size: int64(n), Ops: int64(got),
+			e.add(Result{Workload: 10, Name: "delivery rate, one replica", Size: int64(n), Ops: int64(got),
 				Seconds: round(secs, 2), Rate: round(rate, 0), Unit: "deliveries/s"})
 			e.logf("  one replica delivered %d events in %.2f s: %.0f deliveries/s", got, secs, rate)
 			return nil

@@ -81,7 +81,7 @@ func runW11(ctx context.Context, e *env) error {
 		h.add(time.Since(t))
 	}
 	lat := h.summary()
-	e.add(Result{Workload: 9, Name: "ask -> SSE attention.opened", Ops: int64(h.n), Primary: "ask_to_event",
+	e.add(Result{Workload: 11, Name: "ask -> SSE attention.opened", Ops: int64(h.n), Primary: "ask_to_event",
 		Latency: map[string]Latency{"ask_to_event": lat}})
 	e.logf("  ask -> SSE attention.opened: %d questions, p50 %.1f ms, p99 %.1f ms", h.n, lat.P50Ms, lat.P99Ms)
 	return nil
