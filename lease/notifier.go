@@ -46,7 +46,7 @@ type Notifier struct {
 	listening     chan struct{} // closed once the first LISTEN is active
 	listeningOnce sync.Once
 
-	attempts, grants atomic.Int64
+	waits, attempts, grants atomic.Int64
 
 	// BroadcastWakeups, set before Start, wakes every waiting claimer of
 	// the project on each notification, as workgraph did before wake-ups
@@ -68,10 +68,13 @@ type NotifierSignals struct {
 	Notified startstop.Signal[uuid.UUID]
 }
 
-// WaitStats counts the claim transactions of waiting claims (ClaimWait
-// with this notifier) and the leases they were granted; Attempts/Grants is
-// the cost of a grant to a long poll.
+// WaitStats counts the waiting claims (ClaimWait with this notifier),
+// their claim transactions and the leases they were granted;
+// Attempts/Grants is the cost of a grant to a long poll, of which
+// Waits/Grants are the first claims each waiting claim makes before it
+// waits.
 type WaitStats struct {
+	Waits    int64
 	Attempts int64
 	Grants   int64
 }
@@ -102,7 +105,7 @@ func (n *Notifier) Listening() <-chan struct{} { return n.listening }
 
 // Stats returns the counts of waiting claims since the notifier was made.
 func (n *Notifier) Stats() WaitStats {
-	return WaitStats{Attempts: n.attempts.Load(), Grants: n.grants.Load()}
+	return WaitStats{Waits: n.waits.Load(), Attempts: n.attempts.Load(), Grants: n.grants.Load()}
 }
 
 // Subscribe returns a channel that receives a value (coalesced: at most one

@@ -44,6 +44,7 @@ func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimReq
 	}
 	w := n.waitJoin(project, newWaitFilter(req.Labels, req.Worker, req.TokenID))
 	defer n.waitLeave(w)
+	n.waits.Add(1)
 	for {
 		tickets := n.waitBegin(w)
 		n.attempts.Add(1)
