@@ -13,8 +13,9 @@ import (
 // hands it to the longest waiting idle claimer of the project. The tickets
 // a claimer held when its claim began are spent by that claim: a grant
 // spends one (the rest go on to other claimers when it stops waiting), a
-// claim that got nothing spends them all after passing one on for each
-// free item it could not take (see waitFailed).
+// claim that got nothing spends them all after handing as many on, one
+// per free item it could not take (see waitFailed); a claim granted
+// without a ticket withdraws one that nobody looked at yet (see steal).
 
 // waitFilter is what decides which items a waiting claimer can take: the
 // labels it asks for and the worker and token a continuity reservation
@@ -67,6 +68,9 @@ type waiter struct {
 	// looked (at most one pending).
 	ch      chan struct{}
 	tickets int
+	// untargeted of the tickets stand for any item (a notification), not
+	// for a free item the waiter's filter takes (a hand-on).
+	untargeted int
 	// busy: the claimer is claiming (or about to) and does not need a
 	// ticket to try.
 	busy bool
@@ -96,7 +100,7 @@ type waitQueue struct {
 // except) that could take item (nil: any item). Failing that, a ticket for
 // a known item goes to a busy claimer that could take it (it tries again
 // after its claim); a ticket for any item is kept in the backlog.
-func (q *waitQueue) deliver(item *claimable, except *waiter) {
+func (q *waitQueue) deliver(item *claimable, except *waiter) (handed bool) {
 	var busy *waiter
 	for e := q.waiters.Front(); e != nil; e = e.Next() {
 		w := e.Value.(*waiter)
@@ -106,7 +110,10 @@ func (q *waitQueue) deliver(item *claimable, except *waiter) {
 		if !w.busy {
 			w.busy = true
 			w.give()
-			return
+			if item == nil {
+				w.untargeted++
+			}
+			return true
 		}
 		if busy == nil {
 			busy = w
@@ -115,9 +122,12 @@ func (q *waitQueue) deliver(item *claimable, except *waiter) {
 	switch {
 	case item != nil && busy != nil:
 		busy.give()
+		return true
 	case item == nil && q.backlog < q.waiters.Len():
 		q.backlog++
+		return true
 	}
+	return false
 }
 
 // waitJoin enters a claimer at the end of the project's queue, busy (its
@@ -188,17 +198,51 @@ func (n *Notifier) waitGranted(w *waiter, tickets int) {
 	n.grants.Add(1)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	q := n.projects[w.project]
 	if tickets > 0 {
-		w.tickets--
+		w.spend(1)
+	} else {
+		q.steal(w)
 	}
 	if w.rechecking {
 		w.rechecking = false
-		n.projects[w.project].deliver(nil, w)
+		q.deliver(nil, w)
 	}
 }
 
-// waitFailed spends the tickets the claim began with. Each item that is
-// still free for an idle claimer (free: what ClaimableItems read after the
+// spend takes k tickets from the waiter, the untargeted ones first.
+func (w *waiter) spend(k int) {
+	w.tickets -= k
+	w.untargeted = max(0, min(w.untargeted-k, w.tickets))
+}
+
+// steal withdraws one untargeted ticket after a claim without one was
+// granted (its first claim, before it waited): it took an item that a
+// notification's ticket stands for, and the claim that ticket would cost
+// finds nothing. Only a ticket not yet looked at is withdrawn: one in the
+// backlog, or one pending with a waiter that has not begun its claim.
+func (q *waitQueue) steal(except *waiter) {
+	if q.backlog > 0 {
+		q.backlog--
+		return
+	}
+	for e := q.waiters.Front(); e != nil; e = e.Next() {
+		o := e.Value.(*waiter)
+		if o == except || o.untargeted == 0 || len(o.ch) == 0 {
+			continue
+		}
+		o.spend(1)
+		if o.tickets == 0 {
+			<-o.ch
+			o.busy = false
+		}
+		return
+	}
+}
+
+// waitFailed spends the tickets the claim began with, handing on as many
+// (no more: a ticket never multiplies). Each item that is still free for
+// an idle claimer (free: what ClaimableItems read after the
 // claim, for the idle claimers' label sets) goes, as a ticket, to the
 // longest waiting claimer that can take it: the failed claimer could not,
 // so its filter did not match, or the item became free after its claim
@@ -208,7 +252,7 @@ func (n *Notifier) waitFailed(w *waiter, tickets, backlog int, free []claimable)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q := n.projects[w.project]
-	w.tickets -= tickets
+	w.spend(tickets)
 	w.rechecking = false
 	if w.tickets == 0 {
 		select {
@@ -216,8 +260,11 @@ func (n *Notifier) waitFailed(w *waiter, tickets, backlog int, free []claimable)
 		default:
 		}
 	}
-	for i := range free {
-		q.deliver(&free[i], w)
+	handed := 0
+	for i := 0; i < len(free) && handed < tickets; i++ {
+		if q.deliver(&free[i], w) {
+			handed++
+		}
 	}
 	if len(free) == 0 {
 		q.backlog -= min(q.backlog, backlog)
