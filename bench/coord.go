@@ -27,8 +27,8 @@ import (
 //     claims); then the stored history is checked: two leases of one item
 //     that overlap in time, or one epoch granted twice, must be 0.
 //   - 23, an abandoned item's return to circulation: -coord-abandoned (200)
-//     items are claimed with a -coord-lease (2 s) lease by a worker that
-//     then dies (never heartbeats); 16 agents wait for work (ClaimWait with
+//     items are claimed by workers that then die (never heartbeat); their
+//     leases run out -coord-lease (2 s) later, 10 ms apart; 16 agents wait for work (ClaimWait with
 //     a notifier) while a sweeper runs every -coord-sweep (1 s). Measured
 //     from the stored history: the next grant's acquisition minus the
 //     abandoned lease's expiry, p50/p99, beside the lease length.
@@ -165,11 +165,22 @@ func runW23(ctx context.Context, e *env) error {
 	if err := loadReady(ctx, e.pool, project, n, 0); err != nil {
 		return err
 	}
-	svc := lease.NewService(e.pool, nil, lease.Config{MinTTL: time.Second})
+	svc := lease.NewService(e.pool, nil, lease.Config{MinTTL: time.Second, MaxExpiries: 1 << 30})
+	// The doomed leases are granted long, then set to run out ttl from now,
+	// 10 ms apart: on a loaded machine granting 200 leases can take longer
+	// than one lease lasts, and a lease that expired while the others were
+	// still being granted would be taken again by a doomed worker.
 	for i := range n {
-		if _, err := svc.Claim(ctx, project, lease.ClaimRequest{Worker: fmt.Sprintf("doomed-%d", i), TTL: ttl}); err != nil {
+		if _, err := svc.Claim(ctx, project, lease.ClaimRequest{Worker: fmt.Sprintf("doomed-%d", i), TTL: time.Hour}); err != nil {
 			return fmt.Errorf("abandoned claim %d: %w", i, err)
 		}
+	}
+	if _, err := e.pool.Exec(ctx, `
+		UPDATE leases l SET expires_at = now() + $2 * interval '1 millisecond' + d.n * interval '10 milliseconds'
+		FROM (SELECT id, row_number() OVER (ORDER BY acquired_at) AS n FROM leases
+		      WHERE project_id = $1 AND ended_at IS NULL) d
+		WHERE l.project_id = $1 AND l.id = d.id`, project, ttl.Milliseconds()); err != nil {
+		return err
 	}
 	// The doomed workers die here: nobody heartbeats their leases.
 	nt := lease.NewNotifier(e.pool, nil)
