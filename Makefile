@@ -46,7 +46,7 @@ build:
 	$(GO) build -buildvcs=auto -ldflags "$(LDFLAGS)" -o bin/workgraph ./cmd/workgraph
 
 # Fuzzes each target for FUZZTIME executions with one worker, after its
-# corpus (about 2 minutes in all): fuzzed bodies, query strings, cursors
+# corpus (about 2 minutes in all on an idle machine): fuzzed bodies, query strings, cursors
 # and path segments against a real server (FUZZTIME), and the input checks
 # against PostgreSQL (FUZZTIME_INPUT). A failing input is written to the
 # package's testdata/fuzz/<Target>/ (commit it with the fix); the seeds and
@@ -54,7 +54,7 @@ build:
 # durations: with a duration, Go 1.26's fuzzing coordinator can report
 # "context deadline exceeded" when the time runs out mid-input
 # (golang/go#75804), a failure with no failing input.
-FUZZTIME ?= 2000x
+FUZZTIME ?= 600x
 FUZZTIME_INPUT ?= 20000x
 FUZZ_API = FuzzItemBody FuzzLeaseBody FuzzAttentionBody FuzzAdminBody FuzzQuery FuzzCursor
 fuzz-short:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 )
 
 // call sends an admin request with a JSON body and decodes the answer
@@ -197,7 +198,7 @@ func TestMetricsLifecycle(t *testing.T) {
 		`workgraph_http_request_duration_seconds_count{method="POST",route="/v1/projects/:project/claims"}`: 4,
 		`workgraph_items{project="m",state="done"}`:                                                         1,
 		`workgraph_items{project="m",state="ready"}`:                                                        1,
-		`workgraph_db_pool_max_connections{pool="main"}`:                                                    32,
+		`workgraph_db_pool_max_connections{pool="main"}`:                                                    float64(servertest.TestMaxConns),
 	})
 	for _, series := range []string{`workgraph_live_leases{project="m"}`, `workgraph_attention_open{project="m"}`} {
 		if v, ok := m[series]; ok {

@@ -17,6 +17,9 @@ import (
 	"github.com/workgraph-dev/workgraph/server"
 )
 
+// TestMaxConns is the pool size of a test server that names none.
+const TestMaxConns = 8
+
 // Start boots the server with cfg and shuts it down when the test ends.
 // Empty fields get test defaults: DatabaseURL a fresh migrated database
 // (dbtest.URL), Addr 127.0.0.1:0, Logger one that discards. Every other
@@ -32,6 +35,13 @@ func Start(tb testing.TB, cfg server.Config) *server.Server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxConns == 0 {
+		// A test server needs few connections, and a test binary runs
+		// several servers at once beside other binaries: the production
+		// default (db.DefaultMaxConns) of each could exhaust a shared
+		// server's max_connections (100 on Debian's PostgreSQL).
+		cfg.MaxConns = TestMaxConns
 	}
 	srv, err := server.Start(context.Background(), cfg)
 	if err != nil {
