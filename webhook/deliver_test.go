@@ -94,6 +94,24 @@ func setupDelivery(t *testing.T) deliverySetup {
 	return deliverySetup{pool: pool, project: mustProject(t, pool), hooks: webhook.NewService(pool, nil, true)}
 }
 
+// observed records the attempts a Deliverer's Observe is told of.
+type observed struct {
+	mu   sync.Mutex
+	list []webhook.Attempt
+}
+
+func (o *observed) add(a webhook.Attempt) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.list = append(o.list, a)
+}
+
+func (o *observed) all() []webhook.Attempt {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]webhook.Attempt(nil), o.list...)
+}
+
 func (s deliverySetup) deliverer(cfg webhook.DelivererConfig) *webhook.Deliverer {
 	cfg.AllowPrivate = true
 	if cfg.Backoff == nil {
@@ -345,11 +363,16 @@ func TestDeliverRefusesPrivateAddressAtDial(t *testing.T) {
 	// then); the delivering replica does not allow private addresses.
 	c := s.webhook(t, webhook.New{URL: rc.URL})
 	s.appendEvents(t, 1, events.ItemCreated)
-	d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{})
+	var obs observed
+	d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{Observe: obs.add})
 	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
 	dl := s.deliveries(t, c.ID)[0]
 	if dl.State != webhook.StateFailed || dl.LastStatus != nil || dl.LastError == nil || !strings.Contains(*dl.LastError, "refused") {
 		t.Fatalf("a delivery to loopback without the flag: %+v", dl)
+	}
+	// Observed as refused by the guard, with no request sent.
+	if as := obs.all(); len(as) != 1 || !as[0].Refused || as[0].Sent || as[0].State != webhook.StateFailed || as[0].Disabled {
+		t.Fatalf("observed %+v, want one refused attempt that sent nothing", as)
 	}
 	if n := len(rc.got()); n != 0 {
 		t.Fatalf("the loopback receiver got %d requests, want none", n)
@@ -364,7 +387,8 @@ func TestDisabledAfterADayOfFailures(t *testing.T) {
 	c := s.webhook(t, webhook.New{URL: rc.URL})
 	start := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
 	clk := clock.NewStub(start)
-	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Backoff: func(int) time.Duration { return time.Hour }})
+	var obs observed
+	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Backoff: func(int) time.Duration { return time.Hour }, Observe: obs.add})
 	s.appendEvents(t, 1, events.ItemCreated)
 	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
 
@@ -385,6 +409,22 @@ func TestDisabledAfterADayOfFailures(t *testing.T) {
 	}
 	if dl := s.deliveries(t, c.ID)[0]; dl.State != webhook.StateFailed || dl.Attempts != 25 {
 		t.Fatalf("the day-old delivery: %+v, want failed after 25 attempts", dl)
+	}
+	// Observed: 24 retries that sent a request, then the failure that
+	// disabled the webhook (told once).
+	as := obs.all()
+	if len(as) != 25 {
+		t.Fatalf("observed %d attempts, want 25", len(as))
+	}
+	for i, a := range as {
+		last := i == len(as)-1
+		want := webhook.StatePending
+		if last {
+			want = webhook.StateFailed
+		}
+		if a.State != want || a.Disabled != last || !a.Sent || a.Refused || a.Status != http.StatusBadGateway {
+			t.Fatalf("attempt %d observed as %+v, want %s, disabled %v, sent", i+1, a, want, last)
+		}
 	}
 	dis, err := s.hooks.Disabled(ctx, s.project)
 	if err != nil || len(dis) != 1 || dis[0].ID != c.ID {
