@@ -11,7 +11,9 @@ import (
 
 const censusDueDeliveries = `-- name: CensusDueDeliveries :many
 SELECT p.name AS project, count(*)::bigint AS due
-FROM webhook_deliveries d JOIN projects p ON p.id = d.project_id
+FROM webhook_deliveries d
+JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled
+JOIN projects p ON p.id = d.project_id
 WHERE d.state = 'pending' AND d.next_attempt_at <= now()
 GROUP BY 1
 `
@@ -22,8 +24,9 @@ type CensusDueDeliveriesRow struct {
 }
 
 // Webhook deliveries due per project (pending, their next attempt passed,
-// in flight or not), by the database's clock: the delivery backlog (the
-// partial index of pending deliveries).
+// in flight or not) of enabled webhooks, by the database's clock: the
+// delivery backlog (the partial index of pending deliveries). A disabled
+// webhook's deliveries wait for a person, not for the deliverer.
 func (q *Queries) CensusDueDeliveries(ctx context.Context, db DBTX) ([]CensusDueDeliveriesRow, error) {
 	rows, err := db.Query(ctx, censusDueDeliveries)
 	if err != nil {

@@ -28,9 +28,12 @@ GROUP BY 1;
 
 -- name: CensusDueDeliveries :many
 -- Webhook deliveries due per project (pending, their next attempt passed,
--- in flight or not), by the database's clock: the delivery backlog (the
--- partial index of pending deliveries).
+-- in flight or not) of enabled webhooks, by the database's clock: the
+-- delivery backlog (the partial index of pending deliveries). A disabled
+-- webhook's deliveries wait for a person, not for the deliverer.
 SELECT p.name AS project, count(*)::bigint AS due
-FROM webhook_deliveries d JOIN projects p ON p.id = d.project_id
+FROM webhook_deliveries d
+JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled
+JOIN projects p ON p.id = d.project_id
 WHERE d.state = 'pending' AND d.next_attempt_at <= now()
 GROUP BY 1;
