@@ -19,6 +19,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/webhook"
@@ -560,5 +561,49 @@ func TestDeliverAnswerLink(t *testing.T) {
 	res, err := links.Answer(ctx, s.project, token, r.ID, "yes")
 	if err != nil || res.State != attention.StateResolved || *res.ResolvedBy != webhook.AnsweredBy("alice") {
 		t.Fatalf("answering through the delivered link: %+v, %v", res, err)
+	}
+}
+
+// TestDeliveryBacklogInCensus: the census counts a project's deliveries
+// due now (a failed attempt retried at once is due), of enabled webhooks
+// only, and none once they are delivered.
+func TestDeliveryBacklogInCensus(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	var name string
+	if err := s.pool.QueryRow(ctx, `SELECT name FROM projects WHERE id = $1`, s.project).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	due := func() int64 {
+		t.Helper()
+		c, err := db.TakeCensus(ctx, s.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.DueDeliveries[name]
+	}
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusBadGateway) })
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	s.appendEvents(t, 2, events.ItemCreated)
+	d := s.deliverer(webhook.DelivererConfig{}) // retried at once: due again
+	runUntil(t, d, func() bool { return len(rc.got()) >= 2 })
+	if n := due(); n != 2 {
+		t.Fatalf("after failed attempts, %d deliveries due, want 2", n)
+	}
+	off, on := false, true
+	if _, err := s.hooks.Update(ctx, s.project, c.ID, webhook.Change{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if n := due(); n != 0 {
+		t.Fatalf("with the webhook disabled, %d deliveries due, want 0", n)
+	}
+	rc.setAnswer(nil)
+	if _, err := s.hooks.Update(ctx, s.project, c.ID, webhook.Change{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
+	if n := due(); n != 0 {
+		t.Fatalf("after delivery, %d deliveries due, want 0", n)
 	}
 }
