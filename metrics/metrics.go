@@ -164,6 +164,9 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{EventsPoll, EventsStream} {
 		m.eventsSent.WithLabelValues(r)
 	}
+	for _, p := range []string{"none", "escalate", "default_answer", "release"} {
+		m.overdue.WithLabelValues(p)
+	}
 	for _, r := range []string{DeliveryDelivered, DeliveryRetry, DeliveryFailed, DeliveryRefused, DeliveryLost} {
 		m.deliveries.WithLabelValues(r)
 	}
