@@ -145,8 +145,8 @@ type Attempt struct {
 	Seq       int64
 	N         int
 	// State is what the delivery became: pending (retried later),
-	// delivered or failed; "" when the lock was lost before the result
-	// could be recorded.
+	// delivered or failed; "" when the result was not recorded (the
+	// lock was lost first, or the database failed).
 	State   string
 	Status  int
 	Err     string
