@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/wgerr"
 	"github.com/workgraph-dev/workgraph/wire"
 )
@@ -138,6 +139,7 @@ func (a *API) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	a.metrics.EventsSent(metrics.EventsPoll, len(page.Events))
 	return c.JSON(http.StatusOK, wire.EventPage{Events: eventViews(page.Events), NextAfter: page.Next})
 }
 
@@ -179,12 +181,14 @@ func (a *API) streamEvents(c echo.Context) error {
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	defer a.metrics.StreamOpened()()
 	fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds())
 	page := first
 	for {
 		if err := writeEvents(w, page.Events); err != nil {
 			return nil // the client went away
 		}
+		a.metrics.EventsSent(metrics.EventsStream, len(page.Events))
 		w.Flush()
 		f.After = page.Next
 		if len(page.Events) == f.LimitOrDefault() {

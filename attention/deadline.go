@@ -107,9 +107,14 @@ type DeadlineSweeper struct {
 	svc      *Service
 	interval time.Duration
 	log      *slog.Logger
+	observe  func(policy string)
 	// TestSignals are for tests: Init one before Start to wait on it.
 	TestSignals DeadlineSignals
 }
+
+// Observe has f told of every deadline fired, with the request's policy
+// ("" when it has none). Call it before Start.
+func (w *DeadlineSweeper) Observe(f func(policy string)) { w.observe = f }
 
 // DeadlineSignals are the test signals of a DeadlineSweeper.
 type DeadlineSignals struct {
@@ -153,6 +158,20 @@ func (w *DeadlineSweeper) Start(ctx context.Context) {
 // Stop stops the sweeper and waits for a sweep in progress.
 func (w *DeadlineSweeper) Stop() { w.base.Stop() }
 
+// observed tells the observer of the requests a sweep fired.
+func (w *DeadlineSweeper) observed(rs []Request) {
+	if w.observe == nil {
+		return
+	}
+	for _, r := range rs {
+		policy := ""
+		if r.OnOverdue != nil {
+			policy = *r.OnOverdue
+		}
+		w.observe(policy)
+	}
+}
+
 // RunOnce fires every passed deadline once and returns how many requests
 // it marked overdue.
 func (w *DeadlineSweeper) RunOnce(ctx context.Context) (int, error) {
@@ -169,6 +188,7 @@ func (w *DeadlineSweeper) RunOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
+		w.observed(rs)
 	}
 	return total, nil
 }

@@ -270,3 +270,25 @@ func TestDeadlineSweeperService(t *testing.T) {
 	}
 	s.Stop()
 }
+
+// TestDeadlineObserved: the observer is told of each deadline fired once,
+// with its request's policy ("" for none), and of nothing before.
+func TestDeadlineObserved(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.mustOpen(t, f.item(t, "a"), question(time.Minute, attention.OverdueEscalate, ""))
+	f.mustOpen(t, f.item(t, "b"), question(time.Minute, "", ""))
+	f.mustOpen(t, f.item(t, "c"), question(time.Hour, attention.OverdueRelease, ""))
+	w := attention.NewDeadlineSweeper(f.svc, 0, nil)
+	told := map[string]int{}
+	w.Observe(func(policy string) { told[policy]++ })
+	f.clock.Advance(time.Minute)
+	for range 2 {
+		if _, err := w.RunOnce(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(told) != 2 || told[attention.OverdueEscalate] != 1 || told[""] != 1 {
+		t.Fatalf("told %v, want escalate and none once each (the release is not due)", told)
+	}
+}

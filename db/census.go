@@ -13,6 +13,8 @@ type Census struct {
 	Items      []CensusItems
 	LiveLeases map[string]int64
 	Attention  map[string]CensusAttention
+	// DueDeliveries: webhook deliveries due now (the backlog), by project.
+	DueDeliveries map[string]int64
 }
 
 // CensusItems is how many items of Project are in State.
@@ -28,8 +30,8 @@ type CensusAttention struct {
 	OldestSeconds float64
 }
 
-// TakeCensus reads the census in three statements on q (a pool; no
-// transaction: the three need not agree to the instant). Its cost is a
+// TakeCensus reads the census in four statements on q (a pool; no
+// transaction: the four need not agree to the instant). Its cost is a
 // scan of items and two index scans; callers run it at most every few
 // seconds, never per request.
 func TakeCensus(ctx context.Context, q dbq.DBTX) (Census, error) {
@@ -46,7 +48,11 @@ func TakeCensus(ctx context.Context, q dbq.DBTX) (Census, error) {
 	if err != nil {
 		return Census{}, Translate(err)
 	}
-	c := Census{LiveLeases: map[string]int64{}, Attention: map[string]CensusAttention{}}
+	due, err := queries.CensusDueDeliveries(ctx, q)
+	if err != nil {
+		return Census{}, Translate(err)
+	}
+	c := Census{LiveLeases: map[string]int64{}, Attention: map[string]CensusAttention{}, DueDeliveries: map[string]int64{}}
 	for _, r := range items {
 		c.Items = append(c.Items, CensusItems{Project: r.Project, State: r.State, Items: r.Items})
 	}
@@ -55,6 +61,9 @@ func TakeCensus(ctx context.Context, q dbq.DBTX) (Census, error) {
 	}
 	for _, r := range open {
 		c.Attention[r.Project] = CensusAttention{Open: r.Open, OldestSeconds: r.OldestSeconds}
+	}
+	for _, r := range due {
+		c.DueDeliveries[r.Project] = r.Due
 	}
 	return c, nil
 }

@@ -34,6 +34,7 @@ type Follower struct {
 	conn     db.DBTX
 	interval time.Duration
 	log      *slog.Logger
+	observer Observer
 
 	mu      sync.Mutex
 	waiters int
@@ -167,13 +168,16 @@ func (f *Follower) poll(ctx context.Context) error {
 	if err != nil {
 		return db.Translate(err)
 	}
+	if f.observer.Polled != nil {
+		f.observer.Polled(last)
+	}
 	f.mu.Lock()
 	known := f.horizon
 	f.mu.Unlock()
 	if last <= known {
 		return nil
 	}
-	h, err := Horizon(ctx, f.conn)
+	h, err := f.observer.horizon(ctx, f.conn)
 	if err != nil {
 		return err
 	}

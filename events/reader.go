@@ -42,7 +42,7 @@ func (r *Reader) Read(ctx context.Context, project *uuid.UUID, f Filter) (Page, 
 	if _, err := f.limit(); err != nil {
 		return Page{}, err
 	}
-	h, err := Horizon(ctx, r.conn)
+	h, err := r.observed().horizon(ctx, r.conn)
 	if err != nil {
 		return Page{}, err
 	}

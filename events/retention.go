@@ -48,9 +48,14 @@ type Retention struct {
 	keep     time.Duration
 	interval time.Duration
 	log      *slog.Logger
+	observe  func(deleted int64)
 	// TestSignals are for tests: Init one before Start to wait on it.
 	TestSignals RetentionSignals
 }
+
+// Observe has f told how many events every run deleted (also those of a
+// run that failed part way). Call it before Start.
+func (r *Retention) Observe(f func(deleted int64)) { r.observe = f }
 
 // RetentionSignals are the test signals of a Retention.
 type RetentionSignals struct {
@@ -102,6 +107,9 @@ func (r *Retention) RunOnce(ctx context.Context) int64 {
 		r.log.Warn("deleting old events", "err", err)
 	default:
 		r.log.Error("deleting old events", "err", err)
+	}
+	if r.observe != nil {
+		r.observe(n)
 	}
 	r.TestSignals.Deleted.Send(n)
 	return n

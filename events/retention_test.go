@@ -118,3 +118,24 @@ func TestCheckRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionObserved: the observer is told of every run's deletions,
+// the same number RunOnce returns (0 for a run with nothing old).
+func TestRetentionObserved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.TestTx(t)
+	p := project(t, tx)
+	now := time.Now()
+	day := 24 * time.Hour
+	appendAged(t, tx, p, now, 40*day, 3)
+	appendAged(t, tx, p, now, time.Hour, 2)
+	r := events.NewRetention(tx, clock.NewStub(now), 30*day, 0, nil)
+	var told []int64
+	r.Observe(func(n int64) { told = append(told, n) })
+	first := r.RunOnce(ctx)
+	r.RunOnce(ctx)
+	if first < 3 || len(told) != 2 || told[0] != first || told[1] != 0 {
+		t.Fatalf("runs deleted %d then told %v; want the first's count then 0", first, told)
+	}
+}

@@ -34,7 +34,7 @@ type CensusCollector struct {
 	taken  time.Time
 	errors prometheus.Counter
 
-	items, leases, open, oldest, age *prometheus.Desc
+	items, leases, open, oldest, due, age *prometheus.Desc
 }
 
 // NewCensusCollector reports the census take makes, refreshed at most
@@ -59,6 +59,8 @@ func NewCensusCollector(take func(context.Context) (db.Census, error), interval 
 			[]string{"project"}, nil),
 		oldest: prometheus.NewDesc(Namespace+"_attention_oldest_open_seconds", "Age of the oldest open attention request by project, database clock (census).",
 			[]string{"project"}, nil),
+		due: prometheus.NewDesc(Namespace+"_webhook_deliveries_due", "Webhook deliveries due now (pending, their next attempt passed) by project: the delivery backlog (census).",
+			[]string{"project"}, nil),
 		age: prometheus.NewDesc(Namespace+"_census_age_seconds", "How old the census these gauges report is.", nil, nil),
 	}
 }
@@ -66,7 +68,7 @@ func NewCensusCollector(take func(context.Context) (db.Census, error), interval 
 // Describe implements prometheus.Collector.
 func (c *CensusCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.errors.Describe(ch)
-	for _, d := range []*prometheus.Desc{c.items, c.leases, c.open, c.oldest, c.age} {
+	for _, d := range []*prometheus.Desc{c.items, c.leases, c.open, c.oldest, c.due, c.age} {
 		ch <- d
 	}
 }
@@ -87,6 +89,9 @@ func (c *CensusCollector) Collect(ch chan<- prometheus.Metric) {
 	for p, a := range cen.Attention {
 		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(a.Open), p)
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, a.OldestSeconds, p)
+	}
+	for p, n := range cen.DueDeliveries {
+		ch <- prometheus.MustNewConstMetric(c.due, prometheus.GaugeValue, float64(n), p)
 	}
 	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, time.Since(taken).Seconds())
 }

@@ -37,7 +37,37 @@ type Metrics struct {
 	reaped    prometheus.Counter
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
+
+	eventsSent  *prometheus.CounterVec
+	streams     prometheus.Gauge
+	lastEvent   prometheus.Gauge
+	horizonWait prometheus.Histogram
+	deleted     prometheus.Counter
+	overdue     *prometheus.CounterVec
+
+	deliveries      *prometheus.CounterVec
+	deliveryLatency prometheus.Histogram
+	hooksDisabled   prometheus.Counter
 }
+
+// Results of a webhook delivery attempt (Delivery).
+const (
+	DeliveryDelivered = "delivered"
+	DeliveryRetry     = "retry"
+	DeliveryFailed    = "failed"
+	// DeliveryRefused: the address guard refused the webhook's address
+	// (private, loopback); the delivery failed without a request.
+	DeliveryRefused = "refused"
+	// DeliveryLost: the attempt's lock passed to another attempt before
+	// its result was recorded; the other attempt counts.
+	DeliveryLost = "lost"
+)
+
+// Routes that hand events to readers (EventsSent).
+const (
+	EventsPoll   = "poll"
+	EventsStream = "stream"
+)
 
 // New makes the counters and registers them on reg.
 func New(reg prometheus.Registerer) *Metrics {
@@ -82,7 +112,47 @@ func New(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route", "method"}),
 	}
-	reg.MustRegister(m.claims, m.claimWait, m.outcomes, m.refused, m.answered, m.sweeps, m.reaped, m.requests, m.latency)
+	m.eventsSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "events_sent_total",
+		Help: "Events handed to readers by this replica, by route: poll (GET events, long polls included) or stream (server-sent events).",
+	}, []string{"route"})
+	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "event_streams",
+		Help: "Event streams (server-sent events) open on this replica now.",
+	})
+	m.lastEvent = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "events_last_number",
+		Help: "The event log's newest number as this replica's follower last saw it (it looks only while someone waits on the log).",
+	})
+	m.horizonWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "events_horizon_wait_seconds",
+		Help:    "How long computing the event log's horizon took (waiting for the transactions that hold numbers below it to settle).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	})
+	m.deleted = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "events_deleted_total",
+		Help: "Events deleted by this replica's retention (older than --events-retention).",
+	})
+	m.overdue = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "attention_overdue_total",
+		Help: "Attention deadlines this replica's deadline sweeper fired, by policy (none, escalate, default_answer, release).",
+	}, []string{"policy"})
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "webhook_deliveries_total",
+		Help: "Webhook delivery attempts made by this replica, by result: delivered, retry (failed, tried again later), failed (for good), refused (the address guard refused the address), lost (the attempt's lock passed to another).",
+	}, []string{"result"})
+	m.deliveryLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "webhook_delivery_duration_seconds",
+		Help:    "How long a webhook's receiver took to answer an attempt (attempts that sent a request).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	})
+	m.hooksDisabled = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "webhooks_disabled_total",
+		Help: "Webhooks this replica's deliverer disabled after failing for too long (DisableAfter, a day by default).",
+	})
+	reg.MustRegister(m.claims, m.claimWait, m.outcomes, m.refused, m.answered, m.sweeps, m.reaped, m.requests, m.latency,
+		m.eventsSent, m.streams, m.lastEvent, m.horizonWait, m.deleted, m.overdue,
+		m.deliveries, m.deliveryLatency, m.hooksDisabled)
 	// Known label values start at zero, so a rate is defined from the
 	// first scrape on.
 	for _, r := range []string{ClaimGranted, ClaimEmpty} {
@@ -90,6 +160,15 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	for _, r := range []string{"ok", "error"} {
 		m.sweeps.WithLabelValues(r)
+	}
+	for _, r := range []string{EventsPoll, EventsStream} {
+		m.eventsSent.WithLabelValues(r)
+	}
+	for _, p := range []string{"none", "escalate", "default_answer", "release"} {
+		m.overdue.WithLabelValues(p)
+	}
+	for _, r := range []string{DeliveryDelivered, DeliveryRetry, DeliveryFailed, DeliveryRefused, DeliveryLost} {
+		m.deliveries.WithLabelValues(r)
 	}
 	return m
 }
@@ -154,4 +233,74 @@ func (m *Metrics) Request(route, method string, status int, took time.Duration) 
 	}
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// EventsSent counts n events handed to a reader by route (EventsPoll,
+// EventsStream).
+func (m *Metrics) EventsSent(route string, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.eventsSent.WithLabelValues(route).Add(float64(n))
+}
+
+// StreamOpened counts an event stream open until the returned func is
+// called.
+func (m *Metrics) StreamOpened() (closed func()) {
+	if m == nil {
+		return func() {}
+	}
+	m.streams.Inc()
+	return m.streams.Dec
+}
+
+// EventLogPolled records the newest number of the log a follower saw.
+func (m *Metrics) EventLogPolled(last int64) {
+	if m == nil {
+		return
+	}
+	m.lastEvent.Set(float64(last))
+}
+
+// HorizonComputed observes how long computing a horizon took.
+func (m *Metrics) HorizonComputed(took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.horizonWait.Observe(took.Seconds())
+}
+
+// EventsDeleted counts n events deleted by retention.
+func (m *Metrics) EventsDeleted(n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.deleted.Add(float64(n))
+}
+
+// AttentionOverdue counts a deadline fired with policy ("" is "none").
+func (m *Metrics) AttentionOverdue(policy string) {
+	if m == nil {
+		return
+	}
+	if policy == "" {
+		policy = "none"
+	}
+	m.overdue.WithLabelValues(policy).Inc()
+}
+
+// Delivery counts a webhook delivery attempt of result (DeliveryDelivered,
+// ...) and, when it sent a request, observes the receiver's latency;
+// disabled: the attempt's failure disabled the webhook.
+func (m *Metrics) Delivery(result string, sent bool, latency time.Duration, disabled bool) {
+	if m == nil {
+		return
+	}
+	m.deliveries.WithLabelValues(result).Inc()
+	if sent {
+		m.deliveryLatency.Observe(latency.Seconds())
+	}
+	if disabled {
+		m.hooksDisabled.Inc()
+	}
 }

@@ -100,8 +100,9 @@ type claimAnswer struct {
 
 // TestMetricsLifecycle scripts a lifecycle (claims granted and empty, a
 // completion, a stale and a late heartbeat, an expiry the sweeper reaps, a
-// question a person answers two minutes later) and finds each counter and
-// gauge of /metrics at the value it must have.
+// question a person answers two minutes later; then events and webhooks:
+// eventsAndWebhooksLifecycle) and finds each counter and gauge of /metrics
+// at the value it must have.
 func TestMetricsLifecycle(t *testing.T) {
 	t.Parallel()
 	stub := clock.NewStub(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
@@ -215,6 +216,8 @@ func TestMetricsLifecycle(t *testing.T) {
 	if !build {
 		t.Error("no workgraph_build_info")
 	}
+
+	eventsAndWebhooksLifecycle(t, see)
 
 	// Every metric the Grafana dashboard queries exists.
 	dash, err := os.ReadFile("../docs/grafana-dashboard.json")

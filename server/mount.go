@@ -68,12 +68,14 @@ func (s *Server) mount(ctx context.Context) error {
 	sweeper.Start(context.Background())
 	s.stops = append(s.stops, sweeper.Stop)
 	deadlines := attention.NewDeadlineSweeper(attentionSvc, 0, s.log)
+	deadlines.Observe(s.metrics.AttentionOverdue)
 	deadlines.Start(context.Background())
 	s.stops = append(s.stops, deadlines.Stop)
 
 	// One follower of the event log for every long poll and stream of
 	// this replica, web pages' included.
 	follower := events.NewFollower(s.pool, s.cfg.EventsFollowInterval, s.log)
+	follower.Observe(events.Observer{Polled: s.metrics.EventLogPolled, Horizon: s.metrics.HorizonComputed})
 	follower.Start(context.Background())
 	s.stops = append(s.stops, follower.Stop)
 	s.follower = follower
@@ -97,6 +99,7 @@ func (s *Server) mount(ctx context.Context) error {
 		d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{
 			Clock: clk, Log: s.log, AllowPrivate: s.cfg.Webhooks.AllowPrivate, Timeout: s.cfg.Webhooks.Timeout,
 			Concurrency: s.cfg.Webhooks.Concurrency, PublicURL: s.PublicURL(), Attention: attentionSvc, Links: links,
+			Observe: s.observeDelivery,
 		})
 		d.Start(context.Background())
 		s.stops = append(s.stops, d.Stop)
@@ -139,6 +142,7 @@ func (s *Server) mount(ctx context.Context) error {
 	s.stops = append(s.stops, janitor.Stop)
 
 	retention := events.NewRetention(s.pool, clk, s.eventsRetention(), time.Hour, s.log)
+	retention.Observe(s.metrics.EventsDeleted)
 	retention.Start(context.Background())
 	s.stops = append(s.stops, retention.Stop)
 	return nil

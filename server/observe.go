@@ -21,6 +21,7 @@ import (
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/telemetry"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // sideServer is a listener of its own beside the main one: /metrics on
@@ -186,4 +187,26 @@ func (s *Server) PprofURL() string {
 		}
 	}
 	return ""
+}
+
+// observeDelivery counts a webhook delivery attempt by its result.
+func (s *Server) observeDelivery(a webhook.Attempt) {
+	s.metrics.Delivery(deliveryResult(a), a.Sent, a.Latency, a.Disabled)
+}
+
+// deliveryResult is the metrics result of an attempt.
+func deliveryResult(a webhook.Attempt) string {
+	switch {
+	case a.State == "":
+		return metrics.DeliveryLost
+	case a.Refused:
+		return metrics.DeliveryRefused
+	case a.State == webhook.StateDelivered:
+		return metrics.DeliveryDelivered
+	case a.State == webhook.StatePending:
+		return metrics.DeliveryRetry
+	case a.State == webhook.StateFailed:
+		return metrics.DeliveryFailed
+	}
+	return metrics.DeliveryLost
 }

@@ -102,6 +102,9 @@ type DelivererConfig struct {
 	Attention *attention.Service
 	// Links issues answer links (nil: none).
 	Links *AnswerLinks
+	// Observe is told of every attempt as it ended (nil: nobody), from
+	// the attempt's goroutine: the server counts them in /metrics.
+	Observe func(Attempt)
 }
 
 // Deliverer is the background service that delivers the event log to
@@ -142,12 +145,18 @@ type Attempt struct {
 	Seq       int64
 	N         int
 	// State is what the delivery became: pending (retried later),
-	// delivered or failed; "" when the lock was lost before the result
-	// could be recorded.
+	// delivered or failed; "" when the result was not recorded (the
+	// lock was lost first, or the database failed).
 	State   string
 	Status  int
 	Err     string
 	Latency time.Duration
+	// Sent: a request was made (Latency is the receiver's); Refused: the
+	// address guard refused the webhook's address; Disabled: this
+	// attempt's failure disabled the webhook.
+	Sent     bool
+	Refused  bool
+	Disabled bool
 }
 
 // NewDeliverer returns a Deliverer on pool.
@@ -328,6 +337,8 @@ type outcome struct {
 	errText    *string
 	retryAfter time.Duration
 	latency    time.Duration
+	// sent: a request was made; refused: the guard refused the address.
+	sent, refused bool
 	// failing: the webhook was in a run of failures when the attempt
 	// began (a success must end it).
 	failing bool
@@ -345,7 +356,8 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	if o.retryAfter > wait {
 		wait = min(o.retryAfter, maxBackoff)
 	}
-	a := Attempt{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, N: int(c.Attempts), Latency: o.latency}
+	a := Attempt{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, N: int(c.Attempts), Latency: o.latency,
+		Sent: o.sent, Refused: o.refused}
 	if o.status != nil {
 		a.Status = int(*o.status)
 	}
@@ -371,13 +383,24 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 		// The common case: one statement, no transaction of its own.
 		err = finish(d.pool)
 	} else {
-		err = db.InTx(rctx, d.pool, func(tx pgx.Tx) error { return d.finishFailing(rctx, tx, c, o, now, finish) })
+		err = db.InTx(rctx, d.pool, func(tx pgx.Tx) error {
+			var err error
+			a.Disabled, err = d.finishFailing(rctx, tx, c, o, now, finish)
+			return err
+		})
 	}
 	if errors.Is(err, errLockLost) {
 		err = nil
 	}
 	if err != nil {
 		d.cfg.Log.Error("webhook delivery: recording an attempt", "project", c.ProjectID, "webhook", c.WebhookID, "seq", c.Seq, "err", err)
+		a.State, a.Disabled = "", false // not recorded: counted as lost
+	}
+	if a.Disabled {
+		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
+	}
+	if d.cfg.Observe != nil {
+		d.cfg.Observe(a)
 	}
 	d.TestSignals.Attempted.Send(a)
 }
@@ -388,25 +411,19 @@ var errLockLost = errors.New("webhook: the delivery's lock was lost")
 
 // finishFailing records an attempt of a webhook in (or entering, or
 // leaving) a run of failures: the attempt, then the webhook's run, which a
-// day of failures ends by disabling it.
-func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) error {
+// day of failures ends by disabling it. disabled: this attempt disabled
+// it (the transaction's commit makes it so).
+func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) (disabled bool, err error) {
 	if err := finish(tx); err != nil {
-		return err
+		return false, err
 	}
 	if o.state == StateDelivered {
-		return q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
+		return false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 	}
-	disabled, err := q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
+	return q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
 		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: ReasonFailing,
 		DisableAfterSeconds: d.cfg.DisableAfter.Seconds(),
 	})
-	if err != nil {
-		return err
-	}
-	if disabled {
-		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
-	}
-	return nil
 }
 
 // send builds and sends one delivery's request.
@@ -453,7 +470,9 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 	if err != nil {
 		o := failure(StatePending, requestError(err))
 		if dialRefused(err) {
-			o.state = StateFailed
+			o.state, o.refused = StateFailed, true
+		} else {
+			o.sent = true
 		}
 		o.latency, o.failing = latency, failing
 		return o
@@ -462,7 +481,7 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, responseBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // keep the connection reusable
 	status := int32(resp.StatusCode)
-	o := outcome{status: &status, latency: latency, failing: failing}
+	o := outcome{status: &status, latency: latency, failing: failing, sent: true}
 	if len(head) > 0 {
 		s := validPrefix(head)
 		o.response = &s

@@ -19,6 +19,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/webhook"
@@ -92,6 +93,24 @@ func setupDelivery(t *testing.T) deliverySetup {
 	t.Helper()
 	pool := dbtest.New(t)
 	return deliverySetup{pool: pool, project: mustProject(t, pool), hooks: webhook.NewService(pool, nil, true)}
+}
+
+// observed records the attempts a Deliverer's Observe is told of.
+type observed struct {
+	mu   sync.Mutex
+	list []webhook.Attempt
+}
+
+func (o *observed) add(a webhook.Attempt) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.list = append(o.list, a)
+}
+
+func (o *observed) all() []webhook.Attempt {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]webhook.Attempt(nil), o.list...)
 }
 
 func (s deliverySetup) deliverer(cfg webhook.DelivererConfig) *webhook.Deliverer {
@@ -345,11 +364,16 @@ func TestDeliverRefusesPrivateAddressAtDial(t *testing.T) {
 	// then); the delivering replica does not allow private addresses.
 	c := s.webhook(t, webhook.New{URL: rc.URL})
 	s.appendEvents(t, 1, events.ItemCreated)
-	d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{})
+	var obs observed
+	d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{Observe: obs.add})
 	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
 	dl := s.deliveries(t, c.ID)[0]
 	if dl.State != webhook.StateFailed || dl.LastStatus != nil || dl.LastError == nil || !strings.Contains(*dl.LastError, "refused") {
 		t.Fatalf("a delivery to loopback without the flag: %+v", dl)
+	}
+	// Observed as refused by the guard, with no request sent.
+	if as := obs.all(); len(as) != 1 || !as[0].Refused || as[0].Sent || as[0].State != webhook.StateFailed || as[0].Disabled {
+		t.Fatalf("observed %+v, want one refused attempt that sent nothing", as)
 	}
 	if n := len(rc.got()); n != 0 {
 		t.Fatalf("the loopback receiver got %d requests, want none", n)
@@ -364,7 +388,8 @@ func TestDisabledAfterADayOfFailures(t *testing.T) {
 	c := s.webhook(t, webhook.New{URL: rc.URL})
 	start := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
 	clk := clock.NewStub(start)
-	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Backoff: func(int) time.Duration { return time.Hour }})
+	var obs observed
+	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Backoff: func(int) time.Duration { return time.Hour }, Observe: obs.add})
 	s.appendEvents(t, 1, events.ItemCreated)
 	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
 
@@ -385,6 +410,22 @@ func TestDisabledAfterADayOfFailures(t *testing.T) {
 	}
 	if dl := s.deliveries(t, c.ID)[0]; dl.State != webhook.StateFailed || dl.Attempts != 25 {
 		t.Fatalf("the day-old delivery: %+v, want failed after 25 attempts", dl)
+	}
+	// Observed: 24 retries that sent a request, then the failure that
+	// disabled the webhook (told once).
+	as := obs.all()
+	if len(as) != 25 {
+		t.Fatalf("observed %d attempts, want 25", len(as))
+	}
+	for i, a := range as {
+		last := i == len(as)-1
+		want := webhook.StatePending
+		if last {
+			want = webhook.StateFailed
+		}
+		if a.State != want || a.Disabled != last || !a.Sent || a.Refused || a.Status != http.StatusBadGateway {
+			t.Fatalf("attempt %d observed as %+v, want %s, disabled %v, sent", i+1, a, want, last)
+		}
 	}
 	dis, err := s.hooks.Disabled(ctx, s.project)
 	if err != nil || len(dis) != 1 || dis[0].ID != c.ID {
@@ -520,5 +561,49 @@ func TestDeliverAnswerLink(t *testing.T) {
 	res, err := links.Answer(ctx, s.project, token, r.ID, "yes")
 	if err != nil || res.State != attention.StateResolved || *res.ResolvedBy != webhook.AnsweredBy("alice") {
 		t.Fatalf("answering through the delivered link: %+v, %v", res, err)
+	}
+}
+
+// TestDeliveryBacklogInCensus: the census counts a project's deliveries
+// due now (a failed attempt retried at once is due), of enabled webhooks
+// only, and none once they are delivered.
+func TestDeliveryBacklogInCensus(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	var name string
+	if err := s.pool.QueryRow(ctx, `SELECT name FROM projects WHERE id = $1`, s.project).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	due := func() int64 {
+		t.Helper()
+		c, err := db.TakeCensus(ctx, s.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.DueDeliveries[name]
+	}
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusBadGateway) })
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	s.appendEvents(t, 2, events.ItemCreated)
+	d := s.deliverer(webhook.DelivererConfig{}) // retried at once: due again
+	runUntil(t, d, func() bool { return len(rc.got()) >= 2 })
+	if n := due(); n != 2 {
+		t.Fatalf("after failed attempts, %d deliveries due, want 2", n)
+	}
+	off, on := false, true
+	if _, err := s.hooks.Update(ctx, s.project, c.ID, webhook.Change{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if n := due(); n != 0 {
+		t.Fatalf("with the webhook disabled, %d deliveries due, want 0", n)
+	}
+	rc.setAnswer(nil)
+	if _, err := s.hooks.Update(ctx, s.project, c.ID, webhook.Change{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
+	if n := due(); n != 0 {
+		t.Fatalf("after delivery, %d deliveries due, want 0", n)
 	}
 }

@@ -9,6 +9,44 @@ import (
 	"context"
 )
 
+const censusDueDeliveries = `-- name: CensusDueDeliveries :many
+SELECT p.name AS project, count(*)::bigint AS due
+FROM webhook_deliveries d
+JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled
+JOIN projects p ON p.id = d.project_id
+WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+GROUP BY 1
+`
+
+type CensusDueDeliveriesRow struct {
+	Project string
+	Due     int64
+}
+
+// Webhook deliveries due per project (pending, their next attempt passed,
+// in flight or not) of enabled webhooks, by the database's clock: the
+// delivery backlog (the partial index of pending deliveries). A disabled
+// webhook's deliveries wait for a person, not for the deliverer.
+func (q *Queries) CensusDueDeliveries(ctx context.Context, db DBTX) ([]CensusDueDeliveriesRow, error) {
+	rows, err := db.Query(ctx, censusDueDeliveries)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CensusDueDeliveriesRow{}
+	for rows.Next() {
+		var i CensusDueDeliveriesRow
+		if err := rows.Scan(&i.Project, &i.Due); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const censusItems = `-- name: CensusItems :many
 SELECT p.name AS project,
        item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies,

@@ -25,3 +25,15 @@ SELECT p.name AS project, count(*)::bigint AS open,
 FROM attention_requests a JOIN projects p ON p.id = a.project_id
 WHERE a.state = 'open'
 GROUP BY 1;
+
+-- name: CensusDueDeliveries :many
+-- Webhook deliveries due per project (pending, their next attempt passed,
+-- in flight or not) of enabled webhooks, by the database's clock: the
+-- delivery backlog (the partial index of pending deliveries). A disabled
+-- webhook's deliveries wait for a person, not for the deliverer.
+SELECT p.name AS project, count(*)::bigint AS due
+FROM webhook_deliveries d
+JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled
+JOIN projects p ON p.id = d.project_id
+WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+GROUP BY 1;
