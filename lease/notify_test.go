@@ -2,7 +2,6 @@ package lease_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -52,11 +51,10 @@ func TestReadyNotifications(t *testing.T) {
 			if err != nil {
 				t.Fatalf("waiting for the marker's notification: %v", err)
 			}
-			project, _, _ := strings.Cut(n.Payload, " ")
-			if project == other.ID.String() {
+			if n.Payload == other.ID.String() {
 				return notified
 			}
-			notified = notified || project == f.project.String()
+			notified = notified || n.Payload == f.project.String()
 		}
 	}
 	claimed := func(t *testing.T) lease.Lease {
