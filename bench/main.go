@@ -46,6 +46,17 @@ type Config struct {
 	History []int `json:"history"`
 	// Pool is the connection pool size of direct runs and of the server.
 	Pool int `json:"pool"`
+	// CoordClaims and CoordClaimers are workload 22's race; CoordAbandoned,
+	// CoordLease and CoordSweep workload 23's abandoned items, their lease
+	// and the sweeper's interval; CoordReady and CoordLive workload 24's
+	// ready items and live leases.
+	CoordClaims    int      `json:"coord_claims"`
+	CoordClaimers  int      `json:"coord_claimers"`
+	CoordAbandoned int      `json:"coord_abandoned"`
+	CoordLease     Duration `json:"coord_lease"`
+	CoordSweep     Duration `json:"coord_sweep"`
+	CoordReady     int      `json:"coord_ready"`
+	CoordLive      int      `json:"coord_live"`
 	// ServerProcess runs workload 7 against a separately built binary.
 	ServerProcess bool   `json:"server_process"`
 	Smoke         bool   `json:"smoke"`
@@ -100,6 +111,13 @@ func defaultConfig() Config {
 		PlanItems:       10_000,
 		History:         []int{1_000_000},
 		Pool:            16,
+		CoordClaims:     20_000,
+		CoordClaimers:   64,
+		CoordAbandoned:  200,
+		CoordLease:      Duration(2 * time.Second),
+		CoordSweep:      Duration(time.Second),
+		CoordReady:      100_000,
+		CoordLive:       1_000,
 		ServerProcess:   true,
 		Out:             "bench/results/latest.json",
 	}
@@ -170,7 +188,7 @@ func parseFlags(args []string) (Config, error) {
 	smoke := fs.Bool("smoke", cfg.Smoke, "a run of a few seconds with tiny sizes (for CI); other flags override its settings")
 	dur := fs.Duration("duration", time.Duration(cfg.Duration), "measured time of each run")
 	warm := fs.Duration("warmup", time.Duration(cfg.Warmup), "warm-up before each measured run")
-	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-11)")
+	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-11, 22-24)")
 	agents := fs.String("agents", joinInts(cfg.Agents), "agent counts of workloads 1, 2 and 7")
 	sizes := fs.String("sizes", joinInts(cfg.Sizes), "project sizes (items) of workload 4")
 	fanOut := fs.String("fanout", joinInts(cfg.FanOut), "dependent counts of workload 5")
@@ -181,6 +199,13 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.Leases, "leases", cfg.Leases, "live leases of workload 6")
 	fs.IntVar(&cfg.PlanItems, "plan-items", cfg.PlanItems, "items in workload 8's plan")
 	fs.IntVar(&cfg.Pool, "pool", cfg.Pool, "database pool size of direct runs and of the server")
+	fs.IntVar(&cfg.CoordClaims, "coord-claims", cfg.CoordClaims, "claims of workload 22's race (1000000 for the full run)")
+	fs.IntVar(&cfg.CoordClaimers, "coord-claimers", cfg.CoordClaimers, "claimers of workload 22's race")
+	fs.IntVar(&cfg.CoordAbandoned, "coord-abandoned", cfg.CoordAbandoned, "abandoned items of workload 23")
+	coordLease := fs.Duration("coord-lease", time.Duration(cfg.CoordLease), "lease of workload 23's abandoned items")
+	coordSweep := fs.Duration("coord-sweep", time.Duration(cfg.CoordSweep), "sweeper interval of workload 23")
+	fs.IntVar(&cfg.CoordReady, "coord-ready", cfg.CoordReady, "ready items of workload 24")
+	fs.IntVar(&cfg.CoordLive, "coord-live", cfg.CoordLive, "live leases of workload 24")
 	fs.BoolVar(&cfg.ServerProcess, "server-process", cfg.ServerProcess, "workload 7: build and run the server as a separate process")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "results JSON path (the SVG chart is written beside it); empty: none")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the fresh benchmark database")
@@ -200,6 +225,7 @@ func parseFlags(args []string) (Config, error) {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.Smoke = *smoke
+	cfg.CoordLease, cfg.CoordSweep = Duration(*coordLease), Duration(*coordSweep)
 	cfg.Duration, cfg.Warmup = Duration(*dur), Duration(*warm)
 	var err error
 	for _, p := range []struct {
