@@ -193,13 +193,28 @@ func (f Filter) limit() (int32, error) {
 			return 0, wgerr.InvalidField("types", "unknown event type %q", t)
 		}
 	}
-	switch {
-	case f.Limit == 0:
-		return DefaultLimit, nil
-	case f.Limit < 0 || f.Limit > MaxLimit:
+	if f.Limit < 0 || f.Limit > MaxLimit {
 		return 0, wgerr.InvalidField("limit", "must be between 1 and %d", MaxLimit)
 	}
-	return int32(f.Limit), nil
+	return int32(f.LimitOrDefault()), nil
+}
+
+// types is f.Types for a query (never nil: the query's empty array means
+// every type).
+func (f Filter) types() []string {
+	if f.Types == nil {
+		return []string{}
+	}
+	return f.Types
+}
+
+func fromRows(rows []dbq.ListEventsRow) []Event {
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = Event{Project: r.ProjectID, Seq: r.Seq, Type: r.Type, At: r.At, Actor: r.Actor,
+			ItemID: r.ItemID, LeaseID: r.LeaseID, AttentionID: r.AttentionID, Payload: r.Payload}
+	}
+	return out
 }
 
 // List returns project's events matching f, oldest first. f.UpTo must come
@@ -209,22 +224,13 @@ func List(ctx context.Context, conn db.DBTX, project uuid.UUID, f Filter) ([]Eve
 	if err != nil {
 		return nil, err
 	}
-	types := f.Types
-	if types == nil {
-		types = []string{}
-	}
 	rows, err := q.ListEvents(ctx, conn, dbq.ListEventsParams{
-		ProjectID: project, After: f.After, UpTo: f.UpTo, Types: types, ItemID: f.ItemID, MaxRows: n,
+		ProjectID: project, After: f.After, UpTo: f.UpTo, Types: f.types(), ItemID: f.ItemID, MaxRows: n,
 	})
 	if err != nil {
 		return nil, db.Translate(err)
 	}
-	out := make([]Event, len(rows))
-	for i, r := range rows {
-		out[i] = Event{Project: r.ProjectID, Seq: r.Seq, Type: r.Type, At: r.At, Actor: r.Actor,
-			ItemID: r.ItemID, LeaseID: r.LeaseID, AttentionID: r.AttentionID, Payload: r.Payload}
-	}
-	return out, nil
+	return fromRows(rows), nil
 }
 
 // ListAll is List over every project (an admin's stream); f.ItemID is
@@ -234,20 +240,15 @@ func ListAll(ctx context.Context, conn db.DBTX, f Filter) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	types := f.Types
-	if types == nil {
-		types = []string{}
-	}
 	rows, err := q.ListEventsAllProjects(ctx, conn, dbq.ListEventsAllProjectsParams{
-		After: f.After, UpTo: f.UpTo, Types: types, MaxRows: n,
+		After: f.After, UpTo: f.UpTo, Types: f.types(), MaxRows: n,
 	})
 	if err != nil {
 		return nil, db.Translate(err)
 	}
-	out := make([]Event, len(rows))
+	same := make([]dbq.ListEventsRow, len(rows))
 	for i, r := range rows {
-		out[i] = Event{Project: r.ProjectID, Seq: r.Seq, Type: r.Type, At: r.At, Actor: r.Actor,
-			ItemID: r.ItemID, LeaseID: r.LeaseID, AttentionID: r.AttentionID, Payload: r.Payload}
+		same[i] = dbq.ListEventsRow(r)
 	}
-	return out, nil
+	return fromRows(same), nil
 }
