@@ -44,7 +44,20 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	if err != nil {
 		return Claim{}, err
 	}
-	if out, ok, err := s.claimDirect(ctx, project, req, ttl); err != nil || ok {
+	var out Claim
+	ok := false
+	direct := func(exec db.Executor) (err error) {
+		out, ok, err = s.claimDirect(ctx, exec, project, req, ttl)
+		return err
+	}
+	if db.HasBeforeCommit(ctx) {
+		// A request's hook (its Idempotency-Key record) fences the claim's
+		// write: the one statement runs in a transaction that runs it.
+		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error { return direct(tx) })
+	} else {
+		err = direct(s.exec)
+	}
+	if err != nil || ok {
 		return out, err
 	}
 	return s.claimInTx(ctx, project, req, ttl)
@@ -52,14 +65,14 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 
 // claimDirect is the claim's one-statement path; ok is false when the
 // statement claimed nothing and the transactional path must decide.
-func (s *Service) claimDirect(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, bool, error) {
+func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, bool, error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
 		if quiet = s.cfg.MaxActivePerToken - tokenLockSlack; quiet <= 0 {
 			return Claim{}, false, nil // always near the limit: count under the lock
 		}
 	}
-	row, err := dbq.New().ClaimItemDirect(ctx, s.exec, dbq.ClaimItemDirectParams{
+	row, err := dbq.New().ClaimItemDirect(ctx, exec, dbq.ClaimItemDirectParams{
 		LeaseID:    uuid.New(),
 		Worker:     req.Worker,
 		TokenID:    req.TokenID,
@@ -78,7 +91,7 @@ func (s *Service) claimDirect(ctx context.Context, project uuid.UUID, req ClaimR
 	}
 	hist := []attention.Request{}
 	if row.HasAttention {
-		if hist, err = s.attentionOn(s.exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
+		if hist, err = s.attentionOn(exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
 			return Claim{}, false, db.Translate(err)
 		}
 	}

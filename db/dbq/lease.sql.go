@@ -193,8 +193,9 @@ WITH candidate AS (
            OR (c.preferred_worker = $4::text
                AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
            OR c.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
-      AND coalesce((SELECT min(d.expires_at) FROM leases d
-                    WHERE d.project_id = $2 AND d.ended_at IS NULL)
+      AND coalesce((SELECT d.expires_at FROM leases d
+                    WHERE d.project_id = $2 AND d.ended_at IS NULL
+                    ORDER BY d.expires_at LIMIT 1)
                    > coalesce($1::timestamptz, statement_timestamp()), true)
       AND ($6::int = 0
            OR (SELECT count(*) FROM leases t

@@ -156,8 +156,9 @@ WITH candidate AS (
            OR (c.preferred_worker = @worker::text
                AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND coalesce((SELECT min(d.expires_at) FROM leases d
-                    WHERE d.project_id = @project_id AND d.ended_at IS NULL)
+      AND coalesce((SELECT d.expires_at FROM leases d
+                    WHERE d.project_id = @project_id AND d.ended_at IS NULL
+                    ORDER BY d.expires_at LIMIT 1)
                    > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true)
       AND (sqlc.arg('token_quiet')::int = 0
            OR (SELECT count(*) FROM leases t
