@@ -134,4 +134,3 @@ func TestClaimIsOneStatement(t *testing.T) {
 		}
 	})
 }
-
