@@ -1295,6 +1295,8 @@ type ProjectsWithExpiredLeasesParams struct {
 	MaxProjects int32
 }
 
+// The sweeper's projects: a scan of the partial index of live leases
+// (leases_active_expiry), never of the history.
 func (q *Queries) ProjectsWithExpiredLeases(ctx context.Context, db DBTX, arg ProjectsWithExpiredLeasesParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, projectsWithExpiredLeases, arg.Now, arg.MaxProjects)
 	if err != nil {

@@ -62,6 +62,8 @@ RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.cons
           coalesce(i.on_expiry, (SELECT p.on_expiry FROM projects p WHERE p.id = i.project_id))::text AS on_expiry;
 
 -- name: ProjectsWithExpiredLeases :many
+-- The sweeper's projects: a scan of the partial index of live leases
+-- (leases_active_expiry), never of the history.
 SELECT DISTINCT project_id
 FROM leases
 WHERE ended_at IS NULL AND expires_at <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
