@@ -55,7 +55,10 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 		// write: the one statement runs in a transaction that runs it.
 		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error { return direct(tx) })
 	} else {
-		err = direct(s.exec)
+		// On the pool directly (a savepoint inside a caller's transaction,
+		// so that a failed statement leaves it usable); db.Atomic hands
+		// fn the pool or that transaction, each an Executor.
+		err = db.Atomic(ctx, s.exec, func(q db.DBTX) error { return direct(q.(db.Executor)) })
 	}
 	if err != nil || ok {
 		return out, err
