@@ -145,6 +145,46 @@ func (q *Queries) CreateWebhook(ctx context.Context, db DBTX, arg CreateWebhookP
 	return i, err
 }
 
+const deleteOldDeliveries = `-- name: DeleteOldDeliveries :execrows
+WITH old AS (
+    SELECT d.webhook_id, d.seq FROM webhook_deliveries d
+    WHERE d.project_id = $1::uuid AND d.state <> 'pending'
+      AND d.finished_at < coalesce($2::timestamptz, statement_timestamp())
+                          - $3::bigint * interval '1 millisecond'
+    ORDER BY d.finished_at
+    LIMIT $4
+)
+DELETE FROM webhook_deliveries d
+USING old
+WHERE d.project_id = $1::uuid AND d.webhook_id = old.webhook_id AND d.seq = old.seq
+`
+
+type DeleteOldDeliveriesParams struct {
+	ProjectID uuid.UUID
+	Now       *time.Time
+	KeepMs    int64
+	MaxRows   int32
+}
+
+// Retention: deletes up to @max_rows of a project's deliveries that were
+// delivered or failed more than @keep_ms before now (the database clock,
+// or a test's stub), oldest first, with their attempts. Pending
+// deliveries stay. The caller's transaction has run
+// EnableDeliveryDeletion; the table refuses anything finished less than a
+// day ago.
+func (q *Queries) DeleteOldDeliveries(ctx context.Context, db DBTX, arg DeleteOldDeliveriesParams) (int64, error) {
+	result, err := db.Exec(ctx, deleteOldDeliveries,
+		arg.ProjectID,
+		arg.Now,
+		arg.KeepMs,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const deleteWebhook = `-- name: DeleteWebhook :execrows
 DELETE FROM webhooks WHERE project_id = $1 AND id = $2
 `
@@ -293,6 +333,17 @@ func (q *Queries) DueDeliveryProjects(ctx context.Context, db DBTX, arg DueDeliv
 		return nil, err
 	}
 	return items, nil
+}
+
+const enableDeliveryDeletion = `-- name: EnableDeliveryDeletion :exec
+SELECT set_config('workgraph.deliveries_retention', 'on', true)
+`
+
+// Lets the retention service's transaction delete finished deliveries
+// (00039).
+func (q *Queries) EnableDeliveryDeletion(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, enableDeliveryDeletion)
+	return err
 }
 
 const fanOutWebhook = `-- name: FanOutWebhook :one
@@ -561,6 +612,45 @@ func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const projectsWithOldDeliveries = `-- name: ProjectsWithOldDeliveries :many
+SELECT p.id FROM projects p
+WHERE EXISTS (
+    SELECT 1 FROM webhook_deliveries d
+    WHERE d.project_id = p.id AND d.state <> 'pending'
+      AND d.finished_at < coalesce($1::timestamptz, statement_timestamp())
+                          - $2::bigint * interval '1 millisecond'
+)
+ORDER BY p.id
+`
+
+type ProjectsWithOldDeliveriesParams struct {
+	Now    *time.Time
+	KeepMs int64
+}
+
+// The projects with a delivery finished more than @keep_ms before now
+// (retention): one index probe per project, a cross-project read of the
+// projects reference table.
+func (q *Queries) ProjectsWithOldDeliveries(ctx context.Context, db DBTX, arg ProjectsWithOldDeliveriesParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithOldDeliveries, arg.Now, arg.KeepMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

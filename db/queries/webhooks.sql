@@ -214,3 +214,40 @@ LIMIT @max_rows;
 SELECT id, url, disabled_reason, disabled_at FROM webhooks
 WHERE project_id = @project_id AND NOT enabled AND disabled_reason IS NOT NULL
 ORDER BY disabled_at DESC;
+
+-- name: EnableDeliveryDeletion :exec
+-- Lets the retention service's transaction delete finished deliveries
+-- (00039).
+SELECT set_config('workgraph.deliveries_retention', 'on', true);
+
+-- name: ProjectsWithOldDeliveries :many
+-- The projects with a delivery finished more than @keep_ms before now
+-- (retention): one index probe per project, a cross-project read of the
+-- projects reference table.
+SELECT p.id FROM projects p
+WHERE EXISTS (
+    SELECT 1 FROM webhook_deliveries d
+    WHERE d.project_id = p.id AND d.state <> 'pending'
+      AND d.finished_at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                          - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
+)
+ORDER BY p.id;
+
+-- name: DeleteOldDeliveries :execrows
+-- Retention: deletes up to @max_rows of a project's deliveries that were
+-- delivered or failed more than @keep_ms before now (the database clock,
+-- or a test's stub), oldest first, with their attempts. Pending
+-- deliveries stay. The caller's transaction has run
+-- EnableDeliveryDeletion; the table refuses anything finished less than a
+-- day ago.
+WITH old AS (
+    SELECT d.webhook_id, d.seq FROM webhook_deliveries d
+    WHERE d.project_id = @project_id::uuid AND d.state <> 'pending'
+      AND d.finished_at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                          - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
+    ORDER BY d.finished_at
+    LIMIT @max_rows
+)
+DELETE FROM webhook_deliveries d
+USING old
+WHERE d.project_id = @project_id::uuid AND d.webhook_id = old.webhook_id AND d.seq = old.seq;
