@@ -28,6 +28,10 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) {
 	durationFlag(f, &cfg.SweepInterval, "sweep-interval", "WORKGRAPH_SWEEP_INTERVAL", "how often expired leases are ended in the background (0: 10s)")
 	retentionFlag(f, &cfg.EventsRetention, "events-retention", "WORKGRAPH_EVENTS_RETENTION", "720h0m0s",
 		"how long events are kept; 0 keeps them forever, else at least 24h (default 720h, 30 days)")
+	durationFlag(f, &cfg.EventsFollowInterval, "events-follow-interval", "WORKGRAPH_EVENTS_FOLLOW_INTERVAL",
+		"how often this replica looks for new events while a long poll or stream waits (0: 25ms)")
+	durationFlag(f, &cfg.EventsHeartbeat, "events-heartbeat", "WORKGRAPH_EVENTS_HEARTBEAT",
+		"how often an idle event stream sends a comment, so proxies keep it open (0: 15s)")
 	retentionFlag(f, &cfg.Webhooks.DeliveryRetention, "webhooks-delivery-retention", "WORKGRAPH_WEBHOOKS_DELIVERY_RETENTION", "the events retention",
 		"how long the records of finished webhook deliveries (delivered or failed) and their attempts are kept; 0 keeps them forever, else at least 24h (default: --events-retention)")
 	durationFlag(f, &cfg.StatementTimeout, "statement-timeout", "WORKGRAPH_STATEMENT_TIMEOUT", "bound of every database statement of the server; longer ones are cancelled, 503 (0: 10s, negative: none)")

@@ -137,3 +137,19 @@ func TestDeliveryRetentionFlag(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsStreamFlags: the follower's interval and the streams'
+// heartbeat reach the server's configuration, from the flags or the
+// environment.
+func TestEventsStreamFlags(t *testing.T) {
+	t.Setenv("WORKGRAPH_EVENTS_HEARTBEAT", "5s")
+	var cfg server.Config
+	f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	addPolicyFlags(f, &cfg)
+	if err := f.Parse([]string{"--events-follow-interval", "100ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.EventsFollowInterval != 100*time.Millisecond || cfg.EventsHeartbeat != 5*time.Second {
+		t.Fatalf("follow interval %s, heartbeat %s; want 100ms and 5s", cfg.EventsFollowInterval, cfg.EventsHeartbeat)
+	}
+}
