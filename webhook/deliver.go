@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -85,8 +86,8 @@ type DelivererConfig struct {
 	Lock time.Duration
 	// Poll is how often an idle replica looks for work (0: DefaultPoll).
 	Poll time.Duration
-	// Concurrency bounds the attempts in flight on this replica (0:
-	// DefaultConcurrency).
+	// Concurrency bounds the attempts in flight on this replica, and so
+	// the rows one claim takes (0: DefaultConcurrency).
 	Concurrency int
 	// RetryFor is how long after its event a delivery is retried (0:
 	// DefaultRetryFor); DisableAfter how long a webhook may fail without a
@@ -105,8 +106,10 @@ type DelivererConfig struct {
 	Attention *attention.Service
 	// Links issues answer links (nil: none).
 	Links *AnswerLinks
-	// Observe is told of every attempt as it ended (nil: nobody), from
-	// the attempt's goroutine: the server counts them in /metrics.
+	// Observe is told of every attempt as it ended (nil: nobody), from a
+	// delivery goroutine (the attempt's, or its claim's once the claim's
+	// successes are recorded together): the server counts them in
+	// /metrics.
 	Observe func(Attempt)
 }
 
@@ -638,14 +641,7 @@ func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.Clai
 
 // AnswerLinkURL is the web UI's address of an answer link.
 func AnswerLinkURL(base string, project uuid.UUID, token string) string {
-	return trimSlash(base) + "/answer/" + project.String() + "/" + token
-}
-
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
+	return strings.TrimRight(base, "/") + "/answer/" + project.String() + "/" + token
 }
 
 func failure(state, text string) outcome {
