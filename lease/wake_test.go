@@ -166,10 +166,24 @@ func TestWakeLabelFilter(t *testing.T) {
 // does not come back, so no later first claim rescues a lost item.
 func TestNoWakeUpLost(t *testing.T) {
 	t.Parallel()
+	for _, replicas := range []int{1, 2} {
+		t.Run(fmt.Sprintf("Replicas%d", replicas), func(t *testing.T) {
+			t.Parallel()
+			noWakeUpLost(t, replicas)
+		})
+	}
+}
+
+func noWakeUpLost(t *testing.T, replicas int) {
 	f := setupDB(t, lease.Config{WaitRecheck: noRecheck}) // LISTENs; commits concurrently
-	ns := []*lease.Notifier{startWaitNotifier(t, f), startWaitNotifier(t, f)}
-	labelSets := [][]string{nil, {"a"}, {"b"}}
-	const perSet, producers, perProducer, stolen = 24, 4, 9, 6
+	var ns []*lease.Notifier
+	for range replicas {
+		ns = append(ns, startWaitNotifier(t, f))
+	}
+	// Few waiters, so that items often arrive while every waiter that
+	// could take them is busy claiming.
+	labelSets := [][]string{{"a"}, {"b"}}
+	const perSet, producers, perProducer, stolen = 12, 4, 4, 3
 	total := producers * perProducer
 	out := make(chan waitResult, perSet*len(labelSets)*2)
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -179,7 +193,7 @@ func TestNoWakeUpLost(t *testing.T) {
 		for s, labels := range labelSets {
 			for w := range perSet {
 				wait := time.Minute
-				if w%4 == 3 {
+				if w%6 == 5 {
 					// Impatient: leaves during the run, perhaps holding a
 					// turn it was just given.
 					wait = time.Duration(200+rand.IntN(1500)) * time.Millisecond
@@ -198,7 +212,7 @@ func TestNoWakeUpLost(t *testing.T) {
 			n.TestSignals.Idle.Wait(t)
 		}
 	}
-	kinds := [][]string{nil, {"a"}, {"b"}, {"a", "b"}}
+	kinds := [][]string{{"a"}, {"b"}, {"a", "b"}, {"b", "a", "c"}}
 	var wg, thief sync.WaitGroup
 	var mu sync.Mutex
 	made := map[uuid.UUID]bool{}
