@@ -156,10 +156,11 @@ func (n *Notifier) run(ctx context.Context) {
 // WaitStats are a notifier's counts since it was made: how many claim
 // transactions its waiting claims ran and how many of them were granted.
 // Claims per grant is the long poll's cost; a wait's first claim, made
-// before it waits, is one of Claims.
+// before it waits unless it was Skipped, is one of Claims.
 type WaitStats struct {
-	// Waits is how many waiting claims (ClaimWait) began.
-	Waits int64
+	// Waits is how many waiting claims (ClaimWait) began; Skipped how
+	// many of them waited without a first claim (see join).
+	Waits, Skipped int64
 	// Claims is the claim transactions they ran; Grants those that took an
 	// item.
 	Claims, Grants int64
@@ -171,14 +172,14 @@ type WaitStats struct {
 }
 
 type waitCounters struct {
-	waits, claims, grants, passed, broadcasts, rechecks atomic.Int64
+	waits, skipped, claims, grants, passed, broadcasts, rechecks atomic.Int64
 }
 
 // Stats returns the notifier's counts.
 func (n *Notifier) Stats() WaitStats {
 	c := &n.stats
 	return WaitStats{
-		Waits: c.waits.Load(), Claims: c.claims.Load(), Grants: c.grants.Load(),
+		Waits: c.waits.Load(), Skipped: c.skipped.Load(), Claims: c.claims.Load(), Grants: c.grants.Load(),
 		Passed: c.passed.Load(), Broadcasts: c.broadcasts.Load(), Rechecks: c.rechecks.Load(),
 	}
 }

@@ -40,10 +40,19 @@ func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimReq
 	defer recheck.Stop()
 	// Subscribe, then claim: an item that becomes ready during the first
 	// claim is an event this waiter can be given.
-	w := n.join(project, newWaitFilter(req))
+	w, claim := n.join(project, newWaitFilter(req))
 	failed := false
 	defer func() { n.leave(w, failed) }()
 	for {
+		if !claim {
+			// A claim with this filter found nothing in this recheck
+			// round, and nothing since is unknown to the notifier.
+			if err := waitTurn(ctx, n, w, deadline.C, recheck.C); err != nil {
+				return Claim{}, err
+			}
+			n.begin(w)
+		}
+		claim = false
 		c, err := s.Claim(ctx, project, req)
 		switch {
 		case err == nil:
@@ -54,10 +63,6 @@ func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimReq
 			return Claim{}, err
 		}
 		n.nothing(w)
-		if err := waitTurn(ctx, n, w, deadline.C, recheck.C); err != nil {
-			return Claim{}, err
-		}
-		n.begin(w)
 	}
 }
 

@@ -110,11 +110,25 @@ type waitFilter struct {
 	token  *uuid.UUID
 	// set is the labels sorted and joined: the recheck's unit.
 	set string
+	// key names the filter: claimers of one key take the same items.
+	key string
 }
 
 func newWaitFilter(req ClaimRequest) waitFilter {
 	sorted := slices.Sorted(slices.Values(req.Labels))
-	return waitFilter{labels: req.Labels, worker: req.Worker, token: req.TokenID, set: strings.Join(sorted, ",")}
+	f := waitFilter{labels: req.Labels, worker: req.Worker, token: req.TokenID, set: strings.Join(sorted, ",")}
+	f.key = f.set + "\x00" + f.worker + "\x00"
+	if f.token != nil {
+		f.key += f.token.String()
+	}
+	return f
+}
+
+// proof records that a claim with filter found nothing, in recheck round
+// round of its label set (see join).
+type proof struct {
+	filter waitFilter
+	round  uint64
 }
 
 // takes reports whether a claimer with filter f can take the item the
@@ -176,12 +190,15 @@ type waitQueue struct {
 	pending *list.List // of *readyEvent, oldest first
 	byItem  map[uuid.UUID]*readyEvent
 	rounds  map[string]uint64
+	// proofs are the filters whose latest claim found nothing, by key,
+	// while nothing has happened that the pending events do not show.
+	proofs map[string]*proof
 }
 
 func newWaitQueue() *waitQueue {
 	return &waitQueue{
 		waiters: map[*waiter]struct{}{}, idle: list.New(), pending: list.New(),
-		byItem: map[uuid.UUID]*readyEvent{}, rounds: map[string]uint64{},
+		byItem: map[uuid.UUID]*readyEvent{}, rounds: map[string]uint64{}, proofs: map[string]*proof{},
 	}
 }
 
@@ -214,6 +231,13 @@ func (q *waitQueue) dispatch(e *readyEvent) {
 	for w := range q.waiters {
 		if w.filter.takes(e) {
 			return
+		}
+	}
+	// Dropped: a claimer that arrives later and could take the item must
+	// claim before it waits.
+	for k, p := range q.proofs {
+		if p.filter.takes(e) {
+			delete(q.proofs, k)
 		}
 	}
 	q.resolve(e)
@@ -251,6 +275,7 @@ func (q *waitQueue) settle(w *waiter) (idle bool) {
 // broadcast gives every waiter of the project one claim that begins after
 // now: an idle one a turn, a claiming one another claim after this one.
 func (q *waitQueue) broadcast() {
+	clear(q.proofs)
 	for w := range q.waiters {
 		switch {
 		case w.idle != nil:
@@ -316,8 +341,14 @@ func (n *Notifier) noteAll() {
 	}
 }
 
-// join enters a waiting claim whose first claim begins now.
-func (n *Notifier) join(project uuid.UUID, f waitFilter) *waiter {
+// join enters a waiting claim. Its first claim begins now (claim), unless
+// the queue holds a proof for its filter from this recheck round: a claim
+// with the same filter found nothing since the round began, and everything
+// that may have made an item ready for it since is a pending event (an
+// event no waiter could take was dropped and broke the proofs that take
+// it; a broadcast breaks them all). Then it waits at once, taking a
+// pending event it can take (rule 6).
+func (n *Notifier) join(project uuid.UUID, f waitFilter) (w *waiter, claim bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q := n.queues[project]
@@ -325,11 +356,17 @@ func (n *Notifier) join(project uuid.UUID, f waitFilter) *waiter {
 		q = newWaitQueue()
 		n.queues[project] = q
 	}
-	w := &waiter{project: project, filter: f, turn: make(chan struct{}, 1), claiming: true, since: n.seq, round: q.rounds[f.set]}
+	w = &waiter{project: project, filter: f, turn: make(chan struct{}, 1), since: n.seq, round: q.rounds[f.set]}
 	q.waiters[w] = struct{}{}
 	n.stats.waits.Add(1)
+	if p := q.proofs[f.key]; p != nil && p.round == q.rounds[f.set] {
+		n.stats.skipped.Add(1)
+		q.settle(w)
+		return w, false
+	}
+	w.claiming = true
 	n.stats.claims.Add(1)
-	return w
+	return w, true
 }
 
 // begin notes that w's claim begins now (rule 2).
@@ -376,6 +413,17 @@ func (n *Notifier) nothing(w *waiter) {
 	defer n.mu.Unlock()
 	q := n.queues[w.project]
 	w.claiming = false
+	round := q.rounds[w.filter.set]
+	if w.recheck {
+		// Every filter of the set is fresh again: what time gates opened
+		// before this claim began, it would have found.
+		for _, p := range q.proofs {
+			if p.filter.set == w.filter.set {
+				p.round = round
+			}
+		}
+	}
+	q.proofs[w.filter.key] = &proof{filter: w.filter, round: round}
 	w.recheck = false
 	for el := q.pending.Front(); el != nil; {
 		e := el.Value.(*readyEvent)
