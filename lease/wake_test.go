@@ -167,14 +167,23 @@ func TestWakeLabelFilter(t *testing.T) {
 func TestNoWakeUpLost(t *testing.T) {
 	t.Parallel()
 	for _, replicas := range []int{1, 2} {
-		t.Run(fmt.Sprintf("Replicas%d", replicas), func(t *testing.T) {
-			t.Parallel()
-			noWakeUpLost(t, replicas)
-		})
+		for _, again := range []bool{false, true} {
+			name := fmt.Sprintf("Replicas%d", replicas)
+			if again {
+				name += "WaitAgain"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				noWakeUpLost(t, replicas, again)
+			})
+		}
 	}
 }
 
-func noWakeUpLost(t *testing.T, replicas int) {
+// noWakeUpLost runs TestNoWakeUpLost's scenario; with again, a waiter that
+// was granted an item completes it and waits again (without a first claim
+// when its filter's last claim found nothing).
+func noWakeUpLost(t *testing.T, replicas int, again bool) {
 	f := setupDB(t, lease.Config{WaitRecheck: noRecheck}) // LISTENs; commits concurrently
 	var ns []*lease.Notifier
 	for range replicas {
@@ -200,8 +209,16 @@ func noWakeUpLost(t *testing.T, replicas int) {
 				}
 				req := lease.ClaimRequest{Worker: fmt.Sprintf("r%d-s%d-w%d", i, s, w), Labels: labels}
 				go func() {
-					c, err := f.leases.ClaimWait(ctx, f.project, req, wait, n)
-					out <- waitResult{req.Worker, c, err}
+					for {
+						c, err := f.leases.ClaimWait(ctx, f.project, req, wait, n)
+						out <- waitResult{req.Worker, c, err}
+						if err != nil || !again {
+							return
+						}
+						if _, err := f.leases.Complete(ctx, f.project, fence(c.Lease), nil, nil); err != nil {
+							return
+						}
+					}
 				}()
 				waiting++
 			}
@@ -270,7 +287,9 @@ func noWakeUpLost(t *testing.T, replicas int) {
 	for len(granted) < total {
 		select {
 		case r := <-out:
-			waiting--
+			if !again || r.err != nil {
+				waiting--
+			}
 			switch {
 			case r.err == nil:
 				if prev, dup := granted[r.c.Item.ID]; dup {
@@ -294,4 +313,75 @@ func noWakeUpLost(t *testing.T, replicas int) {
 			t.Errorf("item %v was never granted", id)
 		}
 	}
+}
+
+// TestWakeRejoin: a claim that waits again after its grant, with the same
+// filter as its wait before (which found nothing), needs no first claim;
+// but one that may have missed an item (a reserved item it could take
+// became ready while it did not wait, and no waiter could take it) claims
+// first.
+func TestWakeRejoin(t *testing.T) {
+	t.Parallel()
+	t.Run("SkipsItsFirstClaim", func(t *testing.T) {
+		t.Parallel()
+		const waiters, items = 8, 6
+		f := setupDB(t, lease.Config{WaitRecheck: noRecheck}) // LISTENs; claims wait concurrently
+		n := startWaitNotifier(t, f)
+		out := make(chan waitResult, waiters)
+		reqs := map[string]lease.ClaimRequest{}
+		for w := range waiters {
+			req := lease.ClaimRequest{Worker: fmt.Sprintf("w%d", w)}
+			reqs[req.Worker] = req
+			waitOn(f, n, req, time.Minute, out)
+			n.TestSignals.Idle.Wait(t)
+		}
+		before := n.Stats().Claims
+		for k := range items {
+			it := f.item(t, graph.NewItem{Title: fmt.Sprintf("trickle %d", k)})
+			r := <-out
+			if r.err != nil || r.c.Item.ID != it.ID {
+				t.Fatalf("%s: ClaimWait = %v, %v; want %v", r.worker, r.c.Item.ID, r.err, it.ID)
+			}
+			waitOn(f, n, reqs[r.worker], time.Minute, out)
+			settled(t, f, []*lease.Notifier{n}, waiters)
+		}
+		if got := n.Stats().Claims - before; got != items {
+			t.Errorf("%d claim transactions for %d items with waiters that wait again, want %d", got, items, items)
+		}
+		if s := n.Stats(); s.Skipped != items {
+			t.Errorf("%d waits skipped their first claim, want %d", s.Skipped, items)
+		}
+	})
+	t.Run("ClaimsAfterAReservationItMissed", func(t *testing.T) {
+		t.Parallel()
+		f := setupDB(t, lease.Config{WaitRecheck: noRecheck}) // LISTENs; claims wait concurrently
+		n := lease.NewNotifier(f.pool, nil)
+		n.TestSignals.Listening.Init()
+		n.TestSignals.Idle.Init()
+		n.TestSignals.Notified.Init()
+		n.Start(context.Background())
+		t.Cleanup(n.Stop)
+		n.TestSignals.Listening.Wait(t)
+		labels := []string{"t-" + uuid.NewString()[:8]}
+		k := lease.ClaimRequest{Worker: "k", Labels: labels}
+		out := make(chan waitResult, 4)
+		waitOn(f, n, k, time.Minute, out)
+		n.TestSignals.Idle.Wait(t)
+		waitOn(f, n, lease.ClaimRequest{Worker: "other", Labels: labels}, time.Minute, out)
+		n.TestSignals.Idle.Wait(t)
+		it := f.item(t, graph.NewItem{Labels: labels})
+		n.TestSignals.Notified.Wait(t)
+		r := <-out
+		if r.err != nil || r.worker != "k" || r.c.Item.ID != it.ID {
+			t.Fatalf("%s: %v, %v; want k (waiting longest) to get %v", r.worker, r.c.Item.ID, r.err, it.ID)
+		}
+		// The item comes back reserved for k while k does not wait: no
+		// waiter can take it.
+		f.resolve(t, f.ask(t, r.c.Lease, "which way?", true).Request, "left")
+		n.TestSignals.Notified.Wait(t)
+		c, err := f.leases.ClaimWait(f.ctx, f.project, k, 3*time.Second, n)
+		if err != nil || c.Item.ID != it.ID {
+			t.Fatalf("k waiting again: %v, %v; want the item reserved for it", c.Item.ID, err)
+		}
+	})
 }
