@@ -36,18 +36,16 @@ func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimReq
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	recheck := time.NewTicker(s.cfg.WaitRecheck)
-	defer recheck.Stop()
 	// Subscribe, then claim: an item that becomes ready during the first
 	// claim is an event this waiter can be given.
-	w, claim := n.join(project, newWaitFilter(req))
+	w, claim := n.join(project, newWaitFilter(req), s.cfg.WaitRecheck)
 	failed := false
 	defer func() { n.leave(w, failed) }()
 	for {
 		if !claim {
 			// A claim with this filter found nothing in this recheck
 			// round, and nothing since is unknown to the notifier.
-			if err := waitTurn(ctx, n, w, deadline.C, recheck.C); err != nil {
+			if err := waitTurn(ctx, w, deadline.C); err != nil {
 				return Claim{}, err
 			}
 			n.begin(w)
@@ -66,22 +64,16 @@ func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimReq
 	}
 }
 
-// waitTurn blocks until w has a turn or runs its label set's recheck;
-// ErrNothingReady when the deadline passes first.
-func waitTurn(ctx context.Context, n *Notifier, w *waiter, deadline, recheck <-chan time.Time) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return db.Translate(ctx.Err())
-		case <-deadline:
-			return ErrNothingReady
-		case <-w.turn:
-			return nil
-		case <-recheck:
-			if n.recheckDue(w) {
-				return nil
-			}
-		}
+// waitTurn blocks until w has a turn (an event, a pass-on, a broadcast or
+// its label set's recheck); ErrNothingReady when the deadline passes first.
+func waitTurn(ctx context.Context, w *waiter, deadline <-chan time.Time) error {
+	select {
+	case <-ctx.Done():
+		return db.Translate(ctx.Err())
+	case <-deadline:
+		return ErrNothingReady
+	case <-w.turn:
+		return nil
 	}
 }
 

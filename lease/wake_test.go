@@ -385,3 +385,53 @@ func TestWakeRejoin(t *testing.T) {
 		}
 	})
 }
+
+// TestWakeRecheckRounds: a time gate that opens without a write (the end
+// of a retry backoff) is found by the recheck round even when every wait
+// is shorter than the recheck interval and skips its first claim (two
+// pollers overlap, so the label set always has a waiter).
+func TestWakeRecheckRounds(t *testing.T) {
+	t.Parallel()
+	const every = 200 * time.Millisecond
+	f := setupDB(t, lease.Config{WaitRecheck: every, RetryBackoff: time.Minute}) // LISTENs; claims wait concurrently
+	n := startWaitNotifier(t, f)
+	labels := []string{"t-" + uuid.NewString()[:8]}
+	it := f.item(t, graph.NewItem{Labels: labels})
+	c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "first", Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.leases.Fail(f.ctx, f.project, fence(c.Lease), lease.Failure{Message: "flaky"}); err != nil {
+		t.Fatal(err)
+	}
+	// The item is ready behind its backoff.
+	ctx, cancel := context.WithTimeout(f.ctx, 20*time.Second)
+	defer cancel()
+	got := make(chan lease.Claim, 2)
+	for i := range 2 {
+		go func() {
+			req := lease.ClaimRequest{Worker: fmt.Sprintf("poller-%d", i), Labels: labels}
+			time.Sleep(time.Duration(i) * every / 4) // overlap the other poller
+			for ctx.Err() == nil {
+				c, err := f.leases.ClaimWait(ctx, f.project, req, every/2, n)
+				if err == nil {
+					got <- c
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(every) // let both poll (and skip) a while before the gate opens
+	f.clock.Advance(2 * time.Minute)
+	select {
+	case c := <-got:
+		if c.Item.ID != it.ID {
+			t.Fatalf("granted %v, want %v", c.Item.ID, it.ID)
+		}
+	case <-ctx.Done():
+		t.Fatalf("short polls never found the item whose backoff passed (stats %+v)", n.Stats())
+	}
+	if s := n.Stats(); s.Rechecks == 0 {
+		t.Errorf("stats %+v: want a recheck round", s)
+	}
+}
