@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -50,6 +51,18 @@ import (
 // during that claim is an event it can be given), which covers what became
 // ready before it came.
 //
+// A new waiter may skip that claim (join) when the queue holds a proof for
+// its exact filter (labels, worker, token): the filter's latest claim found
+// nothing, in the current recheck round of its label set. Since that claim,
+// an item can have become ready for the filter only through a notification
+// (time gates aside: the round's recheck covers those), and every such
+// event is pending (the waiter takes it by rule 6), was resolved by rules
+// 3 and 4, or was dropped by rule 1; a drop breaks every proof whose filter
+// takes the event, and a broadcast breaks them all. So what the skipped
+// claim would have found is a pending event the new waiter can be given.
+// This is what makes an agent that waits again after each grant cost no
+// claim for the wait.
+//
 // What no notification reports wakes every waiter of a project once (a
 // broadcast; one claiming then claims again): the LISTEN connection coming
 // back (notifications sent meanwhile are lost), a notification naming only
@@ -69,6 +82,11 @@ import (
 // maxPending bounds a project's pending events on one notifier; one more
 // clears them and wakes every waiter of the project instead.
 const maxPending = 1024
+
+// maxProofs bounds a project's proofs on one notifier (one per filter that
+// found nothing, so per worker label); one more clears them, and the next
+// waiting claim of each filter claims before it waits.
+const maxProofs = 4096
 
 // readyNote is a parsed workgraph_ready payload: the project, and the
 // item when the payload names it.
@@ -122,6 +140,18 @@ func newWaitFilter(req ClaimRequest) waitFilter {
 		f.key += f.token.String()
 	}
 	return f
+}
+
+// labelSet is the recheck of one label set's waiters in a queue: every
+// interval (the Config.WaitRecheck of the set's first waiter) a new round
+// begins and the longest-waiting idle waiter of the set gets a recheck
+// turn. The rounds follow the timer, not the waiters, so a waiter that
+// waits for less than the interval still finds its proof stale once a
+// round has passed.
+type labelSet struct {
+	waiters int
+	round   uint64
+	timer   *time.Timer
 }
 
 // proof records that a claim with filter found nothing, in recheck round
@@ -179,8 +209,6 @@ type waiter struct {
 	again bool
 	// recheck: its turn is its label set's recheck.
 	recheck bool
-	// round is the recheck round of its set it last saw.
-	round uint64
 }
 
 // waitQueue is one project's waiting claims on one notifier.
@@ -189,7 +217,7 @@ type waitQueue struct {
 	idle    *list.List // of *waiter, longest waiting first
 	pending *list.List // of *readyEvent, oldest first
 	byItem  map[uuid.UUID]*readyEvent
-	rounds  map[string]uint64
+	sets    map[string]*labelSet
 	// proofs are the filters whose latest claim found nothing, by key,
 	// while nothing has happened that the pending events do not show.
 	proofs map[string]*proof
@@ -198,7 +226,7 @@ type waitQueue struct {
 func newWaitQueue() *waitQueue {
 	return &waitQueue{
 		waiters: map[*waiter]struct{}{}, idle: list.New(), pending: list.New(),
-		byItem: map[uuid.UUID]*readyEvent{}, rounds: map[string]uint64{}, proofs: map[string]*proof{},
+		byItem: map[uuid.UUID]*readyEvent{}, sets: map[string]*labelSet{}, proofs: map[string]*proof{},
 	}
 }
 
@@ -348,7 +376,7 @@ func (n *Notifier) noteAll() {
 // event no waiter could take was dropped and broke the proofs that take
 // it; a broadcast breaks them all). Then it waits at once, taking a
 // pending event it can take (rule 6).
-func (n *Notifier) join(project uuid.UUID, f waitFilter) (w *waiter, claim bool) {
+func (n *Notifier) join(project uuid.UUID, f waitFilter, every time.Duration) (w *waiter, claim bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	q := n.queues[project]
@@ -356,10 +384,17 @@ func (n *Notifier) join(project uuid.UUID, f waitFilter) (w *waiter, claim bool)
 		q = newWaitQueue()
 		n.queues[project] = q
 	}
-	w = &waiter{project: project, filter: f, turn: make(chan struct{}, 1), since: n.seq, round: q.rounds[f.set]}
+	w = &waiter{project: project, filter: f, turn: make(chan struct{}, 1), since: n.seq}
 	q.waiters[w] = struct{}{}
+	ls := q.sets[f.set]
+	if ls == nil {
+		ls = &labelSet{}
+		q.sets[f.set] = ls
+		ls.timer = time.AfterFunc(every, func() { n.recheckTick(project, f.set, ls, every) })
+	}
+	ls.waiters++
 	n.stats.waits.Add(1)
-	if p := q.proofs[f.key]; p != nil && p.round == q.rounds[f.set] {
+	if p := q.proofs[f.key]; p != nil && p.round == ls.round {
 		n.stats.skipped.Add(1)
 		q.settle(w)
 		return w, false
@@ -413,7 +448,7 @@ func (n *Notifier) nothing(w *waiter) {
 	defer n.mu.Unlock()
 	q := n.queues[w.project]
 	w.claiming = false
-	round := q.rounds[w.filter.set]
+	round := q.sets[w.filter.set].round
 	if w.recheck {
 		// Every filter of the set is fresh again: what time gates opened
 		// before this claim began, it would have found.
@@ -422,6 +457,9 @@ func (n *Notifier) nothing(w *waiter) {
 				p.round = round
 			}
 		}
+	}
+	if len(q.proofs) >= maxProofs {
+		clear(q.proofs)
 	}
 	q.proofs[w.filter.key] = &proof{filter: w.filter, round: round}
 	w.recheck = false
@@ -453,6 +491,18 @@ func (n *Notifier) leave(w *waiter, failed bool) {
 	defer n.mu.Unlock()
 	q := n.queues[w.project]
 	delete(q.waiters, w)
+	ls := q.sets[w.filter.set]
+	ls.waiters--
+	if ls.waiters == 0 {
+		// No rounds while the set has no waiters: its proofs go too.
+		ls.timer.Stop()
+		delete(q.sets, w.filter.set)
+		for k, p := range q.proofs {
+			if p.filter.set == w.filter.set {
+				delete(q.proofs, k)
+			}
+		}
+	}
 	if w.idle != nil {
 		q.idle.Remove(w.idle)
 		w.idle = nil
@@ -476,25 +526,19 @@ func (n *Notifier) leave(w *waiter, failed bool) {
 	}
 }
 
-// recheckDue reports whether the idle waiter w runs its label set's recheck
-// now: the first of the set whose interval passes in a round does, and the
-// others of the set skip that round.
-func (n *Notifier) recheckDue(w *waiter) bool {
+// recheckTick begins a new recheck round of the label set ls and gives
+// its longest-waiting idle waiter a recheck turn (none idle: every waiter
+// of the set is claiming or about to, and a waiter that joins claims, its
+// proof now stale).
+func (n *Notifier) recheckTick(project uuid.UUID, set string, ls *labelSet, every time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	q := n.queues[w.project]
-	if w.idle == nil {
-		return false // it has a turn already
+	q := n.queues[project]
+	if q == nil || q.sets[set] != ls {
+		return // the set's waiters have all left
 	}
-	if w.round != q.rounds[w.filter.set] {
-		w.round = q.rounds[w.filter.set]
-		return false
-	}
-	q.rounds[w.filter.set]++
-	w.round = q.rounds[w.filter.set]
-	w.recheck = true
-	q.idle.Remove(w.idle)
-	w.idle = nil
+	ls.round++
 	n.stats.rechecks.Add(1)
-	return true
+	q.passRecheck(set)
+	ls.timer.Reset(every)
 }
