@@ -127,6 +127,24 @@
 // person's hold or a higher-priority item never ends an active lease;
 // RequestStop only tells the worker on its next heartbeat.
 //
+// # The long poll
+//
+// ClaimWait claims, and when nothing is ready waits for a turn from the
+// replica's Notifier. The workgraph_ready notification names the item, its
+// labels and its reservation (migration 00030), and the notifier gives it
+// to one waiting claim whose filter takes the item, not to every waiter of
+// the project. Each notification is an event that stays pending until a
+// grant takes its item or a claim that began after it arrived, with a
+// filter that takes it, finds nothing; a waiter that does not use its
+// event hands it on; a waiter that becomes idle takes a pending event. A
+// new waiting claim claims before it waits, unless its filter's last claim
+// found nothing in this recheck round and nothing since escaped the
+// notifier. What a notification does not report (the LISTEN connection
+// lost, a payload without the item, a claim's error) wakes every waiter of
+// the project; time gates are found by a periodic recheck, one waiter per
+// label set. wake.go states the rules and argues that no wake-up is lost;
+// Notifier.Stats counts claim transactions against grants.
+//
 // # History
 //
 // Leases are never deleted; an ended lease is frozen and an active lease's

@@ -15,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/webhook"
 )
 
@@ -63,6 +64,11 @@ func (s *Server) mount(ctx context.Context) error {
 	notifier := lease.NewNotifier(listenPool, s.log)
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
+	s.registry.MustRegister(metrics.NewWaitCollector(func() metrics.WaitStats {
+		w := notifier.Stats()
+		return metrics.WaitStats{Waits: w.Waits, Skipped: w.Skipped, Claims: w.Claims, Grants: w.Grants,
+			Passed: w.Passed, Broadcasts: w.Broadcasts, Rechecks: w.Rechecks}
+	}))
 	sweeper := lease.NewSweeper(leaseSvc, s.cfg.SweepInterval, s.log)
 	sweeper.Observe(s.metrics.SweepRun)
 	sweeper.Start(context.Background())
