@@ -31,9 +31,10 @@ const reapBatch = 100
 //
 // The common case is one statement with no transaction around it
 // (ClaimItemDirect: the lease, the item and whether it has an attention
-// history in one answer). When that statement finds a lease of the project
-// past its expiry and not yet ended, a token near its live-lease limit, or
-// nothing to claim, the claim runs as one transaction instead: it first
+// history in one answer); a claim that finds nothing to hand out costs one
+// more read (ClaimNeedsTx). When that statement finds a lease of the
+// project past its expiry and not yet ended, or a token near its live-lease
+// limit, the claim runs as one transaction instead: it first
 // ends the project's expired leases (see ReapExpired), serialises and
 // counts the token's claims near its limit, then claims.
 //
@@ -45,9 +46,9 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 		return Claim{}, err
 	}
 	var out Claim
-	ok := false
+	ok, nothing := false, false
 	direct := func(exec db.Executor) (err error) {
-		out, ok, err = s.claimDirect(ctx, exec, project, req, ttl)
+		out, ok, nothing, err = s.claimDirect(ctx, exec, project, req, ttl)
 		return err
 	}
 	if db.HasBeforeCommit(ctx) {
@@ -63,44 +64,58 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	if err != nil || ok {
 		return out, err
 	}
+	if nothing {
+		return Claim{}, ErrNothingReady
+	}
 	return s.claimInTx(ctx, project, req, ttl)
 }
 
 // claimDirect is the claim's one-statement path; ok is false when the
-// statement claimed nothing and the transactional path must decide.
-func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, bool, error) {
+// statement claimed nothing. Then nothing is true when there was simply
+// nothing to claim (ClaimNeedsTx: no guard held the claim back), and false
+// when the transactional path must decide.
+func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration) (out Claim, ok, nothing bool, err error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
 		if quiet = s.cfg.MaxActivePerToken - tokenLockSlack; quiet <= 0 {
-			return Claim{}, false, nil // always near the limit: count under the lock
+			return Claim{}, false, false, nil // always near the limit: count under the lock
 		}
 	}
+	now := s.clock.Now()
 	row, err := dbq.New().ClaimItemDirect(ctx, exec, dbq.ClaimItemDirectParams{
 		LeaseID:    uuid.New(),
 		Worker:     req.Worker,
 		TokenID:    req.TokenID,
 		Principal:  req.Principal,
-		Now:        s.clock.Now(),
+		Now:        now,
 		TtlMs:      ttl.Milliseconds(),
 		ProjectID:  project,
 		Labels:     req.Labels,
 		TokenQuiet: int32(quiet),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Claim{}, false, nil
+		// Claimed nothing: one more read tells an empty project (the
+		// answer, without the transaction's four round trips) from a guard.
+		needsTx, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
+			ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
+		})
+		if err != nil {
+			return Claim{}, false, false, db.Translate(err)
+		}
+		return Claim{}, false, !needsTx, nil
 	}
 	if err != nil {
-		return Claim{}, false, db.Translate(err)
+		return Claim{}, false, false, db.Translate(err)
 	}
 	hist := []attention.Request{}
 	if row.HasAttention {
 		if hist, err = s.attentionOn(exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
-			return Claim{}, false, db.Translate(err)
+			return Claim{}, false, false, db.Translate(err)
 		}
 	}
-	out := Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow), Attention: hist}
+	out = Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow), Attention: hist}
 	telemetry.Tag(ctx, telemetry.Tags{Item: out.Item.ID, Lease: out.Lease.ID, Epoch: out.Lease.Epoch})
-	return out, true, nil
+	return out, true, false, nil
 }
 
 // claimInTx is the claim's transactional path: reap, count the token's

@@ -3,6 +3,8 @@ package lease_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -92,6 +94,21 @@ func TestClaimIsOneStatement(t *testing.T) {
 		}
 		if stored := f.getItem(t, it.ID); stored.State != graph.StateDone || stored.UpdatedAt != done.Item.UpdatedAt {
 			t.Errorf("answered item %+v, stored %+v", done.Item, stored)
+		}
+	})
+
+	t.Run("NothingToClaim", func(t *testing.T) {
+		// Nothing matches and no guard holds the claim back: the answer
+		// comes from the claim and one read, not the reaping transaction.
+		n := c.counted(t, func() error {
+			_, err := leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w1", TokenID: &token, Labels: []string{"absent"}})
+			if !errors.Is(err, lease.ErrNothingReady) {
+				return fmt.Errorf("claim of an absent label: %v, want ErrNothingReady", err)
+			}
+			return nil
+		})
+		if n > 2 {
+			t.Errorf("claim that found nothing sent %d statements, want at most 2 (ClaimItemDirect, ClaimNeedsTx)", n)
 		}
 	})
 

@@ -346,6 +346,43 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 	return i, err
 }
 
+const claimNeedsTx = `-- name: ClaimNeedsTx :one
+SELECT coalesce(
+           (SELECT d.expires_at FROM leases d
+            WHERE d.project_id = $1 AND d.ended_at IS NULL
+            ORDER BY d.expires_at LIMIT 1)
+           <= coalesce($2::timestamptz, statement_timestamp())
+           OR ($3::int > 0
+               AND (SELECT count(*) FROM leases t
+                    WHERE t.token_id = $4::uuid AND t.ended_at IS NULL
+                      AND t.expires_at > coalesce($2::timestamptz, statement_timestamp()))
+                   >= $3::int),
+           false)::bool AS needs_tx
+`
+
+type ClaimNeedsTxParams struct {
+	ProjectID  uuid.UUID
+	Now        *time.Time
+	TokenQuiet int32
+	TokenID    *uuid.UUID
+}
+
+// After ClaimItemDirect claimed nothing: whether one of its guards held it
+// back (a lease of the project past its expiry and not yet ended, or the
+// token at @token_quiet live leases or more), so the transactional path
+// must decide; false means there was simply nothing to claim.
+func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxParams) (bool, error) {
+	row := db.QueryRow(ctx, claimNeedsTx,
+		arg.ProjectID,
+		arg.Now,
+		arg.TokenQuiet,
+		arg.TokenID,
+	)
+	var needs_tx bool
+	err := row.Scan(&needs_tx)
+	return needs_tx, err
+}
+
 const clearRetry = `-- name: ClearRetry :exec
 UPDATE items SET failures = 0, not_before = NULL
 WHERE project_id = $1 AND id = $2

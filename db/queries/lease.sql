@@ -203,6 +203,23 @@ SELECT sqlc.embed(leases), sqlc.embed(items),
 FROM granted AS leases
 JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id;
 
+-- name: ClaimNeedsTx :one
+-- After ClaimItemDirect claimed nothing: whether one of its guards held it
+-- back (a lease of the project past its expiry and not yet ended, or the
+-- token at @token_quiet live leases or more), so the transactional path
+-- must decide; false means there was simply nothing to claim.
+SELECT coalesce(
+           (SELECT d.expires_at FROM leases d
+            WHERE d.project_id = @project_id AND d.ended_at IS NULL
+            ORDER BY d.expires_at LIMIT 1)
+           <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+           OR (sqlc.arg('token_quiet')::int > 0
+               AND (SELECT count(*) FROM leases t
+                    WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
+                      AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+                   >= sqlc.arg('token_quiet')::int),
+           false)::bool AS needs_tx;
+
 -- name: LockToken :exec
 -- Serialises the claims of one token while it counts its live leases.
 SELECT pg_advisory_xact_lock(hashtextextended(sqlc.arg('token_id')::uuid::text, 7250004));
