@@ -18,8 +18,19 @@ import (
 //
 // Errors: those of Claim; unavailable when ctx ends first.
 func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimRequest, wait time.Duration, n *Notifier) (Claim, error) {
-	if wait <= 0 {
+	return waitFor(ctx, s, project, wait, n, func() (Claim, error) {
 		return s.Claim(ctx, project, req)
+	})
+}
+
+// waitFor runs claim until it answers anything but ErrNothingReady: again
+// on each notification of the project's ready items and every
+// Config.WaitRecheck, until wait has passed (then ErrNothingReady). wait <=
+// 0 runs claim once.
+func waitFor[T any](ctx context.Context, s *Service, project uuid.UUID, wait time.Duration, n *Notifier, claim func() (T, error)) (T, error) {
+	var zero T
+	if wait <= 0 {
+		return claim()
 	}
 	var ready <-chan struct{}
 	if n != nil {
@@ -32,15 +43,15 @@ func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimReq
 	recheck := time.NewTicker(s.cfg.WaitRecheck)
 	defer recheck.Stop()
 	for {
-		c, err := s.Claim(ctx, project, req)
+		c, err := claim()
 		if !errors.Is(err, ErrNothingReady) {
 			return c, err
 		}
 		select {
 		case <-ctx.Done():
-			return Claim{}, db.Translate(ctx.Err())
+			return zero, db.Translate(ctx.Err())
 		case <-deadline.C:
-			return Claim{}, ErrNothingReady
+			return zero, ErrNothingReady
 		case <-ready:
 		case <-recheck.C:
 		}
