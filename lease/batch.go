@@ -203,12 +203,14 @@ type completionDoc struct {
 // gets its own history row and events. An entry whose fence did not hold
 // is answered on its own, as Complete answers it (a replay, a conflicting
 // result, a stale call: recorded as a refusal), and refuses only itself.
-// Answers are in the order of the entries.
+// Answers are in the order of the entries. A token, when not nil, is the
+// only token whose leases the batch may end (an agent's own): an entry
+// naming a lease granted to another is answered forbidden.
 //
 // Errors (of the whole batch, which then changes nothing):
 // invalid_argument (no entries, more than MaxBatch, a lease named twice,
 // an entry's epoch or result).
-func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, entries []CompletionEntry) ([]CompletionAnswer, error) {
+func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, token *uuid.UUID, entries []CompletionEntry) ([]CompletionAnswer, error) {
 	entries = append([]CompletionEntry(nil), entries...)
 	docs := make([]completionDoc, len(entries))
 	if err := checkBatch("completions", len(entries), func(i int) (uuid.UUID, error) {
@@ -232,7 +234,7 @@ func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, entries 
 		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 			clear(done)
 			rows, err := dbq.New().CompleteLeases(ctx, tx, dbq.CompleteLeasesParams{
-				Entries: doc, Now: s.clock.Now(), ProjectID: project,
+				Entries: doc, Now: s.clock.Now(), ProjectID: project, TokenID: token,
 			})
 			if err != nil || len(rows) == 0 {
 				return err
@@ -276,6 +278,13 @@ func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, entries 
 		if done[i] {
 			continue
 		}
+		if err := s.checkOwner(ctx, token, e.LeaseID); err != nil {
+			if !entryError(err) {
+				return nil, err
+			}
+			answers[i] = CompletionAnswer{Err: err}
+			continue
+		}
 		c, err := s.repeatedCompletion(ctx, project, e.Fence, e.Result, e.WorkerTime)
 		if err != nil && !entryError(err) {
 			return nil, err
@@ -300,11 +309,13 @@ type heartbeatDoc struct {
 // the closed non-blocking requests of its lease; an entry whose fence did
 // not hold is answered (and recorded as a refusal) as Heartbeat answers
 // it, and refuses only itself. Answers are in the order of the entries.
+// A token, when not nil, is the only token whose leases the batch may
+// renew, as for CompleteBatch.
 //
 // Errors (of the whole batch, which then changes nothing):
 // invalid_argument (no entries, more than MaxBatch, a lease named twice,
 // an entry's epoch, ttl or progress).
-func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, entries []HeartbeatEntry) ([]HeartbeatAnswer, error) {
+func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *uuid.UUID, entries []HeartbeatEntry) ([]HeartbeatAnswer, error) {
 	entries = append([]HeartbeatEntry(nil), entries...)
 	docs := make([]heartbeatDoc, len(entries))
 	if err := checkBatch("heartbeats", len(entries), func(i int) (uuid.UUID, error) {
@@ -325,7 +336,7 @@ func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, entries
 		return nil, err
 	}
 	rows, err := dbq.New().HeartbeatLeases(ctx, s.exec, dbq.HeartbeatLeasesParams{
-		Entries: mustJSON(docs), Now: s.clock.Now(), ProjectID: project,
+		Entries: mustJSON(docs), Now: s.clock.Now(), ProjectID: project, TokenID: token,
 	})
 	if err != nil {
 		return nil, db.Translate(err)
@@ -349,13 +360,36 @@ func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, entries
 		if done[i] {
 			continue
 		}
-		err := s.refused(ctx, project, e.Fence, opHeartbeat, e.WorkerTime, map[string]any{"progress": e.Progress})
+		err := s.checkOwner(ctx, token, e.LeaseID)
+		if err == nil {
+			err = s.refused(ctx, project, e.Fence, opHeartbeat, e.WorkerTime, map[string]any{"progress": e.Progress})
+		}
 		if !entryError(err) {
 			return nil, err
 		}
 		answers[i] = HeartbeatAnswer{Err: err}
 	}
 	return answers, nil
+}
+
+// checkOwner refuses (forbidden) a batch entry naming a lease that was
+// granted to another token than token (nil: any token may act). A lease
+// that does not exist passes: its entry is answered not_found.
+func (s *Service) checkOwner(ctx context.Context, token *uuid.UUID, leaseID uuid.UUID) error {
+	if token == nil {
+		return nil
+	}
+	_, owner, err := s.Holder(ctx, leaseID)
+	if wgerr.CodeOf(err) == wgerr.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if owner == nil || *owner != *token {
+		return wgerr.New(wgerr.CodeForbidden, "lease %s was granted to another token; an agent may only act on its own leases", leaseID)
+	}
+	return nil
 }
 
 // checkBatch checks a batch of n entries named list: 1..MaxBatch of them,

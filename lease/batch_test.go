@@ -138,7 +138,7 @@ func TestCompleteBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, single := f.leases.Complete(f.ctx, f.project, fence(cs[1].Lease), nil, nil)
-		answers, err := f.leases.CompleteBatch(f.ctx, f.project, completions(cs, `{"ok":true}`))
+		answers, err := f.leases.CompleteBatch(f.ctx, f.project, nil, completions(cs, `{"ok":true}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,13 +175,13 @@ func TestCompleteBatch(t *testing.T) {
 		f := setup(t, lease.Config{})
 		f.items(t, 2)
 		cs := f.claimBatch(t, "w", 2)
-		if _, err := f.leases.CompleteBatch(f.ctx, f.project, completions(cs, `{"n":1}`)); err != nil {
+		if _, err := f.leases.CompleteBatch(f.ctx, f.project, nil, completions(cs, `{"n":1}`)); err != nil {
 			t.Fatal(err)
 		}
 		before := f.snapshot(t, cs[0].Item.ID)
 		entries := completions(cs, `{ "n" : 1 }`)
 		entries[1].Result = json.RawMessage(`{"n":2}`)
-		answers, err := f.leases.CompleteBatch(f.ctx, f.project, entries)
+		answers, err := f.leases.CompleteBatch(f.ctx, f.project, nil, entries)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestCompleteBatch(t *testing.T) {
 		if len(cs) != 2 {
 			t.Fatalf("granted %d, want the two children", len(cs))
 		}
-		answers, err := f.leases.CompleteBatch(f.ctx, f.project, completions(cs, ``))
+		answers, err := f.leases.CompleteBatch(f.ctx, f.project, nil, completions(cs, ``))
 		if err != nil || answers[0].Err != nil || answers[1].Err != nil {
 			t.Fatalf("%v %+v", err, answers)
 		}
@@ -230,7 +230,7 @@ func TestCompleteBatch(t *testing.T) {
 		cs := f.claimBatch(t, "w", 2)
 		before := []string{f.snapshot(t, its[0].ID), f.snapshot(t, its[1].ID)}
 		f.clock.Advance(ttl) // expires_at <= now: the fence no longer holds
-		answers, err := f.leases.CompleteBatch(f.ctx, f.project, completions(cs, `1`))
+		answers, err := f.leases.CompleteBatch(f.ctx, f.project, nil, completions(cs, `1`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,6 +250,35 @@ func TestCompleteBatch(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrForbiddenOtherToken", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, lease.Config{})
+		f.items(t, 2)
+		mine, theirs := uuid.New(), uuid.New()
+		a, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "a", TokenID: &mine}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "b", TokenID: &theirs}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers, err := f.leases.CompleteBatch(f.ctx, f.project, &mine, completions(append(a, b...), `1`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if answers[0].Err != nil || wgerr.CodeOf(answers[1].Err) != wgerr.CodeForbidden {
+			t.Fatalf("answers %v / %v, want ok / forbidden", answers[0].Err, answers[1].Err)
+		}
+		if l := f.getLease(t, b[0].Lease.ID); l.EndedAt != nil {
+			t.Error("a batch ended a lease of another token")
+		}
+		hb, err := f.leases.HeartbeatBatch(f.ctx, f.project, &mine, []lease.HeartbeatEntry{{Fence: fence(b[0].Lease)}})
+		if err != nil || wgerr.CodeOf(hb[0].Err) != wgerr.CodeForbidden {
+			t.Fatalf("heartbeat of another token's lease: %v %v, want forbidden", err, hb[0].Err)
+		}
+	})
+
 	t.Run("ErrInvalid", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, lease.Config{})
@@ -263,7 +292,7 @@ func TestCompleteBatch(t *testing.T) {
 			"completions[0].result":   {{Fence: fence(cs[0].Lease), Result: json.RawMessage(`{`)}},
 		}
 		for field, entries := range cases {
-			_, err := f.leases.CompleteBatch(f.ctx, f.project, entries)
+			_, err := f.leases.CompleteBatch(f.ctx, f.project, nil, entries)
 			var we *wgerr.Error
 			if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != field {
 				t.Errorf("%s: %v, want invalid_argument on that field", field, err)
@@ -292,7 +321,7 @@ func TestHeartbeatBatch(t *testing.T) {
 		entries[i] = lease.HeartbeatEntry{Fence: fence(c.Lease), Heartbeat: lease.Heartbeat{Progress: json.RawMessage(`{"step":1}`)}}
 	}
 	entries[1].TTL = 2 * ttl
-	answers, err := f.leases.HeartbeatBatch(f.ctx, f.project, entries)
+	answers, err := f.leases.HeartbeatBatch(f.ctx, f.project, nil, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +340,7 @@ func TestHeartbeatBatch(t *testing.T) {
 	}
 	// Past the expiry no entry is renewed, even before anyone ends it.
 	f.clock.Advance(ttl)
-	answers, err = f.leases.HeartbeatBatch(f.ctx, f.project, entries[:1])
+	answers, err = f.leases.HeartbeatBatch(f.ctx, f.project, nil, entries[:1])
 	if err != nil || wgerr.CodeOf(answers[0].Err) != wgerr.CodeLeaseLost {
 		t.Fatalf("expired: %v %v, want lease_lost", err, answers[0].Err)
 	}
@@ -340,7 +369,7 @@ func TestBatchClaimersRace(t *testing.T) {
 					t.Errorf("ClaimBatch: %v", err)
 					return
 				}
-				answers, err := f.leases.CompleteBatch(f.ctx, f.project, completions(cs, `true`))
+				answers, err := f.leases.CompleteBatch(f.ctx, f.project, nil, completions(cs, `true`))
 				if err != nil {
 					t.Errorf("CompleteBatch: %v", err)
 					return

@@ -162,6 +162,7 @@ WITH entry AS (
     WHERE l.project_id = $3 AND l.id = entry.lease_id AND l.epoch = entry.epoch
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
+      AND ($4::uuid IS NULL OR l.token_id = $4::uuid)
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
@@ -190,6 +191,7 @@ type CompleteLeasesParams struct {
 	Entries   json.RawMessage
 	Now       *time.Time
 	ProjectID uuid.UUID
+	TokenID   *uuid.UUID
 }
 
 type CompleteLeasesRow struct {
@@ -205,9 +207,16 @@ type CompleteLeasesRow struct {
 // that epoch and is open. The items of the ended leases are marked done
 // with their results and freed in the same statement. Entries that match
 // no lease are left out of the answer; freed is false for a lease whose
-// item changed under the statement (the caller then rolls back).
+// item changed under the statement (the caller then rolls back). A
+// @token_id, when given, is the only token whose leases may be touched (an
+// agent acts on its own leases only).
 func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLeasesParams) ([]CompleteLeasesRow, error) {
-	rows, err := db.Query(ctx, completeLeases, arg.Entries, arg.Now, arg.ProjectID)
+	rows, err := db.Query(ctx, completeLeases,
+		arg.Entries,
+		arg.Now,
+		arg.ProjectID,
+		arg.TokenID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +282,7 @@ WITH entry AS (
     WHERE l.project_id = $3 AND l.id = entry.lease_id AND l.epoch = entry.epoch
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
+      AND ($4::uuid IS NULL OR l.token_id = $4::uuid)
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
@@ -289,6 +299,7 @@ type HeartbeatLeasesParams struct {
 	Entries   json.RawMessage
 	Now       *time.Time
 	ProjectID uuid.UUID
+	TokenID   *uuid.UUID
 }
 
 type HeartbeatLeasesRow struct {
@@ -299,9 +310,14 @@ type HeartbeatLeasesRow struct {
 // HeartbeatLease for each entry of @entries (a JSON array of {lease_id,
 // epoch, ttl_ms?, progress?, worker_time?}), each under its own fence.
 // ttl_ms absent or 0 keeps the lease's current TTL. Entries that match no
-// lease are left out of the answer.
+// lease are left out of the answer. @token_id as in CompleteLeases.
 func (q *Queries) HeartbeatLeases(ctx context.Context, db DBTX, arg HeartbeatLeasesParams) ([]HeartbeatLeasesRow, error) {
-	rows, err := db.Query(ctx, heartbeatLeases, arg.Entries, arg.Now, arg.ProjectID)
+	rows, err := db.Query(ctx, heartbeatLeases,
+		arg.Entries,
+		arg.Now,
+		arg.ProjectID,
+		arg.TokenID,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,9 @@ ORDER BY leases.seq;
 -- that epoch and is open. The items of the ended leases are marked done
 -- with their results and freed in the same statement. Entries that match
 -- no lease are left out of the answer; freed is false for a lease whose
--- item changed under the statement (the caller then rolls back).
+-- item changed under the statement (the caller then rolls back). A
+-- @token_id, when given, is the only token whose leases may be touched (an
+-- agent acts on its own leases only).
 WITH entry AS (
     SELECT (e->>'lease_id')::uuid AS lease_id,
            (e->>'epoch')::bigint AS epoch,
@@ -87,6 +89,7 @@ WITH entry AS (
     WHERE l.project_id = @project_id AND l.id = entry.lease_id AND l.epoch = entry.epoch
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
+      AND (sqlc.narg('token_id')::uuid IS NULL OR l.token_id = sqlc.narg('token_id')::uuid)
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
@@ -114,7 +117,7 @@ LEFT JOIN freed ON freed.id = leases.item_id;
 -- HeartbeatLease for each entry of @entries (a JSON array of {lease_id,
 -- epoch, ttl_ms?, progress?, worker_time?}), each under its own fence.
 -- ttl_ms absent or 0 keeps the lease's current TTL. Entries that match no
--- lease are left out of the answer.
+-- lease are left out of the answer. @token_id as in CompleteLeases.
 WITH entry AS (
     SELECT (e->>'lease_id')::uuid AS lease_id,
            (e->>'epoch')::bigint AS epoch,
@@ -138,6 +141,7 @@ WITH entry AS (
     WHERE l.project_id = @project_id AND l.id = entry.lease_id AND l.epoch = entry.epoch
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
+      AND (sqlc.narg('token_id')::uuid IS NULL OR l.token_id = sqlc.narg('token_id')::uuid)
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
