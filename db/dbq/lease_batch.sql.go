@@ -37,8 +37,9 @@ WITH candidate AS (
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce($3::timestamptz, statement_timestamp())
-    FROM candidate
-    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
+    -- By primary key (= ANY), never a join the planner could turn into a
+    -- scan of the project's items.
+    WHERE i.project_id = $1 AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
     RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
@@ -159,7 +160,9 @@ WITH entry AS (
         result = entry.result,
         worker_time = coalesce(entry.worker_time, l.worker_time)
     FROM entry, t
-    WHERE l.project_id = $3 AND l.id = entry.lease_id AND l.epoch = entry.epoch
+    -- The leases by primary key (= ANY), then their entries.
+    WHERE l.project_id = $3 AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))
+      AND l.id = entry.lease_id AND l.epoch = entry.epoch
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
       AND ($4::uuid IS NULL OR l.token_id = $4::uuid)
@@ -177,7 +180,8 @@ WITH entry AS (
         finished_at = ended.ended_at,
         updated_at = ended.ended_at
     FROM ended
-    WHERE i.project_id = ended.project_id AND i.id = ended.item_id
+    WHERE i.project_id = $3 AND i.id = ANY (ARRAY(SELECT ended.item_id FROM ended))
+      AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND i.status = 'open'
     RETURNING i.id, i.parent_id
@@ -279,7 +283,9 @@ WITH entry AS (
         progress = coalesce(entry.progress, l.progress),
         worker_time = coalesce(entry.worker_time, l.worker_time)
     FROM entry, t
-    WHERE l.project_id = $3 AND l.id = entry.lease_id AND l.epoch = entry.epoch
+    -- The leases by primary key (= ANY), then their entries.
+    WHERE l.project_id = $3 AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))
+      AND l.id = entry.lease_id AND l.epoch = entry.epoch
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
       AND ($4::uuid IS NULL OR l.token_id = $4::uuid)
