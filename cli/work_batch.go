@@ -92,14 +92,7 @@ const claimRecheck = 5 * time.Second
 // claimSlots claims up to n items in one call, waiting up to wait.
 func (sv *supervisor) claimSlots(ctx context.Context, n int, wait time.Duration) ([]client.Claim, error) {
 	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels}
-	deadline := time.Now().Add(wait)
-	for {
-		req.WaitSeconds = seconds(min(time.Until(deadline), maxWaitPerCall))
-		cs, err := sv.s.api.ClaimBatch(ctx, sv.s.cfg.Project, req, min(n, client.MaxBatch))
-		if !errors.Is(err, client.ErrNothingReady) || time.Until(deadline) < time.Second {
-			return cs, err
-		}
-	}
+	return claimBatchWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, min(n, client.MaxBatch), wait)
 }
 
 // beat renews one lease: through the batcher when the supervisor runs

@@ -52,3 +52,22 @@ func TestWorkConcurrency(t *testing.T) {
 		t.Fatalf("at most %d leases were live at once, want 2 or 3 (concurrency 3)", most)
 	}
 }
+
+// TestClaimMax: `claim --max N --json` grants up to N items in one call.
+func TestClaimMax(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for range 3 {
+		e.item("batch")
+	}
+	var cs []client.Claim
+	e.mustJSON(e.agentToken, &cs, "claim", "--max", "2", "--worker", "w1")
+	if len(cs) != 2 || cs[0].Item.ID == cs[1].Item.ID || cs[0].Lease.Epoch != 1 {
+		t.Fatalf("claim --max 2 = %+v", cs)
+	}
+	e.mustJSON(e.agentToken, &cs, "claim", "--max", "5")
+	if len(cs) != 1 {
+		t.Fatalf("second claim granted %d, want the last item", len(cs))
+	}
+	e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--max", "5")
+}
