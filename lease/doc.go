@@ -6,13 +6,19 @@
 //
 // # Claim
 //
-// One transaction: end the project's expired leases, then one statement
-// that takes the highest-priority ready item through the partial index
-// items_claim with FOR UPDATE SKIP LOCKED, increments its epoch, makes the
-// new lease its active_lease_id and inserts the lease. Concurrent claimers
-// never wait for each other and never get the same item; the unique partial
-// index leases_one_active is the database's own guarantee of at most one
-// active lease per item.
+// One statement that takes the highest-priority ready item through the
+// partial index items_claim with FOR UPDATE SKIP LOCKED, increments its
+// epoch, makes the new lease its active_lease_id and inserts the lease, and
+// answers the lease with the item (ClaimItemDirect, no transaction around
+// it). It claims nothing when a lease of the project is past its expiry
+// and not ended (the earliest expiry of the project's live leases, from
+// the partial index leases_active_expiry) or the token is within
+// tokenLockSlack of MaxActivePerToken; then, and when nothing was claimed,
+// the claim is one transaction: end the project's expired leases, count
+// the token's live leases under its advisory lock near the limit, claim
+// (ClaimItem). Concurrent claimers never wait for each other and never get
+// the same item; the unique partial index leases_one_active is the
+// database's own guarantee of at most one active lease per item.
 //
 // # The fencing rule
 //
@@ -83,7 +89,8 @@
 //     on its own reading: a lease that expires in between is lost, since
 //     its end would come after its expiry;
 //   - ExpireLeases and ProjectsWithExpiredLeases (the claim's reaping and
-//     the Sweeper) and CountActiveForToken judge with statement_timestamp()
+//     the Sweeper), ClaimItemDirect's guards and CountActiveForToken judge
+//     with statement_timestamp()
 //     (stable, so the expiry indexes apply); an expired lease ends at its
 //     expires_at, so the next claim starts after it;
 //   - a person's cancel (EndLeasesCancelled, DismissAttentionCancelled),

@@ -145,6 +145,10 @@ func (s *Server) mount(ctx context.Context) error {
 	retention.Observe(s.metrics.EventsDeleted)
 	retention.Start(context.Background())
 	s.stops = append(s.stops, retention.Stop)
+
+	deliveries := webhook.NewRetention(s.pool, clk, s.deliveryRetention(), time.Hour, s.log)
+	deliveries.Start(context.Background())
+	s.stops = append(s.stops, deliveries.Stop)
 	return nil
 }
 
@@ -214,4 +218,16 @@ func (s *Server) eventsRetention() time.Duration {
 		return 0
 	}
 	return s.cfg.EventsRetention
+}
+
+// deliveryRetention is the configured retention of finished webhook
+// deliveries (0: keep forever); by default the events'.
+func (s *Server) deliveryRetention() time.Duration {
+	switch {
+	case s.cfg.Webhooks.DeliveryRetention == 0:
+		return s.eventsRetention()
+	case s.cfg.Webhooks.DeliveryRetention < 0:
+		return 0
+	}
+	return s.cfg.Webhooks.DeliveryRetention
 }
