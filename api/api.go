@@ -166,6 +166,7 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountItems(e)
 	a.mountDependencies(e)
 	a.mountClaims(e)
+	a.mountBatches(e)
 	a.mountLeases(e)
 	a.mountAttention(e)
 	a.mountPlans(e)

@@ -42,6 +42,10 @@ type claimRequest struct {
 	LeaseSeconds *int64   `json:"lease_seconds"`
 	WaitSeconds  *int64   `json:"wait_seconds"`
 	Labels       []string `json:"labels"`
+	// MaxItems asks for a batch (claimBatch): up to this many leases, and
+	// the batch answer. Absent, the claim grants one lease and answers it
+	// alone.
+	MaxItems *int64 `json:"max_items"`
 }
 
 // claim grants the next ready item: 201 {lease, item, attention}, or 204
@@ -66,12 +70,18 @@ func (a *API) claim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if req.MaxItems != nil && (*req.MaxItems < 1 || *req.MaxItems > lease.MaxBatch) {
+		return wgerr.InvalidField("max_items", "must be between 1 and %d, got %d", lease.MaxBatch, *req.MaxItems)
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), wait+a.timeout)
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
 	p, err := a.project(c)
 	if err != nil {
 		return err
+	}
+	if req.MaxItems != nil {
+		return a.claimBatch(c, p.ID, req, wait, ttl)
 	}
 	who := principal(c)
 	cl, err := a.svc.Leases.ClaimWait(ctx, p.ID, lease.ClaimRequest{
@@ -125,6 +135,14 @@ func (a *API) recoverClaim(c echo.Context, ref, key string) error {
 	id, err := uuid.Parse(ref)
 	if err != nil {
 		return fmt.Errorf("idempotency record of a claim names lease %q: %w", ref, err)
+	}
+	if batch, err := isBatchClaim(c); err != nil || batch {
+		if err != nil {
+			return err
+		}
+		return &wgerr.Error{Code: wgerr.CodeOutcomeUnknown,
+			Message: fmt.Sprintf("the batch claim with Idempotency-Key %q granted leases (lease %s among them) but its answer was lost; they return to circulation when they expire: claim again with a new key", key, id),
+			Details: map[string]any{"lease_id": id.String()}}
 	}
 	p, err := a.project(c)
 	if err != nil {

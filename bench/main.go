@@ -57,6 +57,9 @@ type Config struct {
 	CoordSweep     Duration `json:"coord_sweep"`
 	CoordReady     int      `json:"coord_ready"`
 	CoordLive      int      `json:"coord_live"`
+	// BatchJobs is the number of jobs (items) workloads 12 (River) and 13
+	// (workgraph's batched REST path) each work through.
+	BatchJobs int `json:"batch_jobs"`
 	// ServerProcess runs workload 7 against a separately built binary.
 	ServerProcess bool   `json:"server_process"`
 	Smoke         bool   `json:"smoke"`
@@ -118,6 +121,7 @@ func defaultConfig() Config {
 		CoordSweep:      Duration(time.Second),
 		CoordReady:      100_000,
 		CoordLive:       1_000,
+		BatchJobs:       50_000,
 		ServerProcess:   true,
 		Out:             "bench/results/latest.json",
 	}
@@ -138,6 +142,7 @@ func smokeConfig() Config {
 	c.PlanItems = 100
 	c.History = []int{2_000}
 	c.Pool = 4
+	c.BatchJobs = 600
 	c.ServerProcess = false
 	c.Smoke = true
 	c.Out = ""
@@ -188,7 +193,7 @@ func parseFlags(args []string) (Config, error) {
 	smoke := fs.Bool("smoke", cfg.Smoke, "a run of a few seconds with tiny sizes (for CI); other flags override its settings")
 	dur := fs.Duration("duration", time.Duration(cfg.Duration), "measured time of each run")
 	warm := fs.Duration("warmup", time.Duration(cfg.Warmup), "warm-up before each measured run")
-	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-11, 15, 22-24)")
+	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-13, 15, 22-24)")
 	agents := fs.String("agents", joinInts(cfg.Agents), "agent counts of workloads 1, 2 and 7")
 	sizes := fs.String("sizes", joinInts(cfg.Sizes), "project sizes (items) of workload 4")
 	fanOut := fs.String("fanout", joinInts(cfg.FanOut), "dependent counts of workload 5")
@@ -206,6 +211,7 @@ func parseFlags(args []string) (Config, error) {
 	coordSweep := fs.Duration("coord-sweep", time.Duration(cfg.CoordSweep), "sweeper interval of workload 23")
 	fs.IntVar(&cfg.CoordReady, "coord-ready", cfg.CoordReady, "ready items of workload 24")
 	fs.IntVar(&cfg.CoordLive, "coord-live", cfg.CoordLive, "live leases of workload 24")
+	fs.IntVar(&cfg.BatchJobs, "batch-jobs", cfg.BatchJobs, "jobs River works through in workload 12, items workgraph works through in workload 13")
 	fs.BoolVar(&cfg.ServerProcess, "server-process", cfg.ServerProcess, "workload 7: build and run the server as a separate process")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "results JSON path (the SVG chart is written beside it); empty: none")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the fresh benchmark database")

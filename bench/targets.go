@@ -136,7 +136,7 @@ func targets(rep *Report) []Target {
 		t5.Met = verdict(met)
 	}
 	out = append(out, t5)
-	out = append(out, longPollTarget(rep))
+	out = append(out, longPollTarget(rep), riverTarget(rep))
 	return append(out, historyTargets(rep)...)
 }
 
@@ -165,6 +165,19 @@ func longPollTarget(rep *Report) Target {
 		return t
 	}
 	t.Met = verdict(r.Extra["claims_per_grant"] <= 2)
+	return t
+}
+
+// riverTarget judges issue 15's batch target: workload 13 (batched REST,
+// history written) at least as fast as workload 12 (River) in this run.
+func riverTarget(rep *Report) Target {
+	t := Target{Workload: 13, Target: "batched claim + complete through REST >= 1.0x River's jobs/s (workload 12, same run)"}
+	w13, w12 := find(rep, 13, "rest-batch", batchAgents), find(rep, 12, "river", riverWorkers)
+	if w13 != nil && w12 != nil && w12.Rate > 0 {
+		ratio := w13.Rate / w12.Rate
+		t.Measured = fmt.Sprintf("%.1f items/s vs River %.1f jobs/s = %.3fx", w13.Rate, w12.Rate, ratio)
+		t.Met = verdict(ratio >= 1)
+	}
 	return t
 }
 

@@ -101,6 +101,7 @@ func newClaimCmd(stdio IO) *cobra.Command {
 		wait   time.Duration
 		labels []string
 		env    bool
+		max    int
 	)
 	cmd := &cobra.Command{
 		Use:   "claim",
@@ -112,11 +113,35 @@ Every later call about the item presents the lease id and epoch:
   workgraph heartbeat                  # every third of the lease
   workgraph complete --result '{"summary": "done"}'
 
+With --max N (up to 100) the claim grants up to N items in one call and
+prints each lease (with --json, a JSON array of claims).
+
 Exit status 3 means nothing was ready (after waiting --wait).`,
 		Args: args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			if worker == "" {
 				worker = s.cfg.Worker
+			}
+			if max < 1 || max > client.MaxBatch {
+				return usageError("--max %d: want 1 to %d", max, client.MaxBatch)
+			}
+			if max > 1 {
+				if env {
+					return usageError("--env names one lease; it cannot be given with --max")
+				}
+				cs, err := claimBatchWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
+					Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels,
+				}, max, wait)
+				if err != nil {
+					return err
+				}
+				if s.json {
+					return printJSON(s.Out, cs)
+				}
+				for i := range cs {
+					printClaim(s.Out, &cs[i])
+				}
+				return nil
 			}
 			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
 				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels,
@@ -142,7 +167,21 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 	fl.DurationVar(&wait, "wait", 0, "wait up to this long for an item to become ready, e.g. 30s")
 	fl.StringSliceVar(&labels, "labels", nil, "only items carrying all these labels (comma-separated)")
 	fl.BoolVar(&env, "env", false, "print shell assignments (export WORKGRAPH_LEASE_ID=...) for eval")
+	fl.IntVar(&max, "max", 1, "claim up to this many items in one call (1..100)")
 	return cmd
+}
+
+// claimBatchWaiting is claimWaiting for a batch of up to n items: it
+// answers as soon as at least one is granted.
+func claimBatchWaiting(ctx context.Context, api *client.Client, project string, req client.ClaimRequest, n int, wait time.Duration) ([]client.Claim, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		req.WaitSeconds = seconds(min(time.Until(deadline), maxWaitPerCall))
+		cs, err := api.ClaimBatch(ctx, project, req, n)
+		if !errors.Is(err, client.ErrNothingReady) || time.Until(deadline) < time.Second {
+			return cs, err
+		}
+	}
 }
 
 // maxWaitPerCall bounds one long poll; longer waits are several calls.

@@ -34,6 +34,8 @@ type workOptions struct {
 	labels    []string
 	worker    string
 	keepState bool
+	// concurrency is how many commands run at once (runConcurrent).
+	concurrency int
 }
 
 func newWorkCmd(stdio IO) *cobra.Command {
@@ -79,9 +81,16 @@ the item; the next claim of the item carries the answer.
 
 Exit status: 0 done (or handed to a person), 1 the command failed, 3 nothing
 was ready, 4 the lease was lost, 130 interrupted. With --loop, work keeps
-claiming until nothing is ready (with --wait: forever) and exits 0.`,
+claiming until nothing is ready (with --wait: forever) and exits 0.
+
+With --concurrency N, up to N commands run at once, each on its own item
+with its own state directory: free slots are claimed in one call (a batch
+claim) and the heartbeats of the leases due together go in one batch call.
+Without --loop work claims one batch and exits when its commands have
+ended, with the first non-zero exit status among them.`,
 		Example: `  workgraph work -- ./agent.sh
-  workgraph work --loop --wait 60s --lease 10m --labels backend -- claude -p "$(cat prompt.md)"`,
+  workgraph work --loop --wait 60s --lease 10m --labels backend -- claude -p "$(cat prompt.md)"
+  workgraph work --loop --concurrency 8 -- ./agent.sh`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, argv []string) error {
 			if opt.worker == "" {
@@ -106,6 +115,7 @@ claiming until nothing is ready (with --wait: forever) and exits 0.`,
 	fl.StringSliceVar(&opt.labels, "labels", nil, "only items carrying all these labels (comma-separated)")
 	fl.StringVar(&opt.worker, "worker", "", "worker label (env WORKGRAPH_WORKER; default the host name)")
 	fl.BoolVar(&opt.keepState, "keep-state", false, "keep each item's state directory (item, result and answers files)")
+	fl.IntVar(&opt.concurrency, "concurrency", 1, "run up to this many commands at once (1..100): free slots are claimed in one call and the leases renewed together")
 	return cmd
 }
 
@@ -115,9 +125,18 @@ type supervisor struct {
 	opt    workOptions
 	argv   []string
 	tracer trace.Tracer
+	// beats sends the heartbeats of concurrent runs together (nil: each
+	// run sends its own).
+	beats *heartbeatBatcher
 }
 
 func (sv *supervisor) run(ctx context.Context) error {
+	if sv.opt.concurrency < 1 || sv.opt.concurrency > client.MaxBatch {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--concurrency must be between 1 and %d, got %d", client.MaxBatch, sv.opt.concurrency)}
+	}
+	if sv.opt.concurrency > 1 {
+		return sv.runConcurrent(ctx)
+	}
 	done := 0
 	for {
 		out, err := sv.cycle(ctx)

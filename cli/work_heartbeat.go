@@ -74,7 +74,7 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		sent := time.Now()
 		req.WorkerTime = &sent
 		callCtx, cancel := context.WithDeadline(ctx, deadline)
-		hb, err := sv.s.api.Heartbeat(callCtx, cl.Lease.ID, req)
+		hb, err := sv.beat(callCtx, cl.Lease.ID, req)
 		cancel()
 		switch {
 		case err == nil:

@@ -12,6 +12,7 @@ import (
 // Claim takes the highest-priority ready item of the project, waiting up to
 // req.WaitSeconds for one. Nothing ready: (nil, ErrNothingReady).
 func (c *Client) Claim(ctx context.Context, project string, req ClaimRequest) (*Claim, error) {
+	req.MaxItems = 0 // one lease, answered alone (ClaimBatch asks for more)
 	var cl Claim
 	status, err := c.do(ctx, http.MethodPost, "/v1/projects/"+esc(project)+"/claims", nil, req, &cl,
 		withExtraTimeout(time.Duration(req.WaitSeconds)*time.Second))

@@ -23,42 +23,60 @@ import (
 //
 // Errors: those of Claim; unavailable when ctx ends first.
 func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimRequest, wait time.Duration, n *Notifier) (Claim, error) {
+	return claimWaiting(ctx, s, project, req, wait, n,
+		func() (Claim, error) { return s.Claim(ctx, project, req) },
+		func(c Claim) []uuid.UUID { return []uuid.UUID{c.Item.ID} })
+}
+
+// claimWaiting is ClaimWait for any claim (one item or a batch): claim
+// answers what it granted, items names the items it took.
+func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req ClaimRequest, wait time.Duration, n *Notifier,
+	claim func() (T, error), items func(T) []uuid.UUID) (T, error) {
+	var zero T
 	if wait <= 0 || n == nil {
-		c, err := s.claimRechecking(ctx, project, req, wait)
+		c, err := claimRechecking(ctx, s, wait, claim)
 		if err == nil && n != nil {
-			n.found(project, c.Item.ID)
+			for _, id := range items(c) {
+				n.found(project, id)
+			}
 		}
 		return c, err
 	}
 	req, _, err := s.cleanClaim(req)
 	if err != nil {
-		return Claim{}, err
+		return zero, err
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	// Subscribe, then claim: an item that becomes ready during the first
 	// claim is an event this waiter can be given.
-	w, claim := n.join(project, newWaitFilter(req), s.cfg.WaitRecheck)
+	w, first := n.join(project, newWaitFilter(req), s.cfg.WaitRecheck)
 	failed := false
 	defer func() { n.leave(w, failed) }()
 	for {
-		if !claim {
+		if !first {
 			// A claim with this filter found nothing in this recheck
 			// round, and nothing since is unknown to the notifier.
 			if err := waitTurn(ctx, w, deadline.C); err != nil {
-				return Claim{}, err
+				return zero, err
 			}
 			n.begin(w)
 		}
-		claim = false
-		c, err := s.Claim(ctx, project, req)
+		first = false
+		c, err := claim()
 		switch {
 		case err == nil:
-			n.granted(w, c.Item.ID)
+			// The waiter's own grant resolves its turn; the other items
+			// of a batch resolve their events as grants outside a wait.
+			ids := items(c)
+			n.granted(w, ids[0])
+			for _, id := range ids[1:] {
+				n.found(project, id)
+			}
 			return c, nil
 		case !errors.Is(err, ErrNothingReady):
 			failed = mayHaveLocked(err)
-			return Claim{}, err
+			return zero, err
 		}
 		n.nothing(w)
 	}
@@ -88,26 +106,27 @@ func mayHaveLocked(err error) bool {
 	return true
 }
 
-// claimRechecking is ClaimWait without a notifier: it tries again every
-// recheck until wait has passed.
-func (s *Service) claimRechecking(ctx context.Context, project uuid.UUID, req ClaimRequest, wait time.Duration) (Claim, error) {
+// claimRechecking is ClaimWait without a notifier: it tries claim again
+// every recheck until wait has passed.
+func claimRechecking[T any](ctx context.Context, s *Service, wait time.Duration, claim func() (T, error)) (T, error) {
+	var zero T
 	if wait <= 0 {
-		return s.Claim(ctx, project, req)
+		return claim()
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	recheck := time.NewTicker(s.cfg.WaitRecheck)
 	defer recheck.Stop()
 	for {
-		c, err := s.Claim(ctx, project, req)
+		c, err := claim()
 		if !errors.Is(err, ErrNothingReady) {
 			return c, err
 		}
 		select {
 		case <-ctx.Done():
-			return Claim{}, db.Translate(ctx.Err())
+			return zero, db.Translate(ctx.Err())
 		case <-deadline.C:
-			return Claim{}, ErrNothingReady
+			return zero, ErrNothingReady
 		case <-recheck.C:
 		}
 	}

@@ -78,6 +78,9 @@ type ClaimRequest struct {
 	LeaseSeconds int      `json:"lease_seconds,omitempty"`
 	WaitSeconds  int      `json:"wait_seconds,omitempty"`
 	Labels       []string `json:"labels,omitempty"`
+	// MaxItems > 0 asks for a batch of up to that many leases, answered
+	// as ClaimBatch (Client.ClaimBatch sets it).
+	MaxItems int `json:"max_items,omitempty"`
 }
 
 // HeartbeatRequest is the body of POST /v1/leases/{id}/heartbeat.

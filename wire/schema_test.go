@@ -28,6 +28,8 @@ var types = map[string]any{
 	"CreateWebhookRequest": wire.CreateWebhookRequest{}, "UpdateWebhookRequest": wire.UpdateWebhookRequest{},
 	"UpdateNotificationSettingsRequest": wire.UpdateNotificationSettingsRequest{},
 	"Event":                             wire.Event{}, "EventPage": wire.EventPage{},
+	"ClaimBatch": wire.ClaimBatch{}, "CompletionAnswer": wire.CompletionAnswer{}, "Completions": wire.Completions{},
+	"HeartbeatAnswer": wire.HeartbeatAnswer{}, "Heartbeats": wire.Heartbeats{},
 	// request bodies
 	"CreateProjectRequest": wire.CreateProjectRequest{}, "CreateTokenRequest": wire.CreateTokenRequest{},
 	"CreateItemRequest": wire.CreateItemRequest{}, "UpdateItemRequest": wire.UpdateItemRequest{},
@@ -38,6 +40,7 @@ var types = map[string]any{
 	"UpdateProjectRequest": wire.UpdateProjectRequest{},
 	"DismissRequest":       wire.DismissRequest{}, "PlanItem": wire.PlanItem{}, "PlanRequest": wire.PlanRequest{},
 	"DecomposeRequest/properties/children/items": wire.Child{},
+	"CompletionEntry": wire.CompletionEntry{}, "HeartbeatEntry": wire.HeartbeatEntry{},
 }
 
 // members lists the JSON member names of a struct type (embedded structs

@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// TestWorkConcurrency: `work --loop --concurrency 3` runs up to three
+// commands at once (batch claims, batched heartbeats). Every item is done
+// with exactly one lease, each lease was renewed while its command ran,
+// and the stored history shows runs overlapping, never more than three.
+func TestWorkConcurrency(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var items []*client.Item
+	for range 6 {
+		items = append(items, e.item("in parallel"))
+	}
+	r := e.run(e.agentToken, nil, "work", "--loop", "--concurrency", "3", "--lease", "3s", "--",
+		"sh", "-c", `sleep 2.5; echo '{"ok": true}' > "$WORKGRAPH_RESULT_FILE"`)
+	if r.code != 0 {
+		t.Fatalf("work: %v", r)
+	}
+	type span struct{ from, to time.Time }
+	var spans []span
+	for _, it := range items {
+		if got := e.get(it.ID); got.State != client.StateDone {
+			t.Fatalf("item %s is %s, want done\n%v", it.ID, got.State, r)
+		}
+		ls := e.leases(it.ID)
+		if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeCompleted || ls[0].EndedAt == nil {
+			t.Fatalf("item %s leases %+v, want one completed", it.ID, ls)
+		}
+		if ls[0].Heartbeats < 1 {
+			t.Errorf("lease %s was never renewed (heartbeats %d) in its 2.5 s of a 3 s lease", ls[0].ID, ls[0].Heartbeats)
+		}
+		spans = append(spans, span{ls[0].AcquiredAt, *ls[0].EndedAt})
+	}
+	most := 0
+	for _, s := range spans {
+		n := 0
+		for _, o := range spans {
+			if !o.from.After(s.from) && o.to.After(s.from) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	if most < 2 || most > 3 {
+		t.Fatalf("at most %d leases were live at once, want 2 or 3 (concurrency 3)", most)
+	}
+}
+
+// TestClaimMax: `claim --max N --json` grants up to N items in one call.
+func TestClaimMax(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for range 3 {
+		e.item("batch")
+	}
+	var cs []client.Claim
+	e.mustJSON(e.agentToken, &cs, "claim", "--max", "2", "--worker", "w1")
+	if len(cs) != 2 || cs[0].Item.ID == cs[1].Item.ID || cs[0].Lease.Epoch != 1 {
+		t.Fatalf("claim --max 2 = %+v", cs)
+	}
+	e.mustJSON(e.agentToken, &cs, "claim", "--max", "5")
+	if len(cs) != 1 {
+		t.Fatalf("second claim granted %d, want the last item", len(cs))
+	}
+	e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--max", "5")
+}

@@ -1,0 +1,160 @@
+-- Batches of the lease protocol: several claims, completions or heartbeats
+-- in one statement. Owned by package lease (lease/batch.go). Each entry is
+-- fenced on its own in the writing statement, exactly as its single
+-- statement in lease.sql fences it, and the clock rules there apply (one
+-- instant "t" per statement, or per taken row for a grant).
+
+-- name: ClaimItems :many
+-- ClaimItem for up to @max_items items at once: the highest-priority ready
+-- items (index items_claim, ties first-created first) that carry @labels,
+-- are past their retry backoff and are not reserved for another worker.
+-- Each taken item gets its own epoch increment, its own new lease id
+-- (gen_random_uuid, per row) and its own lease row, stamped once its row
+-- is held and never before its previous lease ended. Rows other claimers
+-- hold are skipped. Leases come back in grant order (priority, then age).
+WITH candidate AS (
+    SELECT c.project_id, c.id
+    FROM items c
+    WHERE c.project_id = @project_id
+      AND c.ready
+      AND c.labels @> @labels::text[]
+      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      AND (c.preferred_worker IS NULL
+           OR (c.preferred_worker = @worker::text
+               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+    ORDER BY c.priority DESC, c.seq
+    LIMIT @max_items
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    UPDATE items i
+    SET epoch = i.epoch + 1,
+        active_lease_id = gen_random_uuid(),
+        preferred_worker = NULL,
+        preferred_token = NULL,
+        preferred_until = NULL,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+    -- By primary key (= ANY), never a join the planner could turn into a
+    -- scan of the project's items.
+    WHERE i.project_id = @project_id AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
+    RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq
+), granted AS (
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    SELECT taken.project_id, taken.active_lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
+           grant_time.at,
+           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+    FROM taken
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sqlc.narg('now')::timestamptz,
+                        greatest(clock_timestamp(),
+                                 (SELECT p.ended_at FROM leases p
+                                  WHERE p.project_id = taken.project_id AND p.item_id = taken.id
+                                    AND p.epoch = taken.epoch - 1))) AS at
+    ) AS grant_time
+    ORDER BY taken.priority DESC, taken.seq
+    RETURNING *
+)
+SELECT sqlc.embed(leases),
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
+FROM granted AS leases
+ORDER BY leases.seq;
+
+-- name: CompleteLeases :many
+-- EndLease as 'completed' for each entry of @entries (a JSON array of
+-- {lease_id, epoch, result?, worker_time?}), each under its own fence: the
+-- lease id and epoch match, it has not ended nor expired by the
+-- statement's instant, and its item still names it as its active lease at
+-- that epoch and is open. The items of the ended leases are marked done
+-- with their results and freed in the same statement. Entries that match
+-- no lease are left out of the answer; freed is false for a lease whose
+-- item changed under the statement (the caller then rolls back). A
+-- @token_id, when given, is the only token whose leases may be touched (an
+-- agent acts on its own leases only).
+WITH entry AS (
+    SELECT (e->>'lease_id')::uuid AS lease_id,
+           (e->>'epoch')::bigint AS epoch,
+           e->'result' AS result,
+           (e->>'worker_time')::timestamptz AS worker_time
+    FROM jsonb_array_elements(@entries::jsonb) AS e
+), t AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at
+), ended AS (
+    UPDATE leases l
+    SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
+        outcome = 'completed',
+        outcome_detail = NULL,
+        result = entry.result,
+        worker_time = coalesce(entry.worker_time, l.worker_time)
+    FROM entry, t
+    -- The leases by primary key (= ANY), then their entries.
+    WHERE l.project_id = @project_id AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))
+      AND l.id = entry.lease_id AND l.epoch = entry.epoch
+      AND l.ended_at IS NULL
+      AND l.expires_at > t.at
+      AND (sqlc.narg('token_id')::uuid IS NULL OR l.token_id = sqlc.narg('token_id')::uuid)
+      AND EXISTS (SELECT 1 FROM items i
+                  WHERE i.project_id = l.project_id AND i.id = l.item_id
+                    AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
+    RETURNING l.*
+), freed AS (
+    UPDATE items i
+    SET active_lease_id = NULL,
+        previous_worker = ended.worker,
+        consecutive_expiries = 0,
+        status = 'done',
+        result = ended.result,
+        finished_at = ended.ended_at,
+        updated_at = ended.ended_at
+    FROM ended
+    WHERE i.project_id = @project_id AND i.id = ANY (ARRAY(SELECT ended.item_id FROM ended))
+      AND i.id = ended.item_id
+      AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
+      AND i.status = 'open'
+    RETURNING i.id, i.parent_id
+)
+SELECT sqlc.embed(leases), freed.parent_id, (freed.id IS NOT NULL)::boolean AS freed
+FROM ended AS leases
+LEFT JOIN freed ON freed.id = leases.item_id;
+
+-- name: HeartbeatLeases :many
+-- HeartbeatLease for each entry of @entries (a JSON array of {lease_id,
+-- epoch, ttl_ms?, progress?, worker_time?}), each under its own fence.
+-- ttl_ms absent or 0 keeps the lease's current TTL. Entries that match no
+-- lease are left out of the answer. @token_id as in CompleteLeases.
+WITH entry AS (
+    SELECT (e->>'lease_id')::uuid AS lease_id,
+           (e->>'epoch')::bigint AS epoch,
+           coalesce((e->>'ttl_ms')::bigint, 0) AS ttl_ms,
+           e->'progress' AS progress,
+           (e->>'worker_time')::timestamptz AS worker_time
+    FROM jsonb_array_elements(@entries::jsonb) AS e
+), t AS (
+    SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at
+), renewed AS (
+    UPDATE leases l
+    SET expires_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)) + CASE
+            WHEN entry.ttl_ms > 0 THEN entry.ttl_ms * interval '1 millisecond'
+            ELSE l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)
+        END,
+        heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
+        heartbeats = l.heartbeats + 1,
+        progress = coalesce(entry.progress, l.progress),
+        worker_time = coalesce(entry.worker_time, l.worker_time)
+    FROM entry, t
+    -- The leases by primary key (= ANY), then their entries.
+    WHERE l.project_id = @project_id AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))
+      AND l.id = entry.lease_id AND l.epoch = entry.epoch
+      AND l.ended_at IS NULL
+      AND l.expires_at > t.at
+      AND (sqlc.narg('token_id')::uuid IS NULL OR l.token_id = sqlc.narg('token_id')::uuid)
+      AND EXISTS (SELECT 1 FROM items i
+                  WHERE i.project_id = l.project_id AND i.id = l.item_id
+                    AND i.active_lease_id = l.id AND i.epoch = l.epoch)
+    RETURNING l.*
+)
+SELECT sqlc.embed(leases),
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
+                 AND NOT r.blocking AND r.state <> 'open') AS has_answers
+FROM renewed AS leases;

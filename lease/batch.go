@@ -1,0 +1,461 @@
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// MaxBatch bounds the items of one batch claim and the entries of one
+// batch completion or heartbeat.
+const MaxBatch = 100
+
+// CompletionEntry is one entry of a batch completion: the lease's fence,
+// its result and the worker's clock (diagnostic).
+type CompletionEntry struct {
+	Fence
+	Result     json.RawMessage
+	WorkerTime *time.Time
+}
+
+// CompletionAnswer answers one entry of a batch completion: the
+// Completion, or Err (not_found, forbidden, lease_lost or
+// conflicting_result, as Complete would have answered that entry alone).
+type CompletionAnswer struct {
+	Completion Completion
+	Err        error
+}
+
+// HeartbeatEntry is one entry of a batch heartbeat.
+type HeartbeatEntry struct {
+	Fence
+	Heartbeat
+}
+
+// HeartbeatAnswer answers one entry of a batch heartbeat: the renewal, or
+// Err (not_found, forbidden or lease_lost, as Heartbeat would have
+// answered that entry alone).
+type HeartbeatAnswer struct {
+	Result HeartbeatResult
+	Err    error
+}
+
+// ClaimBatch is Claim for up to max (1..MaxBatch) items in one
+// transaction: it ends the project's expired leases, then grants the
+// highest-priority ready items in one statement (FOR UPDATE SKIP LOCKED),
+// each with its own epoch increment and its own lease row. Labels, retry
+// backoff and continuity reservations apply to each item as to a single
+// claim; MaxActivePerToken counts each lease, so a batch is cut to the
+// token's remaining room. The claims come in grant order.
+//
+// Errors: ErrNothingReady; invalid_argument (max_items, worker, ttl,
+// labels); rate_limited when the token already holds MaxActivePerToken
+// live leases.
+func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRequest, max int) ([]Claim, error) {
+	if max < 1 || max > MaxBatch {
+		return nil, wgerr.InvalidField("max_items", "must be between 1 and %d, got %d", MaxBatch, max)
+	}
+	req, ttl, err := s.cleanClaim(req)
+	if err != nil {
+		return nil, err
+	}
+	var out []Claim
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		out = nil
+		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
+			return err
+		}
+		room, err := s.tokenRoom(ctx, tx, req.TokenID, max)
+		if err != nil {
+			return err
+		}
+		rows, err := dbq.New().ClaimItems(ctx, tx, dbq.ClaimItemsParams{
+			ProjectID: project,
+			Labels:    req.Labels,
+			Now:       s.clock.Now(),
+			Worker:    req.Worker,
+			TokenID:   req.TokenID,
+			MaxItems:  int32(room),
+			Principal: req.Principal,
+			TtlMs:     ttl.Milliseconds(),
+		})
+		if err != nil || len(rows) == 0 {
+			return err // nothing granted: commit what the reaping did
+		}
+		out, err = s.claimsOf(ctx, tx, project, rows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, ErrNothingReady
+	}
+	return out, nil
+}
+
+// claimsOf reads the items (in one statement) and, where there is one,
+// the attention history of the granted leases.
+func (s *Service) claimsOf(ctx context.Context, tx pgx.Tx, project uuid.UUID, rows []dbq.ClaimItemsRow) ([]Claim, error) {
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.Lease.ItemID
+	}
+	items, err := s.itemsByID(ctx, tx, project, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Claim, len(rows))
+	for i, r := range rows {
+		hist := []attention.Request{}
+		if r.HasAttention {
+			if hist, err = s.attentionOn(tx).ForItem(ctx, project, r.Lease.ItemID); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = Claim{Lease: fromRow(r.Lease, 0), Item: items[r.Lease.ItemID], Attention: hist}
+	}
+	return out, nil
+}
+
+func (s *Service) itemsByID(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]graph.Item, error) {
+	items, err := s.graphOn(tx).Items(ctx, project, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]graph.Item, len(items))
+	for _, it := range items {
+		out[it.ID] = it
+	}
+	return out, nil
+}
+
+// ClaimBatchWait is ClaimBatch as a long poll, as ClaimWait is Claim's: it
+// answers as soon as at least one item is granted.
+//
+// Errors: those of ClaimBatch; unavailable when ctx ends first.
+func (s *Service) ClaimBatchWait(ctx context.Context, project uuid.UUID, req ClaimRequest, max int, wait time.Duration, n *Notifier) ([]Claim, error) {
+	return claimWaiting(ctx, s, project, req, wait, n,
+		func() ([]Claim, error) { return s.ClaimBatch(ctx, project, req, max) },
+		func(cs []Claim) []uuid.UUID {
+			ids := make([]uuid.UUID, len(cs))
+			for i, c := range cs {
+				ids[i] = c.Item.ID
+			}
+			return ids
+		})
+}
+
+// tokenRoom is checkTokenLimit for a batch: how many of want leases the
+// token may still take (at least one, else rate_limited). Within want +
+// tokenLockSlack of the limit the token's claims are serialised by its
+// advisory lock and count again, so concurrent batches cannot overshoot.
+func (s *Service) tokenRoom(ctx context.Context, tx pgx.Tx, token *uuid.UUID, want int) (int, error) {
+	if s.cfg.MaxActivePerToken <= 0 || token == nil {
+		return want, nil
+	}
+	q := dbq.New()
+	count := func() (int, error) {
+		n, err := q.CountActiveForToken(ctx, tx, dbq.CountActiveForTokenParams{TokenID: token, Now: s.clock.Now()})
+		return int(n), err
+	}
+	n, err := count()
+	if err != nil {
+		return 0, err
+	}
+	if n+want+tokenLockSlack < s.cfg.MaxActivePerToken {
+		return want, nil
+	}
+	if err := q.LockToken(ctx, tx, *token); err != nil {
+		return 0, err
+	}
+	if n, err = count(); err != nil {
+		return 0, err
+	}
+	if n >= s.cfg.MaxActivePerToken {
+		return 0, wgerr.New(wgerr.CodeRateLimited, "this token already holds %d live leases (the limit); finish one first", n)
+	}
+	return min(want, s.cfg.MaxActivePerToken-n), nil
+}
+
+// errItemMoved: a batch completion ended a lease whose item changed under
+// the statement (a concurrent cancel); the transaction rolls back and runs
+// again, so no lease ends without its item.
+var errItemMoved = errors.New("lease: an item changed under a batch completion")
+
+// completionDoc is one entry of CompleteLeases' @entries.
+type completionDoc struct {
+	LeaseID    uuid.UUID       `json:"lease_id"`
+	Epoch      int64           `json:"epoch"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	WorkerTime *time.Time      `json:"worker_time,omitempty"`
+}
+
+// CompleteBatch is Complete for up to MaxBatch leases in one transaction:
+// one statement ends every lease whose fence holds (each entry fenced on
+// its own) and marks its item done, then the items' dependents and
+// parents are released as a single completion releases them. Each lease
+// gets its own history row and events. An entry whose fence did not hold
+// is answered on its own, as Complete answers it (a replay, a conflicting
+// result, a stale call: recorded as a refusal), and refuses only itself.
+// Answers are in the order of the entries. A token, when not nil, is the
+// only token whose leases the batch may end (an agent's own): an entry
+// naming a lease granted to another is answered forbidden.
+//
+// Errors (of the whole batch, which then changes nothing):
+// invalid_argument (no entries, more than MaxBatch, a lease named twice,
+// an entry's epoch or result).
+func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, token *uuid.UUID, entries []CompletionEntry) ([]CompletionAnswer, error) {
+	entries = append([]CompletionEntry(nil), entries...)
+	docs := make([]completionDoc, len(entries))
+	if err := checkBatch("completions", len(entries), func(i int) (uuid.UUID, error) {
+		e := &entries[i]
+		if err := checkFence(e.Fence); err != nil {
+			return e.LeaseID, err
+		}
+		res, err := optionalJSON("result", e.Result)
+		e.Result = res
+		docs[i] = completionDoc{LeaseID: e.LeaseID, Epoch: e.Epoch, Result: res, WorkerTime: e.WorkerTime}
+		return e.LeaseID, err
+	}); err != nil {
+		return nil, err
+	}
+	doc := mustJSON(docs)
+	at := indexOf(len(entries), func(i int) uuid.UUID { return entries[i].LeaseID })
+	answers := make([]CompletionAnswer, len(entries))
+	done := make([]bool, len(entries))
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+			clear(done)
+			rows, err := dbq.New().CompleteLeases(ctx, tx, dbq.CompleteLeasesParams{
+				Entries: doc, Now: s.clock.Now(), ProjectID: project, TokenID: token,
+			})
+			if err != nil || len(rows) == 0 {
+				return err
+			}
+			finished := make([]uuid.UUID, len(rows))
+			var parents []uuid.UUID
+			for i, r := range rows {
+				if !r.Freed {
+					return errItemMoved
+				}
+				finished[i] = r.Lease.ItemID
+				if r.ParentID != nil {
+					parents = append(parents, *r.ParentID)
+				}
+			}
+			if err := s.graphOn(tx).ReleaseFinished(ctx, project, finished, parents); err != nil {
+				return err
+			}
+			items, err := s.itemsByID(ctx, tx, project, finished)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				i := at[r.Lease.ID]
+				done[i] = true
+				answers[i] = CompletionAnswer{Completion: Completion{Lease: fromRow(r.Lease, 0), Item: items[r.Lease.ItemID]}}
+			}
+			return nil
+		})
+		if !errors.Is(err, errItemMoved) || attempt == 3 {
+			break
+		}
+	}
+	if errors.Is(err, errItemMoved) {
+		return nil, wgerr.New(wgerr.CodeConflict, "items of this batch kept changing while it completed them; nothing was changed, send it again")
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range entries {
+		if done[i] {
+			continue
+		}
+		if err := s.checkOwner(ctx, token, e.LeaseID); err != nil {
+			if !entryError(err) {
+				return nil, err
+			}
+			answers[i] = CompletionAnswer{Err: err}
+			continue
+		}
+		c, err := s.repeatedCompletion(ctx, project, e.Fence, e.Result, e.WorkerTime)
+		if err != nil && !entryError(err) {
+			return nil, err
+		}
+		answers[i] = CompletionAnswer{Completion: c, Err: err}
+	}
+	return answers, nil
+}
+
+// heartbeatDoc is one entry of HeartbeatLeases' @entries.
+type heartbeatDoc struct {
+	LeaseID    uuid.UUID       `json:"lease_id"`
+	Epoch      int64           `json:"epoch"`
+	TTLMs      int64           `json:"ttl_ms,omitempty"`
+	Progress   json.RawMessage `json:"progress,omitempty"`
+	WorkerTime *time.Time      `json:"worker_time,omitempty"`
+}
+
+// HeartbeatBatch is Heartbeat for up to MaxBatch leases in one statement,
+// each entry fenced on its own: a lease past its expiry is never renewed.
+// Each answer says whether a person asked the worker to stop and carries
+// the closed non-blocking requests of its lease; an entry whose fence did
+// not hold is answered (and recorded as a refusal) as Heartbeat answers
+// it, and refuses only itself. Answers are in the order of the entries.
+// A token, when not nil, is the only token whose leases the batch may
+// renew, as for CompleteBatch.
+//
+// Errors (of the whole batch, which then changes nothing):
+// invalid_argument (no entries, more than MaxBatch, a lease named twice,
+// an entry's epoch, ttl or progress).
+func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *uuid.UUID, entries []HeartbeatEntry) ([]HeartbeatAnswer, error) {
+	entries = append([]HeartbeatEntry(nil), entries...)
+	docs := make([]heartbeatDoc, len(entries))
+	if err := checkBatch("heartbeats", len(entries), func(i int) (uuid.UUID, error) {
+		e := &entries[i]
+		if err := checkFence(e.Fence); err != nil {
+			return e.LeaseID, err
+		}
+		if e.TTL != 0 {
+			if err := s.cfg.checkTTL("ttl", e.TTL); err != nil {
+				return e.LeaseID, err
+			}
+		}
+		progress, err := optionalJSON("progress", e.Progress)
+		e.Progress = progress
+		docs[i] = heartbeatDoc{LeaseID: e.LeaseID, Epoch: e.Epoch, TTLMs: e.TTL.Milliseconds(), Progress: progress, WorkerTime: e.WorkerTime}
+		return e.LeaseID, err
+	}); err != nil {
+		return nil, err
+	}
+	rows, err := dbq.New().HeartbeatLeases(ctx, s.exec, dbq.HeartbeatLeasesParams{
+		Entries: mustJSON(docs), Now: s.clock.Now(), ProjectID: project, TokenID: token,
+	})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	at := indexOf(len(entries), func(i int) uuid.UUID { return entries[i].LeaseID })
+	answers := make([]HeartbeatAnswer, len(entries))
+	done := make([]bool, len(entries))
+	for _, r := range rows {
+		answer := []attention.Request{}
+		if r.HasAnswers {
+			if answer, err = s.attentionOn(s.exec).ClosedForLease(ctx, project, r.Lease.ID); err != nil {
+				return nil, db.Translate(err)
+			}
+		}
+		l := fromRow(r.Lease, 0)
+		i := at[l.ID]
+		done[i] = true
+		answers[i] = HeartbeatAnswer{Result: HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answer}}
+	}
+	for i, e := range entries {
+		if done[i] {
+			continue
+		}
+		err := s.checkOwner(ctx, token, e.LeaseID)
+		if err == nil {
+			err = s.refused(ctx, project, e.Fence, opHeartbeat, e.WorkerTime, map[string]any{"progress": e.Progress})
+		}
+		if !entryError(err) {
+			return nil, err
+		}
+		answers[i] = HeartbeatAnswer{Err: err}
+	}
+	return answers, nil
+}
+
+// checkOwner refuses (forbidden) a batch entry naming a lease that was
+// granted to another token than token (nil: any token may act). A lease
+// that does not exist passes: its entry is answered not_found.
+func (s *Service) checkOwner(ctx context.Context, token *uuid.UUID, leaseID uuid.UUID) error {
+	if token == nil {
+		return nil
+	}
+	_, owner, err := s.Holder(ctx, leaseID)
+	if wgerr.CodeOf(err) == wgerr.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if owner == nil || *owner != *token {
+		return wgerr.New(wgerr.CodeForbidden, "lease %s was granted to another token; an agent may only act on its own leases", leaseID)
+	}
+	return nil
+}
+
+// checkBatch checks a batch of n entries named list: 1..MaxBatch of them,
+// each valid (check) and naming its lease once. An entry's error names
+// its field as list[i].field.
+func checkBatch(list string, n int, check func(i int) (uuid.UUID, error)) error {
+	if n < 1 || n > MaxBatch {
+		return wgerr.InvalidField(list, "must hold 1 to %d entries, got %d", MaxBatch, n)
+	}
+	seen := make(map[uuid.UUID]bool, n)
+	for i := range n {
+		id, err := check(i)
+		if err != nil {
+			return entryField(err, fmt.Sprintf("%s[%d]", list, i))
+		}
+		if seen[id] {
+			return wgerr.InvalidField(fmt.Sprintf("%s[%d].lease_id", list, i), "names lease %s a second time; a batch names each lease once", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// entryField names an entry's invalid field by its place in the batch.
+func entryField(err error, prefix string) error {
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Field == "" {
+		return err
+	}
+	out := *we
+	out.Field = prefix + "." + we.Field
+	if rest, ok := cutFieldPrefix(we.Message, we.Field+":"); ok {
+		out.Message = out.Field + ":" + rest
+	}
+	return &out
+}
+
+func cutFieldPrefix(s, p string) (string, bool) {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):], true
+	}
+	return s, false
+}
+
+// entryError reports whether err is an answer to one entry (its lease is
+// unknown, not the caller's, lost, or completed differently) rather than a
+// failure of the whole batch (the database is unavailable).
+func entryError(err error) bool {
+	switch wgerr.CodeOf(err) {
+	case wgerr.CodeNotFound, wgerr.CodeForbidden, wgerr.CodeLeaseLost, wgerr.CodeConflictingResult:
+		return true
+	}
+	return false
+}
+
+// indexOf maps each entry's lease id to its place.
+func indexOf(n int, id func(int) uuid.UUID) map[uuid.UUID]int {
+	out := make(map[uuid.UUID]int, n)
+	for i := range n {
+		out[id(i)] = i
+	}
+	return out
+}
