@@ -76,8 +76,10 @@ func (w *Sweeper) sweep(ctx context.Context) {
 	w.TestSignals.Swept.Send(n)
 }
 
-// RunOnce sweeps every project that has expired leases once and returns how
-// many leases it ended. Tests call it instead of waiting for the ticker.
+// RunOnce sweeps every project that has expired leases once, then every
+// project whose no_progress policy a live lease has passed (EndNoProgress),
+// and returns how many leases it ended. Tests call it instead of waiting
+// for the ticker.
 func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
 		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
@@ -88,6 +90,19 @@ func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 	total := 0
 	for _, p := range projects {
 		n, err := w.svc.ReapExpired(ctx, p, sweepLeases)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	quiet, err := dbq.New().ProjectsWithNoProgress(ctx, w.svc.exec, dbq.ProjectsWithNoProgressParams{
+		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
+	})
+	if err != nil {
+		return total, err
+	}
+	for _, p := range quiet {
+		n, err := w.svc.EndNoProgress(ctx, p, sweepLeases)
 		total += n
 		if err != nil {
 			return total, err
