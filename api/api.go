@@ -167,6 +167,7 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountDependencies(e)
 	a.mountClaims(e)
 	a.mountLeases(e)
+	a.mountBudgets(e)
 	a.mountAttention(e)
 	a.mountPlans(e)
 	a.mountFence(e)

@@ -15,7 +15,6 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-
 func (f fixture) child(t testing.TB, parent uuid.UUID) graph.Item {
 	t.Helper()
 	return f.item(t, graph.NewItem{ParentID: &parent})

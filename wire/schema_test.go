@@ -28,6 +28,8 @@ var types = map[string]any{
 	"CreateWebhookRequest": wire.CreateWebhookRequest{}, "UpdateWebhookRequest": wire.UpdateWebhookRequest{},
 	"UpdateNotificationSettingsRequest": wire.UpdateNotificationSettingsRequest{},
 	"Event":                             wire.Event{}, "EventPage": wire.EventPage{},
+	"Usage": wire.Usage{}, "LeaseActivity": wire.LeaseActivity{}, "Budget": wire.Budget{}, "ItemCost": wire.ItemCost{},
+	"UsageReport": wire.Usage{}, "BudgetRequest": wire.BudgetRequest{},
 	// request bodies
 	"CreateProjectRequest": wire.CreateProjectRequest{}, "CreateTokenRequest": wire.CreateTokenRequest{},
 	"CreateItemRequest": wire.CreateItemRequest{}, "UpdateItemRequest": wire.UpdateItemRequest{},
