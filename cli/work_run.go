@@ -121,8 +121,9 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	if f, ok := sv.s.In.(*os.File); ok {
 		cmd.Stdin = f
 	}
-	cmd.Stdout = io.MultiWriter(sv.s.Out, stdoutTail)
-	cmd.Stderr = io.MultiWriter(sv.s.Err, stderrTail)
+	act := newActivity(workingDir(), time.Now())
+	cmd.Stdout = io.MultiWriter(sv.s.Out, stdoutTail, act)
+	cmd.Stderr = io.MultiWriter(sv.s.Err, stderrTail, act)
 	cmd.WaitDelay = 2 * time.Second
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
@@ -135,7 +136,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	events := make(chan event, 4)
 	var beats sync.WaitGroup
 	beats.Add(2)
-	go func() { defer beats.Done(); sv.heartbeat(hbCtx, cl, dir, events) }()
+	go func() { defer beats.Done(); sv.heartbeat(hbCtx, cl, dir, act, events) }()
 	go func() { defer beats.Done(); watchControl(hbCtx, dir, events) }()
 	finishBeats := func() { stopBeats(); beats.Wait() }
 
