@@ -145,9 +145,9 @@ type Claim struct {
 // asked the worker to stop, and the answers to its non-blocking attention
 // requests (schema HeartbeatResult).
 type Heartbeat struct {
-	Lease         Lease              `json:"lease"`
-	ExpiresAt     time.Time          `json:"expires_at"`
-	StopRequested bool               `json:"stop_requested"`
+	Lease         Lease     `json:"lease"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	StopRequested bool      `json:"stop_requested"`
 	// StopReason says why: "requested" (a person) or "budget_exhausted"
 	// (nil when the worker need not stop).
 	StopReason *string            `json:"stop_reason"`
