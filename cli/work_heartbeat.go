@@ -90,7 +90,11 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			deadline = sent.Add(ttl)
 			next = sent.Add(interval)
 			if hb.StopRequested {
-				events <- event{kind: outcomeStopped}
+				why := "a person asked this worker to stop"
+				if hb.StopReason != nil && *hb.StopReason == "budget_exhausted" {
+					why = "the budget of this item's subtree is spent"
+				}
+				events <- event{kind: outcomeStopped, detail: why}
 				return
 			}
 			if len(hb.Answers) > 0 {

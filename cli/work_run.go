@@ -153,10 +153,10 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 			sv.waitOrStop(cmd, exited, sv.opt.grace)
 			return sv.attentionOutcome(o, ev.asked)
 		case outcomeStopped:
-			sv.logf("a person asked this worker to stop: stopping the command")
+			sv.logf("%s: stopping the command", ev.detail)
 			sv.stopCommand(cmd, exited)
 			o.kind = outcomeStopped
-			o.message = fmt.Sprintf("stopped on request; item %s %s", cl.Item.ID, sv.release(ctx, cl, "a person asked the worker to stop"))
+			o.message = fmt.Sprintf("stopped on request; item %s %s", cl.Item.ID, sv.release(ctx, cl, ev.detail))
 			return o
 		default: // lost, or a refusal other than lease_lost
 			sv.logf("%s: stopping the command", ev.detail)
