@@ -251,6 +251,26 @@ func (s *Service) checkBudgets(ctx context.Context, project uuid.UUID, roots []u
 	return true, nil
 }
 
+// AskSpentBudgets opens the budget_exhausted request of up to limit spent
+// budgets that have none, each in a transaction of its own project: a
+// budget whose wall time ran out, or one spent when no lease under it was
+// live to notice, still asks a person. The sweeper calls it.
+func (s *Service) AskSpentBudgets(ctx context.Context, limit int) error {
+	rows, err := dbq.New().UnaskedSpentBudgets(ctx, s.exec, dbq.UnaskedSpentBudgetsParams{Now: s.clock.Now(), MaxBudgets: int32(limit)})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+			return s.openBudgetRequest(ctx, tx, r.ProjectID, r.ItemID)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // openBudgetRequest opens the one budget_exhausted request of a spent
 // budget: the budget's row is locked while it has no request, so of two
 // transactions crossing the budget at once the second finds the first's

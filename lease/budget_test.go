@@ -317,3 +317,27 @@ func TestNoProgress(t *testing.T) {
 		t.Fatalf("the lease that made progress ended (%v)", *got.Outcome)
 	}
 }
+
+// TestBudgetWallTime: a wall-time budget runs out by the (stub) clock
+// with no write at all: claims under it find nothing and the sweeper opens
+// its one request.
+func TestBudgetWallTime(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	f.child(t, root.ID)
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxWall: ptr(time.Hour)}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Hour)
+	f.nothingFor(t, "w", nil)
+	sweeper := lease.NewSweeper(f.leases, time.Hour, nil)
+	for range 2 {
+		if _, err := sweeper.RunOnce(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reqs := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted); len(reqs) != 1 {
+		t.Fatalf("%d budget_exhausted requests after two sweeps, want 1", len(reqs))
+	}
+}

@@ -78,7 +78,8 @@ func (w *Sweeper) sweep(ctx context.Context) {
 
 // RunOnce sweeps every project that has expired leases once, then every
 // project whose no_progress policy a live lease has passed (EndNoProgress),
-// and returns how many leases it ended. Tests call it instead of waiting
+// then opens the request of every spent budget that has none
+// (AskSpentBudgets), and returns how many leases it ended. Tests call it instead of waiting
 // for the ticker.
 func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
@@ -108,5 +109,5 @@ func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
-	return total, nil
+	return total, w.svc.AskSpentBudgets(ctx, sweepLeases)
 }

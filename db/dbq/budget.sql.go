@@ -536,6 +536,48 @@ func (q *Queries) SpentBudgets(ctx context.Context, db DBTX, arg SpentBudgetsPar
 	return items, nil
 }
 
+const unaskedSpentBudgets = `-- name: UnaskedSpentBudgets :many
+SELECT b.project_id, b.item_id
+FROM budgets b
+WHERE b.request_id IS NULL
+  AND budget_spent(b, coalesce($1::timestamptz, statement_timestamp()))
+  AND EXISTS (SELECT 1 FROM items i WHERE i.project_id = b.project_id AND i.id = b.item_id AND i.status = 'open')
+ORDER BY b.project_id
+LIMIT $2
+`
+
+type UnaskedSpentBudgetsParams struct {
+	Now        *time.Time
+	MaxBudgets int32
+}
+
+type UnaskedSpentBudgetsRow struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+}
+
+// Spent budgets without a request yet, across projects (a wall-time
+// budget runs out without any write; the sweeper opens their requests).
+func (q *Queries) UnaskedSpentBudgets(ctx context.Context, db DBTX, arg UnaskedSpentBudgetsParams) ([]UnaskedSpentBudgetsRow, error) {
+	rows, err := db.Query(ctx, unaskedSpentBudgets, arg.Now, arg.MaxBudgets)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UnaskedSpentBudgetsRow{}
+	for rows.Next() {
+		var i UnaskedSpentBudgetsRow
+		if err := rows.Scan(&i.ProjectID, &i.ItemID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const upsertBudget = `-- name: UpsertBudget :one
 INSERT INTO budgets AS b (project_id, item_id, max_tokens, max_cost_micro_usd, max_wall_ms, max_depth,
                           started_at, updated_at)

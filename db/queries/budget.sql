@@ -167,3 +167,14 @@ JOIN projects p ON p.id = l.project_id
 CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS at) AS t
 WHERE l.project_id = @project_id AND l.ended_at IS NULL
 ORDER BY l.acquired_at, l.seq;
+
+-- name: UnaskedSpentBudgets :many
+-- Spent budgets without a request yet, across projects (a wall-time
+-- budget runs out without any write; the sweeper opens their requests).
+SELECT b.project_id, b.item_id
+FROM budgets b
+WHERE b.request_id IS NULL
+  AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+  AND EXISTS (SELECT 1 FROM items i WHERE i.project_id = b.project_id AND i.id = b.item_id AND i.status = 'open')
+ORDER BY b.project_id
+LIMIT @max_budgets;
