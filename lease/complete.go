@@ -11,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -66,9 +67,10 @@ func (s *Service) CompleteWithUsage(ctx context.Context, project uuid.UUID, f Fe
 				}
 			}
 		}
-		item, err := s.graphOn(tx).Item(ctx, project, l.ItemID)
-		out = Completion{Lease: l, Item: item}
-		return err
+		// Releasing dependents and parent writes other rows: the item is as
+		// the ending statement left it.
+		out = Completion{Lease: l, Item: graph.FinishedItem(e.item)}
+		return nil
 	})
 	if errors.Is(err, errFenced) {
 		return s.repeatedCompletion(ctx, project, f, result, workerTime)
