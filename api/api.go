@@ -168,6 +168,7 @@ func (a *API) Mount(e *echo.Echo) {
 	a.mountClaims(e)
 	a.mountBatches(e)
 	a.mountLeases(e)
+	a.mountBudgets(e)
 	a.mountAttention(e)
 	a.mountPlans(e)
 	a.mountFence(e)

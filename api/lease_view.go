@@ -17,6 +17,7 @@ func leaseView(l lease.Lease) wire.Lease {
 		OutcomeDetail: rawOrNull(l.OutcomeDetail), HeartbeatAt: l.HeartbeatAt, Heartbeats: int(l.Heartbeats),
 		Progress: rawOrNull(l.Progress), WorkerTime: l.WorkerTime, StopRequested: l.StopRequested,
 		Result: rawOrNull(l.Result), StaleCalls: l.StaleCalls,
+		Usage: usageView(l.Usage), ProgressAt: l.ProgressAt,
 	}
 }
 

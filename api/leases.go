@@ -95,6 +95,7 @@ type heartbeatRequest struct {
 	Progress     json.RawMessage `json:"progress"`
 	LeaseSeconds *int64          `json:"lease_seconds"`
 	WorkerTime   *string         `json:"worker_time"`
+	Usage        *wire.Usage     `json:"usage"`
 }
 
 func (a *API) heartbeat(c echo.Context) error {
@@ -111,7 +112,9 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Leases.Heartbeat(c.Request().Context(), project, f, lease.Heartbeat{Progress: req.Progress, WorkerTime: wt, TTL: ttl})
+	res, err := a.svc.Leases.Heartbeat(c.Request().Context(), project, f, lease.Heartbeat{
+		Progress: req.Progress, WorkerTime: wt, TTL: ttl, Usage: usageOf(req.Usage),
+	})
 	if err != nil {
 		return renameFields(err, map[string]string{"ttl": "lease_seconds"})
 	}
@@ -120,9 +123,13 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var reason *string
+	if res.StopReason != "" {
+		reason = &res.StopReason
+	}
 	return c.JSON(http.StatusOK, wire.Heartbeat{
-		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, Answers: attentionViews(res.Answers),
-		FenceToken: ft,
+		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, StopReason: reason,
+		Answers: attentionViews(res.Answers), FenceToken: ft,
 	})
 }
 
@@ -130,6 +137,7 @@ type completeRequest struct {
 	Epoch      *int64          `json:"epoch"`
 	Result     json.RawMessage `json:"result"`
 	WorkerTime *string         `json:"worker_time"`
+	Usage      *wire.Usage     `json:"usage"`
 }
 
 // complete: 200 {lease, item, replayed}; an identical repeat answers
@@ -144,7 +152,7 @@ func (a *API) complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.Leases.Complete(c.Request().Context(), project, f, req.Result, wt)
+	res, err := a.svc.Leases.CompleteWithUsage(c.Request().Context(), project, f, req.Result, wt, usageOf(req.Usage))
 	if err != nil {
 		return err
 	}
@@ -473,9 +481,18 @@ func (a *API) workers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := wire.Workers{Active: leaseViews(active), Workers: make([]wire.WorkerStat, len(stats))}
+	acts, err := a.svc.Leases.Activity(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	usage, err := a.svc.Leases.WorkerUsage(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	out := wire.Workers{Active: leaseViews(active), Workers: make([]wire.WorkerStat, len(stats)), Activity: activityViews(acts)}
 	for i, s := range stats {
 		out.Workers[i] = workerStatView(s)
+		out.Workers[i].Usage = usageView(usage[s.Worker])
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -21,6 +21,11 @@ func projectView(p graph.Project) wire.Project {
 		s := int64(p.AttentionDueIn / time.Second)
 		out.AttentionDueInSeconds = &s
 	}
+	out.QuietAfterSeconds = int64(p.QuietAfter / time.Second)
+	if p.NoProgressAfter > 0 {
+		s := int64(p.NoProgressAfter / time.Second)
+		out.NoProgressAfterSeconds = &s
+	}
 	return out
 }
 
@@ -153,8 +158,10 @@ func (a *API) getProject(c echo.Context) error {
 }
 
 type updateProjectRequest struct {
-	OnExpiry              *string `json:"on_expiry"`
-	AttentionDueInSeconds *int64  `json:"attention_due_in_seconds"`
+	OnExpiry               *string `json:"on_expiry"`
+	AttentionDueInSeconds  *int64  `json:"attention_due_in_seconds"`
+	QuietAfterSeconds      *int64  `json:"quiet_after_seconds"`
+	NoProgressAfterSeconds *int64  `json:"no_progress_after_seconds"`
 }
 
 // updateProject sets the project's settings: on_expiry (the default for
@@ -166,8 +173,9 @@ func (a *API) updateProject(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if req.OnExpiry == nil && req.AttentionDueInSeconds == nil {
-		return wgerr.InvalidField("on_expiry", "on_expiry or attention_due_in_seconds is required")
+	if req.OnExpiry == nil && req.AttentionDueInSeconds == nil && req.QuietAfterSeconds == nil && req.NoProgressAfterSeconds == nil {
+		return wgerr.InvalidField("on_expiry",
+			"one of on_expiry, attention_due_in_seconds, quiet_after_seconds, no_progress_after_seconds is required")
 	}
 	patch := graph.ProjectPatch{OnExpiry: req.OnExpiry}
 	if req.AttentionDueInSeconds != nil {
@@ -178,12 +186,28 @@ func (a *API) updateProject(c echo.Context) error {
 		d := time.Duration(secs) * time.Second
 		patch.AttentionDueIn = &d
 	}
+	limit := int64(graph.MaxAttentionDue / time.Second)
+	if v := req.QuietAfterSeconds; v != nil {
+		if *v < 1 || *v > limit {
+			return wgerr.InvalidField("quiet_after_seconds", "must be 1 to %d", limit)
+		}
+		d := time.Duration(*v) * time.Second
+		patch.QuietAfter = &d
+	}
+	if v := req.NoProgressAfterSeconds; v != nil {
+		if *v < 0 || *v > limit {
+			return wgerr.InvalidField("no_progress_after_seconds", "must be 0 (none) to %d", limit)
+		}
+		d := time.Duration(*v) * time.Second
+		patch.NoProgressAfter = &d
+	}
 	p, err := a.project(c)
 	if err != nil {
 		return err
 	}
 	if p, err = a.svc.Graph.UpdateProject(c.Request().Context(), p.ID, patch); err != nil {
-		return renameFields(err, map[string]string{"attention_due_in": "attention_due_in_seconds"})
+		return renameFields(err, map[string]string{"attention_due_in": "attention_due_in_seconds",
+			"quiet_after": "quiet_after_seconds", "no_progress_after": "no_progress_after_seconds"})
 	}
 	return c.JSON(http.StatusOK, projectView(p))
 }

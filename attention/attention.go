@@ -37,6 +37,12 @@ const (
 	// "reconcile" expired; its attempt may still be running or may have
 	// applied its effect. Resolved with a Decision (Decide).
 	ReasonUncertainOutcome = "uncertain_outcome"
+	// ReasonBudgetExhausted: the budget of the item's subtree is spent;
+	// raising it (lease.Service.SetBudget) closes the request.
+	ReasonBudgetExhausted = "budget_exhausted"
+	// ReasonNoProgress: a lease heartbeated without its progress changing
+	// for the project's no_progress window; the lease was ended.
+	ReasonNoProgress = "no_progress"
 )
 
 // Decision is how a person resolves an uncertain_outcome request.

@@ -173,7 +173,8 @@ func clean(in NewRequest) (NewRequest, error) {
 		in.Reason = ReasonQuestion
 	}
 	switch in.Reason {
-	case ReasonQuestion, ReasonRepeatedExpiry, ReasonRepeatedFailure, ReasonHold, ReasonUncertainOutcome:
+	case ReasonQuestion, ReasonRepeatedExpiry, ReasonRepeatedFailure, ReasonHold, ReasonUncertainOutcome,
+		ReasonBudgetExhausted, ReasonNoProgress:
 	default:
 		return in, wgerr.InvalidField("reason", "unknown reason %q", in.Reason)
 	}

@@ -17,11 +17,11 @@ func newItemsCmd(stdio IO) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "items",
-		Short: "Create, list, show, edit and cancel work items",
+		Short: "Create, list, show, edit, cancel and budget work items",
 	}
 	addClientFlags(cmd, &f)
 	cmd.AddCommand(itemsAddCmd(stdio, &f), itemsLsCmd(stdio, &f), itemsShowCmd(stdio, &f),
-		itemsEditCmd(stdio, &f), itemsCancelCmd(stdio, &f))
+		itemsEditCmd(stdio, &f), itemsCancelCmd(stdio, &f), itemsBudgetCmd(stdio, &f))
 	return cmd
 }
 

@@ -242,8 +242,8 @@ func shellQuote(s string) string {
 
 func newHeartbeatCmd(stdio IO) *cobra.Command {
 	var (
-		progress string
-		extend   time.Duration
+		progress, usage string
+		extend          time.Duration
 	)
 	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "heartbeat",
@@ -251,8 +251,12 @@ func newHeartbeatCmd(stdio IO) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 	}, func(ctx context.Context, s *session, _ []string, id string, epoch int64) error {
 		now := time.Now()
+		u, err := usageFlag(usage)
+		if err != nil {
+			return err
+		}
 		hb, err := s.api.Heartbeat(ctx, id, client.HeartbeatRequest{
-			Epoch: epoch, Progress: jsonOrString(progress), LeaseSeconds: seconds(extend), WorkerTime: &now,
+			Epoch: epoch, Progress: jsonOrString(progress), LeaseSeconds: seconds(extend), WorkerTime: &now, Usage: u,
 		})
 		if err != nil {
 			return err
@@ -264,13 +268,17 @@ func newHeartbeatCmd(stdio IO) *cobra.Command {
 		for _, a := range hb.Answers {
 			fmt.Fprintf(s.Out, "answer to %q: %s\n", a.Question, deref(a.Answer, ""))
 		}
-		if hb.StopRequested {
+		switch {
+		case hb.StopRequested && hb.StopReason != nil && *hb.StopReason == "budget_exhausted":
+			fmt.Fprintln(s.Err, "the budget of this item's subtree is spent: release the item (`workgraph release`) and exit")
+		case hb.StopRequested:
 			fmt.Fprintln(s.Err, "a person asked this worker to stop: release the item (`workgraph release`) and exit")
 		}
 		return nil
 	})
 	cmd.Flags().StringVar(&progress, "progress", "", "progress report: JSON, or text sent as a JSON string")
 	cmd.Flags().DurationVar(&extend, "extend", 0, "new time to live from now, e.g. 10m (default: the lease's own)")
+	cmd.Flags().StringVar(&usage, "usage", "", `usage so far, e.g. '{"tokens_in": 1200, "tokens_out": 300, "cost_usd": 0.02, "tool_calls": 4}' (monotonic: a lower figure is ignored)`)
 	return cmd
 }
 
@@ -289,7 +297,7 @@ func jsonOrString(s string) json.RawMessage {
 
 func newCompleteCmd(stdio IO) *cobra.Command {
 	var (
-		result, resultFile, resultTx string
+		result, resultFile, resultTx, usage string
 	)
 	cmd := leaseCommand(stdio, &cobra.Command{
 		Use:   "complete",
@@ -308,7 +316,11 @@ for an item already completed is refused (exit 6) and the first one stands.`,
 		if err != nil {
 			return err
 		}
-		out, err := s.api.Complete(ctx, id, client.CompleteRequest{Epoch: epoch, Result: res})
+		u, err := usageFlag(usage)
+		if err != nil {
+			return err
+		}
+		out, err := s.api.Complete(ctx, id, client.CompleteRequest{Epoch: epoch, Result: res, Usage: u})
 		if err != nil {
 			return err
 		}
@@ -326,6 +338,7 @@ for an item already completed is refused (exit 6) and the first one stands.`,
 	fl.StringVar(&result, "result", "", "result as JSON")
 	fl.StringVar(&resultFile, "result-file", "", "read the JSON result from this file (- for stdin)")
 	fl.StringVar(&resultTx, "result-text", "", "result as plain text (sent as {\"result_text\": ...}, the shape the work supervisor uses)")
+	fl.StringVar(&usage, "usage", "", "the lease's final usage, as for heartbeat --usage")
 	return cmd
 }
 

@@ -20,10 +20,12 @@ import (
 //   - outcomeStopped: a person asked the worker to stop;
 //   - outcomeError: any other refusal (e.g. the token was revoked).
 //
-// Progress the command wrote to its progress file goes with the next
-// heartbeat; answers to non-blocking questions are written to the answers
-// file.
-func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir string, events chan<- event) {
+// The progress of a heartbeat is the command's real activity (see
+// activity), with what it wrote to its progress file as "reported"; it is
+// sent only when it changed since the last heartbeat, so a silent command
+// stops making progress on the server. Answers to non-blocking questions
+// are written to the answers file.
+func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir string, act *activity, events chan<- event) {
 	ttl := cl.Lease.ExpiresAt.Sub(cl.Lease.AcquiredAt)
 	if ttl <= 0 {
 		ttl = sv.opt.ttl
@@ -36,6 +38,8 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 	gate := os.Getenv(envHeartbeatGate)
 	var (
 		progressMod time.Time
+		reported    json.RawMessage
+		lastMarker  string
 		answers     = map[string]client.AttentionRequest{}
 		order       []string
 	)
@@ -69,7 +73,11 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		}
 		req := client.HeartbeatRequest{Epoch: cl.Lease.Epoch, LeaseSeconds: seconds(ttl)}
 		if p, mod := readProgress(dir, progressMod); p != nil {
-			req.Progress, progressMod = p, mod
+			reported, progressMod = p, mod
+		}
+		marker := act.marker(reported)
+		if string(marker) != lastMarker {
+			req.Progress = marker
 		}
 		sent := time.Now()
 		req.WorkerTime = &sent
@@ -78,10 +86,15 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		cancel()
 		switch {
 		case err == nil:
+			lastMarker = string(marker)
 			deadline = sent.Add(ttl)
 			next = sent.Add(interval)
 			if hb.StopRequested {
-				events <- event{kind: outcomeStopped}
+				why := "a person asked this worker to stop"
+				if hb.StopReason != nil && *hb.StopReason == "budget_exhausted" {
+					why = "the budget of this item's subtree is spent"
+				}
+				events <- event{kind: outcomeStopped, detail: why}
 				return
 			}
 			if len(hb.Answers) > 0 {

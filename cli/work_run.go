@@ -121,8 +121,9 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	if f, ok := sv.s.In.(*os.File); ok {
 		cmd.Stdin = f
 	}
-	cmd.Stdout = io.MultiWriter(sv.s.Out, stdoutTail)
-	cmd.Stderr = io.MultiWriter(sv.s.Err, stderrTail)
+	act := newActivity(workingDir(), time.Now())
+	cmd.Stdout = io.MultiWriter(sv.s.Out, stdoutTail, act)
+	cmd.Stderr = io.MultiWriter(sv.s.Err, stderrTail, act)
 	cmd.WaitDelay = 2 * time.Second
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
@@ -135,7 +136,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	events := make(chan event, 4)
 	var beats sync.WaitGroup
 	beats.Add(2)
-	go func() { defer beats.Done(); sv.heartbeat(hbCtx, cl, dir, events) }()
+	go func() { defer beats.Done(); sv.heartbeat(hbCtx, cl, dir, act, events) }()
 	go func() { defer beats.Done(); watchControl(hbCtx, dir, events) }()
 	finishBeats := func() { stopBeats(); beats.Wait() }
 
@@ -152,10 +153,10 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 			sv.waitOrStop(cmd, exited, sv.opt.grace)
 			return sv.attentionOutcome(o, ev.asked)
 		case outcomeStopped:
-			sv.logf("a person asked this worker to stop: stopping the command")
+			sv.logf("%s: stopping the command", ev.detail)
 			sv.stopCommand(cmd, exited)
 			o.kind = outcomeStopped
-			o.message = fmt.Sprintf("stopped on request; item %s %s", cl.Item.ID, sv.release(ctx, cl, "a person asked the worker to stop"))
+			o.message = fmt.Sprintf("stopped on request; item %s %s", cl.Item.ID, sv.release(ctx, cl, ev.detail))
 			return o
 		default: // lost, or a refusal other than lease_lost
 			sv.logf("%s: stopping the command", ev.detail)

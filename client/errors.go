@@ -21,6 +21,9 @@ const (
 	CodeConflictingResult = "conflicting_result"
 	CodeDependencyCycle   = "dependency_cycle"
 	CodeConflict          = "conflict"
+	// CodeDepthLimit: a decomposition would pass the depth limit of a
+	// budget over the item.
+	CodeDepthLimit = "depth_limit"
 	// CodeRequestInProgress: the first request with the same
 	// Idempotency-Key is still running; the client retries it.
 	CodeRequestInProgress = "request_in_progress"
@@ -98,6 +101,7 @@ var (
 	ErrConflictingResult = &Error{Code: CodeConflictingResult}
 	ErrDependencyCycle   = &Error{Code: CodeDependencyCycle}
 	ErrConflict          = &Error{Code: CodeConflict}
+	ErrDepthLimit        = &Error{Code: CodeDepthLimit}
 	ErrRequestInProgress = &Error{Code: CodeRequestInProgress}
 	ErrOutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
 	ErrMethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}

@@ -55,6 +55,16 @@ type (
 	Claim = wire.Claim
 	// Heartbeat is the answer to a heartbeat.
 	Heartbeat = wire.Heartbeat
+	// Usage is what a worker spent (tokens, dollars, tool calls).
+	Usage = wire.Usage
+	// Budget is an item's budget for its subtree and its ledger.
+	Budget = wire.Budget
+	// BudgetRequest is the limits of SetBudget.
+	BudgetRequest = wire.BudgetRequest
+	// ItemCost is what an item and its subtree spent.
+	ItemCost = wire.ItemCost
+	// LeaseActivity is the liveness of a live lease (healthy, quiet, stale).
+	LeaseActivity = wire.LeaseActivity
 	// Completion is the answer to complete.
 	Completion = wire.Completion
 	// LeaseItem is the answer to release.

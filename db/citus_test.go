@@ -52,6 +52,7 @@ var notProjectScoped = map[string]string{
 	"CountProjects":          "projects (reference table)",
 	"SetProjectOnExpiry":     "projects (reference table)",
 	"SetProjectAttentionDue": "projects (reference table)",
+	"SetProjectProgress":     "projects (reference table)",
 	// webhooks: the delivery loop's cheap check before it waits for a
 	// horizon; each fan-out and claim then runs in one project.
 	"WebhooksBehindAny": "webhooks across projects (a read before each fan-out round)",

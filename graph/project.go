@@ -113,6 +113,42 @@ func (s *Service) SetProjectAttentionDue(ctx context.Context, project uuid.UUID,
 type ProjectPatch struct {
 	OnExpiry       *string
 	AttentionDueIn *time.Duration
+	// QuietAfter (1 s to MaxAttentionDue) and NoProgressAfter (0: none, or
+	// 1 s to MaxAttentionDue): see Project.
+	QuietAfter      *time.Duration
+	NoProgressAfter *time.Duration
+}
+
+// SetProjectProgress sets the project's quiet window and no_progress
+// policy; nil leaves a setting as it is.
+// Errors: invalid_argument; not_found.
+func (s *Service) SetProjectProgress(ctx context.Context, project uuid.UUID, quiet, noProgress *time.Duration) (Project, error) {
+	p := dbq.SetProjectProgressParams{ID: project}
+	if quiet != nil {
+		if *quiet < time.Second || *quiet > MaxAttentionDue {
+			return Project{}, wgerr.InvalidField("quiet_after", "must be 1 s to %s", MaxAttentionDue)
+		}
+		v := quiet.Milliseconds()
+		p.QuietAfterMs = &v
+	}
+	if noProgress != nil {
+		if *noProgress < 0 || (*noProgress > 0 && *noProgress < time.Second) || *noProgress > MaxAttentionDue {
+			return Project{}, wgerr.InvalidField("no_progress_after", "must be 0 (none) or 1 s to %s", MaxAttentionDue)
+		}
+		p.SetNoProgress = true
+		if *noProgress > 0 {
+			v := noProgress.Milliseconds()
+			p.NoProgressAfterMs = &v
+		}
+	}
+	row, err := dbq.New().SetProjectProgress(ctx, s.exec, p)
+	if err != nil {
+		if isNoRows(err) {
+			return Project{}, wgerr.New(wgerr.CodeNotFound, "project %s not found", project)
+		}
+		return Project{}, db.Translate(err)
+	}
+	return projectOf(row), nil
 }
 
 // UpdateProject applies p in one transaction: both settings change or
@@ -133,7 +169,12 @@ func (s *Service) UpdateProject(ctx context.Context, project uuid.UUID, p Projec
 				return err
 			}
 		}
-		if p.OnExpiry == nil && p.AttentionDueIn == nil {
+		if p.QuietAfter != nil || p.NoProgressAfter != nil {
+			if out, err = on.SetProjectProgress(ctx, project, p.QuietAfter, p.NoProgressAfter); err != nil {
+				return err
+			}
+		}
+		if p.OnExpiry == nil && p.AttentionDueIn == nil && p.QuietAfter == nil && p.NoProgressAfter == nil {
 			out, err = on.Project(ctx, project.String())
 		}
 		return err
@@ -145,6 +186,10 @@ func projectOf(p dbq.Project) Project {
 	out := Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, OnExpiry: p.OnExpiry}
 	if p.AttentionDueMs != nil {
 		out.AttentionDueIn = time.Duration(*p.AttentionDueMs) * time.Millisecond
+	}
+	out.QuietAfter = time.Duration(p.QuietAfterMs) * time.Millisecond
+	if p.NoProgressAfterMs != nil {
+		out.NoProgressAfter = time.Duration(*p.NoProgressAfterMs) * time.Millisecond
 	}
 	return out
 }

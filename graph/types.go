@@ -50,6 +50,11 @@ type Project struct {
 	// AttentionDueIn is the deadline a worker's question gets when its ask
 	// names none (0: none).
 	AttentionDueIn time.Duration
+	// QuietAfter is how long a lease may heartbeat without its progress
+	// changing before it is quiet; NoProgressAfter, when not 0, how long
+	// before the sweeper ends it with a blocking no_progress request.
+	QuietAfter      time.Duration
+	NoProgressAfter time.Duration
 }
 
 // Item is a work item with its derived State and, for an open item, the

@@ -26,7 +26,19 @@ import (
 // Errors: invalid_argument (epoch, result); not_found; lease_lost;
 // conflicting_result.
 func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, result json.RawMessage, workerTime *time.Time) (Completion, error) {
+	return s.CompleteWithUsage(ctx, project, f, result, workerTime, Usage{})
+}
+
+// CompleteWithUsage is Complete with the worker's final usage report
+// (monotonic, see Usage), charged to its worker and to the budgets over
+// the item; a budget it spends gets its budget_exhausted request.
+//
+// Errors: those of Complete; invalid_argument (usage).
+func (s *Service) CompleteWithUsage(ctx context.Context, project uuid.UUID, f Fence, result json.RawMessage, workerTime *time.Time, usage Usage) (Completion, error) {
 	if err := checkFence(f); err != nil {
+		return Completion{}, err
+	}
+	if err := usage.Check("usage"); err != nil {
 		return Completion{}, err
 	}
 	result, err := optionalJSON("result", result)
@@ -36,7 +48,7 @@ func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, resu
 	var out Completion
 	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		l, e, err := s.endLease(ctx, tx, project, f, ending{
-			outcome: OutcomeCompleted, result: result, workerTime: workerTime, finish: true,
+			outcome: OutcomeCompleted, result: result, workerTime: workerTime, finish: true, usage: usage,
 		})
 		if err != nil {
 			return err
@@ -47,6 +59,13 @@ func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, resu
 		}
 		if err := s.graphOn(tx).ReleaseFinished(ctx, project, []uuid.UUID{l.ItemID}, parents); err != nil {
 			return err
+		}
+		if !usage.IsZero() {
+			for _, root := range l.BudgetRoots {
+				if err := s.openBudgetRequest(ctx, tx, project, root); err != nil {
+					return err
+				}
+			}
 		}
 		// Releasing dependents and parent writes other rows: the item is as
 		// the ending statement left it.

@@ -29,6 +29,9 @@ func fromRow(r dbq.Lease, refusals int32) Lease {
 		OutcomeDetail: r.OutcomeDetail,
 		Result:        r.Result,
 		StaleCalls:    int(refusals),
+		Usage:         usageOf(r.TokensIn, r.TokensOut, r.CostMicroUsd, r.ToolCalls),
+		ProgressAt:    r.ProgressAt,
+		BudgetRoots:   r.BudgetRoots,
 	}
 	if r.Outcome != nil {
 		o := Outcome(*r.Outcome)
@@ -45,6 +48,8 @@ func fromEndRow(r dbq.EndLeaseRow) Lease {
 		Heartbeats: r.Heartbeats, Progress: r.Progress, WorkerTime: r.WorkerTime,
 		StopRequestedAt: r.StopRequestedAt, StopRequestedBy: r.StopRequestedBy,
 		EndedAt: r.EndedAt, Outcome: r.Outcome, OutcomeDetail: r.OutcomeDetail, Result: r.Result,
+		TokensIn: r.TokensIn, TokensOut: r.TokensOut, CostMicroUsd: r.CostMicroUsd, ToolCalls: r.ToolCalls,
+		ProgressAt: r.ProgressAt, BudgetRoots: r.BudgetRoots,
 	}, 0)
 }
 

@@ -16,8 +16,11 @@ import (
 // item then waits for its children and becomes ready again (not done) when
 // they are all finished. The children are created by the lease's principal.
 //
+// A budget over the item with a depth limit refuses a decomposition whose
+// children would sit deeper than the limit below the budget's item.
+//
 // Errors: invalid_argument (epoch, children); dependency_cycle among the
-// children; not_found; lease_lost.
+// children; depth_limit; not_found; lease_lost.
 func (s *Service) Decompose(ctx context.Context, project uuid.UUID, f Fence, children []graph.NewChild) (Decomposition, error) {
 	if err := checkFence(f); err != nil {
 		return Decomposition{}, err
@@ -26,6 +29,9 @@ func (s *Service) Decompose(ctx context.Context, project uuid.UUID, f Fence, chi
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		held, err := s.lockLease(ctx, tx, project, f)
 		if err != nil {
+			return err
+		}
+		if err := s.checkDepth(ctx, tx, project, held); err != nil {
 			return err
 		}
 		kids, err := s.graphOn(tx).CreateChildren(ctx, project, held.ItemID, children, held.Principal)

@@ -43,6 +43,8 @@ type ending struct {
 	failed     bool
 	// finish marks the item done with the result (a completion).
 	finish bool
+	// usage is the worker's final usage report (zero: none).
+	usage Usage
 }
 
 // ended is what endLease learned of the item.
@@ -73,6 +75,10 @@ func (s *Service) endLease(ctx context.Context, tx pgx.Tx, project uuid.UUID, f 
 		Finish:        e.finish,
 		BackoffMs:     s.cfg.RetryBackoff.Milliseconds(),
 		MaxBackoffMs:  s.cfg.MaxRetryBackoff.Milliseconds(),
+		TokensIn:      e.usage.TokensIn,
+		TokensOut:     e.usage.TokensOut,
+		CostMicroUsd:  e.usage.costMicro(),
+		ToolCalls:     e.usage.ToolCalls,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, ended{}, errFenced

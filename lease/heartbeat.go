@@ -16,7 +16,11 @@ import (
 // database clock decides), with the worker's progress and clock reading
 // (diagnostic). A lease past its expiry is never renewed, even if no one
 // has ended it yet. The answer says whether a person asked the worker to
-// stop and carries the closed non-blocking requests of this lease.
+// stop and carries the closed non-blocking requests of this lease. Usage
+// (monotonic, see Usage) is stored on the lease and charged to its worker
+// and to the budgets over its item; when one of those budgets is spent the
+// answer is stop (StopBudgetExhausted). A changed progress marker moves
+// the lease's ProgressAt.
 //
 // Errors: invalid_argument (epoch, ttl, progress); not_found (no such
 // lease); lease_lost.
@@ -33,6 +37,9 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 	if err != nil {
 		return HeartbeatResult{}, err
 	}
+	if err := hb.Usage.Check("usage"); err != nil {
+		return HeartbeatResult{}, err
+	}
 	// One statement renews the lease under its fence (no transaction
 	// around it: it is atomic alone) and says whether there are answers to
 	// read after it.
@@ -44,6 +51,11 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 		ProjectID:  project,
 		LeaseID:    f.LeaseID,
 		Epoch:      f.Epoch,
+		// Zero figures report nothing (the stored ones are larger or equal).
+		TokensIn:     hb.Usage.TokensIn,
+		TokensOut:    hb.Usage.TokensOut,
+		CostMicroUsd: hb.Usage.costMicro(),
+		ToolCalls:    hb.Usage.ToolCalls,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return HeartbeatResult{}, s.refused(ctx, project, f, opHeartbeat, hb.WorkerTime, map[string]any{"progress": progress})
@@ -58,5 +70,23 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 		}
 	}
 	l := fromRow(row.Lease, 0)
-	return HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}, nil
+	out := HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}
+	if l.StopRequested {
+		out.StopReason = StopByPerson
+	}
+	// A lease under a budget learns here that its subtree's budget is
+	// spent (and the first to find it opens the budget's request).
+	if len(l.BudgetRoots) > 0 {
+		spent, err := s.checkBudgets(ctx, project, l.BudgetRoots)
+		if err != nil {
+			return HeartbeatResult{}, db.Translate(err)
+		}
+		if spent {
+			out.StopRequested = true
+			if out.StopReason == "" {
+				out.StopReason = StopBudgetExhausted
+			}
+		}
+	}
+	return out, nil
 }

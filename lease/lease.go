@@ -61,6 +61,13 @@ type Lease struct {
 	OutcomeDetail json.RawMessage
 	Result        json.RawMessage
 	StaleCalls    int
+	// Usage is the largest usage the worker reported on this lease.
+	Usage Usage
+	// ProgressAt is when the progress marker last changed (database
+	// clock); nil: not since the claim.
+	ProgressAt *time.Time
+	// BudgetRoots are the budgeted items whose subtree holds the item.
+	BudgetRoots []uuid.UUID
 }
 
 // Fence is what every worker mutation presents: the lease id and the epoch
@@ -152,6 +159,9 @@ type Heartbeat struct {
 	Progress   json.RawMessage
 	WorkerTime *time.Time
 	TTL        time.Duration
+	// Usage is the lease's usage so far (see Usage); the zero value
+	// reports none.
+	Usage Usage
 }
 
 // HeartbeatResult is the renewed lease, whether a person asked the worker to
@@ -160,8 +170,17 @@ type Heartbeat struct {
 type HeartbeatResult struct {
 	Lease         Lease
 	StopRequested bool
-	Answers       []attention.Request
+	// StopReason says why the worker should stop: StopByPerson or
+	// StopBudgetExhausted ("" when it need not).
+	StopReason string
+	Answers    []attention.Request
 }
+
+// Why a heartbeat answers stop (HeartbeatResult.StopReason).
+const (
+	StopByPerson        = "requested"
+	StopBudgetExhausted = "budget_exhausted"
+)
 
 // Completion is a completed lease and its done item. Replayed is true when
 // the call repeated an already committed identical completion.

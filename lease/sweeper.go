@@ -76,8 +76,11 @@ func (w *Sweeper) sweep(ctx context.Context) {
 	w.TestSignals.Swept.Send(n)
 }
 
-// RunOnce sweeps every project that has expired leases once and returns how
-// many leases it ended. Tests call it instead of waiting for the ticker.
+// RunOnce sweeps every project that has expired leases once, then every
+// project whose no_progress policy a live lease has passed (EndNoProgress),
+// then opens the request of every spent budget that has none
+// (AskSpentBudgets), and returns how many leases it ended. Tests call it instead of waiting
+// for the ticker.
 func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
 		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
@@ -93,5 +96,18 @@ func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
-	return total, nil
+	quiet, err := dbq.New().ProjectsWithNoProgress(ctx, w.svc.exec, dbq.ProjectsWithNoProgressParams{
+		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
+	})
+	if err != nil {
+		return total, err
+	}
+	for _, p := range quiet {
+		n, err := w.svc.EndNoProgress(ctx, p, sweepLeases)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, w.svc.AskSpentBudgets(ctx, sweepLeases)
 }

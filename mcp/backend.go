@@ -15,8 +15,9 @@ type backend interface {
 	Claim(ctx context.Context, req claimRequest) (*claim, error)
 	// Heartbeat extends the lease. It answers wgerr.LeaseLost when the
 	// fence is refused.
-	Heartbeat(ctx context.Context, f fence, progress string) (*beat, error)
-	Complete(ctx context.Context, f fence, result json.RawMessage) error
+	// usage (nil: none) is the lease's usage so far, monotonic.
+	Heartbeat(ctx context.Context, f fence, progress string, usage *usage) (*beat, error)
+	Complete(ctx context.Context, f fence, result json.RawMessage, usage *usage) error
 	Release(ctx context.Context, f fence, reason string) error
 	Fail(ctx context.Context, f fence, message string) error
 	Decompose(ctx context.Context, f fence, subtasks []subtask) ([]taskRef, error)
@@ -54,7 +55,17 @@ type claim struct {
 type beat struct {
 	ExpiresAt     time.Time
 	StopRequested bool
-	Answers       []question
+	// BudgetSpent: the stop is because a budget over the task is spent.
+	BudgetSpent bool
+	Answers     []question
+}
+
+// usage is what the agent reports having spent on its task so far.
+type usage struct {
+	TokensIn  int64   `json:"tokens_in,omitempty"`
+	TokensOut int64   `json:"tokens_out,omitempty"`
+	CostUSD   float64 `json:"cost_usd,omitempty"`
+	ToolCalls int64   `json:"tool_calls,omitempty"`
 }
 
 // task is what an agent sees of an item: never its epoch or lease.

@@ -37,8 +37,8 @@ func (a *apiClient) Claim(ctx context.Context, req claimRequest) (*claim, error)
 	}, nil
 }
 
-func (a *apiClient) Heartbeat(ctx context.Context, f fence, note string) (*beat, error) {
-	req := client.HeartbeatRequest{Epoch: f.Epoch}
+func (a *apiClient) Heartbeat(ctx context.Context, f fence, note string, u *usage) (*beat, error) {
+	req := client.HeartbeatRequest{Epoch: f.Epoch, Usage: usageOf(u)}
 	if note != "" {
 		p, err := json.Marshal(map[string]string{"note": note})
 		if err != nil {
@@ -50,16 +50,24 @@ func (a *apiClient) Heartbeat(ctx context.Context, f fence, note string) (*beat,
 	if err != nil {
 		return nil, err
 	}
-	b := &beat{ExpiresAt: hb.ExpiresAt, StopRequested: hb.StopRequested}
+	b := &beat{ExpiresAt: hb.ExpiresAt, StopRequested: hb.StopRequested,
+		BudgetSpent: hb.StopReason != nil && *hb.StopReason == "budget_exhausted"}
 	for _, r := range hb.Answers {
 		b.Answers = append(b.Answers, questionOf(r))
 	}
 	return b, nil
 }
 
-func (a *apiClient) Complete(ctx context.Context, f fence, result json.RawMessage) error {
-	_, err := a.c.Complete(ctx, f.LeaseID, client.CompleteRequest{Epoch: f.Epoch, Result: result})
+func (a *apiClient) Complete(ctx context.Context, f fence, result json.RawMessage, u *usage) error {
+	_, err := a.c.Complete(ctx, f.LeaseID, client.CompleteRequest{Epoch: f.Epoch, Result: result, Usage: usageOf(u)})
 	return err
+}
+
+func usageOf(u *usage) *client.Usage {
+	if u == nil {
+		return nil
+	}
+	return &client.Usage{TokensIn: u.TokensIn, TokensOut: u.TokensOut, CostUSD: u.CostUSD, ToolCalls: u.ToolCalls}
 }
 
 func (a *apiClient) Release(ctx context.Context, f fence, reason string) error {

@@ -140,7 +140,7 @@ func (s *session) beat(h *held, timeout time.Duration) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	b, err := s.srv.api.Heartbeat(ctx, h.fence, "")
+	b, err := s.srv.api.Heartbeat(ctx, h.fence, "", nil)
 	switch {
 	case errors.Is(err, client.ErrLeaseLost):
 		s.mu.Lock()

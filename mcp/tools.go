@@ -17,11 +17,13 @@ type takeInput struct {
 }
 
 type progressInput struct {
-	Note string `json:"note,omitempty" jsonschema:"what you did since the last report"`
+	Note  string `json:"note,omitempty" jsonschema:"what you did since the last report"`
+	Usage *usage `json:"usage,omitempty" jsonschema:"your spend on this task so far"`
 }
 
 type finishInput struct {
-	Result any `json:"result" jsonschema:"the outcome: any JSON"`
+	Result any    `json:"result" jsonschema:"the outcome: any JSON"`
+	Usage  *usage `json:"usage,omitempty" jsonschema:"your total spend on this task"`
 }
 
 type releaseInput struct {

@@ -56,8 +56,12 @@ type progressReply struct {
 
 // progress heartbeats with a note and hands over what people said.
 func (s *Server) progress(ctx context.Context, sess *session, in progressInput) (*sdk.CallToolResult, error) {
+	budget := false
 	h, err := sess.worker(false, func(h *held) error {
-		b, err := s.api.Heartbeat(ctx, h.fence, in.Note)
+		b, err := s.api.Heartbeat(ctx, h.fence, in.Note, in.Usage)
+		if err == nil && b.BudgetSpent {
+			budget = true
+		}
 		if err == nil {
 			sess.note(h, b)
 		}
@@ -68,6 +72,9 @@ func (s *Server) progress(ctx context.Context, sess *session, in progressInput) 
 	}
 	answers, stop := sess.news(h)
 	out := progressReply{TaskID: h.taskID, StopRequested: stop, Answers: answers}
+	if stop && budget {
+		return reply("The budget of this task's tree is spent: stop now and release_task.", out)
+	}
 	if stop {
 		return reply("A person asked you to stop: wrap up, then release_task (or finish_task if it is done).", out)
 	}
@@ -80,7 +87,7 @@ func (s *Server) finish(ctx context.Context, sess *session, in finishInput) (*sd
 	if err != nil {
 		return nil, wgerr.InvalidField("result", "%v", err)
 	}
-	h, err := sess.worker(true, func(h *held) error { return s.api.Complete(ctx, h.fence, result) })
+	h, err := sess.worker(true, func(h *held) error { return s.api.Complete(ctx, h.fence, result, in.Usage) })
 	if err != nil {
 		return nil, err
 	}

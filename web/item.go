@@ -10,6 +10,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // itemLeaseLimit is how many of an item's leases its page and timeline show
@@ -31,6 +32,10 @@ type ItemPage struct {
 	// have closed (each waits for the next; the last is the first again).
 	DependencyError string
 	Cycle           []graph.ItemRef
+	// Cost is what the item's own leases and its subtree spent; Budget is
+	// the item's budget (nil: none).
+	Cost   lease.ItemUsage
+	Budget *lease.Budget
 }
 
 // Render writes the page.
@@ -79,6 +84,15 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 		return nil, err
 	}
 	page.Timeline = buildTimeline(page.Leases, obs, r.now())
+	if page.Cost, err = u.Leases.UsageOf(r.ctx(), r.project.ID, id); err != nil {
+		return nil, err
+	}
+	switch b, err := u.Leases.Budget(r.ctx(), r.project.ID, id); {
+	case err == nil:
+		page.Budget = &b
+	case wgerr.CodeOf(err) != wgerr.CodeNotFound:
+		return nil, err
+	}
 	if page.Graph, err = r.pictureAround(id, 1, 60); err != nil {
 		return nil, err
 	}

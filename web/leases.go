@@ -270,18 +270,25 @@ func (r *req) withTitles(leases []lease.Lease) ([]LeaseRow, error) {
 // WorkersPage shows the live leases and what each worker has done.
 type WorkersPage struct {
 	Layout
-	Active   []LeaseRow
+	// Active is stale leases first, then quiet ones, then healthy ones.
+	Active []LeaseRow
+	// Activity is each live lease's liveness and last activity, by id.
+	Activity map[uuid.UUID]lease.Activity
 	Stats    []WorkerStatRow
 	Outcomes []lease.Outcome
 	Now      time.Time
 }
 
-// WorkerStatRow is one worker's counts in outcome order.
+// WorkerStatRow is one worker's counts in outcome order, and its usage.
 type WorkerStatRow struct {
 	lease.WorkerStat
 	Counts []int
 	Total  int
+	Usage  lease.Usage
 }
+
+// livenessRank orders the live leases: the ones to look at first.
+var livenessRank = map[lease.Liveness]int{lease.LivenessStale: 0, lease.LivenessQuiet: 1, lease.LivenessHealthy: 2}
 
 // Render writes the page.
 func (p *WorkersPage) Render(w http.ResponseWriter) error { return render(w, "workers", p) }
@@ -296,10 +303,24 @@ func (u *ui) workers(r *req) error {
 	if err != nil {
 		return err
 	}
-	page := &WorkersPage{Outcomes: outcomes, Now: r.now()}
+	page := &WorkersPage{Outcomes: outcomes, Now: r.now(), Activity: map[uuid.UUID]lease.Activity{}}
 	if page.Active, err = r.withTitles(active); err != nil {
 		return err
 	}
+	acts, err := u.Leases.Activity(r.ctx(), r.project.ID)
+	if err != nil {
+		return err
+	}
+	for _, a := range acts {
+		page.Activity[a.LeaseID] = a
+	}
+	rank := func(l LeaseRow) int {
+		if a, ok := page.Activity[l.ID]; ok {
+			return livenessRank[a.Liveness]
+		}
+		return livenessRank[lease.LivenessHealthy]
+	}
+	sort.SliceStable(page.Active, func(i, j int) bool { return rank(page.Active[i]) < rank(page.Active[j]) })
 	if r.QueryParam("partial") == "leases" {
 		page.Layout = Layout{Session: r.sess, Project: &r.project}
 		r.Response().Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -309,8 +330,12 @@ func (u *ui) workers(r *req) error {
 	if err != nil {
 		return err
 	}
+	usage, err := u.Leases.WorkerUsage(r.ctx(), r.project.ID)
+	if err != nil {
+		return err
+	}
 	for _, s := range stats {
-		row := WorkerStatRow{WorkerStat: s}
+		row := WorkerStatRow{WorkerStat: s, Usage: usage[s.Worker]}
 		for _, o := range outcomes {
 			row.Counts = append(row.Counts, s.Outcomes[o])
 			row.Total += s.Outcomes[o]

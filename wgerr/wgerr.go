@@ -29,6 +29,9 @@ const (
 	CodeConflictingResult Code = "conflicting_result"
 	CodeDependencyCycle   Code = "dependency_cycle"
 	CodeConflict          Code = "conflict"
+	// CodeDepthLimit: a decomposition would pass the depth limit of a
+	// budget over the item.
+	CodeDepthLimit Code = "depth_limit"
 	// CodeInProgress: the first request with this Idempotency-Key is still
 	// running; retry after a moment.
 	CodeInProgress Code = "request_in_progress"

@@ -39,6 +39,67 @@ type Lease struct {
 	Result        json.RawMessage `json:"result"`
 	// StaleCalls counts calls refused after the lease was lost.
 	StaleCalls int `json:"stale_calls"`
+	// Usage is the largest usage the worker reported on the lease.
+	Usage Usage `json:"usage"`
+	// ProgressAt is when the progress marker last changed (nil: not
+	// since the claim).
+	ProgressAt *time.Time `json:"progress_at"`
+}
+
+// Usage is what a worker spent: tokens in and out, dollars, tool calls
+// (schema Usage). Reports are monotonic per lease: a lower figure than the
+// stored one is ignored.
+type Usage struct {
+	TokensIn  int64   `json:"tokens_in"`
+	TokensOut int64   `json:"tokens_out"`
+	CostUSD   float64 `json:"cost_usd"`
+	ToolCalls int64   `json:"tool_calls"`
+}
+
+// Liveness of a live lease (LeaseActivity.Liveness).
+const (
+	LivenessHealthy = "healthy"
+	LivenessQuiet   = "quiet"
+	LivenessStale   = "stale"
+)
+
+// LeaseActivity is how alive a live lease looks, by the database clock
+// (schema LeaseActivity): stale (past its expiry or silent for half its
+// TTL), quiet (heartbeating without its progress changing for the
+// project's quiet_after_seconds), else healthy. LastActivity is the last
+// change of its progress (its claim, when none).
+type LeaseActivity struct {
+	LeaseID      string     `json:"lease_id"`
+	ItemID       string     `json:"item_id"`
+	Worker       string     `json:"worker"`
+	Liveness     string     `json:"liveness"`
+	LastActivity time.Time  `json:"last_activity"`
+	HeartbeatAt  *time.Time `json:"heartbeat_at"`
+	ExpiresAt    time.Time  `json:"expires_at"`
+}
+
+// Budget is an item's budget for its whole subtree and its ledger (schema
+// Budget). A nil limit is no limit.
+type Budget struct {
+	ItemID         string    `json:"item_id"`
+	MaxTokens      *int64    `json:"max_tokens"`
+	MaxCostUSD     *float64  `json:"max_cost_usd"`
+	MaxWallSeconds *int64    `json:"max_wall_seconds"`
+	MaxDepth       *int      `json:"max_depth"`
+	StartedAt      time.Time `json:"started_at"`
+	Used           Usage     `json:"used"`
+	Spent          bool      `json:"spent"`
+	// RequestID is the budget_exhausted attention request of the spending.
+	RequestID *string `json:"request_id"`
+}
+
+// ItemCost is what an item's own leases and its whole subtree spent, and
+// its budget if it carries one (schema ItemCost).
+type ItemCost struct {
+	ItemID  string  `json:"item_id"`
+	Own     Usage   `json:"own"`
+	Subtree Usage   `json:"subtree"`
+	Budget  *Budget `json:"budget"`
 }
 
 // Observation is a refused report about a lease: a stale call or a
@@ -84,10 +145,13 @@ type Claim struct {
 // asked the worker to stop, and the answers to its non-blocking attention
 // requests (schema HeartbeatResult).
 type Heartbeat struct {
-	Lease         Lease              `json:"lease"`
-	ExpiresAt     time.Time          `json:"expires_at"`
-	StopRequested bool               `json:"stop_requested"`
-	Answers       []AttentionRequest `json:"answers"`
+	Lease         Lease     `json:"lease"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	StopRequested bool      `json:"stop_requested"`
+	// StopReason says why: "requested" (a person) or "budget_exhausted"
+	// (nil when the worker need not stop).
+	StopReason *string            `json:"stop_reason"`
+	Answers    []AttentionRequest `json:"answers"`
 	// FenceToken is the renewed lease's signed fence token.
 	FenceToken string `json:"fence_token"`
 }
@@ -138,6 +202,8 @@ type WorkerStat struct {
 	Active   int            `json:"active"`
 	Outcomes map[string]int `json:"outcomes"`
 	LastSeen time.Time      `json:"last_seen"`
+	// Usage is the usage reported under this worker label.
+	Usage Usage `json:"usage"`
 }
 
 // Workers is a project's live leases and per-worker counts (schema
@@ -145,4 +211,6 @@ type WorkerStat struct {
 type Workers struct {
 	Active  []Lease      `json:"active"`
 	Workers []WorkerStat `json:"workers"`
+	// Activity is the liveness of each live lease, in Active's order.
+	Activity []LeaseActivity `json:"activity"`
 }

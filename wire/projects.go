@@ -13,6 +13,12 @@ type Project struct {
 	// AttentionDueInSeconds is the deadline of a worker's question that
 	// names none (nil: none).
 	AttentionDueInSeconds *int64 `json:"attention_due_in_seconds"`
+	// QuietAfterSeconds is how long a lease may heartbeat without its
+	// progress changing before it is quiet.
+	QuietAfterSeconds int64 `json:"quiet_after_seconds"`
+	// NoProgressAfterSeconds, when set, ends a lease without progress for
+	// that long with a blocking no_progress request (nil: never).
+	NoProgressAfterSeconds *int64 `json:"no_progress_after_seconds"`
 }
 
 // What an expired lease means for its item (Item.OnExpiry,

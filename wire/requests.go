@@ -90,6 +90,8 @@ type HeartbeatRequest struct {
 	LeaseSeconds int             `json:"lease_seconds,omitempty"`
 	// WorkerTime is the worker's clock, diagnostic only.
 	WorkerTime *time.Time `json:"worker_time,omitempty"`
+	// Usage is the lease's usage so far (monotonic).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // CompleteRequest is the body of POST /v1/leases/{id}/complete.
@@ -97,6 +99,17 @@ type CompleteRequest struct {
 	Epoch      int64           `json:"epoch"`
 	Result     json.RawMessage `json:"result"`
 	WorkerTime *time.Time      `json:"worker_time,omitempty"`
+	// Usage is the lease's final usage (monotonic).
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// BudgetRequest is the body of PUT /v1/projects/{p}/items/{id}/budget:
+// the limits of the item's subtree (an absent limit is no limit).
+type BudgetRequest struct {
+	MaxTokens      *int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD     *float64 `json:"max_cost_usd,omitempty"`
+	MaxWallSeconds *int64   `json:"max_wall_seconds,omitempty"`
+	MaxDepth       *int     `json:"max_depth,omitempty"`
 }
 
 // ReleaseRequest is the body of POST /v1/leases/{id}/release.
@@ -178,6 +191,12 @@ type UpdateProjectRequest struct {
 	// AttentionDueInSeconds sets the deadline of a worker's question that
 	// names none (0 removes it; nil leaves it).
 	AttentionDueInSeconds *int64 `json:"attention_due_in_seconds,omitempty"`
+	// QuietAfterSeconds: how long a lease may heartbeat without its
+	// progress changing before it is quiet (nil leaves it).
+	QuietAfterSeconds *int64 `json:"quiet_after_seconds,omitempty"`
+	// NoProgressAfterSeconds: how long before a lease without progress is
+	// ended with a no_progress request (0 removes the policy; nil leaves it).
+	NoProgressAfterSeconds *int64 `json:"no_progress_after_seconds,omitempty"`
 }
 
 // DismissRequest is the body of POST /v1/attention/{id}/dismiss.

@@ -30,6 +30,8 @@ var types = map[string]any{
 	"Event":                             wire.Event{}, "EventPage": wire.EventPage{},
 	"ClaimBatch": wire.ClaimBatch{}, "CompletionAnswer": wire.CompletionAnswer{}, "Completions": wire.Completions{},
 	"HeartbeatAnswer": wire.HeartbeatAnswer{}, "Heartbeats": wire.Heartbeats{},
+	"Usage": wire.Usage{}, "LeaseActivity": wire.LeaseActivity{}, "Budget": wire.Budget{}, "ItemCost": wire.ItemCost{},
+	"UsageReport": wire.Usage{}, "BudgetRequest": wire.BudgetRequest{},
 	// request bodies
 	"CreateProjectRequest": wire.CreateProjectRequest{}, "CreateTokenRequest": wire.CreateTokenRequest{},
 	"CreateItemRequest": wire.CreateItemRequest{}, "UpdateItemRequest": wire.UpdateItemRequest{},

@@ -422,7 +422,7 @@ func (q *Queries) FinishItems(ctx context.Context, db DBTX, arg FinishItemsParam
 }
 
 const getItem = `-- name: GetItem :one
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -477,6 +477,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 		&i.Item.PreferredToken,
 		&i.Item.OnExpiry,
 		&i.Item.PlanKey,
+		&i.Item.BudgetRoots,
 		&i.State,
 		&i.DbNow,
 	)
@@ -484,7 +485,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 }
 
 const getItems = `-- name: GetItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -546,6 +547,7 @@ func (q *Queries) GetItems(ctx context.Context, db DBTX, arg GetItemsParams) ([]
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -755,7 +757,7 @@ func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams)
 }
 
 const listItems = `-- name: ListItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -840,6 +842,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -854,7 +857,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 }
 
 const listItemsNewest = `-- name: ListItemsNewest :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -941,6 +944,7 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -955,7 +959,7 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 }
 
 const listItemsSorted = `-- name: ListItemsSorted :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -1057,6 +1061,7 @@ func (q *Queries) ListItemsSorted(ctx context.Context, db DBTX, arg ListItemsSor
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
 			&i.SortValue,

@@ -14,7 +14,7 @@ import (
 )
 
 const activeLeases = `-- name: ActiveLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -57,6 +57,12 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -81,6 +87,12 @@ WITH candidate AS (
            OR (c.preferred_worker = $4::text
                AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
            OR c.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
+      -- Budgets (migration 00035): an item under a spent budget is not
+      -- handed out. Items under no budget pay only the empty-array test.
+      AND (c.budget_roots = '{}'
+           OR NOT EXISTS (SELECT 1 FROM budgets b
+                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
+                            AND budget_spent(b, coalesce($3::timestamptz, statement_timestamp()))))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -94,12 +106,14 @@ WITH candidate AS (
         updated_at = coalesce($3::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.epoch
+    RETURNING i.project_id, i.id, i.epoch, i.budget_roots
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        budget_roots)
     SELECT taken.project_id, $6, taken.id, taken.epoch, $4, $5, $7,
            grant_time.at,
-           grant_time.at + $8::bigint * interval '1 millisecond'
+           grant_time.at + $8::bigint * interval '1 millisecond',
+           taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($3::timestamptz,
@@ -108,9 +122,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        -- Whether the item has an attention history to hand to the worker
        -- (most items have none, and the claim then need not read it).
        EXISTS (SELECT 1 FROM attention_requests r
@@ -176,6 +190,12 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.TokensIn,
+		&i.Lease.TokensOut,
+		&i.Lease.CostMicroUsd,
+		&i.Lease.ToolCalls,
+		&i.Lease.ProgressAt,
+		&i.Lease.BudgetRoots,
 		&i.HasAttention,
 	)
 	return i, err
@@ -202,6 +222,11 @@ WITH candidate AS (
                WHERE t.token_id = $5::uuid AND t.ended_at IS NULL
                  AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
               < $6::int)
+      -- Budgets (migration 00035), as in ClaimItem.
+      AND (c.budget_roots = '{}'
+           OR NOT EXISTS (SELECT 1 FROM budgets b
+                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
+                            AND budget_spent(b, coalesce($1::timestamptz, statement_timestamp()))))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -215,12 +240,14 @@ WITH candidate AS (
         updated_at = coalesce($1::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.budget_roots
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        budget_roots)
     SELECT taken.project_id, $7, taken.id, taken.epoch, $4, $5, $8,
            grant_time.at,
-           grant_time.at + $9::bigint * interval '1 millisecond'
+           grant_time.at + $9::bigint * interval '1 millisecond',
+           taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($1::timestamptz,
@@ -229,9 +256,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -309,6 +336,12 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.TokensIn,
+		&i.Lease.TokensOut,
+		&i.Lease.CostMicroUsd,
+		&i.Lease.ToolCalls,
+		&i.Lease.ProgressAt,
+		&i.Lease.BudgetRoots,
 		&i.Item.ProjectID,
 		&i.Item.ID,
 		&i.Item.Seq,
@@ -340,6 +373,7 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Item.PreferredToken,
 		&i.Item.OnExpiry,
 		&i.Item.PlanKey,
+		&i.Item.BudgetRoots,
 		&i.HasAttention,
 		&i.DbNow,
 	)
@@ -490,34 +524,40 @@ WITH ended AS (
         outcome = $2,
         outcome_detail = $3,
         result = $4,
-        worker_time = coalesce($5, l.worker_time)
+        worker_time = coalesce($5, l.worker_time),
+        -- The final usage report (migration 00035), monotonic as in
+        -- HeartbeatLease.
+        tokens_in = greatest(l.tokens_in, $6::bigint),
+        tokens_out = greatest(l.tokens_out, $7::bigint),
+        cost_micro_usd = greatest(l.cost_micro_usd, $8::bigint),
+        tool_calls = greatest(l.tool_calls, $9::bigint)
     FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
-    WHERE l.project_id = $6 AND l.id = $7 AND l.epoch = $8
+    WHERE l.project_id = $10 AND l.id = $11 AND l.epoch = $12
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
         previous_worker = ended.worker,
-        consecutive_expiries = CASE WHEN $9::boolean THEN 0 ELSE i.consecutive_expiries END,
-        failures = i.failures + CASE WHEN $10::boolean THEN 1 ELSE 0 END,
-        not_before = CASE WHEN $10::boolean
+        consecutive_expiries = CASE WHEN $13::boolean THEN 0 ELSE i.consecutive_expiries END,
+        failures = i.failures + CASE WHEN $14::boolean THEN 1 ELSE 0 END,
+        not_before = CASE WHEN $14::boolean
             THEN ended.ended_at + least(
-                $11::bigint::float8 * power(2::float8, least(i.failures, 40)),
-                $12::bigint::float8) * interval '1 millisecond'
+                $15::bigint::float8 * power(2::float8, least(i.failures, 40)),
+                $16::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
-        status = CASE WHEN $13::boolean THEN 'done' ELSE i.status END,
-        result = CASE WHEN $13::boolean THEN $4::jsonb ELSE i.result END,
-        finished_at = CASE WHEN $13::boolean THEN ended.ended_at ELSE i.finished_at END,
+        status = CASE WHEN $17::boolean THEN 'done' ELSE i.status END,
+        result = CASE WHEN $17::boolean THEN $4::jsonb ELSE i.result END,
+        finished_at = CASE WHEN $17::boolean THEN ended.ended_at ELSE i.finished_at END,
         updated_at = ended.ended_at
     FROM ended
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
-      AND (NOT $13::boolean OR i.status = 'open')
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key
+      AND (NOT $17::boolean OR i.status = 'open')
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.budget_roots
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots
 FROM ended, freed AS items
 `
 
@@ -527,6 +567,10 @@ type EndLeaseParams struct {
 	OutcomeDetail json.RawMessage
 	Result        json.RawMessage
 	WorkerTime    *time.Time
+	TokensIn      int64
+	TokensOut     int64
+	CostMicroUsd  int64
+	ToolCalls     int64
 	ProjectID     uuid.UUID
 	LeaseID       uuid.UUID
 	Epoch         int64
@@ -558,6 +602,12 @@ type EndLeaseRow struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	TokensIn        int64
+	TokensOut       int64
+	CostMicroUsd    int64
+	ToolCalls       int64
+	ProgressAt      *time.Time
+	BudgetRoots     []uuid.UUID
 	Failures        int32
 	ParentID        *uuid.UUID
 	Item            Item
@@ -581,6 +631,10 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		arg.OutcomeDetail,
 		arg.Result,
 		arg.WorkerTime,
+		arg.TokensIn,
+		arg.TokensOut,
+		arg.CostMicroUsd,
+		arg.ToolCalls,
 		arg.ProjectID,
 		arg.LeaseID,
 		arg.Epoch,
@@ -612,6 +666,12 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.TokensIn,
+		&i.TokensOut,
+		&i.CostMicroUsd,
+		&i.ToolCalls,
+		&i.ProgressAt,
+		&i.BudgetRoots,
 		&i.Failures,
 		&i.ParentID,
 		&i.Item.ProjectID,
@@ -645,6 +705,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Item.PreferredToken,
 		&i.Item.OnExpiry,
 		&i.Item.PlanKey,
+		&i.Item.BudgetRoots,
 	)
 	return i, err
 }
@@ -769,7 +830,7 @@ func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesPar
 }
 
 const getLease = `-- name: GetLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -810,6 +871,12 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.TokensIn,
+		&i.Lease.TokensOut,
+		&i.Lease.CostMicroUsd,
+		&i.Lease.ToolCalls,
+		&i.Lease.ProgressAt,
+		&i.Lease.BudgetRoots,
 		&i.Refusals,
 	)
 	return i, err
@@ -825,17 +892,27 @@ WITH renewed AS (
         heartbeat_at = coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
         progress = coalesce($3::jsonb, l.progress),
-        worker_time = coalesce($4::timestamptz, l.worker_time)
+        worker_time = coalesce($4::timestamptz, l.worker_time),
+        -- Progress and usage (migration 00035): progress_at moves only when
+        -- the marker changes; each usage figure keeps its largest report.
+        progress_at = CASE WHEN $3::jsonb IS NOT NULL
+                            AND $3::jsonb IS DISTINCT FROM l.progress
+                           THEN coalesce($1::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at))
+                           ELSE l.progress_at END,
+        tokens_in = greatest(l.tokens_in, $5::bigint),
+        tokens_out = greatest(l.tokens_out, $6::bigint),
+        cost_micro_usd = greatest(l.cost_micro_usd, $7::bigint),
+        tool_calls = greatest(l.tool_calls, $8::bigint)
     FROM (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
-    WHERE l.project_id = $5 AND l.id = $6 AND l.epoch = $7
+    WHERE l.project_id = $9 AND l.id = $10 AND l.epoch = $11
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -843,13 +920,17 @@ FROM renewed AS leases
 `
 
 type HeartbeatLeaseParams struct {
-	Now        *time.Time
-	TtlMs      int64
-	Progress   json.RawMessage
-	WorkerTime *time.Time
-	ProjectID  uuid.UUID
-	LeaseID    uuid.UUID
-	Epoch      int64
+	Now          *time.Time
+	TtlMs        int64
+	Progress     json.RawMessage
+	WorkerTime   *time.Time
+	TokensIn     int64
+	TokensOut    int64
+	CostMicroUsd int64
+	ToolCalls    int64
+	ProjectID    uuid.UUID
+	LeaseID      uuid.UUID
+	Epoch        int64
 }
 
 type HeartbeatLeaseRow struct {
@@ -867,6 +948,10 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		arg.TtlMs,
 		arg.Progress,
 		arg.WorkerTime,
+		arg.TokensIn,
+		arg.TokensOut,
+		arg.CostMicroUsd,
+		arg.ToolCalls,
 		arg.ProjectID,
 		arg.LeaseID,
 		arg.Epoch,
@@ -893,6 +978,12 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.TokensIn,
+		&i.Lease.TokensOut,
+		&i.Lease.CostMicroUsd,
+		&i.Lease.ToolCalls,
+		&i.Lease.ProgressAt,
+		&i.Lease.BudgetRoots,
 		&i.HasAnswers,
 	)
 	return i, err
@@ -930,7 +1021,7 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 }
 
 const leaseHistory = `-- name: LeaseHistory :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1001,6 +1092,12 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1014,7 +1111,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 }
 
 const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
        ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
@@ -1099,6 +1196,12 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
 			&i.Refusals,
 			&i.SortValue,
 		); err != nil {
@@ -1113,7 +1216,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 }
 
 const leaseHistoryNewest = `-- name: LeaseHistoryNewest :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1185,6 +1288,12 @@ func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHist
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1257,7 +1366,7 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 }
 
 const lockLease = `-- name: LockLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
 WHERE l.project_id = $2 AND l.id = $3 AND l.epoch = $4
   AND l.ended_at IS NULL
@@ -1306,6 +1415,12 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.TokensIn,
+		&i.TokensOut,
+		&i.CostMicroUsd,
+		&i.ToolCalls,
+		&i.ProgressAt,
+		&i.BudgetRoots,
 	)
 	return i, err
 }
@@ -1395,7 +1510,7 @@ UPDATE leases
 SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, clock_timestamp())),
     stop_requested_by = coalesce(stop_requested_by, $2)
 WHERE project_id = $3 AND id = $4 AND ended_at IS NULL
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 `
 
 type RequestStopParams struct {
@@ -1434,6 +1549,12 @@ func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParam
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.TokensIn,
+		&i.TokensOut,
+		&i.CostMicroUsd,
+		&i.ToolCalls,
+		&i.ProgressAt,
+		&i.BudgetRoots,
 	)
 	return i, err
 }

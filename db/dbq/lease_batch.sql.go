@@ -26,6 +26,11 @@ WITH candidate AS (
            OR (c.preferred_worker = $4::text
                AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
            OR c.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
+      -- Budgets (migration 00035), as in ClaimItem.
+      AND (c.budget_roots = '{}'
+           OR NOT EXISTS (SELECT 1 FROM budgets b
+                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
+                            AND budget_spent(b, coalesce($3::timestamptz, statement_timestamp()))))
     ORDER BY c.priority DESC, c.seq
     LIMIT $6
     FOR UPDATE SKIP LOCKED
@@ -40,12 +45,14 @@ WITH candidate AS (
     -- By primary key (= ANY), never a join the planner could turn into a
     -- scan of the project's items.
     WHERE i.project_id = $1 AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
-    RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq
+    RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq, i.budget_roots
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        budget_roots)
     SELECT taken.project_id, taken.active_lease_id, taken.id, taken.epoch, $4, $5, $7,
            grant_time.at,
-           grant_time.at + $8::bigint * interval '1 millisecond'
+           grant_time.at + $8::bigint * interval '1 millisecond',
+           taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($3::timestamptz,
@@ -55,9 +62,9 @@ WITH candidate AS (
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
     ORDER BY taken.priority DESC, taken.seq
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
 FROM granted AS leases
@@ -131,6 +138,12 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
 			&i.HasAttention,
 		); err != nil {
 			return nil, err
@@ -169,7 +182,7 @@ WITH entry AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -186,7 +199,7 @@ WITH entry AS (
       AND i.status = 'open'
     RETURNING i.id, i.parent_id
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, freed.parent_id, (freed.id IS NOT NULL)::boolean AS freed
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, freed.parent_id, (freed.id IS NOT NULL)::boolean AS freed
 FROM ended AS leases
 LEFT JOIN freed ON freed.id = leases.item_id
 `
@@ -249,6 +262,12 @@ func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLease
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
 			&i.ParentID,
 			&i.Freed,
 		); err != nil {
@@ -281,7 +300,12 @@ WITH entry AS (
         heartbeat_at = coalesce($2::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
         progress = coalesce(entry.progress, l.progress),
-        worker_time = coalesce(entry.worker_time, l.worker_time)
+        worker_time = coalesce(entry.worker_time, l.worker_time),
+        -- progress_at moves only when the marker changes (as in
+        -- HeartbeatLease, migration 00035).
+        progress_at = CASE WHEN entry.progress IS NOT NULL AND entry.progress IS DISTINCT FROM l.progress
+                           THEN coalesce($2::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at))
+                           ELSE l.progress_at END
     FROM entry, t
     -- The leases by primary key (= ANY), then their entries.
     WHERE l.project_id = $3 AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))
@@ -292,9 +316,9 @@ WITH entry AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -352,6 +376,12 @@ func (q *Queries) HeartbeatLeases(ctx context.Context, db DBTX, arg HeartbeatLea
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
 			&i.HasAnswers,
 		); err != nil {
 			return nil, err

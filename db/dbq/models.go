@@ -50,6 +50,22 @@ type AttentionRequest struct {
 	AnsweredByDefault bool
 }
 
+type Budget struct {
+	ProjectID       uuid.UUID
+	ItemID          uuid.UUID
+	MaxTokens       *int64
+	MaxCostMicroUsd *int64
+	MaxWallMs       *int64
+	MaxDepth        *int32
+	StartedAt       time.Time
+	UpdatedAt       time.Time
+	TokensIn        int64
+	TokensOut       int64
+	CostMicroUsd    int64
+	ToolCalls       int64
+	RequestID       *uuid.UUID
+}
+
 type Dependency struct {
 	ProjectID   uuid.UUID
 	ItemID      uuid.UUID
@@ -125,6 +141,7 @@ type Item struct {
 	PreferredToken      *uuid.UUID
 	OnExpiry            *string
 	PlanKey             *string
+	BudgetRoots         []uuid.UUID
 }
 
 type Lease struct {
@@ -148,6 +165,12 @@ type Lease struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	TokensIn        int64
+	TokensOut       int64
+	CostMicroUsd    int64
+	ToolCalls       int64
+	ProgressAt      *time.Time
+	BudgetRoots     []uuid.UUID
 }
 
 type LeaseObservation struct {
@@ -180,11 +203,13 @@ type NotificationSetting struct {
 }
 
 type Project struct {
-	ID             uuid.UUID
-	Name           string
-	CreatedAt      time.Time
-	OnExpiry       string
-	AttentionDueMs *int64
+	ID                uuid.UUID
+	Name              string
+	CreatedAt         time.Time
+	OnExpiry          string
+	AttentionDueMs    *int64
+	QuietAfterMs      int64
+	NoProgressAfterMs *int64
 }
 
 type Token struct {
@@ -259,4 +284,13 @@ type WorkerOutcomeCount struct {
 	Outcome   string
 	Leases    int64
 	LastSeen  time.Time
+}
+
+type WorkerUsage struct {
+	ProjectID    uuid.UUID
+	Worker       string
+	TokensIn     int64
+	TokensOut    int64
+	CostMicroUsd int64
+	ToolCalls    int64
 }

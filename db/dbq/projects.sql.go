@@ -24,7 +24,7 @@ func (q *Queries) CountProjects(ctx context.Context, db DBTX) (int64, error) {
 
 const createProject = `-- name: CreateProject :one
 INSERT INTO projects (name) VALUES ($1)
-RETURNING id, name, created_at, on_expiry, attention_due_ms
+RETURNING id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms
 `
 
 func (q *Queries) CreateProject(ctx context.Context, db DBTX, name string) (Project, error) {
@@ -36,12 +36,14 @@ func (q *Queries) CreateProject(ctx context.Context, db DBTX, name string) (Proj
 		&i.CreatedAt,
 		&i.OnExpiry,
 		&i.AttentionDueMs,
+		&i.QuietAfterMs,
+		&i.NoProgressAfterMs,
 	)
 	return i, err
 }
 
 const getProject = `-- name: GetProject :one
-SELECT id, name, created_at, on_expiry, attention_due_ms FROM projects WHERE id = $1
+SELECT id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms FROM projects WHERE id = $1
 `
 
 func (q *Queries) GetProject(ctx context.Context, db DBTX, id uuid.UUID) (Project, error) {
@@ -53,12 +55,14 @@ func (q *Queries) GetProject(ctx context.Context, db DBTX, id uuid.UUID) (Projec
 		&i.CreatedAt,
 		&i.OnExpiry,
 		&i.AttentionDueMs,
+		&i.QuietAfterMs,
+		&i.NoProgressAfterMs,
 	)
 	return i, err
 }
 
 const getProjectByName = `-- name: GetProjectByName :one
-SELECT id, name, created_at, on_expiry, attention_due_ms FROM projects WHERE name = $1
+SELECT id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms FROM projects WHERE name = $1
 `
 
 func (q *Queries) GetProjectByName(ctx context.Context, db DBTX, name string) (Project, error) {
@@ -70,12 +74,14 @@ func (q *Queries) GetProjectByName(ctx context.Context, db DBTX, name string) (P
 		&i.CreatedAt,
 		&i.OnExpiry,
 		&i.AttentionDueMs,
+		&i.QuietAfterMs,
+		&i.NoProgressAfterMs,
 	)
 	return i, err
 }
 
 const listProjects = `-- name: ListProjects :many
-SELECT id, name, created_at, on_expiry, attention_due_ms FROM projects ORDER BY name
+SELECT id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms FROM projects ORDER BY name
 `
 
 func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) {
@@ -93,6 +99,8 @@ func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) 
 			&i.CreatedAt,
 			&i.OnExpiry,
 			&i.AttentionDueMs,
+			&i.QuietAfterMs,
+			&i.NoProgressAfterMs,
 		); err != nil {
 			return nil, err
 		}
@@ -106,7 +114,7 @@ func (q *Queries) ListProjects(ctx context.Context, db DBTX) ([]Project, error) 
 
 const setProjectAttentionDue = `-- name: SetProjectAttentionDue :one
 UPDATE projects SET attention_due_ms = $1::bigint WHERE id = $2
-RETURNING id, name, created_at, on_expiry, attention_due_ms
+RETURNING id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms
 `
 
 type SetProjectAttentionDueParams struct {
@@ -124,13 +132,15 @@ func (q *Queries) SetProjectAttentionDue(ctx context.Context, db DBTX, arg SetPr
 		&i.CreatedAt,
 		&i.OnExpiry,
 		&i.AttentionDueMs,
+		&i.QuietAfterMs,
+		&i.NoProgressAfterMs,
 	)
 	return i, err
 }
 
 const setProjectOnExpiry = `-- name: SetProjectOnExpiry :one
 UPDATE projects SET on_expiry = $1 WHERE id = $2
-RETURNING id, name, created_at, on_expiry, attention_due_ms
+RETURNING id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms
 `
 
 type SetProjectOnExpiryParams struct {
@@ -148,6 +158,47 @@ func (q *Queries) SetProjectOnExpiry(ctx context.Context, db DBTX, arg SetProjec
 		&i.CreatedAt,
 		&i.OnExpiry,
 		&i.AttentionDueMs,
+		&i.QuietAfterMs,
+		&i.NoProgressAfterMs,
+	)
+	return i, err
+}
+
+const setProjectProgress = `-- name: SetProjectProgress :one
+UPDATE projects
+SET quiet_after_ms = coalesce($1::bigint, quiet_after_ms),
+    no_progress_after_ms = CASE WHEN $2::boolean
+                                THEN $3::bigint
+                                ELSE no_progress_after_ms END
+WHERE id = $4
+RETURNING id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms
+`
+
+type SetProjectProgressParams struct {
+	QuietAfterMs      *int64
+	SetNoProgress     bool
+	NoProgressAfterMs *int64
+	ID                uuid.UUID
+}
+
+// The project's quiet window (NULL: unchanged) and, when
+// @set_no_progress, its no_progress policy (NULL: none).
+func (q *Queries) SetProjectProgress(ctx context.Context, db DBTX, arg SetProjectProgressParams) (Project, error) {
+	row := db.QueryRow(ctx, setProjectProgress,
+		arg.QuietAfterMs,
+		arg.SetNoProgress,
+		arg.NoProgressAfterMs,
+		arg.ID,
+	)
+	var i Project
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.OnExpiry,
+		&i.AttentionDueMs,
+		&i.QuietAfterMs,
+		&i.NoProgressAfterMs,
 	)
 	return i, err
 }

@@ -94,6 +94,12 @@ WITH candidate AS (
            OR (c.preferred_worker = @worker::text
                AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      -- Budgets (migration 00035): an item under a spent budget is not
+      -- handed out. Items under no budget pay only the empty-array test.
+      AND (c.budget_roots = '{}'
+           OR NOT EXISTS (SELECT 1 FROM budgets b
+                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
+                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -107,12 +113,14 @@ WITH candidate AS (
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.epoch
+    RETURNING i.project_id, i.id, i.epoch, i.budget_roots
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        budget_roots)
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
-           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
+           taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -167,6 +175,11 @@ WITH candidate AS (
                WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
                  AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
               < sqlc.arg('token_quiet')::int)
+      -- Budgets (migration 00035), as in ClaimItem.
+      AND (c.budget_roots = '{}'
+           OR NOT EXISTS (SELECT 1 FROM budgets b
+                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
+                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -182,10 +195,12 @@ WITH candidate AS (
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
     RETURNING i.*
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        budget_roots)
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
-           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
+           taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -245,7 +260,17 @@ WITH renewed AS (
         heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
         progress = coalesce(sqlc.narg('progress')::jsonb, l.progress),
-        worker_time = coalesce(sqlc.narg('worker_time')::timestamptz, l.worker_time)
+        worker_time = coalesce(sqlc.narg('worker_time')::timestamptz, l.worker_time),
+        -- Progress and usage (migration 00035): progress_at moves only when
+        -- the marker changes; each usage figure keeps its largest report.
+        progress_at = CASE WHEN sqlc.narg('progress')::jsonb IS NOT NULL
+                            AND sqlc.narg('progress')::jsonb IS DISTINCT FROM l.progress
+                           THEN coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at))
+                           ELSE l.progress_at END,
+        tokens_in = greatest(l.tokens_in, sqlc.arg('tokens_in')::bigint),
+        tokens_out = greatest(l.tokens_out, sqlc.arg('tokens_out')::bigint),
+        cost_micro_usd = greatest(l.cost_micro_usd, sqlc.arg('cost_micro_usd')::bigint),
+        tool_calls = greatest(l.tool_calls, sqlc.arg('tool_calls')::bigint)
     FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at) AS t
     WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
       AND l.ended_at IS NULL
@@ -290,7 +315,13 @@ WITH ended AS (
         outcome = @outcome,
         outcome_detail = sqlc.narg('outcome_detail'),
         result = sqlc.narg('result'),
-        worker_time = coalesce(sqlc.narg('worker_time'), l.worker_time)
+        worker_time = coalesce(sqlc.narg('worker_time'), l.worker_time),
+        -- The final usage report (migration 00035), monotonic as in
+        -- HeartbeatLease.
+        tokens_in = greatest(l.tokens_in, sqlc.arg('tokens_in')::bigint),
+        tokens_out = greatest(l.tokens_out, sqlc.arg('tokens_out')::bigint),
+        cost_micro_usd = greatest(l.cost_micro_usd, sqlc.arg('cost_micro_usd')::bigint),
+        tool_calls = greatest(l.tool_calls, sqlc.arg('tool_calls')::bigint)
     FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at) AS t
     WHERE l.project_id = @project_id AND l.id = @lease_id AND l.epoch = @epoch
       AND l.ended_at IS NULL

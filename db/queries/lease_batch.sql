@@ -23,6 +23,11 @@ WITH candidate AS (
            OR (c.preferred_worker = @worker::text
                AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      -- Budgets (migration 00035), as in ClaimItem.
+      AND (c.budget_roots = '{}'
+           OR NOT EXISTS (SELECT 1 FROM budgets b
+                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
+                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
     ORDER BY c.priority DESC, c.seq
     LIMIT @max_items
     FOR UPDATE SKIP LOCKED
@@ -37,12 +42,14 @@ WITH candidate AS (
     -- By primary key (= ANY), never a join the planner could turn into a
     -- scan of the project's items.
     WHERE i.project_id = @project_id AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
-    RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq
+    RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq, i.budget_roots
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        budget_roots)
     SELECT taken.project_id, taken.active_lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
-           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
+           taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -140,7 +147,12 @@ WITH entry AS (
         heartbeat_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
         heartbeats = l.heartbeats + 1,
         progress = coalesce(entry.progress, l.progress),
-        worker_time = coalesce(entry.worker_time, l.worker_time)
+        worker_time = coalesce(entry.worker_time, l.worker_time),
+        -- progress_at moves only when the marker changes (as in
+        -- HeartbeatLease, migration 00035).
+        progress_at = CASE WHEN entry.progress IS NOT NULL AND entry.progress IS DISTINCT FROM l.progress
+                           THEN coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at))
+                           ELSE l.progress_at END
     FROM entry, t
     -- The leases by primary key (= ANY), then their entries.
     WHERE l.project_id = @project_id AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))

@@ -23,3 +23,14 @@ RETURNING *;
 -- The project's default deadline of workers' questions (NULL: none).
 UPDATE projects SET attention_due_ms = sqlc.narg('due_ms')::bigint WHERE id = @id
 RETURNING *;
+
+-- name: SetProjectProgress :one
+-- The project's quiet window (NULL: unchanged) and, when
+-- @set_no_progress, its no_progress policy (NULL: none).
+UPDATE projects
+SET quiet_after_ms = coalesce(sqlc.narg('quiet_after_ms')::bigint, quiet_after_ms),
+    no_progress_after_ms = CASE WHEN @set_no_progress::boolean
+                                THEN sqlc.narg('no_progress_after_ms')::bigint
+                                ELSE no_progress_after_ms END
+WHERE id = @id
+RETURNING *;

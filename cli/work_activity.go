@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+// activityScanLimit bounds how many entries of the working folder one
+// heartbeat looks at; .git folders are not looked into.
+const activityScanLimit = 20000
+
+// activity measures what the command really does, for the progress marker
+// of its heartbeats: the bytes it wrote to its output (stdout and stderr,
+// counted as they pass) and the files of its working folder changed since
+// it started. A command that loops without writing anything, or is wedged,
+// leaves the marker as it was, so its lease turns quiet on the server
+// (and, with the project's no-progress policy, is ended) however steadily
+// the supervisor heartbeats.
+type activity struct {
+	written atomic.Int64
+	dir     string
+	since   time.Time
+}
+
+func newActivity(dir string, since time.Time) *activity {
+	return &activity{dir: dir, since: since}
+}
+
+// Write counts output bytes; it never fails.
+func (a *activity) Write(p []byte) (int, error) {
+	a.written.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// filesChanged counts the regular files of the working folder modified
+// after the command started (at most activityScanLimit entries looked at).
+func (a *activity) filesChanged() int {
+	if a.dir == "" {
+		return 0
+	}
+	n, seen := 0, 0
+	_ = filepath.WalkDir(a.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if seen++; seen > activityScanLimit {
+			return filepath.SkipAll
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" && path != a.dir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().After(a.since) {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// marker is the progress to report: the command's activity, and what it
+// wrote to its progress file (reported), if anything.
+func (a *activity) marker(reported json.RawMessage) json.RawMessage {
+	m := map[string]any{"output_bytes": a.written.Load(), "files_changed": a.filesChanged()}
+	if len(reported) > 0 {
+		m["reported"] = reported
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// workingDir is the folder the command runs in (the supervisor's own).
+func workingDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	return wd
+}

@@ -1,0 +1,362 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Usage is what a worker reports having spent on a lease so far. Each
+// figure is monotonic per lease: a report lower than the stored one is
+// ignored (reports may arrive out of order, and a retried heartbeat may
+// repeat an older one), so the stored usage is the largest reported and
+// the last report of a growing counter wins. CostUSD is kept to the
+// micro-dollar.
+type Usage struct {
+	TokensIn  int64
+	TokensOut int64
+	CostUSD   float64
+	ToolCalls int64
+}
+
+// maxUsage bounds each usage figure (and CostUSD in dollars).
+const maxUsage = 1 << 50
+
+// Check refuses negative, non-finite or absurd figures.
+func (u Usage) Check(field string) error {
+	if u.TokensIn < 0 || u.TokensOut < 0 || u.ToolCalls < 0 || u.TokensIn > maxUsage ||
+		u.TokensOut > maxUsage || u.ToolCalls > maxUsage {
+		return wgerr.InvalidField(field, "tokens_in, tokens_out and tool_calls must be 0 to %d", int64(maxUsage))
+	}
+	if math.IsNaN(u.CostUSD) || u.CostUSD < 0 || u.CostUSD > 1e9 {
+		return wgerr.InvalidField(field, "cost_usd must be 0 to 1e9")
+	}
+	return nil
+}
+
+// IsZero reports whether u reports nothing.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Tokens is TokensIn + TokensOut, what a token budget counts.
+func (u Usage) Tokens() int64 { return u.TokensIn + u.TokensOut }
+
+func (u Usage) costMicro() int64 { return int64(math.Round(u.CostUSD * 1e6)) }
+
+func usageOf(in, out, micro, calls int64) Usage {
+	return Usage{TokensIn: in, TokensOut: out, CostUSD: float64(micro) / 1e6, ToolCalls: calls}
+}
+
+// BudgetLimits bound an item's whole subtree; a nil limit is no limit.
+// MaxTokens counts tokens in and out; MaxWall runs from when the budget was
+// first set; MaxDepth bounds decomposition: the item's children are at
+// depth 1, and a decomposition that would create children deeper than
+// MaxDepth is refused (depth_limit).
+type BudgetLimits struct {
+	MaxTokens  *int64
+	MaxCostUSD *float64
+	MaxWall    *time.Duration
+	MaxDepth   *int
+}
+
+// Budget is an item's budget and its ledger: the usage of every lease of
+// every item of its subtree. Spent is judged by the database clock.
+// RequestID is the budget_exhausted request opened when it was spent.
+type Budget struct {
+	ItemID    uuid.UUID
+	Limits    BudgetLimits
+	StartedAt time.Time
+	UpdatedAt time.Time
+	Used      Usage
+	Spent     bool
+	RequestID *uuid.UUID
+}
+
+// ItemUsage is the usage of an item's own leases and of its whole subtree
+// (itself included).
+type ItemUsage struct {
+	Own     Usage
+	Subtree Usage
+}
+
+func (lim BudgetLimits) check() error {
+	if lim.MaxTokens != nil && (*lim.MaxTokens < 0 || *lim.MaxTokens > maxUsage) {
+		return wgerr.InvalidField("max_tokens", "must be 0 to %d", int64(maxUsage))
+	}
+	if lim.MaxCostUSD != nil && (math.IsNaN(*lim.MaxCostUSD) || *lim.MaxCostUSD < 0 || *lim.MaxCostUSD > 1e9) {
+		return wgerr.InvalidField("max_cost_usd", "must be 0 to 1e9")
+	}
+	if lim.MaxWall != nil && (*lim.MaxWall < time.Second || *lim.MaxWall > 10*365*24*time.Hour) {
+		return wgerr.InvalidField("max_wall", "must be 1 s to 10 years")
+	}
+	if lim.MaxDepth != nil && (*lim.MaxDepth < 0 || *lim.MaxDepth > 1000) {
+		return wgerr.InvalidField("max_depth", "must be 0 to 1000")
+	}
+	return nil
+}
+
+// SetBudget sets (or changes) the budget of the item's subtree, in one
+// transaction. A new budget puts every item and live lease of the subtree
+// under it and fills its ledger with their past usage. When the budget is
+// spent and has no request, a blocking system request of reason
+// budget_exhausted is opened on the item; when it is no longer spent (the
+// limits were raised), its open request is resolved and the subtree's
+// work continues.
+//
+// Errors: invalid_argument (a limit); not_found (item).
+func (s *Service) SetBudget(ctx context.Context, project, item uuid.UUID, lim BudgetLimits, by string) (Budget, error) {
+	if err := lim.check(); err != nil {
+		return Budget{}, err
+	}
+	q := dbq.New()
+	var out Budget
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		if _, err := q.LockBudgetItem(ctx, tx, dbq.LockBudgetItemParams{ProjectID: project, ItemID: item}); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return wgerr.New(wgerr.CodeNotFound, "item %s not found", item)
+			}
+			return err
+		}
+		p := dbq.UpsertBudgetParams{ProjectID: project, ItemID: item, Now: s.clock.Now(), MaxTokens: lim.MaxTokens}
+		if lim.MaxCostUSD != nil {
+			v := int64(math.Round(*lim.MaxCostUSD * 1e6))
+			p.MaxCostMicroUsd = &v
+		}
+		if lim.MaxWall != nil {
+			v := lim.MaxWall.Milliseconds()
+			p.MaxWallMs = &v
+		}
+		if lim.MaxDepth != nil {
+			v := int32(*lim.MaxDepth)
+			p.MaxDepth = &v
+		}
+		inserted, err := q.UpsertBudget(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		if inserted {
+			// Items first (waiting for the claims that hold them), then
+			// their live leases, then the sums: each statement sees what
+			// the one before it waited for.
+			root := dbq.AddBudgetRootToItemsParams{ProjectID: project, ItemID: item}
+			if err := q.AddBudgetRootToItems(ctx, tx, root); err != nil {
+				return err
+			}
+			if err := q.AddBudgetRootToLeases(ctx, tx, dbq.AddBudgetRootToLeasesParams{ProjectID: project, ItemID: item}); err != nil {
+				return err
+			}
+			if err := q.FillBudget(ctx, tx, dbq.FillBudgetParams{ProjectID: project, ItemID: item}); err != nil {
+				return err
+			}
+		}
+		if err := s.settleBudget(ctx, tx, project, item, by); err != nil {
+			return err
+		}
+		out, err = s.budgetOn(ctx, tx, project, item)
+		return err
+	})
+	return out, err
+}
+
+// Budget returns the item's budget.
+//
+// Errors: not_found (the item carries no budget).
+func (s *Service) Budget(ctx context.Context, project, item uuid.UUID) (Budget, error) {
+	return s.budgetOn(ctx, s.exec, project, item)
+}
+
+func (s *Service) budgetOn(ctx context.Context, exec db.Executor, project, item uuid.UUID) (Budget, error) {
+	row, err := dbq.New().GetBudget(ctx, exec, dbq.GetBudgetParams{ProjectID: project, ItemID: item, Now: s.clock.Now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Budget{}, wgerr.New(wgerr.CodeNotFound, "item %s has no budget", item)
+	}
+	if err != nil {
+		return Budget{}, db.Translate(err)
+	}
+	return budgetOf(row.Budget, row.Spent), nil
+}
+
+func budgetOf(b dbq.Budget, spent bool) Budget {
+	out := Budget{
+		ItemID: b.ItemID, StartedAt: b.StartedAt, UpdatedAt: b.UpdatedAt, Spent: spent, RequestID: b.RequestID,
+		Used:   usageOf(b.TokensIn, b.TokensOut, b.CostMicroUsd, b.ToolCalls),
+		Limits: BudgetLimits{MaxTokens: b.MaxTokens},
+	}
+	if b.MaxCostMicroUsd != nil {
+		v := float64(*b.MaxCostMicroUsd) / 1e6
+		out.Limits.MaxCostUSD = &v
+	}
+	if b.MaxWallMs != nil {
+		v := time.Duration(*b.MaxWallMs) * time.Millisecond
+		out.Limits.MaxWall = &v
+	}
+	if b.MaxDepth != nil {
+		v := int(*b.MaxDepth)
+		out.Limits.MaxDepth = &v
+	}
+	return out
+}
+
+// settleBudget makes the budget's request follow its state: a spent budget
+// without a request gets one; a budget no longer spent has its request
+// resolved (if still open) and forgotten, so a later spending opens a new
+// one.
+func (s *Service) settleBudget(ctx context.Context, tx pgx.Tx, project, item uuid.UUID, by string) error {
+	b, err := s.budgetOn(ctx, tx, project, item)
+	if err != nil {
+		return err
+	}
+	switch {
+	case b.Spent && b.RequestID == nil:
+		return s.openBudgetRequest(ctx, tx, project, item)
+	case !b.Spent && b.RequestID != nil:
+		_, err := s.attentionOn(tx).Resolve(ctx, project, *b.RequestID, "budget raised", by)
+		if err != nil && wgerr.CodeOf(err) != wgerr.CodeConflict {
+			return err
+		}
+		return dbq.New().SetBudgetRequest(ctx, tx, dbq.SetBudgetRequestParams{ProjectID: project, ItemID: item})
+	}
+	return nil
+}
+
+// checkBudgets says whether any of the budgets over a lease is spent, and
+// opens the budget_exhausted request of each spent one that has none. It
+// costs one statement when nothing is spent; leases under no budget never
+// call it.
+func (s *Service) checkBudgets(ctx context.Context, project uuid.UUID, roots []uuid.UUID) (bool, error) {
+	spent, err := dbq.New().SpentBudgets(ctx, s.exec, dbq.SpentBudgetsParams{ProjectID: project, Roots: roots, Now: s.clock.Now()})
+	if err != nil || len(spent) == 0 {
+		return false, err
+	}
+	for _, b := range spent {
+		if b.RequestID != nil {
+			continue
+		}
+		err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+			return s.openBudgetRequest(ctx, tx, project, b.ItemID)
+		})
+		if err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// AskSpentBudgets opens the budget_exhausted request of up to limit spent
+// budgets that have none, each in a transaction of its own project: a
+// budget whose wall time ran out, or one spent when no lease under it was
+// live to notice, still asks a person. The sweeper calls it.
+func (s *Service) AskSpentBudgets(ctx context.Context, limit int) error {
+	rows, err := dbq.New().UnaskedSpentBudgets(ctx, s.exec, dbq.UnaskedSpentBudgetsParams{Now: s.clock.Now(), MaxBudgets: int32(limit)})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+			return s.openBudgetRequest(ctx, tx, r.ProjectID, r.ItemID)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openBudgetRequest opens the one budget_exhausted request of a spent
+// budget: the budget's row is locked while it has no request, so of two
+// transactions crossing the budget at once the second finds the first's
+// request and opens none.
+func (s *Service) openBudgetRequest(ctx context.Context, tx pgx.Tx, project, item uuid.UUID) error {
+	q := dbq.New()
+	b, err := q.LockSpentBudgetUnasked(ctx, tx, dbq.LockSpentBudgetUnaskedParams{ProjectID: project, ItemID: item, Now: s.clock.Now()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	used := usageOf(b.TokensIn, b.TokensOut, b.CostMicroUsd, 0)
+	req, err := s.attentionOn(tx).Open(ctx, project, item, attention.NewRequest{
+		Question: fmt.Sprintf("The budget of this item's subtree is spent (%d tokens, $%.6f so far). "+
+			"Its workers were told to stop and nothing under it is handed out. Raise the budget "+
+			"(PUT .../items/{id}/budget) to let the work continue, or cancel the item.",
+			used.Tokens(), used.CostUSD),
+		Context: mustJSON(map[string]any{"budget": map[string]any{
+			"item_id":            item,
+			"max_tokens":         b.MaxTokens,
+			"max_cost_micro_usd": b.MaxCostMicroUsd,
+			"max_wall_ms":        b.MaxWallMs,
+			"tokens":             used.Tokens(),
+			"cost_usd":           used.CostUSD,
+		}}),
+		Blocking:    true,
+		Source:      attention.SourceSystem,
+		Reason:      attention.ReasonBudgetExhausted,
+		RequestedBy: "system",
+	})
+	if wgerr.CodeOf(err) == wgerr.CodeConflict {
+		// The budget's item is finished (a leaf whose completion spent
+		// it): there is nothing left under it to stop.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return q.SetBudgetRequest(ctx, tx, dbq.SetBudgetRequestParams{ProjectID: project, ItemID: item, RequestID: &req.ID})
+}
+
+// checkDepth refuses a decomposition of the held item that would pass the
+// depth limit of a budget over it.
+func (s *Service) checkDepth(ctx context.Context, tx pgx.Tx, project uuid.UUID, held Lease) error {
+	if len(held.BudgetRoots) == 0 {
+		return nil
+	}
+	row, err := dbq.New().BudgetDepthExceeded(ctx, tx, dbq.BudgetDepthExceededParams{ProjectID: project, ItemID: held.ItemID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return &wgerr.Error{
+		Code: wgerr.CodeDepthLimit,
+		Message: fmt.Sprintf("the budget of item %s allows decomposition to depth %d; this item is at depth %d",
+			row.ItemID, row.MaxDepth, row.Depth),
+		Details: map[string]any{"budget_item_id": row.ItemID, "max_depth": row.MaxDepth, "depth": row.Depth},
+	}
+}
+
+// UsageOf returns the usage of the item's own leases and of its subtree.
+func (s *Service) UsageOf(ctx context.Context, project, item uuid.UUID) (ItemUsage, error) {
+	r, err := dbq.New().ItemUsage(ctx, s.exec, dbq.ItemUsageParams{ProjectID: project, ItemID: item})
+	if err != nil {
+		return ItemUsage{}, db.Translate(err)
+	}
+	return ItemUsage{
+		Own:     usageOf(r.OwnTokensIn, r.OwnTokensOut, r.OwnCostMicroUsd, r.OwnToolCalls),
+		Subtree: usageOf(r.TokensIn, r.TokensOut, r.CostMicroUsd, r.ToolCalls),
+	}, nil
+}
+
+// WorkerUsage returns the usage reported under each worker label of the
+// project (labels that reported none are absent).
+func (s *Service) WorkerUsage(ctx context.Context, project uuid.UUID) (map[string]Usage, error) {
+	rows, err := dbq.New().WorkerUsage(ctx, s.exec, project)
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	out := make(map[string]Usage, len(rows))
+	for _, r := range rows {
+		out[r.Worker] = usageOf(r.TokensIn, r.TokensOut, r.CostMicroUsd, r.ToolCalls)
+	}
+	return out, nil
+}

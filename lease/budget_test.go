@@ -1,0 +1,405 @@
+package lease_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+func (f fixture) child(t testing.TB, parent uuid.UUID) graph.Item {
+	t.Helper()
+	return f.item(t, graph.NewItem{ParentID: &parent})
+}
+
+func (f fixture) heartbeat(t testing.TB, l lease.Lease, hb lease.Heartbeat) lease.HeartbeatResult {
+	t.Helper()
+	res, err := f.leases.Heartbeat(f.ctx, f.project, fence(l), hb)
+	if err != nil {
+		t.Fatalf("Heartbeat: %v", err)
+	}
+	return res
+}
+
+// requestsOf lists the requests of reason on the item.
+func (f fixture) requestsOf(t testing.TB, item uuid.UUID, reason string) []attention.Request {
+	t.Helper()
+	all, err := f.att.ForItem(f.ctx, f.project, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []attention.Request
+	for _, r := range all {
+		if r.Reason == reason {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// claimItem claims until it holds item (the other claims are released).
+func (f fixture) claimOf(t testing.TB, worker string, item uuid.UUID) lease.Lease {
+	t.Helper()
+	c := f.claim(t, worker)
+	if c.Item.ID != item {
+		t.Fatalf("claim by %s got %s, want %s", worker, c.Item.ID, item)
+	}
+	return c.Lease
+}
+
+func TestBudget(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	a := f.child(t, root.ID)
+	b := f.child(t, root.ID)
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](1000)}, "alice"); err != nil {
+		t.Fatalf("SetBudget: %v", err)
+	}
+	la := f.claimOf(t, "w1", a.ID)
+	lb := f.claimOf(t, "w2", b.ID)
+
+	t.Run("UnderBudget", func(t *testing.T) {
+		res := f.heartbeat(t, la, lease.Heartbeat{Usage: lease.Usage{TokensIn: 200, TokensOut: 100, CostUSD: 0.25, ToolCalls: 3}})
+		if res.StopRequested {
+			t.Fatalf("stop at 300 of 1000 tokens (%s)", res.StopReason)
+		}
+	})
+	t.Run("CrossingStopsEveryLease", func(t *testing.T) {
+		res := f.heartbeat(t, lb, lease.Heartbeat{Usage: lease.Usage{TokensIn: 800}})
+		if !res.StopRequested || res.StopReason != lease.StopBudgetExhausted {
+			t.Fatalf("heartbeat crossing the budget: stop %v (%q), want budget_exhausted", res.StopRequested, res.StopReason)
+		}
+		res = f.heartbeat(t, la, lease.Heartbeat{})
+		if !res.StopRequested || res.StopReason != lease.StopBudgetExhausted {
+			t.Fatalf("other lease of the subtree: stop %v (%q), want budget_exhausted", res.StopRequested, res.StopReason)
+		}
+	})
+	t.Run("OneRequestOnTheBudgetItem", func(t *testing.T) {
+		f.heartbeat(t, lb, lease.Heartbeat{Usage: lease.Usage{TokensIn: 900}})
+		reqs := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted)
+		if len(reqs) != 1 || !reqs[0].Blocking || reqs[0].State != attention.StateOpen || reqs[0].Source != attention.SourceSystem {
+			t.Fatalf("budget_exhausted requests on the root = %+v, want one open blocking system request", reqs)
+		}
+	})
+	t.Run("LowerReportIgnored", func(t *testing.T) {
+		res := f.heartbeat(t, lb, lease.Heartbeat{Usage: lease.Usage{TokensIn: 100}})
+		if res.Lease.Usage.TokensIn != 900 {
+			t.Fatalf("tokens_in after a lower report = %d, want 900", res.Lease.Usage.TokensIn)
+		}
+	})
+	t.Run("NewClaimsRefused", func(t *testing.T) {
+		f.child(t, root.ID)
+		f.nothingFor(t, "w3", nil)
+	})
+	t.Run("Ledger", func(t *testing.T) {
+		bud, err := f.leases.Budget(f.ctx, f.project, root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bud.Spent || bud.Used.Tokens() != 1200 || bud.Used.ToolCalls != 3 || bud.Used.CostUSD != 0.25 {
+			t.Fatalf("budget = %+v, want spent with 1200 tokens, 3 tool calls, $0.25", bud)
+		}
+		u, err := f.leases.UsageOf(f.ctx, f.project, root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Own.Tokens() != 0 || u.Subtree.Tokens() != 1200 {
+			t.Fatalf("root usage = %+v, want own 0, subtree 1200", u)
+		}
+		w, err := f.leases.WorkerUsage(f.ctx, f.project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w["w1"].Tokens() != 300 || w["w2"].Tokens() != 900 {
+			t.Fatalf("worker usage = %+v, want w1 300, w2 900", w)
+		}
+	})
+	t.Run("RaiseLetsWorkContinue", func(t *testing.T) {
+		bud, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](5000)}, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bud.Spent || bud.RequestID != nil {
+			t.Fatalf("raised budget = %+v, want not spent, no request", bud)
+		}
+		reqs := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted)
+		if len(reqs) != 1 || reqs[0].State != attention.StateResolved {
+			t.Fatalf("request after the raise = %+v, want resolved", reqs)
+		}
+		if res := f.heartbeat(t, la, lease.Heartbeat{}); res.StopRequested {
+			t.Fatalf("stop after the raise (%s)", res.StopReason)
+		}
+		f.claim(t, "w3")
+	})
+}
+
+// TestBudgetCountsPastUsage: a budget set on a subtree that already spent
+// counts what its leases reported before, and a new budget that is
+// already spent opens its request at once.
+func TestBudgetCountsPastUsage(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	a := f.child(t, root.ID)
+	f.child(t, root.ID)
+	la := f.claimOf(t, "w1", a.ID)
+	f.heartbeat(t, la, lease.Heartbeat{Usage: lease.Usage{TokensOut: 70, CostUSD: 1.5}})
+	bud, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxCostUSD: ptr(1.0)}, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bud.Spent || bud.Used.TokensOut != 70 || bud.RequestID == nil {
+		t.Fatalf("budget = %+v, want spent by the past 70 tokens and $1.5, with a request", bud)
+	}
+	if res := f.heartbeat(t, la, lease.Heartbeat{}); res.StopReason != lease.StopBudgetExhausted {
+		t.Fatalf("live lease under the new budget: stop reason %q", res.StopReason)
+	}
+	f.nothingFor(t, "w2", nil)
+}
+
+// TestBudgetCrossedConcurrently: heartbeats of many leases cross the
+// budget at once; exactly one budget_exhausted request is opened. A
+// database of its own: the heartbeats run concurrently.
+func TestBudgetCrossedConcurrently(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	const n = 12
+	for range n {
+		f.child(t, root.ID)
+	}
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](10)}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	leases := make([]lease.Lease, n)
+	for i := range leases {
+		leases[i] = f.claim(t, "w").Lease
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, l := range leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := f.leases.Heartbeat(f.ctx, f.project, fence(l), lease.Heartbeat{Usage: lease.Usage{TokensIn: 20}})
+			if err == nil && !res.StopRequested {
+				// Every heartbeat commits its usage before it checks, so
+				// each sees at least its own 20 tokens over the limit.
+				err = errors.New("a heartbeat over the budget was not told to stop")
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reqs := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted); len(reqs) != 1 {
+		t.Fatalf("%d budget_exhausted requests, want exactly 1", len(reqs))
+	}
+	bud, err := f.leases.Budget(f.ctx, f.project, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bud.Used.TokensIn != 20*n {
+		t.Fatalf("ledger tokens_in = %d, want %d", bud.Used.TokensIn, 20*n)
+	}
+}
+
+func TestDecomposeDepthLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxDepth: ptr(1)}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	l := f.claimOf(t, "w", root.ID)
+	d, err := f.leases.Decompose(f.ctx, f.project, fence(l), []graph.NewChild{{Key: "a", Title: "a"}})
+	if err != nil {
+		t.Fatalf("decompose at depth 0 with a limit of 1: %v", err)
+	}
+	kid := d.Children[0]
+	lk := f.claimOf(t, "w", kid.ID)
+	before := f.snapshot(t, kid.ID)
+	_, err = f.leases.Decompose(f.ctx, f.project, fence(lk), []graph.NewChild{{Key: "b", Title: "b"}})
+	if !errors.Is(err, &wgerr.Error{Code: wgerr.CodeDepthLimit}) {
+		t.Fatalf("decompose past the depth limit = %v, want depth_limit", err)
+	}
+	if after := f.snapshot(t, kid.ID); after != before {
+		t.Fatalf("a refused decomposition changed the item:\n%s\n%s", before, after)
+	}
+}
+
+func TestNoProgress(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	if _, err := f.graph.UpdateProject(f.ctx, f.project, graph.ProjectPatch{
+		QuietAfter: ptr(5 * time.Minute), NoProgressAfter: ptr(10 * time.Minute),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wedged := f.item(t, graph.NewItem{Title: "wedged", Priority: 2})
+	busy := f.item(t, graph.NewItem{Title: "busy", Priority: 1})
+	claim := func(worker string, want uuid.UUID) lease.Lease {
+		c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: worker, TTL: time.Hour})
+		if err != nil || c.Item.ID != want {
+			t.Fatalf("claim: %v, %v", c.Item.Title, err)
+		}
+		return c.Lease
+	}
+	lw := claim("w1", wedged.ID)
+	lb := claim("w2", busy.ID)
+	liveness := func() map[uuid.UUID]lease.Liveness {
+		acts, err := f.leases.Activity(f.ctx, f.project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uuid.UUID]lease.Liveness{}
+		for _, a := range acts {
+			out[a.LeaseID] = a.Liveness
+		}
+		return out
+	}
+	sweeper := lease.NewSweeper(f.leases, time.Hour, nil)
+	sweep := func() int {
+		n, err := sweeper.RunOnce(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Both heartbeat every minute; only busy's progress changes.
+	for i := 1; i <= 10; i++ {
+		f.clock.Advance(time.Minute)
+		f.heartbeat(t, lw, lease.Heartbeat{Progress: []byte(`{"step":"stuck"}`)})
+		f.heartbeat(t, lb, lease.Heartbeat{Progress: []byte(`{"n":` + strconv.Itoa(i) + `}`)})
+		live := liveness()
+		want := lease.LivenessHealthy
+		if i >= 6 { // progress unchanged since minute 1, the window is 5
+			want = lease.LivenessQuiet
+		}
+		if live[lw.ID] != want || live[lb.ID] != lease.LivenessHealthy {
+			t.Fatalf("minute %d: wedged %s, busy %s; want %s, healthy", i, live[lw.ID], live[lb.ID], want)
+		}
+		if n := sweep(); n != 0 {
+			t.Fatalf("minute %d: the sweeper ended %d leases, within the no-progress window", i, n)
+		}
+	}
+	f.clock.Advance(2 * time.Minute)
+	f.heartbeat(t, lb, lease.Heartbeat{Progress: []byte(`{"n":12}`)})
+	if n := sweep(); n != 1 {
+		t.Fatalf("past the window the sweeper ended %d leases, want 1", n)
+	}
+	got := f.getLease(t, lw.ID)
+	if got.Outcome == nil || *got.Outcome != lease.OutcomeAttentionRequested {
+		t.Fatalf("wedged lease outcome = %v, want attention_requested", got.Outcome)
+	}
+	reqs := f.requestsOf(t, wedged.ID, attention.ReasonNoProgress)
+	if len(reqs) != 1 || !reqs[0].Blocking || reqs[0].LeaseID == nil || *reqs[0].LeaseID != lw.ID {
+		t.Fatalf("no_progress requests = %+v, want one blocking request naming the lease", reqs)
+	}
+	if got := f.getLease(t, lb.ID); got.EndedAt != nil {
+		t.Fatalf("the lease that made progress ended (%v)", *got.Outcome)
+	}
+}
+
+// TestBudgetWallTime: a wall-time budget runs out by the (stub) clock
+// with no write at all: claims under it find nothing and the sweeper opens
+// its one request.
+func TestBudgetWallTime(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	f.child(t, root.ID)
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxWall: ptr(time.Hour)}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Hour)
+	f.nothingFor(t, "w", nil)
+	sweeper := lease.NewSweeper(f.leases, time.Hour, nil)
+	for range 2 {
+		if _, err := sweeper.RunOnce(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reqs := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted); len(reqs) != 1 {
+		t.Fatalf("%d budget_exhausted requests after two sweeps, want 1", len(reqs))
+	}
+}
+
+// TestBudgetBatch: the batch paths keep the budget's rules as the single
+// ones do: a batch claim skips items under a spent budget, a batch
+// heartbeat of a lease under it answers stop (budget_exhausted), and a
+// batch heartbeat's changed progress marker moves progress_at.
+func TestBudgetBatch(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	f.child(t, root.ID)
+	f.child(t, root.ID)
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](100)}, "alice"); err != nil {
+		t.Fatalf("SetBudget: %v", err)
+	}
+	claims, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w1"}, 10)
+	if err != nil || len(claims) != 2 {
+		t.Fatalf("ClaimBatch = %d claims, %v; want the 2 children", len(claims), err)
+	}
+	for _, c := range claims {
+		if len(c.Lease.BudgetRoots) != 1 || c.Lease.BudgetRoots[0] != root.ID {
+			t.Fatalf("batch-claimed lease budget roots = %v, want [%s]", c.Lease.BudgetRoots, root.ID)
+		}
+	}
+
+	entries := func(progress string) []lease.HeartbeatEntry {
+		out := make([]lease.HeartbeatEntry, len(claims))
+		for i, c := range claims {
+			out[i] = lease.HeartbeatEntry{Fence: fence(c.Lease), Heartbeat: lease.Heartbeat{Progress: json.RawMessage(progress)}}
+		}
+		return out
+	}
+	answers, err := f.leases.HeartbeatBatch(f.ctx, f.project, nil, entries(`{"step": 1}`))
+	if err != nil {
+		t.Fatalf("HeartbeatBatch: %v", err)
+	}
+	for i, an := range answers {
+		if an.Err != nil || an.Result.StopRequested {
+			t.Fatalf("answer %d under budget = %+v", i, an)
+		}
+		if an.Result.Lease.ProgressAt == nil {
+			t.Errorf("answer %d: a changed progress marker left progress_at unset", i)
+		}
+	}
+
+	f.heartbeat(t, claims[0].Lease, lease.Heartbeat{Usage: lease.Usage{TokensIn: 150}})
+	answers, err = f.leases.HeartbeatBatch(f.ctx, f.project, nil, entries(`{"step": 1}`))
+	if err != nil {
+		t.Fatalf("HeartbeatBatch: %v", err)
+	}
+	for i, an := range answers {
+		if an.Err != nil || !an.Result.StopRequested || an.Result.StopReason != lease.StopBudgetExhausted {
+			t.Errorf("answer %d over budget: stop %v (%q), err %v; want budget_exhausted",
+				i, an.Result.StopRequested, an.Result.StopReason, an.Err)
+		}
+	}
+
+	f.child(t, root.ID)
+	if got, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w2"}, 10); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("ClaimBatch under a spent budget = %d claims, %v; want ErrNothingReady", len(got), err)
+	}
+}
