@@ -20,6 +20,7 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "cancelItem": ("POST", "/v1/projects/{project}/items/{id}/cancel"),
     "claim": ("POST", "/v1/projects/{project}/claims"),
     "complete": ("POST", "/v1/leases/{id}/complete"),
+    "completeBatch": ("POST", "/v1/projects/{project}/completions"),
     "createItem": ("POST", "/v1/projects/{project}/items"),
     "createProject": ("POST", "/v1/projects"),
     "createToken": ("POST", "/v1/projects/{project}/tokens"),
@@ -30,6 +31,7 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "fail": ("POST", "/v1/leases/{id}/fail"),
     "fenceKeys": ("GET", "/v1/fence/keys"),
     "getAttention": ("GET", "/v1/attention/{id}"),
+    "getBudget": ("GET", "/v1/projects/{project}/items/{id}/budget"),
     "getItem": ("GET", "/v1/projects/{project}/items/{id}"),
     "getLease": ("GET", "/v1/leases/{id}"),
     "getNotificationSettings": ("GET", "/v1/projects/{project}/notifications"),
@@ -37,9 +39,11 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "getProject": ("GET", "/v1/projects/{project}"),
     "getWebhook": ("GET", "/v1/projects/{project}/webhooks/{id}"),
     "heartbeat": ("POST", "/v1/leases/{id}/heartbeat"),
+    "heartbeatBatch": ("POST", "/v1/projects/{project}/heartbeats"),
     "holdItem": ("POST", "/v1/projects/{project}/items/{id}/attention"),
     "importPlan": ("POST", "/v1/projects/{project}/plans"),
     "itemAttention": ("GET", "/v1/projects/{project}/items/{id}/attention"),
+    "itemCost": ("GET", "/v1/projects/{project}/items/{id}/cost"),
     "itemGraph": ("GET", "/v1/projects/{project}/items/{id}/graph"),
     "itemLeases": ("GET", "/v1/projects/{project}/items/{id}/leases"),
     "leaseHistory": ("GET", "/v1/projects/{project}/leases"),
@@ -58,6 +62,7 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "requestStop": ("POST", "/v1/leases/{id}/stop"),
     "resolveAttention": ("POST", "/v1/attention/{id}/resolve"),
     "revokeToken": ("DELETE", "/v1/projects/{project}/tokens/{id}"),
+    "setBudget": ("PUT", "/v1/projects/{project}/items/{id}/budget"),
     "streamAllEvents": ("GET", "/v1/events/stream"),
     "streamEvents": ("GET", "/v1/projects/{project}/events/stream"),
     "updateItem": ("PATCH", "/v1/projects/{project}/items/{id}"),
@@ -78,6 +83,7 @@ PROBLEM_CODES: Tuple[str, ...] = (
     "conflicting_result",
     "dependency_cycle",
     "conflict",
+    "depth_limit",
     "request_in_progress",
     "outcome_unknown",
     "payload_too_large",
@@ -94,11 +100,17 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "AttentionPage": ("attention", "next_cursor",),
     "AttentionRequest": ("answer", "answered_by_default", "blocking", "context", "created_at", "decision", "default_answer", "due_at", "epoch", "id", "item_id", "item_title", "late_reports", "lease_id", "on_overdue", "overdue", "overdue_at", "project_id", "question", "reason", "requested_by", "resolved_at", "resolved_by", "source", "state", "suggested_answers",),
     "BlockedBy": ("attention", "children", "dependencies", "reserved_for", "reserved_until", "retry_after",),
+    "Budget": ("item_id", "max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds", "request_id", "spent", "started_at", "used",),
+    "BudgetRequest": ("max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds",),
     "CancelRequest": ("reason",),
     "Claim": ("attention", "fence_token", "item", "lease",),
-    "ClaimRequest": ("labels", "lease_seconds", "wait_seconds", "worker",),
-    "CompleteRequest": ("epoch", "result", "worker_time",),
+    "ClaimBatch": ("claims",),
+    "ClaimRequest": ("labels", "lease_seconds", "max_items", "wait_seconds", "worker",),
+    "CompleteRequest": ("epoch", "result", "usage", "worker_time",),
     "Completion": ("item", "lease", "replayed",),
+    "CompletionAnswer": ("completion", "lease_id", "problem", "status",),
+    "CompletionEntry": ("epoch", "lease_id", "result", "worker_time",),
+    "Completions": ("completions",),
     "CreateItemRequest": ("body", "depends_on", "labels", "metadata", "on_expiry", "parent_id", "priority", "title",),
     "CreateProjectRequest": ("name",),
     "CreateTokenRequest": ("name", "role",),
@@ -116,17 +128,22 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "FailRequest": ("details", "epoch", "error", "worker_time",),
     "FailResult": ("attention", "item", "lease", "retry_after",),
     "FenceKeys": ("keys",),
-    "HeartbeatRequest": ("epoch", "lease_seconds", "progress", "worker_time",),
-    "HeartbeatResult": ("answers", "expires_at", "fence_token", "lease", "stop_requested",),
+    "HeartbeatAnswer": ("heartbeat", "lease_id", "problem", "status",),
+    "HeartbeatEntry": ("epoch", "lease_id", "lease_seconds", "progress", "worker_time",),
+    "HeartbeatRequest": ("epoch", "lease_seconds", "progress", "usage", "worker_time",),
+    "HeartbeatResult": ("answers", "expires_at", "fence_token", "lease", "stop_reason", "stop_requested",),
+    "Heartbeats": ("heartbeats",),
     "HoldRequest": ("question",),
     "IDMatch": ("created_at", "id", "kind", "label",),
     "IDMatches": ("matches",),
     "Item": ("active_lease_id", "blocked_by", "body", "created_at", "created_by", "epoch", "failures", "finished_at", "id", "labels", "metadata", "on_expiry", "parent_id", "previous_worker", "priority", "project_id", "result", "state", "title", "updated_at", "version",),
+    "ItemCost": ("budget", "item_id", "own", "subtree",),
     "ItemGraph": ("ancestors", "children", "critical_path", "dependencies", "dependents", "item",),
     "ItemPage": ("items", "next_cursor",),
     "ItemRef": ("id", "state", "title",),
-    "Lease": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "outcome", "outcome_detail", "principal", "progress", "project_id", "result", "stale_calls", "stop_requested", "worker", "worker_time",),
-    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "project_id", "result", "stale_calls", "stop_requested", "worker", "worker_time",),
+    "Lease": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
+    "LeaseActivity": ("expires_at", "heartbeat_at", "item_id", "last_activity", "lease_id", "liveness", "worker",),
+    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
     "LeaseItem": ("item", "lease",),
     "LeasePage": ("leases", "next_cursor",),
     "NotificationSettings": ("answer_link_ttl_seconds", "answer_links",),
@@ -135,7 +152,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "PlanRequest": ("dry_run", "items",),
     "PlanResult": ("dry_run", "existing", "items", "keys",),
     "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "request_id", "status", "title", "type",),
-    "Project": ("attention_due_in_seconds", "created_at", "id", "name", "on_expiry",),
+    "Project": ("attention_due_in_seconds", "created_at", "id", "name", "no_progress_after_seconds", "on_expiry", "quiet_after_seconds",),
     "ProjectList": ("projects",),
     "ReleaseRequest": ("epoch", "reason",),
     "ResolveRequest": ("answer", "decision", "note", "result",),
@@ -145,12 +162,18 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "TokenList": ("tokens",),
     "UpdateItemRequest": ("body", "labels", "metadata", "on_expiry", "priority", "title", "version",),
     "UpdateNotificationSettingsRequest": ("answer_link_ttl_seconds", "answer_links",),
-    "UpdateProjectRequest": ("attention_due_in_seconds", "on_expiry",),
+    "UpdateProjectRequest": ("attention_due_in_seconds", "no_progress_after_seconds", "on_expiry", "quiet_after_seconds",),
     "UpdateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
+    "Usage": ("cost_usd", "tokens_in", "tokens_out", "tool_calls",),
+    "UsageReport": ("cost_usd", "tokens_in", "tokens_out", "tool_calls",),
     "Webhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "project_id", "recipient", "updated_at", "url",),
     "WebhookList": ("webhooks",),
-    "Workers": ("active", "workers",),
+    "Workers": ("active", "activity", "workers",),
 }
+
+CompletionsRequest = List[CompletionEntry]
+
+HeartbeatsRequest = List[HeartbeatEntry]
 
 ItemState = Literal["ready", "leased", "blocked", "attention", "done", "cancelled"]
 
@@ -214,7 +237,7 @@ class AttentionRequest(TypedDict, total=False):
     overdue_at: Optional[str]
     project_id: str
     question: str
-    reason: Literal["question", "repeated_expiry", "repeated_failure", "hold", "uncertain_outcome"]
+    reason: Literal["question", "repeated_expiry", "repeated_failure", "hold", "uncertain_outcome", "budget_exhausted", "no_progress"]
     requested_by: str
     resolved_at: Optional[str]
     resolved_by: Optional[str]
@@ -233,6 +256,33 @@ class BlockedBy(TypedDict, total=False):
     retry_after: Optional[str]
 
 
+# an item's budget for its whole subtree and its ledger (the usage of every
+# lease of every item under it). A null limit is no limit. When spent, the
+# subtree's heartbeats answer stop (budget_exhausted), its items are not
+# handed out and one blocking attention request of reason budget_exhausted
+# waits on the item; raising the budget resolves it.
+# Required: item_id, max_tokens, max_cost_usd, max_wall_seconds, max_depth,
+# started_at, used, spent, request_id.
+class Budget(TypedDict, total=False):
+    item_id: str
+    max_cost_usd: Optional[float]
+    max_depth: Optional[int]
+    max_tokens: Optional[int]
+    max_wall_seconds: Optional[int]
+    request_id: Optional[str]
+    spent: bool
+    started_at: str
+    used: Usage
+
+
+# the limits of the item's subtree; an absent limit is no limit
+class BudgetRequest(TypedDict, total=False):
+    max_cost_usd: float
+    max_depth: int
+    max_tokens: int
+    max_wall_seconds: int
+
+
 class CancelRequest(TypedDict, total=False):
     reason: str
 
@@ -245,10 +295,16 @@ class Claim(TypedDict, total=False):
     lease: Lease
 
 
+# Required: claims.
+class ClaimBatch(TypedDict, total=False):
+    claims: List[Claim]
+
+
 # Required: worker.
 class ClaimRequest(TypedDict, total=False):
     labels: List[str]
     lease_seconds: int
+    max_items: int
     wait_seconds: int
     worker: str
 
@@ -257,6 +313,7 @@ class ClaimRequest(TypedDict, total=False):
 class CompleteRequest(TypedDict, total=False):
     epoch: int
     result: Any
+    usage: UsageReport
     worker_time: str
 
 
@@ -265,6 +322,27 @@ class Completion(TypedDict, total=False):
     item: Item
     lease: Lease
     replayed: bool
+
+
+# Required: lease_id, status, completion, problem.
+class CompletionAnswer(TypedDict, total=False):
+    completion: Optional[Completion]
+    lease_id: str
+    problem: Optional[Problem]
+    status: int
+
+
+# Required: lease_id, epoch.
+class CompletionEntry(TypedDict, total=False):
+    epoch: int
+    lease_id: str
+    result: Any
+    worker_time: str
+
+
+# Required: completions.
+class Completions(TypedDict, total=False):
+    completions: List[CompletionAnswer]
 
 
 # Required: title.
@@ -420,11 +498,29 @@ class FenceKeys(TypedDict, total=False):
     keys: List[Dict[str, Any]]
 
 
+# Required: lease_id, status, heartbeat, problem.
+class HeartbeatAnswer(TypedDict, total=False):
+    heartbeat: Optional[HeartbeatResult]
+    lease_id: str
+    problem: Optional[Problem]
+    status: int
+
+
+# Required: lease_id, epoch.
+class HeartbeatEntry(TypedDict, total=False):
+    epoch: int
+    lease_id: str
+    lease_seconds: int
+    progress: Any
+    worker_time: str
+
+
 # Required: epoch.
 class HeartbeatRequest(TypedDict, total=False):
     epoch: int
     lease_seconds: int
     progress: Any
+    usage: UsageReport
     worker_time: str
 
 
@@ -434,7 +530,13 @@ class HeartbeatResult(TypedDict, total=False):
     expires_at: str
     fence_token: str
     lease: Lease
+    stop_reason: Optional[Literal["requested", "budget_exhausted"]]
     stop_requested: bool
+
+
+# Required: heartbeats.
+class Heartbeats(TypedDict, total=False):
+    heartbeats: List[HeartbeatAnswer]
 
 
 class HoldRequest(TypedDict, total=False):
@@ -481,6 +583,16 @@ class Item(TypedDict, total=False):
     version: int
 
 
+# what the item's own leases and its whole subtree (itself included) spent,
+# and its budget
+# Required: item_id, own, subtree, budget.
+class ItemCost(TypedDict, total=False):
+    budget: Optional[Budget]
+    item_id: str
+    own: Usage
+    subtree: Usage
+
+
 # Required: item, dependencies, dependents, children, ancestors,
 # critical_path.
 class ItemGraph(TypedDict, total=False):
@@ -520,12 +632,29 @@ class Lease(TypedDict, total=False):
     outcome_detail: Any
     principal: str
     progress: Any
+    progress_at: Optional[str]
     project_id: str
     result: Any
     stale_calls: int
     stop_requested: bool
+    usage: Usage
     worker: str
     worker_time: Optional[str]
+
+
+# how alive a live lease looks, by the database clock: stale (past its expiry,
+# or silent for more than half its TTL), quiet (heartbeating, but its progress
+# has not changed for the project's quiet_after_seconds), else healthy
+# Required: lease_id, item_id, worker, liveness, last_activity, heartbeat_at,
+# expires_at.
+class LeaseActivity(TypedDict, total=False):
+    expires_at: str
+    heartbeat_at: Optional[str]
+    item_id: str
+    last_activity: str
+    lease_id: str
+    liveness: Literal["healthy", "quiet", "stale"]
+    worker: str
 
 
 # Required: id, item_id, worker, epoch, acquired_at, expires_at, ended_at,
@@ -544,10 +673,12 @@ class LeaseDetail(TypedDict, total=False):
     outcome_detail: Any
     principal: str
     progress: Any
+    progress_at: Optional[str]
     project_id: str
     result: Any
     stale_calls: int
     stop_requested: bool
+    usage: Usage
     worker: str
     worker_time: Optional[str]
 
@@ -611,7 +742,7 @@ class PlanResult(TypedDict, total=False):
 # RFC 9457 problem details; extra members may appear.
 # Required: type, title, status, detail, code.
 class Problem(TypedDict, total=False):
-    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "dependency_cycle", "conflict", "request_in_progress", "outcome_unknown", "payload_too_large", "rate_limited", "unavailable", "internal"]
+    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "rate_limited", "unavailable", "internal"]
     cycle: List[str]
     detail: str
     effect_at: str
@@ -627,13 +758,15 @@ class Problem(TypedDict, total=False):
     type: str
 
 
-# Required: id, name, created_at, on_expiry.
+# Required: id, name, created_at, on_expiry, quiet_after_seconds.
 class Project(TypedDict, total=False):
     attention_due_in_seconds: Optional[int]
     created_at: str
     id: str
     name: str
+    no_progress_after_seconds: Optional[int]
     on_expiry: Literal["retry", "reconcile"]
+    quiet_after_seconds: int
 
 
 # Required: projects.
@@ -698,10 +831,13 @@ class UpdateNotificationSettingsRequest(TypedDict, total=False):
     answer_links: bool
 
 
-# at least one of on_expiry and attention_due_in_seconds
+# at least one of on_expiry, attention_due_in_seconds, quiet_after_seconds and
+# no_progress_after_seconds
 class UpdateProjectRequest(TypedDict, total=False):
     attention_due_in_seconds: int
+    no_progress_after_seconds: int
     on_expiry: Literal["retry", "reconcile"]
+    quiet_after_seconds: int
 
 
 class UpdateWebhookRequest(TypedDict, total=False):
@@ -711,6 +847,26 @@ class UpdateWebhookRequest(TypedDict, total=False):
     format: Literal["standard", "slack"]
     recipient: Optional[str]
     url: str
+
+
+# what a worker spent. Reports are monotonic per lease: each figure keeps the
+# largest value reported, a lower one is ignored (the last report of a growing
+# counter wins).
+# Required: tokens_in, tokens_out, cost_usd, tool_calls.
+class Usage(TypedDict, total=False):
+    cost_usd: float
+    tokens_in: int
+    tokens_out: int
+    tool_calls: int
+
+
+# a usage report (absent figures report nothing): monotonic per lease, a lower
+# figure than the stored one is ignored
+class UsageReport(TypedDict, total=False):
+    cost_usd: float
+    tokens_in: int
+    tokens_out: int
+    tool_calls: int
 
 
 # Required: id, project_id, url, event_types, format, recipient, description,
@@ -738,7 +894,8 @@ class WebhookList(TypedDict, total=False):
     webhooks: List[Webhook]
 
 
-# Required: active, workers.
+# Required: active, workers, activity.
 class Workers(TypedDict, total=False):
     active: List[Lease]
+    activity: List[LeaseActivity]
     workers: List[Dict[str, Any]]

@@ -341,7 +341,7 @@ export interface paths {
         put?: never;
         /**
          * Claim the next ready item
-         * @description Long poll: with wait_seconds the server waits (woken by LISTEN/NOTIFY) for work to become ready.
+         * @description Long poll: with wait_seconds the server waits (woken by LISTEN/NOTIFY) for work to become ready. With max_items (1..100) the claim grants up to that many leases in one statement (each its own epoch and lease) and answers ClaimBatch; a long poll then answers as soon as one is granted. A batch claim whose answer was lost is answered 409 outcome_unknown on a retry with its Idempotency-Key (its leases return when they expire).
          *
          *     Roles: agent, admin.
          */
@@ -852,6 +852,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete several leases in one call
+         * @description Each entry is fenced on its own in the writing statement and answered on its own, with the status and problem the single completion (POST /v1/leases/{id}/complete) would have given: one stale entry refuses only itself, the others complete (each lease gets its own history row and events; dependents and parents are released). Bad input refuses the whole batch and changes nothing. An Idempotency-Key stores and replays the whole answer; without one a repeated batch is safe too (completed entries answer replayed: true).
+         *
+         *     Roles: agent, admin.
+         */
+        post: operations["completeBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/heartbeats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renew several leases in one call
+         * @description Each entry is fenced on its own and answered as the single heartbeat (POST /v1/leases/{id}/heartbeat) would answer it, with stop_requested and the answers to the lease's non-blocking attention requests. A lease past its expiry is never renewed. Bad input refuses the whole batch and changes nothing.
+         *
+         *     Roles: agent, admin.
+         */
+        post: operations["heartbeatBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/items/{id}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The budget of the item's subtree
+         * @description Roles: any. 404 when the item carries no budget.
+         */
+        get: operations["getBudget"];
+        /**
+         * Set or raise the budget of the item's subtree
+         * @description Roles: human, admin. A new budget counts the subtree's past usage. Raising a spent budget resolves its budget_exhausted request and lets the work continue.
+         */
+        put: operations["setBudget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/items/{id}/cost": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the item and its subtree spent
+         * @description Roles: any. The subtree's total is summed on read over its items.
+         */
+        get: operations["itemCost"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -867,7 +955,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "dependency_cycle" | "conflict" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal";
+            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal";
             /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
@@ -906,6 +994,10 @@ export interface components {
             on_expiry: "retry" | "reconcile";
             /** @description the deadline of a worker's question that names none (null: none) */
             attention_due_in_seconds?: number | null;
+            /** @description how long a lease may heartbeat without its progress changing before it is quiet (default 600) */
+            quiet_after_seconds: number;
+            /** @description when set, a lease without progress for that long is ended with a blocking attention request of reason no_progress (null: never) */
+            no_progress_after_seconds?: number | null;
         };
         ProjectList: {
             projects: components["schemas"]["Project"][];
@@ -1042,6 +1134,12 @@ export interface components {
             /** @description any JSON value */
             result?: unknown;
             stale_calls?: number;
+            usage?: components["schemas"]["Usage"];
+            /**
+             * Format: date-time
+             * @description when the progress marker last changed, by the database clock (null: not since the claim)
+             */
+            progress_at?: string | null;
         };
         Observation: {
             /** Format: uuid */
@@ -1090,6 +1188,12 @@ export interface components {
             result?: unknown;
             stale_calls?: number;
             observations: components["schemas"]["Observation"][];
+            usage?: components["schemas"]["Usage"];
+            /**
+             * Format: date-time
+             * @description when the progress marker last changed, by the database clock (null: not since the claim)
+             */
+            progress_at?: string | null;
         };
         LeasePage: {
             leases: components["schemas"]["Lease"][];
@@ -1109,7 +1213,7 @@ export interface components {
             /** @enum {string} */
             source?: "worker" | "system" | "person";
             /** @enum {string} */
-            reason?: "question" | "repeated_expiry" | "repeated_failure" | "hold" | "uncertain_outcome";
+            reason?: "question" | "repeated_expiry" | "repeated_failure" | "hold" | "uncertain_outcome" | "budget_exhausted" | "no_progress";
             requested_by?: string;
             question: string;
             suggested_answers?: string[];
@@ -1174,6 +1278,11 @@ export interface components {
             answers: components["schemas"]["AttentionRequest"][];
             /** @description the lease's fence token, signed by the server (Ed25519): lease id, item, project and epoch, for destinations to check offline (package fence; docs/agents.md). Empty when the server signs none. */
             fence_token: string;
+            /**
+             * @description why the worker should stop: requested (a person, POST /v1/leases/{id}/stop) or budget_exhausted (a budget over the item's subtree is spent); null when it need not
+             * @enum {string|null}
+             */
+            stop_reason?: "requested" | "budget_exhausted" | null;
         };
         Completion: {
             lease: components["schemas"]["Lease"];
@@ -1238,7 +1347,9 @@ export interface components {
                 };
                 /** Format: date-time */
                 last_seen: string;
+                usage: components["schemas"]["Usage"];
             }[];
+            activity: components["schemas"]["LeaseActivity"][];
         };
         PlanItem: {
             key?: string;
@@ -1322,11 +1433,13 @@ export interface components {
             /** @description long poll: wait up to this long for work */
             wait_seconds?: number;
             labels?: string[];
+            /** @description ask for a batch: up to this many leases granted in one statement, answered as ClaimBatch; absent, one lease answered as Claim */
+            max_items?: number;
         };
         HeartbeatRequest: {
             /** @description the lease's epoch (fencing token); required */
             epoch: number;
-            /** @description any JSON value */
+            /** @description any JSON value: a counter or a short activity string; the lease's progress_at moves when it changes */
             progress?: unknown;
             lease_seconds?: number;
             /**
@@ -1334,6 +1447,7 @@ export interface components {
              * @description the worker's clock; diagnostic only
              */
             worker_time?: string;
+            usage?: components["schemas"]["UsageReport"];
         };
         CompleteRequest: {
             /** @description the lease's epoch (fencing token); required */
@@ -1342,6 +1456,7 @@ export interface components {
             result?: unknown;
             /** Format: date-time */
             worker_time?: string;
+            usage?: components["schemas"]["UsageReport"];
         };
         ReleaseRequest: {
             /** @description the lease's epoch (fencing token); required */
@@ -1421,12 +1536,15 @@ export interface components {
                 public_key: string;
             }[];
         };
-        /** @description at least one of on_expiry and attention_due_in_seconds */
+        /** @description at least one of on_expiry, attention_due_in_seconds, quiet_after_seconds and no_progress_after_seconds */
         UpdateProjectRequest: {
             /** @enum {string} */
             on_expiry?: "retry" | "reconcile";
             /** @description the deadline of a worker's question that names none; 0 removes it */
             attention_due_in_seconds?: number;
+            quiet_after_seconds?: number;
+            /** @description 0 removes the policy */
+            no_progress_after_seconds?: number;
         };
         /** @description An object whose id starts with the looked-up prefix. */
         IDMatch: {
@@ -1575,6 +1693,134 @@ export interface components {
             events: components["schemas"]["Event"][];
             /** @description pass as after to the next read */
             next_after: number;
+        };
+        ClaimBatch: {
+            claims: components["schemas"]["Claim"][];
+        };
+        CompletionEntry: {
+            /** Format: uuid */
+            lease_id: string;
+            /** @description the lease's epoch (fencing token); required */
+            epoch: number;
+            /** @description any JSON value */
+            result?: unknown;
+            /**
+             * Format: date-time
+             * @description the worker's clock; diagnostic only
+             */
+            worker_time?: string;
+        };
+        CompletionsRequest: components["schemas"]["CompletionEntry"][];
+        CompletionAnswer: {
+            /** Format: uuid */
+            lease_id: string;
+            /** @description what the single completion would have answered: 200, or the problem's status */
+            status: number;
+            completion: components["schemas"]["Completion"] | null;
+            /** @description why this entry was refused (null when status is 200) */
+            problem: components["schemas"]["Problem"] | null;
+        };
+        Completions: {
+            /** @description one answer per entry, in the order of the entries */
+            completions: components["schemas"]["CompletionAnswer"][];
+        };
+        HeartbeatEntry: {
+            /** Format: uuid */
+            lease_id: string;
+            /** @description the lease's epoch (fencing token); required */
+            epoch: number;
+            /** @description any JSON value */
+            progress?: unknown;
+            lease_seconds?: number;
+            /**
+             * Format: date-time
+             * @description the worker's clock; diagnostic only
+             */
+            worker_time?: string;
+        };
+        HeartbeatsRequest: components["schemas"]["HeartbeatEntry"][];
+        HeartbeatAnswer: {
+            /** Format: uuid */
+            lease_id: string;
+            /** @description what the single heartbeat would have answered: 200, or the problem's status */
+            status: number;
+            heartbeat: components["schemas"]["HeartbeatResult"] | null;
+            /** @description why this entry was refused (null when status is 200) */
+            problem: components["schemas"]["Problem"] | null;
+        };
+        Heartbeats: {
+            /** @description one answer per entry, in the order of the entries */
+            heartbeats: components["schemas"]["HeartbeatAnswer"][];
+        };
+        /** @description what a worker spent. Reports are monotonic per lease: each figure keeps the largest value reported, a lower one is ignored (the last report of a growing counter wins). */
+        Usage: {
+            tokens_in: number;
+            tokens_out: number;
+            /** @description dollars, kept to the micro-dollar */
+            cost_usd: number;
+            tool_calls: number;
+        };
+        /** @description a usage report (absent figures report nothing): monotonic per lease, a lower figure than the stored one is ignored */
+        UsageReport: {
+            tokens_in?: number;
+            tokens_out?: number;
+            cost_usd?: number;
+            tool_calls?: number;
+        };
+        /** @description how alive a live lease looks, by the database clock: stale (past its expiry, or silent for more than half its TTL), quiet (heartbeating, but its progress has not changed for the project's quiet_after_seconds), else healthy */
+        LeaseActivity: {
+            /** Format: uuid */
+            lease_id: string;
+            /** Format: uuid */
+            item_id: string;
+            worker: string;
+            /** @enum {string} */
+            liveness: "healthy" | "quiet" | "stale";
+            /**
+             * Format: date-time
+             * @description the last change of the lease's progress (its claim, when none)
+             */
+            last_activity: string;
+            /** Format: date-time */
+            heartbeat_at: string | null;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /** @description an item's budget for its whole subtree and its ledger (the usage of every lease of every item under it). A null limit is no limit. When spent, the subtree's heartbeats answer stop (budget_exhausted), its items are not handed out and one blocking attention request of reason budget_exhausted waits on the item; raising the budget resolves it. */
+        Budget: {
+            /** Format: uuid */
+            item_id: string;
+            /** @description tokens in + out */
+            max_tokens: number | null;
+            max_cost_usd: number | null;
+            /** @description from started_at */
+            max_wall_seconds: number | null;
+            /** @description decomposition depth below the item (its children are at 1); decompose past it answers 409 depth_limit */
+            max_depth: number | null;
+            /** Format: date-time */
+            started_at: string;
+            used: components["schemas"]["Usage"];
+            spent: boolean;
+            /**
+             * Format: uuid
+             * @description the budget_exhausted request of this spending
+             */
+            request_id: string | null;
+        };
+        /** @description the limits of the item's subtree; an absent limit is no limit */
+        BudgetRequest: {
+            max_tokens?: number;
+            max_cost_usd?: number;
+            max_wall_seconds?: number;
+            max_depth?: number;
+        };
+        /** @description what the item's own leases and its whole subtree (itself included) spent, and its budget */
+        ItemCost: {
+            /** Format: uuid */
+            item_id: string;
+            own: components["schemas"]["Usage"];
+            subtree: components["schemas"]["Usage"];
+            budget: components["schemas"]["Budget"] | null;
         };
     };
     responses: {
@@ -2378,13 +2624,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Claimed */
+            /** @description Claimed: a Claim, or a ClaimBatch when max_items was given */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Claim"];
+                    "application/json": components["schemas"]["Claim"] | components["schemas"]["ClaimBatch"];
                 };
             };
             /** @description Nothing became ready within wait_seconds */
@@ -3384,6 +3630,189 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    completeBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompletionsRequest"];
+            };
+        };
+        responses: {
+            /** @description One answer per entry */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Completions"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    heartbeatBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description project name or id */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatsRequest"];
+            };
+        };
+        responses: {
+            /** @description One answer per entry */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Heartbeats"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    getBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description item id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    setBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description item id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    itemCost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description item id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemCost"];
                 };
             };
             400: components["responses"]["Problem"];
