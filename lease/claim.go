@@ -28,43 +28,74 @@ const reapBatch = 100
 // (see ReapExpired), then takes an item through the claim index with FOR
 // UPDATE SKIP LOCKED, increments its epoch and records the lease. The item
 // must carry every requested label, be past its retry backoff, and not be
-// reserved for another worker by the continuity window.
+// reserved for another worker by the continuity window; its requires must
+// be among the request's capabilities, and its touches must not overlap a
+// scope a live lease holds (see holdScopes). When nothing can be handed out
+// and the project has ready items, none of which the capabilities cover,
+// the answer is no_match rather than ErrNothingReady: waiting would not
+// help.
 //
-// Errors: ErrNothingReady; invalid_argument (worker, ttl, labels);
-// rate_limited when the token already holds MaxActivePerToken live leases.
+// Errors: ErrNothingReady; no_match (details: capabilities, missing);
+// invalid_argument (worker, ttl, labels, capabilities); rate_limited when
+// the token already holds MaxActivePerToken live leases.
 func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest) (Claim, error) {
 	req, ttl, err := s.cleanClaim(req)
 	if err != nil {
 		return Claim{}, err
 	}
+	for attempt := 1; ; attempt++ {
+		out, err := s.claimOnce(ctx, project, req, ttl)
+		if !errors.Is(err, errScopeRace) {
+			return out, err
+		}
+		if attempt == maxScopeRetries {
+			// Claims keep racing for these scopes: answer as if nothing
+			// were ready; the worker's next claim tries again.
+			return Claim{}, ErrNothingReady
+		}
+	}
+}
+
+// claimOnce is one claim transaction; errScopeRace when the item it took
+// turned out to overlap a scope granted meanwhile (it rolled back).
+func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, error) {
 	now := s.clock.Now()
 	q := dbq.New()
 	var out Claim
 	nothing := false
-	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-		nothing = false
+	var hopeless *wgerr.Error
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		nothing, hopeless = false, nil
 		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
 		}
 		if err := s.checkTokenLimit(ctx, tx, req.TokenID); err != nil {
 			return err
 		}
+		if err := s.recordOffer(ctx, tx, project, req); err != nil {
+			return err
+		}
 		row, err := q.ClaimItem(ctx, tx, dbq.ClaimItemParams{
-			LeaseID:   uuid.New(),
-			Worker:    req.Worker,
-			TokenID:   req.TokenID,
-			Principal: req.Principal,
-			Now:       now,
-			TtlMs:     ttl.Milliseconds(),
-			ProjectID: project,
-			Labels:    req.Labels,
+			LeaseID:      uuid.New(),
+			Worker:       req.Worker,
+			TokenID:      req.TokenID,
+			Principal:    req.Principal,
+			Now:          now,
+			TtlMs:        ttl.Milliseconds(),
+			ProjectID:    project,
+			Labels:       req.Labels,
+			Capabilities: req.Capabilities,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Commit what the reaping did; there is nothing to hand out.
 			nothing = true
-			return nil
+			hopeless, err = s.noMatch(ctx, tx, project, req.Capabilities)
+			return err
 		}
 		if err != nil {
+			return err
+		}
+		if err := s.holdScopes(ctx, tx, project, row.Lease, now); err != nil {
 			return err
 		}
 		item, err := s.graphOn(tx).Item(ctx, project, row.Lease.ItemID)
@@ -84,6 +115,9 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	})
 	if err != nil {
 		return Claim{}, err
+	}
+	if hopeless != nil {
+		return Claim{}, hopeless
 	}
 	if nothing {
 		return Claim{}, ErrNothingReady
@@ -108,6 +142,9 @@ func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, err
 		return req, 0, err
 	}
 	req.Labels = labels
+	if req.Capabilities, err = graph.CleanLabels("capabilities", req.Capabilities); err != nil {
+		return req, 0, err
+	}
 	req.Principal = strings.TrimSpace(req.Principal)
 	if req.Principal == "" {
 		req.Principal = req.Worker

@@ -29,6 +29,10 @@ func fromRow(r dbq.Lease, refusals int32) Lease {
 		OutcomeDetail: r.OutcomeDetail,
 		Result:        r.Result,
 		StaleCalls:    int(refusals),
+		Scopes:        r.Scopes,
+	}
+	if l.Scopes == nil {
+		l.Scopes = []string{}
 	}
 	if r.Outcome != nil {
 		o := Outcome(*r.Outcome)

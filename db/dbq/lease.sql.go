@@ -14,7 +14,7 @@ import (
 )
 
 const activeLeases = `-- name: ActiveLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -57,6 +57,8 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -67,6 +69,32 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 		return nil, err
 	}
 	return items, nil
+}
+
+const claimHopeless = `-- name: ClaimHopeless :one
+SELECT EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready) AS any_ready,
+       EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready
+                 AND i.requires <@ $2::text[]) AS any_match
+`
+
+type ClaimHopelessParams struct {
+	ProjectID    uuid.UUID
+	Capabilities []string
+}
+
+type ClaimHopelessRow struct {
+	AnyReady bool
+	AnyMatch bool
+}
+
+// After a claim found nothing: whether the project has ready items, and
+// whether any of them requires only capabilities among @capabilities. Ready
+// items none of which match say the claim can never be answered as asked.
+func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessParams) (ClaimHopelessRow, error) {
+	row := db.QueryRow(ctx, claimHopeless, arg.ProjectID, arg.Capabilities)
+	var i ClaimHopelessRow
+	err := row.Scan(&i.AnyReady, &i.AnyMatch)
+	return i, err
 }
 
 const claimItem = `-- name: ClaimItem :one
@@ -81,25 +109,36 @@ WITH candidate AS (
            OR (c.preferred_worker = $4::text
                AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
            OR c.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
+      -- capabilities and write scopes
+      AND c.requires <@ $6::text[]
+      AND (c.touches = '{}' OR NOT EXISTS (
+            SELECT 1 FROM leases h
+            WHERE h.project_id = c.project_id
+              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+              AND h.scope_resources && wg_scope_resources(c.touches)
+              AND h.expires_at > coalesce($3::timestamptz, statement_timestamp())
+              AND wg_scopes_overlap(h.scopes, c.touches)))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = $6::uuid,
+        active_lease_id = $7::uuid,
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce($3::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.epoch
+    RETURNING i.project_id, i.id, i.epoch, i.touches
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
-    SELECT taken.project_id, $6, taken.id, taken.epoch, $4, $5, $7,
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        scopes, scope_resources)
+    SELECT taken.project_id, $7, taken.id, taken.epoch, $4, $5, $8,
            grant_time.at,
-           grant_time.at + $8::bigint * interval '1 millisecond'
+           grant_time.at + $9::bigint * interval '1 millisecond',
+           taken.touches, wg_scope_resources(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($3::timestamptz,
@@ -108,9 +147,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources,
        -- Whether the item has an attention history to hand to the worker
        -- (most items have none, and the claim then need not read it).
        EXISTS (SELECT 1 FROM attention_requests r
@@ -119,14 +158,15 @@ FROM granted AS leases
 `
 
 type ClaimItemParams struct {
-	ProjectID uuid.UUID
-	Labels    []string
-	Now       *time.Time
-	Worker    string
-	TokenID   *uuid.UUID
-	LeaseID   uuid.UUID
-	Principal string
-	TtlMs     int64
+	ProjectID    uuid.UUID
+	Labels       []string
+	Now          *time.Time
+	Worker       string
+	TokenID      *uuid.UUID
+	Capabilities []string
+	LeaseID      uuid.UUID
+	Principal    string
+	TtlMs        int64
 }
 
 type ClaimItemRow struct {
@@ -143,6 +183,16 @@ type ClaimItemRow struct {
 // stamped once the item's row is held (grant_time: evaluated per taken
 // row), never before the item's previous lease ended, and lasts exactly
 // @ttl_ms.
+//
+// Capabilities and write scopes (one predicate, kept apart below): the
+// item's requires must be a subset of @capabilities, and an item with
+// touches is skipped while a live lease of another item holds an
+// overlapping scope (wg_scopes_overlap, found through leases_live_scopes).
+// For an item without requires or touches the predicate is two
+// comparisons with '{}'. The overlap test here is only a filter: the
+// snapshot may miss a lease being granted at the same moment, so the
+// caller re-checks under per-resource locks (lease.Claim, LockScopes and
+// ScopeConflict). The lease records the item's touches as its scopes.
 func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (ClaimItemRow, error) {
 	row := db.QueryRow(ctx, claimItem,
 		arg.ProjectID,
@@ -150,6 +200,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		arg.Now,
 		arg.Worker,
 		arg.TokenID,
+		arg.Capabilities,
 		arg.LeaseID,
 		arg.Principal,
 		arg.TtlMs,
@@ -176,6 +227,8 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
 		&i.HasAttention,
 	)
 	return i, err
@@ -293,7 +346,7 @@ WITH ended AS (
     WHERE l.project_id = $6 AND l.id = $7 AND l.epoch = $8
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -315,7 +368,7 @@ WITH ended AS (
       AND (NOT $13::boolean OR i.status = 'open')
     RETURNING i.failures, i.parent_id
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, freed.failures, freed.parent_id
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, freed.failures, freed.parent_id
 FROM ended, freed
 `
 
@@ -356,6 +409,8 @@ type EndLeaseRow struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	Scopes          []string
+	ScopeResources  []string
 	Failures        int32
 	ParentID        *uuid.UUID
 }
@@ -406,6 +461,8 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.Scopes,
+		&i.ScopeResources,
 		&i.Failures,
 		&i.ParentID,
 	)
@@ -532,7 +589,7 @@ func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesPar
 }
 
 const getLease = `-- name: GetLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -573,6 +630,8 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
 		&i.Refusals,
 	)
 	return i, err
@@ -596,9 +655,9 @@ WITH renewed AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -656,6 +715,8 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
 		&i.HasAnswers,
 	)
 	return i, err
@@ -693,7 +754,7 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 }
 
 const leaseHistory = `-- name: LeaseHistory :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -764,6 +825,8 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -777,7 +840,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 }
 
 const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
        ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
@@ -862,6 +925,8 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Refusals,
 			&i.SortValue,
 		); err != nil {
@@ -876,7 +941,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 }
 
 const leaseHistoryNewest = `-- name: LeaseHistoryNewest :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -948,6 +1013,8 @@ func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHist
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1019,8 +1086,64 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 	return items, nil
 }
 
+const liveScopes = `-- name: LiveScopes :many
+SELECT l.id, l.item_id, l.worker, l.scopes, l.acquired_at, l.expires_at, i.title
+FROM leases l
+JOIN items i ON i.project_id = l.project_id AND i.id = l.item_id
+WHERE l.project_id = $1
+  AND l.ended_at IS NULL AND l.scope_resources <> '{}'
+  AND l.expires_at > coalesce($2::timestamptz, statement_timestamp())
+ORDER BY l.acquired_at
+LIMIT 500
+`
+
+type LiveScopesParams struct {
+	ProjectID uuid.UUID
+	Now       *time.Time
+}
+
+type LiveScopesRow struct {
+	ID         uuid.UUID
+	ItemID     uuid.UUID
+	Worker     string
+	Scopes     []string
+	AcquiredAt time.Time
+	ExpiresAt  time.Time
+	Title      string
+}
+
+// The live leases of the project that hold scopes, with their items'
+// titles, for the workers page.
+func (q *Queries) LiveScopes(ctx context.Context, db DBTX, arg LiveScopesParams) ([]LiveScopesRow, error) {
+	rows, err := db.Query(ctx, liveScopes, arg.ProjectID, arg.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LiveScopesRow{}
+	for rows.Next() {
+		var i LiveScopesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ItemID,
+			&i.Worker,
+			&i.Scopes,
+			&i.AcquiredAt,
+			&i.ExpiresAt,
+			&i.Title,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockLease = `-- name: LockLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
 WHERE l.project_id = $2 AND l.id = $3 AND l.epoch = $4
   AND l.ended_at IS NULL
@@ -1069,8 +1192,30 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.Scopes,
+		&i.ScopeResources,
 	)
 	return i, err
+}
+
+const lockScopes = `-- name: LockScopes :exec
+SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text || ':' || r, 7250019))
+FROM unnest($2::text[]) WITH ORDINALITY AS u(r, n)
+ORDER BY n
+`
+
+type LockScopesParams struct {
+	ProjectID uuid.UUID
+	Resources []string
+}
+
+// Serialises, to the end of the transaction, the claims that grant scopes
+// of these resources in this project: one advisory lock per resource,
+// taken in sorted order (so two claims never wait on each other in a
+// cycle). @resources must be sorted and distinct.
+func (q *Queries) LockScopes(ctx context.Context, db DBTX, arg LockScopesParams) error {
+	_, err := db.Exec(ctx, lockScopes, arg.ProjectID, arg.Resources)
+	return err
 }
 
 const lockToken = `-- name: LockToken :exec
@@ -1081,6 +1226,73 @@ SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text, 7250004))
 func (q *Queries) LockToken(ctx context.Context, db DBTX, tokenID uuid.UUID) error {
 	_, err := db.Exec(ctx, lockToken, tokenID)
 	return err
+}
+
+const missingCapabilities = `-- name: MissingCapabilities :many
+SELECT DISTINCT r::text AS capability
+FROM items i, unnest(i.requires) AS r
+WHERE i.project_id = $1 AND i.ready AND NOT (r = ANY($2::text[]))
+ORDER BY 1
+LIMIT 20
+`
+
+type MissingCapabilitiesParams struct {
+	ProjectID    uuid.UUID
+	Capabilities []string
+}
+
+// The capabilities ready items of the project require that are not among
+// @capabilities (for a claim that can match nothing), at most 20.
+func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingCapabilitiesParams) ([]string, error) {
+	rows, err := db.Query(ctx, missingCapabilities, arg.ProjectID, arg.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var capability string
+		if err := rows.Scan(&capability); err != nil {
+			return nil, err
+		}
+		items = append(items, capability)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const offeredCapabilities = `-- name: OfferedCapabilities :many
+SELECT DISTINCT unnest(capabilities)::text AS capability
+FROM worker_offers
+WHERE project_id = $1 AND offered_at >= $2
+`
+
+type OfferedCapabilitiesParams struct {
+	ProjectID uuid.UUID
+	Since     time.Time
+}
+
+// The capabilities workers offered in claims since @since.
+func (q *Queries) OfferedCapabilities(ctx context.Context, db DBTX, arg OfferedCapabilitiesParams) ([]string, error) {
+	rows, err := db.Query(ctx, offeredCapabilities, arg.ProjectID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var capability string
+		if err := rows.Scan(&capability); err != nil {
+			return nil, err
+		}
+		items = append(items, capability)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const projectsWithExpiredLeases = `-- name: ProjectsWithExpiredLeases :many
@@ -1151,12 +1363,40 @@ func (q *Queries) RecentRefusals(ctx context.Context, db DBTX, arg RecentRefusal
 	return items, nil
 }
 
+const recordOffer = `-- name: RecordOffer :exec
+INSERT INTO worker_offers AS o (project_id, worker, capabilities, offered_at)
+VALUES ($1, $2, $3::text[], coalesce($4::timestamptz, statement_timestamp()))
+ON CONFLICT (project_id, worker) DO UPDATE
+SET capabilities = excluded.capabilities, offered_at = excluded.offered_at
+WHERE o.capabilities <> excluded.capabilities OR o.offered_at < excluded.offered_at - interval '1 minute'
+`
+
+type RecordOfferParams struct {
+	ProjectID    uuid.UUID
+	Worker       string
+	Capabilities []string
+	Now          *time.Time
+}
+
+// Records the capabilities a worker offered in a claim, when they differ
+// from the stored ones or those are older than a minute (otherwise the
+// statement writes nothing).
+func (q *Queries) RecordOffer(ctx context.Context, db DBTX, arg RecordOfferParams) error {
+	_, err := db.Exec(ctx, recordOffer,
+		arg.ProjectID,
+		arg.Worker,
+		arg.Capabilities,
+		arg.Now,
+	)
+	return err
+}
+
 const requestStop = `-- name: RequestStop :one
 UPDATE leases
 SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, clock_timestamp())),
     stop_requested_by = coalesce(stop_requested_by, $2)
 WHERE project_id = $3 AND id = $4 AND ended_at IS NULL
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result
+RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources
 `
 
 type RequestStopParams struct {
@@ -1195,6 +1435,8 @@ func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParam
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.Scopes,
+		&i.ScopeResources,
 	)
 	return i, err
 }
@@ -1233,6 +1475,67 @@ func (q *Queries) SameResult(ctx context.Context, db DBTX, arg SameResultParams)
 	var column_1 bool
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const scopeConflict = `-- name: ScopeConflict :many
+SELECT h.id, h.item_id, h.worker, h.scopes
+FROM leases h
+WHERE h.project_id = $1
+  AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+  AND h.scope_resources && wg_scope_resources($2::text[])
+  AND h.expires_at > coalesce($3::timestamptz, statement_timestamp())
+  AND h.id <> $4::uuid
+  AND wg_scopes_overlap(h.scopes, $2::text[])
+ORDER BY h.acquired_at
+LIMIT 20
+`
+
+type ScopeConflictParams struct {
+	ProjectID uuid.UUID
+	Scopes    []string
+	Now       *time.Time
+	LeaseID   uuid.UUID
+}
+
+type ScopeConflictRow struct {
+	ID     uuid.UUID
+	ItemID uuid.UUID
+	Worker string
+	Scopes []string
+}
+
+// The live leases, other than @lease_id, that hold a scope overlapping
+// @scopes: the claim's re-check after LockScopes (run as a statement of
+// its own, so its snapshot holds every lease granted by a claim that held
+// these locks before), and the item page's "held by".
+func (q *Queries) ScopeConflict(ctx context.Context, db DBTX, arg ScopeConflictParams) ([]ScopeConflictRow, error) {
+	rows, err := db.Query(ctx, scopeConflict,
+		arg.ProjectID,
+		arg.Scopes,
+		arg.Now,
+		arg.LeaseID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ScopeConflictRow{}
+	for rows.Next() {
+		var i ScopeConflictRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ItemID,
+			&i.Worker,
+			&i.Scopes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const workerOutcomes = `-- name: WorkerOutcomes :many

@@ -125,6 +125,8 @@ type Item struct {
 	PreferredToken      *uuid.UUID
 	OnExpiry            *string
 	PlanKey             *string
+	Requires            []string
+	Touches             []string
 }
 
 type Lease struct {
@@ -148,6 +150,8 @@ type Lease struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	Scopes          []string
+	ScopeResources  []string
 }
 
 type LeaseObservation struct {
@@ -251,6 +255,13 @@ type WebhookDelivery struct {
 	LastError     *string
 	CreatedAt     time.Time
 	FinishedAt    *time.Time
+}
+
+type WorkerOffer struct {
+	ProjectID    uuid.UUID
+	Worker       string
+	Capabilities []string
+	OfferedAt    time.Time
 }
 
 type WorkerOutcomeCount struct {

@@ -81,6 +81,16 @@ WHERE project_id = @project_id AND id = @item_id;
 -- stamped once the item's row is held (grant_time: evaluated per taken
 -- row), never before the item's previous lease ended, and lasts exactly
 -- @ttl_ms.
+--
+-- Capabilities and write scopes (one predicate, kept apart below): the
+-- item's requires must be a subset of @capabilities, and an item with
+-- touches is skipped while a live lease of another item holds an
+-- overlapping scope (wg_scopes_overlap, found through leases_live_scopes).
+-- For an item without requires or touches the predicate is two
+-- comparisons with '{}'. The overlap test here is only a filter: the
+-- snapshot may miss a lease being granted at the same moment, so the
+-- caller re-checks under per-resource locks (lease.Claim, LockScopes and
+-- ScopeConflict). The lease records the item's touches as its scopes.
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
@@ -92,6 +102,15 @@ WITH candidate AS (
            OR (c.preferred_worker = @worker::text
                AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      -- capabilities and write scopes
+      AND c.requires <@ @capabilities::text[]
+      AND (c.touches = '{}' OR NOT EXISTS (
+            SELECT 1 FROM leases h
+            WHERE h.project_id = c.project_id
+              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+              AND h.scope_resources && wg_scope_resources(c.touches)
+              AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+              AND wg_scopes_overlap(h.scopes, c.touches)))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -105,12 +124,14 @@ WITH candidate AS (
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.epoch
+    RETURNING i.project_id, i.id, i.epoch, i.touches
 ), granted AS (
-    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
+                        scopes, scope_resources)
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
-           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
+           taken.touches, wg_scope_resources(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -382,3 +403,73 @@ ORDER BY worker, outcome;
 -- The workers badge: leases of a project that have not ended.
 SELECT count(*) FROM leases
 WHERE project_id = @project_id AND ended_at IS NULL;
+
+-- name: LockScopes :exec
+-- Serialises, to the end of the transaction, the claims that grant scopes
+-- of these resources in this project: one advisory lock per resource,
+-- taken in sorted order (so two claims never wait on each other in a
+-- cycle). @resources must be sorted and distinct.
+SELECT pg_advisory_xact_lock(hashtextextended(sqlc.arg('project_id')::uuid::text || ':' || r, 7250019))
+FROM unnest(@resources::text[]) WITH ORDINALITY AS u(r, n)
+ORDER BY n;
+
+-- name: ScopeConflict :many
+-- The live leases, other than @lease_id, that hold a scope overlapping
+-- @scopes: the claim's re-check after LockScopes (run as a statement of
+-- its own, so its snapshot holds every lease granted by a claim that held
+-- these locks before), and the item page's "held by".
+SELECT h.id, h.item_id, h.worker, h.scopes
+FROM leases h
+WHERE h.project_id = @project_id
+  AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+  AND h.scope_resources && wg_scope_resources(@scopes::text[])
+  AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+  AND h.id <> @lease_id::uuid
+  AND wg_scopes_overlap(h.scopes, @scopes::text[])
+ORDER BY h.acquired_at
+LIMIT 20;
+
+-- name: ClaimHopeless :one
+-- After a claim found nothing: whether the project has ready items, and
+-- whether any of them requires only capabilities among @capabilities. Ready
+-- items none of which match say the claim can never be answered as asked.
+SELECT EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready) AS any_ready,
+       EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready
+                 AND i.requires <@ @capabilities::text[]) AS any_match;
+
+-- name: RecordOffer :exec
+-- Records the capabilities a worker offered in a claim, when they differ
+-- from the stored ones or those are older than a minute (otherwise the
+-- statement writes nothing).
+INSERT INTO worker_offers AS o (project_id, worker, capabilities, offered_at)
+VALUES (@project_id, @worker, @capabilities::text[], coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+ON CONFLICT (project_id, worker) DO UPDATE
+SET capabilities = excluded.capabilities, offered_at = excluded.offered_at
+WHERE o.capabilities <> excluded.capabilities OR o.offered_at < excluded.offered_at - interval '1 minute';
+
+-- name: OfferedCapabilities :many
+-- The capabilities workers offered in claims since @since.
+SELECT DISTINCT unnest(capabilities)::text AS capability
+FROM worker_offers
+WHERE project_id = @project_id AND offered_at >= @since;
+
+-- name: LiveScopes :many
+-- The live leases of the project that hold scopes, with their items'
+-- titles, for the workers page.
+SELECT l.id, l.item_id, l.worker, l.scopes, l.acquired_at, l.expires_at, i.title
+FROM leases l
+JOIN items i ON i.project_id = l.project_id AND i.id = l.item_id
+WHERE l.project_id = @project_id
+  AND l.ended_at IS NULL AND l.scope_resources <> '{}'
+  AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+ORDER BY l.acquired_at
+LIMIT 500;
+
+-- name: MissingCapabilities :many
+-- The capabilities ready items of the project require that are not among
+-- @capabilities (for a claim that can match nothing), at most 20.
+SELECT DISTINCT r::text AS capability
+FROM items i, unnest(i.requires) AS r
+WHERE i.project_id = @project_id AND i.ready AND NOT (r = ANY(@capabilities::text[]))
+ORDER BY 1
+LIMIT 20;

@@ -1,0 +1,98 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// maxScopeRetries bounds how often one Claim retries after losing a race
+// for a scope (errScopeRace).
+const maxScopeRetries = 16
+
+// errScopeRace: the item a claim took overlaps a scope that a concurrent
+// claim granted first; the claim's transaction rolls back and it tries
+// again (its next snapshot sees that lease, and the claim skips the item).
+var errScopeRace = errors.New("lease: a concurrent claim took an overlapping scope")
+
+// holdScopes makes the claim's grant of its item's scopes (the lease's
+// Scopes, its item's touches) safe against concurrent claims; it does
+// nothing for a lease without scopes.
+//
+// Why a re-check under locks: ClaimItem skips items whose touches overlap a
+// live lease's scopes, but it judges by its statement's snapshot, and two
+// claims that run at once each miss the other's new lease (FOR UPDATE SKIP
+// LOCKED locks the two different items, not their scopes). Overlapping
+// scopes always share a resource, so the claims that grant scopes of one
+// resource are serialised by a transaction-scoped advisory lock per
+// (project, resource), taken after the grant, in sorted order (a claim
+// holds several only when its item touches several resources; sorted, two
+// claims never wait on each other in a cycle, and a claim waits on no row
+// while it holds them). Then ScopeConflict, a statement of its own, reads a
+// fresh snapshot: every claim that held one of these locks before has
+// committed (or rolled back), so its lease is visible. If one overlaps,
+// this claim lost the race: errScopeRace rolls it back and it claims
+// again. Of two overlapping grants, whichever locks second always sees the
+// first; hence two live leases never hold overlapping scopes. A lease's
+// scopes are freed when it ends or expires, since both tests count only
+// live leases (not ended, expires_at in the future by the database clock).
+func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, l dbq.Lease, now *time.Time) error {
+	if len(l.Scopes) == 0 {
+		return nil
+	}
+	q := dbq.New()
+	if err := q.LockScopes(ctx, tx, dbq.LockScopesParams{ProjectID: project, Resources: l.ScopeResources}); err != nil {
+		return err
+	}
+	held, err := q.ScopeConflict(ctx, tx, dbq.ScopeConflictParams{
+		ProjectID: project, Scopes: l.Scopes, Now: now, LeaseID: l.ID,
+	})
+	if err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		return errScopeRace
+	}
+	return nil
+}
+
+// recordOffer stores the capabilities the worker offers (a worker offering
+// none records nothing); RecordOffer writes only when they changed or the
+// stored row is a minute old.
+func (s *Service) recordOffer(ctx context.Context, tx pgx.Tx, project uuid.UUID, req ClaimRequest) error {
+	if len(req.Capabilities) == 0 {
+		return nil
+	}
+	return dbq.New().RecordOffer(ctx, tx, dbq.RecordOfferParams{
+		ProjectID: project, Worker: req.Worker, Capabilities: req.Capabilities, Now: s.clock.Now(),
+	})
+}
+
+// noMatch is the no_match answer to a claim that found nothing, when the
+// project has ready items but none whose requires the capabilities cover;
+// nil otherwise. Its details name the capabilities the claim offered and
+// (some of) those the ready items require beyond them.
+func (s *Service) noMatch(ctx context.Context, tx pgx.Tx, project uuid.UUID, caps []string) (*wgerr.Error, error) {
+	q := dbq.New()
+	h, err := q.ClaimHopeless(ctx, tx, dbq.ClaimHopelessParams{ProjectID: project, Capabilities: caps})
+	if err != nil || !h.AnyReady || h.AnyMatch {
+		return nil, err
+	}
+	missing, err := q.MissingCapabilities(ctx, tx, dbq.MissingCapabilitiesParams{ProjectID: project, Capabilities: caps})
+	if err != nil {
+		return nil, err
+	}
+	return &wgerr.Error{
+		Code: wgerr.CodeNoMatch,
+		Message: fmt.Sprintf("no ready item can be handed to a worker with capabilities %v: every ready item "+
+			"requires something else (%v); claim with more capabilities or change the items' requires", caps, missing),
+		Details: map[string]any{"reason": "capabilities_unmatched", "capabilities": caps, "missing": missing},
+	}, nil
+}
