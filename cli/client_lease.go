@@ -100,6 +100,7 @@ func newClaimCmd(stdio IO) *cobra.Command {
 		ttl    time.Duration
 		wait   time.Duration
 		labels []string
+		caps   []string
 		env    bool
 	)
 	cmd := &cobra.Command{
@@ -119,7 +120,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 				worker = s.cfg.Worker
 			}
 			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
-				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels,
+				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps,
 			}, wait)
 			if err != nil {
 				return err
@@ -141,6 +142,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 	fl.DurationVar(&ttl, "lease", 0, "lease time to live, e.g. 5m (default: the server's, 15m)")
 	fl.DurationVar(&wait, "wait", 0, "wait up to this long for an item to become ready, e.g. 30s")
 	fl.StringSliceVar(&labels, "labels", nil, "only items carrying all these labels (comma-separated)")
+	fl.StringSliceVar(&caps, "capabilities", nil, "what this worker can do: only items requiring no more are handed out (comma-separated)")
 	fl.BoolVar(&env, "env", false, "print shell assignments (export WORKGRAPH_LEASE_ID=...) for eval")
 	return cmd
 }

@@ -32,6 +32,7 @@ type workOptions struct {
 	ttl       time.Duration
 	grace     time.Duration
 	labels    []string
+	caps      []string
 	worker    string
 	keepState bool
 }
@@ -104,6 +105,7 @@ claiming until nothing is ready (with --wait: forever) and exits 0.`,
 	fl.DurationVar(&opt.ttl, "lease", 5*time.Minute, "lease time to live; heartbeats every third of it")
 	fl.DurationVar(&opt.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
 	fl.StringSliceVar(&opt.labels, "labels", nil, "only items carrying all these labels (comma-separated)")
+	fl.StringSliceVar(&opt.caps, "capabilities", nil, "what the command can do: only items requiring no more are handed out (comma-separated)")
 	fl.StringVar(&opt.worker, "worker", "", "worker label (env WORKGRAPH_WORKER; default the host name)")
 	fl.BoolVar(&opt.keepState, "keep-state", false, "keep each item's state directory (item, result and answers files)")
 	return cmd
@@ -147,7 +149,8 @@ func (sv *supervisor) run(ctx context.Context) error {
 func (sv *supervisor) cycle(ctx context.Context) (outcome, error) {
 	ctx, span := sv.tracer.Start(ctx, "workgraph work", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
-	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels}
+	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels,
+		Capabilities: sv.opt.caps}
 	cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, sv.opt.wait)
 	if err != nil {
 		if errors.Is(err, client.ErrNothingReady) {

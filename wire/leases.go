@@ -39,6 +39,8 @@ type Lease struct {
 	Result        json.RawMessage `json:"result"`
 	// StaleCalls counts calls refused after the lease was lost.
 	StaleCalls int `json:"stale_calls"`
+	// Scopes are the write scopes the lease holds while it is live.
+	Scopes []string `json:"scopes"`
 }
 
 // Observation is a refused report about a lease: a stale call or a
