@@ -96,3 +96,19 @@ func (s *Service) noMatch(ctx context.Context, tx pgx.Tx, project uuid.UUID, cap
 		Details: map[string]any{"reason": "capabilities_unmatched", "capabilities": caps, "missing": missing},
 	}, nil
 }
+
+// OfferWindow is how recently a worker must have offered a capability in a
+// claim for UnofferedCapabilities to count it as offered.
+const OfferWindow = 15 * time.Minute
+
+// UnofferedCapabilities returns those of caps (an item's requires) that no
+// worker offered in a claim within OfferWindow: an item requiring one of
+// them waits for a worker that may never come.
+func (s *Service) UnofferedCapabilities(ctx context.Context, project uuid.UUID, caps []string) ([]string, error) {
+	if len(caps) == 0 {
+		return nil, nil
+	}
+	return dbq.New().UnofferedCapabilities(ctx, s.exec, dbq.UnofferedCapabilitiesParams{
+		ProjectID: project, Capabilities: caps, Now: s.clock.Now(), WindowMs: OfferWindow.Milliseconds(),
+	})
+}

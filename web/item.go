@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -31,6 +32,10 @@ type ItemPage struct {
 	// have closed (each waits for the next; the last is the first again).
 	DependencyError string
 	Cycle           []graph.ItemRef
+	// Unoffered are the item's required capabilities that no worker
+	// offered in a claim within OfferWindow.
+	Unoffered   []string
+	OfferWindow time.Duration
 }
 
 // Render writes the page.
@@ -79,6 +84,12 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 		return nil, err
 	}
 	page.Timeline = buildTimeline(page.Leases, obs, r.now())
+	if page.Open() {
+		page.OfferWindow = lease.OfferWindow
+		if page.Unoffered, err = u.Leases.UnofferedCapabilities(r.ctx(), r.project.ID, near.Item.Requires); err != nil {
+			return nil, err
+		}
+	}
 	if page.Graph, err = r.pictureAround(id, 1, 60); err != nil {
 		return nil, err
 	}

@@ -1086,62 +1086,6 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 	return items, nil
 }
 
-const liveScopes = `-- name: LiveScopes :many
-SELECT l.id, l.item_id, l.worker, l.scopes, l.acquired_at, l.expires_at, i.title
-FROM leases l
-JOIN items i ON i.project_id = l.project_id AND i.id = l.item_id
-WHERE l.project_id = $1
-  AND l.ended_at IS NULL AND l.scope_resources <> '{}'
-  AND l.expires_at > coalesce($2::timestamptz, statement_timestamp())
-ORDER BY l.acquired_at
-LIMIT 500
-`
-
-type LiveScopesParams struct {
-	ProjectID uuid.UUID
-	Now       *time.Time
-}
-
-type LiveScopesRow struct {
-	ID         uuid.UUID
-	ItemID     uuid.UUID
-	Worker     string
-	Scopes     []string
-	AcquiredAt time.Time
-	ExpiresAt  time.Time
-	Title      string
-}
-
-// The live leases of the project that hold scopes, with their items'
-// titles, for the workers page.
-func (q *Queries) LiveScopes(ctx context.Context, db DBTX, arg LiveScopesParams) ([]LiveScopesRow, error) {
-	rows, err := db.Query(ctx, liveScopes, arg.ProjectID, arg.Now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []LiveScopesRow{}
-	for rows.Next() {
-		var i LiveScopesRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.ItemID,
-			&i.Worker,
-			&i.Scopes,
-			&i.AcquiredAt,
-			&i.ExpiresAt,
-			&i.Title,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const lockLease = `-- name: LockLease :one
 SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
@@ -1245,38 +1189,6 @@ type MissingCapabilitiesParams struct {
 // @capabilities (for a claim that can match nothing), at most 20.
 func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingCapabilitiesParams) ([]string, error) {
 	rows, err := db.Query(ctx, missingCapabilities, arg.ProjectID, arg.Capabilities)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var capability string
-		if err := rows.Scan(&capability); err != nil {
-			return nil, err
-		}
-		items = append(items, capability)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const offeredCapabilities = `-- name: OfferedCapabilities :many
-SELECT DISTINCT unnest(capabilities)::text AS capability
-FROM worker_offers
-WHERE project_id = $1 AND offered_at >= $2
-`
-
-type OfferedCapabilitiesParams struct {
-	ProjectID uuid.UUID
-	Since     time.Time
-}
-
-// The capabilities workers offered in claims since @since.
-func (q *Queries) OfferedCapabilities(ctx context.Context, db DBTX, arg OfferedCapabilitiesParams) ([]string, error) {
-	rows, err := db.Query(ctx, offeredCapabilities, arg.ProjectID, arg.Since)
 	if err != nil {
 		return nil, err
 	}
@@ -1531,6 +1443,51 @@ func (q *Queries) ScopeConflict(ctx context.Context, db DBTX, arg ScopeConflictP
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const unofferedCapabilities = `-- name: UnofferedCapabilities :many
+SELECT c::text AS capability
+FROM unnest($1::text[]) AS c
+WHERE NOT EXISTS (
+    SELECT 1 FROM worker_offers o
+    WHERE o.project_id = $2 AND c = ANY(o.capabilities)
+      AND o.offered_at >= coalesce($3::timestamptz, statement_timestamp())
+                          - $4::bigint * interval '1 millisecond')
+ORDER BY 1
+`
+
+type UnofferedCapabilitiesParams struct {
+	Capabilities []string
+	ProjectID    uuid.UUID
+	Now          *time.Time
+	WindowMs     int64
+}
+
+// Those of @capabilities that no worker offered in a claim within the last
+// @window_ms milliseconds (by the database clock, or the given now).
+func (q *Queries) UnofferedCapabilities(ctx context.Context, db DBTX, arg UnofferedCapabilitiesParams) ([]string, error) {
+	rows, err := db.Query(ctx, unofferedCapabilities,
+		arg.Capabilities,
+		arg.ProjectID,
+		arg.Now,
+		arg.WindowMs,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var capability string
+		if err := rows.Scan(&capability); err != nil {
+			return nil, err
+		}
+		items = append(items, capability)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

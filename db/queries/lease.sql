@@ -447,23 +447,18 @@ ON CONFLICT (project_id, worker) DO UPDATE
 SET capabilities = excluded.capabilities, offered_at = excluded.offered_at
 WHERE o.capabilities <> excluded.capabilities OR o.offered_at < excluded.offered_at - interval '1 minute';
 
--- name: OfferedCapabilities :many
--- The capabilities workers offered in claims since @since.
-SELECT DISTINCT unnest(capabilities)::text AS capability
-FROM worker_offers
-WHERE project_id = @project_id AND offered_at >= @since;
+-- name: UnofferedCapabilities :many
+-- Those of @capabilities that no worker offered in a claim within the last
+-- @window_ms milliseconds (by the database clock, or the given now).
+SELECT c::text AS capability
+FROM unnest(@capabilities::text[]) AS c
+WHERE NOT EXISTS (
+    SELECT 1 FROM worker_offers o
+    WHERE o.project_id = @project_id AND c = ANY(o.capabilities)
+      AND o.offered_at >= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                          - sqlc.arg('window_ms')::bigint * interval '1 millisecond')
+ORDER BY 1;
 
--- name: LiveScopes :many
--- The live leases of the project that hold scopes, with their items'
--- titles, for the workers page.
-SELECT l.id, l.item_id, l.worker, l.scopes, l.acquired_at, l.expires_at, i.title
-FROM leases l
-JOIN items i ON i.project_id = l.project_id AND i.id = l.item_id
-WHERE l.project_id = @project_id
-  AND l.ended_at IS NULL AND l.scope_resources <> '{}'
-  AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-ORDER BY l.acquired_at
-LIMIT 500;
 
 -- name: MissingCapabilities :many
 -- The capabilities ready items of the project require that are not among
