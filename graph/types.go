@@ -55,13 +55,13 @@ type Project struct {
 // Item is a work item with its derived State and, for an open item, the
 // BlockedBy explanation of what keeps it from being claimed.
 type Item struct {
-	ProjectID       uuid.UUID
-	ID              uuid.UUID
-	ParentID        *uuid.UUID
-	Title           string
-	Body            string
-	Priority        int32
-	Labels          []string
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	ParentID  *uuid.UUID
+	Title     string
+	Body      string
+	Priority  int32
+	Labels    []string
 	// Requires are the capabilities a worker must offer to claim the item;
 	// Touches are the write scopes its lease holds (see CleanScopes).
 	Requires        []string
