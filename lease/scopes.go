@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,18 +30,17 @@ var errScopeRace = errors.New("lease: a concurrent claim took an overlapping sco
 // Why a re-check under locks: ClaimItem skips items whose touches overlap a
 // live lease's scopes, but it judges by its statement's snapshot, and two
 // claims that run at once each miss the other's new lease (FOR UPDATE SKIP
-// LOCKED locks the two different items, not their scopes). Overlapping
-// scopes always share a resource, so the claims that grant scopes of one
-// resource are serialised by a transaction-scoped advisory lock per
-// (project, resource), taken after the grant, in sorted order (a claim
-// holds several only when its item touches several resources; sorted, two
-// claims never wait on each other in a cycle, and a claim waits on no row
-// while it holds them). Then ScopeConflict, a statement of its own, reads a
-// fresh snapshot: every claim that held one of these locks before has
-// committed (or rolled back), so its lease is visible. If one overlaps,
-// this claim lost the race: errScopeRace rolls it back and it claims
-// again. Of two overlapping grants, whichever locks second always sees the
-// first; hence two live leases never hold overlapping scopes. A lease's
+// LOCKED locks the two different items, not their scopes). So after the
+// grant the claim takes transaction-scoped advisory locks (scopeLocks) such
+// that two claims granting overlapping scopes always take conflicting
+// locks, in the order of the locks' numbers (two claims never wait on each
+// other in a cycle, and a claim waits on no row while it holds them). Then
+// ScopeConflict, a statement of its own, reads a fresh snapshot: every
+// claim that held a conflicting lock before has committed (or rolled
+// back), so its lease is visible. If one overlaps, this claim lost the
+// race: errScopeRace rolls it back and it claims again. Of two overlapping
+// grants, whichever locks second always sees the first; hence two live
+// leases never hold overlapping scopes. A lease's
 // scopes are freed when it ends or expires, since both tests count only
 // live leases (not ended, expires_at in the future by the database clock).
 func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, l dbq.Lease, now *time.Time) error {
@@ -48,7 +48,8 @@ func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, 
 		return nil
 	}
 	q := dbq.New()
-	if err := q.LockScopes(ctx, tx, dbq.LockScopesParams{ProjectID: project, Resources: l.ScopeResources}); err != nil {
+	keys, exclusive := scopeLocks(l.Scopes)
+	if err := q.LockScopes(ctx, tx, dbq.LockScopesParams{ProjectID: project, Keys: keys, Exclusive: exclusive}); err != nil {
 		return err
 	}
 	held, err := q.ScopeConflict(ctx, tx, dbq.ScopeConflictParams{
@@ -61,6 +62,29 @@ func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, 
 		return errScopeRace
 	}
 	return nil
+}
+
+// scopeLocks are the advisory locks a claim granting scopes takes: per
+// resource, and per resource and first path segment. Overlapping scopes
+// share their resource; a scope whose first segment is a literal (no "*")
+// overlaps another such scope only if their first segments are equal. So a
+// scope with a literal first segment takes its resource's lock shared and
+// the (resource, segment) lock exclusive; any other scope (no path, or a
+// first segment with "*" or "**") takes its resource's lock exclusive. Two
+// overlapping scopes then always take conflicting locks (both the same
+// segment lock, or one of them its resource's exclusively), while claims
+// in different directories of one resource do not wait on each other.
+func scopeLocks(scopes []string) (keys []string, exclusive []bool) {
+	for _, sc := range scopes {
+		res, path, hasPath := strings.Cut(sc, ":")
+		first, _, _ := strings.Cut(path, "/")
+		if !hasPath || strings.Contains(first, "*") {
+			keys, exclusive = append(keys, res), append(exclusive, true)
+			continue
+		}
+		keys, exclusive = append(keys, res, res+"/"+first), append(exclusive, false, true)
+	}
+	return keys, exclusive
 }
 
 // recordOffer stores the capabilities the worker offers (a worker offering

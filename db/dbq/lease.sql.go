@@ -110,7 +110,7 @@ WITH candidate AS (
                AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
            OR c.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
       -- capabilities and write scopes
-      AND c.requires <@ $6::text[]
+      AND c.requires <@ coalesce($6::text[], '{}')
       AND (c.touches = '{}' OR NOT EXISTS (
             SELECT 1 FROM leases h
             WHERE h.project_id = c.project_id
@@ -1143,22 +1143,26 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 }
 
 const lockScopes = `-- name: LockScopes :exec
-SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text || ':' || r, 7250019))
-FROM unnest($2::text[]) WITH ORDINALITY AS u(r, n)
-ORDER BY n
+SELECT CASE WHEN s.x THEN pg_advisory_xact_lock(s.h) ELSE pg_advisory_xact_lock_shared(s.h) END
+FROM (SELECT hashtextextended($1::uuid::text || ':' || k.k, 7250019) AS h, bool_or(x.x) AS x
+      FROM unnest($2::text[]) WITH ORDINALITY AS k(k, n)
+      JOIN unnest($3::boolean[]) WITH ORDINALITY AS x(x, n) ON x.n = k.n
+      GROUP BY 1) AS s
+ORDER BY s.h
 `
 
 type LockScopesParams struct {
 	ProjectID uuid.UUID
-	Resources []string
+	Keys      []string
+	Exclusive []bool
 }
 
-// Serialises, to the end of the transaction, the claims that grant scopes
-// of these resources in this project: one advisory lock per resource,
-// taken in sorted order (so two claims never wait on each other in a
-// cycle). @resources must be sorted and distinct.
+// Takes, to the end of the transaction, the advisory locks of @keys in
+// this project (see lease.scopeLocks): exclusive where @exclusive says so
+// (any of a key's entries), else shared, in the order of the locks' own
+// numbers, so two claims never wait on each other in a cycle.
 func (q *Queries) LockScopes(ctx context.Context, db DBTX, arg LockScopesParams) error {
-	_, err := db.Exec(ctx, lockScopes, arg.ProjectID, arg.Resources)
+	_, err := db.Exec(ctx, lockScopes, arg.ProjectID, arg.Keys, arg.Exclusive)
 	return err
 }
 

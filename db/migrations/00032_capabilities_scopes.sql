@@ -85,6 +85,10 @@ DECLARE
     ok boolean[] := array_fill(false, ARRAY[(n + 1) * (m + 1)]);
     v boolean;
 BEGIN
+    -- The common case, decided at once: different literal first segments.
+    IF n > 0 AND m > 0 AND strpos(a[1], '*') = 0 AND strpos(b[1], '*') = 0 AND a[1] <> b[1] THEN
+        RETURN false;
+    END IF;
     FOR i IN REVERSE n..0 LOOP
         FOR j IN REVERSE m..0 LOOP
             IF i = n AND j = m THEN

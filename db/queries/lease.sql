@@ -103,7 +103,7 @@ WITH candidate AS (
                AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       -- capabilities and write scopes
-      AND c.requires <@ @capabilities::text[]
+      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
       AND (c.touches = '{}' OR NOT EXISTS (
             SELECT 1 FROM leases h
             WHERE h.project_id = c.project_id
@@ -405,13 +405,16 @@ SELECT count(*) FROM leases
 WHERE project_id = @project_id AND ended_at IS NULL;
 
 -- name: LockScopes :exec
--- Serialises, to the end of the transaction, the claims that grant scopes
--- of these resources in this project: one advisory lock per resource,
--- taken in sorted order (so two claims never wait on each other in a
--- cycle). @resources must be sorted and distinct.
-SELECT pg_advisory_xact_lock(hashtextextended(sqlc.arg('project_id')::uuid::text || ':' || r, 7250019))
-FROM unnest(@resources::text[]) WITH ORDINALITY AS u(r, n)
-ORDER BY n;
+-- Takes, to the end of the transaction, the advisory locks of @keys in
+-- this project (see lease.scopeLocks): exclusive where @exclusive says so
+-- (any of a key's entries), else shared, in the order of the locks' own
+-- numbers, so two claims never wait on each other in a cycle.
+SELECT CASE WHEN s.x THEN pg_advisory_xact_lock(s.h) ELSE pg_advisory_xact_lock_shared(s.h) END
+FROM (SELECT hashtextextended(sqlc.arg('project_id')::uuid::text || ':' || k.k, 7250019) AS h, bool_or(x.x) AS x
+      FROM unnest(@keys::text[]) WITH ORDINALITY AS k(k, n)
+      JOIN unnest(@exclusive::boolean[]) WITH ORDINALITY AS x(x, n) ON x.n = k.n
+      GROUP BY 1) AS s
+ORDER BY s.h;
 
 -- name: ScopeConflict :many
 -- The live leases, other than @lease_id, that hold a scope overlapping
