@@ -35,7 +35,9 @@ var errScopeRace = errors.New("lease: a concurrent claim took an overlapping sco
 // that two claims granting overlapping scopes always take conflicting
 // locks, in the order of the locks' numbers (two claims never wait on each
 // other in a cycle, and a claim waits on no row while it holds them). Then
-// ScopeConflict, a statement of its own, reads a fresh snapshot: every
+// a query of its own reads a fresh snapshot (both steps run in the one
+// statement HoldScopes, through the VOLATILE function wg_hold_scopes, whose
+// queries each take a new snapshot under READ COMMITTED): every
 // claim that held a conflicting lock before has committed (or rolled
 // back), so its lease is visible. If one overlaps, this claim lost the
 // race: errScopeRace rolls it back and it claims again. Of two overlapping
@@ -49,11 +51,8 @@ func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, 
 	}
 	q := dbq.New()
 	keys, exclusive := scopeLocks(l.Scopes)
-	if err := q.LockScopes(ctx, tx, dbq.LockScopesParams{ProjectID: project, Keys: keys, Exclusive: exclusive}); err != nil {
-		return err
-	}
-	held, err := q.ScopeConflict(ctx, tx, dbq.ScopeConflictParams{
-		ProjectID: project, Scopes: l.Scopes, Now: now, LeaseID: l.ID,
+	held, err := q.HoldScopes(ctx, tx, dbq.HoldScopesParams{
+		ProjectID: project, LeaseID: l.ID, Scopes: l.Scopes, Keys: keys, Exclusive: exclusive, Now: now,
 	})
 	if err != nil {
 		return err

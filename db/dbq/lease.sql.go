@@ -722,6 +722,49 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 	return i, err
 }
 
+const holdScopes = `-- name: HoldScopes :many
+SELECT wg_hold_scopes($1::uuid, $2::uuid, $3::text[], $4::text[],
+                      $5::boolean[], $6::timestamptz)::uuid AS lease_id
+`
+
+type HoldScopesParams struct {
+	ProjectID uuid.UUID
+	LeaseID   uuid.UUID
+	Scopes    []string
+	Keys      []string
+	Exclusive []bool
+	Now       *time.Time
+}
+
+// Locks and re-checks a grant's scopes in one statement (wg_hold_scopes,
+// migration 00034; see lease.holdScopes): the overlapping live leases.
+func (q *Queries) HoldScopes(ctx context.Context, db DBTX, arg HoldScopesParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, holdScopes,
+		arg.ProjectID,
+		arg.LeaseID,
+		arg.Scopes,
+		arg.Keys,
+		arg.Exclusive,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var lease_id uuid.UUID
+		if err := rows.Scan(&lease_id); err != nil {
+			return nil, err
+		}
+		items = append(items, lease_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertObservation = `-- name: InsertObservation :exec
 INSERT INTO lease_observations (project_id, lease_id, epoch, kind, operation, received_at, worker_time, payload)
 VALUES ($1, $2, $3, $4, $5,
@@ -1142,30 +1185,6 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 	return i, err
 }
 
-const lockScopes = `-- name: LockScopes :exec
-SELECT CASE WHEN s.x THEN pg_advisory_xact_lock(s.h) ELSE pg_advisory_xact_lock_shared(s.h) END
-FROM (SELECT hashtextextended($1::uuid::text || ':' || k.k, 7250019) AS h, bool_or(x.x) AS x
-      FROM unnest($2::text[]) WITH ORDINALITY AS k(k, n)
-      JOIN unnest($3::boolean[]) WITH ORDINALITY AS x(x, n) ON x.n = k.n
-      GROUP BY 1) AS s
-ORDER BY s.h
-`
-
-type LockScopesParams struct {
-	ProjectID uuid.UUID
-	Keys      []string
-	Exclusive []bool
-}
-
-// Takes, to the end of the transaction, the advisory locks of @keys in
-// this project (see lease.scopeLocks): exclusive where @exclusive says so
-// (any of a key's entries), else shared, in the order of the locks' own
-// numbers, so two claims never wait on each other in a cycle.
-func (q *Queries) LockScopes(ctx context.Context, db DBTX, arg LockScopesParams) error {
-	_, err := db.Exec(ctx, lockScopes, arg.ProjectID, arg.Keys, arg.Exclusive)
-	return err
-}
-
 const lockToken = `-- name: LockToken :exec
 SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text, 7250004))
 `
@@ -1391,67 +1410,6 @@ func (q *Queries) SameResult(ctx context.Context, db DBTX, arg SameResultParams)
 	var column_1 bool
 	err := row.Scan(&column_1)
 	return column_1, err
-}
-
-const scopeConflict = `-- name: ScopeConflict :many
-SELECT h.id, h.item_id, h.worker, h.scopes
-FROM leases h
-WHERE h.project_id = $1
-  AND h.ended_at IS NULL AND h.scope_resources <> '{}'
-  AND h.scope_resources && wg_scope_resources($2::text[])
-  AND h.expires_at > coalesce($3::timestamptz, statement_timestamp())
-  AND h.id <> $4::uuid
-  AND wg_scopes_overlap(h.scopes, $2::text[])
-ORDER BY h.acquired_at
-LIMIT 20
-`
-
-type ScopeConflictParams struct {
-	ProjectID uuid.UUID
-	Scopes    []string
-	Now       *time.Time
-	LeaseID   uuid.UUID
-}
-
-type ScopeConflictRow struct {
-	ID     uuid.UUID
-	ItemID uuid.UUID
-	Worker string
-	Scopes []string
-}
-
-// The live leases, other than @lease_id, that hold a scope overlapping
-// @scopes: the claim's re-check after LockScopes (run as a statement of
-// its own, so its snapshot holds every lease granted by a claim that held
-// these locks before), and the item page's "held by".
-func (q *Queries) ScopeConflict(ctx context.Context, db DBTX, arg ScopeConflictParams) ([]ScopeConflictRow, error) {
-	rows, err := db.Query(ctx, scopeConflict,
-		arg.ProjectID,
-		arg.Scopes,
-		arg.Now,
-		arg.LeaseID,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ScopeConflictRow{}
-	for rows.Next() {
-		var i ScopeConflictRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.ItemID,
-			&i.Worker,
-			&i.Scopes,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const unofferedCapabilities = `-- name: UnofferedCapabilities :many

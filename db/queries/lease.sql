@@ -404,33 +404,11 @@ ORDER BY worker, outcome;
 SELECT count(*) FROM leases
 WHERE project_id = @project_id AND ended_at IS NULL;
 
--- name: LockScopes :exec
--- Takes, to the end of the transaction, the advisory locks of @keys in
--- this project (see lease.scopeLocks): exclusive where @exclusive says so
--- (any of a key's entries), else shared, in the order of the locks' own
--- numbers, so two claims never wait on each other in a cycle.
-SELECT CASE WHEN s.x THEN pg_advisory_xact_lock(s.h) ELSE pg_advisory_xact_lock_shared(s.h) END
-FROM (SELECT hashtextextended(sqlc.arg('project_id')::uuid::text || ':' || k.k, 7250019) AS h, bool_or(x.x) AS x
-      FROM unnest(@keys::text[]) WITH ORDINALITY AS k(k, n)
-      JOIN unnest(@exclusive::boolean[]) WITH ORDINALITY AS x(x, n) ON x.n = k.n
-      GROUP BY 1) AS s
-ORDER BY s.h;
-
--- name: ScopeConflict :many
--- The live leases, other than @lease_id, that hold a scope overlapping
--- @scopes: the claim's re-check after LockScopes (run as a statement of
--- its own, so its snapshot holds every lease granted by a claim that held
--- these locks before), and the item page's "held by".
-SELECT h.id, h.item_id, h.worker, h.scopes
-FROM leases h
-WHERE h.project_id = @project_id
-  AND h.ended_at IS NULL AND h.scope_resources <> '{}'
-  AND h.scope_resources && wg_scope_resources(@scopes::text[])
-  AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-  AND h.id <> @lease_id::uuid
-  AND wg_scopes_overlap(h.scopes, @scopes::text[])
-ORDER BY h.acquired_at
-LIMIT 20;
+-- name: HoldScopes :many
+-- Locks and re-checks a grant's scopes in one statement (wg_hold_scopes,
+-- migration 00034; see lease.holdScopes): the overlapping live leases.
+SELECT wg_hold_scopes(@project_id::uuid, @lease_id::uuid, @scopes::text[], @keys::text[],
+                      @exclusive::boolean[], sqlc.narg('now')::timestamptz)::uuid AS lease_id;
 
 -- name: ClaimHopeless :one
 -- After a claim found nothing: whether the project has ready items, and
