@@ -188,7 +188,7 @@ func parseFlags(args []string) (Config, error) {
 	smoke := fs.Bool("smoke", cfg.Smoke, "a run of a few seconds with tiny sizes (for CI); other flags override its settings")
 	dur := fs.Duration("duration", time.Duration(cfg.Duration), "measured time of each run")
 	warm := fs.Duration("warmup", time.Duration(cfg.Warmup), "warm-up before each measured run")
-	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-11, 22-24)")
+	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-11, 15, 22-24)")
 	agents := fs.String("agents", joinInts(cfg.Agents), "agent counts of workloads 1, 2 and 7")
 	sizes := fs.String("sizes", joinInts(cfg.Sizes), "project sizes (items) of workload 4")
 	fanOut := fs.String("fanout", joinInts(cfg.FanOut), "dependent counts of workload 5")

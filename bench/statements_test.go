@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 )
 
 func TestStatementName(t *testing.T) {
@@ -52,5 +54,45 @@ func TestStatements(t *testing.T) {
 	}
 	if !bytes.Contains(log.Bytes(), []byte("statements of workload 6")) {
 		t.Errorf("no statements in the log:\n%s", log.String())
+	}
+}
+
+// TestStatementCensus: workload 1's census of the lease service's steps
+// (stmts_*) shows the lean hot path's round trips: a claim and a heartbeat
+// are one statement each, a completion of an item without dependents at
+// most four (BEGIN, the ending statement, the release of dependents,
+// COMMIT).
+func TestStatementCensus(t *testing.T) {
+	t.Parallel()
+	cfg := smokeConfig()
+	cfg.DatabaseURL = dbtest.URL(t)
+	cfg.Workloads = []int{1}
+	cfg.Out = ""
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	rep, err := run(ctx, cfg, &out, &log)
+	if err != nil {
+		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
+	}
+	want := map[string]func(float64) bool{
+		"stmts_claim":     func(n float64) bool { return n == 1 },
+		"stmts_heartbeat": func(n float64) bool { return n == 1 },
+		"stmts_complete":  func(n float64) bool { return n >= 1 && n <= 4 },
+	}
+	found := false
+	for _, r := range rep.Results {
+		if r.Workload != 1 || r.Name != "server-sql" {
+			continue
+		}
+		found = true
+		for name, ok := range want {
+			if n, present := r.Extra[name]; !present || !ok(n) {
+				t.Errorf("server-sql %s = %v (present %v)", name, n, present)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no server-sql result:\n%s", out.String())
 	}
 }

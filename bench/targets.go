@@ -136,7 +136,36 @@ func targets(rep *Report) []Target {
 		t5.Met = verdict(met)
 	}
 	out = append(out, t5)
+	out = append(out, longPollTarget(rep))
 	return append(out, historyTargets(rep)...)
+}
+
+// longPollTarget judges issue 15's long-poll target on workload 15 with
+// one replica: at most 2 claim transactions per granted item with 256
+// waiting agents.
+func longPollTarget(rep *Report) Target {
+	t := Target{Workload: 15, Target: "long poll: at most 2 claim transactions per granted item with 256 waiting agents"}
+	r := find(rep, 15, "1 replica(s)", 256)
+	if r == nil {
+		for i := range rep.Results {
+			if x := &rep.Results[i]; x.Workload == 15 && x.Name == "1 replica(s)" {
+				r = x
+			}
+		}
+		if r == nil {
+			return t
+		}
+	}
+	t.Measured = fmt.Sprintf("%d agents, 1 replica: %.2f claims per grant", r.Agents, r.Extra["claims_per_grant"])
+	if two := find(rep, 15, "2 replica(s)", r.Agents); two != nil {
+		t.Measured += fmt.Sprintf("; 2 replicas: %.2f", two.Extra["claims_per_grant"])
+	}
+	if r.Agents != 256 {
+		t.Measured += " (256 agents not run: not judged)"
+		return t
+	}
+	t.Met = verdict(r.Extra["claims_per_grant"] <= 2)
+	return t
 }
 
 // historyTargets judges workload 9 (issue 15's history targets): at the

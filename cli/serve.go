@@ -88,7 +88,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		"let webhooks name and reach loopback, link-local and private addresses (env WORKGRAPH_WEBHOOKS_ALLOW_PRIVATE=true); refused by default")
 	durationFlag(f, &cfg.Webhooks.Timeout, "webhooks-timeout", "WORKGRAPH_WEBHOOKS_TIMEOUT",
 		"bound of one webhook delivery attempt; a replica killed mid-attempt frees the delivery after twice this plus 1s (0: 10s)")
-	intFlag(f, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 16)")
+	intFlag(f, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 32)")
 	f.BoolVar(&cfg.Webhooks.Off, "webhooks-off", envBool("WORKGRAPH_WEBHOOKS_OFF"), "this replica delivers no webhooks; others still do (env WORKGRAPH_WEBHOOKS_OFF=true)")
 	addPolicyFlags(f, &cfg)
 	var maxConns int

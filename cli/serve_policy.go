@@ -26,7 +26,14 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) {
 	durationFlag(f, &cfg.Attention.ContinuityWindow, "continuity-window", "WORKGRAPH_CONTINUITY_WINDOW", "after a person answers, how long only the worker that asked may claim the item (0: 10m)")
 	intFlag(f, &cfg.MaxActiveLeasesPerToken, "max-leases-per-token", "WORKGRAPH_MAX_LEASES_PER_TOKEN", "live leases one API token may hold (0: 1000, negative: unlimited)")
 	durationFlag(f, &cfg.SweepInterval, "sweep-interval", "WORKGRAPH_SWEEP_INTERVAL", "how often expired leases are ended in the background (0: 10s)")
-	retentionFlag(f, &cfg.EventsRetention)
+	retentionFlag(f, &cfg.EventsRetention, "events-retention", "WORKGRAPH_EVENTS_RETENTION", "720h0m0s",
+		"how long events are kept; 0 keeps them forever, else at least 24h (default 720h, 30 days)")
+	durationFlag(f, &cfg.EventsFollowInterval, "events-follow-interval", "WORKGRAPH_EVENTS_FOLLOW_INTERVAL",
+		"how often this replica looks for new events while a long poll or stream waits (0: 25ms)")
+	durationFlag(f, &cfg.EventsHeartbeat, "events-heartbeat", "WORKGRAPH_EVENTS_HEARTBEAT",
+		"how often an idle event stream sends a comment, so proxies keep it open (0: 15s)")
+	retentionFlag(f, &cfg.Webhooks.DeliveryRetention, "webhooks-delivery-retention", "WORKGRAPH_WEBHOOKS_DELIVERY_RETENTION", "the events retention",
+		"how long the records of finished webhook deliveries (delivered or failed) and their attempts are kept; 0 keeps them forever, else at least 24h (default: --events-retention)")
 	durationFlag(f, &cfg.StatementTimeout, "statement-timeout", "WORKGRAPH_STATEMENT_TIMEOUT", "bound of every database statement of the server; longer ones are cancelled, 503 (0: 10s, negative: none)")
 	floatFlag(f, &cfg.UnauthenticatedRate, "unauthenticated-rate", "WORKGRAPH_UNAUTHENTICATED_RATE", "failed authentications (API requests without valid credentials, failed sign-ins) per second one client address may make before its requests get 429 (0: 5, bursts of 30; negative: unlimited)")
 }
@@ -74,25 +81,29 @@ func intFlag(f *pflag.FlagSet, n *int, name, env, usage string) {
 	f.IntVar(n, name, def, usage+" (env "+env+")")
 }
 
-// retentionFlag registers --events-retention: default 30 days (720h), 0
-// keeps events forever (server.Config says that with a negative value).
-func retentionFlag(f *pflag.FlagSet, d *time.Duration) {
-	f.Var(&retentionValue{d: d}, "events-retention",
-		"how long events are kept; 0 keeps them forever, else at least 24h (default 720h, 30 days) (env WORKGRAPH_EVENTS_RETENTION)")
-	if v := os.Getenv("WORKGRAPH_EVENTS_RETENTION"); v != "" {
-		if err := f.Set("events-retention", v); err != nil {
-			fmt.Fprintf(os.Stderr, "workgraph: ignoring WORKGRAPH_EVENTS_RETENTION=%q: %v\n", v, err)
+// retentionFlag registers a retention flag read from env: 0 keeps
+// forever (server.Config says that with a negative value), unset keeps
+// the default the usage names (0 in server.Config).
+func retentionFlag(f *pflag.FlagSet, d *time.Duration, name, env, def, usage string) {
+	f.Var(&retentionValue{d: d, def: def}, name, usage+" (env "+env+")")
+	if v := os.Getenv(env); v != "" {
+		if err := f.Set(name, v); err != nil {
+			fmt.Fprintf(os.Stderr, "workgraph: ignoring %s=%q: %v\n", env, v, err)
 		}
-		f.Lookup("events-retention").Changed = false
+		f.Lookup(name).Changed = false
 	}
 }
 
-// retentionValue is the flag value of --events-retention.
-type retentionValue struct{ d *time.Duration }
+// retentionValue is the flag value of a retention: def is how the default
+// (0) reads.
+type retentionValue struct {
+	d   *time.Duration
+	def string
+}
 
 func (r *retentionValue) String() string {
 	if r.d == nil || *r.d == 0 {
-		return "720h0m0s"
+		return r.def
 	}
 	if *r.d < 0 {
 		return "0s"

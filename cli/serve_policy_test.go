@@ -105,3 +105,51 @@ func TestEventsRetentionFlag(t *testing.T) {
 		}
 	})
 }
+
+func TestDeliveryRetentionFlag(t *testing.T) {
+	parse := func(t *testing.T, args ...string) (time.Duration, error) {
+		t.Helper()
+		var cfg server.Config
+		f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		addPolicyFlags(f, &cfg)
+		err := f.Parse(args)
+		return cfg.Webhooks.DeliveryRetention, err
+	}
+	t.Run("DefaultIsTheEventsRetention", func(t *testing.T) {
+		if d, err := parse(t, "--events-retention", "48h"); err != nil || d != 0 {
+			t.Fatalf("no flag: %v, %v; want 0 (the events' retention)", d, err)
+		}
+	})
+	t.Run("ZeroKeepsForever", func(t *testing.T) {
+		if d, err := parse(t, "--webhooks-delivery-retention", "0"); err != nil || d >= 0 {
+			t.Fatalf("--webhooks-delivery-retention 0: %v, %v; want negative (forever)", d, err)
+		}
+	})
+	t.Run("Duration", func(t *testing.T) {
+		if d, err := parse(t, "--webhooks-delivery-retention", "168h"); err != nil || d != 168*time.Hour {
+			t.Fatalf("--webhooks-delivery-retention 168h: %v, %v", d, err)
+		}
+	})
+	t.Run("Env", func(t *testing.T) {
+		t.Setenv("WORKGRAPH_WEBHOOKS_DELIVERY_RETENTION", "72h")
+		if d, err := parse(t); err != nil || d != 72*time.Hour {
+			t.Fatalf("env 72h: %v, %v", d, err)
+		}
+	})
+}
+
+// TestEventsStreamFlags: the follower's interval and the streams'
+// heartbeat reach the server's configuration, from the flags or the
+// environment.
+func TestEventsStreamFlags(t *testing.T) {
+	t.Setenv("WORKGRAPH_EVENTS_HEARTBEAT", "5s")
+	var cfg server.Config
+	f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	addPolicyFlags(f, &cfg)
+	if err := f.Parse([]string{"--events-follow-interval", "100ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.EventsFollowInterval != 100*time.Millisecond || cfg.EventsHeartbeat != 5*time.Second {
+		t.Fatalf("follow interval %s, heartbeat %s; want 100ms and 5s", cfg.EventsFollowInterval, cfg.EventsHeartbeat)
+	}
+}

@@ -36,13 +36,14 @@ var notProjectScoped = map[string]string{
 	// to one project, but the query names the token only.
 	"CountActiveForToken": "leases by token (to carry project_id before Citus)",
 	// fence_keys: the one signing key of the deployment.
-	"EventsLastNumber":     "the events sequence, no table (the horizon: events.Horizon)",
-	"EventsWriters":        "pg_locks, no table of the project (the horizon: events.Horizon)",
-	"EventsWritersRunning": "pg_locks, no table of the project (the horizon: events.Horizon)",
-	"SetEventActor":        "a setting of the transaction, no table (events.SetActor)",
-	"EnableEventDeletion":  "a setting of the transaction, no table (the retention service)",
-	"GetFenceKey":          "fence_keys (reference table: one key per deployment)",
-	"InsertFenceKey":       "fence_keys (reference table: one key per deployment)",
+	"EventsLastNumber":       "the events sequence, no table (the horizon: events.Horizon)",
+	"EventsWriters":          "pg_locks, no table of the project (the horizon: events.Horizon)",
+	"EventsWritersRunning":   "pg_locks, no table of the project (the horizon: events.Horizon)",
+	"SetEventActor":          "a setting of the transaction, no table (events.SetActor)",
+	"EnableEventDeletion":    "a setting of the transaction, no table (the retention service)",
+	"EnableDeliveryDeletion": "a setting of the transaction, no table (the deliveries' retention service)",
+	"GetFenceKey":            "fence_keys (reference table: one key per deployment)",
+	"InsertFenceKey":         "fence_keys (reference table: one key per deployment)",
 	// projects: the list of projects itself.
 	"CreateProject":          "projects (reference table)",
 	"GetProject":             "projects (reference table)",

@@ -175,6 +175,14 @@ func WithBeforeCommit(ctx context.Context, hook BeforeCommit) context.Context {
 	return context.WithValue(ctx, beforeCommitKey{}, hook)
 }
 
+// HasBeforeCommit says whether ctx carries a BeforeCommit hook: an
+// operation that would write in one statement outside a transaction must
+// then write inside one (InTx), so that the hook fences its write.
+func HasBeforeCommit(ctx context.Context) bool {
+	_, ok := ctx.Value(beforeCommitKey{}).(BeforeCommit)
+	return ok
+}
+
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

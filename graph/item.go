@@ -201,3 +201,20 @@ func refsByID(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid.UUID
 	}
 	return out, nil
 }
+
+// ClaimedItem converts the row of an item as the claiming statement left
+// it (lease.Service.Claim reads it from the claim's own answer): leased, and
+// with nothing to list in BlockedBy, since only a ready item is claimed
+// (no open prerequisites, children or blocking requests) and the claim
+// clears its continuity reservation. dbNow is the instant the claim's time
+// gates used.
+func ClaimedItem(r dbq.Item, dbNow time.Time) Item {
+	return itemFromRow(r, string(StateLeased), dbNow)
+}
+
+// FinishedItem converts the row of an item as the statement that finished
+// it left it (lease.Service.Complete): done or cancelled, so its state is
+// its status and it is blocked by nothing.
+func FinishedItem(r dbq.Item) Item {
+	return itemFromRow(r, r.Status, r.UpdatedAt)
+}

@@ -24,16 +24,27 @@ import (
 const reapBatch = 100
 
 // Claim grants the highest-priority ready item of the project to the
-// worker, in one transaction: it first ends the project's expired leases
-// (see ReapExpired), then takes an item through the claim index with FOR
-// UPDATE SKIP LOCKED, increments its epoch and records the lease. The item
-// must carry every requested label, be past its retry backoff, and not be
-// reserved for another worker by the continuity window; its requires must
-// be among the request's capabilities, and its touches must not overlap a
-// scope a live lease holds (see holdScopes). When nothing can be handed out
-// and the project has ready items, none of which the capabilities cover,
-// the answer is no_match rather than ErrNothingReady: waiting would not
-// help.
+// worker: it takes an item through the claim index with FOR UPDATE SKIP
+// LOCKED, increments its epoch and records the lease. The item must carry
+// every requested label, be past its retry backoff, and not be reserved for
+// another worker by the continuity window.
+//
+// The common case is one statement with no transaction around it
+// (ClaimItemDirect: the lease, the item and whether it has an attention
+// history in one answer). When that statement finds a lease of the project
+// past its expiry and not yet ended, a token near its live-lease limit, or
+// nothing to claim, the claim runs as one transaction instead: it first
+// ends the project's expired leases (see ReapExpired), serialises and
+// counts the token's claims near its limit, then claims.
+//
+// Capabilities and write scopes: the item's requires must be among the
+// request's capabilities, and its touches must not overlap a scope a live
+// lease holds (see holdScopes). The one-statement path takes only items
+// without touches; an item with touches is granted by the transactional
+// path (so, of equal readiness, items without touches go first). When
+// nothing can be handed out and the project has ready items, none of which
+// the capabilities cover, the answer is no_match rather than
+// ErrNothingReady: waiting would not help.
 //
 // Errors: ErrNothingReady; no_match (details: capabilities, missing);
 // invalid_argument (worker, ttl, labels, capabilities); rate_limited when
@@ -43,8 +54,30 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	if err != nil {
 		return Claim{}, err
 	}
+	if err := s.recordOffer(ctx, s.exec, project, req); err != nil {
+		return Claim{}, err
+	}
+	var out Claim
+	ok := false
+	direct := func(exec db.Executor) (err error) {
+		out, ok, err = s.claimDirect(ctx, exec, project, req, ttl)
+		return err
+	}
+	if db.HasBeforeCommit(ctx) {
+		// A request's hook (its Idempotency-Key record) fences the claim's
+		// write: the one statement runs in a transaction that runs it.
+		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error { return direct(tx) })
+	} else {
+		// On the pool directly (a savepoint inside a caller's transaction,
+		// so that a failed statement leaves it usable); db.Atomic hands
+		// fn the pool or that transaction, each an Executor.
+		err = db.Atomic(ctx, s.exec, func(q db.DBTX) error { return direct(q.(db.Executor)) })
+	}
+	if err != nil || ok {
+		return out, err
+	}
 	for attempt := 1; ; attempt++ {
-		out, err := s.claimOnce(ctx, project, req, ttl)
+		out, err := s.claimInTx(ctx, project, req, ttl)
 		if !errors.Is(err, errScopeRace) {
 			return out, err
 		}
@@ -56,9 +89,47 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	}
 }
 
-// claimOnce is one claim transaction; errScopeRace when the item it took
-// turned out to overlap a scope granted meanwhile (it rolled back).
-func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, error) {
+// claimDirect is the claim's one-statement path; ok is false when the
+// statement claimed nothing and the transactional path must decide.
+func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, bool, error) {
+	quiet := 0
+	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
+		if quiet = s.cfg.MaxActivePerToken - tokenLockSlack; quiet <= 0 {
+			return Claim{}, false, nil // always near the limit: count under the lock
+		}
+	}
+	row, err := dbq.New().ClaimItemDirect(ctx, exec, dbq.ClaimItemDirectParams{
+		LeaseID:    uuid.New(),
+		Worker:     req.Worker,
+		TokenID:    req.TokenID,
+		Principal:  req.Principal,
+		Now:        s.clock.Now(),
+		TtlMs:      ttl.Milliseconds(),
+		ProjectID:  project,
+		Labels:       req.Labels,
+		TokenQuiet:   int32(quiet),
+		Capabilities: req.Capabilities,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Claim{}, false, nil
+	}
+	if err != nil {
+		return Claim{}, false, db.Translate(err)
+	}
+	hist := []attention.Request{}
+	if row.HasAttention {
+		if hist, err = s.attentionOn(exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
+			return Claim{}, false, db.Translate(err)
+		}
+	}
+	out := Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow), Attention: hist}
+	telemetry.Tag(ctx, telemetry.Tags{Item: out.Item.ID, Lease: out.Lease.ID, Epoch: out.Lease.Epoch})
+	return out, true, nil
+}
+
+// claimInTx is the claim's transactional path: reap, count the token's
+// leases near its limit, claim.
+func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, error) {
 	now := s.clock.Now()
 	q := dbq.New()
 	var out Claim
@@ -72,16 +143,13 @@ func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimReq
 		if err := s.checkTokenLimit(ctx, tx, req.TokenID); err != nil {
 			return err
 		}
-		if err := s.recordOffer(ctx, tx, project, req); err != nil {
-			return err
-		}
 		row, err := q.ClaimItem(ctx, tx, dbq.ClaimItemParams{
-			LeaseID:      uuid.New(),
-			Worker:       req.Worker,
-			TokenID:      req.TokenID,
-			Principal:    req.Principal,
-			Now:          now,
-			TtlMs:        ttl.Milliseconds(),
+			LeaseID:   uuid.New(),
+			Worker:    req.Worker,
+			TokenID:   req.TokenID,
+			Principal: req.Principal,
+			Now:       now,
+			TtlMs:     ttl.Milliseconds(),
 			ProjectID:    project,
 			Labels:       req.Labels,
 			Capabilities: req.Capabilities,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -47,9 +48,10 @@ func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, resu
 		if err := s.graphOn(tx).ReleaseFinished(ctx, project, []uuid.UUID{l.ItemID}, parents); err != nil {
 			return err
 		}
-		item, err := s.graphOn(tx).Item(ctx, project, l.ItemID)
-		out = Completion{Lease: l, Item: item}
-		return err
+		// Releasing dependents and parent writes other rows: the item is as
+		// the ending statement left it.
+		out = Completion{Lease: l, Item: graph.FinishedItem(e.item)}
+		return nil
 	})
 	if errors.Is(err, errFenced) {
 		return s.repeatedCompletion(ctx, project, f, result, workerTime)

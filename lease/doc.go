@@ -6,13 +6,19 @@
 //
 // # Claim
 //
-// One transaction: end the project's expired leases, then one statement
-// that takes the highest-priority ready item through the partial index
-// items_claim with FOR UPDATE SKIP LOCKED, increments its epoch, makes the
-// new lease its active_lease_id and inserts the lease. Concurrent claimers
-// never wait for each other and never get the same item; the unique partial
-// index leases_one_active is the database's own guarantee of at most one
-// active lease per item.
+// One statement that takes the highest-priority ready item through the
+// partial index items_claim with FOR UPDATE SKIP LOCKED, increments its
+// epoch, makes the new lease its active_lease_id and inserts the lease, and
+// answers the lease with the item (ClaimItemDirect, no transaction around
+// it). It claims nothing when a lease of the project is past its expiry
+// and not ended (the earliest expiry of the project's live leases, from
+// the partial index leases_active_expiry) or the token is within
+// tokenLockSlack of MaxActivePerToken; then, and when nothing was claimed,
+// the claim is one transaction: end the project's expired leases, count
+// the token's live leases under its advisory lock near the limit, claim
+// (ClaimItem). Concurrent claimers never wait for each other and never get
+// the same item; the unique partial index leases_one_active is the
+// database's own guarantee of at most one active lease per item.
 //
 // # The fencing rule
 //
@@ -83,7 +89,8 @@
 //     on its own reading: a lease that expires in between is lost, since
 //     its end would come after its expiry;
 //   - ExpireLeases and ProjectsWithExpiredLeases (the claim's reaping and
-//     the Sweeper) and CountActiveForToken judge with statement_timestamp()
+//     the Sweeper), ClaimItemDirect's guards and CountActiveForToken judge
+//     with statement_timestamp()
 //     (stable, so the expiry indexes apply); an expired lease ends at its
 //     expires_at, so the next claim starts after it;
 //   - a person's cancel (EndLeasesCancelled, DismissAttentionCancelled),
@@ -119,6 +126,24 @@
 // the lease as cancelled (package graph). There is no pre-emption: a
 // person's hold or a higher-priority item never ends an active lease;
 // RequestStop only tells the worker on its next heartbeat.
+//
+// # The long poll
+//
+// ClaimWait claims, and when nothing is ready waits for a turn from the
+// replica's Notifier. The workgraph_ready notification names the item, its
+// labels and its reservation (migration 00030), and the notifier gives it
+// to one waiting claim whose filter takes the item, not to every waiter of
+// the project. Each notification is an event that stays pending until a
+// grant takes its item or a claim that began after it arrived, with a
+// filter that takes it, finds nothing; a waiter that does not use its
+// event hands it on; a waiter that becomes idle takes a pending event. A
+// new waiting claim claims before it waits, unless its filter's last claim
+// found nothing in this recheck round and nothing since escaped the
+// notifier. What a notification does not report (the LISTEN connection
+// lost, a payload without the item, a claim's error) wakes every waiter of
+// the project; time gates are found by a periodic recheck, one waiter per
+// label set. wake.go states the rules and argues that no wake-up is lost;
+// Notifier.Stats counts claim transactions against grants.
 //
 // # History
 //

@@ -49,6 +49,8 @@ type ending struct {
 type ended struct {
 	failures int32
 	parent   *uuid.UUID
+	// item is the item row as the ending statement wrote it.
+	item dbq.Item
 }
 
 // endLease ends the lease under the fence and frees its item, in one
@@ -78,7 +80,7 @@ func (s *Service) endLease(ctx context.Context, tx pgx.Tx, project uuid.UUID, f 
 	if err != nil {
 		return Lease{}, ended{}, err
 	}
-	return fromEndRow(row), ended{failures: row.Failures, parent: row.ParentID}, nil
+	return fromEndRow(row), ended{failures: row.Failures, parent: row.ParentID, item: row.Item}, nil
 }
 
 // lockLease takes the lease's row lock under the fence, for mutations that

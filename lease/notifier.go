@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,21 +13,28 @@ import (
 	"github.com/workgraph-dev/workgraph/startstop"
 )
 
-// readyChannel is the channel the items trigger NOTIFYs with the project id
-// when an item becomes ready.
+// readyChannel is the channel the items trigger NOTIFYs on when an item
+// becomes ready, naming the project and the item (migration 00030).
 const readyChannel = "workgraph_ready"
 
 // Notifier listens for "an item became ready" notifications on one
-// dedicated connection (not taken from the pool) and fans them out to
-// subscribers per project. It reconnects after a failure and then wakes
-// every subscriber, since notifications sent while it was away are lost.
+// dedicated connection (not taken from the pool). It gives each
+// notification to one waiting claim of the project whose filter takes the
+// item (ClaimWait; the rules, and why no wake-up is lost, are in wake.go),
+// and to every subscriber of the project (Subscribe). It reconnects after
+// a failure and then wakes every waiter and subscriber, since
+// notifications sent while it was away are lost.
 type Notifier struct {
 	base startstop.Base
 	pool *pgxpool.Pool
 	log  *slog.Logger
 
-	mu   sync.Mutex
-	subs map[uuid.UUID]map[chan struct{}]struct{}
+	mu     sync.Mutex
+	subs   map[uuid.UUID]map[chan struct{}]struct{}
+	queues map[uuid.UUID]*waitQueue
+	// seq numbers the notifications (and broadcasts) received.
+	seq   uint64
+	stats waitCounters
 
 	listening     chan struct{} // closed once the first LISTEN is active
 	listeningOnce sync.Once
@@ -41,8 +49,11 @@ type NotifierSignals struct {
 	// connection and every reconnection).
 	Listening startstop.Signal[struct{}]
 	// Notified is sent with the project of every notification, after its
-	// subscribers were woken.
+	// subscribers and the waiter it was given were woken.
 	Notified startstop.Signal[uuid.UUID]
+	// Idle is sent with the project each time a waiting claim found
+	// nothing and waits for a turn.
+	Idle startstop.Signal[uuid.UUID]
 }
 
 // NewNotifier returns a Notifier that connects with pool's configuration.
@@ -54,6 +65,7 @@ func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
 		pool:      pool,
 		log:       log,
 		subs:      map[uuid.UUID]map[chan struct{}]struct{}{},
+		queues:    map[uuid.UUID]*waitQueue{},
 		listening: make(chan struct{}),
 	}
 }
@@ -69,8 +81,9 @@ func (n *Notifier) Stop() { n.base.Stop() }
 func (n *Notifier) Listening() <-chan struct{} { return n.listening }
 
 // Subscribe returns a channel that receives a value (coalesced: at most one
-// pending) whenever an item of the project may have become ready, and a
-// function that ends the subscription.
+// pending) whenever an item of the project may have become ready (every
+// notification of the project, unlike a waiting claim), and a function
+// that ends the subscription.
 func (n *Notifier) Subscribe(project uuid.UUID) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
@@ -124,16 +137,49 @@ func (n *Notifier) run(ctx context.Context) {
 			// Anything sent while no connection listened is lost: let every
 			// waiter look again.
 			n.signalAll()
+			n.noteAll()
 			n.TestSignals.Listening.Send(struct{}{})
 		},
 		func(payload string) {
-			project, err := uuid.Parse(payload)
+			r, err := parseReady(payload)
 			if err != nil {
 				n.log.Warn("lease notifier: unexpected payload", "payload", payload)
 				return
 			}
-			n.signal(project)
-			n.TestSignals.Notified.Send(project)
+			n.signal(r.project)
+			n.note(r)
+			n.TestSignals.Notified.Send(r.project)
 		},
 		func() {})
+}
+
+// WaitStats are a notifier's counts since it was made: how many claim
+// transactions its waiting claims ran and how many of them were granted.
+// Claims per grant is the long poll's cost; a wait's first claim, made
+// before it waits unless it was Skipped, is one of Claims.
+type WaitStats struct {
+	// Waits is how many waiting claims (ClaimWait) began; Skipped how
+	// many of them waited without a first claim (see join).
+	Waits, Skipped int64
+	// Claims is the claim transactions they ran; Grants those that took an
+	// item.
+	Claims, Grants int64
+	// Passed counts wake-ups handed on by a waiter that left without
+	// using them; Broadcasts the times every waiter of a project was woken
+	// (reconnection, a payload without the item, too many pending, a
+	// claim's error); Rechecks the periodic rechecks run.
+	Passed, Broadcasts, Rechecks int64
+}
+
+type waitCounters struct {
+	waits, skipped, claims, grants, passed, broadcasts, rechecks atomic.Int64
+}
+
+// Stats returns the notifier's counts.
+func (n *Notifier) Stats() WaitStats {
+	c := &n.stats
+	return WaitStats{
+		Waits: c.waits.Load(), Skipped: c.skipped.Load(), Claims: c.claims.Load(), Grants: c.grants.Load(),
+		Passed: c.passed.Load(), Broadcasts: c.broadcasts.Load(), Rechecks: c.rechecks.Load(),
+	}
 }

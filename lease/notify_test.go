@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,10 +52,12 @@ func TestReadyNotifications(t *testing.T) {
 			if err != nil {
 				t.Fatalf("waiting for the marker's notification: %v", err)
 			}
-			if n.Payload == other.ID.String() {
+			// The payload begins with the project's id (then the item).
+			project, _, _ := strings.Cut(n.Payload, " ")
+			if project == other.ID.String() {
 				return notified
 			}
-			notified = notified || n.Payload == f.project.String()
+			notified = notified || project == f.project.String()
 		}
 	}
 	claimed := func(t *testing.T) lease.Lease {

@@ -89,11 +89,11 @@ func scopeLocks(scopes []string) (keys []string, exclusive []bool) {
 // recordOffer stores the capabilities the worker offers (a worker offering
 // none records nothing); RecordOffer writes only when they changed or the
 // stored row is a minute old.
-func (s *Service) recordOffer(ctx context.Context, tx pgx.Tx, project uuid.UUID, req ClaimRequest) error {
+func (s *Service) recordOffer(ctx context.Context, q dbq.DBTX, project uuid.UUID, req ClaimRequest) error {
 	if len(req.Capabilities) == 0 {
 		return nil
 	}
-	return dbq.New().RecordOffer(ctx, tx, dbq.RecordOfferParams{
+	return dbq.New().RecordOffer(ctx, q, dbq.RecordOfferParams{
 		ProjectID: project, Worker: req.Worker, Capabilities: req.Capabilities, Now: s.clock.Now(),
 	})
 }

@@ -234,3 +234,21 @@ func TestMetricsLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsWait: the long poll's counts (claim transactions of waiting
+// claims against their grants) reach /metrics.
+func TestMetricsWait(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsAddr = "127.0.0.1:0" })
+	call(t, srv, "POST", "/v1/projects", map[string]any{"name": "m"}, 201, nil)
+	call(t, srv, "POST", "/v1/projects/m/items", map[string]any{"title": "one"}, 201, nil)
+	claim := map[string]any{"worker": "w", "lease_seconds": 30, "wait_seconds": 1}
+	call(t, srv, "POST", "/v1/projects/m/claims", claim, 201, nil)
+	call(t, srv, "POST", "/v1/projects/m/claims", claim, 204, nil) // nothing else becomes ready
+	expect(t, scrape(t, srv.MetricsURL()), map[string]float64{
+		`workgraph_wait_claims_begun_total`:       2,
+		`workgraph_wait_claim_transactions_total`: 2,
+		`workgraph_wait_grants_total`:             1,
+		`workgraph_wait_broadcasts_total`:         0,
+	})
+}

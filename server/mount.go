@@ -15,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/webhook"
 )
 
@@ -63,6 +64,11 @@ func (s *Server) mount(ctx context.Context) error {
 	notifier := lease.NewNotifier(listenPool, s.log)
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
+	s.registry.MustRegister(metrics.NewWaitCollector(func() metrics.WaitStats {
+		w := notifier.Stats()
+		return metrics.WaitStats{Waits: w.Waits, Skipped: w.Skipped, Claims: w.Claims, Grants: w.Grants,
+			Passed: w.Passed, Broadcasts: w.Broadcasts, Rechecks: w.Rechecks}
+	}))
 	sweeper := lease.NewSweeper(leaseSvc, s.cfg.SweepInterval, s.log)
 	sweeper.Observe(s.metrics.SweepRun)
 	sweeper.Start(context.Background())
@@ -145,6 +151,10 @@ func (s *Server) mount(ctx context.Context) error {
 	retention.Observe(s.metrics.EventsDeleted)
 	retention.Start(context.Background())
 	s.stops = append(s.stops, retention.Stop)
+
+	deliveries := webhook.NewRetention(s.pool, clk, s.deliveryRetention(), time.Hour, s.log)
+	deliveries.Start(context.Background())
+	s.stops = append(s.stops, deliveries.Stop)
 	return nil
 }
 
@@ -214,4 +224,16 @@ func (s *Server) eventsRetention() time.Duration {
 		return 0
 	}
 	return s.cfg.EventsRetention
+}
+
+// deliveryRetention is the configured retention of finished webhook
+// deliveries (0: keep forever); by default the events'.
+func (s *Server) deliveryRetention() time.Duration {
+	switch {
+	case s.cfg.Webhooks.DeliveryRetention == 0:
+		return s.eventsRetention()
+	case s.cfg.Webhooks.DeliveryRetention < 0:
+		return 0
+	}
+	return s.cfg.Webhooks.DeliveryRetention
 }

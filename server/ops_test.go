@@ -163,6 +163,18 @@ func TestWebErrorRequestID(t *testing.T) {
 	}
 }
 
+// TestDeliveryRetentionBelowADayRefused: the server refuses a retention
+// of delivery records the table would refuse, before it opens the
+// database.
+func TestDeliveryRetentionBelowADayRefused(t *testing.T) {
+	t.Parallel()
+	_, err := server.Start(context.Background(), server.Config{Addr: "127.0.0.1:0", DatabaseURL: "postgres://unused.invalid/x",
+		Webhooks: server.WebhooksConfig{DeliveryRetention: time.Hour}})
+	if err == nil || !strings.Contains(err.Error(), "webhooks-delivery-retention") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // TestEventsRetentionBelowADayRefused: the server refuses a retention the
 // events table would refuse, before it opens the database.
 func TestEventsRetentionBelowADayRefused(t *testing.T) {

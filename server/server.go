@@ -27,6 +27,7 @@ import (
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/telemetry"
+	"github.com/workgraph-dev/workgraph/webhook"
 )
 
 // Config is everything the server needs to start.
@@ -154,6 +155,11 @@ type WebhooksConfig struct {
 	Concurrency int
 	// Off: this replica delivers nothing (other replicas still do).
 	Off bool
+	// DeliveryRetention is how long the records of finished deliveries
+	// (delivered or failed) are kept before the retention service
+	// deletes them (0: the events' retention; negative: forever; else at
+	// least events.MinRetention, a day).
+	DeliveryRetention time.Duration
 }
 
 // DefaultStatementTimeout is Config.StatementTimeout's default: well below
@@ -220,6 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Addr = "127.0.0.1:8080"
 	}
 	if err := events.CheckRetention(max(cfg.EventsRetention, 0)); err != nil {
+		return nil, err
+	}
+	if err := webhook.CheckRetention(max(cfg.Webhooks.DeliveryRetention, 0)); err != nil {
 		return nil, err
 	}
 	// Lines logged with a request's context name its request id.

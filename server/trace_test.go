@@ -81,7 +81,7 @@ func spanOf(t *testing.T, r *telemetrytest.Receiver, tp *telemetry.Provider, tra
 // TestTraceOfClaim: an agent's traceparent reaches the server; the claim's
 // request span is its child, named by the route template, with the
 // project, item, lease, epoch, request id and status; the claim's
-// database transaction is a child of the request span, tagged with the
+// database span (db.Atomic: one statement) is a child of the request span, tagged with the
 // project. A refused heartbeat's span carries the problem code (a
 // refusal, not an error), and its transaction the lease and epoch.
 func TestTraceOfClaim(t *testing.T) {
@@ -118,11 +118,12 @@ func TestTraceOfClaim(t *testing.T) {
 		if !strings.HasPrefix(s.Name, "db.") || s.Kind != "client" || s.Attrs["db.system.name"] != "postgresql" {
 			t.Errorf("a child of the request span that is not a transaction: %v", s)
 		}
-		claimTx = claimTx || (s.Name == "db.InTx" && s.Attrs["workgraph.project.id"] == project.ID &&
+		// The claim is one statement on the pool (lease.Service.Claim).
+		claimTx = claimTx || (s.Name == "db.Atomic" && s.Attrs["workgraph.project.id"] == project.ID &&
 			s.Attrs["workgraph.item.id"] == cl.Item.ID && s.Attrs["workgraph.lease.id"] == cl.Lease.ID && s.Attrs["workgraph.lease.epoch"] == "1")
 	}
 	if !claimTx {
-		t.Errorf("no db.InTx child tagged with the project, item, lease and epoch among %v", telemetrytest.Children(spans, req))
+		t.Errorf("no db.Atomic child tagged with the project, item, lease and epoch among %v", telemetrytest.Children(spans, req))
 	}
 
 	// A heartbeat at a wrong epoch is refused (lease_lost) inside its

@@ -61,9 +61,14 @@ func TestBrowserLiveInbox(t *testing.T) {
 	waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
 
 	asked := time.Now()
+	var ask struct {
+		Attention struct {
+			ID string `json:"id"`
+		} `json:"attention"`
+	}
 	apiCall(t, srv, agent, "POST", "/v1/leases/"+claim.Lease.ID+"/attention", map[string]any{
 		"epoch": claim.Lease.Epoch, "question": "MIT or Apache-2.0?", "suggested_answers": []string{"MIT", "Apache-2.0"},
-	}, nil)
+	}, &ask)
 	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("main article.request")))
 	t.Logf("the question appeared %s after the agent asked", time.Since(asked).Round(time.Millisecond))
 
@@ -90,6 +95,24 @@ func TestBrowserLiveInbox(t *testing.T) {
 	if got.State != "ready" {
 		t.Fatalf("after the answer from the page the item is %s, want ready", got.State)
 	}
+	// The answer stored is the one clicked, by the person signed in.
+	var req struct {
+		State      string  `json:"state"`
+		Answer     *string `json:"answer"`
+		ResolvedBy *string `json:"resolved_by"`
+	}
+	apiCall(t, srv, agent, "GET", "/v1/attention/"+ask.Attention.ID, nil, &req)
+	if req.State != "resolved" || req.Answer == nil || *req.Answer != "MIT" || req.ResolvedBy == nil || !strings.Contains(*req.ResolvedBy, "ada") {
+		t.Fatalf("after the answer from the page the request is %+v (answer %v, by %v), want resolved with MIT by ada",
+			req, deref(req.Answer), deref(req.ResolvedBy))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }
 
 // waitJS polls a JavaScript condition in the page until it holds (30 s

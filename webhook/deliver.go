@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -31,7 +32,7 @@ import (
 // Defaults of DelivererConfig.
 const (
 	DefaultPoll         = 50 * time.Millisecond
-	DefaultConcurrency  = 16
+	DefaultConcurrency  = 32
 	DefaultRetryFor     = 24 * time.Hour
 	DefaultDisableAfter = 24 * time.Hour
 	// maxBackoff caps the wait between two attempts (and a Retry-After).
@@ -46,6 +47,9 @@ const (
 	// behindBatch bounds the webhooks one round fans out, and the projects
 	// whose due deliveries it takes.
 	behindBatch = 1000
+	// dueScan times Concurrency is how many due rows a round reads to
+	// find the projects it claims in.
+	dueScan = 4
 	// horizonWait bounds one round's wait for the log's horizon: a
 	// transaction that runs long anywhere in the database cluster holds
 	// the horizon back, and the round then delivers what is due (retries)
@@ -82,8 +86,8 @@ type DelivererConfig struct {
 	Lock time.Duration
 	// Poll is how often an idle replica looks for work (0: DefaultPoll).
 	Poll time.Duration
-	// Concurrency bounds the attempts in flight on this replica (0:
-	// DefaultConcurrency).
+	// Concurrency bounds the attempts in flight on this replica, and so
+	// the rows one claim takes (0: DefaultConcurrency).
 	Concurrency int
 	// RetryFor is how long after its event a delivery is retried (0:
 	// DefaultRetryFor); DisableAfter how long a webhook may fail without a
@@ -102,8 +106,10 @@ type DelivererConfig struct {
 	Attention *attention.Service
 	// Links issues answer links (nil: none).
 	Links *AnswerLinks
-	// Observe is told of every attempt as it ended (nil: nobody), from
-	// the attempt's goroutine: the server counts them in /metrics.
+	// Observe is told of every attempt as it ended (nil: nobody), from a
+	// delivery goroutine (the attempt's, or its claim's once the claim's
+	// successes are recorded together): the server counts them in
+	// /metrics.
 	Observe func(Attempt)
 }
 
@@ -190,7 +196,7 @@ func NewDeliverer(pool *pgxpool.Pool, cfg DelivererConfig) *Deliverer {
 	}
 	client := cfg.Client
 	if client == nil {
-		client = newClient(cfg.AllowPrivate, cfg.Timeout)
+		client = newClient(cfg.AllowPrivate, cfg.Timeout, cfg.Concurrency)
 	}
 	return &Deliverer{pool: pool, cfg: cfg, client: client, wake: make(chan struct{}, 1)}
 }
@@ -297,9 +303,14 @@ func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
 }
 
 // deliverDue takes the due deliveries project by project and attempts
-// them, at most Concurrency at once.
+// them, at most Concurrency at once. A claim takes only as many rows as
+// there are free slots, so every row claimed is sent at once and its lock
+// (Lock, over twice Timeout) outlasts its attempt and the recording of
+// its result.
 func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
-	projects, err := q.DueDeliveryProjects(ctx, d.pool, dbq.DueDeliveryProjectsParams{Now: d.cfg.Clock.Now(), MaxRows: behindBatch})
+	projects, err := q.DueDeliveryProjects(ctx, d.pool, dbq.DueDeliveryProjectsParams{
+		Now: d.cfg.Clock.Now(), ScanRows: int32(dueScan * d.cfg.Concurrency),
+	})
 	if err != nil {
 		return 0, db.Translate(err)
 	}
@@ -308,26 +319,113 @@ func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
 	slots := make(chan struct{}, d.cfg.Concurrency)
 	total := 0
 	for _, p := range projects {
+		free := takeSlots(slots)
 		token := uuid.New()
 		claimed, err := q.ClaimDeliveries(ctx, d.pool, dbq.ClaimDeliveriesParams{
 			ProjectID: p, LockToken: token, LockSeconds: d.cfg.Lock.Seconds(),
-			MaxRows: int32(d.cfg.Concurrency), Now: d.cfg.Clock.Now(),
+			MaxRows: int32(free), Now: d.cfg.Clock.Now(),
 		})
+		for range free - len(claimed) {
+			<-slots
+		}
 		if err != nil {
 			return total, db.Translate(err)
 		}
+		total += len(claimed)
+		done := &delivered{project: p, token: token}
+		var claim sync.WaitGroup
 		for _, c := range claimed {
-			slots <- struct{}{}
-			wg.Add(1)
-			total++
+			claim.Add(1)
 			go func() {
-				defer func() { <-slots; wg.Done() }()
-				d.attempt(ctx, c, token)
+				defer func() { <-slots; claim.Done() }()
+				d.attempt(ctx, c, token, done)
 			}()
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			claim.Wait()
+			d.recordDelivered(ctx, done)
+		}()
 	}
 	return total, nil
 }
+
+// takeSlots waits for one free slot of slots, takes every other free one
+// too, and returns how many it took.
+func takeSlots(slots chan struct{}) int {
+	slots <- struct{}{}
+	n := 1
+	for n < cap(slots) {
+		select {
+		case slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// delivered gathers the plain successes of one claim (delivered, the
+// webhook not failing), recorded together by recordDelivered.
+type delivered struct {
+	project uuid.UUID
+	token   uuid.UUID
+	mu      sync.Mutex
+	list    []Attempt
+	params  dbq.FinishDeliveredParams
+}
+
+func (b *delivered) add(c dbq.ClaimDeliveriesRow, o outcome, a Attempt) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := &b.params
+	p.WebhookIds = append(p.WebhookIds, c.WebhookID)
+	p.Seqs = append(p.Seqs, c.Seq)
+	p.Attempts = append(p.Attempts, c.Attempts)
+	p.Statuses = append(p.Statuses, *o.status)
+	p.LatenciesMs = append(p.LatenciesMs, latencyMs(o.latency))
+	response := ""
+	if o.response != nil {
+		response = *o.response
+	}
+	p.Responses = append(p.Responses, response)
+	b.list = append(b.list, a)
+}
+
+// recordDelivered records a claim's plain successes in one statement,
+// even when the loop is being stopped (the requests were made), then
+// reports each attempt. An attempt whose lock passed to another attempt
+// first is not recorded (State "").
+func (d *Deliverer) recordDelivered(ctx context.Context, b *delivered) {
+	if len(b.list) == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
+	defer cancel()
+	b.params.ProjectID, b.params.LockToken, b.params.Now = b.project, b.token, d.cfg.Clock.Now()
+	rows, err := q.FinishDelivered(rctx, d.pool, b.params)
+	if err != nil {
+		d.cfg.Log.Error("webhook delivery: recording attempts", "project", b.project, "attempts", len(b.list), "err", db.Translate(err))
+	}
+	type key struct {
+		webhook uuid.UUID
+		seq     int64
+	}
+	recorded := make(map[key]bool, len(rows))
+	for _, r := range rows {
+		recorded[key{r.WebhookID, r.Seq}] = true
+	}
+	for _, a := range b.list {
+		if recorded[key{a.WebhookID, a.Seq}] {
+			a.State = StateDelivered
+		}
+		d.report(a)
+	}
+}
+
+func latencyMs(l time.Duration) int32 { return int32(min(l.Milliseconds(), 1<<31-1)) }
 
 // outcome is what one request came to.
 type outcome struct {
@@ -345,17 +443,10 @@ type outcome struct {
 }
 
 // attempt sends one claimed delivery and records its result under the
-// lock it was claimed with.
-func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID) {
+// lock it was claimed with; a plain success (delivered, the webhook not
+// failing) is left to its claim's recordDelivered.
+func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID, done *delivered) {
 	o := d.send(ctx, c)
-	// Record the result even when the loop is being stopped: the request
-	// was made.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
-	defer cancel()
-	wait := d.cfg.Backoff(int(c.Attempts))
-	if o.retryAfter > wait {
-		wait = min(o.retryAfter, maxBackoff)
-	}
 	a := Attempt{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, N: int(c.Attempts), Latency: o.latency,
 		Sent: o.sent, Refused: o.refused}
 	if o.status != nil {
@@ -364,12 +455,24 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	if o.errText != nil {
 		a.Err = *o.errText
 	}
+	if o.state == StateDelivered && !o.failing {
+		done.add(c, o, a)
+		return
+	}
+	// Record the result even when the loop is being stopped: the request
+	// was made.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
+	defer cancel()
+	wait := d.cfg.Backoff(int(c.Attempts))
+	if o.retryAfter > wait {
+		wait = min(o.retryAfter, maxBackoff)
+	}
 	now := d.cfg.Clock.Now()
 	finish := func(tx db.DBTX) error {
 		state, err := q.FinishAttempt(rctx, tx, dbq.FinishAttemptParams{
 			ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, LockToken: token, Attempt: c.Attempts,
 			NewState: o.state, RetryForSeconds: d.cfg.RetryFor.Seconds(), RetryInSeconds: wait.Seconds(),
-			Status: o.status, LatencyMs: int32(min(o.latency.Milliseconds(), 1<<31-1)), Response: o.response,
+			Status: o.status, LatencyMs: latencyMs(o.latency), Response: o.response,
 			Error: o.errText, Now: now,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -378,17 +481,11 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 		a.State = state
 		return err
 	}
-	var err error
-	if o.state == StateDelivered && !o.failing {
-		// The common case: one statement, no transaction of its own.
-		err = finish(d.pool)
-	} else {
-		err = db.InTx(rctx, d.pool, func(tx pgx.Tx) error {
-			var err error
-			a.Disabled, err = d.finishFailing(rctx, tx, c, o, now, finish)
-			return err
-		})
-	}
+	err := db.InTx(rctx, d.pool, func(tx pgx.Tx) error {
+		var err error
+		a.Disabled, err = d.finishFailing(rctx, tx, c, o, now, finish)
+		return err
+	})
 	if errors.Is(err, errLockLost) {
 		err = nil
 	}
@@ -399,6 +496,12 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	if a.Disabled {
 		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
 	}
+	d.report(a)
+}
+
+// report tells the observer and the test signal of an attempt as it
+// ended.
+func (d *Deliverer) report(a Attempt) {
 	if d.cfg.Observe != nil {
 		d.cfg.Observe(a)
 	}
@@ -426,17 +529,14 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 	})
 }
 
-// send builds and sends one delivery's request.
-func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome {
-	row, err := q.DeliveryEvent(ctx, d.pool, dbq.DeliveryEventParams{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq})
-	if err != nil {
-		return failure(StatePending, "reading the event: "+db.Translate(err).Error())
-	}
+// send builds and sends one claimed delivery's request (the claim brought
+// its webhook and its event).
+func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcome {
 	if row.EventSeq == nil {
 		return failure(StateFailed, "the event is no longer in the log (retention)")
 	}
 	failing := row.FailingSince != nil
-	m, err := d.message(ctx, c.ProjectID, row)
+	m, err := d.message(ctx, row.ProjectID, row)
 	if err != nil {
 		o := failure(StatePending, "building the message: "+err.Error())
 		o.failing = true
@@ -446,7 +546,7 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 	if err != nil {
 		return failure(StateFailed, "encoding the message: "+err.Error())
 	}
-	id := messageID(c.ProjectID, c.Seq)
+	id := messageID(row.ProjectID, row.Seq)
 	ts := d.cfg.Local.Read().Unix()
 	sig, err := Sign(row.Secret, id, ts, b)
 	if err != nil {
@@ -505,7 +605,7 @@ func (d *Deliverer) send(ctx context.Context, c dbq.ClaimDeliveriesRow) outcome 
 // message is the data of one event for a webhook: the event, its links,
 // and the request of an attention event (with an answer link when the
 // project wants them and the webhook names a recipient).
-func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.DeliveryEventRow) (Message, error) {
+func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.ClaimDeliveriesRow) (Message, error) {
 	m := Message{ProjectID: project, Project: row.ProjectName, Seq: *row.EventSeq, Type: *row.EventType,
 		At: *row.EventAt, Actor: *row.Actor, ItemID: row.ItemID, LeaseID: row.LeaseID, AttentionID: row.AttentionID,
 		Payload: row.Payload}
@@ -541,14 +641,7 @@ func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.Deli
 
 // AnswerLinkURL is the web UI's address of an answer link.
 func AnswerLinkURL(base string, project uuid.UUID, token string) string {
-	return trimSlash(base) + "/answer/" + project.String() + "/" + token
-}
-
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
+	return strings.TrimRight(base, "/") + "/answer/" + project.String() + "/" + token
 }
 
 func failure(state, text string) outcome {

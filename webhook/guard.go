@@ -66,9 +66,14 @@ func Guard(network, address string, _ syscall.RawConn) error {
 // environment, no redirects followed (a 3xx answer is the attempt's
 // result), RequestTimeout per request, and unless allowPrivate, Guard on
 // every connection.
-func NewClient(allowPrivate bool) *http.Client { return newClient(allowPrivate, RequestTimeout) }
+func NewClient(allowPrivate bool) *http.Client {
+	return newClient(allowPrivate, RequestTimeout, DefaultConcurrency)
+}
 
-func newClient(allowPrivate bool, timeout time.Duration) *http.Client {
+// newClient is NewClient with timeout per request, keeping up to perHost
+// idle connections to one receiver (one for each attempt that may be in
+// flight, so a busy receiver's connections are reused, not redialled).
+func newClient(allowPrivate bool, timeout time.Duration, perHost int) *http.Client {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
 		d.Control = Guard
@@ -77,8 +82,8 @@ func newClient(allowPrivate bool, timeout time.Duration) *http.Client {
 		Proxy:                 nil,
 		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   16,
+		MaxIdleConns:          max(100, perHost),
+		MaxIdleConnsPerHost:   perHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,

@@ -234,6 +234,181 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 	return i, err
 }
 
+const claimItemDirect = `-- name: ClaimItemDirect :one
+WITH candidate AS (
+    SELECT c.project_id, c.id
+    FROM items c
+    WHERE c.project_id = $2
+      AND c.ready
+      AND c.labels @> $3::text[]
+      AND (c.not_before IS NULL OR c.not_before <= coalesce($1::timestamptz, statement_timestamp()))
+      AND (c.preferred_worker IS NULL
+           OR (c.preferred_worker = $4::text
+               AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
+           OR c.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
+      AND coalesce((SELECT d.expires_at FROM leases d
+                    WHERE d.project_id = $2 AND d.ended_at IS NULL
+                    ORDER BY d.expires_at LIMIT 1)
+                   > coalesce($1::timestamptz, statement_timestamp()), true)
+      AND ($6::int = 0
+           OR (SELECT count(*) FROM leases t
+               WHERE t.token_id = $5::uuid AND t.ended_at IS NULL
+                 AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
+              < $6::int)
+      -- capabilities and write scopes: this path takes only items without
+      -- touches (a grant of scopes needs the transactional path's locks).
+      AND c.requires <@ coalesce($7::text[], '{}')
+      AND c.touches = '{}'
+    ORDER BY c.priority DESC, c.seq
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    UPDATE items i
+    SET epoch = i.epoch + 1,
+        active_lease_id = $8::uuid,
+        preferred_worker = NULL,
+        preferred_token = NULL,
+        preferred_until = NULL,
+        updated_at = coalesce($1::timestamptz, statement_timestamp())
+    FROM candidate
+    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches
+), granted AS (
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    SELECT taken.project_id, $8, taken.id, taken.epoch, $4, $5, $9,
+           grant_time.at,
+           grant_time.at + $10::bigint * interval '1 millisecond'
+    FROM taken
+    CROSS JOIN LATERAL (
+        SELECT coalesce($1::timestamptz,
+                        greatest(clock_timestamp(),
+                                 (SELECT p.ended_at FROM leases p
+                                  WHERE p.project_id = taken.project_id AND p.item_id = taken.id
+                                    AND p.epoch = taken.epoch - 1))) AS at
+    ) AS grant_time
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources
+)
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches,
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
+       coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
+FROM granted AS leases
+JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
+`
+
+type ClaimItemDirectParams struct {
+	Now          *time.Time
+	ProjectID    uuid.UUID
+	Labels       []string
+	Worker       string
+	TokenID      *uuid.UUID
+	TokenQuiet   int32
+	Capabilities []string
+	LeaseID      uuid.UUID
+	Principal    string
+	TtlMs        int64
+}
+
+type ClaimItemDirectRow struct {
+	Lease        Lease
+	Item         Item
+	HasAttention bool
+	DbNow        time.Time
+}
+
+// ClaimItem as one statement that needs no transaction around it (the
+// claim's common case, lease.Service.Claim): it also answers the item as it
+// stands after the claim and the database instant its time gates used, and
+// it claims nothing (no row) when either of two guards says the
+// transactional path must run instead:
+//   - a lease of the project is past its expiry and not yet ended (the
+//     claim's path ends those first, ExpireLeases): the earliest expiry
+//     among the project's live leases, read from the partial index
+//     leases_active_expiry (a min over live leases only, never the
+//     project's history);
+//   - @token_quiet > 0 and the token already holds @token_quiet live
+//     leases or more (within tokenLockSlack of its limit, where claims of
+//     one token are serialised and counted again).
+//
+// Items of expired leases return to circulation by the sweeper and by any
+// claim that finds them due; a claim never takes an item whose lease has
+// not ended (the item is not ready while its active_lease_id is set).
+func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDirectParams) (ClaimItemDirectRow, error) {
+	row := db.QueryRow(ctx, claimItemDirect,
+		arg.Now,
+		arg.ProjectID,
+		arg.Labels,
+		arg.Worker,
+		arg.TokenID,
+		arg.TokenQuiet,
+		arg.Capabilities,
+		arg.LeaseID,
+		arg.Principal,
+		arg.TtlMs,
+	)
+	var i ClaimItemDirectRow
+	err := row.Scan(
+		&i.Lease.ProjectID,
+		&i.Lease.ID,
+		&i.Lease.Seq,
+		&i.Lease.ItemID,
+		&i.Lease.Epoch,
+		&i.Lease.Worker,
+		&i.Lease.TokenID,
+		&i.Lease.Principal,
+		&i.Lease.AcquiredAt,
+		&i.Lease.ExpiresAt,
+		&i.Lease.HeartbeatAt,
+		&i.Lease.Heartbeats,
+		&i.Lease.Progress,
+		&i.Lease.WorkerTime,
+		&i.Lease.StopRequestedAt,
+		&i.Lease.StopRequestedBy,
+		&i.Lease.EndedAt,
+		&i.Lease.Outcome,
+		&i.Lease.OutcomeDetail,
+		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
+		&i.Item.ProjectID,
+		&i.Item.ID,
+		&i.Item.Seq,
+		&i.Item.ParentID,
+		&i.Item.Title,
+		&i.Item.Body,
+		&i.Item.Priority,
+		&i.Item.Labels,
+		&i.Item.Metadata,
+		&i.Item.Status,
+		&i.Item.Result,
+		&i.Item.Epoch,
+		&i.Item.Version,
+		&i.Item.UnmetDependencies,
+		&i.Item.OpenChildren,
+		&i.Item.OpenAttention,
+		&i.Item.ActiveLeaseID,
+		&i.Item.NotBefore,
+		&i.Item.Failures,
+		&i.Item.ConsecutiveExpiries,
+		&i.Item.PreviousWorker,
+		&i.Item.PreferredWorker,
+		&i.Item.PreferredUntil,
+		&i.Item.CreatedBy,
+		&i.Item.CreatedAt,
+		&i.Item.UpdatedAt,
+		&i.Item.FinishedAt,
+		&i.Item.Ready,
+		&i.Item.PreferredToken,
+		&i.Item.OnExpiry,
+		&i.Item.PlanKey,
+		&i.Item.Requires,
+		&i.Item.Touches,
+		&i.HasAttention,
+		&i.DbNow,
+	)
+	return i, err
+}
+
 const clearRetry = `-- name: ClearRetry :exec
 UPDATE items SET failures = 0, not_before = NULL
 WHERE project_id = $1 AND id = $2
@@ -366,10 +541,10 @@ WITH ended AS (
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT $13::boolean OR i.status = 'open')
-    RETURNING i.failures, i.parent_id
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, freed.failures, freed.parent_id
-FROM ended, freed
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches
+FROM ended, freed AS items
 `
 
 type EndLeaseParams struct {
@@ -413,6 +588,7 @@ type EndLeaseRow struct {
 	ScopeResources  []string
 	Failures        int32
 	ParentID        *uuid.UUID
+	Item            Item
 }
 
 // Fenced end of a lease by its worker, and the item's side of it in the
@@ -422,7 +598,10 @@ type EndLeaseRow struct {
 // expiry count (the worker came back). A completion (@finish) also marks the
 // item done with the result, so the item goes from leased to done in one
 // row version and is never momentarily ready; the caller then releases its
-// dependents and parent (graph.Service.ReleaseFinished).
+// dependents and parent (graph.Service.ReleaseFinished). The answer carries
+// the item row as written.
+// The item as this statement left it (a completion answers it: its
+// dependents and parent are other rows).
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {
 	row := db.QueryRow(ctx, endLease,
 		arg.Now,
@@ -465,6 +644,39 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.ScopeResources,
 		&i.Failures,
 		&i.ParentID,
+		&i.Item.ProjectID,
+		&i.Item.ID,
+		&i.Item.Seq,
+		&i.Item.ParentID,
+		&i.Item.Title,
+		&i.Item.Body,
+		&i.Item.Priority,
+		&i.Item.Labels,
+		&i.Item.Metadata,
+		&i.Item.Status,
+		&i.Item.Result,
+		&i.Item.Epoch,
+		&i.Item.Version,
+		&i.Item.UnmetDependencies,
+		&i.Item.OpenChildren,
+		&i.Item.OpenAttention,
+		&i.Item.ActiveLeaseID,
+		&i.Item.NotBefore,
+		&i.Item.Failures,
+		&i.Item.ConsecutiveExpiries,
+		&i.Item.PreviousWorker,
+		&i.Item.PreferredWorker,
+		&i.Item.PreferredUntil,
+		&i.Item.CreatedBy,
+		&i.Item.CreatedAt,
+		&i.Item.UpdatedAt,
+		&i.Item.FinishedAt,
+		&i.Item.Ready,
+		&i.Item.PreferredToken,
+		&i.Item.OnExpiry,
+		&i.Item.PlanKey,
+		&i.Item.Requires,
+		&i.Item.Touches,
 	)
 	return i, err
 }
@@ -1242,6 +1454,8 @@ type ProjectsWithExpiredLeasesParams struct {
 	MaxProjects int32
 }
 
+// The sweeper's projects: a scan of the partial index of live leases
+// (leases_active_expiry), never of the history.
 func (q *Queries) ProjectsWithExpiredLeases(ctx context.Context, db DBTX, arg ProjectsWithExpiredLeasesParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, projectsWithExpiredLeases, arg.Now, arg.MaxProjects)
 	if err != nil {

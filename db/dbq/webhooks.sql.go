@@ -17,49 +17,75 @@ const claimDeliveries = `-- name: ClaimDeliveries :many
 WITH due AS (
     SELECT d.project_id, d.webhook_id, d.seq FROM webhook_deliveries d
     JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id
-    WHERE d.project_id = $4 AND d.state = 'pending' AND w.enabled
-      AND d.next_attempt_at <= coalesce($1::timestamptz, now())
-      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
+    WHERE d.project_id = $1 AND d.state = 'pending' AND w.enabled
+      AND d.next_attempt_at <= coalesce($2::timestamptz, now())
+      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($2::timestamptz, now()))
     ORDER BY d.next_attempt_at, d.seq
-    LIMIT $5
+    LIMIT $3
     FOR UPDATE OF d SKIP LOCKED
+), claimed AS (
+    UPDATE webhook_deliveries d SET
+        locked_until = coalesce($2::timestamptz, now()) + make_interval(secs => $4::float8),
+        lock_token = $5::uuid,
+        attempts = d.attempts + 1
+    FROM due
+    WHERE d.project_id = due.project_id AND d.webhook_id = due.webhook_id AND d.seq = due.seq
+    RETURNING d.project_id, d.webhook_id, d.seq, d.attempts, d.created_at
 )
-UPDATE webhook_deliveries d SET
-    locked_until = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8),
-    lock_token = $3::uuid,
-    attempts = d.attempts + 1
-FROM due
-WHERE d.project_id = due.project_id AND d.webhook_id = due.webhook_id AND d.seq = due.seq
-RETURNING d.project_id, d.webhook_id, d.seq, d.attempts, d.created_at
+SELECT c.project_id, c.webhook_id, c.seq, c.attempts, c.created_at,
+       w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
+       e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
+       e.attention_id, e.payload
+FROM claimed c
+JOIN webhooks w ON w.project_id = c.project_id AND w.id = c.webhook_id
+JOIN projects p ON p.id = c.project_id
+LEFT JOIN events e ON e.project_id = c.project_id AND e.seq = c.seq
+ORDER BY c.seq
 `
 
 type ClaimDeliveriesParams struct {
+	ProjectID   uuid.UUID
 	Now         *time.Time
+	MaxRows     int32
 	LockSeconds float64
 	LockToken   uuid.UUID
-	ProjectID   uuid.UUID
-	MaxRows     int32
 }
 
 type ClaimDeliveriesRow struct {
-	ProjectID uuid.UUID
-	WebhookID uuid.UUID
-	Seq       int64
-	Attempts  int32
-	CreatedAt time.Time
+	ProjectID    uuid.UUID
+	WebhookID    uuid.UUID
+	Seq          int64
+	Attempts     int32
+	CreatedAt    time.Time
+	Url          string
+	Secret       string
+	Format       string
+	Recipient    *string
+	FailingSince *time.Time
+	ProjectName  string
+	EventSeq     *int64
+	EventType    *string
+	EventAt      *time.Time
+	Actor        *string
+	ItemID       *uuid.UUID
+	LeaseID      *uuid.UUID
+	AttentionID  *uuid.UUID
+	Payload      json.RawMessage
 }
 
 // Takes up to max_rows due deliveries of one project's enabled webhooks
 // for one attempt each: locked until lock_until by the database's clock
 // under lock_token, the attempt counted. Rows another replica is taking
-// are skipped, not waited for.
+// are skipped, not waited for. Each row comes with what its attempt sends:
+// its webhook and its event (event_seq NULL: the event is gone, removed
+// by retention).
 func (q *Queries) ClaimDeliveries(ctx context.Context, db DBTX, arg ClaimDeliveriesParams) ([]ClaimDeliveriesRow, error) {
 	rows, err := db.Query(ctx, claimDeliveries,
+		arg.ProjectID,
 		arg.Now,
+		arg.MaxRows,
 		arg.LockSeconds,
 		arg.LockToken,
-		arg.ProjectID,
-		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err
@@ -74,6 +100,20 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, db DBTX, arg ClaimDeliver
 			&i.Seq,
 			&i.Attempts,
 			&i.CreatedAt,
+			&i.Url,
+			&i.Secret,
+			&i.Format,
+			&i.Recipient,
+			&i.FailingSince,
+			&i.ProjectName,
+			&i.EventSeq,
+			&i.EventType,
+			&i.EventAt,
+			&i.Actor,
+			&i.ItemID,
+			&i.LeaseID,
+			&i.AttentionID,
+			&i.Payload,
 		); err != nil {
 			return nil, err
 		}
@@ -145,6 +185,46 @@ func (q *Queries) CreateWebhook(ctx context.Context, db DBTX, arg CreateWebhookP
 	return i, err
 }
 
+const deleteOldDeliveries = `-- name: DeleteOldDeliveries :execrows
+WITH old AS (
+    SELECT d.webhook_id, d.seq FROM webhook_deliveries d
+    WHERE d.project_id = $1::uuid AND d.state <> 'pending'
+      AND d.finished_at < coalesce($2::timestamptz, statement_timestamp())
+                          - $3::bigint * interval '1 millisecond'
+    ORDER BY d.finished_at
+    LIMIT $4
+)
+DELETE FROM webhook_deliveries d
+USING old
+WHERE d.project_id = $1::uuid AND d.webhook_id = old.webhook_id AND d.seq = old.seq
+`
+
+type DeleteOldDeliveriesParams struct {
+	ProjectID uuid.UUID
+	Now       *time.Time
+	KeepMs    int64
+	MaxRows   int32
+}
+
+// Retention: deletes up to @max_rows of a project's deliveries that were
+// delivered or failed more than @keep_ms before now (the database clock,
+// or a test's stub), oldest first, with their attempts. Pending
+// deliveries stay. The caller's transaction has run
+// EnableDeliveryDeletion; the table refuses anything finished less than a
+// day ago.
+func (q *Queries) DeleteOldDeliveries(ctx context.Context, db DBTX, arg DeleteOldDeliveriesParams) (int64, error) {
+	result, err := db.Exec(ctx, deleteOldDeliveries,
+		arg.ProjectID,
+		arg.Now,
+		arg.KeepMs,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const deleteWebhook = `-- name: DeleteWebhook :execrows
 DELETE FROM webhooks WHERE project_id = $1 AND id = $2
 `
@@ -161,63 +241,6 @@ func (q *Queries) DeleteWebhook(ctx context.Context, db DBTX, arg DeleteWebhookP
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const deliveryEvent = `-- name: DeliveryEvent :one
-SELECT w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
-       e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
-       e.attention_id, e.payload
-FROM webhooks w
-JOIN projects p ON p.id = w.project_id
-LEFT JOIN events e ON e.project_id = w.project_id AND e.seq = $1
-WHERE w.project_id = $2 AND w.id = $3
-`
-
-type DeliveryEventParams struct {
-	Seq       int64
-	ProjectID uuid.UUID
-	WebhookID uuid.UUID
-}
-
-type DeliveryEventRow struct {
-	Url          string
-	Secret       string
-	Format       string
-	Recipient    *string
-	FailingSince *time.Time
-	ProjectName  string
-	EventSeq     *int64
-	EventType    *string
-	EventAt      *time.Time
-	Actor        *string
-	ItemID       *uuid.UUID
-	LeaseID      *uuid.UUID
-	AttentionID  *uuid.UUID
-	Payload      json.RawMessage
-}
-
-// What one claimed delivery sends: its webhook and its event (event_seq
-// NULL: the event is gone, removed by retention).
-func (q *Queries) DeliveryEvent(ctx context.Context, db DBTX, arg DeliveryEventParams) (DeliveryEventRow, error) {
-	row := db.QueryRow(ctx, deliveryEvent, arg.Seq, arg.ProjectID, arg.WebhookID)
-	var i DeliveryEventRow
-	err := row.Scan(
-		&i.Url,
-		&i.Secret,
-		&i.Format,
-		&i.Recipient,
-		&i.FailingSince,
-		&i.ProjectName,
-		&i.EventSeq,
-		&i.EventType,
-		&i.EventAt,
-		&i.Actor,
-		&i.ItemID,
-		&i.LeaseID,
-		&i.AttentionID,
-		&i.Payload,
-	)
-	return i, err
 }
 
 const disabledWebhooks = `-- name: DisabledWebhooks :many
@@ -260,23 +283,29 @@ func (q *Queries) DisabledWebhooks(ctx context.Context, db DBTX, projectID uuid.
 }
 
 const dueDeliveryProjects = `-- name: DueDeliveryProjects :many
-SELECT DISTINCT d.project_id FROM webhook_deliveries d
-WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce($1::timestamptz, now())
-  AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
-LIMIT $2
+SELECT DISTINCT due.project_id FROM (
+    SELECT d.project_id FROM webhook_deliveries d
+    WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce($1::timestamptz, now())
+      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
+    ORDER BY d.next_attempt_at
+    LIMIT $2
+) AS due
 `
 
 type DueDeliveryProjectsParams struct {
-	Now     *time.Time
-	MaxRows int32
+	Now      *time.Time
+	ScanRows int32
 }
 
 // Projects with a delivery due now (pending, its next attempt passed, not
 // locked by a live attempt): the delivery's work, over every project (a
 // read across projects listed in db/citus_test.go; each claim then runs in
-// one project).
+// one project). It reads at most scan_rows due rows, the longest due
+// first (webhook_deliveries_due), so a round's cost does not grow with the
+// backlog; a project whose rows are further back is found once the ones
+// before them are delivered or rescheduled.
 func (q *Queries) DueDeliveryProjects(ctx context.Context, db DBTX, arg DueDeliveryProjectsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, dueDeliveryProjects, arg.Now, arg.MaxRows)
+	rows, err := db.Query(ctx, dueDeliveryProjects, arg.Now, arg.ScanRows)
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +322,17 @@ func (q *Queries) DueDeliveryProjects(ctx context.Context, db DBTX, arg DueDeliv
 		return nil, err
 	}
 	return items, nil
+}
+
+const enableDeliveryDeletion = `-- name: EnableDeliveryDeletion :exec
+SELECT set_config('workgraph.deliveries_retention', 'on', true)
+`
+
+// Lets the retention service's transaction delete finished deliveries
+// (00039).
+func (q *Queries) EnableDeliveryDeletion(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, enableDeliveryDeletion)
+	return err
 }
 
 const fanOutWebhook = `-- name: FanOutWebhook :one
@@ -419,6 +459,82 @@ func (q *Queries) FinishAttempt(ctx context.Context, db DBTX, arg FinishAttemptP
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const finishDelivered = `-- name: FinishDelivered :many
+WITH r AS (
+    SELECT unnest($1::uuid[]) AS webhook_id, unnest($2::bigint[]) AS seq,
+           unnest($3::int[]) AS attempt, unnest($4::int[]) AS status,
+           unnest($5::int[]) AS latency_ms, unnest($6::text[]) AS response
+), d AS (
+    UPDATE webhook_deliveries wd SET
+        state = 'delivered', locked_until = NULL, lock_token = NULL,
+        last_status = r.status, last_latency_ms = r.latency_ms, last_response = nullif(r.response, ''),
+        last_error = NULL, finished_at = coalesce($7::timestamptz, now())
+    FROM r
+    WHERE wd.project_id = $8 AND wd.webhook_id = r.webhook_id AND wd.seq = r.seq
+      AND wd.state = 'pending' AND wd.lock_token = $9::uuid AND wd.attempts = r.attempt
+    RETURNING wd.project_id, wd.webhook_id, wd.seq, wd.attempts, r.status, r.latency_ms, r.response
+), a AS (
+    INSERT INTO webhook_attempts (project_id, webhook_id, seq, attempt, at, status, latency_ms, response)
+    SELECT d.project_id, d.webhook_id, d.seq, d.attempts, coalesce($7::timestamptz, now()),
+           d.status, d.latency_ms, nullif(d.response, '')
+    FROM d
+)
+SELECT d.webhook_id, d.seq FROM d
+`
+
+type FinishDeliveredParams struct {
+	WebhookIds  []uuid.UUID
+	Seqs        []int64
+	Attempts    []int32
+	Statuses    []int32
+	LatenciesMs []int32
+	Responses   []string
+	Now         *time.Time
+	ProjectID   uuid.UUID
+	LockToken   uuid.UUID
+}
+
+type FinishDeliveredRow struct {
+	WebhookID uuid.UUID
+	Seq       int64
+}
+
+// Records the successful attempts of one claim (lock_token) in one
+// statement: each row of the arrays is a delivery (webhook_ids[i],
+// seqs[i]) that attempt attempts[i] delivered with statuses[i], fenced by
+// the lock like FinishAttempt (a row whose lock passed to another attempt
+// is left alone). responses[i] ” is no answer body. Returns the
+// deliveries recorded.
+func (q *Queries) FinishDelivered(ctx context.Context, db DBTX, arg FinishDeliveredParams) ([]FinishDeliveredRow, error) {
+	rows, err := db.Query(ctx, finishDelivered,
+		arg.WebhookIds,
+		arg.Seqs,
+		arg.Attempts,
+		arg.Statuses,
+		arg.LatenciesMs,
+		arg.Responses,
+		arg.Now,
+		arg.ProjectID,
+		arg.LockToken,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FinishDeliveredRow{}
+	for rows.Next() {
+		var i FinishDeliveredRow
+		if err := rows.Scan(&i.WebhookID, &i.Seq); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const getWebhook = `-- name: GetWebhook :one
@@ -561,6 +677,45 @@ func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const projectsWithOldDeliveries = `-- name: ProjectsWithOldDeliveries :many
+SELECT p.id FROM projects p
+WHERE EXISTS (
+    SELECT 1 FROM webhook_deliveries d
+    WHERE d.project_id = p.id AND d.state <> 'pending'
+      AND d.finished_at < coalesce($1::timestamptz, statement_timestamp())
+                          - $2::bigint * interval '1 millisecond'
+)
+ORDER BY p.id
+`
+
+type ProjectsWithOldDeliveriesParams struct {
+	Now    *time.Time
+	KeepMs int64
+}
+
+// The projects with a delivery finished more than @keep_ms before now
+// (retention): one index probe per project, a cross-project read of the
+// projects reference table.
+func (q *Queries) ProjectsWithOldDeliveries(ctx context.Context, db DBTX, arg ProjectsWithOldDeliveriesParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithOldDeliveries, arg.Now, arg.KeepMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

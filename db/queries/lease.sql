@@ -62,6 +62,8 @@ RETURNING ended.id AS lease_id, ended.item_id, ended.epoch, ended.worker, i.cons
           coalesce(i.on_expiry, (SELECT p.on_expiry FROM projects p WHERE p.id = i.project_id))::text AS on_expiry;
 
 -- name: ProjectsWithExpiredLeases :many
+-- The sweeper's projects: a scan of the partial index of live leases
+-- (leases_active_expiry), never of the history.
 SELECT DISTINCT project_id
 FROM leases
 WHERE ended_at IS NULL AND expires_at <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
@@ -149,6 +151,83 @@ SELECT sqlc.embed(leases),
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
 FROM granted AS leases;
 
+-- name: ClaimItemDirect :one
+-- ClaimItem as one statement that needs no transaction around it (the
+-- claim's common case, lease.Service.Claim): it also answers the item as it
+-- stands after the claim and the database instant its time gates used, and
+-- it claims nothing (no row) when either of two guards says the
+-- transactional path must run instead:
+--   * a lease of the project is past its expiry and not yet ended (the
+--     claim's path ends those first, ExpireLeases): the earliest expiry
+--     among the project's live leases, read from the partial index
+--     leases_active_expiry (a min over live leases only, never the
+--     project's history);
+--   * @token_quiet > 0 and the token already holds @token_quiet live
+--     leases or more (within tokenLockSlack of its limit, where claims of
+--     one token are serialised and counted again).
+-- Items of expired leases return to circulation by the sweeper and by any
+-- claim that finds them due; a claim never takes an item whose lease has
+-- not ended (the item is not ready while its active_lease_id is set).
+WITH candidate AS (
+    SELECT c.project_id, c.id
+    FROM items c
+    WHERE c.project_id = @project_id
+      AND c.ready
+      AND c.labels @> @labels::text[]
+      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      AND (c.preferred_worker IS NULL
+           OR (c.preferred_worker = @worker::text
+               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      AND coalesce((SELECT d.expires_at FROM leases d
+                    WHERE d.project_id = @project_id AND d.ended_at IS NULL
+                    ORDER BY d.expires_at LIMIT 1)
+                   > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true)
+      AND (sqlc.arg('token_quiet')::int = 0
+           OR (SELECT count(*) FROM leases t
+               WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
+                 AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+              < sqlc.arg('token_quiet')::int)
+      -- capabilities and write scopes: this path takes only items without
+      -- touches (a grant of scopes needs the transactional path's locks).
+      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+      AND c.touches = '{}'
+    ORDER BY c.priority DESC, c.seq
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    UPDATE items i
+    SET epoch = i.epoch + 1,
+        active_lease_id = @lease_id::uuid,
+        preferred_worker = NULL,
+        preferred_token = NULL,
+        preferred_until = NULL,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+    FROM candidate
+    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
+    RETURNING i.*
+), granted AS (
+    INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at)
+    SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
+           grant_time.at,
+           grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond'
+    FROM taken
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sqlc.narg('now')::timestamptz,
+                        greatest(clock_timestamp(),
+                                 (SELECT p.ended_at FROM leases p
+                                  WHERE p.project_id = taken.project_id AND p.item_id = taken.id
+                                    AND p.epoch = taken.epoch - 1))) AS at
+    ) AS grant_time
+    RETURNING *
+)
+SELECT sqlc.embed(leases), sqlc.embed(items),
+       EXISTS (SELECT 1 FROM attention_requests r
+               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
+       coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())::timestamptz AS db_now
+FROM granted AS leases
+JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id;
+
 -- name: LockToken :exec
 -- Serialises the claims of one token while it counts its live leases.
 SELECT pg_advisory_xact_lock(hashtextextended(sqlc.arg('token_id')::uuid::text, 7250004));
@@ -211,7 +290,8 @@ FOR UPDATE OF l;
 -- expiry count (the worker came back). A completion (@finish) also marks the
 -- item done with the result, so the item goes from leased to done in one
 -- row version and is never momentarily ready; the caller then releases its
--- dependents and parent (graph.Service.ReleaseFinished).
+-- dependents and parent (graph.Service.ReleaseFinished). The answer carries
+-- the item row as written.
 WITH ended AS (
     UPDATE leases l
     SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
@@ -243,10 +323,12 @@ WITH ended AS (
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT @finish::boolean OR i.status = 'open')
-    RETURNING i.failures, i.parent_id
+    RETURNING i.*
 )
-SELECT ended.*, freed.failures, freed.parent_id
-FROM ended, freed;
+-- The item as this statement left it (a completion answers it: its
+-- dependents and parent are other rows).
+SELECT ended.*, items.failures, items.parent_id, sqlc.embed(items)
+FROM ended, freed AS items;
 
 -- name: ClearRetry :exec
 -- The item stops retrying on its own: its failures were handed to a person.

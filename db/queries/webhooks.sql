@@ -99,17 +99,25 @@ RETURNING (SELECT count(*) FROM ins)::int AS created;
 -- Projects with a delivery due now (pending, its next attempt passed, not
 -- locked by a live attempt): the delivery's work, over every project (a
 -- read across projects listed in db/citus_test.go; each claim then runs in
--- one project).
-SELECT DISTINCT d.project_id FROM webhook_deliveries d
-WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-  AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
-LIMIT @max_rows;
+-- one project). It reads at most scan_rows due rows, the longest due
+-- first (webhook_deliveries_due), so a round's cost does not grow with the
+-- backlog; a project whose rows are further back is found once the ones
+-- before them are delivered or rescheduled.
+SELECT DISTINCT due.project_id FROM (
+    SELECT d.project_id FROM webhook_deliveries d
+    WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    ORDER BY d.next_attempt_at
+    LIMIT @scan_rows
+) AS due;
 
 -- name: ClaimDeliveries :many
 -- Takes up to max_rows due deliveries of one project's enabled webhooks
 -- for one attempt each: locked until lock_until by the database's clock
 -- under lock_token, the attempt counted. Rows another replica is taking
--- are skipped, not waited for.
+-- are skipped, not waited for. Each row comes with what its attempt sends:
+-- its webhook and its event (event_seq NULL: the event is gone, removed
+-- by retention).
 WITH due AS (
     SELECT d.project_id, d.webhook_id, d.seq FROM webhook_deliveries d
     JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id
@@ -119,25 +127,24 @@ WITH due AS (
     ORDER BY d.next_attempt_at, d.seq
     LIMIT @max_rows
     FOR UPDATE OF d SKIP LOCKED
+), claimed AS (
+    UPDATE webhook_deliveries d SET
+        locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lock_seconds::float8),
+        lock_token = @lock_token::uuid,
+        attempts = d.attempts + 1
+    FROM due
+    WHERE d.project_id = due.project_id AND d.webhook_id = due.webhook_id AND d.seq = due.seq
+    RETURNING d.project_id, d.webhook_id, d.seq, d.attempts, d.created_at
 )
-UPDATE webhook_deliveries d SET
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lock_seconds::float8),
-    lock_token = @lock_token::uuid,
-    attempts = d.attempts + 1
-FROM due
-WHERE d.project_id = due.project_id AND d.webhook_id = due.webhook_id AND d.seq = due.seq
-RETURNING d.project_id, d.webhook_id, d.seq, d.attempts, d.created_at;
-
--- name: DeliveryEvent :one
--- What one claimed delivery sends: its webhook and its event (event_seq
--- NULL: the event is gone, removed by retention).
-SELECT w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
+SELECT c.project_id, c.webhook_id, c.seq, c.attempts, c.created_at,
+       w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
        e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
        e.attention_id, e.payload
-FROM webhooks w
-JOIN projects p ON p.id = w.project_id
-LEFT JOIN events e ON e.project_id = w.project_id AND e.seq = @seq
-WHERE w.project_id = @project_id AND w.id = @webhook_id;
+FROM claimed c
+JOIN webhooks w ON w.project_id = c.project_id AND w.id = c.webhook_id
+JOIN projects p ON p.id = c.project_id
+LEFT JOIN events e ON e.project_id = c.project_id AND e.seq = c.seq
+ORDER BY c.seq;
 
 -- name: FinishAttempt :one
 -- Records one attempt's result, fenced by the lock it was made under (no
@@ -171,6 +178,34 @@ WITH d AS (
     FROM d
 )
 SELECT d.state FROM d;
+
+-- name: FinishDelivered :many
+-- Records the successful attempts of one claim (lock_token) in one
+-- statement: each row of the arrays is a delivery (webhook_ids[i],
+-- seqs[i]) that attempt attempts[i] delivered with statuses[i], fenced by
+-- the lock like FinishAttempt (a row whose lock passed to another attempt
+-- is left alone). responses[i] '' is no answer body. Returns the
+-- deliveries recorded.
+WITH r AS (
+    SELECT unnest(@webhook_ids::uuid[]) AS webhook_id, unnest(@seqs::bigint[]) AS seq,
+           unnest(@attempts::int[]) AS attempt, unnest(@statuses::int[]) AS status,
+           unnest(@latencies_ms::int[]) AS latency_ms, unnest(@responses::text[]) AS response
+), d AS (
+    UPDATE webhook_deliveries wd SET
+        state = 'delivered', locked_until = NULL, lock_token = NULL,
+        last_status = r.status, last_latency_ms = r.latency_ms, last_response = nullif(r.response, ''),
+        last_error = NULL, finished_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM r
+    WHERE wd.project_id = @project_id AND wd.webhook_id = r.webhook_id AND wd.seq = r.seq
+      AND wd.state = 'pending' AND wd.lock_token = @lock_token::uuid AND wd.attempts = r.attempt
+    RETURNING wd.project_id, wd.webhook_id, wd.seq, wd.attempts, r.status, r.latency_ms, r.response
+), a AS (
+    INSERT INTO webhook_attempts (project_id, webhook_id, seq, attempt, at, status, latency_ms, response)
+    SELECT d.project_id, d.webhook_id, d.seq, d.attempts, coalesce(sqlc.narg('now')::timestamptz, now()),
+           d.status, d.latency_ms, nullif(d.response, '')
+    FROM d
+)
+SELECT d.webhook_id, d.seq FROM d;
 
 -- name: WebhookSucceeded :exec
 -- A success ends the webhook's run of failures.
@@ -214,3 +249,40 @@ LIMIT @max_rows;
 SELECT id, url, disabled_reason, disabled_at FROM webhooks
 WHERE project_id = @project_id AND NOT enabled AND disabled_reason IS NOT NULL
 ORDER BY disabled_at DESC;
+
+-- name: EnableDeliveryDeletion :exec
+-- Lets the retention service's transaction delete finished deliveries
+-- (00039).
+SELECT set_config('workgraph.deliveries_retention', 'on', true);
+
+-- name: ProjectsWithOldDeliveries :many
+-- The projects with a delivery finished more than @keep_ms before now
+-- (retention): one index probe per project, a cross-project read of the
+-- projects reference table.
+SELECT p.id FROM projects p
+WHERE EXISTS (
+    SELECT 1 FROM webhook_deliveries d
+    WHERE d.project_id = p.id AND d.state <> 'pending'
+      AND d.finished_at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                          - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
+)
+ORDER BY p.id;
+
+-- name: DeleteOldDeliveries :execrows
+-- Retention: deletes up to @max_rows of a project's deliveries that were
+-- delivered or failed more than @keep_ms before now (the database clock,
+-- or a test's stub), oldest first, with their attempts. Pending
+-- deliveries stay. The caller's transaction has run
+-- EnableDeliveryDeletion; the table refuses anything finished less than a
+-- day ago.
+WITH old AS (
+    SELECT d.webhook_id, d.seq FROM webhook_deliveries d
+    WHERE d.project_id = @project_id::uuid AND d.state <> 'pending'
+      AND d.finished_at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                          - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
+    ORDER BY d.finished_at
+    LIMIT @max_rows
+)
+DELETE FROM webhook_deliveries d
+USING old
+WHERE d.project_id = @project_id::uuid AND d.webhook_id = old.webhook_id AND d.seq = old.seq;

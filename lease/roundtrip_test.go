@@ -1,0 +1,136 @@
+package lease_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// statementCounter counts the statements a connection sends (BEGIN and
+// COMMIT included): the round trips of an operation.
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// counted runs fn and returns how many statements it sent.
+func (c *statementCounter) counted(t testing.TB, fn func() error) int64 {
+	t.Helper()
+	before := c.n.Load()
+	if err := fn(); err != nil {
+		t.Fatal(err)
+	}
+	return c.n.Load() - before
+}
+
+// countingLeases is a lease service like f's on a one-connection pool of
+// f's database whose statements are counted.
+func countingLeases(t testing.TB, f fixture) (*lease.Service, *statementCounter) {
+	t.Helper()
+	cfg := f.pool.Config().Copy()
+	cfg.MaxConns = 1
+	c := &statementCounter{}
+	cfg.ConnConfig.Tracer = c
+	pool, err := pgxpool.NewWithConfig(f.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return lease.NewService(pool, f.clock, f.cfg), c
+}
+
+// TestClaimIsOneStatement: with no lease of the project due, a claim is one
+// statement (no transaction around it) and answers the item as it stands
+// after the claim; a completion of an item with no dependents answers the
+// done item without reading it back. A database of its own: the counted
+// connection must see the fixture's committed items.
+func TestClaimIsOneStatement(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{MaxActivePerToken: 1000})
+	leases, c := countingLeases(t, f)
+	it := f.item(t, graph.NewItem{Title: "one trip", Labels: []string{"go"}})
+	token := uuid.New()
+
+	t.Run("OK", func(t *testing.T) {
+		var got lease.Claim
+		n := c.counted(t, func() (err error) {
+			got, err = leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w1", TokenID: &token, Labels: []string{"go"}})
+			return err
+		})
+		if n != 1 {
+			t.Errorf("claim sent %d statements, want 1", n)
+		}
+		if got.Item.ID != it.ID || got.Item.State != graph.StateLeased || got.Item.Epoch != 1 ||
+			got.Item.ActiveLeaseID == nil || *got.Item.ActiveLeaseID != got.Lease.ID || got.Item.Title != "one trip" {
+			t.Errorf("claimed item = %+v, want %s leased at epoch 1 by lease %s", got.Item, it.ID, got.Lease.ID)
+		}
+		if stored := f.getItem(t, it.ID); stored.UpdatedAt != got.Item.UpdatedAt || stored.State != got.Item.State {
+			t.Errorf("answered item %+v, stored %+v", got.Item, stored)
+		}
+		var done lease.Completion
+		n = c.counted(t, func() (err error) {
+			done, err = leases.Complete(f.ctx, f.project, fence(got.Lease), json.RawMessage(`{"ok":true}`), nil)
+			return err
+		})
+		if n > 4 {
+			t.Errorf("completion sent %d statements, want at most 4 (BEGIN, EndLease, ReleaseDependents, COMMIT)", n)
+		}
+		if done.Item.State != graph.StateDone || string(done.Item.Result) != `{"ok": true}` {
+			t.Errorf("completed item = %+v", done.Item)
+		}
+		if stored := f.getItem(t, it.ID); stored.State != graph.StateDone || stored.UpdatedAt != done.Item.UpdatedAt {
+			t.Errorf("answered item %+v, stored %+v", done.Item, stored)
+		}
+	})
+
+	t.Run("DueLeaseReapedFirst", func(t *testing.T) {
+		// A lease past its expiry sends the claim through the transaction
+		// that ends it first: the abandoned item is the one handed out.
+		abandoned := f.item(t, graph.NewItem{Title: "abandoned", Priority: -1})
+		held := f.claim(t, "gone")
+		if held.Item.ID != abandoned.ID {
+			t.Fatalf("claimed %s, want %s", held.Item.ID, abandoned.ID)
+		}
+		f.clock.Advance(2 * ttl)
+		var got lease.Claim
+		n := c.counted(t, func() (err error) {
+			got, err = leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w2"})
+			return err
+		})
+		if n <= 1 {
+			t.Errorf("claim with a due lease sent %d statements, want the reaping transaction", n)
+		}
+		if got.Item.ID != abandoned.ID || got.Lease.Epoch != 2 {
+			t.Errorf("claimed %s epoch %d, want the abandoned %s at epoch 2", got.Item.ID, got.Lease.Epoch, abandoned.ID)
+		}
+		if l := f.getLease(t, held.Lease.ID); l.Outcome == nil || *l.Outcome != lease.OutcomeExpired {
+			t.Errorf("the due lease = %+v, want ended as expired", l)
+		}
+	})
+
+	t.Run("NearTheTokenLimit", func(t *testing.T) {
+		// Within the slack of the token's limit the claim counts under the
+		// token's lock, in a transaction.
+		near, c2 := countingLeases(t, fixture{ctx: f.ctx, pool: f.pool, clock: f.clock, cfg: lease.Config{DefaultTTL: ttl, MaxActivePerToken: 2}})
+		f.item(t, graph.NewItem{Title: "limited"})
+		n := c2.counted(t, func() error {
+			_, err := near.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w3", TokenID: &token})
+			return err
+		})
+		if n <= 1 {
+			t.Errorf("claim near the token's limit sent %d statements, want the counting transaction", n)
+		}
+	})
+}
