@@ -41,7 +41,7 @@ func (a *API) claimBatch(c echo.Context, project uuid.UUID, req claimRequest, wa
 	ctx := c.Request().Context()
 	who := principal(c)
 	cs, err := a.svc.Leases.ClaimBatchWait(ctx, project, lease.ClaimRequest{
-		Worker: *req.Worker, TTL: ttl, Labels: req.Labels, Principal: who.String(), TokenID: &who.TokenID,
+		Worker: *req.Worker, TTL: ttl, Labels: req.Labels, Capabilities: req.Capabilities, Principal: who.String(), TokenID: &who.TokenID,
 	}, int(*req.MaxItems), wait, a.svc.Notifier)
 	if errors.Is(err, lease.ErrNothingReady) {
 		return c.NoContent(http.StatusNoContent)

@@ -46,11 +46,13 @@ type claimRequest struct {
 	// the batch answer. Absent, the claim grants one lease and answers it
 	// alone.
 	MaxItems *int64 `json:"max_items"`
+	Capabilities []string `json:"capabilities"`
 }
 
 // claim grants the next ready item: 201 {lease, item, attention}, or 204
 // when nothing became ready within wait_seconds (0..60; a long poll woken
-// by LISTEN/NOTIFY).
+// by LISTEN/NOTIFY), or at once 409 no_match when ready items exist but
+// the capabilities cover none of their requires.
 func (a *API) claim(c echo.Context) error {
 	var req claimRequest
 	if err := decode(c, &req); err != nil {
@@ -85,7 +87,7 @@ func (a *API) claim(c echo.Context) error {
 	}
 	who := principal(c)
 	cl, err := a.svc.Leases.ClaimWait(ctx, p.ID, lease.ClaimRequest{
-		Worker: *req.Worker, TTL: ttl, Labels: req.Labels, Principal: who.String(), TokenID: &who.TokenID,
+		Worker: *req.Worker, TTL: ttl, Labels: req.Labels, Capabilities: req.Capabilities, Principal: who.String(), TokenID: &who.TokenID,
 	}, wait, a.svc.Notifier)
 	if errors.Is(err, lease.ErrNothingReady) {
 		return c.NoContent(http.StatusNoContent)

@@ -27,18 +27,30 @@ func itemView(it graph.Item) wire.Item {
 		RetryAfter:    it.BlockedBy.RetryAfter,
 		ReservedFor:   it.BlockedBy.ReservedFor,
 		ReservedUntil: it.BlockedBy.ReservedUntil,
+		Scopes:        make([]wire.ScopeHolder, len(it.BlockedBy.Scopes)),
+	}
+	for i, h := range it.BlockedBy.Scopes {
+		b.Scopes[i] = wire.ScopeHolder{LeaseID: h.LeaseID.String(), ItemID: h.ItemID.String(), Worker: h.Worker, Scopes: nonNil(h.Scopes)}
 	}
 	for i, a := range it.BlockedBy.Attention {
 		b.Attention[i] = wire.AttentionRef{ID: a.ID.String(), Question: a.Question, CreatedAt: a.CreatedAt}
 	}
 	return wire.Item{
 		ID: it.ID.String(), ProjectID: it.ProjectID.String(), Title: it.Title, Body: it.Body, Priority: int(it.Priority),
-		ParentID: optID(it.ParentID), Labels: labels, State: string(it.State), Epoch: it.Epoch, BlockedBy: b,
+		ParentID: optID(it.ParentID), Labels: labels, Requires: nonNil(it.Requires), Touches: nonNil(it.Touches), State: string(it.State), Epoch: it.Epoch, BlockedBy: b,
 		PreviousWorker: it.PreviousWorker, Result: rawOrNull(it.Result), Metadata: meta, Version: int(it.Version),
 		ActiveLeaseID: optID(it.ActiveLeaseID), Failures: int(it.Failures), CreatedBy: it.CreatedBy,
 		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, FinishedAt: it.FinishedAt,
 		OnExpiry: it.OnExpiry,
 	}
+}
+
+// nonNil is s, or an empty list for nil (the wire sends [], never null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func itemRefs(refs []graph.ItemRef) []wire.ItemRef {

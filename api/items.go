@@ -68,6 +68,8 @@ type createItemRequest struct {
 	ParentID  *string         `json:"parent_id"`
 	DependsOn []string        `json:"depends_on"`
 	Labels    []string        `json:"labels"`
+	Requires  []string        `json:"requires"`
+	Touches   []string        `json:"touches"`
 	Metadata  json.RawMessage `json:"metadata"`
 	// OnExpiry: "retry" or "reconcile"; absent or null: the project's.
 	OnExpiry *string `json:"on_expiry"`
@@ -104,7 +106,7 @@ func (a *API) createItem(c echo.Context) error {
 	}
 	it, err := a.svc.Graph.CreateItem(c.Request().Context(), p.ID, graph.NewItem{
 		Title: *req.Title, Body: req.Body, Priority: req.Priority, ParentID: parent, DependsOn: deps,
-		Labels: req.Labels, Metadata: req.Metadata, CreatedBy: principal(c).String(), OnExpiry: onExpiry,
+		Labels: req.Labels, Requires: req.Requires, Touches: req.Touches, Metadata: req.Metadata, CreatedBy: principal(c).String(), OnExpiry: onExpiry,
 	})
 	if err != nil {
 		return err
@@ -192,6 +194,8 @@ type updateItemRequest struct {
 	Body     *string          `json:"body"`
 	Priority *int32           `json:"priority"`
 	Labels   *[]string        `json:"labels"`
+	Requires *[]string        `json:"requires"`
+	Touches  *[]string        `json:"touches"`
 	Metadata *json.RawMessage `json:"metadata"`
 	// OnExpiry: "retry" or "reconcile"; explicit null falls back to the
 	// project's default; absent leaves it.
@@ -222,7 +226,7 @@ func (a *API) updateItem(c echo.Context) error {
 		return err
 	}
 	patch := graph.ItemPatch{
-		Title: req.Title, Body: req.Body, Priority: req.Priority, Labels: req.Labels, Metadata: req.Metadata, IfVersion: ifVersion,
+		Title: req.Title, Body: req.Body, Priority: req.Priority, Labels: req.Labels, Requires: req.Requires, Touches: req.Touches, Metadata: req.Metadata, IfVersion: ifVersion,
 	}
 	if req.OnExpiry.set {
 		v := ""

@@ -24,6 +24,8 @@ type planItemRequest struct {
 	Body      string            `json:"body"`
 	Priority  int32             `json:"priority"`
 	Labels    []string          `json:"labels"`
+	Requires  []string          `json:"requires"`
+	Touches   []string          `json:"touches"`
 	DependsOn []string          `json:"depends_on"`
 	Children  []planItemRequest `json:"children"`
 	Line      int               `json:"line"`
@@ -88,7 +90,7 @@ func planItems(in []planItemRequest, path string) ([]graph.PlanItem, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = graph.PlanItem{Key: it.Key, Title: *it.Title, Body: it.Body, Priority: it.Priority, Labels: it.Labels,
+		out[i] = graph.PlanItem{Key: it.Key, Title: *it.Title, Body: it.Body, Priority: it.Priority, Labels: it.Labels, Requires: it.Requires, Touches: it.Touches,
 			DependsOn: it.DependsOn, Children: kids, Line: it.Line}
 	}
 	return out, nil

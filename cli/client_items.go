@@ -16,8 +16,9 @@ func init() { extraCommands = append(extraCommands, newItemsCmd, newDepsCmd) }
 func newItemsCmd(stdio IO) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
-		Use:   "items",
-		Short: "Create, list, show, edit, cancel and budget work items",
+		Use:     "items",
+		Aliases: []string{"item"},
+		Short:   "Create, list, show, edit, cancel and budget work items",
 	}
 	addClientFlags(cmd, &f)
 	cmd.AddCommand(itemsAddCmd(stdio, &f), itemsLsCmd(stdio, &f), itemsShowCmd(stdio, &f),
@@ -30,12 +31,15 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 		body, bodyFile, parent string
 		priority               int
 		deps, labels           []string
+		requires, touches      []string
 	)
 	cmd := &cobra.Command{
-		Use:   "add TITLE",
-		Short: "Create an item",
+		Use:     "add TITLE",
+		Aliases: []string{"create"},
+		Short:   "Create an item",
 		Example: `  workgraph items add "Write the migration" --priority 5 --label db
-  workgraph items add "Add the endpoint" --depends-on <item id> --body-file spec.md`,
+  workgraph items add "Add the endpoint" --depends-on <item id> --body-file spec.md
+  workgraph item create "Migrate the schema" --requires go,db-migrations --touches db:schema,repo:db/migrations/**`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
 			if bodyFile != "" {
@@ -52,7 +56,8 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 			if deps, err = s.resolveIDs(ctx, kindItem, deps); err != nil {
 				return err
 			}
-			req := client.CreateItemRequest{Title: a[0], Body: body, ParentID: parent, DependsOn: deps, Labels: labels}
+			req := client.CreateItemRequest{Title: a[0], Body: body, ParentID: parent, DependsOn: deps, Labels: labels,
+				Requires: requires, Touches: touches}
 			if s.flagChanged("priority") {
 				req.Priority = &priority
 			}
@@ -74,6 +79,8 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringVar(&parent, "parent", "", "parent item id")
 	fl.StringSliceVar(&deps, "depends-on", nil, "ids of items this one waits for (comma-separated or repeated)")
 	fl.StringSliceVar(&labels, "label", nil, "labels (comma-separated or repeated)")
+	fl.StringSliceVar(&requires, "requires", nil, "capabilities a worker must offer to claim it (comma-separated)")
+	fl.StringSliceVar(&touches, "touches", nil, "write scopes its lease holds, resource or resource:path/glob (comma-separated)")
 	return cmd
 }
 
@@ -189,6 +196,15 @@ func printItem(w io.Writer, it *client.Item) {
 	if len(it.Labels) > 0 {
 		fmt.Fprintf(t, "labels\t%s\n", strings.Join(it.Labels, ", "))
 	}
+	if len(it.Requires) > 0 {
+		fmt.Fprintf(t, "requires\t%s\n", strings.Join(it.Requires, ", "))
+	}
+	if len(it.Touches) > 0 {
+		fmt.Fprintf(t, "touches\t%s\n", strings.Join(it.Touches, ", "))
+	}
+	for _, h := range it.BlockedBy.Scopes {
+		fmt.Fprintf(t, "scope held\t%s by %s (lease %s)\n", strings.Join(h.Scopes, ", "), h.Worker, h.LeaseID)
+	}
 	if it.PreviousWorker != nil {
 		fmt.Fprintf(t, "previous worker\t%s\n", *it.PreviousWorker)
 	}
@@ -228,6 +244,8 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 		title, body string
 		priority    int
 		labels      []string
+		requires    []string
+		touches     []string
 		version     int
 	)
 	cmd := &cobra.Command{
@@ -248,8 +266,14 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 			if s.flagChanged("labels") {
 				req.Labels = &labels
 			}
+			if s.flagChanged("requires") {
+				req.Requires = &requires
+			}
+			if s.flagChanged("touches") {
+				req.Touches = &touches
+			}
 			if req == (client.UpdateItemRequest{}) {
-				return usageError("nothing to change: give --title, --body, --priority or --labels")
+				return usageError("nothing to change: give --title, --body, --priority, --labels, --requires or --touches")
 			}
 			if s.flagChanged("version") {
 				req.Version = &version
@@ -274,6 +298,8 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringVar(&body, "body", "", "new body")
 	fl.IntVar(&priority, "priority", 0, "new priority")
 	fl.StringSliceVar(&labels, "labels", nil, "new labels, replacing the old ones (comma-separated; \"\" for none)")
+	fl.StringSliceVar(&requires, "requires", nil, "new required capabilities, replacing the old ones (\"\" for none)")
+	fl.StringSliceVar(&touches, "touches", nil, "new write scopes, replacing the old ones (\"\" for none)")
 	fl.IntVar(&version, "version", 0, "apply only if the item is still at this version (see items show --json)")
 	return cmd
 }

@@ -100,6 +100,7 @@ func newClaimCmd(stdio IO) *cobra.Command {
 		ttl    time.Duration
 		wait   time.Duration
 		labels []string
+		caps   []string
 		env    bool
 		max    int
 	)
@@ -144,7 +145,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 				return nil
 			}
 			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
-				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels,
+				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps,
 			}, wait)
 			if err != nil {
 				return err
@@ -166,6 +167,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 	fl.DurationVar(&ttl, "lease", 0, "lease time to live, e.g. 5m (default: the server's, 15m)")
 	fl.DurationVar(&wait, "wait", 0, "wait up to this long for an item to become ready, e.g. 30s")
 	fl.StringSliceVar(&labels, "labels", nil, "only items carrying all these labels (comma-separated)")
+	fl.StringSliceVar(&caps, "capabilities", nil, "what this worker can do: only items requiring no more are handed out (comma-separated)")
 	fl.BoolVar(&env, "env", false, "print shell assignments (export WORKGRAPH_LEASE_ID=...) for eval")
 	fl.IntVar(&max, "max", 1, "claim up to this many items in one call (1..100)")
 	return cmd

@@ -24,6 +24,8 @@ import (
 //	      markdown
 //	    priority: 5
 //	    labels: [db]
+//	    requires: [go, db-migrations]
+//	    touches: ["db:schema", "repo:db/migrations/**"]
 //	  - key: api
 //	    title: Add the endpoint
 //	    depends_on: [schema]
@@ -41,6 +43,8 @@ type planNode struct {
 	Key, Title, Body string
 	Priority         *int
 	Labels           []string
+	Requires         []string
+	Touches          []string
 	DependsOn        []string
 	Children         []*planNode
 	Parent           *planNode
@@ -217,7 +221,7 @@ func tabLine(data []byte, reported int) int {
 	return 0
 }
 
-var itemFields = "key, title, body, priority, labels, depends_on, children"
+var itemFields = "key, title, body, priority, labels, requires, touches, depends_on, children"
 
 func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, errs *planErrors) []*planNode {
 	var out []*planNode
@@ -261,6 +265,18 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 						continue
 					}
 					it.Labels = append(it.Labels, l.Value)
+				}
+			case "requires", "touches":
+				for _, l := range stringList(v, errs, k.Value) {
+					if strings.TrimSpace(l.Value) == "" {
+						errs.add(l.Line, "empty %s entry", k.Value)
+						continue
+					}
+					if k.Value == "requires" {
+						it.Requires = append(it.Requires, l.Value)
+					} else {
+						it.Touches = append(it.Touches, l.Value)
+					}
 				}
 			case "depends_on", "depends_on_keys":
 				for _, d := range stringList(v, errs, k.Value) {
@@ -462,7 +478,8 @@ func (p *plan) request(dryRun bool) client.PlanRequest {
 		for _, n := range ns {
 			out = append(out, client.PlanItem{
 				Key: n.Key, Title: n.Title, Body: n.Body, Priority: n.Priority,
-				Labels: n.Labels, DependsOn: n.DependsOn, Children: conv(n.Children), Line: n.Line,
+				Labels: n.Labels, Requires: n.Requires, Touches: n.Touches, DependsOn: n.DependsOn,
+				Children: conv(n.Children), Line: n.Line,
 			})
 		}
 		return out

@@ -32,6 +32,7 @@ type workOptions struct {
 	ttl       time.Duration
 	grace     time.Duration
 	labels    []string
+	caps      []string
 	worker    string
 	keepState bool
 	// concurrency is how many commands run at once (runConcurrent).
@@ -113,6 +114,7 @@ ended, with the first non-zero exit status among them.`,
 	fl.DurationVar(&opt.ttl, "lease", 5*time.Minute, "lease time to live; heartbeats every third of it")
 	fl.DurationVar(&opt.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
 	fl.StringSliceVar(&opt.labels, "labels", nil, "only items carrying all these labels (comma-separated)")
+	fl.StringSliceVar(&opt.caps, "capabilities", nil, "what the command can do: only items requiring no more are handed out (comma-separated)")
 	fl.StringVar(&opt.worker, "worker", "", "worker label (env WORKGRAPH_WORKER; default the host name)")
 	fl.BoolVar(&opt.keepState, "keep-state", false, "keep each item's state directory (item, result and answers files)")
 	fl.IntVar(&opt.concurrency, "concurrency", 1, "run up to this many commands at once (1..100): free slots are claimed in one call and the leases renewed together")
@@ -166,7 +168,8 @@ func (sv *supervisor) run(ctx context.Context) error {
 func (sv *supervisor) cycle(ctx context.Context) (outcome, error) {
 	ctx, span := sv.tracer.Start(ctx, "workgraph work", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
-	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels}
+	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels,
+		Capabilities: sv.opt.caps}
 	cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, sv.opt.wait)
 	if err != nil {
 		if errors.Is(err, client.ErrNothingReady) {

@@ -19,7 +19,8 @@ const MaxDependsOn = 1000
 // CreateItem creates an item, with its parent and dependencies, in one
 // transaction. The title is trimmed (1..500 characters), the body is at
 // most 1 MiB, labels are 1..64 characters of [A-Za-z0-9._:/=+-] (at most 32),
-// metadata is a JSON object. A dependency on a finished (done or cancelled)
+// and so are the required capabilities (requires); touches are write
+// scopes (CleanScopes); metadata is a JSON object. A dependency on a finished (done or cancelled)
 // item is stored as satisfied. A parent must be open; it gains an open
 // child (an active lease on it stays: no pre-emption).
 //
@@ -41,6 +42,12 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 		return Item{}, err
 	}
 	if row.labels, err = CleanLabels("labels", in.Labels); err != nil {
+		return Item{}, err
+	}
+	if row.requires, err = CleanLabels("requires", in.Requires); err != nil {
+		return Item{}, err
+	}
+	if row.touches, err = CleanScopes("touches", in.Touches); err != nil {
 		return Item{}, err
 	}
 	if row.metadata, err = cleanMetadata("metadata", in.Metadata); err != nil {

@@ -20,6 +20,8 @@ type newRow struct {
 	body     string
 	priority int32
 	labels   []string
+	requires []string
+	touches  []string
 	metadata json.RawMessage
 	unmet    int32
 	children int32
@@ -40,11 +42,13 @@ func insertRows(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUI
 		Bodies: make([]string, n), Priorities: make([]int32, n), Labels: make([]string, n),
 		Metadata: make([]string, n), Unmet: make([]int32, n), Children: make([]int32, n),
 		PlanKeys: make([]string, n), OnExpiry: make([]string, n),
+		Requires: make([]string, n), Touches: make([]string, n),
 	}
 	for i, r := range rows {
 		p.Ids[i], p.ParentIds[i], p.Titles[i], p.Bodies[i] = r.id, r.parentID, r.title, r.body
 		p.Priorities[i], p.Labels[i], p.Unmet[i], p.Children[i] = r.priority, labelsJSON(r.labels), r.unmet, r.children
 		p.Metadata[i], p.PlanKeys[i], p.OnExpiry[i] = "{}", r.planKey, r.onExpiry
+		p.Requires[i], p.Touches[i] = labelsJSON(r.requires), labelsJSON(r.touches)
 		if len(r.metadata) > 0 {
 			p.Metadata[i] = string(r.metadata)
 		}

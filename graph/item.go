@@ -50,6 +50,8 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 		Body:            r.Body,
 		Priority:        r.Priority,
 		Labels:          r.Labels,
+		Requires:        r.Requires,
+		Touches:         r.Touches,
 		Metadata:        r.Metadata,
 		Result:          r.Result,
 		Status:          Status(r.Status),
@@ -73,6 +75,12 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 	if it.Labels == nil {
 		it.Labels = []string{}
 	}
+	if it.Requires == nil {
+		it.Requires = []string{}
+	}
+	if it.Touches == nil {
+		it.Touches = []string{}
+	}
 	if len(it.Metadata) == 0 {
 		it.Metadata = json.RawMessage(`{}`)
 	}
@@ -90,14 +98,15 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 }
 
 // fillBlockedBy lists the open prerequisites, open children and open
-// blocking attention requests of the open items among items, with one query
+// blocking attention requests of the open items among items, and the live
+// leases holding scopes that overlap a ready item's touches, with one query
 // per kind for all of them.
 //
 // The counters on the item rows say which lists can be non-empty (they are
 // kept exact by every writer), so an item that is ready, like one just
 // claimed, costs no query at all.
 func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid.UUID, items []Item) error {
-	var waiting, parents, held []uuid.UUID
+	var waiting, parents, held, touching []uuid.UUID
 	index := make(map[uuid.UUID]int, len(items))
 	for i, it := range items {
 		index[it.ID] = i
@@ -112,6 +121,9 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 		}
 		if it.gates.openAttention > 0 {
 			held = append(held, it.ID)
+		}
+		if it.State == StateReady && len(it.Touches) > 0 {
+			touching = append(touching, it.ID)
 		}
 	}
 	qs := dbq.New()
@@ -138,6 +150,23 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 		for _, r := range reqs {
 			b := &items[index[r.ItemID]].BlockedBy
 			b.Attention = append(b.Attention, AttentionRef{ID: r.ID, Question: r.Question, CreatedAt: r.CreatedAt})
+		}
+	}
+	if len(touching) > 0 {
+		holders, err := qs.ScopeHolders(ctx, q, dbq.ScopeHoldersParams{Now: now, ProjectID: project, Ids: touching})
+		if err != nil {
+			return err
+		}
+		for _, h := range holders {
+			it := &items[index[h.ItemID]]
+			var overlapping []string
+			for _, sc := range h.Scopes {
+				if ScopesOverlap([]string{sc}, it.Touches) {
+					overlapping = append(overlapping, sc)
+				}
+			}
+			it.BlockedBy.Scopes = append(it.BlockedBy.Scopes,
+				ScopeHolder{LeaseID: h.LeaseID, ItemID: h.HolderItemID, Worker: h.Worker, Scopes: overlapping})
 		}
 	}
 	return nil

@@ -182,6 +182,12 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			if row.labels, err = CleanLabels("labels", it.Labels); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
+			if row.requires, err = CleanLabels("requires", it.Requires); err != nil {
+				return planErr(it, pos, "%s", err.Error())
+			}
+			if row.touches, err = CleanScopes("touches", it.Touches); err != nil {
+				return planErr(it, pos, "%s", err.Error())
+			}
 			if k := strings.TrimSpace(it.Key); k != "" {
 				if prev, dup := p.keys[k]; dup {
 					return planErr(it, pos, "key %q is already used by %s", k, where(p.items[prev], prev))
@@ -327,6 +333,12 @@ func (p *flatPlan) differences(pos int, r dbq.LockItemsByPlanKeyRow) []string {
 	}
 	if strings.Join(r.Labels, "\x00") != strings.Join(want.labels, "\x00") {
 		out = append(out, "labels")
+	}
+	if strings.Join(r.Requires, "\x00") != strings.Join(want.requires, "\x00") {
+		out = append(out, "requires")
+	}
+	if strings.Join(r.Touches, "\x00") != strings.Join(want.touches, "\x00") {
+		out = append(out, "touches")
 	}
 	var parentID uuid.UUID
 	if par := p.parent[pos]; par >= 0 {

@@ -60,13 +60,17 @@ type Project struct {
 // Item is a work item with its derived State and, for an open item, the
 // BlockedBy explanation of what keeps it from being claimed.
 type Item struct {
-	ProjectID       uuid.UUID
-	ID              uuid.UUID
-	ParentID        *uuid.UUID
-	Title           string
-	Body            string
-	Priority        int32
-	Labels          []string
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+	ParentID  *uuid.UUID
+	Title     string
+	Body      string
+	Priority  int32
+	Labels    []string
+	// Requires are the capabilities a worker must offer to claim the item;
+	// Touches are the write scopes its lease holds (see CleanScopes).
+	Requires        []string
+	Touches         []string
 	Metadata        json.RawMessage
 	Result          json.RawMessage
 	Status          Status
@@ -128,12 +132,25 @@ type BlockedBy struct {
 	RetryAfter    *time.Time
 	ReservedFor   *string
 	ReservedUntil *time.Time
+	// Scopes are the live leases of other items that hold a write scope
+	// overlapping the item's touches: the claim skips the item until they
+	// end. Filled only for a ready item (FillScopeHolders).
+	Scopes []ScopeHolder
+}
+
+// ScopeHolder is a live lease holding a scope that overlaps an item's
+// touches: the lease, its worker and item, and its overlapping scopes.
+type ScopeHolder struct {
+	LeaseID uuid.UUID
+	ItemID  uuid.UUID
+	Worker  string
+	Scopes  []string
 }
 
 // Empty reports whether nothing is listed.
 func (b BlockedBy) Empty() bool {
 	return len(b.Dependencies) == 0 && len(b.Children) == 0 && len(b.Attention) == 0 &&
-		b.RetryAfter == nil && b.ReservedFor == nil
+		b.RetryAfter == nil && b.ReservedFor == nil && len(b.Scopes) == 0
 }
 
 // NewItem is the input of CreateItem.
@@ -144,6 +161,10 @@ type NewItem struct {
 	ParentID  *uuid.UUID
 	DependsOn []uuid.UUID
 	Labels    []string
+	// Requires (capabilities, validated as labels) and Touches (write
+	// scopes, CleanScopes).
+	Requires  []string
+	Touches   []string
 	Metadata  json.RawMessage
 	CreatedBy string
 	// OnExpiry is "retry", "reconcile" or "" (the project's default).
@@ -169,6 +190,8 @@ type ItemPatch struct {
 	Body     *string
 	Priority *int32
 	Labels   *[]string
+	Requires *[]string
+	Touches  *[]string
 	Metadata *json.RawMessage
 	// OnExpiry: "retry", "reconcile", or "" to fall back to the project's
 	// default.
@@ -240,6 +263,8 @@ type PlanItem struct {
 	Body      string
 	Priority  int32
 	Labels    []string
+	Requires  []string
+	Touches   []string
 	DependsOn []string
 	Children  []PlanItem
 	Line      int

@@ -45,6 +45,20 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 		}
 		args.Labels = l // non-nil even when empty: clears the labels
 	}
+	if p.Requires != nil {
+		l, err := CleanLabels("requires", *p.Requires)
+		if err != nil {
+			return Item{}, err
+		}
+		args.Requires = l
+	}
+	if p.Touches != nil {
+		l, err := CleanScopes("touches", *p.Touches)
+		if err != nil {
+			return Item{}, err
+		}
+		args.Touches = l
+	}
 	if p.Metadata != nil {
 		m, err := cleanMetadata("metadata", *p.Metadata)
 		if err != nil {
@@ -59,7 +73,8 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 		}
 		args.OnExpiry = &v
 	}
-	empty := p.Title == nil && p.Body == nil && p.Priority == nil && p.Labels == nil && p.Metadata == nil && p.OnExpiry == nil
+	empty := p.Title == nil && p.Body == nil && p.Priority == nil && p.Labels == nil && p.Metadata == nil && p.OnExpiry == nil &&
+		p.Requires == nil && p.Touches == nil
 	q := dbq.New()
 	var out Item
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
@@ -74,7 +89,7 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 			return &wgerr.Error{Code: wgerr.CodeConflict, Field: "version",
 				Message: fmt.Sprintf("the item changed meanwhile (version %d, not %d); reload and retry", cur.Version, *p.IfVersion)}
 		}
-		if cur.Status != string(StatusOpen) && (p.Title != nil || p.Body != nil || p.Priority != nil) {
+		if cur.Status != string(StatusOpen) && (p.Title != nil || p.Body != nil || p.Priority != nil || p.Requires != nil || p.Touches != nil) {
 			return conflictf("item %s is %s: only labels and metadata can still change", id, cur.Status)
 		}
 		if !empty {
@@ -113,6 +128,14 @@ func updatedPayload(p ItemPatch, args dbq.UpdateItemFieldsParams, version int32)
 	if p.Labels != nil {
 		fields = append(fields, "labels")
 		out["labels"] = args.Labels
+	}
+	if p.Requires != nil {
+		fields = append(fields, "requires")
+		out["requires"] = args.Requires
+	}
+	if p.Touches != nil {
+		fields = append(fields, "touches")
+		out["touches"] = args.Touches
 	}
 	if p.Metadata != nil {
 		fields = append(fields, "metadata")

@@ -57,7 +57,11 @@ type HeartbeatAnswer struct {
 // each with its own epoch increment and its own lease row. Labels, retry
 // backoff and continuity reservations apply to each item as to a single
 // claim; MaxActivePerToken counts each lease, so a batch is cut to the
-// token's remaining room. The claims come in grant order.
+// token's remaining room. Capabilities apply as to a single claim, but a
+// batch grants no write scopes: items with touches are left to single
+// claims (their scope locks, lease/scopes.go), which can pass them over
+// for lower-priority items without touches. The claims come in grant
+// order.
 //
 // Errors: ErrNothingReady; invalid_argument (max_items, worker, ttl,
 // labels); rate_limited when the token already holds MaxActivePerToken
@@ -89,6 +93,8 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 			MaxItems:  int32(room),
 			Principal: req.Principal,
 			TtlMs:     ttl.Milliseconds(),
+			// A batch grants only items without touches (see ClaimItems).
+			Capabilities: req.Capabilities,
 		})
 		if err != nil || len(rows) == 0 {
 			return err // nothing granted: commit what the reaping did

@@ -38,11 +38,24 @@ const reapBatch = 100
 // ends the project's expired leases (see ReapExpired), serialises and
 // counts the token's claims near its limit, then claims.
 //
-// Errors: ErrNothingReady; invalid_argument (worker, ttl, labels);
-// rate_limited when the token already holds MaxActivePerToken live leases.
+// Capabilities and write scopes: the item's requires must be among the
+// request's capabilities, and its touches must not overlap a scope a live
+// lease holds (see holdScopes). The one-statement path takes only items
+// without touches; an item with touches is granted by the transactional
+// path (so, of equal readiness, items without touches go first). When
+// nothing can be handed out and the project has ready items, none of which
+// the capabilities cover, the answer is no_match rather than
+// ErrNothingReady: waiting would not help.
+//
+// Errors: ErrNothingReady; no_match (details: capabilities, missing);
+// invalid_argument (worker, ttl, labels, capabilities); rate_limited when
+// the token already holds MaxActivePerToken live leases.
 func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest) (Claim, error) {
 	req, ttl, err := s.cleanClaim(req)
 	if err != nil {
+		return Claim{}, err
+	}
+	if err := s.recordOffer(ctx, s.exec, project, req); err != nil {
 		return Claim{}, err
 	}
 	var out Claim
@@ -65,9 +78,28 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 		return out, err
 	}
 	if nothing {
+		// As the transactional path: no_match when no ready item's
+		// requires the capabilities cover.
+		hopeless, err := s.noMatch(ctx, s.exec, project, req.Capabilities)
+		if err != nil {
+			return Claim{}, db.Translate(err)
+		}
+		if hopeless != nil {
+			return Claim{}, hopeless
+		}
 		return Claim{}, ErrNothingReady
 	}
-	return s.claimInTx(ctx, project, req, ttl)
+	for attempt := 1; ; attempt++ {
+		out, err := s.claimInTx(ctx, project, req, ttl)
+		if !errors.Is(err, errScopeRace) {
+			return out, err
+		}
+		if attempt == maxScopeRetries {
+			// Claims keep racing for these scopes: answer as if nothing
+			// were ready; the worker's next claim tries again.
+			return Claim{}, ErrNothingReady
+		}
+	}
 }
 
 // claimDirect is the claim's one-statement path; ok is false when the
@@ -90,14 +122,16 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 		Now:        now,
 		TtlMs:      ttl.Milliseconds(),
 		ProjectID:  project,
-		Labels:     req.Labels,
-		TokenQuiet: int32(quiet),
+		Labels:       req.Labels,
+		TokenQuiet:   int32(quiet),
+		Capabilities: req.Capabilities,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Claimed nothing: one more read tells an empty project (the
 		// answer, without the transaction's four round trips) from a guard.
 		needsTx, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
 			ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
+			Labels: req.Labels, Capabilities: req.Capabilities,
 		})
 		if err != nil {
 			return Claim{}, false, false, db.Translate(err)
@@ -125,8 +159,9 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 	q := dbq.New()
 	var out Claim
 	nothing := false
+	var hopeless *wgerr.Error
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-		nothing = false
+		nothing, hopeless = false, nil
 		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
 		}
@@ -140,15 +175,20 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 			Principal: req.Principal,
 			Now:       now,
 			TtlMs:     ttl.Milliseconds(),
-			ProjectID: project,
-			Labels:    req.Labels,
+			ProjectID:    project,
+			Labels:       req.Labels,
+			Capabilities: req.Capabilities,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Commit what the reaping did; there is nothing to hand out.
 			nothing = true
-			return nil
+			hopeless, err = s.noMatch(ctx, tx, project, req.Capabilities)
+			return err
 		}
 		if err != nil {
+			return err
+		}
+		if err := s.holdScopes(ctx, tx, project, row.Lease, now); err != nil {
 			return err
 		}
 		item, err := s.graphOn(tx).Item(ctx, project, row.Lease.ItemID)
@@ -168,6 +208,9 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 	})
 	if err != nil {
 		return Claim{}, err
+	}
+	if hopeless != nil {
+		return Claim{}, hopeless
 	}
 	if nothing {
 		return Claim{}, ErrNothingReady
@@ -192,6 +235,9 @@ func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, err
 		return req, 0, err
 	}
 	req.Labels = labels
+	if req.Capabilities, err = graph.CleanLabels("capabilities", req.Capabilities); err != nil {
+		return req, 0, err
+	}
 	req.Principal = strings.TrimSpace(req.Principal)
 	if req.Principal == "" {
 		req.Principal = req.Worker

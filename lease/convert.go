@@ -32,6 +32,10 @@ func fromRow(r dbq.Lease, refusals int32) Lease {
 		Usage:         usageOf(r.TokensIn, r.TokensOut, r.CostMicroUsd, r.ToolCalls),
 		ProgressAt:    r.ProgressAt,
 		BudgetRoots:   r.BudgetRoots,
+		Scopes:        r.Scopes,
+	}
+	if l.Scopes == nil {
+		l.Scopes = []string{}
 	}
 	if r.Outcome != nil {
 		o := Outcome(*r.Outcome)

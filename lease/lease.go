@@ -68,6 +68,9 @@ type Lease struct {
 	ProgressAt *time.Time
 	// BudgetRoots are the budgeted items whose subtree holds the item.
 	BudgetRoots []uuid.UUID
+	// Scopes are the write scopes the lease holds while it is live (its
+	// item's touches at the claim).
+	Scopes []string
 }
 
 // Fence is what every worker mutation presents: the lease id and the epoch
@@ -133,11 +136,15 @@ func (c Config) withDefaults() Config {
 // given, must all be on the item. Principal (who authenticated) defaults to
 // Worker; TokenID is the API token, counted against MaxActivePerToken.
 type ClaimRequest struct {
-	Worker    string
-	TTL       time.Duration
-	Labels    []string
-	Principal string
-	TokenID   *uuid.UUID
+	Worker string
+	TTL    time.Duration
+	Labels []string
+	// Capabilities are what the worker can do: only items whose requires
+	// are all among them are handed out (none: only items that require
+	// nothing). Validated as labels.
+	Capabilities []string
+	Principal    string
+	TokenID      *uuid.UUID
 }
 
 // Claim is a granted lease with its item and the item's attention history

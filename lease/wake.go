@@ -139,6 +139,10 @@ func newWaitFilter(req ClaimRequest) waitFilter {
 	if f.token != nil {
 		f.key += f.token.String()
 	}
+	// Capabilities decide which items a claim takes too (requires), though
+	// the notification does not carry them: a woken claim that cannot take
+	// its item passes the wake-up on.
+	f.key += "\x00" + strings.Join(slices.Sorted(slices.Values(req.Capabilities)), ",")
 	return f
 }
 

@@ -41,6 +41,7 @@ type claimRequest struct {
 	LeaseSeconds int
 	WaitSeconds  int
 	Labels       []string
+	Capabilities []string
 }
 
 // claim is a granted lease and its task.
@@ -76,6 +77,8 @@ type task struct {
 	State     string          `json:"state"`
 	Priority  int             `json:"priority,omitempty"`
 	Labels    []string        `json:"labels,omitempty"`
+	Requires  []string        `json:"requires,omitempty"`
+	Touches   []string        `json:"touches,omitempty"`
 	ParentID  string          `json:"parent_id,omitempty"`
 	BlockedBy json.RawMessage `json:"blocked_by,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`

@@ -18,6 +18,7 @@ type apiClient struct {
 func (a *apiClient) Claim(ctx context.Context, req claimRequest) (*claim, error) {
 	cl, err := a.c.Claim(ctx, a.project, client.ClaimRequest{
 		Worker: req.Worker, LeaseSeconds: req.LeaseSeconds, WaitSeconds: req.WaitSeconds, Labels: req.Labels,
+		Capabilities: req.Capabilities,
 	})
 	if errors.Is(err, client.ErrNothingReady) {
 		return nil, nil
@@ -110,6 +111,7 @@ func (a *apiClient) Ask(ctx context.Context, f fence, q askInput) (string, error
 func (a *apiClient) CreateTask(ctx context.Context, in createInput) (*taskRef, error) {
 	req := client.CreateItemRequest{
 		Title: in.Title, Body: in.Body, ParentID: in.ParentID, DependsOn: in.DependsOn, Labels: in.Labels,
+		Requires: in.Requires, Touches: in.Touches,
 	}
 	if in.Priority != 0 {
 		req.Priority = &in.Priority
@@ -156,7 +158,7 @@ func (a *apiClient) ListTasks(ctx context.Context, in listInput) (*taskPage, err
 func taskOf(it *client.Item) task {
 	t := task{
 		ID: it.ID, Title: it.Title, Body: it.Body, State: it.State, Priority: it.Priority,
-		Labels: it.Labels,
+		Labels: it.Labels, Requires: it.Requires, Touches: it.Touches,
 	}
 	if len(it.Result) > 0 && string(it.Result) != "null" {
 		t.Result = it.Result
@@ -201,6 +203,9 @@ func blockedByOf(b client.BlockedBy) json.RawMessage {
 	}
 	if b.ReservedUntil != nil {
 		m["reserved_until"] = b.ReservedUntil
+	}
+	if len(b.Scopes) > 0 {
+		m["scopes"] = b.Scopes
 	}
 	out, _ := json.Marshal(m)
 	return out

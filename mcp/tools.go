@@ -14,6 +14,7 @@ import (
 type takeInput struct {
 	WaitSeconds int      `json:"wait_seconds,omitempty" jsonschema:"wait up to this long (max 60) for a task"`
 	Labels      []string `json:"labels,omitempty" jsonschema:"only tasks with all these labels"`
+	Caps        []string `json:"capabilities,omitempty" jsonschema:"what you can do: only tasks requiring no more"`
 }
 
 type progressInput struct {
@@ -61,6 +62,8 @@ type createInput struct {
 	ParentID  string   `json:"parent_id,omitempty"`
 	DependsOn []string `json:"depends_on,omitempty" jsonschema:"task ids"`
 	Labels    []string `json:"labels,omitempty"`
+	Requires  []string `json:"requires,omitempty" jsonschema:"capabilities a taker needs"`
+	Touches   []string `json:"touches,omitempty" jsonschema:"write scopes, e.g. repo:web/**"`
 }
 
 type dependencyInput struct {

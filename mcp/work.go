@@ -30,6 +30,7 @@ func (s *Server) take(ctx context.Context, sess *session, in takeInput) (*sdk.Ca
 	}
 	c, err := s.api.Claim(ctx, claimRequest{
 		Worker: s.cfg.Worker, LeaseSeconds: s.cfg.LeaseSeconds, WaitSeconds: in.WaitSeconds, Labels: in.Labels,
+		Capabilities: in.Caps,
 	})
 	if err != nil {
 		return nil, err

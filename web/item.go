@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -36,6 +37,10 @@ type ItemPage struct {
 	// the item's budget (nil: none).
 	Cost   lease.ItemUsage
 	Budget *lease.Budget
+	// Unoffered are the item's required capabilities that no worker
+	// offered in a claim within OfferWindow.
+	Unoffered   []string
+	OfferWindow time.Duration
 }
 
 // Render writes the page.
@@ -92,6 +97,12 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 		page.Budget = &b
 	case wgerr.CodeOf(err) != wgerr.CodeNotFound:
 		return nil, err
+	}
+	if page.Open() {
+		page.OfferWindow = lease.OfferWindow
+		if page.Unoffered, err = u.Leases.UnofferedCapabilities(r.ctx(), r.project.ID, near.Item.Requires); err != nil {
+			return nil, err
+		}
 	}
 	if page.Graph, err = r.pictureAround(id, 1, 60); err != nil {
 		return nil, err

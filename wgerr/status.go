@@ -24,6 +24,7 @@ var answers = map[Code]answer{
 	CodeDepthLimit:        {http.StatusConflict, "Depth limit"},
 	CodeInProgress:        {http.StatusConflict, "Request in progress"},
 	CodeOutcomeUnknown:    {http.StatusConflict, "Outcome unknown"},
+	CodeNoMatch:           {http.StatusConflict, "No match"},
 	CodeMethodNotAllowed:  {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodePayloadTooLarge:   {http.StatusRequestEntityTooLarge, "Payload too large"},
 	CodeRateLimited:       {http.StatusTooManyRequests, "Rate limited"},

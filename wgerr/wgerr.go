@@ -38,6 +38,9 @@ const (
 	// CodeOutcomeUnknown: the first request with this Idempotency-Key took
 	// effect but its answer was lost; it is never run again.
 	CodeOutcomeUnknown Code = "outcome_unknown"
+	// CodeNoMatch: a claim's capabilities cover no ready item's
+	// requirements while ready items exist; waiting would not help.
+	CodeNoMatch Code = "no_match"
 	// CodeMethodNotAllowed: the path exists, for other methods (see Allow).
 	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodePayloadTooLarge  Code = "payload_too_large"

@@ -24,7 +24,11 @@ type Item struct {
 	Priority  int      `json:"priority"`
 	ParentID  *string  `json:"parent_id"`
 	Labels    []string `json:"labels"`
-	State     string   `json:"state"`
+	// Requires are the capabilities a claim must offer to get the item;
+	// Touches are the write scopes its lease holds.
+	Requires []string `json:"requires"`
+	Touches  []string `json:"touches"`
+	State    string   `json:"state"`
 	// Epoch is the fencing token: every claim increments it.
 	Epoch          int64     `json:"epoch"`
 	BlockedBy      BlockedBy `json:"blocked_by"`
@@ -57,11 +61,23 @@ type BlockedBy struct {
 	// ReservedUntil (continuity after an attention request).
 	ReservedFor   *string    `json:"reserved_for"`
 	ReservedUntil *time.Time `json:"reserved_until"`
+	// Scopes are the live leases holding write scopes that overlap the
+	// item's touches (listed for a ready item).
+	Scopes []ScopeHolder `json:"scopes"`
+}
+
+// ScopeHolder is a live lease holding scopes that overlap an item's
+// touches (schema ScopeHolder).
+type ScopeHolder struct {
+	LeaseID string   `json:"lease_id"`
+	ItemID  string   `json:"item_id"`
+	Worker  string   `json:"worker"`
+	Scopes  []string `json:"scopes"`
 }
 
 // Empty reports whether nothing blocks.
 func (b BlockedBy) Empty() bool {
-	return len(b.Dependencies)+len(b.Children)+len(b.Attention) == 0 &&
+	return len(b.Dependencies)+len(b.Children)+len(b.Attention)+len(b.Scopes) == 0 &&
 		b.RetryAfter == nil && b.ReservedFor == nil && b.ReservedUntil == nil
 }
 

@@ -39,6 +39,8 @@ type Lease struct {
 	Result        json.RawMessage `json:"result"`
 	// StaleCalls counts calls refused after the lease was lost.
 	StaleCalls int `json:"stale_calls"`
+	// Scopes are the write scopes the lease holds while it is live.
+	Scopes []string `json:"scopes"`
 	// Usage is the largest usage the worker reported on the lease.
 	Usage Usage `json:"usage"`
 	// ProgressAt is when the progress marker last changed (nil: not

@@ -30,6 +30,10 @@ type CreateItemRequest struct {
 	ParentID  string   `json:"parent_id,omitempty"`
 	DependsOn []string `json:"depends_on,omitempty"`
 	Labels    []string `json:"labels,omitempty"`
+	// Requires are capabilities (as labels); Touches are write scopes,
+	// "resource" or "resource:path/glob".
+	Requires []string `json:"requires,omitempty"`
+	Touches  []string `json:"touches,omitempty"`
 	// Metadata is a JSON object kept with the item.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// OnExpiry is OnExpiryRetry or OnExpiryReconcile; "" for the project's
@@ -44,6 +48,8 @@ type UpdateItemRequest struct {
 	Body     *string          `json:"body,omitempty"`
 	Priority *int             `json:"priority,omitempty"`
 	Labels   *[]string        `json:"labels,omitempty"`
+	Requires *[]string        `json:"requires,omitempty"`
+	Touches  *[]string        `json:"touches,omitempty"`
 	Metadata *json.RawMessage `json:"metadata,omitempty"`
 	// OnExpiry, when set, is OnExpiryRetry or OnExpiryReconcile (a client
 	// sending a raw body may send null: back to the project's default).
@@ -81,6 +87,9 @@ type ClaimRequest struct {
 	// MaxItems > 0 asks for a batch of up to that many leases, answered
 	// as ClaimBatch (Client.ClaimBatch sets it).
 	MaxItems int `json:"max_items,omitempty"`
+	// Capabilities are what the worker can do: only items whose requires
+	// are all among them are handed out.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // HeartbeatRequest is the body of POST /v1/leases/{id}/heartbeat.
@@ -215,6 +224,8 @@ type PlanItem struct {
 	Body      string     `json:"body,omitempty"`
 	Priority  *int       `json:"priority,omitempty"`
 	Labels    []string   `json:"labels,omitempty"`
+	Requires  []string   `json:"requires,omitempty"`
+	Touches   []string   `json:"touches,omitempty"`
 	DependsOn []string   `json:"depends_on,omitempty"`
 	Children  []PlanItem `json:"children,omitempty"`
 	Line      int        `json:"line,omitempty"`

@@ -422,7 +422,7 @@ func (q *Queries) FinishItems(ctx context.Context, db DBTX, arg FinishItemsParam
 }
 
 const getItem = `-- name: GetItem :one
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -477,6 +477,8 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 		&i.Item.PreferredToken,
 		&i.Item.OnExpiry,
 		&i.Item.PlanKey,
+		&i.Item.Requires,
+		&i.Item.Touches,
 		&i.Item.BudgetRoots,
 		&i.State,
 		&i.DbNow,
@@ -485,7 +487,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 }
 
 const getItems = `-- name: GetItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -547,6 +549,8 @@ func (q *Queries) GetItems(ctx context.Context, db DBTX, arg GetItemsParams) ([]
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
@@ -617,18 +621,22 @@ func (q *Queries) InsertDependency(ctx context.Context, db DBTX, arg InsertDepen
 
 const insertItems = `-- name: InsertItems :exec
 INSERT INTO items (project_id, id, parent_id, title, body, priority, labels, metadata,
-                   unmet_dependencies, open_children, plan_key, on_expiry, created_by, created_at, updated_at)
+                   unmet_dependencies, open_children, plan_key, on_expiry, created_by, created_at, updated_at,
+                   requires, touches)
 SELECT $1::uuid, u.id, nullif(u.parent_id, '00000000-0000-0000-0000-000000000000'::uuid),
        u.title, u.body, u.priority,
        ARRAY(SELECT jsonb_array_elements_text(u.labels::jsonb)), u.metadata::jsonb,
        u.unmet, u.children, nullif(u.plan_key, ''), nullif(u.on_expiry, ''), $2::text,
-       coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now())
+       coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now()),
+       ARRAY(SELECT jsonb_array_elements_text(u.requires::jsonb)),
+       ARRAY(SELECT jsonb_array_elements_text(u.touches::jsonb))
 FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS parent_id,
              unnest($6::text[]) AS title, unnest($7::text[]) AS body,
              unnest($8::integer[]) AS priority, unnest($9::text[]) AS labels,
              unnest($10::text[]) AS metadata, unnest($11::integer[]) AS unmet,
              unnest($12::integer[]) AS children, unnest($13::text[]) AS plan_key,
-             unnest($14::text[]) AS on_expiry) AS u
+             unnest($14::text[]) AS on_expiry,
+             unnest($15::text[]) AS requires, unnest($16::text[]) AS touches) AS u
 `
 
 type InsertItemsParams struct {
@@ -646,6 +654,8 @@ type InsertItemsParams struct {
 	Children   []int32
 	PlanKeys   []string
 	OnExpiry   []string
+	Requires   []string
+	Touches    []string
 }
 
 // Bulk insert in input order (seq follows the arrays). parent_ids uses the
@@ -667,6 +677,8 @@ func (q *Queries) InsertItems(ctx context.Context, db DBTX, arg InsertItemsParam
 		arg.Children,
 		arg.PlanKeys,
 		arg.OnExpiry,
+		arg.Requires,
+		arg.Touches,
 	)
 	return err
 }
@@ -757,7 +769,7 @@ func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams)
 }
 
 const listItems = `-- name: ListItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -842,6 +854,8 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
@@ -857,7 +871,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 }
 
 const listItemsNewest = `-- name: ListItemsNewest :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -944,6 +958,8 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
@@ -959,7 +975,7 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 }
 
 const listItemsSorted = `-- name: ListItemsSorted :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -1061,6 +1077,8 @@ func (q *Queries) ListItemsSorted(ctx context.Context, db DBTX, arg ListItemsSor
 			&i.Item.PreferredToken,
 			&i.Item.OnExpiry,
 			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.State,
 			&i.DbNow,
@@ -1148,7 +1166,7 @@ func (q *Queries) LockItems(ctx context.Context, db DBTX, arg LockItemsParams) (
 }
 
 const lockItemsByPlanKey = `-- name: LockItemsByPlanKey :many
-SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels
+SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels, requires, touches
 FROM items
 WHERE project_id = $1 AND plan_key = ANY($2::text[])
 ORDER BY id
@@ -1169,6 +1187,8 @@ type LockItemsByPlanKeyRow struct {
 	Body     string
 	Priority int32
 	Labels   []string
+	Requires []string
+	Touches  []string
 }
 
 // The items of the project that carry these plan keys, share-locked: a plan
@@ -1192,6 +1212,8 @@ func (q *Queries) LockItemsByPlanKey(ctx context.Context, db DBTX, arg LockItems
 			&i.Body,
 			&i.Priority,
 			&i.Labels,
+			&i.Requires,
+			&i.Touches,
 		); err != nil {
 			return nil, err
 		}
@@ -1587,6 +1609,63 @@ func (q *Queries) ReleaseParents(ctx context.Context, db DBTX, arg ReleaseParent
 	return result.RowsAffected(), nil
 }
 
+const scopeHolders = `-- name: ScopeHolders :many
+SELECT i.id AS item_id, h.id AS lease_id, h.item_id AS holder_item_id, h.worker, h.scopes
+FROM items i
+JOIN leases h ON h.project_id = i.project_id
+             AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+             AND h.scope_resources && wg_scope_resources(i.touches)
+             AND h.expires_at > coalesce($1::timestamptz, statement_timestamp())
+             AND h.id IS DISTINCT FROM i.active_lease_id
+             AND wg_scopes_overlap(h.scopes, i.touches)
+WHERE i.project_id = $2 AND i.id = ANY($3::uuid[]) AND i.touches <> '{}'
+ORDER BY i.id, h.acquired_at
+`
+
+type ScopeHoldersParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+}
+
+type ScopeHoldersRow struct {
+	ItemID       uuid.UUID
+	LeaseID      uuid.UUID
+	HolderItemID uuid.UUID
+	Worker       string
+	Scopes       []string
+}
+
+// For each of the given items, the live leases of other items that hold a
+// scope overlapping the item's touches (the rule of wg_scopes_overlap, as
+// the claim applies it): what keeps a ready item with touches from being
+// claimed.
+func (q *Queries) ScopeHolders(ctx context.Context, db DBTX, arg ScopeHoldersParams) ([]ScopeHoldersRow, error) {
+	rows, err := db.Query(ctx, scopeHolders, arg.Now, arg.ProjectID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ScopeHoldersRow{}
+	for rows.Next() {
+		var i ScopeHoldersRow
+		if err := rows.Scan(
+			&i.ItemID,
+			&i.LeaseID,
+			&i.HolderItemID,
+			&i.Worker,
+			&i.Scopes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const setPreviousWorker = `-- name: SetPreviousWorker :exec
 UPDATE items SET previous_worker = $1::text
 WHERE project_id = $2 AND id = $3
@@ -1649,13 +1728,15 @@ SET title = coalesce($1::text, title),
     body = coalesce($2::text, body),
     priority = coalesce($3::integer, priority),
     labels = coalesce($4::text[], labels),
-    metadata = coalesce($5::jsonb, metadata),
+    requires = coalesce($5::text[], requires),
+    touches = coalesce($6::text[], touches),
+    metadata = coalesce($7::jsonb, metadata),
     -- NULL leaves it; '' clears it (back to the project's default).
-    on_expiry = CASE WHEN $6::text IS NULL THEN on_expiry
-                     ELSE nullif($6::text, '') END,
+    on_expiry = CASE WHEN $8::text IS NULL THEN on_expiry
+                     ELSE nullif($8::text, '') END,
     version = version + 1,
-    updated_at = coalesce($7::timestamptz, now())
-WHERE project_id = $8 AND id = $9
+    updated_at = coalesce($9::timestamptz, now())
+WHERE project_id = $10 AND id = $11
 `
 
 type UpdateItemFieldsParams struct {
@@ -1663,6 +1744,8 @@ type UpdateItemFieldsParams struct {
 	Body      *string
 	Priority  *int32
 	Labels    []string
+	Requires  []string
+	Touches   []string
 	Metadata  json.RawMessage
 	OnExpiry  *string
 	Now       *time.Time
@@ -1676,6 +1759,8 @@ func (q *Queries) UpdateItemFields(ctx context.Context, db DBTX, arg UpdateItemF
 		arg.Body,
 		arg.Priority,
 		arg.Labels,
+		arg.Requires,
+		arg.Touches,
 		arg.Metadata,
 		arg.OnExpiry,
 		arg.Now,

@@ -14,7 +14,7 @@ import (
 )
 
 const activeLeases = `-- name: ActiveLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -57,6 +57,8 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
 			&i.Lease.TokensOut,
 			&i.Lease.CostMicroUsd,
@@ -73,6 +75,32 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 		return nil, err
 	}
 	return items, nil
+}
+
+const claimHopeless = `-- name: ClaimHopeless :one
+SELECT EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready) AS any_ready,
+       EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready
+                 AND i.requires <@ $2::text[]) AS any_match
+`
+
+type ClaimHopelessParams struct {
+	ProjectID    uuid.UUID
+	Capabilities []string
+}
+
+type ClaimHopelessRow struct {
+	AnyReady bool
+	AnyMatch bool
+}
+
+// After a claim found nothing: whether the project has ready items, and
+// whether any of them requires only capabilities among @capabilities. Ready
+// items none of which match say the claim can never be answered as asked.
+func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessParams) (ClaimHopelessRow, error) {
+	row := db.QueryRow(ctx, claimHopeless, arg.ProjectID, arg.Capabilities)
+	var i ClaimHopelessRow
+	err := row.Scan(&i.AnyReady, &i.AnyMatch)
+	return i, err
 }
 
 const claimItem = `-- name: ClaimItem :one
@@ -93,27 +121,36 @@ WITH candidate AS (
            OR NOT EXISTS (SELECT 1 FROM budgets b
                           WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
                             AND budget_spent(b, coalesce($3::timestamptz, statement_timestamp()))))
+      -- capabilities and write scopes
+      AND c.requires <@ coalesce($6::text[], '{}')
+      AND (c.touches = '{}' OR NOT EXISTS (
+            SELECT 1 FROM leases h
+            WHERE h.project_id = c.project_id
+              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+              AND h.scope_resources && wg_scope_resources(c.touches)
+              AND h.expires_at > coalesce($3::timestamptz, statement_timestamp())
+              AND wg_scopes_overlap(h.scopes, c.touches)))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = $6::uuid,
+        active_lease_id = $7::uuid,
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce($3::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.epoch, i.budget_roots
+    RETURNING i.project_id, i.id, i.epoch, i.budget_roots, i.touches
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
-                        budget_roots)
-    SELECT taken.project_id, $6, taken.id, taken.epoch, $4, $5, $7,
+                        budget_roots, scopes, scope_resources)
+    SELECT taken.project_id, $7, taken.id, taken.epoch, $4, $5, $8,
            grant_time.at,
-           grant_time.at + $8::bigint * interval '1 millisecond',
-           taken.budget_roots
+           grant_time.at + $9::bigint * interval '1 millisecond',
+           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($3::timestamptz,
@@ -122,9 +159,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        -- Whether the item has an attention history to hand to the worker
        -- (most items have none, and the claim then need not read it).
        EXISTS (SELECT 1 FROM attention_requests r
@@ -133,14 +170,15 @@ FROM granted AS leases
 `
 
 type ClaimItemParams struct {
-	ProjectID uuid.UUID
-	Labels    []string
-	Now       *time.Time
-	Worker    string
-	TokenID   *uuid.UUID
-	LeaseID   uuid.UUID
-	Principal string
-	TtlMs     int64
+	ProjectID    uuid.UUID
+	Labels       []string
+	Now          *time.Time
+	Worker       string
+	TokenID      *uuid.UUID
+	Capabilities []string
+	LeaseID      uuid.UUID
+	Principal    string
+	TtlMs        int64
 }
 
 type ClaimItemRow struct {
@@ -157,6 +195,16 @@ type ClaimItemRow struct {
 // stamped once the item's row is held (grant_time: evaluated per taken
 // row), never before the item's previous lease ended, and lasts exactly
 // @ttl_ms.
+//
+// Capabilities and write scopes (one predicate, kept apart below): the
+// item's requires must be a subset of @capabilities, and an item with
+// touches is skipped while a live lease of another item holds an
+// overlapping scope (wg_scopes_overlap, found through leases_live_scopes).
+// For an item without requires or touches the predicate is two
+// comparisons with '{}'. The overlap test here is only a filter: the
+// snapshot may miss a lease being granted at the same moment, so the
+// caller re-checks under per-resource locks (lease.Claim, LockScopes and
+// ScopeConflict). The lease records the item's touches as its scopes.
 func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (ClaimItemRow, error) {
 	row := db.QueryRow(ctx, claimItem,
 		arg.ProjectID,
@@ -164,6 +212,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		arg.Now,
 		arg.Worker,
 		arg.TokenID,
+		arg.Capabilities,
 		arg.LeaseID,
 		arg.Principal,
 		arg.TtlMs,
@@ -190,6 +239,8 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
 		&i.Lease.TokensOut,
 		&i.Lease.CostMicroUsd,
@@ -203,7 +254,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 
 const claimItemDirect = `-- name: ClaimItemDirect :one
 WITH candidate AS (
-    SELECT c.project_id, c.id
+    SELECT c.project_id, c.id, c.touches
     FROM items c
     WHERE c.project_id = $2
       AND c.ready
@@ -227,26 +278,40 @@ WITH candidate AS (
            OR NOT EXISTS (SELECT 1 FROM budgets b
                           WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
                             AND budget_spent(b, coalesce($1::timestamptz, statement_timestamp()))))
+      -- Capabilities, as in ClaimItem. An item with touches that no live
+      -- lease's scope overlaps may be the candidate, but this path does not
+      -- take it (a grant of scopes needs the transactional path's locks:
+      -- see "taken"); ClaimNeedsTx then sends the claim there, so the
+      -- priority order holds across items with and without touches.
+      AND c.requires <@ coalesce($7::text[], '{}')
+      AND (c.touches = '{}' OR NOT EXISTS (
+            SELECT 1 FROM leases h
+            WHERE h.project_id = c.project_id
+              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+              AND h.scope_resources && wg_scope_resources(c.touches)
+              AND h.expires_at > coalesce($1::timestamptz, statement_timestamp())
+              AND wg_scopes_overlap(h.scopes, c.touches)))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = $7::uuid,
+        active_lease_id = $8::uuid,
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce($1::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.budget_roots
+      AND candidate.touches = '{}'
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots)
-    SELECT taken.project_id, $7, taken.id, taken.epoch, $4, $5, $8,
+    SELECT taken.project_id, $8, taken.id, taken.epoch, $4, $5, $9,
            grant_time.at,
-           grant_time.at + $9::bigint * interval '1 millisecond',
+           grant_time.at + $10::bigint * interval '1 millisecond',
            taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
@@ -256,9 +321,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -267,15 +332,16 @@ JOIN taken AS items ON items.project_id = leases.project_id AND items.id = lease
 `
 
 type ClaimItemDirectParams struct {
-	Now        *time.Time
-	ProjectID  uuid.UUID
-	Labels     []string
-	Worker     string
-	TokenID    *uuid.UUID
-	TokenQuiet int32
-	LeaseID    uuid.UUID
-	Principal  string
-	TtlMs      int64
+	Now          *time.Time
+	ProjectID    uuid.UUID
+	Labels       []string
+	Worker       string
+	TokenID      *uuid.UUID
+	TokenQuiet   int32
+	Capabilities []string
+	LeaseID      uuid.UUID
+	Principal    string
+	TtlMs        int64
 }
 
 type ClaimItemDirectRow struct {
@@ -310,6 +376,7 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		arg.Worker,
 		arg.TokenID,
 		arg.TokenQuiet,
+		arg.Capabilities,
 		arg.LeaseID,
 		arg.Principal,
 		arg.TtlMs,
@@ -336,6 +403,8 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
 		&i.Lease.TokensOut,
 		&i.Lease.CostMicroUsd,
@@ -373,6 +442,8 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Item.PreferredToken,
 		&i.Item.OnExpiry,
 		&i.Item.PlanKey,
+		&i.Item.Requires,
+		&i.Item.Touches,
 		&i.Item.BudgetRoots,
 		&i.HasAttention,
 		&i.DbNow,
@@ -390,27 +461,38 @@ SELECT coalesce(
                AND (SELECT count(*) FROM leases t
                     WHERE t.token_id = $4::uuid AND t.ended_at IS NULL
                       AND t.expires_at > coalesce($2::timestamptz, statement_timestamp()))
-                   >= $3::int),
+                   >= $3::int)
+           -- A ready item with touches the filter could take: only the
+           -- transactional path grants scopes (index items_ready_scoped).
+           OR EXISTS (SELECT 1 FROM items c
+                      WHERE c.project_id = $1 AND c.ready AND c.touches <> '{}'
+                        AND c.labels @> $5::text[]
+                        AND c.requires <@ coalesce($6::text[], '{}')),
            false)::bool AS needs_tx
 `
 
 type ClaimNeedsTxParams struct {
-	ProjectID  uuid.UUID
-	Now        *time.Time
-	TokenQuiet int32
-	TokenID    *uuid.UUID
+	ProjectID    uuid.UUID
+	Now          *time.Time
+	TokenQuiet   int32
+	TokenID      *uuid.UUID
+	Labels       []string
+	Capabilities []string
 }
 
 // After ClaimItemDirect claimed nothing: whether one of its guards held it
 // back (a lease of the project past its expiry and not yet ended, or the
-// token at @token_quiet live leases or more), so the transactional path
-// must decide; false means there was simply nothing to claim.
+// token at @token_quiet live leases or more, or a ready item with touches
+// that this path does not grant), so the transactional path must decide;
+// false means there was simply nothing to claim.
 func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxParams) (bool, error) {
 	row := db.QueryRow(ctx, claimNeedsTx,
 		arg.ProjectID,
 		arg.Now,
 		arg.TokenQuiet,
 		arg.TokenID,
+		arg.Labels,
+		arg.Capabilities,
 	)
 	var needs_tx bool
 	err := row.Scan(&needs_tx)
@@ -535,7 +617,7 @@ WITH ended AS (
     WHERE l.project_id = $10 AND l.id = $11 AND l.epoch = $12
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -555,9 +637,9 @@ WITH ended AS (
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT $17::boolean OR i.status = 'open')
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.budget_roots
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.budget_roots
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
 FROM ended, freed AS items
 `
 
@@ -602,6 +684,8 @@ type EndLeaseRow struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	Scopes          []string
+	ScopeResources  []string
 	TokensIn        int64
 	TokensOut       int64
 	CostMicroUsd    int64
@@ -666,6 +750,8 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.Scopes,
+		&i.ScopeResources,
 		&i.TokensIn,
 		&i.TokensOut,
 		&i.CostMicroUsd,
@@ -705,6 +791,8 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Item.PreferredToken,
 		&i.Item.OnExpiry,
 		&i.Item.PlanKey,
+		&i.Item.Requires,
+		&i.Item.Touches,
 		&i.Item.BudgetRoots,
 	)
 	return i, err
@@ -830,7 +918,7 @@ func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesPar
 }
 
 const getLease = `-- name: GetLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -871,6 +959,8 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
 		&i.Lease.TokensOut,
 		&i.Lease.CostMicroUsd,
@@ -910,9 +1000,9 @@ WITH renewed AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -978,6 +1068,8 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.Scopes,
+		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
 		&i.Lease.TokensOut,
 		&i.Lease.CostMicroUsd,
@@ -987,6 +1079,49 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.HasAnswers,
 	)
 	return i, err
+}
+
+const holdScopes = `-- name: HoldScopes :many
+SELECT wg_hold_scopes($1::uuid, $2::uuid, $3::text[], $4::text[],
+                      $5::boolean[], $6::timestamptz)::uuid AS lease_id
+`
+
+type HoldScopesParams struct {
+	ProjectID uuid.UUID
+	LeaseID   uuid.UUID
+	Scopes    []string
+	Keys      []string
+	Exclusive []bool
+	Now       *time.Time
+}
+
+// Locks and re-checks a grant's scopes in one statement (wg_hold_scopes,
+// migration 00034; see lease.holdScopes): the overlapping live leases.
+func (q *Queries) HoldScopes(ctx context.Context, db DBTX, arg HoldScopesParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, holdScopes,
+		arg.ProjectID,
+		arg.LeaseID,
+		arg.Scopes,
+		arg.Keys,
+		arg.Exclusive,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var lease_id uuid.UUID
+		if err := rows.Scan(&lease_id); err != nil {
+			return nil, err
+		}
+		items = append(items, lease_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const insertObservation = `-- name: InsertObservation :exec
@@ -1021,7 +1156,7 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 }
 
 const leaseHistory = `-- name: LeaseHistory :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1092,6 +1227,8 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
 			&i.Lease.TokensOut,
 			&i.Lease.CostMicroUsd,
@@ -1111,7 +1248,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 }
 
 const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
        ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
@@ -1196,6 +1333,8 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
 			&i.Lease.TokensOut,
 			&i.Lease.CostMicroUsd,
@@ -1216,7 +1355,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 }
 
 const leaseHistoryNewest = `-- name: LeaseHistoryNewest :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1288,6 +1427,8 @@ func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHist
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
 			&i.Lease.TokensOut,
 			&i.Lease.CostMicroUsd,
@@ -1366,7 +1507,7 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 }
 
 const lockLease = `-- name: LockLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
 WHERE l.project_id = $2 AND l.id = $3 AND l.epoch = $4
   AND l.ended_at IS NULL
@@ -1415,6 +1556,8 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.Scopes,
+		&i.ScopeResources,
 		&i.TokensIn,
 		&i.TokensOut,
 		&i.CostMicroUsd,
@@ -1433,6 +1576,41 @@ SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text, 7250004))
 func (q *Queries) LockToken(ctx context.Context, db DBTX, tokenID uuid.UUID) error {
 	_, err := db.Exec(ctx, lockToken, tokenID)
 	return err
+}
+
+const missingCapabilities = `-- name: MissingCapabilities :many
+SELECT DISTINCT r::text AS capability
+FROM items i, unnest(i.requires) AS r
+WHERE i.project_id = $1 AND i.ready AND NOT (r = ANY($2::text[]))
+ORDER BY 1
+LIMIT 20
+`
+
+type MissingCapabilitiesParams struct {
+	ProjectID    uuid.UUID
+	Capabilities []string
+}
+
+// The capabilities ready items of the project require that are not among
+// @capabilities (for a claim that can match nothing), at most 20.
+func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingCapabilitiesParams) ([]string, error) {
+	rows, err := db.Query(ctx, missingCapabilities, arg.ProjectID, arg.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var capability string
+		if err := rows.Scan(&capability); err != nil {
+			return nil, err
+		}
+		items = append(items, capability)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const projectsWithExpiredLeases = `-- name: ProjectsWithExpiredLeases :many
@@ -1505,12 +1683,40 @@ func (q *Queries) RecentRefusals(ctx context.Context, db DBTX, arg RecentRefusal
 	return items, nil
 }
 
+const recordOffer = `-- name: RecordOffer :exec
+INSERT INTO worker_offers AS o (project_id, worker, capabilities, offered_at)
+VALUES ($1, $2, $3::text[], coalesce($4::timestamptz, statement_timestamp()))
+ON CONFLICT (project_id, worker) DO UPDATE
+SET capabilities = excluded.capabilities, offered_at = excluded.offered_at
+WHERE o.capabilities <> excluded.capabilities OR o.offered_at < excluded.offered_at - interval '1 minute'
+`
+
+type RecordOfferParams struct {
+	ProjectID    uuid.UUID
+	Worker       string
+	Capabilities []string
+	Now          *time.Time
+}
+
+// Records the capabilities a worker offered in a claim, when they differ
+// from the stored ones or those are older than a minute (otherwise the
+// statement writes nothing).
+func (q *Queries) RecordOffer(ctx context.Context, db DBTX, arg RecordOfferParams) error {
+	_, err := db.Exec(ctx, recordOffer,
+		arg.ProjectID,
+		arg.Worker,
+		arg.Capabilities,
+		arg.Now,
+	)
+	return err
+}
+
 const requestStop = `-- name: RequestStop :one
 UPDATE leases
 SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, clock_timestamp())),
     stop_requested_by = coalesce(stop_requested_by, $2)
 WHERE project_id = $3 AND id = $4 AND ended_at IS NULL
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 `
 
 type RequestStopParams struct {
@@ -1549,6 +1755,8 @@ func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParam
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.Scopes,
+		&i.ScopeResources,
 		&i.TokensIn,
 		&i.TokensOut,
 		&i.CostMicroUsd,
@@ -1593,6 +1801,51 @@ func (q *Queries) SameResult(ctx context.Context, db DBTX, arg SameResultParams)
 	var column_1 bool
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const unofferedCapabilities = `-- name: UnofferedCapabilities :many
+SELECT c::text AS capability
+FROM unnest($1::text[]) AS c
+WHERE NOT EXISTS (
+    SELECT 1 FROM worker_offers o
+    WHERE o.project_id = $2 AND c = ANY(o.capabilities)
+      AND o.offered_at >= coalesce($3::timestamptz, statement_timestamp())
+                          - $4::bigint * interval '1 millisecond')
+ORDER BY 1
+`
+
+type UnofferedCapabilitiesParams struct {
+	Capabilities []string
+	ProjectID    uuid.UUID
+	Now          *time.Time
+	WindowMs     int64
+}
+
+// Those of @capabilities that no worker offered in a claim within the last
+// @window_ms milliseconds (by the database clock, or the given now).
+func (q *Queries) UnofferedCapabilities(ctx context.Context, db DBTX, arg UnofferedCapabilitiesParams) ([]string, error) {
+	rows, err := db.Query(ctx, unofferedCapabilities,
+		arg.Capabilities,
+		arg.ProjectID,
+		arg.Now,
+		arg.WindowMs,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var capability string
+		if err := rows.Scan(&capability); err != nil {
+			return nil, err
+		}
+		items = append(items, capability)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const workerOutcomes = `-- name: WorkerOutcomes :many

@@ -141,6 +141,8 @@ type Item struct {
 	PreferredToken      *uuid.UUID
 	OnExpiry            *string
 	PlanKey             *string
+	Requires            []string
+	Touches             []string
 	BudgetRoots         []uuid.UUID
 }
 
@@ -165,6 +167,8 @@ type Lease struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	Scopes          []string
+	ScopeResources  []string
 	TokensIn        int64
 	TokensOut       int64
 	CostMicroUsd    int64
@@ -276,6 +280,13 @@ type WebhookDelivery struct {
 	LastError     *string
 	CreatedAt     time.Time
 	FinishedAt    *time.Time
+}
+
+type WorkerOffer struct {
+	ProjectID    uuid.UUID
+	Worker       string
+	Capabilities []string
+	OfferedAt    time.Time
 }
 
 type WorkerOutcomeCount struct {

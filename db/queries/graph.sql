@@ -127,24 +127,28 @@ FOR UPDATE;
 -- nil uuid for "no parent"; labels are JSON arrays of strings; plan_keys
 -- uses '' for "no key"; on_expiry '' means NULL (the project's default).
 INSERT INTO items (project_id, id, parent_id, title, body, priority, labels, metadata,
-                   unmet_dependencies, open_children, plan_key, on_expiry, created_by, created_at, updated_at)
+                   unmet_dependencies, open_children, plan_key, on_expiry, created_by, created_at, updated_at,
+                   requires, touches)
 SELECT @project_id::uuid, u.id, nullif(u.parent_id, '00000000-0000-0000-0000-000000000000'::uuid),
        u.title, u.body, u.priority,
        ARRAY(SELECT jsonb_array_elements_text(u.labels::jsonb)), u.metadata::jsonb,
        u.unmet, u.children, nullif(u.plan_key, ''), nullif(u.on_expiry, ''), @created_by::text,
-       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+       coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+       ARRAY(SELECT jsonb_array_elements_text(u.requires::jsonb)),
+       ARRAY(SELECT jsonb_array_elements_text(u.touches::jsonb))
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@parent_ids::uuid[]) AS parent_id,
              unnest(@titles::text[]) AS title, unnest(@bodies::text[]) AS body,
              unnest(@priorities::integer[]) AS priority, unnest(@labels::text[]) AS labels,
              unnest(@metadata::text[]) AS metadata, unnest(@unmet::integer[]) AS unmet,
              unnest(@children::integer[]) AS children, unnest(@plan_keys::text[]) AS plan_key,
-             unnest(@on_expiry::text[]) AS on_expiry) AS u;
+             unnest(@on_expiry::text[]) AS on_expiry,
+             unnest(@requires::text[]) AS requires, unnest(@touches::text[]) AS touches) AS u;
 
 -- name: LockItemsByPlanKey :many
 -- The items of the project that carry these plan keys, share-locked: a plan
 -- import leaves them alone but may depend on them or add children below
 -- them, so they must not finish or change until it commits.
-SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels
+SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels, requires, touches
 FROM items
 WHERE project_id = @project_id AND plan_key = ANY(@keys::text[])
 ORDER BY id
@@ -222,6 +226,8 @@ SET title = coalesce(sqlc.narg('title')::text, title),
     body = coalesce(sqlc.narg('body')::text, body),
     priority = coalesce(sqlc.narg('priority')::integer, priority),
     labels = coalesce(sqlc.narg('labels')::text[], labels),
+    requires = coalesce(sqlc.narg('requires')::text[], requires),
+    touches = coalesce(sqlc.narg('touches')::text[], touches),
     metadata = coalesce(sqlc.narg('metadata')::jsonb, metadata),
     -- NULL leaves it; '' clears it (back to the project's default).
     on_expiry = CASE WHEN sqlc.narg('on_expiry')::text IS NULL THEN on_expiry
@@ -443,3 +449,19 @@ WHERE p.project_id = @project_id AND p.id = ANY(@ids::uuid[]) AND p.parent_id IS
 -- Titles for labelling lease rows in the UI.
 SELECT id, title FROM items
 WHERE project_id = @project_id AND id = ANY(@ids::uuid[]);
+
+-- name: ScopeHolders :many
+-- For each of the given items, the live leases of other items that hold a
+-- scope overlapping the item's touches (the rule of wg_scopes_overlap, as
+-- the claim applies it): what keeps a ready item with touches from being
+-- claimed.
+SELECT i.id AS item_id, h.id AS lease_id, h.item_id AS holder_item_id, h.worker, h.scopes
+FROM items i
+JOIN leases h ON h.project_id = i.project_id
+             AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+             AND h.scope_resources && wg_scope_resources(i.touches)
+             AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+             AND h.id IS DISTINCT FROM i.active_lease_id
+             AND wg_scopes_overlap(h.scopes, i.touches)
+WHERE i.project_id = @project_id AND i.id = ANY(@ids::uuid[]) AND i.touches <> '{}'
+ORDER BY i.id, h.acquired_at;

@@ -83,6 +83,16 @@ WHERE project_id = @project_id AND id = @item_id;
 -- stamped once the item's row is held (grant_time: evaluated per taken
 -- row), never before the item's previous lease ended, and lasts exactly
 -- @ttl_ms.
+--
+-- Capabilities and write scopes (one predicate, kept apart below): the
+-- item's requires must be a subset of @capabilities, and an item with
+-- touches is skipped while a live lease of another item holds an
+-- overlapping scope (wg_scopes_overlap, found through leases_live_scopes).
+-- For an item without requires or touches the predicate is two
+-- comparisons with '{}'. The overlap test here is only a filter: the
+-- snapshot may miss a lease being granted at the same moment, so the
+-- caller re-checks under per-resource locks (lease.Claim, LockScopes and
+-- ScopeConflict). The lease records the item's touches as its scopes.
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
@@ -100,6 +110,15 @@ WITH candidate AS (
            OR NOT EXISTS (SELECT 1 FROM budgets b
                           WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
                             AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
+      -- capabilities and write scopes
+      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+      AND (c.touches = '{}' OR NOT EXISTS (
+            SELECT 1 FROM leases h
+            WHERE h.project_id = c.project_id
+              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+              AND h.scope_resources && wg_scope_resources(c.touches)
+              AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+              AND wg_scopes_overlap(h.scopes, c.touches)))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -113,14 +132,14 @@ WITH candidate AS (
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-    RETURNING i.project_id, i.id, i.epoch, i.budget_roots
+    RETURNING i.project_id, i.id, i.epoch, i.budget_roots, i.touches
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
-                        budget_roots)
+                        budget_roots, scopes, scope_resources)
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
            grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
-           taken.budget_roots
+           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -156,7 +175,7 @@ FROM granted AS leases;
 -- claim that finds them due; a claim never takes an item whose lease has
 -- not ended (the item is not ready while its active_lease_id is set).
 WITH candidate AS (
-    SELECT c.project_id, c.id
+    SELECT c.project_id, c.id, c.touches
     FROM items c
     WHERE c.project_id = @project_id
       AND c.ready
@@ -180,6 +199,19 @@ WITH candidate AS (
            OR NOT EXISTS (SELECT 1 FROM budgets b
                           WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
                             AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
+      -- Capabilities, as in ClaimItem. An item with touches that no live
+      -- lease's scope overlaps may be the candidate, but this path does not
+      -- take it (a grant of scopes needs the transactional path's locks:
+      -- see "taken"); ClaimNeedsTx then sends the claim there, so the
+      -- priority order holds across items with and without touches.
+      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+      AND (c.touches = '{}' OR NOT EXISTS (
+            SELECT 1 FROM leases h
+            WHERE h.project_id = c.project_id
+              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
+              AND h.scope_resources && wg_scope_resources(c.touches)
+              AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+              AND wg_scopes_overlap(h.scopes, c.touches)))
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -193,6 +225,7 @@ WITH candidate AS (
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM candidate
     WHERE i.project_id = candidate.project_id AND i.id = candidate.id
+      AND candidate.touches = '{}'
     RETURNING i.*
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
@@ -221,8 +254,9 @@ JOIN taken AS items ON items.project_id = leases.project_id AND items.id = lease
 -- name: ClaimNeedsTx :one
 -- After ClaimItemDirect claimed nothing: whether one of its guards held it
 -- back (a lease of the project past its expiry and not yet ended, or the
--- token at @token_quiet live leases or more), so the transactional path
--- must decide; false means there was simply nothing to claim.
+-- token at @token_quiet live leases or more, or a ready item with touches
+-- that this path does not grant), so the transactional path must decide;
+-- false means there was simply nothing to claim.
 SELECT coalesce(
            (SELECT d.expires_at FROM leases d
             WHERE d.project_id = @project_id AND d.ended_at IS NULL
@@ -232,7 +266,13 @@ SELECT coalesce(
                AND (SELECT count(*) FROM leases t
                     WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
                       AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-                   >= sqlc.arg('token_quiet')::int),
+                   >= sqlc.arg('token_quiet')::int)
+           -- A ready item with touches the filter could take: only the
+           -- transactional path grants scopes (index items_ready_scoped).
+           OR EXISTS (SELECT 1 FROM items c
+                      WHERE c.project_id = @project_id AND c.ready AND c.touches <> '{}'
+                        AND c.labels @> @labels::text[]
+                        AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')),
            false)::bool AS needs_tx;
 
 -- name: LockToken :exec
@@ -508,3 +548,49 @@ ORDER BY worker, outcome;
 -- The workers badge: leases of a project that have not ended.
 SELECT count(*) FROM leases
 WHERE project_id = @project_id AND ended_at IS NULL;
+
+-- name: HoldScopes :many
+-- Locks and re-checks a grant's scopes in one statement (wg_hold_scopes,
+-- migration 00034; see lease.holdScopes): the overlapping live leases.
+SELECT wg_hold_scopes(@project_id::uuid, @lease_id::uuid, @scopes::text[], @keys::text[],
+                      @exclusive::boolean[], sqlc.narg('now')::timestamptz)::uuid AS lease_id;
+
+-- name: ClaimHopeless :one
+-- After a claim found nothing: whether the project has ready items, and
+-- whether any of them requires only capabilities among @capabilities. Ready
+-- items none of which match say the claim can never be answered as asked.
+SELECT EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready) AS any_ready,
+       EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready
+                 AND i.requires <@ @capabilities::text[]) AS any_match;
+
+-- name: RecordOffer :exec
+-- Records the capabilities a worker offered in a claim, when they differ
+-- from the stored ones or those are older than a minute (otherwise the
+-- statement writes nothing).
+INSERT INTO worker_offers AS o (project_id, worker, capabilities, offered_at)
+VALUES (@project_id, @worker, @capabilities::text[], coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+ON CONFLICT (project_id, worker) DO UPDATE
+SET capabilities = excluded.capabilities, offered_at = excluded.offered_at
+WHERE o.capabilities <> excluded.capabilities OR o.offered_at < excluded.offered_at - interval '1 minute';
+
+-- name: UnofferedCapabilities :many
+-- Those of @capabilities that no worker offered in a claim within the last
+-- @window_ms milliseconds (by the database clock, or the given now).
+SELECT c::text AS capability
+FROM unnest(@capabilities::text[]) AS c
+WHERE NOT EXISTS (
+    SELECT 1 FROM worker_offers o
+    WHERE o.project_id = @project_id AND c = ANY(o.capabilities)
+      AND o.offered_at >= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                          - sqlc.arg('window_ms')::bigint * interval '1 millisecond')
+ORDER BY 1;
+
+
+-- name: MissingCapabilities :many
+-- The capabilities ready items of the project require that are not among
+-- @capabilities (for a claim that can match nothing), at most 20.
+SELECT DISTINCT r::text AS capability
+FROM items i, unnest(i.requires) AS r
+WHERE i.project_id = @project_id AND i.ready AND NOT (r = ANY(@capabilities::text[]))
+ORDER BY 1
+LIMIT 20;

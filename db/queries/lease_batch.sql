@@ -28,6 +28,12 @@ WITH candidate AS (
            OR NOT EXISTS (SELECT 1 FROM budgets b
                           WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
                             AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
+      -- Capabilities, as in ClaimItem. A batch grants no write scopes: the
+      -- scopes of one batch's items could overlap each other, and only a
+      -- single claim takes the scope locks (lease/scopes.go); items with
+      -- touches are granted by single claims.
+      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+      AND c.touches = '{}'
     ORDER BY c.priority DESC, c.seq
     LIMIT @max_items
     FOR UPDATE SKIP LOCKED

@@ -1,0 +1,296 @@
+package graph
+
+import (
+	"context"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// matchPath is an independent, naive matcher of a glob (segments) against
+// a concrete path (segments): backtracking, with "*" matched character by
+// character. The overlap tests judge ScopeOverlaps against it.
+func matchPath(glob, path []string) bool {
+	if len(glob) == 0 {
+		return len(path) == 0
+	}
+	if glob[0] == "**" {
+		for k := 0; k <= len(path); k++ {
+			if matchPath(glob[1:], path[k:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(path) > 0 && matchSegment(glob[0], path[0]) && matchPath(glob[1:], path[1:])
+}
+
+func matchSegment(p, s string) bool {
+	if p == "" {
+		return s == ""
+	}
+	if p[0] == '*' {
+		for k := 0; k <= len(s); k++ {
+			if matchSegment(p[1:], s[k:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return s != "" && s[0] == p[0] && matchSegment(p[1:], s[1:])
+}
+
+// smallGlobs are every glob of one or two segments drawn from segs, and
+// witnesses every path of one to four segments of one or two letters of
+// {a, b}: any two of these globs that overlap at all match a common path
+// among the witnesses (each glob has at most two segments that consume one
+// path segment, each at most two literal letters).
+func smallGlobs() (globs [][]string, witnesses [][]string) {
+	segs := []string{"**", "*", "a", "b", "a*", "*a", "ab", "a*b", "*a*"}
+	for _, x := range segs {
+		globs = append(globs, []string{x})
+		for _, y := range segs {
+			globs = append(globs, []string{x, y})
+		}
+	}
+	names := []string{"a", "b", "aa", "ab", "ba", "bb"}
+	var grow func(prefix []string)
+	grow = func(prefix []string) {
+		if len(prefix) == 4 {
+			return
+		}
+		for _, n := range names {
+			p := append(append([]string{}, prefix...), n)
+			witnesses = append(witnesses, p)
+			grow(p)
+		}
+	}
+	grow(nil)
+	return globs, witnesses
+}
+
+// TestScopeOverlapExhaustive compares ScopeOverlaps, for every pair of
+// small globs, with a search for a common path among all small paths.
+func TestScopeOverlapExhaustive(t *testing.T) {
+	t.Parallel()
+	globs, witnesses := smallGlobs()
+	matches := make([][]bool, len(globs))
+	for i, g := range globs {
+		matches[i] = make([]bool, len(witnesses))
+		for k, w := range witnesses {
+			matches[i][k] = matchPath(g, w)
+		}
+	}
+	for i, a := range globs {
+		for j, b := range globs {
+			want := false
+			for k := range witnesses {
+				if matches[i][k] && matches[j][k] {
+					want = true
+					break
+				}
+			}
+			sa, sb := "r:"+strings.Join(a, "/"), "r:"+strings.Join(b, "/")
+			if got := ScopeOverlaps(sa, sb); got != want {
+				t.Fatalf("ScopeOverlaps(%q, %q) = %v, a common path exists: %v", sa, sb, got, want)
+			}
+		}
+	}
+}
+
+// TestScopeOverlapRules checks the rules that do not depend on globs.
+func TestScopeOverlapRules(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		a, b string
+		want bool
+	}{
+		{"repo", "repo", true},
+		{"repo", "repo:web/src/**", true},
+		{"repo:web/src/**", "repo:web/src", true},
+		{"repo:web/src/**", "repo:web/src/a/b.go", true},
+		{"repo:web/src/**", "repo:web/docs/**", false},
+		{"repo:web/*.go", "repo:web/main.go", true},
+		{"repo:web/*.go", "repo:web/sub/main.go", false},
+		{"repo:**/*.go", "repo:web/*_test.go", true},
+		{"repo:**/*.md", "repo:web/*.go", false},
+		{"repo:web", "db:web", false},
+		{"db:schema", "db", true},
+		{"db:schema", "db:data", false},
+	}
+	for _, c := range cases {
+		if got := ScopeOverlaps(c.a, c.b); got != c.want {
+			t.Errorf("ScopeOverlaps(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := ScopeOverlaps(c.b, c.a); got != c.want {
+			t.Errorf("ScopeOverlaps(%q, %q) = %v, want %v (symmetry)", c.b, c.a, got, c.want)
+		}
+	}
+}
+
+// randomGlob generalises a concrete path into a glob that matches it:
+// segments become "*", lose letters to "*", and runs of segments become
+// "**"; so two globs made from one path always overlap.
+func randomGlob(r *rand.Rand, path []string) []string {
+	var out []string
+	for i := 0; i < len(path); i++ {
+		switch r.Intn(5) {
+		case 0:
+			out = append(out, "**")
+			i += r.Intn(len(path) - i) // swallow some segments (maybe none past this one)
+			if r.Intn(2) == 0 {
+				i-- // or none at all: this segment is matched again below
+			}
+		case 1:
+			out = append(out, "*")
+		case 2:
+			s := path[i]
+			a, b := r.Intn(len(s)+1), r.Intn(len(s)+1)
+			if a > b {
+				a, b = b, a
+			}
+			out = append(out, s[:a]+"*"+s[b:])
+		default:
+			out = append(out, path[i])
+		}
+	}
+	if len(out) == 0 || (len(out) > 0 && out[len(out)-1] == "**" && r.Intn(2) == 0) {
+		out = append(out, "**")
+	}
+	return out
+}
+
+func randomPath(r *rand.Rand) []string {
+	n := 1 + r.Intn(6)
+	p := make([]string, n)
+	for i := range p {
+		b := make([]byte, 1+r.Intn(5))
+		for k := range b {
+			b[k] = "abc._-"[r.Intn(6)]
+		}
+		p[i] = string(b)
+		if p[i] == "." || p[i] == ".." {
+			p[i] = "x"
+		}
+	}
+	return p
+}
+
+// TestScopeOverlapProperty: random globs generalised from one random path
+// match it (checked by the naive matcher) and therefore overlap; globs
+// that disagree on a literal first segment never do; overlap is symmetric.
+func TestScopeOverlapProperty(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(19))
+	for n := 0; n < 20000; n++ {
+		path := randomPath(r)
+		a, b := randomGlob(r, path), randomGlob(r, path)
+		if !matchPath(a, path) || !matchPath(b, path) {
+			t.Fatalf("generator: %v or %v does not match %v", a, b, path)
+		}
+		sa, sb := "r:"+strings.Join(a, "/"), "r:"+strings.Join(b, "/")
+		if !ScopeOverlaps(sa, sb) || !ScopeOverlaps(sb, sa) {
+			t.Fatalf("ScopeOverlaps(%q, %q) = false; both match %v", sa, sb, path)
+		}
+		c := randomGlob(r, randomPath(r))
+		sc := "r:" + strings.Join(c, "/")
+		if ScopeOverlaps(sa, sc) != ScopeOverlaps(sc, sa) {
+			t.Fatalf("ScopeOverlaps(%q, %q) is not symmetric", sa, sc)
+		}
+		if !strings.Contains(a[0], "*") && !strings.Contains(c[0], "*") && a[0] != c[0] && ScopeOverlaps(sa, sc) {
+			t.Fatalf("ScopeOverlaps(%q, %q) = true; their first segments differ", sa, sc)
+		}
+	}
+}
+
+// FuzzScopeOverlap: for any two valid scopes and any path, a path both
+// globs match means they overlap; overlap is symmetric.
+func FuzzScopeOverlap(f *testing.F) {
+	f.Add("r:web/src/**", "r:**/*.go", "web/src/main.go")
+	f.Add("r:a*b/*", "r:*b/**", "ab/c")
+	f.Fuzz(func(t *testing.T, a, b, path string) {
+		if _, err := CleanScopes("a", []string{a, b}); err != nil || checkScope("r:"+path) != "" {
+			return
+		}
+		if ScopeOverlaps(a, b) != ScopeOverlaps(b, a) {
+			t.Fatalf("not symmetric: %q %q", a, b)
+		}
+		ra, pa, okA := strings.Cut(a, ":")
+		rb, pb, okB := strings.Cut(b, ":")
+		if !okA || !okB || ra != rb {
+			return
+		}
+		p := strings.Split(path, "/")
+		if matchPath(strings.Split(pa, "/"), p) && matchPath(strings.Split(pb, "/"), p) && !ScopeOverlaps(a, b) {
+			t.Fatalf("ScopeOverlaps(%q, %q) = false; both match %q", a, b, path)
+		}
+	})
+}
+
+// TestScopeOverlapSQL: the claim's SQL rule (wg_scopes_overlap) agrees
+// with ScopeOverlaps on every pair of small globs and on random ones.
+func TestScopeOverlapSQL(t *testing.T) {
+	t.Parallel()
+	tx := dbtest.TestTx(t)
+	globs, _ := smallGlobs()
+	var as, bs []string
+	for _, a := range globs {
+		for _, b := range globs {
+			as, bs = append(as, "r:"+strings.Join(a, "/")), append(bs, "r:"+strings.Join(b, "/"))
+		}
+	}
+	r := rand.New(rand.NewSource(7))
+	for n := 0; n < 3000; n++ {
+		a, b := randomGlob(r, randomPath(r)), randomGlob(r, randomPath(r))
+		as, bs = append(as, "r:"+strings.Join(a, "/")), append(bs, "r:"+strings.Join(b, "/"))
+	}
+	as, bs = append(as, "r", "r", "s:x", "r_1:a_b*"), append(bs, "r:x/**", "s", "r:x", "r_1:aXb")
+	rows, err := tx.Query(context.Background(),
+		`SELECT wg_scopes_overlap(ARRAY[a], ARRAY[b]) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(a, b, n) ORDER BY n`, as, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	k := 0
+	for rows.Next() {
+		var got bool
+		if err := rows.Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := ScopeOverlaps(as[k], bs[k]); got != want {
+			t.Fatalf("wg_scopes_overlap(%q, %q) = %v, ScopeOverlaps says %v", as[k], bs[k], got, want)
+		}
+		k++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if k != len(as) {
+		t.Fatalf("%d rows, want %d", k, len(as))
+	}
+}
+
+func TestCleanScopes(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		got, err := CleanScopes("touches", []string{"repo:web/src/**", "db:schema", "db", "repo:web/src/**"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " ") != "repo:web/src/** db:schema db" {
+			t.Fatalf("got %v", got)
+		}
+	})
+	for _, bad := range []string{"", ":x", "repo:", "repo:/a", "repo:a//b", "repo:a/", "repo:a/../b",
+		"repo:a**", "re po", "repo:a b", "repo:a:b", strings.Repeat("r", 65), "repo:" + strings.Repeat("a", 200)} {
+		t.Run("ErrInvalid", func(t *testing.T) {
+			_, err := CleanScopes("touches", []string{bad})
+			if wgerr.CodeOf(err) != wgerr.CodeInvalid {
+				t.Fatalf("CleanScopes(%q) = %v, want invalid_argument", bad, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,278 @@
+package lease_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// overlappingLive counts the pairs of live leases (by the database clock)
+// whose stored scopes overlap, judged in Go by graph.ScopesOverlap.
+func overlappingLive(t *testing.T, f fixture) (int, string) {
+	t.Helper()
+	rows, err := f.conn.Query(f.ctx, `SELECT id::text, scopes FROM leases
+		WHERE project_id = $1 AND ended_at IS NULL AND expires_at > $2 AND scopes <> '{}'`, f.project, *f.clock.Now())
+	if err != nil {
+		t.Errorf("live leases: %v", err)
+		return 0, ""
+	}
+	defer rows.Close()
+	type held struct {
+		id     string
+		scopes []string
+	}
+	var live []held
+	for rows.Next() {
+		var h held
+		if err := rows.Scan(&h.id, &h.scopes); err != nil {
+			t.Errorf("scan: %v", err)
+			return 0, ""
+		}
+		live = append(live, h)
+	}
+	n, first := 0, ""
+	for i := range live {
+		for j := i + 1; j < len(live); j++ {
+			if graph.ScopesOverlap(live[i].scopes, live[j].scopes) {
+				if n == 0 {
+					first = fmt.Sprintf("%s %v and %s %v", live[i].id, live[i].scopes, live[j].id, live[j].scopes)
+				}
+				n++
+			}
+		}
+	}
+	return n, first
+}
+
+// TestScopeRace: 50 claimers commit claims concurrently over items whose
+// scopes overlap in many ways; a watcher checks, over and over from the
+// stored leases, that no two live leases hold overlapping scopes, and so
+// does each claimer right after its claim. Every item is eventually done.
+// (A database of its own: concurrent, committing claims.)
+func TestScopeRace(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{MaxFailures: 1000, MaxExpiries: 1000})
+	scopes := [][]string{
+		{"repo"}, {"repo:web/**"}, {"repo:web/src/**"}, {"repo:web/src/*.go"}, {"repo:web/docs/**"},
+		{"repo:**/*.md"}, {"repo:api/**"}, {"repo:api/*.go", "db:schema"}, {"db"}, {"db:schema"},
+		{"db:data"}, {"cache"}, {"repo:web/src/main.go"}, {"repo:*/src/**"}, {"db:data", "cache:x"},
+	}
+	const items = 100
+	for i := 0; i < items; i++ {
+		f.item(t, graph.NewItem{Title: fmt.Sprintf("item %d", i), Touches: scopes[i%len(scopes)]})
+	}
+
+	var stop atomic.Bool
+	var watcher sync.WaitGroup
+	watcher.Add(1)
+	checks := 0
+	go func() {
+		defer watcher.Done()
+		for !stop.Load() {
+			if n, first := overlappingLive(t, f); n > 0 {
+				t.Errorf("%d pairs of live leases hold overlapping scopes, e.g. %s", n, first)
+				return
+			}
+			checks++
+		}
+	}()
+
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 50; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 19))
+			worker := fmt.Sprintf("w%d", w)
+			for idle := 0; done.Load() < items && idle < 400; {
+				c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: worker})
+				if errors.Is(err, lease.ErrNothingReady) {
+					idle++
+					time.Sleep(time.Millisecond) // let a holder finish; not a wait for an effect
+					continue
+				}
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				idle = 0
+				if n, first := overlappingLive(t, f); n > 0 {
+					t.Errorf("after a claim, live leases overlap: %s", first)
+					return
+				}
+				if rng.IntN(5) == 0 {
+					if _, err := f.leases.Release(f.ctx, f.project, fence(c.Lease), "again"); err != nil {
+						t.Errorf("release: %v", err)
+						return
+					}
+					continue
+				}
+				if _, err := f.leases.Complete(f.ctx, f.project, fence(c.Lease), json.RawMessage(`{}`), nil); err != nil {
+					t.Errorf("complete: %v", err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	stop.Store(true)
+	watcher.Wait()
+	var open int
+	if err := f.conn.QueryRow(f.ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND status = 'open'`, f.project).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || done.Load() != items {
+		t.Fatalf("%d items still open, %d completed, want 0 and %d", open, done.Load(), items)
+	}
+	t.Logf("%d checks by the watcher", checks)
+}
+
+// TestScopeFreedOnEnd: a held scope keeps an overlapping item from being
+// claimed, and its blocked_by names the lease; the scope is free the
+// moment the lease ends, by release or by expiry (on the stub clock).
+func TestScopeFreedOnEnd(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{MaxExpiries: 1000})
+	a := f.item(t, graph.NewItem{Title: "a", Priority: 2, Touches: []string{"repo:web/**"}})
+	b := f.item(t, graph.NewItem{Title: "b", Priority: 1, Touches: []string{"repo:web/src/x.go"}})
+	ca := f.claim(t, "w1")
+	if ca.Item.ID != a.ID || !slices.Equal(ca.Lease.Scopes, []string{"repo:web/**"}) {
+		t.Fatalf("claimed %s with scopes %v, want a with repo:web/**", ca.Item.Title, ca.Lease.Scopes)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w2"}); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("second claim: %v, want ErrNothingReady (b's scope is held)", err)
+	}
+	got, err := f.graph.Item(f.ctx, f.project, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.BlockedBy.Scopes) != 1 || got.BlockedBy.Scopes[0].LeaseID != ca.Lease.ID || got.BlockedBy.Scopes[0].Worker != "w1" {
+		t.Fatalf("b blocked_by scopes = %+v, want the lease of w1 %s", got.BlockedBy.Scopes, ca.Lease.ID)
+	}
+
+	t.Run("Release", func(t *testing.T) {
+		if _, err := f.leases.Release(f.ctx, f.project, fence(ca.Lease), ""); err != nil {
+			t.Fatal(err)
+		}
+		// a (priority 2) is ready again and comes first; its scope then
+		// holds b off again.
+		c := f.claim(t, "w2")
+		if c.Item.ID != a.ID {
+			t.Fatalf("claimed %s, want a", c.Item.Title)
+		}
+		ca = c
+	})
+	t.Run("Expiry", func(t *testing.T) {
+		f.clock.Advance(ttl + time.Second)
+		c := f.claim(t, "w3")
+		if c.Item.ID != a.ID && c.Item.ID != b.ID {
+			t.Fatalf("claimed %s", c.Item.Title)
+		}
+		c2, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w4"})
+		if !errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("claim beside %s: %v (%s), want ErrNothingReady", c.Item.Title, err, c2.Item.Title)
+		}
+	})
+}
+
+// TestCapabilityProperty: random items with random requires, random claims
+// with random capabilities; a granted item's requires are always among the
+// claim's capabilities, and a claim gets nothing only when no ready item's
+// requires are covered.
+func TestCapabilityProperty(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	rng := rand.New(rand.NewPCG(19, 1))
+	caps := []string{"go", "db", "web", "gpu", "write", "review"}
+	randomSet := func(max int) []string {
+		var out []string
+		for _, c := range caps {
+			if rng.IntN(len(caps)) < max {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	for i := 0; i < 120; i++ {
+		f.item(t, graph.NewItem{Title: fmt.Sprintf("item %d", i), Requires: randomSet(2)})
+	}
+	granted := 0
+	for n := 0; n < 150; n++ {
+		offer := randomSet(3)
+		c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: fmt.Sprintf("w%d", n), Capabilities: offer})
+		var coverable int
+		if qerr := f.conn.QueryRow(f.ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND ready AND requires <@ $2::text[]`,
+			f.project, offer).Scan(&coverable); qerr != nil {
+			t.Fatal(qerr)
+		}
+		switch {
+		case err == nil:
+			granted++
+			for _, r := range c.Item.Requires {
+				if !slices.Contains(offer, r) {
+					t.Fatalf("claim offering %v got %q, which requires %v", offer, c.Item.Title, c.Item.Requires)
+				}
+			}
+		case errors.Is(err, lease.ErrNothingReady), wgerr.CodeOf(err) == wgerr.CodeNoMatch:
+			if coverable > 0 {
+				t.Fatalf("claim offering %v got nothing (%v); %d ready items it covers", offer, err, coverable)
+			}
+		default:
+			t.Fatal(err)
+		}
+	}
+	if granted == 0 {
+		t.Fatal("no claim was granted: the test checks nothing")
+	}
+}
+
+// TestClaimNoMatch: a claim whose capabilities cover no ready item's
+// requires, while ready items exist, answers no_match at once (naming the
+// missing capabilities), even as a long poll; with no ready items at all it
+// is ErrNothingReady; once an item it covers is ready it is granted.
+func TestClaimNoMatch(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	req := lease.ClaimRequest{Worker: "reader", Capabilities: []string{"read"}}
+	if _, err := f.leases.Claim(f.ctx, f.project, req); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("empty project: %v, want ErrNothingReady", err)
+	}
+	f.item(t, graph.NewItem{Title: "migrate", Requires: []string{"go", "db-migrations"}})
+	start := time.Now()
+	_, err := f.leases.ClaimWait(f.ctx, f.project, req, 30*time.Second, nil)
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Code != wgerr.CodeNoMatch {
+		t.Fatalf("claim: %v, want no_match", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("the long poll waited before answering no_match")
+	}
+	if we.Details["reason"] != "capabilities_unmatched" || !slices.Equal(we.Details["missing"].([]string), []string{"db-migrations", "go"}) {
+		t.Fatalf("details = %v", we.Details)
+	}
+	it := f.item(t, graph.NewItem{Title: "read docs", Requires: []string{"read"}})
+	if c := f.claimWith(t, req); c.Item.ID != it.ID {
+		t.Fatalf("claimed %s, want read docs", c.Item.Title)
+	}
+}
+
+func (f fixture) claimWith(t testing.TB, req lease.ClaimRequest) lease.Claim {
+	t.Helper()
+	c, err := f.leases.Claim(f.ctx, f.project, req)
+	if err != nil {
+		t.Fatalf("Claim(%+v): %v", req, err)
+	}
+	return c
+}
