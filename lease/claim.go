@@ -78,15 +78,6 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 		return out, err
 	}
 	if nothing {
-		// As the transactional path: no_match when no ready item's
-		// requires the capabilities cover.
-		hopeless, err := s.noMatch(ctx, s.exec, project, req.Capabilities)
-		if err != nil {
-			return Claim{}, db.Translate(err)
-		}
-		if hopeless != nil {
-			return Claim{}, hopeless
-		}
 		return Claim{}, ErrNothingReady
 	}
 	for attempt := 1; ; attempt++ {
@@ -105,7 +96,8 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 // claimDirect is the claim's one-statement path; ok is false when the
 // statement claimed nothing. Then nothing is true when there was simply
 // nothing to claim (ClaimNeedsTx: no guard held the claim back), and false
-// when the transactional path must decide.
+// when the transactional path must decide (a guard, an item with touches,
+// or a no_match answer with its details).
 func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration) (out Claim, ok, nothing bool, err error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
@@ -129,14 +121,19 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Claimed nothing: one more read tells an empty project (the
 		// answer, without the transaction's four round trips) from a guard.
-		needsTx, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
+		next, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
 			ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
 			Labels: req.Labels, Capabilities: req.Capabilities,
 		})
 		if err != nil {
 			return Claim{}, false, false, db.Translate(err)
 		}
-		return Claim{}, false, !needsTx, nil
+		if next.Hopeless && !next.NeedsTx {
+			// noMatch reads it again, with the details: rare, and never on
+			// the way to a grant.
+			return Claim{}, false, false, nil
+		}
+		return Claim{}, false, !next.NeedsTx, nil
 	}
 	if err != nil {
 		return Claim{}, false, false, db.Translate(err)

@@ -276,3 +276,28 @@ func (f fixture) claimWith(t testing.TB, req lease.ClaimRequest) lease.Claim {
 	}
 	return c
 }
+
+// TestScopedItemKeepsItsPriority: the one-statement claim does not grant
+// write scopes, but a ready item with touches of higher priority than every
+// item without is still handed out first (through the transactional path),
+// and the priority order holds the other way round too.
+func TestScopedItemKeepsItsPriority(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	scoped := f.item(t, graph.NewItem{Title: "scoped", Priority: 5, Touches: []string{"repo:api/**"}})
+	plain := f.item(t, graph.NewItem{Title: "plain", Priority: 1})
+	first := f.claim(t, "w1")
+	if first.Item.ID != scoped.ID || !slices.Equal(first.Lease.Scopes, []string{"repo:api/**"}) {
+		t.Fatalf("first claim got %q with scopes %v, want the higher-priority scoped item with repo:api/**",
+			first.Item.Title, first.Lease.Scopes)
+	}
+	if second := f.claim(t, "w2"); second.Item.ID != plain.ID {
+		t.Fatalf("second claim got %q, want plain", second.Item.Title)
+	}
+
+	high := f.item(t, graph.NewItem{Title: "plain high", Priority: 9})
+	f.item(t, graph.NewItem{Title: "scoped low", Priority: 0, Touches: []string{"db:schema"}})
+	if c := f.claim(t, "w3"); c.Item.ID != high.ID {
+		t.Fatalf("third claim got %q, want plain high", c.Item.Title)
+	}
+}

@@ -468,7 +468,12 @@ SELECT coalesce(
                       WHERE c.project_id = $1 AND c.ready AND c.touches <> '{}'
                         AND c.labels @> $5::text[]
                         AND c.requires <@ coalesce($6::text[], '{}')),
-           false)::bool AS needs_tx
+           false)::bool AS needs_tx,
+       -- As ClaimHopeless: ready items exist, and none requires only
+       -- capabilities among these (the answer is then no_match).
+       (EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready)
+        AND NOT EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready
+                          AND i.requires <@ coalesce($6::text[], '{}')))::bool AS hopeless
 `
 
 type ClaimNeedsTxParams struct {
@@ -480,12 +485,18 @@ type ClaimNeedsTxParams struct {
 	Capabilities []string
 }
 
+type ClaimNeedsTxRow struct {
+	NeedsTx  bool
+	Hopeless bool
+}
+
 // After ClaimItemDirect claimed nothing: whether one of its guards held it
 // back (a lease of the project past its expiry and not yet ended, or the
 // token at @token_quiet live leases or more, or a ready item with touches
 // that this path does not grant), so the transactional path must decide;
-// false means there was simply nothing to claim.
-func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxParams) (bool, error) {
+// false means there was simply nothing to claim; hopeless then says
+// whether nothing ever could be (no_match, see ClaimHopeless).
+func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxParams) (ClaimNeedsTxRow, error) {
 	row := db.QueryRow(ctx, claimNeedsTx,
 		arg.ProjectID,
 		arg.Now,
@@ -494,9 +505,9 @@ func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxPar
 		arg.Labels,
 		arg.Capabilities,
 	)
-	var needs_tx bool
-	err := row.Scan(&needs_tx)
-	return needs_tx, err
+	var i ClaimNeedsTxRow
+	err := row.Scan(&i.NeedsTx, &i.Hopeless)
+	return i, err
 }
 
 const clearRetry = `-- name: ClearRetry :exec

@@ -256,7 +256,8 @@ JOIN taken AS items ON items.project_id = leases.project_id AND items.id = lease
 -- back (a lease of the project past its expiry and not yet ended, or the
 -- token at @token_quiet live leases or more, or a ready item with touches
 -- that this path does not grant), so the transactional path must decide;
--- false means there was simply nothing to claim.
+-- false means there was simply nothing to claim; hopeless then says
+-- whether nothing ever could be (no_match, see ClaimHopeless).
 SELECT coalesce(
            (SELECT d.expires_at FROM leases d
             WHERE d.project_id = @project_id AND d.ended_at IS NULL
@@ -273,7 +274,12 @@ SELECT coalesce(
                       WHERE c.project_id = @project_id AND c.ready AND c.touches <> '{}'
                         AND c.labels @> @labels::text[]
                         AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')),
-           false)::bool AS needs_tx;
+           false)::bool AS needs_tx,
+       -- As ClaimHopeless: ready items exist, and none requires only
+       -- capabilities among these (the answer is then no_match).
+       (EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready)
+        AND NOT EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready
+                          AND i.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')))::bool AS hopeless;
 
 -- name: LockToken :exec
 -- Serialises the claims of one token while it counts its live leases.
