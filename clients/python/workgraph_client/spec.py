@@ -90,6 +90,7 @@ PROBLEM_CODES: Tuple[str, ...] = (
     "rate_limited",
     "unavailable",
     "internal",
+    "no_match",
 )
 
 FIELDS: Dict[str, Tuple[str, ...]] = {
@@ -99,19 +100,19 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "AttentionList": ("attention",),
     "AttentionPage": ("attention", "next_cursor",),
     "AttentionRequest": ("answer", "answered_by_default", "blocking", "context", "created_at", "decision", "default_answer", "due_at", "epoch", "id", "item_id", "item_title", "late_reports", "lease_id", "on_overdue", "overdue", "overdue_at", "project_id", "question", "reason", "requested_by", "resolved_at", "resolved_by", "source", "state", "suggested_answers",),
-    "BlockedBy": ("attention", "children", "dependencies", "reserved_for", "reserved_until", "retry_after",),
+    "BlockedBy": ("attention", "children", "dependencies", "reserved_for", "reserved_until", "retry_after", "scopes",),
     "Budget": ("item_id", "max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds", "request_id", "spent", "started_at", "used",),
     "BudgetRequest": ("max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds",),
     "CancelRequest": ("reason",),
     "Claim": ("attention", "fence_token", "item", "lease",),
     "ClaimBatch": ("claims",),
-    "ClaimRequest": ("labels", "lease_seconds", "max_items", "wait_seconds", "worker",),
+    "ClaimRequest": ("capabilities", "labels", "lease_seconds", "max_items", "wait_seconds", "worker",),
     "CompleteRequest": ("epoch", "result", "usage", "worker_time",),
     "Completion": ("item", "lease", "replayed",),
     "CompletionAnswer": ("completion", "lease_id", "problem", "status",),
     "CompletionEntry": ("epoch", "lease_id", "result", "worker_time",),
     "Completions": ("completions",),
-    "CreateItemRequest": ("body", "depends_on", "labels", "metadata", "on_expiry", "parent_id", "priority", "title",),
+    "CreateItemRequest": ("body", "depends_on", "labels", "metadata", "on_expiry", "parent_id", "priority", "requires", "title", "touches",),
     "CreateProjectRequest": ("name",),
     "CreateTokenRequest": ("name", "role",),
     "CreateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
@@ -136,19 +137,19 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "HoldRequest": ("question",),
     "IDMatch": ("created_at", "id", "kind", "label",),
     "IDMatches": ("matches",),
-    "Item": ("active_lease_id", "blocked_by", "body", "created_at", "created_by", "epoch", "failures", "finished_at", "id", "labels", "metadata", "on_expiry", "parent_id", "previous_worker", "priority", "project_id", "result", "state", "title", "updated_at", "version",),
+    "Item": ("active_lease_id", "blocked_by", "body", "created_at", "created_by", "epoch", "failures", "finished_at", "id", "labels", "metadata", "on_expiry", "parent_id", "previous_worker", "priority", "project_id", "requires", "result", "state", "title", "touches", "updated_at", "version",),
     "ItemCost": ("budget", "item_id", "own", "subtree",),
     "ItemGraph": ("ancestors", "children", "critical_path", "dependencies", "dependents", "item",),
     "ItemPage": ("items", "next_cursor",),
     "ItemRef": ("id", "state", "title",),
-    "Lease": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
+    "Lease": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
     "LeaseActivity": ("expires_at", "heartbeat_at", "item_id", "last_activity", "lease_id", "liveness", "worker",),
-    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
+    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
     "LeaseItem": ("item", "lease",),
     "LeasePage": ("leases", "next_cursor",),
     "NotificationSettings": ("answer_link_ttl_seconds", "answer_links",),
     "Observation": ("epoch", "id", "kind", "lease_id", "operation", "payload", "received_at", "worker_time",),
-    "PlanItem": ("body", "children", "depends_on", "key", "labels", "line", "priority", "title",),
+    "PlanItem": ("body", "children", "depends_on", "key", "labels", "line", "priority", "requires", "title", "touches",),
     "PlanRequest": ("dry_run", "items",),
     "PlanResult": ("dry_run", "existing", "items", "keys",),
     "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "request_id", "status", "title", "type",),
@@ -156,11 +157,12 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "ProjectList": ("projects",),
     "ReleaseRequest": ("epoch", "reason",),
     "ResolveRequest": ("answer", "decision", "note", "result",),
+    "ScopeHolder": ("item_id", "lease_id", "scopes", "worker",),
     "StopRequest": ("reason",),
     "Subgraph": ("critical_path", "edges", "nodes", "truncated",),
     "Token": ("created_at", "id", "name", "project_id", "revoked_at", "role",),
     "TokenList": ("tokens",),
-    "UpdateItemRequest": ("body", "labels", "metadata", "on_expiry", "priority", "title", "version",),
+    "UpdateItemRequest": ("body", "labels", "metadata", "on_expiry", "priority", "requires", "title", "touches", "version",),
     "UpdateNotificationSettingsRequest": ("answer_link_ttl_seconds", "answer_links",),
     "UpdateProjectRequest": ("attention_due_in_seconds", "no_progress_after_seconds", "on_expiry", "quiet_after_seconds",),
     "UpdateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
@@ -254,6 +256,7 @@ class BlockedBy(TypedDict, total=False):
     reserved_for: Optional[str]
     reserved_until: Optional[str]
     retry_after: Optional[str]
+    scopes: List[ScopeHolder]
 
 
 # an item's budget for its whole subtree and its ledger (the usage of every
@@ -302,6 +305,7 @@ class ClaimBatch(TypedDict, total=False):
 
 # Required: worker.
 class ClaimRequest(TypedDict, total=False):
+    capabilities: List[str]
     labels: List[str]
     lease_seconds: int
     max_items: int
@@ -354,7 +358,9 @@ class CreateItemRequest(TypedDict, total=False):
     on_expiry: Optional[Literal["retry", "reconcile"]]
     parent_id: str
     priority: int
+    requires: List[str]
     title: str
+    touches: List[str]
 
 
 # Required: name.
@@ -576,9 +582,11 @@ class Item(TypedDict, total=False):
     previous_worker: Optional[str]
     priority: int
     project_id: str
+    requires: List[str]
     result: Any
     state: ItemState
     title: str
+    touches: List[str]
     updated_at: str
     version: int
 
@@ -635,6 +643,7 @@ class Lease(TypedDict, total=False):
     progress_at: Optional[str]
     project_id: str
     result: Any
+    scopes: List[str]
     stale_calls: int
     stop_requested: bool
     usage: Usage
@@ -676,6 +685,7 @@ class LeaseDetail(TypedDict, total=False):
     progress_at: Optional[str]
     project_id: str
     result: Any
+    scopes: List[str]
     stale_calls: int
     stop_requested: bool
     usage: Usage
@@ -722,7 +732,9 @@ class PlanItem(TypedDict, total=False):
     labels: List[str]
     line: int
     priority: int
+    requires: List[str]
     title: str
+    touches: List[str]
 
 
 # Required: items.
@@ -742,7 +754,7 @@ class PlanResult(TypedDict, total=False):
 # RFC 9457 problem details; extra members may appear.
 # Required: type, title, status, detail, code.
 class Problem(TypedDict, total=False):
-    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "rate_limited", "unavailable", "internal"]
+    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "rate_limited", "unavailable", "internal", "no_match"]
     cycle: List[str]
     detail: str
     effect_at: str
@@ -789,6 +801,15 @@ class ResolveRequest(TypedDict, total=False):
     result: Any
 
 
+# a live lease holding write scopes that overlap an item's touches
+# Required: lease_id, item_id, worker, scopes.
+class ScopeHolder(TypedDict, total=False):
+    item_id: str
+    lease_id: str
+    scopes: List[str]
+    worker: str
+
+
 class StopRequest(TypedDict, total=False):
     reason: str
 
@@ -822,7 +843,9 @@ class UpdateItemRequest(TypedDict, total=False):
     metadata: Dict[str, Any]
     on_expiry: Optional[Literal["retry", "reconcile"]]
     priority: int
+    requires: List[str]
     title: str
+    touches: List[str]
     version: int
 
 

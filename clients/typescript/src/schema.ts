@@ -955,7 +955,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal";
+            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal" | "no_match";
             /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
@@ -1060,6 +1060,8 @@ export interface components {
             reserved_for?: string | null;
             /** Format: date-time */
             reserved_until?: string | null;
+            /** @description live leases holding scopes that overlap the item's touches (listed for a ready item) */
+            scopes?: components["schemas"]["ScopeHolder"][];
         };
         Item: {
             /** Format: uuid */
@@ -1097,6 +1099,10 @@ export interface components {
              * @enum {string|null}
              */
             on_expiry?: "retry" | "reconcile" | null;
+            /** @description capabilities a claim must offer to be handed the item */
+            requires?: string[];
+            /** @description write scopes the item's lease holds */
+            touches?: string[];
         };
         ItemPage: {
             items: components["schemas"]["Item"][];
@@ -1140,6 +1146,8 @@ export interface components {
              * @description when the progress marker last changed, by the database clock (null: not since the claim)
              */
             progress_at?: string | null;
+            /** @description write scopes the lease holds while it is live */
+            scopes?: string[];
         };
         Observation: {
             /** Format: uuid */
@@ -1194,6 +1202,8 @@ export interface components {
              * @description when the progress marker last changed, by the database clock (null: not since the claim)
              */
             progress_at?: string | null;
+            /** @description write scopes the lease holds while it is live */
+            scopes?: string[];
         };
         LeasePage: {
             leases: components["schemas"]["Lease"][];
@@ -1362,6 +1372,10 @@ export interface components {
             children?: components["schemas"]["PlanItem"][];
             /** @description source line, for error messages */
             line?: number;
+            /** @description capabilities a claim must offer to be handed the item (validated as labels) */
+            requires?: string[];
+            /** @description write scopes: "resource" (all of it) or "resource:path/glob" ("**" any number of segments, "*" any run within a segment); two live leases never hold overlapping scopes */
+            touches?: string[];
         };
         PlanResult: {
             items: components["schemas"]["ItemRef"][];
@@ -1400,6 +1414,10 @@ export interface components {
              * @enum {string|null}
              */
             on_expiry?: "retry" | "reconcile" | null;
+            /** @description capabilities a claim must offer to be handed the item (validated as labels) */
+            requires?: string[];
+            /** @description write scopes: "resource" (all of it) or "resource:path/glob" ("**" any number of segments, "*" any run within a segment); two live leases never hold overlapping scopes */
+            touches?: string[];
         };
         UpdateItemRequest: {
             title?: string;
@@ -1415,6 +1433,10 @@ export interface components {
              * @enum {string|null}
              */
             on_expiry?: "retry" | "reconcile" | null;
+            /** @description capabilities a claim must offer to be handed the item (validated as labels) */
+            requires?: string[];
+            /** @description write scopes: "resource" (all of it) or "resource:path/glob" ("**" any number of segments, "*" any run within a segment); two live leases never hold overlapping scopes */
+            touches?: string[];
         };
         CancelRequest: {
             reason?: string;
@@ -1435,6 +1457,8 @@ export interface components {
             labels?: string[];
             /** @description ask for a batch: up to this many leases granted in one statement, answered as ClaimBatch; absent, one lease answered as Claim */
             max_items?: number;
+            /** @description what the worker can do: only items whose requires are all among these are handed out */
+            capabilities?: string[];
         };
         HeartbeatRequest: {
             /** @description the lease's epoch (fencing token); required */
@@ -1821,6 +1845,16 @@ export interface components {
             own: components["schemas"]["Usage"];
             subtree: components["schemas"]["Usage"];
             budget: components["schemas"]["Budget"] | null;
+        };
+        /** @description a live lease holding write scopes that overlap an item's touches */
+        ScopeHolder: {
+            /** Format: uuid */
+            lease_id: string;
+            /** Format: uuid */
+            item_id: string;
+            worker: string;
+            /** @description its scopes that overlap */
+            scopes: string[];
         };
     };
     responses: {
