@@ -45,7 +45,7 @@ type claimRequest struct {
 	// MaxItems asks for a batch (claimBatch): up to this many leases, and
 	// the batch answer. Absent, the claim grants one lease and answers it
 	// alone.
-	MaxItems *int64 `json:"max_items"`
+	MaxItems     *int64   `json:"max_items"`
 	Capabilities []string `json:"capabilities"`
 }
 

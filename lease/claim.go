@@ -107,13 +107,13 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 	}
 	now := s.clock.Now()
 	row, err := dbq.New().ClaimItemDirect(ctx, exec, dbq.ClaimItemDirectParams{
-		LeaseID:    uuid.New(),
-		Worker:     req.Worker,
-		TokenID:    req.TokenID,
-		Principal:  req.Principal,
-		Now:        now,
-		TtlMs:      ttl.Milliseconds(),
-		ProjectID:  project,
+		LeaseID:      uuid.New(),
+		Worker:       req.Worker,
+		TokenID:      req.TokenID,
+		Principal:    req.Principal,
+		Now:          now,
+		TtlMs:        ttl.Milliseconds(),
+		ProjectID:    project,
 		Labels:       req.Labels,
 		TokenQuiet:   int32(quiet),
 		Capabilities: req.Capabilities,
@@ -166,12 +166,12 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 			return err
 		}
 		row, err := q.ClaimItem(ctx, tx, dbq.ClaimItemParams{
-			LeaseID:   uuid.New(),
-			Worker:    req.Worker,
-			TokenID:   req.TokenID,
-			Principal: req.Principal,
-			Now:       now,
-			TtlMs:     ttl.Milliseconds(),
+			LeaseID:      uuid.New(),
+			Worker:       req.Worker,
+			TokenID:      req.TokenID,
+			Principal:    req.Principal,
+			Now:          now,
+			TtlMs:        ttl.Milliseconds(),
 			ProjectID:    project,
 			Labels:       req.Labels,
 			Capabilities: req.Capabilities,
