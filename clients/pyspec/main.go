@@ -148,13 +148,24 @@ from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 	}
 	b.WriteString("}\n")
 
-	// Aliases first (they are evaluated at import), then the TypedDicts,
-	// whose annotations are not (from __future__ import annotations).
+	// Aliases are evaluated at import, TypedDicts' annotations are not
+	// (from __future__ import annotations): the aliases that name no other
+	// schema first, then the TypedDicts, then the aliases that name
+	// schemas, each after the aliases it names.
+	alias := func(n string) {
+		s := d.Components.Schemas[n]
+		b.WriteString("\n")
+		comment(&b, "", s.Description)
+		fmt.Fprintf(&b, "%s = %s\n", n, pyType(s))
+	}
+	var later []string
 	for _, n := range names {
 		if s := d.Components.Schemas[n]; s.Properties == nil {
-			b.WriteString("\n")
-			comment(&b, "", s.Description)
-			fmt.Fprintf(&b, "%s = %s\n", n, pyType(s))
+			if len(s.refs()) == 0 {
+				alias(n)
+			} else {
+				later = append(later, n)
+			}
 		}
 	}
 	for _, n := range names {
@@ -182,7 +193,44 @@ from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 			fmt.Fprintf(&b, "    %s: %s\n", p, pyType(s.Properties[p]))
 		}
 	}
+	done := map[string]bool{}
+	var emit func(n string)
+	emit = func(n string) {
+		if done[n] {
+			return
+		}
+		done[n] = true
+		for _, r := range d.Components.Schemas[n].refs() {
+			if slices.Contains(later, r) {
+				emit(r)
+			}
+		}
+		b.WriteString("\n") // two blank lines after a TypedDict
+		alias(n)
+	}
+	for _, n := range later {
+		emit(n)
+	}
 	return b.Bytes(), nil
+}
+
+// refs returns the names of the schemas s refers to, anywhere within it.
+func (s *schema) refs() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	if s.Ref != "" {
+		out = append(out, s.Ref[strings.LastIndex(s.Ref, "/")+1:])
+	}
+	out = append(out, s.Items.refs()...)
+	for _, a := range append(append([]*schema(nil), s.OneOf...), s.AnyOf...) {
+		out = append(out, a.refs()...)
+	}
+	for _, p := range sortedKeys(s.Properties) {
+		out = append(out, s.Properties[p].refs()...)
+	}
+	return out
 }
 
 // pyType is the Python annotation of a schema.

@@ -69,3 +69,33 @@ func TestGenerateNeedsOperationIDs(t *testing.T) {
 		t.Fatal("a document with an operation without operationId was accepted")
 	}
 }
+
+// TestAliasAfterItsSchemas: an alias is evaluated when the module is
+// imported, so one that names a TypedDict (or another such alias) comes
+// after it, whatever the names' order.
+func TestAliasAfterItsSchemas(t *testing.T) {
+	t.Parallel()
+	doc := `{"paths": {"/v1/x": {"get": {"operationId": "getX"}}}, "components": {"schemas": {
+		"Problem": {"properties": {"code": {"enum": ["internal"]}}},
+		"AList": {"type": "array", "items": {"$ref": "#/components/schemas/BItem"}},
+		"AAList": {"type": "array", "items": {"$ref": "#/components/schemas/AList"}},
+		"BItem": {"properties": {"x": {"type": "string"}}},
+		"Plain": {"type": "string"}}}}`
+	out, err := generate([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) int {
+		i := bytes.Index(out, []byte(s))
+		if i < 0 {
+			t.Fatalf("no %q in:\n%s", s, out)
+		}
+		return i
+	}
+	if !(at("class BItem(") < at("AList = List[BItem]") && at("AList = List[BItem]") < at("AAList = List[AList]")) {
+		t.Errorf("aliases before the schemas they name:\n%s", out)
+	}
+	if at("Plain = str") > at("class BItem(") {
+		t.Errorf("an alias naming no schema should come first:\n%s", out)
+	}
+}

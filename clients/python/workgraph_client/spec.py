@@ -173,10 +173,6 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "Workers": ("active", "activity", "workers",),
 }
 
-CompletionsRequest = List[CompletionEntry]
-
-HeartbeatsRequest = List[HeartbeatEntry]
-
 ItemState = Literal["ready", "leased", "blocked", "attention", "done", "cancelled"]
 
 Outcome = Literal["completed", "released", "failed", "cancelled", "decomposed", "attention_requested", "expired"]
@@ -922,3 +918,9 @@ class Workers(TypedDict, total=False):
     active: List[Lease]
     activity: List[LeaseActivity]
     workers: List[Dict[str, Any]]
+
+
+CompletionsRequest = List[CompletionEntry]
+
+
+HeartbeatsRequest = List[HeartbeatEntry]

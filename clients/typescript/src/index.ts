@@ -27,6 +27,7 @@ export type Lease = Schemas["Lease"];
 export type LeaseDetail = Schemas["LeaseDetail"];
 export type ClaimRequest = Schemas["ClaimRequest"];
 export type Claim = Schemas["Claim"];
+export type ClaimBatch = Schemas["ClaimBatch"];
 export type HeartbeatRequest = Schemas["HeartbeatRequest"];
 export type HeartbeatResult = Schemas["HeartbeatResult"];
 export type CompleteRequest = Schemas["CompleteRequest"];
@@ -123,14 +124,30 @@ export class WorkgraphClient {
    * to req.wait_seconds for one; null when nothing became ready (HTTP 204).
    * The returned lease's epoch must be presented by every later call on it.
    */
-  async claim(project: string, req: ClaimRequest, opts: CallOptions = {}): Promise<Claim | null> {
-    const { data, response } = await this.send<Claim>(
+  async claim(project: string, req: Omit<ClaimRequest, "max_items">, opts: CallOptions = {}): Promise<Claim | null> {
+    const { data, response } = await this.send<Claim | ClaimBatch>(
       "POST /v1/projects/{project}/claims",
       (headers, signal) =>
         this.api.POST("/v1/projects/{project}/claims", { params: { path: { project } }, body: req, headers, signal }),
       { key: opts.idempotencyKey ?? newKey(), extraMs: (req.wait_seconds ?? 0) * 1000, signal: opts.signal },
     );
-    return response.status === 204 || data === undefined ? null : data;
+    // Without max_items the answer is a single Claim.
+    return response.status === 204 || data === undefined ? null : (data as Claim);
+  }
+
+  /**
+   * claimBatch takes up to maxItems (1..100) ready items in one call, as
+   * claim takes one; an empty list when nothing became ready (HTTP 204).
+   */
+  async claimBatch(project: string, req: Omit<ClaimRequest, "max_items">, maxItems: number, opts: CallOptions = {}): Promise<Claim[]> {
+    const body = { ...req, max_items: maxItems };
+    const { data, response } = await this.send<Claim | ClaimBatch>(
+      "POST /v1/projects/{project}/claims",
+      (headers, signal) =>
+        this.api.POST("/v1/projects/{project}/claims", { params: { path: { project } }, body, headers, signal }),
+      { key: opts.idempotencyKey ?? newKey(), extraMs: (req.wait_seconds ?? 0) * 1000, signal: opts.signal },
+    );
+    return response.status === 204 || data === undefined ? [] : (data as ClaimBatch).claims;
   }
 
   /**
