@@ -84,7 +84,7 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 		if err != nil {
 			return err
 		}
-		rows, err := dbq.New().ClaimItems(ctx, tx, dbq.ClaimItemsParams{
+		rows, err := dbq.New().ClaimItems(ctx, db.CustomPlan(tx), dbq.ClaimItemsParams{
 			ProjectID: project,
 			Labels:    req.Labels,
 			Now:       s.clock.Now(),

@@ -106,7 +106,7 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 		}
 	}
 	now := s.clock.Now()
-	row, err := dbq.New().ClaimItemDirect(ctx, exec, dbq.ClaimItemDirectParams{
+	row, err := dbq.New().ClaimItemDirect(ctx, db.CustomPlan(exec), dbq.ClaimItemDirectParams{
 		LeaseID:      uuid.New(),
 		Worker:       req.Worker,
 		TokenID:      req.TokenID,
@@ -165,7 +165,7 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 		if err := s.checkTokenLimit(ctx, tx, req.TokenID); err != nil {
 			return err
 		}
-		row, err := q.ClaimItem(ctx, tx, dbq.ClaimItemParams{
+		row, err := q.ClaimItem(ctx, db.CustomPlan(tx), dbq.ClaimItemParams{
 			LeaseID:      uuid.New(),
 			Worker:       req.Worker,
 			TokenID:      req.TokenID,
