@@ -217,13 +217,9 @@ func (a *API) heartbeatBatch(c echo.Context) error {
 			if err != nil {
 				return err
 			}
-			var reason *string
-			if res.StopReason != "" {
-				reason = &res.StopReason
-			}
 			o.Heartbeat = &wire.Heartbeat{
 				Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested,
-				StopReason: reason, Answers: attentionViews(res.Answers), FenceToken: ft,
+				StopReason: stopReason(res), Answers: attentionViews(res.Answers), FenceToken: ft,
 			}
 		}
 		out.Heartbeats[i] = o

@@ -123,12 +123,8 @@ func (a *API) heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var reason *string
-	if res.StopReason != "" {
-		reason = &res.StopReason
-	}
 	return c.JSON(http.StatusOK, wire.Heartbeat{
-		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, StopReason: reason,
+		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, StopReason: stopReason(res),
 		Answers: attentionViews(res.Answers), FenceToken: ft,
 	})
 }
@@ -495,4 +491,13 @@ func (a *API) workers(c echo.Context) error {
 		out.Workers[i].Usage = usageView(usage[s.Worker])
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// stopReason is a heartbeat answer's stop_reason: null unless the worker
+// is told to stop.
+func stopReason(res lease.HeartbeatResult) *string {
+	if res.StopReason == "" {
+		return nil
+	}
+	return &res.StopReason
 }

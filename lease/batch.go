@@ -366,23 +366,9 @@ func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *
 		l := fromRow(r.Lease, 0)
 		i := at[l.ID]
 		done[i] = true
-		res := HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answer}
-		if l.StopRequested {
-			res.StopReason = StopByPerson
-		}
-		// As the single heartbeat: a lease under a spent budget is told to
-		// stop (and the first to find it opens the budget's request).
-		if len(l.BudgetRoots) > 0 {
-			spent, err := s.checkBudgets(ctx, project, l.BudgetRoots)
-			if err != nil {
-				return nil, db.Translate(err)
-			}
-			if spent {
-				res.StopRequested = true
-				if res.StopReason == "" {
-					res.StopReason = StopBudgetExhausted
-				}
-			}
+		res, err := s.heartbeatResult(ctx, project, l, answer)
+		if err != nil {
+			return nil, err
 		}
 		answers[i] = HeartbeatAnswer{Result: res}
 	}

@@ -70,12 +70,17 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 		}
 	}
 	l := fromRow(row.Lease, 0)
+	return s.heartbeatResult(ctx, project, l, answers)
+}
+
+// heartbeatResult is a renewal's answer: whether and why the worker should
+// stop. A lease under a budget learns here that its subtree's budget is
+// spent (and the first to find it opens the budget's request).
+func (s *Service) heartbeatResult(ctx context.Context, project uuid.UUID, l Lease, answers []attention.Request) (HeartbeatResult, error) {
 	out := HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}
 	if l.StopRequested {
 		out.StopReason = StopByPerson
 	}
-	// A lease under a budget learns here that its subtree's budget is
-	// spent (and the first to find it opens the budget's request).
 	if len(l.BudgetRoots) > 0 {
 		spent, err := s.checkBudgets(ctx, project, l.BudgetRoots)
 		if err != nil {
