@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -23,67 +23,44 @@ const maxScopeRetries = 16
 // again (its next snapshot sees that lease, and the claim skips the item).
 var errScopeRace = errors.New("lease: a concurrent claim took an overlapping scope")
 
-// holdScopes makes the claim's grant of its item's scopes (the lease's
-// Scopes, its item's touches) safe against concurrent claims; it does
-// nothing for a lease without scopes.
+// holdScopes makes the transactional claim's grant of its item's scopes
+// (the lease's Scopes, its item's touches) safe against concurrent claims;
+// it does nothing for a lease without scopes. The one-statement claim
+// (ClaimItemDirect) does the same inside its statement.
 //
 // Why a re-check under locks: ClaimItem skips items whose touches overlap a
 // live lease's scopes, but it judges by its statement's snapshot, and two
 // claims that run at once each miss the other's new lease (FOR UPDATE SKIP
-// LOCKED locks the two different items, not their scopes). So after the
-// grant the claim takes transaction-scoped advisory locks (scopeLocks) such
-// that two claims granting overlapping scopes always take conflicting
-// locks, in the order of the locks' numbers (two claims never wait on each
-// other in a cycle, and a claim waits on no row while it holds them). Then
-// a query of its own reads a fresh snapshot (both steps run in the one
-// statement HoldScopes, through the VOLATILE function wg_hold_scopes, whose
-// queries each take a new snapshot under READ COMMITTED): every
-// claim that held a conflicting lock before has committed (or rolled
-// back), so its lease is visible. If one overlaps, this claim lost the
-// race: errScopeRace rolls it back and it claims again. Of two overlapping
-// grants, whichever locks second always sees the first; hence two live
-// leases never hold overlapping scopes. A lease's
-// scopes are freed when it ends or expires, since both tests count only
-// live leases (not ended, expires_at in the future by the database clock).
+// LOCKED locks the two different items, not their scopes). So the grant
+// takes transaction-scoped advisory locks such that two claims granting
+// overlapping scopes always take conflicting locks: per resource, and per
+// resource and first path segment. A scope whose first segment is a
+// literal (no "*") overlaps another such scope only if their first
+// segments are equal, so it takes its resource's lock shared and the
+// (resource, segment) lock exclusive; any other scope (no path, or a first
+// segment with "*" or "**") takes its resource's lock exclusive. Claims in
+// different directories of one resource do not wait on each other. The
+// locks are taken in the order of their numbers (two claims never wait on
+// each other in a cycle, and a claim waits on no row while it holds them).
+// Then a query of its own reads a fresh snapshot: every claim that held a
+// conflicting lock before has committed (or rolled back), so its lease is
+// visible. If one overlaps, this claim lost the race: errScopeRace rolls it
+// back and it claims again. Both steps are one statement, HoldScopes,
+// through the VOLATILE function wg_lock_scopes (migration 00027), whose
+// queries each take a new snapshot under READ COMMITTED. Of two
+// overlapping grants, whichever locks second always sees the first; hence
+// two live leases never hold overlapping scopes. A lease's scopes are freed
+// when it ends or expires, since both tests count only live leases (not
+// ended, expires_at in the future by the database clock).
 func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, l dbq.Lease, now *time.Time) error {
 	if len(l.Scopes) == 0 {
 		return nil
 	}
-	q := dbq.New()
-	keys, exclusive := scopeLocks(l.Scopes)
-	held, err := q.HoldScopes(ctx, tx, dbq.HoldScopesParams{
-		ProjectID: project, LeaseID: l.ID, Scopes: l.Scopes, Keys: keys, Exclusive: exclusive, Now: now,
-	})
-	if err != nil {
-		return err
-	}
-	if len(held) > 0 {
+	err := dbq.New().HoldScopes(ctx, tx, dbq.HoldScopesParams{ProjectID: project, LeaseID: l.ID, Scopes: l.Scopes, Now: now})
+	if db.ScopeRace(err) {
 		return errScopeRace
 	}
-	return nil
-}
-
-// scopeLocks are the advisory locks a claim granting scopes takes: per
-// resource, and per resource and first path segment. Overlapping scopes
-// share their resource; a scope whose first segment is a literal (no "*")
-// overlaps another such scope only if their first segments are equal. So a
-// scope with a literal first segment takes its resource's lock shared and
-// the (resource, segment) lock exclusive; any other scope (no path, or a
-// first segment with "*" or "**") takes its resource's lock exclusive. Two
-// overlapping scopes then always take conflicting locks (both the same
-// segment lock, or one of them its resource's exclusively), while claims
-// in different directories of one resource do not wait on each other.
-func scopeLocks(scopes []string) (keys []string, exclusive []bool) {
-	for _, sc := range scopes {
-		res, path, hasPath := strings.Cut(sc, ":")
-		first, _, _ := strings.Cut(path, "/")
-		if !hasPath || strings.Contains(first, "*") {
-			keys, exclusive = append(keys, res), append(exclusive, true)
-			continue
-		}
-		keys, exclusive = append(keys, res, res+"/"+first), append(exclusive, false, true)
-	}
-	return keys, exclusive
+	return err
 }
 
 // recordOffer stores the capabilities the worker offers (a worker offering
