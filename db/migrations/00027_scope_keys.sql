@@ -60,6 +60,45 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+-- wg_scope_holder: a live lease (by instant p_at) other than p_except
+-- holding a scope that overlaps p_scopes; NULL when there is none. The one
+-- overlap test of the claim statements (ClaimItem, ClaimItemDirect, whose
+-- candidates call it only when they touch something) and of
+-- wg_lock_scopes: the scope keys find the leases that may overlap, the
+-- exact rule (wg_scopes_overlap) decides. A function of its own (plpgsql,
+-- so its plan is kept by the session) rather than a subquery in each
+-- statement: the claim, planned at every execution, does not plan it.
+CREATE FUNCTION wg_scope_holder(p_project uuid, p_except uuid, p_scopes text[], p_at timestamptz)
+RETURNS uuid LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT h.id FROM leases h
+            WHERE h.project_id = p_project
+              AND h.ended_at IS NULL AND h.scope_keys <> '{}'
+              AND h.scope_keys && wg_scope_probe(p_scopes)
+              AND h.expires_at > p_at
+              AND h.id IS DISTINCT FROM p_except
+              AND wg_scopes_overlap(h.scopes, p_scopes)
+            LIMIT 1);
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- wg_budgets_spent: whether any of the budgets p_roots (items of the
+-- project) is spent at p_at (budget_spent, migration 00035). The claim
+-- statements' one budget test (ClaimItem, ClaimItemDirect, ClaimItems),
+-- called only for an item under a budget; a function for the reasons
+-- wg_scope_holder is one.
+CREATE FUNCTION wg_budgets_spent(p_project uuid, p_roots uuid[], p_at timestamptz)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM budgets b
+                   WHERE b.project_id = p_project AND b.item_id = ANY (p_roots) AND budget_spent(b, p_at));
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 -- wg_lock_scopes: the claim's guard for a grant of scopes s to lease
 -- p_lease (lease.holdScopes; the one-statement claim calls it too). It
 -- takes the grant's advisory locks (transaction-scoped, in the order of
@@ -92,14 +131,9 @@ BEGIN
             PERFORM pg_advisory_xact_lock_shared(r.h);
         END IF;
     END LOOP;
-    SELECT h.id INTO held FROM leases h
-    WHERE h.project_id = p_project
-      AND h.ended_at IS NULL AND h.scope_keys <> '{}'
-      AND h.scope_keys && wg_scope_probe(p_scopes)
-      AND h.expires_at > coalesce(p_at, clock_timestamp())
-      AND h.id <> p_lease
-      AND wg_scopes_overlap(h.scopes, p_scopes)
-    LIMIT 1;
+    -- The fresh snapshot: this function is VOLATILE, so the assignment's
+    -- query takes a new one; wg_scope_holder (STABLE) reads with it.
+    held := wg_scope_holder(p_project, p_lease, p_scopes, coalesce(p_at, clock_timestamp()));
     IF held IS NOT NULL THEN
         RAISE EXCEPTION 'lease % holds a write scope overlapping %', held, p_scopes USING ERRCODE = 'WG002';
     END IF;
@@ -131,6 +165,8 @@ CREATE INDEX CONCURRENTLY leases_live_scope_keys ON leases USING gin (scope_keys
 DROP INDEX CONCURRENTLY IF EXISTS leases_live_scope_keys;
 ALTER TABLE leases DROP COLUMN IF EXISTS scope_keys;
 DROP FUNCTION IF EXISTS wg_lock_scopes(uuid, uuid, text[], timestamptz);
+DROP FUNCTION IF EXISTS wg_budgets_spent(uuid, uuid[], timestamptz);
+DROP FUNCTION IF EXISTS wg_scope_holder(uuid, uuid, text[], timestamptz);
 DROP FUNCTION IF EXISTS wg_scope_probe(text[]);
 DROP FUNCTION IF EXISTS wg_scope_keys(text[]);
 DROP FUNCTION IF EXISTS wg_scope_first(text);

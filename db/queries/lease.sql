@@ -87,8 +87,11 @@ WHERE project_id = @project_id AND id = @item_id;
 -- Capabilities and write scopes (one predicate, kept apart below): the
 -- item's requires must be a subset of @capabilities, and an item with
 -- touches is skipped while a live lease of another item holds an
--- overlapping scope (wg_scopes_overlap, run only on the live leases the
--- scope keys find: wg_scope_probe, leases_live_scope_keys, migration 00027).
+-- overlapping scope (wg_scope_holder, migration 00027: the scope keys find
+-- the live leases that may overlap, wg_scopes_overlap decides). Both
+-- tests are functions called only for an item under a budget or with
+-- touches, so the statement, planned at each execution (db.CustomPlan),
+-- does not plan their queries.
 -- For an item without requires or touches the predicate is two
 -- comparisons with '{}'. The overlap test here is only a filter: the
 -- snapshot may miss a lease being granted at the same moment, so the
@@ -108,18 +111,13 @@ WITH candidate AS (
       -- Budgets (migration 00035): an item under a spent budget is not
       -- handed out. Items under no budget pay only the empty-array test.
       AND (c.budget_roots = '{}'
-           OR NOT EXISTS (SELECT 1 FROM budgets b
-                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
-                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
+           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
       -- capabilities and write scopes
       AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
-      AND (c.touches = '{}' OR NOT EXISTS (
-            SELECT 1 FROM leases h
-            WHERE h.project_id = c.project_id
-              AND h.ended_at IS NULL AND h.scope_keys <> '{}'
-              AND h.scope_keys && wg_scope_probe(c.touches)
-              AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-              AND wg_scopes_overlap(h.scopes, c.touches)))
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -202,18 +200,13 @@ WITH candidate AS MATERIALIZED (
               < sqlc.arg('token_quiet')::int)
       -- Budgets (migration 00035), as in ClaimItem.
       AND (c.budget_roots = '{}'
-           OR NOT EXISTS (SELECT 1 FROM budgets b
-                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
-                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
+           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
       -- Capabilities and write scopes, as in ClaimItem.
       AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
-      AND (c.touches = '{}' OR NOT EXISTS (
-            SELECT 1 FROM leases h
-            WHERE h.project_id = c.project_id
-              AND h.ended_at IS NULL AND h.scope_keys <> '{}'
-              AND h.scope_keys && wg_scope_probe(c.touches)
-              AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-              AND wg_scopes_overlap(h.scopes, c.touches)))
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
