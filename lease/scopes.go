@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -65,14 +68,74 @@ func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, 
 
 // recordOffer stores the capabilities the worker offers (a worker offering
 // none records nothing); RecordOffer writes only when they changed or the
-// stored row is a minute old.
+// stored row is a minute old. A worker claiming in a loop offers the same
+// set every time, so the service skips the statement (a round trip on
+// every claim) when it recorded that set for that worker less than
+// offerRefresh ago; the row then still moves about once a minute.
 func (s *Service) recordOffer(ctx context.Context, q dbq.DBTX, project uuid.UUID, req ClaimRequest) error {
 	if len(req.Capabilities) == 0 {
 		return nil
 	}
-	return dbq.New().RecordOffer(ctx, q, dbq.RecordOfferParams{
+	key, set, at := offerKey{project, req.Worker}, strings.Join(req.Capabilities, "\x00"), s.offerTime()
+	if s.offers.fresh(key, set, at) {
+		return nil
+	}
+	err := dbq.New().RecordOffer(ctx, q, dbq.RecordOfferParams{
 		ProjectID: project, Worker: req.Worker, Capabilities: req.Capabilities, Now: s.clock.Now(),
 	})
+	if err == nil {
+		s.offers.remember(key, set, at)
+	}
+	return err
+}
+
+// offerTime is the instant the offer cache judges by: the stub clock in
+// tests, else this process's clock (the cache is this replica's alone).
+func (s *Service) offerTime() time.Time {
+	if t := s.clock.Now(); t != nil {
+		return *t
+	}
+	return clock.Local(nil).Read()
+}
+
+// offerRefresh is how long the service trusts an offer it recorded.
+const offerRefresh = 30 * time.Second
+
+// maxOffers bounds the offers the cache remembers; beyond it, it forgets
+// them all (the next claim of each worker records again).
+const maxOffers = 10_000
+
+type offerKey struct {
+	project uuid.UUID
+	worker  string
+}
+
+type offerSeen struct {
+	set string
+	at  time.Time
+}
+
+// offerCache remembers the capability sets this service recorded, per
+// project and worker label. Shared by the copies On makes.
+type offerCache struct {
+	mu   sync.Mutex
+	seen map[offerKey]offerSeen
+}
+
+func (c *offerCache) fresh(k offerKey, set string, at time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.seen[k]
+	return ok && o.set == set && !at.Before(o.at) && at.Sub(o.at) < offerRefresh
+}
+
+func (c *offerCache) remember(k offerKey, set string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil || len(c.seen) >= maxOffers {
+		c.seen = make(map[offerKey]offerSeen)
+	}
+	c.seen[k] = offerSeen{set, at}
 }
 
 // noMatch is the no_match answer to a claim that found nothing, when the
