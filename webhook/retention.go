@@ -31,10 +31,13 @@ func CheckRetention(d time.Duration) error {
 }
 
 // Retention deletes the records of finished deliveries (delivered or
-// failed) older than its retention, with their attempts, every interval,
-// first when it starts: project by project, a few thousand records a
-// transaction, oldest first. Pending deliveries are never deleted. It is a
-// background service (startstop.Service); any number may run at once.
+// failed) older than its retention, with their attempts, and the answer
+// links that expired longer than the retention ago, every interval, first
+// when it starts: project by project, a few thousand records a
+// transaction, oldest first. Pending deliveries and links that can still
+// be used are never deleted (a spent link's answer stays on its request,
+// recorded as given through a link). It is a background service
+// (startstop.Service); any number may run at once.
 type Retention struct {
 	base     startstop.Base
 	exec     db.Executor
@@ -48,8 +51,8 @@ type Retention struct {
 
 // RetentionSignals are the test signals of a Retention.
 type RetentionSignals struct {
-	// Deleted is sent after every run with the number of records deleted
-	// (0 also when the run failed).
+	// Deleted is sent after every run with the number of records
+	// (deliveries and answer links) deleted (0 also when the run failed).
 	Deleted startstop.Signal[int64]
 }
 
@@ -84,10 +87,15 @@ func (r *Retention) Start(ctx context.Context) {
 // Stop ends the service and waits for a run in progress.
 func (r *Retention) Stop() { r.base.Stop() }
 
-// RunOnce deletes the delivery records older than the retention now and
-// returns how many it deleted.
+// RunOnce deletes the delivery records and the answer links older than
+// the retention now and returns how many it deleted.
 func (r *Retention) RunOnce(ctx context.Context) int64 {
 	n, err := r.deleteOld(ctx)
+	if err == nil {
+		var links int64
+		links, err = r.deleteOldLinks(ctx)
+		n += links
+	}
 	switch {
 	case err == nil || ctx.Err() != nil:
 	case wgerr.RetryLater(wgerr.CodeOf(err)):
@@ -122,8 +130,7 @@ func (r *Retention) deleteOld(ctx context.Context) (int64, error) {
 // deleteProject deletes one project's old records, a batch per
 // transaction.
 func (r *Retention) deleteProject(ctx context.Context, project uuid.UUID, keepMs int64) (int64, error) {
-	var total int64
-	for {
+	return inBatches(func() (int64, error) {
 		var n int64
 		err := db.InTx(ctx, r.exec, func(tx pgx.Tx) error {
 			if err := q.EnableDeliveryDeletion(ctx, tx); err != nil {
@@ -135,6 +142,42 @@ func (r *Retention) deleteProject(ctx context.Context, project uuid.UUID, keepMs
 			})
 			return err
 		})
+		return n, err
+	})
+}
+
+// deleteOldLinks deletes the answer links that expired longer than the
+// retention ago, project by project, a batch per statement.
+func (r *Retention) deleteOldLinks(ctx context.Context) (int64, error) {
+	if r.keep < events.MinRetention {
+		return 0, nil
+	}
+	keepMs := r.keep.Milliseconds()
+	projects, err := q.ProjectsWithOldAnswerLinks(ctx, r.exec, dbq.ProjectsWithOldAnswerLinksParams{Now: r.clock.Now(), KeepMs: keepMs})
+	if err != nil {
+		return 0, db.Translate(err)
+	}
+	var total int64
+	for _, p := range projects {
+		n, err := inBatches(func() (int64, error) {
+			return q.DeleteOldAnswerLinks(ctx, r.exec, dbq.DeleteOldAnswerLinksParams{
+				ProjectID: p, Now: r.clock.Now(), KeepMs: keepMs, MaxRows: retentionBatch,
+			})
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// inBatches runs deleteBatch until it deletes fewer than retentionBatch
+// records, and returns how many it deleted in all.
+func inBatches(deleteBatch func() (int64, error)) (int64, error) {
+	var total int64
+	for {
+		n, err := deleteBatch()
 		total += n
 		if err != nil {
 			return total, db.Translate(err)
