@@ -111,9 +111,10 @@ func (s *Service) completePipelined(ctx context.Context, b db.Batcher, project u
 }
 
 // pipelined returns the pool to send a step's statements as one batch on,
-// when the step may run as one: s is not on a caller's transaction (whose
-// statements go one by one in it) and ctx carries no before-commit hook
-// (an Idempotency-Key record to mark in the same transaction).
+// when the step may run as one (or as a single statement without a
+// transaction): s is not on a caller's transaction (whose statements go
+// one by one in it) and ctx carries no before-commit hook (an
+// Idempotency-Key record to mark in the same transaction).
 func (s *Service) pipelined(ctx context.Context) (db.Batcher, bool) {
 	if _, inTx := s.exec.(pgx.Tx); inTx || db.HasBeforeCommit(ctx) {
 		return nil, false

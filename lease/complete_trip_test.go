@@ -103,3 +103,44 @@ func TestCompletionIsOneRoundTrip(t *testing.T) {
 		f.checkInvariants(t)
 	})
 }
+
+// TestReleaseIsOneStatement: a release without a before-commit hook is its
+// ending statement alone, and one whose fence does not hold changes
+// nothing. A database of its own, as TestCompletionIsOneRoundTrip.
+func TestReleaseIsOneStatement(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{MaxActivePerToken: 1000})
+	leases, c := countingLeases(t, f)
+	it := f.item(t, graph.NewItem{Title: "released"})
+	held, err := leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		var got lease.Lease
+		trips, stmts := c.countedTrips(t, func() (err error) {
+			got, err = leases.Release(f.ctx, f.project, fence(held.Lease), "not mine")
+			return err
+		})
+		if trips != 1 || stmts != 1 {
+			t.Errorf("release took %d round trips and %d statements, want 1 and 1", trips, stmts)
+		}
+		if got.Outcome == nil || *got.Outcome != lease.OutcomeReleased {
+			t.Errorf("released lease = %+v", got)
+		}
+		if stored := f.getItem(t, it.ID); stored.State != graph.StateReady || stored.ActiveLeaseID != nil {
+			t.Errorf("released item = %+v, want ready without a lease", stored)
+		}
+	})
+
+	t.Run("ErrLeaseLost", func(t *testing.T) {
+		before := f.snapshot(t, it.ID)
+		if _, err := leases.Release(f.ctx, f.project, fence(held.Lease), "again"); wgerr.CodeOf(err) != wgerr.CodeLeaseLost {
+			t.Errorf("second release: %v, want lease_lost", err)
+		}
+		if after := f.snapshot(t, it.ID); after != before {
+			t.Errorf("a release whose fence did not hold changed\n%s\nto\n%s", before, after)
+		}
+	})
+}
