@@ -11,10 +11,11 @@
 --   hb_floor: the live-expiry index on a column due_at <= expires_at that a
 --             heartbeat moves only when it is within half a TTL of now;
 --             fillfactor 80.
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS hb_today, hb_side, hb_side_live, hb_floor, hb_ids;
-CREATE TABLE hb_today (LIKE leases INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES);
-CREATE TABLE hb_side (LIKE leases INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) WITH (fillfactor = 80);
-CREATE TABLE hb_floor (LIKE leases INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) WITH (fillfactor = 80);
+CREATE TABLE hb_today (LIKE leases INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING CONSTRAINTS INCLUDING INDEXES);
+CREATE TABLE hb_side (LIKE leases INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING CONSTRAINTS INCLUDING INDEXES) WITH (fillfactor = 80);
+CREATE TABLE hb_floor (LIKE leases INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING CONSTRAINTS INCLUDING INDEXES) WITH (fillfactor = 80);
 ALTER TABLE hb_floor ADD COLUMN due_at timestamptz;
 CREATE TABLE hb_side_live (
     project_id uuid NOT NULL,
@@ -55,7 +56,7 @@ INSERT INTO hb_today (project_id, id, item_id, epoch, worker, principal, acquire
 SELECT '00000000-0000-0000-0000-000000000001', id, gen_random_uuid(), 1, 'worker-' || (k % 64),
        'token:bench', now(), now() + interval '1 hour'
 FROM hb_ids;
-INSERT INTO hb_side SELECT * FROM hb_today ORDER BY seq;
-INSERT INTO hb_floor SELECT *, expires_at FROM hb_today ORDER BY seq;
+INSERT INTO hb_side OVERRIDING SYSTEM VALUE SELECT * FROM hb_today ORDER BY seq;
+INSERT INTO hb_floor OVERRIDING SYSTEM VALUE SELECT *, expires_at FROM hb_today ORDER BY seq;
 INSERT INTO hb_side_live SELECT project_id, id, expires_at FROM hb_today WHERE ended_at IS NULL;
 VACUUM ANALYZE hb_today, hb_side, hb_side_live, hb_floor, hb_ids;
