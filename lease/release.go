@@ -30,11 +30,16 @@ func (s *Service) Release(ctx context.Context, project uuid.UUID, f Fence, reaso
 	end := ending{outcome: OutcomeReleased, detail: mustJSON(map[string]any{"reason": reason})}
 	var out Lease
 	var err error
-	if _, ok := s.pipelined(ctx); ok {
+	if b, ok := s.pipelined(ctx); ok {
 		// The ending statement alone is the release: one statement, no
-		// transaction around it.
-		out, _, err = s.endLease(ctx, s.exec, project, f, end)
-		err = db.Translate(err)
+		// transaction around it (a batch of one, sent again after a
+		// deadlock as InTx would). It raises rather than commit a lease
+		// ended without its item.
+		end.abortIfLost = true
+		err = db.Pipeline(ctx, b, func(q db.DBTX) (err error) {
+			out, _, err = s.endLease(ctx, q, project, f, end)
+			return err
+		}, func(db.DBTX) error { return nil })
 	} else {
 		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 			var err error
