@@ -109,11 +109,12 @@ func childRows(parentID uuid.UUID, children []NewChild) ([]newRow, [][]int, erro
 		if err := checkBody(field+".body", c.Body); err != nil {
 			return nil, nil, err
 		}
-		labels, err := CleanLabels(field+".labels", c.Labels)
+		labels, requires, touches, err := cleanMatching(field+".", c.Labels, c.Requires, c.Touches)
 		if err != nil {
 			return nil, nil, err
 		}
-		rows[i] = newRow{id: uuid.New(), parentID: parentID, title: title, body: c.Body, priority: c.Priority, labels: labels}
+		rows[i] = newRow{id: uuid.New(), parentID: parentID, title: title, body: c.Body, priority: c.Priority,
+			labels: labels, requires: requires, touches: touches}
 	}
 	waits := make([][]int, len(children))
 	for i, c := range children {

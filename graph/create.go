@@ -41,13 +41,7 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 	if err := checkBody("body", in.Body); err != nil {
 		return Item{}, err
 	}
-	if row.labels, err = CleanLabels("labels", in.Labels); err != nil {
-		return Item{}, err
-	}
-	if row.requires, err = CleanLabels("requires", in.Requires); err != nil {
-		return Item{}, err
-	}
-	if row.touches, err = CleanScopes("touches", in.Touches); err != nil {
+	if row.labels, row.requires, row.touches, err = cleanMatching("", in.Labels, in.Requires, in.Touches); err != nil {
 		return Item{}, err
 	}
 	if row.metadata, err = cleanMetadata("metadata", in.Metadata); err != nil {

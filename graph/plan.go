@@ -179,13 +179,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			if err := checkBody("body", it.Body); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
-			if row.labels, err = CleanLabels("labels", it.Labels); err != nil {
-				return planErr(it, pos, "%s", err.Error())
-			}
-			if row.requires, err = CleanLabels("requires", it.Requires); err != nil {
-				return planErr(it, pos, "%s", err.Error())
-			}
-			if row.touches, err = CleanScopes("touches", it.Touches); err != nil {
+			if row.labels, row.requires, row.touches, err = cleanMatching("", it.Labels, it.Requires, it.Touches); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
 			if k := strings.TrimSpace(it.Key); k != "" {

@@ -1506,6 +1506,10 @@ export interface components {
                 body?: string;
                 priority?: number;
                 labels?: string[];
+                /** @description capabilities a claim must offer to be handed the item (validated as labels) */
+                requires?: string[];
+                /** @description write scopes: "resource" (all of it) or "resource:path/glob" ("**" any number of segments, "*" any run within a segment); two live leases never hold overlapping scopes */
+                touches?: string[];
                 depends_on_keys?: string[];
             }[];
         };
