@@ -1737,6 +1737,7 @@ export interface components {
              * @description the worker's clock; diagnostic only
              */
             worker_time?: string;
+            usage?: components["schemas"]["UsageReport"];
         };
         CompletionsRequest: components["schemas"]["CompletionEntry"][];
         CompletionAnswer: {
@@ -1765,6 +1766,7 @@ export interface components {
              * @description the worker's clock; diagnostic only
              */
             worker_time?: string;
+            usage?: components["schemas"]["UsageReport"];
         };
         HeartbeatsRequest: components["schemas"]["HeartbeatEntry"][];
         HeartbeatAnswer: {
