@@ -77,7 +77,7 @@ func itemsBudgetCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.Int64Var(&maxTokens, "max-tokens", 0, "tokens in + out for the whole subtree")
 	fl.Float64Var(&maxCost, "max-cost-usd", 0, "dollars for the whole subtree")
 	fl.DurationVar(&maxWall, "max-wall", 0, "wall time from when the budget is first set, e.g. 4h")
-	fl.Int64Var(&maxDepth, "max-depth", 0, "how deep decomposition may go below the item (children are at 1)")
+	fl.Int64Var(&maxDepth, "max-depth", 0, "how deep items may be created below the item (children are at 1)")
 	return cmd
 }
 

@@ -27,8 +27,10 @@ const MaxChildren = 1000
 //
 // Errors: invalid_argument (no children, too many, a bad field, a duplicate,
 // empty or unknown key; the field names the child index); *CycleError
-// (dependency_cycle) for a cycle among the children; not_found when the
-// parent is not in the project; conflict when the parent is not open.
+// (dependency_cycle) for a cycle among the children; depth_limit when the
+// children would pass the depth limit of a budget over the parent;
+// not_found when the parent is not in the project; conflict when the
+// parent is not open.
 func (s *Service) CreateChildren(ctx context.Context, project, parentID uuid.UUID, children []NewChild, by string) ([]Item, error) {
 	var out []Item
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
@@ -68,6 +70,9 @@ func createChildren(ctx context.Context, tx pgx.Tx, now *time.Time, project, par
 		}
 	}
 	if err := lockParent(ctx, tx, project, parentID); err != nil {
+		return nil, err
+	}
+	if err := checkDepth(ctx, tx, project, parentID, 1, "children", nil); err != nil {
 		return nil, err
 	}
 	if err := insertRows(ctx, tx, now, project, by, rows, edges); err != nil {

@@ -3,7 +3,9 @@ package lease_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -526,4 +528,103 @@ func TestBatchUsage(t *testing.T) {
 	if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != "heartbeats[1].usage" {
 		t.Fatalf("a negative figure = %v, want invalid_argument naming heartbeats[1].usage", err)
 	}
+}
+
+// TestDepthLimitEveryPath: a budget's depth limit holds for every way a
+// child is created (an item created with a parent, a plan imported below
+// a stored item, a decomposition), not only for decompose; a refusal
+// changes nothing, and a child within the limit is created.
+func TestDepthLimitEveryPath(t *testing.T) {
+	t.Parallel()
+	// root (budget: max depth 2) > mid (depth 1) > leaf (depth 2): a
+	// child of leaf would be at depth 3.
+	setupTree := func(t *testing.T) (fixture, graph.Item, graph.Item, graph.Item) {
+		f := setup(t, lease.Config{})
+		root := f.item(t, graph.NewItem{Title: "root"})
+		mid := f.item(t, graph.NewItem{Title: "mid", ParentID: &root.ID})
+		if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxDepth: ptr(2)}, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		leaf := f.item(t, graph.NewItem{Title: "leaf", ParentID: &mid.ID, Priority: 9})
+		return f, root, mid, leaf
+	}
+	wantDepthLimit := func(t *testing.T, err error, budget uuid.UUID, depth int) {
+		t.Helper()
+		var we *wgerr.Error
+		if !errors.As(err, &we) || we.Code != wgerr.CodeDepthLimit {
+			t.Fatalf("got %v, want depth_limit", err)
+		}
+		if we.Details["budget_item_id"] != budget || we.Details["depth"] != depth || fmt.Sprint(we.Details["max_depth"]) != "2" {
+			t.Fatalf("details %v, want budget %s, max_depth 2, depth %d", we.Details, budget, depth)
+		}
+	}
+	t.Run("CreateItem", func(t *testing.T) {
+		t.Parallel()
+		f, root, mid, leaf := setupTree(t)
+		before := f.snapshot(t, leaf.ID)
+		_, err := f.graph.CreateItem(f.ctx, f.project, graph.NewItem{Title: "too deep", ParentID: &leaf.ID, CreatedBy: "bob"})
+		wantDepthLimit(t, err, root.ID, 3)
+		if after := f.snapshot(t, leaf.ID); after != before {
+			t.Fatalf("a refused creation changed the parent:\n%s\n%s", before, after)
+		}
+		// At the limit is allowed.
+		if _, err := f.graph.CreateItem(f.ctx, f.project, graph.NewItem{Title: "sibling of leaf", ParentID: &mid.ID, CreatedBy: "bob"}); err != nil {
+			t.Fatalf("a child at depth 2 with a limit of 2: %v", err)
+		}
+	})
+	t.Run("ImportPlan", func(t *testing.T) {
+		t.Parallel()
+		f, root, mid, _ := setupTree(t)
+		// A plan keys a stored item by its plan key; give mid one.
+		if _, err := f.conn.Exec(f.ctx, `UPDATE items SET plan_key = 'mid' WHERE id = $1`, mid.ID); err != nil {
+			t.Fatal(err)
+		}
+		plan := []graph.PlanItem{{Key: "mid", Title: "mid", Children: []graph.PlanItem{
+			{Key: "ok", Title: "at depth 2", Line: 3},
+			{Key: "p", Title: "at depth 2 too", Line: 4, Children: []graph.PlanItem{{Key: "deep", Title: "at depth 3", Line: 5}}},
+		}}}
+		for _, dry := range []bool{true, false} {
+			before := f.snapshot(t, mid.ID)
+			_, err := f.graph.ImportPlan(f.ctx, f.project, plan, "bob", dry)
+			wantDepthLimit(t, err, root.ID, 3)
+			var we *wgerr.Error
+			if errors.As(err, &we); we.Details["line"] != 5 || !strings.HasPrefix(we.Message, "line 5:") {
+				t.Fatalf("dry run %v: %v (details %v), want the deepest item's line 5", dry, err, we.Details)
+			}
+			if after := f.snapshot(t, mid.ID); after != before {
+				t.Fatalf("a refused import changed the stored parent:\n%s\n%s", before, after)
+			}
+		}
+		plan[0].Children[1].Children = nil
+		if _, err := f.graph.ImportPlan(f.ctx, f.project, plan, "bob", false); err != nil {
+			t.Fatalf("a plan within the limit: %v", err)
+		}
+	})
+	t.Run("Decompose", func(t *testing.T) {
+		t.Parallel()
+		f, root, _, leaf := setupTree(t)
+		l := f.claimOf(t, "w", leaf.ID)
+		before := f.snapshot(t, leaf.ID)
+		_, err := f.leases.Decompose(f.ctx, f.project, fence(l), []graph.NewChild{{Key: "a", Title: "a"}})
+		wantDepthLimit(t, err, root.ID, 3)
+		if after := f.snapshot(t, leaf.ID); after != before {
+			t.Fatalf("a refused decomposition changed the item:\n%s\n%s", before, after)
+		}
+	})
+	t.Run("NoBudget", func(t *testing.T) {
+		t.Parallel()
+		f, _, _, _ := setupTree(t)
+		other := f.item(t, graph.NewItem{Title: "other"})
+		parent := other
+		for range 4 { // no limit outside the budget's subtree
+			parent = f.item(t, graph.NewItem{Title: "deeper", ParentID: &parent.ID})
+		}
+		// A budget without a depth limit limits no depth.
+		if _, err := f.leases.SetBudget(f.ctx, f.project, other.ID, lease.BudgetLimits{MaxTokens: ptr[int64](5)}, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.graph.CreateItem(f.ctx, f.project, graph.NewItem{Title: "deepest", ParentID: &parent.ID, CreatedBy: "bob"}); err != nil {
+			t.Fatalf("under a budget with no depth limit: %v", err)
+		}
+	})
 }

@@ -1825,7 +1825,7 @@ export interface components {
             max_cost_usd: number | null;
             /** @description from started_at */
             max_wall_seconds: number | null;
-            /** @description decomposition depth below the item (its children are at 1); decompose past it answers 409 depth_limit */
+            /** @description how deep items may be created below the item (its children are at 1); creating one deeper (an item with a parent, a plan, a decompose) answers 409 depth_limit */
             max_depth: number | null;
             /** Format: date-time */
             started_at: string;
