@@ -655,9 +655,12 @@ WITH ended AS (
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT $17::boolean OR i.status = 'open')
     RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
+), held AS (
+    SELECT lease_fence_held(count(*), $18::boolean) AS ok FROM ended, freed
 )
 SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
-FROM ended, freed AS items
+FROM ended, freed AS items, held
+WHERE held.ok
 `
 
 type EndLeaseParams struct {
@@ -678,6 +681,7 @@ type EndLeaseParams struct {
 	BackoffMs     int64
 	MaxBackoffMs  int64
 	Finish        bool
+	AbortIfLost   bool
 }
 
 type EndLeaseRow struct {
@@ -723,7 +727,10 @@ type EndLeaseRow struct {
 // item done with the result, so the item goes from leased to done in one
 // row version and is never momentarily ready; the caller then releases its
 // dependents and parent (graph.Service.ReleaseFinished). The answer carries
-// the item row as written.
+// the item row as written. With @abort_if_lost a lost fence raises WG003
+// (lease_fence_held, migration 00042) instead of answering no row, so that
+// it aborts what is pipelined after it in its transaction (a completion's
+// release of dependents, graph.Service.ReleaseCompleted).
 // The item as this statement left it (a completion answers it: its
 // dependents and parent are other rows).
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {
@@ -745,6 +752,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		arg.BackoffMs,
 		arg.MaxBackoffMs,
 		arg.Finish,
+		arg.AbortIfLost,
 	)
 	var i EndLeaseRow
 	err := row.Scan(
