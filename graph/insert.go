@@ -34,9 +34,50 @@ type newRow struct {
 type newEdge struct{ item, dependsOn uuid.UUID }
 
 // insertRows inserts items (in order, so seq follows the slice) and
-// dependency edges, each with one statement however many there are.
+// dependency edges, each with one statement however many there are;
+// a large import takes one more statement and an ANALYZE (analyzeItems):
+// its first analyzeSample items, the statistics, then the rest, so the
+// foreign-key checks of the rest (their plan parents) and of the edges
+// find items by the primary key.
 func insertRows(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, by string, rows []newRow, edges []newEdge) error {
+	analyzed := false
+	if len(rows) >= analyzeAfter {
+		if err := insertItems(ctx, tx, now, project, by, rows[:analyzeSample]); err != nil {
+			return err
+		}
+		analyzeItems(ctx, tx)
+		rows, analyzed = rows[analyzeSample:], true
+	}
+	if err := insertItems(ctx, tx, now, project, by, rows); err != nil {
+		return err
+	}
+	if len(edges) == 0 {
+		return nil
+	}
+	if len(edges) >= analyzeAfter && !analyzed {
+		analyzeItems(ctx, tx)
+	}
+	e := dbq.InsertDependenciesParams{
+		ProjectID: project, CreatedBy: by, Now: now,
+		ItemIds: make([]uuid.UUID, len(edges)), DependsOnIds: make([]uuid.UUID, len(edges)),
+	}
+	for i, d := range edges {
+		e.ItemIds[i], e.DependsOnIds[i] = d.item, d.dependsOn
+	}
+	return dbq.New().InsertDependencies(ctx, tx, e)
+}
+
+// analyzeSample is how many items of a large import are inserted before
+// analyzeItems: enough that the sample shows them sharing their project.
+const analyzeSample = 500
+
+// insertItems inserts rows, in order, with one statement (none when rows
+// is empty).
+func insertItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, by string, rows []newRow) error {
 	n := len(rows)
+	if n == 0 {
+		return nil
+	}
 	p := dbq.InsertItemsParams{
 		ProjectID: project, CreatedBy: by, Now: now,
 		Ids: make([]uuid.UUID, n), ParentIds: make([]uuid.UUID, n), Titles: make([]string, n),
@@ -54,26 +95,7 @@ func insertRows(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUI
 			p.Metadata[i] = string(r.metadata)
 		}
 	}
-	q := dbq.New()
-	if n > 0 {
-		if err := q.InsertItems(ctx, tx, p); err != nil {
-			return err
-		}
-	}
-	if len(edges) == 0 {
-		return nil
-	}
-	if len(edges) >= analyzeAfter {
-		analyzeItems(ctx, tx)
-	}
-	e := dbq.InsertDependenciesParams{
-		ProjectID: project, CreatedBy: by, Now: now,
-		ItemIds: make([]uuid.UUID, len(edges)), DependsOnIds: make([]uuid.UUID, len(edges)),
-	}
-	for i, d := range edges {
-		e.ItemIds[i], e.DependsOnIds[i] = d.item, d.dependsOn
-	}
-	return q.InsertDependencies(ctx, tx, e)
+	return dbq.New().InsertItems(ctx, tx, p)
 }
 
 // analyzeItems refreshes the planner's statistics of items inside tx,
