@@ -23,6 +23,9 @@ import (
 //   - check / not-null violation         -> invalid_argument
 //   - serialization failure, deadlock    -> conflict (retry the request)
 //   - history guard triggers (WG001)     -> conflict (history is immutable)
+//   - a claim that lost a write scope's race (WG002, see ScopeRace)
+//     -> conflict
+//   - a fence that raises (WG003)        -> lease_lost (see FenceLost)
 //   - query canceled, deadline exceeded  -> unavailable
 //     (a pool acquire that timed out too)
 //   - the database connection lost or refused (see ConnectionLost)
@@ -58,11 +61,23 @@ func Translate(err error) error {
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "concurrent update; retry the request", Err: err}
 		case "WG001":
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: pgErr.Message, Err: err}
+		case "WG002":
+			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "a concurrent claim took an overlapping write scope; retry", Err: err}
+		case "WG003":
+			return &wgerr.Error{Code: wgerr.CodeLeaseLost, Message: pgErr.Message, Err: err}
 		case "57014":
 			return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database statement was cancelled", Err: err}
 		}
 	}
 	return &wgerr.Error{Code: wgerr.CodeInternal, Message: "internal error", Err: err}
+}
+
+// FenceLost reports whether err (translated or not) is a fenced statement
+// that raised because its fence did not hold (WG003, lease_fence_held):
+// the statement, and whatever was pipelined after it, changed nothing.
+func FenceLost(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "WG003"
 }
 
 // ConnectionLost reports whether err means the database could not be
@@ -101,4 +116,13 @@ func ConnectionLost(err error) bool {
 		}
 	}
 	return false
+}
+
+// ScopeRace reports whether err is wg_lock_scopes' refusal (WG002,
+// migration 00041): the claim's statement took an item whose write scope a
+// concurrent claim granted first, and wrote nothing. The claim may run
+// again (its next snapshot sees that lease, and skips the item).
+func ScopeRace(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "WG002"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -16,16 +17,41 @@ import (
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
-// statementCounter counts the statements a connection sends (BEGIN and
-// COMMIT included): the round trips of an operation.
-type statementCounter struct{ n atomic.Int64 }
+// statementCounter counts the statements a connection sends one by one
+// (BEGIN and COMMIT included; n), the statements of its pipelined batches
+// (batched) and its round trips (trips: a statement sent alone or a batch,
+// once the connection has prepared the statements).
+type statementCounter struct{ n, batched, trips atomic.Int64 }
 
 func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	c.trips.Add(1)
 	return ctx
 }
 
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.trips.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.batched.Add(1)
+}
+
+func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// countedTrips runs fn and returns its round trips and the statements it
+// sent (alone or batched).
+func (c *statementCounter) countedTrips(t testing.TB, fn func() error) (trips, stmts int64) {
+	t.Helper()
+	trips0, n0, b0 := c.trips.Load(), c.n.Load(), c.batched.Load()
+	if err := fn(); err != nil {
+		t.Fatal(err)
+	}
+	return c.trips.Load() - trips0, c.n.Load() - n0 + c.batched.Load() - b0
+}
 
 // counted runs fn and returns how many statements it sent.
 func (c *statementCounter) counted(t testing.TB, fn func() error) int64 {
@@ -148,6 +174,56 @@ func TestClaimIsOneStatement(t *testing.T) {
 		})
 		if n <= 1 {
 			t.Errorf("claim near the token's limit sent %d statements, want the counting transaction", n)
+		}
+	})
+
+	t.Run("WithTouches", func(t *testing.T) {
+		// An item with touches is granted by the one statement too (its
+		// scope locks and re-check are inside it); an item whose touches
+		// overlap the held scope is then not handed out.
+		touched := f.item(t, graph.NewItem{Title: "scoped", Labels: []string{"scoped"}, Touches: []string{"repo:web/**"}})
+		f.item(t, graph.NewItem{Title: "overlapping", Labels: []string{"scoped"}, Touches: []string{"repo:web/src/**"}})
+		var got lease.Claim
+		n := c.counted(t, func() (err error) {
+			got, err = leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w4", Labels: []string{"scoped"}})
+			return err
+		})
+		if n != 1 {
+			t.Errorf("claim of an item with touches sent %d statements, want 1", n)
+		}
+		if got.Item.ID != touched.ID || !slices.Equal(got.Lease.Scopes, []string{"repo:web/**"}) {
+			t.Errorf("claimed %s with scopes %v, want %s with [repo:web/**]", got.Item.ID, got.Lease.Scopes, touched.ID)
+		}
+		n = c.counted(t, func() error {
+			_, err := leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w5", Labels: []string{"scoped"}})
+			if !errors.Is(err, lease.ErrNothingReady) {
+				return fmt.Errorf("claim of the overlapping item: %v, want ErrNothingReady", err)
+			}
+			return nil
+		})
+		if n > 2 {
+			t.Errorf("claim that found only an overlapping item sent %d statements, want at most 2", n)
+		}
+	})
+
+	t.Run("WithCapabilities", func(t *testing.T) {
+		// A worker that offers the same capabilities again records them
+		// once: its next claim is the one statement again.
+		caps := []string{"base", "gpu"}
+		for i, want := range []int64{2, 1} {
+			f.item(t, graph.NewItem{Title: fmt.Sprintf("needs gpu %d", i), Labels: []string{"gpu"}, Requires: []string{"gpu"}})
+			n := c.counted(t, func() error {
+				_, err := leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w6", Labels: []string{"gpu"}, Capabilities: caps})
+				return err
+			})
+			if n != want {
+				t.Errorf("claim %d with capabilities sent %d statements, want %d", i+1, n, want)
+			}
+		}
+		var offered []string
+		if err := f.conn.QueryRow(f.ctx, `SELECT capabilities FROM worker_offers WHERE project_id = $1 AND worker = 'w6'`,
+			f.project).Scan(&offered); err != nil || !slices.Equal(offered, caps) {
+			t.Errorf("recorded offer %v (%v), want %v", offered, err, caps)
 		}
 	})
 }

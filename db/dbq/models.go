@@ -175,6 +175,7 @@ type Lease struct {
 	ToolCalls       int64
 	ProgressAt      *time.Time
 	BudgetRoots     []uuid.UUID
+	ScopeKeys       []string
 }
 
 type LeaseObservation struct {
