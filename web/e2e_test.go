@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,12 +45,45 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// startBrowser starts headless Chromium with a fresh profile and returns a
-// tab context.
+// The browser tests of this binary share one headless Chromium (a start
+// costs seconds of CPU on a loaded machine): each test gets a browser
+// context of its own (WithNewBrowserContext: its own cookies, storage and
+// cache, like a fresh profile) and a tab in it. TestMain stops the browser.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the first tab, which owns the browser
+	err  error
+	stop func()
+}
+
+// startBrowser returns a tab context in a browser context of the test's
+// own, closed when the test ends, on the binary's shared Chromium (started
+// on first use).
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
+	path := chromiumPath(t)
+	chromium.once.Do(func() { chromium.err = launchBrowser(path) })
+	if chromium.err != nil {
+		t.Fatalf("start chromium: %v", chromium.err)
+	}
+	ctx, cancel := chromedp.NewContext(chromium.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil { // open the tab without a deadline
+		t.Fatalf("open a tab: %v", err)
+	}
+	// The window's size, as the browser's flag gives the first window.
+	step(t, ctx, chromedp.EmulateViewport(1360, 900))
+	return ctx
+}
+
+// launchBrowser starts the shared Chromium with a fresh profile.
+func launchBrowser(path string) error {
+	dir, err := os.MkdirTemp("", "workgraph-web-chromium-")
+	if err != nil {
+		return err
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox, // as root
 		chromedp.DisableGPU,
@@ -58,16 +92,23 @@ func startBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1360, 900),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // start the browser without a deadline
-		t.Fatalf("start chromium: %v", err)
+	chromium.ctx = ctx
+	chromium.stop = func() { cancel(); cancelAlloc(); os.RemoveAll(dir) }
+	return chromedp.Do(ctx) // start the browser without a deadline
+}
+
+// TestMain runs the tests, then stops the shared browser if one started.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chromium.stop != nil {
+		chromium.stop()
 	}
-	return ctx
+	os.Exit(code)
 }
 
 // step runs browser actions with a deadline.
