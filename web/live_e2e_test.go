@@ -84,6 +84,14 @@ func TestBrowserLiveInbox(t *testing.T) {
 	if eval[bool](t, ctx, `!!document.querySelector("main .empty")`) {
 		t.Error("Inbox zero is still shown")
 	}
+	// Another change refreshes the page again (events come in bursts):
+	// the new request keeps its highlight, not restarted.
+	eval[bool](t, ctx, `document.querySelector("main article.request").setAttribute("data-before", "1"), true`)
+	apiCall(t, srv, agent, "POST", "/v1/projects/live/items", map[string]any{"title": "Write the notice"}, &apiItem{})
+	waitJS(t, ctx, `!document.querySelector("main article.request").hasAttribute("data-before")`)
+	if !eval[bool](t, ctx, `document.querySelector("main article.request").classList.contains("fresh")`) {
+		t.Error("the new request lost its highlight when the page was refreshed again")
+	}
 	waitJS(t, ctx, `document.querySelector('[data-live="attention"]').textContent === "1"`)
 
 	step(t, ctx,

@@ -42,6 +42,8 @@
   // counters are polled as before.
   var livePage = /^\/p\/[^\/]+\/(inbox|items|items\/[0-9a-f-]{36}|workers)$/.test(location.pathname);
   var pending = null, stale = false;
+  // When each request first appeared on this page (ms), for its highlight.
+  var arrived = {};
   function editing(main) {
     var a = document.activeElement;
     if (a && main.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName)) return true;
@@ -60,11 +62,17 @@
         if (html === null) return;
         var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
         if (!next || editing(main)) return;
-        var known = {};
+        var known = {}, now = Date.now();
         main.querySelectorAll("[id^=req-]").forEach(function (el) { known[el.id] = true; });
         main.innerHTML = next.innerHTML;
+        // A request new to this page keeps its highlight through later
+        // refreshes (events often come in bursts): the class stays, and
+        // its animation goes on from where it was instead of restarting.
         main.querySelectorAll("[id^=req-]").forEach(function (el) {
-          if (!known[el.id]) el.classList.add("fresh");
+          if (!known[el.id] && !arrived[el.id]) arrived[el.id] = now;
+          if (arrived[el.id] === undefined) return;
+          el.classList.add("fresh");
+          el.style.animationDelay = (arrived[el.id] - now) + "ms";
         });
       })
       .catch(function () {});
