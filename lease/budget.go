@@ -148,9 +148,21 @@ func (s *Service) SetBudget(ctx context.Context, project, item uuid.UUID, lim Bu
 			// Items first (waiting for the claims that hold them), then
 			// their live leases, then the sums: each statement sees what
 			// the one before it waited for.
+			// Until a pass changes nothing: a child created under an item
+			// before this transaction held it (its creator holds the parent
+			// while it inserts) was not in the previous pass's snapshot, and
+			// it may have children of its own. Once every item of the
+			// subtree is held here, a new child waits for this transaction
+			// and inherits the budget from its parent's row.
 			root := dbq.AddBudgetRootToItemsParams{ProjectID: project, ItemID: item}
-			if err := q.AddBudgetRootToItems(ctx, tx, root); err != nil {
-				return err
+			for {
+				n, err := q.AddBudgetRootToItems(ctx, tx, root)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					break
+				}
 			}
 			if err := q.AddBudgetRootToLeases(ctx, tx, dbq.AddBudgetRootToLeasesParams{ProjectID: project, ItemID: item}); err != nil {
 				return err

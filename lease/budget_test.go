@@ -628,3 +628,66 @@ func TestDepthLimitEveryPath(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetRaceWithNewChildren: a budget set on an item while children
+// and grandchildren are being created under it covers every one of them,
+// whichever commits first (runs statements concurrently: a database of
+// its own). Each round sets a budget on a fresh root while creators add
+// items under it and under the children already made.
+func TestBudgetRaceWithNewChildren(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	const rounds, creators, perCreator = 12, 4, 6
+	for round := 0; round < rounds; round++ {
+		root := f.item(t, graph.NewItem{Title: fmt.Sprintf("root %d", round)})
+		first := f.child(t, root.ID)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for c := 0; c < creators; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				<-start
+				parent := root.ID
+				if c%2 == 1 {
+					parent = first.ID
+				}
+				for i := 0; i < perCreator; i++ {
+					it, err := f.graph.CreateItem(f.ctx, f.project, graph.NewItem{Title: "child", ParentID: &parent, CreatedBy: "test"})
+					if err != nil {
+						t.Errorf("CreateItem: %v", err)
+						return
+					}
+					if i%2 == 0 {
+						parent = it.ID // the next one a level deeper
+					}
+				}
+			}(c)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			time.Sleep(time.Duration(round%4) * time.Millisecond)
+			if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](1000)}, "alice"); err != nil {
+				t.Errorf("SetBudget: %v", err)
+			}
+		}()
+		close(start)
+		wg.Wait()
+		var missing, all int
+		err := f.conn.QueryRow(f.ctx, `
+			SELECT count(*) FILTER (WHERE NOT ($2::uuid = ANY (i.budget_roots))), count(*)
+			FROM items i WHERE i.project_id = $1 AND i.id IN (SELECT s.id FROM item_subtree($1, $2) s)`,
+			f.project, root.ID).Scan(&missing, &all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all != 2+creators*perCreator {
+			t.Fatalf("round %d: the subtree holds %d items, want %d", round, all, 2+creators*perCreator)
+		}
+		if missing > 0 {
+			t.Fatalf("round %d: %d of the subtree's %d items are not under the budget set on its root", round, missing, all)
+		}
+	}
+}

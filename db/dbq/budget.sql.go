@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const addBudgetRootToItems = `-- name: AddBudgetRootToItems :exec
+const addBudgetRootToItems = `-- name: AddBudgetRootToItems :execrows
 UPDATE items i
 SET budget_roots = i.budget_roots || $1::uuid
 WHERE i.project_id = $2
@@ -28,10 +28,16 @@ type AddBudgetRootToItemsParams struct {
 
 // Puts every item of the subtree of @item_id under its budget. Its own
 // statement, before AddBudgetRootToLeases: it waits for the claims that
-// hold these items, so the next statement sees their leases.
-func (q *Queries) AddBudgetRootToItems(ctx context.Context, db DBTX, arg AddBudgetRootToItemsParams) error {
-	_, err := db.Exec(ctx, addBudgetRootToItems, arg.ItemID, arg.ProjectID)
-	return err
+// hold these items, so the next statement sees their leases. A child
+// whose creator held its parent (lockParent) while this statement's
+// snapshot was taken is not seen; the caller runs it again until it
+// changes nothing (lease.SetBudget).
+func (q *Queries) AddBudgetRootToItems(ctx context.Context, db DBTX, arg AddBudgetRootToItemsParams) (int64, error) {
+	result, err := db.Exec(ctx, addBudgetRootToItems, arg.ItemID, arg.ProjectID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const addBudgetRootToLeases = `-- name: AddBudgetRootToLeases :exec

@@ -22,10 +22,13 @@ SET max_tokens = EXCLUDED.max_tokens,
     updated_at = EXCLUDED.updated_at
 RETURNING (xmax = 0)::boolean AS inserted;
 
--- name: AddBudgetRootToItems :exec
+-- name: AddBudgetRootToItems :execrows
 -- Puts every item of the subtree of @item_id under its budget. Its own
 -- statement, before AddBudgetRootToLeases: it waits for the claims that
--- hold these items, so the next statement sees their leases.
+-- hold these items, so the next statement sees their leases. A child
+-- whose creator held its parent (lockParent) while this statement's
+-- snapshot was taken is not seen; the caller runs it again until it
+-- changes nothing (lease.SetBudget).
 UPDATE items i
 SET budget_roots = i.budget_roots || @item_id::uuid
 WHERE i.project_id = @project_id
