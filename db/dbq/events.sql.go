@@ -15,7 +15,8 @@ import (
 
 const appendEvent = `-- name: AppendEvent :one
 INSERT INTO events (project_id, type, at, actor, item_id, lease_id, attention_id, payload)
-VALUES ($1, $2, $3::timestamptz, $4,
+VALUES ($1, $2,
+        coalesce($3::timestamptz, clock_timestamp()), $4,
         $5::uuid, $6::uuid, $7::uuid,
         $8)
 RETURNING seq, at
@@ -37,8 +38,8 @@ type AppendEventRow struct {
 	At  time.Time
 }
 
-// Appends one event in the caller's transaction; the trigger numbers it.
-// event_at NULL: the database's clock.
+// Appends one event in the caller's transaction, numbered by the column's
+// identity (migration 00028). event_at NULL: the database's clock.
 func (q *Queries) AppendEvent(ctx context.Context, db DBTX, arg AppendEventParams) (AppendEventRow, error) {
 	row := db.QueryRow(ctx, appendEvent,
 		arg.ProjectID,

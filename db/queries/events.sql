@@ -1,8 +1,9 @@
 -- name: AppendEvent :one
--- Appends one event in the caller's transaction; the trigger numbers it.
--- event_at NULL: the database's clock.
+-- Appends one event in the caller's transaction, numbered by the column's
+-- identity (migration 00028). event_at NULL: the database's clock.
 INSERT INTO events (project_id, type, at, actor, item_id, lease_id, attention_id, payload)
-VALUES (sqlc.arg('project_id'), sqlc.arg('event_type'), sqlc.narg('event_at')::timestamptz, sqlc.arg('actor'),
+VALUES (sqlc.arg('project_id'), sqlc.arg('event_type'),
+        coalesce(sqlc.narg('event_at')::timestamptz, clock_timestamp()), sqlc.arg('actor'),
         sqlc.narg('item_id')::uuid, sqlc.narg('lease_id')::uuid, sqlc.narg('attention_id')::uuid,
         sqlc.arg('payload'))
 RETURNING seq, at;
