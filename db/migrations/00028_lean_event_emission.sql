@@ -40,6 +40,17 @@ ALTER TABLE events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (SEQUENCE N
 SELECT setval('events_seq', s.last_value, s.is_called) FROM events_seq_00015 s;
 DROP SEQUENCE events_seq_00015;
 
+-- No foreign key from events to projects: its check (a SELECT ... FOR KEY
+-- SHARE of the project's row, per event) made every transaction that
+-- writes an event lock the project's row, one MultiXact per transaction
+-- under concurrency. An event's project is a project all the same: a
+-- trigger copies it from the row it reports, whose own foreign key the
+-- same statement checks (items and tokens to projects, leases to items,
+-- attention requests to items, refusals to leases), and AppendEvent
+-- takes it from the projects row it names (db/queries/events.sql).
+-- Projects are never deleted.
+ALTER TABLE events DROP CONSTRAINT events_project_id_fkey;
+
 -- item.created: one row per inserted item, in insert order.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION items_event_created() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -173,6 +184,7 @@ CREATE TRIGGER items_event_state AFTER UPDATE ON items
     FOR EACH STATEMENT EXECUTE FUNCTION items_event_state();
 
 -- +goose Down
+ALTER TABLE events ADD CONSTRAINT events_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects (id);
 DROP TRIGGER items_event_state ON items;
 DROP TRIGGER items_event_created ON items;
 -- +goose StatementBegin
