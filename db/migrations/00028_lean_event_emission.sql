@@ -114,6 +114,18 @@ BEGIN
         END IF;
         RETURN NULL;
     END IF;
+    -- A statement trigger runs for every UPDATE of items, also for one
+    -- that changed no item's state (a completion's ReleaseDependents of an
+    -- item with no dependents): the rewrite's statement only for changes.
+    IF NOT EXISTS (SELECT 1 FROM new_items n
+                   JOIN old_items o ON o.project_id = n.project_id AND o.id = n.id
+                   WHERE items_state(o.status, o.active_lease_id, o.open_attention, o.unmet_dependencies,
+                                     o.open_children, o.not_before, o.updated_at)
+                         IS DISTINCT FROM
+                         items_state(n.status, n.active_lease_id, n.open_attention, n.unmet_dependencies,
+                                     n.open_children, n.not_before, n.updated_at)) THEN
+        RETURN NULL;
+    END IF;
     PERFORM set_config('workgraph.events_rewrite', 'on', true);
     WITH c AS (
         SELECT n.project_id, n.id, n.seq, n.epoch, n.active_lease_id,
