@@ -23,6 +23,8 @@ import (
 //   - check / not-null violation         -> invalid_argument
 //   - serialization failure, deadlock    -> conflict (retry the request)
 //   - history guard triggers (WG001)     -> conflict (history is immutable)
+//   - a claim that lost a write scope's race (WG002, see ScopeRace)
+//     -> conflict
 //   - query canceled, deadline exceeded  -> unavailable
 //     (a pool acquire that timed out too)
 //   - the database connection lost or refused (see ConnectionLost)
@@ -58,6 +60,8 @@ func Translate(err error) error {
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "concurrent update; retry the request", Err: err}
 		case "WG001":
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: pgErr.Message, Err: err}
+		case "WG002":
+			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "a concurrent claim took an overlapping write scope; retry", Err: err}
 		case "57014":
 			return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database statement was cancelled", Err: err}
 		}
@@ -101,4 +105,13 @@ func ConnectionLost(err error) bool {
 		}
 	}
 	return false
+}
+
+// ScopeRace reports whether err is wg_lock_scopes' refusal (WG002,
+// migration 00041): the claim's statement took an item whose write scope a
+// concurrent claim granted first, and wrote nothing. The claim may run
+// again (its next snapshot sees that lease, and skips the item).
+func ScopeRace(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "WG002"
 }

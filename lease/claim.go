@@ -40,9 +40,8 @@ const reapBatch = 100
 //
 // Capabilities and write scopes: the item's requires must be among the
 // request's capabilities, and its touches must not overlap a scope a live
-// lease holds (see holdScopes). The one-statement path takes only items
-// without touches; an item with touches is granted by the transactional
-// path (so, of equal readiness, items without touches go first). When
+// lease holds (see holdScopes; both paths grant scopes, and a claim that
+// loses a scope's race to a concurrent one claims again). When
 // nothing can be handed out and the project has ready items, none of which
 // the capabilities cover, the answer is no_match rather than
 // ErrNothingReady: waiting would not help.
@@ -58,12 +57,30 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	if err := s.recordOffer(ctx, s.exec, project, req); err != nil {
 		return Claim{}, err
 	}
+	for attempt := 1; ; attempt++ {
+		out, err := s.claimOnce(ctx, project, req, ttl)
+		if !errors.Is(err, errScopeRace) {
+			return out, err
+		}
+		if attempt == maxScopeRetries {
+			// Claims keep racing for these scopes: answer as if nothing
+			// were ready; the worker's next claim tries again.
+			return Claim{}, ErrNothingReady
+		}
+	}
+}
+
+// claimOnce is one attempt of Claim: the one statement, then, when it
+// claimed nothing and a guard says so, the transactional path. Errors as
+// Claim's, and errScopeRace.
+func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, error) {
 	var out Claim
 	ok, nothing := false, false
 	direct := func(exec db.Executor) (err error) {
 		out, ok, nothing, err = s.claimDirect(ctx, exec, project, req, ttl)
 		return err
 	}
+	var err error
 	if db.HasBeforeCommit(ctx) {
 		// A request's hook (its Idempotency-Key record) fences the claim's
 		// write: the one statement runs in a transaction that runs it.
@@ -80,24 +97,15 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 	if nothing {
 		return Claim{}, ErrNothingReady
 	}
-	for attempt := 1; ; attempt++ {
-		out, err := s.claimInTx(ctx, project, req, ttl)
-		if !errors.Is(err, errScopeRace) {
-			return out, err
-		}
-		if attempt == maxScopeRetries {
-			// Claims keep racing for these scopes: answer as if nothing
-			// were ready; the worker's next claim tries again.
-			return Claim{}, ErrNothingReady
-		}
-	}
+	return s.claimInTx(ctx, project, req, ttl)
 }
 
 // claimDirect is the claim's one-statement path; ok is false when the
 // statement claimed nothing. Then nothing is true when there was simply
 // nothing to claim (ClaimNeedsTx: no guard held the claim back), and false
-// when the transactional path must decide (a guard, an item with touches,
-// or a no_match answer with its details).
+// when the transactional path must decide (a guard, or a no_match answer
+// with its details). errScopeRace: the statement took an item whose scope
+// a concurrent claim granted first, and wrote nothing.
 func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration) (out Claim, ok, nothing bool, err error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
@@ -123,7 +131,7 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 		// answer, without the transaction's four round trips) from a guard.
 		next, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
 			ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
-			Labels: req.Labels, Capabilities: req.Capabilities,
+			Capabilities: req.Capabilities,
 		})
 		if err != nil {
 			return Claim{}, false, false, db.Translate(err)
@@ -134,6 +142,9 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 			return Claim{}, false, false, nil
 		}
 		return Claim{}, false, !next.NeedsTx, nil
+	}
+	if db.ScopeRace(err) {
+		return Claim{}, false, false, errScopeRace
 	}
 	if err != nil {
 		return Claim{}, false, false, db.Translate(err)

@@ -279,9 +279,10 @@ type WorkerStat struct {
 // attention work of a mutation runs in the mutation's transaction, through
 // those packages' services On it.
 type Service struct {
-	exec  db.Executor
-	clock clock.Clock
-	cfg   Config
+	exec   db.Executor
+	clock  clock.Clock
+	cfg    Config
+	offers *offerCache
 }
 
 // NewService returns a Service on exec (a pool, or a transaction). A nil
@@ -290,7 +291,7 @@ func NewService(exec db.Executor, clk clock.Clock, cfg Config) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{exec: exec, clock: clk, cfg: cfg.withDefaults()}
+	return &Service{exec: exec, clock: clk, cfg: cfg.withDefaults(), offers: &offerCache{}}
 }
 
 // On returns a copy of s that runs on exec, e.g. inside a caller's

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -148,6 +149,56 @@ func TestClaimIsOneStatement(t *testing.T) {
 		})
 		if n <= 1 {
 			t.Errorf("claim near the token's limit sent %d statements, want the counting transaction", n)
+		}
+	})
+
+	t.Run("WithTouches", func(t *testing.T) {
+		// An item with touches is granted by the one statement too (its
+		// scope locks and re-check are inside it); an item whose touches
+		// overlap the held scope is then not handed out.
+		touched := f.item(t, graph.NewItem{Title: "scoped", Labels: []string{"scoped"}, Touches: []string{"repo:web/**"}})
+		f.item(t, graph.NewItem{Title: "overlapping", Labels: []string{"scoped"}, Touches: []string{"repo:web/src/**"}})
+		var got lease.Claim
+		n := c.counted(t, func() (err error) {
+			got, err = leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w4", Labels: []string{"scoped"}})
+			return err
+		})
+		if n != 1 {
+			t.Errorf("claim of an item with touches sent %d statements, want 1", n)
+		}
+		if got.Item.ID != touched.ID || !slices.Equal(got.Lease.Scopes, []string{"repo:web/**"}) {
+			t.Errorf("claimed %s with scopes %v, want %s with [repo:web/**]", got.Item.ID, got.Lease.Scopes, touched.ID)
+		}
+		n = c.counted(t, func() error {
+			_, err := leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w5", Labels: []string{"scoped"}})
+			if !errors.Is(err, lease.ErrNothingReady) {
+				return fmt.Errorf("claim of the overlapping item: %v, want ErrNothingReady", err)
+			}
+			return nil
+		})
+		if n > 2 {
+			t.Errorf("claim that found only an overlapping item sent %d statements, want at most 2", n)
+		}
+	})
+
+	t.Run("WithCapabilities", func(t *testing.T) {
+		// A worker that offers the same capabilities again records them
+		// once: its next claim is the one statement again.
+		caps := []string{"base", "gpu"}
+		for i, want := range []int64{2, 1} {
+			f.item(t, graph.NewItem{Title: fmt.Sprintf("needs gpu %d", i), Labels: []string{"gpu"}, Requires: []string{"gpu"}})
+			n := c.counted(t, func() error {
+				_, err := leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w6", Labels: []string{"gpu"}, Capabilities: caps})
+				return err
+			})
+			if n != want {
+				t.Errorf("claim %d with capabilities sent %d statements, want %d", i+1, n, want)
+			}
+		}
+		var offered []string
+		if err := f.conn.QueryRow(f.ctx, `SELECT capabilities FROM worker_offers WHERE project_id = $1 AND worker = 'w6'`,
+			f.project).Scan(&offered); err != nil || !slices.Equal(offered, caps) {
+			t.Errorf("recorded offer %v (%v), want %v", offered, err, caps)
 		}
 	})
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -23,79 +26,116 @@ const maxScopeRetries = 16
 // again (its next snapshot sees that lease, and the claim skips the item).
 var errScopeRace = errors.New("lease: a concurrent claim took an overlapping scope")
 
-// holdScopes makes the claim's grant of its item's scopes (the lease's
-// Scopes, its item's touches) safe against concurrent claims; it does
-// nothing for a lease without scopes.
+// holdScopes makes the transactional claim's grant of its item's scopes
+// (the lease's Scopes, its item's touches) safe against concurrent claims;
+// it does nothing for a lease without scopes. The one-statement claim
+// (ClaimItemDirect) does the same inside its statement.
 //
 // Why a re-check under locks: ClaimItem skips items whose touches overlap a
 // live lease's scopes, but it judges by its statement's snapshot, and two
 // claims that run at once each miss the other's new lease (FOR UPDATE SKIP
-// LOCKED locks the two different items, not their scopes). So after the
-// grant the claim takes transaction-scoped advisory locks (scopeLocks) such
-// that two claims granting overlapping scopes always take conflicting
-// locks, in the order of the locks' numbers (two claims never wait on each
-// other in a cycle, and a claim waits on no row while it holds them). Then
-// a query of its own reads a fresh snapshot (both steps run in the one
-// statement HoldScopes, through the VOLATILE function wg_hold_scopes, whose
-// queries each take a new snapshot under READ COMMITTED): every
-// claim that held a conflicting lock before has committed (or rolled
-// back), so its lease is visible. If one overlaps, this claim lost the
-// race: errScopeRace rolls it back and it claims again. Of two overlapping
-// grants, whichever locks second always sees the first; hence two live
-// leases never hold overlapping scopes. A lease's
-// scopes are freed when it ends or expires, since both tests count only
-// live leases (not ended, expires_at in the future by the database clock).
+// LOCKED locks the two different items, not their scopes). So the grant
+// takes transaction-scoped advisory locks such that two claims granting
+// overlapping scopes always take conflicting locks: per resource, and per
+// resource and first path segment. A scope whose first segment is a
+// literal (no "*") overlaps another such scope only if their first
+// segments are equal, so it takes its resource's lock shared and the
+// (resource, segment) lock exclusive; any other scope (no path, or a first
+// segment with "*" or "**") takes its resource's lock exclusive. Claims in
+// different directories of one resource do not wait on each other. The
+// locks are taken in the order of their numbers (two claims never wait on
+// each other in a cycle, and a claim waits on no row while it holds them).
+// Then a query of its own reads a fresh snapshot: every claim that held a
+// conflicting lock before has committed (or rolled back), so its lease is
+// visible. If one overlaps, this claim lost the race: errScopeRace rolls it
+// back and it claims again. Both steps are one statement, HoldScopes,
+// through the VOLATILE function wg_lock_scopes (migration 00041), whose
+// queries each take a new snapshot under READ COMMITTED. Of two
+// overlapping grants, whichever locks second always sees the first; hence
+// two live leases never hold overlapping scopes. A lease's scopes are freed
+// when it ends or expires, since both tests count only live leases (not
+// ended, expires_at in the future by the database clock).
 func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, l dbq.Lease, now *time.Time) error {
 	if len(l.Scopes) == 0 {
 		return nil
 	}
-	q := dbq.New()
-	keys, exclusive := scopeLocks(l.Scopes)
-	held, err := q.HoldScopes(ctx, tx, dbq.HoldScopesParams{
-		ProjectID: project, LeaseID: l.ID, Scopes: l.Scopes, Keys: keys, Exclusive: exclusive, Now: now,
-	})
-	if err != nil {
-		return err
-	}
-	if len(held) > 0 {
+	err := dbq.New().HoldScopes(ctx, tx, dbq.HoldScopesParams{ProjectID: project, LeaseID: l.ID, Scopes: l.Scopes, Now: now})
+	if db.ScopeRace(err) {
 		return errScopeRace
 	}
-	return nil
-}
-
-// scopeLocks are the advisory locks a claim granting scopes takes: per
-// resource, and per resource and first path segment. Overlapping scopes
-// share their resource; a scope whose first segment is a literal (no "*")
-// overlaps another such scope only if their first segments are equal. So a
-// scope with a literal first segment takes its resource's lock shared and
-// the (resource, segment) lock exclusive; any other scope (no path, or a
-// first segment with "*" or "**") takes its resource's lock exclusive. Two
-// overlapping scopes then always take conflicting locks (both the same
-// segment lock, or one of them its resource's exclusively), while claims
-// in different directories of one resource do not wait on each other.
-func scopeLocks(scopes []string) (keys []string, exclusive []bool) {
-	for _, sc := range scopes {
-		res, path, hasPath := strings.Cut(sc, ":")
-		first, _, _ := strings.Cut(path, "/")
-		if !hasPath || strings.Contains(first, "*") {
-			keys, exclusive = append(keys, res), append(exclusive, true)
-			continue
-		}
-		keys, exclusive = append(keys, res, res+"/"+first), append(exclusive, false, true)
-	}
-	return keys, exclusive
+	return err
 }
 
 // recordOffer stores the capabilities the worker offers (a worker offering
 // none records nothing); RecordOffer writes only when they changed or the
-// stored row is a minute old.
+// stored row is a minute old. A worker claiming in a loop offers the same
+// set every time, so the service skips the statement (a round trip on
+// every claim) when it recorded that set for that worker less than
+// offerRefresh ago; the row then still moves about once a minute.
 func (s *Service) recordOffer(ctx context.Context, q dbq.DBTX, project uuid.UUID, req ClaimRequest) error {
 	if len(req.Capabilities) == 0 {
 		return nil
 	}
-	return dbq.New().RecordOffer(ctx, q, dbq.RecordOfferParams{
+	key, set, at := offerKey{project, req.Worker}, strings.Join(req.Capabilities, "\x00"), s.offerTime()
+	if s.offers.fresh(key, set, at) {
+		return nil
+	}
+	err := dbq.New().RecordOffer(ctx, q, dbq.RecordOfferParams{
 		ProjectID: project, Worker: req.Worker, Capabilities: req.Capabilities, Now: s.clock.Now(),
 	})
+	if err == nil {
+		s.offers.remember(key, set, at)
+	}
+	return err
+}
+
+// offerTime is the instant the offer cache judges by: the stub clock in
+// tests, else this process's clock (the cache is this replica's alone).
+func (s *Service) offerTime() time.Time {
+	if t := s.clock.Now(); t != nil {
+		return *t
+	}
+	return clock.Local(nil).Read()
+}
+
+// offerRefresh is how long the service trusts an offer it recorded.
+const offerRefresh = 30 * time.Second
+
+// maxOffers bounds the offers the cache remembers; beyond it, it forgets
+// them all (the next claim of each worker records again).
+const maxOffers = 10_000
+
+type offerKey struct {
+	project uuid.UUID
+	worker  string
+}
+
+type offerSeen struct {
+	set string
+	at  time.Time
+}
+
+// offerCache remembers the capability sets this service recorded, per
+// project and worker label. Shared by the copies On makes.
+type offerCache struct {
+	mu   sync.Mutex
+	seen map[offerKey]offerSeen
+}
+
+func (c *offerCache) fresh(k offerKey, set string, at time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.seen[k]
+	return ok && o.set == set && !at.Before(o.at) && at.Sub(o.at) < offerRefresh
+}
+
+func (c *offerCache) remember(k offerKey, set string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil || len(c.seen) >= maxOffers {
+		c.seen = make(map[offerKey]offerSeen)
+	}
+	c.seen[k] = offerSeen{set, at}
 }
 
 // noMatch is the no_match answer to a claim that found nothing, when the

@@ -259,3 +259,64 @@ func TestCheckDeliveryRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerLinkRetention: the retention deletes the answer links that
+// expired longer than the retention ago (spent or not), keeps those that
+// can still be used or expired recently, and the answer a deleted link
+// gave stays on its request.
+func TestAnswerLinkRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupLinks(t)
+	p := mustProject(t, s.tx)
+	spent := mustRequest(t, s.tx, p, "Which region?")
+	token, _, err := s.links.Issue(ctx, p, spent.ID, "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.links.Answer(ctx, p, token, spent.ID, "eu-west"); err != nil {
+		t.Fatal(err)
+	}
+	unused := mustRequest(t, s.tx, p, "Which bucket?")
+	if _, _, err := s.links.Issue(ctx, p, unused.ID, "bob", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	countLinks := func() int {
+		t.Helper()
+		var n int
+		if err := s.tx.QueryRow(ctx, `SELECT count(*) FROM answer_links WHERE project_id = $1`, p).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	r := webhook.NewRetention(s.tx, s.clk, 3*day, 0, nil)
+	// Two days on, both links have expired but not longer than the
+	// retention ago: they stay (an old link still says "expired").
+	s.clk.Advance(2 * day)
+	if n := r.RunOnce(ctx); n != 0 {
+		t.Fatalf("deleted %d records two days after the links were made, want 0", n)
+	}
+	// A link made now can still be used when the old ones are old enough.
+	fresh := mustRequest(t, s.tx, p, "Which queue?")
+	s.clk.Advance(2 * day)
+	if _, _, err := s.links.Issue(ctx, p, fresh.ID, "carol", 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n := countLinks(); n != 3 {
+		t.Fatalf("%d links before the retention ran, want 3", n)
+	}
+	if n := r.RunOnce(ctx); n != 2 {
+		t.Fatalf("deleted %d records four days on, want the 2 links that expired over three days ago", n)
+	}
+	if n := countLinks(); n != 1 {
+		t.Fatalf("%d links left, want the 1 still usable", n)
+	}
+	got, err := s.att.Get(ctx, p, spent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Answer == nil || *got.Answer != "eu-west" || got.ResolvedBy == nil || *got.ResolvedBy != webhook.AnsweredBy("alice") {
+		t.Fatalf("the answer given through a deleted link: %+v", got)
+	}
+}

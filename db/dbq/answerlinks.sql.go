@@ -54,6 +54,43 @@ func (q *Queries) CreateAnswerLink(ctx context.Context, db DBTX, arg CreateAnswe
 	return i, err
 }
 
+const deleteOldAnswerLinks = `-- name: DeleteOldAnswerLinks :execrows
+WITH old AS (
+    SELECT l.id FROM answer_links l
+    WHERE l.project_id = $1::uuid
+      AND l.expires_at < coalesce($2::timestamptz, statement_timestamp())
+                         - $3::bigint * interval '1 millisecond'
+    ORDER BY l.expires_at
+    LIMIT $4
+)
+DELETE FROM answer_links l
+USING old
+WHERE l.project_id = $1::uuid AND l.id = old.id
+`
+
+type DeleteOldAnswerLinksParams struct {
+	ProjectID uuid.UUID
+	Now       *time.Time
+	KeepMs    int64
+	MaxRows   int32
+}
+
+// Retention: deletes up to @max_rows of a project's answer links that
+// expired more than @keep_ms before now (the database clock, or a test's
+// stub), oldest first. A link that can still be used is never deleted.
+func (q *Queries) DeleteOldAnswerLinks(ctx context.Context, db DBTX, arg DeleteOldAnswerLinksParams) (int64, error) {
+	result, err := db.Exec(ctx, deleteOldAnswerLinks,
+		arg.ProjectID,
+		arg.Now,
+		arg.KeepMs,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getAnswerLink = `-- name: GetAnswerLink :one
 SELECT l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at, (l.used_at IS NULL AND l.expires_at > coalesce($1::timestamptz, now()))::boolean AS usable
 FROM answer_links l
@@ -114,6 +151,45 @@ func (q *Queries) NotificationSettings(ctx context.Context, db DBTX, projectID u
 	var i NotificationSettingsRow
 	err := row.Scan(&i.AnswerLinks, &i.AnswerLinkTtlS)
 	return i, err
+}
+
+const projectsWithOldAnswerLinks = `-- name: ProjectsWithOldAnswerLinks :many
+SELECT p.id FROM projects p
+WHERE EXISTS (
+    SELECT 1 FROM answer_links l
+    WHERE l.project_id = p.id
+      AND l.expires_at < coalesce($1::timestamptz, statement_timestamp())
+                         - $2::bigint * interval '1 millisecond'
+)
+ORDER BY p.id
+`
+
+type ProjectsWithOldAnswerLinksParams struct {
+	Now    *time.Time
+	KeepMs int64
+}
+
+// The projects with an answer link that expired more than @keep_ms before
+// now (retention): links are spent or dead by then, and the answer a link
+// gave is recorded on its request.
+func (q *Queries) ProjectsWithOldAnswerLinks(ctx context.Context, db DBTX, arg ProjectsWithOldAnswerLinksParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithOldAnswerLinks, arg.Now, arg.KeepMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const setNotificationSettings = `-- name: SetNotificationSettings :one

@@ -1613,8 +1613,8 @@ const scopeHolders = `-- name: ScopeHolders :many
 SELECT i.id AS item_id, h.id AS lease_id, h.item_id AS holder_item_id, h.worker, h.scopes
 FROM items i
 JOIN leases h ON h.project_id = i.project_id
-             AND h.ended_at IS NULL AND h.scope_resources <> '{}'
-             AND h.scope_resources && wg_scope_resources(i.touches)
+             AND h.ended_at IS NULL AND h.scope_keys <> '{}'
+             AND h.scope_keys && wg_scope_probe(i.touches)
              AND h.expires_at > coalesce($1::timestamptz, statement_timestamp())
              AND h.id IS DISTINCT FROM i.active_lease_id
              AND wg_scopes_overlap(h.scopes, i.touches)

@@ -14,7 +14,7 @@ import (
 )
 
 const activeLeases = `-- name: ActiveLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -57,6 +57,7 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -78,9 +79,11 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 }
 
 const claimHopeless = `-- name: ClaimHopeless :one
-SELECT EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready) AS any_ready,
-       EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready
-                 AND i.requires <@ $2::text[]) AS any_match
+SELECT ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_ready,
+       ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
+           AND i.requires <@ $2::text[]
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_match
 `
 
 type ClaimHopelessParams struct {
@@ -96,6 +99,7 @@ type ClaimHopelessRow struct {
 // After a claim found nothing: whether the project has ready items, and
 // whether any of them requires only capabilities among @capabilities. Ready
 // items none of which match say the claim can never be answered as asked.
+// (Each probe reads the claim index in its order; see ClaimNeedsTx.)
 func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessParams) (ClaimHopelessRow, error) {
 	row := db.QueryRow(ctx, claimHopeless, arg.ProjectID, arg.Capabilities)
 	var i ClaimHopelessRow
@@ -118,18 +122,13 @@ WITH candidate AS (
       -- Budgets (migration 00035): an item under a spent budget is not
       -- handed out. Items under no budget pay only the empty-array test.
       AND (c.budget_roots = '{}'
-           OR NOT EXISTS (SELECT 1 FROM budgets b
-                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
-                            AND budget_spent(b, coalesce($3::timestamptz, statement_timestamp()))))
+           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                   coalesce($3::timestamptz, statement_timestamp())))
       -- capabilities and write scopes
       AND c.requires <@ coalesce($6::text[], '{}')
-      AND (c.touches = '{}' OR NOT EXISTS (
-            SELECT 1 FROM leases h
-            WHERE h.project_id = c.project_id
-              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
-              AND h.scope_resources && wg_scope_resources(c.touches)
-              AND h.expires_at > coalesce($3::timestamptz, statement_timestamp())
-              AND wg_scopes_overlap(h.scopes, c.touches)))
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce($3::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -146,11 +145,11 @@ WITH candidate AS (
     RETURNING i.project_id, i.id, i.epoch, i.budget_roots, i.touches
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
-                        budget_roots, scopes, scope_resources)
+                        budget_roots, scopes, scope_resources, scope_keys)
     SELECT taken.project_id, $7, taken.id, taken.epoch, $4, $5, $8,
            grant_time.at,
            grant_time.at + $9::bigint * interval '1 millisecond',
-           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches)
+           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches), wg_scope_keys(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($3::timestamptz,
@@ -159,9 +158,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scope_keys, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        -- Whether the item has an attention history to hand to the worker
        -- (most items have none, and the claim then need not read it).
        EXISTS (SELECT 1 FROM attention_requests r
@@ -199,12 +198,16 @@ type ClaimItemRow struct {
 // Capabilities and write scopes (one predicate, kept apart below): the
 // item's requires must be a subset of @capabilities, and an item with
 // touches is skipped while a live lease of another item holds an
-// overlapping scope (wg_scopes_overlap, found through leases_live_scopes).
+// overlapping scope (wg_scope_holder, migration 00041: the scope keys find
+// the live leases that may overlap, wg_scopes_overlap decides). Both
+// tests are functions called only for an item under a budget or with
+// touches, so the statement, planned at each execution (db.CustomPlan),
+// does not plan their queries.
 // For an item without requires or touches the predicate is two
 // comparisons with '{}'. The overlap test here is only a filter: the
 // snapshot may miss a lease being granted at the same moment, so the
-// caller re-checks under per-resource locks (lease.Claim, LockScopes and
-// ScopeConflict). The lease records the item's touches as its scopes.
+// caller re-checks under per-resource locks (lease.holdScopes, HoldScopes).
+// The lease records the item's touches as its scopes (and their keys).
 func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (ClaimItemRow, error) {
 	row := db.QueryRow(ctx, claimItem,
 		arg.ProjectID,
@@ -239,6 +242,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -253,7 +257,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 }
 
 const claimItemDirect = `-- name: ClaimItemDirect :one
-WITH candidate AS (
+WITH candidate AS MATERIALIZED (
     SELECT c.project_id, c.id, c.touches
     FROM items c
     WHERE c.project_id = $2
@@ -275,25 +279,24 @@ WITH candidate AS (
               < $6::int)
       -- Budgets (migration 00035), as in ClaimItem.
       AND (c.budget_roots = '{}'
-           OR NOT EXISTS (SELECT 1 FROM budgets b
-                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
-                            AND budget_spent(b, coalesce($1::timestamptz, statement_timestamp()))))
-      -- Capabilities, as in ClaimItem. An item with touches that no live
-      -- lease's scope overlaps may be the candidate, but this path does not
-      -- take it (a grant of scopes needs the transactional path's locks:
-      -- see "taken"); ClaimNeedsTx then sends the claim there, so the
-      -- priority order holds across items with and without touches.
+           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                   coalesce($1::timestamptz, statement_timestamp())))
+      -- Capabilities and write scopes, as in ClaimItem.
       AND c.requires <@ coalesce($7::text[], '{}')
-      AND (c.touches = '{}' OR NOT EXISTS (
-            SELECT 1 FROM leases h
-            WHERE h.project_id = c.project_id
-              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
-              AND h.scope_resources && wg_scope_resources(c.touches)
-              AND h.expires_at > coalesce($1::timestamptz, statement_timestamp())
-              AND wg_scopes_overlap(h.scopes, c.touches)))
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce($1::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), held AS MATERIALIZED (
+    -- The candidate once its scopes are safe to grant (an item without
+    -- touches at once, without a function call).
+    SELECT candidate.project_id, candidate.id
+    FROM candidate
+    WHERE CASE WHEN candidate.touches = '{}' THEN true
+               ELSE wg_lock_scopes(candidate.project_id, $8::uuid, candidate.touches,
+                                   $1::timestamptz) END
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
@@ -302,17 +305,16 @@ WITH candidate AS (
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce($1::timestamptz, statement_timestamp())
-    FROM candidate
-    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-      AND candidate.touches = '{}'
+    FROM held
+    WHERE i.project_id = held.project_id AND i.id = held.id
     RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
-                        budget_roots)
+                        budget_roots, scopes, scope_resources, scope_keys)
     SELECT taken.project_id, $8, taken.id, taken.epoch, $4, $5, $9,
            grant_time.at,
            grant_time.at + $10::bigint * interval '1 millisecond',
-           taken.budget_roots
+           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches), wg_scope_keys(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($1::timestamptz,
@@ -321,9 +323,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scope_keys, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -365,6 +367,11 @@ type ClaimItemDirectRow struct {
 //     leases or more (within tokenLockSlack of its limit, where claims of
 //     one token are serialised and counted again).
 //
+// An item with touches is granted here too: "held" takes the grant's
+// scope locks and re-checks the overlap with a fresh snapshot
+// (wg_lock_scopes, migration 00041) before the item is written; a claim
+// that lost the race for a scope fails with WG002 and writes nothing (the
+// caller claims again).
 // Items of expired leases return to circulation by the sweeper and by any
 // claim that finds them due; a claim never takes an item whose lease has
 // not ended (the item is not ready while its active_lease_id is set).
@@ -403,6 +410,7 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -461,19 +469,15 @@ SELECT coalesce(
                AND (SELECT count(*) FROM leases t
                     WHERE t.token_id = $4::uuid AND t.ended_at IS NULL
                       AND t.expires_at > coalesce($2::timestamptz, statement_timestamp()))
-                   >= $3::int)
-           -- A ready item with touches the filter could take: only the
-           -- transactional path grants scopes (index items_ready_scoped).
-           OR EXISTS (SELECT 1 FROM items c
-                      WHERE c.project_id = $1 AND c.ready AND c.touches <> '{}'
-                        AND c.labels @> $5::text[]
-                        AND c.requires <@ coalesce($6::text[], '{}')),
+                   >= $3::int),
            false)::bool AS needs_tx,
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
-       (EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready)
-        AND NOT EXISTS (SELECT 1 FROM items i WHERE i.project_id = $1 AND i.ready
-                          AND i.requires <@ coalesce($6::text[], '{}')))::bool AS hopeless
+       ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+        AND (SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
+               AND i.requires <@ coalesce($5::text[], '{}')
+             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL)::bool AS hopeless
 `
 
 type ClaimNeedsTxParams struct {
@@ -481,7 +485,6 @@ type ClaimNeedsTxParams struct {
 	Now          *time.Time
 	TokenQuiet   int32
 	TokenID      *uuid.UUID
-	Labels       []string
 	Capabilities []string
 }
 
@@ -492,17 +495,20 @@ type ClaimNeedsTxRow struct {
 
 // After ClaimItemDirect claimed nothing: whether one of its guards held it
 // back (a lease of the project past its expiry and not yet ended, or the
-// token at @token_quiet live leases or more, or a ready item with touches
-// that this path does not grant), so the transactional path must decide;
-// false means there was simply nothing to claim; hopeless then says
-// whether nothing ever could be (no_match, see ClaimHopeless).
+// token at @token_quiet live leases or more), so the transactional path
+// must decide; false means there was simply nothing to claim; hopeless
+// then says whether nothing ever could be (no_match, see ClaimHopeless).
+// The item probes read the claim index in its order (ORDER BY ... LIMIT 1,
+// as ClaimHopeless): written as EXISTS they were planned as a scan of the
+// whole items table that stops at the project's first ready row, which
+// reads every other project's rows first (46-72 ms at 40,000 items in
+// workload 14, the claim's costliest statement there).
 func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxParams) (ClaimNeedsTxRow, error) {
 	row := db.QueryRow(ctx, claimNeedsTx,
 		arg.ProjectID,
 		arg.Now,
 		arg.TokenQuiet,
 		arg.TokenID,
-		arg.Labels,
 		arg.Capabilities,
 	)
 	var i ClaimNeedsTxRow
@@ -628,7 +634,7 @@ WITH ended AS (
     WHERE l.project_id = $10 AND l.id = $11 AND l.epoch = $12
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -650,7 +656,7 @@ WITH ended AS (
       AND (NOT $17::boolean OR i.status = 'open')
     RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scope_keys, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
 FROM ended, freed AS items
 `
 
@@ -695,6 +701,7 @@ type EndLeaseRow struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	ScopeKeys       []string
 	Scopes          []string
 	ScopeResources  []string
 	TokensIn        int64
@@ -761,6 +768,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.ScopeKeys,
 		&i.Scopes,
 		&i.ScopeResources,
 		&i.TokensIn,
@@ -929,7 +937,7 @@ func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesPar
 }
 
 const getLease = `-- name: GetLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -970,6 +978,7 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -1011,9 +1020,9 @@ WITH renewed AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -1079,6 +1088,7 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
+		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -1092,47 +1102,28 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 	return i, err
 }
 
-const holdScopes = `-- name: HoldScopes :many
-SELECT wg_hold_scopes($1::uuid, $2::uuid, $3::text[], $4::text[],
-                      $5::boolean[], $6::timestamptz)::uuid AS lease_id
+const holdScopes = `-- name: HoldScopes :exec
+SELECT wg_lock_scopes($1::uuid, $2::uuid, $3::text[], $4::timestamptz)
 `
 
 type HoldScopesParams struct {
 	ProjectID uuid.UUID
 	LeaseID   uuid.UUID
 	Scopes    []string
-	Keys      []string
-	Exclusive []bool
 	Now       *time.Time
 }
 
-// Locks and re-checks a grant's scopes in one statement (wg_hold_scopes,
-// migration 00034; see lease.holdScopes): the overlapping live leases.
-func (q *Queries) HoldScopes(ctx context.Context, db DBTX, arg HoldScopesParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, holdScopes,
+// Locks and re-checks a grant's scopes in one statement (wg_lock_scopes,
+// migration 00041; see lease.holdScopes): fails with WG002 when a live
+// lease holds an overlapping scope.
+func (q *Queries) HoldScopes(ctx context.Context, db DBTX, arg HoldScopesParams) error {
+	_, err := db.Exec(ctx, holdScopes,
 		arg.ProjectID,
 		arg.LeaseID,
 		arg.Scopes,
-		arg.Keys,
-		arg.Exclusive,
 		arg.Now,
 	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var lease_id uuid.UUID
-		if err := rows.Scan(&lease_id); err != nil {
-			return nil, err
-		}
-		items = append(items, lease_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return err
 }
 
 const insertObservation = `-- name: InsertObservation :exec
@@ -1167,7 +1158,7 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 }
 
 const leaseHistory = `-- name: LeaseHistory :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1238,6 +1229,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -1259,7 +1251,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 }
 
 const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
        ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
@@ -1344,6 +1336,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -1366,7 +1359,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 }
 
 const leaseHistoryNewest = `-- name: LeaseHistoryNewest :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1438,6 +1431,7 @@ func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHist
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
+			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -1518,7 +1512,7 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 }
 
 const lockLease = `-- name: LockLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
 WHERE l.project_id = $2 AND l.id = $3 AND l.epoch = $4
   AND l.ended_at IS NULL
@@ -1567,6 +1561,7 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.ScopeKeys,
 		&i.Scopes,
 		&i.ScopeResources,
 		&i.TokensIn,
@@ -1727,7 +1722,7 @@ UPDATE leases
 SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, clock_timestamp())),
     stop_requested_by = coalesce(stop_requested_by, $2)
 WHERE project_id = $3 AND id = $4 AND ended_at IS NULL
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scope_keys, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
 `
 
 type RequestStopParams struct {
@@ -1766,6 +1761,7 @@ func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParam
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
+		&i.ScopeKeys,
 		&i.Scopes,
 		&i.ScopeResources,
 		&i.TokensIn,

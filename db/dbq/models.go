@@ -167,6 +167,7 @@ type Lease struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
+	ScopeKeys       []string
 	Scopes          []string
 	ScopeResources  []string
 	TokensIn        int64

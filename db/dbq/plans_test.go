@@ -260,3 +260,62 @@ func explainPages(t *testing.T, conn dbq.DBTX, sql string, args []any) float64 {
 	top := plans[0][0]["Plan"].(map[string]any)
 	return top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64)
 }
+
+// TestClaimProbesReadTheClaimIndex: after a claim found nothing, its probes
+// of the project's ready items (ClaimNeedsTx, ClaimHopeless) read the
+// project's part of the claim index, not the items table from its start:
+// written as EXISTS, the planner scanned the table and stopped at the
+// project's first ready row, reading every row of the projects stored
+// before it (20,000 ready items in 20 older projects here).
+func TestClaimProbesReadTheClaimIndex(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	setup := []string{
+		`INSERT INTO projects (name) SELECT 'old' || g FROM generate_series(1, 20) g`,
+		`INSERT INTO items (project_id, title, created_by)
+		 SELECT p.id, 'ready', 'test' FROM projects p, generate_series(1, 1000)`,
+		`INSERT INTO projects (name) VALUES ('new')`,
+		`INSERT INTO items (project_id, title, created_by, requires)
+		 SELECT p.id, 'needs x', 'test', '{x}' FROM projects p, generate_series(1, 1000) WHERE p.name = 'new'`,
+		`ANALYZE items`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var project uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT id FROM projects WHERE name = 'new'`).Scan(&project); err != nil {
+		t.Fatal(err)
+	}
+	conn, trace := tracedConn(t, pool)
+	q := dbq.New()
+	cases := map[string]func() error{
+		"ClaimNeedsTx": func() error {
+			r, err := q.ClaimNeedsTx(ctx, conn, dbq.ClaimNeedsTxParams{ProjectID: project, Capabilities: []string{"y"}})
+			if err == nil && (r.NeedsTx || !r.Hopeless) {
+				t.Errorf("ClaimNeedsTx = %+v, want hopeless and no transaction", r)
+			}
+			return err
+		},
+		"ClaimHopeless": func() error {
+			r, err := q.ClaimHopeless(ctx, conn, dbq.ClaimHopelessParams{ProjectID: project, Capabilities: []string{"y"}})
+			if err == nil && (!r.AnyReady || r.AnyMatch) {
+				t.Errorf("ClaimHopeless = %+v, want ready items and no match", r)
+			}
+			return err
+		},
+	}
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := run(); err != nil {
+				t.Fatal(err)
+			}
+			sql, args := trace.last()
+			if pages := explainPages(t, conn, sql, args); pages > 100 {
+				t.Errorf("%s read %v pages", name, pages)
+			}
+		})
+	}
+}

@@ -33,3 +33,32 @@ UPDATE answer_links SET used_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE project_id = @project_id AND id = @id AND secret_hash = @secret_hash
   AND used_at IS NULL AND expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
 RETURNING *;
+
+-- name: ProjectsWithOldAnswerLinks :many
+-- The projects with an answer link that expired more than @keep_ms before
+-- now (retention): links are spent or dead by then, and the answer a link
+-- gave is recorded on its request.
+SELECT p.id FROM projects p
+WHERE EXISTS (
+    SELECT 1 FROM answer_links l
+    WHERE l.project_id = p.id
+      AND l.expires_at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                         - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
+)
+ORDER BY p.id;
+
+-- name: DeleteOldAnswerLinks :execrows
+-- Retention: deletes up to @max_rows of a project's answer links that
+-- expired more than @keep_ms before now (the database clock, or a test's
+-- stub), oldest first. A link that can still be used is never deleted.
+WITH old AS (
+    SELECT l.id FROM answer_links l
+    WHERE l.project_id = @project_id::uuid
+      AND l.expires_at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                         - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
+    ORDER BY l.expires_at
+    LIMIT @max_rows
+)
+DELETE FROM answer_links l
+USING old
+WHERE l.project_id = @project_id::uuid AND l.id = old.id;

@@ -87,12 +87,16 @@ WHERE project_id = @project_id AND id = @item_id;
 -- Capabilities and write scopes (one predicate, kept apart below): the
 -- item's requires must be a subset of @capabilities, and an item with
 -- touches is skipped while a live lease of another item holds an
--- overlapping scope (wg_scopes_overlap, found through leases_live_scopes).
+-- overlapping scope (wg_scope_holder, migration 00041: the scope keys find
+-- the live leases that may overlap, wg_scopes_overlap decides). Both
+-- tests are functions called only for an item under a budget or with
+-- touches, so the statement, planned at each execution (db.CustomPlan),
+-- does not plan their queries.
 -- For an item without requires or touches the predicate is two
 -- comparisons with '{}'. The overlap test here is only a filter: the
 -- snapshot may miss a lease being granted at the same moment, so the
--- caller re-checks under per-resource locks (lease.Claim, LockScopes and
--- ScopeConflict). The lease records the item's touches as its scopes.
+-- caller re-checks under per-resource locks (lease.holdScopes, HoldScopes).
+-- The lease records the item's touches as its scopes (and their keys).
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
@@ -107,18 +111,13 @@ WITH candidate AS (
       -- Budgets (migration 00035): an item under a spent budget is not
       -- handed out. Items under no budget pay only the empty-array test.
       AND (c.budget_roots = '{}'
-           OR NOT EXISTS (SELECT 1 FROM budgets b
-                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
-                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
+           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
       -- capabilities and write scopes
       AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
-      AND (c.touches = '{}' OR NOT EXISTS (
-            SELECT 1 FROM leases h
-            WHERE h.project_id = c.project_id
-              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
-              AND h.scope_resources && wg_scope_resources(c.touches)
-              AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-              AND wg_scopes_overlap(h.scopes, c.touches)))
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -135,11 +134,11 @@ WITH candidate AS (
     RETURNING i.project_id, i.id, i.epoch, i.budget_roots, i.touches
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
-                        budget_roots, scopes, scope_resources)
+                        budget_roots, scopes, scope_resources, scope_keys)
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
            grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
-           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches)
+           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches), wg_scope_keys(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -171,10 +170,15 @@ FROM granted AS leases;
 --   * @token_quiet > 0 and the token already holds @token_quiet live
 --     leases or more (within tokenLockSlack of its limit, where claims of
 --     one token are serialised and counted again).
+-- An item with touches is granted here too: "held" takes the grant's
+-- scope locks and re-checks the overlap with a fresh snapshot
+-- (wg_lock_scopes, migration 00041) before the item is written; a claim
+-- that lost the race for a scope fails with WG002 and writes nothing (the
+-- caller claims again).
 -- Items of expired leases return to circulation by the sweeper and by any
 -- claim that finds them due; a claim never takes an item whose lease has
 -- not ended (the item is not ready while its active_lease_id is set).
-WITH candidate AS (
+WITH candidate AS MATERIALIZED (
     SELECT c.project_id, c.id, c.touches
     FROM items c
     WHERE c.project_id = @project_id
@@ -196,25 +200,24 @@ WITH candidate AS (
               < sqlc.arg('token_quiet')::int)
       -- Budgets (migration 00035), as in ClaimItem.
       AND (c.budget_roots = '{}'
-           OR NOT EXISTS (SELECT 1 FROM budgets b
-                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
-                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
-      -- Capabilities, as in ClaimItem. An item with touches that no live
-      -- lease's scope overlaps may be the candidate, but this path does not
-      -- take it (a grant of scopes needs the transactional path's locks:
-      -- see "taken"); ClaimNeedsTx then sends the claim there, so the
-      -- priority order holds across items with and without touches.
+           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
+      -- Capabilities and write scopes, as in ClaimItem.
       AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
-      AND (c.touches = '{}' OR NOT EXISTS (
-            SELECT 1 FROM leases h
-            WHERE h.project_id = c.project_id
-              AND h.ended_at IS NULL AND h.scope_resources <> '{}'
-              AND h.scope_resources && wg_scope_resources(c.touches)
-              AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-              AND wg_scopes_overlap(h.scopes, c.touches)))
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), held AS MATERIALIZED (
+    -- The candidate once its scopes are safe to grant (an item without
+    -- touches at once, without a function call).
+    SELECT candidate.project_id, candidate.id
+    FROM candidate
+    WHERE CASE WHEN candidate.touches = '{}' THEN true
+               ELSE wg_lock_scopes(candidate.project_id, @lease_id::uuid, candidate.touches,
+                                   sqlc.narg('now')::timestamptz) END
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
@@ -223,17 +226,16 @@ WITH candidate AS (
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-    FROM candidate
-    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
-      AND candidate.touches = '{}'
+    FROM held
+    WHERE i.project_id = held.project_id AND i.id = held.id
     RETURNING i.*
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
-                        budget_roots)
+                        budget_roots, scopes, scope_resources, scope_keys)
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
            grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
-           taken.budget_roots
+           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches), wg_scope_keys(taken.touches)
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -254,10 +256,14 @@ JOIN taken AS items ON items.project_id = leases.project_id AND items.id = lease
 -- name: ClaimNeedsTx :one
 -- After ClaimItemDirect claimed nothing: whether one of its guards held it
 -- back (a lease of the project past its expiry and not yet ended, or the
--- token at @token_quiet live leases or more, or a ready item with touches
--- that this path does not grant), so the transactional path must decide;
--- false means there was simply nothing to claim; hopeless then says
--- whether nothing ever could be (no_match, see ClaimHopeless).
+-- token at @token_quiet live leases or more), so the transactional path
+-- must decide; false means there was simply nothing to claim; hopeless
+-- then says whether nothing ever could be (no_match, see ClaimHopeless).
+-- The item probes read the claim index in its order (ORDER BY ... LIMIT 1,
+-- as ClaimHopeless): written as EXISTS they were planned as a scan of the
+-- whole items table that stops at the project's first ready row, which
+-- reads every other project's rows first (46-72 ms at 40,000 items in
+-- workload 14, the claim's costliest statement there).
 SELECT coalesce(
            (SELECT d.expires_at FROM leases d
             WHERE d.project_id = @project_id AND d.ended_at IS NULL
@@ -267,19 +273,15 @@ SELECT coalesce(
                AND (SELECT count(*) FROM leases t
                     WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
                       AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-                   >= sqlc.arg('token_quiet')::int)
-           -- A ready item with touches the filter could take: only the
-           -- transactional path grants scopes (index items_ready_scoped).
-           OR EXISTS (SELECT 1 FROM items c
-                      WHERE c.project_id = @project_id AND c.ready AND c.touches <> '{}'
-                        AND c.labels @> @labels::text[]
-                        AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')),
+                   >= sqlc.arg('token_quiet')::int),
            false)::bool AS needs_tx,
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
-       (EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready)
-        AND NOT EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready
-                          AND i.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')))::bool AS hopeless;
+       ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+        AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
+               AND i.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL)::bool AS hopeless;
 
 -- name: LockToken :exec
 -- Serialises the claims of one token while it counts its live leases.
@@ -555,19 +557,22 @@ ORDER BY worker, outcome;
 SELECT count(*) FROM leases
 WHERE project_id = @project_id AND ended_at IS NULL;
 
--- name: HoldScopes :many
--- Locks and re-checks a grant's scopes in one statement (wg_hold_scopes,
--- migration 00034; see lease.holdScopes): the overlapping live leases.
-SELECT wg_hold_scopes(@project_id::uuid, @lease_id::uuid, @scopes::text[], @keys::text[],
-                      @exclusive::boolean[], sqlc.narg('now')::timestamptz)::uuid AS lease_id;
+-- name: HoldScopes :exec
+-- Locks and re-checks a grant's scopes in one statement (wg_lock_scopes,
+-- migration 00041; see lease.holdScopes): fails with WG002 when a live
+-- lease holds an overlapping scope.
+SELECT wg_lock_scopes(@project_id::uuid, @lease_id::uuid, @scopes::text[], sqlc.narg('now')::timestamptz);
 
 -- name: ClaimHopeless :one
 -- After a claim found nothing: whether the project has ready items, and
 -- whether any of them requires only capabilities among @capabilities. Ready
 -- items none of which match say the claim can never be answered as asked.
-SELECT EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready) AS any_ready,
-       EXISTS (SELECT 1 FROM items i WHERE i.project_id = @project_id AND i.ready
-                 AND i.requires <@ @capabilities::text[]) AS any_match;
+-- (Each probe reads the claim index in its order; see ClaimNeedsTx.)
+SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_ready,
+       ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
+           AND i.requires <@ @capabilities::text[]
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_match;
 
 -- name: RecordOffer :exec
 -- Records the capabilities a worker offered in a claim, when they differ

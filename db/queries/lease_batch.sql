@@ -25,9 +25,8 @@ WITH candidate AS (
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       -- Budgets (migration 00035), as in ClaimItem.
       AND (c.budget_roots = '{}'
-           OR NOT EXISTS (SELECT 1 FROM budgets b
-                          WHERE b.project_id = c.project_id AND b.item_id = ANY (c.budget_roots)
-                            AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
+           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
       -- Capabilities, as in ClaimItem. A batch grants no write scopes: the
       -- scopes of one batch's items could overlap each other, and only a
       -- single claim takes the scope locks (lease/scopes.go); items with

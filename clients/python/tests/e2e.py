@@ -12,14 +12,15 @@ this script creates.
 One full cycle: claim -> heartbeat -> ask (blocking) -> the person answers
 -> claim again (the answer in the claim) -> complete (with an
 Idempotency-Key, then its replay); a release and a failure of a second
-item; and the error codes: a stale epoch is lease_lost, an agent answering
+item; a batch claimed, renewed and completed (a stale entry refused on
+its own); and the error codes: a stale epoch is lease_lost, an agent answering
 is forbidden, a bad token unauthenticated.
 """
 
 import os
 import sys
 
-from workgraph_client import Client, ConflictingResult, Forbidden, LeaseLost, Unauthenticated, WorkgraphError
+from workgraph_client import Client, ConflictingResult, Forbidden, LeaseLost, Unauthenticated, WorkgraphError, entry_error
 
 
 def refusal(cls, call, *args, **kwargs):
@@ -107,6 +108,33 @@ def main():
     assert failed["lease"]["outcome"] == "failed", failed["lease"]
     assert failed["retry_after"], "no retry_after after a failure"
     assert refusal(LeaseLost, agent.release, fourth["lease"]["id"], fourth["lease"]["epoch"]).code == "lease_lost"
+
+    # batches: three leases in one claim, renewed and completed in one call
+    # each; an entry with a stale epoch refuses itself only
+    for i in range(3):
+        agent.create_item(project, "python e2e: batch %d" % i, labels=["e2e-batch"])
+    batch = agent.claim_batch(project, "py-2", 10, lease_seconds=60, labels=["e2e-batch"])
+    assert len(batch) == 3, batch
+    leases = [c["lease"] for c in batch]
+    beats = agent.heartbeat_batch(project, [
+        {"lease_id": leases[0]["id"], "epoch": leases[0]["epoch"], "progress": {"step": 1}},
+        {"lease_id": leases[1]["id"], "epoch": leases[1]["epoch"] + 1},
+    ])
+    assert [b["status"] for b in beats] == [200, 409], beats
+    assert beats[0]["heartbeat"]["lease"]["heartbeats"] == 1, beats[0]
+    assert entry_error("heartbeat", beats[0]) is None
+    lost = entry_error("heartbeat", beats[1])
+    assert isinstance(lost, LeaseLost) and lost.code == "lease_lost", lost
+    done_batch = agent.complete_batch(project, [
+        {"lease_id": leases[0]["id"], "epoch": leases[0]["epoch"], "result": {"n": 0}},
+        {"lease_id": leases[1]["id"], "epoch": leases[1]["epoch"] + 1, "result": {"n": 1}},
+        {"lease_id": leases[2]["id"], "epoch": leases[2]["epoch"]},
+    ])
+    assert [c["status"] for c in done_batch] == [200, 409, 200], done_batch
+    assert done_batch[0]["completion"]["item"]["state"] == "done", done_batch[0]
+    assert isinstance(entry_error("complete", done_batch[1]), LeaseLost)
+    rest = agent.complete_batch(project, [{"lease_id": leases[1]["id"], "epoch": leases[1]["epoch"]}])
+    assert rest[0]["completion"]["lease"]["outcome"] == "completed", rest
 
     # a bad token
     stranger = Client(base_url, "wg_not_a_token", attempts=1)

@@ -18,7 +18,7 @@ calls any operation of the document by its operationId.
 """
 
 from . import spec
-from .client import Client, Retry
+from .client import Client, Retry, entry_error
 from .errors import (
     Conflict,
     ConflictingResult,
@@ -46,6 +46,7 @@ __all__ = [
     "Unauthenticated",
     "Unavailable",
     "WorkgraphError",
+    "entry_error",
     "parse_retry_after",
     "spec",
 ]

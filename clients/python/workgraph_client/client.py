@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 from . import spec as _spec
 from .errors import TransportError, WorkgraphError, problem_error
 
-__all__ = ["Client", "Retry"]
+__all__ = ["Client", "Retry", "entry_error"]
 
 # The operations and fields this module relies on, checked against the
 # generated spec at import: a change of the OpenAPI document that this
@@ -33,11 +33,17 @@ _USES: Dict[str, Tuple[str, ...]] = {
     "ResolveRequest": ("answer", "decision", "result", "note"),
     "DismissRequest": ("note",),
     "AttentionPage": ("attention", "next_cursor"),
+    "ClaimBatch": ("claims",),
+    "CompletionEntry": ("lease_id", "epoch", "result"),
+    "CompletionAnswer": ("lease_id", "status", "completion", "problem"),
+    "HeartbeatEntry": ("lease_id", "epoch", "progress", "lease_seconds"),
+    "HeartbeatAnswer": ("lease_id", "status", "heartbeat", "problem"),
     "Problem": ("code", "status", "detail", "title", "type", "request_id", "field"),
 }
 _OPERATIONS = (
     "claim", "heartbeat", "complete", "release", "fail", "ask", "listAttention", "getAttention",
     "resolveAttention", "dismissAttention", "createItem", "getItem", "getLease",
+    "completeBatch", "heartbeatBatch",
 )
 
 
@@ -167,6 +173,49 @@ class Client:
         body = _fields(epoch=epoch, worker_time=worker_time)
         body["result"] = result
         return cast(_spec.Completion, self._call("complete", {"id": lease_id}, body=body, key=idempotency_key)[1])
+
+    def claim_batch(
+        self,
+        project: str,
+        worker: str,
+        max_items: int,
+        *,
+        lease_seconds: Optional[int] = None,
+        wait_seconds: Optional[int] = None,
+        labels: Optional[List[str]] = None,
+        capabilities: Optional[List[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> List[_spec.Claim]:
+        """Claims up to max_items (1..100) ready items in one call, as claim claims one; [] when nothing became ready."""
+        body = _fields(
+            worker=worker, max_items=max_items, lease_seconds=lease_seconds, wait_seconds=wait_seconds,
+            labels=labels, capabilities=capabilities,
+        )
+        status, out = self._call(
+            "claim", {"project": project}, body=body, key=idempotency_key or _new_key(), extra_timeout=wait_seconds or 0
+        )
+        return [] if status == 204 else cast(_spec.ClaimBatch, out)["claims"]
+
+    def heartbeat_batch(self, project: str, entries: List[_spec.HeartbeatEntry]) -> List[_spec.HeartbeatAnswer]:
+        """Renews up to 100 leases of the project in one call: one answer per entry, in their order.
+
+        Each entry is fenced on its own: a lost lease answers that entry's
+        ``status`` 409 and its ``problem`` (``entry_error`` makes the error
+        the single heartbeat would have raised); the others are renewed.
+        """
+        out = self._call("heartbeatBatch", {"project": project}, body=list(entries))[1]
+        return cast(_spec.Heartbeats, out)["heartbeats"]
+
+    def complete_batch(self, project: str, entries: List[_spec.CompletionEntry]) -> List[_spec.CompletionAnswer]:
+        """Completes up to 100 leases of the project in one call: one answer per entry, in their order.
+
+        Each entry is fenced on its own: a lost lease or a conflicting
+        result refuses that entry only (see ``entry_error``). Safe to retry
+        as it is: completed entries answer ``replayed``.
+        """
+        body = [dict(e, result=e.get("result")) for e in entries]
+        out = self._call("completeBatch", {"project": project}, body=body)[1]
+        return cast(_spec.Completions, out)["completions"]
 
     def release(self, lease_id: str, epoch: int, reason: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> _spec.LeaseItem:
         """Hands the item back at once (it is ready again)."""
@@ -393,3 +442,12 @@ def _fields(**kv: Any) -> Dict[str, Any]:
 
 def _new_key() -> str:
     return uuid.uuid4().hex
+
+
+def entry_error(operation: str, answer: Mapping[str, Any]) -> Optional[WorkgraphError]:
+    """The error of one entry of a batch answer (heartbeat_batch, complete_batch), as the single call would raise it; None when the entry succeeded."""
+    status = int(answer["status"])
+    if 200 <= status < 300:
+        return None
+    body = json.dumps(answer.get("problem") or {}).encode("utf-8")
+    return problem_error("POST", operation, status, body, {})

@@ -32,6 +32,10 @@ export type HeartbeatRequest = Schemas["HeartbeatRequest"];
 export type HeartbeatResult = Schemas["HeartbeatResult"];
 export type CompleteRequest = Schemas["CompleteRequest"];
 export type Completion = Schemas["Completion"];
+export type CompletionEntry = Schemas["CompletionEntry"];
+export type CompletionAnswer = Schemas["CompletionAnswer"];
+export type HeartbeatEntry = Schemas["HeartbeatEntry"];
+export type HeartbeatAnswer = Schemas["HeartbeatAnswer"];
 export type ReleaseRequest = Schemas["ReleaseRequest"];
 export type LeaseItem = Schemas["LeaseItem"];
 export type FailRequest = Schemas["FailRequest"];
@@ -42,6 +46,21 @@ export type AttentionRequest = Schemas["AttentionRequest"];
 export type AttentionPage = Schemas["AttentionPage"];
 export type ResolveRequest = Schemas["ResolveRequest"];
 export type ListAttentionQuery = NonNullable<paths["/v1/projects/{project}/attention"]["get"]["parameters"]["query"]>;
+
+/**
+ * entryError is the error of one entry of a batch answer (completeBatch,
+ * heartbeatBatch): a WorkgraphError as the single call would have thrown,
+ * undefined when the entry succeeded.
+ */
+export function entryError(
+  request: string,
+  answer: { status: number; problem?: Schemas["Problem"] | null },
+): WorkgraphError | undefined {
+  if (answer.status >= 200 && answer.status < 300) {
+    return undefined;
+  }
+  return new WorkgraphError(request, answer.status, toProblem(answer.status, answer.problem ?? null), new Headers());
+}
 
 /** Options of a WorkgraphClient. */
 export interface ClientOptions {
@@ -176,6 +195,40 @@ export class WorkgraphClient {
       (headers, signal) => this.api.POST("/v1/leases/{id}/complete", { params: { path: { id: leaseId } }, body, headers, signal }),
       { key: opts.idempotencyKey, signal: opts.signal },
     );
+  }
+
+  /**
+   * completeBatch completes up to 100 leases of the project in one call:
+   * one answer per entry, in their order. Each entry is fenced on its own:
+   * a lost lease or a conflicting result refuses that entry only (its
+   * answer carries the status and the problem; see entryError). Safe to
+   * retry as it is: completed entries answer replayed.
+   */
+  async completeBatch(project: string, entries: CompletionEntry[], opts: CallOptions = {}): Promise<CompletionAnswer[]> {
+    const body = entries.map((e) => ({ ...e, result: e.result === undefined ? null : e.result }));
+    const out = await this.body<{ completions: CompletionAnswer[] }>(
+      "POST /v1/projects/{project}/completions",
+      (headers, signal) =>
+        this.api.POST("/v1/projects/{project}/completions", { params: { path: { project } }, body, headers, signal }),
+      { key: opts.idempotencyKey, signal: opts.signal },
+    );
+    return out.completions;
+  }
+
+  /**
+   * heartbeatBatch renews up to 100 leases of the project in one call: one
+   * answer per entry, in their order, each with stop_requested and the
+   * answers of the lease's non-blocking questions; an entry whose lease is
+   * lost answers lease_lost on its own (see entryError).
+   */
+  async heartbeatBatch(project: string, entries: HeartbeatEntry[], opts: CallOptions = {}): Promise<HeartbeatAnswer[]> {
+    const out = await this.body<{ heartbeats: HeartbeatAnswer[] }>(
+      "POST /v1/projects/{project}/heartbeats",
+      (headers, signal) =>
+        this.api.POST("/v1/projects/{project}/heartbeats", { params: { path: { project } }, body: entries, headers, signal }),
+      { key: opts.idempotencyKey, signal: opts.signal },
+    );
+    return out.heartbeats;
   }
 
   /** release hands the item back at once (it is ready again). */

@@ -12,12 +12,13 @@
  * One full cycle: claim -> heartbeat -> ask (blocking) -> the person
  * answers -> claim again (the answer in the claim) -> complete (with an
  * Idempotency-Key, then its replay); a release and a failure of a second
- * item; and the error codes: a stale epoch is lease_lost, an agent
+ * item; a batch claimed, renewed and completed (a stale entry refused on
+ * its own); and the error codes: a stale epoch is lease_lost, an agent
  * answering is forbidden, a bad token unauthenticated.
  */
 import assert from "node:assert/strict";
 
-import { WorkgraphClient, WorkgraphError, isProblem } from "../src/index.js";
+import { WorkgraphClient, WorkgraphError, entryError, isProblem } from "../src/index.js";
 
 function env(name: string): string {
   const v = process.env[name];
@@ -35,6 +36,12 @@ async function refusal(call: Promise<unknown>): Promise<WorkgraphError> {
     return e;
   }
   assert.fail("the call succeeded; a refusal was expected");
+}
+
+function at<T>(xs: T[], i: number): T {
+  const x = xs[i];
+  assert.ok(x !== undefined, `no entry ${i} of ${xs.length}`);
+  return x;
 }
 
 async function main(): Promise<void> {
@@ -119,6 +126,32 @@ async function main(): Promise<void> {
   assert.equal(failed.lease.outcome, "failed");
   assert.ok(failed.retry_after, "no retry_after after a failure");
   assert.equal((await refusal(agent.release(fourth.lease.id, { epoch: fourth.lease.epoch }))).code, "lease_lost");
+
+  // batches: three leases in one claim, renewed and completed in one call
+  // each; an entry with a stale epoch refuses itself only
+  for (let i = 0; i < 3; i++) {
+    await agent.createItem(project, { title: `typescript e2e: batch ${i}`, labels: ["e2e-batch"] });
+  }
+  const batch = await agent.claimBatch(project, { worker: "ts-2", lease_seconds: 60, labels: ["e2e-batch"] }, 10);
+  assert.equal(batch.length, 3);
+  const beats = await agent.heartbeatBatch(project, [
+    { lease_id: at(batch, 0).lease.id, epoch: at(batch, 0).lease.epoch, progress: { step: 1 } },
+    { lease_id: at(batch, 1).lease.id, epoch: at(batch, 1).lease.epoch + 1 },
+  ]);
+  assert.deepEqual(beats.map((b) => b.status), [200, 409]);
+  assert.equal(at(beats, 0).heartbeat?.lease.heartbeats, 1);
+  assert.equal(entryError("heartbeat", at(beats, 0)), undefined);
+  assert.equal(entryError("heartbeat", at(beats, 1))?.code, "lease_lost");
+  const completions = await agent.completeBatch(project, [
+    { lease_id: at(batch, 0).lease.id, epoch: at(batch, 0).lease.epoch, result: { n: 0 } },
+    { lease_id: at(batch, 1).lease.id, epoch: at(batch, 1).lease.epoch + 1, result: { n: 1 } },
+    { lease_id: at(batch, 2).lease.id, epoch: at(batch, 2).lease.epoch },
+  ]);
+  assert.deepEqual(completions.map((c) => c.status), [200, 409, 200]);
+  assert.equal(at(completions, 0).completion?.item.state, "done");
+  assert.equal(entryError("complete", at(completions, 1))?.code, "lease_lost");
+  const rest = await agent.completeBatch(project, [{ lease_id: at(batch, 1).lease.id, epoch: at(batch, 1).lease.epoch }]);
+  assert.equal(at(rest, 0).completion?.lease.outcome, "completed");
 
   // a bad token
   const stranger = new WorkgraphClient({ baseUrl, token: "wg_not_a_token", attempts: 1 });
