@@ -20,7 +20,9 @@ import (
 // The statement census counts how many statements PostgreSQL receives for
 // one claim, heartbeat and complete sent through the REST API: a second
 // in-process server talks to the database through pgProxy, which counts
-// the protocol's Execute ('E') and simple Query ('Q') messages.
+// the protocol's Execute ('E') and simple Query ('Q') messages
+// (statements), and its Sync ('S') and simple Query messages (round trips:
+// a pipelined batch is several Executes and one Sync).
 
 // pgProxy forwards connections to a PostgreSQL server and counts the
 // statements clients send.
@@ -29,6 +31,7 @@ type pgProxy struct {
 	network string
 	target  string
 	stmts   atomic.Int64
+	trips   atomic.Int64
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   []net.Conn
@@ -83,6 +86,9 @@ func (p *pgProxy) forward(c, s net.Conn) {
 		}
 		if hdr[0] == 'E' || hdr[0] == 'Q' {
 			p.stmts.Add(1)
+		}
+		if hdr[0] == 'S' || hdr[0] == 'Q' {
+			p.trips.Add(1)
 		}
 		n := int(binary.BigEndian.Uint32(hdr[1:5]))
 		if n < 4 || !copyMsg(r, s, hdr[:5], n-4) {
@@ -179,9 +185,11 @@ func restStatements(ctx context.Context, e *env) (map[string]map[string]float64,
 		a := agents[0]
 		counts := map[string][]int64{}
 		count := func(step string, fn func() error) error {
-			before := proxy.stmts.Load()
+			before, trips := proxy.stmts.Load(), proxy.trips.Load()
 			err := fn()
 			counts[step] = append(counts[step], proxy.stmts.Load()-before)
+			tripStep := "trips_" + strings.TrimPrefix(step, "stmts_")
+			counts[tripStep] = append(counts[tripStep], proxy.trips.Load()-trips)
 			return err
 		}
 		for i := 0; i < cycles; i++ {

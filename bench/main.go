@@ -295,6 +295,9 @@ type env struct {
 	// pooledSkipped records that pgbouncer was not found.
 	pooledSrv     *benchServer
 	pooledSkipped bool
+	// cpu reads the CPU of measured windows; nil when the cluster's
+	// processes cannot be read (see cpuMeter).
+	cpu *cpuMeter
 }
 
 func (e *env) add(r Result) { e.rep.Results = append(e.rep.Results, r) }
@@ -349,6 +352,11 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		rep.LoadAvg = append(rep.LoadAvg, l)
 	}
 	e := &env{cfg: cfg, url: d.url, pool: pool, log: log, rep: rep}
+	if m, err := newCPUMeter(ctx, e); err != nil {
+		rep.Skipped = append(rep.Skipped, fmt.Sprintf("CPU per 1,000 operations: %v", err))
+	} else {
+		e.cpu = m
+	}
 	defer func() {
 		for i := len(e.closer) - 1; i >= 0; i-- {
 			e.closer[i]()

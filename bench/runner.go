@@ -92,6 +92,8 @@ type loop struct {
 	// that many operations finished in it: on a loaded machine one
 	// operation may take longer than a smoke run's short window.
 	minOps int64
+	// cpu, if set, reads the CPU used in the window (cpuMeter).
+	cpu *cpuMeter
 }
 
 // run executes the loop and returns the merged record of the window.
@@ -122,6 +124,17 @@ func (l loop) run(ctx context.Context) *recorder {
 		return n < l.minOps
 	}
 	var wg sync.WaitGroup
+	var cpu0, cpu1 cpuSample
+	if l.cpu != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sleepUntil(ctx, win.start)
+			cpu0 = l.cpu.sample()
+			sleepUntil(ctx, stop)
+			cpu1 = l.cpu.sample()
+		}()
+	}
 	for w := 0; w < l.workers; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -146,6 +159,9 @@ func (l loop) run(ctx context.Context) *recorder {
 	total := newRecorder(win)
 	for _, r := range recs {
 		total.merge(r)
+	}
+	if l.cpu != nil && cpu0.pg != nil && cpu1.pg != nil {
+		cpu1.addTo(total, cpu0)
 	}
 	total.seconds = l.duration.Seconds()
 	if l.minOps > 0 {
@@ -208,7 +224,7 @@ func (e *env) interleave(ctx context.Context, vs []variant) []Result {
 				}
 			}
 			rec := loop{workers: v.workers, warmup: e.warmup() / time.Duration(k),
-				duration: e.duration() / time.Duration(k), iter: v.iter, minOps: e.minOps()}.run(ctx)
+				duration: e.duration() / time.Duration(k), iter: v.iter, minOps: e.minOps(), cpu: e.cpu}.run(ctx)
 			if v.after != nil {
 				if err := v.after(context.WithoutCancel(ctx)); err != nil {
 					e.logf("  W%d %s: after round %d: %v", v.workload, v.name, round+1, err)
@@ -228,6 +244,7 @@ func (e *env) interleave(ctx context.Context, vs []variant) []Result {
 			continue
 		}
 		r := fromRecorder(v.workload, v.name, v.workers, acc[i], v.unit, v.primary)
+		perThousandOps(&r)
 		r.Size = v.size
 		if v.done != nil {
 			v.done(&r)
@@ -238,4 +255,12 @@ func (e *env) interleave(ctx context.Context, vs []variant) []Result {
 		out = append(out, r)
 	}
 	return out
+}
+
+// sleepUntil waits until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) {
+	select {
+	case <-time.After(time.Until(t)):
+	case <-ctx.Done():
+	}
 }

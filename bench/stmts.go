@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/google/uuid"
@@ -13,21 +14,41 @@ import (
 )
 
 // stmtCounter counts the statements sent to PostgreSQL (BEGIN and COMMIT
-// included): how many round trips an operation costs.
-type stmtCounter struct{ n atomic.Int64 }
+// included, and each statement of a pipelined batch) and the round trips
+// (a statement sent alone, or a batch): what an operation costs.
+type stmtCounter struct{ n, trips atomic.Int64 }
 
 func (c *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	c.trips.Add(1)
 	return ctx
 }
 
 func (c *stmtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+func (c *stmtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.trips.Add(1)
+	return ctx
+}
+
+func (c *stmtCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.n.Add(1)
+}
+
+func (c *stmtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // counted runs fn and returns how many statements it sent.
 func (c *stmtCounter) counted(fn func() error) (int64, error) {
-	before := c.n.Load()
-	err := fn()
-	return c.n.Load() - before, err
+	n, _, err := c.countedTrips(fn)
+	return n, err
+}
+
+// countedTrips runs fn and returns how many statements it sent and in how
+// many round trips.
+func (c *stmtCounter) countedTrips(fn func() error) (stmts, trips int64, err error) {
+	n0, t0 := c.n.Load(), c.trips.Load()
+	err = fn()
+	return c.n.Load() - n0, c.trips.Load() - t0, err
 }
 
 // countingPool opens a one-connection pool whose statements c counts.
@@ -69,11 +90,12 @@ func statementsPerStep(ctx context.Context, e *env) (map[string]float64, error) 
 		{"stmts_complete", func() error { return a.complete(ctx, l) }},
 	}
 	for _, s := range steps {
-		n, err := c.counted(s.fn)
+		n, trips, err := c.countedTrips(s.fn)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		out[s.name] = float64(n)
+		out["trips_"+strings.TrimPrefix(s.name, "stmts_")] = float64(trips)
 	}
 	return out, nil
 }

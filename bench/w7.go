@@ -41,6 +41,10 @@ func runW7(ctx context.Context, e *env) error {
 		}
 		defer s.stop()
 		pid, name = s.pid, "rest (server process)"
+		if e.cpu != nil {
+			e.cpu.server.Store(int64(s.pid))
+			defer e.cpu.server.Store(0)
+		}
 	} else {
 		var err error
 		if s, err = e.inProcessServer(ctx); err != nil {
@@ -325,23 +329,9 @@ const clockTicks = 100
 
 // cpuSeconds returns the user+system CPU time of pid, or 0.
 func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := readStat(pid)
 	if err != nil {
 		return 0
 	}
-	// The command name (field 2) may hold spaces; fields after its
-	// closing parenthesis are fixed: utime and stime are the 12th and
-	// 13th from there.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / clockTicks
+	return st.cpu
 }

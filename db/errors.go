@@ -25,6 +25,7 @@ import (
 //   - history guard triggers (WG001)     -> conflict (history is immutable)
 //   - a claim that lost a write scope's race (WG002, see ScopeRace)
 //     -> conflict
+//   - a fence that raises (WG003)        -> lease_lost (see FenceLost)
 //   - query canceled, deadline exceeded  -> unavailable
 //     (a pool acquire that timed out too)
 //   - the database connection lost or refused (see ConnectionLost)
@@ -62,11 +63,21 @@ func Translate(err error) error {
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: pgErr.Message, Err: err}
 		case "WG002":
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "a concurrent claim took an overlapping write scope; retry", Err: err}
+		case "WG003":
+			return &wgerr.Error{Code: wgerr.CodeLeaseLost, Message: pgErr.Message, Err: err}
 		case "57014":
 			return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database statement was cancelled", Err: err}
 		}
 	}
 	return &wgerr.Error{Code: wgerr.CodeInternal, Message: "internal error", Err: err}
+}
+
+// FenceLost reports whether err (translated or not) is a fenced statement
+// that raised because its fence did not hold (WG003, lease_fence_held):
+// the statement, and whatever was pipelined after it, changed nothing.
+func FenceLost(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "WG003"
 }
 
 // ConnectionLost reports whether err means the database could not be

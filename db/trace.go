@@ -13,9 +13,10 @@ import (
 // (savepoints and the steps Join runs inside a caller's transaction are
 // part of that transaction's span).
 const (
-	spanTx     = "db.InTx"
-	spanReadTx = "db.InReadTx"
-	spanAtomic = "db.Atomic"
+	spanTx       = "db.InTx"
+	spanReadTx   = "db.InReadTx"
+	spanAtomic   = "db.Atomic"
+	spanPipeline = "db.Pipeline"
 )
 
 // startSpan starts the span of a transaction when ctx's span records (a

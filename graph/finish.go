@@ -91,3 +91,15 @@ func releaseFinished(ctx context.Context, tx pgx.Tx, now *time.Time, project uui
 	}
 	return nil
 }
+
+// ReleaseCompleted is ReleaseFinished for a completion sent as one
+// pipelined batch (db.Pipeline, on q): the statement queued after the
+// lease's ending statement, which aborts the batch when its fence does not
+// hold. It finds the item and its parent from the lease, since the batch
+// is sent before the ending statement answers.
+func (s *Service) ReleaseCompleted(ctx context.Context, q db.DBTX, project, lease uuid.UUID) error {
+	_, err := dbq.New().ReleaseCompletedLease(ctx, q, dbq.ReleaseCompletedLeaseParams{
+		Now: s.clock.Now(), ProjectID: project, LeaseID: lease,
+	})
+	return err
+}

@@ -46,6 +46,13 @@ func (s *Service) CompleteWithUsage(ctx context.Context, project uuid.UUID, f Fe
 		return Completion{}, err
 	}
 	var out Completion
+	if b, ok := s.pipelined(ctx); ok && usage.IsZero() {
+		out, err = s.completePipelined(ctx, b, project, f, result, workerTime)
+		if errors.Is(err, errFenced) {
+			return s.repeatedCompletion(ctx, project, f, result, workerTime)
+		}
+		return out, err
+	}
 	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		l, e, err := s.endLease(ctx, tx, project, f, ending{
 			outcome: OutcomeCompleted, result: result, workerTime: workerTime, finish: true, usage: usage,
@@ -76,6 +83,44 @@ func (s *Service) CompleteWithUsage(ctx context.Context, project uuid.UUID, f Fe
 		return s.repeatedCompletion(ctx, project, f, result, workerTime)
 	}
 	return out, err
+}
+
+// completePipelined is a completion in one round trip: the ending
+// statement and the release of the item's dependents and parent sent as
+// one batch (db.Pipeline), one implicit transaction. The ending statement
+// raises when the fence does not hold, so the release runs only after it
+// ended the lease, and in a statement of its own, whose snapshot is taken
+// once the ending statement holds the item's row (ADR 0007: a dependency
+// committed while it waited is counted). Without usage to charge nor a
+// before-commit hook, nothing else runs in the transaction.
+func (s *Service) completePipelined(ctx context.Context, b db.Batcher, project uuid.UUID, f Fence, result json.RawMessage, workerTime *time.Time) (Completion, error) {
+	var out Completion
+	err := db.Pipeline(ctx, b, func(q db.DBTX) error {
+		l, e, err := s.endLease(ctx, q, project, f, ending{
+			outcome: OutcomeCompleted, result: result, workerTime: workerTime, finish: true, abortIfLost: true,
+		})
+		out = Completion{Lease: l, Item: graph.FinishedItem(e.item)}
+		return err
+	}, func(q db.DBTX) error {
+		return s.graphOn(s.exec).ReleaseCompleted(ctx, q, project, f.LeaseID)
+	})
+	if err != nil {
+		return Completion{}, err
+	}
+	return out, nil
+}
+
+// pipelined returns the pool to send a step's statements as one batch on,
+// when the step may run as one (or as a single statement without a
+// transaction): s is not on a caller's transaction (whose statements go
+// one by one in it) and ctx carries no before-commit hook (an
+// Idempotency-Key record to mark in the same transaction).
+func (s *Service) pipelined(ctx context.Context) (db.Batcher, bool) {
+	if _, inTx := s.exec.(pgx.Tx); inTx || db.HasBeforeCommit(ctx) {
+		return nil, false
+	}
+	b, ok := s.exec.(db.Batcher)
+	return b, ok
 }
 
 // repeatedCompletion answers a completion whose fence did not match: a

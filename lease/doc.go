@@ -117,7 +117,11 @@
 // ReleaseFinished and CreateChildren, attention.Service's Open, each On the
 // lease's transaction, in a savepoint of it). Complete's ending statement
 // also marks the item done, so the item is never momentarily ready inside
-// the transaction. Fail counts the failure and sets a retry backoff
+// the transaction. On a pool, without a before-commit hook or usage, a
+// completion is that transaction in one round trip: the ending statement
+// and graph.Service's ReleaseCompleted pipelined as one batch (db.Pipeline),
+// the ending statement raising on a lost fence so that the batch aborts
+// whole. Fail counts the failure and sets a retry backoff
 // (RetryBackoff doubled per earlier consecutive failure, capped at
 // MaxRetryBackoff); after MaxFailures it opens a blocking system attention
 // request (repeated_failure) instead. Expiry counts

@@ -45,6 +45,10 @@ type ending struct {
 	finish bool
 	// usage is the worker's final usage report (zero: none).
 	usage Usage
+	// abortIfLost makes a lost fence an error of the statement (WG003),
+	// which aborts what is pipelined after it; endLease still answers
+	// errFenced.
+	abortIfLost bool
 }
 
 // ended is what endLease learned of the item.
@@ -59,9 +63,9 @@ type ended struct {
 // statement. The consecutive-expiry count of the item is reset: the worker
 // came back. It returns the ended lease and the item's failure count and
 // parent.
-func (s *Service) endLease(ctx context.Context, tx pgx.Tx, project uuid.UUID, f Fence, e ending) (Lease, ended, error) {
+func (s *Service) endLease(ctx context.Context, q db.DBTX, project uuid.UUID, f Fence, e ending) (Lease, ended, error) {
 	outcome := string(e.outcome)
-	row, err := dbq.New().EndLease(ctx, tx, dbq.EndLeaseParams{
+	row, err := dbq.New().EndLease(ctx, q, dbq.EndLeaseParams{
 		Now:           s.clock.Now(),
 		Outcome:       &outcome,
 		OutcomeDetail: e.detail,
@@ -79,8 +83,9 @@ func (s *Service) endLease(ctx context.Context, tx pgx.Tx, project uuid.UUID, f 
 		TokensOut:     e.usage.TokensOut,
 		CostMicroUsd:  e.usage.costMicro(),
 		ToolCalls:     e.usage.ToolCalls,
+		AbortIfLost:   e.abortIfLost,
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || db.FenceLost(err) {
 		return Lease{}, ended{}, errFenced
 	}
 	if err != nil {

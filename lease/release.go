@@ -27,14 +27,26 @@ func (s *Service) Release(ctx context.Context, project uuid.UUID, f Fence, reaso
 	if len(reason) > maxMessageBytes {
 		return Lease{}, wgerr.InvalidField("reason", "must be at most %d bytes", maxMessageBytes)
 	}
+	end := ending{outcome: OutcomeReleased, detail: mustJSON(map[string]any{"reason": reason})}
 	var out Lease
-	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-		var err error
-		out, _, err = s.endLease(ctx, tx, project, f, ending{
-			outcome: OutcomeReleased, detail: mustJSON(map[string]any{"reason": reason}),
+	var err error
+	if b, ok := s.pipelined(ctx); ok {
+		// The ending statement alone is the release: one statement, no
+		// transaction around it (a batch of one, sent again after a
+		// deadlock as InTx would). It raises rather than commit a lease
+		// ended without its item.
+		end.abortIfLost = true
+		err = db.Pipeline(ctx, b, func(q db.DBTX) (err error) {
+			out, _, err = s.endLease(ctx, q, project, f, end)
+			return err
+		}, func(db.DBTX) error { return nil })
+	} else {
+		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+			var err error
+			out, _, err = s.endLease(ctx, tx, project, f, end)
+			return err
 		})
-		return err
-	})
+	}
 	if errors.Is(err, errFenced) {
 		return Lease{}, s.refused(ctx, project, f, opRelease, nil, map[string]any{"reason": reason})
 	}

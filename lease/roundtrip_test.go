@@ -17,16 +17,41 @@ import (
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
-// statementCounter counts the statements a connection sends (BEGIN and
-// COMMIT included): the round trips of an operation.
-type statementCounter struct{ n atomic.Int64 }
+// statementCounter counts the statements a connection sends one by one
+// (BEGIN and COMMIT included; n), the statements of its pipelined batches
+// (batched) and its round trips (trips: a statement sent alone or a batch,
+// once the connection has prepared the statements).
+type statementCounter struct{ n, batched, trips atomic.Int64 }
 
 func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	c.trips.Add(1)
 	return ctx
 }
 
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.trips.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.batched.Add(1)
+}
+
+func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// countedTrips runs fn and returns its round trips and the statements it
+// sent (alone or batched).
+func (c *statementCounter) countedTrips(t testing.TB, fn func() error) (trips, stmts int64) {
+	t.Helper()
+	trips0, n0, b0 := c.trips.Load(), c.n.Load(), c.batched.Load()
+	if err := fn(); err != nil {
+		t.Fatal(err)
+	}
+	return c.trips.Load() - trips0, c.n.Load() - n0 + c.batched.Load() - b0
+}
 
 // counted runs fn and returns how many statements it sent.
 func (c *statementCounter) counted(t testing.TB, fn func() error) int64 {

@@ -304,7 +304,7 @@ func (q *Queries) LockBudgetItem(ctx context.Context, db DBTX, arg LockBudgetIte
 }
 
 const lockNoProgressLeases = `-- name: LockNoProgressLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, p.no_progress_after_ms::bigint AS no_progress_after_ms
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, p.no_progress_after_ms::bigint AS no_progress_after_ms
 FROM leases l JOIN projects p ON p.id = l.project_id
 WHERE l.project_id = $1 AND l.ended_at IS NULL AND p.no_progress_after_ms IS NOT NULL
   AND l.expires_at > coalesce($2::timestamptz, statement_timestamp())
@@ -342,7 +342,6 @@ type LockNoProgressLeasesRow struct {
 	Outcome           *string
 	OutcomeDetail     json.RawMessage
 	Result            json.RawMessage
-	ScopeKeys         []string
 	Scopes            []string
 	ScopeResources    []string
 	TokensIn          int64
@@ -351,6 +350,7 @@ type LockNoProgressLeasesRow struct {
 	ToolCalls         int64
 	ProgressAt        *time.Time
 	BudgetRoots       []uuid.UUID
+	ScopeKeys         []string
 	NoProgressAfterMs int64
 }
 
@@ -387,7 +387,6 @@ func (q *Queries) LockNoProgressLeases(ctx context.Context, db DBTX, arg LockNoP
 			&i.Outcome,
 			&i.OutcomeDetail,
 			&i.Result,
-			&i.ScopeKeys,
 			&i.Scopes,
 			&i.ScopeResources,
 			&i.TokensIn,
@@ -396,6 +395,7 @@ func (q *Queries) LockNoProgressLeases(ctx context.Context, db DBTX, arg LockNoP
 			&i.ToolCalls,
 			&i.ProgressAt,
 			&i.BudgetRoots,
+			&i.ScopeKeys,
 			&i.NoProgressAfterMs,
 		); err != nil {
 			return nil, err

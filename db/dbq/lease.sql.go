@@ -14,7 +14,7 @@ import (
 )
 
 const activeLeases = `-- name: ActiveLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -57,7 +57,6 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
-			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -66,6 +65,7 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.Lease.ToolCalls,
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -158,9 +158,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scope_keys, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
        -- Whether the item has an attention history to hand to the worker
        -- (most items have none, and the claim then need not read it).
        EXISTS (SELECT 1 FROM attention_requests r
@@ -242,7 +242,6 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
-		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -251,6 +250,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Lease.ToolCalls,
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
+		&i.Lease.ScopeKeys,
 		&i.HasAttention,
 	)
 	return i, err
@@ -323,9 +323,9 @@ WITH candidate AS MATERIALIZED (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scope_keys, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -410,7 +410,6 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
-		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -419,6 +418,7 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Lease.ToolCalls,
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
+		&i.Lease.ScopeKeys,
 		&i.Item.ProjectID,
 		&i.Item.ID,
 		&i.Item.Seq,
@@ -634,7 +634,7 @@ WITH ended AS (
     WHERE l.project_id = $10 AND l.id = $11 AND l.epoch = $12
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -655,9 +655,12 @@ WITH ended AS (
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT $17::boolean OR i.status = 'open')
     RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
+), held AS (
+    SELECT lease_fence_held(count(*), $18::boolean) AS ok FROM ended, freed
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scope_keys, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
-FROM ended, freed AS items
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
+FROM ended, freed AS items, held
+WHERE held.ok
 `
 
 type EndLeaseParams struct {
@@ -678,6 +681,7 @@ type EndLeaseParams struct {
 	BackoffMs     int64
 	MaxBackoffMs  int64
 	Finish        bool
+	AbortIfLost   bool
 }
 
 type EndLeaseRow struct {
@@ -701,7 +705,6 @@ type EndLeaseRow struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
-	ScopeKeys       []string
 	Scopes          []string
 	ScopeResources  []string
 	TokensIn        int64
@@ -710,6 +713,7 @@ type EndLeaseRow struct {
 	ToolCalls       int64
 	ProgressAt      *time.Time
 	BudgetRoots     []uuid.UUID
+	ScopeKeys       []string
 	Failures        int32
 	ParentID        *uuid.UUID
 	Item            Item
@@ -723,7 +727,10 @@ type EndLeaseRow struct {
 // item done with the result, so the item goes from leased to done in one
 // row version and is never momentarily ready; the caller then releases its
 // dependents and parent (graph.Service.ReleaseFinished). The answer carries
-// the item row as written.
+// the item row as written. With @abort_if_lost a lost fence raises WG003
+// (lease_fence_held, migration 00042) instead of answering no row, so that
+// it aborts what is pipelined after it in its transaction (a completion's
+// release of dependents, graph.Service.ReleaseCompleted).
 // The item as this statement left it (a completion answers it: its
 // dependents and parent are other rows).
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {
@@ -745,6 +752,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		arg.BackoffMs,
 		arg.MaxBackoffMs,
 		arg.Finish,
+		arg.AbortIfLost,
 	)
 	var i EndLeaseRow
 	err := row.Scan(
@@ -768,7 +776,6 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
-		&i.ScopeKeys,
 		&i.Scopes,
 		&i.ScopeResources,
 		&i.TokensIn,
@@ -777,6 +784,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.ToolCalls,
 		&i.ProgressAt,
 		&i.BudgetRoots,
+		&i.ScopeKeys,
 		&i.Failures,
 		&i.ParentID,
 		&i.Item.ProjectID,
@@ -937,7 +945,7 @@ func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesPar
 }
 
 const getLease = `-- name: GetLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -978,7 +986,6 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
-		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -987,6 +994,7 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 		&i.Lease.ToolCalls,
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
+		&i.Lease.ScopeKeys,
 		&i.Refusals,
 	)
 	return i, err
@@ -1020,9 +1028,9 @@ WITH renewed AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -1088,7 +1096,6 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.Lease.Outcome,
 		&i.Lease.OutcomeDetail,
 		&i.Lease.Result,
-		&i.Lease.ScopeKeys,
 		&i.Lease.Scopes,
 		&i.Lease.ScopeResources,
 		&i.Lease.TokensIn,
@@ -1097,6 +1104,7 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.Lease.ToolCalls,
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
+		&i.Lease.ScopeKeys,
 		&i.HasAnswers,
 	)
 	return i, err
@@ -1158,7 +1166,7 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 }
 
 const leaseHistory = `-- name: LeaseHistory :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1229,7 +1237,6 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
-			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -1238,6 +1245,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 			&i.Lease.ToolCalls,
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1251,7 +1259,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 }
 
 const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
        ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
@@ -1336,7 +1344,6 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
-			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -1345,6 +1352,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 			&i.Lease.ToolCalls,
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
 			&i.Refusals,
 			&i.SortValue,
 		); err != nil {
@@ -1359,7 +1367,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 }
 
 const leaseHistoryNewest = `-- name: LeaseHistoryNewest :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1431,7 +1439,6 @@ func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHist
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
-			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -1440,6 +1447,7 @@ func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHist
 			&i.Lease.ToolCalls,
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1512,7 +1520,7 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 }
 
 const lockLease = `-- name: LockLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
 WHERE l.project_id = $2 AND l.id = $3 AND l.epoch = $4
   AND l.ended_at IS NULL
@@ -1561,7 +1569,6 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
-		&i.ScopeKeys,
 		&i.Scopes,
 		&i.ScopeResources,
 		&i.TokensIn,
@@ -1570,6 +1577,7 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 		&i.ToolCalls,
 		&i.ProgressAt,
 		&i.BudgetRoots,
+		&i.ScopeKeys,
 	)
 	return i, err
 }
@@ -1722,7 +1730,7 @@ UPDATE leases
 SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, clock_timestamp())),
     stop_requested_by = coalesce(stop_requested_by, $2)
 WHERE project_id = $3 AND id = $4 AND ended_at IS NULL
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scope_keys, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
 `
 
 type RequestStopParams struct {
@@ -1761,7 +1769,6 @@ func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParam
 		&i.Outcome,
 		&i.OutcomeDetail,
 		&i.Result,
-		&i.ScopeKeys,
 		&i.Scopes,
 		&i.ScopeResources,
 		&i.TokensIn,
@@ -1770,6 +1777,7 @@ func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParam
 		&i.ToolCalls,
 		&i.ProgressAt,
 		&i.BudgetRoots,
+		&i.ScopeKeys,
 	)
 	return i, err
 }

@@ -67,9 +67,9 @@ WITH candidate AS (
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
     ORDER BY taken.priority DESC, taken.seq
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scope_keys, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
 FROM granted AS leases
@@ -145,7 +145,6 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
-			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -154,6 +153,7 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Lease.ToolCalls,
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
 			&i.HasAttention,
 		); err != nil {
 			return nil, err
@@ -192,7 +192,7 @@ WITH entry AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -209,7 +209,7 @@ WITH entry AS (
       AND i.status = 'open'
     RETURNING i.id, i.parent_id
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, freed.parent_id, (freed.id IS NOT NULL)::boolean AS freed
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, freed.parent_id, (freed.id IS NOT NULL)::boolean AS freed
 FROM ended AS leases
 LEFT JOIN freed ON freed.id = leases.item_id
 `
@@ -272,7 +272,6 @@ func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLease
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
-			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -281,6 +280,7 @@ func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLease
 			&i.Lease.ToolCalls,
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
 			&i.ParentID,
 			&i.Freed,
 		); err != nil {
@@ -329,9 +329,9 @@ WITH entry AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scope_keys, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scope_keys, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -389,7 +389,6 @@ func (q *Queries) HeartbeatLeases(ctx context.Context, db DBTX, arg HeartbeatLea
 			&i.Lease.Outcome,
 			&i.Lease.OutcomeDetail,
 			&i.Lease.Result,
-			&i.Lease.ScopeKeys,
 			&i.Lease.Scopes,
 			&i.Lease.ScopeResources,
 			&i.Lease.TokensIn,
@@ -398,6 +397,7 @@ func (q *Queries) HeartbeatLeases(ctx context.Context, db DBTX, arg HeartbeatLea
 			&i.Lease.ToolCalls,
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
 			&i.HasAnswers,
 		); err != nil {
 			return nil, err

@@ -167,7 +167,6 @@ type Lease struct {
 	Outcome         *string
 	OutcomeDetail   json.RawMessage
 	Result          json.RawMessage
-	ScopeKeys       []string
 	Scopes          []string
 	ScopeResources  []string
 	TokensIn        int64
@@ -176,6 +175,7 @@ type Lease struct {
 	ToolCalls       int64
 	ProgressAt      *time.Time
 	BudgetRoots     []uuid.UUID
+	ScopeKeys       []string
 }
 
 type LeaseObservation struct {

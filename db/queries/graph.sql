@@ -220,6 +220,37 @@ FROM (SELECT p.parent_id, count(*)::integer AS n
       GROUP BY p.parent_id) AS c
 WHERE i.project_id = @project_id AND i.id = c.parent_id;
 
+-- name: ReleaseCompletedLease :execrows
+-- ReleaseDependents and ReleaseParents for a completion sent as one
+-- pipelined batch, in the statement after its EndLease (with
+-- abort_if_lost, so this runs only when that statement ended the lease and
+-- marked its item done): one prerequisite fewer for each dependent of the
+-- lease's item, one child fewer for its parent, one row version for a row
+-- that is both. Its own statement, so its snapshot is taken after EndLease
+-- held the item's row: a dependency committed meanwhile is counted (ADR
+-- 0007). The items are joined on the project the subqueries return, as in
+-- ReleaseDependents.
+WITH done AS (
+    SELECT l.project_id, l.item_id
+    FROM leases l
+    WHERE l.project_id = @project_id AND l.id = @lease_id
+), changes AS (
+    SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children
+    FROM done JOIN dependencies dd ON dd.project_id = done.project_id AND dd.depends_on_id = done.item_id
+    UNION ALL
+    SELECT f.project_id, f.parent_id AS item_id, 0 AS deps, 1 AS children
+    FROM done JOIN items f ON f.project_id = done.project_id AND f.id = done.item_id
+    WHERE f.parent_id IS NOT NULL
+)
+UPDATE items AS i
+SET unmet_dependencies = i.unmet_dependencies - c.deps,
+    open_children = i.open_children - c.children,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.children)::integer AS children
+      FROM changes ch
+      GROUP BY ch.project_id, ch.item_id) AS c
+WHERE i.project_id = c.project_id AND i.id = c.item_id;
+
 -- name: UpdateItemFields :exec
 UPDATE items
 SET title = coalesce(sqlc.narg('title')::text, title),

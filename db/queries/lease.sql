@@ -356,7 +356,10 @@ FOR UPDATE OF l;
 -- item done with the result, so the item goes from leased to done in one
 -- row version and is never momentarily ready; the caller then releases its
 -- dependents and parent (graph.Service.ReleaseFinished). The answer carries
--- the item row as written.
+-- the item row as written. With @abort_if_lost a lost fence raises WG003
+-- (lease_fence_held, migration 00042) instead of answering no row, so that
+-- it aborts what is pipelined after it in its transaction (a completion's
+-- release of dependents, graph.Service.ReleaseCompleted).
 WITH ended AS (
     UPDATE leases l
     SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
@@ -395,11 +398,14 @@ WITH ended AS (
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT @finish::boolean OR i.status = 'open')
     RETURNING i.*
+), held AS (
+    SELECT lease_fence_held(count(*), @abort_if_lost::boolean) AS ok FROM ended, freed
 )
 -- The item as this statement left it (a completion answers it: its
 -- dependents and parent are other rows).
 SELECT ended.*, items.failures, items.parent_id, sqlc.embed(items)
-FROM ended, freed AS items;
+FROM ended, freed AS items, held
+WHERE held.ok;
 
 -- name: ClearRetry :exec
 -- The item stops retrying on its own: its failures were handed to a person.

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// The CPU of a measured window: utime+stime from /proc/<pid>/stat of the
+// benchmark process (agents, and the in-process server), of the server
+// process when workload 7 runs one, and of every process of the database
+// cluster (its postmaster and the postmaster's children: backends and
+// background workers), read when the window opens and when it closes.
+// Each result then carries the CPU seconds per 1,000 of its operations
+// (lifecycles in workloads 1, 2 and 7):
+//
+//   - cpu_per_1k_bench_s: the benchmark process;
+//   - cpu_per_1k_server_s: the server process (workload 7's separate one),
+//     else absent;
+//   - cpu_per_1k_pg_s: the cluster's processes.
+//
+// A backend that exits inside the window takes its CPU with it (a pool
+// keeps its connections open across a run, so few do). The cluster must
+// run on this machine, and its processes must be readable: else there is
+// no meter and the results carry no CPU figures.
+type cpuMeter struct {
+	postmaster int
+	// server is the pid of a separate server process, 0 when none.
+	server atomic.Int64
+}
+
+// newCPUMeter finds the cluster's postmaster as the parent of one of the
+// pool's backends.
+func newCPUMeter(ctx context.Context, e *env) (*cpuMeter, error) {
+	var backend int
+	if err := e.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return nil, err
+	}
+	st, err := readStat(backend)
+	if err != nil {
+		return nil, fmt.Errorf("the database's backend %d is not a process of this machine: %w", backend, err)
+	}
+	pm, err := readStat(st.ppid)
+	if err != nil || pm.comm != "postgres" {
+		return nil, fmt.Errorf("the parent of backend %d (pid %d) is not a readable postgres process", backend, st.ppid)
+	}
+	return &cpuMeter{postmaster: st.ppid}, nil
+}
+
+// cpuSample is the CPU seconds used so far by the benchmark process, the
+// server process, and each process of the cluster (by pid).
+type cpuSample struct {
+	bench, server float64
+	pg            map[int]float64
+}
+
+func (m *cpuMeter) sample() cpuSample {
+	s := cpuSample{bench: cpuSeconds(os.Getpid()), pg: map[int]float64{}}
+	if pid := int(m.server.Load()); pid != 0 {
+		s.server = cpuSeconds(pid)
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readStat(pid); err == nil && (pid == m.postmaster || st.ppid == m.postmaster) {
+			s.pg[pid] = st.cpu
+		}
+	}
+	return s
+}
+
+// addTo adds the CPU used since before to rec's extras (summed over the
+// rounds of an interleaved run, then divided by fromRecorder).
+func (s cpuSample) addTo(rec *recorder, before cpuSample) {
+	var pg float64
+	for pid, v := range s.pg {
+		pg += v - before.pg[pid] // a process started in the window counts from 0
+	}
+	rec.extra[cpuBenchKey] += s.bench - before.bench
+	rec.extra[cpuPGKey] += pg
+	if s.server > 0 {
+		rec.extra[cpuServerKey] += s.server - before.server
+	}
+}
+
+// The recorder's sums of CPU seconds, turned into per-1,000-operation
+// figures by perThousandOps.
+const (
+	cpuBenchKey  = "cpu_bench_s"
+	cpuServerKey = "cpu_server_s"
+	cpuPGKey     = "cpu_pg_s"
+)
+
+// perThousandOps replaces r's CPU sums by CPU seconds per 1,000 of its
+// operations.
+func perThousandOps(r *Result) {
+	for _, k := range []string{cpuBenchKey, cpuServerKey, cpuPGKey} {
+		v, ok := r.Extra[k]
+		if !ok {
+			continue
+		}
+		delete(r.Extra, k)
+		if r.Ops > 0 {
+			r.Extra["cpu_per_1k_"+strings.TrimPrefix(k, "cpu_")] = round(v/(float64(r.Ops)/1000), 3)
+		}
+	}
+}
+
+type procStat struct {
+	comm string
+	ppid int
+	cpu  float64 // utime+stime, seconds
+}
+
+// readStat reads a process's name, parent and CPU from /proc/<pid>/stat.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, err
+	}
+	// The command name (field 2, in parentheses) may hold spaces; the
+	// fields after its closing parenthesis are fixed: the parent is the
+	// 2nd, utime and stime the 12th and 13th.
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 13 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return procStat{comm: s[open+1 : end], ppid: ppid, cpu: (ut + st) / clockTicks}, nil
+}
