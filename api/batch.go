@@ -111,10 +111,11 @@ type completionEntryRequest struct {
 	Epoch      *int64          `json:"epoch"`
 	Result     json.RawMessage `json:"result"`
 	WorkerTime *string         `json:"worker_time"`
+	Usage      *wire.Usage     `json:"usage"`
 }
 
 // completeBatch: 200 {completions: [{lease_id, status, completion,
-// problem}]}, for a body [{lease_id, epoch, result, worker_time}].
+// problem}]}, for a body [{lease_id, epoch, result, worker_time, usage}].
 func (a *API) completeBatch(c echo.Context) error {
 	var req []completionEntryRequest
 	if err := decode(c, &req); err != nil {
@@ -133,7 +134,7 @@ func (a *API) completeBatch(c echo.Context) error {
 		if err != nil {
 			return renameFields(err, map[string]string{"worker_time": fmt.Sprintf("completions[%d].worker_time", i)})
 		}
-		entries[i] = lease.CompletionEntry{Fence: f, Result: r.Result, WorkerTime: wt}
+		entries[i] = lease.CompletionEntry{Fence: f, Result: r.Result, WorkerTime: wt, Usage: usageOf(r.Usage)}
 	}
 	p, err := a.project(c)
 	if err != nil {
@@ -165,12 +166,14 @@ type heartbeatEntryRequest struct {
 	Progress     json.RawMessage `json:"progress"`
 	LeaseSeconds *int64          `json:"lease_seconds"`
 	WorkerTime   *string         `json:"worker_time"`
+	Usage        *wire.Usage     `json:"usage"`
 }
 
 // heartbeatBatch: 200 {heartbeats: [{lease_id, status, heartbeat,
 // problem}]}, for a body [{lease_id, epoch, progress, lease_seconds,
-// worker_time}]; each heartbeat carries stop_requested and answers as the
-// single heartbeat does.
+// worker_time, usage}]; each heartbeat carries stop_requested (and its
+// stop_reason, budget_exhausted included) and answers as the single
+// heartbeat does.
 func (a *API) heartbeatBatch(c echo.Context) error {
 	var req []heartbeatEntryRequest
 	if err := decode(c, &req); err != nil {
@@ -194,7 +197,7 @@ func (a *API) heartbeatBatch(c echo.Context) error {
 		if err != nil {
 			return renameFields(err, map[string]string{"lease_seconds": field + ".lease_seconds"})
 		}
-		entries[i] = lease.HeartbeatEntry{Fence: f, Heartbeat: lease.Heartbeat{Progress: r.Progress, WorkerTime: wt, TTL: ttl}}
+		entries[i] = lease.HeartbeatEntry{Fence: f, Heartbeat: lease.Heartbeat{Progress: r.Progress, WorkerTime: wt, TTL: ttl, Usage: usageOf(r.Usage)}}
 	}
 	p, err := a.project(c)
 	if err != nil {

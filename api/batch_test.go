@@ -63,8 +63,9 @@ func TestBatches(t *testing.T) {
 		c := batch.Claims
 		f.do("POST", "/v1/leases/"+c[0].Lease.ID+"/stop", f.human.Token, map[string]any{}).ok(t, 200, nil)
 		body := []map[string]any{
-			{"lease_id": c[0].Lease.ID, "epoch": 1, "progress": map[string]any{"p": 1}},
-			{"lease_id": c[1].Lease.ID, "epoch": 2},
+			{"lease_id": c[0].Lease.ID, "epoch": 1, "progress": map[string]any{"p": 1},
+				"usage": map[string]any{"tokens_in": 12, "cost_usd": 0.5}},
+			{"lease_id": c[1].Lease.ID, "epoch": 2, "usage": map[string]any{"tokens_in": 99}},
 		}
 		var out struct {
 			Heartbeats []batchAnswer `json:"heartbeats"`
@@ -75,6 +76,14 @@ func TestBatches(t *testing.T) {
 		}
 		if a := out.Heartbeats[1]; a.Status != 409 || a.Heartbeat != nil || a.Problem["code"] != "lease_lost" {
 			t.Errorf("entry 1 (wrong epoch): %+v, want 409 lease_lost", a)
+		}
+		// The usage of the entry whose fence held is stored; the refused
+		// entry's is not.
+		if n := f.count(`SELECT count(*) FROM leases WHERE id = '` + c[0].Lease.ID + `' AND tokens_in = 12 AND cost_micro_usd = 500000`); n != 1 {
+			t.Errorf("entry 0's usage was not stored")
+		}
+		if n := f.count(`SELECT count(*) FROM leases WHERE id = '` + c[1].Lease.ID + `' AND tokens_in = 0`); n != 1 {
+			t.Errorf("the refused entry's usage was stored")
 		}
 	})
 
@@ -135,6 +144,12 @@ func TestBatches(t *testing.T) {
 		p := f.do("POST", "/v1/projects/alpha/heartbeats", f.agent.Token,
 			[]map[string]any{{"lease_id": c[0].Lease.ID, "epoch": 1, "lease_seconds": 0}}).problem(t, 400, "invalid_argument")
 		field(t, p, "heartbeats[0].lease_seconds")
+		p = f.do("POST", "/v1/projects/alpha/heartbeats", f.agent.Token,
+			[]map[string]any{{"lease_id": c[0].Lease.ID, "epoch": 1, "usage": map[string]any{"tool_calls": -2}}}).problem(t, 400, "invalid_argument")
+		field(t, p, "heartbeats[0].usage")
+		p = f.do("POST", "/v1/projects/alpha/completions", f.agent.Token,
+			[]map[string]any{{"lease_id": c[0].Lease.ID, "epoch": 1, "usage": map[string]any{"cost_usd": -1}}}).problem(t, 400, "invalid_argument")
+		field(t, p, "completions[0].usage")
 	})
 
 	t.Run("ErrPeopleMayNotComplete", func(t *testing.T) {

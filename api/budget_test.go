@@ -86,3 +86,41 @@ func TestBudgetAPI(t *testing.T) {
 		field(t, f.do("PATCH", "/v1/projects/alpha", adminToken, map[string]any{"quiet_after_seconds": 0}).problem(t, 400, "invalid_argument"), "quiet_after_seconds")
 	})
 }
+
+// TestBudgetDepthAPI: the depth limit answers 409 depth_limit on every
+// path that creates a child: an item with a parent_id, a plan adding
+// items below a stored item (a dry run too), and nothing is created.
+func TestBudgetDepthAPI(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	tree := map[string]any{"items": []any{
+		map[string]any{"key": "top", "title": "top", "children": []any{map[string]any{"key": "mid", "title": "mid"}}},
+	}}
+	var imported struct{ Keys map[string]string }
+	f.do("POST", "/v1/projects/alpha/plans", f.human.Token, tree).ok(t, 201, &imported)
+	top, mid := imported.Keys["top"], imported.Keys["mid"]
+	f.do("PUT", "/v1/projects/alpha/items/"+top+"/budget", f.human.Token, map[string]any{"max_depth": 1}).ok(t, 200, nil)
+	before := f.count(`SELECT count(*) FROM items`)
+
+	p := f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "deep", "parent_id": mid}).problem(t, 409, "depth_limit")
+	if p["field"] != "parent_id" || p["budget_item_id"] != top || p["max_depth"] != float64(1) || p["depth"] != float64(2) {
+		t.Fatalf("item below the limit: %v", p)
+	}
+	deeper := map[string]any{"items": []any{
+		map[string]any{"key": "top", "title": "top", "children": []any{
+			map[string]any{"key": "mid", "title": "mid", "children": []any{map[string]any{"key": "deep", "title": "deep"}}},
+		}},
+	}}
+	for _, dry := range []bool{true, false} {
+		deeper["dry_run"] = dry
+		p = f.do("POST", "/v1/projects/alpha/plans", f.human.Token, deeper).problem(t, 409, "depth_limit")
+		if p["field"] != "plan" || p["key"] != "deep" || p["depth"] != float64(2) {
+			t.Fatalf("plan below the limit (dry run %v): %v", dry, p)
+		}
+	}
+	if after := f.count(`SELECT count(*) FROM items`); after != before {
+		t.Fatalf("refused creations stored items: %d before, %d after", before, after)
+	}
+	// At the limit is fine.
+	f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "sibling", "parent_id": top}).ok(t, 201, nil)
+}

@@ -16,6 +16,8 @@ type item struct {
 	Priority  int      `json:"priority"`
 	ParentID  *string  `json:"parent_id"`
 	Labels    []string `json:"labels"`
+	Requires  []string `json:"requires"`
+	Touches   []string `json:"touches"`
 	State     string   `json:"state"`
 	Epoch     int64    `json:"epoch"`
 	Version   int      `json:"version"`

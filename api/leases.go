@@ -251,6 +251,8 @@ type childRequest struct {
 	Body          string   `json:"body"`
 	Priority      int32    `json:"priority"`
 	Labels        []string `json:"labels"`
+	Requires      []string `json:"requires"`
+	Touches       []string `json:"touches"`
 	DependsOnKeys []string `json:"depends_on_keys"`
 }
 
@@ -278,7 +280,8 @@ func (a *API) decompose(c echo.Context) error {
 		if ch.Title == nil {
 			return wgerr.InvalidField(fmt.Sprintf("children[%d].title", i), "is required")
 		}
-		kids[i] = graph.NewChild{Key: *ch.Key, Title: *ch.Title, Body: ch.Body, Priority: ch.Priority, Labels: ch.Labels, DependsOnKeys: ch.DependsOnKeys}
+		kids[i] = graph.NewChild{Key: *ch.Key, Title: *ch.Title, Body: ch.Body, Priority: ch.Priority, Labels: ch.Labels,
+			Requires: ch.Requires, Touches: ch.Touches, DependsOnKeys: ch.DependsOnKeys}
 	}
 	res, err := a.svc.Leases.Decompose(c.Request().Context(), project, f, kids)
 	if err != nil {

@@ -293,16 +293,31 @@ func TestLeaseMutations(t *testing.T) {
 			map[string]any{"key": "a", "title": "A", "depends_on_keys": []string{"b"}},
 			map[string]any{"key": "b", "title": "B", "depends_on_keys": []string{"a"}},
 		}}).problem(t, 409, "dependency_cycle")
+		// requires and touches are checked as at an item's creation.
+		field(t, f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{
+			map[string]any{"key": "a", "title": "A"},
+			map[string]any{"key": "b", "title": "B", "touches": []string{"repo:a//b"}},
+		}}).problem(t, 400, "invalid_argument"), "children[1].touches")
+		field(t, f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{
+			map[string]any{"key": "a", "title": "A", "requires": []string{"a b"}},
+		}}).problem(t, 400, "invalid_argument"), "children[0].requires")
 		var out struct {
 			Lease    lease
 			Children []item
 		}
 		f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{
-			map[string]any{"key": "a", "title": "A", "body": "first", "priority": 3, "labels": []string{"x"}},
+			map[string]any{"key": "a", "title": "A", "body": "first", "priority": 3, "labels": []string{"x"},
+				"requires": []string{"go"}, "touches": []string{"repo:web/**"}},
 			map[string]any{"key": "b", "title": "B", "depends_on_keys": []string{"a"}},
 		}}).ok(t, 200, &out)
 		if len(out.Children) != 2 || out.Lease.Outcome == nil || *out.Lease.Outcome != "decomposed" {
 			t.Fatalf("decompose %+v", out)
+		}
+		if r, tc := out.Children[0].Requires, out.Children[0].Touches; fmt.Sprint(r) != "[go]" || fmt.Sprint(tc) != "[repo:web/**]" {
+			t.Fatalf("child a: requires %v touches %v, want [go] [repo:web/**]", r, tc)
+		}
+		if r, tc := out.Children[1].Requires, out.Children[1].Touches; r == nil || tc == nil || len(r)+len(tc) != 0 {
+			t.Fatalf("child b: requires %v touches %v, want none", r, tc)
 		}
 		var parent item
 		f.do("GET", "/v1/projects/alpha/items/"+c.Item.ID, f.agent.Token, nil).ok(t, 200, &parent)

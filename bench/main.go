@@ -221,7 +221,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.Statements, "statements", false,
 		"after each workload, list the statements that took most of PostgreSQL's time (pg_stat_statements; with no database URL, an embedded cluster that loads it)")
 	fs.BoolVar(&cfg.PgBouncer, "pgbouncer", cfg.PgBouncer,
-		"workload 2: also run the REST lifecycle through a PgBouncer in transaction mode started by the bench (Debian's pgbouncer, port 55645-55649), beside the direct one")
+		"workload 2: also run the REST lifecycle through a PgBouncer in transaction mode started by the bench (Debian's pgbouncer, on a unix socket of its own), beside the direct one")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("WORKGRAPH_BENCH_DATABASE_URL"),
 		"PostgreSQL URL (env WORKGRAPH_BENCH_DATABASE_URL); empty: a fresh database on 127.0.0.1:5432, else an embedded cluster")
 	if err := fs.Parse(args); err != nil {

@@ -12,9 +12,6 @@ import (
 	"github.com/workgraph-dev/workgraph/server"
 )
 
-// The bench's own PgBouncer (-pgbouncer) listens on a port in this range.
-const pgbouncerFirstPort, pgbouncerLastPort = 55645, 55649
-
 // pooledServer returns the run's second in-process server, whose main
 // database URL goes through a PgBouncer of the bench's own in transaction
 // mode (server pool -pool, the same number of PostgreSQL connections as
@@ -26,7 +23,7 @@ func (e *env) pooledServer(ctx context.Context) (*benchServer, error) {
 		return e.pooledSrv, nil
 	}
 	b, err := pgbouncer.Start(pgbouncer.Config{
-		Backend: e.url, FirstPort: pgbouncerFirstPort, LastPort: pgbouncerLastPort, PoolSize: e.cfg.Pool,
+		Backend: e.url, PoolSize: e.cfg.Pool,
 	})
 	if err != nil {
 		return nil, err
@@ -60,8 +57,8 @@ func (e *env) pooledServer(ctx context.Context) (*benchServer, error) {
 	}
 	e.pooledSrv = bs
 	e.closer = append(e.closer, bs.stop)
-	e.logf("  in-process server behind PgBouncer 127.0.0.1:%d (transaction mode, %d server connections) at %s (log %s)",
-		b.Port, e.cfg.Pool, s.URL(), logPath)
+	e.logf("  in-process server behind PgBouncer %s (transaction mode, %d server connections) at %s (log %s)",
+		b.Socket, e.cfg.Pool, s.URL(), logPath)
 	return bs, nil
 }
 

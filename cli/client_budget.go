@@ -23,6 +23,10 @@ func itemsBudgetCmd(stdio IO, f *clientFlags) *cobra.Command {
 	cmd = &cobra.Command{
 		Use:   "budget ID",
 		Short: "Show an item's cost and budget, or set the budget of its subtree",
+		Long: `Show an item's cost (its own leases and its whole subtree) and its budget,
+or, with any --max-* flag, set the budget of its subtree: the flags given are
+the budget's limits (a limit left out is no limit), so to raise one limit
+give the others again.`,
 		Example: `  workgraph items budget <item id>
   workgraph items budget <item id> --max-tokens 2000000 --max-cost-usd 25 --max-wall 4h --max-depth 2`,
 		Args: args(cobra.ExactArgs(1)),
@@ -77,7 +81,7 @@ func itemsBudgetCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.Int64Var(&maxTokens, "max-tokens", 0, "tokens in + out for the whole subtree")
 	fl.Float64Var(&maxCost, "max-cost-usd", 0, "dollars for the whole subtree")
 	fl.DurationVar(&maxWall, "max-wall", 0, "wall time from when the budget is first set, e.g. 4h")
-	fl.Int64Var(&maxDepth, "max-depth", 0, "how deep decomposition may go below the item (children are at 1)")
+	fl.Int64Var(&maxDepth, "max-depth", 0, "how deep items may be created below the item (children are at 1)")
 	return cmd
 }
 

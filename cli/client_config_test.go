@@ -119,6 +119,7 @@ func TestExplainExitCodes(t *testing.T) {
 		{"NotFound", problem(client.CodeNotFound, 404), ExitNotFound, `project (now "p"`},
 		{"Cycle", problem(client.CodeDependencyCycle, 409), ExitConflict, "cycle"},
 		{"ConflictingResult", problem(client.CodeConflictingResult, 409), ExitConflict, "first result stands"},
+		{"DepthLimit", problem(client.CodeDepthLimit, 409), ExitConflict, "--max-depth"},
 		{"Unauthenticated", problem(client.CodeUnauthenticated, 401), ExitAuth, "env WORKGRAPH_TOKEN"},
 		{"Forbidden", problem(client.CodeForbidden, 403), ExitAuth, "human or admin token"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},

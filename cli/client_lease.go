@@ -447,10 +447,13 @@ func newDecomposeCmd(stdio IO) *cobra.Command {
 decomposed and the item becomes ready again once every child is finished.
 
 Children come from a YAML or JSON file (or - for stdin), a list of
-{key, title, body?, priority?, labels?, depends_on?: [sibling keys]}:
+{key, title, body?, priority?, labels?, requires?, touches?,
+depends_on?: [sibling keys]} (requires and touches as in items add):
 
   - key: schema
     title: Write the migration
+    requires: [db-migrations]
+    touches: ["db:schema"]
   - key: api
     title: Add the endpoint
     depends_on: [schema]

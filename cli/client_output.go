@@ -150,6 +150,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitConflict, "the edge would close a cycle in the waits-for graph (an item waits for its dependencies, a parent for its children); remove an edge of the cycle first"
 	case client.CodeConflict:
 		return ExitConflict, "the object changed or is in a state that refuses this; show it again and retry"
+	case client.CodeDepthLimit:
+		return ExitConflict, "a budget over the parent limits how deep items may be created below its item; create the item higher up, or raise the budget's --max-depth (workgraph items budget)"
 	case client.CodeInvalidArgument:
 		return ExitUsage, "fix the input named above and retry"
 	case client.CodePayloadTooLarge:

@@ -493,7 +493,7 @@ func (p *plan) children() []client.Child {
 	for _, n := range p.Roots {
 		out = append(out, client.Child{
 			Key: n.Key, Title: n.Title, Body: n.Body, Priority: n.Priority,
-			Labels: n.Labels, DependsOnKeys: n.DependsOn,
+			Labels: n.Labels, Requires: n.Requires, Touches: n.Touches, DependsOnKeys: n.DependsOn,
 		})
 	}
 	return out

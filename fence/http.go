@@ -44,6 +44,7 @@ const (
 	CodeFenceRequired     = "fence_required"      // 401: no HeaderFence
 	CodeFenceInvalid      = "fence_invalid"       // 401: malformed or forged token
 	CodeFenceWrongProject = "fence_wrong_project" // 403: token of another project
+	CodeFenceOutOfScope   = "fence_out_of_scope"  // 403: a write outside the lease's scopes
 	CodeFenceStale        = "fence_stale"         // 409: a newer lease has written
 	CodeOperationConflict = "operation_conflict"  // 409: same operation, changed payload
 	CodeInvalidOperation  = "invalid_operation"   // 400: operation id too long
@@ -79,6 +80,14 @@ type Middleware struct {
 	Project string
 	// MaxBody bounds the request body (0: DefaultMaxBody).
 	MaxBody int64
+	// Target, when set, names what a request writes as a write-scope
+	// target ("resource" or "resource:literal/path", see Claims.Covers);
+	// a request whose target the token's scopes do not cover is refused
+	// (403 fence_out_of_scope) before the gate, changing nothing. A
+	// token of a lease that holds no scope covers nothing, so set it only
+	// where the items whose workers write here declare touches. "" means
+	// the request writes nothing scoped (not checked). Nil: no check.
+	Target func(r *http.Request) string
 	// Log receives failures of the destination's database (nil: discarded).
 	Log *slog.Logger
 }
@@ -128,6 +137,14 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			problem(w, http.StatusForbidden, CodeFenceWrongProject,
 				fmt.Sprintf("the token was signed for project %s; this destination serves project %s", claims.Project, m.Project))
 			return
+		}
+		if m.Target != nil {
+			if target := m.Target(r); target != "" {
+				if err := claims.CheckScope(target); err != nil {
+					problem(w, http.StatusForbidden, CodeFenceOutOfScope, err.Error())
+					return
+				}
+			}
 		}
 		op := r.Header.Get(HeaderOperation)
 		if len(op) > MaxOperationLen {

@@ -20,7 +20,7 @@ const TokenPrefix = "wgf1."
 const MaxTokenLen = 2048
 
 // Claims are what a fence token says: which lease of which item of which
-// project, at which epoch. Expires is the lease's expiry when the token was
+// project, at which epoch, holding which write scopes. Expires is the lease's expiry when the token was
 // signed, a diagnostic only: safety never depends on a clock (a renewed
 // lease gets a new token; a reclaimed one a larger epoch).
 type Claims struct {
@@ -31,6 +31,11 @@ type Claims struct {
 	Expires time.Time `json:"exp"`
 	// KeyID names the key that signed the token (KeyID of its public key).
 	KeyID string `json:"kid"`
+	// Scopes are the write scopes the lease was granted (see Covers);
+	// absent for a lease that holds none. A verifier older than this
+	// member refuses the tokens that carry it (unknown members are
+	// invalid): update the fence package of such a destination.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Resource is what the token fences at a destination: "<project>/<item>".

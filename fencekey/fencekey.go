@@ -46,11 +46,12 @@ func Load(ctx context.Context, q dbq.DBTX) (*Signer, error) {
 	return &Signer{key: key, pub: key.Public().(ed25519.PublicKey)}, nil
 }
 
-// Sign returns the fence token of l: its lease id, item, project and
-// epoch (and its expiry, a diagnostic), signed.
+// Sign returns the fence token of l: its lease id, item, project, epoch
+// and write scopes (and its expiry, a diagnostic), signed.
 func (s *Signer) Sign(l lease.Lease) (string, error) {
 	return fence.Sign(s.key, fence.Claims{
 		Lease: l.ID.String(), Item: l.ItemID.String(), Project: l.ProjectID.String(), Epoch: l.Epoch, Expires: l.ExpiresAt,
+		Scopes: l.Scopes,
 	})
 }
 

@@ -27,8 +27,10 @@ const MaxChildren = 1000
 //
 // Errors: invalid_argument (no children, too many, a bad field, a duplicate,
 // empty or unknown key; the field names the child index); *CycleError
-// (dependency_cycle) for a cycle among the children; not_found when the
-// parent is not in the project; conflict when the parent is not open.
+// (dependency_cycle) for a cycle among the children; depth_limit when the
+// children would pass the depth limit of a budget over the parent;
+// not_found when the parent is not in the project; conflict when the
+// parent is not open.
 func (s *Service) CreateChildren(ctx context.Context, project, parentID uuid.UUID, children []NewChild, by string) ([]Item, error) {
 	var out []Item
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
@@ -70,6 +72,9 @@ func createChildren(ctx context.Context, tx pgx.Tx, now *time.Time, project, par
 	if err := lockParent(ctx, tx, project, parentID); err != nil {
 		return nil, err
 	}
+	if err := checkDepth(ctx, tx, project, parentID, 1, "children", nil); err != nil {
+		return nil, err
+	}
 	if err := insertRows(ctx, tx, now, project, by, rows, edges); err != nil {
 		return nil, err
 	}
@@ -109,11 +114,12 @@ func childRows(parentID uuid.UUID, children []NewChild) ([]newRow, [][]int, erro
 		if err := checkBody(field+".body", c.Body); err != nil {
 			return nil, nil, err
 		}
-		labels, err := CleanLabels(field+".labels", c.Labels)
+		labels, requires, touches, err := cleanMatching(field+".", c.Labels, c.Requires, c.Touches)
 		if err != nil {
 			return nil, nil, err
 		}
-		rows[i] = newRow{id: uuid.New(), parentID: parentID, title: title, body: c.Body, priority: c.Priority, labels: labels}
+		rows[i] = newRow{id: uuid.New(), parentID: parentID, title: title, body: c.Body, priority: c.Priority,
+			labels: labels, requires: requires, touches: touches}
 	}
 	waits := make([][]int, len(children))
 	for i, c := range children {

@@ -26,7 +26,8 @@ const MaxDependsOn = 1000
 //
 // Errors: invalid_argument for bad input or a dependency on the item's own
 // parent chain that would close a cycle is *CycleError (dependency_cycle);
-// payload_too_large for an oversized body or metadata; not_found when the
+// depth_limit when the parent sits at the depth limit of a budget over it
+// (see checkDepth); payload_too_large for an oversized body or metadata; not_found when the
 // project, the parent or a dependency does not exist; conflict when the
 // parent is not open.
 func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem) (Item, error) {
@@ -41,13 +42,7 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 	if err := checkBody("body", in.Body); err != nil {
 		return Item{}, err
 	}
-	if row.labels, err = CleanLabels("labels", in.Labels); err != nil {
-		return Item{}, err
-	}
-	if row.requires, err = CleanLabels("requires", in.Requires); err != nil {
-		return Item{}, err
-	}
-	if row.touches, err = CleanScopes("touches", in.Touches); err != nil {
+	if row.labels, row.requires, row.touches, err = cleanMatching("", in.Labels, in.Requires, in.Touches); err != nil {
 		return Item{}, err
 	}
 	if row.metadata, err = cleanMetadata("metadata", in.Metadata); err != nil {
@@ -93,6 +88,9 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 		}
 		if in.ParentID != nil {
 			if err := lockParent(ctx, tx, project, *in.ParentID); err != nil {
+				return err
+			}
+			if err := checkDepth(ctx, tx, project, *in.ParentID, 1, "parent_id", nil); err != nil {
 				return err
 			}
 			if len(deps) > 0 {

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -114,6 +115,30 @@ func TestCreateChildren(t *testing.T) {
 		}
 		wantState(t, f.mustGet(t, parent.ID), StateReady)
 	})
+	t.Run("RequiresTouches", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		parent := f.mustItem(t, itemOpts{Title: "epic"})
+		var kids []Item
+		err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
+			var err error
+			kids, err = f.svc.On(tx).CreateChildren(context.Background(), f.project, parent.ID, []NewChild{
+				{Key: "schema", Title: "Schema", Requires: []string{"db-migrations", "go", "go"}, Touches: []string{"db:schema", "repo:db/**"}},
+				{Key: "plain", Title: "Plain"},
+			}, "agent-1")
+			return err
+		})
+		if err != nil {
+			t.Fatalf("CreateChildren: %v", err)
+		}
+		got := f.mustGet(t, kids[0].ID)
+		if !slices.Equal(got.Requires, []string{"db-migrations", "go"}) || !slices.Equal(got.Touches, []string{"db:schema", "repo:db/**"}) {
+			t.Fatalf("stored requires %v touches %v, want the child's (duplicates dropped)", got.Requires, got.Touches)
+		}
+		if plain := f.mustGet(t, kids[1].ID); len(plain.Requires) != 0 || len(plain.Touches) != 0 {
+			t.Fatalf("a child without requires or touches stored %v %v", plain.Requires, plain.Touches)
+		}
+	})
 	t.Run("ErrCycle", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
@@ -158,6 +183,25 @@ func TestCreateChildren(t *testing.T) {
 			if !errors.Is(err, wgerr.Invalid) {
 				t.Errorf("%s: got %v, want invalid_argument", name, err)
 			}
+		}
+		// requires and touches are checked as an item's are, the field
+		// naming the child.
+		for field, kids := range map[string][]NewChild{
+			"children[1].requires": {{Key: "a", Title: "A"}, {Key: "b", Title: "B", Requires: []string{"no spaces"}}},
+			"children[0].touches":  {{Key: "a", Title: "A", Touches: []string{"repo:../etc"}}},
+			"children[0].labels":   {{Key: "a", Title: "A", Labels: []string{""}}},
+		} {
+			err := db.InTx(context.Background(), f.conn, func(tx pgx.Tx) error {
+				_, err := f.svc.On(tx).CreateChildren(context.Background(), f.project, parent.ID, kids, "x")
+				return err
+			})
+			var we *wgerr.Error
+			if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != field {
+				t.Errorf("got %v, want invalid_argument naming %s", err, field)
+			}
+		}
+		if c := f.counters(t, parent.ID); c.Children != 0 {
+			t.Fatalf("refused children changed the parent: %+v", c)
 		}
 	})
 	t.Run("ErrParentDone", func(t *testing.T) {

@@ -37,7 +37,8 @@ const MaxPlanItems = 50000
 // field, a duplicate key, an unknown key or an id that is not an item of the
 // project, or an empty or too large plan; *CycleError (dependency_cycle)
 // naming the keys and lines of a cycle among the plan's dependencies and
-// parent/child edges.
+// parent/child edges; depth_limit naming the line of a new item that would
+// pass the depth limit of a budget over a stored item it is created below.
 func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []PlanItem, by string, dryRun bool) (ImportResult, error) {
 	if err := checkBy(by); err != nil {
 		return ImportResult{}, err
@@ -59,6 +60,9 @@ func (s *Service) ImportPlan(ctx context.Context, project uuid.UUID, plan []Plan
 			return err
 		}
 		if err := p.checkExistingParents(ctx, tx, project); err != nil {
+			return err
+		}
+		if err := p.checkDepths(ctx, tx, project); err != nil {
 			return err
 		}
 		res = p.result()
@@ -179,13 +183,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			if err := checkBody("body", it.Body); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
-			if row.labels, err = CleanLabels("labels", it.Labels); err != nil {
-				return planErr(it, pos, "%s", err.Error())
-			}
-			if row.requires, err = CleanLabels("requires", it.Requires); err != nil {
-				return planErr(it, pos, "%s", err.Error())
-			}
-			if row.touches, err = CleanScopes("touches", it.Touches); err != nil {
+			if row.labels, row.requires, row.touches, err = cleanMatching("", it.Labels, it.Requires, it.Touches); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
 			if k := strings.TrimSpace(it.Key); k != "" {
@@ -403,6 +401,55 @@ func (p *flatPlan) checkExistingParents(ctx context.Context, tx pgx.Tx, project 
 		}
 		if path != nil {
 			return conflictf("the plan adds children below item %s, which (through %s) would wait for itself; import the new items elsewhere or drop the dependency", parent, path[0])
+		}
+	}
+	return nil
+}
+
+// checkDepths refuses (depth_limit) a plan whose new items below a stored
+// item would pass the depth limit of a budget over it: each stored parent
+// is checked once, with the depth of the deepest new item below it (new
+// items under new top-level items are under no budget yet). The error
+// names the line of that deepest item. matchKeys has locked the stored
+// parents.
+func (p *flatPlan) checkDepths(ctx context.Context, tx pgx.Tx, project uuid.UUID) error {
+	if len(p.newUnder) == 0 {
+		return nil
+	}
+	type deepest struct{ levels, pos int }
+	under := map[uuid.UUID]deepest{}
+	var order []uuid.UUID // stored parents in plan order: the first refusal is the same each time
+	for pos := range p.items {
+		if _, ok := p.stored[pos]; ok {
+			continue
+		}
+		levels, up := 1, p.parent[pos]
+		for up >= 0 {
+			if _, ok := p.stored[up]; ok {
+				break
+			}
+			levels, up = levels+1, p.parent[up]
+		}
+		if up < 0 {
+			continue
+		}
+		id := p.rows[up].id
+		d, ok := under[id]
+		if !ok {
+			order = append(order, id)
+		}
+		if !ok || levels > d.levels {
+			under[id] = deepest{levels: levels, pos: pos}
+		}
+	}
+	for _, id := range order {
+		d := under[id]
+		it := p.items[d.pos]
+		if err := checkDepth(ctx, tx, project, id, d.levels, "plan", planErrDetails(it)); err != nil {
+			if we, ok := err.(*wgerr.Error); ok {
+				we.Message = where(it, d.pos) + ": " + we.Message
+			}
+			return err
 		}
 	}
 	return nil

@@ -174,11 +174,15 @@ type NewItem struct {
 // NewChild is one child in a decomposition (Service.CreateChildren). Key names it
 // within the decomposition; DependsOnKeys refers to siblings by key.
 type NewChild struct {
-	Key           string
-	Title         string
-	Body          string
-	Priority      int32
-	Labels        []string
+	Key      string
+	Title    string
+	Body     string
+	Priority int32
+	Labels   []string
+	// Requires and Touches as in NewItem (the same validator:
+	// cleanMatching).
+	Requires      []string
+	Touches       []string
 	DependsOnKeys []string
 }
 

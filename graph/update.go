@@ -16,7 +16,11 @@ import (
 
 // UpdateItem applies a person's edit and bumps the version. It never
 // touches a lease (no pre-emption): a worker holding the item keeps it and
-// sees the new fields on its next read. On a done or cancelled item only
+// sees the new fields on its next read. That holds for touches and
+// requires too: a live lease keeps the write scopes it was granted (its
+// own scopes column, which the claims' overlap test reads) and the new
+// touches apply from the item's next claim, so an edit never makes two
+// live leases hold overlapping scopes. On a done or cancelled item only
 // labels and metadata may change. A patch with no field changes nothing and
 // returns the item as stored (after the IfVersion check).
 //

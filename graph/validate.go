@@ -73,6 +73,24 @@ func CleanLabels(field string, labels []string) ([]string, error) {
 	return out, nil
 }
 
+// cleanMatching is the one validator of what the claim matches an item
+// by, wherever an item is created (CreateItem, a decomposition's child, a
+// plan item): its labels and required capabilities (CleanLabels) and its
+// write scopes (CleanScopes). prefix names the input ("" for a top-level
+// item, "children[2]." for a child), so an error names its field.
+func cleanMatching(prefix string, labels, requires, touches []string) (l, r, t []string, err error) {
+	if l, err = CleanLabels(prefix+"labels", labels); err != nil {
+		return nil, nil, nil, err
+	}
+	if r, err = CleanLabels(prefix+"requires", requires); err != nil {
+		return nil, nil, nil, err
+	}
+	if t, err = CleanScopes(prefix+"touches", touches); err != nil {
+		return nil, nil, nil, err
+	}
+	return l, r, t, nil
+}
+
 // cleanMetadata checks metadata is a JSON object; empty means {}.
 func cleanMetadata(field string, m json.RawMessage) (json.RawMessage, error) {
 	if len(m) == 0 {

@@ -22,11 +22,13 @@ import (
 const MaxBatch = 100
 
 // CompletionEntry is one entry of a batch completion: the lease's fence,
-// its result and the worker's clock (diagnostic).
+// its result, the worker's clock (diagnostic) and its final usage
+// (monotonic, as for CompleteWithUsage).
 type CompletionEntry struct {
 	Fence
 	Result     json.RawMessage
 	WorkerTime *time.Time
+	Usage      Usage
 }
 
 // CompletionAnswer answers one entry of a batch completion: the
@@ -206,6 +208,7 @@ type completionDoc struct {
 	Epoch      int64           `json:"epoch"`
 	Result     json.RawMessage `json:"result,omitempty"`
 	WorkerTime *time.Time      `json:"worker_time,omitempty"`
+	usageDoc
 }
 
 // CompleteBatch is Complete for up to MaxBatch leases in one transaction:
@@ -217,11 +220,12 @@ type completionDoc struct {
 // result, a stale call: recorded as a refusal), and refuses only itself.
 // Answers are in the order of the entries. A token, when not nil, is the
 // only token whose leases the batch may end (an agent's own): an entry
-// naming a lease granted to another is answered forbidden.
+// naming a lease granted to another is answered forbidden. An entry's
+// usage is its lease's final report, monotonic as CompleteWithUsage's.
 //
 // Errors (of the whole batch, which then changes nothing):
 // invalid_argument (no entries, more than MaxBatch, a lease named twice,
-// an entry's epoch or result).
+// an entry's epoch, result or usage).
 func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, token *uuid.UUID, entries []CompletionEntry) ([]CompletionAnswer, error) {
 	entries = append([]CompletionEntry(nil), entries...)
 	docs := make([]completionDoc, len(entries))
@@ -231,9 +235,15 @@ func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, token *u
 			return e.LeaseID, err
 		}
 		res, err := optionalJSON("result", e.Result)
+		if err != nil {
+			return e.LeaseID, err
+		}
+		if err := e.Usage.Check("usage"); err != nil {
+			return e.LeaseID, err
+		}
 		e.Result = res
-		docs[i] = completionDoc{LeaseID: e.LeaseID, Epoch: e.Epoch, Result: res, WorkerTime: e.WorkerTime}
-		return e.LeaseID, err
+		docs[i] = completionDoc{LeaseID: e.LeaseID, Epoch: e.Epoch, Result: res, WorkerTime: e.WorkerTime, usageDoc: usageDocOf(e.Usage)}
+		return e.LeaseID, nil
 	}); err != nil {
 		return nil, err
 	}
@@ -313,6 +323,20 @@ type heartbeatDoc struct {
 	TTLMs      int64           `json:"ttl_ms,omitempty"`
 	Progress   json.RawMessage `json:"progress,omitempty"`
 	WorkerTime *time.Time      `json:"worker_time,omitempty"`
+	usageDoc
+}
+
+// usageDoc is an entry's usage report in a batch's @entries, in the
+// lease row's units (absent figures report nothing, as zero does).
+type usageDoc struct {
+	TokensIn     int64 `json:"tokens_in,omitempty"`
+	TokensOut    int64 `json:"tokens_out,omitempty"`
+	CostMicroUSD int64 `json:"cost_micro_usd,omitempty"`
+	ToolCalls    int64 `json:"tool_calls,omitempty"`
+}
+
+func usageDocOf(u Usage) usageDoc {
+	return usageDoc{TokensIn: u.TokensIn, TokensOut: u.TokensOut, CostMicroUSD: u.costMicro(), ToolCalls: u.ToolCalls}
 }
 
 // HeartbeatBatch is Heartbeat for up to MaxBatch leases in one statement,
@@ -322,11 +346,16 @@ type heartbeatDoc struct {
 // not hold is answered (and recorded as a refusal) as Heartbeat answers
 // it, and refuses only itself. Answers are in the order of the entries.
 // A token, when not nil, is the only token whose leases the batch may
-// renew, as for CompleteBatch.
+// renew, as for CompleteBatch. Each entry's usage and progress are its
+// lease's, as a single heartbeat's: usage monotonic per lease (the largest
+// report wins, charged to the worker and the budgets over the item),
+// progress_at moved only by a changed marker; and each entry is answered
+// stop (StopBudgetExhausted) on its own when a budget over its item is
+// spent.
 //
 // Errors (of the whole batch, which then changes nothing):
 // invalid_argument (no entries, more than MaxBatch, a lease named twice,
-// an entry's epoch, ttl or progress).
+// an entry's epoch, ttl, progress or usage).
 func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *uuid.UUID, entries []HeartbeatEntry) ([]HeartbeatAnswer, error) {
 	entries = append([]HeartbeatEntry(nil), entries...)
 	docs := make([]heartbeatDoc, len(entries))
@@ -341,9 +370,16 @@ func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *
 			}
 		}
 		progress, err := optionalJSON("progress", e.Progress)
+		if err != nil {
+			return e.LeaseID, err
+		}
+		if err := e.Usage.Check("usage"); err != nil {
+			return e.LeaseID, err
+		}
 		e.Progress = progress
-		docs[i] = heartbeatDoc{LeaseID: e.LeaseID, Epoch: e.Epoch, TTLMs: e.TTL.Milliseconds(), Progress: progress, WorkerTime: e.WorkerTime}
-		return e.LeaseID, err
+		docs[i] = heartbeatDoc{LeaseID: e.LeaseID, Epoch: e.Epoch, TTLMs: e.TTL.Milliseconds(), Progress: progress,
+			WorkerTime: e.WorkerTime, usageDoc: usageDocOf(e.Usage)}
+		return e.LeaseID, nil
 	}); err != nil {
 		return nil, err
 	}

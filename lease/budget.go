@@ -58,9 +58,10 @@ func usageOf(in, out, micro, calls int64) Usage {
 
 // BudgetLimits bound an item's whole subtree; a nil limit is no limit.
 // MaxTokens counts tokens in and out; MaxWall runs from when the budget was
-// first set; MaxDepth bounds decomposition: the item's children are at
-// depth 1, and a decomposition that would create children deeper than
-// MaxDepth is refused (depth_limit).
+// first set; MaxDepth bounds how deep items may be created below the item:
+// its children are at depth 1, and any new item deeper than MaxDepth (an
+// item created with a parent, a plan's, a decomposition's child) is
+// refused (depth_limit, the graph's rule: see graph.CreateItem).
 type BudgetLimits struct {
 	MaxTokens  *int64
 	MaxCostUSD *float64
@@ -312,27 +313,6 @@ func (s *Service) openBudgetRequest(ctx context.Context, tx pgx.Tx, project, ite
 		return err
 	}
 	return q.SetBudgetRequest(ctx, tx, dbq.SetBudgetRequestParams{ProjectID: project, ItemID: item, RequestID: &req.ID})
-}
-
-// checkDepth refuses a decomposition of the held item that would pass the
-// depth limit of a budget over it.
-func (s *Service) checkDepth(ctx context.Context, tx pgx.Tx, project uuid.UUID, held Lease) error {
-	if len(held.BudgetRoots) == 0 {
-		return nil
-	}
-	row, err := dbq.New().BudgetDepthExceeded(ctx, tx, dbq.BudgetDepthExceededParams{ProjectID: project, ItemID: held.ItemID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return &wgerr.Error{
-		Code: wgerr.CodeDepthLimit,
-		Message: fmt.Sprintf("the budget of item %s allows decomposition to depth %d; this item is at depth %d",
-			row.ItemID, row.MaxDepth, row.Depth),
-		Details: map[string]any{"budget_item_id": row.ItemID, "max_depth": row.MaxDepth, "depth": row.Depth},
-	}
 }
 
 // UsageOf returns the usage of the item's own leases and of its subtree.

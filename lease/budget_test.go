@@ -3,7 +3,9 @@ package lease_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -402,4 +404,227 @@ func TestBudgetBatch(t *testing.T) {
 	if got, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w2"}, 10); !errors.Is(err, lease.ErrNothingReady) {
 		t.Fatalf("ClaimBatch under a spent budget = %d claims, %v; want ErrNothingReady", len(got), err)
 	}
+}
+
+// TestBatchUsage: the batch heartbeat and completion take each entry's
+// usage as the single calls do: monotonic per lease (a lower report is
+// ignored, a higher one wins), charged to the worker and to the budgets
+// over the item, and a spent budget answers stop on the entries under it
+// only.
+func TestBatchUsage(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root", Priority: 1})
+	under := f.child(t, root.ID)
+	free := f.item(t, graph.NewItem{Title: "free"})
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](100)}, "alice"); err != nil {
+		t.Fatalf("SetBudget: %v", err)
+	}
+	claims, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w1"}, 10)
+	if err != nil || len(claims) != 2 {
+		t.Fatalf("ClaimBatch = %d claims, %v; want 2", len(claims), err)
+	}
+	byItem := map[uuid.UUID]lease.Lease{}
+	for _, c := range claims {
+		byItem[c.Item.ID] = c.Lease
+	}
+	lu, lf := byItem[under.ID], byItem[free.ID]
+	beat := func(u, fr lease.Usage) []lease.HeartbeatAnswer {
+		t.Helper()
+		answers, err := f.leases.HeartbeatBatch(f.ctx, f.project, nil, []lease.HeartbeatEntry{
+			{Fence: fence(lu), Heartbeat: lease.Heartbeat{Usage: u}},
+			{Fence: fence(lf), Heartbeat: lease.Heartbeat{Usage: fr}},
+		})
+		if err != nil {
+			t.Fatalf("HeartbeatBatch: %v", err)
+		}
+		return answers
+	}
+	stored := func(l lease.Lease) lease.Usage {
+		t.Helper()
+		got, err := f.leases.Get(f.ctx, f.project, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Usage
+	}
+	ledger := func() lease.Usage {
+		t.Helper()
+		b, err := f.leases.Budget(f.ctx, f.project, root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Used
+	}
+
+	answers := beat(lease.Usage{TokensIn: 30, CostUSD: 0.25, ToolCalls: 3}, lease.Usage{TokensIn: 500, TokensOut: 7})
+	for i, an := range answers {
+		if an.Err != nil || an.Result.StopRequested {
+			t.Fatalf("answer %d within the budget = %+v", i, an)
+		}
+	}
+	if u := answers[0].Result.Lease.Usage; u != (lease.Usage{TokensIn: 30, CostUSD: 0.25, ToolCalls: 3}) {
+		t.Fatalf("the answer's usage = %+v, want the report", u)
+	}
+	// A lower report (out of order, a retry) changes nothing; a higher
+	// figure wins on its own.
+	beat(lease.Usage{TokensIn: 10, TokensOut: 40, CostUSD: 0.1}, lease.Usage{TokensIn: 400})
+	if u := stored(lu); u != (lease.Usage{TokensIn: 30, TokensOut: 40, CostUSD: 0.25, ToolCalls: 3}) {
+		t.Fatalf("under's usage = %+v, want each figure's largest report", u)
+	}
+	if u := stored(lf); u != (lease.Usage{TokensIn: 500, TokensOut: 7}) {
+		t.Fatalf("free's usage = %+v, want its first report (the second was lower)", u)
+	}
+	// The budget is charged for its subtree's lease only.
+	if u := ledger(); u != (lease.Usage{TokensIn: 30, TokensOut: 40, CostUSD: 0.25, ToolCalls: 3}) {
+		t.Fatalf("ledger = %+v, want under's usage alone", u)
+	}
+	workers, err := f.leases.WorkerUsage(f.ctx, f.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := workers["w1"]; w.TokensIn != 530 || w.TokensOut != 47 {
+		t.Fatalf("worker usage = %+v, want both leases' usage (530 in, 47 out)", w)
+	}
+
+	// Crossing the budget: the entry under it is told to stop, the other
+	// is not.
+	answers = beat(lease.Usage{TokensIn: 70}, lease.Usage{})
+	if an := answers[0]; an.Err != nil || !an.Result.StopRequested || an.Result.StopReason != lease.StopBudgetExhausted {
+		t.Fatalf("entry over the budget: stop %v (%q), err %v; want budget_exhausted", an.Result.StopRequested, an.Result.StopReason, an.Err)
+	}
+	if an := answers[1]; an.Err != nil || an.Result.StopRequested {
+		t.Fatalf("entry under no budget: %+v, want no stop", an)
+	}
+
+	// The batch completion takes a final usage per entry, monotonic too.
+	done, err := f.leases.CompleteBatch(f.ctx, f.project, nil, []lease.CompletionEntry{
+		{Fence: fence(lu), Usage: lease.Usage{TokensIn: 5, TokensOut: 60}},
+		{Fence: fence(lf), Usage: lease.Usage{TokensIn: 900, ToolCalls: 1}},
+	})
+	if err != nil {
+		t.Fatalf("CompleteBatch: %v", err)
+	}
+	for i, an := range done {
+		if an.Err != nil {
+			t.Fatalf("completion %d: %v", i, an.Err)
+		}
+	}
+	if u := stored(lu); u != (lease.Usage{TokensIn: 70, TokensOut: 60, CostUSD: 0.25, ToolCalls: 3}) {
+		t.Fatalf("under's final usage = %+v", u)
+	}
+	if u := stored(lf); u != (lease.Usage{TokensIn: 900, TokensOut: 7, ToolCalls: 1}) {
+		t.Fatalf("free's final usage = %+v", u)
+	}
+	if u := ledger(); u.TokensIn != 70 || u.TokensOut != 60 {
+		t.Fatalf("ledger after the completions = %+v, want 70 in, 60 out", u)
+	}
+
+	// A bad figure refuses the whole batch, naming the entry.
+	_, err = f.leases.HeartbeatBatch(f.ctx, f.project, nil, []lease.HeartbeatEntry{
+		{Fence: fence(lu)}, {Fence: fence(lf), Heartbeat: lease.Heartbeat{Usage: lease.Usage{TokensIn: -1}}},
+	})
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != "heartbeats[1].usage" {
+		t.Fatalf("a negative figure = %v, want invalid_argument naming heartbeats[1].usage", err)
+	}
+}
+
+// TestDepthLimitEveryPath: a budget's depth limit holds for every way a
+// child is created (an item created with a parent, a plan imported below
+// a stored item, a decomposition), not only for decompose; a refusal
+// changes nothing, and a child within the limit is created.
+func TestDepthLimitEveryPath(t *testing.T) {
+	t.Parallel()
+	// root (budget: max depth 2) > mid (depth 1) > leaf (depth 2): a
+	// child of leaf would be at depth 3.
+	setupTree := func(t *testing.T) (fixture, graph.Item, graph.Item, graph.Item) {
+		f := setup(t, lease.Config{})
+		root := f.item(t, graph.NewItem{Title: "root"})
+		mid := f.item(t, graph.NewItem{Title: "mid", ParentID: &root.ID})
+		if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxDepth: ptr(2)}, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		leaf := f.item(t, graph.NewItem{Title: "leaf", ParentID: &mid.ID, Priority: 9})
+		return f, root, mid, leaf
+	}
+	wantDepthLimit := func(t *testing.T, err error, budget uuid.UUID, depth int) {
+		t.Helper()
+		var we *wgerr.Error
+		if !errors.As(err, &we) || we.Code != wgerr.CodeDepthLimit {
+			t.Fatalf("got %v, want depth_limit", err)
+		}
+		if we.Details["budget_item_id"] != budget || we.Details["depth"] != depth || fmt.Sprint(we.Details["max_depth"]) != "2" {
+			t.Fatalf("details %v, want budget %s, max_depth 2, depth %d", we.Details, budget, depth)
+		}
+	}
+	t.Run("CreateItem", func(t *testing.T) {
+		t.Parallel()
+		f, root, mid, leaf := setupTree(t)
+		before := f.snapshot(t, leaf.ID)
+		_, err := f.graph.CreateItem(f.ctx, f.project, graph.NewItem{Title: "too deep", ParentID: &leaf.ID, CreatedBy: "bob"})
+		wantDepthLimit(t, err, root.ID, 3)
+		if after := f.snapshot(t, leaf.ID); after != before {
+			t.Fatalf("a refused creation changed the parent:\n%s\n%s", before, after)
+		}
+		// At the limit is allowed.
+		if _, err := f.graph.CreateItem(f.ctx, f.project, graph.NewItem{Title: "sibling of leaf", ParentID: &mid.ID, CreatedBy: "bob"}); err != nil {
+			t.Fatalf("a child at depth 2 with a limit of 2: %v", err)
+		}
+	})
+	t.Run("ImportPlan", func(t *testing.T) {
+		t.Parallel()
+		f, root, mid, _ := setupTree(t)
+		// A plan keys a stored item by its plan key; give mid one.
+		if _, err := f.conn.Exec(f.ctx, `UPDATE items SET plan_key = 'mid' WHERE id = $1`, mid.ID); err != nil {
+			t.Fatal(err)
+		}
+		plan := []graph.PlanItem{{Key: "mid", Title: "mid", Children: []graph.PlanItem{
+			{Key: "ok", Title: "at depth 2", Line: 3},
+			{Key: "p", Title: "at depth 2 too", Line: 4, Children: []graph.PlanItem{{Key: "deep", Title: "at depth 3", Line: 5}}},
+		}}}
+		for _, dry := range []bool{true, false} {
+			before := f.snapshot(t, mid.ID)
+			_, err := f.graph.ImportPlan(f.ctx, f.project, plan, "bob", dry)
+			wantDepthLimit(t, err, root.ID, 3)
+			var we *wgerr.Error
+			if errors.As(err, &we); we.Details["line"] != 5 || !strings.HasPrefix(we.Message, "line 5:") {
+				t.Fatalf("dry run %v: %v (details %v), want the deepest item's line 5", dry, err, we.Details)
+			}
+			if after := f.snapshot(t, mid.ID); after != before {
+				t.Fatalf("a refused import changed the stored parent:\n%s\n%s", before, after)
+			}
+		}
+		plan[0].Children[1].Children = nil
+		if _, err := f.graph.ImportPlan(f.ctx, f.project, plan, "bob", false); err != nil {
+			t.Fatalf("a plan within the limit: %v", err)
+		}
+	})
+	t.Run("Decompose", func(t *testing.T) {
+		t.Parallel()
+		f, root, _, leaf := setupTree(t)
+		l := f.claimOf(t, "w", leaf.ID)
+		before := f.snapshot(t, leaf.ID)
+		_, err := f.leases.Decompose(f.ctx, f.project, fence(l), []graph.NewChild{{Key: "a", Title: "a"}})
+		wantDepthLimit(t, err, root.ID, 3)
+		if after := f.snapshot(t, leaf.ID); after != before {
+			t.Fatalf("a refused decomposition changed the item:\n%s\n%s", before, after)
+		}
+	})
+	t.Run("NoBudget", func(t *testing.T) {
+		t.Parallel()
+		f, _, _, _ := setupTree(t)
+		other := f.item(t, graph.NewItem{Title: "other"})
+		parent := other
+		for range 4 { // no limit outside the budget's subtree
+			parent = f.item(t, graph.NewItem{Title: "deeper", ParentID: &parent.ID})
+		}
+		// A budget without a depth limit limits no depth.
+		if _, err := f.leases.SetBudget(f.ctx, f.project, other.ID, lease.BudgetLimits{MaxTokens: ptr[int64](5)}, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.graph.CreateItem(f.ctx, f.project, graph.NewItem{Title: "deepest", ParentID: &parent.ID, CreatedBy: "bob"}); err != nil {
+			t.Fatalf("under a budget with no depth limit: %v", err)
+		}
+	})
 }

@@ -17,7 +17,8 @@ import (
 // they are all finished. The children are created by the lease's principal.
 //
 // A budget over the item with a depth limit refuses a decomposition whose
-// children would sit deeper than the limit below the budget's item.
+// children would sit deeper than the limit below the budget's item (the
+// graph's rule for every new child, graph.Service.CreateChildren).
 //
 // Errors: invalid_argument (epoch, children); dependency_cycle among the
 // children; depth_limit; not_found; lease_lost.
@@ -29,9 +30,6 @@ func (s *Service) Decompose(ctx context.Context, project uuid.UUID, f Fence, chi
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		held, err := s.lockLease(ctx, tx, project, f)
 		if err != nil {
-			return err
-		}
-		if err := s.checkDepth(ctx, tx, project, held); err != nil {
 			return err
 		}
 		kids, err := s.graphOn(tx).CreateChildren(ctx, project, held.ItemID, children, held.Principal)

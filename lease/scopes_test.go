@@ -301,3 +301,166 @@ func TestScopedItemKeepsItsPriority(t *testing.T) {
 		t.Fatalf("third claim got %q, want plain high", c.Item.Title)
 	}
 }
+
+// TestScopeEditWhileLeased: editing an item's touches (or requires) while
+// it is leased leaves the live lease with the scopes it was granted; the
+// edit applies to the item's next claim. So the lease still guards its
+// old scope against other claims, and does not hold the new one.
+func TestScopeEditWhileLeased(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	a := f.item(t, graph.NewItem{Title: "a", Priority: 3, Touches: []string{"repo:a/**"}, Requires: []string{"go"}})
+	ca, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w1", Capabilities: []string{"go"}})
+	if err != nil || ca.Item.ID != a.ID {
+		t.Fatalf("claim of a: %v", err)
+	}
+	l := ca.Lease
+	if !slices.Equal(l.Scopes, []string{"repo:a/**"}) {
+		t.Fatalf("granted scopes %v", l.Scopes)
+	}
+	newTouches, newRequires := []string{"repo:b/**"}, []string{"rust"}
+	edited, err := f.graph.UpdateItem(f.ctx, f.project, a.ID, graph.ItemPatch{Touches: &newTouches, Requires: &newRequires})
+	if err != nil {
+		t.Fatalf("edit of a leased item's touches: %v", err)
+	}
+	if !slices.Equal(edited.Touches, newTouches) || edited.State != graph.StateLeased {
+		t.Fatalf("edited item %v %s", edited.Touches, edited.State)
+	}
+	if got := f.getLease(t, l.ID); !slices.Equal(got.Scopes, []string{"repo:a/**"}) || got.EndedAt != nil {
+		t.Fatalf("the live lease after the edit: scopes %v, ended %v; want its granted scopes, live", got.Scopes, got.EndedAt)
+	}
+	// The old scope is still held: an item touching it waits, and names
+	// the lease.
+	b := f.item(t, graph.NewItem{Title: "b", Priority: 2, Touches: []string{"repo:a/x.go"}})
+	c := f.item(t, graph.NewItem{Title: "c", Priority: 1, Touches: []string{"repo:b/y.go"}})
+	if got := f.getItem(t, b.ID); len(got.BlockedBy.Scopes) != 1 || got.BlockedBy.Scopes[0].LeaseID != l.ID {
+		t.Fatalf("b blocked_by scopes %+v, want a's lease %s", got.BlockedBy.Scopes, l.ID)
+	}
+	// The new one is not: c (inside it) is handed out before b.
+	if got := f.claimOf(t, "w2", c.ID); !slices.Equal(got.Scopes, []string{"repo:b/y.go"}) {
+		t.Fatalf("c's lease scopes %v", got.Scopes)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w3"}); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("claim while a holds repo:a/** and c holds repo:b/y.go: %v, want nothing ready", err)
+	}
+	// a's lease ends: its old scope is free, b is handed out; a itself
+	// comes back with its new touches and requires, so it now waits for c
+	// (repo:b/y.go) and for a worker offering rust.
+	if _, err := f.leases.Release(f.ctx, f.project, fence(l), "edited"); err != nil {
+		t.Fatal(err)
+	}
+	f.claimOf(t, "w3", b.ID)
+	if got := f.getItem(t, a.ID); got.State != graph.StateReady || len(got.BlockedBy.Scopes) != 1 {
+		t.Fatalf("a after its lease: %s, blocked_by scopes %+v; want ready, waiting for c's scope", got.State, got.BlockedBy.Scopes)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w4", Capabilities: []string{"go", "rust"}}); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("claim of a while c holds its new scope: %v, want nothing ready", err)
+	}
+}
+
+// TestScopeEditRace: claimers claim, complete and release items while
+// editors keep rewriting the touches of open items (leased or not); a
+// watcher checks from the stored leases that no two live leases ever hold
+// overlapping scopes, and every claim's lease holds exactly its item's
+// touches as the claim saw them. (A database of its own: concurrent,
+// committing claims and edits.)
+func TestScopeEditRace(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{MaxFailures: 1000, MaxExpiries: 1000})
+	scopes := [][]string{
+		{}, {"repo"}, {"repo:web/**"}, {"repo:web/src/*.go"}, {"repo:api/**"}, {"db:schema"}, {"db"},
+		{"repo:**/*.md", "db:data"}, {"cache"}, {"repo:web/src/main.go"},
+	}
+	const items = 60
+	ids := make([]graph.Item, items)
+	for i := range ids {
+		ids[i] = f.item(t, graph.NewItem{Title: fmt.Sprintf("item %d", i), Touches: scopes[i%len(scopes)]})
+	}
+	var stop atomic.Bool
+	var bg sync.WaitGroup
+	checks, edits := 0, atomic.Int64{}
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		for !stop.Load() {
+			if n, first := overlappingLive(t, f); n > 0 {
+				t.Errorf("%d pairs of live leases hold overlapping scopes, e.g. %s", n, first)
+				return
+			}
+			checks++
+		}
+	}()
+	for e := 0; e < 4; e++ {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			rng := rand.New(rand.NewPCG(uint64(e), 7))
+			for !stop.Load() {
+				it := ids[rng.IntN(items)]
+				touches := scopes[rng.IntN(len(scopes))]
+				_, err := f.graph.UpdateItem(f.ctx, f.project, it.ID, graph.ItemPatch{Touches: &touches})
+				switch {
+				case err == nil:
+					edits.Add(1)
+				case errors.Is(err, wgerr.Conflict): // finished meanwhile
+				default:
+					t.Errorf("edit: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 20; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 23))
+			worker := fmt.Sprintf("w%d", w)
+			for idle := 0; done.Load() < items && idle < 400; {
+				c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: worker})
+				if errors.Is(err, lease.ErrNothingReady) {
+					idle++
+					time.Sleep(time.Millisecond) // let a holder finish; not a wait for an effect
+					continue
+				}
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				idle = 0
+				if !slices.Equal(c.Lease.Scopes, c.Item.Touches) && len(c.Lease.Scopes)+len(c.Item.Touches) > 0 {
+					t.Errorf("lease %s holds %v, its item's touches at the claim were %v", c.Lease.ID, c.Lease.Scopes, c.Item.Touches)
+					return
+				}
+				if rng.IntN(4) == 0 {
+					if _, err := f.leases.Release(f.ctx, f.project, fence(c.Lease), "again"); err != nil {
+						t.Errorf("release: %v", err)
+						return
+					}
+					continue
+				}
+				if _, err := f.leases.Complete(f.ctx, f.project, fence(c.Lease), json.RawMessage(`{}`), nil); err != nil {
+					t.Errorf("complete: %v", err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	stop.Store(true)
+	bg.Wait()
+	var open int
+	if err := f.conn.QueryRow(f.ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND status = 'open'`, f.project).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || done.Load() != items {
+		t.Fatalf("%d items still open, %d completed, want 0 and %d", open, done.Load(), items)
+	}
+	if edits.Load() == 0 {
+		t.Fatal("no edit ran: the race tested nothing")
+	}
+	t.Logf("%d checks by the watcher, %d edits", checks, edits.Load())
+}

@@ -84,7 +84,8 @@ func (a *apiClient) Fail(ctx context.Context, f fence, message string) error {
 func (a *apiClient) Decompose(ctx context.Context, f fence, subtasks []subtask) ([]taskRef, error) {
 	req := client.DecomposeRequest{Epoch: f.Epoch}
 	for _, s := range subtasks {
-		req.Children = append(req.Children, client.Child{Key: s.Key, Title: s.Title, Body: s.Body, DependsOnKeys: s.DependsOn})
+		req.Children = append(req.Children, client.Child{Key: s.Key, Title: s.Title, Body: s.Body, DependsOnKeys: s.DependsOn,
+			Requires: s.Requires, Touches: s.Touches})
 	}
 	res, err := a.c.Decompose(ctx, f.LeaseID, req)
 	if err != nil {

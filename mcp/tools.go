@@ -44,6 +44,8 @@ type subtask struct {
 	Title     string   `json:"title"`
 	Body      string   `json:"body,omitempty"`
 	DependsOn []string `json:"depends_on,omitempty" jsonschema:"keys of sibling subtasks"`
+	Requires  []string `json:"requires,omitempty" jsonschema:"as in create_task"`
+	Touches   []string `json:"touches,omitempty" jsonschema:"as in create_task"`
 }
 
 type askInput struct {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -131,10 +132,13 @@ func TestWorkerTools(t *testing.T) {
 		var children []taskRef
 		ok(t, cs, "split_task", map[string]any{"subtasks": []map[string]any{
 			{"key": "a", "title": "part a"},
-			{"key": "b", "title": "part b", "depends_on": []string{"a"}},
+			{"key": "b", "title": "part b", "depends_on": []string{"a"}, "requires": []string{"go"}, "touches": []string{"repo:web/**"}},
 		}}, &children)
 		if len(children) != 2 {
 			t.Fatalf("split_task: %+v, want two subtasks", children)
+		}
+		if b := e.get(t, children[1].ID); fmt.Sprint(b.Requires, b.Touches) != "[go] [repo:web/**]" {
+			t.Errorf("subtask b stored requires %v touches %v, want [go] [repo:web/**]", b.Requires, b.Touches)
 		}
 		parent := e.get(t, it.ID)
 		if parent.State != client.StateBlocked {

@@ -64,6 +64,7 @@ func (s *Server) mount(ctx context.Context) error {
 	notifier := lease.NewNotifier(listenPool, s.log)
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
+	s.listening = notifier.Listening()
 	s.registry.MustRegister(metrics.NewWaitCollector(func() metrics.WaitStats {
 		w := notifier.Stats()
 		return metrics.WaitStats{Waits: w.Waits, Skipped: w.Skipped, Claims: w.Claims, Grants: w.Grants,

@@ -22,17 +22,14 @@ import (
 	"github.com/workgraph-dev/workgraph/server"
 )
 
-// pgbouncerPorts are the ports a test's own PgBouncer may take.
-const pgbouncerFirstPort, pgbouncerLastPort = 55490, 55494
-
-// startPgBouncer starts a PgBouncer of the test's own, in transaction mode
-// with a small server pool (so clients' transactions share server
-// connections), in front of the test PostgreSQL, and returns directURL
-// rewritten to go through it. It skips the test when pgbouncer is not
+// startPgBouncer starts a PgBouncer of the test's own (on a unix socket in
+// a directory of its own), in transaction mode with a small server pool
+// (so clients' transactions share server connections), in front of the
+// test PostgreSQL, and returns directURL rewritten to go through it. It skips the test when pgbouncer is not
 // installed (.ci/run installs it).
 func startPgBouncer(t testing.TB, directURL string) string {
 	t.Helper()
-	b, err := pgbouncer.Start(pgbouncer.Config{Backend: directURL, FirstPort: pgbouncerFirstPort, LastPort: pgbouncerLastPort, PoolSize: 4})
+	b, err := pgbouncer.Start(pgbouncer.Config{Backend: directURL, PoolSize: 4})
 	if errors.Is(err, pgbouncer.ErrNotInstalled) {
 		t.Skip(err)
 	}

@@ -208,6 +208,8 @@ type Server struct {
 	// follower wakes event streams; Shutdown stops it first, so streams
 	// end instead of holding the exit.
 	follower *events.Follower
+	// listening is the long poll notifier's Listening.
+	listening <-chan struct{}
 	// firstToken is the admin token created at first start, until shown.
 	firstToken string
 }
@@ -379,6 +381,14 @@ func (s *Server) PublicURL() string {
 
 // Pool is the server's database pool (for tests and tooling).
 func (s *Server) Pool() *pgxpool.Pool { return s.pool }
+
+// Listening is closed once the long poll's LISTEN connection (the
+// notifier that wakes waiting claims) is first active. A waiting claim
+// that comes before is served too: the first LISTEN, like every
+// reconnection, gives each waiting claim one more claim, since what
+// became ready before it was not notified. A test that counts the long
+// poll's claims waits for Listening, so that this claim is not counted.
+func (s *Server) Listening() <-chan struct{} { return s.listening }
 
 // Done is closed with the serve loop's error when the server stops serving.
 func (s *Server) Done() <-chan error { return s.done }

@@ -20,6 +20,8 @@ type CompletionEntry struct {
 	Epoch      int64           `json:"epoch"`
 	Result     json.RawMessage `json:"result,omitempty"`
 	WorkerTime *time.Time      `json:"worker_time,omitempty"`
+	// Usage is the lease's final usage (monotonic).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // CompletionAnswer answers one entry of a batch completion: Status is what
@@ -48,6 +50,8 @@ type HeartbeatEntry struct {
 	Progress     json.RawMessage `json:"progress,omitempty"`
 	LeaseSeconds int             `json:"lease_seconds,omitempty"`
 	WorkerTime   *time.Time      `json:"worker_time,omitempty"`
+	// Usage is the lease's usage so far (monotonic).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // HeartbeatAnswer answers one entry of a batch heartbeat, as

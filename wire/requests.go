@@ -139,11 +139,14 @@ type FailRequest struct {
 
 // Child is one item a decomposition creates. DependsOnKeys name siblings.
 type Child struct {
-	Key           string   `json:"key"`
-	Title         string   `json:"title"`
-	Body          string   `json:"body,omitempty"`
-	Priority      *int     `json:"priority,omitempty"`
-	Labels        []string `json:"labels,omitempty"`
+	Key      string   `json:"key"`
+	Title    string   `json:"title"`
+	Body     string   `json:"body,omitempty"`
+	Priority *int     `json:"priority,omitempty"`
+	Labels   []string `json:"labels,omitempty"`
+	// Requires and Touches as in CreateItemRequest.
+	Requires      []string `json:"requires,omitempty"`
+	Touches       []string `json:"touches,omitempty"`
 	DependsOnKeys []string `json:"depends_on_keys,omitempty"`
 }
 

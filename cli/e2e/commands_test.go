@@ -127,12 +127,18 @@ func TestCommands(t *testing.T) {
 		e.mustJSON(e.agentToken, &cl, "claim")
 		fence = []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=2"}
 		children := filepath.Join(t.TempDir(), "children.yaml")
-		os.WriteFile(children, []byte("- key: a\n  title: Part A\n- key: b\n  title: Part B\n  depends_on: [a]\n"), 0o600)
+		os.WriteFile(children, []byte("- key: a\n  title: Part A\n- key: b\n  title: Part B\n  depends_on: [a]\n"+
+			"  requires: [go]\n  touches: [\"repo:web/**\"]\n"), 0o600)
 		if r := e.run(e.agentToken, fence, "decompose", children); r.code != 0 || !strings.Contains(r.stdout, "Part B") {
 			t.Fatalf("decompose: %v", r)
 		}
-		if got := e.get(it.ID); got.State != client.StateBlocked || len(got.BlockedBy.Children) != 2 {
+		got := e.get(it.ID)
+		if got.State != client.StateBlocked || len(got.BlockedBy.Children) != 2 {
 			t.Fatalf("parent after decompose: %+v", got)
+		}
+		if b := e.get(got.BlockedBy.Children[1].ID); b.Title != "Part B" || len(b.Requires) != 1 || b.Requires[0] != "go" ||
+			len(b.Touches) != 1 || b.Touches[0] != "repo:web/**" {
+			t.Fatalf("Part B: %q requires %v touches %v, want [go] [repo:web/**]", b.Title, b.Requires, b.Touches)
 		}
 		// Part A is next; fail it.
 		e.mustJSON(e.agentToken, &cl, "claim")

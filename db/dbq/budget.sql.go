@@ -56,40 +56,6 @@ func (q *Queries) AddBudgetRootToLeases(ctx context.Context, db DBTX, arg AddBud
 	return err
 }
 
-const budgetDepthExceeded = `-- name: BudgetDepthExceeded :one
-WITH RECURSIVE up(id, parent_id, depth) AS (
-    SELECT i.id, i.parent_id, 0 FROM items i WHERE i.project_id = $1 AND i.id = $2
-    UNION ALL
-    SELECT p.id, p.parent_id, up.depth + 1
-    FROM items p JOIN up ON p.project_id = $1 AND p.id = up.parent_id
-)
-SELECT b.item_id, b.max_depth::int AS max_depth, up.depth::int AS depth
-FROM up JOIN budgets b ON b.project_id = $1 AND b.item_id = up.id
-WHERE b.max_depth IS NOT NULL AND up.depth + 1 > b.max_depth
-LIMIT 1
-`
-
-type BudgetDepthExceededParams struct {
-	ProjectID uuid.UUID
-	ItemID    uuid.UUID
-}
-
-type BudgetDepthExceededRow struct {
-	ItemID   uuid.UUID
-	MaxDepth int32
-	Depth    int32
-}
-
-// The first budget over @item_id whose depth limit a decomposition of
-// @item_id would pass: its children would sit at depth + 1 below the
-// budget's item.
-func (q *Queries) BudgetDepthExceeded(ctx context.Context, db DBTX, arg BudgetDepthExceededParams) (BudgetDepthExceededRow, error) {
-	row := db.QueryRow(ctx, budgetDepthExceeded, arg.ProjectID, arg.ItemID)
-	var i BudgetDepthExceededRow
-	err := row.Scan(&i.ItemID, &i.MaxDepth, &i.Depth)
-	return i, err
-}
-
 const fillBudget = `-- name: FillBudget :exec
 UPDATE budgets b
 SET tokens_in = u.tokens_in, tokens_out = u.tokens_out,

@@ -109,6 +109,59 @@ func (q *Queries) AncestorRefs(ctx context.Context, db DBTX, arg AncestorRefsPar
 	return items, nil
 }
 
+const budgetDepthLimits = `-- name: BudgetDepthLimits :many
+WITH RECURSIVE up(id, parent_id, depth, roots) AS (
+    SELECT i.id, i.parent_id, 0, i.budget_roots
+    FROM items i
+    WHERE i.project_id = $1 AND i.id = $2 AND i.budget_roots <> '{}'
+    UNION ALL
+    SELECT p.id, p.parent_id, up.depth + 1, up.roots
+    FROM items p JOIN up ON p.project_id = $1 AND p.id = up.parent_id
+    WHERE up.depth < 1000
+)
+SELECT b.item_id, b.max_depth::int AS max_depth, up.depth::int AS depth
+FROM up JOIN budgets b ON b.project_id = $1 AND b.item_id = up.id
+WHERE b.max_depth IS NOT NULL AND b.item_id = ANY (up.roots)
+ORDER BY b.max_depth - up.depth, b.item_id
+`
+
+type BudgetDepthLimitsParams struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+}
+
+type BudgetDepthLimitsRow struct {
+	ItemID   uuid.UUID
+	MaxDepth int32
+	Depth    int32
+}
+
+// The depth limits of the budgets over @item_id (its own included), with
+// how deep @item_id sits below each budget's item (0: on it), tightest
+// first: a new item L levels below @item_id passes a limit when depth +
+// L > max_depth. An item under no budget costs the read of its own
+// row (budget_roots, migration 00035); the walk up stops at the topmost
+// budgeted item.
+func (q *Queries) BudgetDepthLimits(ctx context.Context, db DBTX, arg BudgetDepthLimitsParams) ([]BudgetDepthLimitsRow, error) {
+	rows, err := db.Query(ctx, budgetDepthLimits, arg.ProjectID, arg.ItemID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []BudgetDepthLimitsRow{}
+	for rows.Next() {
+		var i BudgetDepthLimitsRow
+		if err := rows.Scan(&i.ItemID, &i.MaxDepth, &i.Depth); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const childRefs = `-- name: ChildRefs :many
 SELECT i.parent_id::uuid AS parent_id, i.id, i.title,
        item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,

@@ -84,21 +84,6 @@ FOR UPDATE;
 UPDATE budgets SET request_id = sqlc.narg('request_id')
 WHERE project_id = @project_id AND item_id = @item_id;
 
--- name: BudgetDepthExceeded :one
--- The first budget over @item_id whose depth limit a decomposition of
--- @item_id would pass: its children would sit at depth + 1 below the
--- budget's item.
-WITH RECURSIVE up(id, parent_id, depth) AS (
-    SELECT i.id, i.parent_id, 0 FROM items i WHERE i.project_id = @project_id AND i.id = @item_id
-    UNION ALL
-    SELECT p.id, p.parent_id, up.depth + 1
-    FROM items p JOIN up ON p.project_id = @project_id AND p.id = up.parent_id
-)
-SELECT b.item_id, b.max_depth::int AS max_depth, up.depth::int AS depth
-FROM up JOIN budgets b ON b.project_id = @project_id AND b.item_id = up.id
-WHERE b.max_depth IS NOT NULL AND up.depth + 1 > b.max_depth
-LIMIT 1;
-
 -- name: ItemUsage :one
 -- An item's own usage (its leases) and its subtree's (computed on read:
 -- the walk follows items_by_parent over the subtree, read only by the item

@@ -496,3 +496,24 @@ JOIN leases h ON h.project_id = i.project_id
              AND wg_scopes_overlap(h.scopes, i.touches)
 WHERE i.project_id = @project_id AND i.id = ANY(@ids::uuid[]) AND i.touches <> '{}'
 ORDER BY i.id, h.acquired_at;
+
+-- name: BudgetDepthLimits :many
+-- The depth limits of the budgets over @item_id (its own included), with
+-- how deep @item_id sits below each budget's item (0: on it), tightest
+-- first: a new item L levels below @item_id passes a limit when depth +
+-- L > max_depth. An item under no budget costs the read of its own
+-- row (budget_roots, migration 00035); the walk up stops at the topmost
+-- budgeted item.
+WITH RECURSIVE up(id, parent_id, depth, roots) AS (
+    SELECT i.id, i.parent_id, 0, i.budget_roots
+    FROM items i
+    WHERE i.project_id = @project_id AND i.id = @item_id AND i.budget_roots <> '{}'
+    UNION ALL
+    SELECT p.id, p.parent_id, up.depth + 1, up.roots
+    FROM items p JOIN up ON p.project_id = @project_id AND p.id = up.parent_id
+    WHERE up.depth < 1000
+)
+SELECT b.item_id, b.max_depth::int AS max_depth, up.depth::int AS depth
+FROM up JOIN budgets b ON b.project_id = @project_id AND b.item_id = up.id
+WHERE b.max_depth IS NOT NULL AND b.item_id = ANY (up.roots)
+ORDER BY b.max_depth - up.depth, b.item_id;

@@ -74,7 +74,8 @@ ORDER BY leases.seq;
 
 -- name: CompleteLeases :many
 -- EndLease as 'completed' for each entry of @entries (a JSON array of
--- {lease_id, epoch, result?, worker_time?}), each under its own fence: the
+-- {lease_id, epoch, result?, worker_time?, tokens_in?, tokens_out?,
+-- cost_micro_usd?, tool_calls?}), each under its own fence: the
 -- lease id and epoch match, it has not ended nor expired by the
 -- statement's instant, and its item still names it as its active lease at
 -- that epoch and is open. The items of the ended leases are marked done
@@ -87,7 +88,11 @@ WITH entry AS (
     SELECT (e->>'lease_id')::uuid AS lease_id,
            (e->>'epoch')::bigint AS epoch,
            e->'result' AS result,
-           (e->>'worker_time')::timestamptz AS worker_time
+           (e->>'worker_time')::timestamptz AS worker_time,
+           coalesce((e->>'tokens_in')::bigint, 0) AS tokens_in,
+           coalesce((e->>'tokens_out')::bigint, 0) AS tokens_out,
+           coalesce((e->>'cost_micro_usd')::bigint, 0) AS cost_micro_usd,
+           coalesce((e->>'tool_calls')::bigint, 0) AS tool_calls
     FROM jsonb_array_elements(@entries::jsonb) AS e
 ), t AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at
@@ -97,7 +102,13 @@ WITH entry AS (
         outcome = 'completed',
         outcome_detail = NULL,
         result = entry.result,
-        worker_time = coalesce(entry.worker_time, l.worker_time)
+        worker_time = coalesce(entry.worker_time, l.worker_time),
+        -- The entry's final usage, monotonic as in EndLease (absent: 0,
+        -- which reports nothing).
+        tokens_in = greatest(l.tokens_in, entry.tokens_in),
+        tokens_out = greatest(l.tokens_out, entry.tokens_out),
+        cost_micro_usd = greatest(l.cost_micro_usd, entry.cost_micro_usd),
+        tool_calls = greatest(l.tool_calls, entry.tool_calls)
     FROM entry, t
     -- The leases by primary key (= ANY), then their entries.
     WHERE l.project_id = @project_id AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))
@@ -131,7 +142,10 @@ LEFT JOIN freed ON freed.id = leases.item_id;
 
 -- name: HeartbeatLeases :many
 -- HeartbeatLease for each entry of @entries (a JSON array of {lease_id,
--- epoch, ttl_ms?, progress?, worker_time?}), each under its own fence.
+-- epoch, ttl_ms?, progress?, worker_time?, tokens_in?, tokens_out?,
+-- cost_micro_usd?, tool_calls?}), each under its own fence; each entry's
+-- usage is monotonic as in HeartbeatLease (absent: 0, which reports
+-- nothing).
 -- ttl_ms absent or 0 keeps the lease's current TTL. Entries that match no
 -- lease are left out of the answer. @token_id as in CompleteLeases.
 WITH entry AS (
@@ -139,7 +153,11 @@ WITH entry AS (
            (e->>'epoch')::bigint AS epoch,
            coalesce((e->>'ttl_ms')::bigint, 0) AS ttl_ms,
            e->'progress' AS progress,
-           (e->>'worker_time')::timestamptz AS worker_time
+           (e->>'worker_time')::timestamptz AS worker_time,
+           coalesce((e->>'tokens_in')::bigint, 0) AS tokens_in,
+           coalesce((e->>'tokens_out')::bigint, 0) AS tokens_out,
+           coalesce((e->>'cost_micro_usd')::bigint, 0) AS cost_micro_usd,
+           coalesce((e->>'tool_calls')::bigint, 0) AS tool_calls
     FROM jsonb_array_elements(@entries::jsonb) AS e
 ), t AS (
     SELECT coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()) AS at
@@ -157,7 +175,11 @@ WITH entry AS (
         -- HeartbeatLease, migration 00035).
         progress_at = CASE WHEN entry.progress IS NOT NULL AND entry.progress IS DISTINCT FROM l.progress
                            THEN coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at))
-                           ELSE l.progress_at END
+                           ELSE l.progress_at END,
+        tokens_in = greatest(l.tokens_in, entry.tokens_in),
+        tokens_out = greatest(l.tokens_out, entry.tokens_out),
+        cost_micro_usd = greatest(l.cost_micro_usd, entry.cost_micro_usd),
+        tool_calls = greatest(l.tool_calls, entry.tool_calls)
     FROM entry, t
     -- The leases by primary key (= ANY), then their entries.
     WHERE l.project_id = @project_id AND l.id = ANY (ARRAY(SELECT entry.lease_id FROM entry))

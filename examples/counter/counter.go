@@ -7,7 +7,9 @@
 // The API:
 //
 //	POST /counters/{name}/add   {"units": n}  fenced: Workgraph-Fence (required),
-//	                                          Workgraph-Operation (optional)
+//	                                          Workgraph-Operation (optional);
+//	                                          with RequireScopes, only inside
+//	                                          the lease's write scopes
 //	GET  /counters/{name}                     {"name", "units"}
 //	POST /unfenced/counters/{name}/add        the same effect without any fence:
 //	                                          the baseline the fenced route is
@@ -71,6 +73,16 @@ func New(pool *pgxpool.Pool, keys []ed25519.PublicKey, project string, log *slog
 	s := &Service{pool: pool, gate: gate}
 	s.mw = &fence.Middleware{DB: pool, Gate: gate, Keys: keys, Project: project, Log: log}
 	return s, nil
+}
+
+// RequireScopes makes the fenced route refuse (403 fence_out_of_scope) an
+// addition to a counter outside the write scopes of the token's lease:
+// counter "n" is the target "counter:n", so an item whose workers add to
+// it declares touches ["counter:n"] (or "counter" for every counter). A
+// lease whose item declares no touches may then add to none. Call it
+// before serving.
+func (s *Service) RequireScopes() {
+	s.mw.Target = func(r *http.Request) string { return "counter:" + r.PathValue("name") }
 }
 
 // Pool is the service's database.

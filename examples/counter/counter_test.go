@@ -157,6 +157,31 @@ func TestMiddleware(t *testing.T) {
 		wantRefused(t, d.add("", "", 4), http.StatusUnauthorized, fence.CodeFenceRequired)
 		d.want(0, fence.Mark{})
 	})
+	t.Run("ErrFenceOutOfScope", func(t *testing.T) {
+		t.Parallel()
+		d := setup(t)
+		d.svc.RequireScopes()
+		scoped := func(epoch int64, scopes ...string) string {
+			tok, err := fence.Sign(d.key, fence.Claims{Lease: uuid.NewString(), Item: d.item, Project: d.project, Epoch: epoch, Scopes: scopes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}
+		// Outside the scopes (another counter, a path below it, none at
+		// all): refused before the gate, nothing applied, no mark raised.
+		wantRefused(t, d.add(scoped(1, "counter:other"), "", 4), http.StatusForbidden, fence.CodeFenceOutOfScope)
+		wantRefused(t, d.add(scoped(1, "counter:c/x"), "", 4), http.StatusForbidden, fence.CodeFenceOutOfScope)
+		wantRefused(t, d.add(scoped(1), "", 4), http.StatusForbidden, fence.CodeFenceOutOfScope)
+		d.want(0, fence.Mark{})
+		// Inside: counter c itself, a glob matching it, the whole resource.
+		for epoch, scopes := range [][]string{{"counter:c"}, {"db", "counter:*"}, {"counter"}} {
+			if got := d.add(scoped(int64(epoch+1), scopes...), "", 1); got.status != http.StatusOK {
+				t.Fatalf("scopes %v: %+v, want 200", scopes, got)
+			}
+		}
+		d.want(3, fence.Mark{HighWater: 3})
+	})
 	t.Run("ErrFenceWrongProject", func(t *testing.T) {
 		t.Parallel()
 		d := setup(t)

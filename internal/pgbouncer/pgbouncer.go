@@ -14,8 +14,11 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrNotInstalled is returned by Start when no pgbouncer binary is found
@@ -27,26 +30,39 @@ type Config struct {
 	// Backend is the URL of the PostgreSQL server to pool (its host, port,
 	// user and password; any database name is passed through).
 	Backend string
-	// FirstPort and LastPort bound the ports tried (a port another process
-	// holds is skipped).
-	FirstPort, LastPort int
 	// PoolSize is default_pool_size: server connections per database and
 	// user. 0: 4.
 	PoolSize int
 }
 
-// Bouncer is a running PgBouncer.
+// Bouncer is a running PgBouncer. It listens on a unix socket in a
+// directory of its own and on no TCP port, so that poolers started at
+// once (parallel tests, test binaries of several packages or checkouts)
+// never meet: a port probed free and then bound by PgBouncer could be
+// bound by another one in between, the loser's PgBouncer exit, and its
+// starter, dialling the port, reach the winner's and lose its connections
+// when the winner stops.
 type Bouncer struct {
-	// URL is Backend rewritten to go through the pooler.
+	// URL is Backend rewritten to go through the pooler (host: the socket
+	// directory, port: socketPort).
 	URL string
-	// Port is the port it listens on (127.0.0.1).
-	Port int
+	// Socket is the path of the unix socket it listens on.
+	Socket string
 	// Log is the path of its log file.
-	Log    string
-	cmd    *exec.Cmd
-	exited chan error
-	dir    string
+	Log      string
+	cmd      *exec.Cmd
+	exited   chan error
+	dir      string
+	stopOnce sync.Once
 }
+
+// socketPort names the socket file (.s.PGSQL.<port>) in a Bouncer's
+// directory; the directory, not the port, tells poolers apart.
+const socketPort = 6432
+
+// maxSocketPath is the longest unix socket path accepted (sun_path is 108
+// bytes on Linux, 104 on the BSDs, with its terminating NUL).
+const maxSocketPath = 103
 
 // Binary returns the path of the pgbouncer binary, or ErrNotInstalled.
 func Binary() (string, error) {
@@ -59,10 +75,26 @@ func Binary() (string, error) {
 	return "", ErrNotInstalled
 }
 
-// Start runs PgBouncer in pool_mode = transaction on the first free port
-// of cfg's range, trusting every client (it listens on 127.0.0.1 only), and
-// returns once it accepts connections. Running as root, it runs as the
-// postgres user (PgBouncer refuses root). Stop ends it.
+// socketDir makes the directory of a Bouncer's socket, config and log: in
+// the temporary directory, or in /tmp when a socket there would have too
+// long a path.
+func socketDir() (string, error) {
+	name := fmt.Sprintf(".s.PGSQL.%d", socketPort)
+	dir, err := os.MkdirTemp("", "wg-pgbouncer-")
+	if err != nil {
+		return "", err
+	}
+	if len(filepath.Join(dir, name)) <= maxSocketPath {
+		return dir, nil
+	}
+	os.RemoveAll(dir)
+	return os.MkdirTemp("/tmp", "wg-pgbouncer-")
+}
+
+// Start runs PgBouncer in pool_mode = transaction on a unix socket of its
+// own, trusting every client (no TCP listener), and returns once it
+// accepts connections there. Running as root, it runs as the postgres
+// user (PgBouncer refuses root). Stop ends it.
 func Start(cfg Config) (*Bouncer, error) {
 	bin, err := Binary()
 	if err != nil {
@@ -72,22 +104,29 @@ func Start(cfg Config) (*Bouncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgbouncer: backend URL: %w", err)
 	}
+	// pgx's reading of the URL: its host may be a socket directory given
+	// as a parameter (an embedded cluster's URL).
+	pc, err := pgconn.ParseConfig(cfg.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("pgbouncer: backend URL: %w", err)
+	}
 	if cfg.PoolSize <= 0 {
 		cfg.PoolSize = 4
 	}
-	dir, err := os.MkdirTemp("", "wg-pgbouncer-")
+	dir, err := socketDir()
 	if err != nil {
 		return nil, err
 	}
-	// As postgres, PgBouncer must read its files and write its log here.
+	// As postgres, PgBouncer must read its files, write its log and
+	// create its socket here.
 	if err := os.Chmod(dir, 0o777); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	dbUser := u.User.Username()
-	backend := fmt.Sprintf("host=%s port=%s user=%s", u.Hostname(), u.Port(), dbUser)
-	if password, ok := u.User.Password(); ok && password != "" {
-		backend += " password=" + password
+	dbUser := pc.User
+	backend := fmt.Sprintf("host=%s port=%d user=%s", pc.Host, pc.Port, dbUser)
+	if pc.Password != "" {
+		backend += " password=" + pc.Password
 	}
 	auth := filepath.Join(dir, "users.txt")
 	if err := os.WriteFile(auth, []byte(fmt.Sprintf("%q \"\"\n", dbUser)), 0o644); err != nil {
@@ -95,20 +134,13 @@ func Start(cfg Config) (*Bouncer, error) {
 		return nil, err
 	}
 	logPath := filepath.Join(dir, "pgbouncer.log")
-	var lastLog []byte
-	for port := cfg.FirstPort; port <= cfg.LastPort; port++ {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // taken
-		}
-		ln.Close()
-		ini := filepath.Join(dir, "pgbouncer.ini")
-		text := fmt.Sprintf(`[databases]
+	ini := filepath.Join(dir, "pgbouncer.ini")
+	// No listen_addr: no TCP listener, only the socket in dir.
+	text := fmt.Sprintf(`[databases]
 * = %s
 [pgbouncer]
-listen_addr = 127.0.0.1
 listen_port = %d
-unix_socket_dir =
+unix_socket_dir = %s
 auth_type = trust
 auth_file = %s
 pool_mode = transaction
@@ -116,64 +148,65 @@ default_pool_size = %d
 max_client_conn = 1000
 server_reset_query =
 logfile = %s
-`, backend, port, auth, cfg.PoolSize, logPath)
-		if err := os.WriteFile(ini, []byte(text), 0o644); err != nil {
+`, backend, socketPort, dir, auth, cfg.PoolSize, logPath)
+	if err := os.WriteFile(ini, []byte(text), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cmd := exec.Command(bin, ini)
+	cmd.SysProcAttr = procAttr()
+	if os.Geteuid() == 0 {
+		// Started directly as postgres (not through runuser) so that
+		// Stop's signal reaches PgBouncer itself.
+		pg, err := user.Lookup("postgres")
+		if err != nil {
 			os.RemoveAll(dir)
-			return nil, err
+			return nil, errors.New("pgbouncer: running as root and no postgres user to run it as")
 		}
-		cmd := exec.Command(bin, ini)
-		cmd.SysProcAttr = procAttr()
-		if os.Geteuid() == 0 {
-			// Started directly as postgres (not through runuser) so that
-			// Stop's signal reaches PgBouncer itself.
-			pg, err := user.Lookup("postgres")
-			if err != nil {
-				os.RemoveAll(dir)
-				return nil, errors.New("pgbouncer: running as root and no postgres user to run it as")
-			}
-			uid, _ := strconv.Atoi(pg.Uid)
-			gid, _ := strconv.Atoi(pg.Gid)
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		}
-		if err := cmd.Start(); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("pgbouncer: start: %w", err)
-		}
-		b := &Bouncer{Port: port, Log: logPath, cmd: cmd, exited: make(chan error, 1), dir: dir}
-		go func() { b.exited <- cmd.Wait() }()
-		pooled := *u
-		pooled.Host = fmt.Sprintf("127.0.0.1:%d", port)
-		b.URL = pooled.String()
-		if b.waitDial() {
-			return b, nil
-		}
-		lastLog, _ = os.ReadFile(logPath)
+		uid, _ := strconv.Atoi(pg.Uid)
+		gid, _ := strconv.Atoi(pg.Gid)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgbouncer: start: %w", err)
+	}
+	b := &Bouncer{Socket: filepath.Join(dir, fmt.Sprintf(".s.PGSQL.%d", socketPort)), Log: logPath,
+		cmd: cmd, exited: make(chan error, 1), dir: dir}
+	go func() { b.exited <- cmd.Wait() }()
+	pooled := *u
+	pooled.Host = ""
+	q := pooled.Query()
+	q.Set("host", dir)
+	q.Set("port", strconv.Itoa(socketPort))
+	pooled.RawQuery = q.Encode()
+	b.URL = pooled.String()
+	if err := b.waitDial(); err != nil {
+		log, _ := os.ReadFile(logPath)
 		b.kill()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgbouncer: %w; its log:\n%s", err, log)
 	}
-	os.RemoveAll(dir)
-	if lastLog != nil {
-		return nil, fmt.Errorf("pgbouncer did not start on any port of %d-%d; last log:\n%s", cfg.FirstPort, cfg.LastPort, lastLog)
-	}
-	return nil, fmt.Errorf("pgbouncer: no free port in %d-%d", cfg.FirstPort, cfg.LastPort)
+	return b, nil
 }
 
-// waitDial reports whether the pooler accepts a connection before its
-// process exits (within about 5 s).
-func (b *Bouncer) waitDial() bool {
-	addr := fmt.Sprintf("127.0.0.1:%d", b.Port)
+// waitDial waits until the pooler accepts a connection on its socket
+// (within about 5 s), or reports why not. Nothing else listens in its
+// directory: a connection accepted there is this PgBouncer's.
+func (b *Bouncer) waitDial() error {
 	for range 200 {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+		if c, err := net.DialTimeout("unix", b.Socket, 100*time.Millisecond); err == nil {
 			c.Close()
-			return true
+			return nil
 		}
 		select {
 		case err := <-b.exited:
 			b.exited <- err
-			return false
+			return fmt.Errorf("exited before accepting connections (%v)", err)
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
-	return false
+	return errors.New("did not accept connections on its socket within 5 s")
 }
 
 func (b *Bouncer) kill() {
@@ -182,13 +215,15 @@ func (b *Bouncer) kill() {
 }
 
 // Stop ends PgBouncer (SIGINT, then SIGKILL after 10 s) and removes its
-// files.
+// files. Calls after the first do nothing.
 func (b *Bouncer) Stop() {
-	_ = b.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-b.exited:
-	case <-time.After(10 * time.Second):
-		b.kill()
-	}
-	os.RemoveAll(b.dir)
+	b.stopOnce.Do(func() {
+		_ = b.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-b.exited:
+		case <-time.After(10 * time.Second):
+			b.kill()
+		}
+		os.RemoveAll(b.dir)
+	})
 }

@@ -20,7 +20,8 @@ import (
 // TestMaxConns is the pool size of a test server that names none.
 const TestMaxConns = 8
 
-// Start boots the server with cfg and shuts it down when the test ends.
+// Start boots the server with cfg, waits until its long-poll notifier
+// listens (Server.Listening), and shuts it down when the test ends.
 // Empty fields get test defaults: DatabaseURL a fresh migrated database
 // (dbtest.URL), Addr 127.0.0.1:0, Logger one that discards. Every other
 // field is used as given (RateLimit 0 is the server's default limit; a test
@@ -52,6 +53,14 @@ func Start(tb testing.TB, cfg server.Config) *server.Server {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
+	// The server serves before its notifier listens; until it does, a
+	// waiting claim gets one claim more (at the first LISTEN) than once
+	// it listens. Tests start from the steady state, whatever the load.
+	select {
+	case <-srv.Listening():
+	case <-time.After(time.Minute):
+		tb.Fatal("servertest: the server's long-poll notifier did not LISTEN within a minute")
+	}
 	return srv
 }
 

@@ -110,7 +110,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "CompleteRequest": ("epoch", "result", "usage", "worker_time",),
     "Completion": ("item", "lease", "replayed",),
     "CompletionAnswer": ("completion", "lease_id", "problem", "status",),
-    "CompletionEntry": ("epoch", "lease_id", "result", "worker_time",),
+    "CompletionEntry": ("epoch", "lease_id", "result", "usage", "worker_time",),
     "Completions": ("completions",),
     "CreateItemRequest": ("body", "depends_on", "labels", "metadata", "on_expiry", "parent_id", "priority", "requires", "title", "touches",),
     "CreateProjectRequest": ("name",),
@@ -130,7 +130,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "FailResult": ("attention", "item", "lease", "retry_after",),
     "FenceKeys": ("keys",),
     "HeartbeatAnswer": ("heartbeat", "lease_id", "problem", "status",),
-    "HeartbeatEntry": ("epoch", "lease_id", "lease_seconds", "progress", "worker_time",),
+    "HeartbeatEntry": ("epoch", "lease_id", "lease_seconds", "progress", "usage", "worker_time",),
     "HeartbeatRequest": ("epoch", "lease_seconds", "progress", "usage", "worker_time",),
     "HeartbeatResult": ("answers", "expires_at", "fence_token", "lease", "stop_reason", "stop_requested",),
     "Heartbeats": ("heartbeats",),
@@ -337,6 +337,7 @@ class CompletionEntry(TypedDict, total=False):
     epoch: int
     lease_id: str
     result: Any
+    usage: UsageReport
     worker_time: str
 
 
@@ -514,6 +515,7 @@ class HeartbeatEntry(TypedDict, total=False):
     lease_id: str
     lease_seconds: int
     progress: Any
+    usage: UsageReport
     worker_time: str
 
 

@@ -1506,6 +1506,10 @@ export interface components {
                 body?: string;
                 priority?: number;
                 labels?: string[];
+                /** @description capabilities a claim must offer to be handed the item (validated as labels) */
+                requires?: string[];
+                /** @description write scopes: "resource" (all of it) or "resource:path/glob" ("**" any number of segments, "*" any run within a segment); two live leases never hold overlapping scopes */
+                touches?: string[];
                 depends_on_keys?: string[];
             }[];
         };
@@ -1733,6 +1737,7 @@ export interface components {
              * @description the worker's clock; diagnostic only
              */
             worker_time?: string;
+            usage?: components["schemas"]["UsageReport"];
         };
         CompletionsRequest: components["schemas"]["CompletionEntry"][];
         CompletionAnswer: {
@@ -1761,6 +1766,7 @@ export interface components {
              * @description the worker's clock; diagnostic only
              */
             worker_time?: string;
+            usage?: components["schemas"]["UsageReport"];
         };
         HeartbeatsRequest: components["schemas"]["HeartbeatEntry"][];
         HeartbeatAnswer: {
@@ -1819,7 +1825,7 @@ export interface components {
             max_cost_usd: number | null;
             /** @description from started_at */
             max_wall_seconds: number | null;
-            /** @description decomposition depth below the item (its children are at 1); decompose past it answers 409 depth_limit */
+            /** @description how deep items may be created below the item (its children are at 1); creating one deeper (an item with a parent, a plan, a decompose) answers 409 depth_limit */
             max_depth: number | null;
             /** Format: date-time */
             started_at: string;
