@@ -15,14 +15,16 @@ import (
 
 const appendEvent = `-- name: AppendEvent :one
 INSERT INTO events (project_id, type, at, actor, item_id, lease_id, attention_id, payload)
-VALUES ($1, $2, $3::timestamptz, $4,
-        $5::uuid, $6::uuid, $7::uuid,
-        $8)
+SELECT p.id, $1,
+       coalesce($2::timestamptz, clock_timestamp()), $3,
+       $4::uuid, $5::uuid, $6::uuid,
+       $7
+FROM projects p
+WHERE p.id = $8
 RETURNING seq, at
 `
 
 type AppendEventParams struct {
-	ProjectID   uuid.UUID
 	EventType   string
 	EventAt     *time.Time
 	Actor       string
@@ -30,6 +32,7 @@ type AppendEventParams struct {
 	LeaseID     *uuid.UUID
 	AttentionID *uuid.UUID
 	Payload     json.RawMessage
+	ProjectID   uuid.UUID
 }
 
 type AppendEventRow struct {
@@ -37,11 +40,12 @@ type AppendEventRow struct {
 	At  time.Time
 }
 
-// Appends one event in the caller's transaction; the trigger numbers it.
-// event_at NULL: the database's clock.
+// Appends one event in the caller's transaction, numbered by the column's
+// identity (migration 00043). event_at NULL: the database's clock. The
+// project is read from its row (no row, no event: the table has no
+// foreign key to projects, see 00043).
 func (q *Queries) AppendEvent(ctx context.Context, db DBTX, arg AppendEventParams) (AppendEventRow, error) {
 	row := db.QueryRow(ctx, appendEvent,
-		arg.ProjectID,
 		arg.EventType,
 		arg.EventAt,
 		arg.Actor,
@@ -49,6 +53,7 @@ func (q *Queries) AppendEvent(ctx context.Context, db DBTX, arg AppendEventParam
 		arg.LeaseID,
 		arg.AttentionID,
 		arg.Payload,
+		arg.ProjectID,
 	)
 	var i AppendEventRow
 	err := row.Scan(&i.Seq, &i.At)

@@ -1,10 +1,15 @@
 -- name: AppendEvent :one
--- Appends one event in the caller's transaction; the trigger numbers it.
--- event_at NULL: the database's clock.
+-- Appends one event in the caller's transaction, numbered by the column's
+-- identity (migration 00043). event_at NULL: the database's clock. The
+-- project is read from its row (no row, no event: the table has no
+-- foreign key to projects, see 00043).
 INSERT INTO events (project_id, type, at, actor, item_id, lease_id, attention_id, payload)
-VALUES (sqlc.arg('project_id'), sqlc.arg('event_type'), sqlc.narg('event_at')::timestamptz, sqlc.arg('actor'),
-        sqlc.narg('item_id')::uuid, sqlc.narg('lease_id')::uuid, sqlc.narg('attention_id')::uuid,
-        sqlc.arg('payload'))
+SELECT p.id, sqlc.arg('event_type'),
+       coalesce(sqlc.narg('event_at')::timestamptz, clock_timestamp()), sqlc.arg('actor'),
+       sqlc.narg('item_id')::uuid, sqlc.narg('lease_id')::uuid, sqlc.narg('attention_id')::uuid,
+       sqlc.arg('payload')
+FROM projects p
+WHERE p.id = sqlc.arg('project_id')
 RETURNING seq, at;
 
 -- name: EventsLastNumber :one
