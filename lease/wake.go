@@ -77,7 +77,9 @@ import (
 // With several replicas every notifier receives every notification and
 // gives one turn to one of its own waiters: with R replicas waiting on a
 // project an item costs at most R woken claims (one is granted, the others
-// find nothing), and no replica depends on another being up.
+// find nothing), and no replica depends on another being up. A woken claim
+// that takes another item (one whose notification reached its notifier
+// later, or a better one) hands its turn on (rule 5): one claim more.
 
 // maxPending bounds a project's pending events on one notifier; one more
 // clears them and wakes every waiter of the project instead.

@@ -19,12 +19,14 @@ import (
 // waiting claim.
 const noRecheck = time.Hour
 
-// startWaitNotifier starts a notifier with its Idle signal on.
+// startWaitNotifier starts a notifier with its Idle and Notified signals
+// on.
 func startWaitNotifier(t *testing.T, f fixture) *lease.Notifier {
 	t.Helper()
 	n := lease.NewNotifier(f.pool, nil)
 	n.TestSignals.Listening.Init()
 	n.TestSignals.Idle.Init()
+	n.TestSignals.Notified.Init()
 	n.Start(context.Background())
 	t.Cleanup(n.Stop)
 	n.TestSignals.Listening.Wait(t)
@@ -91,14 +93,23 @@ func TestWakeOneWaiterPerItem(t *testing.T) {
 				case <-time.After(30 * time.Second):
 					t.Fatalf("item %d was not granted", k)
 				}
-				// The other replica's woken claim finds nothing and waits
-				// again.
+				// Every notifier has handed out its turn for the item: the
+				// grant can come from one notifier's waiter before the
+				// notification reaches another. Then the other replica's
+				// woken claim finds nothing and waits again.
+				for _, n := range ns {
+					n.TestSignals.Notified.Wait(t)
+				}
 				settled(t, f, ns, waiters*replicas-(k+1))
 			}
 			got := claims() - before
 			if want := int64(items * replicas); got != want {
-				t.Errorf("%d claim transactions for %d items with %d waiters on %d notifier(s), want %d (one per notifier per item)",
-					got, items, waiters, replicas, want)
+				stats := make([]lease.WaitStats, len(ns))
+				for i, n := range ns {
+					stats[i] = n.Stats()
+				}
+				t.Errorf("%d claim transactions for %d items with %d waiters on %d notifier(s), want %d (one per notifier per item); stats %+v",
+					got, items, waiters, replicas, want, stats)
 			}
 			var grants int64
 			for _, n := range ns {
@@ -107,11 +118,21 @@ func TestWakeOneWaiterPerItem(t *testing.T) {
 			if grants != items {
 				t.Errorf("grants = %d, want %d", grants, items)
 			}
+			// Each woken claim took the item it was woken for or found
+			// nothing: none had a wake-up to hand on.
+			for i, n := range ns {
+				if s := n.Stats(); s.Passed != 0 {
+					t.Errorf("notifier %d: %d wake-ups passed on, want 0 (stats %+v)", i, s.Passed, s)
+				}
+			}
 		})
 	}
 }
 
-// settled waits until idle waiters of f's project on ns number idle.
+// settled waits until idle waiters of f's project on ns number idle. The
+// count alone does not tell a notifier that has yet to hand out a turn from
+// one whose woken claim already waits again: a caller that means the
+// latter first waits for the notification (TestSignals.Notified).
 func settled(t *testing.T, f fixture, ns []*lease.Notifier, idle int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
