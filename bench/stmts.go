@@ -4,38 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // stmtCounter counts the statements sent to PostgreSQL (BEGIN and COMMIT
 // included, and each statement of a pipelined batch) and the round trips
 // (a statement sent alone, or a batch): what an operation costs.
-type stmtCounter struct{ n, trips atomic.Int64 }
-
-func (c *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	c.trips.Add(1)
-	return ctx
-}
-
-func (c *stmtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *stmtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.trips.Add(1)
-	return ctx
-}
-
-func (c *stmtCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
-	c.n.Add(1)
-}
-
-func (c *stmtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+type stmtCounter struct{ db.StatementCounter }
 
 // counted runs fn and returns how many statements it sent.
 func (c *stmtCounter) counted(fn func() error) (int64, error) {
@@ -46,9 +26,10 @@ func (c *stmtCounter) counted(fn func() error) (int64, error) {
 // countedTrips runs fn and returns how many statements it sent and in how
 // many round trips.
 func (c *stmtCounter) countedTrips(fn func() error) (stmts, trips int64, err error) {
-	n0, t0 := c.n.Load(), c.trips.Load()
+	n0, t0 := c.Counts()
 	err = fn()
-	return c.n.Load() - n0, c.trips.Load() - t0, err
+	n1, t1 := c.Counts()
+	return n1 - n0, t1 - t0, err
 }
 
 // countingPool opens a one-connection pool whose statements c counts.

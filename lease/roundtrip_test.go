@@ -1,66 +1,46 @@
 package lease_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // statementCounter counts the statements a connection sends one by one
-// (BEGIN and COMMIT included; n), the statements of its pipelined batches
-// (batched) and its round trips (trips: a statement sent alone or a batch,
-// once the connection has prepared the statements).
-type statementCounter struct{ n, batched, trips atomic.Int64 }
-
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	c.trips.Add(1)
-	return ctx
-}
-
-func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.trips.Add(1)
-	return ctx
-}
-
-func (c *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
-	c.batched.Add(1)
-}
-
-func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+// (BEGIN and COMMIT included; Alone), the statements of its pipelined
+// batches (Batched) and its round trips (Trips: a statement sent alone or
+// a batch, once the connection has prepared the statements).
+type statementCounter struct{ db.StatementCounter }
 
 // countedTrips runs fn and returns its round trips and the statements it
 // sent (alone or batched).
 func (c *statementCounter) countedTrips(t testing.TB, fn func() error) (trips, stmts int64) {
 	t.Helper()
-	trips0, n0, b0 := c.trips.Load(), c.n.Load(), c.batched.Load()
+	n0, trips0 := c.Counts()
 	if err := fn(); err != nil {
 		t.Fatal(err)
 	}
-	return c.trips.Load() - trips0, c.n.Load() - n0 + c.batched.Load() - b0
+	n1, trips1 := c.Counts()
+	return trips1 - trips0, n1 - n0
 }
 
 // counted runs fn and returns how many statements it sent.
 func (c *statementCounter) counted(t testing.TB, fn func() error) int64 {
 	t.Helper()
-	before := c.n.Load()
+	before := c.Alone.Load()
 	if err := fn(); err != nil {
 		t.Fatal(err)
 	}
-	return c.n.Load() - before
+	return c.Alone.Load() - before
 }
 
 // countingLeases is a lease service like f's on a one-connection pool of
