@@ -120,6 +120,7 @@ func TestExplainExitCodes(t *testing.T) {
 		{"Cycle", problem(client.CodeDependencyCycle, 409), ExitConflict, "cycle"},
 		{"ConflictingResult", problem(client.CodeConflictingResult, 409), ExitConflict, "first result stands"},
 		{"DepthLimit", problem(client.CodeDepthLimit, 409), ExitConflict, "--max-depth"},
+		{"NoMatch", problem(client.CodeNoMatch, 409), ExitConflict, "waiting will not help"},
 		{"Unauthenticated", problem(client.CodeUnauthenticated, 401), ExitAuth, "env WORKGRAPH_TOKEN"},
 		{"Forbidden", problem(client.CodeForbidden, 403), ExitAuth, "human or admin token"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},

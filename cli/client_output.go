@@ -152,6 +152,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitConflict, "the object changed or is in a state that refuses this; show it again and retry"
 	case client.CodeDepthLimit:
 		return ExitConflict, "a budget over the parent limits how deep items may be created below its item; create the item higher up, or raise the budget's --max-depth (workgraph items budget)"
+	case client.CodeNoMatch:
+		return ExitConflict, "every ready item requires a capability this claim does not offer, so waiting will not help; claim with the missing capabilities (--capabilities), or change the items' requires"
 	case client.CodeInvalidArgument:
 		return ExitUsage, "fix the input named above and retry"
 	case client.CodePayloadTooLarge:

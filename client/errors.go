@@ -24,6 +24,9 @@ const (
 	// CodeDepthLimit: a decomposition would pass the depth limit of a
 	// budget over the item.
 	CodeDepthLimit = "depth_limit"
+	// CodeNoMatch: the claim's capabilities cover no ready item's requires
+	// (the problem's details name the missing ones); waiting will not help.
+	CodeNoMatch = "no_match"
 	// CodeRequestInProgress: the first request with the same
 	// Idempotency-Key is still running; the client retries it.
 	CodeRequestInProgress = "request_in_progress"
@@ -102,6 +105,7 @@ var (
 	ErrDependencyCycle   = &Error{Code: CodeDependencyCycle}
 	ErrConflict          = &Error{Code: CodeConflict}
 	ErrDepthLimit        = &Error{Code: CodeDepthLimit}
+	ErrNoMatch           = &Error{Code: CodeNoMatch}
 	ErrRequestInProgress = &Error{Code: CodeRequestInProgress}
 	ErrOutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
 	ErrMethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
