@@ -1653,11 +1653,23 @@ func (q *Queries) ReleaseCompletedLease(ctx context.Context, db DBTX, arg Releas
 
 const releaseCompletedLeases = `-- name: ReleaseCompletedLeases :execrows
 WITH done AS (
+    -- Each lease by its id (leases_by_id), one lookup per id (LIMIT 1
+    -- keeps the planner from flattening the lookup into a join), the
+    -- project checked on the row found (IS NOT DISTINCT FROM: not an
+    -- index condition). "id = ANY (@lease_ids)", the flattened join and a
+    -- project equality were each planned as a walk of the project's
+    -- leases (leases_by_acquired or leases_pkey by project alone) when
+    -- the statistics did not know the project yet.
     SELECT l.project_id, l.item_id
-    FROM leases l
-    WHERE l.project_id = $2 AND l.id = ANY ($3::uuid[])
-      AND l.outcome = 'completed'
-      AND l.xmin = pg_current_xact_id_if_assigned()::xid
+    FROM unnest($2::uuid[]) AS e(id)
+    CROSS JOIN LATERAL (
+        SELECT l.project_id, l.item_id
+        FROM leases l
+        WHERE l.id = e.id AND l.project_id IS NOT DISTINCT FROM $3::uuid
+          AND l.outcome = 'completed'
+          AND l.xmin = pg_current_xact_id_if_assigned()::xid
+        LIMIT 1
+    ) AS l
 ), changes AS (
     SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children
     FROM done JOIN dependencies dd ON dd.project_id = done.project_id AND dd.depends_on_id = done.item_id
@@ -1678,8 +1690,8 @@ WHERE i.project_id = c.project_id AND i.id = c.item_id
 
 type ReleaseCompletedLeasesParams struct {
 	Now       *time.Time
-	ProjectID uuid.UUID
 	LeaseIds  []uuid.UUID
+	ProjectID uuid.UUID
 }
 
 // ReleaseCompletedLease for a batch completion sent as one pipelined batch
@@ -1692,7 +1704,7 @@ type ReleaseCompletedLeasesParams struct {
 // snapshot is taken after CompleteLeases held the items' rows, as
 // ReleaseCompletedLease's.
 func (q *Queries) ReleaseCompletedLeases(ctx context.Context, db DBTX, arg ReleaseCompletedLeasesParams) (int64, error) {
-	result, err := db.Exec(ctx, releaseCompletedLeases, arg.Now, arg.ProjectID, arg.LeaseIds)
+	result, err := db.Exec(ctx, releaseCompletedLeases, arg.Now, arg.LeaseIds, arg.ProjectID)
 	if err != nil {
 		return 0, err
 	}

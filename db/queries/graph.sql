@@ -262,11 +262,23 @@ WHERE i.project_id = c.project_id AND i.id = c.item_id;
 -- snapshot is taken after CompleteLeases held the items' rows, as
 -- ReleaseCompletedLease's.
 WITH done AS (
+    -- Each lease by its id (leases_by_id), one lookup per id (LIMIT 1
+    -- keeps the planner from flattening the lookup into a join), the
+    -- project checked on the row found (IS NOT DISTINCT FROM: not an
+    -- index condition). "id = ANY (@lease_ids)", the flattened join and a
+    -- project equality were each planned as a walk of the project's
+    -- leases (leases_by_acquired or leases_pkey by project alone) when
+    -- the statistics did not know the project yet.
     SELECT l.project_id, l.item_id
-    FROM leases l
-    WHERE l.project_id = @project_id AND l.id = ANY (@lease_ids::uuid[])
-      AND l.outcome = 'completed'
-      AND l.xmin = pg_current_xact_id_if_assigned()::xid
+    FROM unnest(@lease_ids::uuid[]) AS e(id)
+    CROSS JOIN LATERAL (
+        SELECT l.project_id, l.item_id
+        FROM leases l
+        WHERE l.id = e.id AND l.project_id IS NOT DISTINCT FROM @project_id::uuid
+          AND l.outcome = 'completed'
+          AND l.xmin = pg_current_xact_id_if_assigned()::xid
+        LIMIT 1
+    ) AS l
 ), changes AS (
     SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children
     FROM done JOIN dependencies dd ON dd.project_id = done.project_id AND dd.depends_on_id = done.item_id
