@@ -135,10 +135,17 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 		// answer, without the transaction's four round trips) from a guard.
 		next, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
 			ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
-			Capabilities: req.Capabilities,
+			Capabilities: req.Capabilities, Labels: req.Labels, Worker: req.Worker,
 		})
 		if err != nil {
 			return Claim{}, false, false, db.Translate(err)
+		}
+		if next.Missed {
+			// An item the claim could take is ready after all (the
+			// search's later snapshot found one the statement's UPDATE
+			// could not see, or a claim in flight holds it): the
+			// transaction decides with one snapshot.
+			return Claim{}, false, false, nil
 		}
 		if next.Hopeless && !next.NeedsTx {
 			// noMatch reads it again, with the details: rare, and never on
