@@ -139,15 +139,24 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 
 // verify reads the bearer token of the request.
 func (a *API) verify(c echo.Context) (auth.Principal, error) {
+	bearer, err := bearerOf(c)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	return a.auth.Authenticate(c.Request().Context(), bearer)
+}
+
+// bearerOf is the request's bearer string.
+func bearerOf(c echo.Context) (string, error) {
 	h := c.Request().Header.Get(echo.HeaderAuthorization)
 	scheme, bearer, ok := strings.Cut(h, " ")
 	if h == "" {
-		return auth.Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "missing Authorization: Bearer <token> header")
+		return "", wgerr.New(wgerr.CodeUnauthenticated, "missing Authorization: Bearer <token> header")
 	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(bearer) == "" {
-		return auth.Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
+		return "", wgerr.New(wgerr.CodeUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
 	}
-	return a.auth.Authenticate(c.Request().Context(), strings.TrimSpace(bearer))
+	return strings.TrimSpace(bearer), nil
 }
 
 // requireRole refuses callers whose role is not among roles (admin always

@@ -26,6 +26,8 @@ import (
 //   - a claim that lost a write scope's race (WG002, see ScopeRace)
 //     -> conflict
 //   - a fence that raises (WG003)        -> lease_lost (see FenceLost)
+//   - a token precheck that raises (WG006, see Precheck)
+//     -> unauthenticated (see PrecheckRefused)
 //   - query canceled, deadline exceeded  -> unavailable
 //     (a pool acquire that timed out too)
 //   - the database connection lost or refused (see ConnectionLost)
@@ -65,6 +67,8 @@ func Translate(err error) error {
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "a concurrent claim took an overlapping write scope; retry", Err: err}
 		case "WG003":
 			return &wgerr.Error{Code: wgerr.CodeLeaseLost, Message: pgErr.Message, Err: err}
+		case "WG006":
+			return &wgerr.Error{Code: wgerr.CodeUnauthenticated, Message: pgErr.Message, Err: err}
 		case "57014":
 			return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database statement was cancelled", Err: err}
 		}

@@ -28,7 +28,9 @@ const (
 
 // Store reads and writes idempotency records.
 type Store struct {
-	pool  *pgxpool.Pool
+	// pool is a db.Carrier: a request's token check (db.Precheck) rides
+	// with Begin, its first statement.
+	pool  *db.Carrier
 	clock clock.Clock
 	q     *dbq.Queries
 }
@@ -40,7 +42,7 @@ func NewStore(pool *pgxpool.Pool, clk clock.Clock) *Store {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Store{pool: pool, clock: clk, q: dbq.New()}
+	return &Store{pool: db.Carrying(pool), clock: clk, q: dbq.New()}
 }
 
 // Request names one request's claim on a record: the token and key it
