@@ -56,18 +56,24 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			writeProblem(c, a.log, a.unknown(err))
 		}
-		a.observe(c, err, time.Since(start))
+		took := time.Since(start)
+		a.observe(c, err, took)
 		req := c.Request()
+		level := requestLevel(c.Response().Status, took)
+		if quiet, _ := c.Get(quietKey).(bool); quiet && level < slog.LevelError {
+			level = slog.LevelDebug
+		}
+		// Routine answers are logged at debug, which production does not
+		// enable: build no line for them.
+		if !a.log.Enabled(req.Context(), level) {
+			return nil
+		}
 		attrs := []any{
 			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,
-			"duration", time.Since(start).Round(time.Microsecond), "bytes", c.Response().Size,
+			"duration", took.Round(time.Microsecond), "bytes", c.Response().Size,
 		}
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())
-		}
-		level := requestLevel(c.Response().Status, time.Since(start))
-		if quiet, _ := c.Get(quietKey).(bool); quiet && level < slog.LevelError {
-			level = slog.LevelDebug
 		}
 		a.log.Log(req.Context(), level, "request", attrs...)
 		return nil
