@@ -95,4 +95,4 @@ func (s *Service) Confirm(ctx context.Context) error {
 }
 
 // Refused reports whether err is the refusal of Lazy's check.
-func Refused(err error) bool { return db.PrecheckRefused(err) }
+func Refused(err error) bool { return db.PrecheckRefusal(err) == "unauthenticated" }

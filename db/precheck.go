@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -23,8 +24,10 @@ import (
 // use, and a statement sent while the first round trip is judging it waits
 // for the verdict.
 type Precheck struct {
-	sql  string
-	args []any
+	stmts []queued
+	// parent is a check added before (AddPrecheck): it goes first, and a
+	// refusal of it is this one's too.
+	parent *Precheck
 
 	mu sync.Mutex
 	// judged: the check ran; err is its refusal (translated), nil when it
@@ -33,10 +36,11 @@ type Precheck struct {
 	err    error
 }
 
-// NewPrecheck returns a pending check: sql must be one statement that
-// raises when the check fails (its answer is not read).
+// NewPrecheck returns a pending check of one statement: sql must raise
+// WG006 (request_precondition) when the check fails (its answer is not
+// read).
 func NewPrecheck(sql string, args ...any) *Precheck {
-	return &Precheck{sql: sql, args: args}
+	return &Precheck{stmts: []queued{{sql: sql, args: args}}}
 }
 
 type precheckKey struct{}
@@ -45,6 +49,19 @@ type precheckKey struct{}
 // that context carries p, or fails with its refusal.
 func WithPrecheck(ctx context.Context, p *Precheck) context.Context {
 	return context.WithValue(ctx, precheckKey{}, p)
+}
+
+// AddPrecheck returns ctx carrying a check of fn's statements (recorded,
+// as a Pipeline's followers: generated :exec queries that raise WG006 to
+// refuse) after the check ctx carried, which goes first and whose refusal
+// is the new one's too. The check ctx carried keeps its own verdict: a
+// refusal of the added statements alone leaves it passed.
+func AddPrecheck(ctx context.Context, fn func(q DBTX) error) (context.Context, error) {
+	var rec recorder
+	if err := fn(&rec); err != nil {
+		return ctx, err
+	}
+	return WithPrecheck(ctx, &Precheck{stmts: rec.queued, parent: PrecheckFrom(ctx)}), nil
 }
 
 // PrecheckFrom returns the Precheck ctx carries, or nil.
@@ -56,48 +73,125 @@ func PrecheckFrom(ctx context.Context) *Precheck {
 // Verdict reports whether p has run and, if it has, its refusal (nil: it
 // passed).
 func (p *Precheck) Verdict() (judged bool, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.judged, p.err
+	for q := p; q != nil; q = q.parent {
+		q.mu.Lock()
+		judged, err = q.judged, q.err
+		q.mu.Unlock()
+		if !judged || err != nil {
+			return judged, err
+		}
+	}
+	return true, nil
 }
 
-// Run judges p alone on q when it has not run yet, and returns its
-// refusal (translated; nil when it passed). An error that is not a verdict
-// (the database unavailable) is returned and leaves p pending.
+// Run judges p on q when it has not run yet (one batch when q is a
+// Batcher), and returns its refusal (translated; nil when it passed). An
+// error that is not a verdict (the database unavailable) is returned and
+// leaves p pending. q must not be a Carrier of p's context.
 func (p *Precheck) Run(ctx context.Context, q DBTX) error {
-	carry, err := p.begin()
-	if !carry {
+	ps, err := p.begin()
+	if len(ps) == 0 {
 		return err
 	}
-	_, err = q.Exec(ctx, p.sql, p.args...)
-	return p.settle(err)
-}
-
-// begin reports whether the caller's round trip must carry p; if so p.mu
-// stays locked until settle. Otherwise it returns p's refusal, if any.
-func (p *Precheck) begin() (carry bool, err error) {
-	p.mu.Lock()
-	if !p.judged {
-		return true, nil
+	if b, ok := q.(Batcher); ok {
+		batch := &pgx.Batch{}
+		ps.queue(batch)
+		br := b.SendBatch(ctx, batch)
+		i, err := ps.read(br)
+		if cerr := br.Close(); err == nil && cerr != nil {
+			i, err = len(ps)-1, cerr
+		}
+		return ps.settle(i, err)
 	}
-	defer p.mu.Unlock()
-	return false, p.err
+	for i, pc := range ps {
+		for _, st := range pc.stmts {
+			if _, err = q.Exec(ctx, st.sql, st.args...); err != nil {
+				return ps.settle(i, err)
+			}
+		}
+	}
+	return ps.settle(0, nil)
 }
 
-// settle records the outcome of p's statement (err as the driver answered
-// it) and unlocks p. It returns the translated error: the refusal, or the
-// failure that left p pending.
-func (p *Precheck) settle(err error) error {
-	defer p.mu.Unlock()
-	if err == nil {
-		p.judged = true
+// pendingChecks are the checks a round trip carries, root first, locked
+// from begin to settle.
+type pendingChecks []*Precheck
+
+// begin locks and returns the checks of p's chain still to be judged, root
+// first; none when all passed or one was refused (then its refusal).
+func (p *Precheck) begin() (pendingChecks, error) {
+	var chain []*Precheck
+	for q := p; q != nil; q = q.parent {
+		chain = append(chain, q)
+	}
+	slices.Reverse(chain)
+	var ps pendingChecks
+	for _, q := range chain {
+		q.mu.Lock()
+		if !q.judged {
+			ps = append(ps, q)
+			continue
+		}
+		err := q.err
+		q.mu.Unlock()
+		if err != nil {
+			ps.settle(-1, nil)
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// queue adds the checks' statements to b.
+func (ps pendingChecks) queue(b *pgx.Batch) {
+	for _, p := range ps {
+		for _, st := range p.stmts {
+			b.Queue(st.sql, st.args...)
+		}
+	}
+}
+
+// read reads the answers of the checks' statements from br: the index of
+// the check whose statement failed first, and its error.
+func (ps pendingChecks) read(br pgx.BatchResults) (int, error) {
+	for i, p := range ps {
+		for range p.stmts {
+			if _, err := br.Exec(); err != nil {
+				return i, err
+			}
+		}
+	}
+	return 0, nil
+}
+
+// settle records the outcome (err of check failed, as the driver answered
+// it; nil: all passed) and unlocks the checks. The checks before the
+// failed one passed; the failed one is refused when err is a refusal,
+// else it and those after it stay pending. It returns the translated
+// error. failed < 0 only unlocks.
+func (ps pendingChecks) settle(failed int, err error) error {
+	defer func() {
+		for _, p := range ps {
+			p.mu.Unlock()
+		}
+	}()
+	if failed < 0 {
 		return nil
 	}
-	if PrecheckRefused(err) {
-		p.judged, p.err = true, Translate(err)
-		return p.err
+	if err == nil {
+		failed = len(ps)
 	}
-	return Translate(err)
+	for _, p := range ps[:failed] {
+		p.judged = true
+	}
+	if err == nil {
+		return nil
+	}
+	err = Translate(err)
+	if PrecheckRefused(err) {
+		ps[failed].judged, ps[failed].err = true, err
+	}
+	return err
 }
 
 // PrecheckRefused reports whether err (translated or not) is a Precheck's
@@ -105,6 +199,17 @@ func (p *Precheck) settle(err error) error {
 func PrecheckRefused(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "WG006"
+}
+
+// PrecheckRefusal is the kind a Precheck's refusal names (the DETAIL of
+// request_precondition: unauthenticated, conflict, idempotency_taken), or
+// "" when err is none.
+func PrecheckRefusal(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "WG006" {
+		return pgErr.Detail
+	}
+	return ""
 }
 
 // Carrier is an Executor (and a Batcher) over a pool that makes a
@@ -137,42 +242,48 @@ var (
 	_ Batcher  = (*Carrier)(nil)
 )
 
-// customPlanCheck is the precheck's statement when the statement it rides
-// with asked for a custom plan: set_config's local setting lasts to the end
-// of the batch's implicit transaction.
-func customPlanCheck(sql string) string {
-	return "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), (" + sql + ")"
+// customPlanSetting gives the statements after it in a batch, up to the
+// batch's Sync, a plan for their parameters (CustomPlan's promise): the
+// local setting lasts to the end of the batch's implicit transaction.
+const customPlanSetting = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+
+// withoutExecMode strips a query execution mode (CustomPlan's) from args,
+// which a batch cannot carry, and says whether there was one.
+func withoutExecMode(args []any) ([]any, bool) {
+	if len(args) > 0 {
+		if _, ok := args[0].(pgx.QueryExecMode); ok {
+			return args[1:], true
+		}
+	}
+	return args, false
 }
 
-// pending returns ctx's check when this call must carry it (p.mu held), or
-// the refusal every statement of a refused request fails with.
-func pending(ctx context.Context) (*Precheck, error) {
+// pending returns the checks ctx's round trip must carry (locked), or the
+// refusal every statement of a refused request fails with.
+func pending(ctx context.Context) (pendingChecks, error) {
 	p := PrecheckFrom(ctx)
 	if p == nil {
 		return nil, nil
 	}
-	carry, err := p.begin()
-	if !carry {
-		return nil, err
-	}
-	return p, nil
+	return p.begin()
 }
 
-// send queues the check and the statement and reads the check's answer.
-func (c *Carrier) send(ctx context.Context, p *Precheck, sql string, args []any) (pgx.BatchResults, error) {
-	check := p.sql
-	if len(args) > 0 {
-		if _, ok := args[0].(pgx.QueryExecMode); ok {
-			args = args[1:]
-			check = customPlanCheck(p.sql)
-		}
-	}
+// send queues the checks and the statement and reads the checks' answers.
+func (c *Carrier) send(ctx context.Context, ps pendingChecks, sql string, args []any) (pgx.BatchResults, error) {
+	args, custom := withoutExecMode(args)
 	b := &pgx.Batch{}
-	b.Queue(check, p.args...)
+	ps.queue(b)
+	if custom {
+		b.Queue(customPlanSetting)
+	}
 	b.Queue(sql, args...)
 	br := c.pool.SendBatch(ctx, b)
-	_, err := br.Exec()
-	if err = p.settle(err); err != nil {
+	err := ps.settle(ps.read(br))
+	if err == nil && custom {
+		_, err = br.Exec()
+		err = Translate(err)
+	}
+	if err != nil {
 		br.Close()
 		return nil, err
 	}
@@ -181,14 +292,14 @@ func (c *Carrier) send(ctx context.Context, p *Precheck, sql string, args []any)
 
 // Exec is part of DBTX.
 func (c *Carrier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	p, err := pending(ctx)
+	ps, err := pending(ctx)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	if p == nil {
+	if len(ps) == 0 {
 		return c.pool.Exec(ctx, sql, args...)
 	}
-	br, err := c.send(ctx, p, sql, args)
+	br, err := c.send(ctx, ps, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -201,14 +312,14 @@ func (c *Carrier) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 
 // Query is part of DBTX.
 func (c *Carrier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	p, err := pending(ctx)
+	ps, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if p == nil {
+	if len(ps) == 0 {
 		return c.pool.Query(ctx, sql, args...)
 	}
-	br, err := c.send(ctx, p, sql, args)
+	br, err := c.send(ctx, ps, sql, args)
 	if err != nil {
 		return nil, err
 	}
@@ -222,14 +333,14 @@ func (c *Carrier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 
 // QueryRow is part of DBTX.
 func (c *Carrier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	p, err := pending(ctx)
+	ps, err := pending(ctx)
 	if err != nil {
 		return errRow{err}
 	}
-	if p == nil {
+	if len(ps) == 0 {
 		return c.pool.QueryRow(ctx, sql, args...)
 	}
-	br, err := c.send(ctx, p, sql, args)
+	br, err := c.send(ctx, ps, sql, args)
 	if err != nil {
 		return errRow{err}
 	}
@@ -238,19 +349,18 @@ func (c *Carrier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 
 // SendBatch is part of Batcher: the check goes at the batch's head.
 func (c *Carrier) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	p, err := pending(ctx)
+	ps, err := pending(ctx)
 	if err != nil {
 		return failedBatch{err}
 	}
-	if p == nil {
+	if len(ps) == 0 {
 		return c.pool.SendBatch(ctx, b)
 	}
 	carried := &pgx.Batch{}
-	carried.Queue(p.sql, p.args...)
+	ps.queue(carried)
 	carried.QueuedQueries = append(carried.QueuedQueries, b.QueuedQueries...)
 	br := c.pool.SendBatch(ctx, carried)
-	_, err = br.Exec()
-	if err = p.settle(err); err != nil {
+	if err = ps.settle(ps.read(br)); err != nil {
 		br.Close()
 		return failedBatch{err}
 	}

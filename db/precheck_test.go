@@ -130,6 +130,37 @@ func TestPrecheckCarrier(t *testing.T) {
 		}
 	})
 
+	t.Run("AddedCheckRefusedAlone", func(t *testing.T) {
+		// A check added after the token's (an Idempotency-Key record's
+		// begin) rides in the same round trip; its refusal is the
+		// request's, while the token's check keeps its own pass.
+		tokenCtx := check()
+		cctx, err := db.AddPrecheck(tokenCtx, func(q db.DBTX) error {
+			_, err := q.Exec(ctx, "SELECT request_precondition(false, 'idempotency_taken', 'held')")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, trips0 := counter.Counts()
+		_, err = carrier.Exec(cctx, "INSERT INTO projects (name) VALUES ($1)", "added-refused")
+		if db.PrecheckRefusal(err) != "idempotency_taken" || !errors.Is(err, wgerr.InProgress) {
+			t.Fatalf("a statement carrying a refused added check: %v, want its refusal (request_in_progress)", err)
+		}
+		if _, trips1 := counter.Counts(); trips1-trips0 != 1 {
+			t.Errorf("both checks and the statement took %d round trips, want 1", trips1-trips0)
+		}
+		if n := projects(t, "added-refused"); n != 0 {
+			t.Errorf("the refused batch committed its statement")
+		}
+		if judged, verdict := db.PrecheckFrom(tokenCtx).Verdict(); !judged || verdict != nil {
+			t.Errorf("the token's check: judged %v, verdict %v; want judged, passed", judged, verdict)
+		}
+		if _, err := carrier.Exec(tokenCtx, "INSERT INTO projects (name) VALUES ($1)", "added-after"); err != nil {
+			t.Errorf("a statement with the token's check alone after the added one's refusal: %v", err)
+		}
+	})
+
 	t.Run("CustomPlan", func(t *testing.T) {
 		var mode string
 		if err := db.CustomPlan(carrier).QueryRow(check(), "SELECT current_setting('plan_cache_mode')").Scan(&mode); err != nil {
