@@ -130,7 +130,11 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, claimOn db.
 		}
 	}
 	now := s.clock.Now()
-	row, err := dbq.New().ClaimItemDirect(ctx, db.CustomPlan(claimOn), dbq.ClaimItemDirectParams{
+	// Prepared as every statement (not db.CustomPlan): its candidate search
+	// is wg_claim_candidate, whose plan does not depend on the parameters,
+	// so the session's generic plan is the right one and the statement is
+	// not planned again at every claim.
+	row, err := dbq.New().ClaimItemDirect(ctx, claimOn, dbq.ClaimItemDirectParams{
 		LeaseID:      uuid.New(),
 		Worker:       req.Worker,
 		TokenID:      req.TokenID,
