@@ -114,7 +114,11 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 		}
 	}
 	now := s.clock.Now()
-	row, err := dbq.New().ClaimItemDirect(ctx, db.CustomPlan(exec), dbq.ClaimItemDirectParams{
+	// Prepared as every statement (not db.CustomPlan): its candidate search
+	// is wg_claim_candidate, whose plan does not depend on the parameters,
+	// so the session's generic plan is the right one and the statement is
+	// not planned again at every claim.
+	row, err := dbq.New().ClaimItemDirect(ctx, exec, dbq.ClaimItemDirectParams{
 		LeaseID:      uuid.New(),
 		Worker:       req.Worker,
 		TokenID:      req.TokenID,
