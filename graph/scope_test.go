@@ -358,3 +358,86 @@ func literalFirst(scope string) string {
 	}
 	return res + ":" + first
 }
+
+// TestScopeKeysOfSeveralScopes: the scope keys, probe and resources of a
+// lease or item holding several scopes are each scope's, sorted and
+// distinct, as the definitions of migration 00041 (written out here as
+// queries) gave them; the plpgsql versions of migration 00044 must answer
+// the same, because replicas of either version read the other's keys.
+func TestScopeKeysOfSeveralScopes(t *testing.T) {
+	t.Parallel()
+	tx := dbtest.TestTx(t)
+	sets := [][]string{
+		{}, {"r"}, {"r", "r"}, {"r:a/**", "r:a/b", "r"}, {"db:schema", "repo:web/**", "cache", "repo:api/*.go"},
+		{"repo:*/src/**", "repo:web/x", "db"}, {"z:**", "a:b", "m:c*/d", "a:b/c"}, {"r_1:a_b*", "r:x"},
+	}
+	for _, s := range sets {
+		var keys, probe, res bool
+		err := tx.QueryRow(context.Background(), `
+			WITH f AS (SELECT x, split_part(x, ':', 1) AS res,
+			                  CASE WHEN strpos(x, ':') = 0
+			                         OR strpos(split_part(substr(x, strpos(x, ':') + 1), '/', 1), '*') > 0 THEN '*'
+			                       ELSE split_part(substr(x, strpos(x, ':') + 1), '/', 1) END AS first
+			           FROM unnest($1::text[]) AS x)
+			SELECT wg_scope_keys($1) = (SELECT coalesce(array_agg(DISTINCT k ORDER BY k), '{}')
+			                            FROM f, LATERAL (VALUES (f.res), (f.res || ':' || f.first)) AS k(k)),
+			       wg_scope_probe($1) = (SELECT coalesce(array_agg(DISTINCT k ORDER BY k), '{}')
+			                             FROM f, LATERAL (VALUES (CASE WHEN f.first = '*' THEN f.res ELSE f.res || ':' || f.first END),
+			                                                     (CASE WHEN f.first = '*' THEN NULL ELSE f.res || ':*' END)) AS k(k)
+			                             WHERE k IS NOT NULL),
+			       wg_scope_resources($1) = (SELECT coalesce(array_agg(DISTINCT res ORDER BY res), '{}') FROM f)`,
+			s).Scan(&keys, &probe, &res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !keys || !probe || !res {
+			t.Errorf("scopes %q: keys %v, probe %v, resources %v as migration 00041 computed them", s, keys, probe, res)
+		}
+	}
+}
+
+// TestScopeHelpersArePlannedOnce: the functions a scoped claim calls for
+// each candidate and grant are plpgsql (whose statements the session
+// keeps planned) or SQL that the planner inlines. A SQL function it does
+// not inline is parsed and planned again by every statement that calls it:
+// that was most of the scoped claim's extra cost (docs/benchmarks.md,
+// workload 14).
+func TestScopeHelpersArePlannedOnce(t *testing.T) {
+	t.Parallel()
+	tx := dbtest.TestTx(t)
+	ctx := context.Background()
+	for _, call := range []string{
+		"wg_scope_first(x)", "wg_scope_keys(ARRAY[x])", "wg_scope_probe(ARRAY[x])", "wg_scope_resources(ARRAY[x])",
+		"wg_scopes_overlap(ARRAY[x], ARRAY[x])", "wg_scope_holder(gen_random_uuid(), NULL, ARRAY[x], now())",
+		"wg_paths_overlap(ARRAY[x], ARRAY[x])", "wg_segments_overlap(x, x)",
+	} {
+		name, _, _ := strings.Cut(call, "(")
+		var lang string
+		if err := tx.QueryRow(ctx, `SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+			WHERE p.proname = $1`, name).Scan(&lang); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if lang == "plpgsql" {
+			continue
+		}
+		// A SQL function: its call must not survive planning.
+		var plan strings.Builder
+		rows, err := tx.Query(ctx, "EXPLAIN (VERBOSE) SELECT "+call+" FROM (VALUES ('r:a/b'), ('r')) AS v(x)")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(plan.String(), name+"(") {
+			t.Errorf("%s is a SQL function the planner does not inline (so every call parses and plans it):\n%s", name, plan.String())
+		}
+	}
+}
