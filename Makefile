@@ -14,10 +14,13 @@ export CGO_ENABLED ?= 0
 run: build
 	exec ./bin/workgraph serve $(ARGS)
 
-# The whole suite: the short fuzz and fault runs, the protocol model, then
-# every Go test (last, so the closing lines are go test's own summary).
-# `make test-go` runs the Go tests alone.
-test: fuzz-short chaos-short model test-go
+# The whole suite: the short fuzz and fault runs, then every Go test (last,
+# so the closing lines are go test's own summary). The protocol model runs
+# once, as the model package's TestModel, which WORKGRAPH_REQUIRE_SPIN
+# makes fail instead of skip when spin or cc is missing (`make model` runs
+# the same check.sh on its own). `make test-go` runs the Go tests alone.
+test: fuzz-short chaos-short
+	WORKGRAPH_REQUIRE_SPIN=1 $(MAKE) --no-print-directory test-go
 
 # The Go tests mostly wait on PostgreSQL (a CREATE DATABASE per server
 # test, commits, LISTEN round trips), not on the CPU: more packages (-p)
@@ -27,10 +30,18 @@ test: fuzz-short chaos-short model test-go
 # uses it): at -p 4 -parallel 8 a shared server ran out ("too many
 # clients"); 3 x 4 test servers at once stay well below it. TEST_P and
 # TEST_PARALLEL override them (docs/architecture.md, Tests).
+#
+# go test starts the test binaries strictly in the order of its package
+# list, so the packages that run longest (measured with go test -json,
+# docs/architecture.md, Tests) come first and the short ones fill the
+# slots beside them; in import-path order `lease`, the longest, started
+# at the middle of the run and set its end. ./... adds every other
+# package once (go test drops the repeats).
 TEST_P ?= 3
 TEST_PARALLEL ?= 4
+TEST_FIRST = ./lease ./cli/e2e ./web ./bench ./api ./db/embedpg ./model ./examples/counter ./acceptance ./graph ./webhook ./db/dbq ./mcp ./client ./server
 test-go:
-	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) ./...
+	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) ./...
 
 # Stamps the version, commit and build date into the binary (`workgraph
 # version`): -buildvcs=auto overrides a GOFLAGS=-buildvcs=false, and the
