@@ -222,6 +222,10 @@ type routeOpts struct {
 	// effect: which of the handler's transactions take effect, for
 	// Idempotency-Key records.
 	effect effectKind
+	// lazy: a token verified before is checked in the request's first
+	// round trip rather than looked up first (authenticateLazy): the steps
+	// of a lease, whose every answer comes from a statement.
+	lazy bool
 }
 
 // handle registers an authenticated route; o.roles lists who besides
@@ -231,7 +235,11 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}
-	mw = append(mw, a.authenticate, a.requireRole(o.roles...), a.rateLimit, a.idempotent(o.effect))
+	authn := a.authenticate
+	if o.lazy {
+		authn = a.authenticateLazy
+	}
+	mw = append(mw, authn, a.requireRole(o.roles...), a.rateLimit, a.idempotent(o.effect))
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }
@@ -258,8 +266,9 @@ var (
 	anyRole     = routeOpts{roles: []auth.Role{auth.RoleHuman, auth.RoleAgent}}
 	people      = routeOpts{roles: []auth.Role{auth.RoleHuman}}
 	workers     = routeOpts{roles: []auth.Role{auth.RoleAgent}}
+	workersLazy = routeOpts{roles: []auth.Role{auth.RoleAgent}, lazy: true}
 	adminOnly   = routeOpts{}
-	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true, effect: effectLease}
+	workersWait = routeOpts{roles: []auth.Role{auth.RoleAgent}, selfTimeout: true, effect: effectLease, lazy: true}
 )
 
 func idemPool(cfg Config) *pgxpool.Pool {

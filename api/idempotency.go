@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -77,6 +78,16 @@ func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerF
 			TokenID: principal(c).TokenID, Key: key, Hash: h.Sum(nil), Owner: uuid.New(),
 		}}
 
+		if kind == effectLease {
+			// A claim's record rides with its first statement.
+			taken, err := r.runCarried(c, next, body)
+			if !taken {
+				return err
+			}
+			// Another request holds the record: nothing ran; answer from
+			// the record as below.
+			req = c.Request()
+		}
 		// Bounded retries: a record may expire between the insert and the read.
 		for range 3 {
 			began, err := a.idem.Begin(req.Context(), r.req)
@@ -174,6 +185,89 @@ func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
 	}
 	return nil
+}
+
+// runCarried runs a claim as the owner of its record without a round trip
+// of its own to begin it: idempotency.Store.BeginCarried's statement rides
+// at the head of the claim's first statement (and the mark of its effect
+// in that statement's batch, see Store.Fence), so a claim with an
+// Idempotency-Key costs the database the round trip of a claim without
+// one, and its answer's. When another request holds the record, that
+// statement fails and nothing of it commits: taken is true, the request is
+// as it came (its body to read again), and the caller answers from the
+// record. The record is judged before any answer leaves: a handler that
+// sent no statement has it judged alone (Store.Judge) first.
+func (r *idemRun) runCarried(c echo.Context, next echo.HandlerFunc, body []byte) (taken bool, err error) {
+	a := r.a
+	orig := c.Request()
+	carried, err := a.idem.BeginCarried(orig.Context(), r.req)
+	if err != nil {
+		return false, err
+	}
+	c.SetRequest(orig.WithContext(carried))
+	rec := &recorder{ResponseWriter: c.Response().Writer}
+	guard := &checkedWriter{ResponseWriter: rec, confirm: func() error { return a.idem.Judge(carried) }}
+	c.Response().Writer = guard
+	callerCtx := carried
+	holder := a.idem.Hold(r.req, a.log)
+	holder.Start(orig.Context())
+	finished := false
+	defer func() {
+		holder.Stop()
+		if !finished { // a panic: forget the key so a retry runs again
+			r.forget(orig.Context())
+		}
+	}()
+	c.SetRequest(c.Request().WithContext(a.idem.Fence(callerCtx, r.req, r.kind, func() { r.effect.Store(true) })))
+	herr := next(c)
+	finished = true
+	holder.Stop()
+	verdict := guard.verdict
+	if !guard.judged {
+		verdict = a.idem.Judge(carried)
+	}
+	c.Response().Writer = rec.ResponseWriter
+	if verdict != nil {
+		if guard.judged && guard.verdict != nil {
+			res := c.Response()
+			res.Committed, res.Status, res.Size = false, 0, 0
+			res.Header().Del(echo.HeaderContentType)
+			res.Header().Del(echo.HeaderContentLength)
+		}
+		if idempotency.Taken(verdict) {
+			orig.Body = io.NopCloser(bytes.NewReader(body))
+			c.SetRequest(orig)
+			return true, nil
+		}
+		// Refused otherwise (the token), or not judged (the database):
+		// no record was written.
+		return false, verdict
+	}
+	c.Response().Writer = rec
+	if herr != nil {
+		writeProblem(c, a.log, a.unknown(herr))
+	}
+	c.Response().Writer = rec.ResponseWriter
+	r.store(c, rec, orig.Context())
+	return false, nil
+}
+
+// store keeps the answer the recorder captured, or forgets the record of
+// an answer not worth keeping.
+func (r *idemRun) store(c echo.Context, rec *recorder, callerCtx context.Context) {
+	a := r.a
+	status := c.Response().Status
+	worthKeeping := status < 500 && status != http.StatusTooManyRequests && !rec.overflow
+	if !worthKeeping || (callerCtx.Err() != nil && !r.effect.Load()) {
+		r.forget(callerCtx)
+		return
+	}
+	ct := c.Response().Header().Get(echo.HeaderContentType)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
+	defer cancel()
+	if err := a.idem.Finish(ctx, r.req, status, ct, rec.buf.Bytes()); err != nil {
+		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
+	}
 }
 
 // forget deletes the record of a request that took no effect, so a retry

@@ -22,8 +22,8 @@ import (
 )
 
 func (a *API) mountLeases(e *echo.Echo) {
-	a.handle(e, http.MethodPost, "/leases/:id/heartbeat", a.heartbeat, workers)
-	a.handle(e, http.MethodPost, "/leases/:id/complete", a.complete, workers)
+	a.handle(e, http.MethodPost, "/leases/:id/heartbeat", a.heartbeat, workersLazy)
+	a.handle(e, http.MethodPost, "/leases/:id/complete", a.complete, workersLazy)
 	a.handle(e, http.MethodPost, "/leases/:id/release", a.release, workers)
 	a.handle(e, http.MethodPost, "/leases/:id/fail", a.fail, workers)
 	a.handle(e, http.MethodPost, "/leases/:id/decompose", a.decompose, workers)

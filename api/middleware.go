@@ -56,18 +56,24 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			writeProblem(c, a.log, a.unknown(err))
 		}
-		a.observe(c, err, time.Since(start))
+		took := time.Since(start)
+		a.observe(c, err, took)
 		req := c.Request()
+		level := requestLevel(c.Response().Status, took)
+		if quiet, _ := c.Get(quietKey).(bool); quiet && level < slog.LevelError {
+			level = slog.LevelDebug
+		}
+		// Routine answers are logged at debug, which production does not
+		// enable: build no line for them.
+		if !a.log.Enabled(req.Context(), level) {
+			return nil
+		}
 		attrs := []any{
 			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,
-			"duration", time.Since(start).Round(time.Microsecond), "bytes", c.Response().Size,
+			"duration", took.Round(time.Microsecond), "bytes", c.Response().Size,
 		}
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())
-		}
-		level := requestLevel(c.Response().Status, time.Since(start))
-		if quiet, _ := c.Get(quietKey).(bool); quiet && level < slog.LevelError {
-			level = slog.LevelDebug
 		}
 		a.log.Log(req.Context(), level, "request", attrs...)
 		return nil
@@ -139,15 +145,24 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 
 // verify reads the bearer token of the request.
 func (a *API) verify(c echo.Context) (auth.Principal, error) {
+	bearer, err := bearerOf(c)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	return a.auth.Authenticate(c.Request().Context(), bearer)
+}
+
+// bearerOf is the request's bearer string.
+func bearerOf(c echo.Context) (string, error) {
 	h := c.Request().Header.Get(echo.HeaderAuthorization)
 	scheme, bearer, ok := strings.Cut(h, " ")
 	if h == "" {
-		return auth.Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "missing Authorization: Bearer <token> header")
+		return "", wgerr.New(wgerr.CodeUnauthenticated, "missing Authorization: Bearer <token> header")
 	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(bearer) == "" {
-		return auth.Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
+		return "", wgerr.New(wgerr.CodeUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
 	}
-	return a.auth.Authenticate(c.Request().Context(), strings.TrimSpace(bearer))
+	return strings.TrimSpace(bearer), nil
 }
 
 // requireRole refuses callers whose role is not among roles (admin always

@@ -24,6 +24,8 @@ type Service struct {
 	pool  db.Executor
 	clock clock.Clock
 	q     *dbq.Queries
+	// verified remembers the tokens Authenticate accepted, for Lazy.
+	verified *verified
 }
 
 // NewService returns a Service on exec (a pool, or a caller's transaction);
@@ -32,7 +34,7 @@ func NewService(pool db.Executor, clk clock.Clock) *Service {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Service{pool: pool, clock: clk, q: dbq.New()}
+	return &Service{pool: pool, clock: clk, q: dbq.New(), verified: &verified{}}
 }
 
 // Create mints a token (event token.created, by ctx's events.ActorFrom) and returns it with its bearer string, which is
@@ -93,9 +95,11 @@ func validate(name string, role Role, projectID *uuid.UUID) error {
 }
 
 // Authenticate returns the principal of a bearer string. It reads the
-// token's row on every call (one primary-key lookup) and keeps nothing, so
-// a revocation committed on any replica, or written straight into the
-// database, refuses the very next request everywhere.
+// token's row on every call (one primary-key lookup), so a revocation
+// committed on any replica, or written straight into the database,
+// refuses the very next request everywhere. It remembers a token it
+// accepted for Lazy, whose check in the request's first statement keeps
+// that promise.
 //
 // Errors: unauthenticated (unknown, malformed or revoked token).
 func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, error) {
@@ -126,7 +130,11 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, e
 	if row.RevokedAt != nil {
 		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "the token has been revoked")
 	}
-	return Principal{TokenID: row.ID, Name: row.Name, Role: Role(row.Role), ProjectID: row.ProjectID}, nil
+	p := Principal{TokenID: row.ID, Name: row.Name, Role: Role(row.Role), ProjectID: row.ProjectID}
+	if ok {
+		s.verified.put(verifiedToken{hash: hash, principal: p})
+	}
+	return p, nil
 }
 
 // List returns the tokens of a project (without secrets), oldest first.

@@ -141,3 +141,44 @@ func readStat(pid int) (procStat, error) {
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return procStat{comm: s[open+1 : end], ppid: ppid, cpu: (ut + st) / clockTicks}, nil
 }
+
+// cpuWindow is the CPU of one unrepeated measured stretch (workloads 12
+// and 13, which run once until their jobs are done): start it when the
+// stretch opens, stop it when it closes, and add its figures per 1,000
+// operations to the result. A nil meter measures nothing.
+type cpuWindow struct {
+	m             *cpuMeter
+	before, after cpuSample
+}
+
+func (m *cpuMeter) window() cpuWindow {
+	if m == nil {
+		return cpuWindow{}
+	}
+	return cpuWindow{m: m, before: m.sample()}
+}
+
+// stop closes the window.
+func (w *cpuWindow) stop() {
+	if w.m != nil {
+		w.after = w.m.sample()
+	}
+}
+
+// addTo adds cpu_per_1k_bench_s and cpu_per_1k_pg_s (and
+// cpu_per_1k_server_s with a separate server) of the stopped window to r,
+// whose Ops must be set.
+func (w cpuWindow) addTo(r *Result) {
+	if w.m == nil || w.after.pg == nil || r.Ops <= 0 {
+		return
+	}
+	rec := &recorder{extra: map[string]float64{}}
+	w.after.addTo(rec, w.before)
+	if r.Extra == nil {
+		r.Extra = map[string]float64{}
+	}
+	for k, v := range rec.extra {
+		r.Extra[k] = v
+	}
+	perThousandOps(r)
+}

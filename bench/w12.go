@@ -19,7 +19,8 @@ import (
 // in batches (InsertManyFast), then one River client with one queue of
 // riverWorkers workers works them with River's defaults (batched fetch,
 // batched async completion), jobs/s from its start until every job is
-// stored as completed. River keeps no history row per attempt and sends no
+// stored as completed (and the CPU of the benchmark process, which runs
+// River's client, and of the cluster per 1,000 jobs). River keeps no history row per attempt and sends no
 // heartbeat; workload 13 runs workgraph's batched path beside it so that
 // the ratio is measured in one run.
 
@@ -95,10 +96,12 @@ func runW12(ctx context.Context, e *env) error {
 
 	count := "SELECT count(*) FROM " + pgx.Identifier{schema, "river_job"}.Sanitize() + " WHERE state = 'completed'"
 	start := time.Now()
+	cpu := e.cpu.window()
 	if err := rc.Start(ctx); err != nil {
 		return err
 	}
 	secs, err := untilCount(ctx, pool, count, n, start)
+	cpu.stop()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if serr := rc.Stop(stopCtx); err == nil && serr != nil {
@@ -108,9 +111,11 @@ func runW12(ctx context.Context, e *env) error {
 		return err
 	}
 	rate := float64(n) / secs
-	e.add(Result{Workload: 12, Name: "river", Agents: riverWorkers, Size: int64(n), Seconds: round(secs, 3), Ops: int64(n),
+	r := Result{Workload: 12, Name: "river", Agents: riverWorkers, Size: int64(n), Seconds: round(secs, 3), Ops: int64(n),
 		Rate: round(rate, 1), Unit: "jobs/s", Extra: map[string]float64{"insert_jobs_per_s": round(float64(n)/insertSecs, 1)},
-		Note: "River v0.51.2, its pgx driver, default fetch and completer; no history, no heartbeat"})
+		Note: "River v0.51.2, its pgx driver, default fetch and completer; no history, no heartbeat"}
+	cpu.addTo(&r)
+	e.add(r)
 	e.logf("  River: %d jobs in %.2fs = %.0f jobs/s (inserted at %.0f jobs/s)", n, secs, rate, float64(n)/insertSecs)
 	return nil
 }

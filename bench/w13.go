@@ -70,6 +70,7 @@ func runW13(ctx context.Context, e *env) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, batchAgents)
 	start := time.Now()
+	cpu := e.cpu.window()
 	for i, c := range agents {
 		wg.Add(1)
 		go func() {
@@ -107,6 +108,7 @@ func runW13(ctx context.Context, e *env) error {
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
+	cpu.stop()
 	close(errs)
 	if err := <-errs; err != nil {
 		return err
@@ -129,6 +131,7 @@ func runW13(ctx context.Context, e *env) error {
 		Rate: round(rate, 1), Unit: "items/s",
 		Extra: map[string]float64{"calls": float64(calls.Load()), "refused": float64(refused.Load())},
 		Note:  fmt.Sprintf("max_items=%d, batch completions, one history row per lease", client.MaxBatch)}
+	cpu.addTo(&r)
 	line := fmt.Sprintf("  workgraph batched REST: %d items in %.2fs = %.0f items/s (%d calls)", n, secs, rate, calls.Load())
 	if w12 := find(e.rep, 12, "river", riverWorkers); w12 != nil && w12.Rate > 0 {
 		r.Extra["ratio_to_river"] = round(rate/w12.Rate, 3)

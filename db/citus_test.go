@@ -16,15 +16,17 @@ import (
 var notProjectScoped = map[string]string{
 	// idempotency_keys: keyed by token and key (a token belongs to one
 	// project); a local table of the coordinator.
-	"BeginIdempotentRequest":       "idempotency_keys (local table)",
-	"GetIdempotentRequest":         "idempotency_keys (local table)",
-	"RenewIdempotentRequest":       "idempotency_keys (local table)",
-	"MarkIdempotentEffect":         "idempotency_keys (local table)",
-	"MarkIdempotentClaim":          "idempotency_keys (local table)",
-	"FinishIdempotentRequest":      "idempotency_keys (local table)",
-	"AbandonIdempotentRequest":     "idempotency_keys (local table)",
-	"ReleaseIdempotentRequest":     "idempotency_keys (local table)",
-	"DeleteExpiredIdempotencyKeys": "idempotency_keys (local table)",
+	"BeginIdempotentRequest":        "idempotency_keys (local table)",
+	"GetIdempotentRequest":          "idempotency_keys (local table)",
+	"RenewIdempotentRequest":        "idempotency_keys (local table)",
+	"MarkIdempotentEffect":          "idempotency_keys (local table)",
+	"MarkIdempotentClaim":           "idempotency_keys (local table)",
+	"BeginIdempotentRequestCarried": "idempotency_keys (local table)",
+	"MarkIdempotentClaimCarried":    "idempotency_keys (local table)",
+	"FinishIdempotentRequest":       "idempotency_keys (local table)",
+	"AbandonIdempotentRequest":      "idempotency_keys (local table)",
+	"ReleaseIdempotentRequest":      "idempotency_keys (local table)",
+	"DeleteExpiredIdempotencyKeys":  "idempotency_keys (local table)",
 	// tokens: authentication looks a token up before its project is known.
 	"GetToken":       "tokens (reference table)",
 	"GetTokenByHash": "tokens (reference table)",

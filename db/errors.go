@@ -26,6 +26,9 @@ import (
 //   - a claim that lost a write scope's race (WG002, see ScopeRace)
 //     -> conflict
 //   - a fence that raises (WG003)        -> lease_lost (see FenceLost)
+//   - a precondition that raises (WG006, see Precheck) -> the kind its
+//     DETAIL names (unauthenticated, conflict; idempotency_taken ->
+//     request_in_progress), see PrecheckRefusal
 //   - query canceled, deadline exceeded  -> unavailable
 //     (a pool acquire that timed out too)
 //   - the database connection lost or refused (see ConnectionLost)
@@ -65,6 +68,8 @@ func Translate(err error) error {
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "a concurrent claim took an overlapping write scope; retry", Err: err}
 		case "WG003":
 			return &wgerr.Error{Code: wgerr.CodeLeaseLost, Message: pgErr.Message, Err: err}
+		case "WG006":
+			return &wgerr.Error{Code: precheckCode(pgErr.Detail), Message: pgErr.Message, Err: err}
 		case "57014":
 			return &wgerr.Error{Code: wgerr.CodeUnavailable, Message: "the database statement was cancelled", Err: err}
 		}
@@ -125,4 +130,17 @@ func ConnectionLost(err error) bool {
 func ScopeRace(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "WG002"
+}
+
+// precheckCode is the error kind of a Precheck's refusal.
+func precheckCode(detail string) wgerr.Code {
+	switch detail {
+	case "unauthenticated":
+		return wgerr.CodeUnauthenticated
+	case "conflict":
+		return wgerr.CodeConflict
+	case "idempotency_taken":
+		return wgerr.CodeInProgress
+	}
+	return wgerr.CodeInternal
 }

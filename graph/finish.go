@@ -92,6 +92,18 @@ func releaseFinished(ctx context.Context, tx pgx.Tx, now *time.Time, project uui
 	return nil
 }
 
+// ReleaseCompletedBatch is ReleaseCompleted for a batch completion sent
+// as one pipelined batch (on q): queued after the statement that ends the
+// batch's leases, it releases the items of those of leases that the
+// batch's own transaction completed (a replayed entry's lease, completed
+// before, releases nothing again).
+func (s *Service) ReleaseCompletedBatch(ctx context.Context, q db.DBTX, project uuid.UUID, leases []uuid.UUID) error {
+	_, err := dbq.New().ReleaseCompletedLeases(ctx, q, dbq.ReleaseCompletedLeasesParams{
+		Now: s.clock.Now(), ProjectID: project, LeaseIds: leases,
+	})
+	return err
+}
+
 // ReleaseCompleted is ReleaseFinished for a completion sent as one
 // pipelined batch (db.Pipeline, on q): the statement queued after the
 // lease's ending statement, which aborts the batch when its fence does not

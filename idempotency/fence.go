@@ -27,7 +27,21 @@ const (
 // conflict (and rolls the writes back) when another request took the
 // record over. Transactions that made no effect of the kind pass unmarked.
 // marked is called after each transaction the hook marked.
+//
+// For a claim (EffectLease) the context also carries the hook's form that
+// rides in the batch of a claim sent as one statement (db.CarriedCommit:
+// MarkIdempotentClaimCarried, which raises instead of answering).
 func (s *Store) Fence(ctx context.Context, r Request, kind Effect, marked func()) context.Context {
+	if kind == EffectLease {
+		ctx = db.WithCarriedCommit(ctx, db.CarriedCommit{
+			Then: func(q db.DBTX) error {
+				return s.q.MarkIdempotentClaimCarried(ctx, q, dbq.MarkIdempotentClaimCarriedParams{
+					TokenID: &r.TokenID, Key: r.Key, Owner: &r.Owner,
+				})
+			},
+			Marked: marked,
+		})
+	}
 	return db.WithBeforeCommit(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var m dbq.MarkIdempotentEffectRow
 		var err error

@@ -28,7 +28,11 @@ const (
 
 // Store reads and writes idempotency records.
 type Store struct {
-	pool  *pgxpool.Pool
+	// pool is a db.Carrier: a request's token check (db.Precheck) rides
+	// with Begin, its first statement.
+	pool *db.Carrier
+	// raw is the pool itself, for Judge.
+	raw   *pgxpool.Pool
 	clock clock.Clock
 	q     *dbq.Queries
 }
@@ -40,7 +44,7 @@ func NewStore(pool *pgxpool.Pool, clk clock.Clock) *Store {
 	if clk == nil {
 		clk = clock.Database{}
 	}
-	return &Store{pool: pool, clock: clk, q: dbq.New()}
+	return &Store{pool: db.Carrying(pool), raw: pool, clock: clk, q: dbq.New()}
 }
 
 // Request names one request's claim on a record: the token and key it
@@ -83,6 +87,37 @@ func (s *Store) Begin(ctx context.Context, r Request) (bool, error) {
 	}
 	return n == 1, nil
 }
+
+// BeginCarried is Begin as a precondition of the request (db.Precheck):
+// the returned context carries it, and the request's first statement on a
+// db.Carrier sends it ahead, in one round trip and one implicit
+// transaction. When another request holds a live record of the key, that
+// statement fails with a refusal (Taken) and nothing of its batch commits:
+// read the record with Get. A request that sends no statement judges it
+// with Judge.
+func (s *Store) BeginCarried(ctx context.Context, r Request) (context.Context, error) {
+	return db.AddPrecheck(ctx, func(q db.DBTX) error {
+		return s.q.BeginIdempotentRequestCarried(ctx, q, dbq.BeginIdempotentRequestCarriedParams{
+			TokenID: r.TokenID, Key: r.Key, RequestHash: r.Hash, Owner: &r.Owner,
+			LockSeconds: LockFor.Seconds(), Now: s.clock.Now(),
+		})
+	})
+}
+
+// Judge runs the preconditions ctx carries (BeginCarried's among them)
+// when no statement of the request did, and returns their refusal (Taken,
+// or another kind) or nil when they passed.
+func (s *Store) Judge(ctx context.Context) error {
+	p := db.PrecheckFrom(ctx)
+	if p == nil {
+		return nil
+	}
+	return p.Run(ctx, s.raw)
+}
+
+// Taken reports whether err is BeginCarried's refusal: another request
+// holds the record.
+func Taken(err error) bool { return db.PrecheckRefusal(err) == "idempotency_taken" }
 
 // Get reads the record of (token, key). Errors: not_found (no record, for
 // example one that expired since Begin).

@@ -53,8 +53,7 @@ type HeartbeatAnswer struct {
 	Err    error
 }
 
-// ClaimBatch is Claim for up to max (1..MaxBatch) items in one
-// transaction: it ends the project's expired leases, then grants the
+// ClaimBatch is Claim for up to max (1..MaxBatch) items: it grants the
 // highest-priority ready items in one statement (FOR UPDATE SKIP LOCKED),
 // each with its own epoch increment and its own lease row. Labels, retry
 // backoff and continuity reservations apply to each item as to a single
@@ -63,7 +62,13 @@ type HeartbeatAnswer struct {
 // batch grants no write scopes: items with touches are left to single
 // claims (their scope locks, lease/scopes.go), which can pass them over
 // for lower-priority items without touches. The claims come in grant
-// order.
+// order, each with its item as the claim left it.
+//
+// As for Claim, the common case is that one statement with no transaction
+// around it (ClaimItems, guarded: no lease of the project due, the token
+// far from its limit); when a guard holds it back, the batch runs as one
+// transaction that first ends the project's expired leases and counts the
+// token's live leases under its lock, then claims.
 //
 // Errors: ErrNothingReady; invalid_argument (max_items, worker, ttl,
 // labels); rate_limited when the token already holds MaxActivePerToken
@@ -76,8 +81,70 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 	if err != nil {
 		return nil, err
 	}
+	out, decided, err := s.claimBatchDirect(ctx, project, req, ttl, max)
+	if err != nil {
+		return nil, err
+	}
+	if !decided {
+		out, err = s.claimBatchInTx(ctx, project, req, ttl, max)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrNothingReady
+	}
+	return out, nil
+}
+
+// claimBatchDirect is the batch claim's one statement (in a transaction
+// only when a before-commit hook must fence it, as for claimDirect).
+// decided is false when a guard held the statement back and the
+// transactional path must run; when it is true, out holds the claims
+// (none: nothing to claim).
+func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) (out []Claim, decided bool, err error) {
+	quiet := 0
+	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
+		// tokenRoom grants the whole batch without the token's lock below
+		// this many live leases.
+		if quiet = s.cfg.MaxActivePerToken - tokenLockSlack - max; quiet <= 0 {
+			return nil, false, nil
+		}
+	}
+	now := s.clock.Now()
+	claim := func(exec db.Executor) error {
+		rows, err := dbq.New().ClaimItems(ctx, db.CustomPlan(exec), s.claimItemsParams(project, req, ttl, max, now, true, quiet))
+		if err != nil || len(rows) == 0 {
+			out = nil
+			return err
+		}
+		out, err = s.claimsOf(ctx, exec, project, rows)
+		return err
+	}
+	if db.HasBeforeCommit(ctx) {
+		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error { return claim(tx) })
+	} else {
+		err = db.Atomic(ctx, s.exec, func(q db.DBTX) error { return claim(q.(db.Executor)) })
+	}
+	if err != nil || len(out) > 0 {
+		return out, true, err
+	}
+	// Claimed nothing: a guard, or nothing to claim (one read tells).
+	next, err := dbq.New().ClaimNeedsTx(ctx, s.exec, dbq.ClaimNeedsTxParams{
+		ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
+		Capabilities: req.Capabilities,
+	})
+	if err != nil {
+		return nil, false, db.Translate(err)
+	}
+	return nil, !next.NeedsTx, nil
+}
+
+// claimBatchInTx is the batch claim's transactional path: reap, count the
+// token's leases near its limit, claim.
+func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) ([]Claim, error) {
 	var out []Claim
-	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		out = nil
 		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
@@ -86,65 +153,49 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 		if err != nil {
 			return err
 		}
-		rows, err := dbq.New().ClaimItems(ctx, db.CustomPlan(tx), dbq.ClaimItemsParams{
-			ProjectID: project,
-			Labels:    req.Labels,
-			Now:       s.clock.Now(),
-			Worker:    req.Worker,
-			TokenID:   req.TokenID,
-			MaxItems:  int32(room),
-			Principal: req.Principal,
-			TtlMs:     ttl.Milliseconds(),
-			// A batch grants only items without touches (see ClaimItems).
-			Capabilities: req.Capabilities,
-		})
+		rows, err := dbq.New().ClaimItems(ctx, db.CustomPlan(tx), s.claimItemsParams(project, req, ttl, room, s.clock.Now(), false, 0))
 		if err != nil || len(rows) == 0 {
 			return err // nothing granted: commit what the reaping did
 		}
 		out, err = s.claimsOf(ctx, tx, project, rows)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, ErrNothingReady
-	}
-	return out, nil
+	return out, err
 }
 
-// claimsOf reads the items (in one statement) and, where there is one,
-// the attention history of the granted leases.
-func (s *Service) claimsOf(ctx context.Context, tx pgx.Tx, project uuid.UUID, rows []dbq.ClaimItemsRow) ([]Claim, error) {
-	ids := make([]uuid.UUID, len(rows))
-	for i, r := range rows {
-		ids[i] = r.Lease.ItemID
+// claimItemsParams are ClaimItems' parameters for n items; guarded is the
+// one-statement path (quiet as in ClaimItemDirect: 0 counts nothing), not
+// guarded the transactional path, which reaped and counted first.
+func (s *Service) claimItemsParams(project uuid.UUID, req ClaimRequest, ttl time.Duration, n int, now *time.Time, guarded bool, quiet int) dbq.ClaimItemsParams {
+	return dbq.ClaimItemsParams{
+		ProjectID:  project,
+		Labels:     req.Labels,
+		Now:        now,
+		Worker:     req.Worker,
+		TokenID:    req.TokenID,
+		Guarded:    guarded,
+		TokenQuiet: int32(quiet),
+		MaxItems:   int32(n),
+		Principal:  req.Principal,
+		TtlMs:      ttl.Milliseconds(),
+		// A batch grants only items without touches (see ClaimItems).
+		Capabilities: req.Capabilities,
 	}
-	items, err := s.itemsByID(ctx, tx, project, ids)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// claimsOf converts the granted rows, with the attention history of the
+// items that have one (read on exec).
+func (s *Service) claimsOf(ctx context.Context, exec db.Executor, project uuid.UUID, rows []dbq.ClaimItemsRow) ([]Claim, error) {
 	out := make([]Claim, len(rows))
 	for i, r := range rows {
 		hist := []attention.Request{}
 		if r.HasAttention {
-			if hist, err = s.attentionOn(tx).ForItem(ctx, project, r.Lease.ItemID); err != nil {
-				return nil, err
+			var err error
+			if hist, err = s.attentionOn(exec).ForItem(ctx, project, r.Lease.ItemID); err != nil {
+				return nil, db.Translate(err)
 			}
 		}
-		out[i] = Claim{Lease: fromRow(r.Lease, 0), Item: items[r.Lease.ItemID], Attention: hist}
-	}
-	return out, nil
-}
-
-func (s *Service) itemsByID(ctx context.Context, tx pgx.Tx, project uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]graph.Item, error) {
-	items, err := s.graphOn(tx).Items(ctx, project, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[uuid.UUID]graph.Item, len(items))
-	for _, it := range items {
-		out[it.ID] = it
+		out[i] = Claim{Lease: fromRow(r.Lease, 0), Item: graph.ClaimedItem(r.Item, r.DbNow), Attention: hist}
 	}
 	return out, nil
 }
@@ -197,10 +248,43 @@ func (s *Service) tokenRoom(ctx context.Context, tx pgx.Tx, token *uuid.UUID, wa
 	return min(want, s.cfg.MaxActivePerToken-n), nil
 }
 
-// errItemMoved: a batch completion ended a lease whose item changed under
-// the statement (a concurrent cancel); the transaction rolls back and runs
-// again, so no lease ends without its item.
-var errItemMoved = errors.New("lease: an item changed under a batch completion")
+// completeLeases ends, in one transaction, every lease of the batch whose
+// fence holds and marks its item done (CompleteLeases), then releases the
+// items' dependents and parents. Without a caller's transaction or a
+// before-commit hook, both statements go as one pipelined batch, one
+// round trip (ReleaseCompletedLeases finds the leases the batch's own
+// transaction completed); else they run one by one in a transaction. An
+// item that changed under the statement fails it with WG003 (db.FenceLost),
+// and nothing of the batch is changed.
+func (s *Service) completeLeases(ctx context.Context, project uuid.UUID, token *uuid.UUID, doc json.RawMessage, ids []uuid.UUID) ([]dbq.CompleteLeasesRow, error) {
+	var rows []dbq.CompleteLeasesRow
+	params := dbq.CompleteLeasesParams{Entries: doc, Now: s.clock.Now(), ProjectID: project, TokenID: token}
+	if b, ok := s.pipelined(ctx); ok {
+		err := db.Pipeline(ctx, b, func(q db.DBTX) (err error) {
+			rows, err = dbq.New().CompleteLeases(ctx, q, params)
+			return err
+		}, func(q db.DBTX) error {
+			return s.graphOn(s.exec).ReleaseCompletedBatch(ctx, q, project, ids)
+		})
+		return rows, err
+	}
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) (err error) {
+		rows, err = dbq.New().CompleteLeases(ctx, tx, params)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		finished := make([]uuid.UUID, len(rows))
+		var parents []uuid.UUID
+		for i, r := range rows {
+			finished[i] = r.Lease.ItemID
+			if r.Item.ParentID != nil {
+				parents = append(parents, *r.Item.ParentID)
+			}
+		}
+		return s.graphOn(tx).ReleaseFinished(ctx, project, finished, parents)
+	})
+	return rows, err
+}
 
 // completionDoc is one entry of CompleteLeases' @entries.
 type completionDoc struct {
@@ -214,7 +298,9 @@ type completionDoc struct {
 // CompleteBatch is Complete for up to MaxBatch leases in one transaction:
 // one statement ends every lease whose fence holds (each entry fenced on
 // its own) and marks its item done, then the items' dependents and
-// parents are released as a single completion releases them. Each lease
+// parents are released as a single completion releases them; without a
+// caller's transaction or a before-commit hook, both go in one round trip
+// (see completeLeases). Each lease
 // gets its own history row and events. An entry whose fence did not hold
 // is answered on its own, as Complete answers it (a replay, a conflicting
 // result, a stale call: recorded as a refusal), and refuses only itself.
@@ -248,53 +334,31 @@ func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, token *u
 		return nil, err
 	}
 	doc := mustJSON(docs)
-	at := indexOf(len(entries), func(i int) uuid.UUID { return entries[i].LeaseID })
-	answers := make([]CompletionAnswer, len(entries))
-	done := make([]bool, len(entries))
+	ids := make([]uuid.UUID, len(entries))
+	for i, e := range entries {
+		ids[i] = e.LeaseID
+	}
+	var rows []dbq.CompleteLeasesRow
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-			clear(done)
-			rows, err := dbq.New().CompleteLeases(ctx, tx, dbq.CompleteLeasesParams{
-				Entries: doc, Now: s.clock.Now(), ProjectID: project, TokenID: token,
-			})
-			if err != nil || len(rows) == 0 {
-				return err
-			}
-			finished := make([]uuid.UUID, len(rows))
-			var parents []uuid.UUID
-			for i, r := range rows {
-				if !r.Freed {
-					return errItemMoved
-				}
-				finished[i] = r.Lease.ItemID
-				if r.ParentID != nil {
-					parents = append(parents, *r.ParentID)
-				}
-			}
-			if err := s.graphOn(tx).ReleaseFinished(ctx, project, finished, parents); err != nil {
-				return err
-			}
-			items, err := s.itemsByID(ctx, tx, project, finished)
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				i := at[r.Lease.ID]
-				done[i] = true
-				answers[i] = CompletionAnswer{Completion: Completion{Lease: fromRow(r.Lease, 0), Item: items[r.Lease.ItemID]}}
-			}
-			return nil
-		})
-		if !errors.Is(err, errItemMoved) || attempt == 3 {
+		rows, err = s.completeLeases(ctx, project, token, doc, ids)
+		if !db.FenceLost(err) || attempt == 3 {
 			break
 		}
 	}
-	if errors.Is(err, errItemMoved) {
+	if db.FenceLost(err) {
 		return nil, wgerr.New(wgerr.CodeConflict, "items of this batch kept changing while it completed them; nothing was changed, send it again")
 	}
 	if err != nil {
 		return nil, err
+	}
+	at := indexOf(len(entries), func(i int) uuid.UUID { return entries[i].LeaseID })
+	answers := make([]CompletionAnswer, len(entries))
+	done := make([]bool, len(entries))
+	for _, r := range rows {
+		i := at[r.Lease.ID]
+		done[i] = true
+		answers[i] = CompletionAnswer{Completion: Completion{Lease: fromRow(r.Lease, 0), Item: graph.FinishedItem(r.Item)}}
 	}
 	for i, e := range entries {
 		if done[i] {

@@ -77,11 +77,24 @@ func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimReq
 	var out Claim
 	ok, nothing := false, false
 	direct := func(exec db.Executor) (err error) {
-		out, ok, nothing, err = s.claimDirect(ctx, exec, project, req, ttl)
+		out, ok, nothing, err = s.claimDirect(ctx, exec, exec, project, req, ttl)
 		return err
 	}
 	var err error
-	if db.HasBeforeCommit(ctx) {
+	carried, canCarry := db.CarriedCommitFrom(ctx)
+	b, batcher := s.exec.(db.Batcher)
+	if _, inTx := s.exec.(pgx.Tx); inTx {
+		batcher = false
+	}
+	if db.HasBeforeCommit(ctx) && canCarry && batcher {
+		// The hook rides in the claiming statement's batch (its
+		// Idempotency-Key record marked in the same implicit
+		// transaction): one round trip, no transaction around it.
+		out, ok, nothing, err = s.claimDirect(ctx, s.exec, db.Followed(b, s.exec, carried.Then), project, req, ttl)
+		if err == nil && ok && carried.Marked != nil {
+			carried.Marked()
+		}
+	} else if db.HasBeforeCommit(ctx) {
 		// A request's hook (its Idempotency-Key record) fences the claim's
 		// write: the one statement runs in a transaction that runs it.
 		err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error { return direct(tx) })
@@ -106,7 +119,10 @@ func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimReq
 // when the transactional path must decide (a guard, or a no_match answer
 // with its details). errScopeRace: the statement took an item whose scope
 // a concurrent claim granted first, and wrote nothing.
-func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration) (out Claim, ok, nothing bool, err error) {
+//
+// The claiming statement goes to claimOn (exec, or a db.Followed batch on
+// it); every other statement to exec.
+func (s *Service) claimDirect(ctx context.Context, exec db.Executor, claimOn db.DBTX, project uuid.UUID, req ClaimRequest, ttl time.Duration) (out Claim, ok, nothing bool, err error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
 		if quiet = s.cfg.MaxActivePerToken - tokenLockSlack; quiet <= 0 {
@@ -114,7 +130,11 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 		}
 	}
 	now := s.clock.Now()
-	row, err := dbq.New().ClaimItemDirect(ctx, db.CustomPlan(exec), dbq.ClaimItemDirectParams{
+	// Prepared as every statement (not db.CustomPlan): its candidate search
+	// is wg_claim_candidate, whose plan does not depend on the parameters,
+	// so the session's generic plan is the right one and the statement is
+	// not planned again at every claim.
+	row, err := dbq.New().ClaimItemDirect(ctx, claimOn, dbq.ClaimItemDirectParams{
 		LeaseID:      uuid.New(),
 		Worker:       req.Worker,
 		TokenID:      req.TokenID,
@@ -131,10 +151,17 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, project uui
 		// answer, without the transaction's four round trips) from a guard.
 		next, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
 			ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
-			Capabilities: req.Capabilities,
+			Capabilities: req.Capabilities, Labels: req.Labels, Worker: req.Worker,
 		})
 		if err != nil {
 			return Claim{}, false, false, db.Translate(err)
+		}
+		if next.Missed {
+			// An item the claim could take is ready after all (the
+			// search's later snapshot found one the statement's UPDATE
+			// could not see, or a claim in flight holds it): the
+			// transaction decides with one snapshot.
+			return Claim{}, false, false, nil
 		}
 		if next.Hopeless && !next.NeedsTx {
 			// noMatch reads it again, with the details: rare, and never on

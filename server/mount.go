@@ -42,7 +42,9 @@ func (s *Server) mount(ctx context.Context) error {
 	}
 	// One attention policy for the API and the UI.
 	attentionSvc := attention.NewService(s.pool, clk, s.cfg.Attention)
-	leaseSvc := lease.NewService(s.pool, clk, policy)
+	// On a Carrier: a REST step's token check (auth.Service.Lazy) rides
+	// with its first statement.
+	leaseSvc := lease.NewService(db.Carrying(s.pool), clk, policy)
 	// The deployment's fence key, created by the first replica to start.
 	signer, err := fencekey.Load(ctx, s.pool)
 	if err != nil {

@@ -83,6 +83,57 @@ func (q *Queries) BeginIdempotentRequest(ctx context.Context, db DBTX, arg Begin
 	return result.RowsAffected(), nil
 }
 
+const beginIdempotentRequestCarried = `-- name: BeginIdempotentRequestCarried :exec
+WITH b AS (
+    INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, expires_at)
+    VALUES ($1, $2, $3, $4,
+            coalesce($5::timestamptz, now()) + make_interval(secs => $6::float8),
+            coalesce($5::timestamptz, now()) + interval '24 hours')
+    ON CONFLICT (token_id, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash,
+            status = NULL, content_type = NULL, response = NULL,
+            created_at = coalesce($5::timestamptz, now()),
+            completed_at = NULL,
+            expires_at = EXCLUDED.expires_at,
+            owner = EXCLUDED.owner,
+            locked_until = EXCLUDED.locked_until,
+            effect_at = NULL, effect_ref = NULL
+        WHERE idempotency_keys.expires_at <= coalesce($5::timestamptz, now())
+           OR (idempotency_keys.status IS NULL
+               AND idempotency_keys.effect_at IS NULL
+               AND idempotency_keys.request_hash = EXCLUDED.request_hash
+               AND idempotency_keys.locked_until <= coalesce($5::timestamptz, now()))
+    RETURNING 1
+)
+SELECT request_precondition(EXISTS (SELECT 1 FROM b), 'idempotency_taken',
+    'another request holds the record of this Idempotency-Key')
+`
+
+type BeginIdempotentRequestCarriedParams struct {
+	TokenID     uuid.UUID
+	Key         string
+	RequestHash []byte
+	Owner       *uuid.UUID
+	Now         *time.Time
+	LockSeconds float64
+}
+
+// BeginIdempotentRequest as a request's precondition (db.Precheck), sent
+// at the head of the request's first batch: it raises WG006 (DETAIL
+// idempotency_taken) when another request holds the record, so nothing of
+// the batch commits and the request is answered from the record instead.
+func (q *Queries) BeginIdempotentRequestCarried(ctx context.Context, db DBTX, arg BeginIdempotentRequestCarriedParams) error {
+	_, err := db.Exec(ctx, beginIdempotentRequestCarried,
+		arg.TokenID,
+		arg.Key,
+		arg.RequestHash,
+		arg.Owner,
+		arg.Now,
+		arg.LockSeconds,
+	)
+	return err
+}
+
 const deleteExpiredIdempotencyKeys = `-- name: DeleteExpiredIdempotencyKeys :execrows
 DELETE FROM idempotency_keys
 WHERE expires_at <= coalesce($1::timestamptz, now())
@@ -200,6 +251,38 @@ func (q *Queries) MarkIdempotentClaim(ctx context.Context, db DBTX, arg MarkIdem
 	var i MarkIdempotentClaimRow
 	err := row.Scan(&i.Wrote, &i.Marked)
 	return i, err
+}
+
+const markIdempotentClaimCarried = `-- name: MarkIdempotentClaimCarried :exec
+WITH g AS (
+    SELECT l.id FROM leases l
+    WHERE l.token_id = $1 AND l.ended_at IS NULL AND l.xmin = pg_current_xact_id_if_assigned()::xid
+    LIMIT 1
+),
+m AS (
+    UPDATE idempotency_keys k
+    SET effect_at = coalesce(k.effect_at, now()), effect_ref = (SELECT id::text FROM g)
+    WHERE EXISTS (SELECT 1 FROM g)
+      AND k.token_id = $1 AND k.key = $2 AND k.owner = $3 AND k.status IS NULL
+    RETURNING 1
+)
+SELECT request_precondition(NOT EXISTS (SELECT 1 FROM g) OR EXISTS (SELECT 1 FROM m), 'conflict',
+    'the request with this Idempotency-Key was taken over by a retry; nothing was changed')
+`
+
+type MarkIdempotentClaimCarriedParams struct {
+	TokenID *uuid.UUID
+	Key     string
+	Owner   *uuid.UUID
+}
+
+// MarkIdempotentClaim sent in the claim's own batch, after the claiming
+// statement (its answer is not read): it raises WG006 (DETAIL conflict),
+// aborting the batch and so the grant, when the claim granted a lease but
+// the record is no longer the owner's.
+func (q *Queries) MarkIdempotentClaimCarried(ctx context.Context, db DBTX, arg MarkIdempotentClaimCarriedParams) error {
+	_, err := db.Exec(ctx, markIdempotentClaimCarried, arg.TokenID, arg.Key, arg.Owner)
+	return err
 }
 
 const markIdempotentEffect = `-- name: MarkIdempotentEffect :one

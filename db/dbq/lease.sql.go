@@ -258,37 +258,13 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 
 const claimItemDirect = `-- name: ClaimItemDirect :one
 WITH candidate AS MATERIALIZED (
-    SELECT c.project_id, c.id, c.touches
-    FROM items c
-    WHERE c.project_id = $2
-      AND c.ready
-      AND c.labels @> $3::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce($1::timestamptz, statement_timestamp()))
-      AND (c.preferred_worker IS NULL
-           OR (c.preferred_worker = $4::text
-               AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
-           OR c.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
-      AND coalesce((SELECT d.expires_at FROM leases d
-                    WHERE d.project_id = $2 AND d.ended_at IS NULL
-                    ORDER BY d.expires_at LIMIT 1)
-                   > coalesce($1::timestamptz, statement_timestamp()), true)
-      AND ($6::int = 0
-           OR (SELECT count(*) FROM leases t
-               WHERE t.token_id = $5::uuid AND t.ended_at IS NULL
-                 AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
-              < $6::int)
-      -- Budgets (migration 00035), as in ClaimItem.
-      AND (c.budget_roots = '{}'
-           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                   coalesce($1::timestamptz, statement_timestamp())))
-      -- Capabilities and write scopes, as in ClaimItem.
-      AND c.requires <@ coalesce($7::text[], '{}')
-      AND (c.touches = '{}'
-           OR wg_scope_holder(c.project_id, NULL, c.touches,
-                              coalesce($1::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY c.priority DESC, c.seq
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    -- The search, its guards and filters are wg_claim_candidate's
+    -- (migration 00046): a plan of its own, the same for every project, so
+    -- that this statement keeps one plan per session.
+    SELECT k.project_id, k.id, k.touches
+    FROM wg_claim_candidate($2, $3::text[], $4::text, $5::uuid,
+                            $6::int, $7::text[],
+                            $1::timestamptz) AS k (project_id, id, touches)
 ), held AS MATERIALIZED (
     -- The candidate once its scopes are safe to grant (an item without
     -- touches at once, without a function call).
@@ -314,7 +290,12 @@ WITH candidate AS MATERIALIZED (
     SELECT taken.project_id, $8, taken.id, taken.epoch, $4, $5, $9,
            grant_time.at,
            grant_time.at + $10::bigint * interval '1 millisecond',
-           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches), wg_scope_keys(taken.touches)
+           taken.budget_roots, taken.touches,
+           -- An item without touches (the common case) skips the two
+           -- functions: each is a SQL function that PostgreSQL plans again
+           -- at every call.
+           CASE WHEN taken.touches = '{}' THEN '{}'::text[] ELSE wg_scope_resources(taken.touches) END,
+           CASE WHEN taken.touches = '{}' THEN '{}'::text[] ELSE wg_scope_keys(taken.touches) END
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce($1::timestamptz,
@@ -477,7 +458,33 @@ SELECT coalesce(
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         AND (SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
                AND i.requires <@ coalesce($5::text[], '{}')
-             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL)::bool AS hopeless
+             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL)::bool AS hopeless,
+       -- Whether an item this claim could take is ready now, seen from
+       -- this statement's later snapshot. ClaimItemDirect's search runs in
+       -- wg_claim_candidate with a snapshot of its own, taken after the
+       -- statement's: an item committed ready in between is found and
+       -- locked there but is invisible to the statement's UPDATE, which
+       -- then writes nothing (ADR 0007, the claim's plan). The claim must
+       -- not answer "nothing ready" then: missed sends it to the
+       -- transactional path, which searches and writes with one snapshot.
+       -- (An item locked by a concurrent claim that takes it counts too:
+       -- the transaction then finds nothing, as the direct claim did.)
+       ((SELECT true FROM items c
+         WHERE c.project_id = $1
+           AND c.ready
+           AND c.labels @> $6::text[]
+           AND (c.not_before IS NULL OR c.not_before <= coalesce($2::timestamptz, statement_timestamp()))
+           AND (c.preferred_worker IS NULL
+                OR (c.preferred_worker = $7::text AND c.preferred_token IS NOT DISTINCT FROM $4::uuid)
+                OR c.preferred_until <= coalesce($2::timestamptz, statement_timestamp()))
+           AND c.requires <@ coalesce($5::text[], '{}')
+           AND (c.budget_roots = '{}'
+                OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                        coalesce($2::timestamptz, statement_timestamp())))
+           AND (c.touches = '{}'
+                OR wg_scope_holder(c.project_id, NULL, c.touches,
+                                   coalesce($2::timestamptz, statement_timestamp())) IS NULL)
+         ORDER BY c.priority DESC, c.seq LIMIT 1) IS NOT NULL)::bool AS missed
 `
 
 type ClaimNeedsTxParams struct {
@@ -486,18 +493,22 @@ type ClaimNeedsTxParams struct {
 	TokenQuiet   int32
 	TokenID      *uuid.UUID
 	Capabilities []string
+	Labels       []string
+	Worker       string
 }
 
 type ClaimNeedsTxRow struct {
 	NeedsTx  bool
 	Hopeless bool
+	Missed   bool
 }
 
 // After ClaimItemDirect claimed nothing: whether one of its guards held it
 // back (a lease of the project past its expiry and not yet ended, or the
 // token at @token_quiet live leases or more), so the transactional path
 // must decide; false means there was simply nothing to claim; hopeless
-// then says whether nothing ever could be (no_match, see ClaimHopeless).
+// then says whether nothing ever could be (no_match, see ClaimHopeless),
+// missed whether an item the claim could take is ready after all.
 // The item probes read the claim index in its order (ORDER BY ... LIMIT 1,
 // as ClaimHopeless): written as EXISTS they were planned as a scan of the
 // whole items table that stops at the project's first ready row, which
@@ -510,9 +521,11 @@ func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxPar
 		arg.TokenQuiet,
 		arg.TokenID,
 		arg.Capabilities,
+		arg.Labels,
+		arg.Worker,
 	)
 	var i ClaimNeedsTxRow
-	err := row.Scan(&i.NeedsTx, &i.Hopeless)
+	err := row.Scan(&i.NeedsTx, &i.Hopeless, &i.Missed)
 	return i, err
 }
 

@@ -18,26 +18,41 @@ const claimItems = `-- name: ClaimItems :many
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
-    WHERE c.project_id = $1
+    WHERE c.project_id = $2
       AND c.ready
-      AND c.labels @> $2::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce($3::timestamptz, statement_timestamp()))
+      AND c.labels @> $3::text[]
+      AND (c.not_before IS NULL OR c.not_before <= coalesce($1::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
            OR (c.preferred_worker = $4::text
                AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
-           OR c.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
+           OR c.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
+      AND (NOT $6::boolean
+           OR coalesce((SELECT d.expires_at FROM leases d
+                        WHERE d.project_id = $2 AND d.ended_at IS NULL
+                        ORDER BY d.expires_at LIMIT 1)
+                       > coalesce($1::timestamptz, statement_timestamp()), true))
+      AND (NOT $6::boolean
+           OR $7::int = 0
+           OR (SELECT count(*) FROM leases t
+               WHERE t.token_id = $5::uuid AND t.ended_at IS NULL
+                 AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
+              < $7::int)
       -- Budgets (migration 00035), as in ClaimItem.
       AND (c.budget_roots = '{}'
            OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                   coalesce($3::timestamptz, statement_timestamp())))
+                                   coalesce($1::timestamptz, statement_timestamp())))
       -- Capabilities, as in ClaimItem. A batch grants no write scopes: the
       -- scopes of one batch's items could overlap each other, and only a
       -- single claim takes the scope locks (lease/scopes.go); items with
-      -- touches are granted by single claims.
-      AND c.requires <@ coalesce($6::text[], '{}')
+      -- touches are granted by single claims. "requires = '{}'" first: it
+      -- is what the planner can estimate (from the column's most common
+      -- value), and "requires <@ ..." alone it estimates at 0.5% of the
+      -- rows, so that it read and sorted every ready item of the project
+      -- instead of the first max_items of the claim index.
+      AND (c.requires = '{}' OR c.requires <@ coalesce($8::text[], '{}'))
       AND c.touches = '{}'
     ORDER BY c.priority DESC, c.seq
-    LIMIT $7
+    LIMIT $9
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     UPDATE items i
@@ -46,21 +61,21 @@ WITH candidate AS (
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
-        updated_at = coalesce($3::timestamptz, statement_timestamp())
+        updated_at = coalesce($1::timestamptz, statement_timestamp())
     -- By primary key (= ANY), never a join the planner could turn into a
     -- scan of the project's items.
-    WHERE i.project_id = $1 AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
-    RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq, i.budget_roots
+    WHERE i.project_id = $2 AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots)
-    SELECT taken.project_id, taken.active_lease_id, taken.id, taken.epoch, $4, $5, $8,
+    SELECT taken.project_id, taken.active_lease_id, taken.id, taken.epoch, $4, $5, $10,
            grant_time.at,
-           grant_time.at + $9::bigint * interval '1 millisecond',
+           grant_time.at + $11::bigint * interval '1 millisecond',
            taken.budget_roots
     FROM taken
     CROSS JOIN LATERAL (
-        SELECT coalesce($3::timestamptz,
+        SELECT coalesce($1::timestamptz,
                         greatest(clock_timestamp(),
                                  (SELECT p.ended_at FROM leases p
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
@@ -69,19 +84,23 @@ WITH candidate AS (
     ORDER BY taken.priority DESC, taken.seq
     RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
-               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
+               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
+       coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
 FROM granted AS leases
+JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 ORDER BY leases.seq
 `
 
 type ClaimItemsParams struct {
+	Now          *time.Time
 	ProjectID    uuid.UUID
 	Labels       []string
-	Now          *time.Time
 	Worker       string
 	TokenID      *uuid.UUID
+	Guarded      bool
+	TokenQuiet   int32
 	Capabilities []string
 	MaxItems     int32
 	Principal    string
@@ -90,7 +109,9 @@ type ClaimItemsParams struct {
 
 type ClaimItemsRow struct {
 	Lease        Lease
+	Item         Item
 	HasAttention bool
+	DbNow        time.Time
 }
 
 // Batches of the lease protocol: several claims, completions or heartbeats
@@ -104,14 +125,26 @@ type ClaimItemsRow struct {
 // Each taken item gets its own epoch increment, its own new lease id
 // (gen_random_uuid, per row) and its own lease row, stamped once its row
 // is held and never before its previous lease ended. Rows other claimers
-// hold are skipped. Leases come back in grant order (priority, then age).
+// hold are skipped. Leases come back in grant order (priority, then age),
+// each with its item as the statement left it and the instant its time
+// gates used, so that the claim reads nothing back.
+//
+// With @guarded, the statement is a batch claim's one statement
+// (lease.Service.ClaimBatch) and claims nothing when either guard of
+// ClaimItemDirect says the transactional path must run instead: a lease of
+// the project is past its expiry and not yet ended (read from the partial
+// index leases_active_expiry), or @token_quiet > 0 and the token holds
+// @token_quiet live leases or more. The transactional path passes
+// @guarded = false after it has reaped and counted.
 func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams) ([]ClaimItemsRow, error) {
 	rows, err := db.Query(ctx, claimItems,
+		arg.Now,
 		arg.ProjectID,
 		arg.Labels,
-		arg.Now,
 		arg.Worker,
 		arg.TokenID,
+		arg.Guarded,
+		arg.TokenQuiet,
 		arg.Capabilities,
 		arg.MaxItems,
 		arg.Principal,
@@ -154,7 +187,42 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
 			&i.HasAttention,
+			&i.DbNow,
 		); err != nil {
 			return nil, err
 		}
@@ -217,11 +285,13 @@ WITH entry AS (
       AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND i.status = 'open'
-    RETURNING i.id, i.parent_id
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, freed.parent_id, (freed.id IS NOT NULL)::boolean AS freed
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
 FROM ended AS leases
-LEFT JOIN freed ON freed.id = leases.item_id
+JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
+WHERE lease_fence_held(CASE WHEN (SELECT count(*) FROM ended) = (SELECT count(*) FROM freed) THEN 1 ELSE 0 END,
+                       true)
 `
 
 type CompleteLeasesParams struct {
@@ -232,9 +302,8 @@ type CompleteLeasesParams struct {
 }
 
 type CompleteLeasesRow struct {
-	Lease    Lease
-	ParentID *uuid.UUID
-	Freed    bool
+	Lease Lease
+	Item  Item
 }
 
 // EndLease as 'completed' for each entry of @entries (a JSON array of
@@ -243,11 +312,15 @@ type CompleteLeasesRow struct {
 // lease id and epoch match, it has not ended nor expired by the
 // statement's instant, and its item still names it as its active lease at
 // that epoch and is open. The items of the ended leases are marked done
-// with their results and freed in the same statement. Entries that match
-// no lease are left out of the answer; freed is false for a lease whose
-// item changed under the statement (the caller then rolls back). A
+// with their results and freed in the same statement, and each ended lease
+// comes back with its item as the statement left it (nothing is read
+// back). Entries that match no lease are left out of the answer. A lease
+// whose item changed under the statement (a concurrent cancel) fails the
+// whole statement with WG003 (lease_fence_held, migration 00042), so that
+// no lease ends without its item and the caller sends it again. A
 // @token_id, when given, is the only token whose leases may be touched (an
 // agent acts on its own leases only).
+// Once for the statement: every ended lease freed its item, else WG003.
 func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLeasesParams) ([]CompleteLeasesRow, error) {
 	rows, err := db.Query(ctx, completeLeases,
 		arg.Entries,
@@ -292,8 +365,40 @@ func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLease
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
-			&i.ParentID,
-			&i.Freed,
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
 		); err != nil {
 			return nil, err
 		}

@@ -13,8 +13,8 @@ import (
 )
 
 const createWebSession = `-- name: CreateWebSession :one
-INSERT INTO web_sessions (id_hash, token_id, expires_at)
-VALUES ($1, $2,
+INSERT INTO web_sessions (id_hash, token_id, created_at, expires_at)
+VALUES ($1, $2, coalesce($3::timestamptz, now()),
         coalesce($3::timestamptz, now()) + make_interval(secs => $4::double precision))
 RETURNING expires_at
 `
@@ -26,6 +26,9 @@ type CreateWebSessionParams struct {
 	TtlSeconds float64
 }
 
+// created_at is the same instant as the start of the TTL (the server's
+// clock when it passes one), not the database's now(): with a clock
+// behind the database's by more than the TTL the row broke its own check.
 func (q *Queries) CreateWebSession(ctx context.Context, db DBTX, arg CreateWebSessionParams) (time.Time, error) {
 	row := db.QueryRow(ctx, createWebSession,
 		arg.IDHash,

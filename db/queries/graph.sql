@@ -251,6 +251,51 @@ FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.ch
       GROUP BY ch.project_id, ch.item_id) AS c
 WHERE i.project_id = c.project_id AND i.id = c.item_id;
 
+-- name: ReleaseCompletedLeases :execrows
+-- ReleaseCompletedLease for a batch completion sent as one pipelined batch
+-- (lease.Service.CompleteBatch), in the statement after its CompleteLeases:
+-- the leases of @lease_ids that this transaction completed (their row
+-- version is its own: xmin, in the batch's implicit transaction, which has
+-- no subtransactions; a lease completed before, a replay, is not) release
+-- their items' dependents and parents, each dependent and parent counted
+-- once per finished item and updated once. Its own statement, so its
+-- snapshot is taken after CompleteLeases held the items' rows, as
+-- ReleaseCompletedLease's.
+WITH done AS (
+    -- Each lease by its id (leases_by_id), one lookup per id (LIMIT 1
+    -- keeps the planner from flattening the lookup into a join), the
+    -- project checked on the row found (IS NOT DISTINCT FROM: not an
+    -- index condition). "id = ANY (@lease_ids)", the flattened join and a
+    -- project equality were each planned as a walk of the project's
+    -- leases (leases_by_acquired or leases_pkey by project alone) when
+    -- the statistics did not know the project yet.
+    SELECT l.project_id, l.item_id
+    FROM unnest(@lease_ids::uuid[]) AS e(id)
+    CROSS JOIN LATERAL (
+        SELECT l.project_id, l.item_id
+        FROM leases l
+        WHERE l.id = e.id AND l.project_id IS NOT DISTINCT FROM @project_id::uuid
+          AND l.outcome = 'completed'
+          AND l.xmin = pg_current_xact_id_if_assigned()::xid
+        LIMIT 1
+    ) AS l
+), changes AS (
+    SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children
+    FROM done JOIN dependencies dd ON dd.project_id = done.project_id AND dd.depends_on_id = done.item_id
+    UNION ALL
+    SELECT f.project_id, f.parent_id AS item_id, 0 AS deps, 1 AS children
+    FROM done JOIN items f ON f.project_id = done.project_id AND f.id = done.item_id
+    WHERE f.parent_id IS NOT NULL
+)
+UPDATE items AS i
+SET unmet_dependencies = i.unmet_dependencies - c.deps,
+    open_children = i.open_children - c.children,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.children)::integer AS children
+      FROM changes ch
+      GROUP BY ch.project_id, ch.item_id) AS c
+WHERE i.project_id = c.project_id AND i.id = c.item_id;
+
 -- name: UpdateItemFields :exec
 UPDATE items
 SET title = coalesce(sqlc.narg('title')::text, title),

@@ -92,3 +92,52 @@ WHERE token_id = @token_id AND key = @key AND owner = @owner AND status IS NULL;
 -- name: DeleteExpiredIdempotencyKeys :execrows
 DELETE FROM idempotency_keys
 WHERE expires_at <= coalesce(sqlc.narg('now')::timestamptz, now());
+
+-- name: BeginIdempotentRequestCarried :exec
+-- BeginIdempotentRequest as a request's precondition (db.Precheck), sent
+-- at the head of the request's first batch: it raises WG006 (DETAIL
+-- idempotency_taken) when another request holds the record, so nothing of
+-- the batch commits and the request is answered from the record instead.
+WITH b AS (
+    INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, expires_at)
+    VALUES (@token_id, @key, @request_hash, @owner,
+            coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lock_seconds::float8),
+            coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours')
+    ON CONFLICT (token_id, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash,
+            status = NULL, content_type = NULL, response = NULL,
+            created_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+            completed_at = NULL,
+            expires_at = EXCLUDED.expires_at,
+            owner = EXCLUDED.owner,
+            locked_until = EXCLUDED.locked_until,
+            effect_at = NULL, effect_ref = NULL
+        WHERE idempotency_keys.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+           OR (idempotency_keys.status IS NULL
+               AND idempotency_keys.effect_at IS NULL
+               AND idempotency_keys.request_hash = EXCLUDED.request_hash
+               AND idempotency_keys.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    RETURNING 1
+)
+SELECT request_precondition(EXISTS (SELECT 1 FROM b), 'idempotency_taken',
+    'another request holds the record of this Idempotency-Key');
+
+-- name: MarkIdempotentClaimCarried :exec
+-- MarkIdempotentClaim sent in the claim's own batch, after the claiming
+-- statement (its answer is not read): it raises WG006 (DETAIL conflict),
+-- aborting the batch and so the grant, when the claim granted a lease but
+-- the record is no longer the owner's.
+WITH g AS (
+    SELECT l.id FROM leases l
+    WHERE l.token_id = @token_id AND l.ended_at IS NULL AND l.xmin = pg_current_xact_id_if_assigned()::xid
+    LIMIT 1
+),
+m AS (
+    UPDATE idempotency_keys k
+    SET effect_at = coalesce(k.effect_at, now()), effect_ref = (SELECT id::text FROM g)
+    WHERE EXISTS (SELECT 1 FROM g)
+      AND k.token_id = @token_id AND k.key = @key AND k.owner = @owner AND k.status IS NULL
+    RETURNING 1
+)
+SELECT request_precondition(NOT EXISTS (SELECT 1 FROM g) OR EXISTS (SELECT 1 FROM m), 'conflict',
+    'the request with this Idempotency-Key was taken over by a retry; nothing was changed');

@@ -179,37 +179,13 @@ FROM granted AS leases;
 -- claim that finds them due; a claim never takes an item whose lease has
 -- not ended (the item is not ready while its active_lease_id is set).
 WITH candidate AS MATERIALIZED (
-    SELECT c.project_id, c.id, c.touches
-    FROM items c
-    WHERE c.project_id = @project_id
-      AND c.ready
-      AND c.labels @> @labels::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (c.preferred_worker IS NULL
-           OR (c.preferred_worker = @worker::text
-               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
-           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND coalesce((SELECT d.expires_at FROM leases d
-                    WHERE d.project_id = @project_id AND d.ended_at IS NULL
-                    ORDER BY d.expires_at LIMIT 1)
-                   > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true)
-      AND (sqlc.arg('token_quiet')::int = 0
-           OR (SELECT count(*) FROM leases t
-               WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
-                 AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-              < sqlc.arg('token_quiet')::int)
-      -- Budgets (migration 00035), as in ClaimItem.
-      AND (c.budget_roots = '{}'
-           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      -- Capabilities and write scopes, as in ClaimItem.
-      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
-      AND (c.touches = '{}'
-           OR wg_scope_holder(c.project_id, NULL, c.touches,
-                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY c.priority DESC, c.seq
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    -- The search, its guards and filters are wg_claim_candidate's
+    -- (migration 00046): a plan of its own, the same for every project, so
+    -- that this statement keeps one plan per session.
+    SELECT k.project_id, k.id, k.touches
+    FROM wg_claim_candidate(@project_id, @labels::text[], @worker::text, sqlc.narg('token_id')::uuid,
+                            sqlc.arg('token_quiet')::int, sqlc.narg('capabilities')::text[],
+                            sqlc.narg('now')::timestamptz) AS k (project_id, id, touches)
 ), held AS MATERIALIZED (
     -- The candidate once its scopes are safe to grant (an item without
     -- touches at once, without a function call).
@@ -235,7 +211,12 @@ WITH candidate AS MATERIALIZED (
     SELECT taken.project_id, @lease_id, taken.id, taken.epoch, @worker, sqlc.narg('token_id'), @principal,
            grant_time.at,
            grant_time.at + sqlc.arg('ttl_ms')::bigint * interval '1 millisecond',
-           taken.budget_roots, taken.touches, wg_scope_resources(taken.touches), wg_scope_keys(taken.touches)
+           taken.budget_roots, taken.touches,
+           -- An item without touches (the common case) skips the two
+           -- functions: each is a SQL function that PostgreSQL plans again
+           -- at every call.
+           CASE WHEN taken.touches = '{}' THEN '{}'::text[] ELSE wg_scope_resources(taken.touches) END,
+           CASE WHEN taken.touches = '{}' THEN '{}'::text[] ELSE wg_scope_keys(taken.touches) END
     FROM taken
     CROSS JOIN LATERAL (
         SELECT coalesce(sqlc.narg('now')::timestamptz,
@@ -258,7 +239,8 @@ JOIN taken AS items ON items.project_id = leases.project_id AND items.id = lease
 -- back (a lease of the project past its expiry and not yet ended, or the
 -- token at @token_quiet live leases or more), so the transactional path
 -- must decide; false means there was simply nothing to claim; hopeless
--- then says whether nothing ever could be (no_match, see ClaimHopeless).
+-- then says whether nothing ever could be (no_match, see ClaimHopeless),
+-- missed whether an item the claim could take is ready after all.
 -- The item probes read the claim index in its order (ORDER BY ... LIMIT 1,
 -- as ClaimHopeless): written as EXISTS they were planned as a scan of the
 -- whole items table that stops at the project's first ready row, which
@@ -281,7 +263,33 @@ SELECT coalesce(
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
                AND i.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
-             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL)::bool AS hopeless;
+             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL)::bool AS hopeless,
+       -- Whether an item this claim could take is ready now, seen from
+       -- this statement's later snapshot. ClaimItemDirect's search runs in
+       -- wg_claim_candidate with a snapshot of its own, taken after the
+       -- statement's: an item committed ready in between is found and
+       -- locked there but is invisible to the statement's UPDATE, which
+       -- then writes nothing (ADR 0007, the claim's plan). The claim must
+       -- not answer "nothing ready" then: missed sends it to the
+       -- transactional path, which searches and writes with one snapshot.
+       -- (An item locked by a concurrent claim that takes it counts too:
+       -- the transaction then finds nothing, as the direct claim did.)
+       ((SELECT true FROM items c
+         WHERE c.project_id = @project_id
+           AND c.ready
+           AND c.labels @> @labels::text[]
+           AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+           AND (c.preferred_worker IS NULL
+                OR (c.preferred_worker = @worker::text AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+                OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+           AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+           AND (c.budget_roots = '{}'
+                OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
+                                        coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
+           AND (c.touches = '{}'
+                OR wg_scope_holder(c.project_id, NULL, c.touches,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
+         ORDER BY c.priority DESC, c.seq LIMIT 1) IS NOT NULL)::bool AS missed;
 
 -- name: LockToken :exec
 -- Serialises the claims of one token while it counts its live leases.

@@ -11,7 +11,17 @@
 -- Each taken item gets its own epoch increment, its own new lease id
 -- (gen_random_uuid, per row) and its own lease row, stamped once its row
 -- is held and never before its previous lease ended. Rows other claimers
--- hold are skipped. Leases come back in grant order (priority, then age).
+-- hold are skipped. Leases come back in grant order (priority, then age),
+-- each with its item as the statement left it and the instant its time
+-- gates used, so that the claim reads nothing back.
+--
+-- With @guarded, the statement is a batch claim's one statement
+-- (lease.Service.ClaimBatch) and claims nothing when either guard of
+-- ClaimItemDirect says the transactional path must run instead: a lease of
+-- the project is past its expiry and not yet ended (read from the partial
+-- index leases_active_expiry), or @token_quiet > 0 and the token holds
+-- @token_quiet live leases or more. The transactional path passes
+-- @guarded = false after it has reaped and counted.
 WITH candidate AS (
     SELECT c.project_id, c.id
     FROM items c
@@ -23,6 +33,17 @@ WITH candidate AS (
            OR (c.preferred_worker = @worker::text
                AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
            OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      AND (NOT @guarded::boolean
+           OR coalesce((SELECT d.expires_at FROM leases d
+                        WHERE d.project_id = @project_id AND d.ended_at IS NULL
+                        ORDER BY d.expires_at LIMIT 1)
+                       > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true))
+      AND (NOT @guarded::boolean
+           OR sqlc.arg('token_quiet')::int = 0
+           OR (SELECT count(*) FROM leases t
+               WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
+                 AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+              < sqlc.arg('token_quiet')::int)
       -- Budgets (migration 00035), as in ClaimItem.
       AND (c.budget_roots = '{}'
            OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
@@ -30,8 +51,12 @@ WITH candidate AS (
       -- Capabilities, as in ClaimItem. A batch grants no write scopes: the
       -- scopes of one batch's items could overlap each other, and only a
       -- single claim takes the scope locks (lease/scopes.go); items with
-      -- touches are granted by single claims.
-      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+      -- touches are granted by single claims. "requires = '{}'" first: it
+      -- is what the planner can estimate (from the column's most common
+      -- value), and "requires <@ ..." alone it estimates at 0.5% of the
+      -- rows, so that it read and sorted every ready item of the project
+      -- instead of the first max_items of the claim index.
+      AND (c.requires = '{}' OR c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}'))
       AND c.touches = '{}'
     ORDER BY c.priority DESC, c.seq
     LIMIT @max_items
@@ -47,7 +72,7 @@ WITH candidate AS (
     -- By primary key (= ANY), never a join the planner could turn into a
     -- scan of the project's items.
     WHERE i.project_id = @project_id AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
-    RETURNING i.project_id, i.id, i.epoch, i.active_lease_id, i.priority, i.seq, i.budget_roots
+    RETURNING i.*
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots)
@@ -66,10 +91,12 @@ WITH candidate AS (
     ORDER BY taken.priority DESC, taken.seq
     RETURNING *
 )
-SELECT sqlc.embed(leases),
+SELECT sqlc.embed(leases), sqlc.embed(items),
        EXISTS (SELECT 1 FROM attention_requests r
-               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention
+               WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
+       coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())::timestamptz AS db_now
 FROM granted AS leases
+JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 ORDER BY leases.seq;
 
 -- name: CompleteLeases :many
@@ -79,9 +106,12 @@ ORDER BY leases.seq;
 -- lease id and epoch match, it has not ended nor expired by the
 -- statement's instant, and its item still names it as its active lease at
 -- that epoch and is open. The items of the ended leases are marked done
--- with their results and freed in the same statement. Entries that match
--- no lease are left out of the answer; freed is false for a lease whose
--- item changed under the statement (the caller then rolls back). A
+-- with their results and freed in the same statement, and each ended lease
+-- comes back with its item as the statement left it (nothing is read
+-- back). Entries that match no lease are left out of the answer. A lease
+-- whose item changed under the statement (a concurrent cancel) fails the
+-- whole statement with WG003 (lease_fence_held, migration 00042), so that
+-- no lease ends without its item and the caller sends it again. A
 -- @token_id, when given, is the only token whose leases may be touched (an
 -- agent acts on its own leases only).
 WITH entry AS (
@@ -134,11 +164,14 @@ WITH entry AS (
       AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND i.status = 'open'
-    RETURNING i.id, i.parent_id
+    RETURNING i.*
 )
-SELECT sqlc.embed(leases), freed.parent_id, (freed.id IS NOT NULL)::boolean AS freed
+SELECT sqlc.embed(leases), sqlc.embed(items)
 FROM ended AS leases
-LEFT JOIN freed ON freed.id = leases.item_id;
+JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
+-- Once for the statement: every ended lease freed its item, else WG003.
+WHERE lease_fence_held(CASE WHEN (SELECT count(*) FROM ended) = (SELECT count(*) FROM freed) THEN 1 ELSE 0 END,
+                       true);
 
 -- name: HeartbeatLeases :many
 -- HeartbeatLease for each entry of @entries (a JSON array of {lease_id,

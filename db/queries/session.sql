@@ -1,6 +1,9 @@
 -- name: CreateWebSession :one
-INSERT INTO web_sessions (id_hash, token_id, expires_at)
-VALUES (@id_hash, @token_id,
+-- created_at is the same instant as the start of the TTL (the server's
+-- clock when it passes one), not the database's now(): with a clock
+-- behind the database's by more than the TTL the row broke its own check.
+INSERT INTO web_sessions (id_hash, token_id, created_at, expires_at)
+VALUES (@id_hash, @token_id, coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @ttl_seconds::double precision))
 RETURNING expires_at;
 

@@ -1,0 +1,98 @@
+package auth
+
+import (
+	"context"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/db"
+)
+
+// maxVerified bounds the tokens a Service remembers as verified; past it
+// the memory is emptied and refilled by the next requests.
+const maxVerified = 10000
+
+// verifiedToken is what a full verification read of a token, kept to skip
+// the lookup of its next requests: none of it changes while the token
+// lives (the service never updates a token but to revoke it).
+type verifiedToken struct {
+	hash      []byte
+	principal Principal
+}
+
+// verified is the memory of tokens that passed Authenticate.
+type verified struct {
+	mu sync.Mutex
+	m  map[uuid.UUID]verifiedToken
+}
+
+func (v *verified) get(id uuid.UUID) (verifiedToken, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t, ok := v.m[id]
+	return t, ok
+}
+
+func (v *verified) put(t verifiedToken) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil || len(v.m) >= maxVerified {
+		v.m = make(map[uuid.UUID]verifiedToken)
+	}
+	v.m[t.principal.TokenID] = t
+}
+
+func (v *verified) drop(id uuid.UUID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, id)
+}
+
+// Lazy returns the principal of a bearer string that Authenticate verified
+// before, without reading the token, and ctx carrying the check that it is
+// still valid (a db.Precheck: the token exists, unrevoked, with the same
+// secret, name, role and project). The check rides with the request's
+// first statement on a db.Carrier, so the request's writes commit only
+// with a valid token, and a revocation committed anywhere refuses the
+// very next request; a request that sent no statement must run it
+// (Precheck.Run) before it answers. ok is false when the bearer string is
+// not one remembered (unknown, malformed, another secret): verify it with
+// Authenticate. A refused check (db.PrecheckRefused, unauthenticated) is
+// to be followed by Forget and Authenticate, which tell why.
+func (s *Service) Lazy(ctx context.Context, bearer string) (Principal, context.Context, bool) {
+	id, ok := parseBearer(bearer)
+	if !ok {
+		return Principal{}, ctx, false
+	}
+	t, ok := s.verified.get(id)
+	if !ok {
+		return Principal{}, ctx, false
+	}
+	hash := hashBearer(bearer)
+	if !sameHash(t.hash, hash) {
+		return Principal{}, ctx, false
+	}
+	p := t.principal
+	check := db.NewPrecheck("SELECT token_still_valid($1, $2, $3, $4, $5)",
+		p.TokenID, hash, p.Name, string(p.Role), p.ProjectID)
+	return p, db.WithPrecheck(ctx, check), true
+}
+
+// Forget drops what Lazy remembers of a token (its check was refused).
+func (s *Service) Forget(id uuid.UUID) { s.verified.drop(id) }
+
+// Confirm returns the verdict of the check ctx carries (from Lazy),
+// judging it alone when no statement of the request carried it: nil when
+// it passed or ctx carries none, else the refusal (unauthenticated, see
+// Refused) or the failure to judge it (unavailable).
+func (s *Service) Confirm(ctx context.Context) error {
+	p := db.PrecheckFrom(ctx)
+	if p == nil {
+		return nil
+	}
+	return p.Run(ctx, s.pool)
+}
+
+// Refused reports whether err is the refusal of Lazy's check.
+func Refused(err error) bool { return db.PrecheckRefusal(err) == "unauthenticated" }
