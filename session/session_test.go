@@ -15,14 +15,7 @@ func TestStore(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	// The stub starts at the database's now: web_sessions checks
-	// expires_at > created_at, and created_at is the database's now(), so
-	// a fixed date failed the test once the real time passed it plus TTL.
-	var t0 time.Time
-	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&t0); err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewStub(t0)
+	clk := clock.NewStub(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	authSvc := auth.NewService(pool, clk)
 	tok, _, err := authSvc.Create(ctx, nil, "person", auth.RoleAdmin)
 	if err != nil {
