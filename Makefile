@@ -30,18 +30,10 @@ test: fuzz-short chaos-short
 # uses it): at -p 4 -parallel 8 a shared server ran out ("too many
 # clients"); 3 x 4 test servers at once stay well below it. TEST_P and
 # TEST_PARALLEL override them (docs/architecture.md, Tests).
-#
-# go test starts the test binaries strictly in the order of its package
-# list, so the packages that run longest (measured with go test -json,
-# docs/architecture.md, Tests) come first and the short ones fill the
-# slots beside them; in import-path order `lease`, the longest, started
-# at the middle of the run and set its end. ./... adds every other
-# package once (go test drops the repeats).
 TEST_P ?= 3
 TEST_PARALLEL ?= 4
-TEST_FIRST = ./lease ./cli/e2e ./web ./bench ./api ./db/embedpg ./model ./examples/counter ./acceptance ./graph ./webhook ./db/dbq ./mcp ./client ./server
 test-go:
-	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) ./...
+	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) ./...
 
 # Stamps the version, commit and build date into the binary (`workgraph
 # version`): -buildvcs=auto overrides a GOFLAGS=-buildvcs=false, and the
