@@ -26,8 +26,15 @@ type activity struct {
 	since   time.Time
 }
 
+// mtimeSlack is how far before since a file's modification time may lie
+// and still count as changed after since: the kernel stamps files from a
+// coarse clock, up to one tick (10 ms at HZ=100) behind the clock
+// time.Now reads, so a file the command writes at once can carry a time
+// before its start.
+const mtimeSlack = 20 * time.Millisecond
+
 func newActivity(dir string, since time.Time) *activity {
-	return &activity{dir: dir, since: since}
+	return &activity{dir: dir, since: since.Add(-mtimeSlack)}
 }
 
 // Write counts output bytes; it never fails.

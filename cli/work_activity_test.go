@@ -82,6 +82,27 @@ func TestActivitySilentChild(t *testing.T) {
 		runChild(t, a, dir, `i=0; while :; do i=$((i+1)); : > f$i; sleep 0.05; done`)
 		waitMarker(t, a, func(out int64, files int) bool { return out == 0 && files >= 3 })
 	})
+	t.Run("CoarseFileClock", func(t *testing.T) {
+		// A file written right after the start can carry a modification
+		// time a few milliseconds before it (the kernel's coarse clock):
+		// it is a change all the same (this failed the suite once, as
+		// SilentStopsMoving's files_changed 0).
+		t.Parallel()
+		dir := t.TempDir()
+		start := time.Now()
+		a := newActivity(dir, start)
+		f := filepath.Join(dir, "early")
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stamp := start.Add(-2 * time.Millisecond)
+		if err := os.Chtimes(f, stamp, stamp); err != nil {
+			t.Fatal(err)
+		}
+		if n := a.filesChanged(); n != 1 {
+			t.Fatalf("files changed = %d, want 1 (a file stamped 2 ms before the start by the coarse clock)", n)
+		}
+	})
 	t.Run("Reported", func(t *testing.T) {
 		t.Parallel()
 		a := newActivity("", time.Now())

@@ -14,6 +14,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -569,12 +570,29 @@ func (s *stateMachine) learnRequests(t *rapid.T) {
 }
 
 // compare checks every item and lease of the model against the services.
+// It reads them in one call each (graph's Items, the lease History in
+// pages), not one call per item and lease: compare runs after every
+// action, and per-row reads were most of the test's round trips.
 func (s *stateMachine) compare(t *rapid.T) {
 	now := s.now()
-	for _, mi := range s.m.items {
-		it, err := s.f.graph.Item(s.f.ctx, s.project, mi.id)
+	ids := make([]uuid.UUID, len(s.m.items))
+	for i, mi := range s.m.items {
+		ids[i] = mi.id
+	}
+	items := map[uuid.UUID]graph.Item{}
+	if len(ids) > 0 {
+		got, err := s.f.graph.Items(s.f.ctx, s.project, ids)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, it := range got {
+			items[it.ID] = it
+		}
+	}
+	for _, mi := range s.m.items {
+		it, ok := items[mi.id]
+		if !ok {
+			t.Fatalf("item %s: not found", mi.label)
 		}
 		if want := s.m.state(mi, now); it.State != want {
 			t.Fatalf("item %s: state %s, model %s (%+v)", mi.label, it.State, want, *mi)
@@ -590,10 +608,27 @@ func (s *stateMachine) compare(t *rapid.T) {
 			t.Fatalf("item %s: active lease %v, model %v", mi.label, it.ActiveLeaseID, want)
 		}
 	}
-	for _, ml := range s.m.leases {
-		l, err := s.f.leases.Get(s.f.ctx, s.project, ml.id)
+	leases := map[uuid.UUID]lease.Lease{}
+	for cursor := ""; ; {
+		pg, err := s.f.leases.History(s.f.ctx, s.project, lease.HistoryFilter{Cursor: cursor, Limit: page.Max})
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, l := range pg.Leases {
+			leases[l.ID] = l
+		}
+		if cursor = pg.NextCursor; cursor == "" {
+			break
+		}
+	}
+	// Every lease of the project is one the model holds, and the reverse.
+	if len(leases) != len(s.m.leases) {
+		t.Fatalf("the project has %d leases, model %d", len(leases), len(s.m.leases))
+	}
+	for _, ml := range s.m.leases {
+		l, ok := leases[ml.id]
+		if !ok {
+			t.Fatalf("lease of %s at epoch %d: not found", s.m.items[ml.item].label, ml.epoch)
 		}
 		got := lease.Outcome("")
 		if l.Outcome != nil {

@@ -102,9 +102,10 @@ func launchBrowser(path string) error {
 	return chromedp.Do(ctx) // start the browser without a deadline
 }
 
-// TestMain runs the tests, then stops the shared browser if one started.
+// TestMain runs the tests (dbtest.Main: then it drops their databases),
+// then stops the shared browser if one started.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := dbtest.Main(m)
 	if chromium.stop != nil {
 		chromium.stop()
 	}

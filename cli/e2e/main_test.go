@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/internal/testbin"
 	"github.com/workgraph-dev/workgraph/server"
 	"github.com/workgraph-dev/workgraph/server/servertest"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	os.Exit(dbtest.Main(m))
 }
 
 const adminToken = "e2e-bootstrap-admin-token"
