@@ -30,11 +30,14 @@ type itemRow struct {
 	// lease, if set, is the item's active lease (epoch 1); the caller
 	// inserts the lease row.
 	lease *uuid.UUID
+	// touches and requires are the item's write scopes and required
+	// capabilities (none when nil).
+	touches, requires []string
 }
 
 var itemColumns = []string{
 	"project_id", "id", "title", "priority", "status", "unmet_dependencies",
-	"active_lease_id", "epoch", "created_by", "finished_at",
+	"active_lease_id", "epoch", "created_by", "finished_at", "touches", "requires",
 }
 
 // copyItems loads n items; gen fills row i.
@@ -58,7 +61,7 @@ func copyItems(ctx context.Context, pool *pgxpool.Pool, project uuid.UUID, n int
 			lease, epoch = *r.lease, 1
 		}
 		return []any{project, r.id, fmt.Sprintf("bench item %d", i), r.priority, status, r.unmet,
-			lease, epoch, benchPrincipal, finished}, nil
+			lease, epoch, benchPrincipal, finished, orEmpty(r.touches), orEmpty(r.requires)}, nil
 	})
 	got, err := pool.CopyFrom(ctx, pgx.Identifier{"items"}, itemColumns, src)
 	if err != nil {
@@ -68,6 +71,14 @@ func copyItems(ctx context.Context, pool *pgxpool.Pool, project uuid.UUID, n int
 		return fmt.Errorf("copy items: %d of %d rows", got, n)
 	}
 	return nil
+}
+
+// orEmpty is s, or an empty array for nil (the columns are NOT NULL).
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // copyDeps loads n dependency edges "item depends on on".

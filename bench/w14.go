@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,20 +45,31 @@ func (a *capabilityAgent) claim(ctx context.Context) (heldLease, error) {
 	return heldLease{id: c.Lease.ID, item: c.Lease.ItemID, epoch: c.Lease.Epoch}, nil
 }
 
-// scopeItems gives the open unleased items of the project that touch
-// nothing yet their scope and requirements; held marks the items about to
-// be held (a path prefix no ready item's scope overlaps, and only "base"
-// required).
-func scopeItems(ctx context.Context, e *env, project uuid.UUID, held bool) error {
+// loadScoped loads n ready items that touch and require what a scoped
+// item of this workload does: item k (counted by next across loads) touches
+// a path of its own under resource r(k%50), the prefix "held" for the
+// items about to be held (no ready item's scope overlaps them), "work"
+// for the others; it requires "base" and, when k is even and the item is
+// not to be held, capability c(k%50). The items are written with their
+// scopes by COPY, like the plain variant's, so that refilling the backlog
+// costs both variants the same while the claims are measured.
+func loadScoped(ctx context.Context, e *env, project uuid.UUID, n int, held bool, next *atomic.Int64) error {
 	prefix := "work"
 	if held {
 		prefix = "held"
 	}
-	_, err := e.pool.Exec(ctx, `
-		UPDATE items SET touches = ARRAY['r' || (seq % 50) || ':' || $2 || seq || '/**'],
-		                 requires = CASE WHEN seq % 2 = 0 AND NOT $3 THEN ARRAY['base', 'c' || (seq % 50)] ELSE ARRAY['base'] END
-		WHERE project_id = $1 AND status = 'open' AND touches = '{}' AND active_lease_id IS NULL`, project, prefix, held)
-	return err
+	return copyItems(ctx, e.pool, project, n, func(i int, r *itemRow) {
+		k := next.Add(1)
+		r.id = uuid.New()
+		r.touches = []string{fmt.Sprintf("r%d:%s%d/**", k%50, prefix, k)}
+		r.requires = []string{"base"}
+		if held {
+			r.priority = 10
+		}
+		if k%2 == 0 && !held {
+			r.requires = append(r.requires, fmt.Sprintf("c%d", k%50))
+		}
+	})
 }
 
 func runW14(ctx context.Context, e *env) error {
@@ -81,13 +93,14 @@ func runW14(ctx context.Context, e *env) error {
 			return err
 		}
 		// The held leases: items claimed by a holder that never ends them.
-		if err := loadReady(ctx, e.pool, project, held, 10); err != nil {
-			return err
-		}
+		var seq atomic.Int64
 		if scoped {
-			if err := scopeItems(ctx, e, project, true); err != nil {
-				return err
-			}
+			err = loadScoped(ctx, e, project, held, true, &seq)
+		} else {
+			err = loadReady(ctx, e.pool, project, held, 10)
+		}
+		if err != nil {
+			return err
 		}
 		// Statistics before the holder's claims: on a server without
 		// autovacuum (CI's) the freshly loaded items would be planned as
@@ -103,13 +116,10 @@ func runW14(ctx context.Context, e *env) error {
 			}
 		}
 		b, err := newBacklog(wctx, size, size*9/10, size/10, func(ctx context.Context, k int) error {
-			if err := loadReady(ctx, e.pool, project, k, 0); err != nil {
-				return err
-			}
 			if scoped {
-				return scopeItems(ctx, e, project, false)
+				return loadScoped(ctx, e, project, k, false, &seq)
 			}
-			return nil
+			return loadReady(ctx, e.pool, project, k, 0)
 		})
 		if err != nil {
 			return err
