@@ -102,6 +102,26 @@ func targets(rep *Report) []Target {
 	}
 	out = append(out, t4)
 
+	// Workload 14: the scoped claim within 1.5x of the plain one.
+	t14 := Target{Workload: 14, Target: "claim p50 with 1,000 scoped leases and 50 capability sets within 1.5x of the plain claim"}
+	var plain, scoped *Result
+	for i := range rep.Results {
+		switch r := &rep.Results[i]; {
+		case r.Workload == 14 && r.Name == "plain":
+			plain = r
+		case r.Workload == 14 && r.Name == "scopes":
+			scoped = r
+		}
+	}
+	if plain != nil && scoped != nil {
+		p0, p1 := plain.Latency["claim"].P50Ms, scoped.Latency["claim"].P50Ms
+		if p0 > 0 {
+			t14.Measured = fmt.Sprintf("p50 %.2f ms plain, %.2f ms with scopes (%.2fx)", p0, p1, p1/p0)
+			t14.Met = verdict(p1 <= 1.5*p0)
+		}
+	}
+	out = append(out, t14)
+
 	// Workload 5: cost follows the dependents, not the project size.
 	t5 := Target{Workload: 5, Target: "fan-out cost grows with dependents, not project size"}
 	byD := map[int64][]*Result{}
