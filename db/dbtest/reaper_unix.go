@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,6 +46,50 @@ func init() {
 	if dir := os.Getenv(reaperEnv); dir != "" {
 		os.Exit(reap(dir))
 	}
+	// In a dropper (dropDetached), likewise.
+	if base := os.Getenv(dropEnv); base != "" {
+		names := strings.Split(os.Getenv(dropNamesEnv), ",")
+		os.Unsetenv(dropEnv)
+		os.Unsetenv(dropNamesEnv)
+		dropDatabases(base, names)
+		os.Exit(0)
+	}
+}
+
+// The dropper: the test binary run again with dropEnv (the server's URL)
+// and dropNamesEnv (the databases, comma-separated) set, in a session of
+// its own and without stdio, so `go test` does not wait for it. It drops
+// the databases the way Main would (dropDatabases) and exits. Each DROP
+// DATABASE waits for an immediate checkpoint of the whole server, which
+// on the shared development server took up to 14 s (fsyncs of the files
+// of every database created since the last one); the binary need not wait
+// for it, because nothing it does depends on the drop. While the test
+// cluster is embedded, the dropper inherits this process's shared lock on
+// users.lock, so the reaper does not stop the cluster under it.
+const (
+	dropEnv      = "WORKGRAPH_DBTEST_DROP"
+	dropNamesEnv = "WORKGRAPH_DBTEST_DROP_NAMES"
+)
+
+// dropDetached starts a dropper for names on the server at base and
+// reports whether it did (if not, the caller drops them itself).
+func dropDetached(base string, names []string) bool {
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), dropEnv+"="+base, dropNamesEnv+"="+strings.Join(names, ","))
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if usersLock != nil {
+		cmd.ExtraFiles = []*os.File{usersLock} // the same open file: the same flock
+	}
+	if err := cmd.Start(); err != nil {
+		return false
+	}
+	cmd.Process.Release()
+	return true
 }
 
 func openUsersLock(dir string) (*os.File, error) {
