@@ -214,10 +214,20 @@ func URL(tb testing.TB) string {
 	tb.Helper()
 	name := fmt.Sprintf("wgtest_%d_%d", os.Getpid(), counter.Add(1))
 	url := createDatabase(tb, name)
+	DropLater(tb, name)
+	return url
+}
+
+// DropLater drops the database name on ServerURL, which the test created,
+// once the test has ended: with the binary's other databases, after its
+// tests, when the package's TestMain calls Main (see URL for why), else
+// when the test ends. Call it right after creating the database: the
+// test's own cleanups, registered later, run before it (its pools are
+// closed, its servers stopped).
+func DropLater(tb testing.TB, name string) {
+	tb.Helper()
 	base := ServerURL(tb)
 	tb.Cleanup(func() {
-		// The test's own cleanups (registered later) have run: its pools
-		// are closed and its servers stopped.
 		if mainRan.Load() {
 			sharedMu.Lock()
 			pendingDrops = append(pendingDrops, name)
@@ -226,7 +236,6 @@ func URL(tb testing.TB) string {
 		}
 		dropDatabases(base, []string{name})
 	})
-	return url
 }
 
 // dropDatabases drops the databases names, several at once (DROP DATABASE
