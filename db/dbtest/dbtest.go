@@ -209,7 +209,8 @@ func makeTemplate(base string) (string, error) {
 // checkpointer the bottleneck (219 checkpoints, 243 s of them, in one run
 // of the suite) and held each test's slot for a checkpoint at its end.
 // Main drops the binary's databases at once, on several connections, so
-// their checkpoint requests are served by one or two checkpoints.
+// their checkpoint requests are served by one or two checkpoints, and on
+// unix without waiting for them (dropDetached).
 func URL(tb testing.TB) string {
 	tb.Helper()
 	name := fmt.Sprintf("wgtest_%d_%d", os.Getpid(), counter.Add(1))
