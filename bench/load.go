@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,9 +36,25 @@ type itemRow struct {
 	touches, requires []string
 }
 
+// itemBody is the body of every item the loaders write (-item-body bytes
+// of generated prose; empty by default).
+var itemBody string
+
+// proseBody gives n bytes of generated prose: words of a task's
+// description, numbered so that their trigrams vary as a real text's do.
+func proseBody(n int) string {
+	words := []string{"parse", "the", "configuration", "file", "and", "update", "schema", "handler", "query",
+		"index", "tests", "for", "migration", "service", "retry", "timeout", "review", "design"}
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%s%d ", words[i%len(words)], i%97)
+	}
+	return b.String()[:n]
+}
+
 var itemColumns = []string{
 	"project_id", "id", "title", "priority", "status", "unmet_dependencies",
-	"active_lease_id", "epoch", "created_by", "finished_at", "touches", "requires",
+	"active_lease_id", "epoch", "created_by", "finished_at", "touches", "requires", "body",
 }
 
 // copyItems loads n items; gen fills row i.
@@ -61,7 +78,7 @@ func copyItems(ctx context.Context, pool *pgxpool.Pool, project uuid.UUID, n int
 			lease, epoch = *r.lease, 1
 		}
 		return []any{project, r.id, fmt.Sprintf("bench item %d", i), r.priority, status, r.unmet,
-			lease, epoch, benchPrincipal, finished, orEmpty(r.touches), orEmpty(r.requires)}, nil
+			lease, epoch, benchPrincipal, finished, orEmpty(r.touches), orEmpty(r.requires), itemBody}, nil
 	})
 	got, err := pool.CopyFrom(ctx, pgx.Identifier{"items"}, itemColumns, src)
 	if err != nil {

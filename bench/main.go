@@ -60,6 +60,9 @@ type Config struct {
 	// BatchJobs is the number of jobs (items) workloads 12 (River) and 13
 	// (workgraph's batched REST path) each work through.
 	BatchJobs int `json:"batch_jobs"`
+	// ItemBody is the size in bytes of the generated body of every item
+	// the loaders write (0: none, the default).
+	ItemBody int `json:"item_body,omitempty"`
 	// ServerProcess runs workload 7 against a separately built binary.
 	ServerProcess bool   `json:"server_process"`
 	Smoke         bool   `json:"smoke"`
@@ -212,6 +215,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.CoordReady, "coord-ready", cfg.CoordReady, "ready items of workload 24")
 	fs.IntVar(&cfg.CoordLive, "coord-live", cfg.CoordLive, "live leases of workload 24")
 	fs.IntVar(&cfg.BatchJobs, "batch-jobs", cfg.BatchJobs, "jobs River works through in workload 12, items workgraph works through in workload 13")
+	fs.IntVar(&cfg.ItemBody, "item-body", cfg.ItemBody, "bytes of generated prose in the body of every item the loaders write (0: none)")
 	fs.BoolVar(&cfg.ServerProcess, "server-process", cfg.ServerProcess, "workload 7: build and run the server as a separate process")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "results JSON path (the SVG chart is written beside it); empty: none")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the fresh benchmark database")
@@ -331,6 +335,9 @@ func run(ctx context.Context, cfg Config, stdout, log io.Writer) (*Report, error
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
 		CPUs:      runtime.NumCPU(),
 		Config:    cfg,
+	}
+	if cfg.ItemBody > 0 {
+		itemBody = proseBody(cfg.ItemBody)
 	}
 	d, err := openDatabase(ctx, cfg.DatabaseURL, cfg.Embedded, cfg.Keep, cfg.Statements, log)
 	if err != nil {
