@@ -217,7 +217,7 @@ func historyTargets(rep *Report) []Target {
 	for _, c := range []struct {
 		name  string
 		limit float64
-	}{{"claim+release", 1.5}, {"GET workers", 2}, {"GET leases?since=", 2}} {
+	}{{"claim+release", 1.5}, {"GET workers", 2}, {"GET leases?since=", 2}, {"GET leases?outcome=cancelled", 2}} {
 		t := Target{Workload: 9, Target: fmt.Sprintf("%s p50 at >= 1,000,000 ended leases within %gx of %d", c.name, c.limit, historyBaseline)}
 		var base, big *Result
 		for i := range rep.Results {

@@ -28,7 +28,10 @@ import (
 //   - claim+release on the lease service (one agent): "claim" latency;
 //   - GET /v1/projects/{p}/workers (the workers page): "page" latency;
 //   - GET /v1/projects/{p}/leases?since=<10 minutes ago> (the first page of
-//     the recent history): "page" latency.
+//     the recent history): "page" latency;
+//   - GET /v1/projects/{p}/leases?outcome=cancelled (an outcome no loaded
+//     lease has, so the page is empty: what an outcome filter costs when
+//     few leases match): "page" latency.
 // Each result's p50_vs_baseline is its p50 over the same variant's on the
 // baseline project. The claim+release loop adds a few thousand released
 // leases to every project, the baseline included.
@@ -92,6 +95,8 @@ func runW9(ctx context.Context, e *env) error {
 				iter: s.pageLoop(func() string {
 					return base + "/leases?" + url.Values{"since": {time.Now().Add(-historySince).UTC().Format(time.RFC3339Nano)}}.Encode()
 				}), done: note},
+			variant{workload: 9, name: "GET leases?outcome=cancelled", workers: 1, size: int64(size), unit: "pages/s", primary: "page",
+				iter: s.pageLoop(func() string { return base + "/leases?outcome=cancelled" }), done: note},
 		)
 	}
 	rs := e.interleave(ctx, vs)

@@ -108,7 +108,21 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 		o := string(*f.Outcome)
 		p.Outcome = &o
 	}
-	rows, err := s.history(ctx, f.Order, f.Cursor, p)
+	var rows []historyRow
+	if p.Outcome == nil {
+		rows, err = s.history(ctx, s.exec, f.Order, f.Cursor, p)
+	} else {
+		// An outcome filter reads leases_rare_outcomes (migration 00053)
+		// when its outcome is one the index holds, which only a plan made
+		// for the outcome knows.
+		err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+			if err := dbq.New().PlanEachSearch(ctx, tx); err != nil {
+				return err
+			}
+			rows, err = s.history(ctx, tx, f.Order, f.Cursor, p)
+			return err
+		})
+	}
 	if err != nil {
 		return Page{}, err
 	}
@@ -143,7 +157,7 @@ type historyRow struct {
 }
 
 // history reads one page (p.MaxRows rows) in order after cursor.
-func (s *Service) history(ctx context.Context, order HistoryOrder, cursor string, p dbq.LeaseHistoryParams) ([]historyRow, error) {
+func (s *Service) history(ctx context.Context, ex dbq.DBTX, order HistoryOrder, cursor string, p dbq.LeaseHistoryParams) ([]historyRow, error) {
 	list := "leases"
 	if order != "" && order != OrderAcquired {
 		list += ":" + string(order)
@@ -157,7 +171,7 @@ func (s *Service) history(ctx context.Context, order HistoryOrder, cursor string
 			return nil, err
 		}
 		p.AfterSeq = after
-		rows, err := q.LeaseHistory(ctx, s.exec, p)
+		rows, err := q.LeaseHistory(ctx, ex, p)
 		if err != nil {
 			return nil, db.Translate(err)
 		}
@@ -172,7 +186,7 @@ func (s *Service) history(ctx context.Context, order HistoryOrder, cursor string
 		if before == 0 {
 			before = math.MaxInt64
 		}
-		rows, err := q.LeaseHistoryNewest(ctx, s.exec, dbq.LeaseHistoryNewestParams{
+		rows, err := q.LeaseHistoryNewest(ctx, ex, dbq.LeaseHistoryNewestParams{
 			ProjectID: p.ProjectID, BeforeSeq: before, ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome,
 			Since: p.Since, Until: p.Until, MaxRows: p.MaxRows,
 		})
@@ -194,7 +208,7 @@ func (s *Service) history(ctx context.Context, order HistoryOrder, cursor string
 		if order == OrderLongest {
 			dir = -1
 		}
-		rows, err := q.LeaseHistoryByDuration(ctx, s.exec, dbq.LeaseHistoryByDurationParams{
+		rows, err := q.LeaseHistoryByDuration(ctx, ex, dbq.LeaseHistoryByDurationParams{
 			Now: s.clock.Now(), Dir: dir, ProjectID: p.ProjectID, AfterValue: key, AfterSeq: seq,
 			ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome, Since: p.Since, Until: p.Until, MaxRows: p.MaxRows,
 		})

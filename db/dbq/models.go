@@ -146,6 +146,13 @@ type Item struct {
 	BudgetRoots         []uuid.UUID
 }
 
+type ItemText struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+	Title     string
+	Body      string
+}
+
 type Lease struct {
 	ProjectID       uuid.UUID
 	ID              uuid.UUID

@@ -31,12 +31,16 @@ SELECT sqlc.embed(items),
                   not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
 FROM items
-WHERE project_id = @project_id
+-- The texts, for a search only (migration 00052): without a text the join
+-- is false, and the planner leaves item_texts unread.
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
   AND seq > @after_seq::bigint
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
-       OR title ILIKE sqlc.narg('text_like')::text OR body ILIKE sqlc.narg('text_like')::text)
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
@@ -51,12 +55,16 @@ SELECT sqlc.embed(items),
                   not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
        coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
 FROM items
-WHERE project_id = @project_id
+-- The texts, for a search only (migration 00052): without a text the join
+-- is false, and the planner leaves item_texts unread.
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
   AND seq < @before_seq::bigint
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
-       OR title ILIKE sqlc.narg('text_like')::text OR body ILIKE sqlc.narg('text_like')::text)
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
@@ -77,14 +85,18 @@ SELECT sqlc.embed(items),
        ((CASE @sort_key::text WHEN 'priority' THEN priority::bigint
                              ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * @dir::bigint)::bigint AS sort_value
 FROM items
-WHERE project_id = @project_id
+-- The texts, for a search only (migration 00052): without a text the join
+-- is false, and the planner leaves item_texts unread.
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
   AND ((CASE @sort_key::text WHEN 'priority' THEN priority::bigint
                              ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * @dir::bigint, seq * @dir::bigint)
       > (@after_value::bigint, @after_seq::bigint)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
-       OR title ILIKE sqlc.narg('text_like')::text OR body ILIKE sqlc.narg('text_like')::text)
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
@@ -92,7 +104,9 @@ ORDER BY sort_value, seq * @dir::bigint
 LIMIT @max_rows::integer;
 
 -- name: PlanEachSearch :exec
--- Makes the rest of the transaction plan each statement for its arguments.
+-- Makes the rest of the transaction plan each statement for its arguments
+-- (also lease history filtered by outcome, whose partial index a generic
+-- plan cannot choose: lease.Service.History).
 -- A text search reads the trigram indexes for a rare text and the items in
 -- order for a common one; the generic plan a prepared statement falls back
 -- to after five runs can use neither index (its text might be NULL) and
