@@ -171,16 +171,19 @@ func defaultWorker() string {
 	return "worker"
 }
 
-// newClient builds the API client of cfg. Its retries (the server or its
-// database unavailable, the server unreachable) are told on stderr.
-func (cfg *clientConfig) newClient(stderr io.Writer) (*client.Client, error) {
+// newClient builds the API client of cfg, with stdio's client options
+// last. Its retries (the server or its database unavailable, the server
+// unreachable) are told on stdio.Err.
+func (cfg *clientConfig) newClient(stdio IO) (*client.Client, error) {
+	stderr := stdio.Err
 	if cfg.Token == "" {
 		return nil, &exitError{code: ExitAuth, err: errors.New("no API token: pass --token, set WORKGRAPH_TOKEN, or put `token: ...` in " + configHint(cfg))}
 	}
 	notify := func(r client.Retry) {
 		fmt.Fprintf(stderr, "workgraph: %s %s: %v; retrying in %s\n", r.Method, r.Path, r.Err, r.Wait.Round(time.Millisecond))
 	}
-	c, err := client.New(cfg.URL, cfg.Token, client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify))
+	opts := append([]client.Option{client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify)}, stdio.clientOptions...)
+	c, err := client.New(cfg.URL, cfg.Token, opts...)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}

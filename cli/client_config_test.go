@@ -178,9 +178,18 @@ func TestMainExitCodes(t *testing.T) {
 	})
 	t.Run("ErrUnreachable", func(t *testing.T) {
 		t.Parallel()
-		code, msg := run("items", "ls", "--url", "http://127.0.0.1:1", "--token", "x")
+		// Two attempts, not the client's default ten (about 11 s of
+		// backoff): the CLI's answer after its retries is the same, and
+		// the retry is still told on stderr.
+		var out, errb strings.Builder
+		code := Main([]string{"items", "ls", "--url", "http://127.0.0.1:1", "--token", "x"},
+			IO{In: strings.NewReader(""), Out: &out, Err: &errb, clientOptions: []client.Option{client.WithRetries(2)}})
+		msg := errb.String()
 		if code != ExitUnavailable || !strings.Contains(msg, "cannot reach the server") {
 			t.Fatalf("exit = %d (%s)", code, msg)
+		}
+		if !strings.Contains(msg, "retrying in") {
+			t.Fatalf("the retry was not told on stderr: %s", msg)
 		}
 	})
 }

@@ -39,7 +39,7 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 		if err != nil {
 			return &exitError{code: ExitUsage, err: err}
 		}
-		api, err := cfg.newClient(stdio.Err)
+		api, err := cfg.newClient(stdio)
 		if err != nil {
 			return err
 		}

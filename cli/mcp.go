@@ -67,7 +67,7 @@ func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
-	c, err := cfg.newClient(stdio.Err)
+	c, err := cfg.newClient(stdio)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/workgraph-dev/workgraph/client"
 )
 
 // Exit codes. Scripts can tell "nothing to do" and "lease lost" apart from
@@ -47,6 +49,9 @@ func (e *exitError) Unwrap() error { return e.err }
 type IO struct {
 	In       io.Reader
 	Out, Err io.Writer
+	// clientOptions are added to the API client's options (tests: fewer
+	// retries against a server that cannot answer).
+	clientOptions []client.Option
 }
 
 // Main runs the workgraph command line with args (without the program

@@ -207,7 +207,7 @@ func BenchmarkPgBouncerExecMode(b *testing.B) {
 }
 
 // emptyDatabase creates a database with no schema for this test on the
-// test server and returns its URL; it is dropped when the test ends.
+// test server and returns its URL; it is dropped after the test (dbtest.DropLater).
 func emptyDatabase(t *testing.T, name string) string {
 	t.Helper()
 	base := dbtest.ServerURL(t)
@@ -225,14 +225,10 @@ func emptyDatabase(t *testing.T, name string) string {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(ctx)
-		}
-	})
+	// Dropped with the binary's other databases, not at the test's end: a
+	// DROP DATABASE waits for a checkpoint of the whole server (30 s and
+	// more while the suite runs).
+	dbtest.DropLater(t, name)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,9 @@ func holdUsersLock(string) error { return nil }
 
 func startReaper(string) {}
 
+// dropDetached cannot detach a process here: Main drops the databases itself.
+func dropDetached(string, []string) bool { return false }
+
 func stopIfUnused(ctx context.Context, dir string, log *slog.Logger) error {
 	return embedpg.StopRunning(ctx, embedpg.Config{DataDir: filepath.Join(dir, "pg"), Logger: log})
 }

@@ -11,8 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/workgraph-dev/workgraph/db/embedpg"
 )
@@ -45,6 +48,97 @@ func init() {
 	if dir := os.Getenv(reaperEnv); dir != "" {
 		os.Exit(reap(dir))
 	}
+	// In a dropper (dropDetached), likewise.
+	if base := os.Getenv(dropEnv); base != "" {
+		names := strings.Split(os.Getenv(dropNamesEnv), ",")
+		os.Unsetenv(dropEnv)
+		os.Unsetenv(dropNamesEnv)
+		dropInTurn(base, names)
+		os.Exit(0)
+	}
+}
+
+// The dropper: the test binary run again with dropEnv (the server's URL)
+// and dropNamesEnv (the databases, comma-separated) set, in a session of
+// its own and without stdio, so `go test` does not wait for it. It drops
+// the databases (dropInTurn) and exits. Each DROP
+// DATABASE waits for an immediate checkpoint of the whole server, which
+// on the shared development server took up to 14 s (fsyncs of the files
+// of every database created since the last one); the binary need not wait
+// for it, because nothing it does depends on the drop. While the test
+// cluster is embedded, the dropper inherits this process's shared lock on
+// users.lock, so the reaper does not stop the cluster under it.
+const (
+	dropEnv      = "WORKGRAPH_DBTEST_DROP"
+	dropNamesEnv = "WORKGRAPH_DBTEST_DROP_NAMES"
+)
+
+// dropInTurn is the dropper's work. The droppers of a run take turns (an
+// exclusive flock on <testDir>/drop.lock, waited for before connecting),
+// so that at most one holds connections at a time, each dropping its
+// binary's databases at once (dropDatabases: their drops share one or two
+// checkpoints): the shared server's max_connections is the suite's bound,
+// and droppers that overlapped each other and the next binaries' tests got
+// tests refused "too many clients". A drop that failed (the server busy)
+// is tried again, for up to a minute: nobody waits for the dropper.
+func dropInTurn(base string, names []string) {
+	if dir, err := testDir(); err == nil {
+		if f, err := os.OpenFile(filepath.Join(dir, "drop.lock"), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+			defer f.Close()
+			if flock(f, syscall.LOCK_EX) == nil {
+				defer flock(f, syscall.LOCK_UN)
+			}
+		}
+	}
+	for try := 0; len(names) > 0 && try < 30; try++ {
+		if try > 0 {
+			time.Sleep(2 * time.Second)
+		}
+		dropDatabases(base, names)
+		names = existing(base, names)
+	}
+}
+
+// existing returns those of names that are databases on the server at
+// base (all of them when it cannot tell).
+func existing(base string, names []string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return names
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, "SELECT datname FROM pg_database WHERE datname = ANY($1)", names)
+	if err != nil {
+		return names
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return names
+	}
+	return left
+}
+
+// dropDetached starts a dropper for names on the server at base and
+// reports whether it did (if not, the caller drops them itself).
+func dropDetached(base string, names []string) bool {
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), dropEnv+"="+base, dropNamesEnv+"="+strings.Join(names, ","))
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if usersLock != nil {
+		cmd.ExtraFiles = []*os.File{usersLock} // the same open file: the same flock
+	}
+	if err := cmd.Start(); err != nil {
+		return false
+	}
+	cmd.Process.Release()
+	return true
 }
 
 func openUsersLock(dir string) (*os.File, error) {
