@@ -314,3 +314,41 @@ func TestIdempotentClaimEffect(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotentClaimInProgressWhileWaiting: a retry of a long-polling
+// claim (the same Idempotency-Key) while the first still waits is answered
+// request_in_progress at once. It used to join the wait without claiming
+// (another waiter of its filter had just found nothing) and learned of the
+// record only at its first claim, a recheck later: here the recheck is an
+// hour, so only the fix answers before the wait ends.
+func TestIdempotentClaimInProgressWhileWaiting(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t, func(c *server.Config) { c.Lease.WaitRecheck = time.Hour })
+	body := map[string]any{"worker": "w1", "wait_seconds": 20}
+	key := withHeader("Idempotency-Key", "claim-waiting")
+	first := make(chan resp, 1)
+	go func() { first <- f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, key) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.count("SELECT count(*) FROM idempotency_keys WHERE key = 'claim-waiting'") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first claim never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	retry := make(chan resp, 1)
+	go func() { retry <- f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, key) }()
+	var in resp
+	select {
+	case in = <-retry:
+	case r := <-first:
+		t.Fatalf("the first claim ended (%d) before the retry was answered", r.status)
+	}
+	in.problem(t, 409, "request_in_progress")
+
+	f.mustItem(f.human.Token, map[string]any{"title": "work"})
+	var c claimed
+	(<-first).ok(t, 201, &c)
+	if n := f.count("SELECT count(*) FROM leases"); n != 1 {
+		t.Fatalf("%d leases, want 1", n)
+	}
+}

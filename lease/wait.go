@@ -53,6 +53,16 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 	w, first := n.join(project, newWaitFilter(req), s.cfg.WaitRecheck)
 	failed := false
 	defer func() { n.leave(w, failed) }()
+	if !first {
+		// A waiter that joins without claiming settles what its request
+		// carries first (db.Precheck: the token's check, an
+		// Idempotency-Key's record), which its first claim would have:
+		// a revoked token or a retry of a request still in progress is
+		// refused now, not a recheck later.
+		if err := settlePrechecks(ctx, s.exec); err != nil {
+			return zero, err
+		}
+	}
 	for {
 		if !first {
 			// A claim with this filter found nothing in this recheck
@@ -80,6 +90,24 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 		}
 		n.nothing(w)
 	}
+}
+
+// settlePrechecks runs the checks ctx carries that no statement has
+// carried yet, in one round trip through ex (a db.Carrier sends them at the
+// head of it); nothing when there are none.
+func settlePrechecks(ctx context.Context, ex db.Executor) error {
+	p := db.PrecheckFrom(ctx)
+	if p == nil {
+		return nil
+	}
+	if judged, err := p.Verdict(); judged {
+		return db.Translate(err)
+	}
+	if _, err := ex.Exec(ctx, "SELECT 1"); err != nil {
+		return db.Translate(err)
+	}
+	_, err := p.Verdict()
+	return db.Translate(err)
 }
 
 // waitTurn blocks until w has a turn (an event, a pass-on, a broadcast or
