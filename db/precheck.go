@@ -113,6 +113,23 @@ func (p *Precheck) Run(ctx context.Context, q DBTX) error {
 	return ps.settle(0, nil)
 }
 
+// SettlePrechecks judges the checks ctx carries that no statement has
+// carried yet, in a round trip of their own (Run) on ex, or on its pool
+// when ex is a Carrier; nothing when ctx carries none or all were judged
+// (then the refusal, if one was refused). For a request that must know the
+// verdict before it waits without a statement of its own: a long-poll
+// claim that joins the wait (lease.ClaimWait).
+func SettlePrechecks(ctx context.Context, ex DBTX) error {
+	p := PrecheckFrom(ctx)
+	if p == nil {
+		return nil
+	}
+	if c, ok := ex.(*Carrier); ok {
+		return p.Run(ctx, c.pool)
+	}
+	return p.Run(ctx, ex)
+}
+
 // pendingChecks are the checks a round trip carries, root first, locked
 // from begin to settle.
 type pendingChecks []*Precheck

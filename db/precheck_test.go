@@ -114,6 +114,32 @@ func TestPrecheckCarrier(t *testing.T) {
 		}
 	})
 
+	t.Run("SettledAlone", func(t *testing.T) {
+		// SettlePrechecks through the Carrier: the check alone, in one
+		// round trip, then nothing; a refused check is the answer.
+		cctx := check()
+		_, trips0 := counter.Counts()
+		if err := db.SettlePrechecks(cctx, carrier); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SettlePrechecks(cctx, carrier); err != nil {
+			t.Fatal(err)
+		}
+		if _, trips1 := counter.Counts(); trips1-trips0 != 1 {
+			t.Errorf("settling the check twice took %d round trips, want 1", trips1-trips0)
+		}
+		if judged, verdict := db.PrecheckFrom(cctx).Verdict(); !judged || verdict != nil {
+			t.Errorf("judged %v, verdict %v; want judged, passed", judged, verdict)
+		}
+		if _, err := base.Exec(ctx, "UPDATE tokens SET revoked_at = now() WHERE id = $1", token); err != nil {
+			t.Fatal(err)
+		}
+		defer base.Exec(ctx, "UPDATE tokens SET revoked_at = NULL WHERE id = $1", token)
+		if err := db.SettlePrechecks(check(), carrier); !errors.Is(err, wgerr.Unauthenticated) || !db.PrecheckRefused(err) {
+			t.Errorf("settling the check of a revoked token: %v, want the check's refusal (unauthenticated)", err)
+		}
+	})
+
 	t.Run("BatchGetsTheCheckAtItsHead", func(t *testing.T) {
 		cctx := check()
 		b := &pgx.Batch{}

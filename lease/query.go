@@ -108,21 +108,14 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 		o := string(*f.Outcome)
 		p.Outcome = &o
 	}
-	var rows []historyRow
-	if p.Outcome == nil {
-		rows, err = s.history(ctx, s.exec, f.Order, f.Cursor, p)
-	} else {
+	ex := dbq.DBTX(s.exec)
+	if p.Outcome != nil {
 		// An outcome filter reads leases_rare_outcomes (migration 00053)
 		// when its outcome is one the index holds, which only a plan made
 		// for the outcome knows.
-		err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
-			if err := dbq.New().PlanEachSearch(ctx, tx); err != nil {
-				return err
-			}
-			rows, err = s.history(ctx, tx, f.Order, f.Cursor, p)
-			return err
-		})
+		ex = db.CustomPlan(s.exec)
 	}
+	rows, err := s.history(ctx, ex, f.Order, f.Cursor, p)
 	if err != nil {
 		return Page{}, err
 	}

@@ -59,7 +59,7 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 		// Idempotency-Key's record), which its first claim would have:
 		// a revoked token or a retry of a request still in progress is
 		// refused now, not a recheck later.
-		if err := settlePrechecks(ctx, s.exec); err != nil {
+		if err := db.SettlePrechecks(ctx, s.exec); err != nil {
 			return zero, err
 		}
 	}
@@ -90,24 +90,6 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 		}
 		n.nothing(w)
 	}
-}
-
-// settlePrechecks runs the checks ctx carries that no statement has
-// carried yet, in one round trip through ex (a db.Carrier sends them at the
-// head of it); nothing when there are none.
-func settlePrechecks(ctx context.Context, ex db.Executor) error {
-	p := db.PrecheckFrom(ctx)
-	if p == nil {
-		return nil
-	}
-	if judged, err := p.Verdict(); judged {
-		return db.Translate(err)
-	}
-	if _, err := ex.Exec(ctx, "SELECT 1"); err != nil {
-		return db.Translate(err)
-	}
-	_, err := p.Verdict()
-	return db.Translate(err)
 }
 
 // waitTurn blocks until w has a turn (an event, a pass-on, a broadcast or

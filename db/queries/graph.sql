@@ -104,9 +104,7 @@ ORDER BY sort_value, seq * @dir::bigint
 LIMIT @max_rows::integer;
 
 -- name: PlanEachSearch :exec
--- Makes the rest of the transaction plan each statement for its arguments
--- (also lease history filtered by outcome, whose partial index a generic
--- plan cannot choose: lease.Service.History).
+-- Makes the rest of the transaction plan each statement for its arguments.
 -- A text search reads the trigram indexes for a rare text and the items in
 -- order for a common one; the generic plan a prepared statement falls back
 -- to after five runs can use neither index (its text might be NULL) and
