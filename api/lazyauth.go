@@ -2,9 +2,7 @@ package api
 
 import (
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,11 +26,8 @@ func (a *API) authenticateLazy(next echo.HandlerFunc) echo.HandlerFunc {
 	eager := a.authenticate(next)
 	return func(c echo.Context) error {
 		addr := auth.ClientAddr(c.Request())
-		if wait, blocked := a.throttle.Blocked(addr); blocked {
-			c.Set(quietKey, true)
-			secs := int(math.Ceil(wait.Seconds()))
-			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-			return wgerr.New(wgerr.CodeRateLimited, "too many requests without valid credentials from this address; retry after %d s", secs)
+		if err := a.throttled(c, addr); err != nil {
+			return err
 		}
 		bearer, err := bearerOf(c)
 		if err != nil {

@@ -115,6 +115,20 @@ func requestLevel(status int, took time.Duration) slog.Level {
 	return slog.LevelDebug
 }
 
+// throttled is the refusal (429, with Retry-After) of a request from addr
+// while the address is throttled for requests without valid credentials
+// (auth.Throttle), or nil.
+func (a *API) throttled(c echo.Context, addr string) error {
+	wait, blocked := a.throttle.Blocked(addr)
+	if !blocked {
+		return nil
+	}
+	c.Set(quietKey, true)
+	secs := int(math.Ceil(wait.Seconds()))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return wgerr.New(wgerr.CodeRateLimited, "too many requests without valid credentials from this address; retry after %d s", secs)
+}
+
 // authenticate requires "Authorization: Bearer <token>". The web UI's
 // session cookie is never looked at. A request without valid credentials
 // counts against its client address (auth.Throttle); while the address is
@@ -122,11 +136,8 @@ func requestLevel(status int, took time.Duration) slog.Level {
 func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		addr := auth.ClientAddr(c.Request())
-		if wait, blocked := a.throttle.Blocked(addr); blocked {
-			c.Set(quietKey, true)
-			secs := int(math.Ceil(wait.Seconds()))
-			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-			return wgerr.New(wgerr.CodeRateLimited, "too many requests without valid credentials from this address; retry after %d s", secs)
+		if err := a.throttled(c, addr); err != nil {
+			return err
 		}
 		p, err := a.verify(c)
 		if errors.Is(err, wgerr.Unauthenticated) {
