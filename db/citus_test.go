@@ -16,7 +16,6 @@ import (
 var notProjectScoped = map[string]string{
 	// idempotency_keys: keyed by token and key (a token belongs to one
 	// project); a local table of the coordinator.
-	"BeginIdempotentRequest":        "idempotency_keys (local table)",
 	"GetIdempotentRequest":          "idempotency_keys (local table)",
 	"RenewIdempotentRequest":        "idempotency_keys (local table)",
 	"MarkIdempotentEffect":          "idempotency_keys (local table)",

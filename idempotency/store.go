@@ -78,14 +78,23 @@ type Record struct {
 // it with Get). An expired record is taken over, and so is one of the same
 // request whose owner died before its effect committed.
 func (s *Store) Begin(ctx context.Context, r Request) (bool, error) {
-	n, err := s.q.BeginIdempotentRequest(ctx, s.pool, dbq.BeginIdempotentRequestParams{
-		TokenID: r.TokenID, Key: r.Key, RequestHash: r.Hash, Owner: &r.Owner,
-		LockSeconds: LockFor.Seconds(), Now: s.clock.Now(),
-	})
+	// BeginCarried's statement, sent alone: its refusal says the record
+	// is held.
+	err := s.q.BeginIdempotentRequestCarried(ctx, s.pool, s.beginParams(r))
+	if Taken(err) {
+		return false, nil
+	}
 	if err != nil {
 		return false, db.Translate(err)
 	}
-	return n == 1, nil
+	return true, nil
+}
+
+func (s *Store) beginParams(r Request) dbq.BeginIdempotentRequestCarriedParams {
+	return dbq.BeginIdempotentRequestCarriedParams{
+		TokenID: r.TokenID, Key: r.Key, RequestHash: r.Hash, Owner: &r.Owner,
+		LockSeconds: LockFor.Seconds(), Now: s.clock.Now(),
+	}
 }
 
 // BeginCarried is Begin as a precondition of the request (db.Precheck):
@@ -97,10 +106,7 @@ func (s *Store) Begin(ctx context.Context, r Request) (bool, error) {
 // with Judge.
 func (s *Store) BeginCarried(ctx context.Context, r Request) (context.Context, error) {
 	return db.AddPrecheck(ctx, func(q db.DBTX) error {
-		return s.q.BeginIdempotentRequestCarried(ctx, q, dbq.BeginIdempotentRequestCarriedParams{
-			TokenID: r.TokenID, Key: r.Key, RequestHash: r.Hash, Owner: &r.Owner,
-			LockSeconds: LockFor.Seconds(), Now: s.clock.Now(),
-		})
+		return s.q.BeginIdempotentRequestCarried(ctx, q, s.beginParams(r))
 	})
 }
 
@@ -108,11 +114,7 @@ func (s *Store) BeginCarried(ctx context.Context, r Request) (context.Context, e
 // when no statement of the request did, and returns their refusal (Taken,
 // or another kind) or nil when they passed.
 func (s *Store) Judge(ctx context.Context) error {
-	p := db.PrecheckFrom(ctx)
-	if p == nil {
-		return nil
-	}
-	return p.Run(ctx, s.raw)
+	return db.SettlePrechecks(ctx, s.raw)
 }
 
 // Taken reports whether err is BeginCarried's refusal: another request

@@ -34,55 +34,6 @@ func (q *Queries) AbandonIdempotentRequest(ctx context.Context, db DBTX, arg Aba
 	return result.RowsAffected(), nil
 }
 
-const beginIdempotentRequest = `-- name: BeginIdempotentRequest :execrows
-INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, expires_at)
-VALUES ($1, $2, $3, $4,
-        coalesce($5::timestamptz, now()) + make_interval(secs => $6::float8),
-        coalesce($5::timestamptz, now()) + interval '24 hours')
-ON CONFLICT (token_id, key) DO UPDATE
-    SET request_hash = EXCLUDED.request_hash,
-        status = NULL, content_type = NULL, response = NULL,
-        created_at = coalesce($5::timestamptz, now()),
-        completed_at = NULL,
-        expires_at = EXCLUDED.expires_at,
-        owner = EXCLUDED.owner,
-        locked_until = EXCLUDED.locked_until,
-        effect_at = NULL, effect_ref = NULL
-    WHERE idempotency_keys.expires_at <= coalesce($5::timestamptz, now())
-       OR (idempotency_keys.status IS NULL
-           AND idempotency_keys.effect_at IS NULL
-           AND idempotency_keys.request_hash = EXCLUDED.request_hash
-           AND idempotency_keys.locked_until <= coalesce($5::timestamptz, now()))
-`
-
-type BeginIdempotentRequestParams struct {
-	TokenID     uuid.UUID
-	Key         string
-	RequestHash []byte
-	Owner       *uuid.UUID
-	Now         *time.Time
-	LockSeconds float64
-}
-
-// Claims (token, key) for a new request run by owner, locked for
-// lock_seconds by the database's clock. An expired record is taken over,
-// and so is a record of the same request still in progress whose owner
-// stopped renewing it (it died) before its effect committed.
-func (q *Queries) BeginIdempotentRequest(ctx context.Context, db DBTX, arg BeginIdempotentRequestParams) (int64, error) {
-	result, err := db.Exec(ctx, beginIdempotentRequest,
-		arg.TokenID,
-		arg.Key,
-		arg.RequestHash,
-		arg.Owner,
-		arg.Now,
-		arg.LockSeconds,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const beginIdempotentRequestCarried = `-- name: BeginIdempotentRequestCarried :exec
 WITH b AS (
     INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, expires_at)
@@ -118,10 +69,15 @@ type BeginIdempotentRequestCarriedParams struct {
 	LockSeconds float64
 }
 
-// BeginIdempotentRequest as a request's precondition (db.Precheck), sent
-// at the head of the request's first batch: it raises WG006 (DETAIL
-// idempotency_taken) when another request holds the record, so nothing of
-// the batch commits and the request is answered from the record instead.
+// Claims (token, key) for a new request run by owner, locked for
+// lock_seconds by the database's clock. An expired record is taken over,
+// and so is a record of the same request still in progress whose owner
+// stopped renewing it (it died) before its effect committed. It raises
+// WG006 (DETAIL idempotency_taken) when another request holds the record:
+// as a request's precondition (db.Precheck), sent at the head of the
+// request's first batch, nothing of the batch commits and the request is
+// answered from the record instead; sent alone (Store.Begin), the refusal
+// says the same.
 func (q *Queries) BeginIdempotentRequestCarried(ctx context.Context, db DBTX, arg BeginIdempotentRequestCarriedParams) error {
 	_, err := db.Exec(ctx, beginIdempotentRequestCarried,
 		arg.TokenID,

@@ -1,27 +1,3 @@
--- name: BeginIdempotentRequest :execrows
--- Claims (token, key) for a new request run by owner, locked for
--- lock_seconds by the database's clock. An expired record is taken over,
--- and so is a record of the same request still in progress whose owner
--- stopped renewing it (it died) before its effect committed.
-INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, expires_at)
-VALUES (@token_id, @key, @request_hash, @owner,
-        coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lock_seconds::float8),
-        coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours')
-ON CONFLICT (token_id, key) DO UPDATE
-    SET request_hash = EXCLUDED.request_hash,
-        status = NULL, content_type = NULL, response = NULL,
-        created_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-        completed_at = NULL,
-        expires_at = EXCLUDED.expires_at,
-        owner = EXCLUDED.owner,
-        locked_until = EXCLUDED.locked_until,
-        effect_at = NULL, effect_ref = NULL
-    WHERE idempotency_keys.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-       OR (idempotency_keys.status IS NULL
-           AND idempotency_keys.effect_at IS NULL
-           AND idempotency_keys.request_hash = EXCLUDED.request_hash
-           AND idempotency_keys.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()));
-
 -- name: GetIdempotentRequest :one
 -- owner_alive: the record is still locked by its owner (database clock).
 SELECT request_hash, status, content_type, response, effect_at, effect_ref,
@@ -94,10 +70,15 @@ DELETE FROM idempotency_keys
 WHERE expires_at <= coalesce(sqlc.narg('now')::timestamptz, now());
 
 -- name: BeginIdempotentRequestCarried :exec
--- BeginIdempotentRequest as a request's precondition (db.Precheck), sent
--- at the head of the request's first batch: it raises WG006 (DETAIL
--- idempotency_taken) when another request holds the record, so nothing of
--- the batch commits and the request is answered from the record instead.
+-- Claims (token, key) for a new request run by owner, locked for
+-- lock_seconds by the database's clock. An expired record is taken over,
+-- and so is a record of the same request still in progress whose owner
+-- stopped renewing it (it died) before its effect committed. It raises
+-- WG006 (DETAIL idempotency_taken) when another request holds the record:
+-- as a request's precondition (db.Precheck), sent at the head of the
+-- request's first batch, nothing of the batch commits and the request is
+-- answered from the record instead; sent alone (Store.Begin), the refusal
+-- says the same.
 WITH b AS (
     INSERT INTO idempotency_keys (token_id, key, request_hash, owner, locked_until, expires_at)
     VALUES (@token_id, @key, @request_hash, @owner,
