@@ -28,6 +28,10 @@ type Config struct {
 	Workloads   []int    `json:"workloads"`
 	// Agents are the concurrency levels of workloads 1, 2 and 7.
 	Agents []int `json:"agents"`
+	// FootprintAgents are workload 7's further concurrency levels, run
+	// after Agents: the server's footprint with many agents (issue 15's
+	// RSS target is judged at 256).
+	FootprintAgents []int `json:"footprint_agents,omitempty"`
 	// Sizes are workload 4's project sizes.
 	Sizes []int `json:"sizes"`
 	// FanOut are workload 5's dependent counts; FanOutFiller the done items
@@ -108,6 +112,7 @@ func defaultConfig() Config {
 		Warmup:          Duration(2 * time.Second),
 		Workloads:       workloadIDs(),
 		Agents:          []int{1, 16, 64},
+		FootprintAgents: []int{256},
 		Sizes:           []int{1_000, 100_000, 1_000_000},
 		FanOut:          []int{10, 10_000},
 		FanOutFiller:    100_000,
@@ -136,6 +141,7 @@ func smokeConfig() Config {
 	c.Duration = Duration(200 * time.Millisecond)
 	c.Warmup = Duration(50 * time.Millisecond)
 	c.Agents = []int{2}
+	c.FootprintAgents = nil
 	c.Sizes = []int{50, 500}
 	c.FanOut = []int{10, 50}
 	c.FanOutFiller = 500
@@ -198,6 +204,7 @@ func parseFlags(args []string) (Config, error) {
 	warm := fs.Duration("warmup", time.Duration(cfg.Warmup), "warm-up before each measured run")
 	workloads := fs.String("workloads", joinInts(cfg.Workloads), "comma-separated workloads to run (1-13, 15, 22-24)")
 	agents := fs.String("agents", joinInts(cfg.Agents), "agent counts of workloads 1, 2 and 7")
+	footprint := fs.String("footprint-agents", joinInts(cfg.FootprintAgents), "further agent counts of workload 7 only (the server's footprint; empty: none)")
 	sizes := fs.String("sizes", joinInts(cfg.Sizes), "project sizes (items) of workload 4")
 	fanOut := fs.String("fanout", joinInts(cfg.FanOut), "dependent counts of workload 5")
 	history := fs.String("history", joinInts(cfg.History), "ended leases in workload 9's projects (besides one with none), e.g. 1000000,10000000")
@@ -245,6 +252,12 @@ func parseFlags(args []string) (Config, error) {
 	}{{&cfg.Workloads, *workloads, "workloads"}, {&cfg.Agents, *agents, "agents"}, {&cfg.Sizes, *sizes, "sizes"}, {&cfg.FanOut, *fanOut, "fanout"}, {&cfg.History, *history, "history"}} {
 		if *p.dst, err = parseInts(p.s); err != nil {
 			return cfg, fmt.Errorf("-%s: %w", p.f, err)
+		}
+	}
+	cfg.FootprintAgents = nil
+	if strings.TrimSpace(*footprint) != "" {
+		if cfg.FootprintAgents, err = parseInts(*footprint); err != nil {
+			return cfg, fmt.Errorf("-footprint-agents: %w", err)
 		}
 	}
 	for _, w := range cfg.Workloads {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,7 +53,7 @@ func runW7(ctx context.Context, e *env) error {
 		}
 		pid, name = os.Getpid(), "rest (in-process, RSS incl. agents)"
 	}
-	for _, n := range e.cfg.Agents {
+	for _, n := range footprintAgents(e.cfg) {
 		idle, _ := readRSS(pid)
 		sm := startSampler(pid)
 		t0, cpu0, self0 := time.Now(), cpuSeconds(pid), cpuSeconds(os.Getpid())
@@ -80,6 +81,18 @@ func runW7(ctx context.Context, e *env) error {
 			n, mb(idle.rss), mb(peak), mb(mean), mb(hwm))
 	}
 	return nil
+}
+
+// footprintAgents are workload 7's agent counts: the run's Agents, then
+// its FootprintAgents not among them.
+func footprintAgents(cfg Config) []int {
+	out := append([]int(nil), cfg.Agents...)
+	for _, n := range cfg.FootprintAgents {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func mb(kb int64) float64 { return round(float64(kb)/1024, 1) }
