@@ -1,0 +1,92 @@
+#!/bin/bash
+# PostgreSQL CPU of one claim + completion (ClaimItemDirect, then EndLease,
+# the statements as db/dbq sends them) in copies of one benchmark database
+# that differ in one thing each (ADR 0007, "the lean lease row, decided").
+#
+# Each variant runs in its own session, all variants at once, so that they
+# share whatever load the machine has; the figure is the session's CPU
+# (utime + stime of its backend, /proc/<pid>/stat) over N cycles, which a
+# loaded machine disturbs far less than wall time.
+#
+# Usage: lease-cpu.sh HOST PORT TEMPLATE_DB [N] [ROUNDS]
+#   TEMPLATE_DB: a database left by `go run ./bench -workloads 1 -agents 1
+#   -keep -database-url ...` (its workload 1 project has ready items).
+#   Needs to run on the database's machine (it reads /proc) as a user who
+#   may read the backends' /proc entries (root, or the postgres user).
+set -euo pipefail
+host=$1 port=$2 tmpl=$3 n=${4:-500} rounds=${5:-3}
+dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+psql() { command psql -h "$host" -p "$port" -U postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+# The two statements' text, from the generated code.
+for q in claimItemDirect endLease; do
+    awk -v q="$q" '$0 ~ "^const " q " = `" {on=1; next} on && /^`/ {exit} on' \
+        "$dir/db/dbq/lease.sql.go" > "$work/$q.sql"
+done
+
+project=$(psql -d "$tmpl" -Atc "SELECT project_id FROM items WHERE ready GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
+
+guard_when="DROP TRIGGER leases_immutable ON leases;
+CREATE TRIGGER leases_immutable BEFORE UPDATE ON leases FOR EACH ROW
+    WHEN (OLD.ended_at IS NOT NULL OR NEW.project_id <> OLD.project_id OR NEW.id <> OLD.id
+          OR NEW.seq <> OLD.seq OR NEW.item_id <> OLD.item_id OR NEW.epoch <> OLD.epoch
+          OR NEW.worker <> OLD.worker OR NEW.principal <> OLD.principal
+          OR NEW.token_id IS DISTINCT FROM OLD.token_id OR NEW.acquired_at <> OLD.acquired_at)
+    EXECUTE FUNCTION leases_guard();
+CREATE TRIGGER leases_no_delete BEFORE DELETE ON leases FOR EACH ROW EXECUTE FUNCTION leases_guard();"
+declare -A variant=(
+    [as_is]=""
+    # Four of the indexes every lease write touches (history pages' and
+    # lookups' indexes): what a lease row written once would save.
+    [four_indexes_fewer]="DROP INDEX leases_by_id, leases_by_acquired, leases_by_worker, leases_history;"
+    [events_off]="ALTER TABLE leases DISABLE TRIGGER leases_event_granted, DISABLE TRIGGER leases_event_ended;
+ALTER TABLE items DISABLE TRIGGER items_event_state;"
+    [triggers_off]="ALTER TABLE leases DISABLE TRIGGER leases_event_granted, DISABLE TRIGGER leases_event_ended,
+    DISABLE TRIGGER leases_count_ended, DISABLE TRIGGER leases_count_inserted_ended, DISABLE TRIGGER leases_immutable;
+ALTER TABLE items DISABLE TRIGGER items_event_state;"
+    # The immutability guard called only when an update would break it.
+    [guard_when]="$guard_when"
+)
+names=(as_is four_indexes_fewer events_off triggers_off guard_when)
+
+for v in "${names[@]}"; do
+    db="leasecpu_$v"
+    psql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db TEMPLATE $tmpl"
+    [ -n "${variant[$v]}" ] && psql -d "$db" -c "${variant[$v]}"
+    psql -d "$db" -c "VACUUM ANALYZE leases, items"
+done
+
+# One session's script: warm up, read the backend's CPU, N cycles, read it again.
+cycle() {
+    echo "SELECT gen_random_uuid() AS lid \\gset"
+    echo "EXECUTE claim(NULL, '$project', '{}', 'w1', NULL, 0, NULL, :'lid', 'p', 60000) \\g /dev/null"
+    echo "SELECT epoch AS ep FROM leases WHERE project_id = '$project' AND id = :'lid' \\gset"
+    echo "EXECUTE endl(NULL, 'completed', NULL, '{}', NULL, 0, 0, 0, 0, '$project', :'lid', :ep, true, false, 0, 0, true, false) \\g /dev/null"
+}
+{
+    echo "SET synchronous_commit = off;"
+    echo "SELECT pg_backend_pid() AS bpid \\gset"
+    echo "\\setenv BPID :bpid"
+    echo "PREPARE claim(timestamptz, uuid, text[], text, uuid, int, text[], uuid, text, bigint) AS"
+    cat "$work/claimItemDirect.sql"; echo ";"
+    echo "PREPARE endl(timestamptz, text, jsonb, jsonb, timestamptz, bigint, bigint, bigint, bigint, uuid, uuid, bigint, boolean, boolean, bigint, bigint, boolean, boolean) AS"
+    cat "$work/endLease.sql"; echo ";"
+    for _ in $(seq 1 20); do cycle; done
+    echo "\\! awk '{print \"cpu0\", \$14 + \$15}' /proc/\$BPID/stat"
+    for _ in $(seq 1 "$n"); do cycle; done
+    echo "\\! awk '{print \"cpu1\", \$14 + \$15}' /proc/\$BPID/stat"
+} > "$work/cycles.sql"
+
+ticks=$(getconf CLK_TCK)
+for r in $(seq 1 "$rounds"); do
+    for v in "${names[@]}"; do
+        psql -d "leasecpu_$v" -f "$work/cycles.sql" > "$work/$v.out" &
+    done
+    wait
+    for v in "${names[@]}"; do
+        awk -v r="$r" -v v="$v" -v n="$n" -v hz="$ticks" '/^cpu0/ {a = $2} /^cpu1/ {b = $2}
+            END {printf "round %s  %-20s %.3f ms of CPU per claim + completion\n", r, v, (b - a) * 1000 / hz / n}' "$work/$v.out"
+    done
+done
