@@ -50,6 +50,16 @@ ALTER TABLE items DISABLE TRIGGER items_event_state;"
     [guard_when]="$guard_when"
 )
 names=(as_is four_indexes_fewer events_off triggers_off guard_when)
+# The minimal pair of workload 1 (bench/minimal.go), in a database of its
+# own, beside them: the floor the targets are measured against.
+minimal="DROP TABLE IF EXISTS bench_minimal_queue;
+CREATE TABLE bench_minimal_queue (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, state smallint NOT NULL DEFAULT 0,
+    epoch bigint NOT NULL DEFAULT 0, worker text, expires_at timestamptz, result jsonb);
+CREATE INDEX bench_minimal_queue_ready ON bench_minimal_queue (id) WHERE state = 0;
+INSERT INTO bench_minimal_queue (state) SELECT 0 FROM generate_series(1, $(( (n + 20) * rounds )));"
+psql -d postgres -c "DROP DATABASE IF EXISTS leasecpu_minimal" -c "CREATE DATABASE leasecpu_minimal"
+psql -d leasecpu_minimal -c "$minimal" -c "VACUUM ANALYZE bench_minimal_queue"
 
 for v in "${names[@]}"; do
     db="leasecpu_$v"
@@ -78,14 +88,28 @@ cycle() {
     for _ in $(seq 1 "$n"); do cycle; done
     echo "\\! awk '{print \"cpu1\", \$14 + \$15}' /proc/\$BPID/stat"
 } > "$work/cycles.sql"
+{
+    echo "SET synchronous_commit = off;"
+    echo "SELECT pg_backend_pid() AS bpid \\gset"
+    echo "\\setenv BPID :bpid"
+    m_cycle() {
+        echo "UPDATE bench_minimal_queue SET state = 1, epoch = epoch + 1, worker = 'w1', expires_at = now() + interval '15 minutes' WHERE id = (SELECT id FROM bench_minimal_queue WHERE state = 0 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id AS mid, epoch AS mep \\gset"
+        echo "UPDATE bench_minimal_queue SET state = 2, result = '{\"ok\":true}' WHERE id = :mid AND epoch = :mep AND state = 1 AND expires_at > now();"
+    }
+    for _ in $(seq 1 20); do m_cycle; done
+    echo "\\! awk '{print \"cpu0\", \$14 + \$15}' /proc/\$BPID/stat"
+    for _ in $(seq 1 "$n"); do m_cycle; done
+    echo "\\! awk '{print \"cpu1\", \$14 + \$15}' /proc/\$BPID/stat"
+} > "$work/minimal.sql"
 
 ticks=$(getconf CLK_TCK)
 for r in $(seq 1 "$rounds"); do
     for v in "${names[@]}"; do
         psql -d "leasecpu_$v" -f "$work/cycles.sql" > "$work/$v.out" &
     done
+    psql -d leasecpu_minimal -f "$work/minimal.sql" > "$work/minimal.out" &
     wait
-    for v in "${names[@]}"; do
+    for v in "${names[@]}" minimal; do
         awk -v r="$r" -v v="$v" -v n="$n" -v hz="$ticks" '/^cpu0/ {a = $2} /^cpu1/ {b = $2}
             END {printf "round %s  %-20s %.3f ms of CPU per claim + completion\n", r, v, (b - a) * 1000 / hz / n}' "$work/$v.out"
     done
