@@ -49,22 +49,23 @@ build:
 	$(GO) build -buildvcs=auto -ldflags "$(LDFLAGS)" -o bin/workgraph ./cmd/workgraph
 
 # Fuzzes each target for FUZZTIME executions with one worker, after its
-# corpus (about 2 minutes in all on an idle machine): fuzzed bodies, query strings, cursors
-# and path segments against a real server (FUZZTIME), and the input checks
-# against PostgreSQL (FUZZTIME_INPUT). A failing input is written to the
-# package's testdata/fuzz/<Target>/ (commit it with the fix); the seeds and
-# corpora there also run in plain `make test`. The budgets are counts, not
-# durations: with a duration, Go 1.26's fuzzing coordinator can report
+# corpus: fuzzed bodies, query strings, cursors and path segments against a
+# real server (FUZZTIME), and the input checks against PostgreSQL
+# (FUZZTIME_INPUT). FUZZ_JOBS targets run at once (.ci/fuzz-short; each one
+# spends most of its time waiting on its test server and PostgreSQL), each
+# with its output printed whole when it ends. A failing input is written to
+# the package's testdata/fuzz/<Target>/ (commit it with the fix); the seeds
+# and corpora there also run in plain `make test`. The budgets are counts,
+# not durations: with a duration, Go 1.26's fuzzing coordinator can report
 # "context deadline exceeded" when the time runs out mid-input
 # (golang/go#75804), a failure with no failing input.
 FUZZTIME ?= 600x
 FUZZTIME_INPUT ?= 20000x
+FUZZ_JOBS ?= 3
 FUZZ_API = FuzzItemBody FuzzLeaseBody FuzzAttentionBody FuzzAdminBody FuzzQuery FuzzCursor
 fuzz-short:
-	@for t in $(FUZZ_API); do echo "fuzz ./api $$t"; \
-	  $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x -parallel 1 ./api/ || exit 1; done
-	@echo "fuzz ./input FuzzStorable"; \
-	  $(GO) test -run '^$$' -fuzz '^FuzzStorable$$' -fuzztime $(FUZZTIME_INPUT) -fuzzminimizetime 100x -parallel 1 ./input/
+	@GO="$(GO)" ./.ci/fuzz-short $(FUZZ_JOBS) $(foreach t,$(FUZZ_API),api:$(t):$(FUZZTIME)) input:FuzzStorable:$(FUZZTIME_INPUT)
+
 # The fault suite (docs/reliability.md): its own PostgreSQL on 55440-55449,
 # 3 replicas on 18440-18449, faults from a seeded nemesis; exits non-zero on
 # any violation. chaos is the full run (6 scenarios, about 6-8 minutes),
