@@ -157,6 +157,9 @@ func (s *Service) history(ctx context.Context, ex dbq.DBTX, order HistoryOrder, 
 	}
 	q := dbq.New()
 	var out []historyRow
+	if (p.Since != nil || p.Until != nil) && (order == "" || order == OrderAcquired || order == OrderNewest) {
+		return s.historyWindow(ctx, ex, order, list, cursor, p)
+	}
 	switch order {
 	case "", OrderAcquired:
 		after, err := page.Decode(list, cursor)
@@ -213,6 +216,66 @@ func (s *Service) history(ctx context.Context, ex dbq.DBTX, order HistoryOrder, 
 		}
 	default:
 		return nil, wgerr.InvalidField("sort", "unknown order %q (acquired or ran; a leading - for descending)", order)
+	}
+	return out, nil
+}
+
+// The first page's cursor bounds of historyWindow, before and after every
+// acquisition time PostgreSQL and Go both hold.
+var (
+	windowStart = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	windowEnd   = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
+// historyWindow reads one page of the leases acquired in the time window
+// p.Since, p.Until, in acquisition order (oldest or newest first; leases
+// acquired at the same instant in grant order): the window is read from
+// its index in order (LeaseHistoryAcquired), where the walk in grant order
+// of history's other queries would skip every lease outside it. The
+// cursor is the last row's acquisition time (microseconds, as PostgreSQL
+// keeps it) and sequence number, of a list of its own ("@window"): a
+// cursor of a page without a window is refused.
+func (s *Service) historyWindow(ctx context.Context, ex dbq.DBTX, order HistoryOrder, list, cursor string, p dbq.LeaseHistoryParams) ([]historyRow, error) {
+	list += "@window"
+	key, seq, ok, err := page.DecodeKey(list, cursor)
+	if err != nil {
+		return nil, err
+	}
+	q := dbq.New()
+	var out []historyRow
+	add := func(l dbq.Lease, refusals int32) {
+		out = append(out, historyRow{l, refusals, page.EncodeKey(list, l.AcquiredAt.UnixMicro(), l.Seq)})
+	}
+	if order == OrderNewest {
+		before, beforeSeq := windowEnd, int64(math.MaxInt64)
+		if ok {
+			before, beforeSeq = time.UnixMicro(key).UTC(), seq
+		}
+		rows, err := q.LeaseHistoryAcquiredNewest(ctx, ex, dbq.LeaseHistoryAcquiredNewestParams{
+			ProjectID: p.ProjectID, Since: p.Since, BeforeAt: before, Until: p.Until, BeforeSeq: beforeSeq,
+			ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome, MaxRows: p.MaxRows,
+		})
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			add(r.Lease, r.Refusals)
+		}
+		return out, nil
+	}
+	after, afterSeq := windowStart, int64(0)
+	if ok {
+		after, afterSeq = time.UnixMicro(key).UTC(), seq
+	}
+	rows, err := q.LeaseHistoryAcquired(ctx, ex, dbq.LeaseHistoryAcquiredParams{
+		ProjectID: p.ProjectID, AfterAt: after, Since: p.Since, Until: p.Until, AfterSeq: afterSeq,
+		ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome, MaxRows: p.MaxRows,
+	})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	for _, r := range rows {
+		add(r.Lease, r.Refusals)
 	}
 	return out, nil
 }

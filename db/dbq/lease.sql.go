@@ -1271,6 +1271,212 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 	return items, nil
 }
 
+const leaseHistoryAcquired = `-- name: LeaseHistoryAcquired :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = $1
+  AND l.acquired_at >= greatest($2::timestamptz, coalesce($3::timestamptz, '-infinity'))
+  AND l.acquired_at < coalesce($4::timestamptz, 'infinity')
+  -- The rest of the keyset, apart: as a row comparison it would be an
+  -- index condition of its own, from which the scan could start instead
+  -- of from the bound above.
+  AND (l.acquired_at > $2::timestamptz OR l.seq > $5::bigint)
+  AND ($6::uuid IS NULL OR l.item_id = $6::uuid)
+  AND ($7::text IS NULL OR l.worker = $7::text)
+  AND ($8::text IS NULL OR l.outcome = $8::text)
+ORDER BY l.acquired_at, l.seq
+LIMIT $9
+`
+
+type LeaseHistoryAcquiredParams struct {
+	ProjectID uuid.UUID
+	AfterAt   time.Time
+	Since     *time.Time
+	Until     *time.Time
+	AfterSeq  int64
+	ItemID    *uuid.UUID
+	Worker    *string
+	Outcome   *string
+	MaxRows   int32
+}
+
+type LeaseHistoryAcquiredRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// The leases acquired in [@since, @until) (a bound left NULL is open),
+// oldest acquisition first, ties in grant order: History's orders by grant
+// when the page names a time window. The range is read from
+// leases_by_acquired (project_id, acquired_at, seq; migration 00054) in
+// order, so a page costs its own rows whatever the history around the
+// window holds; LeaseHistory's walk in grant order skips every lease
+// before the window (a recent window of a long history: the whole
+// history), and which of the two PostgreSQL chooses for LeaseHistory
+// depends on estimates that cannot see where a project's recent leases
+// are. The cursor is the last row's (acquired_at, seq): (@after_at,
+// @after_seq); the first page passes '-infinity'.
+func (q *Queries) LeaseHistoryAcquired(ctx context.Context, db DBTX, arg LeaseHistoryAcquiredParams) ([]LeaseHistoryAcquiredRow, error) {
+	rows, err := db.Query(ctx, leaseHistoryAcquired,
+		arg.ProjectID,
+		arg.AfterAt,
+		arg.Since,
+		arg.Until,
+		arg.AfterSeq,
+		arg.ItemID,
+		arg.Worker,
+		arg.Outcome,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LeaseHistoryAcquiredRow{}
+	for rows.Next() {
+		var i LeaseHistoryAcquiredRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const leaseHistoryAcquiredNewest = `-- name: LeaseHistoryAcquiredNewest :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = $1
+  AND l.acquired_at >= coalesce($2::timestamptz, '-infinity')
+  AND l.acquired_at <= least($3::timestamptz, coalesce($4::timestamptz, 'infinity'))
+  AND l.acquired_at < coalesce($4::timestamptz, 'infinity')
+  AND (l.acquired_at < $3::timestamptz OR l.seq < $5::bigint)
+  AND ($6::uuid IS NULL OR l.item_id = $6::uuid)
+  AND ($7::text IS NULL OR l.worker = $7::text)
+  AND ($8::text IS NULL OR l.outcome = $8::text)
+ORDER BY l.acquired_at DESC, l.seq DESC
+LIMIT $9
+`
+
+type LeaseHistoryAcquiredNewestParams struct {
+	ProjectID uuid.UUID
+	Since     *time.Time
+	BeforeAt  time.Time
+	Until     *time.Time
+	BeforeSeq int64
+	ItemID    *uuid.UUID
+	Worker    *string
+	Outcome   *string
+	MaxRows   int32
+}
+
+type LeaseHistoryAcquiredNewestRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// LeaseHistoryAcquired newest acquisition first; the cursor is the last
+// row's (acquired_at, seq): (@before_at, @before_seq); the first page
+// passes 'infinity'.
+func (q *Queries) LeaseHistoryAcquiredNewest(ctx context.Context, db DBTX, arg LeaseHistoryAcquiredNewestParams) ([]LeaseHistoryAcquiredNewestRow, error) {
+	rows, err := db.Query(ctx, leaseHistoryAcquiredNewest,
+		arg.ProjectID,
+		arg.Since,
+		arg.BeforeAt,
+		arg.Until,
+		arg.BeforeSeq,
+		arg.ItemID,
+		arg.Worker,
+		arg.Outcome,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LeaseHistoryAcquiredNewestRow{}
+	for rows.Next() {
+		var i LeaseHistoryAcquiredNewestRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
 SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r

@@ -516,6 +516,54 @@ WHERE l.project_id = @project_id
 ORDER BY l.seq DESC
 LIMIT @max_rows;
 
+-- name: LeaseHistoryAcquired :many
+-- The leases acquired in [@since, @until) (a bound left NULL is open),
+-- oldest acquisition first, ties in grant order: History's orders by grant
+-- when the page names a time window. The range is read from
+-- leases_by_acquired (project_id, acquired_at, seq; migration 00054) in
+-- order, so a page costs its own rows whatever the history around the
+-- window holds; LeaseHistory's walk in grant order skips every lease
+-- before the window (a recent window of a long history: the whole
+-- history), and which of the two PostgreSQL chooses for LeaseHistory
+-- depends on estimates that cannot see where a project's recent leases
+-- are. The cursor is the last row's (acquired_at, seq): (@after_at,
+-- @after_seq); the first page passes '-infinity'.
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id
+  AND l.acquired_at >= greatest(@after_at::timestamptz, coalesce(sqlc.narg('since')::timestamptz, '-infinity'))
+  AND l.acquired_at < coalesce(sqlc.narg('until')::timestamptz, 'infinity')
+  -- The rest of the keyset, apart: as a row comparison it would be an
+  -- index condition of its own, from which the scan could start instead
+  -- of from the bound above.
+  AND (l.acquired_at > @after_at::timestamptz OR l.seq > @after_seq::bigint)
+  AND (sqlc.narg('item_id')::uuid IS NULL OR l.item_id = sqlc.narg('item_id')::uuid)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+ORDER BY l.acquired_at, l.seq
+LIMIT @max_rows;
+
+-- name: LeaseHistoryAcquiredNewest :many
+-- LeaseHistoryAcquired newest acquisition first; the cursor is the last
+-- row's (acquired_at, seq): (@before_at, @before_seq); the first page
+-- passes 'infinity'.
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id
+  AND l.acquired_at >= coalesce(sqlc.narg('since')::timestamptz, '-infinity')
+  AND l.acquired_at <= least(@before_at::timestamptz, coalesce(sqlc.narg('until')::timestamptz, 'infinity'))
+  AND l.acquired_at < coalesce(sqlc.narg('until')::timestamptz, 'infinity')
+  AND (l.acquired_at < @before_at::timestamptz OR l.seq < @before_seq::bigint)
+  AND (sqlc.narg('item_id')::uuid IS NULL OR l.item_id = sqlc.narg('item_id')::uuid)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+ORDER BY l.acquired_at DESC, l.seq DESC
+LIMIT @max_rows;
+
 -- name: LeaseHistoryByDuration :many
 -- LeaseHistory by how long each lease ran (a live one: so far, by the
 -- database clock), shortest first for @dir 1 and longest first for -1,
