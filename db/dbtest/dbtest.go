@@ -303,6 +303,22 @@ func createDatabase(tb testing.TB, name string) string {
 	return withDatabase(base, name)
 }
 
+// FreshURL creates a new migrated database for this test from the
+// template and returns its URL (as URL does), for a test that needs a new
+// one: it changes the schema (migrates down and up, creates tables), the
+// database's settings or table options, or depends on the database's
+// physical history (the pages a statement reads). The test says why.
+func FreshURL(tb testing.TB) string {
+	tb.Helper()
+	return URL(tb)
+}
+
+// Fresh is New on a database of FreshURL.
+func Fresh(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	return New(tb)
+}
+
 // New creates a fresh migrated database for this test and returns a pool on
 // it, closed when the test ends.
 func New(tb testing.TB) *pgxpool.Pool {
