@@ -7,7 +7,7 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg fuzz-short chaos chaos-short model clients
+.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg drop-test-pool fuzz-short chaos chaos-short model clients
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
@@ -118,3 +118,9 @@ ci: fmt-check vet check-generated test
 # 127.0.0.1:5432 (it is left running for the next test run otherwise).
 stop-test-pg:
 	$(GO) run ./db/dbtest/stoptestpg
+
+# Drops the test databases the tests keep on their server between runs:
+# the pool of reusable databases (wgpool_*, of every migrations digest,
+# except those running tests hold) and the templates of other digests.
+drop-test-pool:
+	$(GO) run ./db/dbtest/stoptestpg -drop-pool
