@@ -426,8 +426,9 @@ func dropStale(base, name string) {
 }
 
 // DropPool drops the databases of the pool that no test binary uses, of
-// every migrations digest, and the template databases of other digests
-// than this build's: the test databases dbtest keeps on the server between
+// every migrations digest (and those of dbtest's own tests' pools,
+// wgpooltest_*, should a run have left them), and the template databases
+// of other digests than this build's: the test databases dbtest keeps on the server between
 // runs (`make drop-test-pool`). It logs what it dropped to logf.
 func DropPool(ctx context.Context, logf func(format string, args ...any)) error {
 	base, err := findServer()
@@ -439,7 +440,7 @@ func DropPool(ctx context.Context, logf func(format string, args ...any)) error 
 		return err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'wgpool\_%' OR
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'wgpool\_%' OR datname LIKE 'wgpooltest\_%' OR
 		(datname LIKE 'workgraph\_tmpl\_%' AND datname <> $1) ORDER BY 1`, "workgraph_tmpl_"+db.MigrationsHash())
 	if err != nil {
 		return err
