@@ -35,11 +35,13 @@ import (
 // terminated, its schema and settings compared with the template's (a
 // database that differs is replaced by a fresh copy: the test that
 // changed it should have used FreshURL), every table emptied, sequences
-// restarted, statistics deleted, activity counters zeroed.
+// restored, the planner's statistics and estimates restored, activity
+// counters zeroed.
 //
-// A database of another migrations digest (an older template) is dropped
-// when seen unless another binary holds it; DropPool (`make
-// drop-test-pool`) drops them all.
+// A database of another migrations digest (an older template) is taken
+// out of the pool when seen unused (renamed at once, dropped when the
+// binary's tests have ended); DropPool (`make drop-test-pool`) drops them
+// all.
 const (
 	poolPrefix    = "wgpool_"
 	poolLockClass = 7250002
@@ -167,11 +169,21 @@ func (p *dbPool) lock(ctx context.Context) (name string, exists bool, err error)
 		if !p.reapStale || p.held[dbName] {
 			continue
 		}
-		if got, err := p.tryLock(ctx, dbName); err != nil {
+		got, err := p.tryLock(ctx, dbName)
+		if err != nil {
 			return "", false, err
-		} else if got {
-			p.held[dbName] = true
-			dropStale(p.base, dbName)
+		}
+		if !got {
+			continue
+		}
+		p.held[dbName] = true
+		// Renamed out of the pool now, while this binary holds it: a
+		// binary of its digest that came later would take it, and the
+		// drop would end its test's sessions. A database with sessions
+		// (left by a killed run) cannot be renamed; the next one tries.
+		trash := fmt.Sprintf("wgtest_%d_%d", os.Getpid(), counter.Add(1))
+		if _, err := p.lockConn.Exec(ctx, "ALTER DATABASE "+dbName+" RENAME TO "+trash); err == nil {
+			dropStale(p.base, trash)
 		}
 	}
 	// The lowest free slot first, existing or not: the pool grows only
@@ -324,7 +336,9 @@ func (p *dbPool) reset(ctx context.Context, name string) error {
 	if !truncate && len(dirty) > 0 {
 		stmts = append(stmts, "VACUUM "+strings.Join(dirty, ", "))
 	}
-	stmts = append(stmts, p.state.restoreSQL(), "VACUUM pg_class")
+	// The catalogs reset rewrites are vacuumed too: the server may run
+	// no autovacuum, and every reset leaves dead rows in them.
+	stmts = append(stmts, p.state.restoreSQL(), "VACUUM pg_class, pg_statistic")
 	if pg15 {
 		// The activity counters last, once this session's own (its
 		// deletes, its catalog writes) are flushed from the session to

@@ -33,14 +33,16 @@ func privatePool(t testing.TB) string {
 	prefix := fmt.Sprintf("wgpooltest_%d_%d_", os.Getpid(), counter.Add(1))
 	t.Cleanup(func() {
 		ctx := context.Background()
+		p.mu.Lock() // the binary's lock connection, which its tests share
 		rows, err := p.lockConn.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1)", prefix)
+		var names []string
+		if err == nil {
+			names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		p.mu.Unlock()
 		if err != nil {
 			t.Error(err)
 			return
-		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Error(err)
 		}
 		for _, name := range names {
 			dropStale(p.base, name)
