@@ -263,6 +263,13 @@ const expectedSettings = "t|-1||{synchronous_commit=off}|0"
 // an fsync of its file), so done only then.
 const bloatLimit = 8 << 20
 
+// smallHeap: an emptied table of fewer pages than this keeps them (VACUUM
+// with TRUNCATE false). The planner sees the same as in the template: a
+// table never vacuumed (reltuples -1, which reset restores) is planned as
+// if it had at least 10 pages. A larger one is cut back to none, which
+// costs a flush of the WAL per table.
+const smallHeap = 10
+
 // reset brings the database name, which the caller holds, back to the
 // template's state; if its schema or its settings differ from the
 // template's, it replaces it with a fresh copy.
@@ -270,14 +277,14 @@ const bloatLimit = 8 << 20
 // What it costs: a TRUNCATE of every table took 50 ms on an idle server
 // and up to 450 ms while the suite ran (an fsync per index), about what
 // the CREATE DATABASE it replaces costs there. So reset deletes the rows
-// of the tables that hold any (a heap of more than zero pages) and
-// vacuums them (the heap is cut back to zero pages), and restores the
-// planner's estimates VACUUM rewrote: a few milliseconds for a test's
-// worth of rows. The schema check (a digest of the catalog, 20 ms idle,
-// 200 ms loaded) runs only where the database's activity counters, zeroed
-// at the previous reset, show writes to the catalog since (DDL), or
-// cannot tell (counters lost in a crash, PostgreSQL before 15 whose
-// counters are sent over UDP and may be lost).
+// of the tables written since the previous reset (the activity counters
+// it zeroed say which; where they cannot tell, those of more than zero
+// pages) and vacuums them, without cutting a small table's pages off the
+// file (each cut flushes the WAL), and restores the planner's estimates
+// VACUUM rewrote. The schema check (a digest of the catalog, 20 ms idle,
+// 200 ms loaded) runs only where the counters show writes to the catalog
+// since (DDL), or cannot tell (counters lost in a crash, PostgreSQL
+// before 15 whose counters are sent over UDP and may be lost).
 func (p *dbPool) reset(ctx context.Context, name string) error {
 	// Sessions left by a killed run, or by a test that leaked them, would
 	// hold locks, keep rows visible to VACUUM, and write after the reset.
@@ -305,20 +312,27 @@ func (p *dbPool) reset(ctx context.Context, name string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	var dirty []string
+	pg15 := serverMajor(conn) >= 15
+	counted = counted && pg15
+	var small, large []string
 	var writes int64
-	err = conn.QueryRow(ctx, `SELECT
-		coalesce((SELECT array_agg(t ORDER BY t) FROM unnest($1::text[]) t WHERE pg_relation_size(t::regclass) > 0), '{}'),
-		(SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_sys_tables s
-			JOIN pg_class c ON c.oid = s.relid WHERE c.oid < 16384 AND NOT c.relisshared
-			AND c.oid NOT IN ('pg_statistic'::regclass, (SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)))
-		+ (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables WHERE format('%I.%I', schemaname, relname) = ANY($2))`,
-		p.state.Empty, p.state.seededTables()).Scan(&dirty, &writes)
+	err = conn.QueryRow(ctx, `WITH t AS (
+			SELECT t AS name, pg_relation_size(t::regclass) / current_setting('block_size')::int AS pages,
+				coalesce(pg_stat_get_tuples_inserted(t::regclass) + pg_stat_get_tuples_updated(t::regclass)
+					+ pg_stat_get_tuples_deleted(t::regclass), 0) AS writes
+			FROM unnest($1::text[]) t)
+		SELECT
+			coalesce((SELECT array_agg(name ORDER BY name) FROM t WHERE CASE WHEN $3 THEN writes > 0 ELSE pages > 0 END AND pages < $4), '{}'),
+			coalesce((SELECT array_agg(name ORDER BY name) FROM t WHERE CASE WHEN $3 THEN writes > 0 ELSE pages > 0 END AND pages >= $4), '{}'),
+			(SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_sys_tables s
+				JOIN pg_class c ON c.oid = s.relid WHERE c.oid < 16384 AND NOT c.relisshared
+				AND c.oid NOT IN ('pg_statistic'::regclass, (SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)))
+			+ (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables WHERE format('%I.%I', schemaname, relname) = ANY($2))`,
+		p.state.Empty, p.state.seededTables(), counted, smallHeap).Scan(&small, &large, &writes)
 	if err != nil {
 		return err
 	}
-	pg15 := serverMajor(conn) >= 15
-	if writes > 0 || !counted || !pg15 {
+	if writes > 0 || !counted {
 		same, err := p.sameSchema(ctx, conn)
 		if err != nil {
 			return err
@@ -332,21 +346,25 @@ func (p *dbPool) reset(ctx context.Context, name string) error {
 	// The simple protocol runs the statements of one query in one
 	// transaction.
 	simple := pgx.QueryExecModeSimpleProtocol
-	stmts := []string{"SET session_replication_role = replica;\n" + p.state.emptySQL(truncate, dirty)}
-	if !truncate && len(dirty) > 0 {
-		stmts = append(stmts, "VACUUM "+strings.Join(dirty, ", "))
+	stmts := []string{"SET session_replication_role = replica;\n" + p.state.emptySQL(truncate, append(small, large...))}
+	// The catalogs reset rewrites are vacuumed too (the dead rows of the
+	// previous reset's): the server may run no autovacuum.
+	if truncate {
+		small, large = nil, nil
 	}
-	// The catalogs reset rewrites are vacuumed too: the server may run
-	// no autovacuum, and every reset leaves dead rows in them.
-	stmts = append(stmts, p.state.restoreSQL(), "VACUUM pg_class, pg_statistic")
+	stmts = append(stmts, "VACUUM (TRUNCATE false) "+strings.Join(append(small, "pg_class", "pg_statistic"), ", "))
+	if len(large) > 0 {
+		stmts = append(stmts, "VACUUM "+strings.Join(large, ", "))
+	}
+	restore := p.state.restoreSQL()
 	if pg15 {
 		// The activity counters last, once this session's own (its
 		// deletes, its catalog writes) are flushed from the session to
 		// where pg_stat_reset zeroes them: PostgreSQL 15 keeps them in
 		// the session until it is idle, or ends.
-		stmts = append(stmts, "SELECT pg_stat_force_next_flush()")
+		restore += "SELECT pg_stat_force_next_flush();\n"
 	}
-	stmts = append(stmts, "SELECT pg_stat_reset()")
+	stmts = append(stmts, restore, "SELECT pg_stat_reset()")
 	for _, stmt := range stmts {
 		if _, err := conn.Exec(ctx, stmt, simple); err != nil {
 			return fmt.Errorf("%.60s: %w", stmt, err)
