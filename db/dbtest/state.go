@@ -25,7 +25,7 @@ type templateState struct {
 	// Schema is the digest of the schema's catalog rows (schemaQuery).
 	Schema string `json:"schema"`
 	// Empty are the tables that hold no row in the template: reset
-	// truncates them.
+	// empties them.
 	Empty []string `json:"empty"`
 	// Seeded are the tables the migrations fill (goose's version table),
 	// each with the digest of its rows: reset keeps them, and a database
