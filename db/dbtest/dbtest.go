@@ -194,12 +194,16 @@ func makeTemplate(base string) (string, *templateState, error) {
 		if st := parseState(comment); st != nil {
 			return name, st, nil
 		}
-		// Built before its state was kept: take it now.
+		// Built before its state was kept: take it now. A user who may not
+		// read it or comment on it (another's template) gets no pool.
 		st, err := stateOf(ctx, withDatabase(base, name))
 		if err != nil {
-			return "", nil, err
+			return name, nil, nil
 		}
-		return name, st, commentState(ctx, admin, name, st)
+		if commentState(ctx, admin, name, st) != nil {
+			return name, nil, nil
+		}
+		return name, st, nil
 	}
 	building := name + "_build"
 	admin.Exec(ctx, "DROP DATABASE IF EXISTS "+building)
