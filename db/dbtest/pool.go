@@ -17,9 +17,10 @@ import (
 )
 
 // The pool of reusable test databases (River's riverdbtest.TestSchema is
-// the model). A copy of the template costs a CREATE DATABASE (0.3 s on an
-// idle server, 1 s and more on the loaded shared one, and a checkpoint's
-// fsyncs of its files later), so URL hands a test a database of the pool
+// the model). A copy of the template costs a CREATE DATABASE (0.15 to
+// 0.45 s on the loaded development server, 1 s and more on a busier one;
+// its 9 MB written through the WAL, then again by a checkpoint, and its
+// drop forces a checkpoint), so URL hands a test a database of the pool
 // instead: wgpool_<migrations digest>_<n>, n below the pool's size, kept
 // on the server after the run for the next one.
 //
