@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -22,7 +23,9 @@ func TestRequestIDInEveryLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := setup(t, func(c *server.Config) { c.Logger = log })
+	// A fresh database: the test renames a column, a change of the
+	// schema that a reused database would hand to the next test.
+	e := setup(t, func(c *server.Config) { c.Logger = log; c.DatabaseURL = dbtest.FreshURL(t) })
 	if _, err := e.pool.Exec(context.Background(), "ALTER TABLE projects RENAME COLUMN name TO name_was"); err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,10 @@ import (
 type syncBuffer = servertest.SyncBuffer
 
 // logged boots the server with its log captured.
-func logged(t *testing.T) (*env, *syncBuffer) {
+func logged(t *testing.T, tune ...func(*server.Config)) (*env, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	e := setup(t, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	e := setup(t, append([]func(*server.Config){func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) }}, tune...)...)
 	return e, logs
 }
 
@@ -144,7 +144,9 @@ func TestDatabaseLost(t *testing.T) {
 
 	t.Run("InternalLoggedWithCause", func(t *testing.T) {
 		t.Parallel()
-		e, logs := logged(t)
+		// A fresh database: the test renames a column, a change of the
+		// schema that a reused database would hand to the next test.
+		e, logs := logged(t, func(c *server.Config) { c.DatabaseURL = dbtest.FreshURL(t) })
 		if _, err := e.pool.Exec(ctx, "ALTER TABLE projects RENAME COLUMN name TO name_was"); err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,8 @@ import (
 // every migration then applies again.
 func TestMigrateDownAndUp(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
+	pool := dbtest.Fresh(t) // new: it migrates the schema away and back
+
 	ctx := context.Background()
 	status := func() string {
 		var b bytes.Buffer

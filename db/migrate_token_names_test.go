@@ -14,7 +14,8 @@ import (
 // they are.
 func TestMigrateTokenNames(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
+	pool := dbtest.Fresh(t) // new: it migrates down and up
+
 	ctx := context.Background()
 	if err := db.MigrateDownTo(ctx, pool, 13); err != nil { // below 00014, which renames duplicates
 		t.Fatal(err)

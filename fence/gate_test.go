@@ -13,11 +13,13 @@ import (
 	"github.com/workgraph-dev/workgraph/fence"
 )
 
-// setupGate migrates the gate's tables into schema "dest" of a fresh
-// database (fresh: the tests commit, as a destination does).
+// setupGate migrates the gate's tables into schema "dest" of a database of
+// the test's own (the tests commit, as a destination does). A new one
+// (dbtest.Fresh): the gate's tables are a schema a reused database must
+// not keep.
 func setupGate(t *testing.T) (*pgxpool.Pool, *fence.Gate) {
 	t.Helper()
-	pool := dbtest.New(t)
+	pool := dbtest.Fresh(t)
 	ctx := context.Background()
 	if err := fence.Migrate(ctx, pool, "dest"); err != nil {
 		t.Fatalf("Migrate: %v", err)

@@ -19,14 +19,16 @@ import (
 // walks the claim index in order even where the planner's estimates for an
 // unknown project are those of a small one.
 //
-// A fresh database of its own: the test analyzes items after loading many
-// small projects and a large one, so that the generic estimates are the
-// hazard's, and each pool has one connection, whose session settings and
-// prepared statements the test reads.
+// A new database of its own (dbtest.Fresh, not a reused one, whose indexes
+// keep the pages of earlier tests' rows and so weigh differently in the
+// plan): the test analyzes items after loading many small projects and a
+// large one, so that the generic estimates are the hazard's, and each pool
+// has one connection, whose session settings and prepared statements the
+// test reads.
 func TestClaimPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base := dbtest.New(t)
+	base := dbtest.Fresh(t)
 	f := setupOn(t, base, base, lease.Config{})
 	if _, err := base.Exec(ctx, `
 		INSERT INTO items (project_id, title, created_by)

@@ -19,7 +19,7 @@ import (
 // own database down and up, so it cannot share one.
 func TestMigration10CarriesOldState(t *testing.T) {
 	t.Parallel()
-	f := setupDB(t, lease.Config{}) // migrates the database down and up
+	f := setupFresh(t, lease.Config{}) // migrates the database down and up
 	tokenA := uuid.New()
 	claim := func(label string, token *uuid.UUID) (lease.Claim, error) {
 		return f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w", Labels: []string{label}, TokenID: token})

@@ -50,6 +50,15 @@ func setupDB(t testing.TB, cfg lease.Config) fixture {
 	return setupOn(t, pool, pool, cfg)
 }
 
+// setupFresh is setupDB on a new database (dbtest.Fresh), for a test that
+// migrates it down and up: a reused database must keep the template's
+// schema.
+func setupFresh(t testing.TB, cfg lease.Config) fixture {
+	t.Helper()
+	pool := dbtest.Fresh(t)
+	return setupOn(t, pool, pool, cfg)
+}
+
 func setupOn(t testing.TB, conn db.Executor, pool *pgxpool.Pool, cfg lease.Config) fixture {
 	t.Helper()
 	ctx := context.Background()

@@ -133,10 +133,11 @@ func TestWorkerStatsCounters(t *testing.T) {
 }
 
 // TestWorkerStatsBackfill: migration 00019 counts the leases that ended
-// before it. Its own database: it migrates down and up again.
+// before it. A new database of its own (setupFresh): it migrates down and
+// up again.
 func TestWorkerStatsBackfill(t *testing.T) {
 	t.Parallel()
-	f := setupDB(t, lease.Config{})
+	f := setupFresh(t, lease.Config{})
 	f.endEveryWay(t)
 	want := f.aggregateStats(t)
 	if err := db.MigrateDownTo(f.ctx, f.pool, 18); err != nil {

@@ -291,16 +291,18 @@ func (m *Metrics) AttentionOverdue(policy string) {
 
 // Delivery counts a webhook delivery attempt of result (DeliveryDelivered,
 // ...) and, when it sent a request, observes the receiver's latency;
-// disabled: the attempt's failure disabled the webhook.
+// disabled: the attempt's failure disabled the webhook. The attempt is
+// counted last, so that a scrape that sees it counted sees its latency and
+// the disabling too.
 func (m *Metrics) Delivery(result string, sent bool, latency time.Duration, disabled bool) {
 	if m == nil {
 		return
 	}
-	m.deliveries.WithLabelValues(result).Inc()
 	if sent {
 		m.deliveryLatency.Observe(latency.Seconds())
 	}
 	if disabled {
 		m.hooksDisabled.Inc()
 	}
+	m.deliveries.WithLabelValues(result).Inc()
 }

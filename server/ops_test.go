@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -130,6 +131,9 @@ func TestWebErrorRequestID(t *testing.T) {
 	var log syncBuffer
 	srv := start(t, func(c *server.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+		// A fresh database: the test renames a column, a change of the
+		// schema that a reused database would hand to the next test.
+		c.DatabaseURL = dbtest.FreshURL(t)
 	})
 	browser := newBrowser(t, srv)
 	if st := browser.signIn(adminToken); st != http.StatusSeeOther {

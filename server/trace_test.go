@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/telemetry/telemetrytest"
@@ -17,7 +18,7 @@ import (
 
 // tracedServer starts a server whose spans go to a receiver of the
 // test's own.
-func tracedServer(t *testing.T) (*server.Server, *telemetry.Provider, *telemetrytest.Receiver) {
+func tracedServer(t *testing.T, tune ...func(*server.Config)) (*server.Server, *telemetry.Provider, *telemetrytest.Receiver) {
 	t.Helper()
 	r := telemetrytest.NewReceiver(t)
 	vars := r.Env()
@@ -25,7 +26,7 @@ func tracedServer(t *testing.T) (*server.Server, *telemetry.Provider, *telemetry
 	if err != nil || !tp.Enabled() {
 		t.Fatalf("telemetry.Setup: %v (enabled %v)", err, tp.Enabled())
 	}
-	srv := start(t, func(c *server.Config) { c.Tracing = tp })
+	srv := start(t, append([]func(*server.Config){func(c *server.Config) { c.Tracing = tp }}, tune...)...)
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	return srv, tp, r
 }
@@ -203,7 +204,9 @@ func BenchmarkTracing(b *testing.B) {
 // problem code, unlike a refusal.
 func TestTraceOfFailure(t *testing.T) {
 	t.Parallel()
-	srv, tp, r := tracedServer(t)
+	// A fresh database: the test renames a column, a change of the
+	// schema that a reused database would hand to the next test.
+	srv, tp, r := tracedServer(t, func(c *server.Config) { c.DatabaseURL = dbtest.FreshURL(t) })
 	if _, err := srv.Pool().Exec(context.Background(), "ALTER TABLE projects RENAME COLUMN name TO name_was"); err != nil {
 		t.Fatal(err)
 	}

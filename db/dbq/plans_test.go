@@ -36,6 +36,14 @@ func (l *lastQuery) last() (string, []any) {
 
 func (l *lastQuery) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// freshForPlans: the tests of plans take a new database (dbtest.Fresh),
+// not a reused one. Their bounds count the pages a statement reads and
+// the plans the planner picks from the sizes of tables and indexes on
+// disk, and a reused database's indexes keep the pages that earlier
+// tests' rows grew (reset deletes rows; it does not rebuild indexes).
+// TestGraphJoinsDoNotTrustStaleProjectStatistics also alters the tables'
+// options.
+
 // TestLookupsByBareIDUseAnIndex: the statements that find a row by its id
 // alone, without its project (routes such as /v1/leases/{id}), read a few
 // index and heap pages, not the whole table: with 10,000 leases and
@@ -44,7 +52,7 @@ func (l *lastQuery) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndD
 // (reading the table or its primary key takes well over 50).
 func TestLookupsByBareIDUseAnIndex(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
+	pool := dbtest.Fresh(t) // see freshForPlans
 	ctx := context.Background()
 	fill := []string{
 		`INSERT INTO projects (name) SELECT 'p' || g FROM generate_series(1, 50) g`,
@@ -103,7 +111,7 @@ func TestLookupsByBareIDUseAnIndex(t *testing.T) {
 // pages (the walk reads tens of thousands).
 func TestGraphJoinsDoNotTrustStaleProjectStatistics(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
+	pool := dbtest.Fresh(t) // see freshForPlans
 	ctx := context.Background()
 	setup := []string{
 		`ALTER TABLE items SET (autovacuum_enabled = false)`,
@@ -269,7 +277,7 @@ func explainPages(t *testing.T, conn dbq.DBTX, sql string, args []any) float64 {
 // before it (20,000 ready items in 20 older projects here).
 func TestClaimProbesReadTheClaimIndex(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
+	pool := dbtest.Fresh(t) // see freshForPlans
 	ctx := context.Background()
 	setup := []string{
 		`INSERT INTO projects (name) SELECT 'old' || g FROM generate_series(1, 20) g`,
@@ -328,7 +336,7 @@ func TestClaimProbesReadTheClaimIndex(t *testing.T) {
 // and sorted all of them (5,000 here; 20,000 in workload 13).
 func TestBatchClaimReadsTheClaimIndexInOrder(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
+	pool := dbtest.Fresh(t) // see freshForPlans
 	ctx := context.Background()
 	var project uuid.UUID
 	if err := pool.QueryRow(ctx, `INSERT INTO projects (name) VALUES ('p') RETURNING id`).Scan(&project); err != nil {

@@ -10,17 +10,31 @@
 // used it for half a minute (see reaper_unix.go); StopEmbedded (`make
 // stop-test-pg`) stops it by hand. Once per server a template database is
 // migrated (named after the migrations' digest, so a changed migration gets
-// a new template); each call to New creates a fresh database from it, so
-// tests run in parallel and may commit, LISTEN and use many connections.
+// a new template).
+//
+// URL and New hand a test a database of a pool of reusable ones
+// (wgpool_<digest>_<n>, copies of the template kept on the server between
+// runs; River's riverdbtest.TestSchema is the model): held by the test
+// alone (an advisory lock, across test binaries) and reset to the
+// template's state before it gets it, so tests run in parallel and may
+// commit, LISTEN and use many connections, without the CREATE DATABASE
+// each (see pool.go). A test that changes the schema or the database
+// (migrates down and up, creates tables, alters a table's options or the
+// database's settings) or depends on the database's history (pages on
+// disk, statistics) takes a new copy of the template with FreshURL or
+// Fresh instead, and says why. DropPool (`make drop-test-pool`) drops the
+// pool's databases by hand.
 //
 // Most tests need less: TestTx hands a test a transaction on one database
-// shared by its test binary, rolled back when the test ends (River's
+// shared by its test binary (a database of the pool, held until the
+// binary ends), rolled back when the test ends (River's
 // riverdbtest.TestTxPgx is the model). New is for the tests that must
 // commit, LISTEN or run concurrently.
 package dbtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -47,6 +61,7 @@ var (
 
 	templateOnce sync.Once
 	templateName string
+	templateSt   *templateState
 	templateErr  error
 
 	counter atomic.Int64
@@ -142,65 +157,140 @@ func withDatabase(rawURL, name string) string {
 }
 
 // template migrates (once per server and migration digest) the template
-// database that New copies.
-func template(tb testing.TB) string {
+// database that the test databases copy, and returns its name and its
+// state (nil if it could not be read: then the pool is off).
+func template(tb testing.TB) (string, *templateState) {
 	tb.Helper()
 	base := ServerURL(tb)
-	templateOnce.Do(func() { templateName, templateErr = makeTemplate(base) })
+	templateOnce.Do(func() { templateName, templateSt, templateErr = makeTemplate(base) })
 	if templateErr != nil {
 		tb.Fatalf("dbtest: template database: %v", templateErr)
 	}
-	return templateName
+	return templateName, templateSt
 }
 
-func makeTemplate(base string) (string, error) {
+func makeTemplate(base string) (string, *templateState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	name := "workgraph_tmpl_" + db.MigrationsHash()
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer admin.Close(ctx)
 	// Several test binaries start at once: one builds the template.
 	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7250001)"); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer admin.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7250001)")
 	var ready bool
-	err = admin.QueryRow(ctx,
-		"SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate)", name).Scan(&ready)
-	if err != nil || ready {
-		return name, err
+	var comment string
+	err = admin.QueryRow(ctx, `SELECT true, coalesce(shobj_description(oid, 'pg_database'), '')
+		FROM pg_database WHERE datname = $1 AND datistemplate`, name).Scan(&ready, &comment)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, err
+	}
+	if ready {
+		if st := parseState(comment); st != nil {
+			return name, st, nil
+		}
+		// Built before its state was kept: take it now. A user who may not
+		// read it or comment on it (another's template) gets no pool.
+		st, err := stateOf(ctx, withDatabase(base, name))
+		if err != nil {
+			return name, nil, nil
+		}
+		if commentState(ctx, admin, name, st) != nil {
+			return name, nil, nil
+		}
+		return name, st, nil
 	}
 	building := name + "_build"
 	admin.Exec(ctx, "DROP DATABASE IF EXISTS "+building)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	pool, err := db.Open(ctx, withDatabase(base, building), 2)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	err = db.Migrate(ctx, pool, nil)
 	pool.Close()
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	st, err := stateOf(ctx, withDatabase(base, building))
+	if err != nil {
+		return "", nil, err
 	}
 	for _, stmt := range []string{
 		"ALTER DATABASE " + building + " RENAME TO " + name,
 		"ALTER DATABASE " + name + " WITH is_template true",
 	} {
 		if _, err := admin.Exec(ctx, stmt); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	return name, nil
+	return name, st, commentState(ctx, admin, name, st)
 }
 
-// URL creates a fresh migrated database for this test and returns its URL.
-// The database is dropped after the test: by Main when the binary's tests
-// have ended (the package's TestMain calls it), else when the test ends.
+// stateOf takes the state of the database at url (see templateState).
+func stateOf(ctx context.Context, url string) (*templateState, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	return takeState(ctx, conn)
+}
+
+// commentState keeps st as the comment of the template database name.
+func commentState(ctx context.Context, admin *pgx.Conn, name string, st *templateState) error {
+	_, err := admin.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS %s", name, quoteLiteral(st.marshal())))
+	return err
+}
+
+// URL hands this test a migrated database of its own, in the template's
+// state, and returns its URL: a database of the pool of reusable test
+// databases (see pool.go), reset before the test and handed back to the
+// pool after it, or, when the pool is off or all of its databases are in
+// use, a fresh one (FreshURL). The test may commit, LISTEN, use many
+// connections and run statements concurrently; it must not change the
+// schema or the database's settings, roles, or rely on anything reset does
+// not restore (the next test would see it): such a test uses FreshURL.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	if p := getPool(tb); p != nil {
+		if name, ok := acquire(tb, p); ok {
+			// Registered before the test's own cleanups, so run after
+			// them: its pools are closed and its servers stopped.
+			tb.Cleanup(func() { p.release(name) })
+			return withDatabase(p.base, name)
+		}
+	}
+	return FreshURL(tb)
+}
+
+// acquire takes a database of the pool p (false: all are in use).
+func acquire(tb testing.TB, p *dbPool) (string, bool) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name, ok, err := p.acquire(ctx)
+	if err != nil {
+		tb.Fatalf("dbtest: take a pooled database: %v", err)
+	}
+	return name, ok
+}
+
+// FreshURL creates a new migrated database for this test from the
+// template and returns its URL. It is for a test that needs what a reused
+// database cannot give: one that changes the schema (migrates down and
+// up, creates tables), the database's settings or options, or depends on
+// the database's history (statistics, counters) having never been
+// touched. The test says why. The database is dropped after the test: by
+// Main when the binary's tests have ended (the package's TestMain calls
+// it), else when the test ends.
 //
 // Why Main drops them: PostgreSQL 15 forces an immediate checkpoint at
 // every DROP DATABASE and the dropping session waits for it, and a
@@ -211,7 +301,7 @@ func makeTemplate(base string) (string, error) {
 // Main drops the binary's databases at once, on several connections, so
 // their checkpoint requests are served by one or two checkpoints, and on
 // unix without waiting for them (dropDetached).
-func URL(tb testing.TB) string {
+func FreshURL(tb testing.TB) string {
 	tb.Helper()
 	name := fmt.Sprintf("wgtest_%d_%d", os.Getpid(), counter.Add(1))
 	url := createDatabase(tb, name)
@@ -230,13 +320,18 @@ func DropLater(tb testing.TB, name string) {
 	base := ServerURL(tb)
 	tb.Cleanup(func() {
 		if mainRan.Load() {
-			sharedMu.Lock()
-			pendingDrops = append(pendingDrops, name)
-			sharedMu.Unlock()
+			dropLater(name)
 			return
 		}
 		dropDatabases(base, []string{name})
 	})
+}
+
+// dropLater queues name for Main to drop.
+func dropLater(name string) {
+	dropsMu.Lock()
+	defer dropsMu.Unlock()
+	pendingDrops = append(pendingDrops, name)
 }
 
 // dropDatabases drops the databases names, several at once (DROP DATABASE
@@ -268,13 +363,22 @@ func dropDatabases(base string, names []string) {
 // its URL.
 func createDatabase(tb testing.TB, name string) string {
 	tb.Helper()
-	tmpl := template(tb)
+	tmpl, _ := template(tb)
 	base := ServerURL(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if err := createFromTemplate(ctx, base, tmpl, name); err != nil {
+		tb.Fatalf("dbtest: %v", err)
+	}
+	return withDatabase(base, name)
+}
+
+// createFromTemplate creates the database name on the server at base as a
+// copy of the template tmpl.
+func createFromTemplate(ctx context.Context, base, tmpl, name string) error {
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
-		tb.Fatalf("dbtest: connect: %v", err)
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer admin.Close(ctx)
 	for attempt := 0; ; attempt++ {
@@ -289,7 +393,7 @@ func createDatabase(tb testing.TB, name string) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		tb.Fatalf("dbtest: create database: %v", err)
+		return fmt.Errorf("create database: %w", err)
 	}
 	// A test database is thrown away, never recovered after a crash of the
 	// server: its sessions need not wait for each commit's WAL to reach the
@@ -298,16 +402,29 @@ func createDatabase(tb testing.TB, name string) string {
 	// once either way); only durability across a server crash differs, and
 	// the tests that crash PostgreSQL run a cluster of their own.
 	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" SET synchronous_commit = off"); err != nil {
-		tb.Fatalf("dbtest: configure database: %v", err)
+		return fmt.Errorf("configure database: %w", err)
 	}
-	return withDatabase(base, name)
+	return nil
 }
 
-// New creates a fresh migrated database for this test and returns a pool on
-// it, closed when the test ends.
+// New hands this test a migrated database of its own (URL: reused, reset
+// to the template's state) and returns a pool on it, closed when the test
+// ends.
 func New(tb testing.TB) *pgxpool.Pool {
 	tb.Helper()
-	url := URL(tb)
+	return open(tb, URL(tb))
+}
+
+// Fresh creates a new migrated database for this test (FreshURL: for a
+// test that changes the schema or the database, or needs one never used)
+// and returns a pool on it, closed when the test ends.
+func Fresh(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	return open(tb, FreshURL(tb))
+}
+
+func open(tb testing.TB, url string) *pgxpool.Pool {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := db.Open(ctx, url, 20)
@@ -322,13 +439,19 @@ var (
 	sharedMu     sync.Mutex
 	sharedPool   *pgxpool.Pool
 	sharedName   string
+	sharedPooled bool // sharedName is the pool's: handed back, not dropped
+
+	dropsMu      sync.Mutex
 	pendingDrops []string // databases of ended tests, for Main to drop
 	mainRan      atomic.Bool
 )
 
 // Main runs a package's tests (call it from TestMain: os.Exit(dbtest.Main(m)))
-// and afterwards drops the databases the binary created: the shared one of
-// TestTx and those of URL and New (see URL for why they wait until now).
+// and afterwards hands the shared database of TestTx back to the pool and
+// drops the databases the binary created and does not keep: those of
+// FreshURL and Fresh, the shared one if it is not the pool's, the pool's
+// databases of another migrations digest (see FreshURL for why they wait
+// until now).
 // Where it can (unix), it hands the drops to a process of their own and
 // returns without waiting for them (see dropDetached), so the checkpoint
 // that every DROP DATABASE waits for no longer holds the package's `go
@@ -339,12 +462,18 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	names := pendingDrops
-	pendingDrops = nil
 	if sharedPool != nil {
 		sharedPool.Close()
-		names = append(names, sharedName)
+		if sharedPooled {
+			thePool.release(sharedName)
+		} else {
+			dropLater(sharedName)
+		}
 	}
+	dropsMu.Lock()
+	names := pendingDrops
+	pendingDrops = nil
+	dropsMu.Unlock()
 	if len(names) > 0 && !dropDetached(serverURL, names) {
 		dropDatabases(serverURL, names)
 	}
@@ -352,8 +481,8 @@ func Main(m *testing.M) int {
 }
 
 // TestTx returns a transaction on a migrated database shared by the tests
-// of this test binary (created from the template on first use, dropped by
-// Main), rolled back when the test ends: nothing a test writes is seen by
+// of this test binary (taken from the pool on first use, as URL, and held
+// until Main), rolled back when the test ends: nothing a test writes is seen by
 // another, and the test costs a BEGIN instead of a CREATE DATABASE. The
 // package's TestMain must call Main.
 //
@@ -389,7 +518,7 @@ func TestTx(tb testing.TB) pgx.Tx {
 	return tx
 }
 
-// shared returns the pool on this binary's shared database, creating the
+// shared returns the pool on this binary's shared database, taking the
 // database on first use.
 func shared(tb testing.TB) *pgxpool.Pool {
 	tb.Helper()
@@ -398,8 +527,16 @@ func shared(tb testing.TB) *pgxpool.Pool {
 	if sharedPool != nil {
 		return sharedPool
 	}
-	name := fmt.Sprintf("wgtx_%d", os.Getpid())
-	url := createDatabase(tb, name)
+	var name, url string
+	if p := getPool(tb); p != nil {
+		if name, sharedPooled = acquire(tb, p); sharedPooled {
+			url = withDatabase(p.base, name)
+		}
+	}
+	if url == "" {
+		name = fmt.Sprintf("wgtx_%d", os.Getpid())
+		url = createDatabase(tb, name)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := db.Open(ctx, url, 16)

@@ -42,7 +42,9 @@ func setup(t *testing.T) *dest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := dbtest.New(t)
+	// A new database (dbtest.Fresh): counter.Migrate creates the
+	// destination's tables, a schema a reused database must not keep.
+	pool := dbtest.Fresh(t)
 	if err := counter.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}

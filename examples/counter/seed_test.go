@@ -145,7 +145,9 @@ func newSeedRun(t *testing.T) *seedRun {
 	if err != nil {
 		t.Fatalf("keys at %s: %v (%s)", fence.KeysPath, err, doc)
 	}
-	r.destURL = dbtest.URL(t)
+	// A new database (dbtest.FreshURL): counter.Migrate creates the
+	// destination's tables, a schema a reused database must not keep.
+	r.destURL = dbtest.FreshURL(t)
 	destPool, err := pgxpool.New(r.ctx, r.destURL)
 	if err != nil {
 		t.Fatal(err)
