@@ -145,15 +145,27 @@ func TestThreeReplicas(t *testing.T) {
 		if got := count(`SELECT count(*) FROM leases l JOIN projects p ON p.id = l.project_id WHERE p.name LIKE 'swept-%' AND l.outcome = 'expired'`); got != n {
 			t.Fatalf("%d leases expired, want %d", got, n)
 		}
+		// A sweeper counts what it reaped when its run ends, after it
+		// committed each project's reap (and swept the other projects,
+		// no-progress leases and budgets): the leases can be seen ended
+		// before the last run that ended one is counted. The counts
+		// reach n and stop there; more would be a lease reaped twice.
 		var reaped, expired float64
 		var sweeping int
-		for _, r := range rs {
-			v := r.metric(t, "workgraph_sweeper_leases_reaped_total")
-			reaped += v
-			expired += r.metric(t, `workgraph_lease_outcomes_total{outcome="expired"}`)
-			if r.metric(t, `workgraph_sweeper_runs_total{result="ok"}`) > 0 {
-				sweeping++
+		counted := func() bool {
+			reaped, expired, sweeping = 0, 0, 0
+			for _, r := range rs {
+				reaped += r.metric(t, "workgraph_sweeper_leases_reaped_total")
+				expired += r.metric(t, `workgraph_lease_outcomes_total{outcome="expired"}`)
+				if r.metric(t, `workgraph_sweeper_runs_total{result="ok"}`) > 0 {
+					sweeping++
+				}
 			}
+			return reaped >= n && expired >= n
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !counted() && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
 		}
 		if reaped != n || expired != n {
 			t.Fatalf("the replicas' sweepers reaped %v leases (expired outcomes %v) in all, want each of the %d once", reaped, expired, n)
