@@ -152,12 +152,8 @@ func (p *dbPool) lock(ctx context.Context) (name string, exists bool, err error)
 	if p.reapStale {
 		seen = poolPrefix
 	}
-	rows, err := p.lockConn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE $1`,
+	names, err := queryStrings(ctx, p.lockConn, `SELECT datname FROM pg_database WHERE datname LIKE $1`,
 		strings.ReplaceAll(seen, "_", `\_`)+"%")
-	if err != nil {
-		return "", false, err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return "", false, err
 	}
@@ -473,12 +469,8 @@ func DropPool(ctx context.Context, logf func(format string, args ...any)) error 
 		return err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'wgpool\_%' OR datname LIKE 'wgpooltest\_%' OR
+	names, err := queryStrings(ctx, conn, `SELECT datname FROM pg_database WHERE datname LIKE 'wgpool\_%' OR datname LIKE 'wgpooltest\_%' OR
 		(datname LIKE 'workgraph\_tmpl\_%' AND datname <> $1) ORDER BY 1`, "workgraph_tmpl_"+db.MigrationsHash())
-	if err != nil {
-		return err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return err
 	}

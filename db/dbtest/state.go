@@ -97,13 +97,9 @@ func takeState(ctx context.Context, conn *pgx.Conn) (*templateState, error) {
 	if err := conn.QueryRow(ctx, schemaQuery).Scan(&st.Schema); err != nil {
 		return nil, fmt.Errorf("schema digest: %w", err)
 	}
-	rows, err := conn.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+	tables, err := queryStrings(ctx, conn, `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
 		JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.oid >= 16384 AND c.relkind IN ('r', 'p') AND n.nspname <> 'pg_toast' ORDER BY 1`)
-	if err != nil {
-		return nil, err
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +118,7 @@ func takeState(ctx context.Context, conn *pgx.Conn) (*templateState, error) {
 		}
 		st.Seeded[table] = digest[table]
 	}
-	rows, err = conn.Query(ctx, `SELECT format('%I.%I', schemaname, sequencename) FROM pg_sequences ORDER BY 1`)
-	if err != nil {
-		return nil, err
-	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	seqs, err := queryStrings(ctx, conn, `SELECT format('%I.%I', schemaname, sequencename) FROM pg_sequences ORDER BY 1`)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +129,7 @@ func takeState(ctx context.Context, conn *pgx.Conn) (*templateState, error) {
 		}
 		st.Sequences = append(st.Sequences, s)
 	}
-	rows, err = conn.Query(ctx, `SELECT oid, relpages, reltuples, relallvisible FROM pg_class
+	rows, err := conn.Query(ctx, `SELECT oid, relpages, reltuples, relallvisible FROM pg_class
 		WHERE oid >= 16384 AND relkind IN ('r', 'p', 'i', 't', 'm') ORDER BY oid`)
 	if err != nil {
 		return nil, err
@@ -250,4 +242,13 @@ func parseState(comment string) *templateState {
 		return nil
 	}
 	return &st
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]string, error) {
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
