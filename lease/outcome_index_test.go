@@ -46,14 +46,7 @@ func TestHistoryByRareOutcomeReadsItsIndex(t *testing.T) {
 	if err := rows.Err(); err != nil || len(failed) != 3 {
 		t.Fatalf("failed leases loaded: %d, %v", len(failed), err)
 	}
-	scans := func() int64 {
-		t.Helper()
-		var n int64
-		if err := f.conn.QueryRow(f.ctx, `SELECT pg_stat_get_xact_numscans('leases_rare_outcomes'::regclass)`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	scans := func() int64 { return f.indexScans(t, "leases_rare_outcomes") }
 
 	// Each page is a prepared statement on the test's one connection,
 	// which PostgreSQL may run on a generic plan (made for any outcome)

@@ -64,14 +64,7 @@ func TestHistoryWindowReadsItsIndex(t *testing.T) {
 	if _, err := f.conn.Exec(f.ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		t.Fatal(err)
 	}
-	scans := func(index string) int64 {
-		t.Helper()
-		var n int64
-		if err := f.conn.QueryRow(f.ctx, `SELECT pg_stat_get_xact_numscans($1::regclass)`, index).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	scans := func(index string) int64 { return f.indexScans(t, index) }
 	ptr := func(t time.Time) *time.Time { return &t }
 
 	for name, w := range map[string]struct {
