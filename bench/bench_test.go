@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,23 +16,61 @@ import (
 	"github.com/workgraph-dev/workgraph/internal/pgbouncer"
 )
 
+// smokeRun is one run of every workload in smoke mode against a test
+// database of its own, with what it wrote: TestSmoke and the census tests
+// check the same run (each workload's figures are the same whichever test
+// reads them), so the binary runs it once, in the first test that asks.
+type smokeRun struct {
+	cfg      Config
+	rep      *Report
+	err      error
+	out, log bytes.Buffer
+	// stored and svg are the files the run wrote (latest.json and its
+	// chart), read before the asking test's temporary directory goes.
+	stored, svg []byte
+}
+
+var smoke struct {
+	once sync.Once
+	run  smokeRun
+}
+
+// sharedSmoke returns the smoke run, running it in t if no test did yet;
+// it fails t if the run failed.
+func sharedSmoke(t *testing.T) *smokeRun {
+	t.Helper()
+	smoke.once.Do(func() {
+		r := &smoke.run
+		r.err = errors.New("stopped before it ran (the test that started it failed)")
+		r.cfg = smokeConfig()
+		r.cfg.DatabaseURL = dbtest.URL(t)
+		r.cfg.Out = filepath.Join(t.TempDir(), "latest.json")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if r.rep, r.err = run(ctx, r.cfg, &r.out, &r.log); r.err != nil {
+			return
+		}
+		if r.stored, r.err = os.ReadFile(r.cfg.Out); r.err != nil {
+			return
+		}
+		r.svg, r.err = os.ReadFile(strings.TrimSuffix(r.cfg.Out, ".json") + ".svg")
+	})
+	r := &smoke.run
+	if r.err != nil {
+		t.Fatalf("smoke run: %v\nlog:\n%s", r.err, r.log.String())
+	}
+	return r
+}
+
 // TestSmoke runs every workload in smoke mode against a fresh test
 // database: it keeps the benchmark command compiling and working. It checks
 // that each workload measured something without errors, not how fast.
 func TestSmoke(t *testing.T) {
 	t.Parallel()
-	cfg := smokeConfig()
-	cfg.DatabaseURL = dbtest.URL(t)
-	cfg.Out = filepath.Join(t.TempDir(), "latest.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out, log bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &log)
-	if err != nil {
-		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
-	}
+	r := sharedSmoke(t)
+	rep := r.rep
 	if len(rep.Skipped) > 0 {
-		t.Errorf("skipped: %s\nlog:\n%s", strings.Join(rep.Skipped, "; "), log.String())
+		t.Errorf("skipped: %s\nlog:\n%s", strings.Join(rep.Skipped, "; "), r.log.String())
 	}
 	measured := map[int]bool{}
 	for _, r := range rep.Results {
@@ -42,32 +82,24 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("workload %d %s: %d errors %s", r.Workload, r.Name, n, kind)
 		}
 	}
-	for _, id := range cfg.Workloads {
+	for _, id := range r.cfg.Workloads {
 		if !measured[id] {
 			t.Errorf("workload %d: no result", id)
 		}
 	}
 
-	b, err := os.ReadFile(cfg.Out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stored Report
-	if err := json.Unmarshal(b, &stored); err != nil {
+	if err := json.Unmarshal(r.stored, &stored); err != nil {
 		t.Fatalf("latest.json: %v", err)
 	}
 	if len(stored.Results) != len(rep.Results) {
 		t.Errorf("latest.json has %d results, want %d", len(stored.Results), len(rep.Results))
 	}
-	svg, err := os.ReadFile(strings.TrimSuffix(cfg.Out, ".json") + ".svg")
-	if err != nil {
-		t.Fatal(err)
+	if !bytes.HasPrefix(r.svg, []byte("<svg")) {
+		t.Errorf("chart does not start with <svg: %.40q", r.svg)
 	}
-	if !bytes.HasPrefix(svg, []byte("<svg")) {
-		t.Errorf("chart does not start with <svg: %.40q", svg)
-	}
-	if !strings.Contains(out.String(), "throughput") {
-		t.Errorf("no table on stdout:\n%s", out.String())
+	if !strings.Contains(r.out.String(), "throughput") {
+		t.Errorf("no table on stdout:\n%s", r.out.String())
 	}
 }
 
