@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,9 +18,10 @@ import (
 )
 
 // smokeRun is one run of every workload in smoke mode against a test
-// database of its own, with what it wrote: TestSmoke and the census tests
+// database of its own, with what it wrote. TestSmoke and the census tests
 // check the same run (each workload's figures are the same whichever test
-// reads them), so the binary runs it once, in the first test that asks.
+// reads them), so the binary runs it once, in the first test that asks
+// (sharedSmoke).
 type smokeRun struct {
 	cfg      Config
 	rep      *Report
@@ -32,30 +34,39 @@ type smokeRun struct {
 
 var smoke struct {
 	once sync.Once
-	run  smokeRun
+	run  *smokeRun
 }
 
-// sharedSmoke returns the smoke run, running it in t if no test did yet;
-// it fails t if the run failed.
+// runSmoke runs every workload in smoke mode in t.
+func runSmoke(t *testing.T) *smokeRun {
+	r := &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
+	r.cfg = smokeConfig()
+	r.cfg.DatabaseURL = dbtest.URL(t)
+	r.cfg.Out = filepath.Join(t.TempDir(), "latest.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if r.rep, r.err = run(ctx, r.cfg, &r.out, &r.log); r.err != nil {
+		return r
+	}
+	if r.stored, r.err = os.ReadFile(r.cfg.Out); r.err != nil {
+		return r
+	}
+	r.svg, r.err = os.ReadFile(strings.TrimSuffix(r.cfg.Out, ".json") + ".svg")
+	return r
+}
+
+// sharedSmoke returns the binary's smoke run, running it in t if no test
+// did yet, and fails t if the run failed. With -count above 1 each call
+// runs one of its own: every repetition of a test checks a new run.
 func sharedSmoke(t *testing.T) *smokeRun {
 	t.Helper()
-	smoke.once.Do(func() {
-		r := &smoke.run
-		r.err = errors.New("stopped before it ran (the test that started it failed)")
-		r.cfg = smokeConfig()
-		r.cfg.DatabaseURL = dbtest.URL(t)
-		r.cfg.Out = filepath.Join(t.TempDir(), "latest.json")
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if r.rep, r.err = run(ctx, r.cfg, &r.out, &r.log); r.err != nil {
-			return
-		}
-		if r.stored, r.err = os.ReadFile(r.cfg.Out); r.err != nil {
-			return
-		}
-		r.svg, r.err = os.ReadFile(strings.TrimSuffix(r.cfg.Out, ".json") + ".svg")
-	})
-	r := &smoke.run
+	r := &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
+	if c := flag.Lookup("test.count"); c != nil && c.Value.String() != "1" {
+		r = runSmoke(t)
+	} else {
+		smoke.once.Do(func() { smoke.run = r; smoke.run = runSmoke(t) })
+		r = smoke.run
+	}
 	if r.err != nil {
 		t.Fatalf("smoke run: %v\nlog:\n%s", r.err, r.log.String())
 	}
