@@ -18,10 +18,10 @@ import (
 )
 
 // smokeRun is one run of every workload in smoke mode against a test
-// database of its own, with what it wrote. TestSmoke and the census tests
-// check the same run (each workload's figures are the same whichever test
-// reads them), so the binary runs it once, in the first test that asks
-// (sharedSmoke).
+// database of its own, with what it wrote. TestSmoke, TestSmokePgBouncer
+// and the census tests check the same run (each workload's figures are the
+// same whichever test reads them), so the binary runs it once, in the
+// first test that asks (sharedSmoke).
 type smokeRun struct {
 	cfg      Config
 	rep      *Report
@@ -41,6 +41,10 @@ var smoke struct {
 func runSmoke(t *testing.T) *smokeRun {
 	r := &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
 	r.cfg = smokeConfig()
+	// Workload 2's pooled variant (TestSmokePgBouncer) where PgBouncer
+	// is installed; without it the run would report it skipped.
+	_, err := pgbouncer.Binary()
+	r.cfg.PgBouncer = err == nil
 	r.cfg.DatabaseURL = dbtest.URL(t)
 	r.cfg.Out = filepath.Join(t.TempDir(), "latest.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -114,33 +118,25 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
-// TestSmokePgBouncer runs workload 2 in smoke mode with -pgbouncer: the REST
-// lifecycle through the bench's own PgBouncer is measured beside the direct
-// one, without errors, and compared with it.
+// TestSmokePgBouncer: in the smoke run, which adds -pgbouncer where
+// PgBouncer is installed (sharedSmoke), the REST lifecycle through the
+// bench's own PgBouncer is measured beside the direct one, without errors,
+// and compared with it.
 func TestSmokePgBouncer(t *testing.T) {
 	t.Parallel()
 	if _, err := pgbouncer.Binary(); err != nil {
 		t.Skip(err)
 	}
-	cfg := smokeConfig()
-	cfg.DatabaseURL = dbtest.URL(t)
-	cfg.Workloads = []int{2}
-	cfg.PgBouncer = true
-	// Longer than the smoke's 0.2 s: on a loaded machine the first
-	// lifecycles through a new pooler may not finish inside 0.2 s.
-	cfg.Duration, cfg.Warmup = Duration(time.Second), Duration(500*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out, log bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &log)
-	if err != nil {
-		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
-	}
+	s := sharedSmoke(t)
+	rep, log := s.rep, &s.log
 	if len(rep.Skipped) > 0 {
 		t.Errorf("skipped: %s", strings.Join(rep.Skipped, "; "))
 	}
 	var direct, pooled *Result
 	for i, r := range rep.Results {
+		if r.Workload != 2 {
+			continue
+		}
 		for kind, n := range r.Errors {
 			t.Errorf("workload %d %s: %d errors %s", r.Workload, r.Name, n, kind)
 		}
