@@ -36,7 +36,7 @@ test: fuzz-short chaos-short
 # profiles keep their function names and file:line, which come from the
 # runtime's own tables. `go test` links every package's test binary again
 # at each run: building and starting the 51 of them took 25 s (40 s of
-# CPU) with DWARF, 15 s (25 s of CPU) without; the symbol table is 5-10%
+# CPU) with DWARF, 15 s (25 s of CPU) without; the symbol table is 4-8%
 # of what is left (docs/architecture.md, Tests).
 #
 # go test starts the packages in the order they are named (./... adds the
