@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,23 +17,75 @@ import (
 	"github.com/workgraph-dev/workgraph/internal/pgbouncer"
 )
 
+// smokeRun is one run of every workload in smoke mode against a test
+// database of its own, with what it wrote. TestSmoke, TestSmokePgBouncer
+// and the census tests check the same run (each workload's figures are the
+// same whichever test reads them), so the binary runs it once, in the
+// first test that asks (sharedSmoke).
+type smokeRun struct {
+	cfg      Config
+	rep      *Report
+	err      error
+	out, log bytes.Buffer
+	// stored and svg are the files the run wrote (latest.json and its
+	// chart), read before the asking test's temporary directory goes.
+	stored, svg []byte
+}
+
+var smoke struct {
+	once sync.Once
+	run  *smokeRun
+}
+
+// runSmoke runs every workload in smoke mode in t.
+func runSmoke(t *testing.T) *smokeRun {
+	r := &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
+	r.cfg = smokeConfig()
+	// Workload 2's pooled variant (TestSmokePgBouncer) where PgBouncer
+	// is installed; without it the run would report it skipped.
+	_, err := pgbouncer.Binary()
+	r.cfg.PgBouncer = err == nil
+	r.cfg.DatabaseURL = dbtest.URL(t)
+	r.cfg.Out = filepath.Join(t.TempDir(), "latest.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if r.rep, r.err = run(ctx, r.cfg, &r.out, &r.log); r.err != nil {
+		return r
+	}
+	if r.stored, r.err = os.ReadFile(r.cfg.Out); r.err != nil {
+		return r
+	}
+	r.svg, r.err = os.ReadFile(strings.TrimSuffix(r.cfg.Out, ".json") + ".svg")
+	return r
+}
+
+// sharedSmoke returns the binary's smoke run, running it in t if no test
+// did yet, and fails t if the run failed. With -count above 1 each call
+// runs one of its own: every repetition of a test checks a new run.
+func sharedSmoke(t *testing.T) *smokeRun {
+	t.Helper()
+	r := &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
+	if c := flag.Lookup("test.count"); c != nil && c.Value.String() != "1" {
+		r = runSmoke(t)
+	} else {
+		smoke.once.Do(func() { smoke.run = r; smoke.run = runSmoke(t) })
+		r = smoke.run
+	}
+	if r.err != nil {
+		t.Fatalf("smoke run: %v\nlog:\n%s", r.err, r.log.String())
+	}
+	return r
+}
+
 // TestSmoke runs every workload in smoke mode against a fresh test
 // database: it keeps the benchmark command compiling and working. It checks
 // that each workload measured something without errors, not how fast.
 func TestSmoke(t *testing.T) {
 	t.Parallel()
-	cfg := smokeConfig()
-	cfg.DatabaseURL = dbtest.URL(t)
-	cfg.Out = filepath.Join(t.TempDir(), "latest.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out, log bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &log)
-	if err != nil {
-		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
-	}
+	r := sharedSmoke(t)
+	rep := r.rep
 	if len(rep.Skipped) > 0 {
-		t.Errorf("skipped: %s\nlog:\n%s", strings.Join(rep.Skipped, "; "), log.String())
+		t.Errorf("skipped: %s\nlog:\n%s", strings.Join(rep.Skipped, "; "), r.log.String())
 	}
 	measured := map[int]bool{}
 	for _, r := range rep.Results {
@@ -42,62 +97,46 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("workload %d %s: %d errors %s", r.Workload, r.Name, n, kind)
 		}
 	}
-	for _, id := range cfg.Workloads {
+	for _, id := range r.cfg.Workloads {
 		if !measured[id] {
 			t.Errorf("workload %d: no result", id)
 		}
 	}
 
-	b, err := os.ReadFile(cfg.Out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stored Report
-	if err := json.Unmarshal(b, &stored); err != nil {
+	if err := json.Unmarshal(r.stored, &stored); err != nil {
 		t.Fatalf("latest.json: %v", err)
 	}
 	if len(stored.Results) != len(rep.Results) {
 		t.Errorf("latest.json has %d results, want %d", len(stored.Results), len(rep.Results))
 	}
-	svg, err := os.ReadFile(strings.TrimSuffix(cfg.Out, ".json") + ".svg")
-	if err != nil {
-		t.Fatal(err)
+	if !bytes.HasPrefix(r.svg, []byte("<svg")) {
+		t.Errorf("chart does not start with <svg: %.40q", r.svg)
 	}
-	if !bytes.HasPrefix(svg, []byte("<svg")) {
-		t.Errorf("chart does not start with <svg: %.40q", svg)
-	}
-	if !strings.Contains(out.String(), "throughput") {
-		t.Errorf("no table on stdout:\n%s", out.String())
+	if !strings.Contains(r.out.String(), "throughput") {
+		t.Errorf("no table on stdout:\n%s", r.out.String())
 	}
 }
 
-// TestSmokePgBouncer runs workload 2 in smoke mode with -pgbouncer: the REST
-// lifecycle through the bench's own PgBouncer is measured beside the direct
-// one, without errors, and compared with it.
+// TestSmokePgBouncer: in the smoke run, which adds -pgbouncer where
+// PgBouncer is installed (sharedSmoke), the REST lifecycle through the
+// bench's own PgBouncer is measured beside the direct one, without errors,
+// and compared with it.
 func TestSmokePgBouncer(t *testing.T) {
 	t.Parallel()
 	if _, err := pgbouncer.Binary(); err != nil {
 		t.Skip(err)
 	}
-	cfg := smokeConfig()
-	cfg.DatabaseURL = dbtest.URL(t)
-	cfg.Workloads = []int{2}
-	cfg.PgBouncer = true
-	// Longer than the smoke's 0.2 s: on a loaded machine the first
-	// lifecycles through a new pooler may not finish inside 0.2 s.
-	cfg.Duration, cfg.Warmup = Duration(time.Second), Duration(500*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out, log bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &log)
-	if err != nil {
-		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
-	}
+	s := sharedSmoke(t)
+	rep, log := s.rep, &s.log
 	if len(rep.Skipped) > 0 {
 		t.Errorf("skipped: %s", strings.Join(rep.Skipped, "; "))
 	}
 	var direct, pooled *Result
 	for i, r := range rep.Results {
+		if r.Workload != 2 {
+			continue
+		}
 		for kind, n := range r.Errors {
 			t.Errorf("workload %d %s: %d errors %s", r.Workload, r.Name, n, kind)
 		}

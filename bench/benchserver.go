@@ -57,7 +57,7 @@ func (e *env) inProcessServer(ctx context.Context) (*benchServer, error) {
 		BootstrapToken: tok,
 		Logger:         slog.New(slog.NewTextHandler(logFile, nil)),
 		RateLimit:      -1,
-		// Workload 9's webhook receivers listen on loopback.
+		// Workload 10's webhook receivers listen on loopback.
 		Webhooks: server.WebhooksConfig{AllowPrivate: true},
 	})
 	if err != nil {

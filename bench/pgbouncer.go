@@ -42,6 +42,10 @@ func (e *env) pooledServer(ctx context.Context) (*benchServer, error) {
 		BootstrapToken:    tok,
 		Logger:            slog.New(slog.NewTextHandler(logFile, nil)),
 		RateLimit:         -1,
+		// It serves workload 2's lifecycle only: without Off its webhook
+		// deliverer, running on through the later workloads, would take
+		// workload 10's deliveries (and refuse their loopback receivers).
+		Webhooks: server.WebhooksConfig{Off: true},
 	})
 	if err != nil {
 		logFile.Close()

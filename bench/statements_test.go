@@ -5,8 +5,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 )
 
 func TestStatementName(t *testing.T) {
@@ -61,19 +59,11 @@ func TestStatements(t *testing.T) {
 // (stmts_*, trips_*) shows the lean hot path's round trips: a claim and a
 // heartbeat are one statement each, a completion two (the ending statement
 // and the release of dependents and parent) pipelined in one round trip.
+// It reads the smoke run's (sharedSmoke).
 func TestStatementCensus(t *testing.T) {
 	t.Parallel()
-	cfg := smokeConfig()
-	cfg.DatabaseURL = dbtest.URL(t)
-	cfg.Workloads = []int{1}
-	cfg.Out = ""
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out, log bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &log)
-	if err != nil {
-		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
-	}
+	s := sharedSmoke(t)
+	rep, out := s.rep, &s.out
 	want := map[string]func(float64) bool{
 		"stmts_claim":     func(n float64) bool { return n == 1 },
 		"stmts_heartbeat": func(n float64) bool { return n == 1 },
@@ -106,20 +96,12 @@ func TestStatementCensus(t *testing.T) {
 // (rest-raw, no Idempotency-Key): claim, heartbeat and complete in one
 // round trip each. The Go client (rest) sends an Idempotency-Key with its
 // claim: the record's begin and mark ride in the claim's round trip, and
-// the answer is stored in a second one.
+// the answer is stored in a second one. It reads the smoke run's
+// (sharedSmoke), where workload 2 runs interleaved with workload 1.
 func TestRESTStatementCensus(t *testing.T) {
 	t.Parallel()
-	cfg := smokeConfig()
-	cfg.DatabaseURL = dbtest.URL(t)
-	cfg.Workloads = []int{2}
-	cfg.Out = ""
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out, log bytes.Buffer
-	rep, err := run(ctx, cfg, &out, &log)
-	if err != nil {
-		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
-	}
+	s := sharedSmoke(t)
+	rep, out := s.rep, &s.out
 	want := map[string]map[string]float64{
 		"rest-raw": {"trips_claim": 1, "trips_heartbeat": 1, "trips_complete": 1},
 		"rest":     {"trips_claim": 2, "trips_heartbeat": 1, "trips_complete": 1},

@@ -13,19 +13,39 @@ cc="${CC:-cc}"
 command -v "$cc" >/dev/null 2>&1 || { echo "model: no C compiler ($cc) to build the verifier" >&2; exit 1; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# Compiled verifiers are kept here, each under the digest of what it was
+# compiled from (spin's output, the compiler's version, the flags), and
+# reused while that is the same: the compile is most of a check's CPU, and
+# spin's output for an unchanged model is the same bytes. The search runs
+# every time. Without a writable cache the verifiers are compiled each run.
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/workgraph/model"
+# -O0: the searches take well under a second, the compile dominates.
+# -w: the generated verifier trips gcc's -Wstringop-overflow on its undo
+# buffers; the warnings are about spin's code, not the model.
+ccflags="-O0 -w"
 
-# run NAME FLAGS...: generates, compiles and runs the verifier (exhaustive
+# build: in the current directory, makes ./pan from spin's pan.* files,
+# from the cache when it holds the same build.
+build() {
+  local key
+  key="$({ cat pan.b pan.c pan.h pan.m pan.p pan.t; "$cc" --version; echo "$ccflags"; } | sha256sum | cut -c1-32)"
+  if [ -x "$cache/$key" ] && cp "$cache/$key" pan 2>/dev/null; then
+    return 0
+  fi
+  # shellcheck disable=SC2086 # ccflags is a list of flags
+  "$cc" $ccflags -o pan pan.c || return 1
+  mkdir -p "$cache" 2>/dev/null && cp pan "$cache/$key.$$" 2>/dev/null && mv "$cache/$key.$$" "$cache/$key" 2>/dev/null
+  return 0
+}
+
+# run NAME FLAGS...: generates, builds and runs the verifier (exhaustive
 # search, assertions and invalid end states) and leaves its report in
 # $work/NAME.out.
 run() {
   local name=$1; shift
   mkdir -p "$work/$name"
   cp "$here/lease.pml" "$work/$name/"
-  (cd "$work/$name" && spin -a "$@" lease.pml >/dev/null &&
-    # -O0: the searches take well under a second, the compile dominates.
-    # -w: the generated verifier trips gcc's -Wstringop-overflow on its
-    # undo buffers; the warnings are about spin's code, not the model.
-    "$cc" -O0 -w -o pan pan.c &&
+  (cd "$work/$name" && spin -a "$@" lease.pml >/dev/null && build &&
     ./pan -m1000000 >"$work/$name.out" 2>&1) || { echo "model: $name: spin or the verifier failed" >&2; cat "$work/$name.out" >&2 2>/dev/null; exit 1; }
 }
 
