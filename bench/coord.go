@@ -21,7 +21,7 @@ import (
 // scenario can be run against another system.
 //
 //   - 22, double grants under an N-way race: -coord-claimers (64) claimers
-//     take -coord-claims (20,000; 1,000,000 for the full run) leases of a
+//     take -coord-claims (1,000,000; 500 in a smoke run) leases of a
 //     few items (one item per 10 claims), releasing most at once and
 //     abandoning one in 20 (a 1 s lease nobody renews, ended by later
 //     claims); then the stored history is checked: two leases of one item

@@ -122,7 +122,7 @@ func defaultConfig() Config {
 		PlanItems:       10_000,
 		History:         []int{1_000_000},
 		Pool:            16,
-		CoordClaims:     20_000,
+		CoordClaims:     1_000_000,
 		CoordClaimers:   64,
 		CoordAbandoned:  200,
 		CoordLease:      Duration(2 * time.Second),
@@ -214,7 +214,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.Leases, "leases", cfg.Leases, "live leases of workload 6")
 	fs.IntVar(&cfg.PlanItems, "plan-items", cfg.PlanItems, "items in workload 8's plan")
 	fs.IntVar(&cfg.Pool, "pool", cfg.Pool, "database pool size of direct runs and of the server")
-	fs.IntVar(&cfg.CoordClaims, "coord-claims", cfg.CoordClaims, "claims of workload 22's race (1000000 for the full run)")
+	fs.IntVar(&cfg.CoordClaims, "coord-claims", cfg.CoordClaims, "claims of workload 22's race (smoke: 500)")
 	fs.IntVar(&cfg.CoordClaimers, "coord-claimers", cfg.CoordClaimers, "claimers of workload 22's race")
 	fs.IntVar(&cfg.CoordAbandoned, "coord-abandoned", cfg.CoordAbandoned, "abandoned items of workload 23")
 	coordLease := fs.Duration("coord-lease", time.Duration(cfg.CoordLease), "lease of workload 23's abandoned items")
