@@ -82,8 +82,6 @@ func setupOn(t testing.TB, conn db.Executor, pool *pgxpool.Pool, cfg lease.Confi
 	}
 }
 
-// withWindow is f with its attention service (the one that resolves
-// requests, as the server's does) giving continuity windows of w.
 // indexScans is how many scans of index the test's transaction has made
 // so far (planning a range may scan an index too: compare before and
 // after, over the statements under test).
@@ -96,6 +94,8 @@ func (f fixture) indexScans(t testing.TB, index string) int64 {
 	return n
 }
 
+// withWindow is f with its attention service (the one that resolves
+// requests, as the server's does) giving continuity windows of w.
 func (f fixture) withWindow(w time.Duration) fixture {
 	f.att = attention.NewService(f.conn, f.clock, attention.Config{ContinuityWindow: w})
 	return f
