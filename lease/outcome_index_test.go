@@ -18,11 +18,7 @@ func TestHistoryByRareOutcomeReadsItsIndex(t *testing.T) {
 	f := setup(t, lease.Config{})
 	// 2,000 ended leases, three of them failed (the 500th, 1000th and
 	// 1500th), the others completed.
-	if _, err := f.conn.Exec(f.ctx, `
-		INSERT INTO items (project_id, title, status, epoch, created_by, finished_at)
-		SELECT $1, 'history ' || g, 'done', 1, 'test', now() FROM generate_series(1, 2000) AS g`, f.project); err != nil {
-		t.Fatal(err)
-	}
+	f.doneItems(t, 2000)
 	if _, err := f.conn.Exec(f.ctx, `
 		INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at, ended_at, outcome)
 		SELECT i.project_id, i.id, 1, 'w', 'test', now() - interval '1 hour' + i.seq * interval '1 ms',

@@ -94,6 +94,18 @@ func (f fixture) indexScans(t testing.TB, index string) int64 {
 	return n
 }
 
+// doneItems adds n done items to the project, titled "history 1" to
+// "history n" in creation order (items.seq): the items of a loaded
+// history, whose leases a test inserts itself.
+func (f fixture) doneItems(t testing.TB, n int) {
+	t.Helper()
+	if _, err := f.conn.Exec(f.ctx, `
+		INSERT INTO items (project_id, title, status, epoch, created_by, finished_at)
+		SELECT $1, 'history ' || g, 'done', 1, 'test', now() FROM generate_series(1, $2::int) AS g`, f.project, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // withWindow is f with its attention service (the one that resolves
 // requests, as the server's does) giving continuity windows of w.
 func (f fixture) withWindow(w time.Duration) fixture {

@@ -26,11 +26,7 @@ func TestHistoryWindowReadsItsIndex(t *testing.T) {
 	// 2,000 ended leases acquired a minute apart, oldest first in grant
 	// order; the leases of items 1,991 to 1,994 were acquired at one
 	// instant, the 1,991st's.
-	if _, err := f.conn.Exec(f.ctx, `
-		INSERT INTO items (project_id, title, status, epoch, created_by, finished_at)
-		SELECT $1, 'history ' || g, 'done', 1, 'test', now() FROM generate_series(1, 2000) AS g`, f.project); err != nil {
-		t.Fatal(err)
-	}
+	f.doneItems(t, 2000)
 	if _, err := f.conn.Exec(f.ctx, `
 		INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at, ended_at, outcome)
 		SELECT i.project_id, i.id, 1, 'w', 'test', a.at, a.at + interval '1 hour', a.at + interval '1 second', 'completed'
