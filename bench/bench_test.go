@@ -39,8 +39,7 @@ var smoke struct {
 
 // runSmoke runs every workload in smoke mode in t.
 func runSmoke(t *testing.T) *smokeRun {
-	r := &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
-	r.cfg = smokeConfig()
+	r := &smokeRun{cfg: smokeConfig()}
 	// Workload 2's pooled variant (TestSmokePgBouncer) where PgBouncer
 	// is installed; without it the run would report it skipped.
 	_, err := pgbouncer.Binary()
@@ -64,11 +63,17 @@ func runSmoke(t *testing.T) *smokeRun {
 // runs one of its own: every repetition of a test checks a new run.
 func sharedSmoke(t *testing.T) *smokeRun {
 	t.Helper()
-	r := &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
+	var r *smokeRun
 	if c := flag.Lookup("test.count"); c != nil && c.Value.String() != "1" {
 		r = runSmoke(t)
 	} else {
-		smoke.once.Do(func() { smoke.run = r; smoke.run = runSmoke(t) })
+		smoke.once.Do(func() {
+			// Set first: when runSmoke stops t (t.Fatal in its
+			// setup), Do still returns, and the tests after it fail
+			// with this instead of reading a nil run.
+			smoke.run = &smokeRun{err: errors.New("stopped before it ran (the test that started it failed)")}
+			smoke.run = runSmoke(t)
+		})
 		r = smoke.run
 	}
 	if r.err != nil {
