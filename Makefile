@@ -1,6 +1,6 @@
 # workgraph — the two commands a newcomer needs:
 #   make run    run the server (embedded PostgreSQL unless WORKGRAPH_DATABASE_URL is set)
-#   make test   run every test (uses 127.0.0.1:5432 if it answers, else an embedded cluster)
+#   make test   run every test (uses 127.0.0.1:5432 if it answers and allows 150 connections, else an embedded cluster)
 # Extra serve flags: make run ARGS="--addr 127.0.0.1:9090 --demo"
 
 GO ?= go
@@ -132,7 +132,8 @@ vet:
 ci: fmt-check vet check-generated test
 
 # Stops the embedded cluster the tests start when no server answers at
-# 127.0.0.1:5432 (it is left running for the next test run otherwise).
+# 127.0.0.1:5432 or it allows too few connections (it is left running for
+# the next test run otherwise).
 stop-test-pg:
 	$(GO) run ./db/dbtest/stoptestpg
 

@@ -318,7 +318,7 @@ func noWakeUpLost(t *testing.T, replicas int, again bool) {
 				}
 				granted[r.c.Item.ID] = r.worker
 			case !errors.Is(r.err, lease.ErrNothingReady):
-				t.Fatalf("%s: %v", r.worker, r.err)
+				t.Fatalf("%s: %v (cause: %v)", r.worker, r.err, errors.Unwrap(r.err))
 			}
 		case <-timeout:
 			var ready int

@@ -88,11 +88,35 @@ func findServer() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if c, err := pgx.Connect(ctx, u); err == nil {
+			slots, err := connectionSlots(ctx, c)
 			c.Close(ctx)
-			return u, nil
+			if err == nil && slots >= SuiteConnections {
+				return u, nil
+			}
 		}
 	}
 	return startEmbedded()
+}
+
+// SuiteConnections is how many connections a server must allow for the
+// suite to use it: `make test-go` runs up to 12 tests at once (-p 3
+// packages, -parallel 4 tests each), whose pools, test servers and
+// listeners held up to 97-100 connections at once in runs on the 2-core
+// development machine, mostly idle connections kept by the pools of
+// tests still running. On a server that allows fewer (Debian's default
+// max_connections is 100) a test is sometimes refused a connection ("too
+// many clients already", which the code rightly answers as unavailable)
+// and fails; the suite then runs on the embedded cluster, which allows
+// 200 (embedpg's default).
+const SuiteConnections = 150
+
+// connectionSlots returns how many connections the server of c lets a
+// superuser (the tests' user) open: max_connections, reserved slots
+// included (replication has slots of its own since PostgreSQL 12).
+func connectionSlots(ctx context.Context, c *pgx.Conn) (int, error) {
+	var slots int
+	err := c.QueryRow(ctx, `SELECT current_setting('max_connections')::int`).Scan(&slots)
+	return slots, err
 }
 
 // startEmbedded starts (or reuses) the shared embedded test cluster.
