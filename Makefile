@@ -7,19 +7,28 @@ GO ?= go
 ARGS ?=
 export CGO_ENABLED ?= 0
 
-.PHONY: run test test-go build generate check-generated fmt-check vet ci stop-test-pg drop-test-pool fuzz-short chaos chaos-short model clients
+.PHONY: run test fuzz-then-test-go test-go build generate check-generated fmt-check vet ci stop-test-pg drop-test-pool fuzz-short chaos chaos-short model clients
 
 # Builds, then execs the binary (not `go run`, which exits 1 on Ctrl-C) so
 # SIGINT/SIGTERM reach the server directly and it stops its PostgreSQL.
 run: build
 	exec ./bin/workgraph serve $(ARGS)
 
-# The whole suite: the short fuzz and fault runs, then every Go test (last,
-# so the closing lines are go test's own summary). The protocol model runs
-# once, as the model package's TestModel, which WORKGRAPH_REQUIRE_SPIN
-# makes fail instead of skip when spin or cc is missing (`make model` runs
-# the same check.sh on its own). `make test-go` runs the Go tests alone.
-test: fuzz-short chaos-short
+# The whole suite: the short fault run (chaos-short) beside the short fuzz
+# runs and then every Go test. The fault run spends most of its 90 s
+# waiting out its faults on a PostgreSQL and replicas of its own (ports
+# 55440-55449 and 18440-18449, nothing the tests use), so it runs at the
+# same time as the rest (-j2); --output-sync=target prints each one's
+# output whole when it ends, so they never interleave, and go test's own
+# summary, which ends last, closes the output. A failure of either fails
+# the suite once both have ended. The protocol model runs once, as the
+# model package's TestModel, which WORKGRAPH_REQUIRE_SPIN makes fail
+# instead of skip when spin or cc is missing (`make model` runs the same
+# check.sh on its own). `make test-go` runs the Go tests alone.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target chaos-short fuzz-then-test-go
+
+fuzz-then-test-go: fuzz-short
 	WORKGRAPH_REQUIRE_SPIN=1 $(MAKE) --no-print-directory test-go
 
 # The Go tests mostly wait on PostgreSQL (commits, LISTEN round trips,
