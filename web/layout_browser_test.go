@@ -85,8 +85,17 @@ func timelineLayout(t *testing.T, ctx context.Context, srv *server.Server, proje
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(50 * time.Minute)
-	if _, err := l.Complete(bg, project.ID, lease.Fence{LeaseID: second.Lease.ID, Epoch: second.Lease.Epoch}, []byte(`{"ok":true}`), nil); err != nil {
+	// Its progress note takes the table's last column, as an agent's
+	// notes do: the other columns are left little room.
+	clk.Advance(time.Minute)
+	f2 := lease.Fence{LeaseID: second.Lease.ID, Epoch: second.Lease.Epoch}
+	if _, err := l.Heartbeat(bg, project.ID, f2, lease.Heartbeat{
+		Progress: []byte(`{"note":"patched the enum, rebuilding the reference pages of the public API"}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(49 * time.Minute)
+	if _, err := l.Complete(bg, project.ID, f2, []byte(`{"ok":true}`), nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -116,6 +125,22 @@ func timelineLayout(t *testing.T, ctx context.Context, srv *server.Server, proje
 	}
 	if got := eval[string](t, ctx, `document.querySelector('.timeline g.lane[data-epoch="1"] text.stale').textContent`); got != "1 refused" {
 		t.Errorf("label = %q", got)
+	}
+
+	// The lease table's figures (heartbeats, tokens, cost) and its
+	// "1 refused" mark stay on one line in a narrow window: the page lets
+	// long words break anywhere (main's overflow-wrap), and "$0.0000" was
+	// cut into "$0.0" and "000" (and, on the demo's item page at 1360 px,
+	// the mark into "1" and "refused").
+	step(t, ctx, chromedp.EmulateViewport(900, 900), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".timeline svg")))
+	defer step(t, ctx, chromedp.EmulateViewport(1360, 900)) // the size startBrowser sets
+	broken := eval[[]string](t, ctx, `[...document.querySelectorAll("td.num, td .label")].filter(td => {
+		const r = document.createRange();
+		r.selectNodeContents(td);
+		return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size > 1;
+	}).map(td => td.textContent)`)
+	if len(broken) > 0 {
+		t.Errorf("figures or marks of the lease table break across lines at 900 px: %q", broken)
 	}
 }
 
