@@ -66,7 +66,7 @@ func timelineLayout(t *testing.T, ctx context.Context, srv *server.Server, proje
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "w1"})
+	first, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "claude-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func timelineLayout(t *testing.T, ctx context.Context, srv *server.Server, proje
 		t.Fatalf("late heartbeat: %v", err)
 	}
 	clk.Advance(30 * time.Minute)
-	second, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "w2", TTL: time.Hour})
+	second, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "codex-2", TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,15 +134,38 @@ func timelineLayout(t *testing.T, ctx context.Context, srv *server.Server, proje
 	// the mark into "1" and "refused").
 	step(t, ctx, chromedp.EmulateViewport(900, 900), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".timeline svg")))
 	defer step(t, ctx, chromedp.EmulateViewport(1360, 900)) // the size startBrowser sets
-	broken := eval[[]string](t, ctx, `[...document.querySelectorAll("td.num, td .label")].filter(td => {
-		const r = document.createRange();
-		r.selectNodeContents(td);
-		return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size > 1;
-	}).map(td => td.textContent)`)
+	broken := eval[[]string](t, ctx, linesJS+`[...document.querySelectorAll("td.num, td .label")].filter(td => lines(td) > 1).map(td => td.textContent)`)
 	if len(broken) > 0 {
 		t.Errorf("figures or marks of the lease table break across lines at 900 px: %q", broken)
 	}
+	// Worker names stay whole in the tables that list them (the history,
+	// the workers page): "claude-1" came out as "claude-" over "1" at
+	// 1360 px, "codex" over "-2" in the outcomes by worker.
+	for _, page := range []string{"/p/tl/leases", "/p/tl/workers", "/p/tl/items/" + it.ID.String()} {
+		step(t, ctx, chromedp.Navigate(srv.URL()+page), chromedp.WaitVisible(chromedp.CSS("table")))
+		broken := eval[[]string](t, ctx, linesJS+`[...document.querySelectorAll("table")].flatMap(table => {
+			const col = [...table.querySelectorAll("thead th")].findIndex(th => th.textContent.trim() === "Worker");
+			return col < 0 ? [] : [...table.querySelectorAll("tbody tr")].map(tr => tr.children[col]).filter(td => td);
+		}).filter(td => lines(td) > 1).map(td => td.textContent)`)
+		if len(broken) > 0 {
+			t.Errorf("%s: worker names break across lines at 900 px: %q", page, broken)
+		}
+	}
 }
+
+// linesJS defines lines(el): on how many lines the text of el is laid
+// out (the distinct tops of its text's boxes).
+const linesJS = `const lines = el => {
+	const tops = new Set(), walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+	for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+		if (!n.textContent.trim()) continue;
+		const r = document.createRange();
+		r.selectNodeContents(n);
+		for (const b of r.getClientRects()) tops.add(Math.round(b.top));
+	}
+	return tops.size;
+};
+`
 
 // graphZoom: in Chromium, the graph page zooms with its buttons, the
 // wheel and the keyboard, pans by dragging without opening the item under
