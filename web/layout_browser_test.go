@@ -35,6 +35,10 @@ func TestLayoutInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), admin),
 		chromedp.Submit(chromedp.ID("token")),
+		// The sign-in page has a main too: wait until it is gone, or the
+		// first subtest's navigation would cut the sign-in's redirect
+		// short (net::ERR_ABORTED).
+		chromedp.WaitNotPresent(chromedp.ID("token")),
 		chromedp.WaitVisible(chromedp.CSS("main")),
 	)
 	project := func(t *testing.T, name string) graph.Project {
@@ -46,6 +50,19 @@ func TestLayoutInBrowser(t *testing.T) {
 	}
 	t.Run("Timeline", func(t *testing.T) { timelineLayout(t, ctx, srv, project(t, "tl")) })
 	t.Run("GraphZoom", func(t *testing.T) { graphZoom(t, ctx, srv, project(t, "gz")) })
+	t.Run("FormRows", func(t *testing.T) { formRows(t, ctx, srv, project(t, "fr")) })
+}
+
+// formRows: the new item form's rows of fields (priority and labels,
+// then parent and dependencies) keep a gap between them: the second
+// row's labels sat on the first row's inputs.
+func formRows(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+"/items/new"), chromedp.WaitVisible(chromedp.ID("parent")))
+	gap := eval[float64](t, ctx, `document.querySelector("label[for=parent]").getBoundingClientRect().top
+		- document.getElementById("priority").getBoundingClientRect().bottom`)
+	if gap < 8 {
+		t.Errorf("the form's second row starts %.1f px below the first row's inputs, want a gap of at least 8 px", gap)
+	}
 }
 
 // timelineLayout: in Chromium, a lease of milliseconds keeps a visible
