@@ -27,8 +27,9 @@ func TestNewCommitsAsynchronously(t *testing.T) {
 // Debian's default server (max_connections 100) the suite was refused
 // connections now and then ("too many clients already") and a test
 // failed; dbtest then uses the embedded cluster instead. A server named by
-// WORKGRAPH_TEST_DATABASE_URL is used as given, and this test says when it
-// is too small for the suite.
+// WORKGRAPH_TEST_DATABASE_URL is used as given, as is the small server
+// when no embedded cluster can start, and this test says when it is too
+// small for the suite.
 func TestServerHoldsTheSuite(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
@@ -38,7 +39,8 @@ func TestServerHoldsTheSuite(t *testing.T) {
 	}
 	if slots < dbtest.SuiteConnections {
 		t.Errorf("the test server allows %d connections; the suite holds up to about 100 at once and needs %d: "+
-			"raise its max_connections, or leave WORKGRAPH_TEST_DATABASE_URL unset to use the embedded cluster",
+			"raise its max_connections, or let the tests start their embedded cluster "+
+			"(WORKGRAPH_TEST_DATABASE_URL unset, PostgreSQL's server binaries installed)",
 			slots, dbtest.SuiteConnections)
 	}
 }
