@@ -51,6 +51,41 @@ func TestLayoutInBrowser(t *testing.T) {
 	t.Run("Timeline", func(t *testing.T) { timelineLayout(t, ctx, srv, project(t, "tl")) })
 	t.Run("GraphZoom", func(t *testing.T) { graphZoom(t, ctx, srv, project(t, "gz")) })
 	t.Run("FormRows", func(t *testing.T) { formRows(t, ctx, srv, project(t, "fr")) })
+	t.Run("LongWorker", func(t *testing.T) { longWorker(t, ctx, srv, project(t, "lw")) })
+}
+
+// longWorker: a worker's name of 152 characters (names may have 200)
+// keeps the item page in shape: in the timeline its label ends before the
+// bars, and the lease table scrolls inside its card instead of running
+// over the page's right column.
+func longWorker(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	bg := context.Background()
+	g, l := graph.NewService(srv.Pool(), nil), lease.NewService(srv.Pool(), nil, lease.Config{})
+	it, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: "long worker", CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: strings.Repeat("verylongworkername-", 8)}); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+"/items/"+it.ID.String()), chromedp.WaitVisible(chromedp.CSS(".timeline svg")))
+	type fit struct{ LabelRight, PlotLeft float64 }
+	got := eval[fit](t, ctx, `(() => {
+		const svg = document.querySelector(".timeline svg"), s = svg.getBoundingClientRect();
+		const label = svg.querySelector("g.lane text.worker").getBoundingClientRect(), bar = svg.querySelector("g.lane rect.bar").getBoundingClientRect();
+		return {labelRight: label.right - s.left, plotLeft: bar.left - s.left};
+	})()`)
+	if got.LabelRight > got.PlotLeft {
+		t.Errorf("the worker's label ends at %.0f px, past the bar starting at %.0f px", got.LabelRight, got.PlotLeft)
+	}
+	overflow := eval[bool](t, ctx, `(() => {
+		const table = [...document.querySelectorAll("section.card table")].find(t => t.textContent.includes("verylongworkername"));
+		const box = table.parentElement, card = table.closest("section.card");
+		return box.getBoundingClientRect().right > card.getBoundingClientRect().right + 1 || getComputedStyle(box).overflowX !== "auto";
+	})()`)
+	if overflow {
+		t.Errorf("the lease table runs past its card instead of scrolling inside it")
+	}
 }
 
 // formRows: the new item form's rows of fields (priority and labels,

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,17 +24,19 @@ type Timeline struct {
 
 // TimelineLane is one lease.
 type TimelineLane struct {
-	Y          float64 // top of the lane
-	Epoch      int64
-	Worker     string
-	Outcome    string // CSS suffix: an outcome or "active"
-	X, W       float64
-	Title      string // tooltip
-	TailX      float64
-	TailW      float64 // >0: dashed tail to the expiry of an active lease
-	TailLabel  string  // the expiry, when it lies beyond the plot
-	Marks      []TimelineMark
-	StaleCalls int
+	Y      float64 // top of the lane
+	Epoch  int64
+	Worker string
+	// WorkerLabel is Worker cut to fit the label column (workerLabel).
+	WorkerLabel string
+	Outcome     string // CSS suffix: an outcome or "active"
+	X, W        float64
+	Title       string // tooltip
+	TailX       float64
+	TailW       float64 // >0: dashed tail to the expiry of an active lease
+	TailLabel   string  // the expiry, when it lies beyond the plot
+	Marks       []TimelineMark
+	StaleCalls  int
 	// StaleX is where the "N refused" label starts: just right of the
 	// lane's last refused mark (or of its bar), not at the plot's edge.
 	StaleX  float64
@@ -109,7 +112,8 @@ func buildTimeline(leases []lease.Lease, obs map[uuid.UUID][]lease.Observation, 
 	}
 	for i, l := range leases {
 		lane := TimelineLane{
-			Y: float64(tlTop + i*tlLaneH), Epoch: l.Epoch, Worker: l.Worker, Outcome: "active",
+			Y: float64(tlTop + i*tlLaneH), Epoch: l.Epoch, Worker: l.Worker, WorkerLabel: workerLabel(l.Worker),
+			Outcome:    "active",
 			StaleCalls: l.StaleCalls, LeaseID: l.ID,
 		}
 		ended := now
@@ -195,4 +199,37 @@ func tickStep(span time.Duration) (time.Duration, string) {
 	default:
 		return step, "Jan 2"
 	}
+}
+
+// tlWorkerCells is how many character cells of a worker's name fit in the
+// timeline's label column (from x = 78 to the plot at tlLabelW, at the
+// label's font size).
+const tlWorkerCells = 16
+
+// workerLabel cuts a worker's name to tlWorkerCells cells, ending it with
+// "…" when cut; a wide character (CJK and the like) takes two cells.
+func workerLabel(name string) string {
+	cells := func(r rune) int {
+		if r >= 0x2E80 {
+			return 2
+		}
+		return 1
+	}
+	n := 0
+	for _, r := range name {
+		n += cells(r)
+	}
+	if n <= tlWorkerCells {
+		return name
+	}
+	var b strings.Builder
+	n = 0
+	for _, r := range name {
+		if n+cells(r) > tlWorkerCells-1 {
+			break
+		}
+		n += cells(r)
+		b.WriteRune(r)
+	}
+	return b.String() + "…"
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,28 @@ func TestTimelineGeometry(t *testing.T) {
 	tl = buildTimeline([]lease.Lease{short, long}, obs, *at(2 * time.Hour))
 	if x := tl.Lanes[0].StaleX; x+tlStaleLabelW > float64(tl.Width) || x < tl.Lanes[0].Marks[0].X {
 		t.Errorf("label at %.1f for a mark at %.1f in a picture %d wide", x, tl.Lanes[0].Marks[0].X, tl.Width)
+	}
+}
+
+// TestTimelineWorkerLabel: a worker's name in a lane is cut to fit the
+// label column (a name of up to 200 characters ran under the bars and the
+// expiry label); the whole name stays in the lane's tooltip.
+func TestTimelineWorkerLabel(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+	long := strings.Repeat("verylongworkername-", 8)
+	ls := []lease.Lease{
+		{ID: uuid.New(), Epoch: 1, Worker: long, AcquiredAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		{ID: uuid.New(), Epoch: 2, Worker: "claude-1", AcquiredAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		{ID: uuid.New(), Epoch: 3, Worker: "ワーカー名前が長い日本語のワーカー", AcquiredAt: t0, ExpiresAt: t0.Add(time.Hour)},
+	}
+	tl := buildTimeline(ls, nil, t0.Add(time.Minute))
+	for i, want := range []string{"verylongworkern…", "claude-1", "ワーカー名前が…"} {
+		lane := tl.Lanes[i]
+		if lane.WorkerLabel != want {
+			t.Errorf("lane %d: label %q, want %q", i, lane.WorkerLabel, want)
+		}
+		if !strings.Contains(lane.Title, ls[i].Worker) {
+			t.Errorf("lane %d: the tooltip %q lacks the whole name", i, lane.Title)
+		}
 	}
 }
