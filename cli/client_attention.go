@@ -176,7 +176,7 @@ func printLeases(w io.Writer, leases []client.Lease) {
 		if len(l.OutcomeDetail) > 0 && string(l.OutcomeDetail) != "null" {
 			detail = clip(strings.TrimSpace(string(l.OutcomeDetail)), 60)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.ItemID, l.Epoch, l.Worker,
+		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.ItemID, l.Epoch, clip(l.Worker, 32),
 			fmtTime(l.AcquiredAt), fmtTimePtr(l.EndedAt), outcome, detail)
 	}
 	t.Flush()
