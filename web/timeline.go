@@ -97,10 +97,13 @@ func buildTimeline(leases []lease.Lease, obs map[uuid.UUID][]lease.Observation, 
 			extend(o.ReceivedAt)
 		}
 	}
-	span := end.Sub(start)
-	if span < time.Second {
-		span = time.Second
+	// At least a second of history, so that the axis has a tick to label
+	// (a lease granted just now): the window itself is widened, not only
+	// the span its step is chosen for.
+	if end.Sub(start) < time.Second {
+		end = start.Add(time.Second)
 	}
+	span := end.Sub(start)
 	// A little air on both sides.
 	start = start.Add(-span / 40)
 	end = end.Add(span / 40)

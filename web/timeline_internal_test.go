@@ -67,3 +67,23 @@ func TestTimelineWorkerLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineYoungHistoryHasTicks: a history shorter than a second (a
+// lease granted just now) still gets a labelled axis: the window is
+// widened to a second, not only the step chosen for it.
+func TestTimelineYoungHistoryHasTicks(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
+	ls := []lease.Lease{{ID: uuid.New(), Epoch: 1, Worker: "w", AcquiredAt: t0, ExpiresAt: t0.Add(15 * time.Minute)}}
+	tl := buildTimeline(ls, nil, t0.Add(300*time.Millisecond))
+	if len(tl.Ticks) == 0 {
+		t.Fatalf("no tick on the axis of a 300 ms history")
+	}
+	for _, tk := range tl.Ticks {
+		if tk.X < tl.PlotX0 || tk.X > tl.PlotX1 {
+			t.Errorf("tick %q at %.1f, outside the plot %.1f..%.1f", tk.Label, tk.X, tl.PlotX0, tl.PlotX1)
+		}
+	}
+	if lane := tl.Lanes[0]; lane.W > (tl.PlotX1-tl.PlotX0)/2 {
+		t.Errorf("a 300 ms lease fills %.0f of the %.0f-wide plot", lane.W, tl.PlotX1-tl.PlotX0)
+	}
+}
