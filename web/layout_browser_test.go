@@ -78,6 +78,11 @@ func longWorker(t *testing.T, ctx context.Context, srv *server.Server, project g
 	if got.LabelRight > got.PlotLeft {
 		t.Errorf("the worker's label ends at %.0f px, past the bar starting at %.0f px", got.LabelRight, got.PlotLeft)
 	}
+	// The label reads as the cut name alone; the whole name is its
+	// tooltip (a title beside it, not inside the text).
+	if label := eval[string](t, ctx, `document.querySelector(".timeline g.lane text.worker").textContent`); label != "verylongworkern…" {
+		t.Errorf("the label reads %q", label)
+	}
 	overflow := eval[bool](t, ctx, `(() => {
 		const table = [...document.querySelectorAll("section.card table")].find(t => t.textContent.includes("verylongworkername"));
 		const box = table.parentElement, card = table.closest("section.card");
