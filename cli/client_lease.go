@@ -61,7 +61,7 @@ func (lf *leaseFlags) fence() (string, int64, error) {
 		ep = os.Getenv(envEpoch)
 	}
 	if id == "" || ep == "" {
-		return "", 0, usageError("no lease: pass --lease-id and --epoch, or run inside `workgraph work`, which sets %s and %s", envLeaseID, envEpoch)
+		return "", 0, usageError("no lease: pass --lease-id and --epoch (the claim printed them), set %s and %s (eval \"$(workgraph claim --env)\" claims and sets them), or run inside `workgraph work`, which sets them", envLeaseID, envEpoch)
 	}
 	epoch, err := strconv.ParseInt(ep, 10, 64)
 	if err != nil || epoch < 1 {
@@ -222,7 +222,12 @@ func printClaim(w io.Writer, cl *client.Claim) {
 	for _, a := range cl.Attention {
 		fmt.Fprintf(w, "\nearlier question (%s): %s\n  answer: %s\n", a.State, a.Question, deref(a.Answer, "(none yet)"))
 	}
-	fmt.Fprintf(w, "\nnext: heartbeat within the lease, then complete:\n  workgraph complete --lease-id %s --epoch %d --result '{\"summary\": \"...\"}'\n", cl.Lease.ID, cl.Lease.Epoch)
+	fence := fmt.Sprintf("--lease-id %s --epoch %d", cl.Lease.ID, cl.Lease.Epoch)
+	fmt.Fprintf(w, "\nnext: heartbeat within the lease (every third of it), then complete:\n"+
+		"  workgraph heartbeat %s\n"+
+		"  workgraph complete %s --result '{\"summary\": \"...\"}'\n"+
+		"or give this shell the lease, and leave the flags out:\n"+
+		"  export %s=%s %s=%d\n", fence, fence, envLeaseID, cl.Lease.ID, envEpoch, cl.Lease.Epoch)
 }
 
 func printClaimEnv(w io.Writer, cl *client.Claim) {

@@ -279,3 +279,60 @@ func TestAttentionListTitles(t *testing.T) {
 		t.Fatalf("attention ls: want the item's title and short id\n%v", r)
 	}
 }
+
+// TestClaimHintsRun: the text a claim prints tells a new user how to go
+// on, and each command it shows runs as printed: the heartbeat and the
+// completion with the lease's flags, and the export line, after which both
+// need no flags. Without a lease, the error names the ways to give one.
+func TestClaimHintsRun(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	first := e.item("first by hand")
+	second := e.item("second by hand")
+	var hints [][]string
+	for range 2 {
+		r := e.run(e.agentToken, nil, "claim", "--worker", "w1", "--lease", "1m")
+		if r.code != 0 {
+			t.Fatalf("claim: %v", r)
+		}
+		var lines []string
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(line, "  workgraph ") || strings.HasPrefix(line, "  export ") {
+				lines = append(lines, strings.TrimSpace(line))
+			}
+		}
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "workgraph heartbeat --lease-id ") || !strings.HasPrefix(lines[1], "workgraph complete --lease-id ") || !strings.HasPrefix(lines[2], "export WORKGRAPH_LEASE_ID=") {
+			t.Fatalf("want a heartbeat, a completion and an export line among the hints:\n%s", r.stdout)
+		}
+		hints = append(hints, lines)
+	}
+
+	// The first lease: the heartbeat and the completion as printed.
+	args := strings.Fields(hints[0][0])[1:]
+	if r := e.run(e.agentToken, nil, args...); r.code != 0 {
+		t.Fatalf("%s: %v", hints[0][0], r)
+	}
+	done := strings.Replace(hints[0][1], `'{"summary": "..."}'`, `{"summary":"done"}`, 1)
+	if r := e.run(e.agentToken, nil, strings.Fields(done)[1:]...); r.code != 0 {
+		t.Fatalf("%s: %v", done, r)
+	}
+
+	// The second lease: its export line, then the bare commands.
+	exported := strings.Fields(strings.TrimPrefix(hints[1][2], "export "))
+	if r := e.run(e.agentToken, exported, "heartbeat"); r.code != 0 {
+		t.Fatalf("heartbeat after %s: %v", hints[1][2], r)
+	}
+	if r := e.run(e.agentToken, exported, "complete", "--result", `{"summary":"done"}`); r.code != 0 {
+		t.Fatalf("complete after %s: %v", hints[1][2], r)
+	}
+	for _, it := range []*client.Item{first, second} {
+		if got := e.get(it.ID); got.State != "done" {
+			t.Errorf("item %q is %s, want done", it.Title, got.State)
+		}
+	}
+
+	r := e.wantExit(e.agentToken, 2, "no lease", "heartbeat")
+	if !strings.Contains(r.stderr, "workgraph claim --env") || !strings.Contains(r.stderr, "--lease-id") {
+		t.Errorf("the error should name the ways to give a lease:\n%v", r)
+	}
+}
