@@ -64,16 +64,28 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 	}
 	ls.Flags().StringVar(&state, "state", "open", "open, resolved or dismissed")
 	ls.Flags().StringVar(&itemID, "item", "", "only requests about this item")
+	var answer string
 	resolve := &cobra.Command{
 		Use:   "resolve ID ANSWER",
 		Short: "Answer an attention request (people only)",
-		Args:  args(cobra.ExactArgs(2)),
+		Long: `Answer an attention request: the item can be claimed again, and its
+next claim (the asking worker is preferred for a while) carries the answer.
+The answer is the second argument, or --answer.`,
+		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			switch {
+			case len(a) == 2 && answer != "":
+				return usageError("give the answer once: as the second argument or as --answer, not both")
+			case len(a) == 2:
+				answer = a[1]
+			case answer == "":
+				return usageError("no answer: workgraph attention resolve ID \"answer\" (or --answer \"answer\")")
+			}
 			id, err := s.resolveID(ctx, kindAttention, a[0])
 			if err != nil {
 				return err
 			}
-			r, err := s.api.Resolve(ctx, id, a[1])
+			r, err := s.api.Resolve(ctx, id, answer)
 			if err != nil {
 				return err
 			}
@@ -84,6 +96,7 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 			return nil
 		}),
 	}
+	resolve.Flags().StringVar(&answer, "answer", "", "the answer (instead of the second argument)")
 	cmd.AddCommand(ls, resolve)
 	return cmd
 }

@@ -336,3 +336,34 @@ func TestClaimHintsRun(t *testing.T) {
 		t.Errorf("the error should name the ways to give a lease:\n%v", r)
 	}
 }
+
+// TestAttentionResolveAnswerFlag: the answer goes as the second argument
+// or as --answer; neither, or both, is a usage error that answers nothing.
+func TestAttentionResolveAnswerFlag(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.item("Pick a database")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	var asked struct {
+		Attention client.AttentionRequest `json:"attention"`
+	}
+	r := e.run(e.agentToken, fence, "ask", "Which one?", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &asked) != nil || asked.Attention.ID == "" {
+		t.Fatalf("ask: %v", r)
+	}
+	req := asked.Attention
+	e.wantExit(e.humanToken, 2, "no answer", "attention", "resolve", req.ID)
+	e.wantExit(e.humanToken, 2, "not both", "attention", "resolve", req.ID, "one", "--answer", "two")
+	var open client.AttentionPage
+	e.mustJSON(e.humanToken, &open, "attention", "ls")
+	if len(open.Attention) != 1 {
+		t.Fatalf("after the refused calls: %d open requests, want 1", len(open.Attention))
+	}
+	var got client.AttentionRequest
+	e.mustJSON(e.humanToken, &got, "attention", "resolve", req.ID, "--answer", "PostgreSQL")
+	if got.State != "resolved" || got.Answer == nil || *got.Answer != "PostgreSQL" {
+		t.Fatalf("resolve --answer: %+v", got)
+	}
+}
