@@ -131,7 +131,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 					return usageError("--env names one lease; it cannot be given with --max")
 				}
 				cs, err := claimBatchWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
-					Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels,
+					Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps,
 				}, max, wait)
 				if err != nil {
 					return err

@@ -367,3 +367,19 @@ func TestAttentionResolveAnswerFlag(t *testing.T) {
 		t.Fatalf("resolve --answer: %+v", got)
 	}
 }
+
+// TestClaimBatchCapabilities: claim --max N passes --capabilities on, as a
+// single claim does: an item requiring a capability the worker names is
+// granted in a batch, and one requiring more is not.
+func TestClaimBatchCapabilities(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var gpu, both client.Item
+	e.mustJSON(e.humanToken, &gpu, "items", "add", "Train the model", "--requires", "gpu")
+	e.mustJSON(e.humanToken, &both, "items", "add", "Train on the cluster", "--requires", "gpu,cluster")
+	var cs []client.Claim
+	e.mustJSON(e.agentToken, &cs, "claim", "--max", "5", "--capabilities", "gpu", "--worker", "w1", "--lease", "1m")
+	if len(cs) != 1 || cs[0].Item.ID != gpu.ID {
+		t.Fatalf("claim --max 5 --capabilities gpu granted %d items, want only %q", len(cs), gpu.Title)
+	}
+}
