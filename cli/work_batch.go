@@ -91,7 +91,8 @@ const claimRecheck = 5 * time.Second
 
 // claimSlots claims up to n items in one call, waiting up to wait.
 func (sv *supervisor) claimSlots(ctx context.Context, n int, wait time.Duration) ([]client.Claim, error) {
-	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels}
+	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels,
+		Capabilities: sv.opt.caps}
 	return claimBatchWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, min(n, client.MaxBatch), wait)
 }
 

@@ -71,3 +71,29 @@ func TestClaimMax(t *testing.T) {
 	}
 	e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--max", "5")
 }
+
+// TestWorkConcurrencyCapabilities: `work --concurrency N --capabilities C`
+// claims its batches with the worker's capabilities, as the single-slot
+// supervisor does: the items requiring C are done, the one requiring more
+// is left ready.
+func TestWorkConcurrencyCapabilities(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var gpu1, gpu2, more client.Item
+	e.mustJSON(e.humanToken, &gpu1, "items", "add", "Train one", "--requires", "gpu")
+	e.mustJSON(e.humanToken, &gpu2, "items", "add", "Train two", "--requires", "gpu")
+	e.mustJSON(e.humanToken, &more, "items", "add", "Train on the cluster", "--requires", "gpu,cluster")
+	r := e.run(e.agentToken, nil, "work", "--loop", "--concurrency", "2", "--capabilities", "gpu", "--lease", "30s", "--",
+		"sh", "-c", `echo '{"ok": true}' > "$WORKGRAPH_RESULT_FILE"`)
+	if r.code != 0 {
+		t.Fatalf("work: %v", r)
+	}
+	for _, it := range []client.Item{gpu1, gpu2} {
+		if got := e.get(it.ID); got.State != client.StateDone {
+			t.Errorf("item %q is %s, want done\n%v", it.Title, got.State, r)
+		}
+	}
+	if got := e.get(more.ID); got.State != client.StateReady {
+		t.Errorf("item %q is %s, want ready (it requires cluster too)", more.Title, got.State)
+	}
+}
