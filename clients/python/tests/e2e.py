@@ -109,6 +109,13 @@ def main():
     assert failed["retry_after"], "no retry_after after a failure"
     assert refusal(LeaseLost, agent.release, fourth["lease"]["id"], fourth["lease"]["epoch"]).code == "lease_lost"
 
+    # an item requiring a capability goes only to a claim that offers it
+    gpu = agent.create_item(project, "python e2e: needs a gpu", labels=["e2e-gpu"], requires=["gpu"])
+    assert agent.claim(project, "py-1", labels=["e2e-gpu"]) is None, "claimed an item requiring a capability not offered"
+    fifth = agent.claim(project, "py-1", labels=["e2e-gpu"], capabilities=["gpu"])
+    assert fifth is not None and fifth["item"]["id"] == gpu["id"], fifth
+    agent.complete(fifth["lease"]["id"], fifth["lease"]["epoch"], {"gpu": True})
+
     # batches: three leases in one claim, renewed and completed in one call
     # each; an entry with a stale epoch refuses itself only
     for i in range(3):

@@ -125,13 +125,18 @@ class Client:
         lease_seconds: Optional[int] = None,
         wait_seconds: Optional[int] = None,
         labels: Optional[List[str]] = None,
+        capabilities: Optional[List[str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> Optional[_spec.Claim]:
         """Claims the highest-priority ready item, waiting up to wait_seconds; None when nothing became ready.
 
-        The lease's ``epoch`` must be presented by every later call on it.
+        Only items carrying every one of ``labels`` and requiring none but
+        ``capabilities`` are handed out. The lease's ``epoch`` must be
+        presented by every later call on it.
         """
-        body = _fields(worker=worker, lease_seconds=lease_seconds, wait_seconds=wait_seconds, labels=labels)
+        body = _fields(
+            worker=worker, lease_seconds=lease_seconds, wait_seconds=wait_seconds, labels=labels, capabilities=capabilities
+        )
         status, out = self._call(
             "claim", {"project": project}, body=body, key=idempotency_key or _new_key(), extra_timeout=wait_seconds or 0
         )
@@ -326,7 +331,7 @@ class Client:
         )
 
     def create_item(self, project: str, title: str, *, idempotency_key: Optional[str] = None, **fields: Any) -> _spec.Item:
-        """Adds an item (fields: body, priority, parent_id, depends_on, labels, metadata, on_expiry)."""
+        """Adds an item (fields: body, priority, parent_id, depends_on, labels, requires, touches, metadata, on_expiry)."""
         body = dict(fields, title=title)
         return cast(_spec.Item, self._call("createItem", {"project": project}, body=body, key=idempotency_key or _new_key())[1])
 
