@@ -133,6 +133,9 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 				cs, err := claimBatchWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
 					Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps,
 				}, max, wait)
+				if errors.Is(err, client.ErrNothingReady) {
+					return nothingReady(ctx, s, worker, labels, caps)
+				}
 				if err != nil {
 					return err
 				}
@@ -147,6 +150,9 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
 				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps,
 			}, wait)
+			if errors.Is(err, client.ErrNothingReady) {
+				return nothingReady(ctx, s, worker, labels, caps)
+			}
 			if err != nil {
 				return err
 			}

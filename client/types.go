@@ -41,6 +41,9 @@ type (
 	BlockedBy = wire.BlockedBy
 	// ItemRef names an item.
 	ItemRef = wire.ItemRef
+	// ScopeHolder is a live lease holding write scopes that overlap an
+	// item's touches.
+	ScopeHolder = wire.ScopeHolder
 	// AttentionRef names an open blocking attention request of an item.
 	AttentionRef = wire.AttentionRef
 	// ItemPage is one page of items; NextCursor is nil on the last page.

@@ -383,3 +383,33 @@ func TestClaimBatchCapabilities(t *testing.T) {
 		t.Fatalf("claim --max 5 --capabilities gpu granted %d items, want only %q", len(cs), gpu.Title)
 	}
 }
+
+// TestClaimSaysWhyNothing: after a person answers a worker's question the
+// item is kept for that worker a while; another worker's claim finds
+// nothing and says so, naming the item and the worker it is kept for.
+func TestClaimSaysWhyNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("Kept for its asker")
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
+	var asked struct {
+		Attention client.AttentionRequest `json:"attention"`
+	}
+	r := e.run(e.agentToken, fence, "ask", "Which one?", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &asked) != nil {
+		t.Fatalf("ask: %v", r)
+	}
+	if r := e.run(e.humanToken, nil, "attention", "resolve", asked.Attention.ID, "this one"); r.code != 0 {
+		t.Fatalf("resolve: %v", r)
+	}
+	r = e.wantExit(e.agentToken, 3, "nothing is ready for this claim", "claim", "--worker", "w2")
+	if !strings.Contains(r.stderr, "why: 1 ready item is kept for the worker that asked") || !strings.Contains(r.stderr, it.ID[:8]) || !strings.Contains(r.stderr, `worker "w1"`) {
+		t.Fatalf("the refusal should say the item is kept for w1:\n%v", r)
+	}
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
+	if cl.Item.ID != it.ID {
+		t.Fatalf("w1 claimed %s, want the item kept for it", cl.Item.ID)
+	}
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// TestWhyNotClaimed: each reason a ready item can be out of a claim's
+// reach gets a line with the count and an example; an item the claim could
+// have taken (it lost a race) and an item reserved for this worker give
+// none.
+func TestWhyNotClaimed(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	later := now.Add(10 * time.Minute)
+	earlier := now.Add(-time.Minute)
+	str := func(s string) *string { return &s }
+	item := func(id, title string, mod func(*client.Item)) client.Item {
+		it := client.Item{ID: id + "-0000-0000-0000-000000000000", Title: title, State: client.StateReady}
+		if mod != nil {
+			mod(&it)
+		}
+		return it
+	}
+	items := []client.Item{
+		item("aaaaaaaa", "kept for w2", func(it *client.Item) { it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = str("w2"), &later }),
+		item("aaaaaaab", "kept for w2 too", func(it *client.Item) { it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = str("w2"), &later }),
+		item("bbbbbbbb", "kept for me", func(it *client.Item) { it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = str("me"), &later }),
+		item("cccccccc", "reservation over", func(it *client.Item) { it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = str("w2"), &earlier }),
+		item("dddddddd", "backing off", func(it *client.Item) { it.BlockedBy.RetryAfter = &later }),
+		item("eeeeeeee", "scope held", func(it *client.Item) {
+			it.BlockedBy.Scopes = []client.ScopeHolder{{Worker: "w3", Scopes: []string{"repo:web"}}}
+		}),
+		item("ffffffff", "no label", nil),
+		item("99999999", "needs a gpu", func(it *client.Item) { it.Labels, it.Requires = []string{"ml"}, []string{"gpu", "cuda"} }),
+		item("88888888", "could have been mine", func(it *client.Item) { it.Labels, it.Requires = []string{"ml"}, []string{"cpu"} }),
+	}
+	// The claim asked for label ml and offered cpu; items without ml are
+	// out of reach for that alone.
+	items[6].Labels = nil
+	for i := range items[:6] {
+		items[i].Labels = []string{"ml"}
+	}
+	got := whyNotClaimed(items, "me", []string{"ml"}, []string{"cpu"}, now)
+	want := []string{
+		`2 ready items are kept for the worker that asked a person about them (e.g. kept for w2 (aaaaaaaa): worker "w2" until `,
+		`1 ready item waits out a retry backoff after a failure (backing off (dddddddd), until `,
+		`1 ready item touches write scopes a live lease holds (scope held (eeeeeeee): repo:web, held by worker "w3")`,
+		`1 ready item does not carry every label asked for (--labels ml)`,
+		`1 ready item requires capabilities this claim did not offer: cuda, gpu (--capabilities)`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d:\n got %s\nwant %s...", i, got[i], want[i])
+		}
+	}
+	if lines := whyNotClaimed(items[2:4], "me", nil, nil, now); len(lines) != 0 {
+		t.Errorf("an item kept for this worker, or no longer kept, is no reason: %q", lines)
+	}
+}
