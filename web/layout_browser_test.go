@@ -52,6 +52,52 @@ func TestLayoutInBrowser(t *testing.T) {
 	t.Run("GraphZoom", func(t *testing.T) { graphZoom(t, ctx, srv, project(t, "gz")) })
 	t.Run("FormRows", func(t *testing.T) { formRows(t, ctx, srv, project(t, "fr")) })
 	t.Run("LongWorker", func(t *testing.T) { longWorker(t, ctx, srv, project(t, "lw")) })
+	t.Run("NarrowTimeline", func(t *testing.T) { narrowTimeline(t, ctx, srv, project(t, "nt")) })
+}
+
+// narrowTimeline: on a phone's width (390 px) the lease timeline keeps
+// its labels readable (at least 10 px) and scrolls sideways inside its
+// card; the page itself does not scroll sideways. Drawn to the card's
+// width, its 12 px labels shrank to 4 px.
+func narrowTimeline(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	bg := context.Background()
+	g, l := graph.NewService(srv.Pool(), nil), lease.NewService(srv.Pool(), nil, lease.Config{})
+	it, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: "on a phone", CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(bg, project.ID, lease.ClaimRequest{Worker: "phone-1"}); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { step(t, ctx, chromedp.EmulateViewport(1360, 900)) })
+	step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+"/items/"+it.ID.String()), chromedp.WaitVisible(chromedp.CSS(".timeline svg")))
+	type look struct {
+		Font                 float64
+		Scrolls, PageScrolls bool
+		BoxRight, CardRight  float64
+	}
+	got := eval[look](t, ctx, `(() => {
+		const box = document.querySelector(".timeline"), svg = box.querySelector("svg");
+		const label = svg.querySelector("g.lane text.worker");
+		const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+		return {
+			font: parseFloat(getComputedStyle(label).fontSize) * scale,
+			scrolls: box.scrollWidth > box.clientWidth && getComputedStyle(box).overflowX === "auto",
+			pageScrolls: document.documentElement.scrollWidth > window.innerWidth,
+			boxRight: box.getBoundingClientRect().right,
+			cardRight: box.closest("section.card").getBoundingClientRect().right,
+		};
+	})()`)
+	if got.Font < 10 {
+		t.Errorf("the timeline's labels are drawn at %.1f px on a 390 px screen, want at least 10", got.Font)
+	}
+	if !got.Scrolls {
+		t.Errorf("the timeline does not scroll sideways inside its box")
+	}
+	if got.PageScrolls || got.BoxRight > got.CardRight+1 {
+		t.Errorf("the page scrolls sideways (%v) or the timeline runs past its card (%.0f > %.0f)", got.PageScrolls, got.BoxRight, got.CardRight)
+	}
 }
 
 // longWorker: a worker's name of 152 characters (names may have 200)
