@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // boardStates are the board's columns, in the order work flows.
@@ -180,13 +181,20 @@ type ItemFormPage struct {
 
 // ItemForm is the item form's fields as typed.
 type ItemForm struct {
-	Title     string
-	Body      string
-	Priority  string
-	Labels    string
+	Title    string
+	Body     string
+	Priority string
+	Labels   string
+	// Requires (capabilities a claim must offer) and Touches (write
+	// scopes its lease holds), comma separated.
+	Requires  string
+	Touches   string
 	Parent    string
 	DependsOn string
 	Version   int32
+	// fleet: the form carried the requires and touches fields (an edit
+	// posted without them leaves them as they are).
+	fleet bool
 }
 
 // Render writes the page.
@@ -212,7 +220,8 @@ func (r *req) showItemForm(status int, page *ItemFormPage, title string) error {
 
 func (u *ui) createItem(r *req) error {
 	form := readItemForm(r)
-	in := graph.NewItem{Title: form.Title, Body: form.Body, Labels: splitLabels(form.Labels), CreatedBy: r.by()}
+	in := graph.NewItem{Title: form.Title, Body: form.Body, Labels: splitLabels(form.Labels),
+		Requires: splitLabels(form.Requires), Touches: splitLabels(form.Touches), CreatedBy: r.by()}
 	var err error
 	if in.Priority, err = parsePriority(form.Priority); err != nil {
 		return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: err.Error()}, "New item")
@@ -248,7 +257,8 @@ func (u *ui) editItemForm(r *req) error {
 	}
 	form := ItemForm{
 		Title: item.Title, Body: item.Body, Priority: formatInt(int64(item.Priority)),
-		Labels: strings.Join(item.Labels, ", "), Version: item.Version,
+		Labels: strings.Join(item.Labels, ", "), Requires: strings.Join(item.Requires, ", "),
+		Touches: strings.Join(item.Touches, ", "), Version: item.Version,
 	}
 	return r.showItemForm(http.StatusOK, &ItemFormPage{Item: &item, Form: form}, "Edit item")
 }
@@ -265,12 +275,18 @@ func (u *ui) editItem(r *req) error {
 	}
 	labels := splitLabels(form.Labels)
 	patch := graph.ItemPatch{Title: &form.Title, Body: &form.Body, Priority: &prio, Labels: &labels}
+	if form.fleet {
+		requires, touches := splitLabels(form.Requires), splitLabels(form.Touches)
+		patch.Requires, patch.Touches = &requires, &touches
+	}
 	if form.Version != 0 {
 		patch.IfVersion = &form.Version
 	}
 	if _, err := u.Graph.UpdateItem(r.ctx(), r.project.ID, item.ID, patch); err != nil {
 		if msg, ok := userMessage(err); ok {
-			return r.showItemForm(http.StatusConflict, &ItemFormPage{Item: &item, Form: form, Error: msg}, "Edit item")
+			// A stale version is a conflict; bad input is the request's.
+			_, status := wgerr.HTTPStatus(err)
+			return r.showItemForm(status, &ItemFormPage{Item: &item, Form: form, Error: msg}, "Edit item")
 		}
 		return err
 	}
@@ -307,8 +323,15 @@ func readItemForm(r *req) ItemForm {
 		Body:      r.FormValue("body"),
 		Priority:  strings.TrimSpace(r.FormValue("priority")),
 		Labels:    r.FormValue("labels"),
+		Requires:  r.FormValue("requires"),
+		Touches:   r.FormValue("touches"),
 		Parent:    strings.TrimSpace(r.FormValue("parent")),
 		DependsOn: r.FormValue("depends_on"),
+	}
+	if form, err := r.FormParams(); err == nil {
+		_, req := form["requires"]
+		_, tch := form["touches"]
+		f.fleet = req && tch
 	}
 	if v, err := parseInt(r.FormValue("version")); err == nil {
 		f.Version = int32(v)

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -44,4 +45,53 @@ func TestFleetPages(t *testing.T) {
 	r = b.get("/p/acme/workers")
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "Write scopes", `<code class="scope">repo:web/**</code>`)
+}
+
+// TestItemFormFleet: a person sets an item's required capabilities and
+// write scopes in the new item form and changes them in the edit form
+// (which shows them); a bad scope is refused with a message and changes
+// nothing; an edit posted without the two fields leaves them as they are.
+func TestItemFormFleet(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	b := e.signIn(e.human)
+
+	r := b.get("/p/acme/items/new")
+	wantBody(t, r, `name="requires"`, `name="touches"`)
+	r = b.post("/p/acme/items", url.Values{"title": {"Train"}, "priority": {"0"}, "labels": {""},
+		"requires": {"gpu, python"}, "touches": {"repo:ml/**"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	page, err := e.graph.ListItems(ctx, e.project.ID, graph.ListFilter{})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("items: %v %v", page.Items, err)
+	}
+	it := page.Items[0]
+	if strings.Join(it.Requires, ",") != "gpu,python" || strings.Join(it.Touches, ",") != "repo:ml/**" {
+		t.Fatalf("created with requires %q, touches %q", it.Requires, it.Touches)
+	}
+
+	edit := "/p/acme/items/" + it.ID.String() + "/edit"
+	r = b.get(edit)
+	wantBody(t, r, `value="gpu, python"`, `value="repo:ml/**"`)
+	wantStatus(t, b.post(edit, url.Values{"title": {"Train"}, "priority": {"0"}, "labels": {""}, "version": {"1"},
+		"requires": {"gpu"}, "touches": {""}}), http.StatusSeeOther)
+	got, _ := e.graph.Item(ctx, e.project.ID, it.ID)
+	if strings.Join(got.Requires, ",") != "gpu" || len(got.Touches) != 0 {
+		t.Fatalf("edited to requires %q, touches %q", got.Requires, got.Touches)
+	}
+
+	r = b.post(edit, url.Values{"title": {"Train"}, "priority": {"0"}, "labels": {""}, "version": {"2"},
+		"requires": {"gpu"}, "touches": {"repo:ml/" + strings.Repeat("x", 600)}})
+	wantStatus(t, r, http.StatusBadRequest)
+	wantBody(t, r, "touches")
+	if again, _ := e.graph.Item(ctx, e.project.ID, it.ID); again.Version != got.Version {
+		t.Fatalf("a refused edit changed the item (version %d -> %d)", got.Version, again.Version)
+	}
+
+	wantStatus(t, b.post(edit, url.Values{"title": {"Train on GPUs"}, "priority": {"0"}, "labels": {""}, "version": {"2"}}), http.StatusSeeOther)
+	got, _ = e.graph.Item(ctx, e.project.ID, it.ID)
+	if got.Title != "Train on GPUs" || strings.Join(got.Requires, ",") != "gpu" {
+		t.Fatalf("an edit without the fleet fields: title %q, requires %q", got.Title, got.Requires)
+	}
 }
