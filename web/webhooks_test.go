@@ -21,9 +21,12 @@ func TestWebhooksPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	human := e.signIn(e.human)
+	// The navigation leads there from every page of the project.
+	wantBody(t, human.get("/p/acme/items"), `<a href="/p/acme/webhooks">Webhooks</a>`)
 	r := human.get("/p/acme/webhooks")
 	wantStatus(t, r, http.StatusOK)
-	wantBody(t, r, "https://hooks.example.com/acme", "/p/acme/webhooks/"+c.ID.String())
+	wantBody(t, r, "https://hooks.example.com/acme", "/p/acme/webhooks/"+c.ID.String(),
+		`<a href="/p/acme/webhooks" aria-current="page">Webhooks</a>`)
 	if strings.Contains(r.body, "webhooks-disabled") {
 		t.Fatal("a notice of disabled webhooks while none is")
 	}
