@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
@@ -66,4 +67,36 @@ func TestLeaseProgress(t *testing.T) {
 			t.Error("the board names a holder after the release")
 		}
 	})
+}
+
+// TestBoardKeptFor: after a person answers a worker's question, the item
+// is ready but kept for that worker a while: the board and the list say
+// for whom, and a ready item kept for nobody says nothing.
+func TestBoardKeptFor(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	asked := e.mustItem("asked about")
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w-asker"})
+	if err != nil || c.Item.ID != asked.ID {
+		t.Fatalf("claim: %+v, %v", c.Item, err)
+	}
+	e.mustItem("free item")
+	res, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
+		attention.NewRequest{Question: "Which one?", Blocking: true, RequestedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.att.Resolve(ctx, e.project.ID, res.Request.ID, "this one", "test"); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	for _, view := range []string{"", "?view=list"} {
+		r := b.get("/p/acme/items" + view)
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, `data-kept-for="w-asker"`, "kept for <b>w-asker</b>")
+		if n := strings.Count(r.body, "data-kept-for="); n != 1 {
+			t.Errorf("items%s: %d items kept for a worker, want 1", view, n)
+		}
+	}
 }
