@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -185,14 +186,45 @@ func printLeases(w io.Writer, leases []client.Lease) {
 	fmt.Fprintln(t, "LEASE\tITEM\tEPOCH\tWORKER\tACQUIRED\tENDED\tOUTCOME\tDETAIL")
 	for _, l := range leases {
 		outcome := deref(l.Outcome, "active")
-		detail := ""
-		if len(l.OutcomeDetail) > 0 && string(l.OutcomeDetail) != "null" {
-			detail = clip(strings.TrimSpace(string(l.OutcomeDetail)), 60)
-		}
+		detail := clip(leaseDetail(l.OutcomeDetail), 60)
 		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.ItemID, l.Epoch, clip(l.Worker, 32),
 			fmtTime(l.AcquiredAt), fmtTimePtr(l.EndedAt), outcome, detail)
 	}
 	t.Flush()
+}
+
+// leaseDetail says in words what a lease's outcome detail holds: a
+// failure's message, a release's reason, the question an attention
+// request asked (its id), the children of a decomposition; any other
+// detail as its JSON.
+func leaseDetail(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var d struct {
+		Message   *string           `json:"message"`
+		Reason    *string           `json:"reason"`
+		Attention *string           `json:"attention_request_id"`
+		Children  []json.RawMessage `json:"children"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return strings.TrimSpace(string(raw))
+	}
+	switch {
+	case d.Attention != nil:
+		s := "asked a person (request " + shortID(d.Attention) + ")"
+		if d.Reason != nil && *d.Reason != "" {
+			s += ": " + *d.Reason
+		}
+		return s
+	case d.Message != nil && *d.Message != "":
+		return *d.Message
+	case d.Reason != nil && *d.Reason != "":
+		return *d.Reason
+	case d.Children != nil:
+		return count(len(d.Children), "child", "children")
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 // itemLabel names an item for a person: its title and the first 8
