@@ -130,11 +130,10 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 				if env {
 					return usageError("--env names one lease; it cannot be given with --max")
 				}
-				cs, err := claimBatchWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
-					Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps,
-				}, max, wait)
+				req := client.ClaimRequest{Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps}
+				cs, err := claimBatchWaiting(ctx, s.api, s.cfg.Project, req, max, wait)
 				if errors.Is(err, client.ErrNothingReady) {
-					return nothingReady(ctx, s, worker, labels, caps)
+					return nothingReady(ctx, s, req)
 				}
 				if err != nil {
 					return err
@@ -147,11 +146,10 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 				}
 				return nil
 			}
-			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, client.ClaimRequest{
-				Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps,
-			}, wait)
+			req := client.ClaimRequest{Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps}
+			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, req, wait)
 			if errors.Is(err, client.ErrNothingReady) {
-				return nothingReady(ctx, s, worker, labels, caps)
+				return nothingReady(ctx, s, req)
 			}
 			if err != nil {
 				return err

@@ -13,6 +13,10 @@ type backend interface {
 	// Claim takes the next ready task of the project. It answers nil, nil
 	// when nothing became ready within req.WaitSeconds.
 	Claim(ctx context.Context, req claimRequest) (*claim, error)
+	// WhyNothing says why ready tasks were out of req's reach after a
+	// claim found nothing (none: nothing ready stood in its way, or the
+	// read failed).
+	WhyNothing(ctx context.Context, req claimRequest) []string
 	// Heartbeat extends the lease. It answers wgerr.LeaseLost when the
 	// fence is refused.
 	// usage (nil: none) is the lease's usage so far, monotonic.

@@ -15,11 +15,15 @@ type apiClient struct {
 	project string
 }
 
-func (a *apiClient) Claim(ctx context.Context, req claimRequest) (*claim, error) {
-	cl, err := a.c.Claim(ctx, a.project, client.ClaimRequest{
+func (req claimRequest) api() client.ClaimRequest {
+	return client.ClaimRequest{
 		Worker: req.Worker, LeaseSeconds: req.LeaseSeconds, WaitSeconds: req.WaitSeconds, Labels: req.Labels,
 		Capabilities: req.Capabilities,
-	})
+	}
+}
+
+func (a *apiClient) Claim(ctx context.Context, req claimRequest) (*claim, error) {
+	cl, err := a.c.Claim(ctx, a.project, req.api())
 	if errors.Is(err, client.ErrNothingReady) {
 		return nil, nil
 	}
@@ -36,6 +40,14 @@ func (a *apiClient) Claim(ctx context.Context, req claimRequest) (*claim, error)
 		ExpiresAt:  cl.Lease.ExpiresAt,
 		Task:       t,
 	}, nil
+}
+
+func (a *apiClient) WhyNothing(ctx context.Context, req claimRequest) []string {
+	why, err := a.c.NotClaimedReasons(ctx, a.project, req.api(), nil)
+	if err != nil {
+		return nil
+	}
+	return why
 }
 
 func (a *apiClient) Heartbeat(ctx context.Context, f fence, note string, u *usage) (*beat, error) {

@@ -374,3 +374,34 @@ func TestSessionEndReleases(t *testing.T) {
 		t.Fatalf("leases %+v: want one released", ls)
 	}
 }
+
+// TestTakeSaysWhyNothing: when no task is ready for the agent but the
+// project has ready tasks it may not take, take_task says why (here a task
+// kept for the agent that asked a person about it), so the agent need not
+// poll blindly; the agent that asked gets the task.
+func TestTakeSaysWhyNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	asker := connectInMemory(t, e.mcpServer(t, Config{Worker: "mcp-asker"}))
+	other := connectInMemory(t, e.mcpServer(t, Config{Worker: "mcp-other"}))
+	it := e.item(t, "kept for its asker")
+	ok(t, asker, "take_task", nil, nil)
+	ok(t, asker, "ask_person", map[string]any{"question": "PDF or HTML?"}, nil)
+	page, err := e.admin.ListAttention(context.Background(), e.project, client.ListAttentionOptions{State: "open"})
+	if err != nil || len(page.Attention) != 1 {
+		t.Fatalf("open attention: %+v, %v", page, err)
+	}
+	if _, err := e.admin.Resolve(context.Background(), page.Attention[0].ID, "PDF"); err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	txt := ok(t, other, "take_task", nil, nil)
+	if !strings.Contains(txt, "No task is ready") || !strings.Contains(txt, "1 ready item is kept for the worker that asked a person") ||
+		!strings.Contains(txt, `worker "mcp-asker"`) || !strings.Contains(txt, it.ID[:8]) {
+		t.Fatalf("take_task of another agent: %q", txt)
+	}
+	var got task
+	ok(t, asker, "take_task", nil, &got)
+	if got.ID != it.ID {
+		t.Fatalf("the asker took %+v, want %s", got, it.ID)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,15 +29,20 @@ func (s *Server) take(ctx context.Context, sess *session, in takeInput) (*sdk.Ca
 	if in.WaitSeconds < 0 || in.WaitSeconds > maxWaitSeconds {
 		return nil, wgerr.InvalidField("wait_seconds", "must be between 0 and %d", maxWaitSeconds)
 	}
-	c, err := s.api.Claim(ctx, claimRequest{
+	req := claimRequest{
 		Worker: s.cfg.Worker, LeaseSeconds: s.cfg.LeaseSeconds, WaitSeconds: in.WaitSeconds, Labels: in.Labels,
 		Capabilities: in.Caps,
-	})
+	}
+	c, err := s.api.Claim(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if c == nil {
-		return reply("No task is ready. Try again later (wait_seconds waits up to 60 s).", nil)
+		note := "No task is ready. Try again later (wait_seconds waits up to 60 s)."
+		if why := s.api.WhyNothing(ctx, req); len(why) > 0 {
+			note += " Ready tasks you could not take: " + strings.Join(why, "; ") + "."
+		}
+		return reply(note, nil)
 	}
 	if !sess.hold(c) {
 		// The session ended while the claim was in flight.

@@ -1,4 +1,4 @@
-package cli
+package client_test
 
 import (
 	"strings"
@@ -43,13 +43,13 @@ func TestWhyNotClaimed(t *testing.T) {
 	for i := range items[:6] {
 		items[i].Labels = []string{"ml"}
 	}
-	got := whyNotClaimed(items, "me", []string{"ml"}, []string{"cpu"}, now)
+	got := client.WhyNotClaimed(items, client.ClaimRequest{Worker: "me", Labels: []string{"ml"}, Capabilities: []string{"cpu"}}, now, nil)
 	want := []string{
 		`2 ready items are kept for the worker that asked a person about them (e.g. kept for w2 (aaaaaaaa): worker "w2" until `,
 		`1 ready item waits out a retry backoff after a failure (backing off (dddddddd), until `,
 		`1 ready item touches write scopes a live lease holds (scope held (eeeeeeee): repo:web, held by worker "w3")`,
-		`1 ready item does not carry every label asked for (--labels ml)`,
-		`1 ready item requires capabilities this claim did not offer: cuda, gpu (--capabilities)`,
+		`1 ready item does not carry every label asked for (ml)`,
+		`1 ready item requires capabilities this claim did not offer: cuda, gpu`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
@@ -59,7 +59,7 @@ func TestWhyNotClaimed(t *testing.T) {
 			t.Errorf("line %d:\n got %s\nwant %s...", i, got[i], want[i])
 		}
 	}
-	if lines := whyNotClaimed(items[2:4], "me", nil, nil, now); len(lines) != 0 {
+	if lines := client.WhyNotClaimed(items[2:4], client.ClaimRequest{Worker: "me"}, now, nil); len(lines) != 0 {
 		t.Errorf("an item kept for this worker, or no longer kept, is no reason: %q", lines)
 	}
 }

@@ -1,0 +1,135 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// whyLimit is how many ready items NotClaimedReasons reads: the first page
+// by priority, enough to explain the usual case.
+const whyLimit = 100
+
+// NotClaimedReasons says why a claim like req found nothing although the
+// project has ready items: it reads the project's ready items (one call)
+// and answers WhyNotClaimed's lines. when formats the instants named
+// (nil: RFC 3339). The lines describe the moment of this read, after the
+// claim; none means nothing ready stood in req's way.
+func (c *Client) NotClaimedReasons(ctx context.Context, project string, req ClaimRequest, when func(time.Time) string) ([]string, error) {
+	page, err := c.ListItems(ctx, project, ListItemsOptions{State: StateReady, Sort: "-priority", Limit: whyLimit})
+	if err != nil {
+		return nil, err
+	}
+	return WhyNotClaimed(page.Items, req, time.Now(), when), nil
+}
+
+// WhyNotClaimed sorts the ready items that a claim like req did not get
+// into the reasons it could not take them, one line per reason with a
+// count and an example: kept for another worker after a person answered
+// its question, a retry backoff, write scopes a live lease holds, a label
+// the claim asked for, a capability it did not offer. An item none of
+// these explains (the claim lost it in a race) gives no line. when
+// formats the instants named (nil: RFC 3339).
+func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time.Time) string) []string {
+	if when == nil {
+		when = func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	}
+	var reserved, backoff, scopes, unlabelled, unable []Item
+	missing := map[string]bool{}
+	for _, it := range items {
+		b := it.BlockedBy
+		switch {
+		case b.ReservedFor != nil && *b.ReservedFor != req.Worker && (b.ReservedUntil == nil || b.ReservedUntil.After(now)):
+			reserved = append(reserved, it)
+		case b.RetryAfter != nil && b.RetryAfter.After(now):
+			backoff = append(backoff, it)
+		case len(b.Scopes) > 0:
+			scopes = append(scopes, it)
+		case !hasAll(it.Labels, req.Labels):
+			unlabelled = append(unlabelled, it)
+		case !hasAll(req.Capabilities, it.Requires):
+			unable = append(unable, it)
+			for _, r := range it.Requires {
+				if !slices.Contains(req.Capabilities, r) {
+					missing[r] = true
+				}
+			}
+		}
+	}
+	var out []string
+	if n := len(reserved); n > 0 {
+		b := reserved[0].BlockedBy
+		until := ""
+		if b.ReservedUntil != nil {
+			until = " until " + when(*b.ReservedUntil)
+		}
+		out = append(out, fmt.Sprintf("%s kept for the worker that asked a person about %s (%s%s: worker %q%s); other workers get %s after that",
+			plural(n, "ready item is", "ready items are"), pick(n, "it", "them"), eg(n), label(reserved[0]), *b.ReservedFor, until, pick(n, "it", "them")))
+	}
+	if n := len(backoff); n > 0 {
+		out = append(out, fmt.Sprintf("%s out a retry backoff after a failure (%s%s, until %s)",
+			plural(n, "ready item waits", "ready items wait"), eg(n), label(backoff[0]), when(*backoff[0].BlockedBy.RetryAfter)))
+	}
+	if n := len(scopes); n > 0 {
+		h := scopes[0].BlockedBy.Scopes[0]
+		out = append(out, fmt.Sprintf("%s write scopes a live lease holds (%s%s: %s, held by worker %q)",
+			plural(n, "ready item touches", "ready items touch"), eg(n), label(scopes[0]), strings.Join(h.Scopes, ", "), h.Worker))
+	}
+	if n := len(unlabelled); n > 0 {
+		out = append(out, fmt.Sprintf("%s not carry every label asked for (%s)",
+			plural(n, "ready item does", "ready items do"), strings.Join(req.Labels, ", ")))
+	}
+	if n := len(unable); n > 0 {
+		names := make([]string, 0, len(missing))
+		for r := range missing {
+			names = append(names, r)
+		}
+		slices.Sort(names)
+		out = append(out, fmt.Sprintf("%s capabilities this claim did not offer: %s",
+			plural(n, "ready item requires", "ready items require"), strings.Join(names, ", ")))
+	}
+	return out
+}
+
+// hasAll reports whether have holds every one of want.
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// label names an item for a person: its title and the first 8 characters
+// of its id.
+func label(it Item) string {
+	id := it.ID
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	title := it.Title
+	if r := []rune(title); len(r) > 40 {
+		title = string(r[:39]) + "…"
+	}
+	return title + " (" + id + ")"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// eg introduces the example of several items.
+func eg(n int) string { return pick(n, "", "e.g. ") }
