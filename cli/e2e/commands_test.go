@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -343,17 +344,7 @@ func TestAttentionResolveAnswerFlag(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.item("Pick a database")
-	var cl client.Claim
-	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
-	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
-	var asked struct {
-		Attention client.AttentionRequest `json:"attention"`
-	}
-	r := e.run(e.agentToken, fence, "ask", "Which one?", "--json")
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &asked) != nil || asked.Attention.ID == "" {
-		t.Fatalf("ask: %v", r)
-	}
-	req := asked.Attention
+	req := e.claimAndAsk("w1", "Which one?")
 	e.wantExit(e.humanToken, 2, "no answer", "attention", "resolve", req.ID)
 	e.wantExit(e.humanToken, 2, "not both", "attention", "resolve", req.ID, "one", "--answer", "two")
 	var open client.AttentionPage
@@ -391,25 +382,34 @@ func TestClaimSaysWhyNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	it := e.item("Kept for its asker")
-	var cl client.Claim
-	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
-	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
-	var asked struct {
-		Attention client.AttentionRequest `json:"attention"`
-	}
-	r := e.run(e.agentToken, fence, "ask", "Which one?", "--json")
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &asked) != nil {
-		t.Fatalf("ask: %v", r)
-	}
-	if r := e.run(e.humanToken, nil, "attention", "resolve", asked.Attention.ID, "this one"); r.code != 0 {
+	asked := e.claimAndAsk("w1", "Which one?")
+	if r := e.run(e.humanToken, nil, "attention", "resolve", asked.ID, "this one"); r.code != 0 {
 		t.Fatalf("resolve: %v", r)
 	}
-	r = e.wantExit(e.agentToken, 3, "nothing is ready for this claim", "claim", "--worker", "w2")
+	r := e.wantExit(e.agentToken, 3, "nothing is ready for this claim", "claim", "--worker", "w2")
 	if !strings.Contains(r.stderr, "why: 1 ready item is kept for the worker that asked") || !strings.Contains(r.stderr, it.ID[:8]) || !strings.Contains(r.stderr, `worker "w1"`) {
 		t.Fatalf("the refusal should say the item is kept for w1:\n%v", r)
 	}
+	var cl client.Claim
 	e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
 	if cl.Item.ID != it.ID {
 		t.Fatalf("w1 claimed %s, want the item kept for it", cl.Item.ID)
 	}
+}
+
+// claimAndAsk claims the next item as worker and asks a blocking question
+// on its lease, through the binary; it answers the request opened.
+func (e *env) claimAndAsk(worker, question string) client.AttentionRequest {
+	e.t.Helper()
+	var cl client.Claim
+	e.mustJSON(e.agentToken, &cl, "claim", "--worker", worker, "--lease", "1m")
+	fence := []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=" + strconv.FormatInt(cl.Lease.Epoch, 10)}
+	var asked struct {
+		Attention client.AttentionRequest `json:"attention"`
+	}
+	r := e.run(e.agentToken, fence, "ask", question, "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &asked) != nil || asked.Attention.ID == "" {
+		e.t.Fatalf("ask: %v", r)
+	}
+	return asked.Attention
 }
