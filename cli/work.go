@@ -146,8 +146,10 @@ func (sv *supervisor) run(ctx context.Context) error {
 		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop && sv.opt.wait > 0:
 			continue
 		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop:
-			sv.logf("nothing more is ready; %d item(s) handled", done)
+			sv.nothingMore(ctx, done)
 			return nil
+		case errors.Is(err, client.ErrNothingReady):
+			return nothingReady(ctx, sv.s, sv.claimRequest())
 		case ctx.Err() != nil:
 			return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
 		case err != nil:
@@ -168,9 +170,7 @@ func (sv *supervisor) run(ctx context.Context) error {
 func (sv *supervisor) cycle(ctx context.Context) (outcome, error) {
 	ctx, span := sv.tracer.Start(ctx, "workgraph work", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
-	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels,
-		Capabilities: sv.opt.caps}
-	cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, sv.opt.wait)
+	cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, sv.claimRequest(), sv.opt.wait)
 	if err != nil {
 		if errors.Is(err, client.ErrNothingReady) {
 			span.SetAttributes(telemetry.AttrOutcome.String("nothing_ready"))
@@ -190,6 +190,28 @@ func (sv *supervisor) cycle(ctx context.Context) (outcome, error) {
 		span.SetStatus(codes.Error, out.message)
 	}
 	return out, nil
+}
+
+// claimRequest is what the supervisor's claims ask for.
+func (sv *supervisor) claimRequest() client.ClaimRequest {
+	return client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels,
+		Capabilities: sv.opt.caps}
+}
+
+// nothingMore says that a loop ends because nothing more is ready, and,
+// when it handled nothing, why the ready items were not its own.
+func (sv *supervisor) nothingMore(ctx context.Context, done int) {
+	sv.logf("nothing more is ready; %d item(s) handled", done)
+	if done > 0 {
+		return
+	}
+	why, err := sv.s.api.NotClaimedReasons(ctx, sv.s.cfg.Project, sv.claimRequest(), fmtTime)
+	if err != nil {
+		return
+	}
+	for _, line := range why {
+		sv.logf("why: %s", line)
+	}
 }
 
 func (sv *supervisor) logf(format string, args ...any) {

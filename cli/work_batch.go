@@ -38,9 +38,9 @@ func (sv *supervisor) runConcurrent(ctx context.Context) error {
 			case errors.Is(err, client.ErrNothingReady):
 				if active == 0 && !(sv.opt.loop && sv.opt.wait > 0) {
 					if done == 0 && !sv.opt.loop {
-						return err
+						return nothingReady(ctx, sv.s, sv.claimRequest())
 					}
-					sv.logf("nothing more is ready; %d item(s) handled", done)
+					sv.nothingMore(ctx, done)
 					return exit
 				}
 			case err != nil && ctx.Err() == nil && active == 0:
@@ -91,9 +91,7 @@ const claimRecheck = 5 * time.Second
 
 // claimSlots claims up to n items in one call, waiting up to wait.
 func (sv *supervisor) claimSlots(ctx context.Context, n int, wait time.Duration) ([]client.Claim, error) {
-	req := client.ClaimRequest{Worker: sv.opt.worker, LeaseSeconds: seconds(sv.opt.ttl), Labels: sv.opt.labels,
-		Capabilities: sv.opt.caps}
-	return claimBatchWaiting(ctx, sv.s.api, sv.s.cfg.Project, req, min(n, client.MaxBatch), wait)
+	return claimBatchWaiting(ctx, sv.s.api, sv.s.cfg.Project, sv.claimRequest(), min(n, client.MaxBatch), wait)
 }
 
 // beat renews one lease: through the batcher when the supervisor runs

@@ -322,3 +322,32 @@ func TestWorkStopRequested(t *testing.T) {
 		t.Fatalf("leases = %+v\n%s", ls, stderr.String())
 	}
 }
+
+// TestWorkSaysWhyNothing: a supervisor that finds nothing to run says why
+// the project's ready items were not its own (here an item kept for the
+// worker that asked a person about it): once (exit 3), in a loop that
+// handled nothing (exit 0), one slot or several.
+func TestWorkSaysWhyNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.item("Kept for its asker")
+	asked := e.claimAndAsk("w1", "Which one?")
+	if r := e.run(e.humanToken, nil, "attention", "resolve", asked.ID, "this one"); r.code != 0 {
+		t.Fatalf("resolve: %v", r)
+	}
+	cmd := []string{"--", "sh", "-c", "exit 0"}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"work", "--worker", "w2"}, 3},
+		{[]string{"work", "--worker", "w2", "--loop"}, 0},
+		{[]string{"work", "--worker", "w2", "--concurrency", "2"}, 3},
+		{[]string{"work", "--worker", "w2", "--loop", "--concurrency", "2"}, 0},
+	} {
+		r := e.run(e.agentToken, nil, append(c.args, cmd...)...)
+		if r.code != c.code || !strings.Contains(r.stderr, "why: 1 ready item is kept for the worker that asked a person") || !strings.Contains(r.stderr, `worker "w1"`) {
+			t.Errorf("%s: want exit %d and why the item is not w2's\n%v", strings.Join(c.args, " "), c.code, r)
+		}
+	}
+}
