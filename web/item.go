@@ -46,6 +46,21 @@ type ItemPage struct {
 // Render writes the page.
 func (p *ItemPage) Render(w http.ResponseWriter) error { return render(w, "item", p) }
 
+// Asker is the worker whose lease asked r (from the item's leases), or ""
+// for a request no lease of the item opened (a person's hold, the
+// system).
+func (p *ItemPage) Asker(r attention.Request) string {
+	if r.LeaseID == nil {
+		return ""
+	}
+	for _, l := range p.Leases {
+		if l.ID == *r.LeaseID {
+			return l.Worker
+		}
+	}
+	return ""
+}
+
 // OutcomeLegend lists the outcomes for the timeline's legend.
 func (p *ItemPage) OutcomeLegend() []string {
 	out := []string{""}

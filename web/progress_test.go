@@ -71,7 +71,8 @@ func TestLeaseProgress(t *testing.T) {
 
 // TestBoardKeptFor: after a person answers a worker's question, the item
 // is ready but kept for that worker a while: the board and the list say
-// for whom, and a ready item kept for nobody says nothing.
+// for whom, and a ready item kept for nobody says nothing. The item page
+// names the worker that asked.
 func TestBoardKeptFor(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -91,6 +92,10 @@ func TestBoardKeptFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := e.signIn(e.human)
+	// The item page names the worker that asked, beside its token.
+	r := b.get("/p/acme/items/" + asked.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "worker <b>w-asker</b> (test) asked")
 	for _, view := range []string{"", "?view=list"} {
 		r := b.get("/p/acme/items" + view)
 		wantStatus(t, r, http.StatusOK)
