@@ -47,6 +47,16 @@ type InboxEntry struct {
 	LateReports []lease.Observation
 }
 
+// Asker is the worker whose lease asked the request, when that lease is
+// the item's last ("" otherwise: a person's hold, the system, or an older
+// lease).
+func (e InboxEntry) Asker() string {
+	if e.Request.LeaseID == nil || e.LastLease == nil || e.LastLease.ID != *e.Request.LeaseID {
+		return ""
+	}
+	return e.LastLease.Worker
+}
+
 // AnsweredNote confirms an answer and shows what became of the item.
 type AnsweredNote struct {
 	Project graph.Project

@@ -96,6 +96,18 @@ func TestBoardKeptFor(t *testing.T) {
 	r := b.get("/p/acme/items/" + asked.ID.String())
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "worker <b>w-asker</b> (test) asked")
+	// So does the inbox while a question is open (on the free item).
+	c2, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w-open"})
+	if err != nil || c2.Item.Title != "free item" {
+		t.Fatalf("claim: %+v, %v", c2.Item, err)
+	}
+	if _, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c2.Lease.ID, Epoch: c2.Lease.Epoch},
+		attention.NewRequest{Question: "Still open?", Blocking: true, RequestedBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	r = b.get("/p/acme/inbox")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "asked by worker <b>w-open</b> (test)")
 	for _, view := range []string{"", "?view=list"} {
 		r := b.get("/p/acme/items" + view)
 		wantStatus(t, r, http.StatusOK)
