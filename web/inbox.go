@@ -57,6 +57,18 @@ func (e InboxEntry) Asker() string {
 	return e.LastLease.Worker
 }
 
+// AskerVia is the principal that asked, where it says more than Asker.
+func (e InboxEntry) AskerVia() string { return via(e.Asker(), e.Request.RequestedBy) }
+
+// via is the principal by beside worker: "" when it only repeats the
+// worker's name (a token named after its worker).
+func via(worker, by string) string {
+	if by == worker || by == "token:"+worker {
+		return ""
+	}
+	return by
+}
+
 // AnsweredNote confirms an answer and shows what became of the item.
 type AnsweredNote struct {
 	Project graph.Project

@@ -61,6 +61,9 @@ func (p *ItemPage) Asker(r attention.Request) string {
 	return ""
 }
 
+// AskerVia is the principal that asked r, where it says more than Asker.
+func (p *ItemPage) AskerVia(r attention.Request) string { return via(p.Asker(r), r.RequestedBy) }
+
 // OutcomeLegend lists the outcomes for the timeline's legend.
 func (p *ItemPage) OutcomeLegend() []string {
 	out := []string{""}

@@ -12,7 +12,8 @@ const progressChars = 120
 
 // progressText is what a worker last reported on its heartbeats, for a
 // person: a JSON string as its text; an object's "message", "summary",
-// "status" or "text" member (the first that is a string) followed by its
+// "status", "text" or "note" (what the MCP server reports) member (the
+// first that is a string) followed by its
 // other members as compact JSON; anything else as compact JSON. "" when the
 // worker reported nothing. At most n characters (0: no bound).
 func progressText(raw json.RawMessage, n int) string {
@@ -26,7 +27,7 @@ func progressText(raw json.RawMessage, n int) string {
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) == nil {
-		for _, key := range []string{"message", "summary", "status", "text"} {
+		for _, key := range []string{"message", "summary", "status", "text", "note"} {
 			if json.Unmarshal(obj[key], &s) == nil && s != "" {
 				delete(obj, key)
 				if len(obj) == 0 {

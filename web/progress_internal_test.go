@@ -12,6 +12,7 @@ func TestProgressText(t *testing.T) {
 		`"half way"`:                           "half way",
 		`{"message": "tests pass", "done": 3}`: `tests pass {"done":3}`,
 		`{"summary": "migrating"}`:             "migrating",
+		`{"note": "rendered 31 of 38"}`:        "rendered 31 of 38", // the MCP server's progress_report
 		`{"step": 2,  "of": 5}`:                `{"step":2,"of":5}`,
 		`[1, 2]`:                               `[1,2]`,
 		`"line\ntwo"`:                          "line two",

@@ -117,3 +117,25 @@ func TestBoardKeptFor(t *testing.T) {
 		}
 	}
 }
+
+// TestAskerVia: the principal beside the worker that asked, unless it only
+// repeats the worker's name.
+func TestAskerVia(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	it := e.mustItem("asked by a named token")
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "gemini-3"})
+	if err != nil || c.Item.ID != it.ID {
+		t.Fatalf("claim: %+v, %v", c.Item, err)
+	}
+	if _, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
+		attention.NewRequest{Question: "Which?", Blocking: true, RequestedBy: "token:gemini-3"}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/inbox")
+	wantBody(t, r, "asked by worker <b>gemini-3</b></span>")
+	r = b.get("/p/acme/items/" + it.ID.String())
+	wantBody(t, r, "worker <b>gemini-3</b> asked")
+}
