@@ -42,6 +42,12 @@ func TestLeaseProgress(t *testing.T) {
 		wantStatus(t, r, http.StatusOK)
 		wantBody(t, r, `<td class="progress"><span title="tests &lt;pass&gt; {&#34;done&#34;:3}">tests &lt;pass&gt; {&#34;done&#34;:3}</span></td>`)
 	})
+	t.Run("Workers", func(t *testing.T) {
+		// What each live lease last reported, under its item.
+		r := b.get("/p/acme/workers")
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, `<div class="small muted progress-line" title="tests &lt;pass&gt; {&#34;done&#34;:3}">tests &lt;pass&gt; {&#34;done&#34;:3}</div>`)
+	})
 	t.Run("Board", func(t *testing.T) {
 		r := b.get("/p/acme/items")
 		wantStatus(t, r, http.StatusOK)
