@@ -28,23 +28,22 @@ func (c *Client) NotClaimedReasons(ctx context.Context, project string, req Clai
 // WhyNotClaimed sorts the ready items that a claim like req did not get
 // into the reasons it could not take them, one line per reason with a
 // count and an example: kept for another worker after a person answered
-// its question, a retry backoff, write scopes a live lease holds, a label
-// the claim asked for, a capability it did not offer. An item none of
+// its question, write scopes a live lease holds, a label the claim asked
+// for, a capability it did not offer. (An item waiting out a retry
+// backoff is blocked, not ready.) An item none of
 // these explains (the claim lost it in a race) gives no line. when
 // formats the instants named (nil: RFC 3339).
 func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time.Time) string) []string {
 	if when == nil {
 		when = func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	}
-	var reserved, backoff, scopes, unlabelled, unable []Item
+	var reserved, scopes, unlabelled, unable []Item
 	missing := map[string]bool{}
 	for _, it := range items {
 		b := it.BlockedBy
 		switch {
 		case b.ReservedFor != nil && *b.ReservedFor != req.Worker && (b.ReservedUntil == nil || b.ReservedUntil.After(now)):
 			reserved = append(reserved, it)
-		case b.RetryAfter != nil && b.RetryAfter.After(now):
-			backoff = append(backoff, it)
 		case len(b.Scopes) > 0:
 			scopes = append(scopes, it)
 		case !hasAll(it.Labels, req.Labels):
@@ -67,10 +66,6 @@ func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time
 		}
 		out = append(out, fmt.Sprintf("%s kept for the worker that asked a person about %s (%s%s: worker %q%s); other workers get %s after that",
 			plural(n, "ready item is", "ready items are"), pick(n, "it", "them"), eg(n), label(reserved[0]), *b.ReservedFor, until, pick(n, "it", "them")))
-	}
-	if n := len(backoff); n > 0 {
-		out = append(out, fmt.Sprintf("%s out a retry backoff after a failure (%s%s, until %s)",
-			plural(n, "ready item waits", "ready items wait"), eg(n), label(backoff[0]), when(*backoff[0].BlockedBy.RetryAfter)))
 	}
 	if n := len(scopes); n > 0 {
 		h := scopes[0].BlockedBy.Scopes[0]
