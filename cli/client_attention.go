@@ -93,7 +93,7 @@ The answer is the second argument, or --answer.`,
 			if s.json {
 				return printJSON(s.Out, r)
 			}
-			fmt.Fprintf(s.Out, "request %s resolved; item %s can be picked up again\n", r.ID, r.ItemID)
+			fmt.Fprintf(s.Out, "request %s resolved; %s\n", r.ID, afterAnswer(ctx, s, r))
 			return nil
 		}),
 	}
@@ -191,6 +191,25 @@ func printLeases(w io.Writer, leases []client.Lease) {
 			fmtTime(l.AcquiredAt), fmtTimePtr(l.EndedAt), outcome, detail)
 	}
 	t.Flush()
+}
+
+// afterAnswer says where an answered request leaves its item: ready and
+// kept for the worker that asked (until when), or its state. A failed read
+// of the item says only that it can be picked up again.
+func afterAnswer(ctx context.Context, s *session, r *client.AttentionRequest) string {
+	it, err := s.api.GetItem(ctx, s.cfg.Project, r.ItemID)
+	if err != nil {
+		return "item " + r.ItemID + " can be picked up again"
+	}
+	name := itemLabel(it.ID, it.Title)
+	if b := it.BlockedBy; b.ReservedFor != nil {
+		until := ""
+		if b.ReservedUntil != nil {
+			until = " until " + fmtTime(*b.ReservedUntil)
+		}
+		return fmt.Sprintf("item %s is ready again, kept for worker %q%s (it asked; its next claim carries the answer)", name, *b.ReservedFor, until)
+	}
+	return fmt.Sprintf("item %s is %s", name, it.State)
 }
 
 // leaseDetail says in words what a lease's outcome detail holds: a

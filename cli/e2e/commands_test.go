@@ -383,10 +383,11 @@ func TestClaimSaysWhyNothing(t *testing.T) {
 	e := setup(t)
 	it := e.item("Kept for its asker")
 	asked := e.claimAndAsk("w1", "Which one?")
-	if r := e.run(e.humanToken, nil, "attention", "resolve", asked.ID, "this one"); r.code != 0 {
-		t.Fatalf("resolve: %v", r)
+	r := e.run(e.humanToken, nil, "attention", "resolve", asked.ID, "this one")
+	if r.code != 0 || !strings.Contains(r.stdout, "is ready again, kept for worker \"w1\" until ") {
+		t.Fatalf("resolve should say the item is kept for w1: %v", r)
 	}
-	r := e.wantExit(e.agentToken, 3, "nothing is ready for this claim", "claim", "--worker", "w2")
+	r = e.wantExit(e.agentToken, 3, "nothing is ready for this claim", "claim", "--worker", "w2")
 	if !strings.Contains(r.stderr, "why: 1 ready item is kept for the worker that asked") || !strings.Contains(r.stderr, it.ID[:8]) || !strings.Contains(r.stderr, `worker "w1"`) {
 		t.Fatalf("the refusal should say the item is kept for w1:\n%v", r)
 	}
