@@ -125,7 +125,9 @@ func Mount(e *echo.Echo, d Deps) {
 	e.POST(p("/leases/:id/stop"), u.projectAction(u.requestStop))
 	e.GET(p("/webhooks"), u.project(u.webhooksPage))
 	e.GET(p("/webhooks/:id"), u.project(u.webhookPage))
+	e.POST(p("/webhooks"), u.projectAction(u.createWebhook))
 	e.POST(p("/webhooks/:id/enable"), u.projectAction(u.enableWebhook))
+	e.POST(p("/webhooks/:id/delete"), u.projectAction(u.deleteWebhook))
 	e.GET("/answer/:project/:token", u.open(u.answerLink))
 	e.POST("/answer/:project/:token", u.open(u.answerLink))
 

@@ -3,11 +3,13 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/webhook"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -17,6 +19,18 @@ import (
 type WebhooksPage struct {
 	Layout
 	Webhooks []webhook.Webhook
+	// Form is the add form's input; Error why it was refused.
+	Form  WebhookForm
+	Error string
+	// Created is the webhook just added, with its secret (shown this once).
+	Created *webhook.Created
+	// Types are the event types a webhook may ask for.
+	Types []string
+}
+
+// WebhookForm is the input of the add form.
+type WebhookForm struct {
+	URL, Format, EventTypes, Description string
 }
 
 // Render writes the page.
@@ -78,7 +92,61 @@ func (u *ui) webhooksPage(r *req) error {
 	if err != nil {
 		return err
 	}
-	return r.show(&WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Webhooks: ws})
+	return r.show(&WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Webhooks: ws,
+		Form: WebhookForm{Format: webhook.FormatStandard}, Types: events.Types})
+}
+
+// createWebhook adds a webhook from the form and shows its secret this
+// once (the page is not a redirect: the secret is kept nowhere else); a
+// refused form is shown again with why.
+func (u *ui) createWebhook(r *req) error {
+	if !r.mayManageHooks() {
+		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+	}
+	form := WebhookForm{
+		URL:         strings.TrimSpace(r.FormValue("url")),
+		Format:      r.FormValue("format"),
+		EventTypes:  r.FormValue("event_types"),
+		Description: strings.TrimSpace(r.FormValue("description")),
+	}
+	c, err := u.Webhooks.Create(r.ctx(), r.project.ID, webhook.New{
+		URL: form.URL, Format: form.Format, EventTypes: splitLabels(form.EventTypes),
+		Description: form.Description, CreatedBy: r.by(),
+	})
+	page := &WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Form: form, Types: events.Types}
+	status := http.StatusCreated
+	if err != nil {
+		msg, ok := userMessage(err)
+		if !ok {
+			return err
+		}
+		_, status = wgerr.HTTPStatus(err)
+		page.Error = msg
+	} else {
+		page.Created = &c
+		page.Form = WebhookForm{Format: webhook.FormatStandard}
+		// The page holds the secret: no cache keeps it.
+		r.Response().Header().Set("Cache-Control", "no-store")
+	}
+	if page.Webhooks, err = u.Webhooks.List(r.ctx(), r.project.ID); err != nil {
+		return err
+	}
+	return r.showStatus(status, page)
+}
+
+// deleteWebhook removes a webhook and its deliveries' queue.
+func (u *ui) deleteWebhook(r *req) error {
+	if !r.mayManageHooks() {
+		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+	}
+	id, err := uuid.Parse(r.Param("id"))
+	if err != nil {
+		return r.fail(http.StatusNotFound, "Not found", "There is no such webhook.")
+	}
+	if err := u.Webhooks.Delete(r.ctx(), r.project.ID, id); err != nil {
+		return err
+	}
+	return r.redirect(r.projectURL("/webhooks"), "Webhook deleted: nothing more is delivered to it.")
 }
 
 func (u *ui) webhookPage(r *req) error {

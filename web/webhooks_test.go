@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/webhook"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 func TestWebhooksPages(t *testing.T) {
@@ -116,4 +118,57 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("a cross-site post answered: %+v", got)
 		}
 	})
+}
+
+// TestWebhookForms: a person adds a webhook from its page and sees its
+// secret this once (not cached); a refused form says why and adds nothing;
+// a webhook is deleted from its own page.
+func TestWebhookForms(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	b := e.signIn(e.human)
+	wantBody(t, b.get("/p/acme/webhooks"), `action="/p/acme/webhooks"`, `name="url"`, `name="event_types"`, `<option value="attention.opened">`)
+
+	for _, bad := range []struct {
+		form url.Values
+		why  string
+	}{
+		{url.Values{"url": {"http://127.0.0.1:9/hook"}, "format": {"standard"}}, "url:"},
+		{url.Values{"url": {"https://hooks.example.com/a"}, "format": {"standard"}, "event_types": {"attention.opend"}}, `unknown event type &#34;attention.opend&#34;`},
+		{url.Values{"url": {"https://hooks.example.com/a"}, "format": {"email"}}, "format:"},
+	} {
+		r := b.post("/p/acme/webhooks", bad.form)
+		wantStatus(t, r, http.StatusBadRequest)
+		wantBody(t, r, `class="error-box"`, bad.why, `value="`+bad.form.Get("url")+`"`)
+	}
+	if ws, err := e.hooks.List(ctx, e.project.ID); err != nil || len(ws) != 0 {
+		t.Fatalf("after refused forms: %d webhooks (%v), want none", len(ws), err)
+	}
+
+	r := b.post("/p/acme/webhooks", url.Values{"url": {"https://hooks.example.com/chat"}, "format": {"slack"},
+		"event_types": {"attention.opened, attention.overdue"}, "description": {"the team channel"}})
+	wantStatus(t, r, http.StatusCreated)
+	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("the page with the secret has Cache-Control %q, want no-store", cc)
+	}
+	ws, err := e.hooks.List(ctx, e.project.ID)
+	if err != nil || len(ws) != 1 {
+		t.Fatalf("webhooks: %+v %v", ws, err)
+	}
+	w := ws[0]
+	if w.URL != "https://hooks.example.com/chat" || w.Format != "slack" || strings.Join(w.EventTypes, ",") != "attention.opened,attention.overdue" ||
+		w.Description != "the team channel" || !w.Enabled || w.CreatedBy != "token:t-human" {
+		t.Fatalf("stored %+v", w)
+	}
+	wantBody(t, r, `id="created-hook"`, `<code class="secret" id="hook-secret">whsec_`, "/p/acme/webhooks/"+w.ID.String())
+	if again := b.get("/p/acme/webhooks"); strings.Contains(again.body, "whsec_") {
+		t.Error("the secret shows again on the next visit")
+	}
+
+	wantBody(t, b.get("/p/acme/webhooks/"+w.ID.String()), `action="/p/acme/webhooks/`+w.ID.String()+`/delete"`)
+	wantStatus(t, b.post("/p/acme/webhooks/"+w.ID.String()+"/delete", nil), http.StatusSeeOther)
+	if _, err := e.hooks.Get(ctx, e.project.ID, w.ID); !errors.Is(err, wgerr.NotFound) {
+		t.Fatalf("after delete: %v, want not found", err)
+	}
 }
