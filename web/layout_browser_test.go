@@ -53,6 +53,7 @@ func TestLayoutInBrowser(t *testing.T) {
 	t.Run("FormRows", func(t *testing.T) { formRows(t, ctx, srv, project(t, "fr")) })
 	t.Run("LongWorker", func(t *testing.T) { longWorker(t, ctx, srv, project(t, "lw")) })
 	t.Run("NarrowTimeline", func(t *testing.T) { narrowTimeline(t, ctx, srv, project(t, "nt")) })
+	t.Run("WebhookForm", func(t *testing.T) { webhookForm(t, ctx, srv, project(t, "wf")) })
 }
 
 // narrowTimeline: on a phone's width (390 px) the lease timeline keeps
@@ -389,4 +390,23 @@ func graphZoom(t *testing.T, ctx context.Context, srv *server.Server, project gr
 			t.Errorf("a click on a node opened %s", path)
 		}
 	})
+}
+
+// webhookForm: the add form's rows keep a gap (the description's label
+// sat on the row above), and its URL field spans the form.
+func webhookForm(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+"/webhooks"), chromedp.WaitVisible(chromedp.ID("hook-url")))
+	type look struct{ Gap, URLWidth, DescWidth float64 }
+	got := eval[look](t, ctx, `(() => ({
+		gap: document.querySelector("label[for=hook-description]").getBoundingClientRect().top
+			- document.getElementById("hook-format").getBoundingClientRect().bottom,
+		urlWidth: document.getElementById("hook-url").getBoundingClientRect().width,
+		descWidth: document.getElementById("hook-description").getBoundingClientRect().width,
+	}))()`)
+	if got.Gap < 8 {
+		t.Errorf("the description's label starts %.1f px below the format field, want a gap of at least 8 px", got.Gap)
+	}
+	if got.URLWidth < got.DescWidth-1 {
+		t.Errorf("the URL field is %.0f px wide, the description %.0f px: want the URL as wide", got.URLWidth, got.DescWidth)
+	}
 }

@@ -26,9 +26,9 @@ type Layout struct {
 	// DisabledWebhooks are the project's webhooks that delivery disabled
 	// after a day of failures (shown to admins and humans as a notice).
 	DisabledWebhooks []webhook.Webhook
-	// Webhooks: the signed-in principal may manage the project's webhooks
-	// (the navigation links their page).
-	Webhooks bool
+	// WebhooksLink: the signed-in principal may manage the project's
+	// webhooks (the navigation links their page).
+	WebhooksLink bool
 }
 
 // ErrorPage explains why a request failed.

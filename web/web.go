@@ -180,7 +180,7 @@ func (r *req) base(title, nav string) Layout {
 		l.Project = &p
 		l.OpenAttention, l.ActiveLeases = r.counts()
 		l.DisabledWebhooks = r.disabledHooks()
-		l.Webhooks = r.mayManageHooks()
+		l.WebhooksLink = r.mayManageHooks()
 	}
 	l.Flash, l.FlashError = r.takeFlash()
 	return l

@@ -128,7 +128,10 @@ func TestWebhookForms(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	b := e.signIn(e.human)
-	wantBody(t, b.get("/p/acme/webhooks"), `action="/p/acme/webhooks"`, `name="url"`, `name="event_types"`, `<option value="attention.opened">`)
+	// The navigation links the page also on the page itself, before any
+	// webhook exists.
+	wantBody(t, b.get("/p/acme/webhooks"), `action="/p/acme/webhooks"`, `name="url"`, `name="event_types"`, `<option value="attention.opened">`,
+		`<a href="/p/acme/webhooks" aria-current="page">Webhooks</a>`)
 
 	for _, bad := range []struct {
 		form url.Values
