@@ -54,6 +54,7 @@ func TestLayoutInBrowser(t *testing.T) {
 	t.Run("LongWorker", func(t *testing.T) { longWorker(t, ctx, srv, project(t, "lw")) })
 	t.Run("NarrowTimeline", func(t *testing.T) { narrowTimeline(t, ctx, srv, project(t, "nt")) })
 	t.Run("WebhookForm", func(t *testing.T) { webhookForm(t, ctx, srv, project(t, "wf")) })
+	t.Run("NarrowItemsList", func(t *testing.T) { narrowItemsList(t, ctx, srv, project(t, "nl")) })
 }
 
 // narrowTimeline: on a phone's width (390 px) the lease timeline keeps
@@ -408,5 +409,50 @@ func webhookForm(t *testing.T, ctx context.Context, srv *server.Server, project 
 	}
 	if got.URLWidth < got.DescWidth-1 {
 		t.Errorf("the URL field is %.0f px wide, the description %.0f px: want the URL as wide", got.URLWidth, got.DescWidth)
+	}
+}
+
+// narrowItemsList: on a phone's width the items list keeps its titles
+// readable: the title column keeps at least 12em and breaks no word in the
+// middle (the table scrolls sideways in its card); it had shrunk to a few
+// letters a line.
+func narrowItemsList(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	g := graph.NewService(srv.Pool(), nil)
+	for range 3 {
+		if _, err := g.CreateItem(context.Background(), project.ID, graph.NewItem{
+			Title: "Step 29 of the migration to the new billing system", CreatedBy: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(t, ctx, chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { step(t, ctx, chromedp.EmulateViewport(1360, 900)) })
+	for _, page := range []string{"/items?view=list", "/leases"} {
+		if page == "/leases" {
+			if _, err := lease.NewService(srv.Pool(), nil, lease.Config{}).Claim(context.Background(), project.ID, lease.ClaimRequest{Worker: "phone"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+page), chromedp.WaitVisible(chromedp.CSS("tbody td:first-child a")))
+		type look struct {
+			Width, Font float64
+			Lines       int
+			PageScrolls bool
+		}
+		got := eval[look](t, ctx, `(() => {
+			const a = document.querySelector("tbody td:first-child a"), cell = a.closest("td");
+			const font = parseFloat(getComputedStyle(a).fontSize);
+			const lines = a.getClientRects().length;
+			return {width: cell.getBoundingClientRect().width, font: font, lines: lines,
+				pageScrolls: document.documentElement.scrollWidth > window.innerWidth};
+		})()`)
+		if got.Width < 12*got.Font {
+			t.Errorf("%s: the title column is %.0f px wide on a 390 px screen, want at least 12em (%.0f px)", page, got.Width, 12*got.Font)
+		}
+		if got.Lines > 4 {
+			t.Errorf("%s: a 51-character title takes %d lines", page, got.Lines)
+		}
+		if got.PageScrolls {
+			t.Errorf("%s: the page scrolls sideways; the table should scroll inside its card", page)
+		}
 	}
 }
