@@ -55,6 +55,7 @@ func TestLayoutInBrowser(t *testing.T) {
 	t.Run("NarrowTimeline", func(t *testing.T) { narrowTimeline(t, ctx, srv, project(t, "nt")) })
 	t.Run("WebhookForm", func(t *testing.T) { webhookForm(t, ctx, srv, project(t, "wf")) })
 	t.Run("NarrowItemsList", func(t *testing.T) { narrowItemsList(t, ctx, srv, project(t, "nl")) })
+	t.Run("NarrowEmptyTable", func(t *testing.T) { narrowEmptyTable(t, ctx, srv, project(t, "ne")) })
 }
 
 // narrowTimeline: on a phone's width (390 px) the lease timeline keeps
@@ -454,5 +455,22 @@ func narrowItemsList(t *testing.T, ctx context.Context, srv *server.Server, proj
 		if got.PageScrolls {
 			t.Errorf("%s: the page scrolls sideways; the table should scroll inside its card", page)
 		}
+	}
+}
+
+// narrowEmptyTable: on a phone the note of an empty table (the workers
+// page with no live lease) shows on screen; centred in a table wider than
+// the screen, it was cut after two words.
+func narrowEmptyTable(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	step(t, ctx, chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { step(t, ctx, chromedp.EmulateViewport(1360, 900)) })
+	step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+"/workers"), chromedp.WaitVisible(chromedp.CSS("td.empty")))
+	right := eval[float64](t, ctx, `(() => {
+		const cell = document.querySelector("td.empty"), r = document.createRange();
+		r.selectNodeContents(cell);
+		return r.getBoundingClientRect().right;
+	})()`)
+	if right > 390 {
+		t.Errorf("the empty table's note ends at %.0f px, past the 390 px screen", right)
 	}
 }
