@@ -278,7 +278,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.stopRequests = stopRequests
 	s.http = &http.Server{
 		BaseContext:       func(net.Listener) context.Context { return requests },
-		Handler:           bodyDeadline(bodyTimeout, s.echo),
+		Handler:           headAsGet(bodyDeadline(bodyTimeout, s.echo)),
 		ReadHeaderTimeout: HeaderReadTimeout,
 		// No ReadTimeout: it would also end a long poll (net/http cancels a
 		// request whose connection's read deadline passes while it waits);
@@ -437,6 +437,21 @@ func commonHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
 		return next(c)
 	}
+}
+
+// headAsGet answers a HEAD request as its GET (RFC 9110, 9.3.2: the same
+// status and headers, no body), for the probes and link checkers that
+// send HEAD: the handler gets a copy of the request with the method GET,
+// and net/http, which still holds the HEAD request, sends no body.
+func headAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			get := r.WithContext(r.Context())
+			get.Method = http.MethodGet
+			r = get
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // routes mounts the process-level endpoints.

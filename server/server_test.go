@@ -268,3 +268,47 @@ func TestFailedSignins(t *testing.T) {
 		t.Fatalf("a sign-in after %d failures: status %d, want 429", burst, st)
 	}
 }
+
+// TestHead: HEAD is answered as GET without a body, with GET's status and
+// headers (probes and link checkers send HEAD); a method no route has is
+// still refused.
+func TestHead(t *testing.T) {
+	t.Parallel()
+	srv := start(t)
+	for _, tc := range []struct {
+		path, token, ctype string
+		status             int
+	}{
+		{"/healthz", "", "application/json", http.StatusOK},
+		{"/readyz", "", "application/json", http.StatusOK},
+		{"/v1/openapi.json", "", "application/json", http.StatusOK},
+		{"/v1/projects", adminToken, "application/json", http.StatusOK},
+		{"/v1/projects", "", "application/problem+json", http.StatusUnauthorized},
+		{"/signin", "", "text/html", http.StatusOK},
+		{"/static/app.css", "", "text/css", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodHead, srv.URL()+tc.path, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.status || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.ctype) || len(body) != 0 {
+			t.Errorf("HEAD %s: status %d, Content-Type %q, %d body bytes; want %d, %s, none",
+				tc.path, res.StatusCode, res.Header.Get("Content-Type"), len(body), tc.status, tc.ctype)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPut, srv.URL()+"/healthz", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMethodNotAllowed && res.StatusCode != http.StatusNotFound {
+		t.Errorf("PUT /healthz: status %d, want 405 or 404", res.StatusCode)
+	}
+}
