@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -81,10 +82,16 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("db: migrate up: %w", err)
 	}
-	if log != nil {
+	if log != nil && len(results) > 0 {
+		// One line says what changed; each migration is a debug line (a
+		// first start applies every one of them).
+		var took time.Duration
 		for _, r := range results {
-			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+			log.Debug("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+			took += r.Duration
 		}
+		log.Info("migrations applied", "count", len(results), "from", results[0].Source.Version,
+			"to", results[len(results)-1].Source.Version, "duration", took)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package db_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -61,5 +62,31 @@ func TestMigrateDownAndUp(t *testing.T) {
 	}
 	if got := strings.Count(status(), "applied"); got != n {
 		t.Fatalf("%d migrations applied after up, want %d:\n%s", got, n, status())
+	}
+
+	// The log: one line at info says how many were applied; each is a
+	// debug line.
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		for range 2 {
+			if err := db.MigrateDown(ctx, pool); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out bytes.Buffer
+		if err := db.Migrate(ctx, pool, slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: level}))); err != nil {
+			t.Fatal(err)
+		}
+		log := out.String()
+		each := 0
+		if level == slog.LevelDebug {
+			each = 2
+		}
+		if strings.Count(log, `msg="migrations applied" count=2 `) != 1 || strings.Count(log, `msg="migration applied"`) != each {
+			t.Errorf("at %s, two migrations logged:\n%s", level, log)
+		}
+	}
+	var quiet bytes.Buffer
+	if err := db.Migrate(ctx, pool, slog.New(slog.NewTextHandler(&quiet, nil))); err != nil || quiet.Len() != 0 {
+		t.Errorf("nothing to apply: %v, logged %q", err, quiet.String())
 	}
 }
