@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -22,7 +23,9 @@ func newMigrateCmd(stdio IO) *cobra.Command {
 			return withPool(cmd.Context(), url, dataDir, func(pool *pgxpool.Pool) error {
 				switch args[0] {
 				case "up":
-					return db.Migrate(cmd.Context(), pool, logger(stdio.Err))
+					// An operator's run names each migration it applies.
+					verbose := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+					return db.Migrate(cmd.Context(), pool, verbose)
 				case "down":
 					return db.MigrateDown(cmd.Context(), pool)
 				case "status":

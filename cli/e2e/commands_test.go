@@ -3,12 +3,14 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 )
 
 // mustJSON runs the binary with --json and decodes its output into v.
@@ -413,4 +415,27 @@ func (e *env) claimAndAsk(worker, question string) client.AttentionRequest {
 		e.t.Fatalf("ask: %v", r)
 	}
 	return asked.Attention
+}
+
+// TestMigrateUpNamesEach: `workgraph migrate up` names each migration it
+// applies and sums them up (the server's start logs only the sum).
+func TestMigrateUpNamesEach(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.FreshURL(t)
+	run := func(args ...string) string {
+		t.Helper()
+		c := exec.Command(bin, append(args, "--database-url", dbURL)...)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("workgraph %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("migrate", "up")
+	run("migrate", "down")
+	run("migrate", "down")
+	out := run("migrate", "up")
+	if strings.Count(out, `msg="migration applied"`) != 2 || !strings.Contains(out, `msg="migrations applied" count=2 `) {
+		t.Fatalf("migrate up after two downs:\n%s", out)
+	}
 }
