@@ -221,10 +221,12 @@ func leaseDetail(raw json.RawMessage) string {
 		return ""
 	}
 	var d struct {
-		Message   *string           `json:"message"`
-		Reason    *string           `json:"reason"`
-		Attention *string           `json:"attention_request_id"`
-		Children  []json.RawMessage `json:"children"`
+		Message    *string           `json:"message"`
+		Reason     *string           `json:"reason"`
+		Attention  *string           `json:"attention_request_id"`
+		Children   []json.RawMessage `json:"children"`
+		ReapedAt   *time.Time        `json:"reaped_at"`
+		Heartbeats *int              `json:"heartbeats"`
 	}
 	if json.Unmarshal(raw, &d) != nil {
 		return strings.TrimSpace(string(raw))
@@ -242,6 +244,12 @@ func leaseDetail(raw json.RawMessage) string {
 		return *d.Reason
 	case d.Children != nil:
 		return count(len(d.Children), "child", "children")
+	case d.ReapedAt != nil:
+		s := "not renewed; reaped " + fmtTime(*d.ReapedAt)
+		if d.Heartbeats != nil {
+			s += " after " + count(*d.Heartbeats, "heartbeat", "heartbeats")
+		}
+		return s
 	}
 	return strings.TrimSpace(string(raw))
 }

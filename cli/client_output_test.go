@@ -26,3 +26,29 @@ func TestPrintLeasesClipsWorker(t *testing.T) {
 		t.Errorf("want the name cut to 31 characters and an ellipsis:\n%s", out)
 	}
 }
+
+// TestLeaseDetail: the history table says what an outcome's detail holds
+// in words: a failure's message, a release's reason, the request an ask
+// opened, a decomposition's children, an expiry's reaping; other details
+// as their JSON.
+func TestLeaseDetail(t *testing.T) {
+	reaped := fmtTime(time.Date(2026, 12, 6, 16, 33, 24, 562692000, time.UTC))
+	for raw, want := range map[string]string{
+		``:     "",
+		`null`: "",
+		`{"message": "tests fail", "details": {"exit": 1}}`:                       "tests fail",
+		`{"reason": "shutting down"}`:                                             "shutting down",
+		`{"attention_request_id": "544f6234-2558-4799-a024-bec437fe7100"}`:        "asked a person (request 544f6234)",
+		`{"attention_request_id": "544f6234-2558-4799", "reason": "no_progress"}`: "asked a person (request 544f6234): no_progress",
+		`{"children": ["a", "b", "c"]}`:                                           "3 children",
+		`{"children": ["a"]}`:                                                     "1 child",
+		`{"reaped_at": "2026-12-06T16:33:24.562692+00:00", "heartbeats": 3}`:      "not renewed; reaped " + reaped + " after 3 heartbeats",
+		`{"reaped_at": "2026-12-06T16:33:24.562692+00:00", "heartbeats": 1}`:      "not renewed; reaped " + reaped + " after 1 heartbeat",
+		`{"swept_by": "replica-2"}`:                                               `{"swept_by": "replica-2"}`,
+		`{"message": ""}`:                                                         `{"message": ""}`,
+	} {
+		if got := leaseDetail([]byte(raw)); got != want {
+			t.Errorf("leaseDetail(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
