@@ -8,39 +8,56 @@ import (
 	"time"
 )
 
-// whyLimit is how many ready items NotClaimedReasons reads: the first page
-// by priority, enough to explain the usual case.
+// whyLimit is how many items of each state NotClaimedReasons reads: the
+// first page by priority, enough to explain the usual case.
 const whyLimit = 100
 
 // NotClaimedReasons says why a claim like req found nothing although the
-// project has ready items: it reads the project's ready items (one call)
-// and answers WhyNotClaimed's lines. when formats the instants named
-// (nil: RFC 3339). The lines describe the moment of this read, after the
-// claim; none means nothing ready stood in req's way.
+// project has items it might have taken: it reads the project's ready and
+// blocked items (two calls) and answers WhyNotClaimed's lines. when
+// formats the instants named (nil: RFC 3339). The lines describe the
+// moment of this read, after the claim; none means nothing stood in req's
+// way but the lack of work.
 func (c *Client) NotClaimedReasons(ctx context.Context, project string, req ClaimRequest, when func(time.Time) string) ([]string, error) {
-	page, err := c.ListItems(ctx, project, ListItemsOptions{State: StateReady, Sort: "-priority", Limit: whyLimit})
-	if err != nil {
-		return nil, err
+	var items []Item
+	for _, state := range []string{StateReady, StateBlocked} {
+		page, err := c.ListItems(ctx, project, ListItemsOptions{State: state, Sort: "-priority", Limit: whyLimit})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, page.Items...)
 	}
-	return WhyNotClaimed(page.Items, req, time.Now(), when), nil
+	return WhyNotClaimed(items, req, time.Now(), when), nil
 }
 
-// WhyNotClaimed sorts the ready items that a claim like req did not get
-// into the reasons it could not take them, one line per reason with a
-// count and an example: kept for another worker after a person answered
-// its question, write scopes a live lease holds, a label the claim asked
-// for, a capability it did not offer. (An item waiting out a retry
-// backoff is blocked, not ready.) An item none of
-// these explains (the claim lost it in a race) gives no line. when
-// formats the instants named (nil: RFC 3339).
+// WhyNotClaimed sorts the items that a claim like req did not get into
+// the reasons it could not take them, one line per reason with a count and
+// an example. A ready item: kept for another worker after a person
+// answered its question, write scopes a live lease holds, a label the
+// claim asked for, a capability it did not offer. A blocked item only
+// when a retry backoff after a failure is all that holds back an item the
+// claim could take (items waiting for their dependencies, children or a
+// person are not this claim's business). An item none of these explains
+// (the claim lost it in a race) gives no line. when formats the instants
+// named (nil: RFC 3339).
 func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time.Time) string) []string {
 	if when == nil {
 		when = func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	}
-	var reserved, scopes, unlabelled, unable []Item
+	var reserved, backoff, scopes, unlabelled, unable []Item
 	missing := map[string]bool{}
 	for _, it := range items {
 		b := it.BlockedBy
+		if it.State == StateBlocked {
+			if b.RetryAfter != nil && b.RetryAfter.After(now) && len(b.Dependencies)+len(b.Children)+len(b.Attention) == 0 &&
+				hasAll(it.Labels, req.Labels) && hasAll(req.Capabilities, it.Requires) {
+				backoff = append(backoff, it)
+			}
+			continue
+		}
+		if it.State != StateReady {
+			continue
+		}
 		switch {
 		case b.ReservedFor != nil && *b.ReservedFor != req.Worker && (b.ReservedUntil == nil || b.ReservedUntil.After(now)):
 			reserved = append(reserved, it)
@@ -66,6 +83,11 @@ func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time
 		}
 		out = append(out, fmt.Sprintf("%s kept for the worker that asked a person about %s (%s%s: worker %q%s); other workers get %s after that",
 			plural(n, "ready item is", "ready items are"), pick(n, "it", "them"), eg(n), label(reserved[0]), *b.ReservedFor, until, pick(n, "it", "them")))
+	}
+	if n := len(backoff); n > 0 {
+		out = append(out, fmt.Sprintf("%s out a retry backoff after a failure (%s%s, until %s)",
+			plural(n, "item this claim could take waits", "items this claim could take wait"), eg(n), label(backoff[0]),
+			when(*backoff[0].BlockedBy.RetryAfter)))
 	}
 	if n := len(scopes); n > 0 {
 		h := scopes[0].BlockedBy.Scopes[0]

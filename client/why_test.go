@@ -9,9 +9,11 @@ import (
 )
 
 // TestWhyNotClaimed: each reason a ready item can be out of a claim's
-// reach gets a line with the count and an example; an item the claim could
-// have taken (it lost a race) and an item reserved for this worker give
-// none.
+// reach gets a line with the count and an example, and so does a retry
+// backoff that alone holds back a blocked item the claim could take; an
+// item the claim could have taken (it lost a race), an item reserved for
+// this worker, a backoff of an item it could not take or that waits for
+// more, and an item waiting for a person give none.
 func TestWhyNotClaimed(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	later := now.Add(10 * time.Minute)
@@ -35,6 +37,20 @@ func TestWhyNotClaimed(t *testing.T) {
 		item("ffffffff", "no label", nil),
 		item("99999999", "needs a gpu", func(it *client.Item) { it.Labels, it.Requires = []string{"ml"}, []string{"gpu", "cuda"} }),
 		item("88888888", "could have been mine", func(it *client.Item) { it.Labels, it.Requires = []string{"ml"}, []string{"cpu"} }),
+		// Blocked: only a backoff of an item this claim could take is its
+		// business.
+		item("dddddddd", "backing off", func(it *client.Item) {
+			it.State, it.Labels, it.BlockedBy.RetryAfter = client.StateBlocked, []string{"ml"}, &later
+		}),
+		item("dddddddf", "backing off, no label", func(it *client.Item) { it.State, it.BlockedBy.RetryAfter = client.StateBlocked, &later }),
+		item("dddddde0", "backing off and waiting", func(it *client.Item) {
+			it.State, it.Labels, it.BlockedBy.RetryAfter = client.StateBlocked, []string{"ml"}, &later
+			it.BlockedBy.Dependencies = []client.ItemRef{{ID: "x", Title: "first", State: client.StateReady}}
+		}),
+		item("dddddde1", "backed off", func(it *client.Item) {
+			it.State, it.Labels, it.BlockedBy.RetryAfter = client.StateBlocked, []string{"ml"}, &earlier
+		}),
+		item("dddddde2", "waiting for a person", func(it *client.Item) { it.State, it.Labels = client.StateAttention, []string{"ml"} }),
 	}
 	// The claim asked for label ml and offered cpu; items without ml are
 	// out of reach for that alone.
@@ -45,6 +61,7 @@ func TestWhyNotClaimed(t *testing.T) {
 	got := client.WhyNotClaimed(items, client.ClaimRequest{Worker: "me", Labels: []string{"ml"}, Capabilities: []string{"cpu"}}, now, nil)
 	want := []string{
 		`2 ready items are kept for the worker that asked a person about them (e.g. kept for w2 (aaaaaaaa): worker "w2" until `,
+		`1 item this claim could take waits out a retry backoff after a failure (backing off (dddddddd), until `,
 		`1 ready item touches write scopes a live lease holds (scope held (eeeeeeee): repo:web, held by worker "w3")`,
 		`1 ready item does not carry every label asked for (ml)`,
 		`1 ready item requires capabilities this claim did not offer: cuda, gpu`,

@@ -351,3 +351,22 @@ func TestWorkSaysWhyNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimSaysBackoff: after a failure the item waits out a retry
+// backoff; a claim that finds nothing says so, naming the item and until
+// when, rather than leaving the person to guess.
+func TestClaimSaysBackoff(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("Fails once")
+	if r := e.run(e.agentToken, nil, "work", "--worker", "w1", "--", "sh", "-c", "exit 3"); r.code != 1 {
+		t.Fatalf("work with a failing command: %v", r)
+	}
+	if got := e.get(it.ID); got.State != client.StateBlocked || got.BlockedBy.RetryAfter == nil {
+		t.Fatalf("after the failure the item is %s (retry after %v), want blocked by a backoff", got.State, got.BlockedBy.RetryAfter)
+	}
+	r := e.wantExit(e.agentToken, 3, "nothing is ready for this claim", "claim", "--worker", "w1")
+	if !strings.Contains(r.stderr, "why: 1 item this claim could take waits out a retry backoff after a failure") || !strings.Contains(r.stderr, it.ID[:8]) {
+		t.Fatalf("the claim should name the backoff:\n%v", r)
+	}
+}
