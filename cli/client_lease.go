@@ -438,7 +438,7 @@ func newFailCmd(stdio IO) *cobra.Command {
 		if s.json {
 			return printJSON(s.Out, out)
 		}
-		fmt.Fprintf(s.Out, "item %s failed; it returns to circulation after a backoff\n", out.Lease.ItemID)
+		fmt.Fprintf(s.Out, "item %s failed; it %s\n", out.Lease.ItemID, afterFailure(out))
 		return nil
 	})
 	cmd.Flags().StringVar(&details, "details", "", "details as JSON")

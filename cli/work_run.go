@@ -218,10 +218,10 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 		if stderr != "" {
 			errText += ": " + lastBytes(stderr, 1024)
 		}
-		_, err = sv.s.api.Fail(rctx, cl.Lease.ID, client.FailRequest{Epoch: cl.Lease.Epoch, Error: errText, Details: details})
+		res, err := sv.s.api.Fail(rctx, cl.Lease.ID, client.FailRequest{Epoch: cl.Lease.Epoch, Error: errText, Details: details})
 		if err == nil {
 			o.kind = outcomeFailed
-			o.message = fmt.Sprintf("the command failed (%s); item %s reported failed and will be retried after a backoff", msg, cl.Item.ID)
+			o.message = fmt.Sprintf("the command failed (%s); item %s reported failed; it %s", msg, cl.Item.ID, afterFailure(res))
 			return o
 		}
 	}
@@ -231,6 +231,20 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 	o.kind, o.err = outcomeError, explain(err, sv.s.cfg)
 	o.message = fmt.Sprintf("item %s: could not report the outcome: %v", cl.Item.ID, err)
 	return o
+}
+
+// afterFailure says what a reported failure leaves: a retry after a
+// backoff (until when), or, after too many failures in a row, a question
+// to a person.
+func afterFailure(res *client.FailResult) string {
+	switch {
+	case res.Attention != nil:
+		return fmt.Sprintf("now waits for a person: it failed as often in a row as the project allows (attention request %s)",
+			shortID(&res.Attention.ID))
+	case res.RetryAfter != nil:
+		return "will be retried after " + fmtTime(*res.RetryAfter)
+	}
+	return "can be claimed again"
 }
 
 // lostAfterExit explains a lease that was gone when the outcome was

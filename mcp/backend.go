@@ -23,7 +23,8 @@ type backend interface {
 	Heartbeat(ctx context.Context, f fence, progress string, usage *usage) (*beat, error)
 	Complete(ctx context.Context, f fence, result json.RawMessage, usage *usage) error
 	Release(ctx context.Context, f fence, reason string) error
-	Fail(ctx context.Context, f fence, message string) error
+	// Fail reports the attempt failed; it answers what that leaves.
+	Fail(ctx context.Context, f fence, message string) (failed, error)
 	Decompose(ctx context.Context, f fence, subtasks []subtask) ([]taskRef, error)
 	// Ask opens an attention request on the leased task; a blocking one
 	// ends the lease.
@@ -32,6 +33,13 @@ type backend interface {
 	AddDependency(ctx context.Context, taskID, dependsOn string) error
 	GetTask(ctx context.Context, id string) (*task, error)
 	ListTasks(ctx context.Context, in listInput) (*taskPage, error)
+}
+
+// failed is what a reported failure leaves: a retry from RetryAfter, or,
+// after too many failures in a row, a question to a person.
+type failed struct {
+	RetryAfter  *time.Time
+	AskedPerson bool
 }
 
 // fence is what a worker call presents. Only the session sees it.

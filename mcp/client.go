@@ -88,9 +88,12 @@ func (a *apiClient) Release(ctx context.Context, f fence, reason string) error {
 	return err
 }
 
-func (a *apiClient) Fail(ctx context.Context, f fence, message string) error {
-	_, err := a.c.Fail(ctx, f.LeaseID, client.FailRequest{Epoch: f.Epoch, Error: message})
-	return err
+func (a *apiClient) Fail(ctx context.Context, f fence, message string) (failed, error) {
+	res, err := a.c.Fail(ctx, f.LeaseID, client.FailRequest{Epoch: f.Epoch, Error: message})
+	if err != nil {
+		return failed{}, err
+	}
+	return failed{RetryAfter: res.RetryAfter, AskedPerson: res.Attention != nil}, nil
 }
 
 func (a *apiClient) Decompose(ctx context.Context, f fence, subtasks []subtask) ([]taskRef, error) {

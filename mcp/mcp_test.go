@@ -405,3 +405,25 @@ func TestTakeSaysWhyNothing(t *testing.T) {
 		t.Fatalf("the asker took %+v, want %s", got, it.ID)
 	}
 }
+
+// TestFailSaysWhatFollows: fail_task tells the agent what its failure
+// leaves: a retry and from when, or, at the project's failure limit, a
+// person asked to look (so the agent does not wait for a retry).
+func TestFailSaysWhatFollows(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit int
+		want  string
+	}{
+		{0, "will be retried from 20"},
+		{1, "a person is asked to look at it"},
+	} {
+		e := setupWith(t, func(cfg *server.Config) { cfg.Lease.MaxFailures = c.limit })
+		cs := connectInMemory(t, e.mcpServer(t, Config{}))
+		e.item(t, "fails")
+		ok(t, cs, "take_task", nil, nil)
+		if txt := ok(t, cs, "fail_task", map[string]any{"error": "tests do not compile"}, nil); !strings.Contains(txt, c.want) {
+			t.Errorf("failure limit %d: fail_task said %q, want %q", c.limit, txt, c.want)
+		}
+	}
+}

@@ -115,9 +115,19 @@ func (s *Server) fail(ctx context.Context, sess *session, in failInput) (*sdk.Ca
 	if in.Error == "" {
 		return nil, wgerr.InvalidField("error", "must not be empty")
 	}
-	h, err := sess.worker(true, func(h *held) error { return s.api.Fail(ctx, h.fence, in.Error) })
+	var out failed
+	h, err := sess.worker(true, func(h *held) (err error) {
+		out, err = s.api.Fail(ctx, h.fence, in.Error)
+		return err
+	})
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case out.AskedPerson:
+		return reply("Task "+h.taskID+" is marked failed. It failed as often in a row as the project allows, so a person is asked to look at it; it is not retried until they answer.", nil)
+	case out.RetryAfter != nil:
+		return reply("Task "+h.taskID+" is marked failed and will be retried from "+out.RetryAfter.UTC().Format(time.RFC3339)+".", nil)
 	}
 	return reply("Task "+h.taskID+" is marked failed and will be retried later.", nil)
 }

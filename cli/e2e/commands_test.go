@@ -149,8 +149,9 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("claimed %q, want Part A", cl.Item.Title)
 		}
 		fence = []string{"WORKGRAPH_LEASE_ID=" + cl.Lease.ID, "WORKGRAPH_EPOCH=1"}
-		if r := e.run(e.agentToken, fence, "fail", "could not compile", "--details", `{"log": "..."}`); r.code != 0 {
-			t.Fatalf("fail: %v", r)
+		if r := e.run(e.agentToken, fence, "fail", "could not compile", "--details", `{"log": "..."}`); r.code != 0 ||
+			!strings.Contains(r.stdout, "failed; it will be retried after ") {
+			t.Fatalf("fail: want exit 0 and when the item is retried: %v", r)
 		}
 		ls := e.leases(cl.Item.ID)
 		if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeFailed {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/server"
 )
 
 func TestWork(t *testing.T) {
@@ -368,5 +369,30 @@ func TestClaimSaysBackoff(t *testing.T) {
 	r := e.wantExit(e.agentToken, 3, "nothing is ready for this claim", "claim", "--worker", "w1")
 	if !strings.Contains(r.stderr, "why: 1 item this claim could take waits out a retry backoff after a failure") || !strings.Contains(r.stderr, it.ID[:8]) {
 		t.Fatalf("the claim should name the backoff:\n%v", r)
+	}
+}
+
+// TestWorkSaysAfterFailure: the supervisor says what a failure leaves:
+// a retry and when, or, at the project's failure limit, a question to a
+// person (not "will be retried").
+func TestWorkSaysAfterFailure(t *testing.T) {
+	t.Parallel()
+	fail := []string{"work", "--worker", "w1", "--", "sh", "-c", "exit 3"}
+	e := setup(t)
+	e.item("Fails once")
+	r := e.run(e.agentToken, nil, fail...)
+	if r.code != 1 || !strings.Contains(r.stderr, "reported failed; it will be retried after ") {
+		t.Fatalf("a first failure should say when it is retried:\n%v", r)
+	}
+
+	limited := setupWith(t, func(c *server.Config) { c.Lease.MaxFailures = 1 })
+	it := limited.item("Fails for good")
+	r = limited.run(limited.agentToken, nil, fail...)
+	if r.code != 1 || !strings.Contains(r.stderr, "reported failed; it now waits for a person: it failed as often in a row as the project allows") ||
+		strings.Contains(r.stderr, "will be retried") {
+		t.Fatalf("a failure at the limit should say a person is asked:\n%v", r)
+	}
+	if got := limited.get(it.ID); got.State != client.StateAttention {
+		t.Fatalf("after the limit the item is %s, want attention", got.State)
 	}
 }
