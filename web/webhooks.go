@@ -134,14 +134,25 @@ func (u *ui) createWebhook(r *req) error {
 	return r.showStatus(status, page)
 }
 
+// hookParam is the webhook the path names, for a principal who may
+// manage webhooks. Otherwise ok is false and the error page that says why
+// not has been written (err is its writing's).
+func (r *req) hookParam() (id uuid.UUID, ok bool, err error) {
+	if !r.mayManageHooks() {
+		return uuid.Nil, false, r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+	}
+	id, perr := uuid.Parse(r.Param("id"))
+	if perr != nil {
+		return uuid.Nil, false, r.fail(http.StatusNotFound, "Not found", "There is no such webhook.")
+	}
+	return id, true, nil
+}
+
 // deleteWebhook removes a webhook and its deliveries' queue.
 func (u *ui) deleteWebhook(r *req) error {
-	if !r.mayManageHooks() {
-		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
-	}
-	id, err := uuid.Parse(r.Param("id"))
-	if err != nil {
-		return r.fail(http.StatusNotFound, "Not found", "There is no such webhook.")
+	id, ok, err := r.hookParam()
+	if !ok {
+		return err
 	}
 	if err := u.Webhooks.Delete(r.ctx(), r.project.ID, id); err != nil {
 		return err
@@ -150,12 +161,9 @@ func (u *ui) deleteWebhook(r *req) error {
 }
 
 func (u *ui) webhookPage(r *req) error {
-	if !r.mayManageHooks() {
-		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
-	}
-	id, err := uuid.Parse(r.Param("id"))
-	if err != nil {
-		return r.fail(http.StatusNotFound, "Not found", "There is no such webhook.")
+	id, ok, err := r.hookParam()
+	if !ok {
+		return err
 	}
 	w, err := u.Webhooks.Get(r.ctx(), r.project.ID, id)
 	if err != nil {
@@ -177,12 +185,9 @@ func (u *ui) webhookPage(r *req) error {
 // enableWebhook turns a webhook back on (the notice's way out): its
 // pending deliveries are tried at once, the events that waited with them.
 func (u *ui) enableWebhook(r *req) error {
-	if !r.mayManageHooks() {
-		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
-	}
-	id, err := uuid.Parse(r.Param("id"))
-	if err != nil {
-		return r.fail(http.StatusNotFound, "Not found", "There is no such webhook.")
+	id, ok, err := r.hookParam()
+	if !ok {
+		return err
 	}
 	on := r.FormValue("enabled") != "false"
 	if _, err := u.Webhooks.Update(r.ctx(), r.project.ID, id, webhook.Change{Enabled: &on}); err != nil {

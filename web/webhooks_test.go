@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/webhook"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -169,6 +171,13 @@ func TestWebhookForms(t *testing.T) {
 		t.Error("the secret shows again on the next visit")
 	}
 
+	for _, bad := range []string{"/p/acme/webhooks/not-an-id", "/p/acme/webhooks/" + uuid.NewString()} {
+		wantStatus(t, b.get(bad), http.StatusNotFound)
+		wantStatus(t, b.post(bad+"/delete", nil), http.StatusNotFound)
+	}
+	if ws, _ := e.hooks.List(ctx, e.project.ID); len(ws) != 1 {
+		t.Fatalf("after deletes of other ids: %d webhooks, want 1", len(ws))
+	}
 	wantBody(t, b.get("/p/acme/webhooks/"+w.ID.String()), `action="/p/acme/webhooks/`+w.ID.String()+`/delete"`)
 	wantStatus(t, b.post("/p/acme/webhooks/"+w.ID.String()+"/delete", nil), http.StatusSeeOther)
 	if _, err := e.hooks.Get(ctx, e.project.ID, w.ID); !errors.Is(err, wgerr.NotFound) {
