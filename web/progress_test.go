@@ -145,3 +145,22 @@ func TestAskerVia(t *testing.T) {
 	r = b.get("/p/acme/items/" + it.ID.String())
 	wantBody(t, r, "worker <b>gemini-3</b> asked")
 }
+
+// TestBoardRetryAfter: a failed item waits out its backoff as blocked; its
+// tile on the board says when it is retried.
+func TestBoardRetryAfter(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	it := e.mustItem("fails once")
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w-fail"})
+	if err != nil || c.Item.ID != it.ID {
+		t.Fatalf("claim: %+v, %v", c.Item, err)
+	}
+	if _, err := e.leases.Fail(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, lease.Failure{Message: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.signIn(e.human).get("/p/acme/items")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "data-retry-after=", ">retried ")
+}
