@@ -335,7 +335,7 @@ func TestInboxAnswer(t *testing.T) {
 		t.Fatalf("item state = %s, want ready", item.State)
 	}
 	r = b.get(r.Header.Get("Location"))
-	wantBody(t, r, "Answered", "s-ready", "Inbox zero")
+	wantBody(t, r, "Answered", "s-ready", "Inbox zero", "kept for worker <b>agent-7</b> until ", "which asked: its next claim carries the answer")
 
 	t.Run("OKMarkdownAnswerRendered", func(t *testing.T) {
 		e.mustItem("Pick a database")
