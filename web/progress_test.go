@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/lease"
@@ -84,17 +85,12 @@ func TestBoardKeptFor(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	asked := e.mustItem("asked about")
-	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w-asker"})
-	if err != nil || c.Item.ID != asked.ID {
-		t.Fatalf("claim: %+v, %v", c.Item, err)
+	c, req := e.claimAndAsk("w-asker", attention.NewRequest{Question: "Which one?", Blocking: true, RequestedBy: "test"})
+	if c.Item.ID != asked.ID {
+		t.Fatalf("claimed %q, want %q", c.Item.Title, asked.Title)
 	}
 	e.mustItem("free item")
-	res, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
-		attention.NewRequest{Question: "Which one?", Blocking: true, RequestedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.att.Resolve(ctx, e.project.ID, res.Request.ID, "this one", "test"); err != nil {
+	if _, err := e.att.Resolve(ctx, e.project.ID, req.ID, "this one", "test"); err != nil {
 		t.Fatal(err)
 	}
 	b := e.signIn(e.human)
@@ -103,13 +99,8 @@ func TestBoardKeptFor(t *testing.T) {
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "worker <b>w-asker</b> (test) asked")
 	// So does the inbox while a question is open (on the free item).
-	c2, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w-open"})
-	if err != nil || c2.Item.Title != "free item" {
-		t.Fatalf("claim: %+v, %v", c2.Item, err)
-	}
-	if _, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c2.Lease.ID, Epoch: c2.Lease.Epoch},
-		attention.NewRequest{Question: "Still open?", Blocking: true, RequestedBy: "test"}); err != nil {
-		t.Fatal(err)
+	if c2, _ := e.claimAndAsk("w-open", attention.NewRequest{Question: "Still open?", Blocking: true, RequestedBy: "test"}); c2.Item.Title != "free item" {
+		t.Fatalf("claimed %q, want the free item", c2.Item.Title)
 	}
 	r = b.get("/p/acme/inbox")
 	wantStatus(t, r, http.StatusOK)
@@ -129,16 +120,8 @@ func TestBoardKeptFor(t *testing.T) {
 func TestAskerVia(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
 	it := e.mustItem("asked by a named token")
-	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "gemini-3"})
-	if err != nil || c.Item.ID != it.ID {
-		t.Fatalf("claim: %+v, %v", c.Item, err)
-	}
-	if _, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
-		attention.NewRequest{Question: "Which?", Blocking: true, RequestedBy: "token:gemini-3"}); err != nil {
-		t.Fatal(err)
-	}
+	e.claimAndAsk("gemini-3", attention.NewRequest{Question: "Which?", Blocking: true, RequestedBy: "token:gemini-3"})
 	b := e.signIn(e.human)
 	r := b.get("/p/acme/inbox")
 	wantBody(t, r, "asked by worker <b>gemini-3</b></span>")
@@ -157,10 +140,19 @@ func TestBoardRetryAfter(t *testing.T) {
 	if err != nil || c.Item.ID != it.ID {
 		t.Fatalf("claim: %+v, %v", c.Item, err)
 	}
+	e.mustItem("never failed")
 	if _, err := e.leases.Fail(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, lease.Failure{Message: "boom"}); err != nil {
 		t.Fatal(err)
 	}
+	// The tile's instant is the stored one.
+	got, err := e.graph.Item(ctx, e.project.ID, it.ID)
+	if err != nil || got.BlockedBy.RetryAfter == nil {
+		t.Fatalf("after the failure: %+v, %v; want a retry instant", got.BlockedBy, err)
+	}
 	r := e.signIn(e.human).get("/p/acme/items")
 	wantStatus(t, r, http.StatusOK)
-	wantBody(t, r, "data-retry-after=", ">retried ")
+	wantBody(t, r, `data-retry-after="`+got.BlockedBy.RetryAfter.UTC().Format(time.RFC3339Nano)+`"`, ">retried ")
+	if n := strings.Count(r.body, "data-retry-after="); n != 1 {
+		t.Errorf("%d tiles say when they are retried, want 1", n)
+	}
 }

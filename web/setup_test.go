@@ -185,3 +185,19 @@ func wantBody(t *testing.T, r response, parts ...string) {
 		}
 	}
 }
+
+// claimAndAsk claims the next ready item as worker and asks q on its
+// lease; it answers the claim and the request opened.
+func (e *env) claimAndAsk(worker string, q attention.NewRequest) (lease.Claim, attention.Request) {
+	e.t.Helper()
+	ctx := context.Background()
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: worker})
+	if err != nil {
+		e.t.Fatalf("claim as %s: %v", worker, err)
+	}
+	res, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, q)
+	if err != nil {
+		e.t.Fatalf("ask as %s: %v", worker, err)
+	}
+	return c, res.Request
+}
