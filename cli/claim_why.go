@@ -14,9 +14,9 @@ import (
 func nothingReady(ctx context.Context, s *session, req client.ClaimRequest) error {
 	why, err := s.api.NotClaimedReasons(ctx, s.cfg.Project, req, fmtTime)
 	if err != nil || len(why) == 0 {
-		return &exitError{code: ExitNothing, err: fmt.Errorf("project %q: %s", s.cfg.Project, hintNothing)}
+		return explain(client.ErrNothingReady, s.cfg)
 	}
-	msg := fmt.Sprintf("project %q: nothing is ready for this claim; try again later, or wait for work with --wait 30s", s.cfg.Project)
+	msg := fmt.Sprintf("project %q: nothing is ready for this claim; %s", s.cfg.Project, hintWait)
 	for _, line := range why {
 		msg += "\n  why: " + line
 	}

@@ -74,7 +74,8 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 // Hints that say what to do next, by problem code.
 const (
 	hintLeaseLost = "the lease was taken over or expired; stop working on this item and claim again (`workgraph claim`)"
-	hintNothing   = "nothing is ready to claim; try again later, or wait for work with --wait 30s"
+	hintWait      = "try again later, or wait for work with --wait 30s"
+	hintNothing   = "nothing is ready to claim; " + hintWait
 )
 
 // leaseLostHint says what happened to a lost lease, from the outcome the

@@ -24,8 +24,7 @@ func newMigrateCmd(stdio IO) *cobra.Command {
 				switch args[0] {
 				case "up":
 					// An operator's run names each migration it applies.
-					verbose := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
-					return db.Migrate(cmd.Context(), pool, verbose)
+					return db.Migrate(cmd.Context(), pool, leveledLogger(stdio.Err, slog.LevelDebug))
 				case "down":
 					return db.MigrateDown(cmd.Context(), pool)
 				case "status":

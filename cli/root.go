@@ -101,8 +101,11 @@ func newRoot(stdio IO) *cobra.Command {
 // extraCommands lets other files of this package register commands.
 var extraCommands []func(IO) *cobra.Command
 
-func logger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+func logger(w io.Writer) *slog.Logger { return leveledLogger(w, slog.LevelInfo) }
+
+// leveledLogger is logger writing level and above.
+func leveledLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 func envOr(name, def string) string {

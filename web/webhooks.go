@@ -65,6 +65,12 @@ type AnswerPage struct {
 // Render writes the page.
 func (p *AnswerPage) Render(w http.ResponseWriter) error { return render(w, "answer", p) }
 
+// refuseHooks is the page that refuses webhooks to a principal that may
+// not manage them.
+func (r *req) refuseHooks() error {
+	return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+}
+
 // mayManageHooks: webhooks are for admins and humans.
 func (r *req) mayManageHooks() bool {
 	return r.ui.Webhooks != nil && r.sess != nil && r.sess.Principal.Has(auth.RoleHuman)
@@ -86,7 +92,7 @@ func (r *req) disabledHooks() []webhook.Webhook {
 
 func (u *ui) webhooksPage(r *req) error {
 	if !r.mayManageHooks() {
-		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+		return r.refuseHooks()
 	}
 	ws, err := u.Webhooks.List(r.ctx(), r.project.ID)
 	if err != nil {
@@ -101,7 +107,7 @@ func (u *ui) webhooksPage(r *req) error {
 // refused form is shown again with why.
 func (u *ui) createWebhook(r *req) error {
 	if !r.mayManageHooks() {
-		return r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+		return r.refuseHooks()
 	}
 	form := WebhookForm{
 		URL:         strings.TrimSpace(r.FormValue("url")),
@@ -139,7 +145,7 @@ func (u *ui) createWebhook(r *req) error {
 // not has been written (err is its writing's).
 func (r *req) hookParam() (id uuid.UUID, ok bool, err error) {
 	if !r.mayManageHooks() {
-		return uuid.Nil, false, r.fail(http.StatusForbidden, "Not allowed", "Webhooks are managed by admins and humans.")
+		return uuid.Nil, false, r.refuseHooks()
 	}
 	id, perr := uuid.Parse(r.Param("id"))
 	if perr != nil {
