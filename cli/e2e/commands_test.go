@@ -376,6 +376,13 @@ func TestClaimBatchCapabilities(t *testing.T) {
 	if len(cs) != 1 || cs[0].Item.ID != gpu.ID {
 		t.Fatalf("claim --max 5 --capabilities gpu granted %d items, want only %q", len(cs), gpu.Title)
 	}
+	// Stored: the granted item is leased to w1, the other untouched.
+	if got := e.get(gpu.ID); got.State != client.StateLeased || got.ActiveLeaseID == nil || *got.ActiveLeaseID != cs[0].Lease.ID {
+		t.Errorf("%q is %s (lease %v), want leased by %s", gpu.Title, got.State, got.ActiveLeaseID, cs[0].Lease.ID)
+	}
+	if got := e.get(both.ID); got.State != client.StateReady || len(e.leases(both.ID)) != 0 {
+		t.Errorf("%q is %s with %d leases, want ready and never leased", both.Title, got.State, len(e.leases(both.ID)))
+	}
 }
 
 // TestClaimSaysWhyNothing: after a person answers a worker's question the
@@ -433,10 +440,15 @@ func TestMigrateUpNamesEach(t *testing.T) {
 		return string(out)
 	}
 	run("migrate", "up")
+	applied := strings.Count(run("migrate", "status"), "applied")
 	run("migrate", "down")
 	run("migrate", "down")
 	out := run("migrate", "up")
 	if strings.Count(out, `msg="migration applied"`) != 2 || !strings.Contains(out, `msg="migrations applied" count=2 `) {
 		t.Fatalf("migrate up after two downs:\n%s", out)
+	}
+	// Stored: the schema is where it was before the two downs.
+	if got := strings.Count(run("migrate", "status"), "applied"); got != applied || applied < 8 {
+		t.Fatalf("%d migrations applied after up, want %d (at least 8)", got, applied)
 	}
 }

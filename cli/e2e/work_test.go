@@ -331,11 +331,17 @@ func TestWorkStopRequested(t *testing.T) {
 func TestWorkSaysWhyNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.item("Kept for its asker")
+	kept := e.item("Kept for its asker")
 	asked := e.claimAndAsk("w1", "Which one?")
 	if r := e.run(e.humanToken, nil, "attention", "resolve", asked.ID, "this one"); r.code != 0 {
 		t.Fatalf("resolve: %v", r)
 	}
+	defer func() {
+		// None of the runs took the item: its one lease is still w1's ask.
+		if ls := e.leases(kept.ID); len(ls) != 1 || ls[0].Worker != "w1" {
+			t.Errorf("leases of the kept item: %+v, want only w1's", ls)
+		}
+	}()
 	cmd := []string{"--", "sh", "-c", "exit 0"}
 	for _, c := range []struct {
 		args []string
