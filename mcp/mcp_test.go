@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -383,7 +384,27 @@ func TestTakeSaysWhyNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	asker := connectInMemory(t, e.mcpServer(t, Config{Worker: "mcp-asker"}))
-	other := connectInMemory(t, e.mcpServer(t, Config{Worker: "mcp-other"}))
+	// The other agent's client counts the item listings it sends.
+	var listings atomic.Int64
+	tok, err := e.admin.CreateToken(context.Background(), e.project, client.CreateTokenRequest{Name: "other", Role: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting, err := client.New(e.url, tok.Secret, client.WithHTTPClient(&http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/items") {
+			listings.Add(1)
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Client: counting, Project: e.project, Worker: "mcp-other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	other := connectInMemory(t, srv)
 	it := e.item(t, "kept for its asker")
 	ok(t, asker, "take_task", nil, nil)
 	ok(t, asker, "ask_person", map[string]any{"question": "PDF or HTML?"}, nil)
@@ -394,10 +415,24 @@ func TestTakeSaysWhyNothing(t *testing.T) {
 	if _, err := e.admin.Resolve(context.Background(), page.Attention[0].ID, "PDF"); err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	txt := ok(t, other, "take_task", nil, nil)
-	if !strings.Contains(txt, "No task is ready") || !strings.Contains(txt, "1 ready item is kept for the worker that asked a person") ||
-		!strings.Contains(txt, `worker "mcp-asker"`) || !strings.Contains(txt, it.ID[:8]) {
-		t.Fatalf("take_task of another agent: %q", txt)
+	// Polling: the explanation is read once, then reused for the same
+	// labels and capabilities; other labels read it again.
+	for i, c := range []struct {
+		labels []string
+		reads  int64
+	}{{nil, 2}, {nil, 2}, {[]string{"docs"}, 4}} {
+		args := map[string]any{}
+		if c.labels != nil {
+			args["labels"] = c.labels
+		}
+		txt := ok(t, other, "take_task", args, nil)
+		if !strings.Contains(txt, "No task is ready") || !strings.Contains(txt, "1 ready item is kept for the worker that asked a person") ||
+			!strings.Contains(txt, `worker "mcp-asker"`) || !strings.Contains(txt, it.ID[:8]) {
+			t.Fatalf("take_task %d of another agent: %q", i+1, txt)
+		}
+		if n := listings.Load(); n != c.reads {
+			t.Errorf("after take_task %d: %d item listings, want %d", i+1, n, c.reads)
+		}
 	}
 	var got task
 	ok(t, asker, "take_task", nil, &got)
@@ -427,3 +462,8 @@ func TestFailSaysWhatFollows(t *testing.T) {
 		}
 	}
 }
+
+// roundTrip is an http.RoundTripper from a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

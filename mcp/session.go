@@ -25,7 +25,18 @@ type session struct {
 	mu    sync.Mutex
 	held  *held
 	ended bool
+
+	// why is take_task's last explanation of an empty claim, for the
+	// labels and capabilities whyFor, read at whyAt (guarded by ops): an
+	// agent polling take_task reads the project's items for it at most
+	// once per whyEvery; a granted task forgets it.
+	why    []string
+	whyFor string
+	whyAt  time.Time
 }
+
+// whyEvery is how long take_task reuses its explanation of an empty claim.
+const whyEvery = 30 * time.Second
 
 // held is a lease the session holds.
 type held struct {

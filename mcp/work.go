@@ -39,11 +39,16 @@ func (s *Server) take(ctx context.Context, sess *session, in takeInput) (*sdk.Ca
 	}
 	if c == nil {
 		note := "No task is ready. Try again later (wait_seconds waits up to 60 s)."
-		if why := s.api.WhyNothing(ctx, req); len(why) > 0 {
-			note += " Ready tasks you could not take: " + strings.Join(why, "; ") + "."
+		key := strings.Join(req.Labels, ",") + "|" + strings.Join(req.Capabilities, ",")
+		if key != sess.whyFor || time.Since(sess.whyAt) >= whyEvery {
+			sess.why, sess.whyFor, sess.whyAt = s.api.WhyNothing(ctx, req), key, time.Now()
+		}
+		if len(sess.why) > 0 {
+			note += " Ready tasks you could not take: " + strings.Join(sess.why, "; ") + "."
 		}
 		return reply(note, nil)
 	}
+	sess.whyAt = time.Time{}
 	if !sess.hold(c) {
 		// The session ended while the claim was in flight.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
