@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -154,6 +155,25 @@ func TestMainExitCodes(t *testing.T) {
 		t.Parallel()
 		if code, _ := run("claim", "--no-such-flag"); code != ExitUsage {
 			t.Fatalf("exit = %d, want %d", code, ExitUsage)
+		}
+	})
+	t.Run("ErrUnknownSubcommand", func(t *testing.T) {
+		t.Parallel()
+		// A typo under a command group used to print the group's help and
+		// exit 0, so a script went on as if it had run.
+		for _, args := range [][]string{{"items", "frobnicate"}, {"item", "sho", "c53ea1bd"}, {"plan", "imprt", "x.yaml"}, {"itms", "ls"}} {
+			code, msg := run(args...)
+			if code != ExitUsage || !strings.Contains(msg, "unknown command") {
+				t.Errorf("%q: exit = %d (%s), want %d and unknown command", args, code, msg, ExitUsage)
+			}
+		}
+		if code, msg := run("item", "sho", "x"); !strings.Contains(msg, "Did you mean") || !strings.Contains(msg, "show") {
+			t.Errorf("no suggestion: exit %d (%s)", code, msg)
+		}
+		// The group alone still shows its help.
+		var out strings.Builder
+		if code := Main([]string{"items"}, IO{In: strings.NewReader(""), Out: &out, Err: io.Discard}); code != ExitOK || !strings.Contains(out.String(), "Available Commands") {
+			t.Errorf("items: exit = %d (%s)", code, out.String())
 		}
 	})
 	t.Run("ErrMissingArgs", func(t *testing.T) {

@@ -15,7 +15,19 @@ import (
 	"github.com/workgraph-dev/workgraph/client"
 )
 
-func init() { extraCommands = append(extraCommands, newImportCmd) }
+func init() { extraCommands = append(extraCommands, newImportCmd, newPlanCmd) }
+
+// newPlanCmd is "workgraph plan import", the same command as "workgraph
+// import" under the name the docs and the API give it (a plan import).
+func newPlanCmd(stdio IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Import a plan of items and dependencies (plan import is the same as import)",
+		Args:  args(cobra.NoArgs),
+	}
+	cmd.AddCommand(newImportCmd(stdio))
+	return cmd
+}
 
 func newImportCmd(stdio IO) *cobra.Command {
 	var (

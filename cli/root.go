@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -95,7 +96,33 @@ func newRoot(stdio IO) *cobra.Command {
 	for _, add := range extraCommands {
 		root.AddCommand(add(stdio))
 	}
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group (workgraph, items,
+// attention, ...) refuse a word that names none of its subcommands with a
+// usage error (exit 2) and the nearest names. Cobra's own behaviour prints
+// the group's help and exits 0 under a group, so a script that misspells
+// "items shwo" would go on as if it had run. A group given nothing still
+// shows its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if len(a) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", a[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(a[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+			return &exitError{code: ExitUsage, err: fmt.Errorf("%s\n\nRun '%s --help' for its commands", msg, cmd.CommandPath())}
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
 }
 
 // extraCommands lets other files of this package register commands.
