@@ -30,11 +30,11 @@ import (
 // through the requests sent.
 type fuzzFixture struct {
 	*env
-	log                          *fuzzLog
-	human, agent, worker, admin2 token
-	seq                          int
-	target, lease, attention     string // resources the routes name, renewed when used up
-	dep                          string // an item a body may name as "{dep}"
+	log                      *fuzzLog
+	human, agent, worker     token
+	seq                      int
+	target, lease, attention string // resources the routes name, renewed when used up
+	dep                      string // an item a body may name as "{dep}"
 }
 
 func fuzzSetup(f *testing.F) *fuzzFixture {

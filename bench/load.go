@@ -130,13 +130,6 @@ func createProject(ctx context.Context, pool *pgxpool.Pool, name string) (uuid.U
 	return id, nil
 }
 
-// projectID looks a project up by name.
-func projectID(ctx context.Context, pool *pgxpool.Pool, name string) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := pool.QueryRow(ctx, "SELECT id FROM projects WHERE name = $1", name).Scan(&id)
-	return id, err
-}
-
 // loadReady loads n ready items of the given priority.
 func loadReady(ctx context.Context, pool *pgxpool.Pool, project uuid.UUID, n int, priority int32) error {
 	return copyItems(ctx, pool, project, n, func(i int, r *itemRow) {

@@ -78,11 +78,10 @@ type want struct {
 
 // state is what a case's setup hands its change.
 type state struct {
-	items  []graph.Item
-	lease  lease.Lease
-	req    attention.Request
-	token  auth.Token
-	lease2 lease.Lease
+	items []graph.Item
+	lease lease.Lease
+	req   attention.Request
+	token auth.Token
 }
 
 // TestEveryChangeWritesItsEvent performs each change the event log reports

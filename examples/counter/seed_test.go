@@ -92,9 +92,8 @@ type seedRun struct {
 	failedView  fence.Mark
 	failedUnits int64
 
-	a     *exec.Cmd
-	aOut  *bufio.Scanner
-	aDone chan error
+	a    *exec.Cmd
+	aOut *bufio.Scanner
 }
 
 // setupSeed is newSeedRun with worker A started in mode against the
