@@ -94,6 +94,20 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 			return wgerr.InvalidField("decision",
 				"attention request %s is an uncertain outcome: resolve it with a decision (retry, done or cancel)", id)
 		}
+		if row.Reason == ReasonBudgetExhausted {
+			// The budget forgets its request before raising closes it, so
+			// a budget still pointing here is still spent.
+			awaits, err := q.BudgetAwaitsRaise(ctx, tx, dbq.BudgetAwaitsRaiseParams{ProjectID: project, ID: id})
+			if err != nil {
+				return err
+			}
+			if awaits {
+				return wgerr.New(wgerr.CodeConflict,
+					"attention request %s asks for a budget: an answer would leave the budget of item %s spent and its subtree stopped; "+
+						"raise the budget (on the item page, with `workgraph items budget`, or PUT /v1/projects/{project}/items/%s/budget) or cancel the item",
+					id, row.ItemID, row.ItemID)
+			}
+		}
 		if row.Blocking {
 			_, err := q.ReleaseItemFromAttention(ctx, tx, dbq.ReleaseItemFromAttentionParams{
 				ProjectID: project, ItemID: row.ItemID, Now: now, WindowMs: s.cfg.window().Milliseconds(),

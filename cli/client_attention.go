@@ -57,8 +57,20 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 			if err := t.Flush(); err != nil {
 				return err
 			}
-			if len(reqs) > 0 {
+			words, budgets := false, false
+			for _, r := range reqs {
+				if r.Reason == "budget_exhausted" {
+					budgets = true
+				} else {
+					words = true
+				}
+			}
+			if words {
 				fmt.Fprintln(s.Err, "answer with: workgraph attention resolve ID \"answer\"")
+			}
+			if budgets {
+				// An answer in words does not close a spent budget's request.
+				fmt.Fprintln(s.Err, "a spent budget is answered by raising it: workgraph items budget ITEM --max-tokens N --max-cost-usd USD ...")
 			}
 			return nil
 		}),

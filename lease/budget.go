@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -232,11 +233,15 @@ func (s *Service) settleBudget(ctx context.Context, tx pgx.Tx, project, item uui
 	case b.Spent && b.RequestID == nil:
 		return s.openBudgetRequest(ctx, tx, project, item)
 	case !b.Spent && b.RequestID != nil:
+		// Forget the request first: attention refuses to close a request
+		// that a budget still waits on.
+		if err := dbq.New().SetBudgetRequest(ctx, tx, dbq.SetBudgetRequestParams{ProjectID: project, ItemID: item}); err != nil {
+			return err
+		}
 		_, err := s.attentionOn(tx).Resolve(ctx, project, *b.RequestID, "budget raised", by)
 		if err != nil && wgerr.CodeOf(err) != wgerr.CodeConflict {
 			return err
 		}
-		return dbq.New().SetBudgetRequest(ctx, tx, dbq.SetBudgetRequestParams{ProjectID: project, ItemID: item})
 	}
 	return nil
 }
@@ -299,10 +304,11 @@ func (s *Service) openBudgetRequest(ctx context.Context, tx pgx.Tx, project, ite
 	}
 	used := usageOf(b.TokensIn, b.TokensOut, b.CostMicroUsd, 0)
 	req, err := s.attentionOn(tx).Open(ctx, project, item, attention.NewRequest{
-		Question: fmt.Sprintf("The budget of this item's subtree is spent (%d tokens, $%.6f so far). "+
+		Question: fmt.Sprintf("The budget of this item's subtree is spent (%d tokens, $%s so far). "+
 			"Its workers were told to stop and nothing under it is handed out. Raise the budget "+
-			"(PUT .../items/{id}/budget) to let the work continue, or cancel the item.",
-			used.Tokens(), used.CostUSD),
+			"(on the item page, with `workgraph items budget`, or PUT /v1/projects/{project}/items/{id}/budget) "+
+			"to let the work continue, or cancel the item.",
+			used.Tokens(), strconv.FormatFloat(used.CostUSD, 'f', -1, 64)),
 		Context: mustJSON(map[string]any{"budget": map[string]any{
 			"item_id":            item,
 			"max_tokens":         b.MaxTokens,

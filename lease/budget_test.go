@@ -126,6 +126,23 @@ func TestBudget(t *testing.T) {
 			t.Fatalf("worker usage = %+v, want w1 300, w2 900", w)
 		}
 	})
+	t.Run("AnAnswerDoesNotCloseIt", func(t *testing.T) {
+		// An answer or a dismissal would close the request and leave the
+		// budget spent: nothing under it handed out, and nobody asked any
+		// more. Only raising the budget (or cancelling the item) closes it.
+		req := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted)[0]
+		if _, err := f.att.Resolve(f.ctx, f.project, req.ID, "go on", "alice"); wgerr.CodeOf(err) != wgerr.CodeConflict ||
+			!strings.Contains(err.Error(), "budget") {
+			t.Fatalf("Resolve of a budget_exhausted request = %v, want conflict naming the budget", err)
+		}
+		if _, err := f.att.Dismiss(f.ctx, f.project, req.ID, "alice", ""); wgerr.CodeOf(err) != wgerr.CodeConflict {
+			t.Fatalf("Dismiss of a budget_exhausted request = %v, want conflict", err)
+		}
+		reqs := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted)
+		if len(reqs) != 1 || reqs[0].State != attention.StateOpen {
+			t.Fatalf("request after a refused answer = %+v, want still open", reqs)
+		}
+	})
 	t.Run("RaiseLetsWorkContinue", func(t *testing.T) {
 		bud, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](5000)}, "alice")
 		if err != nil {

@@ -3,10 +3,15 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // TestCostAndLiveness: the item page shows its own and subtree cost and
@@ -39,4 +44,100 @@ func TestCostAndLiveness(t *testing.T) {
 	r = b.get("/p/acme/workers")
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, `<td class="num">1234</td>`, "$0.50", "liveness-healthy")
+}
+
+// TestBudgetForms: a person sets and raises a budget in the web UI. The
+// item page sets one; a spent budget's request in the inbox is answered by
+// raising it (no answer box: an answer in words would close the request
+// and leave the subtree stopped), which closes the request and lets the
+// work continue; bad input changes nothing and says why.
+func TestBudgetForms(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	root := e.mustItem("budgeted root")
+	if _, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "child", ParentID: &root.ID, CreatedBy: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	itemPath := "/p/acme/items/" + root.ID.String()
+	r := b.get(itemPath)
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Set a budget", `action="/p/acme/items/`+root.ID.String()+`/budget"`, `name="max_tokens"`, `name="max_wall"`)
+
+	t.Run("BadInputChangesNothing", func(t *testing.T) {
+		for _, form := range []url.Values{
+			{"max_tokens": {"lots"}},
+			{"max_wall": {"4 hours"}},
+			{"max_cost_usd": {"-3"}},
+			{"max_depth": {"2000"}},
+		} {
+			r := b.post(itemPath+"/budget", form)
+			wantStatus(t, r, http.StatusSeeOther)
+			if loc := r.Header.Get("Location"); loc != itemPath {
+				t.Errorf("%v: Location = %q, want the item page", form, loc)
+			}
+			page := b.get(itemPath)
+			wantBody(t, page, "Budget not changed")
+			if _, err := e.leases.Budget(ctx, e.project.ID, root.ID); wgerr.CodeOf(err) != wgerr.CodeNotFound {
+				t.Fatalf("%v: a budget was stored (%v)", form, err)
+			}
+		}
+	})
+
+	r = b.post(itemPath+"/budget", url.Values{"max_tokens": {"1,000"}, "max_cost_usd": {"$2.50"}, "max_wall": {"4h"}, "max_depth": {""}})
+	wantStatus(t, r, http.StatusSeeOther)
+	bud, err := e.leases.Budget(ctx, e.project.ID, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := bud.Limits; l.MaxTokens == nil || *l.MaxTokens != 1000 || l.MaxCostUSD == nil || *l.MaxCostUSD != 2.5 ||
+		l.MaxWall == nil || *l.MaxWall != 4*time.Hour || l.MaxDepth != nil {
+		t.Fatalf("budget = %+v, want 1000 tokens, $2.50, 4h, no depth limit", l)
+	}
+	r = b.get(itemPath)
+	wantBody(t, r, "Budget set for", "Change the budget", `name="max_tokens" inputmode="numeric" value="1000"`, `name="max_wall" value="4h"`)
+
+	// Spend it.
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w-spender"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.leases.Heartbeat(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
+		lease.Heartbeat{Usage: lease.Usage{TokensIn: 1500}}); err != nil {
+		t.Fatal(err)
+	}
+	bud, err = e.leases.Budget(ctx, e.project.ID, root.ID)
+	if err != nil || !bud.Spent || bud.RequestID == nil {
+		t.Fatalf("budget after spending = %+v, %v; want spent with a request", bud, err)
+	}
+	reqID := *bud.RequestID
+
+	r = b.get("/p/acme/inbox")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Raise the budget", `action="/p/acme/items/`+root.ID.String()+`/budget"`, `value="1000"`)
+	if strings.Contains(r.body, `action="/p/acme/attention/`+reqID.String()+`/resolve"`) {
+		t.Fatal("the inbox offers an answer in words to a budget_exhausted request")
+	}
+	// An answer posted anyway is refused and changes nothing.
+	r = b.post("/p/acme/attention/"+reqID.String()+"/resolve", url.Values{"answer": {"go on"}})
+	wantStatus(t, r, http.StatusConflict)
+	if got, _ := e.att.Get(ctx, e.project.ID, reqID); got.State != attention.StateOpen {
+		t.Fatalf("request after a refused answer: %s, want open", got.State)
+	}
+
+	// Raising it from the inbox: back to the inbox, the request closed.
+	r = b.post(itemPath+"/budget", url.Values{"max_tokens": {"5000"}, "max_cost_usd": {"2.5"}, "max_wall": {"4h"}, "back": {"/p/acme/inbox"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != "/p/acme/inbox" {
+		t.Fatalf("Location = %q, want the inbox", loc)
+	}
+	r = b.get("/p/acme/inbox")
+	wantBody(t, r, "Budget raised: its request is closed")
+	if got, _ := e.att.Get(ctx, e.project.ID, reqID); got.State != attention.StateResolved {
+		t.Fatalf("request after the raise: %s, want resolved", got.State)
+	}
+	if bud, err := e.leases.Budget(ctx, e.project.ID, root.ID); err != nil || bud.Spent {
+		t.Fatalf("budget after the raise = %+v, %v; want not spent", bud, err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // inboxLimit is how many open requests the inbox shows at once.
@@ -45,6 +46,9 @@ type InboxEntry struct {
 	// LateReports, for an uncertain_outcome request: what the expired
 	// attempt reported after it lost its lease (refused, kept).
 	LateReports []lease.Observation
+	// BudgetForm, for a budget_exhausted request: raising the budget is
+	// its answer.
+	BudgetForm *BudgetForm
 }
 
 // Asker is the worker whose lease asked the request, when that lease is
@@ -115,6 +119,17 @@ func (r *req) inboxEntry(req attention.Request, now time.Time) (InboxEntry, erro
 	e.Item, e.Dependencies = nb.Item, nb.Dependencies
 	if e.LastLease, err = r.lastLease(req.ItemID); err != nil {
 		return e, err
+	}
+	if req.Reason == attention.ReasonBudgetExhausted {
+		b, err := r.ui.Leases.Budget(r.ctx(), r.project.ID, req.ItemID)
+		if err != nil && wgerr.CodeOf(err) != wgerr.CodeNotFound {
+			return e, err
+		}
+		var budget *lease.Budget
+		if err == nil {
+			budget = &b
+		}
+		e.BudgetForm = r.budgetForm(req.ItemID, budget)
 	}
 	if req.Reason == attention.ReasonUncertainOutcome && req.LeaseID != nil {
 		if e.LateReports, err = r.ui.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID); err != nil {

@@ -37,6 +37,8 @@ type ItemPage struct {
 	// the item's budget (nil: none).
 	Cost   lease.ItemUsage
 	Budget *lease.Budget
+	// BudgetForm sets or raises the budget (nil on a finished item).
+	BudgetForm *BudgetForm
 	// Unoffered are the item's required capabilities that no worker
 	// offered in a claim within OfferWindow.
 	Unoffered   []string
@@ -115,6 +117,9 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 		page.Budget = &b
 	case wgerr.CodeOf(err) != wgerr.CodeNotFound:
 		return nil, err
+	}
+	if page.Open() {
+		page.BudgetForm = r.budgetForm(id, page.Budget)
 	}
 	if page.Open() {
 		page.OfferWindow = lease.OfferWindow

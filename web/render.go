@@ -86,6 +86,7 @@ var funcs = template.FuncMap{
 	"rel":          relTime,
 	"iso":          func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"dur":          formatDuration,
+	"typed":        shortDuration,
 	"json":         formatJSON,
 	"query":        query,
 	"add":          func(a, b int) int { return a + b },

@@ -115,6 +115,7 @@ func Mount(e *echo.Echo, d Deps) {
 	e.POST(p("/items/:id/edit"), u.projectAction(u.editItem))
 	e.POST(p("/items/:id/cancel"), u.projectAction(u.cancelItem))
 	e.POST(p("/items/:id/hold"), u.projectAction(u.holdItem))
+	e.POST(p("/items/:id/budget"), u.projectAction(u.setBudget))
 	e.POST(p("/items/:id/dependencies"), u.projectAction(u.addDependency))
 	e.POST(p("/items/:id/dependencies/:dep/remove"), u.projectAction(u.removeDependency))
 	e.GET(p("/items/:id/graph"), u.project(u.itemGraph))

@@ -161,6 +161,29 @@ func (q *Queries) AttentionState(ctx context.Context, db DBTX, arg AttentionStat
 	return i, err
 }
 
+const budgetAwaitsRaise = `-- name: BudgetAwaitsRaise :one
+SELECT EXISTS (
+    SELECT 1 FROM budgets
+    WHERE project_id = $1 AND request_id = $2::uuid
+) AS awaits
+`
+
+type BudgetAwaitsRaiseParams struct {
+	ProjectID uuid.UUID
+	ID        uuid.UUID
+}
+
+// Whether a spent budget still waits on this request: a budget_exhausted
+// request is closed by raising the budget (which forgets the request
+// first) or cancelling the item, never by an answer that would leave the
+// subtree stopped with nobody asked.
+func (q *Queries) BudgetAwaitsRaise(ctx context.Context, db DBTX, arg BudgetAwaitsRaiseParams) (bool, error) {
+	row := db.QueryRow(ctx, budgetAwaitsRaise, arg.ProjectID, arg.ID)
+	var awaits bool
+	err := row.Scan(&awaits)
+	return awaits, err
+}
+
 const closeAttention = `-- name: CloseAttention :one
 UPDATE attention_requests
 SET state = $1,

@@ -179,3 +179,13 @@ SET state = 'resolved',
     resolved_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 WHERE project_id = @project_id AND id = @id AND state = 'open' AND default_answer IS NOT NULL
 RETURNING *;
+
+-- name: BudgetAwaitsRaise :one
+-- Whether a spent budget still waits on this request: a budget_exhausted
+-- request is closed by raising the budget (which forgets the request
+-- first) or cancelling the item, never by an answer that would leave the
+-- subtree stopped with nobody asked.
+SELECT EXISTS (
+    SELECT 1 FROM budgets
+    WHERE project_id = @project_id AND request_id = @id::uuid
+) AS awaits;

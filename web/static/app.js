@@ -107,9 +107,11 @@
     if (!document.hidden) refreshCounters();
   });
 
-  // Destructive actions ask first: <form data-confirm="Cancel this item?">.
+  // Destructive actions ask first: <form data-confirm="Cancel this item?">,
+  // or the one button of a form that does it (<button data-confirm=...>).
   document.addEventListener("submit", function (ev) {
-    var msg = ev.target.getAttribute && ev.target.getAttribute("data-confirm");
+    var by = ev.submitter;
+    var msg = (by && by.getAttribute("data-confirm")) || (ev.target.getAttribute && ev.target.getAttribute("data-confirm"));
     if (msg && !window.confirm(msg)) ev.preventDefault();
   });
 })();

@@ -1,0 +1,151 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// BudgetForm sets the budget of an item's subtree: on the item page, and
+// in the inbox under a budget_exhausted request, where raising the budget
+// is the answer (an answer in words would leave the subtree stopped).
+type BudgetForm struct {
+	Project string
+	Item    uuid.UUID
+	// Budget is the item's budget (nil: none yet); its limits fill the
+	// fields.
+	Budget *lease.Budget
+}
+
+// Tokens, Cost, Wall and Depth are the current limits as the fields show
+// them ("" for no limit).
+func (f BudgetForm) Tokens() string {
+	if f.Budget == nil || f.Budget.Limits.MaxTokens == nil {
+		return ""
+	}
+	return strconv.FormatInt(*f.Budget.Limits.MaxTokens, 10)
+}
+
+func (f BudgetForm) Cost() string {
+	if f.Budget == nil || f.Budget.Limits.MaxCostUSD == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f.Budget.Limits.MaxCostUSD, 'f', -1, 64)
+}
+
+func (f BudgetForm) Wall() string {
+	if f.Budget == nil || f.Budget.Limits.MaxWall == nil {
+		return ""
+	}
+	return shortDuration(*f.Budget.Limits.MaxWall)
+}
+
+func (f BudgetForm) Depth() string {
+	if f.Budget == nil || f.Budget.Limits.MaxDepth == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.Budget.Limits.MaxDepth)
+}
+
+// shortDuration writes d as a person types it: 4h, 90m, 1h30m, 45s.
+func shortDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// budgetForm is the form for item in r's project.
+func (r *req) budgetForm(item uuid.UUID, b *lease.Budget) *BudgetForm {
+	return &BudgetForm{Project: r.project.Name, Item: item, Budget: b}
+}
+
+// setBudget sets the item's budget from the form: a limit left empty is
+// no limit. Raising a spent budget closes its budget_exhausted request and
+// the subtree's work continues; the message says which happened.
+func (u *ui) setBudget(r *req) error {
+	item, err := r.itemParam()
+	if err != nil {
+		return err
+	}
+	back := r.backTo(r.projectURL("/items/" + item.ID.String()))
+	lim, err := readBudgetForm(r)
+	if err != nil {
+		r.setFlash(err.Error(), true)
+		return r.Redirect(http.StatusSeeOther, back)
+	}
+	var before *lease.Budget
+	if b, err := u.Leases.Budget(r.ctx(), r.project.ID, item.ID); err == nil {
+		before = &b
+	}
+	b, err := u.Leases.SetBudget(r.ctx(), r.project.ID, item.ID, lim, r.by())
+	if wgerr.CodeOf(err) == wgerr.CodeInvalid {
+		r.setFlash("Budget not changed: "+err.Error(), true)
+		return r.Redirect(http.StatusSeeOther, back)
+	}
+	if err != nil {
+		return err
+	}
+	var msg string
+	switch {
+	case b.Spent:
+		msg = fmt.Sprintf("Budget set, but it is still spent (%d tokens, $%s used): nothing under %q is handed out until a limit is above what was used.",
+			b.Used.Tokens(), strconv.FormatFloat(b.Used.CostUSD, 'f', -1, 64), item.Title)
+		r.setFlash(msg, true)
+		return r.Redirect(http.StatusSeeOther, back)
+	case before != nil && before.Spent:
+		msg = fmt.Sprintf("Budget raised: its request is closed and the work under %q continues.", item.Title)
+	default:
+		msg = fmt.Sprintf("Budget set for %q and everything under it.", item.Title)
+	}
+	return r.redirect(back, msg)
+}
+
+// readBudgetForm reads the limits; each error names its field as the form
+// labels it.
+func readBudgetForm(r *req) (lease.BudgetLimits, error) {
+	var lim lease.BudgetLimits
+	field := func(name string) string {
+		return strings.NewReplacer(",", "", "_", "", " ", "").Replace(strings.TrimSpace(r.FormValue(name)))
+	}
+	if s := field("max_tokens"); s != "" {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return lim, fmt.Errorf("Budget not changed: tokens must be a whole number, e.g. 2000000 (got %q).", r.FormValue("max_tokens"))
+		}
+		lim.MaxTokens = &v
+	}
+	if s := strings.TrimPrefix(field("max_cost_usd"), "$"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v < 0 {
+			return lim, fmt.Errorf("Budget not changed: cost must be an amount in dollars, e.g. 25 or 2.50 (got %q).", r.FormValue("max_cost_usd"))
+		}
+		lim.MaxCostUSD = &v
+	}
+	if s := field("max_wall"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return lim, fmt.Errorf("Budget not changed: wall time must be a duration, e.g. 4h, 90m or 1h30m (got %q).", r.FormValue("max_wall"))
+		}
+		lim.MaxWall = &d
+	}
+	if s := field("max_depth"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			return lim, fmt.Errorf("Budget not changed: depth must be a whole number of levels, e.g. 2 (got %q).", r.FormValue("max_depth"))
+		}
+		lim.MaxDepth = &v
+	}
+	return lim, nil
+}
