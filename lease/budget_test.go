@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -706,5 +707,63 @@ func TestBudgetRaceWithNewChildren(t *testing.T) {
 		if missing > 0 {
 			t.Fatalf("round %d: %d of the subtree's %d items are not under the budget set on its root", round, missing, all)
 		}
+	}
+}
+
+// TestBudgetAnsweredBeforeTheRefusal: a spent budget whose request was
+// closed by an answer in words (before attention refused that) stayed
+// stopped with nobody asked. Migration 00058 forgets the closed request,
+// and the sweeper asks again. A new database of its own (setupFresh): it
+// migrates down and up again.
+func TestBudgetAnsweredBeforeTheRefusal(t *testing.T) {
+	t.Parallel()
+	f := setupFresh(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	f.child(t, root.ID)
+	if _, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](10)}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	l := f.claim(t, "w1").Lease
+	f.heartbeat(t, l, lease.Heartbeat{Usage: lease.Usage{TokensIn: 50}})
+	old := f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted)
+	if len(old) != 1 || old[0].State != attention.StateOpen {
+		t.Fatalf("requests = %+v, want one open", old)
+	}
+	// What an answer did before the refusal: the request closed, the
+	// item's count of open blocking requests down by one.
+	if _, err := f.pool.Exec(f.ctx, `UPDATE attention_requests SET state = 'resolved', answer = 'go on', resolved_by = 'alice', resolved_at = now()
+		WHERE project_id = $1 AND id = $2`, f.project, old[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(f.ctx, `UPDATE items SET open_attention = open_attention - 1 WHERE project_id = $1 AND id = $2`, f.project, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.leases.AskSpentBudgets(f.ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted)); n != 1 {
+		t.Fatalf("before the migration the sweeper opened %d more requests; this test no longer shows the stall", n-1)
+	}
+	if err := db.MigrateDownTo(f.ctx, f.pool, 54); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(f.ctx, f.pool, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.leases.AskSpentBudgets(f.ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	var open []attention.Request
+	for _, r := range f.requestsOf(t, root.ID, attention.ReasonBudgetExhausted) {
+		if r.State == attention.StateOpen {
+			open = append(open, r)
+		}
+	}
+	if len(open) != 1 || open[0].ID == old[0].ID {
+		t.Fatalf("open budget requests after the migration and a sweep = %+v, want one new one", open)
+	}
+	bud, err := f.leases.Budget(f.ctx, f.project, root.ID)
+	if err != nil || bud.RequestID == nil || *bud.RequestID != open[0].ID {
+		t.Fatalf("budget = %+v, %v; want it to point at the new request", bud, err)
 	}
 }
