@@ -1,0 +1,179 @@
+package api_test
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/workgraph-dev/workgraph/api"
+)
+
+// TestDocumentedRequestsExist reads the API requests the README and docs/
+// show (curl lines in code blocks, and every "METHOD /v1/...") and
+// checks that the server serves each method and path. A renamed route
+// must fail here, not in a reader's terminal.
+func TestDocumentedRequestsExist(t *testing.T) {
+	t.Parallel()
+	e := echo.New()
+	api.New(api.Config{}).Mount(e)
+	var routes []route
+	for _, r := range e.Routes() {
+		if strings.HasPrefix(r.Path, "/v1/") && r.Method != echo.RouteNotFound {
+			routes = append(routes, route{r.Method, strings.Split(strings.TrimPrefix(r.Path, "/"), "/")})
+		}
+	}
+	files := []string{"../README.md"}
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, docs...)
+	seen := 0
+	for _, file := range files {
+		for _, r := range documentedRequests(t, file) {
+			seen++
+			if !served(routes, r.method, r.path) {
+				t.Errorf("%s:%d: %s %s: the server serves no such route", file, r.line, r.method, r.path)
+			}
+		}
+	}
+	if seen < 50 {
+		t.Fatalf("found only %d documented requests: the scan broke", seen)
+	}
+	t.Logf("%d documented requests checked", seen)
+}
+
+// TestServedRefusesUnknownRoutes plants the mistakes the check is there for.
+func TestServedRefusesUnknownRoutes(t *testing.T) {
+	t.Parallel()
+	e := echo.New()
+	api.New(api.Config{}).Mount(e)
+	var routes []route
+	for _, r := range e.Routes() {
+		routes = append(routes, route{r.Method, strings.Split(strings.TrimPrefix(r.Path, "/"), "/")})
+	}
+	for _, bad := range []struct{ method, path string }{
+		{"POST", "/v1/projects/default/claim"},              // the route is claims
+		{"DELETE", "/v1/projects/default/items/$B"},         // no such method
+		{"GET", "/v1/projects/default/items/$B/graph/more"}, // too deep
+	} {
+		if served(routes, bad.method, bad.path) {
+			t.Errorf("%s %s passed the check", bad.method, bad.path)
+		}
+	}
+	if !served(routes, "POST", "/v1/projects/{p}/claims") || !served(routes, "GET", "/v1/projects/default/items/<id>") {
+		t.Error("a served route failed the check")
+	}
+}
+
+type route struct {
+	method   string
+	segments []string
+}
+
+type documentedRequest struct {
+	line         int
+	method, path string
+}
+
+// served reports whether a route serves method on path; a route's :param
+// matches any one segment.
+func served(routes []route, method, path string) bool {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for _, r := range routes {
+		if r.method != method || len(r.segments) != len(segs) {
+			continue
+		}
+		ok := true
+		for i, s := range r.segments {
+			if !strings.HasPrefix(s, ":") && s != segs[i] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	curlURL    = regexp.MustCompile(`(?:\$\{?WG\}?|https?://[0-9a-z.:-]+)(/v1/[^\s"'?)\\]*)`)
+	curlMethod = regexp.MustCompile(`(?:-X|--request)\s+([A-Z]+)`)
+	curlData   = regexp.MustCompile(`\s(?:-d|--data|--data-binary|--data-raw|-F|--json)\s`)
+	// "POST /v1/leases/{id}/stop" anywhere: in a table, in code, in a sentence.
+	namedRoute = regexp.MustCompile("\\b(GET|POST|PUT|PATCH|DELETE) (/v1/[^\\s`?)\\],;:\"']*)")
+)
+
+// documentedRequests returns the requests shown in file: each curl
+// command of a code block (continued lines joined), and each "METHOD
+// /v1/path" anywhere. Paths abbreviated with "..." are skipped.
+func documentedRequests(t *testing.T, file string) []documentedRequest {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var (
+		out     []documentedRequest
+		inBlock bool
+		pending string
+		start   int
+	)
+	add := func(line int, method, path string) {
+		if strings.Contains(path, "...") {
+			return
+		}
+		out = append(out, documentedRequest{line: line, method: method, path: strings.TrimSuffix(path, "/")})
+	}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inBlock, pending = !inBlock, ""
+			continue
+		}
+		for _, m := range namedRoute.FindAllStringSubmatch(line, -1) {
+			add(n, m[1], strings.TrimRight(m[2], "."))
+		}
+		if !inBlock {
+			continue
+		}
+		if pending == "" {
+			start = n
+		}
+		if strings.HasSuffix(line, "\\") {
+			pending += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		line, pending = pending+line, ""
+		// One shell line may hold several curl commands ($(curl ...)).
+		for _, cmd := range strings.Split(line, "curl ")[1:] {
+			if i := strings.Index(cmd, " #"); i >= 0 {
+				cmd = cmd[:i]
+			}
+			u := curlURL.FindStringSubmatch(cmd)
+			if u == nil {
+				continue
+			}
+			method := "GET"
+			if m := curlMethod.FindStringSubmatch(cmd); m != nil {
+				method = m[1]
+			} else if curlData.MatchString(" " + cmd + " ") {
+				method = "POST"
+			}
+			add(start, method, u[1])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
