@@ -1,9 +1,6 @@
 package api_test
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/internal/docscan"
 )
 
 // TestDocumentedRequestsExist reads the API requests the README and docs/
@@ -19,23 +17,18 @@ import (
 // must fail here, not in a reader's terminal.
 func TestDocumentedRequestsExist(t *testing.T) {
 	t.Parallel()
-	e := echo.New()
-	api.New(api.Config{}).Mount(e)
-	var routes []route
-	for _, r := range e.Routes() {
-		if strings.HasPrefix(r.Path, "/v1/") && r.Method != echo.RouteNotFound {
-			routes = append(routes, route{r.Method, strings.Split(strings.TrimPrefix(r.Path, "/"), "/")})
-		}
-	}
-	files := []string{"../README.md"}
-	docs, err := filepath.Glob("../docs/*.md")
+	routes := servedRoutes()
+	files, err := docscan.Docs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, docs...)
 	seen := 0
 	for _, file := range files {
-		for _, r := range documentedRequests(t, file) {
+		lines, err := docscan.Read(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range documentedRequests(lines) {
 			seen++
 			if !served(routes, r.method, r.path) {
 				t.Errorf("%s:%d: %s %s: the server serves no such route", file, r.line, r.method, r.path)
@@ -51,12 +44,7 @@ func TestDocumentedRequestsExist(t *testing.T) {
 // TestServedRefusesUnknownRoutes plants the mistakes the check is there for.
 func TestServedRefusesUnknownRoutes(t *testing.T) {
 	t.Parallel()
-	e := echo.New()
-	api.New(api.Config{}).Mount(e)
-	var routes []route
-	for _, r := range e.Routes() {
-		routes = append(routes, route{r.Method, strings.Split(strings.TrimPrefix(r.Path, "/"), "/")})
-	}
+	routes := servedRoutes()
 	for _, bad := range []struct{ method, path string }{
 		{"POST", "/v1/projects/default/claim"},              // the route is claims
 		{"DELETE", "/v1/projects/default/items/$B"},         // no such method
@@ -69,6 +57,19 @@ func TestServedRefusesUnknownRoutes(t *testing.T) {
 	if !served(routes, "POST", "/v1/projects/{p}/claims") || !served(routes, "GET", "/v1/projects/default/items/<id>") {
 		t.Error("a served route failed the check")
 	}
+}
+
+// servedRoutes are the API's routes.
+func servedRoutes() []route {
+	e := echo.New()
+	api.New(api.Config{}).Mount(e)
+	var routes []route
+	for _, r := range e.Routes() {
+		if strings.HasPrefix(r.Path, "/v1/") && r.Method != echo.RouteNotFound {
+			routes = append(routes, route{r.Method, strings.Split(strings.TrimPrefix(r.Path, "/"), "/")})
+		}
+	}
+	return routes
 }
 
 type route struct {
@@ -111,51 +112,26 @@ var (
 	namedRoute = regexp.MustCompile("\\b(GET|POST|PUT|PATCH|DELETE) (/v1/[^\\s`?)\\],;:\"']*)")
 )
 
-// documentedRequests returns the requests shown in file: each curl
-// command of a code block (continued lines joined), and each "METHOD
-// /v1/path" anywhere. Paths abbreviated with "..." are skipped.
-func documentedRequests(t *testing.T, file string) []documentedRequest {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var (
-		out     []documentedRequest
-		inBlock bool
-		pending string
-		start   int
-	)
+// documentedRequests returns the requests a document shows: each curl
+// command of a code block, and each "METHOD /v1/path" anywhere. Paths
+// abbreviated with "..." are skipped.
+func documentedRequests(lines []docscan.Line) []documentedRequest {
+	var out []documentedRequest
 	add := func(line int, method, path string) {
 		if strings.Contains(path, "...") {
 			return
 		}
 		out = append(out, documentedRequest{line: line, method: method, path: strings.TrimSuffix(path, "/")})
 	}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inBlock, pending = !inBlock, ""
+	for _, l := range lines {
+		for _, m := range namedRoute.FindAllStringSubmatch(l.Text, -1) {
+			add(l.N, m[1], strings.TrimRight(m[2], "."))
+		}
+		if !l.Code {
 			continue
 		}
-		for _, m := range namedRoute.FindAllStringSubmatch(line, -1) {
-			add(n, m[1], strings.TrimRight(m[2], "."))
-		}
-		if !inBlock {
-			continue
-		}
-		if pending == "" {
-			start = n
-		}
-		if strings.HasSuffix(line, "\\") {
-			pending += strings.TrimSuffix(line, "\\") + " "
-			continue
-		}
-		line, pending = pending+line, ""
 		// One shell line may hold several curl commands ($(curl ...)).
-		for _, cmd := range strings.Split(line, "curl ")[1:] {
+		for _, cmd := range strings.Split(l.Text, "curl ")[1:] {
 			if i := strings.Index(cmd, " #"); i >= 0 {
 				cmd = cmd[:i]
 			}
@@ -169,11 +145,8 @@ func documentedRequests(t *testing.T, file string) []documentedRequest {
 			} else if curlData.MatchString(" " + cmd + " ") {
 				method = "POST"
 			}
-			add(start, method, u[1])
+			add(l.N, method, u[1])
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

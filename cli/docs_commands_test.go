@@ -1,16 +1,15 @@
 package cli
 
 import (
-	"bufio"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/workgraph-dev/workgraph/internal/docscan"
 )
 
 // TestDocumentedCommandsExist reads every `workgraph ...` command line in
@@ -18,15 +17,17 @@ import (
 // exists and takes the flags shown. A reader copies these lines; a renamed
 // command or flag must fail here, not in a new user's terminal.
 func TestDocumentedCommandsExist(t *testing.T) {
-	files := []string{"../README.md"}
-	docs, err := filepath.Glob("../docs/*.md")
+	files, err := docscan.Docs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, docs...)
 	seen := 0
 	for _, file := range files {
-		for _, c := range documentedCommands(t, file) {
+		lines, err := docscan.Read(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range documentedCommands(lines) {
 			seen++
 			if err := checkCommand(c); err != nil {
 				t.Errorf("%s:%d: %q: %v", file, c.line, strings.Join(c.args, " "), err)
@@ -38,8 +39,6 @@ func TestDocumentedCommandsExist(t *testing.T) {
 		t.Fatalf("found only %d documented workgraph commands", seen)
 	}
 }
-
-var inlineCode = regexp.MustCompile("`([^`]+)`")
 
 // TestCheckCommandRefuses plants the mistakes the check is there for.
 func TestCheckCommandRefuses(t *testing.T) {
@@ -86,6 +85,8 @@ func checkCommand(c documentedCommand) error {
 	return nil
 }
 
+var inlineCode = regexp.MustCompile("`([^`]+)`")
+
 type documentedCommand struct {
 	line int
 	args []string // after "workgraph"
@@ -113,56 +114,26 @@ var (
 	placeholderWord = regexp.MustCompile(`^([A-Z][A-Z_]*|<[a-z][a-z-]*>)$`)
 )
 
-// documentedCommands returns the workgraph command lines of file's fenced
-// code blocks: a line's words from "workgraph" (at its start, after a
-// prompt, or after a shell operator) to the next shell operator, with
-// line continuations joined.
-func documentedCommands(t *testing.T, file string) []documentedCommand {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var (
-		out     []documentedCommand
-		inBlock bool
-		pending string
-		start   int
-	)
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inBlock = !inBlock
-			pending = ""
-			continue
-		}
-		if !inBlock {
-			// Inline code: `workgraph items show c53ea1bd` in a sentence.
-			for _, m := range inlineCode.FindAllStringSubmatch(line, -1) {
-				if strings.HasPrefix(m[1], "workgraph ") {
-					for _, args := range workgraphInvocations(m[1]) {
-						out = append(out, documentedCommand{line: n, args: args, inline: true})
-					}
-				}
+// documentedCommands returns the workgraph command lines of a document:
+// in code blocks, a line's words from "workgraph" (at its start, after a
+// prompt, or after a shell operator) to the next shell operator; in
+// sentences, a code span that starts with "workgraph ".
+func documentedCommands(lines []docscan.Line) []documentedCommand {
+	var out []documentedCommand
+	for _, l := range lines {
+		if l.Code {
+			for _, args := range workgraphInvocations(l.Text) {
+				out = append(out, documentedCommand{line: l.N, args: args})
 			}
 			continue
 		}
-		if pending == "" {
-			start = n
+		for _, m := range inlineCode.FindAllStringSubmatch(l.Text, -1) {
+			if strings.HasPrefix(m[1], "workgraph ") {
+				for _, args := range workgraphInvocations(m[1]) {
+					out = append(out, documentedCommand{line: l.N, args: args, inline: true})
+				}
+			}
 		}
-		if strings.HasSuffix(line, "\\") {
-			pending += strings.TrimSuffix(line, "\\") + " "
-			continue
-		}
-		line, pending = pending+line, ""
-		for _, args := range workgraphInvocations(line) {
-			out = append(out, documentedCommand{line: start, args: args})
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

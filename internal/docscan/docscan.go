@@ -1,0 +1,65 @@
+// Package docscan reads the project's Markdown documents for the tests
+// that check what the documents show (commands, requests) against the code.
+package docscan
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Docs returns README.md and docs/*.md of the repository at root.
+func Docs(root string) ([]string, error) {
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{filepath.Join(root, "README.md")}, docs...), nil
+}
+
+// Line is a line of a Markdown file. Code says whether it is inside a
+// fenced code block; there a line ending in a backslash is joined with the
+// lines that continue it, and the whole is numbered at its first line.
+type Line struct {
+	N    int
+	Text string
+	Code bool
+}
+
+// Read returns file's lines, the fences themselves left out.
+func Read(file string) ([]Line, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var (
+		out     []Line
+		inBlock bool
+		pending string
+		start   int
+	)
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		text := sc.Text()
+		if strings.HasPrefix(strings.TrimSpace(text), "```") {
+			inBlock, pending = !inBlock, ""
+			continue
+		}
+		if !inBlock {
+			out = append(out, Line{N: n, Text: text})
+			continue
+		}
+		if pending == "" {
+			start = n
+		}
+		if strings.HasSuffix(text, "\\") {
+			pending += strings.TrimSuffix(text, "\\") + " "
+			continue
+		}
+		out = append(out, Line{N: start, Text: pending + text, Code: true})
+		pending = ""
+	}
+	return out, sc.Err()
+}
