@@ -45,6 +45,14 @@ const (
 	ReasonNoProgress = "no_progress"
 )
 
+// AnsweredInWords reports whether a request of reason is closed by an
+// answer in words. An uncertain outcome is closed by a decision (Decide),
+// a spent budget by raising it (or cancelling its item): an answer link or
+// an answer box would only be refused.
+func AnsweredInWords(reason string) bool {
+	return reason != ReasonUncertainOutcome && reason != ReasonBudgetExhausted
+}
+
 // Decision is how a person resolves an uncertain_outcome request.
 type Decision string
 

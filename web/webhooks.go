@@ -55,8 +55,10 @@ type AnswerPage struct {
 	Token     string
 	Link      webhook.Link
 	Request   attention.Request
-	// Refused says why the link cannot answer (empty: it can).
+	// Refused says why the link cannot answer (empty: it can); ItemURL is
+	// the item page, where a request answered by an action is closed.
 	Refused string
+	ItemURL string
 	// Answered: the answer was just recorded.
 	Answered bool
 	Error    string
@@ -235,6 +237,18 @@ func (u *ui) answerLink(r *req) error {
 	p.Link, p.Request = link, req
 	if p.Refused == "" && req.State != attention.StateOpen {
 		p.Refused = "This question was already " + string(req.State) + "."
+	}
+	if p.Refused == "" && !attention.AnsweredInWords(req.Reason) {
+		// Answered by an action on the item page, where a person signs in.
+		p.Refused = "This request is not answered in words: "
+		if req.Reason == attention.ReasonBudgetExhausted {
+			p.Refused += "it is closed by raising the budget (or cancelling the item)."
+		} else {
+			p.Refused += "it is closed by a decision: retry, done or cancel."
+		}
+		if proj, err := u.Graph.Project(r.ctx(), project.String()); err == nil {
+			p.ItemURL = "/p/" + proj.Name + "/items/" + req.ItemID.String()
+		}
 	}
 	if r.Request().Method != http.MethodPost || p.Refused != "" {
 		status := http.StatusOK

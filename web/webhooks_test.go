@@ -108,6 +108,26 @@ func TestAnswerLinkPage(t *testing.T) {
 		wantStatus(t, b.get(path+"x"), http.StatusNotFound)
 		wantStatus(t, b.get("/answer/not-a-project/"+token), http.StatusNotFound)
 	})
+	t.Run("ErrAnsweredByAnAction", func(t *testing.T) {
+		// A link issued for a spent budget's request (before links skipped
+		// them) shows where the action is instead of an answer box.
+		bud := e.mustItem("Budgeted")
+		r, err := e.att.Open(ctx, e.project.ID, bud.ID, attention.NewRequest{Question: "The budget is spent.", Blocking: true,
+			Source: attention.SourceSystem, Reason: attention.ReasonBudgetExhausted, RequestedBy: "system"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := e.links.Issue(ctx, e.project.ID, r.ID, "alice", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := b.get("/answer/" + e.project.ID.String() + "/" + tok)
+		wantStatus(t, page, http.StatusOK)
+		wantBody(t, page, `id="refused"`, "raising the budget", `href="/p/acme/items/`+bud.ID.String()+`"`)
+		if strings.Contains(page.body, `name="answer"`) {
+			t.Fatal("the page offers an answer box for a budget_exhausted request")
+		}
+	})
 	t.Run("ErrCrossSite", func(t *testing.T) {
 		token2, _, err := e.links.Issue(ctx, e.project.ID, other.ID, "alice", time.Hour)
 		if err != nil {

@@ -604,7 +604,8 @@ func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcom
 
 // message is the data of one event for a webhook: the event, its links,
 // and the request of an attention event (with an answer link when the
-// project wants them and the webhook names a recipient).
+// project wants them, the webhook names a recipient and the request is
+// answered in words; the item page's link serves the others).
 func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.ClaimDeliveriesRow) (Message, error) {
 	m := Message{ProjectID: project, Project: row.ProjectName, Seq: *row.EventSeq, Type: *row.EventType,
 		At: *row.EventAt, Actor: *row.Actor, ItemID: row.ItemID, LeaseID: row.LeaseID, AttentionID: row.AttentionID,
@@ -622,7 +623,7 @@ func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.Clai
 	}
 	m.Attention = &AttentionInfo{Question: r.Question, ItemTitle: r.ItemTitle, RequestedBy: r.RequestedBy,
 		Reason: r.Reason, Blocking: r.Blocking, State: string(r.State)}
-	wantsLink := m.Type == events.AttentionOpened || m.Type == events.AttentionOverdue
+	wantsLink := (m.Type == events.AttentionOpened || m.Type == events.AttentionOverdue) && attention.AnsweredInWords(r.Reason)
 	if !wantsLink || r.State != attention.StateOpen || d.cfg.Links == nil || row.Recipient == nil || m.Links == nil {
 		return m, nil
 	}

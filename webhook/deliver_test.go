@@ -22,6 +22,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/webhook"
 )
 
@@ -561,6 +562,52 @@ func TestDeliverAnswerLink(t *testing.T) {
 	res, err := links.Answer(ctx, s.project, token, r.ID, "yes")
 	if err != nil || res.State != attention.StateResolved || *res.ResolvedBy != webhook.AnsweredBy("alice") {
 		t.Fatalf("answering through the delivered link: %+v, %v", res, err)
+	}
+}
+
+// TestDeliverNoAnswerLinkForActions: a request answered by an action, not
+// words (a spent budget is raised, an uncertain outcome decided) gets no
+// answer link: its message links the item page, where the action is.
+func TestDeliverNoAnswerLinkForActions(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	alice := "alice"
+	s.webhook(t, webhook.New{URL: rc.URL, Recipient: &alice, EventTypes: []string{events.AttentionOpened}})
+	att := attention.NewService(s.pool, nil, attention.Config{})
+	links := webhook.NewAnswerLinks(s.pool, nil, att)
+	if _, err := links.SetSettings(ctx, s.project, webhook.Settings{AnswerLinks: true}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := graph.NewService(s.pool, nil).CreateItem(ctx, s.project, graph.NewItem{Title: "Budgeted", CreatedBy: "token:lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := att.Open(ctx, s.project, it.ID, attention.NewRequest{
+		Question: "The budget is spent.", Blocking: true, Source: attention.SourceSystem,
+		Reason: attention.ReasonBudgetExhausted, RequestedBy: "system",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "http://wg.test", Attention: att, Links: links})
+	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
+	var b struct {
+		Data webhook.Message `json:"data"`
+	}
+	if err := json.Unmarshal(rc.got()[0].body, &b); err != nil {
+		t.Fatal(err)
+	}
+	l := b.Data.Links
+	if l == nil || b.Data.Attention == nil || b.Data.Attention.Reason != attention.ReasonBudgetExhausted {
+		t.Fatalf("message %+v: want the request and its links", b.Data)
+	}
+	if l.AnswerLink != "" || l.AnswerLinkExpires != nil {
+		t.Fatalf("a budget_exhausted request got an answer link %q", l.AnswerLink)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM answer_links WHERE project_id = $1`, s.project).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d answer links issued (%v), want 0", n, err)
 	}
 }
 
