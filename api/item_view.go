@@ -28,6 +28,7 @@ func itemView(it graph.Item) wire.Item {
 		ReservedFor:   it.BlockedBy.ReservedFor,
 		ReservedUntil: it.BlockedBy.ReservedUntil,
 		Scopes:        make([]wire.ScopeHolder, len(it.BlockedBy.Scopes)),
+		Budgets:       itemRefs(it.BlockedBy.Budgets),
 	}
 	for i, h := range it.BlockedBy.Scopes {
 		b.Scopes[i] = wire.ScopeHolder{LeaseID: h.LeaseID.String(), ItemID: h.ItemID.String(), Worker: h.Worker, Scopes: nonNil(h.Scopes)}

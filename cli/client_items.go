@@ -225,6 +225,9 @@ func printItem(w io.Writer, it *client.Item) {
 		if b.ReservedFor != nil {
 			fmt.Fprintf(t, "blocked by\treserved for worker %s until %s\n", *b.ReservedFor, fmtTimePtr(b.ReservedUntil))
 		}
+		for _, r := range b.Budgets {
+			fmt.Fprintf(t, "blocked by\tspent budget of %s %s (raise it: workgraph items budget %s ...)\n", r.ID, clip(r.Title, 60), r.ID[:8])
+		}
 	}
 	if len(it.Result) > 0 && string(it.Result) != "null" {
 		fmt.Fprintf(t, "result\t%s\n", clip(string(it.Result), 200))

@@ -33,7 +33,7 @@ func (c *Client) NotClaimedReasons(ctx context.Context, project string, req Clai
 // WhyNotClaimed sorts the items that a claim like req did not get into
 // the reasons it could not take them, one line per reason with a count and
 // an example. A ready item: kept for another worker after a person
-// answered its question, write scopes a live lease holds, a label the
+// answered its question, under a spent budget, write scopes a live lease holds, a label the
 // claim asked for, a capability it did not offer. A blocked item only
 // when a retry backoff after a failure is all that holds back an item the
 // claim could take (items waiting for their dependencies, children or a
@@ -44,7 +44,7 @@ func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time
 	if when == nil {
 		when = func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	}
-	var reserved, backoff, scopes, unlabelled, unable []Item
+	var reserved, backoff, budgets, scopes, unlabelled, unable []Item
 	missing := map[string]bool{}
 	for _, it := range items {
 		b := it.BlockedBy
@@ -61,6 +61,8 @@ func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time
 		switch {
 		case b.ReservedFor != nil && *b.ReservedFor != req.Worker && (b.ReservedUntil == nil || b.ReservedUntil.After(now)):
 			reserved = append(reserved, it)
+		case len(b.Budgets) > 0:
+			budgets = append(budgets, it)
 		case len(b.Scopes) > 0:
 			scopes = append(scopes, it)
 		case !hasAll(it.Labels, req.Labels):
@@ -88,6 +90,11 @@ func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time
 		out = append(out, fmt.Sprintf("%s out a retry backoff after a failure (%s%s, until %s)",
 			plural(n, "item this claim could take waits", "items this claim could take wait"), eg(n), label(backoff[0]),
 			when(*backoff[0].BlockedBy.RetryAfter)))
+	}
+	if n := len(budgets); n > 0 {
+		r := budgets[0].BlockedBy.Budgets[0]
+		out = append(out, fmt.Sprintf("%s under a spent budget (%s%s: the budget of %s); nothing under it is handed out until a person raises it",
+			plural(n, "ready item is", "ready items are"), eg(n), label(budgets[0]), label(Item{ID: r.ID, Title: r.Title})))
 	}
 	if n := len(scopes); n > 0 {
 		h := scopes[0].BlockedBy.Scopes[0]

@@ -31,6 +31,9 @@ func TestWhyNotClaimed(t *testing.T) {
 		item("aaaaaaab", "kept for w2 too", func(it *client.Item) { it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = str("w2"), &later }),
 		item("bbbbbbbb", "kept for me", func(it *client.Item) { it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = str("me"), &later }),
 		item("cccccccc", "reservation over", func(it *client.Item) { it.BlockedBy.ReservedFor, it.BlockedBy.ReservedUntil = str("w2"), &earlier }),
+		item("abababab", "under a spent budget", func(it *client.Item) {
+			it.BlockedBy.Budgets = []client.ItemRef{{ID: "12345678-0000-0000-0000-000000000000", Title: "the root", State: client.StateBlocked}}
+		}),
 		item("eeeeeeee", "scope held", func(it *client.Item) {
 			it.BlockedBy.Scopes = []client.ScopeHolder{{Worker: "w3", Scopes: []string{"repo:web"}}}
 		}),
@@ -54,14 +57,15 @@ func TestWhyNotClaimed(t *testing.T) {
 	}
 	// The claim asked for label ml and offered cpu; items without ml are
 	// out of reach for that alone.
-	items[5].Labels = nil
-	for i := range items[:5] {
+	items[6].Labels = nil
+	for i := range items[:6] {
 		items[i].Labels = []string{"ml"}
 	}
 	got := client.WhyNotClaimed(items, client.ClaimRequest{Worker: "me", Labels: []string{"ml"}, Capabilities: []string{"cpu"}}, now, nil)
 	want := []string{
 		`2 ready items are kept for the worker that asked a person about them (e.g. kept for w2 (aaaaaaaa): worker "w2" until `,
 		`1 item this claim could take waits out a retry backoff after a failure (backing off (dddddddd), until `,
+		`1 ready item is under a spent budget (under a spent budget (abababab): the budget of the root (12345678)); nothing under it is handed out until a person raises it`,
 		`1 ready item touches write scopes a live lease holds (scope held (eeeeeeee): repo:web, held by worker "w3")`,
 		`1 ready item does not carry every label asked for (ml)`,
 		`1 ready item requires capabilities this claim did not offer: cuda, gpu`,

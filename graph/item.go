@@ -70,7 +70,7 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 		FinishedAt:      r.FinishedAt,
 		Seq:             r.Seq,
 		OnExpiry:        r.OnExpiry,
-		gates:           gates{r.UnmetDependencies, r.OpenChildren, r.OpenAttention},
+		gates:           gates{r.UnmetDependencies, r.OpenChildren, r.OpenAttention, len(r.BudgetRoots) > 0},
 	}
 	if it.Labels == nil {
 		it.Labels = []string{}
@@ -98,15 +98,16 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 }
 
 // fillBlockedBy lists the open prerequisites, open children and open
-// blocking attention requests of the open items among items, and the live
-// leases holding scopes that overlap a ready item's touches, with one query
-// per kind for all of them.
+// blocking attention requests of the open items among items, the live
+// leases holding scopes that overlap a ready item's touches, and the spent
+// budgets over a ready item under a budget, with one query per kind for all
+// of them.
 //
 // The counters on the item rows say which lists can be non-empty (they are
 // kept exact by every writer), so an item that is ready, like one just
 // claimed, costs no query at all.
 func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid.UUID, items []Item) error {
-	var waiting, parents, held, touching []uuid.UUID
+	var waiting, parents, held, touching, budgeted []uuid.UUID
 	index := make(map[uuid.UUID]int, len(items))
 	for i, it := range items {
 		index[it.ID] = i
@@ -124,6 +125,9 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 		}
 		if it.State == StateReady && len(it.Touches) > 0 {
 			touching = append(touching, it.ID)
+		}
+		if it.State == StateReady && it.gates.budgeted {
+			budgeted = append(budgeted, it.ID)
 		}
 	}
 	qs := dbq.New()
@@ -167,6 +171,16 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 			}
 			it.BlockedBy.Scopes = append(it.BlockedBy.Scopes,
 				ScopeHolder{LeaseID: h.LeaseID, ItemID: h.HolderItemID, Worker: h.Worker, Scopes: overlapping})
+		}
+	}
+	if len(budgeted) > 0 {
+		spent, err := qs.SpentBudgetsOver(ctx, q, dbq.SpentBudgetsOverParams{Now: now, ProjectID: project, Ids: budgeted})
+		if err != nil {
+			return err
+		}
+		for _, s := range spent {
+			b := &items[index[s.ItemID]].BlockedBy
+			b.Budgets = append(b.Budgets, ItemRef{ID: s.BudgetItemID, Title: s.BudgetTitle, State: State(s.BudgetState)})
 		}
 	}
 	return nil

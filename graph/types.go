@@ -100,9 +100,11 @@ type Item struct {
 	gates gates
 }
 
-// gates are an item's readiness counters as stored.
+// gates are an item's readiness counters as stored, and whether a budget
+// is over it (budget_roots: a spent one keeps it from being handed out).
 type gates struct {
 	unmetDependencies, openChildren, openAttention int32
+	budgeted                                       bool
 }
 
 // ItemRef names an item and its derived state.
@@ -136,6 +138,10 @@ type BlockedBy struct {
 	// overlapping the item's touches: the claim skips the item until they
 	// end. Filled only for a ready item (FillScopeHolders).
 	Scopes []ScopeHolder
+	// Budgets are the budgeted items over the item (itself included)
+	// whose budget is spent: no claim hands it out until a person raises
+	// the budget. Filled only for a ready item.
+	Budgets []ItemRef
 }
 
 // ScopeHolder is a live lease holding a scope that overlaps an item's
@@ -150,7 +156,7 @@ type ScopeHolder struct {
 // Empty reports whether nothing is listed.
 func (b BlockedBy) Empty() bool {
 	return len(b.Dependencies) == 0 && len(b.Children) == 0 && len(b.Attention) == 0 &&
-		b.RetryAfter == nil && b.ReservedFor == nil && len(b.Scopes) == 0
+		b.RetryAfter == nil && b.ReservedFor == nil && len(b.Scopes) == 0 && len(b.Budgets) == 0
 }
 
 // NewItem is the input of CreateItem.

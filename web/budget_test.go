@@ -141,3 +141,53 @@ func TestBudgetForms(t *testing.T) {
 		t.Fatalf("budget after the raise = %+v, %v; want not spent", bud, err)
 	}
 }
+
+// TestSpentBudgetExplained: a ready item under a spent budget says so on
+// its page (it is not handed out), with a link to the budget's item, and
+// stops saying so once the budget is raised.
+func TestSpentBudgetExplained(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	root := e.mustItem("the root")
+	a, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "spender", ParentID: &root.ID, CreatedBy: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "left waiting", ParentID: &root.ID, CreatedBy: "t", Priority: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.leases.SetBudget(ctx, e.project.ID, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](10)}, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w"})
+	if err != nil || c.Item.ID != a.ID {
+		t.Fatalf("claim = %+v, %v; want the spender", c.Item, err)
+	}
+	if _, err := e.leases.Heartbeat(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
+		lease.Heartbeat{Usage: lease.Usage{TokensIn: 50}}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := e.graph.Item(ctx, e.project.ID, waiting.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.State != graph.StateReady || len(it.BlockedBy.Budgets) != 1 || it.BlockedBy.Budgets[0].ID != root.ID {
+		t.Fatalf("item under the spent budget: state %s, budgets %+v; want ready with the root's budget", it.State, it.BlockedBy.Budgets)
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/items/" + waiting.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Why it can't be claimed yet", `class="budget-spent"`, `href="/p/acme/items/`+root.ID.String()+`#cost">the root</a> is spent`)
+
+	if _, err := e.leases.SetBudget(ctx, e.project.ID, root.ID, lease.BudgetLimits{MaxTokens: ptr[int64](1000)}, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	r = b.get("/p/acme/items/" + waiting.ID.String())
+	if strings.Contains(r.body, `class="budget-spent"`) {
+		t.Fatal("the page still says the budget is spent after it was raised")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

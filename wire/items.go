@@ -64,6 +64,10 @@ type BlockedBy struct {
 	// Scopes are the live leases holding write scopes that overlap the
 	// item's touches (listed for a ready item).
 	Scopes []ScopeHolder `json:"scopes"`
+	// Budgets are the budgeted items over the item (itself included)
+	// whose budget is spent (listed for a ready item): it is not handed
+	// out until a person raises the budget.
+	Budgets []ItemRef `json:"budgets"`
 }
 
 // ScopeHolder is a live lease holding scopes that overlap an item's
@@ -77,7 +81,7 @@ type ScopeHolder struct {
 
 // Empty reports whether nothing blocks.
 func (b BlockedBy) Empty() bool {
-	return len(b.Dependencies)+len(b.Children)+len(b.Attention)+len(b.Scopes) == 0 &&
+	return len(b.Dependencies)+len(b.Children)+len(b.Attention)+len(b.Scopes)+len(b.Budgets) == 0 &&
 		b.RetryAfter == nil && b.ReservedFor == nil && b.ReservedUntil == nil
 }
 

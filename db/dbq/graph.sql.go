@@ -1893,6 +1893,60 @@ func (q *Queries) ShareLockItems(ctx context.Context, db DBTX, arg ShareLockItem
 	return items, nil
 }
 
+const spentBudgetsOver = `-- name: SpentBudgetsOver :many
+SELECT i.id AS item_id, bi.id AS budget_item_id, bi.title AS budget_title,
+       item_state(bi.status, bi.active_lease_id, bi.open_attention, bi.unmet_dependencies, bi.open_children,
+                  bi.not_before, coalesce($1::timestamptz, now()))::text AS budget_state
+FROM items i
+JOIN budgets b ON b.project_id = i.project_id AND b.item_id = ANY (i.budget_roots)
+JOIN items bi ON bi.project_id = b.project_id AND bi.id = b.item_id
+WHERE i.project_id = $2 AND i.id = ANY($3::uuid[]) AND i.budget_roots <> '{}'
+  AND budget_spent(b, coalesce($1::timestamptz, statement_timestamp()))
+ORDER BY i.id, bi.id
+`
+
+type SpentBudgetsOverParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	Ids       []uuid.UUID
+}
+
+type SpentBudgetsOverRow struct {
+	ItemID       uuid.UUID
+	BudgetItemID uuid.UUID
+	BudgetTitle  string
+	BudgetState  string
+}
+
+// For each of the given items under a budget, the budgeted items over it
+// whose budget is spent (budget_spent, by the database clock): what keeps
+// a ready item from being handed out (the claim's wg_budgets_spent). An
+// item under no budget costs the read of its own row.
+func (q *Queries) SpentBudgetsOver(ctx context.Context, db DBTX, arg SpentBudgetsOverParams) ([]SpentBudgetsOverRow, error) {
+	rows, err := db.Query(ctx, spentBudgetsOver, arg.Now, arg.ProjectID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SpentBudgetsOverRow{}
+	for rows.Next() {
+		var i SpentBudgetsOverRow
+		if err := rows.Scan(
+			&i.ItemID,
+			&i.BudgetItemID,
+			&i.BudgetTitle,
+			&i.BudgetState,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const updateItemFields = `-- name: UpdateItemFields :exec
 UPDATE items
 SET title = coalesce($1::text, title),

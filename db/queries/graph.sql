@@ -554,6 +554,21 @@ JOIN leases h ON h.project_id = i.project_id
 WHERE i.project_id = @project_id AND i.id = ANY(@ids::uuid[]) AND i.touches <> '{}'
 ORDER BY i.id, h.acquired_at;
 
+-- name: SpentBudgetsOver :many
+-- For each of the given items under a budget, the budgeted items over it
+-- whose budget is spent (budget_spent, by the database clock): what keeps
+-- a ready item from being handed out (the claim's wg_budgets_spent). An
+-- item under no budget costs the read of its own row.
+SELECT i.id AS item_id, bi.id AS budget_item_id, bi.title AS budget_title,
+       item_state(bi.status, bi.active_lease_id, bi.open_attention, bi.unmet_dependencies, bi.open_children,
+                  bi.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS budget_state
+FROM items i
+JOIN budgets b ON b.project_id = i.project_id AND b.item_id = ANY (i.budget_roots)
+JOIN items bi ON bi.project_id = b.project_id AND bi.id = b.item_id
+WHERE i.project_id = @project_id AND i.id = ANY(@ids::uuid[]) AND i.budget_roots <> '{}'
+  AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+ORDER BY i.id, bi.id;
+
 -- name: BudgetDepthLimits :many
 -- The depth limits of the budgets over @item_id (its own included), with
 -- how deep @item_id sits below each budget's item (0: on it), tightest

@@ -1062,6 +1062,8 @@ export interface components {
             reserved_until?: string | null;
             /** @description live leases holding scopes that overlap the item's touches (listed for a ready item) */
             scopes?: components["schemas"]["ScopeHolder"][];
+            /** @description budgeted items over the item (itself included) whose budget is spent (listed for a ready item): it is not handed out until a person raises the budget */
+            budgets?: components["schemas"]["ItemRef"][];
         };
         Item: {
             /** Format: uuid */
