@@ -61,7 +61,9 @@ func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time
 		switch {
 		case b.ReservedFor != nil && *b.ReservedFor != req.Worker && (b.ReservedUntil == nil || b.ReservedUntil.After(now)):
 			reserved = append(reserved, it)
-		case len(b.Budgets) > 0:
+		case len(b.Budgets) > 0 && hasAll(it.Labels, req.Labels) && hasAll(req.Capabilities, it.Requires):
+			// Only an item this claim could take otherwise: the others are
+			// told by their labels or capabilities.
 			budgets = append(budgets, it)
 		case len(b.Scopes) > 0:
 			scopes = append(scopes, it)

@@ -38,6 +38,9 @@ func TestWhyNotClaimed(t *testing.T) {
 			it.BlockedBy.Scopes = []client.ScopeHolder{{Worker: "w3", Scopes: []string{"repo:web"}}}
 		}),
 		item("ffffffff", "no label", nil),
+		item("fffffff0", "no label, under a spent budget", func(it *client.Item) {
+			it.BlockedBy.Budgets = []client.ItemRef{{ID: "12345678-0000-0000-0000-000000000000", Title: "the root", State: client.StateBlocked}}
+		}),
 		item("99999999", "needs a gpu", func(it *client.Item) { it.Labels, it.Requires = []string{"ml"}, []string{"gpu", "cuda"} }),
 		item("88888888", "could have been mine", func(it *client.Item) { it.Labels, it.Requires = []string{"ml"}, []string{"cpu"} }),
 		// Blocked: only a backoff of an item this claim could take is its
@@ -67,7 +70,7 @@ func TestWhyNotClaimed(t *testing.T) {
 		`1 item this claim could take waits out a retry backoff after a failure (backing off (dddddddd), until `,
 		`1 ready item is under a spent budget (under a spent budget (abababab): the budget of the root (12345678)); nothing under it is handed out until a person raises it`,
 		`1 ready item touches write scopes a live lease holds (scope held (eeeeeeee): repo:web, held by worker "w3")`,
-		`1 ready item does not carry every label asked for (ml)`,
+		`2 ready items do not carry every label asked for (ml)`,
 		`1 ready item requires capabilities this claim did not offer: cuda, gpu`,
 	}
 	if len(got) != len(want) {
