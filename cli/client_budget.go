@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,7 +105,7 @@ func limitsText(b *client.Budget) string {
 		add(fmt.Sprintf("$%.2f", *b.MaxCostUSD))
 	}
 	if b.MaxWallSeconds != nil {
-		add((time.Duration(*b.MaxWallSeconds) * time.Second).String() + " wall time")
+		add(typedDuration(time.Duration(*b.MaxWallSeconds)*time.Second) + " wall time")
 	}
 	if b.MaxDepth != nil {
 		add(fmt.Sprintf("depth %d", *b.MaxDepth))
@@ -113,6 +114,19 @@ func limitsText(b *client.Budget) string {
 		out = "no limits"
 	}
 	return out
+}
+
+// typedDuration writes d as --max-wall takes it: 4h, 90m, 1h30m, 45s
+// (not 4h0m0s).
+func typedDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // usageFlag parses --usage: a JSON object of tokens_in, tokens_out,

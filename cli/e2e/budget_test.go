@@ -27,8 +27,8 @@ func TestItemsBudget(t *testing.T) {
 	}
 	e.wantExit(e.agentToken, 7, "forbidden", "items", "budget", root.ID, "--max-tokens", "100")
 	e.wantExit(e.humanToken, 2, "max_depth", "items", "budget", root.ID, "--max-depth", "-1")
-	r := e.run(e.humanToken, nil, "items", "budget", root.ID, "--max-tokens", "100", "--max-cost-usd", "2.5", "--max-depth", "1")
-	if r.code != 0 || !strings.Contains(r.stdout, "budget:  100 tokens, $2.50, depth 1; within") {
+	r := e.run(e.humanToken, nil, "items", "budget", root.ID, "--max-tokens", "100", "--max-cost-usd", "2.5", "--max-wall", "90m", "--max-depth", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "budget:  100 tokens, $2.50, 1h30m wall time, depth 1; within") {
 		t.Fatalf("items budget set: %v", r)
 	}
 	var cost client.ItemCost
