@@ -20,8 +20,10 @@ const maxAnswerBytes = 65536
 // blocking request, the item's readiness comes back and a pending
 // continuity preference gets its window, in the same transaction.
 //
-// Errors: invalid_argument (empty answer or by), not_found, conflict (the
-// request was already resolved or dismissed).
+// Errors: invalid_argument (empty answer or by; an uncertain outcome, which
+// takes a decision), not_found, conflict (the request was already resolved
+// or dismissed, or it is a budget_exhausted request whose budget is still
+// spent: raising the budget closes it).
 func (s *Service) Resolve(ctx context.Context, project, id uuid.UUID, answer, by string) (Request, error) {
 	answer = strings.TrimSpace(answer)
 	if answer == "" {
@@ -33,7 +35,8 @@ func (s *Service) Resolve(ctx context.Context, project, id uuid.UUID, answer, by
 // Dismiss closes an open request without an answer, once; note (optional)
 // is kept in Answer. It releases the item like Resolve.
 //
-// Errors: invalid_argument, not_found, conflict (already closed).
+// Errors: invalid_argument, not_found, conflict (already closed, or a
+// budget_exhausted request whose budget is still spent).
 func (s *Service) Dismiss(ctx context.Context, project, id uuid.UUID, by, note string) (Request, error) {
 	note = strings.TrimSpace(note)
 	var notePtr *string
