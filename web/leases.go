@@ -198,7 +198,8 @@ func (u *ui) leasesCSV(r *req) error {
 	r.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(r.Response())
 	_ = w.Write([]string{"lease_id", "item_id", "item_title", "epoch", "worker", "principal", "acquired_at",
-		"expires_at", "ended_at", "outcome", "heartbeats", "last_heartbeat_at", "stale_calls", "outcome_detail", "result"})
+		"expires_at", "ended_at", "outcome", "heartbeats", "last_heartbeat_at", "stale_calls",
+		"tokens_in", "tokens_out", "cost_usd", "tool_calls", "outcome_detail", "result"})
 	lf.Limit = 500
 	for n := 0; n < csvMaxRows; {
 		p, err := u.Leases.History(r.ctx(), r.project.ID, lf)
@@ -217,7 +218,10 @@ func (u *ui) leasesCSV(r *req) error {
 				l.ID.String(), l.ItemID.String(), csvText(l.ItemTitle), strconv.FormatInt(l.Epoch, 10),
 				csvText(l.Worker), csvText(l.Principal), rfc3339(&l.AcquiredAt), rfc3339(&l.ExpiresAt),
 				rfc3339(l.EndedAt), l.OutcomeName(), strconv.Itoa(int(l.Heartbeats)), rfc3339(l.HeartbeatAt),
-				strconv.Itoa(l.StaleCalls), csvText(string(l.OutcomeDetail)), csvText(string(l.Result)),
+				strconv.Itoa(l.StaleCalls),
+				strconv.FormatInt(l.Usage.TokensIn, 10), strconv.FormatInt(l.Usage.TokensOut, 10),
+				strconv.FormatFloat(l.Usage.CostUSD, 'f', -1, 64), strconv.FormatInt(l.Usage.ToolCalls, 10),
+				csvText(string(l.OutcomeDetail)), csvText(string(l.Result)),
 			})
 		}
 		n += len(rows)

@@ -483,6 +483,10 @@ func TestLeasePages(t *testing.T) {
 		}
 		last = c
 	}
+	if _, err := e.leases.Heartbeat(ctx, e.project.ID, lease.Fence{LeaseID: last.Lease.ID, Epoch: last.Lease.Epoch},
+		lease.Heartbeat{Usage: lease.Usage{TokensIn: 1200, TokensOut: 34, CostUSD: 0.5, ToolCalls: 7}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.leases.Complete(ctx, e.project.ID, lease.Fence{LeaseID: last.Lease.ID, Epoch: last.Lease.Epoch}, []byte(`{"ok":true}`), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -496,6 +500,8 @@ func TestLeasePages(t *testing.T) {
 		r := b.get("/p/acme/leases?worker=w1&outcome=completed")
 		wantStatus(t, r, http.StatusOK)
 		wantBody(t, r, "o-completed", "/p/acme/items/"+last.Item.ID.String())
+		// The history shows what each lease cost (issue 19).
+		wantBody(t, r, `<th class="num">Tokens</th><th class="num">Cost</th>`, `<td class="num">1234</td><td class="num">$0.5000</td>`)
 		if strings.Count(r.body, "<tr>") != 2 { // header + one lease
 			t.Errorf("rows = %d, want 1 lease", strings.Count(r.body, "<tr>")-1)
 		}
@@ -524,6 +530,9 @@ func TestLeasePages(t *testing.T) {
 		}
 		if !strings.HasSuffix(lines[0], ",outcome_detail,result") || !strings.Contains(r.body, `"{""ok"": true}"`) {
 			t.Errorf("no result column with the completion's result:\n%s", r.body)
+		}
+		if !strings.Contains(lines[0], ",stale_calls,tokens_in,tokens_out,cost_usd,tool_calls,") || !strings.Contains(r.body, ",1200,34,0.5,7,") {
+			t.Errorf("no usage columns with the lease's usage:\n%s", r.body)
 		}
 	})
 	t.Run("Timeline", func(t *testing.T) {
