@@ -127,7 +127,7 @@ func documentedRequests(lines []docscan.Line) []documentedRequest {
 		for _, m := range namedRoute.FindAllStringSubmatch(l.Text, -1) {
 			add(l.N, m[1], strings.TrimRight(m[2], "."))
 		}
-		if !l.Code {
+		if !l.Shell() {
 			continue
 		}
 		// One shell line may hold several curl commands ($(curl ...)).

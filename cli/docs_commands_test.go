@@ -121,11 +121,14 @@ var (
 func documentedCommands(lines []docscan.Line) []documentedCommand {
 	var out []documentedCommand
 	for _, l := range lines {
-		if l.Code {
+		if l.Shell() {
 			for _, args := range workgraphInvocations(l.Text) {
 				out = append(out, documentedCommand{line: l.N, args: args})
 			}
 			continue
+		}
+		if l.Code {
+			continue // a JSON answer, a log: no commands
 		}
 		for _, m := range inlineCode.FindAllStringSubmatch(l.Text, -1) {
 			if strings.HasPrefix(m[1], "workgraph ") {

@@ -25,6 +25,19 @@ type Line struct {
 	N    int
 	Text string
 	Code bool
+	// Lang is the code block's language, as its opening fence names it
+	// ("sh", "json", "text"; "" when the fence names none).
+	Lang string
+}
+
+// Shell reports whether l is a line of a shell code block (one whose
+// fence names sh, bash, shell or console, or no language).
+func (l Line) Shell() bool {
+	switch l.Lang {
+	case "", "sh", "bash", "shell", "console":
+		return l.Code
+	}
+	return false
 }
 
 // Read returns file's lines, the fences themselves left out.
@@ -37,14 +50,16 @@ func Read(file string) ([]Line, error) {
 	var (
 		out     []Line
 		inBlock bool
+		lang    string
 		pending string
 		start   int
 	)
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		text := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(text), "```") {
+		if t := strings.TrimSpace(text); strings.HasPrefix(t, "```") {
 			inBlock, pending = !inBlock, ""
+			lang = strings.TrimSpace(strings.TrimPrefix(t, "```"))
 			continue
 		}
 		if !inBlock {
@@ -58,7 +73,7 @@ func Read(file string) ([]Line, error) {
 			pending += strings.TrimSuffix(text, "\\") + " "
 			continue
 		}
-		out = append(out, Line{N: start, Text: pending + text, Code: true})
+		out = append(out, Line{N: start, Text: pending + text, Code: true, Lang: lang})
 		pending = ""
 	}
 	return out, sc.Err()
