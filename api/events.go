@@ -147,7 +147,10 @@ func (a *API) listEvents(c echo.Context) error {
 // Last-Event-ID (else ?after=), filtered as listEvents, each once and in
 // order: "id: <seq>", "event: <type>", "data: <Event JSON>". It sends a
 // comment every heartbeat while idle and ends when the server shuts down
-// or the database fails (the client resumes with Last-Event-ID).
+// or the database fails (the client resumes with Last-Event-ID), and when
+// its token is no longer valid: the token is read again before each
+// page of events and each heartbeat is sent, so a revoked token is sent
+// nothing written after its revocation.
 func (a *API) streamEvents(c echo.Context) error {
 	if err := onlyQuery(c, eventsParams(c)...); err != nil {
 		return err
@@ -184,7 +187,11 @@ func (a *API) streamEvents(c echo.Context) error {
 	defer a.metrics.StreamOpened()()
 	fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds())
 	page := first
-	for {
+	for verified := true; ; verified = false {
+		// The first page was read with the token just verified.
+		if len(page.Events) > 0 && !verified && !a.stillValid(c) {
+			return nil
+		}
 		if err := writeEvents(w, page.Events); err != nil {
 			return nil // the client went away
 		}
@@ -206,6 +213,9 @@ func (a *API) streamEvents(c echo.Context) error {
 			if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
+			if !a.stillValid(c) {
+				return nil
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -215,6 +225,19 @@ func (a *API) streamEvents(c echo.Context) error {
 			return a.endStream(c, err)
 		}
 	}
+}
+
+// stillValid reads the token of a stream's request again: false when it
+// was revoked since (or cannot be read: the client resumes once it can).
+func (a *API) stillValid(c echo.Context) bool {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), a.timeout)
+	defer cancel()
+	bearer, err := bearerOf(c)
+	if err != nil {
+		return false
+	}
+	_, err = a.auth.Authenticate(ctx, bearer)
+	return err == nil
 }
 
 // readBounded is a first read, bounded by the request timeout.

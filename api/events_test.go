@@ -369,3 +369,40 @@ func TestEventsStreamEndsOnShutdown(t *testing.T) {
 	for range s.read {
 	}
 }
+
+// TestEventsStreamEndsOnRevoke: revoking a token ends its open streams:
+// no event committed after the revocation reaches them, and an idle one
+// ends by its next heartbeat.
+func TestEventsStreamEndsOnRevoke(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 50 * time.Millisecond })
+	reader := f.mustToken("alpha", "reader", "human")
+	busy := f.openStream(t, "/v1/projects/alpha/events/stream", reader.Token, "")
+	idle := f.openStream(t, "/v1/projects/alpha/events/stream?types=plan.imported", reader.Token, "")
+	f.do("DELETE", "/v1/projects/alpha/tokens/"+reader.ID, adminToken, nil).ok(t, 204, nil)
+	after := f.appendEvent(f.alpha, events.ItemCreated)
+	for name, s := range map[string]*stream{"busy": busy, "idle": idle} {
+		timeout := time.After(10 * time.Second)
+	read:
+		for {
+			select {
+			case m, ok := <-s.read:
+				if !ok {
+					break read
+				}
+				if m.data == "" {
+					continue
+				}
+				var e wire.Event
+				if err := json.Unmarshal([]byte(m.data), &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.Seq >= after {
+					t.Fatalf("%s stream: event %d (%s) sent to a token revoked before it was written", name, e.Seq, e.Type)
+				}
+			case <-timeout:
+				t.Fatalf("%s stream: still open 10 s after its token was revoked", name)
+			}
+		}
+	}
+}
