@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -186,5 +187,38 @@ func TestEventsRetentionBelowADayRefused(t *testing.T) {
 	_, err := server.Start(context.Background(), server.Config{Addr: "127.0.0.1:0", EventsRetention: time.Hour, DatabaseURL: "postgres://unused.invalid/x"})
 	if err == nil || !strings.Contains(err.Error(), "events-retention") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestMetricsUnknownMethods: requests with made-up methods (anyone may
+// send them, signed in or not) are counted under one method label,
+// _OTHER, so they cannot add series to /metrics without bound.
+func TestMetricsUnknownMethods(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true })
+	for i := range 5 {
+		for _, path := range []string{"/v1/projects/default/items", "/no/such/page"} {
+			req, _ := http.NewRequest(fmt.Sprintf("M%d", i), srv.URL()+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	others := 0.0
+	for series, v := range scrape(t, srv.MetricsURL()) {
+		if !strings.HasPrefix(series, "workgraph_http_requests_total{") {
+			continue
+		}
+		if strings.Contains(series, `method="M`) {
+			t.Errorf("a series per made-up method: %s", series)
+		}
+		if strings.Contains(series, `method="_OTHER"`) {
+			others += v
+		}
+	}
+	if others != 10 {
+		t.Errorf("requests counted with method _OTHER: %v, want 10", others)
 	}
 }
