@@ -222,3 +222,45 @@ func TestMetricsUnknownMethods(t *testing.T) {
 		t.Errorf("requests counted with method _OTHER: %v, want 10", others)
 	}
 }
+
+// TestShutdownEndsWaitingClaims: shutting down answers the claims waiting
+// for work at once, 204 as when their wait is over (their workers claim
+// again, from a replica still serving), instead of holding the exit for
+// the whole grace period and then failing them 503.
+func TestShutdownEndsWaitingClaims(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true })
+	call(t, srv, "POST", "/v1/projects", map[string]any{"name": "quiet"}, 201, nil)
+	answers := make(chan int, 2)
+	for _, body := range []string{`{"worker": "w1", "wait_seconds": 60}`, `{"worker": "w2", "wait_seconds": 60, "max_items": 5}`} {
+		go func() {
+			req, _ := http.NewRequest("POST", srv.URL()+"/v1/projects/quiet/claims", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- 0
+				return
+			}
+			resp.Body.Close()
+			answers <- resp.StatusCode
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); scrape(t, srv.MetricsURL())["workgraph_wait_claims_begun_total"] < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two claims did not begin waiting within 30 s: %v", scrape(t, srv.MetricsURL())["workgraph_wait_claims_begun_total"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	grace, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	begun := time.Now()
+	if err := srv.Shutdown(grace); err != nil {
+		t.Errorf("Shutdown with claims waiting: %v after %v", err, time.Since(begun))
+	}
+	for range 2 {
+		if code := <-answers; code != http.StatusNoContent {
+			t.Errorf("a waiting claim at shutdown: %d, want 204", code)
+		}
+	}
+}

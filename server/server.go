@@ -208,6 +208,9 @@ type Server struct {
 	// follower wakes event streams; Shutdown stops it first, so streams
 	// end instead of holding the exit.
 	follower *events.Follower
+	// notifier wakes long-poll claims; shutting down drains it, so they
+	// answer at once instead of holding the exit.
+	notifier *lease.Notifier
 	// listening is the long poll notifier's Listening.
 	listening <-chan struct{}
 	// firstToken is the admin token created at first start, until shown.
@@ -288,8 +291,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		IdleTimeout:    IdleTimeout,
 		MaxHeaderBytes: MaxHeaderBytes,
 	}
-	// Event streams never become idle: end them when shutdown begins.
+	// Event streams never become idle, and a long-poll claim waits up to a
+	// minute: end them when shutdown begins.
 	s.http.RegisterOnShutdown(s.follower.Stop)
+	s.http.RegisterOnShutdown(s.notifier.Drain)
 	go func() {
 		err := s.http.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
