@@ -12,6 +12,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -262,5 +263,42 @@ func TestShutdownEndsWaitingClaims(t *testing.T) {
 		if code := <-answers; code != http.StatusNoContent {
 			t.Errorf("a waiting claim at shutdown: %d, want 204", code)
 		}
+	}
+}
+
+// TestInconsistentSettingsRefused: settings that would make every claim
+// (lease bounds that leave no lease length, or a default outside them) or
+// every notification link (a public URL that is not one) fail are refused
+// at start, naming the flags, before the database is opened.
+func TestInconsistentSettingsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  server.Config
+		want []string
+	}{
+		{"LeaseMinAboveMax", server.Config{Lease: lease.Config{MinTTL: 10 * time.Minute, MaxTTL: time.Minute}}, []string{"lease-min", "lease-max"}},
+		{"LeaseDefaultAboveMax", server.Config{Lease: lease.Config{MaxTTL: time.Minute}}, []string{"lease-default", "15m", "lease-max"}},
+		{"LeaseDefaultBelowMin", server.Config{Lease: lease.Config{MinTTL: time.Hour}}, []string{"lease-default", "lease-min"}},
+		{"PublicURLNotAbsolute", server.Config{PublicURL: "workgraph.example.com"}, []string{"public-url"}},
+		{"PublicURLNotHTTP", server.Config{PublicURL: "ftp://workgraph.example.com"}, []string{"public-url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tc.cfg
+			cfg.Addr, cfg.DatabaseURL = "127.0.0.1:0", "postgres://unused.invalid/x"
+			_, err := server.Start(context.Background(), cfg)
+			if err == nil {
+				t.Fatal("started")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to name %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "unused.invalid") {
+				t.Errorf("err = %v: the database was tried first", err)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -236,6 +237,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := webhook.CheckRetention(max(cfg.Webhooks.DeliveryRetention, 0)); err != nil {
 		return nil, err
 	}
+	if err := cfg.Lease.Check(); err != nil {
+		return nil, err
+	}
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
+		return nil, err
+	}
 	// Lines logged with a request's context name its request id.
 	cfg.Logger = logs.WithRequestIDs(cfg.Logger)
 	s := &Server{cfg: cfg, log: cfg.Logger, done: make(chan error, 1)}
@@ -374,6 +381,19 @@ func (s *Server) Addr() string { return s.listener.Addr().String() }
 
 // URL is the base URL of the server, e.g. "http://127.0.0.1:8080".
 func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// checkPublicURL refuses a Config.PublicURL that is not an absolute http
+// or https URL: every link of every notification would be broken.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("public-url %q: must be an absolute http or https URL, e.g. https://workgraph.example.com", s)
+	}
+	return nil
+}
 
 // PublicURL is the base URL of notification links: Config.PublicURL, else
 // URL.
