@@ -139,6 +139,12 @@ func (a *API) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if wait > 0 && len(page.Events) > 0 {
+		// The token may have been revoked while the poll waited.
+		if err := a.reverify(c); err != nil {
+			return err
+		}
+	}
 	a.metrics.EventsSent(metrics.EventsPoll, len(page.Events))
 	return c.JSON(http.StatusOK, wire.EventPage{Events: eventViews(page.Events), NextAfter: page.Next})
 }
@@ -229,15 +235,19 @@ func (a *API) streamEvents(c echo.Context) error {
 
 // stillValid reads the token of a stream's request again: false when it
 // was revoked since (or cannot be read: the client resumes once it can).
-func (a *API) stillValid(c echo.Context) bool {
+func (a *API) stillValid(c echo.Context) bool { return a.reverify(c) == nil }
+
+// reverify reads the token of a request that has waited again: the
+// errors of authenticate (unauthenticated once revoked).
+func (a *API) reverify(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), a.timeout)
 	defer cancel()
 	bearer, err := bearerOf(c)
 	if err != nil {
-		return false
+		return err
 	}
 	_, err = a.auth.Authenticate(ctx, bearer)
-	return err == nil
+	return err
 }
 
 // readBounded is a first read, bounded by the request timeout.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -404,5 +405,48 @@ func TestEventsStreamEndsOnRevoke(t *testing.T) {
 				t.Fatalf("%s stream: still open 10 s after its token was revoked", name)
 			}
 		}
+	}
+}
+
+// TestEventsLongPollRevoked: a long poll whose token is revoked while it
+// waits is answered 401, not with the events written after the
+// revocation.
+func TestEventsLongPollRevoked(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.MetricsOnMain = true })
+	reader := f.mustToken("alpha", "reader", "human")
+	var start wire.EventPage
+	f.do("GET", "/v1/projects/alpha/events", reader.Token, nil).ok(t, 200, &start)
+	horizons := func() string {
+		res, err := http.Get(f.srv.MetricsURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "workgraph_events_horizon_wait_seconds_count ") {
+				return l
+			}
+		}
+		return ""
+	}
+	before := horizons()
+	got := make(chan resp, 1)
+	go func() {
+		got <- f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d&wait_seconds=60", start.NextAfter), reader.Token, nil)
+	}()
+	// The poll has been let in and read once (a horizon computed) before
+	// its token is revoked.
+	for deadline := time.Now().Add(30 * time.Second); horizons() == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll did not read within 30 s")
+		}
+	}
+	f.do("DELETE", "/v1/projects/alpha/tokens/"+reader.ID, adminToken, nil).ok(t, 204, nil)
+	f.appendEvent(f.alpha, events.ItemCreated)
+	r := <-got
+	if r.status != http.StatusUnauthorized {
+		t.Fatalf("the long poll of a token revoked while it waited: %d %s", r.status, r.body)
 	}
 }
