@@ -302,3 +302,25 @@ func TestInconsistentSettingsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestCensusReportsZeros: every project has every census series, at 0
+// when there is nothing to count (no item in a state, no live lease, no
+// open question, no backlog), so a count that falls to nothing reads 0,
+// not "no data", and an alert on it can resolve.
+func TestCensusReportsZeros(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true; c.CensusInterval = -1 })
+	call(t, srv, "POST", "/v1/projects", map[string]any{"name": "calm"}, 201, nil)
+	call(t, srv, "POST", "/v1/projects/calm/items", map[string]any{"title": "one"}, 201, nil)
+	want := map[string]float64{
+		`workgraph_items{project="calm",state="ready"}`:           1,
+		`workgraph_live_leases{project="calm"}`:                   0,
+		`workgraph_attention_open{project="calm"}`:                0,
+		`workgraph_attention_oldest_open_seconds{project="calm"}`: 0,
+		`workgraph_webhook_deliveries_due{project="calm"}`:        0,
+	}
+	for _, state := range []string{"leased", "attention", "blocked", "done", "cancelled"} {
+		want[`workgraph_items{project="calm",state="`+state+`"}`] = 0
+	}
+	expect(t, scrape(t, srv.MetricsURL()), want)
+}
