@@ -182,10 +182,18 @@ func (a *API) streamEvents(c echo.Context) error {
 		return err
 	}
 	w := c.Response()
-	// A stream outlives the server's write timeout.
-	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	// A stream outlives the server's write timeout; instead each write
+	// must be taken within two heartbeats: a reader that stopped reading
+	// (its connection's buffers full) is dropped then, and resumes with
+	// Last-Event-ID when it reads again.
+	rc := http.NewResponseController(w)
+	stall := func() {
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * a.streamBeat))
+	}
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
+	stall()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
@@ -198,8 +206,9 @@ func (a *API) streamEvents(c echo.Context) error {
 		if len(page.Events) > 0 && !verified && !a.stillValid(c) {
 			return nil
 		}
+		stall()
 		if err := writeEvents(w, page.Events); err != nil {
-			return nil // the client went away
+			return nil // the client went away, or stopped reading
 		}
 		a.metrics.EventsSent(metrics.EventsStream, len(page.Events))
 		w.Flush()
@@ -222,6 +231,7 @@ func (a *API) streamEvents(c echo.Context) error {
 			if !a.stillValid(c) {
 				return nil
 			}
+			stall()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}

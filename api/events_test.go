@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -448,5 +450,65 @@ func TestEventsLongPollRevoked(t *testing.T) {
 	r := <-got
 	if r.status != http.StatusUnauthorized {
 		t.Fatalf("the long poll of a token revoked while it waited: %d %s", r.status, r.body)
+	}
+}
+
+// TestEventsStreamDropsStalledReader: a reader that stops reading (its
+// connection's buffers full) is dropped once a write has waited two
+// heartbeats, instead of holding its stream, goroutine and connection
+// for ever.
+func TestEventsStreamDropsStalledReader(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 100 * time.Millisecond; c.MetricsOnMain = true })
+	streams := func() string {
+		res, err := http.Get(f.srv.MetricsURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "workgraph_event_streams ") {
+				return strings.TrimPrefix(l, "workgraph_event_streams ")
+			}
+		}
+		return ""
+	}
+	// A client with a small receive buffer that never reads the answer.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/projects/alpha/events/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", f.agent.Token)
+	for deadline := time.Now().Add(30 * time.Second); streams() != "1"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream did not open within 30 s")
+		}
+	}
+	// Far more than the connection's buffers hold.
+	big := strings.Repeat("x", 4000)
+	tx, err := f.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3000 {
+		if _, err := events.Append(context.Background(), tx, events.New{Project: f.alpha, Type: events.ItemCreated, Actor: "system",
+			Payload: map[string]any{"title": big}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); streams() != "0"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a reader that stopped reading still holds its stream 30 s later")
+		}
 	}
 }
