@@ -87,11 +87,12 @@
     [ "item.created", "item.updated", "item.state_changed", "lease.granted", "lease.ended", "lease.refused",
       "attention.opened", "attention.answered", "attention.dismissed", "attention.overdue", "plan.imported"
     ].forEach(function (t) { stream.addEventListener(t, changed); });
-    // Whatever happened while the stream was down is fetched once it is up.
-    var opened = false;
+    // Whatever happened while the stream was down is fetched once it is
+    // up: also before it first connected, since it starts at the log's
+    // horizon of that moment, which may lie past a change made after this
+    // page was rendered.
     stream.onopen = function () {
-      if (opened) changed();
-      opened = true;
+      changed();
       document.body.setAttribute("data-stream", "open");
     };
     stream.onerror = function () { document.body.setAttribute("data-stream", "reconnecting"); };
