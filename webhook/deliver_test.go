@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -605,5 +606,49 @@ func TestDeliveryBacklogInCensus(t *testing.T) {
 	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
 	if n := due(); n != 0 {
 		t.Fatalf("after delivery, %d deliveries due, want 0", n)
+	}
+}
+
+// countingHandler counts the log records of each level.
+type countingHandler struct {
+	mu     sync.Mutex
+	levels map[slog.Level]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.levels[r.Level]++
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestDeliveryLoopBacksOffWhileDatabaseAway: while the database cannot be
+// reached the loop waits longer after each failed round (doubling, up to
+// seconds) and logs each at warn, instead of trying, and logging an
+// error, every poll interval.
+func TestDeliveryLoopBacksOffWhileDatabaseAway(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@/nowhere?host=/nonexistent-workgraph-socket-dir&connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	logs := &countingHandler{levels: map[slog.Level]int{}}
+	d := webhook.NewDeliverer(pool, webhook.DelivererConfig{Poll: 10 * time.Millisecond, Log: slog.New(logs)})
+	d.Start(context.Background())
+	time.Sleep(1500 * time.Millisecond) // a rate over a span of time
+	d.Stop()
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	// Each failed round logs once. Polling every 10 ms would make 150
+	// rounds; doubling from 10 ms, 8.
+	if rounds := logs.levels[slog.LevelWarn] + logs.levels[slog.LevelError]; rounds > 12 {
+		t.Errorf("%d failed rounds logged in 1.5 s without a database, want at most 12 (backing off)", rounds)
+	}
+	if logs.levels[slog.LevelError] > 0 {
+		t.Errorf("%d error lines for a database that is away (want warn)", logs.levels[slog.LevelError])
 	}
 }
