@@ -15,8 +15,9 @@ import (
 	"github.com/workgraph-dev/workgraph/events"
 )
 
-// pageBeat is how often an idle page stream sends a comment.
-const pageBeat = 15 * time.Second
+// DefaultPageBeat is how often an idle page stream sends a comment when
+// Deps.EventsHeartbeat is 0.
+const DefaultPageBeat = 15 * time.Second
 
 // pageEvent is what a page learns of an event: enough to know what to
 // fetch again, nothing a page does not already show.
@@ -33,7 +34,9 @@ type pageEvent struct {
 // horizon (or after Last-Event-ID, when the browser reconnects) and ends
 // when the server shuts down or the session ends (signed out, expired, its
 // token revoked): the session is read again before each page of events
-// and each keep-alive, so nothing written after it ended is sent.
+// and each keep-alive, so nothing written after it ended is sent. It
+// sends a keep-alive every Deps.EventsHeartbeat while idle, and drops a
+// reader that has not taken a write within two of them.
 func (u *ui) eventStream(r *req) error {
 	if u.Events == nil {
 		return r.fail(http.StatusNotFound, "Not found", "This server does not stream events.")
@@ -56,10 +59,20 @@ func (u *ui) eventStream(r *req) error {
 		}
 		after = h
 	}
+	beat := u.EventsHeartbeat
+	if beat <= 0 {
+		beat = DefaultPageBeat
+	}
 	w := r.Response()
-	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	// No write timeout for the stream as a whole; each write must be
+	// taken within two heartbeats, or the reader (which stopped reading)
+	// is dropped.
+	rc := http.NewResponseController(w)
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return r.error(err)
 	}
+	stall := func() { _ = rc.SetWriteDeadline(time.Now().Add(2 * beat)) }
+	stall()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
@@ -68,7 +81,7 @@ func (u *ui) eventStream(r *req) error {
 	f := events.Filter{After: after}
 	seen := after
 	for {
-		wait, cancel := context.WithTimeout(ctx, pageBeat)
+		wait, cancel := context.WithTimeout(ctx, beat)
 		page, err := u.Events.Next(wait, &p, f, seen)
 		cancel()
 		switch {
@@ -78,6 +91,7 @@ func (u *ui) eventStream(r *req) error {
 			if !r.stillSignedIn() {
 				return nil
 			}
+			stall()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -90,6 +104,7 @@ func (u *ui) eventStream(r *req) error {
 		if len(page.Events) > 0 && !r.stillSignedIn() {
 			return nil
 		}
+		stall()
 		for _, e := range page.Events {
 			b, _ := json.Marshal(pageEvent{Seq: e.Seq, Type: e.Type, ItemID: idString(e.ItemID), AttentionID: idString(e.AttentionID)})
 			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {

@@ -3,10 +3,17 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/workgraph-dev/workgraph/web"
 )
 
 // TestPageStreamEndsWithSession: a page's event stream ends when its
@@ -71,4 +78,64 @@ func TestPageStreamEndsWithSession(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPageStreamHeartbeatAndStall: a page's stream sends its keep-alive
+// comments as often as the server's events heartbeat says (proxies with
+// a shorter idle timeout keep it open), and a reader that stops reading
+// is dropped once a write has waited two heartbeats (the stream then
+// ends when it reads again, instead of going on).
+func TestPageStreamHeartbeatAndStall(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live, func(d *web.Deps) { d.EventsHeartbeat = 100 * time.Millisecond })
+	b := e.signIn(e.human)
+	u, _ := url.Parse(e.srv.URL)
+	var cookies []string
+	for _, c := range b.c.Jar.Cookies(u) {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	open := func(rcvbuf int) net.Conn {
+		d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+			var err error
+			if rcvbuf > 0 {
+				c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+			}
+			return err
+		}}
+		conn, err := d.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "GET /p/acme/events/stream HTTP/1.1\r\nHost: %s\r\nCookie: %s\r\n\r\n", u.Host, strings.Join(cookies, "; "))
+		return conn
+	}
+	t.Run("Heartbeat", func(t *testing.T) {
+		conn := open(0)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("no keep-alive within 10 s with a heartbeat of 100 ms: %v", err)
+			}
+			if strings.Contains(line, ": keep-alive") {
+				return
+			}
+		}
+	})
+	t.Run("Stall", func(t *testing.T) {
+		conn := open(4096)
+		// Far more than the connection's buffers hold, written at once.
+		if _, err := e.pool.Exec(context.Background(), `INSERT INTO events (project_id, type, at, actor, payload)
+			SELECT $1, 'item.created', clock_timestamp(), 'system', '{}' FROM generate_series(1, 60000)`, e.project.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // a stall of twenty heartbeats
+		// Read again: a dropped stream ends; one still held goes on.
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, conn); err != nil {
+			t.Fatalf("the stream of a reader that stopped reading was not dropped: %v", err)
+		}
+	})
 }
