@@ -513,8 +513,8 @@ func TestDeliverAttentionAsSlack(t *testing.T) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(m.Text, "Deploy to <prod> & tag it?") || !strings.Contains(m.Text, "Ship the release") {
-		t.Fatalf("text %q: want the question and the item", m.Text)
+	if !strings.Contains(m.Text, "Deploy to &lt;prod&gt; &amp; tag it?") || !strings.Contains(m.Text, "Ship the release") {
+		t.Fatalf("text %q: want the question (escaped, as mrkdwn) and the item", m.Text)
 	}
 	all := string(body)
 	for _, want := range []string{"token:lead", "Deploy to &lt;prod&gt; &amp; tag it?",
@@ -650,5 +650,35 @@ func TestDeliveryLoopBacksOffWhileDatabaseAway(t *testing.T) {
 	}
 	if logs.levels[slog.LevelError] > 0 {
 		t.Errorf("%d error lines for a database that is away (want warn)", logs.levels[slog.LevelError])
+	}
+}
+
+// TestDeliverSlackEscapesEverywhere: what people and agents wrote (the
+// question, the item's title) reaches Slack escaped in every field Slack
+// reads as mrkdwn, the notification text included, so a question cannot
+// mention the whole channel or dress up a link.
+func TestDeliverSlackEscapesEverywhere(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
+	mustRequest(t, s.pool, s.project, "<!channel> approve at <https://evil.example|the release page> & go")
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
+		Attention: attention.NewService(s.pool, nil, attention.Config{})})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Text string `json:"text"`
+	}
+	body := rc.got()[0].body
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{"<!channel>", "<https://evil.example", " & go"} {
+		if strings.Contains(string(body), raw) {
+			t.Errorf("the Slack body carries %q unescaped (text %q)", raw, m.Text)
+		}
+	}
+	if !strings.Contains(m.Text, "&lt;!channel&gt; approve at &lt;https://evil.example|the release page&gt; &amp; go") {
+		t.Errorf("text %q: want the question, escaped", m.Text)
 	}
 }
