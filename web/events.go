@@ -38,11 +38,28 @@ type pageEvent struct {
 // sends a keep-alive every Deps.EventsHeartbeat while idle, and drops a
 // reader that has not taken a write within two of them.
 func (u *ui) eventStream(r *req) error {
+	p := r.project.ID
+	return u.streamEvents(r, &p)
+}
+
+// allEventStream serves /events/stream, what the all-projects inbox
+// follows: for an admin of every project the events of all of them, for
+// an admin of one project that project's; anyone else: not found.
+func (u *ui) allEventStream(r *req) error {
+	pr := r.sess.Principal
+	if !pr.IsAdmin() {
+		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
+	}
+	return u.streamEvents(r, pr.ProjectID)
+}
+
+// streamEvents streams the events of project (nil: of every project) as
+// eventStream says.
+func (u *ui) streamEvents(r *req, p *uuid.UUID) error {
 	if u.Events == nil {
 		return r.fail(http.StatusNotFound, "Not found", "This server does not stream events.")
 	}
 	ctx := r.ctx()
-	p := r.project.ID
 	var after int64
 	if last := strings.TrimSpace(r.Request().Header.Get("Last-Event-ID")); last != "" {
 		n, err := strconv.ParseInt(last, 10, 64)
@@ -78,11 +95,12 @@ func (u *ui) eventStream(r *req) error {
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 2000\n\n")
 	w.Flush()
-	f := events.Filter{After: after}
+	// Pages learn little of each event: read the most a read may give.
+	f := events.Filter{After: after, Limit: events.MaxLimit}
 	seen := after
 	for {
 		wait, cancel := context.WithTimeout(ctx, beat)
-		page, err := u.Events.Next(wait, &p, f, seen)
+		page, err := u.Events.Next(wait, p, f, seen)
 		cancel()
 		switch {
 		case ctx.Err() != nil || errors.Is(err, events.ErrStopped):

@@ -202,3 +202,53 @@ func TestBrowserLiveInboxAskedBeforeStream(t *testing.T) {
 		t.Fatal("the page was reloaded")
 	}
 }
+
+// TestBrowserLiveAllProjectsInbox: an admin's inbox across every project
+// (/inbox) follows the event log too: a question asked in any project
+// appears without a reload.
+func TestBrowserLiveAllProjectsInbox(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	srv := bootServer(t)
+	bg := context.Background()
+	project, err := graph.NewService(srv.Pool(), nil).CreateProject(bg, "far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authSvc := auth.NewService(srv.Pool(), nil)
+	_, root, err := authSvc.Create(bg, nil, "root", auth.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, agent, err := authSvc.Create(bg, &project.ID, "bot", auth.RoleAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiCall(t, srv, agent, "POST", "/v1/projects/far/items", map[string]any{"title": "Pick a licence"}, &apiItem{})
+	var claim struct {
+		Lease struct {
+			ID    string `json:"id"`
+			Epoch int64  `json:"epoch"`
+		} `json:"lease"`
+	}
+	apiCall(t, srv, agent, "POST", "/v1/projects/far/claims", map[string]any{"worker": "bot"}, &claim)
+	step(t, ctx,
+		chromedp.Navigate(srv.URL()+"/signin?next=/inbox"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), root),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS("main .empty")),
+	)
+	eval[bool](t, ctx, `window.__noReload = true`)
+	waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
+	apiCall(t, srv, agent, "POST", "/v1/leases/"+claim.Lease.ID+"/attention", map[string]any{
+		"epoch": claim.Lease.Epoch, "question": "MIT or Apache-2.0?",
+	}, nil)
+	waitJS(t, ctx, `!!document.querySelector("main article.request")`)
+	if text := eval[string](t, ctx, `document.querySelector("main article.request").innerText`); !strings.Contains(text, "MIT or Apache-2.0?") {
+		t.Fatalf("the new request: %q", text)
+	}
+	if !eval[bool](t, ctx, `window.__noReload === true`) {
+		t.Fatal("the page was reloaded")
+	}
+}

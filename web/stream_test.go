@@ -131,7 +131,9 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 			SELECT $1, 'item.created', clock_timestamp(), 'system', '{}' FROM generate_series(1, 60000)`, e.project.ID); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Second) // a stall of twenty heartbeats
+		// A stall of sixty heartbeats: time for the server to fill the
+		// connection and wait on it, even on a loaded machine.
+		time.Sleep(6 * time.Second)
 		// Read again: a dropped stream ends; one still held goes on.
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := io.Copy(io.Discard, conn); err != nil {

@@ -103,6 +103,7 @@ func Mount(e *echo.Echo, d Deps) {
 	e.GET("/", u.page(u.home))
 	e.GET("/projects", u.page(u.projects))
 	e.GET(allInboxPath, u.page(u.allInbox))
+	e.GET(allEventsPath, u.page(u.allEventStream))
 
 	p := func(path string) string { return "/p/:project" + path }
 	e.GET(p(""), u.project(u.projectHome))
