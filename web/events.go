@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/events"
 )
 
@@ -88,7 +89,9 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID) error {
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return r.error(err)
 	}
-	stall := func() { _ = rc.SetWriteDeadline(time.Now().Add(2 * beat)) }
+	// A connection's deadline is the machine's clock (the kernel's),
+	// whatever clock the pages show times against.
+	stall := func() { _ = rc.SetWriteDeadline(clock.System().Add(2 * beat)) }
 	stall()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
