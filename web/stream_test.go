@@ -141,3 +141,12 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 		}
 	})
 }
+
+// TestAllEventStreamAdminsOnly: the stream of every project's events
+// (what an admin's all-projects inbox follows) is not found for a person
+// of one project (agents do not sign in).
+func TestAllEventStreamAdminsOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live)
+	wantStatus(t, e.signIn(e.human).get("/events/stream"), http.StatusNotFound)
+}
