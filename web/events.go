@@ -40,22 +40,24 @@ type pageEvent struct {
 // reader that has not taken a write within two of them.
 func (u *ui) eventStream(r *req) error {
 	p := r.project.ID
-	return u.streamEvents(r, &p)
+	return u.streamEvents(r, &p, nil)
 }
 
 // allEventStream serves /events/stream, what the all-projects inbox
-// follows: for an admin (who may see every project) the events of all
-// projects; anyone else: not found.
+// follows: for an admin (who may see every project) the attention events
+// of all projects (what changes an inbox; the rest of a busy fleet's
+// events would only make the page read every project again); anyone else:
+// not found.
 func (u *ui) allEventStream(r *req) error {
 	if !r.sess.Principal.IsAdmin() {
 		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
 	}
-	return u.streamEvents(r, nil)
+	return u.streamEvents(r, nil, []string{events.AttentionOpened, events.AttentionAnswer, events.AttentionDismiss, events.AttentionOverdue})
 }
 
-// streamEvents streams the events of project (nil: of every project) as
-// eventStream says.
-func (u *ui) streamEvents(r *req, p *uuid.UUID) error {
+// streamEvents streams the events of project (nil: of every project) of
+// types (nil: all) as eventStream says.
+func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	if u.Events == nil {
 		return r.fail(http.StatusNotFound, "Not found", "This server does not stream events.")
 	}
@@ -98,7 +100,7 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID) error {
 	fmt.Fprint(w, "retry: 2000\n\n")
 	w.Flush()
 	// Pages learn little of each event: read the most a read may give.
-	f := events.Filter{After: after, Limit: events.MaxLimit}
+	f := events.Filter{After: after, Types: types, Limit: events.MaxLimit}
 	seen := after
 	for {
 		wait, cancel := context.WithTimeout(ctx, beat)

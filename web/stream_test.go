@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/web"
 )
 
@@ -149,4 +150,57 @@ func TestAllEventStreamAdminsOnly(t *testing.T) {
 	t.Parallel()
 	e := setup(t, live)
 	wantStatus(t, e.signIn(e.human).get("/events/stream"), http.StatusNotFound)
+}
+
+// TestAllEventStreamAttentionOnly: the all-projects stream carries the
+// attention events only (what changes an inbox), not the rest of the
+// fleet's work.
+func TestAllEventStreamAttentionOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live)
+	b := e.signIn(e.admin)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/events/stream", nil)
+	res, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d", res.StatusCode)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for l := range lines { // the retry field, then the blank line
+		if l == "" {
+			break
+		}
+	}
+	e.mustItem("a task")
+	e.claimAndAsk("w1", attention.NewRequest{Question: "Which way?", Blocking: true})
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if !strings.HasPrefix(l, "event:") {
+				continue
+			}
+			if l != "event: attention.opened" {
+				t.Fatalf("the all-projects stream sent %q before the question", l)
+			}
+			return
+		case <-timeout:
+			t.Fatal("no attention.opened within 10 s")
+		}
+	}
 }
