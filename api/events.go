@@ -139,6 +139,12 @@ func (a *API) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if wait > 0 && len(page.Events) > 0 {
+		// The token may have been revoked while the poll waited.
+		if err := a.reverify(c); err != nil {
+			return err
+		}
+	}
 	a.metrics.EventsSent(metrics.EventsPoll, len(page.Events))
 	return c.JSON(http.StatusOK, wire.EventPage{Events: eventViews(page.Events), NextAfter: page.Next})
 }
@@ -147,7 +153,10 @@ func (a *API) listEvents(c echo.Context) error {
 // Last-Event-ID (else ?after=), filtered as listEvents, each once and in
 // order: "id: <seq>", "event: <type>", "data: <Event JSON>". It sends a
 // comment every heartbeat while idle and ends when the server shuts down
-// or the database fails (the client resumes with Last-Event-ID).
+// or the database fails (the client resumes with Last-Event-ID), and when
+// its token is no longer valid: the token is read again before each
+// page of events and each heartbeat is sent, so a revoked token is sent
+// nothing written after its revocation.
 func (a *API) streamEvents(c echo.Context) error {
 	if err := onlyQuery(c, eventsParams(c)...); err != nil {
 		return err
@@ -173,10 +182,18 @@ func (a *API) streamEvents(c echo.Context) error {
 		return err
 	}
 	w := c.Response()
-	// A stream outlives the server's write timeout.
-	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	// A stream outlives the server's write timeout; instead each write
+	// must be taken within two heartbeats: a reader that stopped reading
+	// (its connection's buffers full) is dropped then, and resumes with
+	// Last-Event-ID when it reads again.
+	rc := http.NewResponseController(w)
+	stall := func() {
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * a.streamBeat))
+	}
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
+	stall()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
@@ -184,9 +201,14 @@ func (a *API) streamEvents(c echo.Context) error {
 	defer a.metrics.StreamOpened()()
 	fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds())
 	page := first
-	for {
+	for verified := true; ; verified = false {
+		// The first page was read with the token just verified.
+		if len(page.Events) > 0 && !verified && !a.stillValid(c) {
+			return nil
+		}
+		stall()
 		if err := writeEvents(w, page.Events); err != nil {
-			return nil // the client went away
+			return nil // the client went away, or stopped reading
 		}
 		a.metrics.EventsSent(metrics.EventsStream, len(page.Events))
 		w.Flush()
@@ -206,6 +228,10 @@ func (a *API) streamEvents(c echo.Context) error {
 			if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
+			if !a.stillValid(c) {
+				return nil
+			}
+			stall()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -215,6 +241,23 @@ func (a *API) streamEvents(c echo.Context) error {
 			return a.endStream(c, err)
 		}
 	}
+}
+
+// stillValid reads the token of a stream's request again: false when it
+// was revoked since (or cannot be read: the client resumes once it can).
+func (a *API) stillValid(c echo.Context) bool { return a.reverify(c) == nil }
+
+// reverify reads the token of a request that has waited again: the
+// errors of authenticate (unauthenticated once revoked).
+func (a *API) reverify(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), a.timeout)
+	defer cancel()
+	bearer, err := bearerOf(c)
+	if err != nil {
+		return err
+	}
+	_, err = a.auth.Authenticate(ctx, bearer)
+	return err
 }
 
 // readBounded is a first read, bounded by the request timeout.

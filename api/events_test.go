@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -367,5 +370,145 @@ func TestEventsStreamEndsOnShutdown(t *testing.T) {
 		t.Fatalf("Shutdown with a stream open: %v", err)
 	}
 	for range s.read {
+	}
+}
+
+// TestEventsStreamEndsOnRevoke: revoking a token ends its open streams:
+// no event committed after the revocation reaches them, and an idle one
+// ends by its next heartbeat.
+func TestEventsStreamEndsOnRevoke(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 50 * time.Millisecond })
+	reader := f.mustToken("alpha", "reader", "human")
+	busy := f.openStream(t, "/v1/projects/alpha/events/stream", reader.Token, "")
+	idle := f.openStream(t, "/v1/projects/alpha/events/stream?types=plan.imported", reader.Token, "")
+	f.do("DELETE", "/v1/projects/alpha/tokens/"+reader.ID, adminToken, nil).ok(t, 204, nil)
+	after := f.appendEvent(f.alpha, events.ItemCreated)
+	for name, s := range map[string]*stream{"busy": busy, "idle": idle} {
+		timeout := time.After(10 * time.Second)
+	read:
+		for {
+			select {
+			case m, ok := <-s.read:
+				if !ok {
+					break read
+				}
+				if m.data == "" {
+					continue
+				}
+				var e wire.Event
+				if err := json.Unmarshal([]byte(m.data), &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.Seq >= after {
+					t.Fatalf("%s stream: event %d (%s) sent to a token revoked before it was written", name, e.Seq, e.Type)
+				}
+			case <-timeout:
+				t.Fatalf("%s stream: still open 10 s after its token was revoked", name)
+			}
+		}
+	}
+}
+
+// TestEventsLongPollRevoked: a long poll whose token is revoked while it
+// waits is answered 401, not with the events written after the
+// revocation.
+func TestEventsLongPollRevoked(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.MetricsOnMain = true })
+	reader := f.mustToken("alpha", "reader", "human")
+	var start wire.EventPage
+	f.do("GET", "/v1/projects/alpha/events", reader.Token, nil).ok(t, 200, &start)
+	horizons := func() string {
+		res, err := http.Get(f.srv.MetricsURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "workgraph_events_horizon_wait_seconds_count ") {
+				return l
+			}
+		}
+		return ""
+	}
+	before := horizons()
+	got := make(chan resp, 1)
+	go func() {
+		got <- f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d&wait_seconds=60", start.NextAfter), reader.Token, nil)
+	}()
+	// The poll has been let in and read once (a horizon computed) before
+	// its token is revoked.
+	for deadline := time.Now().Add(30 * time.Second); horizons() == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll did not read within 30 s")
+		}
+	}
+	f.do("DELETE", "/v1/projects/alpha/tokens/"+reader.ID, adminToken, nil).ok(t, 204, nil)
+	f.appendEvent(f.alpha, events.ItemCreated)
+	r := <-got
+	if r.status != http.StatusUnauthorized {
+		t.Fatalf("the long poll of a token revoked while it waited: %d %s", r.status, r.body)
+	}
+}
+
+// TestEventsStreamDropsStalledReader: a reader that stops reading (its
+// connection's buffers full) is dropped once a write has waited two
+// heartbeats, instead of holding its stream, goroutine and connection
+// for ever.
+func TestEventsStreamDropsStalledReader(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 100 * time.Millisecond; c.MetricsOnMain = true })
+	streams := func() string {
+		res, err := http.Get(f.srv.MetricsURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "workgraph_event_streams ") {
+				return strings.TrimPrefix(l, "workgraph_event_streams ")
+			}
+		}
+		return ""
+	}
+	// A client with a small receive buffer that never reads the answer.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/projects/alpha/events/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", f.agent.Token)
+	for deadline := time.Now().Add(30 * time.Second); streams() != "1"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream did not open within 30 s")
+		}
+	}
+	// Far more than the connection's buffers hold.
+	big := strings.Repeat("x", 4000)
+	tx, err := f.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3000 {
+		if _, err := events.Append(context.Background(), tx, events.New{Project: f.alpha, Type: events.ItemCreated, Actor: "system",
+			Payload: map[string]any{"title": big}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); streams() != "0"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a reader that stopped reading still holds its stream 30 s later")
+		}
 	}
 }

@@ -10,12 +10,19 @@ import (
 // /metrics: items by state, live leases and open attention, per project
 // (by name).
 type Census struct {
+	// Items has a row for every project and state, LiveLeases,
+	// Attention and DueDeliveries an entry for every project: 0 for what
+	// a project has none of (a gauge series that vanished would read "no
+	// data", not 0).
 	Items      []CensusItems
 	LiveLeases map[string]int64
 	Attention  map[string]CensusAttention
 	// DueDeliveries: webhook deliveries due now (the backlog), by project.
 	DueDeliveries map[string]int64
 }
+
+// ItemStates are the derived states of an item the census counts.
+var ItemStates = []string{"ready", "leased", "attention", "blocked", "done", "cancelled"}
 
 // CensusItems is how many items of Project are in State.
 type CensusItems struct {
@@ -30,12 +37,16 @@ type CensusAttention struct {
 	OldestSeconds float64
 }
 
-// TakeCensus reads the census in four statements on q (a pool; no
-// transaction: the four need not agree to the instant). Its cost is a
-// scan of items and two index scans; callers run it at most every few
-// seconds, never per request.
+// TakeCensus reads the census in five statements on q (a pool; no
+// transaction: they need not agree to the instant): the projects, then
+// the four counts. Its cost is a scan of items and index scans; callers
+// run it at most every few seconds, never per request.
 func TakeCensus(ctx context.Context, q dbq.DBTX) (Census, error) {
 	queries := dbq.New()
+	projects, err := queries.ListProjects(ctx, q)
+	if err != nil {
+		return Census{}, Translate(err)
+	}
 	items, err := queries.CensusItems(ctx, q)
 	if err != nil {
 		return Census{}, Translate(err)
@@ -53,8 +64,19 @@ func TakeCensus(ctx context.Context, q dbq.DBTX) (Census, error) {
 		return Census{}, Translate(err)
 	}
 	c := Census{LiveLeases: map[string]int64{}, Attention: map[string]CensusAttention{}, DueDeliveries: map[string]int64{}}
-	for _, r := range items {
-		c.Items = append(c.Items, CensusItems{Project: r.Project, State: r.State, Items: r.Items})
+	counted := map[CensusItems]int64{}
+	for _, p := range projects {
+		for _, st := range ItemStates {
+			counted[CensusItems{Project: p.Name, State: st}] = 0
+		}
+		c.LiveLeases[p.Name], c.Attention[p.Name], c.DueDeliveries[p.Name] = 0, CensusAttention{}, 0
+	}
+	for _, r := range items { // a project made after the list above is counted too
+		counted[CensusItems{Project: r.Project, State: r.State}] = r.Items
+	}
+	for k, n := range counted {
+		k.Items = n
+		c.Items = append(c.Items, k)
 	}
 	for _, r := range leases {
 		c.LiveLeases[r.Project] = r.Leases

@@ -26,9 +26,13 @@ var ErrOutOfScope = errors.New("fence: the write is outside the lease's write sc
 // path) lies inside one of the token's scopes: a scope without a path
 // covers all of its resource; a scope with a path covers the paths its
 // glob matches. The whole resource is covered only by a scope without a
-// path. A token without scopes covers nothing.
+// path. A token without scopes covers nothing, and no scope covers a
+// target whose path has an empty, "." or ".." segment.
 func (c Claims) Covers(target string) bool {
 	res, path, hasPath := strings.Cut(target, ":")
+	if hasPath && !literalPath(path) {
+		return false
+	}
 	for _, s := range c.Scopes {
 		sres, glob, scoped := strings.Cut(s, ":")
 		switch {
@@ -42,12 +46,29 @@ func (c Claims) Covers(target string) bool {
 	return false
 }
 
+// literalPath reports whether path is literal segments a scope can judge:
+// none empty (no leading, trailing or doubled "/"), none "." or "..",
+// which would name a place other than the one the segments spell
+// ("web/../api" is "api"). A target with another path is covered by no
+// scope, so a destination need not clean it first.
+func literalPath(path string) bool {
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckScope is ErrOutOfScope (wrapped, naming the target and the
 // scopes) when the token's scopes do not cover target, for a destination
 // that checks scopes without the Middleware.
 func (c Claims) CheckScope(target string) error {
 	if c.Covers(target) {
 		return nil
+	}
+	if _, path, ok := strings.Cut(target, ":"); ok && !literalPath(path) {
+		return fmt.Errorf("%w: %s is not a literal path (an empty, . or .. segment)", ErrOutOfScope, target)
 	}
 	if len(c.Scopes) == 0 {
 		return fmt.Errorf("%w: %s is not covered; lease %s holds no write scope (its item declares no touches)", ErrOutOfScope, target, c.Lease)

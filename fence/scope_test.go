@@ -38,6 +38,20 @@ func TestCovers(t *testing.T) {
 		{[]string{"repo:ab*ba"}, "repo:aba", false}, // prefix and suffix may not share characters
 		{[]string{"db:schema", "repo:web/**"}, "repo:web/x", true},
 		{nil, "repo:web/x", false},
+		// A target whose path is not clean literal segments is covered by
+		// no scope: ".." would climb out of the scope ("web/../api" is
+		// "api") or the resource, and "." or an empty segment are not
+		// literal segments.
+		{[]string{"repo:web/**"}, "repo:web/../api/x.go", false},
+		{[]string{"repo:web/**"}, "repo:web/..", false},
+		{[]string{"repo:web/*"}, "repo:web/..", false},
+		{[]string{"repo:**"}, "repo:../etc/passwd", false},
+		{[]string{"repo:web/**"}, "repo:web/./a.go", false},
+		{[]string{"repo:web/**"}, "repo:web//a.go", false},
+		{[]string{"repo:web/**"}, "repo:web/", false},
+		{[]string{"repo:**"}, "repo:/etc/passwd", false},
+		{[]string{"repo:**"}, "repo:", false},
+		{[]string{"repo"}, "repo:web/../../x", false}, // it may climb out of the resource
 	}
 	for _, c := range cases {
 		if got := (fence.Claims{Scopes: c.scopes}).Covers(c.target); got != c.want {

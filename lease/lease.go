@@ -3,6 +3,7 @@ package lease
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -108,6 +109,23 @@ type Config struct {
 // lowered to it, and the API refuses a longer lease_seconds before it
 // converts the number to a duration.
 const TTLCeiling = 7 * 24 * time.Hour
+
+// Check reports lease bounds that would refuse claims whatever they ask,
+// after the defaults: MinTTL above MaxTTL, or DefaultTTL outside them.
+// Its errors name the server's flags (lease-min, lease-max,
+// lease-default).
+func (c Config) Check() error {
+	d := c.withDefaults()
+	switch {
+	case d.MinTTL > d.MaxTTL:
+		return fmt.Errorf("lease-min %s is above lease-max %s: no lease length would be allowed", d.MinTTL, d.MaxTTL)
+	case d.DefaultTTL > d.MaxTTL:
+		return fmt.Errorf("lease-default %s is above lease-max %s: every claim naming no lease length would be refused", d.DefaultTTL, d.MaxTTL)
+	case d.DefaultTTL < d.MinTTL:
+		return fmt.Errorf("lease-default %s is below lease-min %s: every claim naming no lease length would be refused", d.DefaultTTL, d.MinTTL)
+	}
+	return nil
+}
 
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {

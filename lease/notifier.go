@@ -38,6 +38,8 @@ type Notifier struct {
 
 	listening     chan struct{} // closed once the first LISTEN is active
 	listeningOnce sync.Once
+	draining      chan struct{} // closed by Drain
+	drainOnce     sync.Once
 
 	// TestSignals are for tests: Init one before Start to wait on it.
 	TestSignals NotifierSignals
@@ -67,6 +69,7 @@ func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
 		subs:      map[uuid.UUID]map[chan struct{}]struct{}{},
 		queues:    map[uuid.UUID]*waitQueue{},
 		listening: make(chan struct{}),
+		draining:  make(chan struct{}),
 	}
 }
 
@@ -75,6 +78,13 @@ func (n *Notifier) Start(ctx context.Context) { n.base.Run(ctx, n.run) }
 
 // Stop stops listening and waits for the listener to finish.
 func (n *Notifier) Stop() { n.base.Stop() }
+
+// Drain ends the wait of every waiting claim, now and later, as if its
+// wait_seconds had passed (ErrNothingReady): a server calls it when it
+// begins to shut down, so its long polls answer at once (their workers
+// claim again, from a replica still serving) instead of holding the exit
+// until the grace period ends.
+func (n *Notifier) Drain() { n.drainOnce.Do(func() { close(n.draining) }) }
 
 // Listening is closed once the notifier's first LISTEN is active (tests
 // wait on it before making an item ready).

@@ -67,7 +67,7 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 		if !first {
 			// A claim with this filter found nothing in this recheck
 			// round, and nothing since is unknown to the notifier.
-			if err := waitTurn(ctx, w, deadline.C); err != nil {
+			if err := waitTurn(ctx, w, deadline.C, n.draining); err != nil {
 				return zero, err
 			}
 			n.begin(w)
@@ -93,12 +93,15 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 }
 
 // waitTurn blocks until w has a turn (an event, a pass-on, a broadcast or
-// its label set's recheck); ErrNothingReady when the deadline passes first.
-func waitTurn(ctx context.Context, w *waiter, deadline <-chan time.Time) error {
+// its label set's recheck); ErrNothingReady when the deadline passes or
+// draining closes (Notifier.Drain) first.
+func waitTurn(ctx context.Context, w *waiter, deadline <-chan time.Time, draining <-chan struct{}) error {
 	select {
 	case <-ctx.Done():
 		return db.Translate(ctx.Err())
 	case <-deadline:
+		return ErrNothingReady
+	case <-draining:
 		return ErrNothingReady
 	case <-w.turn:
 		return nil

@@ -140,8 +140,8 @@ func eventsAndWebhooksLifecycle(t *testing.T, see func(map[string]float64) map[s
 		`workgraph_webhook_delivery_duration_seconds_count`:    5,
 		`workgraph_webhooks_disabled_total`:                    1,
 	})
-	if _, ok := m[`workgraph_webhook_deliveries_due{project="m"}`]; ok {
-		t.Errorf("a delivery backlog after every delivery settled: %v", m[`workgraph_webhook_deliveries_due{project="m"}`])
+	if v, ok := m[`workgraph_webhook_deliveries_due{project="m"}`]; !ok || v != 0 {
+		t.Errorf("the delivery backlog after every delivery settled: %v (present %v), want 0", v, ok)
 	}
 
 	cancel()

@@ -201,9 +201,10 @@ func TestMetricsLifecycle(t *testing.T) {
 		`workgraph_items{project="m",state="ready"}`:                                                        1,
 		`workgraph_db_pool_max_connections{pool="main"}`:                                                    float64(servertest.TestMaxConns),
 	})
+	// None left: the series read 0 (they do not vanish).
 	for _, series := range []string{`workgraph_live_leases{project="m"}`, `workgraph_attention_open{project="m"}`} {
-		if v, ok := m[series]; ok {
-			t.Errorf("%s = %v after the answer, want no series (none left)", series, v)
+		if v, ok := m[series]; !ok || v != 0 {
+			t.Errorf("%s = %v (present %v) after the answer, want 0 (none left)", series, v, ok)
 		}
 	}
 	if m[`workgraph_sweeper_runs_total{result="ok"}`] < 1 || m[`workgraph_db_pool_acquires_total{pool="main"}`] < 1 {

@@ -66,6 +66,7 @@ func (s *Server) mount(ctx context.Context) error {
 	notifier := lease.NewNotifier(listenPool, s.log)
 	notifier.Start(context.Background())
 	s.stops = append(s.stops, notifier.Stop)
+	s.notifier = notifier
 	s.listening = notifier.Listening()
 	s.registry.MustRegister(metrics.NewWaitCollector(func() metrics.WaitStats {
 		w := notifier.Stats()

@@ -104,11 +104,12 @@ func (s *Server) instrument(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
+		method := knownMethod(req.Method)
 		id := logs.AcceptRequestID(req.Header.Get(api.RequestIDHeader))
 		ctx := logs.WithRequestID(req.Context(), id)
 		var span trace.Span
 		if s.tracer != nil {
-			ctx, span = telemetry.StartRequest(ctx, s.tracer, req.Header, req.Method, c.Path(), id)
+			ctx, span = telemetry.StartRequest(ctx, s.tracer, req.Header, method, c.Path(), id)
 		}
 		c.SetRequest(req.WithContext(ctx))
 		c.Response().Header().Set(api.RequestIDHeader, id)
@@ -122,9 +123,21 @@ func (s *Server) instrument(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		s.metrics.Request(route, c.Request().Method, c.Response().Status, time.Since(start))
+		s.metrics.Request(route, method, c.Response().Status, time.Since(start))
 		return nil
 	}
+}
+
+// knownMethod is an HTTP method as metrics and spans name it: one of
+// the standard methods, else "_OTHER" (OpenTelemetry's name), so a client
+// inventing methods cannot add series or span names without bound.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return telemetry.OtherMethod
 }
 
 // serveSide starts serving the side listeners; Shutdown stops them.

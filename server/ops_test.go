@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -187,4 +189,138 @@ func TestEventsRetentionBelowADayRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "events-retention") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// TestMetricsUnknownMethods: requests with made-up methods (anyone may
+// send them, signed in or not) are counted under one method label,
+// _OTHER, so they cannot add series to /metrics without bound.
+func TestMetricsUnknownMethods(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true })
+	for i := range 5 {
+		for _, path := range []string{"/v1/projects/default/items", "/no/such/page"} {
+			req, _ := http.NewRequest(fmt.Sprintf("M%d", i), srv.URL()+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	others := 0.0
+	for series, v := range scrape(t, srv.MetricsURL()) {
+		if !strings.HasPrefix(series, "workgraph_http_requests_total{") {
+			continue
+		}
+		if strings.Contains(series, `method="M`) {
+			t.Errorf("a series per made-up method: %s", series)
+		}
+		if strings.Contains(series, `method="_OTHER"`) {
+			others += v
+		}
+	}
+	if others != 10 {
+		t.Errorf("requests counted with method _OTHER: %v, want 10", others)
+	}
+}
+
+// TestShutdownEndsWaitingClaims: shutting down answers the claims waiting
+// for work at once, 204 as when their wait is over (their workers claim
+// again, from a replica still serving), instead of holding the exit for
+// the whole grace period and then failing them 503.
+func TestShutdownEndsWaitingClaims(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true })
+	call(t, srv, "POST", "/v1/projects", map[string]any{"name": "quiet"}, 201, nil)
+	answers := make(chan int, 2)
+	for _, body := range []string{`{"worker": "w1", "wait_seconds": 60}`, `{"worker": "w2", "wait_seconds": 60, "max_items": 5}`} {
+		go func() {
+			req, _ := http.NewRequest("POST", srv.URL()+"/v1/projects/quiet/claims", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- 0
+				return
+			}
+			resp.Body.Close()
+			answers <- resp.StatusCode
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); scrape(t, srv.MetricsURL())["workgraph_wait_claims_begun_total"] < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two claims did not begin waiting within 30 s: %v", scrape(t, srv.MetricsURL())["workgraph_wait_claims_begun_total"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	grace, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	begun := time.Now()
+	if err := srv.Shutdown(grace); err != nil {
+		t.Errorf("Shutdown with claims waiting: %v after %v", err, time.Since(begun))
+	}
+	for range 2 {
+		if code := <-answers; code != http.StatusNoContent {
+			t.Errorf("a waiting claim at shutdown: %d, want 204", code)
+		}
+	}
+}
+
+// TestInconsistentSettingsRefused: settings that would make every claim
+// (lease bounds that leave no lease length, or a default outside them) or
+// every notification link (a public URL that is not one) fail are refused
+// at start, naming the flags, before the database is opened.
+func TestInconsistentSettingsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  server.Config
+		want []string
+	}{
+		{"LeaseMinAboveMax", server.Config{Lease: lease.Config{MinTTL: 10 * time.Minute, MaxTTL: time.Minute}}, []string{"lease-min", "lease-max"}},
+		{"LeaseDefaultAboveMax", server.Config{Lease: lease.Config{MaxTTL: time.Minute}}, []string{"lease-default", "15m", "lease-max"}},
+		{"LeaseDefaultBelowMin", server.Config{Lease: lease.Config{MinTTL: time.Hour}}, []string{"lease-default", "lease-min"}},
+		{"PublicURLNotAbsolute", server.Config{PublicURL: "workgraph.example.com"}, []string{"public-url"}},
+		{"PublicURLNotHTTP", server.Config{PublicURL: "ftp://workgraph.example.com"}, []string{"public-url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tc.cfg
+			cfg.Addr, cfg.DatabaseURL = "127.0.0.1:0", "postgres://unused.invalid/x"
+			_, err := server.Start(context.Background(), cfg)
+			if err == nil {
+				t.Fatal("started")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to name %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "unused.invalid") {
+				t.Errorf("err = %v: the database was tried first", err)
+			}
+		})
+	}
+}
+
+// TestCensusReportsZeros: every project has every census series, at 0
+// when there is nothing to count (no item in a state, no live lease, no
+// open question, no backlog), so a count that falls to nothing reads 0,
+// not "no data", and an alert on it can resolve.
+func TestCensusReportsZeros(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsOnMain = true; c.CensusInterval = -1 })
+	call(t, srv, "POST", "/v1/projects", map[string]any{"name": "calm"}, 201, nil)
+	call(t, srv, "POST", "/v1/projects/calm/items", map[string]any{"title": "one"}, 201, nil)
+	want := map[string]float64{
+		`workgraph_items{project="calm",state="ready"}`:           1,
+		`workgraph_live_leases{project="calm"}`:                   0,
+		`workgraph_attention_open{project="calm"}`:                0,
+		`workgraph_attention_oldest_open_seconds{project="calm"}`: 0,
+		`workgraph_webhook_deliveries_due{project="calm"}`:        0,
+	}
+	for _, state := range []string{"leased", "attention", "blocked", "done", "cancelled"} {
+		want[`workgraph_items{project="calm",state="`+state+`"}`] = 0
+	}
+	expect(t, scrape(t, srv.MetricsURL()), want)
 }

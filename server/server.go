@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -208,6 +209,9 @@ type Server struct {
 	// follower wakes event streams; Shutdown stops it first, so streams
 	// end instead of holding the exit.
 	follower *events.Follower
+	// notifier wakes long-poll claims; shutting down drains it, so they
+	// answer at once instead of holding the exit.
+	notifier *lease.Notifier
 	// listening is the long poll notifier's Listening.
 	listening <-chan struct{}
 	// firstToken is the admin token created at first start, until shown.
@@ -231,6 +235,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if err := webhook.CheckRetention(max(cfg.Webhooks.DeliveryRetention, 0)); err != nil {
+		return nil, err
+	}
+	if err := cfg.Lease.Check(); err != nil {
+		return nil, err
+	}
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
 		return nil, err
 	}
 	// Lines logged with a request's context name its request id.
@@ -288,8 +298,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		IdleTimeout:    IdleTimeout,
 		MaxHeaderBytes: MaxHeaderBytes,
 	}
-	// Event streams never become idle: end them when shutdown begins.
+	// Event streams never become idle, and a long-poll claim waits up to a
+	// minute: end them when shutdown begins.
 	s.http.RegisterOnShutdown(s.follower.Stop)
+	s.http.RegisterOnShutdown(s.notifier.Drain)
 	go func() {
 		err := s.http.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -369,6 +381,19 @@ func (s *Server) Addr() string { return s.listener.Addr().String() }
 
 // URL is the base URL of the server, e.g. "http://127.0.0.1:8080".
 func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// checkPublicURL refuses a Config.PublicURL that is not an absolute http
+// or https URL: every link of every notification would be broken.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("public-url %q: must be an absolute http or https URL, e.g. https://workgraph.example.com", s)
+	}
+	return nil
+}
 
 // PublicURL is the base URL of notification links: Config.PublicURL, else
 // URL.

@@ -18,17 +18,18 @@ import (
 // project (once: only when it does not exist yet).
 func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service, hooks *webhook.Service, links *webhook.AnswerLinks, eventsReader *events.Reader) error {
 	web.Mount(s.echo, web.Deps{
-		Sessions:  session.NewStore(s.pool, s.cfg.Clock),
-		Auth:      authSvc,
-		Throttle:  throttle,
-		Graph:     graphSvc,
-		Leases:    leaseSvc,
-		Attention: attSvc,
-		Webhooks:  hooks,
-		Links:     links,
-		Events:    eventsReader,
-		Clock:     s.cfg.Clock,
-		Logger:    s.log,
+		Sessions:        session.NewStore(s.pool, s.cfg.Clock),
+		Auth:            authSvc,
+		Throttle:        throttle,
+		Graph:           graphSvc,
+		Leases:          leaseSvc,
+		Attention:       attSvc,
+		Webhooks:        hooks,
+		Links:           links,
+		Events:          eventsReader,
+		EventsHeartbeat: s.cfg.EventsHeartbeat,
+		Clock:           s.cfg.Clock,
+		Logger:          s.log,
 	})
 	if !s.cfg.Demo {
 		return nil

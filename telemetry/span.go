@@ -165,7 +165,8 @@ func StartTx(ctx context.Context, name string) (context.Context, trace.Span) {
 }
 
 // StartRequest starts the server span of an HTTP request: a child of the
-// caller's traceparent when it sent one, named "METHOD route" with the
+// caller's traceparent when it sent one, named "METHOD route" (method
+// OtherMethod: "HTTP route") with the
 // route template in OpenAPI form ("/v1/leases/{id}/heartbeat", from
 // Echo's "/v1/leases/:id/heartbeat"; "unmatched" for none), never the raw
 // path. The context returned carries the span and collects the request's
@@ -178,12 +179,20 @@ func StartRequest(ctx context.Context, tracer trace.Tracer, h http.Header, metho
 		route = templateForm(route)
 	}
 	ctx = context.WithValue(ctx, tagsKey{}, &tagBag{})
-	return tracer.Start(ctx, method+" "+route, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+	name := method
+	if method == OtherMethod {
+		name = "HTTP" // the semantic conventions' name for a method not known
+	}
+	return tracer.Start(ctx, name+" "+route, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 		attribute.String("http.request.method", method),
 		attribute.String("http.route", route),
 		AttrRequestID.String(requestID),
 	))
 }
+
+// OtherMethod is the http.request.method of a request whose method is
+// not a standard one.
+const OtherMethod = "_OTHER"
 
 // EndRequest ends a request's span with its answer's status.
 func EndRequest(span trace.Span, status int) {

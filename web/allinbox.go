@@ -11,8 +11,12 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 )
 
-// allInboxPath is the inbox across every project an admin may see.
-const allInboxPath = "/inbox"
+// allInboxPath is the inbox across every project an admin may see;
+// allEventsPath the event stream it follows.
+const (
+	allInboxPath  = "/inbox"
+	allEventsPath = "/events/stream"
+)
 
 // AllProjects is what the inbox shows when it spans every project an
 // admin may see (/inbox): the filter's choices, each project with its open
@@ -113,6 +117,9 @@ func (u *ui) allInbox(r *req) error {
 		}
 	}
 	page.Layout = r.base("Inbox: all projects", "all-inbox")
+	if u.Events != nil {
+		page.StreamURL = allEventsPath
+	}
 	return r.show(page)
 }
 

@@ -12,11 +12,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/events"
 )
 
-// pageBeat is how often an idle page stream sends a comment.
-const pageBeat = 15 * time.Second
+// DefaultPageBeat is how often an idle page stream sends a comment when
+// Deps.EventsHeartbeat is 0.
+const DefaultPageBeat = 15 * time.Second
 
 // pageEvent is what a page learns of an event: enough to know what to
 // fetch again, nothing a page does not already show.
@@ -31,13 +33,35 @@ type pageEvent struct {
 // server-sent events for app.js, which fetches the page again on each
 // (the pages themselves stay plain HTML). It starts at the current
 // horizon (or after Last-Event-ID, when the browser reconnects) and ends
-// when the server shuts down; the session is checked once, at the start.
+// when the server shuts down or the session ends (signed out, expired, its
+// token revoked): the session is read again before each page of events
+// and each keep-alive, so nothing written after it ended is sent. It
+// sends a keep-alive every Deps.EventsHeartbeat while idle, and drops a
+// reader that has not taken a write within two of them.
 func (u *ui) eventStream(r *req) error {
+	p := r.project.ID
+	return u.streamEvents(r, &p, nil)
+}
+
+// allEventStream serves /events/stream, what the all-projects inbox
+// follows: for an admin (who may see every project) the attention events
+// of all projects (what changes an inbox; the rest of a busy fleet's
+// events would only make the page read every project again); anyone else:
+// not found.
+func (u *ui) allEventStream(r *req) error {
+	if !r.sess.Principal.IsAdmin() {
+		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
+	}
+	return u.streamEvents(r, nil, []string{events.AttentionOpened, events.AttentionAnswer, events.AttentionDismiss, events.AttentionOverdue})
+}
+
+// streamEvents streams the events of project (nil: of every project) of
+// types (nil: all) as eventStream says.
+func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	if u.Events == nil {
 		return r.fail(http.StatusNotFound, "Not found", "This server does not stream events.")
 	}
 	ctx := r.ctx()
-	p := r.project.ID
 	var after int64
 	if last := strings.TrimSpace(r.Request().Header.Get("Last-Event-ID")); last != "" {
 		n, err := strconv.ParseInt(last, 10, 64)
@@ -54,25 +78,42 @@ func (u *ui) eventStream(r *req) error {
 		}
 		after = h
 	}
+	beat := u.EventsHeartbeat
+	if beat <= 0 {
+		beat = DefaultPageBeat
+	}
 	w := r.Response()
-	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	// No write timeout for the stream as a whole; each write must be
+	// taken within two heartbeats, or the reader (which stopped reading)
+	// is dropped.
+	rc := http.NewResponseController(w)
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return r.error(err)
 	}
+	// A connection's deadline is the machine's clock (the kernel's),
+	// whatever clock the pages show times against.
+	stall := func() { _ = rc.SetWriteDeadline(clock.System().Add(2 * beat)) }
+	stall()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 2000\n\n")
 	w.Flush()
-	f := events.Filter{After: after}
+	// Pages learn little of each event: read the most a read may give.
+	f := events.Filter{After: after, Types: types, Limit: events.MaxLimit}
 	seen := after
 	for {
-		wait, cancel := context.WithTimeout(ctx, pageBeat)
-		page, err := u.Events.Next(wait, &p, f, seen)
+		wait, cancel := context.WithTimeout(ctx, beat)
+		page, err := u.Events.Next(wait, p, f, seen)
 		cancel()
 		switch {
 		case ctx.Err() != nil || errors.Is(err, events.ErrStopped):
 			return nil
 		case errors.Is(err, context.DeadlineExceeded):
+			if !r.stillSignedIn() {
+				return nil
+			}
+			stall()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -82,6 +123,10 @@ func (u *ui) eventStream(r *req) error {
 			u.Logger.WarnContext(ctx, "page event stream ended", "err", err)
 			return nil
 		}
+		if len(page.Events) > 0 && !r.stillSignedIn() {
+			return nil
+		}
+		stall()
 		for _, e := range page.Events {
 			b, _ := json.Marshal(pageEvent{Seq: e.Seq, Type: e.Type, ItemID: idString(e.ItemID), AttentionID: idString(e.AttentionID)})
 			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {
@@ -94,6 +139,15 @@ func (u *ui) eventStream(r *req) error {
 			seen = page.Horizon - 1 // more below the same horizon: read again at once
 		}
 	}
+}
+
+// stillSignedIn reads the request's session again: false when it has
+// ended (or cannot be read: the browser reconnects once it can).
+func (r *req) stillSignedIn() bool {
+	ctx, cancel := context.WithTimeout(r.ctx(), 10*time.Second)
+	defer cancel()
+	_, ok, err := r.ui.Sessions.Lookup(ctx, r.sessID)
+	return ok && err == nil
 }
 
 func idString(id *uuid.UUID) *string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/workgraph-dev/workgraph/auth"
@@ -131,5 +132,123 @@ func waitJS(t *testing.T, ctx context.Context, cond string) {
 	defer cancel()
 	if _, err := chromedp.Run(tctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
 		t.Fatalf("waiting for %s: %v", cond, err)
+	}
+}
+
+// TestBrowserLiveInboxAskedBeforeStream: a question asked after the inbox
+// was rendered but before its event stream connected (the stream starts
+// at the log's horizon, past the question's event) still appears, without
+// a reload: the page is fetched again once its stream is open.
+func TestBrowserLiveInboxAskedBeforeStream(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	srv := bootServer(t)
+	bg := context.Background()
+	project, err := graph.NewService(srv.Pool(), nil).CreateProject(bg, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authSvc := auth.NewService(srv.Pool(), nil)
+	_, human, err := authSvc.Create(bg, &project.ID, "ada", auth.RoleHuman)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, agent, err := authSvc.Create(bg, &project.ID, "bot", auth.RoleAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiCall(t, srv, agent, "POST", "/v1/projects/late/items", map[string]any{"title": "Pick a licence"}, &apiItem{})
+	var claim struct {
+		Lease struct {
+			ID    string `json:"id"`
+			Epoch int64  `json:"epoch"`
+		} `json:"lease"`
+	}
+	apiCall(t, srv, agent, "POST", "/v1/projects/late/claims", map[string]any{"worker": "bot"}, &claim)
+	// The page's EventSource connects only when the test says so.
+	hold := chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
+(function () {
+  var Real = window.EventSource;
+  window.EventSource = function (url, opts) {
+    var held = { listeners: [] };
+    held.addEventListener = function (t, f) { held.listeners.push([t, f]); };
+    window.__connect = function () {
+      var es = new Real(url, opts);
+      es.onmessage = held.onmessage; es.onopen = held.onopen; es.onerror = held.onerror;
+      held.listeners.forEach(function (l) { es.addEventListener(l[0], l[1]); });
+    };
+    return held;
+  };
+})();`})
+		return err
+	})
+	step(t, ctx, hold,
+		chromedp.Navigate(srv.URL()+"/signin?next=/p/late/inbox"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), human),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS("main .empty")),
+	)
+	waitJS(t, ctx, `typeof window.__connect === "function"`)
+	eval[bool](t, ctx, `window.__noReload = true`)
+	apiCall(t, srv, agent, "POST", "/v1/leases/"+claim.Lease.ID+"/attention", map[string]any{
+		"epoch": claim.Lease.Epoch, "question": "MIT or Apache-2.0?",
+	}, nil)
+	eval[bool](t, ctx, `window.__connect(), true`)
+	waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
+	waitJS(t, ctx, `!!document.querySelector("main article.request")`)
+	if !eval[bool](t, ctx, `window.__noReload === true`) {
+		t.Fatal("the page was reloaded")
+	}
+}
+
+// TestBrowserLiveAllProjectsInbox: an admin's inbox across every project
+// (/inbox) follows the event log too: a question asked in any project
+// appears without a reload.
+func TestBrowserLiveAllProjectsInbox(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	srv := bootServer(t)
+	bg := context.Background()
+	project, err := graph.NewService(srv.Pool(), nil).CreateProject(bg, "far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authSvc := auth.NewService(srv.Pool(), nil)
+	_, root, err := authSvc.Create(bg, nil, "root", auth.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, agent, err := authSvc.Create(bg, &project.ID, "bot", auth.RoleAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiCall(t, srv, agent, "POST", "/v1/projects/far/items", map[string]any{"title": "Pick a licence"}, &apiItem{})
+	var claim struct {
+		Lease struct {
+			ID    string `json:"id"`
+			Epoch int64  `json:"epoch"`
+		} `json:"lease"`
+	}
+	apiCall(t, srv, agent, "POST", "/v1/projects/far/claims", map[string]any{"worker": "bot"}, &claim)
+	step(t, ctx,
+		chromedp.Navigate(srv.URL()+"/signin?next=/inbox"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), root),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS("main .empty")),
+	)
+	eval[bool](t, ctx, `window.__noReload = true`)
+	waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
+	apiCall(t, srv, agent, "POST", "/v1/leases/"+claim.Lease.ID+"/attention", map[string]any{
+		"epoch": claim.Lease.Epoch, "question": "MIT or Apache-2.0?",
+	}, nil)
+	waitJS(t, ctx, `!!document.querySelector("main article.request")`)
+	if text := eval[string](t, ctx, `document.querySelector("main article.request").innerText`); !strings.Contains(text, "MIT or Apache-2.0?") {
+		t.Fatalf("the new request: %q", text)
+	}
+	if !eval[bool](t, ctx, `window.__noReload === true`) {
+		t.Fatal("the page was reloaded")
 	}
 }

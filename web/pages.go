@@ -29,6 +29,10 @@ type Layout struct {
 	// WebhooksLink: the signed-in principal may manage the project's
 	// webhooks (the navigation links their page).
 	WebhooksLink bool
+	// StreamURL is the event stream a page without a project follows
+	// (an admin's inbox across projects); "" for none. A project's pages
+	// follow their project's.
+	StreamURL string
 }
 
 // ErrorPage explains why a request failed.

@@ -18,6 +18,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/session"
@@ -75,11 +76,24 @@ func setup(t *testing.T, opts ...func(*web.Deps)) *env {
 	for _, o := range opts {
 		o(&deps)
 	}
+	if deps.Events == liveEvents {
+		follower := events.NewFollower(pool, 0, nil)
+		follower.Start(ctx)
+		t.Cleanup(follower.Stop)
+		deps.Events = events.NewReader(pool, follower)
+	}
 	web.Mount(ec, deps)
 	e.srv = httptest.NewServer(ec)
 	t.Cleanup(e.srv.Close)
 	return e
 }
+
+// liveEvents, as an option's Deps.Events, asks setup for the event log's
+// reader on the env's database, its follower running (pages stream).
+var liveEvents = new(events.Reader)
+
+// live is the option of a UI whose pages stream the event log.
+func live(d *web.Deps) { d.Events = liveEvents }
 
 // browser is a cookie-keeping client that does not follow redirects, so
 // tests see every 303.

@@ -43,6 +43,10 @@ type Deps struct {
 	// Events reads the event log for the pages' live updates; nil: pages
 	// do not update by themselves.
 	Events *events.Reader
+	// EventsHeartbeat is how often an idle page stream sends a comment
+	// (0: DefaultPageBeat); a write to a reader that waits two of them
+	// drops the stream.
+	EventsHeartbeat time.Duration
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock
@@ -99,6 +103,7 @@ func Mount(e *echo.Echo, d Deps) {
 	e.GET("/", u.page(u.home))
 	e.GET("/projects", u.page(u.projects))
 	e.GET(allInboxPath, u.page(u.allInbox))
+	e.GET(allEventsPath, u.page(u.allEventStream))
 
 	p := func(path string) string { return "/p/:project" + path }
 	e.GET(p(""), u.project(u.projectHome))

@@ -27,6 +27,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/startstop"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Defaults of DelivererConfig.
@@ -212,12 +213,18 @@ func Backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// maxRoundBackoff bounds the wait after failed rounds.
+const maxRoundBackoff = 5 * time.Second
+
 // Start runs rounds until ctx ends or Stop: at once, then whenever woken
-// (Wake) or every Poll, and back to back while there is work.
+// (Wake) or every Poll, and back to back while there is work. After a
+// failed round (the database away) it waits twice as long as after the
+// one before, from Poll up to maxRoundBackoff, and is not woken early, so
+// an outage costs a few statements and log lines (warn while the
+// database is unavailable) a second, not one every Poll.
 func (d *Deliverer) Start(ctx context.Context) {
 	d.base.Run(ctx, func(ctx context.Context) {
-		t := time.NewTicker(d.cfg.Poll)
-		defer t.Stop()
+		wait := d.cfg.Poll
 		for ctx.Err() == nil {
 			r := d.RunOnce(ctx)
 			if ctx.Err() != nil {
@@ -226,18 +233,29 @@ func (d *Deliverer) Start(ctx context.Context) {
 			switch {
 			case errors.Is(r.Err, ErrHorizonDelayed):
 				d.cfg.Log.Warn("webhook delivery waits for the event log", "err", r.Err)
+			case r.Err != nil && wgerr.RetryLater(wgerr.CodeOf(r.Err)):
+				d.cfg.Log.Warn("webhook delivery: the database is unavailable", "err", r.Err, "retry_in", wait)
 			case r.Err != nil:
-				d.cfg.Log.Error("webhook delivery", "err", r.Err)
+				d.cfg.Log.Error("webhook delivery", "err", r.Err, "retry_in", wait)
 			}
 			d.TestSignals.Round.Send(r)
 			if r.Err == nil && (r.FannedOut > 0 || r.Attempts > 0) {
+				wait = d.cfg.Poll
 				continue
+			}
+			t := time.NewTimer(wait)
+			wake := d.wake
+			if r.Err != nil && !errors.Is(r.Err, ErrHorizonDelayed) {
+				wait, wake = min(2*wait, max(maxRoundBackoff, d.cfg.Poll)), nil
+			} else {
+				wait = d.cfg.Poll
 			}
 			select {
 			case <-ctx.Done():
 			case <-t.C:
-			case <-d.wake:
+			case <-wake:
 			}
+			t.Stop()
 		}
 	})
 }

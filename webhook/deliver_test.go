@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -513,8 +514,8 @@ func TestDeliverAttentionAsSlack(t *testing.T) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(m.Text, "Deploy to <prod> & tag it?") || !strings.Contains(m.Text, "Ship the release") {
-		t.Fatalf("text %q: want the question and the item", m.Text)
+	if !strings.Contains(m.Text, "Deploy to &lt;prod&gt; &amp; tag it?") || !strings.Contains(m.Text, "Ship the release") {
+		t.Fatalf("text %q: want the question (escaped, as mrkdwn) and the item", m.Text)
 	}
 	all := string(body)
 	for _, want := range []string{"token:lead", "Deploy to &lt;prod&gt; &amp; tag it?",
@@ -652,5 +653,79 @@ func TestDeliveryBacklogInCensus(t *testing.T) {
 	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
 	if n := due(); n != 0 {
 		t.Fatalf("after delivery, %d deliveries due, want 0", n)
+	}
+}
+
+// countingHandler counts the log records of each level.
+type countingHandler struct {
+	mu     sync.Mutex
+	levels map[slog.Level]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.levels[r.Level]++
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestDeliveryLoopBacksOffWhileDatabaseAway: while the database cannot be
+// reached the loop waits longer after each failed round (doubling, up to
+// seconds) and logs each at warn, instead of trying, and logging an
+// error, every poll interval.
+func TestDeliveryLoopBacksOffWhileDatabaseAway(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@/nowhere?host=/nonexistent-workgraph-socket-dir&connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	logs := &countingHandler{levels: map[slog.Level]int{}}
+	d := webhook.NewDeliverer(pool, webhook.DelivererConfig{Poll: 10 * time.Millisecond, Log: slog.New(logs)})
+	d.Start(context.Background())
+	time.Sleep(1500 * time.Millisecond) // a rate over a span of time
+	d.Stop()
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	// Each failed round logs once. Polling every 10 ms would make 150
+	// rounds; doubling from 10 ms, 8.
+	if rounds := logs.levels[slog.LevelWarn] + logs.levels[slog.LevelError]; rounds > 12 {
+		t.Errorf("%d failed rounds logged in 1.5 s without a database, want at most 12 (backing off)", rounds)
+	}
+	if logs.levels[slog.LevelError] > 0 {
+		t.Errorf("%d error lines for a database that is away (want warn)", logs.levels[slog.LevelError])
+	}
+}
+
+// TestDeliverSlackEscapesEverywhere: what people and agents wrote (the
+// question, the item's title) reaches Slack escaped in every field Slack
+// reads as mrkdwn, the notification text included, so a question cannot
+// mention the whole channel or dress up a link.
+func TestDeliverSlackEscapesEverywhere(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
+	mustRequest(t, s.pool, s.project, "<!channel> approve at <https://evil.example|the release page> & go")
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
+		Attention: attention.NewService(s.pool, nil, attention.Config{})})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Text string `json:"text"`
+	}
+	body := rc.got()[0].body
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{"<!channel>", "<https://evil.example", " & go"} {
+		if strings.Contains(string(body), raw) {
+			t.Errorf("the Slack body carries %q unescaped (text %q)", raw, m.Text)
+		}
+	}
+	if !strings.Contains(m.Text, "&lt;!channel&gt; approve at &lt;https://evil.example|the release page&gt; &amp; go") {
+		t.Errorf("text %q: want the question, escaped", m.Text)
 	}
 }

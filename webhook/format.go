@@ -129,7 +129,9 @@ type slackMessage struct {
 	Blocks []slackBlock `json:"blocks,omitempty"`
 }
 
-// slackEscape escapes the three characters Slack's mrkdwn reserves.
+// slackEscape escapes the three characters Slack's mrkdwn reserves (in
+// every field Slack reads as mrkdwn: the blocks' and the message's text,
+// which notifications show).
 func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
@@ -161,7 +163,7 @@ var slackVerb = map[string]string{
 func slackBody(m Message) slackMessage {
 	a := m.Attention
 	if a == nil {
-		line := fmt.Sprintf("[%s] %s by %s", m.Project, m.Type, m.Actor)
+		line := fmt.Sprintf("[%s] %s by %s", slackEscape(m.Project), m.Type, slackEscape(m.Actor))
 		if m.Links != nil && m.Links.Item != "" {
 			line += " — " + m.Links.Item
 		}
@@ -182,7 +184,9 @@ func slackBody(m Message) slackMessage {
 		head = fmt.Sprintf("A question about %s %s by `%s` (project %s)", item, verb, slackEscape(m.Actor), slackEscape(m.Project))
 	}
 	msg := slackMessage{
-		Text: fmt.Sprintf("%s %s about %q: %s", a.RequestedBy, verb, a.ItemTitle, clip(a.Question, 300)),
+		// The notification text is mrkdwn too: escaped like the blocks.
+		Text: fmt.Sprintf("%s %s about “%s”: %s", slackEscape(a.RequestedBy), verb, slackEscape(a.ItemTitle),
+			slackEscape(clip(a.Question, 300))),
 		Blocks: []slackBlock{
 			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: head}},
 			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: "> " +

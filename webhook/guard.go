@@ -22,11 +22,31 @@ var ErrRefusedAddress = errors.New("refused address")
 // count as private.
 var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
 
+// IPv6 prefixes that reach IPv4 addresses: NAT64's well-known prefix
+// (RFC 6052, the IPv4 address in the last 32 bits) and its local-use one
+// (RFC 8215, never public), and 6to4 (RFC 3056, the IPv4 address in bits
+// 16 to 47).
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	nat64List = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
+
 // publicAddr reports whether a may be reached by a webhook: not loopback,
 // link-local, private, shared (CGNAT), multicast or unspecified. An IPv4
-// address mapped into IPv6 is judged as IPv4.
+// address mapped into IPv6, or reached through NAT64 or 6to4, is judged
+// as that IPv4 address; NAT64's local-use prefix is refused.
 func publicAddr(a netip.Addr) bool {
 	a = a.Unmap()
+	switch b := a.As16(); {
+	case !a.Is6():
+	case nat64List.Contains(a):
+		return false
+	case nat64.Contains(a):
+		a = netip.AddrFrom4([4]byte(b[12:16]))
+	case sixToFour.Contains(a):
+		a = netip.AddrFrom4([4]byte(b[2:6]))
+	}
 	return a.IsValid() && a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() &&
 		!a.IsLinkLocalUnicast() && !sharedSpace.Contains(a)
 }

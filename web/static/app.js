@@ -40,7 +40,11 @@
   // attention requests are highlighted. A page with a form being filled
   // in is left alone until the form is left. Without EventSource the
   // counters are polled as before.
-  var livePage = /^\/p\/[^\/]+\/(inbox|items|items\/[0-9a-f-]{36}|workers)$/.test(location.pathname);
+  var livePage = /^\/p\/[^\/]+\/(inbox|items|items\/[0-9a-f-]{36}|workers)$|^\/inbox$/.test(location.pathname);
+  // A project's pages follow its stream; an admin's inbox across
+  // projects names its own (<body data-stream-url>).
+  var streamURL = document.body.getAttribute("data-stream-url") ||
+    (liveURL && liveURL.replace(/\/live$/, "/events/stream"));
   var pending = null, stale = false;
   // When each request first appeared on this page (ms), for its highlight.
   var arrived = {};
@@ -51,12 +55,14 @@
       return el.value !== el.defaultValue;
     });
   }
+  // refreshMain returns a promise settled once the page is swapped in (or
+  // left as it is).
   function refreshMain() {
     var main = document.querySelector("main");
-    if (!main || !livePage) return;
-    if (editing(main)) { stale = true; return; }
+    if (!main || !livePage) return Promise.resolve();
+    if (editing(main)) { stale = true; return Promise.resolve(); }
     stale = false;
-    fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    return fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (html === null) return;
@@ -77,22 +83,34 @@
       })
       .catch(function () {});
   }
-  function changed() {
+  // changed refreshes the counters and the page shortly (coalescing a
+  // burst of events); then after, when it is a function (an event
+  // listener's call passes the event), is called.
+  var afters = [];
+  function changed(after) {
+    if (typeof after === "function") afters.push(after);
     if (pending) return;
-    pending = setTimeout(function () { pending = null; refreshCounters(); refreshMain(); }, 100);
+    pending = setTimeout(function () {
+      pending = null;
+      var done = afters;
+      afters = [];
+      refreshCounters();
+      refreshMain().then(function () { done.forEach(function (f) { f(); }); });
+    }, 100);
   }
-  if (liveURL && window.EventSource) {
-    var stream = new EventSource(liveURL.replace(/\/live$/, "/events/stream"));
+  if (streamURL && window.EventSource) {
+    var stream = new EventSource(streamURL);
     stream.onmessage = changed;
     [ "item.created", "item.updated", "item.state_changed", "lease.granted", "lease.ended", "lease.refused",
       "attention.opened", "attention.answered", "attention.dismissed", "attention.overdue", "plan.imported"
     ].forEach(function (t) { stream.addEventListener(t, changed); });
-    // Whatever happened while the stream was down is fetched once it is up.
-    var opened = false;
+    // Whatever happened while the stream was down is fetched once it is
+    // up: also before it first connected, since it starts at the log's
+    // horizon of that moment, which may lie past a change made after this
+    // page was rendered. data-stream says "open" once the page fetched
+    // after opening is in.
     stream.onopen = function () {
-      if (opened) changed();
-      opened = true;
-      document.body.setAttribute("data-stream", "open");
+      changed(function () { document.body.setAttribute("data-stream", "open"); });
     };
     stream.onerror = function () { document.body.setAttribute("data-stream", "reconnecting"); };
     document.addEventListener("focusout", function () { setTimeout(function () { if (stale) refreshMain(); }, 0); });

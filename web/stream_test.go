@@ -1,0 +1,206 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/web"
+)
+
+// TestPageStreamEndsWithSession: a page's event stream ends when its
+// session does (the token revoked, or signed out): nothing written after
+// that is sent on it.
+func TestPageStreamEndsWithSession(t *testing.T) {
+	t.Parallel()
+	for _, end := range []string{"Revoked", "SignedOut"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, live)
+			tok, bearer, err := e.auth.Create(context.Background(), &e.project.ID, "watcher", "human")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := e.signIn(bearer)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/p/acme/events/stream", nil)
+			res, err := b.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("stream: %d", res.StatusCode)
+			}
+			lines := make(chan string, 100)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(res.Body)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			for l := range lines { // the retry field, then the blank line
+				if l == "" {
+					break
+				}
+			}
+			if end == "Revoked" {
+				if _, err := e.auth.Revoke(context.Background(), e.project.ID, tok.ID); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				wantStatus(t, b.post("/signout", nil), http.StatusSeeOther)
+			}
+			e.mustItem("after the session")
+			timeout := time.After(10 * time.Second)
+			for {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						return
+					}
+					if strings.HasPrefix(l, "event:") {
+						t.Fatalf("sent %q after the session ended", l)
+					}
+				case <-timeout:
+					t.Fatal("the stream is still open 10 s after its session ended")
+				}
+			}
+		})
+	}
+}
+
+// TestPageStreamHeartbeatAndStall: a page's stream sends its keep-alive
+// comments as often as the server's events heartbeat says (proxies with
+// a shorter idle timeout keep it open), and a reader that stops reading
+// is dropped once a write has waited two heartbeats (the stream then
+// ends when it reads again, instead of going on).
+func TestPageStreamHeartbeatAndStall(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live, func(d *web.Deps) { d.EventsHeartbeat = 100 * time.Millisecond })
+	b := e.signIn(e.human)
+	u, _ := url.Parse(e.srv.URL)
+	var cookies []string
+	for _, c := range b.c.Jar.Cookies(u) {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	open := func(rcvbuf int) net.Conn {
+		d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+			var err error
+			if rcvbuf > 0 {
+				c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+			}
+			return err
+		}}
+		conn, err := d.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "GET /p/acme/events/stream HTTP/1.1\r\nHost: %s\r\nCookie: %s\r\n\r\n", u.Host, strings.Join(cookies, "; "))
+		return conn
+	}
+	t.Run("Heartbeat", func(t *testing.T) {
+		conn := open(0)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("no keep-alive within 10 s with a heartbeat of 100 ms: %v", err)
+			}
+			if strings.Contains(line, ": keep-alive") {
+				return
+			}
+		}
+	})
+	t.Run("Stall", func(t *testing.T) {
+		conn := open(4096)
+		// Far more than the connection's buffers hold, written at once.
+		if _, err := e.pool.Exec(context.Background(), `INSERT INTO events (project_id, type, at, actor, payload)
+			SELECT $1, 'item.created', clock_timestamp(), 'system', '{}' FROM generate_series(1, 60000)`, e.project.ID); err != nil {
+			t.Fatal(err)
+		}
+		// A stall of sixty heartbeats: time for the server to fill the
+		// connection and wait on it, even on a loaded machine.
+		time.Sleep(6 * time.Second)
+		// Read again: a dropped stream ends; one still held goes on.
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, conn); err != nil {
+			t.Fatalf("the stream of a reader that stopped reading was not dropped: %v", err)
+		}
+	})
+}
+
+// TestAllEventStreamAdminsOnly: the stream of every project's events
+// (what an admin's all-projects inbox follows) is not found for a person
+// of one project (agents do not sign in).
+func TestAllEventStreamAdminsOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live)
+	wantStatus(t, e.signIn(e.human).get("/events/stream"), http.StatusNotFound)
+}
+
+// TestAllEventStreamAttentionOnly: the all-projects stream carries the
+// attention events only (what changes an inbox), not the rest of the
+// fleet's work.
+func TestAllEventStreamAttentionOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live)
+	b := e.signIn(e.admin)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/events/stream", nil)
+	res, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d", res.StatusCode)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for l := range lines { // the retry field, then the blank line
+		if l == "" {
+			break
+		}
+	}
+	e.mustItem("a task")
+	e.claimAndAsk("w1", attention.NewRequest{Question: "Which way?", Blocking: true})
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if !strings.HasPrefix(l, "event:") {
+				continue
+			}
+			if l != "event: attention.opened" {
+				t.Fatalf("the all-projects stream sent %q before the question", l)
+			}
+			return
+		case <-timeout:
+			t.Fatal("no attention.opened within 10 s")
+		}
+	}
+}
