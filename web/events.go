@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,15 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	// whatever clock the pages show times against.
 	stall := func() { _ = rc.SetWriteDeadline(clock.System().Add(2 * beat)) }
 	stall()
+	// dropped ends the stream after a failed write: a reader gone, or one
+	// that stopped reading (its write waited two heartbeats: said in the
+	// log, so that an operator can tell a stalled reader from a closed one).
+	dropped := func(err error) error {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			u.Logger.InfoContext(ctx, "page event stream dropped: its reader stopped reading", "wait", 2*beat)
+		}
+		return nil
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
@@ -115,7 +125,7 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 			}
 			stall()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return nil
+				return dropped(err)
 			}
 			w.Flush()
 			continue
@@ -130,7 +140,7 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 		for _, e := range page.Events {
 			b, _ := json.Marshal(pageEvent{Seq: e.Seq, Type: e.Type, ItemID: idString(e.ItemID), AttentionID: idString(e.AttentionID)})
 			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {
-				return nil
+				return dropped(err)
 			}
 		}
 		w.Flush()

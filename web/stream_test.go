@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/server/servertest"
 	"github.com/workgraph-dev/workgraph/web"
 )
 
@@ -88,7 +90,11 @@ func TestPageStreamEndsWithSession(t *testing.T) {
 // ends when it reads again, instead of going on).
 func TestPageStreamHeartbeatAndStall(t *testing.T) {
 	t.Parallel()
-	e := setup(t, live, func(d *web.Deps) { d.EventsHeartbeat = 100 * time.Millisecond })
+	var log servertest.SyncBuffer
+	e := setup(t, live, func(d *web.Deps) {
+		d.EventsHeartbeat = 100 * time.Millisecond
+		d.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
 	b := e.signIn(e.human)
 	u, _ := url.Parse(e.srv.URL)
 	var cookies []string
@@ -132,10 +138,16 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 			SELECT $1, 'item.created', clock_timestamp(), 'system', '{}' FROM generate_series(1, 60000)`, e.project.ID); err != nil {
 			t.Fatal(err)
 		}
-		// A stall of sixty heartbeats: time for the server to fill the
-		// connection and wait on it, even on a loaded machine.
-		time.Sleep(6 * time.Second)
-		// Read again: a dropped stream ends; one still held goes on.
+		// The server fills the connection, waits two heartbeats on it and
+		// says it dropped the reader (a stream held for ever never does).
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(log.String(), "page event stream dropped: its reader stopped reading") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the stream of a reader that stopped reading was not dropped within 30 s; log:\n%s", log.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// Read again: the dropped stream ends.
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := io.Copy(io.Discard, conn); err != nil {
 			t.Fatalf("the stream of a reader that stopped reading was not dropped: %v", err)
