@@ -282,6 +282,11 @@ func TestInconsistentSettingsRefused(t *testing.T) {
 		{"LeaseDefaultBelowMin", server.Config{Lease: lease.Config{MinTTL: time.Hour}}, []string{"lease-default", "lease-min"}},
 		{"PublicURLNotAbsolute", server.Config{PublicURL: "workgraph.example.com"}, []string{"public-url"}},
 		{"PublicURLNotHTTP", server.Config{PublicURL: "ftp://workgraph.example.com"}, []string{"public-url"}},
+		{"NegativeWebhooksTimeout", server.Config{Webhooks: server.WebhooksConfig{Timeout: -time.Second}}, []string{"webhooks-timeout"}},
+		{"NegativeWebhooksConcurrency", server.Config{Webhooks: server.WebhooksConfig{Concurrency: -1}}, []string{"webhooks-concurrency"}},
+		{"NegativeEventsHeartbeat", server.Config{EventsHeartbeat: -time.Second}, []string{"events-heartbeat"}},
+		{"NegativeFollowInterval", server.Config{EventsFollowInterval: -time.Second}, []string{"events-follow-interval"}},
+		{"NegativeSweepInterval", server.Config{SweepInterval: -time.Second}, []string{"sweep-interval"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -243,6 +243,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := checkPublicURL(cfg.PublicURL); err != nil {
 		return nil, err
 	}
+	if err := checkNotNegative(cfg); err != nil {
+		return nil, err
+	}
 	// Lines logged with a request's context name its request id.
 	cfg.Logger = logs.WithRequestIDs(cfg.Logger)
 	s := &Server{cfg: cfg, log: cfg.Logger, done: make(chan error, 1)}
@@ -391,6 +394,29 @@ func checkPublicURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("public-url %q: must be an absolute http or https URL, e.g. https://workgraph.example.com", s)
+	}
+	return nil
+}
+
+// checkNotNegative refuses a negative value for the settings where
+// negative means nothing (0 is their default): a typo there must not start
+// a server that quietly uses the default instead.
+func checkNotNegative(cfg Config) error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"webhooks-timeout", cfg.Webhooks.Timeout},
+		{"events-heartbeat", cfg.EventsHeartbeat},
+		{"events-follow-interval", cfg.EventsFollowInterval},
+		{"sweep-interval", cfg.SweepInterval},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%s %s: must not be negative (0 or left out: the default)", d.flag, d.v)
+		}
+	}
+	if cfg.Webhooks.Concurrency < 0 {
+		return fmt.Errorf("webhooks-concurrency %d: must not be negative (0 or left out: the default)", cfg.Webhooks.Concurrency)
 	}
 	return nil
 }
