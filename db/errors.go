@@ -77,6 +77,14 @@ func Translate(err error) error {
 	return &wgerr.Error{Code: wgerr.CodeInternal, Message: "internal error", Err: err}
 }
 
+// StatementCancelled reports whether err (translated or not) is a
+// statement PostgreSQL cancelled (57014: its statement_timeout, or a
+// cancel request).
+func StatementCancelled(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
 // FenceLost reports whether err (translated or not) is a fenced statement
 // that raised because its fence did not hold (WG003, lease_fence_held):
 // the statement, and whatever was pipelined after it, changed nothing.

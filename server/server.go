@@ -280,7 +280,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.routes()
 	if err := s.mount(ctx); err != nil {
 		s.close()
-		return nil, err
+		return nil, startError(err, cfg.StatementTimeout)
 	}
 
 	bodyTimeout := cfg.BodyReadTimeout
@@ -351,6 +351,17 @@ func (s *Server) openDatabase(ctx context.Context) error {
 	}
 	s.pool = pool
 	return nil
+}
+
+// startError names --statement-timeout in a start that failed because a
+// statement ran out of the time it gives each (the first project and
+// token, the demo): "the statement was cancelled" alone does not say which
+// setting to change.
+func startError(err error, statementTimeout time.Duration) error {
+	if statementTimeout > 0 && db.StatementCancelled(err) {
+		return fmt.Errorf("%w: statement-timeout %s cancelled a statement at start; give statements more time", err, statementTimeout)
+	}
+	return err
 }
 
 // durationSetting spells d for a PostgreSQL setting in milliseconds (at
