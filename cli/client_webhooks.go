@@ -93,13 +93,17 @@ attention events.`,
 		Short: "Delete a webhook and its delivery records",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			if err := s.api.DeleteWebhook(ctx, s.cfg.Project, a[0]); err != nil {
+			id, err := s.resolveHook(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			if err := s.api.DeleteWebhook(ctx, s.cfg.Project, id); err != nil {
 				return err
 			}
 			if s.json {
-				return printJSON(s.Out, map[string]string{"deleted": a[0]})
+				return printJSON(s.Out, map[string]string{"deleted": id})
 			}
-			fmt.Fprintf(s.Out, "webhook %s deleted\n", a[0])
+			fmt.Fprintf(s.Out, "webhook %s deleted\n", id)
 			return nil
 		}),
 	}
@@ -115,7 +119,11 @@ attention events.`,
 			Short: short,
 			Args:  args(cobra.ExactArgs(1)),
 			RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-				w, err := s.api.UpdateWebhook(ctx, s.cfg.Project, a[0], client.UpdateWebhookRequest{Enabled: &on})
+				id, err := s.resolveHook(ctx, a[0])
+				if err != nil {
+					return err
+				}
+				w, err := s.api.UpdateWebhook(ctx, s.cfg.Project, id, client.UpdateWebhookRequest{Enabled: &on})
 				if err != nil {
 					return err
 				}
@@ -133,7 +141,11 @@ attention events.`,
 		Short: "A webhook's most recent deliveries: state, attempts, last status and latency",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
-			ds, err := s.api.ListDeliveries(ctx, s.cfg.Project, a[0], 0, limit)
+			id, err := s.resolveHook(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			ds, err := s.api.ListDeliveries(ctx, s.cfg.Project, id, 0, limit)
 			if err != nil {
 				return err
 			}

@@ -60,6 +60,41 @@ func (s *session) resolveID(ctx context.Context, kind, arg string) (string, erro
 	return "", usageError("%s", b.String())
 }
 
+// resolveHook turns what a person typed for a webhook's id into its full
+// id, as resolveID does for the other kinds: a project holds few webhooks,
+// so their list is read and matched here.
+func (s *session) resolveHook(ctx context.Context, arg string) (string, error) {
+	arg = strings.ToLower(strings.TrimSpace(arg))
+	if id, err := uuid.Parse(arg); err == nil && len(arg) == 36 {
+		return id.String(), nil
+	}
+	if len(arg) < 4 || strings.Trim(arg, "0123456789abcdef-") != "" {
+		return "", usageError("webhook id %q: give the whole id or its first characters (at least 4 hex digits, e.g. the 8 that tables show)", arg)
+	}
+	hooks, err := s.api.ListWebhooks(ctx, s.cfg.Project)
+	if err != nil {
+		return "", err
+	}
+	var ms []client.Webhook
+	for _, h := range hooks {
+		if strings.HasPrefix(h.ID, arg) {
+			ms = append(ms, h)
+		}
+	}
+	switch len(ms) {
+	case 0:
+		return "", &exitError{code: ExitNotFound, err: fmt.Errorf("no webhook id starts with %q in project %q", arg, s.cfg.Project)}
+	case 1:
+		return ms[0].ID, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "webhook id %q is ambiguous: %d webhooks start with it; type more of the id:", arg, len(ms))
+	for _, m := range ms {
+		fmt.Fprintf(&b, "\n  %s  %s", m.ID, clip(m.URL, 60))
+	}
+	return "", usageError("%s", b.String())
+}
+
 // resolveIDs resolves each of args (see resolveID).
 func (s *session) resolveIDs(ctx context.Context, kind string, args []string) ([]string, error) {
 	out := make([]string, 0, len(args))

@@ -152,12 +152,21 @@ func TestWebhooksCommands(t *testing.T) {
 	if r := e.run(e.humanToken, nil, "webhooks", "ls"); r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "disabled") {
 		t.Fatalf("webhooks ls: %v", r)
 	}
-	if r := e.run(e.humanToken, nil, "webhooks", "deliveries", id); r.code != 0 || !strings.Contains(r.stdout, "SEQ") {
+	// The 8 characters a table shows are enough, as for every other id.
+	if r := e.run(e.humanToken, nil, "webhooks", "deliveries", id[:8]); r.code != 0 || !strings.Contains(r.stdout, "SEQ") {
 		t.Fatalf("webhooks deliveries: %v", r)
 	}
+	if r := e.run(e.humanToken, nil, "webhooks", "enable", id[:8]); r.code != 0 || !strings.Contains(r.stdout, "webhook "+id+" enabled") {
+		t.Fatalf("webhooks enable by prefix: %v", r)
+	}
+	if r := e.run(e.humanToken, nil, "webhooks", "disable", id[:8]); r.code != 0 || !strings.Contains(r.stdout, "webhook "+id+" disabled") {
+		t.Fatalf("webhooks disable by prefix: %v", r)
+	}
+	e.wantExit(e.humanToken, 5, "no webhook id starts with", "webhooks", "rm", "ffffffff")
+	e.wantExit(e.humanToken, 2, "first characters", "webhooks", "rm", "zz")
 	e.wantExit(e.humanToken, 2, "url", "webhooks", "create", "http://10.0.0.1/")
 	e.wantExit(e.agentToken, 7, "forbidden", "webhooks", "ls")
-	if r := e.run(e.humanToken, nil, "webhooks", "rm", id); r.code != 0 {
+	if r := e.run(e.humanToken, nil, "webhooks", "rm", id[:8]); r.code != 0 || !strings.Contains(r.stdout, "webhook "+id+" deleted") {
 		t.Fatalf("webhooks rm: %v", r)
 	}
 	e.mustJSON(e.humanToken, &list, "webhooks", "ls")
