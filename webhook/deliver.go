@@ -212,12 +212,19 @@ func Backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// maxFailureWait caps the wait after failed rounds (failureWait).
+const maxFailureWait = 5 * time.Second
+
 // Start runs rounds until ctx ends or Stop: at once, then whenever woken
-// (Wake) or every Poll, and back to back while there is work.
+// (Wake) or every Poll, and back to back while there is work. After a
+// failed round (the database is down) it waits failureWait instead of
+// Poll, so an outage costs a few connection attempts and error lines, not
+// one every Poll.
 func (d *Deliverer) Start(ctx context.Context) {
 	d.base.Run(ctx, func(ctx context.Context) {
-		t := time.NewTicker(d.cfg.Poll)
+		t := time.NewTimer(d.cfg.Poll)
 		defer t.Stop()
+		failures := 0
 		for ctx.Err() == nil {
 			r := d.RunOnce(ctx)
 			if ctx.Err() != nil {
@@ -227,12 +234,18 @@ func (d *Deliverer) Start(ctx context.Context) {
 			case errors.Is(r.Err, ErrHorizonDelayed):
 				d.cfg.Log.Warn("webhook delivery waits for the event log", "err", r.Err)
 			case r.Err != nil:
-				d.cfg.Log.Error("webhook delivery", "err", r.Err)
+				d.cfg.Log.Error("webhook delivery", "err", r.Err, "failed_rounds", failures+1)
 			}
 			d.TestSignals.Round.Send(r)
+			if r.Err != nil {
+				failures++
+			} else {
+				failures = 0
+			}
 			if r.Err == nil && (r.FannedOut > 0 || r.Attempts > 0) {
 				continue
 			}
+			t.Reset(failureWait(d.cfg.Poll, failures))
 			select {
 			case <-ctx.Done():
 			case <-t.C:
@@ -240,6 +253,21 @@ func (d *Deliverer) Start(ctx context.Context) {
 			}
 		}
 	})
+}
+
+// failureWait is how long the loop waits after failures rounds failed in a
+// row: poll when none did, else poll doubled per failure, at most
+// maxFailureWait (or poll, if it is longer).
+func failureWait(poll time.Duration, failures int) time.Duration {
+	limit := max(maxFailureWait, poll)
+	d := poll
+	for range failures {
+		if d >= limit {
+			break
+		}
+		d *= 2
+	}
+	return min(d, limit)
 }
 
 // Stop stops the loop and waits for the attempts in flight.
