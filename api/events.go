@@ -139,6 +139,12 @@ func (a *API) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if wait > 0 {
+		// The token may have been revoked while the poll waited.
+		if err := a.stillValid(c); err != nil {
+			return err
+		}
+	}
 	a.metrics.EventsSent(metrics.EventsPoll, len(page.Events))
 	return c.JSON(http.StatusOK, wire.EventPage{Events: eventViews(page.Events), NextAfter: page.Next})
 }
@@ -183,8 +189,16 @@ func (a *API) streamEvents(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	defer a.metrics.StreamOpened()()
 	fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds())
-	page := first
+	page, checked := first, true
 	for {
+		if !checked && len(page.Events) > 0 {
+			// Each page after the first is sent only while the token
+			// is still valid.
+			if err := a.stillValid(c); err != nil {
+				return a.endRevoked(c, err)
+			}
+		}
+		checked = false
 		if err := writeEvents(w, page.Events); err != nil {
 			return nil // the client went away
 		}
@@ -206,6 +220,9 @@ func (a *API) streamEvents(c echo.Context) error {
 			if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
+			if err := a.stillValid(c); err != nil {
+				return a.endRevoked(c, err)
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -215,6 +232,31 @@ func (a *API) streamEvents(c echo.Context) error {
 			return a.endStream(c, err)
 		}
 	}
+}
+
+// stillValid checks again the token a request that stays open (a stream, a
+// long poll) was authenticated with: unauthenticated once it has been
+// revoked. A stream calls it before each page of events written since it
+// began and each keep-alive, so a revoked token is sent nothing new and
+// its stream ends within a heartbeat.
+func (a *API) stillValid(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), a.timeout)
+	defer cancel()
+	bearer, err := bearerOf(c)
+	if err != nil {
+		return err
+	}
+	_, err = a.auth.Authenticate(ctx, bearer)
+	return err
+}
+
+// endRevoked ends a stream whose token is no longer valid (quietly) or
+// could not be checked (as endStream).
+func (a *API) endRevoked(c echo.Context, err error) error {
+	if errors.Is(err, wgerr.Unauthenticated) {
+		return nil
+	}
+	return a.endStream(c, err)
 }
 
 // readBounded is a first read, bounded by the request timeout.

@@ -369,3 +369,53 @@ func TestEventsStreamEndsOnShutdown(t *testing.T) {
 	for range s.read {
 	}
 }
+
+// TestEventsStreamEndsOnRevoke: an event stream, or a long poll, of a
+// token revoked while it is open sends nothing written after the
+// revocation: the stream ends (the token is checked again before each
+// page of events and each keep-alive), the long poll answers 401. The
+// stream used to go on sending the project's events for as long as it
+// stayed open.
+func TestEventsStreamEndsOnRevoke(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 100 * time.Millisecond })
+	tok := f.mustToken("alpha", "watcher", "human")
+	var head wire.EventPage
+	f.do("GET", "/v1/projects/alpha/events?limit=1000", tok.Token, nil).ok(t, 200, &head)
+	s := f.openStream(t, "/v1/projects/alpha/events/stream", tok.Token, fmt.Sprint(head.NextAfter))
+	before := f.appendEvent(f.alpha, events.ItemCreated)
+	if got := s.next(t); got.Seq != before {
+		t.Fatalf("stream: event %d, want %d", got.Seq, before)
+	}
+	var start wire.EventPage
+	f.do("GET", "/v1/projects/alpha/events?after="+fmt.Sprint(before), tok.Token, nil).ok(t, 200, &start)
+	poll := make(chan resp, 1)
+	go func() {
+		poll <- f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d&wait_seconds=30", start.NextAfter), tok.Token, nil)
+	}()
+	// Give the poll time to begin waiting (a poll that had not begun is
+	// refused at its start: the check below holds either way).
+	time.Sleep(300 * time.Millisecond)
+	f.do("DELETE", "/v1/projects/alpha/tokens/"+tok.ID, adminToken, nil).ok(t, 204, nil)
+	after := f.appendEvent(f.alpha, events.ItemCreated)
+	select {
+	case r := <-poll:
+		r.problem(t, 401, "unauthenticated")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the long poll of a revoked token is still waiting")
+	}
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case m, ok := <-s.read:
+			if !ok {
+				return // ended, as it must
+			}
+			if m.id == fmt.Sprint(after) {
+				t.Fatalf("the stream of a revoked token sent event %d, written after the revocation", after)
+			}
+		case <-deadline:
+			t.Fatal("the stream of a revoked token is still open")
+		}
+	}
+}

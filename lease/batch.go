@@ -206,7 +206,7 @@ func (s *Service) claimsOf(ctx context.Context, exec db.Executor, project uuid.U
 // Errors: those of ClaimBatch; unavailable when ctx ends first.
 func (s *Service) ClaimBatchWait(ctx context.Context, project uuid.UUID, req ClaimRequest, max int, wait time.Duration, n *Notifier) ([]Claim, error) {
 	return claimWaiting(ctx, s, project, req, wait, n,
-		func() ([]Claim, error) { return s.ClaimBatch(ctx, project, req, max) },
+		func(ctx context.Context) ([]Claim, error) { return s.ClaimBatch(ctx, project, req, max) },
 		func(cs []Claim) []uuid.UUID {
 			ids := make([]uuid.UUID, len(cs))
 			for i, c := range cs {
