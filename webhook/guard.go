@@ -22,11 +22,33 @@ var ErrRefusedAddress = errors.New("refused address")
 // count as private.
 var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
 
+// IPv6 prefixes that carry an IPv4 address a translator on the path turns
+// back into it: NAT64's well-known prefix (RFC 6052, the address in the
+// last 32 bits), 6to4 (RFC 3056, bits 16 to 48), and NAT64's local-use
+// prefix (RFC 8215), whose layout is the network's own.
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+)
+
 // publicAddr reports whether a may be reached by a webhook: not loopback,
 // link-local, private, shared (CGNAT), multicast or unspecified. An IPv4
-// address mapped into IPv6 is judged as IPv4.
+// address mapped into IPv6, or carried in a NAT64 or 6to4 address, is
+// judged as IPv4 (through a translator, 64:ff9b::a00:7 reaches 10.0.0.7);
+// NAT64's local-use prefix is not public.
 func publicAddr(a netip.Addr) bool {
 	a = a.Unmap()
+	b := a.As16()
+	switch {
+	case !a.Is6():
+	case nat64.Contains(a):
+		a = netip.AddrFrom4([4]byte(b[12:16]))
+	case sixToFour.Contains(a):
+		a = netip.AddrFrom4([4]byte(b[2:6]))
+	case nat64Local.Contains(a):
+		return false
+	}
 	return a.IsValid() && a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() &&
 		!a.IsLinkLocalUnicast() && !sharedSpace.Contains(a)
 }

@@ -13,12 +13,17 @@ func TestGuard(t *testing.T) {
 		"127.0.0.1:80", "127.9.9.9:443", "10.1.2.3:80", "172.16.0.1:80", "192.168.1.1:80",
 		"169.254.169.254:80", "100.64.0.1:80", "0.0.0.0:80", "[::1]:80", "[fe80::1]:80",
 		"[fc00::1]:80", "[::ffff:127.0.0.1]:80", "[::ffff:10.0.0.1]:80", "224.0.0.1:80",
+		// IPv4 addresses inside IPv6 that a translator on the path turns
+		// back into them: NAT64 (64:ff9b::/96; the local-use
+		// 64:ff9b:1::/48 entirely) and 6to4 (2002::/16).
+		"[64:ff9b::7f00:1]:80", "[64:ff9b::a00:7]:80", "[64:ff9b::a9fe:a9fe]:80", "[64:ff9b:1::a00:7]:80",
+		"[2002:7f00:1::1]:80", "[2002:a00:7::1]:80",
 	} {
 		if err := webhook.Guard("tcp", addr, nil); !errors.Is(err, webhook.ErrRefusedAddress) {
 			t.Errorf("Guard(%s) = %v, want refused", addr, err)
 		}
 	}
-	for _, addr := range []string{"8.8.8.8:443", "[2606:4700:4700::1111]:443", "93.184.216.34:80"} {
+	for _, addr := range []string{"8.8.8.8:443", "[2606:4700:4700::1111]:443", "93.184.216.34:80", "[64:ff9b::808:808]:443", "[2002:808:808::1]:443"} {
 		if err := webhook.Guard("tcp", addr, nil); err != nil {
 			t.Errorf("Guard(%s) = %v, want allowed", addr, err)
 		}
