@@ -31,7 +31,8 @@ type pageEvent struct {
 // server-sent events for app.js, which fetches the page again on each
 // (the pages themselves stay plain HTML). It starts at the current
 // horizon (or after Last-Event-ID, when the browser reconnects) and ends
-// when the server shuts down; the session is checked once, at the start.
+// when the server shuts down, or when the session has ended (checked
+// before each page of events and each keep-alive).
 func (u *ui) eventStream(r *req) error {
 	if u.Events == nil {
 		return r.fail(http.StatusNotFound, "Not found", "This server does not stream events.")
@@ -73,6 +74,9 @@ func (u *ui) eventStream(r *req) error {
 		case ctx.Err() != nil || errors.Is(err, events.ErrStopped):
 			return nil
 		case errors.Is(err, context.DeadlineExceeded):
+			if !r.stillSignedIn() {
+				return nil
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -80,6 +84,9 @@ func (u *ui) eventStream(r *req) error {
 			continue
 		case err != nil:
 			u.Logger.WarnContext(ctx, "page event stream ended", "err", err)
+			return nil
+		}
+		if len(page.Events) > 0 && !r.stillSignedIn() {
 			return nil
 		}
 		for _, e := range page.Events {
@@ -94,6 +101,18 @@ func (u *ui) eventStream(r *req) error {
 			seen = page.Horizon - 1 // more below the same horizon: read again at once
 		}
 	}
+}
+
+// stillSignedIn reports whether the request's session still lives (not
+// signed out, expired, or ended by its token's revocation): a stream that
+// stays open checks it before each page of events and each keep-alive. A
+// session that cannot be checked (the database is down) ends the stream
+// too; the browser reconnects.
+func (r *req) stillSignedIn() bool {
+	ctx, cancel := context.WithTimeout(r.ctx(), 10*time.Second)
+	defer cancel()
+	_, ok, err := r.ui.Sessions.Lookup(ctx, r.sessID)
+	return ok && err == nil
 }
 
 func idString(id *uuid.UUID) *string {

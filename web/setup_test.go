@@ -48,6 +48,17 @@ type env struct {
 // are mounted (e.g. a stub display clock).
 func setup(t *testing.T, opts ...func(*web.Deps)) *env {
 	t.Helper()
+	return setupPool(t, func(_ *pgxpool.Pool, d *web.Deps) {
+		for _, o := range opts {
+			o(d)
+		}
+	})
+}
+
+// setupPool is setup whose option also gets the test's database (for
+// Deps built on it).
+func setupPool(t *testing.T, tune func(*pgxpool.Pool, *web.Deps)) *env {
+	t.Helper()
 	pool := dbtest.New(t)
 	e := &env{
 		t: t, pool: pool,
@@ -72,9 +83,7 @@ func setup(t *testing.T, opts ...func(*web.Deps)) *env {
 	ec := echo.New()
 	deps := web.Deps{Sessions: session.NewStore(pool, nil), Auth: e.auth, Graph: e.graph, Leases: e.leases, Attention: e.att, Drawings: e.draw,
 		Webhooks: e.hooks, Links: e.links}
-	for _, o := range opts {
-		o(&deps)
-	}
+	tune(pool, &deps)
 	web.Mount(ec, deps)
 	e.srv = httptest.NewServer(ec)
 	t.Cleanup(e.srv.Close)
