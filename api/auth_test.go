@@ -145,3 +145,61 @@ func TestRevokeAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestRevokedWhileWaiting: a token revoked while its long-poll claim
+// waits is refused at the claim's next attempt (401), and nothing is
+// granted. The token was checked at the first attempt only, so the claim
+// was granted a lease for an item that became ready after the revocation:
+// the revoked agent got the item and held it for the lease's length. Both
+// ways of authenticating a claim are covered: a token this replica
+// verified before (its check rides with the claim's first statement) and
+// one it reads afresh. The item waits out a failure's backoff while the
+// claim makes its first attempt, so that attempt finds nothing whatever
+// its timing.
+func TestRevokedWhileWaiting(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t, func(c *server.Config) {
+		c.Lease.RetryBackoff, c.Lease.MaxRetryBackoff, c.Lease.WaitRecheck = 2*time.Second, 2*time.Second, 100*time.Millisecond
+	})
+	for _, verifiedBefore := range []bool{true, false} {
+		name := "ReadAfresh"
+		if verifiedBefore {
+			name = "VerifiedBefore"
+		}
+		t.Run("Claim"+name, func(t *testing.T) {
+			label := "rv-" + strings.ToLower(name)
+			it := f.mustItem(f.human.Token, map[string]any{"title": "backing off", "labels": []string{label}})
+			var first claimed
+			f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, map[string]any{"worker": "other", "labels": []string{label}}).ok(t, 201, &first)
+			f.do("POST", "/v1/leases/"+first.Lease.ID+"/fail", f.agent.Token, map[string]any{"epoch": first.Lease.Epoch}).ok(t, 200, nil)
+
+			tok := f.mustToken("alpha", "waiting-"+name, "agent")
+			if verifiedBefore {
+				f.do("GET", "/v1/projects/alpha", tok.Token, nil).ok(t, 200, nil)
+			}
+			claim := make(chan resp, 1)
+			go func() {
+				claim <- f.do("POST", "/v1/projects/alpha/claims", tok.Token,
+					map[string]any{"worker": "w-" + name, "wait_seconds": 30, "labels": []string{label}, "capabilities": []string{label}})
+			}()
+			// The claim's first attempt records the capabilities it offers.
+			deadline := time.Now().Add(10 * time.Second)
+			for f.count("SELECT count(*) FROM worker_offers WHERE worker = $1", "w-"+name) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the claim never made its first attempt")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			f.do("DELETE", "/v1/projects/alpha/tokens/"+tok.ID, adminToken, nil).ok(t, 204, nil)
+			select {
+			case r := <-claim:
+				r.problem(t, 401, "unauthenticated")
+			case <-time.After(20 * time.Second):
+				t.Fatal("the claim of a revoked token is still waiting")
+			}
+			if n := f.count("SELECT count(*) FROM leases WHERE item_id = $1", it.ID); n != 1 {
+				t.Fatalf("the item has %d leases, want only the failed one: the revoked token was granted one", n)
+			}
+		})
+	}
+}

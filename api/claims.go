@@ -77,6 +77,14 @@ func (a *API) claim(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), wait+a.timeout)
 	defer cancel()
+	if wait > 0 {
+		// The token is checked again by each attempt after the first,
+		// in the attempt's statement: a token revoked while the claim
+		// waits is refused, not granted a lease.
+		if bearer, err := bearerOf(c); err == nil {
+			ctx = a.auth.Rechecking(ctx, principal(c), bearer)
+		}
+	}
 	c.SetRequest(c.Request().WithContext(ctx))
 	p, err := a.project(c)
 	if err != nil {

@@ -178,6 +178,9 @@ func cursor(s string) *string {
 }
 
 func (a *API) getItem(c echo.Context) error {
+	if err := onlyQuery(c); err != nil {
+		return err
+	}
 	p, id, err := a.projectItem(c)
 	if err != nil {
 		return err

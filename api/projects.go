@@ -147,6 +147,9 @@ func (a *API) listProjects(c echo.Context) error {
 // getProject reads the project itself: the cache (a.project) keeps only
 // what never changes, and on_expiry may.
 func (a *API) getProject(c echo.Context) error {
+	if err := onlyQuery(c); err != nil {
+		return err
+	}
 	p, err := a.project(c)
 	if err != nil {
 		return err

@@ -74,9 +74,23 @@ func (s *Service) Lazy(ctx context.Context, bearer string) (Principal, context.C
 		return Principal{}, ctx, false
 	}
 	p := t.principal
-	check := db.NewPrecheck("SELECT token_still_valid($1, $2, $3, $4, $5)",
-		p.TokenID, hash, p.Name, string(p.Role), p.ProjectID)
+	check := db.NewPrecheck(stillValidSQL, p.TokenID, hash, p.Name, string(p.Role), p.ProjectID)
 	return p, db.WithPrecheck(ctx, check), true
+}
+
+// stillValidSQL checks that a token still exists, unrevoked, with the
+// secret hash, name, role and project it was verified with (raising WG006
+// unauthenticated when not).
+const stillValidSQL = "SELECT token_still_valid($1, $2, $3, $4, $5)"
+
+// Rechecking returns ctx carrying, for a request that waits and then acts
+// (a long-poll claim), the check that p's token, presented as bearer, is
+// still valid, for each attempt after the first to carry in its own
+// statement (db.Rearm): a token revoked while the request waited is
+// refused (unauthenticated) by the attempt that would have acted, which
+// then changes nothing.
+func (s *Service) Rechecking(ctx context.Context, p Principal, bearer string) context.Context {
+	return db.WithRecheck(ctx, stillValidSQL, p.TokenID, hashBearer(bearer), p.Name, string(p.Role), p.ProjectID)
 }
 
 // Forget drops what Lazy remembers of a token (its check was refused).

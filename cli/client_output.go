@@ -20,7 +20,11 @@ import (
 // session is what a client command runs with: its configuration, the API
 // client and where to write.
 type session struct {
+	// IO writes the command's output and messages through termSafe; raw
+	// is the process's own, for the output of the command `workgraph
+	// work` runs, which is passed on as it is.
 	IO
+	raw  IO
 	cfg  *clientConfig
 	api  *client.Client
 	json bool
@@ -43,7 +47,7 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 		if err != nil {
 			return err
 		}
-		s := &session{IO: stdio, cfg: cfg, api: api, json: f.json, cmd: cmd}
+		s := &session{IO: stdio.safe(), raw: stdio, cfg: cfg, api: api, json: f.json, cmd: cmd}
 		// A command run by `workgraph work` (or any tool passing W3C trace
 		// context in TRACEPARENT) sends its calls in that trace.
 		ctx := telemetry.FromEnv(cmd.Context(), os.Getenv)

@@ -74,7 +74,8 @@ func Main(args []string, stdio IO) int {
 	if errors.As(err, &ee) && ee.err == nil {
 		return ee.code
 	}
-	fmt.Fprintln(stdio.Err, "workgraph:", err)
+	// The error may quote what the server answered: written as text.
+	fmt.Fprintln(&termSafe{w: stdio.Err}, "workgraph:", err)
 	if errors.As(err, &ee) {
 		return ee.code
 	}

@@ -122,8 +122,8 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 		cmd.Stdin = f
 	}
 	act := newActivity(workingDir(), time.Now())
-	cmd.Stdout = io.MultiWriter(sv.s.Out, stdoutTail, act)
-	cmd.Stderr = io.MultiWriter(sv.s.Err, stderrTail, act)
+	cmd.Stdout = io.MultiWriter(sv.s.raw.Out, stdoutTail, act)
+	cmd.Stderr = io.MultiWriter(sv.s.raw.Err, stderrTail, act)
 	cmd.WaitDelay = 2 * time.Second
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {

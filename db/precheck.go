@@ -64,6 +64,31 @@ func AddPrecheck(ctx context.Context, fn func(q DBTX) error) (context.Context, e
 	return WithPrecheck(ctx, &Precheck{stmts: rec.queued, parent: PrecheckFrom(ctx)}), nil
 }
 
+type recheckKey struct{}
+
+// WithRecheck returns ctx carrying a check (sql and args as NewPrecheck's)
+// that a request which acts again after waiting (a long-poll claim) must
+// pass afresh at each later attempt: Rearm adds it, not yet judged, to the
+// checks the attempt's first statement carries. A Precheck is judged once,
+// by the request's first round trip; what it checks (the token is not
+// revoked) may change while the request waits.
+func WithRecheck(ctx context.Context, sql string, args ...any) context.Context {
+	return context.WithValue(ctx, recheckKey{}, queued{sql: sql, args: args})
+}
+
+// Rearm returns ctx with the check of WithRecheck added after the checks
+// ctx carries (as AddPrecheck adds statements), so that the next statement
+// sent with the returned context carries it again and fails with its
+// refusal; ctx itself when it carries no recheck. Call it on the
+// request's own context before each attempt after the first.
+func Rearm(ctx context.Context) context.Context {
+	q, ok := ctx.Value(recheckKey{}).(queued)
+	if !ok {
+		return ctx
+	}
+	return WithPrecheck(ctx, &Precheck{stmts: []queued{q}, parent: PrecheckFrom(ctx)})
+}
+
 // PrecheckFrom returns the Precheck ctx carries, or nil.
 func PrecheckFrom(ctx context.Context) *Precheck {
 	p, _ := ctx.Value(precheckKey{}).(*Precheck)

@@ -19,8 +19,9 @@ var (
 	// ErrWrongProject: the token was signed for another project than the
 	// destination serves.
 	ErrWrongProject = errors.New("fence: token of another project")
-	// ErrInvalidAttempt: the attempt names no resource, a negative token
-	// or an over-long operation id (a programming error of the caller).
+	// ErrInvalidAttempt: the attempt names no resource, a negative token,
+	// an over-long operation id, or a resource or operation id that is
+	// not UTF-8 text without NUL.
 	ErrInvalidAttempt = errors.New("fence: invalid attempt")
 )
 

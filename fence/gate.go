@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -108,8 +110,18 @@ func (a Attempt) check() error {
 		return fmt.Errorf("%w: token %d is negative", ErrInvalidAttempt, a.Token)
 	case len(a.Operation) > MaxOperationLen:
 		return fmt.Errorf("%w: operation id is longer than %d bytes", ErrInvalidAttempt, MaxOperationLen)
+	case !storable(a.Resource):
+		return fmt.Errorf("%w: the resource is not UTF-8 text without NUL", ErrInvalidAttempt)
+	case !storable(a.Operation):
+		return fmt.Errorf("%w: the operation id is not UTF-8 text without NUL", ErrInvalidAttempt)
 	}
 	return nil
+}
+
+// storable reports whether s is text PostgreSQL's text type takes: valid
+// UTF-8 without NUL.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.Contains(s, "\x00")
 }
 
 // Admit decides an attempt inside the destination's transaction tx, before
@@ -127,6 +139,10 @@ func (a Attempt) check() error {
 // After a fresh admission the caller applies its effect and calls Record
 // on the same transaction. Everything Admit wrote commits or rolls back
 // with tx: a refused attempt's caller rolls tx back.
+//
+// An attempt whose resource or operation id is not storable text (not
+// UTF-8, or with NUL), too long, or with a negative token is
+// ErrInvalidAttempt, decided before tx is used.
 //
 // tx is expected at PostgreSQL's default isolation, READ COMMITTED:
 // attempts at one resource then wait for each other on its row and see

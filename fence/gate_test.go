@@ -147,7 +147,10 @@ func TestGate(t *testing.T) {
 		}
 	})
 	t.Run("ErrInvalidAttempt", func(t *testing.T) {
-		for _, a := range []fence.Attempt{{Token: 1}, {Resource: "r", Token: -1}} {
+		// Not text PostgreSQL stores (it answered the database's error,
+		// which the middleware took for an outage: 503).
+		for _, a := range []fence.Attempt{{Token: 1}, {Resource: "r", Token: -1},
+			{Resource: "r", Token: 1, Operation: "op-\xff"}, {Resource: "r", Token: 1, Operation: "op\x00"}, {Resource: "r\xff", Token: 1}} {
 			if _, err := apply(t, pool, g, a, ""); !errors.Is(err, fence.ErrInvalidAttempt) {
 				t.Errorf("%+v: got %v, want ErrInvalidAttempt", a, err)
 			}

@@ -47,7 +47,7 @@ const (
 	CodeFenceOutOfScope   = "fence_out_of_scope"  // 403: a write outside the lease's scopes
 	CodeFenceStale        = "fence_stale"         // 409: a newer lease has written
 	CodeOperationConflict = "operation_conflict"  // 409: same operation, changed payload
-	CodeInvalidOperation  = "invalid_operation"   // 400: operation id too long
+	CodeInvalidOperation  = "invalid_operation"   // 400: operation id too long or not UTF-8
 	CodeInvalidBody       = "invalid_body"        // 400: the body could not be read
 	CodeBodyTooLarge      = "body_too_large"      // 413
 	CodeUnavailable       = "unavailable"         // 503: the destination's database
@@ -151,6 +151,10 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			problem(w, http.StatusBadRequest, CodeInvalidOperation, fmt.Sprintf("%s is longer than %d bytes", HeaderOperation, MaxOperationLen))
 			return
 		}
+		if !storable(op) {
+			problem(w, http.StatusBadRequest, CodeInvalidOperation, HeaderOperation+" is not UTF-8 text")
+			return
+		}
 		limit := m.MaxBody
 		if limit <= 0 {
 			limit = DefaultMaxBody
@@ -190,6 +194,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	case errors.Is(err, ErrOperationConflict):
 		problem(w, http.StatusConflict, CodeOperationConflict, fmt.Sprintf(
 			"operation %q was already applied with a different payload; nothing was changed", at.Operation))
+		return
+	case errors.Is(err, ErrInvalidAttempt):
+		problem(w, http.StatusBadRequest, CodeInvalidOperation, err.Error())
 		return
 	case err != nil:
 		m.unavailable(w, err)

@@ -57,10 +57,11 @@ func Values(params map[string][]string) error {
 // JSON checks a syntactically valid JSON document (a request body, as the
 // caller already decoded it): every string, object key included, must be
 // valid UTF-8 and must not hold NUL or an unpaired surrogate, given raw or
-// as a \u escape, and every number must fit PostgreSQL's numeric. The error
-// names the offending value by its path, e.g. "children[0].title" or
-// "metadata.owner"; a key at fault is named by its object's path ("body"
-// at the top).
+// as a \u escape, every number must fit PostgreSQL's numeric, and no
+// object may give a key twice. The error names the offending value by its
+// path, e.g. "children[0].title" or "metadata.owner" (a key given twice
+// too); a key that is not text is named by its object's path ("body" at
+// the top).
 func JSON(doc []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
@@ -95,6 +96,9 @@ type frame struct {
 	index  int
 	// wantKey: inside an object, the next string token is a key.
 	wantKey bool
+	// seen are the object's keys read so far (a key given twice is
+	// refused: decoders disagree on which one counts).
+	seen map[string]bool
 }
 
 // visit checks one token; raw is the text it was read from (with any
@@ -116,6 +120,13 @@ func (w *walker) visit(tok json.Token, raw []byte) error {
 				return wgerr.InvalidField(w.path(false), "an object key %s", problem)
 			}
 			top.key, top.wantKey = t, false
+			if top.seen[t] {
+				return wgerr.InvalidField(w.path(true), "is given twice (the keys of an object must be unique)")
+			}
+			if top.seen == nil {
+				top.seen = make(map[string]bool)
+			}
+			top.seen[t] = true
 			return nil
 		}
 		if problem := rawStringProblem(raw); problem != "" {

@@ -206,7 +206,7 @@ func (s *Service) claimsOf(ctx context.Context, exec db.Executor, project uuid.U
 // Errors: those of ClaimBatch; unavailable when ctx ends first.
 func (s *Service) ClaimBatchWait(ctx context.Context, project uuid.UUID, req ClaimRequest, max int, wait time.Duration, n *Notifier) ([]Claim, error) {
 	return claimWaiting(ctx, s, project, req, wait, n,
-		func() ([]Claim, error) { return s.ClaimBatch(ctx, project, req, max) },
+		func(ctx context.Context) ([]Claim, error) { return s.ClaimBatch(ctx, project, req, max) },
 		func(cs []Claim) []uuid.UUID {
 			ids := make([]uuid.UUID, len(cs))
 			for i, c := range cs {
@@ -364,7 +364,7 @@ func (s *Service) CompleteBatch(ctx context.Context, project uuid.UUID, token *u
 		if done[i] {
 			continue
 		}
-		if err := s.checkOwner(ctx, token, e.LeaseID); err != nil {
+		if err := s.checkOwner(ctx, project, token, e.LeaseID); err != nil {
 			if !entryError(err) {
 				return nil, err
 			}
@@ -476,7 +476,7 @@ func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *
 		if done[i] {
 			continue
 		}
-		err := s.checkOwner(ctx, token, e.LeaseID)
+		err := s.checkOwner(ctx, project, token, e.LeaseID)
 		if err == nil {
 			err = s.refused(ctx, project, e.Fence, opHeartbeat, e.WorkerTime, map[string]any{"progress": e.Progress})
 		}
@@ -488,19 +488,24 @@ func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *
 	return answers, nil
 }
 
-// checkOwner refuses (forbidden) a batch entry naming a lease that was
-// granted to another token than token (nil: any token may act). A lease
-// that does not exist passes: its entry is answered not_found.
-func (s *Service) checkOwner(ctx context.Context, token *uuid.UUID, leaseID uuid.UUID) error {
+// checkOwner refuses (forbidden) a batch entry naming a lease of the
+// project that was granted to another token than token (nil: any token
+// may act). A lease that does not exist, or is another project's, passes:
+// its entry is answered not_found, so a batch learns nothing of another
+// project's leases.
+func (s *Service) checkOwner(ctx context.Context, project uuid.UUID, token *uuid.UUID, leaseID uuid.UUID) error {
 	if token == nil {
 		return nil
 	}
-	_, owner, err := s.Holder(ctx, leaseID)
+	of, owner, err := s.Holder(ctx, leaseID)
 	if wgerr.CodeOf(err) == wgerr.CodeNotFound {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if of != project {
+		return nil
 	}
 	if owner == nil || *owner != *token {
 		return wgerr.New(wgerr.CodeForbidden, "lease %s was granted to another token; an agent may only act on its own leases", leaseID)

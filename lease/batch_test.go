@@ -3,6 +3,7 @@ package lease_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -276,6 +277,37 @@ func TestCompleteBatch(t *testing.T) {
 		hb, err := f.leases.HeartbeatBatch(f.ctx, f.project, &mine, []lease.HeartbeatEntry{{Fence: fence(b[0].Lease)}})
 		if err != nil || wgerr.CodeOf(hb[0].Err) != wgerr.CodeForbidden {
 			t.Fatalf("heartbeat of another token's lease: %v %v, want forbidden", err, hb[0].Err)
+		}
+	})
+
+	t.Run("ErrNotFoundOtherProject", func(t *testing.T) {
+		// A lease of another project is not found, for an agent as for an
+		// admin, whoever holds it: it was forbidden to an agent, which
+		// told it that the lease exists elsewhere.
+		t.Parallel()
+		f := setup(t, lease.Config{})
+		f.items(t, 1)
+		mine, theirs := uuid.New(), uuid.New()
+		b, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "b", TokenID: &theirs}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := f.graph.CreateProject(f.ctx, fmt.Sprintf("p%d", projectCounter.Add(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, token := range map[string]*uuid.UUID{"Agent": &mine, "Admin": nil} {
+			answers, err := f.leases.CompleteBatch(f.ctx, other.ID, token, completions(b, `1`))
+			if err != nil || wgerr.CodeOf(answers[0].Err) != wgerr.CodeNotFound {
+				t.Errorf("%s: completion of another project's lease: %v %v, want not_found", name, err, answers[0].Err)
+			}
+			hb, err := f.leases.HeartbeatBatch(f.ctx, other.ID, token, []lease.HeartbeatEntry{{Fence: fence(b[0].Lease)}})
+			if err != nil || wgerr.CodeOf(hb[0].Err) != wgerr.CodeNotFound {
+				t.Errorf("%s: heartbeat of another project's lease: %v %v, want not_found", name, err, hb[0].Err)
+			}
+		}
+		if l := f.getLease(t, b[0].Lease.ID); l.EndedAt != nil || l.StaleCalls != 0 {
+			t.Errorf("a batch of another project touched the lease: ended %v, stale calls %d", l.EndedAt, l.StaleCalls)
 		}
 	})
 

@@ -24,14 +24,18 @@ import (
 // Errors: those of Claim; unavailable when ctx ends first.
 func (s *Service) ClaimWait(ctx context.Context, project uuid.UUID, req ClaimRequest, wait time.Duration, n *Notifier) (Claim, error) {
 	return claimWaiting(ctx, s, project, req, wait, n,
-		func() (Claim, error) { return s.Claim(ctx, project, req) },
+		func(ctx context.Context) (Claim, error) { return s.Claim(ctx, project, req) },
 		func(c Claim) []uuid.UUID { return []uuid.UUID{c.Item.ID} })
 }
 
 // claimWaiting is ClaimWait for any claim (one item or a batch): claim
-// answers what it granted, items names the items it took.
+// answers what it granted, items names the items it took. Each attempt
+// after the first runs on db.Rearm(ctx): the checks the request carries
+// for later attempts (a token's, auth.Service.Rechecking) ride with that
+// attempt's statement, so a token revoked while the claim waited is
+// refused instead of granted.
 func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req ClaimRequest, wait time.Duration, n *Notifier,
-	claim func() (T, error), items func(T) []uuid.UUID) (T, error) {
+	claim func(context.Context) (T, error), items func(T) []uuid.UUID) (T, error) {
 	var zero T
 	if wait <= 0 || n == nil {
 		c, err := claimRechecking(ctx, s, wait, claim)
@@ -63,6 +67,7 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 			return zero, err
 		}
 	}
+	attempt := ctx
 	for {
 		if !first {
 			// A claim with this filter found nothing in this recheck
@@ -71,9 +76,10 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 				return zero, err
 			}
 			n.begin(w)
+			attempt = db.Rearm(ctx)
 		}
 		first = false
-		c, err := claim()
+		c, err := claim(attempt)
 		switch {
 		case err == nil:
 			// The waiter's own grant resolves its turn; the other items
@@ -121,20 +127,22 @@ func mayHaveLocked(err error) bool {
 
 // claimRechecking is ClaimWait without a notifier: it tries claim again
 // every recheck until wait has passed.
-func claimRechecking[T any](ctx context.Context, s *Service, wait time.Duration, claim func() (T, error)) (T, error) {
+func claimRechecking[T any](ctx context.Context, s *Service, wait time.Duration, claim func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if wait <= 0 {
-		return claim()
+		return claim(ctx)
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	recheck := time.NewTicker(s.cfg.WaitRecheck)
 	defer recheck.Stop()
+	attempt := ctx
 	for {
-		c, err := claim()
+		c, err := claim(attempt)
 		if !errors.Is(err, ErrNothingReady) {
 			return c, err
 		}
+		attempt = db.Rearm(ctx)
 		select {
 		case <-ctx.Done():
 			return zero, db.Translate(ctx.Err())

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // outcomes lists the lease outcomes for the history filter.
@@ -127,22 +128,24 @@ func (r *req) historyFilter() (HistoryFilter, lease.HistoryFilter, error) {
 	if f.Item != "" {
 		id, err := uuid.Parse(f.Item)
 		if err != nil {
-			return f, lf, notFoundf("the item filter must be an item id")
+			return f, lf, wgerr.InvalidField("item", "the item filter must be an item id")
 		}
 		lf.ItemID = &id
 	}
 	var err error
-	if lf.Since, err = parseLocalTime(f.Since); err != nil {
+	if lf.Since, err = parseLocalTime("since", f.Since); err != nil {
 		return f, lf, err
 	}
-	if lf.Until, err = parseLocalTime(f.Until); err != nil {
+	if lf.Until, err = parseLocalTime("until", f.Until); err != nil {
 		return f, lf, err
 	}
 	return f, lf, nil
 }
 
 // parseLocalTime reads an <input type=datetime-local> value as UTC.
-func parseLocalTime(s string) (*time.Time, error) {
+//
+// Errors: invalid_argument (field).
+func parseLocalTime(field, s string) (*time.Time, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -151,7 +154,7 @@ func parseLocalTime(s string) (*time.Time, error) {
 			return &t, nil
 		}
 	}
-	return nil, notFoundf("times look like 2026-01-31T14:05 (UTC)")
+	return nil, wgerr.InvalidField(field, "times look like 2026-01-31T14:05 (UTC)")
 }
 
 func (u *ui) leases(r *req) error {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -225,8 +227,8 @@ func (u *ui) project(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, 
 func (u *ui) projectAction(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, true, true) }
 
 // wrap applies, in order: security headers; for POSTs the same-origin
-// check (before anything else is looked at); the one check of the text the
-// request carries (checkInput); the session (signing in when
+// check (before anything else is looked at); the body's kind and size
+// (boundBody); the one check of the text the request carries (checkInput); the session (signing in when
 // missing); for POSTs the CSRF token; the project (404 when the principal
 // may not see it); then the handler, whose errors become error pages.
 func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFunc {
@@ -237,6 +239,9 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 		if post && !sameOrigin(c.Request()) {
 			return r.fail(http.StatusForbidden, "Cross-site request refused",
 				"This form was posted from another site. Nothing was changed.")
+		}
+		if status, msg := boundBody(c); status != 0 {
+			return r.fail(status, "Form refused", msg)
 		}
 		if err := checkInput(c); err != nil {
 			return r.error(err)
@@ -271,6 +276,34 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 	}
 }
 
+// maxFormBytes bounds the body of every request to the UI. The largest
+// form is an item's, whose body (graph.MaxBodyBytes) URL-encoded takes up
+// to three bytes a byte; the other fields are small.
+const maxFormBytes = 3*graph.MaxBodyBytes + 64<<10
+
+// boundBody refuses, before any of it is read, a body that is not a
+// URL-encoded form (415: every form of the UI is one; Go would parse a
+// multipart body into memory and temporary files on any route, before the
+// session is known) or is longer than maxFormBytes (413), and makes the
+// read of a body without a length stop there. It answers the status and
+// message of the refusal, or 0.
+func boundBody(c echo.Context) (int, string) {
+	req := c.Request()
+	if req.Body == nil || req.Body == http.NoBody {
+		return 0, ""
+	}
+	if ct := req.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/x-www-form-urlencoded" {
+			return http.StatusUnsupportedMediaType, "The UI takes forms as application/x-www-form-urlencoded only."
+		}
+	}
+	if req.ContentLength > maxFormBytes {
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("The form is larger than %d bytes.", maxFormBytes)
+	}
+	req.Body = http.MaxBytesReader(c.Response().Writer, req.Body, maxFormBytes)
+	return 0, ""
+}
+
 // checkInput refuses (400) a request whose path parameters, query or form
 // values are not valid UTF-8 or hold NUL, which PostgreSQL's text refuses:
 // checked once here, so no handler passes them on.
@@ -283,6 +316,10 @@ func checkInput(c echo.Context) error {
 		}
 	}
 	values, err := c.FormParams() // the query, and a POST's form
+	var tooLong *http.MaxBytesError
+	if errors.As(err, &tooLong) {
+		return wgerr.New(wgerr.CodePayloadTooLarge, "The form is larger than %d bytes.", tooLong.Limit)
+	}
 	if err != nil {
 		values = c.QueryParams()
 	}

@@ -511,6 +511,15 @@ func TestLeasePages(t *testing.T) {
 		wantStatus(t, r, http.StatusOK)
 		wantBody(t, r, "times look like")
 	})
+	t.Run("ErrBadFilterCSV", func(t *testing.T) {
+		// A filter the export cannot read is bad input (400), not a
+		// missing page (it was 404).
+		for q, want := range map[string]string{"since=yesterday": "times look like", "until=2026-13-01": "times look like", "item=nothex": "item id"} {
+			r := b.get("/p/acme/leases.csv?" + q)
+			wantStatus(t, r, http.StatusBadRequest)
+			wantBody(t, r, want)
+		}
+	})
 	t.Run("CSV", func(t *testing.T) {
 		r := b.get("/p/acme/leases.csv")
 		wantStatus(t, r, http.StatusOK)

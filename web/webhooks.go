@@ -2,7 +2,9 @@ package web
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -215,8 +217,17 @@ func (u *ui) answerLink(r *req) error {
 	if u.Links == nil {
 		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
 	}
+	// A link is a credential: a link that names none counts against the
+	// address as a failed sign-in does, and a throttled address is refused
+	// before the link is looked up.
+	addr := auth.ClientAddr(r.Request())
+	if wait, blocked := u.Throttle.Blocked(addr); blocked {
+		r.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		return r.fail(http.StatusTooManyRequests, "Slow down", "Too many invalid answer links or sign-ins from your address. Try again in a moment.")
+	}
 	project, err := uuid.Parse(r.Param("project"))
 	if err != nil {
+		u.Throttle.Fail(addr)
 		return r.fail(http.StatusNotFound, "Not found", "This answer link is not valid.")
 	}
 	token := r.Param("token")
@@ -226,6 +237,7 @@ func (u *ui) answerLink(r *req) error {
 	link, req, err := u.Links.Open(r.ctx(), project, token)
 	switch {
 	case errors.Is(err, webhook.ErrLinkInvalid):
+		u.Throttle.Fail(addr)
 		return r.fail(http.StatusNotFound, "Not found", "This answer link is not valid.")
 	case errors.Is(err, webhook.ErrLinkUsed):
 		p.Refused = "This link was used already: the question was answered through it."

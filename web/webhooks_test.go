@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/web"
 	"github.com/workgraph-dev/workgraph/webhook"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -140,6 +142,42 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("a cross-site post answered: %+v", got)
 		}
 	})
+}
+
+// TestAnswerLinkGuessesThrottled: an answer link is a credential: a
+// link that names no link (a guess) counts against the client's address
+// as a failed sign-in does, and once the address's bucket is empty every
+// answer link (a valid one too) and the sign-in are refused with 429
+// before the link is looked up. Guesses were unlimited, each a lookup.
+func TestAnswerLinkGuessesThrottled(t *testing.T) {
+	t.Parallel()
+	const burst = 3
+	e := setup(t, func(d *web.Deps) { d.Throttle = auth.NewThrottle(0.001, burst, nil) })
+	ctx := context.Background()
+	req, err := e.att.Hold(ctx, e.project.ID, e.mustItem("Ship it").ID, "Which region?", "token:lead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	id, _, _ := strings.Cut(token, ".")
+	for i := range burst {
+		guess := id + "." + strings.Repeat(string(rune('A'+i)), 43)
+		wantStatus(t, b.get("/answer/"+e.project.ID.String()+"/"+guess), http.StatusNotFound)
+	}
+	r := b.get("/answer/" + e.project.ID.String() + "/" + token)
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	b.get("/signin")
+	wantStatus(t, b.post("/signin", url.Values{"token": {e.human}}), http.StatusTooManyRequests)
+	if got, _ := e.att.Get(ctx, e.project.ID, req.ID); got.State != attention.StateOpen {
+		t.Fatalf("a throttled address answered: %+v", got)
+	}
 }
 
 // TestWebhookForms: a person adds a webhook from its page and sees its

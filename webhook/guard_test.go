@@ -17,6 +17,7 @@ func TestGuard(t *testing.T) {
 		// RFC 8215's local-use one) or 6to4: judged by the IPv4 inside.
 		"[64:ff9b::7f00:1]:80", "[64:ff9b::a00:1]:80", "[64:ff9b::a9fe:a9fe]:80", "[64:ff9b:1::a00:1]:80",
 		"[2002:a00:1::1]:80", "[2002:7f00:1::]:80",
+		"[64:ff9b::a00:7]:80", "[64:ff9b:1::a00:7]:80", "[2002:7f00:1::1]:80", "[2002:a00:7::1]:80",
 	} {
 		if err := webhook.Guard("tcp", addr, nil); !errors.Is(err, webhook.ErrRefusedAddress) {
 			t.Errorf("Guard(%s) = %v, want refused", addr, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -290,6 +291,11 @@ func (s *Service) checkURL(raw string) error {
 	}
 	if u.Fragment != "" {
 		return wgerr.InvalidField("url", "must not have a fragment")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return wgerr.InvalidField("url", "port %s is not a TCP port (1 to 65535)", port)
+		}
 	}
 	if !s.allowPrivate {
 		if err := refusedHost(u.Hostname()); err != nil {

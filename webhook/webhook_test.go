@@ -59,6 +59,9 @@ func TestCreate(t *testing.T) {
 			{"Private", "url", webhook.New{URL: "http://10.0.0.7/"}},
 			{"Metadata", "url", webhook.New{URL: "http://169.254.169.254/latest/"}},
 			{"LoopbackV6", "url", webhook.New{URL: "http://[::1]/"}},
+			{"PrivateThroughNAT64", "url", webhook.New{URL: "http://[64:ff9b::a00:7]/"}},
+			{"PortTooLarge", "url", webhook.New{URL: "https://example.com:99999/"}},
+			{"PortZero", "url", webhook.New{URL: "https://example.com:0/"}},
 			{"UnknownType", "event_types", webhook.New{URL: "https://example.com/", EventTypes: []string{"item.exploded"}}},
 			{"Format", "format", webhook.New{URL: "https://example.com/", Format: "teams"}},
 		} {

@@ -190,6 +190,18 @@ func TestMiddleware(t *testing.T) {
 		wantRefused(t, d.add(d.token(d.key, uuid.NewString(), 1), "", 4), http.StatusForbidden, fence.CodeFenceWrongProject)
 		d.want(0, fence.Mark{})
 	})
+	t.Run("ErrInvalidOperation", func(t *testing.T) {
+		// An operation id that is not text the database can store (bytes
+		// that are not UTF-8: HTTP allows them in a header) is the
+		// client's error, 400, not 503 unavailable, which a client
+		// retries for ever; nothing is applied.
+		t.Parallel()
+		d := setup(t)
+		for _, op := range []string{"op-\xff", "op-\xc3(", strings.Repeat("o", fence.MaxOperationLen+1)} {
+			wantRefused(t, d.add(d.token(d.key, d.project, 1), op, 4), http.StatusBadRequest, fence.CodeInvalidOperation)
+		}
+		d.want(0, fence.Mark{})
+	})
 	t.Run("Replay", func(t *testing.T) {
 		t.Parallel()
 		d := setup(t)
