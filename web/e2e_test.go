@@ -255,6 +255,10 @@ func TestBrowser(t *testing.T) {
 			chromedp.Submit(chromedp.ID("token")),
 			chromedp.WaitVisible(chromedp.CSS("article.request")),
 		)
+		// The live inbox fetches itself again once its stream opens (and
+		// swaps its content in): click what that left, not a node it
+		// replaces.
+		waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
 		text := eval[string](t, ctx, `document.querySelector("article.request").innerText`)
 		for _, want := range []string{"Which database should we use?", "Choose the database", "agent-e2e", "waiting"} {
 			if !strings.Contains(text, want) {
