@@ -232,6 +232,9 @@ type routeOpts struct {
 // admin may call it (none: admin only).
 func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o routeOpts) {
 	mw := []echo.MiddlewareFunc{noStore, checkParams}
+	if method != http.MethodGet {
+		mw = append(mw, noQuery)
+	}
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))
 	}

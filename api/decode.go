@@ -361,6 +361,18 @@ func queryID(c echo.Context, name string) (*uuid.UUID, error) {
 	return &id, nil
 }
 
+// noQuery refuses any query parameter on a route that writes (POST, PUT,
+// PATCH, DELETE): their input is the body, and a parameter would be
+// ignored, POST .../plans?dry_run=true creating the plan.
+func noQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for name := range c.QueryParams() {
+			return wgerr.InvalidField(name, "a %s takes no query parameters: its input goes in the JSON body", c.Request().Method)
+		}
+		return next(c)
+	}
+}
+
 // onlyQuery refuses query parameters a route does not know.
 func onlyQuery(c echo.Context, known ...string) error {
 	for name := range c.QueryParams() {

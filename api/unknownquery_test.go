@@ -43,3 +43,36 @@ func TestUnknownQueryParameterRefused(t *testing.T) {
 		field(t, p, "colour")
 	}
 }
+
+// TestWriteTakesNoQuery: a POST, PUT, PATCH or DELETE takes its input in
+// its body and refuses any query parameter (400 invalid_argument naming
+// it) before it changes anything: POST .../plans?dry_run=true created the
+// plan, since dry_run belongs in the body.
+func TestWriteTakesNoQuery(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	plan := map[string]any{"items": []map[string]any{{"key": "a", "title": "from a plan"}}}
+	p := f.do("POST", "/v1/projects/alpha/plans?dry_run=true", f.human.Token, plan).problem(t, 400, "invalid_argument")
+	field(t, p, "dry_run")
+	if d, _ := p["detail"].(string); !strings.Contains(d, "body") {
+		t.Errorf("detail %q does not say the body takes it", p["detail"])
+	}
+	var page struct {
+		Items []struct{ Title string } `json:"items"`
+	}
+	f.do("GET", "/v1/projects/alpha/items", f.human.Token, nil).ok(t, 200, &page)
+	if len(page.Items) != 0 {
+		t.Fatalf("a refused plan created %d items", len(page.Items))
+	}
+	it := f.mustItem(f.human.Token, map[string]any{"title": "x"})
+	f.do("PATCH", "/v1/projects/alpha/items/"+it.ID+"?title=y", f.human.Token, map[string]any{"priority": 3}).problem(t, 400, "invalid_argument")
+	f.do("POST", "/v1/projects/alpha/items/"+it.ID+"/cancel?reason=x", f.human.Token, nil).problem(t, 400, "invalid_argument")
+	var got struct {
+		State    string `json:"state"`
+		Priority int    `json:"priority"`
+	}
+	f.do("GET", "/v1/projects/alpha/items/"+it.ID, f.human.Token, nil).ok(t, 200, &got)
+	if got.State != "ready" || got.Priority != 0 {
+		t.Fatalf("item after refused writes: %+v", got)
+	}
+}
