@@ -165,10 +165,12 @@ func (a *API) streamEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	fromHeader := false
 	if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
 		if f.After, err = afterParam("Last-Event-ID", strings.TrimSpace(last)); err != nil {
 			return err
 		}
+		fromHeader = true
 	}
 	ctx := c.Request().Context()
 	scope, err := a.eventsScope(c)
@@ -178,6 +180,9 @@ func (a *API) streamEvents(c echo.Context) error {
 	// The first read answers errors (bad filter, database down) as
 	// problems, before the stream begins.
 	first, err := a.readBounded(ctx, scope, f)
+	if err != nil && fromHeader {
+		return renameFields(err, map[string]string{"after": "Last-Event-ID"})
+	}
 	if err != nil {
 		return err
 	}

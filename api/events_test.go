@@ -512,3 +512,35 @@ func TestEventsStreamDropsStalledReader(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsAfterPastTheLog: a position the log has not reached (from a
+// database restored from an older backup, or made up) is refused, in the
+// poll, the long poll and the stream (named as the client gave it),
+// instead of an empty answer and a wait that would skip every event up to
+// that number.
+func TestEventsAfterPastTheLog(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t)
+	last := f.appendEvent(f.alpha, events.ItemCreated)
+	past := last + 1_000_000
+	for _, q := range []string{"", "&wait_seconds=1"} {
+		p := f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d%s", past, q), f.human.Token, nil).problem(t, 400, "invalid_argument")
+		field(t, p, "after")
+	}
+	p := f.do("GET", fmt.Sprintf("/v1/projects/alpha/events/stream?after=%d", past), f.human.Token, nil).problem(t, 400, "invalid_argument")
+	field(t, p, "after")
+	req, _ := http.NewRequest("GET", f.url+"/v1/projects/alpha/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+f.human.Token)
+	req.Header.Set("Last-Event-ID", fmt.Sprint(past))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 400 || !strings.Contains(string(body), `"field":"Last-Event-ID"`) {
+		t.Fatalf("stream with Last-Event-ID past the log: %d %s", res.StatusCode, body)
+	}
+	// The newest number itself is a position the log reached.
+	f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d", last), f.human.Token, nil).ok(t, 200, nil)
+}

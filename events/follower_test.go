@@ -11,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // followSetup starts a follower on a database of its own (events must
@@ -136,5 +137,30 @@ func TestFollowerStop(t *testing.T) {
 	}
 	if _, err := f.Wait(context.Background(), 0); !errors.Is(err, events.ErrStopped) {
 		t.Fatalf("Wait after Stop = %v, want ErrStopped", err)
+	}
+}
+
+// TestReadRefusesAfterPastTheLog: a read after a number the log has not
+// reached (a client's stored position from a database since restored from
+// an older backup, or made up) is invalid_argument naming after, instead
+// of an empty page and a wait that skips every event up to that number
+// once they are written. A position the log did reach, its newest
+// included, reads as before.
+func TestReadRefusesAfterPastTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _, r := followSetup(t)
+	p := project(t, pool)
+	last := mustAppend(t, pool, p, events.ItemCreated)
+	for _, wait := range []time.Duration{0, time.Second} {
+		_, err := r.ReadWait(ctx, &p, events.Filter{After: last + 1000}, wait)
+		var we *wgerr.Error
+		if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != "after" {
+			t.Fatalf("read after %d with the log at %d (wait %s): %v, want invalid_argument on after", last+1000, last, wait, err)
+		}
+	}
+	page, err := r.Read(ctx, &p, events.Filter{After: last})
+	if err != nil || len(page.Events) != 0 {
+		t.Fatalf("read after the newest number: %+v, %v", page, err)
 	}
 }

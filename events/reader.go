@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Reader reads the log for the API and the web UI: one read up to the
@@ -37,7 +38,9 @@ type Page struct {
 
 // Read returns the events of project (nil: of every project) after
 // f.After up to the current horizon; f.UpTo is ignored. Errors:
-// invalid_argument for a bad filter, unavailable when the database is.
+// invalid_argument for a bad filter, or an f.After past the horizon (a
+// number the log has not reached: no read handed it out, and waiting for
+// it would skip every event up to it); unavailable when the database is.
 func (r *Reader) Read(ctx context.Context, project *uuid.UUID, f Filter) (Page, error) {
 	if _, err := f.limit(); err != nil {
 		return Page{}, err
@@ -45,6 +48,10 @@ func (r *Reader) Read(ctx context.Context, project *uuid.UUID, f Filter) (Page, 
 	h, err := r.observed().horizon(ctx, r.conn)
 	if err != nil {
 		return Page{}, err
+	}
+	if f.After > h {
+		return Page{}, wgerr.InvalidField("after",
+			"%d is past the event log, whose newest number is %d: resume from a number this server answered (an event's seq, next_after), or leave after out to start now", f.After, h)
 	}
 	return r.readTo(ctx, project, f, h)
 }
