@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -84,6 +85,11 @@ func validate(name string, role Role, projectID *uuid.UUID) error {
 	}
 	if len(name) > 200 {
 		return wgerr.InvalidField("name", "must be at most 200 characters")
+	}
+	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		// It is the principal ("token:<name>") that history, events and
+		// logs show.
+		return wgerr.InvalidField("name", "must not hold control characters (line breaks, tabs, escapes)")
 	}
 	if !role.Valid() {
 		return wgerr.InvalidField("role", "must be one of admin, human, agent")

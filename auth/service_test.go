@@ -105,6 +105,10 @@ func TestCreateRefusals(t *testing.T) {
 		code    wgerr.Code
 	}{
 		{"ErrNameEmpty", &project, " ", auth.RoleAgent, "name", wgerr.CodeInvalid},
+		// The name is the principal history, events and logs show
+		// ("token:<name>"): no line breaks, escapes or other controls.
+		{"ErrNameNewline", &project, "agent-1\nlevel=ERROR msg=forged", auth.RoleAgent, "name", wgerr.CodeInvalid},
+		{"ErrNameEscape", &project, "agent-1\x1b[2J", auth.RoleAgent, "name", wgerr.CodeInvalid},
 		{"ErrRole", &project, "a", "root", "role", wgerr.CodeInvalid},
 		{"ErrNoProject", nil, "a", auth.RoleHuman, "project", wgerr.CodeInvalid},
 		{"ErrUnknownProject", ptr(uuid.New()), "a", auth.RoleHuman, "", wgerr.CodeNotFound},
