@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"time"
 
 	"github.com/google/uuid"
@@ -257,6 +258,10 @@ func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, err
 	req.Worker = strings.TrimSpace(req.Worker)
 	if req.Worker == "" || len(req.Worker) > maxWorkerBytes {
 		return req, 0, wgerr.InvalidField("worker", "must be 1 to %d bytes", maxWorkerBytes)
+	}
+	if strings.IndexFunc(req.Worker, unicode.IsControl) >= 0 {
+		// History, the pages and the logs show it.
+		return req, 0, wgerr.InvalidField("worker", "must not hold control characters (line breaks, tabs, escapes)")
 	}
 	ttl := req.TTL
 	if ttl == 0 {

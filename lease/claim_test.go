@@ -85,12 +85,15 @@ func TestClaimInvalid(t *testing.T) {
 	f := setup(t, lease.Config{MinTTL: time.Second, MaxTTL: time.Hour})
 	it := f.item(t, graph.NewItem{})
 	for name, req := range map[string]lease.ClaimRequest{
-		"ErrNoWorker":    {Worker: " "},
-		"ErrLongWorker":  {Worker: string(make([]byte, 201))},
-		"ErrTTLTooShort": {Worker: "w", TTL: time.Millisecond},
-		"ErrTTLTooLong":  {Worker: "w", TTL: 2 * time.Hour},
-		"ErrTTLNegative": {Worker: "w", TTL: -time.Second},
-		"ErrEmptyLabel":  {Worker: "w", Labels: []string{""}},
+		"ErrNoWorker":   {Worker: " "},
+		"ErrLongWorker": {Worker: string(make([]byte, 201))},
+		// The worker label is shown in history, pages and logs.
+		"ErrWorkerNewline": {Worker: "w1\nlevel=ERROR"},
+		"ErrWorkerEscape":  {Worker: "w1\x1b]0;owned\a"},
+		"ErrTTLTooShort":   {Worker: "w", TTL: time.Millisecond},
+		"ErrTTLTooLong":    {Worker: "w", TTL: 2 * time.Hour},
+		"ErrTTLNegative":   {Worker: "w", TTL: -time.Second},
+		"ErrEmptyLabel":    {Worker: "w", Labels: []string{""}},
 		// One label rule for items and claims (graph.CleanLabels): a label
 		// no item can carry is refused, not silently matched by nothing.
 		"ErrLabelSpace":    {Worker: "w", Labels: []string{"has space"}},
