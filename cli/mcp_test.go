@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -85,5 +86,60 @@ func TestMCPCommandStdio(t *testing.T) {
 	got, err := admin.GetItem(ctx, "mcp-cli", it.ID)
 	if err != nil || got.State != client.StateReady {
 		t.Fatalf("item after the session ended: %+v, %v; want ready (released)", got, err)
+	}
+}
+
+// TestMCPStdioAnswersBeforeEOF: requests piped in at once, with the input
+// closed right after them (`printf ... | workgraph mcp`), are each answered
+// before the command exits; it used to end the session at the end of its
+// input and drop the answers still being worked on.
+func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const secret = "wg-cli-mcp-eof-bootstrap"
+	srv := servertest.Start(t, server.Config{BootstrapToken: secret})
+	admin, err := client.New(srv.URL(), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateProject(ctx, "mcp-eof"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.CreateToken(ctx, "mcp-eof", client.CreateTokenRequest{Name: "agent", Role: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateItem(ctx, "mcp-eof", client.CreateItemRequest{Title: "piped"}); err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"take_task","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	var out, stderr servertest.SyncBuffer
+	code := Main([]string{"mcp", "--url", srv.URL(), "--token", tok.Secret, "--project", "mcp-eof", "--worker", "piped"},
+		IO{In: strings.NewReader(in), Out: &out, Err: &stderr})
+	if code != ExitOK {
+		t.Fatalf("exit %d (stderr: %s)", code, stderr.String())
+	}
+	answered := map[float64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			ID    *float64        `json:"id"`
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		if m.ID != nil && m.Error == nil {
+			answered[*m.ID] = true
+		}
+	}
+	for _, id := range []float64{1, 2, 3} {
+		if !answered[id] {
+			t.Errorf("request %v was not answered; output:\n%s\nstderr: %s", id, out.String(), stderr.String())
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,7 +46,8 @@ func (t *StdioTransport) Connect(context.Context) (sdk.Connection, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &stdioConn{w: t.Writer, log: log, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &stdioConn{w: t.Writer, log: log, incoming: make(chan jsonrpc.Message), closed: make(chan struct{}),
+		pending: map[any]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLoop(t.Reader)
 	return c, nil
 }
@@ -56,8 +58,17 @@ type stdioConn struct {
 
 	writeMu sync.Mutex
 
-	incoming  chan jsonrpc.Message
-	readErr   error // set before incoming is closed
+	incoming chan jsonrpc.Message
+	readErr  error // set before incoming is closed
+
+	// pending are the ids of the requests handed to Read and not answered
+	// yet: at the end of the input Read waits for them (up to
+	// eofAnswerWait), so that requests piped in with the input closed right
+	// after them are answered before the session ends. answered is told of
+	// every answer written.
+	pendingMu sync.Mutex
+	pending   map[any]bool
+	answered  chan struct{}
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -223,6 +234,11 @@ func depth(b []byte) int {
 	return deepest
 }
 
+// eofAnswerWait bounds how long the end of the input waits for the answers
+// of the requests still being worked on (a take_task long poll waits up to
+// 30 s).
+const eofAnswerWait = 60 * time.Second
+
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
@@ -231,12 +247,43 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, io.EOF
 	case msg, ok := <-c.incoming:
 		if !ok {
+			c.awaitAnswers(ctx)
 			if c.readErr != nil {
 				return nil, c.readErr
 			}
 			return nil, io.EOF
 		}
+		if req, isReq := msg.(*jsonrpc.Request); isReq && req.ID.IsValid() {
+			c.pendingMu.Lock()
+			c.pending[req.ID.Raw()] = true
+			c.pendingMu.Unlock()
+		}
 		return msg, nil
+	}
+}
+
+// awaitAnswers waits until every request handed to Read has been answered,
+// ctx ends, the connection is closed, or eofAnswerWait has passed.
+func (c *stdioConn) awaitAnswers(ctx context.Context) {
+	deadline := time.NewTimer(eofAnswerWait)
+	defer deadline.Stop()
+	for {
+		c.pendingMu.Lock()
+		n := len(c.pending)
+		c.pendingMu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-ctx.Done():
+			return
+		case <-c.closed:
+			return
+		case <-deadline.C:
+			c.log.Warn("mcp: input ended; not waiting longer for the answers of requests still running", "requests", n)
+			return
+		}
 	}
 }
 
@@ -248,7 +295,17 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.writeLine(raw)
+	err = c.writeLine(raw)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		c.pendingMu.Lock()
+		delete(c.pending, resp.ID.Raw())
+		c.pendingMu.Unlock()
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 func (c *stdioConn) writeLine(raw []byte) error {
