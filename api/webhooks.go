@@ -17,6 +17,7 @@ func (a *API) mountWebhooks(e *echo.Echo) {
 	a.handle(e, http.MethodGet, "/projects/:project/webhooks/:id", a.getWebhook, people)
 	a.handle(e, http.MethodPatch, "/projects/:project/webhooks/:id", a.updateWebhook, people)
 	a.handle(e, http.MethodDelete, "/projects/:project/webhooks/:id", a.deleteWebhook, people)
+	a.handle(e, http.MethodPost, "/projects/:project/webhooks/:id/secret", a.rotateWebhookSecret, people)
 	a.handle(e, http.MethodGet, "/projects/:project/webhooks/:id/deliveries", a.webhookDeliveries, people)
 	a.handle(e, http.MethodGet, "/projects/:project/notifications", a.getNotifications, people)
 	a.handle(e, http.MethodPatch, "/projects/:project/notifications", a.updateNotifications, people)
@@ -30,7 +31,7 @@ func webhookView(w webhook.Webhook) wire.Webhook {
 	return wire.Webhook{ID: w.ID.String(), ProjectID: w.ProjectID.String(), URL: w.URL, EventTypes: types,
 		Format: w.Format, Recipient: w.Recipient, Description: w.Description, Enabled: w.Enabled,
 		DisabledReason: w.DisabledReason, DisabledAt: w.DisabledAt, FailingSince: w.FailingSince,
-		CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+		CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, PreviousSecretUntil: w.PreviousSecretUntil}
 }
 
 func deliveryView(d webhook.Delivery) wire.Delivery {
@@ -131,6 +132,39 @@ func (a *API) getWebhook(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, webhookView(w))
+}
+
+// rotateWebhookSecret gives a webhook a new signing secret, shown this
+// once: 200 CreatedWebhook.
+func (a *API) rotateWebhookSecret(c echo.Context) error {
+	var req wire.RotateWebhookSecretRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	grace := int64(wire.DefaultSecretGraceSeconds)
+	if req.GraceSeconds != nil {
+		grace = *req.GraceSeconds
+	}
+	if max := int64(webhook.MaxSecretGrace / time.Second); grace < 0 || grace > max {
+		return wgerr.InvalidField("grace_seconds", "must be 0 to %d", max)
+	}
+	p, err := a.project(c)
+	if err != nil {
+		return err
+	}
+	id, err := routeID(c, "webhook")
+	if err != nil {
+		return err
+	}
+	svc, err := a.webhooks()
+	if err != nil {
+		return err
+	}
+	w, err := svc.RotateSecret(c.Request().Context(), p.ID, id, time.Duration(grace)*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, wire.CreatedWebhook{Secret: w.Secret, Webhook: webhookView(w.Webhook)})
 }
 
 type updateWebhookRequest struct {

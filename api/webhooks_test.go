@@ -3,6 +3,7 @@ package api_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workgraph-dev/workgraph/server"
 	"github.com/workgraph-dev/workgraph/wire"
@@ -33,6 +34,27 @@ func TestWebhooks(t *testing.T) {
 		if len(list.Webhooks) != 1 || list.Webhooks[0].ID != created.ID {
 			t.Fatalf("list %+v", list)
 		}
+	})
+	t.Run("RotateSecret", func(t *testing.T) {
+		var r wire.CreatedWebhook
+		e.do("POST", base+"/"+created.ID+"/secret", human.Token, `{"grace_seconds": 3600}`).ok(t, 200, &r)
+		if !strings.HasPrefix(r.Secret, "whsec_") || r.Secret == created.Secret || r.ID != created.ID || r.PreviousSecretUntil == nil {
+			t.Fatalf("rotation: %+v, want a new secret for the same webhook and when the old one stops", r)
+		}
+		var w wire.Webhook
+		e.do("GET", base+"/"+created.ID, human.Token, nil).ok(t, 200, &w)
+		if w.PreviousSecretUntil == nil || !w.PreviousSecretUntil.Equal(*r.PreviousSecretUntil) {
+			t.Fatalf("webhook after rotation: %+v", w)
+		}
+		// Without a body: the default grace, a day.
+		e.do("POST", base+"/"+created.ID+"/secret", human.Token, nil).ok(t, 200, &r)
+		if d := time.Until(*r.PreviousSecretUntil); d < 23*time.Hour || d > 25*time.Hour {
+			t.Fatalf("default grace: the old secret signs for %s, want a day", d)
+		}
+		field(t, e.do("POST", base+"/"+created.ID+"/secret", human.Token, `{"grace_seconds": -1}`).problem(t, 400, "invalid_argument"), "grace_seconds")
+		field(t, e.do("POST", base+"/"+created.ID+"/secret", human.Token, `{"grace_seconds": 604801}`).problem(t, 400, "invalid_argument"), "grace_seconds")
+		e.do("POST", base+"/"+created.ID+"/secret", agent.Token, nil).problem(t, 403, "forbidden")
+		e.do("POST", base+"/00000000-0000-0000-0000-000000000001/secret", human.Token, nil).problem(t, 404, "not_found")
 	})
 	t.Run("UpdateAndDeliveries", func(t *testing.T) {
 		var w wire.Webhook

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -135,6 +136,36 @@ attention events.`,
 			}),
 		}
 	}
+	var grace time.Duration
+	rotate := &cobra.Command{
+		Use:   "rotate ID [--grace 24h]",
+		Short: "Give a webhook a new signing secret, printed once; the old one signs beside it for --grace",
+		Example: `  workgraph webhooks rotate 3f2c9a1b              # the old secret keeps signing for a day
+  workgraph webhooks rotate 3f2c9a1b --grace 0     # the old secret stops at once`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			id, err := s.resolveHook(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			secs := int64(grace / time.Second)
+			w, err := s.api.RotateWebhookSecret(ctx, s.cfg.Project, id, client.RotateWebhookSecretRequest{GraceSeconds: &secs})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, w)
+			}
+			fmt.Fprintf(s.Out, "%s\n", w.Secret)
+			until := "at once"
+			if w.PreviousSecretUntil != nil && secs > 0 {
+				until = "until " + fmtTime(*w.PreviousSecretUntil)
+			}
+			fmt.Fprintf(s.Err, "webhook %s has a new signing secret (above, shown only once); the old one stops signing %s\n", w.ID, until)
+			return nil
+		}),
+	}
+	rotate.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret signs beside the new one (0: it stops at once; at most 168h)")
 	var limit int
 	deliveries := &cobra.Command{
 		Use:   "deliveries ID",
@@ -171,7 +202,7 @@ attention events.`,
 	}
 	deliveries.Flags().IntVar(&limit, "limit", 0, "how many (1..500; default 50)")
 	cmd.RunE = ls.RunE
-	cmd.AddCommand(ls, create, rm, enable(true), enable(false), deliveries)
+	cmd.AddCommand(ls, create, rm, enable(true), enable(false), rotate, deliveries)
 	return cmd
 }
 

@@ -26,6 +26,8 @@ type (
 	CreateWebhookRequest = wire.CreateWebhookRequest
 	// UpdateWebhookRequest is the input of UpdateWebhook.
 	UpdateWebhookRequest = wire.UpdateWebhookRequest
+	// RotateWebhookSecretRequest is the input of RotateWebhookSecret.
+	RotateWebhookSecretRequest = wire.RotateWebhookSecretRequest
 	// UpdateNotificationSettingsRequest is the input of
 	// UpdateNotificationSettings.
 	UpdateNotificationSettingsRequest = wire.UpdateNotificationSettingsRequest
@@ -39,6 +41,17 @@ func webhooksPath(project string) string { return "/v1/projects/" + esc(project)
 func (c *Client) CreateWebhook(ctx context.Context, project string, req CreateWebhookRequest) (*CreatedWebhook, error) {
 	var out CreatedWebhook
 	if _, err := c.do(ctx, http.MethodPost, webhooksPath(project), nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RotateWebhookSecret gives a webhook a new signing secret, shown only in
+// this answer; the previous one signs beside it for req.GraceSeconds (nil:
+// a day).
+func (c *Client) RotateWebhookSecret(ctx context.Context, project, id string, req RotateWebhookSecretRequest) (*CreatedWebhook, error) {
+	var out CreatedWebhook
+	if _, err := c.do(ctx, http.MethodPost, webhooksPath(project)+"/"+esc(id)+"/secret", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

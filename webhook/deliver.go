@@ -570,6 +570,15 @@ func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcom
 	if err != nil {
 		return failure(StateFailed, err.Error())
 	}
+	if row.PreviousSecret != nil && row.PreviousSecretSigns {
+		// A rotation's grace: the previous secret signs beside the new
+		// one, so a receiver that still holds it accepts the delivery.
+		old, err := Sign(*row.PreviousSecret, id, ts, b)
+		if err != nil {
+			return failure(StateFailed, err.Error())
+		}
+		sig += " " + old
+	}
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, row.Url, bytes.NewReader(b))

@@ -25,6 +25,7 @@ import (
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/webhook"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // hit is one request a receiver got.
@@ -728,4 +729,64 @@ func TestDeliverSlackEscapesEverywhere(t *testing.T) {
 	if !strings.Contains(m.Text, "&lt;!channel&gt; approve at &lt;https://evil.example|the release page&gt; &amp; go") {
 		t.Errorf("text %q: want the question, escaped", m.Text)
 	}
+}
+
+// TestRotateSecret: a rotation gives the webhook a new secret, shown
+// once, and keeps the webhook and its history; during the grace every
+// delivery is signed with both secrets (a receiver that still holds the
+// old one accepts it), after it (here a grace of 0) with the new one only.
+func TestRotateSecret(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	c := s.webhook(t, webhook.New{URL: rc.URL + "/hook"})
+	d := s.deliverer(webhook.DelivererConfig{})
+
+	r1, err := s.hooks.RotateSecret(ctx, s.project, c.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Secret == c.Secret || !strings.HasPrefix(r1.Secret, "whsec_") || r1.ID != c.ID ||
+		r1.PreviousSecretUntil == nil || r1.PreviousSecretUntil.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("rotation: %+v, want a new secret and the old one kept for an hour", r1)
+	}
+	s.appendEvents(t, 1, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(rc.got()) == 1 })
+	h := rc.got()[0]
+	if !verify(t, r1.Secret, h.id, h.timestamp, h.body, h.signature) || !verify(t, c.Secret, h.id, h.timestamp, h.body, h.signature) {
+		t.Fatalf("during the grace, signature %q: want it to verify with the new and the old secret", h.signature)
+	}
+
+	r2, err := s.hooks.RotateSecret(ctx, s.project, c.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.appendEvents(t, 1, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(rc.got()) == 2 })
+	h = rc.got()[1]
+	if !verify(t, r2.Secret, h.id, h.timestamp, h.body, h.signature) {
+		t.Fatalf("signature %q does not verify with the newest secret", h.signature)
+	}
+	for _, old := range []string{c.Secret, r1.Secret} {
+		if verify(t, old, h.id, h.timestamp, h.body, h.signature) {
+			t.Fatalf("signature %q still verifies with a secret rotated out without grace", h.signature)
+		}
+	}
+	if ds := s.deliveries(t, c.ID); len(ds) != 2 {
+		t.Fatalf("%d delivery records after two rotations, want both kept", len(ds))
+	}
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, g := range []time.Duration{-time.Second, webhook.MaxSecretGrace + time.Second} {
+			if _, err := s.hooks.RotateSecret(ctx, s.project, c.ID, g); wgerr.CodeOf(err) != wgerr.CodeInvalid {
+				t.Errorf("grace %s: %v, want invalid_argument", g, err)
+			}
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, err := s.hooks.RotateSecret(ctx, s.project, uuid.New(), time.Hour); wgerr.CodeOf(err) != wgerr.CodeNotFound {
+			t.Errorf("rotating an unknown webhook: %v, want not_found", err)
+		}
+	})
 }

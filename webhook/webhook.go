@@ -51,6 +51,9 @@ type Webhook struct {
 	CreatedBy    string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// PreviousSecretUntil is when the secret a rotation replaced stops
+	// signing beside the new one (nil: never rotated).
+	PreviousSecretUntil *time.Time
 }
 
 // Created is a new webhook and its secret, shown only this once.
@@ -140,6 +143,36 @@ func (s *Service) Create(ctx context.Context, project uuid.UUID, in New) (Create
 	})
 	if err != nil {
 		return Created{}, db.Translate(err)
+	}
+	return Created{Webhook: fromRow(row), Secret: secret}, nil
+}
+
+// MaxSecretGrace bounds how long a rotated secret may go on signing beside
+// the new one.
+const MaxSecretGrace = 7 * 24 * time.Hour
+
+// RotateSecret gives the webhook a new signing secret, shown only this
+// once, without touching its history or its pending deliveries. Every
+// delivery is signed with the new secret at once; the previous one signs
+// beside it (a second signature in webhook-signature) for grace, by the
+// database's clock, so that receivers can switch keys without refusing a
+// delivery (0: the previous secret stops at once). A second rotation
+// within the grace replaces the secret that signs beside.
+//
+// Errors: invalid_argument (grace), not_found.
+func (s *Service) RotateSecret(ctx context.Context, project, id uuid.UUID, grace time.Duration) (Created, error) {
+	if grace < 0 || grace > MaxSecretGrace {
+		return Created{}, wgerr.InvalidField("grace", "must be 0 to %s", MaxSecretGrace)
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return Created{}, err
+	}
+	row, err := q.RotateWebhookSecret(ctx, s.exec, dbq.RotateWebhookSecretParams{
+		ProjectID: project, ID: id, NewSecret: secret, GraceSeconds: grace.Seconds(), Now: s.clock.Now(),
+	})
+	if err != nil {
+		return Created{}, notFoundOr(err, id)
 	}
 	return Created{Webhook: fromRow(row), Secret: secret}, nil
 }
@@ -323,6 +356,7 @@ func fromRow(r dbq.Webhook) Webhook {
 		Recipient: r.Recipient, Description: r.Description, Enabled: r.Enabled,
 		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt, FailingSince: r.FailingSince,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		PreviousSecretUntil: r.PreviousSecretUntil,
 	}
 }
 

@@ -23,7 +23,20 @@ type Webhook struct {
 	CreatedBy    string     `json:"created_by"`
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
+	// PreviousSecretUntil is when the secret a rotation replaced stops
+	// signing beside the current one (null: never rotated).
+	PreviousSecretUntil *time.Time `json:"previous_secret_until"`
 }
+
+// RotateWebhookSecretRequest rotates a webhook's signing secret (schema
+// RotateWebhookSecretRequest). GraceSeconds nil: DefaultSecretGraceSeconds.
+type RotateWebhookSecretRequest struct {
+	GraceSeconds *int64 `json:"grace_seconds,omitempty"`
+}
+
+// DefaultSecretGraceSeconds is how long a rotated secret signs beside the
+// new one when the request does not say (a day).
+const DefaultSecretGraceSeconds = 86400
 
 // The formats of a webhook (Webhook.Format).
 const (

@@ -162,6 +162,17 @@ func TestWebhooksCommands(t *testing.T) {
 	if r := e.run(e.humanToken, nil, "webhooks", "disable", id[:8]); r.code != 0 || !strings.Contains(r.stdout, "webhook "+id+" disabled") {
 		t.Fatalf("webhooks disable by prefix: %v", r)
 	}
+	// A new secret, printed once; the old one signs beside it for --grace.
+	if r := e.run(e.humanToken, nil, "webhooks", "rotate", id[:8], "--grace", "2h"); r.code != 0 || !strings.HasPrefix(r.stdout, "whsec_") ||
+		!strings.Contains(r.stderr, "shown only once") || !strings.Contains(r.stderr, "the old one stops signing until") {
+		t.Fatalf("webhooks rotate: %v", r)
+	}
+	var rotated client.Webhook
+	e.mustJSON(e.humanToken, &rotated, "webhooks", "rotate", id, "--grace", "0")
+	if rotated.ID != id || rotated.PreviousSecretUntil == nil {
+		t.Fatalf("webhooks rotate --json: %+v", rotated)
+	}
+	e.wantExit(e.humanToken, 2, "grace_seconds", "webhooks", "rotate", id, "--grace", "200h")
 	e.wantExit(e.humanToken, 5, "no webhook id starts with", "webhooks", "rm", "ffffffff")
 	e.wantExit(e.humanToken, 2, "first characters", "webhooks", "rm", "zz")
 	e.wantExit(e.humanToken, 2, "url", "webhooks", "create", "http://10.0.0.1/")

@@ -242,22 +242,24 @@ type WebSession struct {
 }
 
 type Webhook struct {
-	ProjectID      uuid.UUID
-	ID             uuid.UUID
-	Url            string
-	EventTypes     []string
-	Secret         string
-	Format         string
-	Recipient      *string
-	Description    string
-	Enabled        bool
-	DisabledReason *string
-	DisabledAt     *time.Time
-	Cursor         int64
-	FailingSince   *time.Time
-	CreatedBy      string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	ProjectID           uuid.UUID
+	ID                  uuid.UUID
+	Url                 string
+	EventTypes          []string
+	Secret              string
+	Format              string
+	Recipient           *string
+	Description         string
+	Enabled             bool
+	DisabledReason      *string
+	DisabledAt          *time.Time
+	Cursor              int64
+	FailingSince        *time.Time
+	CreatedBy           string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	PreviousSecret      *string
+	PreviousSecretUntil *time.Time
 }
 
 type WebhookAttempt struct {

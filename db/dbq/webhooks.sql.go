@@ -17,15 +17,15 @@ const claimDeliveries = `-- name: ClaimDeliveries :many
 WITH due AS (
     SELECT d.project_id, d.webhook_id, d.seq FROM webhook_deliveries d
     JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id
-    WHERE d.project_id = $1 AND d.state = 'pending' AND w.enabled
-      AND d.next_attempt_at <= coalesce($2::timestamptz, now())
-      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($2::timestamptz, now()))
+    WHERE d.project_id = $2 AND d.state = 'pending' AND w.enabled
+      AND d.next_attempt_at <= coalesce($1::timestamptz, now())
+      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
     ORDER BY d.next_attempt_at, d.seq
     LIMIT $3
     FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
     UPDATE webhook_deliveries d SET
-        locked_until = coalesce($2::timestamptz, now()) + make_interval(secs => $4::float8),
+        locked_until = coalesce($1::timestamptz, now()) + make_interval(secs => $4::float8),
         lock_token = $5::uuid,
         attempts = d.attempts + 1
     FROM due
@@ -34,6 +34,8 @@ WITH due AS (
 )
 SELECT c.project_id, c.webhook_id, c.seq, c.attempts, c.created_at,
        w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
+       w.previous_secret,
+       coalesce(w.previous_secret_until > coalesce($1::timestamptz, now()), false)::boolean AS previous_secret_signs,
        e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
        e.attention_id, e.payload
 FROM claimed c
@@ -44,33 +46,35 @@ ORDER BY c.seq
 `
 
 type ClaimDeliveriesParams struct {
-	ProjectID   uuid.UUID
 	Now         *time.Time
+	ProjectID   uuid.UUID
 	MaxRows     int32
 	LockSeconds float64
 	LockToken   uuid.UUID
 }
 
 type ClaimDeliveriesRow struct {
-	ProjectID    uuid.UUID
-	WebhookID    uuid.UUID
-	Seq          int64
-	Attempts     int32
-	CreatedAt    time.Time
-	Url          string
-	Secret       string
-	Format       string
-	Recipient    *string
-	FailingSince *time.Time
-	ProjectName  string
-	EventSeq     *int64
-	EventType    *string
-	EventAt      *time.Time
-	Actor        *string
-	ItemID       *uuid.UUID
-	LeaseID      *uuid.UUID
-	AttentionID  *uuid.UUID
-	Payload      json.RawMessage
+	ProjectID           uuid.UUID
+	WebhookID           uuid.UUID
+	Seq                 int64
+	Attempts            int32
+	CreatedAt           time.Time
+	Url                 string
+	Secret              string
+	Format              string
+	Recipient           *string
+	FailingSince        *time.Time
+	ProjectName         string
+	PreviousSecret      *string
+	PreviousSecretSigns bool
+	EventSeq            *int64
+	EventType           *string
+	EventAt             *time.Time
+	Actor               *string
+	ItemID              *uuid.UUID
+	LeaseID             *uuid.UUID
+	AttentionID         *uuid.UUID
+	Payload             json.RawMessage
 }
 
 // Takes up to max_rows due deliveries of one project's enabled webhooks
@@ -81,8 +85,8 @@ type ClaimDeliveriesRow struct {
 // by retention).
 func (q *Queries) ClaimDeliveries(ctx context.Context, db DBTX, arg ClaimDeliveriesParams) ([]ClaimDeliveriesRow, error) {
 	rows, err := db.Query(ctx, claimDeliveries,
-		arg.ProjectID,
 		arg.Now,
+		arg.ProjectID,
 		arg.MaxRows,
 		arg.LockSeconds,
 		arg.LockToken,
@@ -106,6 +110,8 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, db DBTX, arg ClaimDeliver
 			&i.Recipient,
 			&i.FailingSince,
 			&i.ProjectName,
+			&i.PreviousSecret,
+			&i.PreviousSecretSigns,
 			&i.EventSeq,
 			&i.EventType,
 			&i.EventAt,
@@ -132,7 +138,7 @@ VALUES ($1, $2, $3::text[], $4, $5, $6, $7, $8::boolean,
         CASE WHEN $8::boolean THEN NULL ELSE coalesce($9::timestamptz, now()) END,
         coalesce(pg_sequence_last_value('events_seq'::regclass), 0),
         $10, coalesce($9::timestamptz, now()), coalesce($9::timestamptz, now()))
-RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at
+RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until
 `
 
 type CreateWebhookParams struct {
@@ -181,6 +187,8 @@ func (q *Queries) CreateWebhook(ctx context.Context, db DBTX, arg CreateWebhookP
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
 	)
 	return i, err
 }
@@ -552,7 +560,7 @@ func (q *Queries) FinishDelivered(ctx context.Context, db DBTX, arg FinishDelive
 }
 
 const getWebhook = `-- name: GetWebhook :one
-SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at FROM webhooks WHERE project_id = $1 AND id = $2
+SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until FROM webhooks WHERE project_id = $1 AND id = $2
 `
 
 type GetWebhookParams struct {
@@ -580,6 +588,8 @@ func (q *Queries) GetWebhook(ctx context.Context, db DBTX, arg GetWebhookParams)
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
 	)
 	return i, err
 }
@@ -658,7 +668,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, db DBTX, arg ListDeliverie
 }
 
 const listWebhooks = `-- name: ListWebhooks :many
-SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at FROM webhooks WHERE project_id = $1 ORDER BY created_at, id
+SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until FROM webhooks WHERE project_id = $1 ORDER BY created_at, id
 `
 
 func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID) ([]Webhook, error) {
@@ -687,6 +697,8 @@ func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.PreviousSecret,
+			&i.PreviousSecretUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -754,6 +766,59 @@ func (q *Queries) RetryPendingDeliveries(ctx context.Context, db DBTX, arg Retry
 	return err
 }
 
+const rotateWebhookSecret = `-- name: RotateWebhookSecret :one
+UPDATE webhooks
+SET previous_secret = secret,
+    previous_secret_until = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8),
+    secret = $3::text,
+    updated_at = coalesce($1::timestamptz, now())
+WHERE project_id = $4 AND id = $5
+RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until
+`
+
+type RotateWebhookSecretParams struct {
+	Now          *time.Time
+	GraceSeconds float64
+	NewSecret    string
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+}
+
+// Gives a webhook a new signing secret; the one it had goes on signing
+// beside it until @grace_seconds from now (0: it stops at once), by the
+// database's clock.
+func (q *Queries) RotateWebhookSecret(ctx context.Context, db DBTX, arg RotateWebhookSecretParams) (Webhook, error) {
+	row := db.QueryRow(ctx, rotateWebhookSecret,
+		arg.Now,
+		arg.GraceSeconds,
+		arg.NewSecret,
+		arg.ProjectID,
+		arg.ID,
+	)
+	var i Webhook
+	err := row.Scan(
+		&i.ProjectID,
+		&i.ID,
+		&i.Url,
+		&i.EventTypes,
+		&i.Secret,
+		&i.Format,
+		&i.Recipient,
+		&i.Description,
+		&i.Enabled,
+		&i.DisabledReason,
+		&i.DisabledAt,
+		&i.Cursor,
+		&i.FailingSince,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
+	)
+	return i, err
+}
+
 const updateWebhook = `-- name: UpdateWebhook :one
 UPDATE webhooks SET
     url = coalesce($1, url),
@@ -770,7 +835,7 @@ UPDATE webhooks SET
     failing_since = CASE WHEN $7::boolean THEN NULL ELSE failing_since END,
     updated_at = coalesce($8::timestamptz, now())
 WHERE project_id = $9 AND id = $10
-RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at
+RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until
 `
 
 type UpdateWebhookParams struct {
@@ -820,6 +885,8 @@ func (q *Queries) UpdateWebhook(ctx context.Context, db DBTX, arg UpdateWebhookP
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PreviousSecret,
+		&i.PreviousSecretUntil,
 	)
 	return i, err
 }

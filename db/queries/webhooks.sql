@@ -152,6 +152,8 @@ WITH due AS (
 )
 SELECT c.project_id, c.webhook_id, c.seq, c.attempts, c.created_at,
        w.url, w.secret, w.format, w.recipient, w.failing_since, p.name AS project_name,
+       w.previous_secret,
+       coalesce(w.previous_secret_until > coalesce(sqlc.narg('now')::timestamptz, now()), false)::boolean AS previous_secret_signs,
        e.seq AS event_seq, e.type AS event_type, e.at AS event_at, e.actor, e.item_id, e.lease_id,
        e.attention_id, e.payload
 FROM claimed c
@@ -300,3 +302,15 @@ WITH old AS (
 DELETE FROM webhook_deliveries d
 USING old
 WHERE d.project_id = @project_id::uuid AND d.webhook_id = old.webhook_id AND d.seq = old.seq;
+
+-- name: RotateWebhookSecret :one
+-- Gives a webhook a new signing secret; the one it had goes on signing
+-- beside it until @grace_seconds from now (0: it stops at once), by the
+-- database's clock.
+UPDATE webhooks
+SET previous_secret = secret,
+    previous_secret_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @grace_seconds::float8),
+    secret = @new_secret::text,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE project_id = @project_id AND id = @id
+RETURNING *;

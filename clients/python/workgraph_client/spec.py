@@ -62,6 +62,7 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "requestStop": ("POST", "/v1/leases/{id}/stop"),
     "resolveAttention": ("POST", "/v1/attention/{id}/resolve"),
     "revokeToken": ("DELETE", "/v1/projects/{project}/tokens/{id}"),
+    "rotateWebhookSecret": ("POST", "/v1/projects/{project}/webhooks/{id}/secret"),
     "setBudget": ("PUT", "/v1/projects/{project}/items/{id}/budget"),
     "streamAllEvents": ("GET", "/v1/events/stream"),
     "streamEvents": ("GET", "/v1/projects/{project}/events/stream"),
@@ -117,7 +118,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "CreateTokenRequest": ("name", "role",),
     "CreateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
     "CreatedToken": ("created_at", "id", "name", "project_id", "revoked_at", "role", "token",),
-    "CreatedWebhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "project_id", "recipient", "secret", "updated_at", "url",),
+    "CreatedWebhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "previous_secret_until", "project_id", "recipient", "secret", "updated_at", "url",),
     "DecomposeRequest": ("children", "epoch",),
     "Decomposition": ("children", "lease",),
     "Delivery": ("attempts", "created_at", "error", "event_type", "finished_at", "latency_ms", "message_id", "next_attempt_at", "response", "seq", "state", "status_code",),
@@ -157,6 +158,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "ProjectList": ("projects",),
     "ReleaseRequest": ("epoch", "reason",),
     "ResolveRequest": ("answer", "decision", "note", "result",),
+    "RotateWebhookSecretRequest": ("grace_seconds",),
     "ScopeHolder": ("item_id", "lease_id", "scopes", "worker",),
     "StopRequest": ("reason",),
     "Subgraph": ("critical_path", "edges", "nodes", "truncated",),
@@ -168,7 +170,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "UpdateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
     "Usage": ("cost_usd", "tokens_in", "tokens_out", "tool_calls",),
     "UsageReport": ("cost_usd", "tokens_in", "tokens_out", "tool_calls",),
-    "Webhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "project_id", "recipient", "updated_at", "url",),
+    "Webhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "previous_secret_until", "project_id", "recipient", "updated_at", "url",),
     "WebhookList": ("webhooks",),
     "Workers": ("active", "activity", "workers",),
 }
@@ -395,7 +397,7 @@ class CreatedToken(TypedDict, total=False):
 
 # Required: id, project_id, url, event_types, format, recipient, description,
 # enabled, disabled_reason, disabled_at, failing_since, created_by,
-# created_at, updated_at, secret.
+# created_at, updated_at, secret, previous_secret_until.
 class CreatedWebhook(TypedDict, total=False):
     created_at: str
     created_by: str
@@ -407,6 +409,7 @@ class CreatedWebhook(TypedDict, total=False):
     failing_since: Optional[str]
     format: Literal["standard", "slack"]
     id: str
+    previous_secret_until: Optional[str]
     project_id: str
     recipient: Optional[str]
     secret: str
@@ -800,6 +803,10 @@ class ResolveRequest(TypedDict, total=False):
     result: Any
 
 
+class RotateWebhookSecretRequest(TypedDict, total=False):
+    grace_seconds: int
+
+
 # a live lease holding write scopes that overlap an item's touches
 # Required: lease_id, item_id, worker, scopes.
 class ScopeHolder(TypedDict, total=False):
@@ -893,7 +900,7 @@ class UsageReport(TypedDict, total=False):
 
 # Required: id, project_id, url, event_types, format, recipient, description,
 # enabled, disabled_reason, disabled_at, failing_since, created_by,
-# created_at, updated_at.
+# created_at, updated_at, previous_secret_until.
 class Webhook(TypedDict, total=False):
     created_at: str
     created_by: str
@@ -905,6 +912,7 @@ class Webhook(TypedDict, total=False):
     failing_since: Optional[str]
     format: Literal["standard", "slack"]
     id: str
+    previous_secret_until: Optional[str]
     project_id: str
     recipient: Optional[str]
     updated_at: str

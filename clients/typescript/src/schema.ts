@@ -728,6 +728,26 @@ export interface paths {
         patch: operations["updateWebhook"];
         trace?: never;
     };
+    "/v1/projects/{project}/webhooks/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook a new signing secret (shown once); the previous one signs beside it for grace_seconds
+         * @description Roles: admin, human. The webhook, its history and its pending deliveries are kept. From now on every delivery is signed with the new secret; during grace_seconds (default 86400, 0 to 604800; by the database clock) the previous secret signs beside it, as a second "v1,..." in webhook-signature, so that a receiver switches keys without refusing a delivery. 0: the previous secret stops at once. A rotation within the grace replaces the secret that signs beside.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/webhooks/{id}/deliveries": {
         parameters: {
             query?: never;
@@ -1613,6 +1633,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description when the secret a rotation replaced stops signing beside the current one (null: never rotated)
+             */
+            previous_secret_until: string | null;
         };
         CreatedWebhook: {
             /** Format: uuid */
@@ -1639,6 +1664,11 @@ export interface components {
             updated_at: string;
             /** @description whsec_<base64>: the signing secret, shown only in this answer */
             secret: string;
+            /**
+             * Format: date-time
+             * @description when the secret a rotation replaced stops signing beside the current one (null: never rotated)
+             */
+            previous_secret_until: string | null;
         };
         WebhookList: {
             webhooks: components["schemas"]["Webhook"][];
@@ -1863,6 +1893,10 @@ export interface components {
             worker: string;
             /** @description its scopes that overlap */
             scopes: string[];
+        };
+        RotateWebhookSecretRequest: {
+            /** @description how long the previous secret signs beside the new one (default 86400; 0: it stops at once) */
+            grace_seconds?: number;
         };
     };
     responses: {
@@ -3423,6 +3457,47 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description project name or id */
+                project: string;
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Problem"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
