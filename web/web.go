@@ -135,6 +135,7 @@ func Mount(e *echo.Echo, d Deps) {
 	e.GET(p("/webhooks/:id"), u.project(u.webhookPage))
 	e.POST(p("/webhooks"), u.projectAction(u.createWebhook))
 	e.POST(p("/webhooks/:id/enable"), u.projectAction(u.enableWebhook))
+	e.POST(p("/webhooks/:id/secret"), u.projectAction(u.rotateWebhookSecret))
 	e.POST(p("/webhooks/:id/delete"), u.projectAction(u.deleteWebhook))
 	e.GET("/answer/:project/:token", u.open(u.answerLink))
 	e.POST("/answer/:project/:token", u.open(u.answerLink))

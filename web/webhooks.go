@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -44,6 +45,9 @@ type WebhookPage struct {
 	Webhook    webhook.Webhook
 	Deliveries []webhook.Delivery
 	Failed     int
+	// Secret is the new signing secret of a rotation just made, shown
+	// this once ("": none).
+	Secret string
 }
 
 // Render writes the page.
@@ -179,11 +183,33 @@ func (u *ui) webhookPage(r *req) error {
 	if err != nil {
 		return err
 	}
+	return r.showWebhook(w, "")
+}
+
+// rotateWebhookSecret gives the webhook a new signing secret and shows it
+// this once; the old one signs beside it for a day.
+func (u *ui) rotateWebhookSecret(r *req) error {
+	id, ok, err := r.hookParam()
+	if !ok {
+		return err
+	}
+	c, err := u.Webhooks.RotateSecret(r.ctx(), r.project.ID, id, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	// The page holds the secret: no cache keeps it.
+	r.Response().Header().Set("Cache-Control", "no-store")
+	return r.showWebhook(c.Webhook, c.Secret)
+}
+
+// showWebhook shows w's page, with a secret just made (or "").
+func (r *req) showWebhook(w webhook.Webhook, secret string) error {
+	u, id := r.ui, w.ID
 	ds, err := u.Webhooks.Deliveries(r.ctx(), r.project.ID, id, 0, 100)
 	if err != nil {
 		return err
 	}
-	p := &WebhookPage{Layout: r.base("Webhook", "webhooks"), Webhook: w, Deliveries: ds}
+	p := &WebhookPage{Layout: r.base("Webhook", "webhooks"), Webhook: w, Deliveries: ds, Secret: secret}
 	for _, d := range ds {
 		if d.State == webhook.StateFailed {
 			p.Failed++

@@ -236,7 +236,23 @@ func TestWebhookForms(t *testing.T) {
 	if ws, _ := e.hooks.List(ctx, e.project.ID); len(ws) != 1 {
 		t.Fatalf("after deletes of other ids: %d webhooks, want 1", len(ws))
 	}
-	wantBody(t, b.get("/p/acme/webhooks/"+w.ID.String()), `action="/p/acme/webhooks/`+w.ID.String()+`/delete"`)
+	wantBody(t, b.get("/p/acme/webhooks/"+w.ID.String()), `action="/p/acme/webhooks/`+w.ID.String()+`/delete"`,
+		`action="/p/acme/webhooks/`+w.ID.String()+`/secret"`)
+	// A new secret, shown this once and never cached; the old one signs
+	// beside it for a day.
+	r = b.post("/p/acme/webhooks/"+w.ID.String()+"/secret", nil)
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `id="rotated-hook"`, `<code class="secret" id="hook-secret">whsec_`, "goes on signing beside it until")
+	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("the page with the new secret has Cache-Control %q, want no-store", cc)
+	}
+	if got, err := e.hooks.Get(ctx, e.project.ID, w.ID); err != nil || got.PreviousSecretUntil == nil {
+		t.Fatalf("after the rotation: %+v, %v; want the old secret kept signing", got, err)
+	}
+	if again := b.get("/p/acme/webhooks/" + w.ID.String()); strings.Contains(again.body, "whsec_") {
+		t.Error("the new secret shows again on the next visit")
+	}
+	wantStatus(t, b.post("/p/acme/webhooks/"+uuid.NewString()+"/secret", nil), http.StatusNotFound)
 	wantStatus(t, b.post("/p/acme/webhooks/"+w.ID.String()+"/delete", nil), http.StatusSeeOther)
 	if _, err := e.hooks.Get(ctx, e.project.ID, w.ID); !errors.Is(err, wgerr.NotFound) {
 		t.Fatalf("after delete: %v, want not found", err)
