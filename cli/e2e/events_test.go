@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,9 +49,12 @@ func TestEventsCommand(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "SEQ") || !strings.Contains(r.stdout, "attention.opened") || !strings.Contains(r.stdout, "lease.granted") {
 		t.Fatalf("events: %v", r)
 	}
-	r = e.run(e.agentToken, nil, "events", "--after", "999999999")
+	// A position past the log is refused (it would skip every event up to
+	// it), naming the flag's field.
+	e.wantExit(e.agentToken, 2, "past the event log", "events", "--after", "999999999")
+	r = e.run(e.agentToken, nil, "events", "--after", fmt.Sprint(second))
 	if r.code != 0 || !strings.Contains(r.stdout, "no events") {
-		t.Fatalf("events --after past the end: %v", r)
+		t.Fatalf("events --after the newest event: %v", r)
 	}
 	e.wantExit(e.agentToken, 2, "types", "events", "--types", "item.exploded")
 

@@ -31,7 +31,8 @@ func controls(out string) (int, bool) {
 }
 
 // TestAgentTextCannotDriveTheTerminal: what an agent wrote (a title, a
-// body, a worker label, a question) reaches a person's terminal through
+// body, a question; a worker label with control characters is refused by
+// the server) reaches a person's terminal through
 // the command line as visible text: its escape sequences and carriage
 // returns are shown escaped, never written raw (they cleared the screen,
 // retitled the window and forged lines). --json keeps the text exact.
@@ -43,7 +44,12 @@ func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := e.agent.Claim(ctx, e.project, client.ClaimRequest{Worker: "w" + evil, LeaseSeconds: 60})
+	// A worker label is refused at the source: the server takes none with
+	// control characters (it is shown in history, pages and logs).
+	if _, err := e.agent.Claim(ctx, e.project, client.ClaimRequest{Worker: "w" + evil, LeaseSeconds: 60}); err == nil {
+		t.Fatal("a worker label with escape sequences was accepted")
+	}
+	cl, err := e.agent.Claim(ctx, e.project, client.ClaimRequest{Worker: "w-evil", LeaseSeconds: 60})
 	if err != nil || cl == nil {
 		t.Fatalf("claim: %v %v", cl, err)
 	}
