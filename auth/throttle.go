@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"cmp"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,7 +23,9 @@ const (
 )
 
 // throttleMax bounds the addresses a Throttle tracks; beyond it, those whose
-// bucket has refilled are forgotten (and, if that is not enough, all).
+// bucket has refilled are forgotten, and if that is not enough, the tenth
+// with the most tokens left (the least blocked: an address that floods
+// stays blocked whatever other addresses do).
 const throttleMax = 10_000
 
 // throttleReport is how often at most a Throttle logs its summary.
@@ -120,16 +124,30 @@ func (t *Throttle) Fail(addr string) {
 	t.note(addr)
 }
 
-// forgetIdle drops the addresses whose bucket is full again; called with
-// t.mu held.
+// forgetIdle drops the addresses whose bucket is full again, and when
+// that leaves no room, the tenth of them with the most tokens left; called
+// with t.mu held.
 func (t *Throttle) forgetIdle() {
+	now := t.now.Read()
 	for a, lim := range t.m {
-		if lim.TokensAt(t.now.Read()) >= float64(t.burst) {
+		if lim.TokensAt(now) >= float64(t.burst) {
 			delete(t.m, a)
 		}
 	}
-	if len(t.m) >= throttleMax {
-		clear(t.m)
+	if len(t.m) < throttleMax {
+		return
+	}
+	type entry struct {
+		addr   string
+		tokens float64
+	}
+	all := make([]entry, 0, len(t.m))
+	for a, lim := range t.m {
+		all = append(all, entry{a, lim.TokensAt(now)})
+	}
+	slices.SortFunc(all, func(x, y entry) int { return cmp.Compare(y.tokens, x.tokens) })
+	for _, e := range all[:len(all)/10] {
+		delete(t.m, e.addr)
 	}
 }
 

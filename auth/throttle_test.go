@@ -1,6 +1,8 @@
 package auth_test
 
 import (
+	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -54,5 +56,31 @@ func TestThrottleClock(t *testing.T) {
 	}
 	if _, blocked := th.Blocked("192.0.2.2"); blocked {
 		t.Fatal("another address is blocked")
+	}
+}
+
+// TestThrottleKeepsTheBlockedWhenFull: once the throttle tracks as many
+// addresses as it may, it forgets the least blocked ones to make room, so
+// failures from many other addresses (a host spreading over a /48's /64s)
+// cannot unblock the address that is flooding. It used to forget them all.
+func TestThrottleKeepsTheBlockedWhenFull(t *testing.T) {
+	t.Parallel()
+	clk := &localStub{now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	th := auth.NewThrottle(1, 3, slog.New(slog.DiscardHandler))
+	th.SetClock(clk.read)
+	const flooder = "198.51.100.7"
+	for range 3 {
+		th.Fail(flooder)
+	}
+	if _, blocked := th.Blocked(flooder); !blocked {
+		t.Fatal("the flooder is not blocked after its burst")
+	}
+	// One failure each from as many other addresses as the throttle
+	// tracks: each of them still has tokens left.
+	for i := range auth.ThrottleMax {
+		th.Fail(fmt.Sprintf("2001:db8:%x:%x::", i>>16, i&0xffff))
+	}
+	if _, blocked := th.Blocked(flooder); !blocked {
+		t.Fatal("failures from other addresses unblocked the flooder")
 	}
 }

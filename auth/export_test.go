@@ -1,0 +1,4 @@
+package auth
+
+// ThrottleMax is how many addresses a Throttle tracks at most.
+const ThrottleMax = throttleMax
