@@ -38,11 +38,23 @@ func (s *session) resolveID(ctx context.Context, kind, arg string) (string, erro
 	ms, err := s.api.LookupIDs(ctx, s.cfg.Project, arg, kind)
 	var ae *client.Error
 	if errors.As(err, &ae) && ae.Code == client.CodeInvalidArgument {
-		return "", usageError("%s id %q: give the whole id or its first characters (at least 4 hex digits, e.g. the 8 that tables show)", kind, arg)
+		return "", prefixUsage(kind, arg)
 	}
 	if err != nil {
 		return "", err
 	}
+	return s.pickMatch(kind, arg, ms)
+}
+
+// prefixUsage is the usage error of what cannot be an id's prefix.
+func prefixUsage(kind, arg string) error {
+	return usageError("%s id %q: give the whole id or its first characters (at least 4 hex digits, e.g. the 8 that tables show)", kind, arg)
+}
+
+// pickMatch is the one id of kind that ms (the matches of the prefix arg)
+// names: none is a not-found error, several list the candidates and are a
+// usage error.
+func (s *session) pickMatch(kind, arg string, ms []client.IDMatch) (string, error) {
 	switch len(ms) {
 	case 0:
 		return "", &exitError{code: ExitNotFound, err: fmt.Errorf("no %s id starts with %q in project %q", kind, arg, s.cfg.Project)}
@@ -62,37 +74,27 @@ func (s *session) resolveID(ctx context.Context, kind, arg string) (string, erro
 
 // resolveHook turns what a person typed for a webhook's id into its full
 // id, as resolveID does for the other kinds: a project holds few webhooks,
-// so their list is read and matched here.
+// so their list is read and matched here (the server's lookup knows no
+// webhooks).
 func (s *session) resolveHook(ctx context.Context, arg string) (string, error) {
 	arg = strings.ToLower(strings.TrimSpace(arg))
 	if id, err := uuid.Parse(arg); err == nil && len(arg) == 36 {
 		return id.String(), nil
 	}
 	if len(arg) < 4 || strings.Trim(arg, "0123456789abcdef-") != "" {
-		return "", usageError("webhook id %q: give the whole id or its first characters (at least 4 hex digits, e.g. the 8 that tables show)", arg)
+		return "", prefixUsage("webhook", arg)
 	}
 	hooks, err := s.api.ListWebhooks(ctx, s.cfg.Project)
 	if err != nil {
 		return "", err
 	}
-	var ms []client.Webhook
+	var ms []client.IDMatch
 	for _, h := range hooks {
 		if strings.HasPrefix(h.ID, arg) {
-			ms = append(ms, h)
+			ms = append(ms, client.IDMatch{Kind: "webhook", ID: h.ID, Label: h.URL})
 		}
 	}
-	switch len(ms) {
-	case 0:
-		return "", &exitError{code: ExitNotFound, err: fmt.Errorf("no webhook id starts with %q in project %q", arg, s.cfg.Project)}
-	case 1:
-		return ms[0].ID, nil
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "webhook id %q is ambiguous: %d webhooks start with it; type more of the id:", arg, len(ms))
-	for _, m := range ms {
-		fmt.Fprintf(&b, "\n  %s  %s", m.ID, clip(m.URL, 60))
-	}
-	return "", usageError("%s", b.String())
+	return s.pickMatch("webhook", arg, ms)
 }
 
 // resolveIDs resolves each of args (see resolveID).
