@@ -18,16 +18,12 @@ import (
 func TestDocumentedRequestsExist(t *testing.T) {
 	t.Parallel()
 	routes := servedRoutes()
-	files, err := docscan.Docs("..")
+	docs, err := docscan.All("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
-	for _, file := range files {
-		lines, err := docscan.Read(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for file, lines := range docs {
 		for _, r := range documentedRequests(lines) {
 			seen++
 			if !served(routes, r.method, r.path) {

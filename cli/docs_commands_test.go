@@ -17,16 +17,12 @@ import (
 // exists and takes the flags shown. A reader copies these lines; a renamed
 // command or flag must fail here, not in a new user's terminal.
 func TestDocumentedCommandsExist(t *testing.T) {
-	files, err := docscan.Docs("..")
+	docs, err := docscan.All("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
-	for _, file := range files {
-		lines, err := docscan.Read(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for file, lines := range docs {
 		for _, c := range documentedCommands(lines) {
 			seen++
 			if err := checkCommand(c); err != nil {

@@ -18,6 +18,22 @@ func Docs(root string) ([]string, error) {
 	return append([]string{filepath.Join(root, "README.md")}, docs...), nil
 }
 
+// All reads README.md and docs/*.md of the repository at root: each
+// file's lines, by file name.
+func All(root string) (map[string][]Line, error) {
+	files, err := Docs(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]Line, len(files))
+	for _, f := range files {
+		if out[f], err = Read(f); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Line is a line of a Markdown file. Code says whether it is inside a
 // fenced code block; there a line ending in a backslash is joined with the
 // lines that continue it, and the whole is numbered at its first line.
