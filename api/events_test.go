@@ -419,20 +419,7 @@ func TestEventsLongPollRevoked(t *testing.T) {
 	reader := f.mustToken("alpha", "reader", "human")
 	var start wire.EventPage
 	f.do("GET", "/v1/projects/alpha/events", reader.Token, nil).ok(t, 200, &start)
-	horizons := func() string {
-		res, err := http.Get(f.srv.MetricsURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "workgraph_events_horizon_wait_seconds_count ") {
-				return l
-			}
-		}
-		return ""
-	}
+	horizons := func() string { return f.metric(t, "workgraph_events_horizon_wait_seconds_count") }
 	before := horizons()
 	got := make(chan resp, 1)
 	go func() {
@@ -460,20 +447,7 @@ func TestEventsLongPollRevoked(t *testing.T) {
 func TestEventsStreamDropsStalledReader(t *testing.T) {
 	t.Parallel()
 	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 100 * time.Millisecond; c.MetricsOnMain = true })
-	streams := func() string {
-		res, err := http.Get(f.srv.MetricsURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "workgraph_event_streams ") {
-				return strings.TrimPrefix(l, "workgraph_event_streams ")
-			}
-		}
-		return ""
-	}
+	streams := func() string { return f.metric(t, "workgraph_event_streams") }
 	// A client with a small receive buffer that never reads the answer.
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var err error
@@ -543,4 +517,22 @@ func TestEventsAfterPastTheLog(t *testing.T) {
 	}
 	// The newest number itself is a position the log reached.
 	f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d", last), f.human.Token, nil).ok(t, 200, nil)
+}
+
+// metric is the value of the unlabelled series name on the server's
+// /metrics ("" when it is not there).
+func (f eventsFixture) metric(t *testing.T, name string) string {
+	t.Helper()
+	res, err := http.Get(f.srv.MetricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
