@@ -33,30 +33,7 @@ func TestPageStreamEndsWithSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := e.signIn(bearer)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/p/acme/events/stream", nil)
-			res, err := b.c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				t.Fatalf("stream: %d", res.StatusCode)
-			}
-			lines := make(chan string, 100)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(res.Body)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-			}()
-			for l := range lines { // the retry field, then the blank line
-				if l == "" {
-					break
-				}
-			}
+			lines := b.openStream(t, "/p/acme/events/stream")
 			if end == "Revoked" {
 				if _, err := e.auth.Revoke(context.Background(), e.project.ID, tok.ID); err != nil {
 					t.Fatal(err)
@@ -171,30 +148,7 @@ func TestAllEventStreamAttentionOnly(t *testing.T) {
 	t.Parallel()
 	e := setup(t, live)
 	b := e.signIn(e.admin)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/events/stream", nil)
-	res, err := b.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("stream: %d", res.StatusCode)
-	}
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	for l := range lines { // the retry field, then the blank line
-		if l == "" {
-			break
-		}
-	}
+	lines := b.openStream(t, "/events/stream")
 	e.mustItem("a task")
 	e.claimAndAsk("w1", attention.NewRequest{Question: "Which way?", Blocking: true})
 	timeout := time.After(10 * time.Second)
@@ -215,4 +169,36 @@ func TestAllEventStreamAttentionOnly(t *testing.T) {
 			t.Fatal("no attention.opened within 10 s")
 		}
 	}
+}
+
+// openStream opens the page event stream at path as b and returns its
+// lines, from after the stream's opening (the retry field and its blank
+// line); the stream is closed at the test's end.
+func (b *browser) openStream(t *testing.T, path string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.e.srv.URL+path, nil)
+	res, err := b.c.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); res.Body.Close() })
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("stream %s: %d", path, res.StatusCode)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for l := range lines { // the retry field, then the blank line
+		if l == "" {
+			break
+		}
+	}
+	return lines
 }
