@@ -11,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/server"
 )
 
 // TestBrowserLiveInbox: with the inbox open (Inbox zero), an agent asks a
@@ -22,29 +23,7 @@ func TestBrowserLiveInbox(t *testing.T) {
 	t.Parallel()
 	ctx := startBrowser(t)
 	srv := bootServer(t)
-	bg := context.Background()
-	project, err := graph.NewService(srv.Pool(), nil).CreateProject(bg, "live")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authSvc := auth.NewService(srv.Pool(), nil)
-	_, human, err := authSvc.Create(bg, &project.ID, "ada", auth.RoleHuman)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, agent, err := authSvc.Create(bg, &project.ID, "bot", auth.RoleAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var it apiItem
-	apiCall(t, srv, agent, "POST", "/v1/projects/live/items", map[string]any{"title": "Pick a licence"}, &it)
-	var claim struct {
-		Lease struct {
-			ID    string `json:"id"`
-			Epoch int64  `json:"epoch"`
-		} `json:"lease"`
-	}
-	apiCall(t, srv, agent, "POST", "/v1/projects/live/claims", map[string]any{"worker": "bot"}, &claim)
+	human, agent, it, claim := liveProject(t, srv, "live")
 
 	step(t, ctx,
 		chromedp.Navigate(srv.URL()+"/signin?next=/p/live/inbox"),
@@ -143,28 +122,7 @@ func TestBrowserLiveInboxAskedBeforeStream(t *testing.T) {
 	t.Parallel()
 	ctx := startBrowser(t)
 	srv := bootServer(t)
-	bg := context.Background()
-	project, err := graph.NewService(srv.Pool(), nil).CreateProject(bg, "late")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authSvc := auth.NewService(srv.Pool(), nil)
-	_, human, err := authSvc.Create(bg, &project.ID, "ada", auth.RoleHuman)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, agent, err := authSvc.Create(bg, &project.ID, "bot", auth.RoleAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiCall(t, srv, agent, "POST", "/v1/projects/late/items", map[string]any{"title": "Pick a licence"}, &apiItem{})
-	var claim struct {
-		Lease struct {
-			ID    string `json:"id"`
-			Epoch int64  `json:"epoch"`
-		} `json:"lease"`
-	}
-	apiCall(t, srv, agent, "POST", "/v1/projects/late/claims", map[string]any{"worker": "bot"}, &claim)
+	human, agent, _, claim := liveProject(t, srv, "late")
 	// The page's EventSource connects only when the test says so.
 	hold := chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
@@ -251,4 +209,34 @@ func TestBrowserLiveAllProjectsInbox(t *testing.T) {
 	if !eval[bool](t, ctx, `window.__noReload === true`) {
 		t.Fatal("the page was reloaded")
 	}
+}
+
+// liveLease is the lease of liveProject's claim.
+type liveLease struct {
+	Lease struct {
+		ID    string `json:"id"`
+		Epoch int64  `json:"epoch"`
+	} `json:"lease"`
+}
+
+// liveProject makes the project name with a human ("ada") and an agent
+// ("bot") token, and an item "Pick a licence" the agent has claimed: the
+// start of the live-inbox tests.
+func liveProject(t *testing.T, srv *server.Server, name string) (human, agent string, it apiItem, claim liveLease) {
+	t.Helper()
+	bg := context.Background()
+	project, err := graph.NewService(srv.Pool(), nil).CreateProject(bg, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authSvc := auth.NewService(srv.Pool(), nil)
+	if _, human, err = authSvc.Create(bg, &project.ID, "ada", auth.RoleHuman); err != nil {
+		t.Fatal(err)
+	}
+	if _, agent, err = authSvc.Create(bg, &project.ID, "bot", auth.RoleAgent); err != nil {
+		t.Fatal(err)
+	}
+	apiCall(t, srv, agent, "POST", "/v1/projects/"+name+"/items", map[string]any{"title": "Pick a licence"}, &it)
+	apiCall(t, srv, agent, "POST", "/v1/projects/"+name+"/claims", map[string]any{"worker": "bot"}, &claim)
+	return human, agent, it, claim
 }
