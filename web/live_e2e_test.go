@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,14 +66,21 @@ func TestBrowserLiveInbox(t *testing.T) {
 		t.Error("Inbox zero is still shown")
 	}
 	// Another change refreshes the page again (events come in bursts):
-	// the new request keeps its highlight, not restarted.
+	// the new request keeps its highlight, not restarted. (A change that
+	// leaves the inbox as it was does not replace it at all:
+	// TestBrowserLiveRefreshKeepsPlace.)
 	eval[bool](t, ctx, `document.querySelector("main article.request").setAttribute("data-before", "1"), true`)
 	apiCall(t, srv, agent, "POST", "/v1/projects/live/items", map[string]any{"title": "Write the notice"}, &apiItem{})
+	var next liveLease
+	apiCall(t, srv, agent, "POST", "/v1/projects/live/claims", map[string]any{"worker": "bot"}, &next)
+	apiCall(t, srv, agent, "POST", "/v1/leases/"+next.Lease.ID+"/attention", map[string]any{
+		"epoch": next.Lease.Epoch, "question": "Which year goes in the notice?",
+	}, nil)
 	waitJS(t, ctx, `!document.querySelector("main article.request").hasAttribute("data-before")`)
 	if !eval[bool](t, ctx, `document.querySelector("main article.request").classList.contains("fresh")`) {
 		t.Error("the new request lost its highlight when the page was refreshed again")
 	}
-	waitJS(t, ctx, `document.querySelector('[data-live="attention"]').textContent === "1"`)
+	waitJS(t, ctx, `document.querySelector('[data-live="attention"]').textContent === "2"`)
 
 	step(t, ctx,
 		chromedp.Click(chromedp.CSS(`button[name="suggested"][value="MIT"]`)),
@@ -239,4 +247,96 @@ func liveProject(t *testing.T, srv *server.Server, name string) (human, agent st
 	apiCall(t, srv, agent, "POST", "/v1/projects/"+name+"/items", map[string]any{"title": "Pick a licence"}, &it)
 	apiCall(t, srv, agent, "POST", "/v1/projects/"+name+"/claims", map[string]any{"worker": "bot"}, &claim)
 	return human, agent, it, claim
+}
+
+// TestBrowserLiveRefreshKeepsPlace: the live inbox refreshes itself
+// without taking the person's place away. A change that leaves the inbox
+// as it was does not replace it; a change that does keeps the control
+// that had the focus focused and a section opened open; and a press not
+// yet released holds the refresh until its click has landed.
+func TestBrowserLiveRefreshKeepsPlace(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	srv := bootServer(t)
+	human, agent, _, claim := liveProject(t, srv, "place")
+	var first struct {
+		Attention struct {
+			ID string `json:"id"`
+		} `json:"attention"`
+	}
+	apiCall(t, srv, agent, "POST", "/v1/leases/"+claim.Lease.ID+"/attention", map[string]any{
+		"epoch": claim.Lease.Epoch, "question": "MIT or Apache-2.0?", "suggested_answers": []string{"MIT", "Apache-2.0"},
+		"context": map[string]any{"files": []string{"LICENSE"}},
+	}, &first)
+	apiCall(t, srv, agent, "POST", "/v1/projects/place/items", map[string]any{"title": "Name the release"}, &apiItem{})
+	var second liveLease
+	apiCall(t, srv, agent, "POST", "/v1/projects/place/claims", map[string]any{"worker": "bot"}, &second)
+
+	step(t, ctx,
+		chromedp.Navigate(srv.URL()+"/signin?next=/p/place/inbox"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), human),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS("main article.request")),
+	)
+	waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
+	req := `document.getElementById("req-` + first.Attention.ID + `")`
+	eval[bool](t, ctx, req+`.querySelector("details").open = true, true`)
+	eval[bool](t, ctx, req+`.querySelector('button[name="suggested"][value="MIT"]').focus(), true`)
+	eval[bool](t, ctx, req+`.setAttribute("data-before", "1"), true`)
+	refreshed := func() int {
+		return int(eval[float64](t, ctx, `parseInt(document.body.getAttribute("data-refreshed") || "0", 10)`))
+	}
+
+	t.Run("UnchangedIsNotReplaced", func(t *testing.T) {
+		before := refreshed()
+		apiCall(t, srv, agent, "POST", "/v1/projects/place/items", map[string]any{"title": "Write the notice"}, &apiItem{})
+		waitJS(t, ctx, `parseInt(document.body.getAttribute("data-refreshed") || "0", 10) > `+strconv.Itoa(before))
+		if !eval[bool](t, ctx, req+`.hasAttribute("data-before")`) {
+			t.Error("the inbox was replaced although the new item changed nothing on it")
+		}
+	})
+
+	t.Run("ChangedKeepsFocusAndOpenSections", func(t *testing.T) {
+		apiCall(t, srv, agent, "POST", "/v1/leases/"+second.Lease.ID+"/attention", map[string]any{
+			"epoch": second.Lease.Epoch, "question": "Which name?",
+		}, nil)
+		waitJS(t, ctx, `document.querySelectorAll("main article.request").length === 2`)
+		if eval[bool](t, ctx, req+`.hasAttribute("data-before")`) {
+			t.Fatal("the inbox was not replaced by the page with the new question")
+		}
+		if !eval[bool](t, ctx, req+`.querySelector("details").open`) {
+			t.Error("the context the person opened was closed by the refresh")
+		}
+		focus := eval[string](t, ctx, `(function () { var a = document.activeElement;
+			return a.tagName + " " + (a.value || "") + " " + ((a.closest("article") || {}).id || ""); })()`)
+		if want := "BUTTON MIT req-" + first.Attention.ID; focus != want {
+			t.Errorf("the focus after the refresh is on %q, want %q", focus, want)
+		}
+	})
+
+	t.Run("PressHoldsTheRefresh", func(t *testing.T) {
+		eval[bool](t, ctx, req+`.setAttribute("data-before", "1"), true`)
+		eval[bool](t, ctx, req+`.querySelector('button[value="Apache-2.0"]').dispatchEvent(
+			new PointerEvent("pointerdown", { bubbles: true })), true`)
+		before := refreshed()
+		// Another person dismisses the second question: the inbox changes.
+		var list struct {
+			Attention []struct {
+				ID string `json:"id"`
+			} `json:"attention"`
+		}
+		apiCall(t, srv, human, "GET", "/v1/projects/place/attention?state=open", nil, &list)
+		for _, r := range list.Attention {
+			if r.ID != first.Attention.ID {
+				apiCall(t, srv, human, "POST", "/v1/attention/"+r.ID+"/dismiss", map[string]any{"note": "later"}, nil)
+			}
+		}
+		waitJS(t, ctx, `parseInt(document.body.getAttribute("data-refreshed") || "0", 10) > `+strconv.Itoa(before))
+		if !eval[bool](t, ctx, req+`.hasAttribute("data-before")`) {
+			t.Fatal("the inbox was replaced under a press not yet released")
+		}
+		eval[bool](t, ctx, `document.dispatchEvent(new PointerEvent("pointerup", { bubbles: true })), true`)
+		waitJS(t, ctx, `document.querySelectorAll("main article.request").length === 1`)
+	})
 }

@@ -48,41 +48,142 @@
   var pending = null, stale = false;
   // When each request first appeared on this page (ms), for its highlight.
   var arrived = {};
-  function editing(main) {
+  // busy says whether swapping <main> now would undo what the person is
+  // doing in it: a form being filled in, a press whose click has not
+  // landed yet (it would land on a replaced element and be lost), or text
+  // selected (to copy a question, say). The page is then left alone and
+  // fetched again once that ends (focusout, pointerup, selectionchange).
+  var pressing = false;
+  function busy(main) {
+    if (pressing) return true;
     var a = document.activeElement;
-    if (a && main.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName)) return true;
-    return Array.prototype.some.call(main.querySelectorAll("textarea, input[type=text]"), function (el) {
-      return el.value !== el.defaultValue;
+    if (a && main.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName) &&
+        !/^(submit|button|checkbox|radio)$/.test(a.type)) return true;
+    var sel = window.getSelection && window.getSelection();
+    if (sel && !sel.isCollapsed && sel.anchorNode && main.contains(sel.anchorNode)) return true;
+    return Array.prototype.some.call(main.querySelectorAll("textarea, input, select"), function (el) {
+      if (el.type === "checkbox" || el.type === "radio") return el.checked !== el.defaultChecked;
+      if (el.tagName === "SELECT") {
+        return Array.prototype.some.call(el.options, function (o) { return o.selected !== o.defaultSelected; });
+      }
+      return el.type !== "hidden" && el.value !== el.defaultValue;
     });
   }
+  // settled is a page's <main> as the server rendered it, without the
+  // text that only says how long ago something was (it changes at every
+  // fetch and reltime.js keeps it fresh): a fetch whose settled text is
+  // the one shown changes nothing on the page.
+  function settled(main) {
+    var copy = main.cloneNode(true);
+    copy.querySelectorAll("time[data-rel], .waited").forEach(function (el) {
+      el.textContent = "";
+      el.removeAttribute("title");
+      el.removeAttribute("data-rel-title");
+    });
+    return copy.innerHTML;
+  }
+  // placeKey names a focusable element so that its counterpart in the
+  // swapped-in page can be found: its id, else what it does (its form's
+  // action, name and value; a link's address) and its words.
+  function placeKey(el) {
+    if (!el || !el.tagName) return null;
+    if (el.id) return "#" + el.id;
+    var form = el.form ? el.form.getAttribute("action") || "" : "";
+    return [el.tagName, form, el.getAttribute("name") || "", el.getAttribute("value") || "",
+      el.getAttribute("href") || "", el.textContent.trim()].join("|");
+  }
+  // detailsKey names a <details> by the element with an id around it and
+  // its summary's words, so a section the person opened (or closed) stays
+  // so when the page is swapped in; one whose summary now says something
+  // else takes the server's state.
+  function detailsKey(d) {
+    var owner = d.parentElement && d.parentElement.closest("[id]");
+    var s = d.querySelector("summary");
+    return (owner ? owner.id : "") + "|" + (s ? s.textContent.trim() : "");
+  }
+  var shown = null;
   // refreshMain returns a promise settled once the page is swapped in (or
-  // left as it is).
+  // left as it is, or put off while the person is busy with it); <body
+  // data-refreshed> counts the refreshes that ended so.
   function refreshMain() {
     var main = document.querySelector("main");
     if (!main || !livePage) return Promise.resolve();
-    if (editing(main)) { stale = true; return Promise.resolve(); }
+    if (busy(main)) { stale = true; return Promise.resolve().then(counted); }
     stale = false;
+    if (shown === null) shown = settled(main);
     return fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (html === null) return;
         var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
-        if (!next || editing(main)) return;
-        var known = {}, now = Date.now();
-        main.querySelectorAll("[id^=req-]").forEach(function (el) { known[el.id] = true; });
-        main.innerHTML = next.innerHTML;
-        // A request new to this page keeps its highlight through later
-        // refreshes (events often come in bursts): the class stays, and
-        // its animation goes on from where it was instead of restarting.
-        main.querySelectorAll("[id^=req-]").forEach(function (el) {
-          if (!known[el.id] && !arrived[el.id]) arrived[el.id] = now;
-          if (arrived[el.id] === undefined) return;
-          el.classList.add("fresh");
-          el.style.animationDelay = (arrived[el.id] - now) + "ms";
-        });
+        if (!next) return;
+        if (busy(main)) { stale = true; return; }
+        var now = settled(next);
+        if (now === shown) return;
+        shown = now;
+        swap(main, next);
       })
-      .catch(function () {});
+      .catch(function () {})
+      .then(counted);
   }
+  function counted() {
+    var n = parseInt(document.body.getAttribute("data-refreshed") || "0", 10) + 1;
+    document.body.setAttribute("data-refreshed", String(n));
+  }
+  // swap replaces main's content by next's, keeping the person's place:
+  // the focused control, the sections opened or closed, the highlight of
+  // requests new to the page.
+  function swap(main, next) {
+    var focused = main.contains(document.activeElement) ? placeKey(document.activeElement) : null;
+    var opened = {};
+    main.querySelectorAll("details").forEach(function (d) { opened[detailsKey(d)] = d.open; });
+    var known = {}, now = Date.now();
+    main.querySelectorAll("[id^=req-]").forEach(function (el) { known[el.id] = true; });
+    main.innerHTML = next.innerHTML;
+    main.querySelectorAll("details").forEach(function (d) {
+      var k = detailsKey(d);
+      if (Object.prototype.hasOwnProperty.call(opened, k)) d.open = opened[k];
+    });
+    if (focused) {
+      var again = Array.prototype.find.call(
+        main.querySelectorAll("a[href], button, input, select, textarea, summary, [tabindex]"),
+        function (el) { return placeKey(el) === focused; });
+      if (again) again.focus({ preventScroll: true });
+    }
+    // A request new to this page keeps its highlight through later
+    // refreshes (events often come in bursts): the class stays, and its
+    // animation goes on from where it was instead of restarting.
+    main.querySelectorAll("[id^=req-]").forEach(function (el) {
+      if (!known[el.id] && !arrived[el.id]) arrived[el.id] = now;
+      if (arrived[el.id] === undefined) return;
+      el.classList.add("fresh");
+      el.style.animationDelay = (arrived[el.id] - now) + "ms";
+    });
+  }
+  // A press ends with its pointerup (or pointercancel, when a touch turns
+  // into a scroll); one released outside the window, which the page never
+  // hears of, ends when the window loses the focus or after 10 s.
+  var pressTimer = null;
+  document.addEventListener("pointerdown", function (ev) {
+    var main = document.querySelector("main");
+    if (!main || !main.contains(ev.target)) return;
+    pressing = true;
+    clearTimeout(pressTimer);
+    pressTimer = setTimeout(released, 10000);
+  }, true);
+  function released() {
+    if (!pressing) return;
+    clearTimeout(pressTimer);
+    // After the click of this press has been dispatched.
+    setTimeout(function () { pressing = false; if (stale) refreshMain(); }, 0);
+  }
+  document.addEventListener("pointerup", released, true);
+  document.addEventListener("pointercancel", released, true);
+  window.addEventListener("blur", released);
+  document.addEventListener("selectionchange", function () {
+    var sel = window.getSelection();
+    if (stale && sel && sel.isCollapsed) setTimeout(function () { if (stale) refreshMain(); }, 0);
+  });
   // changed refreshes the counters and the page shortly (coalescing a
   // burst of events); then after, when it is a function (an event
   // listener's call passes the event), is called.
@@ -114,6 +215,7 @@
     };
     stream.onerror = function () { document.body.setAttribute("data-stream", "reconnecting"); };
     document.addEventListener("focusout", function () { setTimeout(function () { if (stale) refreshMain(); }, 0); });
+    document.addEventListener("reset", function () { setTimeout(function () { if (stale) refreshMain(); }, 0); });
   } else if (liveURL) {
     setInterval(refreshCounters, 10000);
   }
