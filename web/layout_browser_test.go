@@ -31,10 +31,7 @@ func TestLayoutInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	step(t, ctx,
-		chromedp.Navigate(srv.URL()+"/signin"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), admin),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(srv, admin, "/signin"),
 		// The sign-in page has a main too: wait until it is gone, or the
 		// first subtest's navigation would cut the sign-in's redirect
 		// short (net::ERR_ABORTED).

@@ -27,10 +27,7 @@ func TestBrowserLiveInbox(t *testing.T) {
 	human, agent, it, claim := liveProject(t, srv, "live")
 
 	step(t, ctx,
-		chromedp.Navigate(srv.URL()+"/signin?next=/p/live/inbox"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), human),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(srv, human, "/signin?next=/p/live/inbox"),
 		chromedp.WaitVisible(chromedp.CSS("main .empty")),
 	)
 	if text := eval[string](t, ctx, `document.querySelector("main").innerText`); !strings.Contains(text, "Inbox zero") {
@@ -111,6 +108,17 @@ func deref(s *string) string {
 	return *s
 }
 
+// signIn signs token in through the sign-in form at path (a page that
+// shows it, e.g. "/signin?next=/p/x/inbox") and submits it.
+func signIn(srv *server.Server, token, path string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.Navigate(srv.URL()+path),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Submit(chromedp.ID("token")),
+	)
+}
+
 // waitJS polls a JavaScript condition in the page until it holds (30 s
 // at most).
 func waitJS(t *testing.T, ctx context.Context, cond string) {
@@ -150,10 +158,7 @@ func TestBrowserLiveInboxAskedBeforeStream(t *testing.T) {
 		return err
 	})
 	step(t, ctx, hold,
-		chromedp.Navigate(srv.URL()+"/signin?next=/p/late/inbox"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), human),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(srv, human, "/signin?next=/p/late/inbox"),
 		chromedp.WaitVisible(chromedp.CSS("main .empty")),
 	)
 	waitJS(t, ctx, `typeof window.__connect === "function"`)
@@ -199,10 +204,7 @@ func TestBrowserLiveAllProjectsInbox(t *testing.T) {
 	}
 	apiCall(t, srv, agent, "POST", "/v1/projects/far/claims", map[string]any{"worker": "bot"}, &claim)
 	step(t, ctx,
-		chromedp.Navigate(srv.URL()+"/signin?next=/inbox"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), root),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(srv, root, "/signin?next=/inbox"),
 		chromedp.WaitVisible(chromedp.CSS("main .empty")),
 	)
 	eval[bool](t, ctx, `window.__noReload = true`)
@@ -273,10 +275,7 @@ func TestBrowserLiveRefreshKeepsPlace(t *testing.T) {
 	apiCall(t, srv, agent, "POST", "/v1/projects/place/claims", map[string]any{"worker": "bot"}, &second)
 
 	step(t, ctx,
-		chromedp.Navigate(srv.URL()+"/signin?next=/p/place/inbox"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), human),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(srv, human, "/signin?next=/p/place/inbox"),
 		chromedp.WaitVisible(chromedp.CSS("main article.request")),
 	)
 	waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
