@@ -59,6 +59,9 @@ type IO struct {
 // name) and returns the process exit code. SIGINT and SIGTERM cancel the
 // command's context.
 func Main(args []string, stdio IO) int {
+	if len(args) > 0 && args[0] == guardArg {
+		return runGuard(args[1:], os.Stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot(stdio)

@@ -114,7 +114,10 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	}
 
 	stdoutTail, stderrTail := newTail(tailBytes), newTail(tailBytes)
-	cmd := exec.Command(sv.argv[0], sv.argv[1:]...)
+	cmd, err := commandFor(sv.argv, sv.opt.grace)
+	if err != nil {
+		return sv.giveBack(ctx, cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
+	}
 	// The command's calls join the run's trace (TRACEPARENT), in place of
 	// any trace context the supervisor itself inherited.
 	cmd.Env = append(append(telemetry.WithoutEnv(os.Environ()), sv.commandEnv(cl, dir)...), telemetry.Env(ctx)...)

@@ -4,7 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,4 +97,68 @@ exit 9`
 	if got.State != client.StateDone {
 		t.Fatalf("state = %s", got.State)
 	}
+}
+
+// TestWorkSupervisorKilled: a supervisor killed outright (kill -9, as the
+// OOM killer does) takes its command with it: the command, and what the
+// command started, are stopped within the grace period instead of going
+// on, unsupervised, with an item whose lease will run out and go to
+// another worker. A command that ignores SIGTERM is killed after the
+// grace period.
+func TestWorkSupervisorKilled(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, script string
+	}{
+		// A shell that started a child and waits for it: the child is not
+		// the supervisor's and would outlive the shell.
+		{"OK", `sleep 300 & echo $! > "$PIDS"; echo $$ >> "$PIDS"; wait`},
+		{"IgnoresSIGTERM", `trap '' TERM; sleep 300 & echo $! > "$PIDS"; echo $$ >> "$PIDS"; wait; wait`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			e.item("the supervisor will be killed")
+			pidFile := filepath.Join(t.TempDir(), "pids")
+			sup := e.cmd(e.agentToken, []string{"PIDS=" + pidFile}, "work", "--lease", "60s", "--grace", "1s", "--", "sh", "-c", tc.script)
+			if err := sup.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var pids []int
+			eventually(t, 10*time.Second, "the command and its child to start", func() bool {
+				data, _ := os.ReadFile(pidFile)
+				pids = pids[:0]
+				for _, f := range strings.Fields(string(data)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						pids = append(pids, pid)
+					}
+				}
+				return len(pids) == 2
+			})
+			if err := sup.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			sup.Wait()
+			for _, pid := range pids {
+				eventually(t, 10*time.Second, fmt.Sprintf("process %d to end with its supervisor", pid), func() bool { return processGone(pid) })
+			}
+		})
+	}
+}
+
+// processGone reports whether pid has exited: no such process, or one
+// that is only waiting to be reaped (a zombie: its parent died too, and
+// whoever adopted it has not collected it yet).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
