@@ -37,12 +37,31 @@ func commandFor(argv []string, grace time.Duration) (*exec.Cmd, error) {
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
+	self, ok := selfBinary()
+	if !ok {
 		return exec.Command(argv[0], argv[1:]...), nil
 	}
 	args := append([]string{guardArg, strconv.Itoa(os.Getpid()), grace.String(), "--"}, argv...)
 	return exec.Command(self, args...), nil
+}
+
+// selfBinary returns a path that runs this very binary: on Linux
+// /proc/self/exe, which still does after the file was replaced on disk (an
+// upgrade under a long `work --loop`; os.Executable then names a path
+// that is gone or holds another version), else os.Executable. Without
+// either the command runs unguarded.
+func selfBinary() (string, bool) {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe", true
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", false
+	}
+	if _, err := os.Stat(self); err != nil {
+		return "", false
+	}
+	return self, true
 }
 
 // runGuard is the guard's whole life (args: the supervisor's pid, the

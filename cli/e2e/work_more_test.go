@@ -162,3 +162,41 @@ func processGone(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
+
+// TestWorkBinaryReplaced: a `work --loop` supervisor whose binary is
+// replaced on disk (an upgrade while it runs) still starts its next
+// command: the guard it starts each command through is the running binary,
+// not whatever the path now holds.
+func TestWorkBinaryReplaced(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	dir := t.TempDir()
+	self := filepath.Join(dir, "workgraph")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(self, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first := e.item("before the upgrade")
+	sup := e.cmd(e.agentToken, nil, "work", "--loop", "--wait", "30s", "--", "true")
+	sup.Path, sup.Args[0] = self, self
+	var stderr bytes.Buffer
+	sup.Stderr = &stderr
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sup.Process.Kill(); sup.Wait() }()
+	eventually(t, 20*time.Second, "the first item to be done", func() bool { return e.get(first.ID).State == client.StateDone })
+	if err := os.Remove(self); err != nil {
+		t.Fatal(err)
+	}
+	second := e.item("after the upgrade")
+	eventually(t, 20*time.Second, "the second item to be done", func() bool {
+		return e.get(second.ID).State == client.StateDone
+	})
+	if strings.Contains(stderr.String(), "cannot start") {
+		t.Fatalf("the supervisor could not start a command after its binary was replaced:\n%s", stderr.String())
+	}
+}
