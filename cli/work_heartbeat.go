@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/client"
@@ -25,7 +26,7 @@ import (
 // sent only when it changed since the last heartbeat, so a silent command
 // stops making progress on the server. Answers to non-blocking questions
 // are written to the answers file.
-func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir string, act *activity, events chan<- event) {
+func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir string, act *activity, until *leaseClock, events chan<- event) {
 	ttl := cl.Lease.ExpiresAt.Sub(cl.Lease.AcquiredAt)
 	if ttl <= 0 {
 		ttl = sv.opt.ttl
@@ -35,6 +36,7 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 	// the expiry the server granted, measured from when the request that
 	// renewed it was sent.
 	deadline := time.Now().Add(ttl)
+	until.set(deadline)
 	gate := os.Getenv(envHeartbeatGate)
 	var (
 		progressMod time.Time
@@ -61,6 +63,7 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			// Test hook: frozen. No heartbeats, no watchdog; the lease keeps
 			// running out on the server meanwhile.
 			deadline = time.Now().Add(ttl)
+			until.set(deadline)
 			next = time.Now()
 			continue
 		}
@@ -88,6 +91,7 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		case err == nil:
 			lastMarker = string(marker)
 			deadline = sent.Add(ttl)
+			until.set(deadline)
 			next = sent.Add(interval)
 			if hb.StopRequested {
 				why := "a person asked this worker to stop"
@@ -126,6 +130,14 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		}
 	}
 }
+
+// leaseClock is when the lease runs out at the latest by the local clock,
+// as the heartbeats last learned it: what the outcome's report may retry
+// until.
+type leaseClock struct{ at atomic.Int64 }
+
+func (c *leaseClock) set(t time.Time) { c.at.Store(t.UnixNano()) }
+func (c *leaseClock) get() time.Time  { return time.Unix(0, c.at.Load()) }
 
 // endedForAttention reports whether err is lease_lost because the lease
 // ended for an attention request (the problem's "outcome" member).

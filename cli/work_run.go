@@ -139,14 +139,16 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	events := make(chan event, 4)
 	var beats sync.WaitGroup
 	beats.Add(2)
-	go func() { defer beats.Done(); sv.heartbeat(hbCtx, cl, dir, act, events) }()
+	until := &leaseClock{}
+	until.set(time.Now().Add(cl.Lease.ExpiresAt.Sub(cl.Lease.AcquiredAt)))
+	go func() { defer beats.Done(); sv.heartbeat(hbCtx, cl, dir, act, until, events) }()
 	go func() { defer beats.Done(); watchControl(hbCtx, dir, events) }()
 	finishBeats := func() { stopBeats(); beats.Wait() }
 
 	select {
 	case werr := <-exited:
 		finishBeats()
-		return sv.finish(ctx, cl, dir, o, werr, stdoutTail, stderrTail)
+		return sv.finish(ctx, cl, dir, o, werr, stdoutTail, stderrTail, until.get())
 	case ev := <-events:
 		finishBeats()
 		switch ev.kind {
@@ -184,13 +186,16 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 }
 
 // finish reports the item after the command exited by itself: complete on
-// exit 0, fail otherwise, unless the command asked a person meanwhile.
-func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, o outcome, werr error, stdoutTail, stderrTail *tail) outcome {
+// exit 0, fail otherwise, unless the command asked a person meanwhile. A
+// report the server cannot take yet (it is unreachable or unavailable) is
+// tried again until the lease runs out by the local clock (leaseEnd): the
+// work is worth keeping as long as the lease is.
+func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, o outcome, werr error, stdoutTail, stderrTail *tail, leaseEnd time.Time) outcome {
 	o.exitCode = exitCodeOf(werr)
 	if asked := readAsked(dir); asked != nil {
 		return sv.attentionOutcome(o, asked)
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), later(time.Now().Add(30*time.Second), leaseEnd))
 	defer cancel()
 	var err error
 	if o.exitCode == 0 {
@@ -198,7 +203,10 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 		res, err = sv.result(dir, stdoutTail)
 		if err == nil {
 			var out *client.Completion
-			out, err = sv.s.api.Complete(rctx, cl.Lease.ID, client.CompleteRequest{Epoch: cl.Lease.Epoch, Result: res})
+			err = sv.sendOutcome(ctx, rctx, leaseEnd, "completion", func(ctx context.Context) (err error) {
+				out, err = sv.s.api.Complete(ctx, cl.Lease.ID, client.CompleteRequest{Epoch: cl.Lease.Epoch, Result: res})
+				return err
+			})
 			if err == nil {
 				o.kind = outcomeCompleted
 				o.message = fmt.Sprintf("item %s done", cl.Item.ID)
@@ -221,7 +229,11 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 		if stderr != "" {
 			errText += ": " + lastBytes(stderr, 1024)
 		}
-		res, err := sv.s.api.Fail(rctx, cl.Lease.ID, client.FailRequest{Epoch: cl.Lease.Epoch, Error: errText, Details: details})
+		var res *client.FailResult
+		err = sv.sendOutcome(ctx, rctx, leaseEnd, "failure", func(ctx context.Context) (err error) {
+			res, err = sv.s.api.Fail(ctx, cl.Lease.ID, client.FailRequest{Epoch: cl.Lease.Epoch, Error: errText, Details: details})
+			return err
+		})
 		if err == nil {
 			o.kind = outcomeFailed
 			o.message = fmt.Sprintf("the command failed (%s); item %s reported failed; it %s", msg, cl.Item.ID, afterFailure(res))
@@ -234,6 +246,42 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 	o.kind, o.err = outcomeError, explain(err, sv.s.cfg)
 	o.message = fmt.Sprintf("item %s: could not report the outcome: %v", cl.Item.ID, err)
 	return o
+}
+
+// sendOutcome sends an outcome (send, within rctx) and sends it again while
+// the server cannot take it (the client's own retries spent: the server
+// unreachable, unavailable or rate limiting) and the lease has not run
+// out by the local clock (leaseEnd). An interruption of the supervisor
+// (ctx) ends the retries: the lease then runs out on the server. A second
+// send of a completion the server had taken is answered as a replay.
+func (sv *supervisor) sendOutcome(ctx, rctx context.Context, leaseEnd time.Time, what string, send func(context.Context) error) error {
+	for {
+		err := send(rctx)
+		if err == nil || isRefusal(err) || errors.Is(err, client.ErrLeaseLost) {
+			return err
+		}
+		wait := 2 * time.Second
+		if time.Now().Add(wait).After(leaseEnd) {
+			return err
+		}
+		sv.logf("could not report the %s yet (%v); trying again until the lease runs out (%s)",
+			what, err, leaseEnd.Format(time.TimeOnly))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-rctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// later returns the later of two instants.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // afterFailure says what a reported failure leaves: a retry after a

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -198,5 +201,133 @@ func TestWorkBinaryReplaced(t *testing.T) {
 	})
 	if strings.Contains(stderr.String(), "cannot start") {
 		t.Fatalf("the supervisor could not start a command after its binary was replaced:\n%s", stderr.String())
+	}
+}
+
+// TestWorkReportsThroughAnOutage: the command finished, but the server is
+// unreachable for longer than the client's own retries last (about 20 s
+// at most): the supervisor keeps sending the completion until the lease
+// would run out, and the item is done once the server is back, instead of
+// the work being lost and done again after the lease expires.
+func TestWorkReportsThroughAnOutage(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("finished during an outage")
+	link := newLink(t, strings.TrimPrefix(e.url, "http://"))
+	dir := t.TempDir()
+	done := filepath.Join(dir, "done")
+	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "DONE=" + done},
+		"work", "--lease", "90s", "--", "sh", "-c", `while [ ! -e "$DONE" ]; do sleep 0.1; done; echo finished`)
+	stderr := &lockedBuffer{}
+	sup.Stderr = stderr
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { sup.Wait(); close(exited) }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			sup.Process.Kill()
+		}
+	}()
+	eventually(t, 10*time.Second, "the item to be leased", func() bool { return e.get(it.ID).State == client.StateLeased })
+
+	link.setDown(true)
+	if err := os.WriteFile(done, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The client's own retries (10 attempts, backoff capped at 5 s) end
+	// first; then the supervisor says it tries again, or gives up.
+	eventually(t, 60*time.Second, "the supervisor to try again or give up", func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+		}
+		return strings.Contains(stderr.String(), "trying again until the lease runs out")
+	})
+	select {
+	case <-exited:
+		t.Fatalf("the supervisor gave up during the outage:\n%s", stderr.String())
+	default:
+	}
+	link.setDown(false)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the supervisor did not finish after the outage\n%s", stderr.String())
+	}
+	if code := sup.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit = %d\n%s", code, stderr.String())
+	}
+	if got := e.get(it.ID); got.State != client.StateDone {
+		t.Fatalf("item after the outage = %s, want done\n%s", got.State, stderr.String())
+	}
+}
+
+// link is a TCP relay to a server that the test can cut: while down it
+// drops every connection, open or new.
+type link struct {
+	addr  string
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]bool
+}
+
+func newLink(t *testing.T, target string) *link {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	k := &link{addr: l.Addr().String(), conns: map[net.Conn]bool{}}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go k.relay(c, target)
+		}
+	}()
+	return k
+}
+
+func (k *link) relay(c net.Conn, target string) {
+	k.mu.Lock()
+	if k.down {
+		k.mu.Unlock()
+		c.Close()
+		return
+	}
+	k.conns[c] = true
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		delete(k.conns, c)
+		k.mu.Unlock()
+		c.Close()
+	}()
+	s, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	go func() { io.Copy(s, c); s.Close() }()
+	io.Copy(c, s)
+}
+
+// setDown cuts the link (closing what is open) or mends it.
+func (k *link) setDown(down bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.down = down
+	if down {
+		for c := range k.conns {
+			c.Close()
+		}
 	}
 }
