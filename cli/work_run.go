@@ -311,7 +311,17 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 			switch *l.Outcome {
 			case client.OutcomeAttentionRequested:
 				return sv.attentionOutcome(o, nil)
-			case client.OutcomeCompleted, client.OutcomeDecomposed, client.OutcomeReleased, client.OutcomeFailed:
+			case client.OutcomeFailed:
+				if o.exitCode != 0 {
+					// The failure this supervisor reported, taken by the
+					// server before its answer was lost.
+					o.kind = outcomeFailed
+					o.message = fmt.Sprintf("the command failed (exit status %d); item %s reported failed (the server had taken the report; its answer was lost)",
+						o.exitCode, cl.Item.ID)
+					return o
+				}
+				fallthrough
+			case client.OutcomeCompleted, client.OutcomeDecomposed, client.OutcomeReleased:
 				o.kind = outcomeCompleted
 				o.message = fmt.Sprintf("the command ended the lease itself (%s); item %s", *l.Outcome, cl.Item.ID)
 				return o

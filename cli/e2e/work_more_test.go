@@ -268,12 +268,15 @@ func TestWorkReportsThroughAnOutage(t *testing.T) {
 }
 
 // link is a TCP relay to a server that the test can cut: while down it
-// drops every connection, open or new.
+// drops every connection, open or new; while swallowing it carries
+// requests to the server but drops each connection as the answer starts
+// (the request was taken, its answer is lost).
 type link struct {
-	addr  string
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]bool
+	addr    string
+	mu      sync.Mutex
+	down    bool
+	swallow bool
+	conns   map[net.Conn]bool
 }
 
 func newLink(t *testing.T, target string) *link {
@@ -304,6 +307,7 @@ func (k *link) relay(c net.Conn, target string) {
 		return
 	}
 	k.conns[c] = true
+	swallow := k.swallow
 	k.mu.Unlock()
 	defer func() {
 		k.mu.Lock()
@@ -317,7 +321,24 @@ func (k *link) relay(c net.Conn, target string) {
 	}
 	defer s.Close()
 	go func() { io.Copy(s, c); s.Close() }()
+	if swallow {
+		s.Read(make([]byte, 1)) // the answer begins: drop it
+		return
+	}
 	io.Copy(c, s)
+}
+
+// setSwallow makes connections lose their answers (closing those open,
+// so that every later request comes on a new one), or not.
+func (k *link) setSwallow(on bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.swallow = on
+	if on {
+		for c := range k.conns {
+			c.Close()
+		}
+	}
 }
 
 // setDown cuts the link (closing what is open) or mends it.
@@ -329,5 +350,67 @@ func (k *link) setDown(down bool) {
 		for c := range k.conns {
 			c.Close()
 		}
+	}
+}
+
+// TestWorkFailureTakenAnswerLost: the command failed and the supervisor's
+// failure report was taken by the server, but every answer to it was lost
+// (the client's retries of it included). The report sent again is refused
+// (the lease ended with that very failure): the supervisor reads the
+// lease's history and says the item was reported failed, and exits 1 as
+// after any failure, not 0 as if the command had ended the lease itself.
+func TestWorkFailureTakenAnswerLost(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("fails while answers are lost")
+	link := newLink(t, strings.TrimPrefix(e.url, "http://"))
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "go")
+	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "GO=" + gate},
+		"work", "--lease", "90s", "--", "sh", "-c", `while [ ! -e "$GO" ]; do sleep 0.1; done; echo broken >&2; exit 3`)
+	stderr := &lockedBuffer{}
+	sup.Stderr = stderr
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { sup.Wait(); close(exited) }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			sup.Process.Kill()
+		}
+	}()
+	eventually(t, 10*time.Second, "the item to be leased", func() bool { return e.get(it.ID).State == client.StateLeased })
+	link.setSwallow(true)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the supervisor to try again or give up", func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+		}
+		return strings.Contains(stderr.String(), "trying again until the lease runs out")
+	})
+	select {
+	case <-exited:
+		t.Fatalf("the supervisor gave up while the answers were lost:\n%s", stderr.String())
+	default:
+	}
+	link.setSwallow(false)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the supervisor did not finish\n%s", stderr.String())
+	}
+	ls := e.leases(it.ID)
+	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeFailed {
+		t.Fatalf("leases = %+v, want the one lease ended failed", ls)
+	}
+	if code := sup.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "reported failed") {
+		t.Fatalf("exit = %d, want 1 saying the item was reported failed\n%s", code, stderr.String())
 	}
 }
