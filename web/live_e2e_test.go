@@ -339,3 +339,47 @@ func TestBrowserLiveRefreshKeepsPlace(t *testing.T) {
 		waitJS(t, ctx, `document.querySelectorAll("main article.request").length === 1`)
 	})
 }
+
+// TestBrowserWorkersRefreshKeepsFocus: the workers page's live leases
+// (a region fetched every few seconds) are not replaced when nothing but
+// their times changed, and when they are, the control that had the focus
+// (a keyboard user on "Ask to stop") keeps it.
+func TestBrowserWorkersRefreshKeepsFocus(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	srv := bootServer(t)
+	human, agent, _, claim := liveProject(t, srv, "crew")
+	step(t, ctx,
+		signIn(srv, human, "/signin?next=/p/crew/workers"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-refresh] form[action$="/stop"] button`)),
+	)
+	waitJS(t, ctx, `document.body.getAttribute("data-stream") === "open"`)
+	button := `document.querySelector('[data-refresh] form[action$="/stop"] button')`
+	eval[bool](t, ctx, button+`.focus(), true`)
+	eval[bool](t, ctx, button+`.setAttribute("data-before", "1"), true`)
+	refreshes := func() int {
+		return int(eval[float64](t, ctx, `parseInt(document.querySelector("[data-refresh]").getAttribute("data-refreshed") || "0", 10)`))
+	}
+	waitRefresh := func(after int) {
+		t.Helper()
+		waitJS(t, ctx, `parseInt(document.querySelector("[data-refresh]").getAttribute("data-refreshed") || "0", 10) > `+strconv.Itoa(after))
+	}
+	focused := `(function () { var a = document.activeElement;
+		return a.tagName + " " + ((a.form && a.form.getAttribute("action")) || ""); })()`
+	want := "BUTTON /p/crew/leases/" + claim.Lease.ID + "/stop"
+
+	waitRefresh(refreshes())
+	if !eval[bool](t, ctx, button+`.hasAttribute("data-before")`) {
+		t.Error("the live leases were replaced although only their times changed")
+	}
+	if got := eval[string](t, ctx, focused); got != want {
+		t.Errorf("the focus after a refresh is on %q, want %q", got, want)
+	}
+
+	// A heartbeat changes the lease's row (its count of heartbeats).
+	apiCall(t, srv, agent, "POST", "/v1/leases/"+claim.Lease.ID+"/heartbeat", map[string]any{"epoch": claim.Lease.Epoch}, nil)
+	waitJS(t, ctx, `!`+button+`.hasAttribute("data-before")`)
+	if got := eval[string](t, ctx, focused); got != want {
+		t.Errorf("the focus after the row changed is on %q, want %q", got, want)
+	}
+}

@@ -24,13 +24,27 @@
   }
 
   // Live regions: <div data-refresh="/url" data-interval="5"> is replaced
-  // by the HTML fragment the server renders at that URL.
+  // by the HTML fragment the server renders at that URL, as the live pages
+  // are (see swap): not while the person is busy in it, not when nothing
+  // but times changed, keeping the focus. data-refreshed counts the
+  // fetches that ended.
   function refreshRegion(el) {
-    if (document.hidden) return;
+    if (document.hidden || busy(el)) return;
     fetch(el.getAttribute("data-refresh"), { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
-      .then(function (html) { if (html !== null) el.innerHTML = html; })
-      .catch(function () {});
+      .then(function (html) {
+        if (html === null || busy(el)) return;
+        var next = document.createElement("div");
+        next.innerHTML = html;
+        var now = settled(next);
+        if (now === el.workgraphShown) return;
+        el.workgraphShown = now;
+        swap(el, next);
+      })
+      .catch(function () {})
+      .then(function () {
+        el.setAttribute("data-refreshed", String(parseInt(el.getAttribute("data-refreshed") || "0", 10) + 1));
+      });
   }
 
   // Live pages: the project's event stream (/p/<name>/events/stream)
@@ -80,7 +94,7 @@
       el.removeAttribute("title");
       el.removeAttribute("data-rel-title");
     });
-    return copy.innerHTML;
+    return copy.innerHTML.trim();
   }
   // placeKey names a focusable element so that its counterpart in the
   // swapped-in page can be found: its id, else what it does (its form's
@@ -101,7 +115,9 @@
     var s = d.querySelector("summary");
     return (owner ? owner.id : "") + "|" + (s ? s.textContent.trim() : "");
   }
-  var shown = null;
+  // What the server last sent of <main>, settled: read at once, before
+  // anything on the page changes it.
+  var shown = document.querySelector("main") ? settled(document.querySelector("main")) : null;
   // refreshMain returns a promise settled once the page is swapped in (or
   // left as it is, or put off while the person is busy with it); <body
   // data-refreshed> counts the refreshes that ended so.
@@ -110,7 +126,6 @@
     if (!main || !livePage) return Promise.resolve();
     if (busy(main)) { stale = true; return Promise.resolve().then(counted); }
     stale = false;
-    if (shown === null) shown = settled(main);
     return fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
@@ -130,7 +145,8 @@
     var n = parseInt(document.body.getAttribute("data-refreshed") || "0", 10) + 1;
     document.body.setAttribute("data-refreshed", String(n));
   }
-  // swap replaces main's content by next's, keeping the person's place:
+  // swap replaces main's (or a live region's) content by next's, keeping
+  // the person's place:
   // the focused control, the sections opened or closed, the highlight of
   // requests new to the page.
   function swap(main, next) {
@@ -220,6 +236,7 @@
     setInterval(refreshCounters, 10000);
   }
   document.querySelectorAll("[data-refresh]").forEach(function (el) {
+    el.workgraphShown = settled(el);
     var every = parseInt(el.getAttribute("data-interval") || "5", 10) * 1000;
     setInterval(function () { refreshRegion(el); }, every);
   });
