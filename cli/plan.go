@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -115,6 +118,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // naming every fault with its line.
 func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 	errs := &planErrors{File: file}
+	data = planText(data)
 	if strings.HasSuffix(strings.ToLower(file), ".json") {
 		// JSON is YAML too, but YAML accepts what JSON refuses (a trailing
 		// comma, comments, unquoted strings): a .json file must be JSON.
@@ -178,6 +182,29 @@ func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 		return nil, errs
 	}
 	return p, nil
+}
+
+// planText returns a plan file's text as UTF-8 without a byte order mark:
+// editors on Windows save UTF-8 with a BOM, and UTF-16 with one, which the
+// YAML parser reads but a JSON parser refuses at its first byte. A JSON
+// plan and a YAML plan saved by the same editor read alike.
+func planText(data []byte) []byte {
+	var order binary.ByteOrder
+	switch {
+	case bytes.HasPrefix(data, []byte{0xEF, 0xBB, 0xBF}):
+		return data[3:]
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}):
+		order = binary.LittleEndian
+	case bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		order = binary.BigEndian
+	default:
+		return data
+	}
+	units := make([]uint16, 0, len(data)/2)
+	for i := 2; i+1 < len(data); i += 2 {
+		units = append(units, order.Uint16(data[i:]))
+	}
+	return []byte(string(utf16.Decode(units)))
 }
 
 // checkJSON reports the first JSON syntax error of data with its line and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 // mustPlanError parses src and returns its faults, failing when it parses.
@@ -71,6 +72,46 @@ func TestParsePlan(t *testing.T) {
 		}
 		if p.lineOf("b") != 4 {
 			t.Fatalf("line of b = %d, want 4", p.lineOf("b"))
+		}
+	})
+	t.Run("OKByteOrderMarks", func(t *testing.T) {
+		t.Parallel()
+		// As Windows editors save them: UTF-8 or UTF-16 with a byte order
+		// mark, lines ending in CRLF.
+		jsonText := "{\r\n\"items\": [\r\n{\"key\": \"a\", \"title\": \"Ä\"},\r\n{\"key\": \"b\", \"title\": \"B\", \"depends_on\": [\"a\"]}\r\n]}\r\n"
+		yamlText := "items:\r\n  - key: a\r\n    title: Ä\r\n  - key: b\r\n    title: B\r\n    depends_on: [a]\r\n"
+		utf16 := func(s string, bigEndian bool) []byte {
+			out := []byte{0xFF, 0xFE}
+			if bigEndian {
+				out = []byte{0xFE, 0xFF}
+			}
+			for _, u := range utf16.Encode([]rune(s)) {
+				if bigEndian {
+					out = append(out, byte(u>>8), byte(u))
+				} else {
+					out = append(out, byte(u), byte(u>>8))
+				}
+			}
+			return out
+		}
+		for _, c := range []struct {
+			name, file string
+			data       []byte
+			lineOfB    int
+		}{
+			{"UTF8JSON", "plan.json", append([]byte{0xEF, 0xBB, 0xBF}, jsonText...), 4},
+			{"UTF16LEJSON", "plan.json", utf16(jsonText, false), 4},
+			{"UTF16BEJSON", "plan.json", utf16(jsonText, true), 4},
+			{"UTF8YAML", "plan.yaml", append([]byte{0xEF, 0xBB, 0xBF}, yamlText...), 4},
+			{"UTF16LEYAML", "plan.yaml", utf16(yamlText, false), 4},
+		} {
+			p, err := parsePlan(c.file, c.data, planOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if p.ByKey["a"].Title != "Ä" || p.lineOf("b") != c.lineOfB {
+				t.Fatalf("%s: title of a %q, line of b %d, want %q and %d", c.name, p.ByKey["a"].Title, p.lineOf("b"), "Ä", c.lineOfB)
+			}
 		}
 	})
 	t.Run("OKTopLevelList", func(t *testing.T) {
