@@ -151,10 +151,18 @@ func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 	list := root
 	if root.Kind == yaml.MappingNode {
 		list = nil
+		fields := map[string]int{}
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			k, v := root.Content[i], root.Content[i+1]
+			if duplicateField(k, fields, errs) {
+				continue
+			}
 			switch {
 			case k.Value == "items" || (opt.flat && k.Value == "children"):
+				if list != nil {
+					errs.add(k.Line, "a second list of items: put all items in one list")
+					continue
+				}
 				list = v
 			default:
 				errs.add(k.Line, "unknown top-level field %q (want \"items\")", k.Value)
@@ -260,8 +268,12 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 		it := &planNode{Line: n.Line, Parent: parent}
 		var keyLine int
 		var children *yaml.Node
+		fields := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if duplicateField(k, fields, errs) {
+				continue
+			}
 			switch k.Value {
 			case "key":
 				if s, ok := scalar(v, errs, "key"); ok {
@@ -449,6 +461,19 @@ func (p *plan) checkCycles(errs *planErrors) {
 		fmt.Fprintf(&b, "%s (line %d)", n.Key, n.Line)
 	}
 	errs.add(cycle[0].Line, "dependency cycle: %s; an item waits for its depends_on and a parent for its children, so remove one of these edges", b.String())
+}
+
+// duplicateField reports a field written twice in one mapping (YAML
+// parsers keep one of the two silently, so half of what was written would
+// be lost) and says whether k is such a repeat; fields maps the names seen
+// so far to their lines.
+func duplicateField(k *yaml.Node, fields map[string]int, errs *planErrors) bool {
+	if first, dup := fields[k.Value]; dup {
+		errs.add(k.Line, "field %q written twice (first at line %d)", k.Value, first)
+		return true
+	}
+	fields[k.Value] = k.Line
+	return false
 }
 
 func scalar(v *yaml.Node, errs *planErrors, field string) (string, bool) {

@@ -193,6 +193,25 @@ func TestParsePlan(t *testing.T) {
 		wantFault(t, pe, 2, `item "a" has no title`)
 		wantFault(t, pe, 5, "item has no key")
 	})
+	t.Run("ErrFieldTwice", func(t *testing.T) {
+		t.Parallel()
+		// A YAML parser keeps one of two equal keys: the other half of what
+		// was written would be lost without a word.
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: First
+    title: Second
+items:
+  - key: b
+    title: B
+`)
+		wantFault(t, pe, 4, `field "title" written twice (first at line 3)`)
+		wantFault(t, pe, 5, `field "items" written twice (first at line 1)`)
+		_, err := parsePlan("children.yaml", []byte("items:\n  - key: a\n    title: A\nchildren:\n  - key: b\n    title: B\n"), planOptions{flat: true})
+		if err == nil || !strings.Contains(err.Error(), "children.yaml:4: a second list of items") {
+			t.Fatalf("items and children: err = %v", err)
+		}
+	})
 	t.Run("ErrSyntax", func(t *testing.T) {
 		t.Parallel()
 		pe := mustPlanError(t, "items:\n  - key: a\n    title: [unclosed\n")
