@@ -288,7 +288,7 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 					it.Body = s
 				}
 			case "priority":
-				if s, ok := scalar(v, errs, "priority"); ok {
+				if s, ok := scalar(v, errs, "priority"); ok && v.Tag != "!!null" {
 					pr, err := strconv.ParseInt(s, 10, 32)
 					if err != nil {
 						errs.add(v.Line, "priority %q: want an integer", s)
@@ -476,10 +476,15 @@ func duplicateField(k *yaml.Node, fields map[string]int, errs *planErrors) bool 
 	return false
 }
 
+// scalar returns the text of a single value; a null (`~`, `null`, or
+// nothing after the colon) is the empty text, not the word "null".
 func scalar(v *yaml.Node, errs *planErrors, field string) (string, bool) {
 	if v.Kind != yaml.ScalarNode {
 		errs.add(v.Line, "%s: want a single value, found %s", field, kindName(v))
 		return "", false
+	}
+	if v.Tag == "!!null" {
+		return "", true
 	}
 	return v.Value, true
 }

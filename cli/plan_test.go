@@ -212,6 +212,31 @@ items:
 			t.Fatalf("items and children: err = %v", err)
 		}
 	})
+	t.Run("ErrNullIsNoValue", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: null
+  - key: ~
+    title: B
+  - key: c
+    title: C
+    body: ~
+    priority: null
+`)
+		wantFault(t, pe, 2, `item "a" has no title`)
+		wantFault(t, pe, 4, "item has no key")
+		if len(pe.List) != 2 {
+			t.Fatalf("faults: %v", pe)
+		}
+		p, err := parsePlan("plan.yaml", []byte("- key: c\n  title: C\n  body: ~\n  priority: null\n"), planOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := p.ByKey["c"]; c.Body != "" || c.Priority != nil {
+			t.Fatalf("body %q, priority %v: want no body and no priority", c.Body, c.Priority)
+		}
+	})
 	t.Run("ErrSyntax", func(t *testing.T) {
 		t.Parallel()
 		pe := mustPlanError(t, "items:\n  - key: a\n    title: [unclosed\n")
