@@ -338,7 +338,7 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 		}
 		switch {
 		case it.Key == "":
-			errs.add(n.Line, "item has no key (every item needs a key unique in the plan: dependencies name it, and a re-import updates the item of that key instead of adding another)")
+			errs.add(n.Line, "item has no key (every item needs a key unique in the plan: dependencies name it, and a re-import leaves the item of that key alone instead of adding another)")
 		case utf8.RuneCountInString(it.Key) > 200:
 			errs.add(keyLine, "key is longer than 200 characters")
 		default:

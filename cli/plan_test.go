@@ -192,6 +192,8 @@ func TestParsePlan(t *testing.T) {
 		wantFault(t, pe, 4, `priority "high": want an integer`)
 		wantFault(t, pe, 2, `item "a" has no title`)
 		wantFault(t, pe, 5, "item has no key")
+		// What a re-import does with a key: it never updates the item.
+		wantFault(t, pe, 5, "a re-import leaves the item of that key alone")
 	})
 	t.Run("ErrFieldTwice", func(t *testing.T) {
 		t.Parallel()
