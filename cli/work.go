@@ -157,7 +157,7 @@ func (sv *supervisor) run(ctx context.Context) error {
 		}
 		done++
 		sv.report(out)
-		if !sv.opt.loop || out.kind == outcomeInterrupted || out.kind == outcomeStopped || out.kind == outcomeSetup {
+		if !sv.opt.loop || out.endsLoop() {
 			return out.exit()
 		}
 	}

@@ -16,7 +16,8 @@ import (
 // --loop one batch is claimed and work exits when its runs have ended
 // (with the first non-zero exit among them); with --loop it claims again
 // whenever slots are free (every claimRecheck while others run), until
-// nothing is ready and none runs (with --wait: forever).
+// nothing is ready and none runs (with --wait: forever), and exits 0
+// unless a run ended the loop (endsLoop).
 func (sv *supervisor) runConcurrent(ctx context.Context) error {
 	bctx, stopBeats := context.WithCancel(ctx)
 	defer stopBeats()
@@ -74,10 +75,13 @@ func (sv *supervisor) runConcurrent(ctx context.Context) error {
 			active--
 			done++
 			sv.report(out)
-			if err := out.exit(); err != nil && exit == nil {
+			// Under --loop only what ends the loop sets the exit status
+			// (as with one slot); a failed item is the item's, and the
+			// loop exits 0 when nothing more is ready.
+			if err := out.exit(); err != nil && exit == nil && (!sv.opt.loop || out.endsLoop()) {
 				exit = err
 			}
-			if out.kind == outcomeInterrupted || out.kind == outcomeStopped || out.kind == outcomeSetup {
+			if out.endsLoop() {
 				claiming = false
 			}
 		case <-recheck:

@@ -64,6 +64,14 @@ type outcome struct {
 	err      error // the error to exit with (single mode)
 }
 
+// endsLoop reports whether the outcome ends a --loop: interrupted, a
+// person asked the worker to stop, or the command cannot be run at all.
+// Any other outcome (a failed command, a lost lease) is the item's, and the
+// loop goes on with the next item.
+func (o outcome) endsLoop() bool {
+	return o.kind == outcomeInterrupted || o.kind == outcomeStopped || o.kind == outcomeSetup
+}
+
 // exit is the exit error of a single-item run.
 func (o outcome) exit() error {
 	switch o.kind {
