@@ -193,6 +193,20 @@ func TestMainExitCodes(t *testing.T) {
 			}
 		}
 	})
+	t.Run("WorkHelpListsItsExitCodes", func(t *testing.T) {
+		t.Parallel()
+		// The statuses work exits with, as docs/agents.md's table has them.
+		var out strings.Builder
+		Main([]string{"work", "--help"}, IO{In: strings.NewReader(""), Out: &out, Err: io.Discard})
+		help := strings.Join(strings.Fields(out.String()), " ")
+		for _, want := range []string{"0 done", "1 the command failed", "2 bad arguments or the command cannot be started",
+			"3 nothing was ready", "4 the lease was lost", "6 no ready item matches --capabilities", "7 the token was refused",
+			"8 the server could not be reached", "130 interrupted"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("work --help lacks the exit status %q", want)
+			}
+		}
+	})
 	t.Run("ErrMissingArgs", func(t *testing.T) {
 		t.Parallel()
 		if code, _ := run("deps", "add", "only-one", "--token", "x"); code != ExitUsage {

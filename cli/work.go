@@ -80,8 +80,11 @@ A command that needs a person runs ` + "`workgraph ask \"question\"`" + `: the l
 item waits for the answer, and the supervisor stops quietly without failing
 the item; the next claim of the item carries the answer.
 
-Exit status: 0 done (or handed to a person), 1 the command failed, 3 nothing
-was ready, 4 the lease was lost, 130 interrupted. With --loop, work keeps
+Exit status: 0 done (or handed to a person, or stopped at a person's
+request), 1 the command failed, 2 bad arguments or the command cannot be
+started (the item is released), 3 nothing was ready, 4 the lease was lost,
+6 no ready item matches --capabilities, 7 the token was refused, 8 the
+server could not be reached, 130 interrupted. With --loop, work keeps
 claiming until nothing is ready (with --wait: forever) and exits 0.
 
 With --concurrency N, up to N commands run at once, each on its own item
