@@ -92,3 +92,44 @@ exit 9`
 		t.Fatalf("state = %s", got.State)
 	}
 }
+
+// TestWorkResultRefused: a command that exits 0 with a result the server
+// refuses (over 1 MiB; a NUL it does not store) gets its item failed at
+// once, with why, instead of leaving it leased to nobody until the lease
+// expires (and work exiting 2 as if its arguments were wrong).
+func TestWorkResultRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, script, code string
+	}{
+		{"TooLarge", `head -c 1100000 /dev/zero | tr '\0' a > "$WORKGRAPH_RESULT_FILE"`, "payload_too_large"},
+		{"NUL", `printf '{"a": "\\u0000"}' > "$WORKGRAPH_RESULT_FILE"`, "invalid_argument"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			it := e.item("result refused")
+			r := e.run(e.agentToken, nil, "work", "--lease", "5m", "--", "sh", "-c", c.script)
+			if r.code != 1 || !strings.Contains(r.stderr, "the server refused its result") {
+				t.Fatalf("work: %v", r)
+			}
+			if got := e.get(it.ID); got.State == client.StateLeased || got.Failures != 1 {
+				t.Fatalf("item is %s with %d failures, want failed once and not leased\n%v", got.State, got.Failures, r)
+			}
+			ls := e.leases(it.ID)
+			if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeFailed {
+				t.Fatalf("leases %+v, want one failed", ls)
+			}
+			var detail struct {
+				Message string `json:"message"`
+				Details struct {
+					ResultRefused string `json:"result_refused"`
+				} `json:"details"`
+			}
+			if err := json.Unmarshal(ls[0].OutcomeDetail, &detail); err != nil || detail.Details.ResultRefused != c.code ||
+				!strings.Contains(detail.Message, "refused its result") {
+				t.Fatalf("outcome detail %s (%v), want the refusal %s", ls[0].OutcomeDetail, err, c.code)
+			}
+		})
+	}
+}
