@@ -366,7 +366,7 @@ func (sv *supervisor) result(dir string, stdoutTail *tail) (json.RawMessage, err
 			return json.RawMessage(data), nil
 		}
 		sv.logf("warning: %s is not valid JSON; sending it as text", resultFileName)
-		return json.Marshal(map[string]string{"result_text": string(data)})
+		return json.Marshal(map[string]string{"result_text": storableText(string(data))})
 	}
 	return json.Marshal(map[string]string{"output_tail": stdoutTail.String()})
 }
@@ -508,7 +508,8 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// String returns the kept bytes, starting at a whole UTF-8 character.
+// String returns the kept bytes, starting at a whole UTF-8 character, as
+// text the server stores (storableText).
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -516,7 +517,15 @@ func (t *tail) String() string {
 	for k := 0; k < 4 && len(b) > 0 && b[0]&0xC0 == 0x80; k++ {
 		b = b[1:]
 	}
-	return string(b)
+	return storableText(string(b))
+}
+
+// storableText is s with NUL and bytes that are not UTF-8 replaced by
+// U+FFFD: the server takes only valid UTF-8 without NUL (docs/api.md), and
+// a command's output, or a result file that is not JSON, may hold any
+// bytes, which must not get the item's report refused.
+func storableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // lastBytes returns about the last n bytes of s.

@@ -133,3 +133,54 @@ func TestWorkResultRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkBinaryOutput: what the supervisor itself sends from a command's
+// bytes (the stdout tail as the result, the stderr tail with a failure, a
+// result file that is not JSON) is stored with NUL and bytes that are not
+// UTF-8 replaced, instead of the report being refused and the item left
+// leased to nobody.
+func TestWorkBinaryOutput(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, script string
+		exit         int
+		state        string
+		want         string // in the stored result or failure
+	}{
+		{"Stdout", `printf 'a\000b\377c'`, 0, client.StateDone, "a\uFFFDb\uFFFDc"},
+		{"ResultText", `printf 'x\000y' > "$WORKGRAPH_RESULT_FILE"`, 0, client.StateDone, "x\uFFFDy"},
+		{"Stderr", `printf 'e\000f' >&2; exit 3`, 1, "", "e\uFFFDf"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			it := e.item("binary output")
+			r := e.run(e.agentToken, nil, "work", "--lease", "5m", "--", "sh", "-c", c.script)
+			if r.code != c.exit {
+				t.Fatalf("work: exit %d, want %d\n%v", r.code, c.exit, r)
+			}
+			got := e.get(it.ID)
+			if got.State == client.StateLeased || (c.state != "" && got.State != c.state) {
+				t.Fatalf("item is %s, want %q and not leased\n%v", got.State, c.state, r)
+			}
+			ls := e.leases(it.ID)
+			if len(ls) != 1 || ls[0].Outcome == nil {
+				t.Fatalf("leases %+v, want one ended", ls)
+			}
+			var stored string
+			if c.exit == 0 {
+				var res map[string]string
+				_ = json.Unmarshal(got.Result, &res)
+				stored = res["output_tail"] + res["result_text"]
+			} else {
+				stored = string(ls[0].OutcomeDetail)
+				var detail map[string]any
+				_ = json.Unmarshal(ls[0].OutcomeDetail, &detail)
+				stored, _ = detail["message"].(string)
+			}
+			if !strings.Contains(stored, c.want) {
+				t.Fatalf("stored %q, want it to hold %q", stored, c.want)
+			}
+		})
+	}
+}
