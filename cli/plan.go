@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -117,6 +118,23 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // parsePlan parses and validates a plan file. Its error is a *planErrors
 // naming every fault with its line.
 func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
+	p, err := parsePlanFile(file, data, opt)
+	var errs *planErrors
+	if errors.As(err, &errs) && markdownName(file) {
+		// A plan written as a Markdown list fails as YAML in ways that do
+		// not say what is wrong ("did not find expected '-' indicator").
+		errs.List = append([]planError{{Msg: "a plan is YAML or JSON, not Markdown: a list of items, each with key and title (see `workgraph import --help`)"}}, errs.List...)
+	}
+	return p, err
+}
+
+// markdownName reports whether a file's name says it is Markdown.
+func markdownName(file string) bool {
+	ext := strings.ToLower(filepath.Ext(file))
+	return ext == ".md" || ext == ".markdown"
+}
+
+func parsePlanFile(file string, data []byte, opt planOptions) (*plan, error) {
 	errs := &planErrors{File: file}
 	data = planText(data)
 	if strings.HasSuffix(strings.ToLower(file), ".json") {

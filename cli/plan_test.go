@@ -239,6 +239,15 @@ items:
 			t.Fatalf("body %q, priority %v: want no body and no priority", c.Body, c.Priority)
 		}
 	})
+	t.Run("ErrMarkdown", func(t *testing.T) {
+		t.Parallel()
+		for _, src := range []string{"# Plan\n\n- [ ] First thing\n- [ ] Second thing\n", "- First thing\n- Second thing\n"} {
+			_, err := parsePlan("plan.md", []byte(src), planOptions{})
+			if err == nil || !strings.Contains(err.Error(), "plan.md: a plan is YAML or JSON, not Markdown") {
+				t.Fatalf("%q: err = %v", src, err)
+			}
+		}
+	})
 	t.Run("ErrSyntax", func(t *testing.T) {
 		t.Parallel()
 		pe := mustPlanError(t, "items:\n  - key: a\n    title: [unclosed\n")
