@@ -199,6 +199,16 @@ func (b *heartbeatBatcher) flush(ctx context.Context, batch []heartbeatCall) {
 		defer c2()
 	}
 	answers, err := b.api.HeartbeatBatch(callCtx, b.project, entries)
+	if len(batch) > 1 && inputRefused(err) {
+		// One entry's input (a progress the server does not store) refuses
+		// the whole call: send each alone, so that it refuses only its own
+		// run's heartbeat, not every run's.
+		for _, c := range batch {
+			hb, err := b.api.Heartbeat(callCtx, c.leaseID, c.req)
+			c.reply <- heartbeatReply{hb: hb, err: err}
+		}
+		return
+	}
 	for i, c := range batch {
 		r := heartbeatReply{err: err}
 		if err == nil {
@@ -211,4 +221,11 @@ func (b *heartbeatBatcher) flush(ctx context.Context, batch []heartbeatCall) {
 		}
 		c.reply <- r
 	}
+}
+
+// inputRefused reports whether the server refused a call for what it
+// carried (a value it does not store, a body over its limit).
+func inputRefused(err error) bool {
+	var ae *client.Error
+	return errors.As(err, &ae) && (ae.Code == client.CodeInvalidArgument || ae.Code == client.CodePayloadTooLarge)
 }

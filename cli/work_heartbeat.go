@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/client"
@@ -83,6 +84,18 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		req.WorkerTime = &sent
 		callCtx, cancel := context.WithDeadline(ctx, deadline)
 		hb, err := sv.beat(callCtx, cl.Lease.ID, req)
+		if len(reported) > 0 && progressRefused(err) {
+			// What the command wrote to its progress file is advisory: it
+			// must not cost the lease. Renew without it.
+			sv.logf("warning: the server refused what %s holds (%v); renewing the lease without it", progressFileName, err)
+			reported = nil
+			marker = act.marker(nil)
+			req.Progress = nil
+			if string(marker) != lastMarker {
+				req.Progress = marker
+			}
+			hb, err = sv.beat(callCtx, cl.Lease.ID, req)
+		}
 		cancel()
 		switch {
 		case err == nil:
@@ -170,7 +183,20 @@ func readProgress(dir string, last time.Time) (json.RawMessage, time.Time) {
 	if err != nil || len(data) == 0 {
 		return nil, last
 	}
-	return jsonOrString(string(data)), st.ModTime()
+	return jsonOrString(storableText(string(data))), st.ModTime()
+}
+
+// progressRefused reports whether the server refused a heartbeat for its
+// progress: a value it does not store, or a body over its limit.
+func progressRefused(err error) bool {
+	var ae *client.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	var field string
+	ae.Extension("field", &field)
+	return ae.Code == client.CodePayloadTooLarge ||
+		(ae.Code == client.CodeInvalidArgument && strings.HasPrefix(field, "progress"))
 }
 
 func writeAnswers(dir string, answers map[string]client.AttentionRequest, order []string) {

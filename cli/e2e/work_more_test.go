@@ -184,3 +184,43 @@ func TestWorkBinaryOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkProgressRefused: what a command writes to its progress file is
+// advisory. A content the server does not store (a NUL escape, a key given
+// twice) is dropped with a warning and the lease renewed without it; the
+// command used to be stopped and its item left leased to nobody, and under
+// --concurrency one run's progress refused every run's heartbeats.
+func TestWorkProgressRefused(t *testing.T) {
+	t.Parallel()
+	const script = `if [ "$WORKGRAPH_ITEM_TITLE" = bad ]; then printf '%s' "$BAD_PROGRESS" > "$WORKGRAPH_PROGRESS_FILE"; fi; sleep 2.5`
+	for _, c := range []struct {
+		name, progress string
+		args           []string
+	}{
+		{"NULEscape", `{"a": "\u0000"}`, nil},
+		{"KeyTwice", `{"a": 1, "a": 2}`, nil},
+		{"Concurrency", `{"a": "\u0000"}`, []string{"--concurrency", "2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			items := []*client.Item{e.item("bad")}
+			if c.args != nil {
+				items = append(items, e.item("good"))
+			}
+			args := append(append([]string{"work"}, c.args...), "--lease", "3s", "--", "sh", "-c", script)
+			r := e.run(e.agentToken, []string{"BAD_PROGRESS=" + c.progress}, args...)
+			if r.code != 0 || !strings.Contains(r.stderr, "renewing the lease without it") {
+				t.Fatalf("work: %v", r)
+			}
+			for _, it := range items {
+				if got := e.get(it.ID); got.State != client.StateDone {
+					t.Fatalf("item %q is %s, want done\n%v", it.Title, got.State, r)
+				}
+				if ls := e.leases(it.ID); len(ls) != 1 || ls[0].Heartbeats < 1 {
+					t.Fatalf("item %q leases %+v, want one, renewed while it ran", it.Title, ls)
+				}
+			}
+		})
+	}
+}
