@@ -44,6 +44,11 @@ func (sv *supervisor) runConcurrent(ctx context.Context) error {
 					sv.nothingMore(ctx, done)
 					return exit
 				}
+			case err != nil && ctx.Err() == nil && active == 0 && sv.forever() && serverTrouble(err):
+				if !sv.pauseAfter(ctx, err) {
+					return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
+				}
+				continue
 			case err != nil && ctx.Err() == nil && active == 0:
 				return err
 			case err != nil && ctx.Err() == nil:
