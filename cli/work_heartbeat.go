@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/workgraph-dev/workgraph/client"
@@ -186,18 +185,6 @@ func readProgress(dir string, last time.Time) (json.RawMessage, time.Time) {
 	return jsonOrString(storableText(string(data))), st.ModTime()
 }
 
-// progressRefused reports whether the server refused a heartbeat for its
-// progress: a value it does not store, or a body over its limit.
-func progressRefused(err error) bool {
-	var ae *client.Error
-	if !errors.As(err, &ae) {
-		return false
-	}
-	var field string
-	ae.Extension("field", &field)
-	return ae.Code == client.CodePayloadTooLarge ||
-		(ae.Code == client.CodeInvalidArgument && strings.HasPrefix(field, "progress"))
-}
 
 func writeAnswers(dir string, answers map[string]client.AttentionRequest, order []string) {
 	list := make([]client.AttentionRequest, 0, len(order))

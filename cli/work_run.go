@@ -189,7 +189,10 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 }
 
 // finish reports the item after the command exited by itself: complete on
-// exit 0, fail otherwise, unless the command asked a person meanwhile.
+// exit 0, fail otherwise, unless the command asked a person meanwhile. A
+// result the server refuses (too large, or a value it does not store)
+// fails the item: the same result would be refused again, and the item
+// must not wait out its lease leased to nobody.
 func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, o outcome, werr error, stdoutTail, stderrTail *tail) outcome {
 	o.exitCode = exitCodeOf(werr)
 	if asked := readAsked(dir); asked != nil {
@@ -197,92 +200,56 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if o.exitCode != 0 {
+	var err error
+	refused := "" // the problem code of a refused result
+	if o.exitCode == 0 {
+		var res json.RawMessage
+		res, err = sv.result(dir, stdoutTail)
+		if err == nil {
+			var out *client.Completion
+			out, err = sv.s.api.Complete(rctx, cl.Lease.ID, client.CompleteRequest{Epoch: cl.Lease.Epoch, Result: res})
+			if err == nil {
+				o.kind = outcomeCompleted
+				o.message = fmt.Sprintf("item %s done", cl.Item.ID)
+				if out.Replayed {
+					o.message += " (the command had completed it already with the same result)"
+				}
+				return o
+			}
+			refused = refusedResult(err)
+		}
+	}
+	if o.exitCode != 0 || refused != "" {
 		msg := fmt.Sprintf("exit status %d", o.exitCode)
 		if o.exitCode < 0 {
 			msg = werr.Error()
 		}
-		return sv.fail(rctx, cl, o, msg, stderrTail, nil)
-	}
-	res, err := sv.result(dir, stdoutTail)
-	if err == nil {
-		var out *client.Completion
-		out, err = sv.s.api.Complete(rctx, cl.Lease.ID, client.CompleteRequest{Epoch: cl.Lease.Epoch, Result: res})
+		if refused != "" {
+			msg = refusedResultMessage(refused, err)
+		}
+		stderr := strings.TrimSpace(stderrTail.String())
+		det := map[string]any{"exit_code": o.exitCode, "command": sv.argv, "stderr_tail": stderr}
+		if refused != "" {
+			det["result_refused"] = refused
+		}
+		details, _ := json.Marshal(det)
+		errText := msg
+		if stderr != "" {
+			errText += ": " + lastBytes(stderr, 1024)
+		}
+		res, err := sv.s.api.Fail(rctx, cl.Lease.ID, client.FailRequest{Epoch: cl.Lease.Epoch, Error: errText, Details: details})
 		if err == nil {
-			o.kind = outcomeCompleted
-			o.message = fmt.Sprintf("item %s done", cl.Item.ID)
-			if out.Replayed {
-				o.message += " (the command had completed it already with the same result)"
-			}
+			o.kind = outcomeFailed
+			o.message = fmt.Sprintf("the command failed (%s); item %s reported failed; it %s", msg, cl.Item.ID, afterFailure(res))
 			return o
 		}
-		if code := refusedResult(err); code != "" {
-			// The same result would be refused again: fail the item now
-			// rather than leave it leased to nobody until its lease expires.
-			msg := "exit status 0, but the server refused its result: " + clientDetail(err)
-			if code == client.CodePayloadTooLarge {
-				msg += " (a result must fit in 1 MiB: store a big one elsewhere and write a reference to the result file)"
-			}
-			return sv.fail(rctx, cl, o, msg, stderrTail, map[string]any{"result_refused": code})
-		}
 	}
-	return sv.reportError(rctx, cl, o, err)
-}
-
-// fail reports the item failed with msg (and the tail of the command's
-// stderr); extra goes into the failure's details.
-func (sv *supervisor) fail(ctx context.Context, cl *client.Claim, o outcome, msg string, stderrTail *tail, extra map[string]any) outcome {
-	stderr := strings.TrimSpace(stderrTail.String())
-	det := map[string]any{"exit_code": o.exitCode, "command": sv.argv, "stderr_tail": stderr}
-	for k, v := range extra {
-		det[k] = v
-	}
-	details, _ := json.Marshal(det)
-	errText := msg
-	if stderr != "" {
-		errText += ": " + lastBytes(stderr, 1024)
-	}
-	res, err := sv.s.api.Fail(ctx, cl.Lease.ID, client.FailRequest{Epoch: cl.Lease.Epoch, Error: errText, Details: details})
-	if err != nil {
-		return sv.reportError(ctx, cl, o, err)
-	}
-	o.kind = outcomeFailed
-	if o.exitCode == 0 {
-		o.message = fmt.Sprintf("the command succeeded but its result was refused (%s); item %s reported failed; it %s", msg, cl.Item.ID, afterFailure(res))
-	} else {
-		o.message = fmt.Sprintf("the command failed (%s); item %s reported failed; it %s", msg, cl.Item.ID, afterFailure(res))
-	}
-	return o
-}
-
-// reportError is the outcome when the outcome could not be reported.
-func (sv *supervisor) reportError(ctx context.Context, cl *client.Claim, o outcome, err error) outcome {
 	if errors.Is(err, client.ErrLeaseLost) {
-		return sv.lostAfterExit(ctx, cl, o)
+		return sv.lostAfterExit(rctx, cl, o)
 	}
 	o.kind, o.err = outcomeError, explain(err, sv.s.cfg)
 	o.message = fmt.Sprintf("item %s: could not report the outcome: %v", cl.Item.ID, err)
 	return o
-}
-
-// refusedResult returns the problem code when the server refused a
-// completion for its result (too large, or a value it does not store),
-// else "".
-func refusedResult(err error) string {
-	var ae *client.Error
-	if errors.As(err, &ae) && (ae.Code == client.CodeInvalidArgument || ae.Code == client.CodePayloadTooLarge) {
-		return ae.Code
-	}
-	return ""
-}
-
-// clientDetail is a server refusal's detail, else the error's text.
-func clientDetail(err error) string {
-	var ae *client.Error
-	if errors.As(err, &ae) && ae.Detail != "" {
-		return ae.Detail
-	}
-	return err.Error()
 }
 
 // afterFailure says what a reported failure leaves: a retry after a
@@ -322,6 +289,45 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 	o.kind = outcomeLost
 	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hintLeaseLost)
 	return o
+}
+
+// refusedResult returns the problem code when the server refused a
+// completion for its result (too large, or a value it does not store),
+// else "".
+func refusedResult(err error) string {
+	var ae *client.Error
+	if errors.As(err, &ae) && (ae.Code == client.CodeInvalidArgument || ae.Code == client.CodePayloadTooLarge) {
+		return ae.Code
+	}
+	return ""
+}
+
+// refusedResultMessage is the failure of an item whose command exited 0
+// but whose result the server refused (code) with err.
+func refusedResultMessage(code string, err error) string {
+	detail := err.Error()
+	var ae *client.Error
+	if errors.As(err, &ae) && ae.Detail != "" {
+		detail = ae.Detail
+	}
+	msg := "exit status 0, but the server refused its result: " + detail
+	if code == client.CodePayloadTooLarge {
+		msg += " (a result must fit in 1 MiB: store a big one elsewhere and write a reference to the result file)"
+	}
+	return msg
+}
+
+// progressRefused reports whether the server refused a heartbeat for its
+// progress: a value it does not store, or a body over its limit.
+func progressRefused(err error) bool {
+	var ae *client.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	var field string
+	ae.Extension("field", &field)
+	return ae.Code == client.CodePayloadTooLarge ||
+		(ae.Code == client.CodeInvalidArgument && strings.HasPrefix(field, "progress"))
 }
 
 func (sv *supervisor) attentionOutcome(o outcome, asked *client.AskResult) outcome {
