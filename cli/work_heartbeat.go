@@ -185,7 +185,6 @@ func readProgress(dir string, last time.Time) (json.RawMessage, time.Time) {
 	return jsonOrString(storableText(string(data))), st.ModTime()
 }
 
-
 func writeAnswers(dir string, answers map[string]client.AttentionRequest, order []string) {
 	list := make([]client.AttentionRequest, 0, len(order))
 	for _, id := range order {
