@@ -189,10 +189,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 }
 
 // finish reports the item after the command exited by itself: complete on
-// exit 0, fail otherwise, unless the command asked a person meanwhile. A
-// result the server refuses (too large, or a value it does not store)
-// fails the item: the same result would be refused again, and the item
-// must not wait out its lease leased to nobody.
+// exit 0, fail otherwise, unless the command asked a person meanwhile.
 func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, o outcome, werr error, stdoutTail, stderrTail *tail) outcome {
 	o.exitCode = exitCodeOf(werr)
 	if asked := readAsked(dir); asked != nil {
@@ -201,7 +198,11 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var err error
-	refused := "" // the problem code of a refused result
+	// refused is the problem code of a result the server refused (too
+	// large, or a value it does not store): the item is failed, since the
+	// same result would be refused again, rather than left leased to
+	// nobody until its lease runs out.
+	refused := ""
 	if o.exitCode == 0 {
 		var res json.RawMessage
 		res, err = sv.result(dir, stdoutTail)
