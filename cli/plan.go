@@ -171,7 +171,7 @@ func parsePlanFile(file string, data []byte, opt planOptions) (*plan, error) {
 		list = nil
 		fields := map[string]int{}
 		for i := 0; i+1 < len(root.Content); i += 2 {
-			k, v := root.Content[i], root.Content[i+1]
+			k, v := root.Content[i], yamlTarget(root.Content[i+1])
 			if duplicateField(k, fields, errs) {
 				continue
 			}
@@ -279,6 +279,7 @@ var itemFields = "key, title, body, priority, labels, requires, touches, depends
 func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, errs *planErrors) []*planNode {
 	var out []*planNode
 	for _, n := range seq.Content {
+		n = yamlTarget(n)
 		if n.Kind != yaml.MappingNode {
 			errs.add(n.Line, "an item must be a mapping with key and title, found %s", kindName(n))
 			continue
@@ -288,7 +289,7 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 		var children *yaml.Node
 		fields := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+			k, v := n.Content[i], yamlTarget(n.Content[i+1])
 			if duplicateField(k, fields, errs) {
 				continue
 			}
@@ -350,6 +351,8 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 					continue
 				}
 				children = v
+			case "<<":
+				errs.add(k.Line, "a merge key (<<) cannot be used in a plan: write the fields, or give each an alias (labels: *common)")
 			default:
 				errs.add(k.Line, "unknown field %q (known: %s)", k.Value, itemFields)
 			}
@@ -494,6 +497,15 @@ func duplicateField(k *yaml.Node, fields map[string]int, errs *planErrors) bool 
 	return false
 }
 
+// yamlTarget returns the node an alias (*name) stands for, else n: a plan may
+// share a value through an anchor (touches: &web [...], then touches: *web).
+func yamlTarget(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
 // scalar returns the text of a single value; a null (`~`, `null`, or
 // nothing after the colon) is the empty text, not the word "null".
 func scalar(v *yaml.Node, errs *planErrors, field string) (string, bool) {
@@ -518,6 +530,7 @@ func stringList(v *yaml.Node, errs *planErrors, field string) []*yaml.Node {
 	case yaml.SequenceNode:
 		var out []*yaml.Node
 		for _, e := range v.Content {
+			e = yamlTarget(e)
 			if e.Kind != yaml.ScalarNode {
 				errs.add(e.Line, "%s: want a list of strings, found %s in it", field, kindName(e))
 				continue

@@ -239,6 +239,40 @@ items:
 			t.Fatalf("body %q, priority %v: want no body and no priority", c.Body, c.Priority)
 		}
 	})
+	t.Run("OKAliases", func(t *testing.T) {
+		t.Parallel()
+		p, err := parsePlan("plan.yaml", []byte(`items:
+  - key: page
+    title: &t Accounts page
+    labels: &web [web, ui]
+    touches: &scope ["repo:web/**"]
+  - key: styles
+    title: Restyle
+    labels: *web
+    touches: *scope
+    requires: [*t]
+    body: *t
+`), planOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := p.ByKey["styles"]
+		if strings.Join(st.Labels, ",") != "web,ui" || st.Body != "Accounts page" || strings.Join(st.Touches, ",") != "repo:web/**" ||
+			strings.Join(st.Requires, ",") != "Accounts page" {
+			t.Fatalf("styles = %+v", st)
+		}
+	})
+	t.Run("ErrMergeKey", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `base: &base
+  labels: [web]
+items:
+  - key: a
+    title: A
+    <<: *base
+`)
+		wantFault(t, pe, 6, "a merge key (<<) cannot be used in a plan")
+	})
 	t.Run("ErrMarkdown", func(t *testing.T) {
 		t.Parallel()
 		for _, src := range []string{"# Plan\n\n- [ ] First thing\n- [ ] Second thing\n", "- First thing\n- Second thing\n"} {
