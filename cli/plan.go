@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/graph"
 )
 
 // A plan file (YAML, or JSON when its name ends in .json) lists items with local keys:
@@ -64,6 +65,9 @@ type plan struct {
 	Roots []*planNode
 	All   []*planNode // every item, parents before children, in file order
 	ByKey map[string]*planNode
+	// tooLarge: the plan has more items than one import takes (reported
+	// once; the rest is not read).
+	tooLarge bool
 }
 
 // planOptions adjust parsing: flat plans (decompose children) have no
@@ -279,6 +283,15 @@ var itemFields = "key, title, body, priority, labels, requires, touches, depends
 func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, errs *planErrors) []*planNode {
 	var out []*planNode
 	for _, n := range seq.Content {
+		if len(p.All) >= graph.MaxPlanItems {
+			// An alias counts each time it is used: a few lines of anchors
+			// could otherwise stand for billions of items.
+			if !p.tooLarge {
+				errs.add(0, "more than %d items (the most one import takes; an alias counts each time it is used)", graph.MaxPlanItems)
+				p.tooLarge = true
+			}
+			return out
+		}
 		n = yamlTarget(n)
 		if n.Kind != yaml.MappingNode {
 			errs.add(n.Line, "an item must be a mapping with key and title, found %s", kindName(n))

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf16"
 )
 
@@ -260,6 +262,25 @@ items:
 		if strings.Join(st.Labels, ",") != "web,ui" || st.Body != "Accounts page" || strings.Join(st.Touches, ",") != "repo:web/**" ||
 			strings.Join(st.Requires, ",") != "Accounts page" {
 			t.Fatalf("styles = %+v", st)
+		}
+	})
+	t.Run("ErrAliasesStandForTooMany", func(t *testing.T) {
+		t.Parallel()
+		// Nine lines whose aliases stand for 10^8 items: refused at the
+		// limit of one import, at once, not walked.
+		src := "items:\n  - &a0 {key: k0, title: t}\n"
+		for i := 1; i < 9; i++ {
+			src += fmt.Sprintf("  - &a%d {key: k%d, title: t, children: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", "))
+		}
+		done := make(chan error, 1)
+		go func() { _, err := parsePlan("plan.yaml", []byte(src), planOptions{}); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "more than 50000 items") {
+				t.Fatalf("err = %.300v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("parsePlan walked the aliases for 20 s")
 		}
 	})
 	t.Run("ErrMergeKey", func(t *testing.T) {
