@@ -28,7 +28,7 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 		Short: "List attention requests, oldest first (default: open ones)",
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
-			var reqs []client.AttentionRequest
+			reqs := []client.AttentionRequest{} // an empty list is [] in --json, as in the API, not null
 			item, err := s.resolveID(ctx, kindItem, itemID)
 			if err != nil {
 				return err
@@ -139,7 +139,7 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 			if opt.Until, err = parseWhen(until); err != nil {
 				return usageError("--until: %v", err)
 			}
-			var leases []client.Lease
+			leases := []client.Lease{} // an empty list is [] in --json, as in the API, not null
 			var next *string
 			for {
 				page, err := s.api.History(ctx, s.cfg.Project, opt)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -130,13 +131,23 @@ func typedDuration(d time.Duration) string {
 }
 
 // usageFlag parses --usage: a JSON object of tokens_in, tokens_out,
-// cost_usd, tool_calls (nil when empty).
+// cost_usd, tool_calls (nil when empty). Another member is refused, not
+// dropped: a misspelt "tokens_inn" would report no spend and say nothing.
 func usageFlag(s string) (*client.Usage, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var u client.Usage
-	if err := json.Unmarshal([]byte(s), &u); err != nil {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&u)
+	if err == nil && dec.More() {
+		err = errors.New("more after the object")
+	}
+	if err == nil && strings.TrimSpace(s) == "null" {
+		err = errors.New("null is not an object")
+	}
+	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--usage: want a JSON object of tokens_in, tokens_out, cost_usd, tool_calls: %w", err)}
 	}
 	return &u, nil

@@ -176,6 +176,37 @@ func TestMainExitCodes(t *testing.T) {
 			t.Errorf("items: exit = %d (%s)", code, out.String())
 		}
 	})
+	t.Run("ErrNegativeDuration", func(t *testing.T) {
+		t.Parallel()
+		// Refused before any request: the server would take a negative
+		// lease or wait as "not given" and use its default instead.
+		for _, args := range [][]string{
+			{"claim", "--lease", "-5m"},
+			{"claim", "--wait", "-1s"},
+			{"work", "--grace", "-1s", "--", "true"},
+			{"work", "--lease", "-5m", "--", "true"},
+			{"heartbeat", "--extend", "-10m", "--lease-id", "0196aaaa-0000-7000-8000-000000000000", "--epoch", "1"},
+		} {
+			code, msg := run(append(args, "--token", "x", "--url", "http://127.0.0.1:1")...)
+			if code != ExitUsage || !strings.Contains(msg, "must not be negative") {
+				t.Errorf("%q: exit = %d (%s), want %d and must not be negative", args, code, msg, ExitUsage)
+			}
+		}
+	})
+	t.Run("WorkHelpListsItsExitCodes", func(t *testing.T) {
+		t.Parallel()
+		// The statuses work exits with, as docs/agents.md's table has them.
+		var out strings.Builder
+		Main([]string{"work", "--help"}, IO{In: strings.NewReader(""), Out: &out, Err: io.Discard})
+		help := strings.Join(strings.Fields(out.String()), " ")
+		for _, want := range []string{"0 done", "1 the command failed", "2 bad arguments or the command cannot be started",
+			"3 nothing was ready", "4 the lease was lost", "6 no ready item matches --capabilities", "7 the token was refused",
+			"8 the server could not be reached", "130 interrupted"} {
+			if !strings.Contains(help, want) {
+				t.Errorf("work --help lacks the exit status %q", want)
+			}
+		}
+	})
 	t.Run("ErrMissingArgs", func(t *testing.T) {
 		t.Parallel()
 		if code, _ := run("deps", "add", "only-one", "--token", "x"); code != ExitUsage {

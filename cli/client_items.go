@@ -94,7 +94,7 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 		Short: "List items (filter by --state, --label, --parent, --text; order by --sort)",
 		Args:  args(cobra.NoArgs),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, _ []string) error {
-			var items []client.Item
+			items := []client.Item{} // an empty list is [] in --json, as in the API, not null
 			var next *string
 			var err error
 			if opt.ParentID, err = s.resolveID(ctx, kindItem, opt.ParentID); err != nil {

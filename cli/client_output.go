@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/telemetry"
@@ -39,6 +40,9 @@ func (s *session) flagChanged(name string) bool { return s.cmd.Flags().Changed(n
 // exit code and a message that says what to do next.
 func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if err := negativeDuration(cmd); err != nil {
+			return err
+		}
 		cfg, err := loadConfig(*f, os.Getenv)
 		if err != nil {
 			return &exitError{code: ExitUsage, err: err}
@@ -57,6 +61,22 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 		}
 		return explain(err, cfg)
 	}
+}
+
+// negativeDuration refuses a negative duration flag (--lease -5m, --wait
+// -1s): the requests would otherwise take it as "not given" and claim or
+// wait with the default instead of what was asked.
+func negativeDuration(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if err != nil || fl.Value.Type() != "duration" {
+			return
+		}
+		if d, perr := time.ParseDuration(fl.Value.String()); perr == nil && d < 0 {
+			err = usageError("--%s %s: a duration must not be negative", fl.Name, fl.Value.String())
+		}
+	})
+	return err
 }
 
 // usageError is an exit-2 error for bad arguments.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,9 +58,9 @@ names other keys; children are created under their item:
         - key: api-tests
           title: Tests for the endpoint
 
-The file is checked before anything is sent: unknown fields, missing titles,
-duplicate keys, unknown keys and dependency cycles are reported with their
-line numbers. --dry-run shows what would be created and lets the server
+The file is checked before anything is sent: unknown fields, fields written
+twice, missing titles, duplicate keys, unknown keys and dependency cycles are
+reported with their line numbers. --dry-run shows what would be created and lets the server
 check the plan without storing anything (--local: check only here).
 
 Keys make a re-import safe: an item whose key already exists in the project
@@ -83,10 +84,14 @@ from the file); to change an existing item, use "workgraph items edit".`,
 			if err != nil {
 				return &exitError{code: ExitUsage, err: err}
 			}
+			req := p.request(dryRun)
+			if err := checkPlanSize(p, req); err != nil {
+				return err
+			}
 			if dryRun && local {
 				return printPlan(s, p, nil)
 			}
-			res, err := s.api.ImportPlan(ctx, s.cfg.Project, p.request(dryRun), prog.upload(len(p.All)))
+			res, err := s.api.ImportPlan(ctx, s.cfg.Project, req, prog.upload(len(p.All)))
 			prog.done()
 			if err != nil {
 				return annotatePlanError(err, p)
@@ -119,6 +124,22 @@ from the file); to change an existing item, use "workgraph items edit".`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be created; nothing is stored")
 	cmd.Flags().BoolVar(&local, "local", false, "with --dry-run: check the file here only, without asking the server")
 	return cmd
+}
+
+// maxRequestBytes is the largest request body the server accepts
+// (docs/api.md, "Limits": 1 MiB); a bigger one is refused whole with 413.
+const maxRequestBytes = 1 << 20
+
+// checkPlanSize refuses, before anything is sent, a plan whose request the
+// server would refuse for its size, and says how to import it instead.
+func checkPlanSize(p *plan, req client.PlanRequest) error {
+	body, err := json.Marshal(req)
+	if err != nil || len(body) <= maxRequestBytes {
+		return err
+	}
+	return usageError("%s: its %d items make a request of %s, more than the server accepts at once (1 MiB); nothing was sent. "+
+		"Split the plan into several files and import them one after the other: a dependency on an item of an earlier file "+
+		"names that item's id (import --json prints each key's id)", p.File, len(p.All), byteSize(int64(len(body))))
 }
 
 // printPlan prints what a plan creates (a dry run).

@@ -26,6 +26,7 @@ type mcpOptions struct {
 	httpAddr       string
 	sessionTimeout time.Duration
 	allowOrigins   []string
+	allowRemote    bool
 }
 
 func newMCPCmd(stdio IO) *cobra.Command {
@@ -38,8 +39,10 @@ func newMCPCmd(stdio IO) *cobra.Command {
 By default the server speaks MCP on stdin/stdout: register "workgraph mcp" as
 a stdio MCP server in the agent. With --http 127.0.0.1:PORT it serves
 streamable HTTP at http://127.0.0.1:PORT/mcp instead; each MCP session holds
-its own task. The MCP server acts with WORKGRAPH_TOKEN, so keep --http on a
-loopback address.
+its own task. The endpoint asks for no credentials and every session acts
+with WORKGRAPH_TOKEN, so --http takes a loopback address (127.0.0.1, [::1],
+localhost); another one (0.0.0.0 in a container, say) only with
+--allow-remote, when something else in front of it decides who may call.
 
 Each MCP session holds at most one task. The session keeps the lease id and
 epoch itself and heartbeats in the background; a session that ends releases
@@ -59,10 +62,35 @@ its task.`,
 	f.StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8090) instead of stdio")
 	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "with --http: a browser origin (e.g. https://app.example) besides loopback ones that may call the server; repeatable")
 	f.DurationVar(&o.sessionTimeout, "session-timeout", time.Hour, "with --http: close (and release the task of) a session idle this long")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "with --http: serve on an address that is not loopback (anyone who reaches it acts with the token)")
 	return cmd
 }
 
+// check refuses flags that are out of range before anything starts.
+func (o mcpOptions) check() error {
+	switch {
+	case o.leaseSeconds < 0:
+		return usageError("--lease-seconds %d: must not be negative (0: the server's default)", o.leaseSeconds)
+	case o.sessionTimeout < 0:
+		return usageError("--session-timeout %s: a duration must not be negative", o.sessionTimeout)
+	case o.httpAddr == "" || o.allowRemote:
+		return nil
+	}
+	host, _, err := net.SplitHostPort(o.httpAddr)
+	if err != nil {
+		return usageError("--http %q: %v", o.httpAddr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageError("--http %q is not a loopback address (127.0.0.1, [::1] or localhost): the endpoint asks for no credentials "+
+			"and acts with this token for whoever reaches it; give --allow-remote if something in front of it decides who may call", o.httpAddr)
+	}
+	return nil
+}
+
 func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	cfg, err := loadConfig(o.conn, os.Getenv)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}

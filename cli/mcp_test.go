@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -140,6 +141,64 @@ func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
 	for _, id := range []float64{1, 2, 3} {
 		if !answered[id] {
 			t.Errorf("request %v was not answered; output:\n%s\nstderr: %s", id, out.String(), stderr.String())
+		}
+	}
+}
+
+// TestMCPCommandRefusesFlags: out-of-range flags exit 2 before anything
+// starts; above all an --http address that is not loopback, where the
+// endpoint (which asks for no credentials) would let anyone who reaches
+// it act with the token, unless --allow-remote says so.
+func TestMCPCommandRefusesFlags(t *testing.T) {
+	t.Parallel()
+	// run runs `workgraph mcp args` until it ends or serves (then it is
+	// stopped): its error, and whether it served.
+	run := func(args ...string) (err error, served bool, stderr string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var errb servertest.SyncBuffer
+		done := make(chan error, 1)
+		go func() {
+			cmd := newRoot(IO{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
+			cmd.SetArgs(append([]string{"mcp", "--url", "http://127.0.0.1:1", "--token", "x"}, args...))
+			done <- cmd.ExecuteContext(ctx)
+		}()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case err := <-done:
+				return err, false, errb.String()
+			case <-deadline:
+				t.Fatalf("mcp %q neither ended nor served: %s", args, errb.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			if strings.Contains(errb.String(), "workgraph MCP endpoint") {
+				cancel()
+				<-done
+				return nil, true, errb.String()
+			}
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "0.0.0.0:0"}, "is not a loopback address"},
+		{[]string{"--http", ":0"}, "is not a loopback address"},
+		{[]string{"--http", "192.0.2.1:0"}, "is not a loopback address"},
+		{[]string{"--lease-seconds", "-5"}, "must not be negative"},
+		{[]string{"--http", "127.0.0.1:0", "--session-timeout", "-1s"}, "must not be negative"},
+	} {
+		err, served, stderr := run(c.args...)
+		var ee *exitError
+		if served || !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("mcp %q: served %v, err %v (%s); want exit %d and %q", c.args, served, err, stderr, ExitUsage, c.want)
+		}
+	}
+	// Loopback, or another address with --allow-remote, is served.
+	for _, args := range [][]string{{"--http", "127.0.0.1:0"}, {"--http", "0.0.0.0:0", "--allow-remote"}} {
+		if err, served, stderr := run(args...); !served {
+			t.Errorf("mcp %q did not serve: %v (%s)", args, err, stderr)
 		}
 	}
 }

@@ -1,18 +1,23 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/graph"
 )
 
 // A plan file (YAML, or JSON when its name ends in .json) lists items with local keys:
@@ -60,6 +65,9 @@ type plan struct {
 	Roots []*planNode
 	All   []*planNode // every item, parents before children, in file order
 	ByKey map[string]*planNode
+	// tooLarge: the plan has more items than one import takes (reported
+	// once; the rest is not read).
+	tooLarge bool
 }
 
 // planOptions adjust parsing: flat plans (decompose children) have no
@@ -114,7 +122,25 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // parsePlan parses and validates a plan file. Its error is a *planErrors
 // naming every fault with its line.
 func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
+	p, err := parsePlanFile(file, data, opt)
+	var errs *planErrors
+	if errors.As(err, &errs) && markdownName(file) {
+		// A plan written as a Markdown list fails as YAML in ways that do
+		// not say what is wrong ("did not find expected '-' indicator").
+		errs.List = append([]planError{{Msg: "a plan is YAML or JSON, not Markdown: a list of items, each with key and title (see `workgraph import --help`)"}}, errs.List...)
+	}
+	return p, err
+}
+
+// markdownName reports whether a file's name says it is Markdown.
+func markdownName(file string) bool {
+	ext := strings.ToLower(filepath.Ext(file))
+	return ext == ".md" || ext == ".markdown"
+}
+
+func parsePlanFile(file string, data []byte, opt planOptions) (*plan, error) {
 	errs := &planErrors{File: file}
+	data = planText(data)
 	if strings.HasSuffix(strings.ToLower(file), ".json") {
 		// JSON is YAML too, but YAML accepts what JSON refuses (a trailing
 		// comma, comments, unquoted strings): a .json file must be JSON.
@@ -147,10 +173,18 @@ func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 	list := root
 	if root.Kind == yaml.MappingNode {
 		list = nil
+		fields := map[string]int{}
 		for i := 0; i+1 < len(root.Content); i += 2 {
-			k, v := root.Content[i], root.Content[i+1]
+			k, v := root.Content[i], yamlTarget(root.Content[i+1])
+			if duplicateField(k, fields, errs) {
+				continue
+			}
 			switch {
 			case k.Value == "items" || (opt.flat && k.Value == "children"):
+				if list != nil {
+					errs.add(k.Line, "a second list of items: put all items in one list")
+					continue
+				}
 				list = v
 			default:
 				errs.add(k.Line, "unknown top-level field %q (want \"items\")", k.Value)
@@ -178,6 +212,29 @@ func parsePlan(file string, data []byte, opt planOptions) (*plan, error) {
 		return nil, errs
 	}
 	return p, nil
+}
+
+// planText returns a plan file's text as UTF-8 without a byte order mark:
+// editors on Windows save UTF-8 with a BOM, and UTF-16 with one, which the
+// YAML parser reads but a JSON parser refuses at its first byte. A JSON
+// plan and a YAML plan saved by the same editor read alike.
+func planText(data []byte) []byte {
+	var order binary.ByteOrder
+	switch {
+	case bytes.HasPrefix(data, []byte{0xEF, 0xBB, 0xBF}):
+		return data[3:]
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}):
+		order = binary.LittleEndian
+	case bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		order = binary.BigEndian
+	default:
+		return data
+	}
+	units := make([]uint16, 0, len(data)/2)
+	for i := 2; i+1 < len(data); i += 2 {
+		units = append(units, order.Uint16(data[i:]))
+	}
+	return []byte(string(utf16.Decode(units)))
 }
 
 // checkJSON reports the first JSON syntax error of data with its line and
@@ -226,6 +283,16 @@ var itemFields = "key, title, body, priority, labels, requires, touches, depends
 func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, errs *planErrors) []*planNode {
 	var out []*planNode
 	for _, n := range seq.Content {
+		if len(p.All) >= graph.MaxPlanItems {
+			// An alias counts each time it is used: a few lines of anchors
+			// could otherwise stand for billions of items.
+			if !p.tooLarge {
+				errs.add(0, "more than %d items (the most one import takes; an alias counts each time it is used)", graph.MaxPlanItems)
+				p.tooLarge = true
+			}
+			return out
+		}
+		n = yamlTarget(n)
 		if n.Kind != yaml.MappingNode {
 			errs.add(n.Line, "an item must be a mapping with key and title, found %s", kindName(n))
 			continue
@@ -233,8 +300,12 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 		it := &planNode{Line: n.Line, Parent: parent}
 		var keyLine int
 		var children *yaml.Node
+		fields := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+			k, v := n.Content[i], yamlTarget(n.Content[i+1])
+			if duplicateField(k, fields, errs) {
+				continue
+			}
 			switch k.Value {
 			case "key":
 				if s, ok := scalar(v, errs, "key"); ok {
@@ -249,7 +320,7 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 					it.Body = s
 				}
 			case "priority":
-				if s, ok := scalar(v, errs, "priority"); ok {
+				if s, ok := scalar(v, errs, "priority"); ok && v.Tag != "!!null" {
 					pr, err := strconv.ParseInt(s, 10, 32)
 					if err != nil {
 						errs.add(v.Line, "priority %q: want an integer", s)
@@ -293,13 +364,15 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 					continue
 				}
 				children = v
+			case "<<":
+				errs.add(k.Line, "a merge key (<<) cannot be used in a plan: write the fields, or give each an alias (labels: *common)")
 			default:
 				errs.add(k.Line, "unknown field %q (known: %s)", k.Value, itemFields)
 			}
 		}
 		switch {
 		case it.Key == "":
-			errs.add(n.Line, "item has no key (every item needs a key unique in the plan: dependencies name it, and a re-import updates the item of that key instead of adding another)")
+			errs.add(n.Line, "item has no key (every item needs a key unique in the plan: dependencies name it, and a re-import leaves the item of that key alone instead of adding another)")
 		case utf8.RuneCountInString(it.Key) > 200:
 			errs.add(keyLine, "key is longer than 200 characters")
 		default:
@@ -424,10 +497,37 @@ func (p *plan) checkCycles(errs *planErrors) {
 	errs.add(cycle[0].Line, "dependency cycle: %s; an item waits for its depends_on and a parent for its children, so remove one of these edges", b.String())
 }
 
+// duplicateField reports a field written twice in one mapping (YAML
+// parsers keep one of the two silently, so half of what was written would
+// be lost) and says whether k is such a repeat; fields maps the names seen
+// so far to their lines.
+func duplicateField(k *yaml.Node, fields map[string]int, errs *planErrors) bool {
+	if first, dup := fields[k.Value]; dup {
+		errs.add(k.Line, "field %q written twice (first at line %d)", k.Value, first)
+		return true
+	}
+	fields[k.Value] = k.Line
+	return false
+}
+
+// yamlTarget returns the node an alias (*name) stands for, else n: a plan may
+// share a value through an anchor (touches: &web [...], then touches: *web).
+func yamlTarget(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// scalar returns the text of a single value; a null (`~`, `null`, or
+// nothing after the colon) is the empty text, not the word "null".
 func scalar(v *yaml.Node, errs *planErrors, field string) (string, bool) {
 	if v.Kind != yaml.ScalarNode {
 		errs.add(v.Line, "%s: want a single value, found %s", field, kindName(v))
 		return "", false
+	}
+	if v.Tag == "!!null" {
+		return "", true
 	}
 	return v.Value, true
 }
@@ -443,6 +543,7 @@ func stringList(v *yaml.Node, errs *planErrors, field string) []*yaml.Node {
 	case yaml.SequenceNode:
 		var out []*yaml.Node
 		for _, e := range v.Content {
+			e = yamlTarget(e)
 			if e.Kind != yaml.ScalarNode {
 				errs.add(e.Line, "%s: want a list of strings, found %s in it", field, kindName(e))
 				continue

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf16"
 )
 
 // mustPlanError parses src and returns its faults, failing when it parses.
@@ -71,6 +74,46 @@ func TestParsePlan(t *testing.T) {
 		}
 		if p.lineOf("b") != 4 {
 			t.Fatalf("line of b = %d, want 4", p.lineOf("b"))
+		}
+	})
+	t.Run("OKByteOrderMarks", func(t *testing.T) {
+		t.Parallel()
+		// As Windows editors save them: UTF-8 or UTF-16 with a byte order
+		// mark, lines ending in CRLF.
+		jsonText := "{\r\n\"items\": [\r\n{\"key\": \"a\", \"title\": \"Ä\"},\r\n{\"key\": \"b\", \"title\": \"B\", \"depends_on\": [\"a\"]}\r\n]}\r\n"
+		yamlText := "items:\r\n  - key: a\r\n    title: Ä\r\n  - key: b\r\n    title: B\r\n    depends_on: [a]\r\n"
+		utf16 := func(s string, bigEndian bool) []byte {
+			out := []byte{0xFF, 0xFE}
+			if bigEndian {
+				out = []byte{0xFE, 0xFF}
+			}
+			for _, u := range utf16.Encode([]rune(s)) {
+				if bigEndian {
+					out = append(out, byte(u>>8), byte(u))
+				} else {
+					out = append(out, byte(u), byte(u>>8))
+				}
+			}
+			return out
+		}
+		for _, c := range []struct {
+			name, file string
+			data       []byte
+			lineOfB    int
+		}{
+			{"UTF8JSON", "plan.json", append([]byte{0xEF, 0xBB, 0xBF}, jsonText...), 4},
+			{"UTF16LEJSON", "plan.json", utf16(jsonText, false), 4},
+			{"UTF16BEJSON", "plan.json", utf16(jsonText, true), 4},
+			{"UTF8YAML", "plan.yaml", append([]byte{0xEF, 0xBB, 0xBF}, yamlText...), 4},
+			{"UTF16LEYAML", "plan.yaml", utf16(yamlText, false), 4},
+		} {
+			p, err := parsePlan(c.file, c.data, planOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if p.ByKey["a"].Title != "Ä" || p.lineOf("b") != c.lineOfB {
+				t.Fatalf("%s: title of a %q, line of b %d, want %q and %d", c.name, p.ByKey["a"].Title, p.lineOf("b"), "Ä", c.lineOfB)
+			}
 		}
 	})
 	t.Run("OKTopLevelList", func(t *testing.T) {
@@ -151,6 +194,114 @@ func TestParsePlan(t *testing.T) {
 		wantFault(t, pe, 4, `priority "high": want an integer`)
 		wantFault(t, pe, 2, `item "a" has no title`)
 		wantFault(t, pe, 5, "item has no key")
+		// What a re-import does with a key: it never updates the item.
+		wantFault(t, pe, 5, "a re-import leaves the item of that key alone")
+	})
+	t.Run("ErrFieldTwice", func(t *testing.T) {
+		t.Parallel()
+		// A YAML parser keeps one of two equal keys: the other half of what
+		// was written would be lost without a word.
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: First
+    title: Second
+items:
+  - key: b
+    title: B
+`)
+		wantFault(t, pe, 4, `field "title" written twice (first at line 3)`)
+		wantFault(t, pe, 5, `field "items" written twice (first at line 1)`)
+		_, err := parsePlan("children.yaml", []byte("items:\n  - key: a\n    title: A\nchildren:\n  - key: b\n    title: B\n"), planOptions{flat: true})
+		if err == nil || !strings.Contains(err.Error(), "children.yaml:4: a second list of items") {
+			t.Fatalf("items and children: err = %v", err)
+		}
+	})
+	t.Run("ErrNullIsNoValue", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: null
+  - key: ~
+    title: B
+  - key: c
+    title: C
+    body: ~
+    priority: null
+`)
+		wantFault(t, pe, 2, `item "a" has no title`)
+		wantFault(t, pe, 4, "item has no key")
+		if len(pe.List) != 2 {
+			t.Fatalf("faults: %v", pe)
+		}
+		p, err := parsePlan("plan.yaml", []byte("- key: c\n  title: C\n  body: ~\n  priority: null\n"), planOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := p.ByKey["c"]; c.Body != "" || c.Priority != nil {
+			t.Fatalf("body %q, priority %v: want no body and no priority", c.Body, c.Priority)
+		}
+	})
+	t.Run("OKAliases", func(t *testing.T) {
+		t.Parallel()
+		p, err := parsePlan("plan.yaml", []byte(`items:
+  - key: page
+    title: &t Accounts page
+    labels: &web [web, ui]
+    touches: &scope ["repo:web/**"]
+  - key: styles
+    title: Restyle
+    labels: *web
+    touches: *scope
+    requires: [*t]
+    body: *t
+`), planOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := p.ByKey["styles"]
+		if strings.Join(st.Labels, ",") != "web,ui" || st.Body != "Accounts page" || strings.Join(st.Touches, ",") != "repo:web/**" ||
+			strings.Join(st.Requires, ",") != "Accounts page" {
+			t.Fatalf("styles = %+v", st)
+		}
+	})
+	t.Run("ErrAliasesStandForTooMany", func(t *testing.T) {
+		t.Parallel()
+		// Nine lines whose aliases stand for 10^8 items: refused at the
+		// limit of one import, at once, not walked.
+		src := "items:\n  - &a0 {key: k0, title: t}\n"
+		for i := 1; i < 9; i++ {
+			src += fmt.Sprintf("  - &a%d {key: k%d, title: t, children: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", "))
+		}
+		done := make(chan error, 1)
+		go func() { _, err := parsePlan("plan.yaml", []byte(src), planOptions{}); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "more than 50000 items") {
+				t.Fatalf("err = %.300v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("parsePlan walked the aliases for 20 s")
+		}
+	})
+	t.Run("ErrMergeKey", func(t *testing.T) {
+		t.Parallel()
+		pe := mustPlanError(t, `base: &base
+  labels: [web]
+items:
+  - key: a
+    title: A
+    <<: *base
+`)
+		wantFault(t, pe, 6, "a merge key (<<) cannot be used in a plan")
+	})
+	t.Run("ErrMarkdown", func(t *testing.T) {
+		t.Parallel()
+		for _, src := range []string{"# Plan\n\n- [ ] First thing\n- [ ] Second thing\n", "- First thing\n- Second thing\n"} {
+			_, err := parsePlan("plan.md", []byte(src), planOptions{})
+			if err == nil || !strings.Contains(err.Error(), "plan.md: a plan is YAML or JSON, not Markdown") {
+				t.Fatalf("%q: err = %v", src, err)
+			}
+		}
 	})
 	t.Run("ErrSyntax", func(t *testing.T) {
 		t.Parallel()

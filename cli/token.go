@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -11,6 +12,7 @@ import (
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 func init() { extraCommands = append(extraCommands, newTokenCmd) }
@@ -70,12 +72,19 @@ same over the API with an admin token.`,
 				var projectID *uuid.UUID
 				if project != "" {
 					p, err := graph.NewService(pool, nil).Project(ctx, project)
-					if err != nil {
+					if errors.Is(err, wgerr.NotFound) {
 						return &exitError{code: ExitNotFound, err: err}
+					}
+					if err != nil {
+						return err
 					}
 					projectID = &p.ID
 				}
 				tok, bearer, err := auth.NewService(pool, nil).Create(ctx, projectID, name, r)
+				if errors.Is(err, wgerr.AlreadyExists) {
+					// As `tokens create` over the API: a duplicate is exit 6.
+					return &exitError{code: ExitConflict, err: err}
+				}
 				if err != nil {
 					return err
 				}

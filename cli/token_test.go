@@ -9,6 +9,7 @@ import (
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
+	"github.com/workgraph-dev/workgraph/graph"
 )
 
 func TestTokenCreate(t *testing.T) {
@@ -46,6 +47,27 @@ func TestTokenCreate(t *testing.T) {
 	t.Run("ErrUnknownProject", func(t *testing.T) {
 		if code, _, _ := run("--name", "bot", "--role", "agent", "--project", "nope"); code != ExitNotFound {
 			t.Fatalf("exit %d, want %d", code, ExitNotFound)
+		}
+	})
+	t.Run("ErrDuplicateName", func(t *testing.T) {
+		// A duplicate name in a project exits 6, as `tokens create` over
+		// the API does.
+		pool, err := db.Open(context.Background(), url, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		if err := db.Migrate(context.Background(), pool, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := graph.NewService(pool, nil).CreateProject(context.Background(), "tokens-twice"); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := run("--name", "twice", "--role", "agent", "--project", "tokens-twice"); code != 0 {
+			t.Fatalf("first: exit %d: %s", code, errOut)
+		}
+		if code, _, errOut := run("--name", "twice", "--role", "agent", "--project", "tokens-twice"); code != ExitConflict || !strings.Contains(errOut, "already exists") {
+			t.Fatalf("second: exit %d (%s), want %d", code, errOut, ExitConflict)
 		}
 	})
 	t.Run("ErrNoProject", func(t *testing.T) {

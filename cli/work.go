@@ -80,9 +80,14 @@ A command that needs a person runs ` + "`workgraph ask \"question\"`" + `: the l
 item waits for the answer, and the supervisor stops quietly without failing
 the item; the next claim of the item carries the answer.
 
-Exit status: 0 done (or handed to a person), 1 the command failed, 3 nothing
-was ready, 4 the lease was lost, 130 interrupted. With --loop, work keeps
-claiming until nothing is ready (with --wait: forever) and exits 0.
+Exit status: 0 done (or handed to a person, or stopped at a person's
+request), 1 the command failed, 2 bad arguments or the command cannot be
+started (the item is released), 3 nothing was ready, 4 the lease was lost,
+6 no ready item matches --capabilities, 7 the token was refused, 8 the
+server could not be reached, 130 interrupted. With --loop, work keeps
+claiming until nothing is ready (with --wait: forever, also through an
+outage of the server: a claim that cannot get through is tried again every
+5s) and exits 0.
 
 With --concurrency N, up to N commands run at once, each on its own item
 with its own state directory: free slots are claimed in one call (a batch
@@ -152,14 +157,48 @@ func (sv *supervisor) run(ctx context.Context) error {
 			return nothingReady(ctx, sv.s, sv.claimRequest())
 		case ctx.Err() != nil:
 			return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
+		case sv.forever() && serverTrouble(err):
+			if !sv.pauseAfter(ctx, err) {
+				return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
+			}
+			continue
 		case err != nil:
 			return err
 		}
 		done++
 		sv.report(out)
-		if !sv.opt.loop || out.kind == outcomeInterrupted || out.kind == outcomeStopped || out.kind == outcomeSetup {
+		if !sv.opt.loop || out.endsLoop() {
 			return out.exit()
 		}
+	}
+}
+
+// forever reports whether the supervisor runs until interrupted (--loop
+// with --wait): then it outlives an outage of the server (a restart, an
+// upgrade) instead of exiting when a claim cannot get through.
+func (sv *supervisor) forever() bool { return sv.opt.loop && sv.opt.wait > 0 }
+
+// serverTrouble reports whether err is the server's trouble, not a
+// refusal: it could not be reached, or answered that it is unavailable,
+// failed or rate-limits (after the client's own retries).
+func serverTrouble(err error) bool {
+	var ae *client.Error
+	return client.Unreachable(err) || (errors.As(err, &ae) && !isRefusal(err))
+}
+
+// claimPause is how long a supervisor that runs forever waits before it
+// claims again after server trouble.
+const claimPause = 5 * time.Second
+
+// pauseAfter says that a claim failed for server trouble and waits
+// claimPause; false when ctx ended meanwhile.
+func (sv *supervisor) pauseAfter(ctx context.Context, err error) bool {
+	sv.logf("claim failed (%v); claiming again in %s (--loop --wait runs until interrupted)", err, claimPause)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(claimPause):
+		return true
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // --loop one batch is claimed and work exits when its runs have ended
 // (with the first non-zero exit among them); with --loop it claims again
 // whenever slots are free (every claimRecheck while others run), until
-// nothing is ready and none runs (with --wait: forever).
+// nothing is ready and none runs (with --wait: forever), and exits 0
+// unless a run ended the loop (endsLoop).
 func (sv *supervisor) runConcurrent(ctx context.Context) error {
 	bctx, stopBeats := context.WithCancel(ctx)
 	defer stopBeats()
@@ -43,6 +44,11 @@ func (sv *supervisor) runConcurrent(ctx context.Context) error {
 					sv.nothingMore(ctx, done)
 					return exit
 				}
+			case err != nil && ctx.Err() == nil && active == 0 && sv.forever() && serverTrouble(err):
+				if !sv.pauseAfter(ctx, err) {
+					return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
+				}
+				continue
 			case err != nil && ctx.Err() == nil && active == 0:
 				return err
 			case err != nil && ctx.Err() == nil:
@@ -74,10 +80,13 @@ func (sv *supervisor) runConcurrent(ctx context.Context) error {
 			active--
 			done++
 			sv.report(out)
-			if err := out.exit(); err != nil && exit == nil {
+			// Under --loop only what ends the loop sets the exit status
+			// (as with one slot); a failed item is the item's, and the
+			// loop exits 0 when nothing more is ready.
+			if err := out.exit(); err != nil && exit == nil && (!sv.opt.loop || out.endsLoop()) {
 				exit = err
 			}
-			if out.kind == outcomeInterrupted || out.kind == outcomeStopped || out.kind == outcomeSetup {
+			if out.endsLoop() {
 				claiming = false
 			}
 		case <-recheck:
@@ -195,6 +204,16 @@ func (b *heartbeatBatcher) flush(ctx context.Context, batch []heartbeatCall) {
 		defer c2()
 	}
 	answers, err := b.api.HeartbeatBatch(callCtx, b.project, entries)
+	if len(batch) > 1 && inputRefused(err) {
+		// One entry's input (a progress the server does not store) refuses
+		// the whole call: send each alone, so that it refuses only its own
+		// run's heartbeat, not every run's.
+		for _, c := range batch {
+			hb, err := b.api.Heartbeat(callCtx, c.leaseID, c.req)
+			c.reply <- heartbeatReply{hb: hb, err: err}
+		}
+		return
+	}
 	for i, c := range batch {
 		r := heartbeatReply{err: err}
 		if err == nil {
@@ -207,4 +226,11 @@ func (b *heartbeatBatcher) flush(ctx context.Context, batch []heartbeatCall) {
 		}
 		c.reply <- r
 	}
+}
+
+// inputRefused reports whether the server refused a call for what it
+// carried (a value it does not store, a body over its limit).
+func inputRefused(err error) bool {
+	var ae *client.Error
+	return errors.As(err, &ae) && (ae.Code == client.CodeInvalidArgument || ae.Code == client.CodePayloadTooLarge)
 }

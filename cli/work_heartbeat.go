@@ -86,6 +86,18 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		req.WorkerTime = &sent
 		callCtx, cancel := context.WithDeadline(ctx, deadline)
 		hb, err := sv.beat(callCtx, cl.Lease.ID, req)
+		if len(reported) > 0 && progressRefused(err) {
+			// What the command wrote to its progress file is advisory: it
+			// must not cost the lease. Renew without it.
+			sv.logf("warning: the server refused what %s holds (%v); renewing the lease without it", progressFileName, err)
+			reported = nil
+			marker = act.marker(nil)
+			req.Progress = nil
+			if string(marker) != lastMarker {
+				req.Progress = marker
+			}
+			hb, err = sv.beat(callCtx, cl.Lease.ID, req)
+		}
 		cancel()
 		switch {
 		case err == nil:
@@ -182,7 +194,7 @@ func readProgress(dir string, last time.Time) (json.RawMessage, time.Time) {
 	if err != nil || len(data) == 0 {
 		return nil, last
 	}
-	return jsonOrString(string(data)), st.ModTime()
+	return jsonOrString(storableText(string(data))), st.ModTime()
 }
 
 func writeAnswers(dir string, answers map[string]client.AttentionRequest, order []string) {

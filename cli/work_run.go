@@ -64,6 +64,14 @@ type outcome struct {
 	err      error // the error to exit with (single mode)
 }
 
+// endsLoop reports whether the outcome ends a --loop: interrupted, a
+// person asked the worker to stop, or the command cannot be run at all.
+// Any other outcome (a failed command, a lost lease) is the item's, and the
+// loop goes on with the next item.
+func (o outcome) endsLoop() bool {
+	return o.kind == outcomeInterrupted || o.kind == outcomeStopped || o.kind == outcomeSetup
+}
+
 // exit is the exit error of a single-item run.
 func (o outcome) exit() error {
 	switch o.kind {
@@ -198,6 +206,11 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), later(time.Now().Add(30*time.Second), leaseEnd))
 	defer cancel()
 	var err error
+	// refused is the problem code of a result the server refused (too
+	// large, or a value it does not store): the item is failed, since the
+	// same result would be refused again, rather than left leased to
+	// nobody until its lease runs out.
+	refused := ""
 	if o.exitCode == 0 {
 		var res json.RawMessage
 		res, err = sv.result(dir, stdoutTail)
@@ -215,16 +228,23 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 				}
 				return o
 			}
+			refused = refusedResult(err)
 		}
-	} else {
+	}
+	if o.exitCode != 0 || refused != "" {
 		msg := fmt.Sprintf("exit status %d", o.exitCode)
 		if o.exitCode < 0 {
 			msg = werr.Error()
 		}
+		if refused != "" {
+			msg = refusedResultMessage(refused, err)
+		}
 		stderr := strings.TrimSpace(stderrTail.String())
-		details, _ := json.Marshal(map[string]any{
-			"exit_code": o.exitCode, "command": sv.argv, "stderr_tail": stderr,
-		})
+		det := map[string]any{"exit_code": o.exitCode, "command": sv.argv, "stderr_tail": stderr}
+		if refused != "" {
+			det["result_refused"] = refused
+		}
+		details, _ := json.Marshal(det)
 		errText := msg
 		if stderr != "" {
 			errText += ": " + lastBytes(stderr, 1024)
@@ -333,6 +353,45 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 	return o
 }
 
+// refusedResult returns the problem code when the server refused a
+// completion for its result (too large, or a value it does not store),
+// else "".
+func refusedResult(err error) string {
+	var ae *client.Error
+	if errors.As(err, &ae) && (ae.Code == client.CodeInvalidArgument || ae.Code == client.CodePayloadTooLarge) {
+		return ae.Code
+	}
+	return ""
+}
+
+// refusedResultMessage is the failure of an item whose command exited 0
+// but whose result the server refused (code) with err.
+func refusedResultMessage(code string, err error) string {
+	detail := err.Error()
+	var ae *client.Error
+	if errors.As(err, &ae) && ae.Detail != "" {
+		detail = ae.Detail
+	}
+	msg := "exit status 0, but the server refused its result: " + detail
+	if code == client.CodePayloadTooLarge {
+		msg += " (a result must fit in 1 MiB: store a big one elsewhere and write a reference to the result file)"
+	}
+	return msg
+}
+
+// progressRefused reports whether the server refused a heartbeat for its
+// progress: a value it does not store, or a body over its limit.
+func progressRefused(err error) bool {
+	var ae *client.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	var field string
+	ae.Extension("field", &field)
+	return ae.Code == client.CodePayloadTooLarge ||
+		(ae.Code == client.CodeInvalidArgument && strings.HasPrefix(field, "progress"))
+}
+
 func (sv *supervisor) attentionOutcome(o outcome, asked *client.AskResult) outcome {
 	o.kind = outcomeAttention
 	if asked != nil {
@@ -375,7 +434,7 @@ func (sv *supervisor) result(dir string, stdoutTail *tail) (json.RawMessage, err
 			return json.RawMessage(data), nil
 		}
 		sv.logf("warning: %s is not valid JSON; sending it as text", resultFileName)
-		return json.Marshal(map[string]string{"result_text": string(data)})
+		return json.Marshal(map[string]string{"result_text": storableText(string(data))})
 	}
 	return json.Marshal(map[string]string{"output_tail": stdoutTail.String()})
 }
@@ -517,7 +576,8 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// String returns the kept bytes, starting at a whole UTF-8 character.
+// String returns the kept bytes, starting at a whole UTF-8 character, as
+// text the server stores (storableText).
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -525,7 +585,15 @@ func (t *tail) String() string {
 	for k := 0; k < 4 && len(b) > 0 && b[0]&0xC0 == 0x80; k++ {
 		b = b[1:]
 	}
-	return string(b)
+	return storableText(string(b))
+}
+
+// storableText is s with NUL and bytes that are not UTF-8 replaced by
+// U+FFFD: the server takes only valid UTF-8 without NUL (docs/api.md), and
+// a command's output, or a result file that is not JSON, may hold any
+// bytes, which must not get the item's report refused.
+func storableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // lastBytes returns about the last n bytes of s.

@@ -10,6 +10,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/demo"
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/fencekey"
 	"github.com/workgraph-dev/workgraph/graph"
@@ -204,6 +205,30 @@ func (s *Server) announceFirstToken() {
 	}
 	s.log.Warn(msg+" (printed below, not in the log)", "ui", s.URL()+"/")
 	fmt.Fprint(s.cfg.FirstStartOut, firstTokenBlock(s.firstToken, s.URL()+"/"))
+}
+
+// announceDemoToken shows the human token of the demo project loaded at
+// this start, once, with the address of its inbox: as the first-start
+// token is shown, so that the secret stays out of the log.
+func (s *Server) announceDemoToken() {
+	if s.demoToken == "" {
+		return
+	}
+	defer func() { s.demoToken = "" }()
+	msg := "demo: loaded the sample project \"" + demo.Project + "\" and a human token to sign in with; it is shown only this once"
+	ui := s.URL() + "/p/" + demo.Project + "/inbox"
+	if s.cfg.FirstStartOut == nil {
+		s.log.Warn(msg, "project", demo.Project, "token", s.demoToken, "ui", ui)
+		return
+	}
+	s.log.Warn(msg+" (printed below, not in the log)", "project", demo.Project, "ui", ui)
+	rule := strings.Repeat("=", 72)
+	fmt.Fprint(s.cfg.FirstStartOut, "\n"+rule+"\n"+
+		"  workgraph --demo: loaded the sample project \""+demo.Project+"\" and a human token.\n"+
+		"  It is shown only this once.\n\n"+
+		"    "+s.demoToken+"\n\n"+
+		"  Sign in at "+ui+" with it.\n"+
+		rule+"\n\n")
 }
 
 // firstTokenBlock is the first-start announcement: the token alone on its

@@ -329,3 +329,40 @@ func TestCensusReportsZeros(t *testing.T) {
 	}
 	expect(t, scrape(t, srv.MetricsURL()), want)
 }
+
+// TestDemoTokenBlock: with Demo, the demo project's token is printed as a
+// block of its own on FirstStartOut with the inbox at the real address,
+// and no log line carries it (it used to be a log attribute, with the
+// configured address, which for ":8080" or port 0 is no link).
+func TestDemoTokenBlock(t *testing.T) {
+	t.Parallel()
+	var log, out syncBuffer
+	srv := start(t, func(c *server.Config) {
+		c.Demo = true
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		c.FirstStartOut = &out
+	})
+	block := out.String()
+	var token string
+	for _, f := range strings.Fields(block) {
+		if strings.HasPrefix(f, "wg_") {
+			token = f
+		}
+	}
+	if token == "" || !strings.Contains(block, srv.URL()+"/p/demo/inbox") || !strings.Contains(block, "\n    "+token+"\n") {
+		t.Fatalf("no token alone on its line, or no inbox address, in the block:\n%s", block)
+	}
+	if strings.Contains(log.String(), token) {
+		t.Fatalf("the demo token is in the log:\n%s", log.String())
+	}
+	req, _ := http.NewRequest("GET", srv.URL()+"/v1/projects/demo", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the printed token: %d", resp.StatusCode)
+	}
+}

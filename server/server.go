@@ -109,10 +109,11 @@ type Config struct {
 	// EventsHeartbeat is how often an idle event stream sends a comment
 	// (0: api.DefaultStreamHeartbeat).
 	EventsHeartbeat time.Duration
-	// FirstStartOut is where the admin token made at first start is
-	// printed, once, as a block of its own (`serve` gives its stderr); the
-	// log then says only that it was made. Nil: the token goes into a log
-	// line instead (a server embedded in a program or a test).
+	// FirstStartOut is where the admin token made at first start (and the
+	// demo project's token, with Demo) is printed, once, as a block of its
+	// own (`serve` gives its stderr); the log then says only that it was
+	// made. Nil: the token goes into a log line instead (a server embedded
+	// in a program or a test).
 	FirstStartOut io.Writer
 	// MetricsAddr, when set, serves /metrics (Prometheus) on a listener of
 	// its own, e.g. "127.0.0.1:9464"; MetricsOnMain also serves it on Addr.
@@ -216,6 +217,9 @@ type Server struct {
 	listening <-chan struct{}
 	// firstToken is the admin token created at first start, until shown.
 	firstToken string
+	// demoToken is the human token of the demo project just loaded, until
+	// shown.
+	demoToken string
 }
 
 // Start binds cfg.Addr, then opens the database, migrates it and starts
@@ -315,6 +319,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.serveSide()
 	s.log.Info("workgraph listening", "addr", s.Addr(), "ui", "http://"+s.Addr()+"/", "version", buildinfo.Get().Short())
 	s.announceFirstToken()
+	s.announceDemoToken()
 	return s, nil
 }
 

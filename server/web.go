@@ -39,8 +39,9 @@ func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *
 		return err
 	}
 	if res.Loaded {
-		s.log.Warn("demo: loaded the sample project; sign in with this human token (shown only this once)",
-			"project", demo.Project, "token", res.Token, "ui", "http://"+s.cfg.Addr+"/p/"+demo.Project+"/inbox")
+		// Shown once the listener is bound, with the real address, as the
+		// first-start token is (announceDemoToken).
+		s.demoToken = res.Token
 	}
 	return nil
 }

@@ -287,3 +287,23 @@ func TestImportSyntaxLines(t *testing.T) {
 		})
 	}
 }
+
+// TestImportTooLarge: a plan whose request is over the server's 1 MiB is
+// refused before anything is sent, by --local too (which used to call it
+// fine), with how to import it instead, not the server's advice for a big
+// result ("store big results elsewhere").
+func TestImportTooLarge(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	plan, _ := bigPlan(t, 20000, false)
+	for _, args := range [][]string{{"import", plan, "--dry-run", "--local"}, {"import", plan}} {
+		r := e.run(e.agentToken, nil, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "more than the server accepts at once (1 MiB); nothing was sent") ||
+			!strings.Contains(r.stderr, "Split the plan into several files") {
+			t.Fatalf("workgraph %v: %v", args, r)
+		}
+	}
+	if n := e.countItems(); n != 0 {
+		t.Fatalf("%d items stored, want none", n)
+	}
+}

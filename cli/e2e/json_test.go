@@ -55,3 +55,33 @@ func TestListJSONIsTheAPIShape(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyListJSONIsAnArray fails when a listing command answers an empty
+// list as null in --json: the API answers [], and a script's
+// `jq '.items[]'` fails on null ("Cannot iterate over null").
+func TestEmptyListJSONIsAnArray(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, c := range []struct {
+		member string
+		args   []string
+	}{
+		{"attention", []string{"attention", "ls"}},
+		{"items", []string{"items", "ls"}},
+		{"items", []string{"items", "ls", "--all"}},
+		{"leases", []string{"history"}},
+		{"leases", []string{"history", "--all"}},
+	} {
+		r := e.run(e.humanToken, nil, append(c.args, "--json")...)
+		if r.code != 0 {
+			t.Fatalf("workgraph %v --json: %v", c.args, r)
+		}
+		var page map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
+			t.Fatalf("workgraph %v --json: %v\n%s", c.args, err, r.stdout)
+		}
+		if got := string(page[c.member]); got != "[]" {
+			t.Errorf("workgraph %v --json: %s is %s on an empty project, want []", c.args, c.member, got)
+		}
+	}
+}

@@ -97,3 +97,36 @@ func TestWorkConcurrencyCapabilities(t *testing.T) {
 		t.Errorf("item %q is %s, want ready (it requires cluster too)", more.Title, got.State)
 	}
 }
+
+// TestWorkLoopExitsZeroAfterFailures: `work --loop` exits 0 when nothing
+// more is ready, whatever its commands exited with (the failures are the
+// items', retried by the server), with one slot and with --concurrency
+// alike; without --loop a batch exits with the first failure.
+func TestWorkLoopExitsZeroAfterFailures(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"LoopOneSlot", []string{"--loop"}, 0},
+		{"LoopConcurrency", []string{"--loop", "--concurrency", "2"}, 0},
+		{"BatchConcurrency", []string{"--concurrency", "2"}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			a, b := e.item("fails"), e.item("fails too")
+			args := append(append([]string{"work"}, c.args...), "--lease", "30s", "--", "sh", "-c", "exit 3")
+			r := e.run(e.agentToken, nil, args...)
+			if r.code != c.want {
+				t.Fatalf("workgraph %v: exit %d, want %d\n%v", args, r.code, c.want, r)
+			}
+			for _, it := range []*client.Item{a, b} {
+				if got := e.get(it.ID); got.Failures != 1 {
+					t.Fatalf("item %q has %d failures, want 1 (each run once)\n%v", it.Title, got.Failures, r)
+				}
+			}
+		})
+	}
+}
