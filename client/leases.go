@@ -138,14 +138,26 @@ func (c *Client) History(ctx context.Context, project string, opt HistoryOptions
 	return &page, nil
 }
 
-// ItemLeases returns every lease of one item, oldest first.
+// ItemLeases returns every lease of one item, oldest first: it follows
+// the list's pages (of the largest size the server allows) to the last.
 func (c *Client) ItemLeases(ctx context.Context, project, itemID string) ([]Lease, error) {
-	var page LeasePage
-	if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(itemID)+"/leases", nil, nil, &page); err != nil {
-		return nil, err
+	var all []Lease
+	q := url.Values{"limit": {strconv.Itoa(maxPageSize)}}
+	for {
+		var page LeasePage
+		if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(itemID)+"/leases", q, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Leases...)
+		if page.NextCursor == nil {
+			return all, nil
+		}
+		q.Set("cursor", *page.NextCursor)
 	}
-	return page.Leases, nil
 }
+
+// maxPageSize is the largest page the server's lists answer (limit).
+const maxPageSize = 500
 
 // FenceKeys is the server's keys document (GET /v1/fence/keys): the
 // public keys destinations verify fence tokens with.
