@@ -367,6 +367,14 @@ func TestPlans(t *testing.T) {
 		if keys, _ := json.Marshal(cp["keys"]); string(keys) != `["a","b","a"]` || cp["cycle"] != nil {
 			t.Fatalf("cycle problem %v: want keys [a b a] and no ids", cp)
 		}
+		// An item naming its own key is the one-item cycle, as an item
+		// depending on itself and a decomposition's child naming its own
+		// key are.
+		self := map[string]any{"items": []any{map[string]any{"key": "a", "title": "A", "depends_on": []string{"a"}}}}
+		sp := f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, self).problem(t, 409, "dependency_cycle")
+		if keys, _ := json.Marshal(sp["keys"]); string(keys) != `["a","a"]` {
+			t.Fatalf("self-dependency problem %v: want keys [a a]", sp)
+		}
 		// Without source lines the problem names the key, and no line 0.
 		unknown := map[string]any{"items": []any{map[string]any{"key": "a", "title": "A", "depends_on": []string{"zzz"}}}}
 		up := f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, unknown).problem(t, 400, "invalid_argument")
