@@ -202,7 +202,10 @@ func TestItems(t *testing.T) {
 		} {
 			field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, body).problem(t, 400, "invalid_argument"), fld)
 		}
-		f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "x", "depends_on": []string{"00000000-0000-0000-0000-000000000001"}}).problem(t, 404, "not_found")
+		// A missing prerequisite or parent names its field, as a malformed
+		// one does.
+		field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "x", "depends_on": []string{"00000000-0000-0000-0000-000000000001"}}).problem(t, 404, "not_found"), "depends_on")
+		field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "x", "parent_id": "00000000-0000-0000-0000-000000000001"}).problem(t, 404, "not_found"), "parent_id")
 		if n := f.count("SELECT count(*) FROM items"); n != before {
 			t.Fatalf("refused creates stored items: %d -> %d", before, n)
 		}
