@@ -159,6 +159,16 @@ func (c *Client) ItemLeases(ctx context.Context, project, itemID string) ([]Leas
 // maxPageSize is the largest page the server's lists answer (limit).
 const maxPageSize = 500
 
+// Workers returns the project's live leases with their liveness and each
+// worker's outcome counts and usage.
+func (c *Client) Workers(ctx context.Context, project string) (*Workers, error) {
+	var out Workers
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/workers", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // FenceKeys is the server's keys document (GET /v1/fence/keys): the
 // public keys destinations verify fence tokens with.
 type FenceKeys struct {
