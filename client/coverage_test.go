@@ -162,3 +162,37 @@ func TestPeopleCalls(t *testing.T) {
 		t.Fatalf("Workers: %+v, %v", w, err)
 	}
 }
+
+// TestUpdateItemOnExpiryBackToDefault: UpdateItem can set an item's
+// on_expiry and take it back to the project's default (the API's null),
+// which an OnExpiry of "" sends.
+func TestUpdateItemOnExpiryBackToDefault(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, _, _ := agentOn(t, dbtest.URL(t))
+	admin, err := client.New(srv.URL(), adminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := admin.CreateItem(ctx, "p", client.CreateItemRequest{Title: "deploy", OnExpiry: client.OnExpiryReconcile})
+	if err != nil || it.OnExpiry == nil || *it.OnExpiry != client.OnExpiryReconcile {
+		t.Fatalf("created: %+v, %v", it, err)
+	}
+	back := ""
+	it, err = admin.UpdateItem(ctx, "p", it.ID, client.UpdateItemRequest{OnExpiry: &back})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.OnExpiry != nil {
+		t.Fatalf("on_expiry %q after going back to the project's default, want null", *it.OnExpiry)
+	}
+	// Absent leaves it as it is.
+	retry := client.OnExpiryRetry
+	if it, err = admin.UpdateItem(ctx, "p", it.ID, client.UpdateItemRequest{OnExpiry: &retry}); err != nil {
+		t.Fatal(err)
+	}
+	title := "deploy 1.4"
+	if it, err = admin.UpdateItem(ctx, "p", it.ID, client.UpdateItemRequest{Title: &title}); err != nil || it.OnExpiry == nil || *it.OnExpiry != retry {
+		t.Fatalf("after an edit of the title: %+v, %v", it, err)
+	}
+}
