@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -85,5 +86,24 @@ func TestItemLeasesFollowsCursors(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != "[l1 l2 l3]" {
 		t.Fatalf("leases %v, want [l1 l2 l3]", ids)
+	}
+}
+
+// TestClaimBatchOfNone: ClaimBatch asks for a batch whatever max is, so
+// a max outside 1..MaxBatch is the server's refusal (invalid_argument,
+// nothing granted), never a single lease the batch answer cannot hold.
+func TestClaimBatchOfNone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, agent, _ := agentOn(t, dbtest.URL(t))
+	for _, max := range []int{0, -1, client.MaxBatch + 1} {
+		cs, err := agent.ClaimBatch(ctx, "p", client.ClaimRequest{Worker: "w1", LeaseSeconds: 60}, max)
+		if !errors.Is(err, client.ErrInvalidArgument) || len(cs) != 0 {
+			t.Fatalf("ClaimBatch(max %d) = %d claims, %v; want invalid_argument", max, len(cs), err)
+		}
+	}
+	page, err := agent.ListItems(ctx, "p", client.ListItemsOptions{State: client.StateReady})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("ready items after the refused batches: %+v, %v; want the one item, never claimed", page, err)
 	}
 }
