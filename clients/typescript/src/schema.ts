@@ -663,7 +663,7 @@ export interface paths {
         };
         /**
          * The public keys of fence tokens
-         * @description The deployment's Ed25519 public key, with which destinations verify the fence tokens of claims and heartbeats offline. Also served at /.well-known/workgraph-fence-keys. No authentication.
+         * @description The deployment's Ed25519 public key, with which destinations verify the fence tokens of claims and heartbeats offline. Also served at /.well-known/workgraph-fence-keys. No authentication. A query parameter that cannot be stored is 400, as on every route.
          *
          *     Roles: none (public).
          */
@@ -3292,6 +3292,7 @@ export interface operations {
                     "application/json": components["schemas"]["FenceKeys"];
                 };
             };
+            400: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
         };
     };
