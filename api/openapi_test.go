@@ -182,3 +182,47 @@ func TestOpenAPIResponsesHaveSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIListsCommonStatuses: every operation lists the statuses any
+// request to it can be answered: 400 (a bad path or query), and for an
+// authenticated one 401, 429, 500 and 503; 413 when it takes a body; 409
+// on every POST (an Idempotency-Key reused or in progress).
+func TestOpenAPIListsCommonStatuses(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			if method == "parameters" {
+				continue
+			}
+			var op struct {
+				Security    *[]any         `json:"security"`
+				RequestBody any            `json:"requestBody"`
+				Responses   map[string]any `json:"responses"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"400"}
+			if op.Security == nil || len(*op.Security) > 0 {
+				want = append(want, "401", "429", "500", "503")
+			}
+			if op.RequestBody != nil {
+				want = append(want, "413")
+			}
+			if method == "post" {
+				want = append(want, "409")
+			}
+			for _, s := range want {
+				if _, ok := op.Responses[s]; !ok {
+					t.Errorf("%s %s does not list %s", strings.ToUpper(method), path, s)
+				}
+			}
+		}
+	}
+}
