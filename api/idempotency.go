@@ -28,7 +28,17 @@ const (
 	IdempotencyTTL = idempotency.TTL
 )
 
-// idempotent makes a POST carrying an Idempotency-Key run at most once per
+// isWrite reports whether method may change something: POST, PUT, PATCH
+// and DELETE, the methods an Idempotency-Key makes safe to retry.
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// idempotent makes a write (isWrite) carrying an Idempotency-Key run at most once per
 // (token, key): a retry with the same method, path and body gets the stored
 // answer (same status and body, header Idempotent-Replayed: true); the same
 // key with another request is refused as 409 conflict. While the first
@@ -61,7 +71,7 @@ func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerF
 	return func(c echo.Context) error {
 		req := c.Request()
 		key := req.Header.Get(IdempotencyHeader)
-		if req.Method != http.MethodPost || key == "" {
+		if !isWrite(req.Method) || key == "" {
 			return next(c)
 		}
 		if len(key) > 255 || strings.TrimSpace(key) == "" {

@@ -186,7 +186,8 @@ func TestOpenAPIResponsesHaveSchemas(t *testing.T) {
 // TestOpenAPIListsCommonStatuses: every operation lists the statuses any
 // request to it can be answered: 400 (a bad path or query), and for an
 // authenticated one 401, 429, 500 and 503; 413 when it takes a body; 409
-// on every POST (an Idempotency-Key reused or in progress).
+// on every write (an Idempotency-Key reused or in progress), each of
+// which declares the Idempotency-Key header it honours.
 func TestOpenAPIListsCommonStatuses(t *testing.T) {
 	t.Parallel()
 	var doc struct {
@@ -204,6 +205,9 @@ func TestOpenAPIListsCommonStatuses(t *testing.T) {
 				Security    *[]any         `json:"security"`
 				RequestBody any            `json:"requestBody"`
 				Responses   map[string]any `json:"responses"`
+				Parameters  []struct {
+					Ref string `json:"$ref"`
+				} `json:"parameters"`
 			}
 			if err := json.Unmarshal(raw, &op); err != nil {
 				t.Fatal(err)
@@ -215,8 +219,17 @@ func TestOpenAPIListsCommonStatuses(t *testing.T) {
 			if op.RequestBody != nil {
 				want = append(want, "413")
 			}
-			if method == "post" {
+			write := method != "get"
+			if write {
 				want = append(want, "409")
+			}
+			keyed := slices.ContainsFunc(op.Parameters, func(p struct {
+				Ref string `json:"$ref"`
+			}) bool {
+				return p.Ref == "#/components/parameters/IdempotencyKey"
+			})
+			if keyed != write {
+				t.Errorf("%s %s: declares the Idempotency-Key header %v, want %v (every write, no read)", strings.ToUpper(method), path, keyed, write)
 			}
 			for _, s := range want {
 				if _, ok := op.Responses[s]; !ok {
