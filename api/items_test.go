@@ -247,6 +247,9 @@ func TestItems(t *testing.T) {
 			t.Fatalf("subgraph %+v", sg)
 		}
 		field(t, f.do("GET", "/v1/projects/alpha/graph?limit=0", f.agent.Token, nil).problem(t, 400, "invalid_argument"), "limit")
+		// An item to centre on that is not the project's names the
+		// parameter, as a missing parent or prerequisite names its field.
+		field(t, f.do("GET", "/v1/projects/alpha/graph?around=00000000-0000-0000-0000-000000000001", f.agent.Token, nil).problem(t, 404, "not_found"), "around")
 	})
 	t.Run("Cancel", func(t *testing.T) {
 		c := f.mustItem(f.agent.Token, map[string]any{"title": "to cancel"})
