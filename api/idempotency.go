@@ -133,6 +133,9 @@ func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerF
 				return wgerr.New(wgerr.CodeInProgress, "a request with Idempotency-Key %q is still being processed; retry in a moment", key)
 			}
 			c.Response().Header().Set(ReplayedHeader, "true")
+			if rec.ETag != nil {
+				c.Response().Header().Set("ETag", *rec.ETag)
+			}
 			ct := "application/json"
 			if rec.ContentType != nil {
 				ct = *rec.ContentType
@@ -191,7 +194,7 @@ func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 	ct := c.Response().Header().Get(echo.HeaderContentType)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
 	defer cancel()
-	if err := a.idem.Finish(ctx, r.req, status, ct, rec.buf.Bytes()); err != nil {
+	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
 		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
 	}
 	return nil
@@ -275,7 +278,7 @@ func (r *idemRun) store(c echo.Context, rec *recorder, callerCtx context.Context
 	ct := c.Response().Header().Get(echo.HeaderContentType)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
 	defer cancel()
-	if err := a.idem.Finish(ctx, r.req, status, ct, rec.buf.Bytes()); err != nil {
+	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
 		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
 	}
 }

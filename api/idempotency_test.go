@@ -374,7 +374,15 @@ func TestIdempotencyKeyEveryWrite(t *testing.T) {
 			t.Fatalf("%s %s again: replayed %q, body %s; want the first answer %s replayed",
 				method, path, again.header.Get("Idempotent-Replayed"), again.body, first.body)
 		}
+		if first.header.Get("ETag") != again.header.Get("ETag") {
+			t.Fatalf("%s %s again: ETag %q, want the first answer's %q", method, path, again.header.Get("ETag"), first.header.Get("ETag"))
+		}
 	}
+	t.Run("Post", func(t *testing.T) {
+		// An item's answer carries its version as ETag, for If-Match: the
+		// replay too.
+		twice(t, "POST", "/v1/projects/alpha/items", map[string]any{"title": "c"}, "post-1", 201)
+	})
 	t.Run("Patch", func(t *testing.T) {
 		twice(t, "PATCH", "/v1/projects/alpha/items/"+a.ID, map[string]any{"priority": 3, "version": a.Version}, "patch-1", 200)
 		var got item

@@ -107,6 +107,7 @@ type IdempotencyKey struct {
 	LockedUntil time.Time
 	EffectAt    *time.Time
 	EffectRef   *string
+	Etag        *string
 }
 
 type Item struct {
