@@ -184,6 +184,7 @@ type Lease struct {
 	ProgressAt      *time.Time
 	BudgetRoots     []uuid.UUID
 	ScopeKeys       []string
+	StopNote        *string
 }
 
 type LeaseObservation struct {

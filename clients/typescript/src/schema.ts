@@ -1159,6 +1159,8 @@ export interface components {
             /** Format: date-time */
             worker_time?: string | null;
             stop_requested?: boolean;
+            /** @description the reason the person who asked the worker to stop gave (POST /v1/leases/{id}/stop); null when none was given or no stop was asked */
+            stop_note?: string | null;
             /** @description any JSON value */
             result?: unknown;
             stale_calls?: number;
@@ -1214,6 +1216,8 @@ export interface components {
             /** Format: date-time */
             worker_time?: string | null;
             stop_requested?: boolean;
+            /** @description the reason the person who asked the worker to stop gave (POST /v1/leases/{id}/stop); null when none was given or no stop was asked */
+            stop_note?: string | null;
             /** @description any JSON value */
             result?: unknown;
             stale_calls?: number;
