@@ -21,13 +21,19 @@ func TestAskWithDeadline(t *testing.T) {
 	}
 
 	t.Run("ErrInvalid", func(t *testing.T) {
-		for name, body := range map[string]map[string]any{
-			"due_in_seconds": {"due_in_seconds": 0},
-			"on_overdue":     {"due_in_seconds": 60, "on_overdue": "panic"},
-			"default_answer": {"due_in_seconds": 60, "on_overdue": "default_answer"},
+		for _, tc := range []struct {
+			field string
+			body  map[string]any
+		}{
+			{"due_in_seconds", map[string]any{"due_in_seconds": 0}},
+			{"on_overdue", map[string]any{"due_in_seconds": 60, "on_overdue": "panic"}},
+			{"default_answer", map[string]any{"due_in_seconds": 60, "on_overdue": "default_answer"}},
+			// A policy with no deadline at all: none given, and the
+			// project sets no default.
+			{"due_in_seconds", map[string]any{"on_overdue": "escalate"}},
 		} {
-			body["epoch"], body["question"] = c.Lease.Epoch, "q"
-			field(t, f.mutate(f.agent.Token, c.Lease.ID, "attention", body).problem(t, 400, "invalid_argument"), name)
+			tc.body["epoch"], tc.body["question"] = c.Lease.Epoch, "q"
+			field(t, f.mutate(f.agent.Token, c.Lease.ID, "attention", tc.body).problem(t, 400, "invalid_argument"), tc.field)
 		}
 		if n := f.count("SELECT count(*) FROM attention_requests"); n != 0 {
 			t.Fatal("a refused request was stored")

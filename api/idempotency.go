@@ -28,7 +28,17 @@ const (
 	IdempotencyTTL = idempotency.TTL
 )
 
-// idempotent makes a POST carrying an Idempotency-Key run at most once per
+// isWrite reports whether method may change something: POST, PUT, PATCH
+// and DELETE, the methods an Idempotency-Key makes safe to retry.
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// idempotent makes a write (isWrite) carrying an Idempotency-Key run at most once per
 // (token, key): a retry with the same method, path and body gets the stored
 // answer (same status and body, header Idempotent-Replayed: true); the same
 // key with another request is refused as 409 conflict. While the first
@@ -61,7 +71,7 @@ func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerF
 	return func(c echo.Context) error {
 		req := c.Request()
 		key := req.Header.Get(IdempotencyHeader)
-		if req.Method != http.MethodPost || key == "" {
+		if !isWrite(req.Method) || key == "" {
 			return next(c)
 		}
 		if len(key) > 255 || strings.TrimSpace(key) == "" {
@@ -123,6 +133,9 @@ func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerF
 				return wgerr.New(wgerr.CodeInProgress, "a request with Idempotency-Key %q is still being processed; retry in a moment", key)
 			}
 			c.Response().Header().Set(ReplayedHeader, "true")
+			if rec.ETag != nil {
+				c.Response().Header().Set("ETag", *rec.ETag)
+			}
 			ct := "application/json"
 			if rec.ContentType != nil {
 				ct = *rec.ContentType
@@ -181,7 +194,7 @@ func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 	ct := c.Response().Header().Get(echo.HeaderContentType)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
 	defer cancel()
-	if err := a.idem.Finish(ctx, r.req, status, ct, rec.buf.Bytes()); err != nil {
+	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
 		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
 	}
 	return nil
@@ -265,7 +278,7 @@ func (r *idemRun) store(c echo.Context, rec *recorder, callerCtx context.Context
 	ct := c.Response().Header().Get(echo.HeaderContentType)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
 	defer cancel()
-	if err := a.idem.Finish(ctx, r.req, status, ct, rec.buf.Bytes()); err != nil {
+	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
 		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
 	}
 }

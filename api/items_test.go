@@ -202,7 +202,10 @@ func TestItems(t *testing.T) {
 		} {
 			field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, body).problem(t, 400, "invalid_argument"), fld)
 		}
-		f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "x", "depends_on": []string{"00000000-0000-0000-0000-000000000001"}}).problem(t, 404, "not_found")
+		// A missing prerequisite or parent names its field, as a malformed
+		// one does.
+		field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "x", "depends_on": []string{"00000000-0000-0000-0000-000000000001"}}).problem(t, 404, "not_found"), "depends_on")
+		field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, map[string]any{"title": "x", "parent_id": "00000000-0000-0000-0000-000000000001"}).problem(t, 404, "not_found"), "parent_id")
 		if n := f.count("SELECT count(*) FROM items"); n != before {
 			t.Fatalf("refused creates stored items: %d -> %d", before, n)
 		}
@@ -244,6 +247,9 @@ func TestItems(t *testing.T) {
 			t.Fatalf("subgraph %+v", sg)
 		}
 		field(t, f.do("GET", "/v1/projects/alpha/graph?limit=0", f.agent.Token, nil).problem(t, 400, "invalid_argument"), "limit")
+		// An item to centre on that is not the project's names the
+		// parameter, as a missing parent or prerequisite names its field.
+		field(t, f.do("GET", "/v1/projects/alpha/graph?around=00000000-0000-0000-0000-000000000001", f.agent.Token, nil).problem(t, 404, "not_found"), "around")
 	})
 	t.Run("Cancel", func(t *testing.T) {
 		c := f.mustItem(f.agent.Token, map[string]any{"title": "to cancel"})
@@ -366,6 +372,14 @@ func TestPlans(t *testing.T) {
 		cp := f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, cyclic).problem(t, 409, "dependency_cycle")
 		if keys, _ := json.Marshal(cp["keys"]); string(keys) != `["a","b","a"]` || cp["cycle"] != nil {
 			t.Fatalf("cycle problem %v: want keys [a b a] and no ids", cp)
+		}
+		// An item naming its own key is the one-item cycle, as an item
+		// depending on itself and a decomposition's child naming its own
+		// key are.
+		self := map[string]any{"items": []any{map[string]any{"key": "a", "title": "A", "depends_on": []string{"a"}}}}
+		sp := f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, self).problem(t, 409, "dependency_cycle")
+		if keys, _ := json.Marshal(sp["keys"]); string(keys) != `["a","a"]` {
+			t.Fatalf("self-dependency problem %v: want keys [a a]", sp)
 		}
 		// Without source lines the problem names the key, and no line 0.
 		unknown := map[string]any{"items": []any{map[string]any{"key": "a", "title": "A", "depends_on": []string{"zzz"}}}}

@@ -16,7 +16,7 @@ func leaseView(l lease.Lease) wire.Lease {
 		Principal: l.Principal, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, EndedAt: l.EndedAt, Outcome: outcome,
 		OutcomeDetail: rawOrNull(l.OutcomeDetail), HeartbeatAt: l.HeartbeatAt, Heartbeats: int(l.Heartbeats),
 		Progress: rawOrNull(l.Progress), WorkerTime: l.WorkerTime, StopRequested: l.StopRequested,
-		Result: rawOrNull(l.Result), StaleCalls: l.StaleCalls, Scopes: nonNil(l.Scopes),
+		StopNote: l.StopNote, Result: rawOrNull(l.Result), StaleCalls: l.StaleCalls, Scopes: nonNil(l.Scopes),
 		Usage: usageView(l.Usage), ProgressAt: l.ProgressAt,
 	}
 }

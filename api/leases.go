@@ -345,7 +345,7 @@ func (a *API) requestStop(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := a.svc.Leases.RequestStop(c.Request().Context(), project, id, principal(c).String())
+	l, err := a.svc.Leases.RequestStop(c.Request().Context(), project, id, principal(c).String(), req.Reason)
 	if err != nil {
 		return err
 	}

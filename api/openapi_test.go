@@ -182,3 +182,60 @@ func TestOpenAPIResponsesHaveSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIListsCommonStatuses: every operation lists the statuses any
+// request to it can be answered: 400 (a bad path or query), and for an
+// authenticated one 401, 429, 500 and 503; 413 when it takes a body; 409
+// on every write (an Idempotency-Key reused or in progress), each of
+// which declares the Idempotency-Key header it honours.
+func TestOpenAPIListsCommonStatuses(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			if method == "parameters" {
+				continue
+			}
+			var op struct {
+				Security    *[]any         `json:"security"`
+				RequestBody any            `json:"requestBody"`
+				Responses   map[string]any `json:"responses"`
+				Parameters  []struct {
+					Ref string `json:"$ref"`
+				} `json:"parameters"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"400"}
+			if op.Security == nil || len(*op.Security) > 0 {
+				want = append(want, "401", "429", "500", "503")
+			}
+			if op.RequestBody != nil {
+				want = append(want, "413")
+			}
+			write := method != "get"
+			if write {
+				want = append(want, "409")
+			}
+			keyed := slices.ContainsFunc(op.Parameters, func(p struct {
+				Ref string `json:"$ref"`
+			}) bool {
+				return p.Ref == "#/components/parameters/IdempotencyKey"
+			})
+			if keyed != write {
+				t.Errorf("%s %s: declares the Idempotency-Key header %v, want %v (every write, no read)", strings.ToUpper(method), path, keyed, write)
+			}
+			for _, s := range want {
+				if _, ok := op.Responses[s]; !ok {
+					t.Errorf("%s %s does not list %s", strings.ToUpper(method), path, s)
+				}
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/fence"
 	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -212,4 +213,9 @@ func (a *API) ErrorHandler(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
 	}
 }
 
-func isAPIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/") }
+// isAPIPath reports whether the API serves p: /v1 and below, and the
+// well-known fence keys document (fence.KeysPath), whose answers,
+// refusals included, are the API's.
+func isAPIPath(p string) bool {
+	return p == "/v1" || strings.HasPrefix(p, "/v1/") || p == fence.KeysPath
+}

@@ -44,6 +44,9 @@ func (s *Service) Decide(ctx context.Context, project, id uuid.UUID, decision De
 	}
 	note = strings.TrimSpace(note)
 	answer := fmt.Sprintf("decision: %s", decision)
+	if len(answer)+len(": ")+len(note) > maxAnswerBytes {
+		return Request{}, wgerr.InvalidField("note", "must be at most %d bytes", maxAnswerBytes-len(answer)-len(": "))
+	}
 	if note != "" {
 		answer += ": " + note
 	}

@@ -80,6 +80,12 @@ func open(ctx context.Context, tx pgx.Tx, now nowArg, project, itemID uuid.UUID,
 		DefaultAnswer:    optString(in.DefaultAnswer),
 		Now:              now,
 	})
+	if db.Violates(err, "attention_requests_overdue_policy") {
+		// A worker's question without due_in whose project sets no
+		// default deadline either (the statement applies the default).
+		return Request{}, wgerr.InvalidField("due_in",
+			"is required by on_overdue %q: the project sets no default deadline (attention_due_in_seconds)", in.OnOverdue)
+	}
 	if err != nil {
 		return Request{}, db.Translate(err)
 	}

@@ -35,10 +35,14 @@ func (s *Service) Resolve(ctx context.Context, project, id uuid.UUID, answer, by
 // Dismiss closes an open request without an answer, once; note (optional)
 // is kept in Answer. It releases the item like Resolve.
 //
-// Errors: invalid_argument, not_found, conflict (already closed, or a
-// budget_exhausted request whose budget is still spent).
+// Errors: invalid_argument (note longer than 64 KiB, by), not_found,
+// conflict (already closed, or a budget_exhausted request whose budget is
+// still spent).
 func (s *Service) Dismiss(ctx context.Context, project, id uuid.UUID, by, note string) (Request, error) {
 	note = strings.TrimSpace(note)
+	if len(note) > maxAnswerBytes {
+		return Request{}, wgerr.InvalidField("note", "must be at most %d bytes", maxAnswerBytes)
+	}
 	var notePtr *string
 	if note != "" {
 		notePtr = &note

@@ -282,6 +282,8 @@ func newHeartbeatCmd(stdio IO) *cobra.Command {
 		switch {
 		case hb.StopRequested && hb.StopReason != nil && *hb.StopReason == "budget_exhausted":
 			fmt.Fprintln(s.Err, "the budget of this item's subtree is spent: release the item (`workgraph release`) and exit")
+		case hb.StopRequested && hb.Lease.StopNote != nil:
+			fmt.Fprintf(s.Err, "a person asked this worker to stop (%s): release the item (`workgraph release`) and exit\n", *hb.Lease.StopNote)
 		case hb.StopRequested:
 			fmt.Fprintln(s.Err, "a person asked this worker to stop: release the item (`workgraph release`) and exit")
 		}

@@ -109,6 +109,8 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 				why := "a person asked this worker to stop"
 				if hb.StopReason != nil && *hb.StopReason == "budget_exhausted" {
 					why = "the budget of this item's subtree is spent"
+				} else if hb.Lease.StopNote != nil {
+					why += ": " + *hb.Lease.StopNote
 				}
 				events <- event{kind: outcomeStopped, detail: why}
 				return

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 // ListAttentionOptions filters GET /v1/projects/{p}/attention.
@@ -64,4 +66,39 @@ func (c *Client) GetAttention(ctx context.Context, requestID string) (*Attention
 		return nil, err
 	}
 	return &out, nil
+}
+
+// Dismiss closes an open attention request without an answer (people
+// only); note, optional, says why. A blocking request's item is released
+// as after an answer. An already closed request is ErrConflict.
+func (c *Client) Dismiss(ctx context.Context, requestID, note string) (*AttentionRequest, error) {
+	var out AttentionRequest
+	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/dismiss", nil,
+		DismissRequest{Note: note}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Hold puts a person's hold on an open item (people only): a blocking
+// request that keeps it from being claimed until it is resolved or
+// dismissed; an active lease runs on. An empty question gets the
+// server's standard text. A finished item is ErrConflict.
+func (c *Client) Hold(ctx context.Context, project, itemID, question string) (*AttentionRequest, error) {
+	var out AttentionRequest
+	if _, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(itemID)+"/attention", nil,
+		HoldRequest{Question: question}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ItemAttention returns every attention request of one item, oldest
+// first, open and closed.
+func (c *Client) ItemAttention(ctx context.Context, project, itemID string) ([]AttentionRequest, error) {
+	var out wire.AttentionList
+	if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(itemID)+"/attention", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Attention, nil
 }

@@ -29,10 +29,18 @@ const MaxBatch = 100
 // ClaimBatch claims up to max (1..MaxBatch) ready items in one call, in
 // grant order; ErrNothingReady when none became ready within
 // req.WaitSeconds (a long poll answers as soon as one is granted).
+// A max outside that range is the server's ErrInvalidArgument: max_items
+// is sent whatever it is (a request without it would be a single claim,
+// whose lease the batch answer could not hold).
 func (c *Client) ClaimBatch(ctx context.Context, project string, req ClaimRequest, max int) ([]Claim, error) {
-	req.MaxItems = max
+	req.MaxItems = 0
+	body := struct {
+		ClaimRequest
+		// Shallower than ClaimRequest's omitempty member, so it wins.
+		MaxItems int `json:"max_items"`
+	}{req, max}
 	var out wire.ClaimBatch
-	status, err := c.do(ctx, http.MethodPost, "/v1/projects/"+esc(project)+"/claims", nil, req, &out,
+	status, err := c.do(ctx, http.MethodPost, "/v1/projects/"+esc(project)+"/claims", nil, body, &out,
 		withExtraTimeout(time.Duration(req.WaitSeconds)*time.Second))
 	if err != nil {
 		return nil, err

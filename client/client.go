@@ -168,7 +168,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return 0, fmt.Errorf("client: encode %s %s: %w", method, path, err)
 		}
 	}
-	if method == http.MethodPost && cl.idempotencyKey == "" && !cl.noKey {
+	if method != http.MethodGet && cl.idempotencyKey == "" && !cl.noKey {
 		cl.idempotencyKey = newKey()
 	}
 	u := *c.base
@@ -272,7 +272,7 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 
 // retryable: transport failures, gateway errors, an unavailable server or
 // database, rate limiting, and a first attempt still in progress (409
-// request_in_progress). Every POST carries an Idempotency-Key or is safe to
+// request_in_progress). Every write carries an Idempotency-Key or is safe to
 // repeat by itself (selfIdempotent: fenced by its lease and epoch, it
 // applied once or not at all), so a retry never applies twice. Refusals
 // (lease_lost, conflict, ...) are final.

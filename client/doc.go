@@ -15,9 +15,10 @@
 // "Nothing ready" is not a server error: Claim returns (nil, ErrNothingReady)
 // when the server answered 204 after waiting.
 //
-// POST requests carry an Idempotency-Key, except heartbeats and
-// completions, which are safe to repeat as they are (a repeated identical
-// completion is answered as a replay). A request that failed in transport,
-// or was answered 502/503/504 or 429, is retried a few times with the same
-// key, so a retried claim or release is answered, not applied twice.
+// Writes (POST, PUT, PATCH, DELETE) carry an Idempotency-Key, except
+// heartbeats and completions, which are safe to repeat as they are (a
+// repeated identical completion is answered as a replay). A request that
+// failed in transport, or was answered 502/503/504 or 429, is retried a few
+// times with the same key, so a retried claim, release, edit or removal is
+// answered, not applied twice.
 package client

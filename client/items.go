@@ -91,6 +91,44 @@ func (c *Client) RemoveDependency(ctx context.Context, project, id, dependsOn st
 	return err
 }
 
+// ItemGraph returns an item's neighbourhood: its dependencies,
+// dependents, children and ancestors, and the critical path through it.
+func (c *Client) ItemGraph(ctx context.Context, project, id string) (*ItemGraph, error) {
+	var out ItemGraph
+	if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(id)+"/graph", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GraphOptions bounds GET /v1/projects/{p}/graph.
+type GraphOptions struct {
+	// Around is an item id: only the items within Depth edges of it.
+	Around string
+	// Depth and Limit (the most nodes) are the server's defaults when 0.
+	Depth int
+	Limit int
+}
+
+// ProjectGraph returns the project's graph (or the part of it around an
+// item) as nodes, edges and the critical path; Truncated says the limit
+// cut it.
+func (c *Client) ProjectGraph(ctx context.Context, project string, opt GraphOptions) (*Subgraph, error) {
+	q := url.Values{}
+	set(q, "around", opt.Around)
+	if opt.Depth > 0 {
+		q.Set("depth", strconv.Itoa(opt.Depth))
+	}
+	if opt.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opt.Limit))
+	}
+	var out Subgraph
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/graph", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 func itemsPath(project string) string { return "/v1/projects/" + esc(project) + "/items" }
 
 func set(q url.Values, k, v string) {

@@ -138,13 +138,35 @@ func (c *Client) History(ctx context.Context, project string, opt HistoryOptions
 	return &page, nil
 }
 
-// ItemLeases returns every lease of one item, oldest first.
+// ItemLeases returns every lease of one item, oldest first: it follows
+// the list's pages (of the largest size the server allows) to the last.
 func (c *Client) ItemLeases(ctx context.Context, project, itemID string) ([]Lease, error) {
-	var page LeasePage
-	if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(itemID)+"/leases", nil, nil, &page); err != nil {
+	var all []Lease
+	q := url.Values{"limit": {strconv.Itoa(maxPageSize)}}
+	for {
+		var page LeasePage
+		if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(itemID)+"/leases", q, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Leases...)
+		if page.NextCursor == nil {
+			return all, nil
+		}
+		q.Set("cursor", *page.NextCursor)
+	}
+}
+
+// maxPageSize is the largest page the server's lists answer (limit).
+const maxPageSize = 500
+
+// Workers returns the project's live leases with their liveness and each
+// worker's outcome counts and usage.
+func (c *Client) Workers(ctx context.Context, project string) (*Workers, error) {
+	var out Workers
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/workers", nil, nil, &out); err != nil {
 		return nil, err
 	}
-	return page.Leases, nil
+	return &out, nil
 }
 
 // FenceKeys is the server's keys document (GET /v1/fence/keys): the

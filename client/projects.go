@@ -28,6 +28,16 @@ func (c *Client) ListProjects(ctx context.Context) ([]Project, error) {
 	return out.Projects, nil
 }
 
+// GetProject returns one project, by name or id. One the token may not
+// see is ErrNotFound.
+func (c *Client) GetProject(ctx context.Context, project string) (*Project, error) {
+	var p Project
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project), nil, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // CreateToken mints a token of the project (admin). The secret is in
 // CreatedToken.Secret and is shown only this once.
 func (c *Client) CreateToken(ctx context.Context, project string, req CreateTokenRequest) (*CreatedToken, error) {

@@ -162,3 +162,63 @@ func TestRetryNotify(t *testing.T) {
 		t.Fatalf("told %+v, want attempts 1 and 2 of POST /v1/projects", told)
 	}
 }
+
+// TestEveryWriteCarriesKey: a PATCH, PUT or DELETE carries an
+// Idempotency-Key as a POST does, the same on each retry, so that a retry
+// after a lost answer is answered from the first attempt's record rather
+// than applied again (a second removal would be not_found); a GET carries
+// none.
+func TestEveryWriteCarriesKey(t *testing.T) {
+	t.Parallel()
+	type seen struct{ method, key string }
+	got := make(chan seen, 100)
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Method, r.Header.Get("Idempotency-Key")}
+		if calls.Add(1)%2 == 1 { // every first attempt: a gateway error, retried
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL, "token", WithRetries(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	title := "t"
+	for method, call := range map[string]func() error{
+		http.MethodPatch: func() error {
+			_, err := c.UpdateItem(ctx, "p", "i", UpdateItemRequest{Title: &title})
+			return err
+		},
+		http.MethodPut: func() error {
+			_, err := c.SetBudget(ctx, "p", "i", BudgetRequest{})
+			return err
+		},
+		http.MethodDelete: func() error { return c.RemoveDependency(ctx, "p", "i", "j") },
+		http.MethodGet: func() error {
+			_, err := c.GetItem(ctx, "p", "i")
+			return err
+		},
+	} {
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		first, retry := <-got, <-got
+		if first.method != method || retry.method != method {
+			t.Fatalf("%s: requests %+v, %+v", method, first, retry)
+		}
+		if method == http.MethodGet {
+			if first.key != "" || retry.key != "" {
+				t.Fatalf("GET carried Idempotency-Key %q, %q", first.key, retry.key)
+			}
+			continue
+		}
+		if first.key == "" || retry.key != first.key {
+			t.Fatalf("%s: Idempotency-Key %q then %q, want one key on both attempts", method, first.key, retry.key)
+		}
+	}
+}

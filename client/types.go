@@ -82,6 +82,17 @@ type (
 	AttentionRequest = wire.AttentionRequest
 	// AttentionPage is one page of attention requests, oldest first.
 	AttentionPage = wire.AttentionPage
+	// ItemGraph is an item's neighbourhood and the critical path through
+	// it.
+	ItemGraph = wire.ItemGraph
+	// Subgraph is a project's graph, or the part of it around an item.
+	Subgraph = wire.Subgraph
+	// Edge is one edge of a Subgraph.
+	Edge = wire.Edge
+	// Workers is the project's live leases and per-worker statistics.
+	Workers = wire.Workers
+	// WorkerStat is one worker's outcome counts and usage.
+	WorkerStat = wire.WorkerStat
 	// PlanResult is what a plan created.
 	PlanResult = wire.PlanResult
 	// ExistingItem is a plan key that existed already (left alone).

@@ -77,6 +77,14 @@ func Translate(err error) error {
 	return &wgerr.Error{Code: wgerr.CodeInternal, Message: "internal error", Err: err}
 }
 
+// Violates reports whether err (translated or not) is a violation of the
+// named constraint (a check, unique or foreign key), so that a domain
+// package can answer the refusal in its own words, naming the field.
+func Violates(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.ConstraintName == constraint
+}
+
 // StatementCancelled reports whether err (translated or not) is a
 // statement PostgreSQL cancelled (57014: its statement_timeout, or a
 // cancel request).

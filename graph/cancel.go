@@ -25,11 +25,15 @@ import (
 // answering one is a conflict. Dependents and parents are recomputed as
 // when an item is done (a cancelled prerequisite satisfies its dependents).
 //
-// Errors: invalid_argument when by is empty; not_found when the item is not
-// in the project; conflict when it is already done or cancelled.
+// Errors: invalid_argument when by is empty or reason longer than
+// MaxReasonBytes; not_found when the item is not in the project; conflict
+// when it is already done or cancelled.
 func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason string) (Item, error) {
 	if strings.TrimSpace(by) == "" {
 		return Item{}, wgerr.InvalidField("by", "must name the person cancelling")
+	}
+	if len(reason) > MaxReasonBytes {
+		return Item{}, wgerr.InvalidField("reason", "must be at most %d bytes", MaxReasonBytes)
 	}
 	now := s.clock.Now()
 	q := dbq.New()
@@ -76,6 +80,10 @@ func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason 
 	})
 	return out, err
 }
+
+// MaxReasonBytes bounds a cancellation's reason, as a release's reason
+// and an answer are bounded.
+const MaxReasonBytes = 65536
 
 // cancelNote is the dismissal note of the attention requests a cancel
 // closes.

@@ -181,6 +181,13 @@ func TestUpdateItem(t *testing.T) {
 		if _, err := f.svc.UpdateItem(ctx, f.project, a.ID, ItemPatch{Title: ptr("x")}); !errors.Is(err, wgerr.Conflict) {
 			t.Fatalf("title of done item: %v, want conflict", err)
 		}
+		// What an expired lease would mean no longer applies either.
+		if _, err := f.svc.UpdateItem(ctx, f.project, a.ID, ItemPatch{OnExpiry: ptr("reconcile")}); !errors.Is(err, wgerr.Conflict) {
+			t.Fatalf("on_expiry of done item: %v, want conflict", err)
+		}
+		if got := f.mustGet(t, a.ID); got.OnExpiry != nil || got.Version != a.Version {
+			t.Fatalf("done item after a refused edit: on_expiry %v, version %d", got.OnExpiry, got.Version)
+		}
 		labels := []string{"archived"}
 		got, err := f.svc.UpdateItem(ctx, f.project, a.ID, ItemPatch{Labels: &labels})
 		if err != nil || len(got.Labels) != 1 {

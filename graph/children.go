@@ -69,7 +69,7 @@ func createChildren(ctx context.Context, tx pgx.Tx, now *time.Time, project, par
 			edges = append(edges, newEdge{item: rows[i].id, dependsOn: rows[j].id})
 		}
 	}
-	if err := lockParent(ctx, tx, project, parentID); err != nil {
+	if err := lockParent(ctx, tx, project, parentID, "parent"); err != nil {
 		return nil, err
 	}
 	if err := checkDepth(ctx, tx, project, parentID, 1, "children", nil); err != nil {

@@ -87,7 +87,7 @@ func (s *Service) CreateItem(ctx context.Context, project uuid.UUID, in NewItem)
 			}
 		}
 		if in.ParentID != nil {
-			if err := lockParent(ctx, tx, project, *in.ParentID); err != nil {
+			if err := lockParent(ctx, tx, project, *in.ParentID, "parent_id"); err != nil {
 				return err
 			}
 			if err := checkDepth(ctx, tx, project, *in.ParentID, 1, "parent_id", nil); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // newRow is a validated item about to be inserted, with its counters
@@ -131,12 +132,14 @@ func analyzeItems(ctx context.Context, tx pgx.Tx) {
 const analyzeLockWait = "200ms"
 
 // lockParent locks an existing parent for new children and checks it is
-// open. Errors: not_found, conflict (the parent is finished).
-func lockParent(ctx context.Context, tx pgx.Tx, project, parentID uuid.UUID) error {
+// open. Errors: not_found (naming field, the input that gave the parent),
+// conflict (the parent is finished).
+func lockParent(ctx context.Context, tx pgx.Tx, project, parentID uuid.UUID, field string) error {
 	row, err := dbq.New().LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: parentID})
 	if err != nil {
 		if isNoRows(err) {
-			return notFound("parent item", parentID)
+			return &wgerr.Error{Code: wgerr.CodeNotFound, Field: field,
+				Message: field + ": parent item " + parentID.String() + " not found"}
 		}
 		return err
 	}

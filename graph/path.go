@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // CriticalPath returns the longest chain of unfinished prerequisites that
@@ -121,7 +123,7 @@ const (
 // first). limit <= 0 means 500 and is capped at 10,000; depth <= 0 means 2
 // and is capped at 50.
 //
-// Errors: not_found when around is not in the project.
+// Errors: not_found (field "around") when around is not in the project.
 func (s *Service) Subgraph(ctx context.Context, project uuid.UUID, around *uuid.UUID, depth, limit int) (Subgraph, error) {
 	if limit <= 0 {
 		limit = DefaultSubgraphNodes
@@ -149,6 +151,10 @@ func (s *Service) Subgraph(ctx context.Context, project uuid.UUID, around *uuid.
 			}
 		} else {
 			if _, err := getItem(ctx, tx, now, project, *around); err != nil {
+				if errors.Is(err, wgerr.NotFound) {
+					return &wgerr.Error{Code: wgerr.CodeNotFound, Field: "around",
+						Message: "around: item " + around.String() + " not found"}
+				}
 				return err
 			}
 			var err error

@@ -221,9 +221,8 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			}
 			seen[ref] = true
 			if j, ok := p.keys[ref]; ok {
-				if j == pos {
-					return nil, planErr(it, pos, "%q cannot depend on itself", ref)
-				}
+				// An item naming its own key closes a one-item cycle,
+				// which keyCycle reports like any other.
 				p.waits[pos] = append(p.waits[pos], j)
 				p.deps[pos] = append(p.deps[pos], depRef{pos: j})
 				continue

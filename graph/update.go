@@ -26,8 +26,8 @@ import (
 //
 // Errors: invalid_argument / payload_too_large for bad fields; not_found when
 // the item is not in the project; conflict when IfVersion differs from the
-// stored version, or when title, body or priority of a finished item would
-// change.
+// stored version, or when anything but labels and metadata of a finished
+// item would change.
 func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemPatch) (Item, error) {
 	args := dbq.UpdateItemFieldsParams{ProjectID: project, ID: id, Now: s.clock.Now(), Priority: p.Priority, Body: p.Body}
 	if p.Title != nil {
@@ -93,7 +93,8 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 			return &wgerr.Error{Code: wgerr.CodeConflict, Field: "version",
 				Message: fmt.Sprintf("the item changed meanwhile (version %d, not %d); reload and retry", cur.Version, *p.IfVersion)}
 		}
-		if cur.Status != string(StatusOpen) && (p.Title != nil || p.Body != nil || p.Priority != nil || p.Requires != nil || p.Touches != nil) {
+		if cur.Status != string(StatusOpen) && (p.Title != nil || p.Body != nil || p.Priority != nil || p.Requires != nil || p.Touches != nil ||
+			p.OnExpiry != nil) {
 			return conflictf("item %s is %s: only labels and metadata can still change", id, cur.Status)
 		}
 		if !empty {

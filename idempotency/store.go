@@ -60,11 +60,12 @@ type Request struct {
 // Record is the stored state of a record another request began.
 type Record struct {
 	Hash []byte
-	// Status, ContentType and Response are the answer; Status is nil while
-	// the request has not finished.
+	// Status, ContentType, Response and ETag (nil: the answer had none)
+	// are the answer; Status is nil while the request has not finished.
 	Status      *int
 	ContentType *string
 	Response    []byte
+	ETag        *string
 	// EffectAt is when a transaction of the request committed an effect;
 	// EffectRef names that effect (for a claim, the lease granted).
 	EffectAt  *time.Time
@@ -133,7 +134,7 @@ func (s *Store) Get(ctx context.Context, tokenID uuid.UUID, key string) (Record,
 	if err != nil {
 		return Record{}, db.Translate(err)
 	}
-	rec := Record{Hash: row.RequestHash, ContentType: row.ContentType, Response: row.Response,
+	rec := Record{Hash: row.RequestHash, ContentType: row.ContentType, Response: row.Response, ETag: row.Etag,
 		EffectAt: row.EffectAt, EffectRef: row.EffectRef, OwnerAlive: row.OwnerAlive}
 	if row.Status != nil {
 		st := int(*row.Status)
@@ -151,13 +152,17 @@ func (s *Store) Renew(ctx context.Context, r Request) error {
 	return db.Translate(err)
 }
 
-// Finish stores r's answer; it does nothing when the record is no longer
-// r's.
-func (s *Store) Finish(ctx context.Context, r Request, status int, contentType string, body []byte) error {
+// Finish stores r's answer (etag: its ETag header, "" for none); it does
+// nothing when the record is no longer r's.
+func (s *Store) Finish(ctx context.Context, r Request, status int, contentType, etag string, body []byte) error {
 	st := int32(status)
+	var tag *string
+	if etag != "" {
+		tag = &etag
+	}
 	return db.Translate(s.q.FinishIdempotentRequest(ctx, s.pool, dbq.FinishIdempotentRequestParams{
 		TokenID: r.TokenID, Key: r.Key, Owner: &r.Owner,
-		Status: &st, ContentType: &contentType, Response: body, Now: s.clock.Now(),
+		Status: &st, ContentType: &contentType, Response: body, Etag: tag, Now: s.clock.Now(),
 	}))
 }
 

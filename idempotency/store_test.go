@@ -61,7 +61,7 @@ func TestStore(t *testing.T) {
 	if err != nil || rec.Status != nil || !rec.OwnerAlive || !bytes.Equal(rec.Hash, r.Hash) {
 		t.Fatalf("Get = %+v, %v", rec, err)
 	}
-	if err := s.Finish(ctx, r, 201, "application/json", []byte(`{}`)); err != nil {
+	if err := s.Finish(ctx, r, 201, "application/json", "", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	rec, err = s.Get(ctx, r.TokenID, r.Key)

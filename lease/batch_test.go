@@ -341,7 +341,7 @@ func TestHeartbeatBatch(t *testing.T) {
 	f := setup(t, lease.Config{})
 	f.items(t, 3)
 	cs := f.claimBatch(t, "w", 3)
-	if _, err := f.leases.RequestStop(f.ctx, f.project, cs[0].Lease.ID, "ann"); err != nil {
+	if _, err := f.leases.RequestStop(f.ctx, f.project, cs[0].Lease.ID, "ann", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.leases.Release(f.ctx, f.project, fence(cs[2].Lease), ""); err != nil {

@@ -158,7 +158,7 @@ func TestHeartbeat(t *testing.T) {
 	})
 	t.Run("StopRequested", func(t *testing.T) {
 		_, l := f.claimNew(t, "w")
-		if _, err := f.leases.RequestStop(f.ctx, f.project, l.ID, "alice"); err != nil {
+		if _, err := f.leases.RequestStop(f.ctx, f.project, l.ID, "alice", ""); err != nil {
 			t.Fatal(err)
 		}
 		hb, err := f.leases.Heartbeat(f.ctx, f.project, fence(l), lease.Heartbeat{})
@@ -168,7 +168,7 @@ func TestHeartbeat(t *testing.T) {
 		if _, err := f.leases.Release(f.ctx, f.project, fence(l), "asked to stop"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.leases.RequestStop(f.ctx, f.project, l.ID, "alice"); !errors.Is(err, wgerr.Conflict) {
+		if _, err := f.leases.RequestStop(f.ctx, f.project, l.ID, "alice", ""); !errors.Is(err, wgerr.Conflict) {
 			t.Fatalf("stop on ended lease: err = %v, want conflict", err)
 		}
 	})

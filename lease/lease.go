@@ -57,6 +57,8 @@ type Lease struct {
 	Progress      json.RawMessage
 	WorkerTime    *time.Time
 	StopRequested bool
+	// StopNote is the reason given with the stop request (nil: none).
+	StopNote      *string
 	EndedAt       *time.Time
 	Outcome       *Outcome
 	OutcomeDetail json.RawMessage

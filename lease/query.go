@@ -58,19 +58,28 @@ func (s *Service) Holder(ctx context.Context, leaseID uuid.UUID) (project uuid.U
 	return row.ProjectID, row.TokenID, nil
 }
 
-// RequestStop records that a person asked the lease's worker to stop; the
-// worker learns it on its next heartbeat. The lease is not ended (no
+// RequestStop records that a person asked the lease's worker to stop,
+// with their reason (note, optional: the lease's StopNote); the worker
+// learns it on its next heartbeat. The lease is not ended (no
 // pre-emption): the worker is expected to release, fail or finish. Asking
-// twice keeps the first request.
+// twice keeps the first request and its reason.
 //
-// Errors: invalid_argument (by); not_found; conflict (the lease has ended).
-func (s *Service) RequestStop(ctx context.Context, project, leaseID uuid.UUID, by string) (Lease, error) {
+// Errors: invalid_argument (by; reason, the note, longer than 64 KiB);
+// not_found; conflict (the lease has ended).
+func (s *Service) RequestStop(ctx context.Context, project, leaseID uuid.UUID, by, note string) (Lease, error) {
 	by = strings.TrimSpace(by)
 	if by == "" || len(by) > maxWorkerBytes {
 		return Lease{}, wgerr.InvalidField("by", "must be 1 to %d bytes", maxWorkerBytes)
 	}
+	var notePtr *string
+	if note = strings.TrimSpace(note); note != "" {
+		notePtr = &note
+	}
+	if len(note) > maxMessageBytes {
+		return Lease{}, wgerr.InvalidField("reason", "must be at most %d bytes", maxMessageBytes)
+	}
 	row, err := dbq.New().RequestStop(ctx, s.exec, dbq.RequestStopParams{
-		Now: s.clock.Now(), RequestedBy: &by, ProjectID: project, LeaseID: leaseID,
+		Now: s.clock.Now(), RequestedBy: &by, Note: notePtr, ProjectID: project, LeaseID: leaseID,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		l, err := s.Get(ctx, project, leaseID)

@@ -159,6 +159,11 @@ func TestOnExpiryReconcile(t *testing.T) {
 		if _, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionRetry, json.RawMessage(`{}`), "", "alice"); !errors.Is(err, wgerr.Invalid) {
 			t.Fatalf("Decide(retry with a result): err = %v, want invalid_argument", err)
 		}
+		// A note too long to keep is refused naming it (the member sent).
+		var we *wgerr.Error
+		if _, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionRetry, nil, strings.Repeat("n", 70000), "alice"); !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != "note" {
+			t.Fatalf("Decide(a 70 KB note): err = %v, want invalid_argument naming note", err)
+		}
 		if after := f.snapshot(t, u.item.ID); after != before {
 			t.Fatalf("a refused resolution changed the item:\nbefore %s\nafter  %s", before, after)
 		}

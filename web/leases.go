@@ -361,7 +361,7 @@ func (u *ui) requestStop(r *req) error {
 	if err != nil {
 		return notFoundf("no such lease")
 	}
-	if _, err := u.Leases.RequestStop(r.ctx(), r.project.ID, id, r.by()); err != nil {
+	if _, err := u.Leases.RequestStop(r.ctx(), r.project.ID, id, r.by(), ""); err != nil {
 		return err
 	}
 	return r.redirect(r.backTo(r.projectURL("/workers")), "Stop requested: the worker is told on its next heartbeat.")

@@ -34,9 +34,12 @@ type Lease struct {
 	Heartbeats    int             `json:"heartbeats"`
 	Progress      json.RawMessage `json:"progress"`
 	// WorkerTime is the worker's clock at its last report (diagnostic only).
-	WorkerTime    *time.Time      `json:"worker_time"`
-	StopRequested bool            `json:"stop_requested"`
-	Result        json.RawMessage `json:"result"`
+	WorkerTime    *time.Time `json:"worker_time"`
+	StopRequested bool       `json:"stop_requested"`
+	// StopNote is the reason the person who asked the worker to stop gave
+	// (nil: none given, or no stop asked).
+	StopNote *string         `json:"stop_note"`
+	Result   json.RawMessage `json:"result"`
 	// StaleCalls counts calls refused after the lease was lost.
 	StaleCalls int `json:"stale_calls"`
 	// Scopes are the write scopes the lease holds while it is live.

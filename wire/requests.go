@@ -51,12 +51,28 @@ type UpdateItemRequest struct {
 	Requires *[]string        `json:"requires,omitempty"`
 	Touches  *[]string        `json:"touches,omitempty"`
 	Metadata *json.RawMessage `json:"metadata,omitempty"`
-	// OnExpiry, when set, is OnExpiryRetry or OnExpiryReconcile (a client
-	// sending a raw body may send null: back to the project's default).
+	// OnExpiry, when set, is OnExpiryRetry or OnExpiryReconcile, or ""
+	// to take the item back to its project's default (sent as null).
 	OnExpiry *string `json:"on_expiry,omitempty"`
 	// Version, when set, makes the edit apply only to that version of the
 	// item (409 conflict otherwise).
 	Version *int `json:"version,omitempty"`
+}
+
+// MarshalJSON encodes the request as the API takes it: an OnExpiry of ""
+// is the member on_expiry: null (back to the project's default), which a
+// *string cannot say by itself.
+func (r UpdateItemRequest) MarshalJSON() ([]byte, error) {
+	type plain UpdateItemRequest
+	if r.OnExpiry == nil || *r.OnExpiry != "" {
+		return json.Marshal(plain(r))
+	}
+	r.OnExpiry = nil
+	return json.Marshal(struct {
+		plain
+		// Shallower than plain's member of the same name, so it wins.
+		OnExpiry *string `json:"on_expiry"`
+	}{plain: plain(r)})
 }
 
 // CancelRequest is the body of POST /v1/projects/{p}/items/{id}/cancel.

@@ -318,6 +318,10 @@ func TestWorkStopRequested(t *testing.T) {
 	if code := sup.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit = %d\n%s", code, stderr.String())
 	}
+	// The person's reason reaches the supervisor, which says it.
+	if !strings.Contains(stderr.String(), "wrong approach") {
+		t.Fatalf("the supervisor did not say why it stopped:\n%s", stderr.String())
+	}
 	ls := e.leases(it.ID)
 	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased {
 		t.Fatalf("leases = %+v\n%s", ls, stderr.String())

@@ -276,7 +276,7 @@ func (q *Queries) LockBudgetItem(ctx context.Context, db DBTX, arg LockBudgetIte
 }
 
 const lockNoProgressLeases = `-- name: LockNoProgressLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, p.no_progress_after_ms::bigint AS no_progress_after_ms
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note, p.no_progress_after_ms::bigint AS no_progress_after_ms
 FROM leases l JOIN projects p ON p.id = l.project_id
 WHERE l.project_id = $1 AND l.ended_at IS NULL AND p.no_progress_after_ms IS NOT NULL
   AND l.expires_at > coalesce($2::timestamptz, statement_timestamp())
@@ -323,6 +323,7 @@ type LockNoProgressLeasesRow struct {
 	ProgressAt        *time.Time
 	BudgetRoots       []uuid.UUID
 	ScopeKeys         []string
+	StopNote          *string
 	NoProgressAfterMs int64
 }
 
@@ -368,6 +369,7 @@ func (q *Queries) LockNoProgressLeases(ctx context.Context, db DBTX, arg LockNoP
 			&i.ProgressAt,
 			&i.BudgetRoots,
 			&i.ScopeKeys,
+			&i.StopNote,
 			&i.NoProgressAfterMs,
 		); err != nil {
 			return nil, err

@@ -106,14 +106,16 @@ func (q *Queries) DeleteExpiredIdempotencyKeys(ctx context.Context, db DBTX, now
 const finishIdempotentRequest = `-- name: FinishIdempotentRequest :exec
 UPDATE idempotency_keys
 SET status = $1, content_type = $2, response = $3,
-    completed_at = coalesce($4::timestamptz, now())
-WHERE token_id = $5 AND key = $6 AND owner = $7 AND status IS NULL
+    etag = $4,
+    completed_at = coalesce($5::timestamptz, now())
+WHERE token_id = $6 AND key = $7 AND owner = $8 AND status IS NULL
 `
 
 type FinishIdempotentRequestParams struct {
 	Status      *int32
 	ContentType *string
 	Response    []byte
+	Etag        *string
 	Now         *time.Time
 	TokenID     uuid.UUID
 	Key         string
@@ -125,6 +127,7 @@ func (q *Queries) FinishIdempotentRequest(ctx context.Context, db DBTX, arg Fini
 		arg.Status,
 		arg.ContentType,
 		arg.Response,
+		arg.Etag,
 		arg.Now,
 		arg.TokenID,
 		arg.Key,
@@ -134,7 +137,7 @@ func (q *Queries) FinishIdempotentRequest(ctx context.Context, db DBTX, arg Fini
 }
 
 const getIdempotentRequest = `-- name: GetIdempotentRequest :one
-SELECT request_hash, status, content_type, response, effect_at, effect_ref,
+SELECT request_hash, status, content_type, response, etag, effect_at, effect_ref,
        locked_until > coalesce($1::timestamptz, now()) AS owner_alive
 FROM idempotency_keys WHERE token_id = $2 AND key = $3
 `
@@ -150,6 +153,7 @@ type GetIdempotentRequestRow struct {
 	Status      *int32
 	ContentType *string
 	Response    []byte
+	Etag        *string
 	EffectAt    *time.Time
 	EffectRef   *string
 	OwnerAlive  bool
@@ -164,6 +168,7 @@ func (q *Queries) GetIdempotentRequest(ctx context.Context, db DBTX, arg GetIdem
 		&i.Status,
 		&i.ContentType,
 		&i.Response,
+		&i.Etag,
 		&i.EffectAt,
 		&i.EffectRef,
 		&i.OwnerAlive,

@@ -14,7 +14,7 @@ import (
 )
 
 const activeLeases = `-- name: ActiveLeases :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -66,6 +66,7 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -158,9 +159,9 @@ WITH candidate AS (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note,
        -- Whether the item has an attention history to hand to the worker
        -- (most items have none, and the claim then need not read it).
        EXISTS (SELECT 1 FROM attention_requests r
@@ -251,6 +252,7 @@ func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
 		&i.Lease.ScopeKeys,
+		&i.Lease.StopNote,
 		&i.HasAttention,
 	)
 	return i, err
@@ -304,9 +306,9 @@ WITH candidate AS MATERIALIZED (
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -400,6 +402,7 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
 		&i.Lease.ScopeKeys,
+		&i.Lease.StopNote,
 		&i.Item.ProjectID,
 		&i.Item.ID,
 		&i.Item.Seq,
@@ -647,7 +650,7 @@ WITH ended AS (
     WHERE l.project_id = $10 AND l.id = $11 AND l.epoch = $12
       AND l.ended_at IS NULL
       AND l.expires_at > t.at
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -671,7 +674,7 @@ WITH ended AS (
 ), held AS (
     SELECT lease_fence_held(count(*), $18::boolean) AS ok FROM ended, freed
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, ended.stop_note, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
 FROM ended, freed AS items, held
 WHERE held.ok
 `
@@ -727,6 +730,7 @@ type EndLeaseRow struct {
 	ProgressAt      *time.Time
 	BudgetRoots     []uuid.UUID
 	ScopeKeys       []string
+	StopNote        *string
 	Failures        int32
 	ParentID        *uuid.UUID
 	Item            Item
@@ -798,6 +802,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.ProgressAt,
 		&i.BudgetRoots,
 		&i.ScopeKeys,
+		&i.StopNote,
 		&i.Failures,
 		&i.ParentID,
 		&i.Item.ProjectID,
@@ -958,7 +963,7 @@ func (q *Queries) ExpireLeases(ctx context.Context, db DBTX, arg ExpireLeasesPar
 }
 
 const getLease = `-- name: GetLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1008,6 +1013,7 @@ func (q *Queries) GetLease(ctx context.Context, db DBTX, arg GetLeaseParams) (Ge
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
 		&i.Lease.ScopeKeys,
+		&i.Lease.StopNote,
 		&i.Refusals,
 	)
 	return i, err
@@ -1041,9 +1047,9 @@ WITH renewed AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -1118,6 +1124,7 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.Lease.ProgressAt,
 		&i.Lease.BudgetRoots,
 		&i.Lease.ScopeKeys,
+		&i.Lease.StopNote,
 		&i.HasAnswers,
 	)
 	return i, err
@@ -1179,7 +1186,7 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 }
 
 const leaseHistory = `-- name: LeaseHistory :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1259,6 +1266,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1272,7 +1280,7 @@ func (q *Queries) LeaseHistory(ctx context.Context, db DBTX, arg LeaseHistoryPar
 }
 
 const leaseHistoryAcquired = `-- name: LeaseHistoryAcquired :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1367,6 +1375,7 @@ func (q *Queries) LeaseHistoryAcquired(ctx context.Context, db DBTX, arg LeaseHi
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1380,7 +1389,7 @@ func (q *Queries) LeaseHistoryAcquired(ctx context.Context, db DBTX, arg LeaseHi
 }
 
 const leaseHistoryAcquiredNewest = `-- name: LeaseHistoryAcquiredNewest :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1465,6 +1474,7 @@ func (q *Queries) LeaseHistoryAcquiredNewest(ctx context.Context, db DBTX, arg L
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1478,7 +1488,7 @@ func (q *Queries) LeaseHistoryAcquiredNewest(ctx context.Context, db DBTX, arg L
 }
 
 const leaseHistoryByDuration = `-- name: LeaseHistoryByDuration :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
        ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
@@ -1572,6 +1582,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Refusals,
 			&i.SortValue,
 		); err != nil {
@@ -1586,7 +1597,7 @@ func (q *Queries) LeaseHistoryByDuration(ctx context.Context, db DBTX, arg Lease
 }
 
 const leaseHistoryNewest = `-- name: LeaseHistoryNewest :many
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys,
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -1667,6 +1678,7 @@ func (q *Queries) LeaseHistoryNewest(ctx context.Context, db DBTX, arg LeaseHist
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Refusals,
 		); err != nil {
 			return nil, err
@@ -1739,7 +1751,7 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 }
 
 const lockLease = `-- name: LockLease :one
-SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
 WHERE l.project_id = $2 AND l.id = $3 AND l.epoch = $4
   AND l.ended_at IS NULL
@@ -1797,6 +1809,7 @@ func (q *Queries) LockLease(ctx context.Context, db DBTX, arg LockLeaseParams) (
 		&i.ProgressAt,
 		&i.BudgetRoots,
 		&i.ScopeKeys,
+		&i.StopNote,
 	)
 	return i, err
 }
@@ -1947,22 +1960,27 @@ func (q *Queries) RecordOffer(ctx context.Context, db DBTX, arg RecordOfferParam
 const requestStop = `-- name: RequestStop :one
 UPDATE leases
 SET stop_requested_at = coalesce(stop_requested_at, coalesce($1::timestamptz, clock_timestamp())),
-    stop_requested_by = coalesce(stop_requested_by, $2)
-WHERE project_id = $3 AND id = $4 AND ended_at IS NULL
-RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
+    stop_requested_by = coalesce(stop_requested_by, $2),
+    stop_note = CASE WHEN stop_requested_at IS NULL THEN $3::text ELSE stop_note END
+WHERE project_id = $4 AND id = $5 AND ended_at IS NULL
+RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 `
 
 type RequestStopParams struct {
 	Now         *time.Time
 	RequestedBy *string
+	Note        *string
 	ProjectID   uuid.UUID
 	LeaseID     uuid.UUID
 }
 
+// The first request stands: its time, who asked and why (@note, NULL: no
+// reason given).
 func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParams) (Lease, error) {
 	row := db.QueryRow(ctx, requestStop,
 		arg.Now,
 		arg.RequestedBy,
+		arg.Note,
 		arg.ProjectID,
 		arg.LeaseID,
 	)
@@ -1997,6 +2015,7 @@ func (q *Queries) RequestStop(ctx context.Context, db DBTX, arg RequestStopParam
 		&i.ProgressAt,
 		&i.BudgetRoots,
 		&i.ScopeKeys,
+		&i.StopNote,
 	)
 	return i, err
 }

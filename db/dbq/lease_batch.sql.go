@@ -82,9 +82,9 @@ WITH candidate AS (
                                     AND p.epoch = taken.epoch - 1))) AS at
     ) AS grant_time
     ORDER BY taken.priority DESC, taken.seq
-    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys
+    RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -187,6 +187,7 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Item.ProjectID,
 			&i.Item.ID,
 			&i.Item.Seq,
@@ -270,7 +271,7 @@ WITH entry AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note
 ), freed AS (
     UPDATE items i
     SET active_lease_id = NULL,
@@ -287,7 +288,7 @@ WITH entry AS (
       AND i.status = 'open'
     RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
 FROM ended AS leases
 JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 WHERE lease_fence_held(CASE WHEN (SELECT count(*) FROM ended) = (SELECT count(*) FROM freed) THEN 1 ELSE 0 END,
@@ -365,6 +366,7 @@ func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLease
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.Item.ProjectID,
 			&i.Item.ID,
 			&i.Item.Seq,
@@ -453,9 +455,9 @@ WITH entry AS (
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
                     AND i.active_lease_id = l.id AND i.epoch = l.epoch)
-    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys
+    RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.lease_id = leases.id
                  AND NOT r.blocking AND r.state <> 'open') AS has_answers
@@ -525,6 +527,7 @@ func (q *Queries) HeartbeatLeases(ctx context.Context, db DBTX, arg HeartbeatLea
 			&i.Lease.ProgressAt,
 			&i.Lease.BudgetRoots,
 			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
 			&i.HasAnswers,
 		); err != nil {
 			return nil, err

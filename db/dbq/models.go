@@ -107,6 +107,7 @@ type IdempotencyKey struct {
 	LockedUntil time.Time
 	EffectAt    *time.Time
 	EffectRef   *string
+	Etag        *string
 }
 
 type Item struct {
@@ -183,6 +184,7 @@ type Lease struct {
 	ProgressAt      *time.Time
 	BudgetRoots     []uuid.UUID
 	ScopeKeys       []string
+	StopNote        *string
 }
 
 type LeaseObservation struct {

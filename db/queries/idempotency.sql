@@ -1,6 +1,6 @@
 -- name: GetIdempotentRequest :one
 -- owner_alive: the record is still locked by its owner (database clock).
-SELECT request_hash, status, content_type, response, effect_at, effect_ref,
+SELECT request_hash, status, content_type, response, etag, effect_at, effect_ref,
        locked_until > coalesce(sqlc.narg('now')::timestamptz, now()) AS owner_alive
 FROM idempotency_keys WHERE token_id = @token_id AND key = @key;
 
@@ -48,6 +48,7 @@ SELECT EXISTS (SELECT 1 FROM g) AS wrote, (SELECT count(*) FROM m) > 0 AS marked
 -- name: FinishIdempotentRequest :exec
 UPDATE idempotency_keys
 SET status = @status, content_type = @content_type, response = @response,
+    etag = sqlc.narg('etag'),
     completed_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE token_id = @token_id AND key = @key AND owner = @owner AND status IS NULL;
 

@@ -421,9 +421,12 @@ UPDATE items SET failures = 0, not_before = NULL
 WHERE project_id = @project_id AND id = @item_id;
 
 -- name: RequestStop :one
+-- The first request stands: its time, who asked and why (@note, NULL: no
+-- reason given).
 UPDATE leases
 SET stop_requested_at = coalesce(stop_requested_at, coalesce(sqlc.narg('now')::timestamptz, clock_timestamp())),
-    stop_requested_by = coalesce(stop_requested_by, @requested_by)
+    stop_requested_by = coalesce(stop_requested_by, @requested_by),
+    stop_note = CASE WHEN stop_requested_at IS NULL THEN sqlc.narg('note')::text ELSE stop_note END
 WHERE project_id = @project_id AND id = @lease_id AND ended_at IS NULL
 RETURNING *;
 

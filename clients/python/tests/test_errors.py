@@ -8,6 +8,7 @@ import urllib.request
 from email.message import Message
 
 from workgraph_client import Client, LeaseLost, TransportError, Unavailable, WorkgraphError, parse_retry_after
+from workgraph_client.client import _UNSET
 from workgraph_client.errors import problem_error
 
 
@@ -82,6 +83,27 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(len(keys), 3)
         self.assertTrue(keys[0])
         self.assertEqual(len(set(keys)), 1, keys)
+
+    def test_every_write_keeps_a_key(self):
+        # A PATCH, PUT or DELETE retried after a lost answer must be
+        # answered from its first attempt (the server keeps every write's
+        # key), not applied again; a GET carries none.
+        for method, op, params in [
+            ("PATCH", "updateItem", {"project": "p", "id": "i"}),
+            ("PUT", "setBudget", {"project": "p", "id": "i"}),
+            ("DELETE", "removeDependency", {"project": "p", "id": "i", "depends_on": "j"}),
+            ("GET", "getItem", {"project": "p", "id": "i"}),
+        ]:
+            c, h = client([(None, b"", None), (200, b"{}", headers())])
+            body = {} if method in ("PATCH", "PUT") else _UNSET
+            c.request(op, params, body=body)
+            keys = [r.get_header("Idempotency-key") for r in h.requests]
+            self.assertEqual([r.get_method() for r in h.requests], [method, method])
+            if method == "GET":
+                self.assertEqual(keys, [None, None])
+            else:
+                self.assertTrue(keys[0], method)
+                self.assertEqual(keys[0], keys[1], method)
 
     def test_heartbeat_sends_no_key(self):
         c, h = client([(200, b'{"lease": {}, "expires_at": "", "stop_requested": false, "answers": []}', headers())])

@@ -84,7 +84,7 @@ class Client:
     that are safe to retry are retried on transport failures, 429, 502, 503,
     504 and 409 ``request_in_progress``, after the larger of a jittered
     backoff and the server's Retry-After, within ``attempts`` and
-    ``retry_budget`` seconds. Every POST but heartbeat and complete (which
+    ``retry_budget`` seconds. Every write but heartbeat and complete (which
     are safe to repeat as they are: fenced by the epoch, an identical
     completion is a replay) carries an Idempotency-Key, fresh per call and
     kept by its retries, so a retry never applies twice; pass
@@ -356,10 +356,10 @@ class Client:
     ) -> Tuple[int, Any]:
         """Calls any operation of the OpenAPI document by its operationId; returns (status, decoded JSON or None).
 
-        A POST gets a fresh Idempotency-Key unless one is given.
+        A write (POST, PUT, PATCH, DELETE) gets a fresh Idempotency-Key unless one is given.
         """
         method, _ = _spec.OPERATIONS[operation_id]
-        key = idempotency_key or (_new_key() if method == "POST" else None)
+        key = idempotency_key or (_new_key() if method != "GET" else None)
         return self._call(operation_id, path_params or {}, query=query, body=body, key=key)
 
     def _call(

@@ -143,9 +143,9 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "ItemGraph": ("ancestors", "children", "critical_path", "dependencies", "dependents", "item",),
     "ItemPage": ("items", "next_cursor",),
     "ItemRef": ("id", "state", "title",),
-    "Lease": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
+    "Lease": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_note", "stop_requested", "usage", "worker", "worker_time",),
     "LeaseActivity": ("expires_at", "heartbeat_at", "item_id", "last_activity", "lease_id", "liveness", "worker",),
-    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_requested", "usage", "worker", "worker_time",),
+    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_note", "stop_requested", "usage", "worker", "worker_time",),
     "LeaseItem": ("item", "lease",),
     "LeasePage": ("leases", "next_cursor",),
     "NotificationSettings": ("answer_link_ttl_seconds", "answer_links",),
@@ -647,6 +647,7 @@ class Lease(TypedDict, total=False):
     result: Any
     scopes: List[str]
     stale_calls: int
+    stop_note: Optional[str]
     stop_requested: bool
     usage: Usage
     worker: str
@@ -689,6 +690,7 @@ class LeaseDetail(TypedDict, total=False):
     result: Any
     scopes: List[str]
     stale_calls: int
+    stop_note: Optional[str]
     stop_requested: bool
     usage: Usage
     worker: str

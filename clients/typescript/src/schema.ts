@@ -663,7 +663,7 @@ export interface paths {
         };
         /**
          * The public keys of fence tokens
-         * @description The deployment's Ed25519 public key, with which destinations verify the fence tokens of claims and heartbeats offline. Also served at /.well-known/workgraph-fence-keys. No authentication.
+         * @description The deployment's Ed25519 public key, with which destinations verify the fence tokens of claims and heartbeats offline. Also served at /.well-known/workgraph-fence-keys. No authentication. A query parameter that cannot be stored is 400, as on every route.
          *
          *     Roles: none (public).
          */
@@ -1159,6 +1159,8 @@ export interface components {
             /** Format: date-time */
             worker_time?: string | null;
             stop_requested?: boolean;
+            /** @description the reason the person who asked the worker to stop gave (POST /v1/leases/{id}/stop); null when none was given or no stop was asked */
+            stop_note?: string | null;
             /** @description any JSON value */
             result?: unknown;
             stale_calls?: number;
@@ -1214,6 +1216,8 @@ export interface components {
             /** Format: date-time */
             worker_time?: string | null;
             stop_requested?: boolean;
+            /** @description the reason the person who asked the worker to stop gave (POST /v1/leases/{id}/stop); null when none was given or no stop was asked */
+            stop_note?: string | null;
             /** @description any JSON value */
             result?: unknown;
             stale_calls?: number;
@@ -2016,7 +2020,10 @@ export interface operations {
     updateProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description project name or id */
                 project: string;
@@ -2042,7 +2049,11 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     listTokens: {
@@ -2117,7 +2128,10 @@ export interface operations {
     revokeToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description project name or id */
                 project: string;
@@ -2139,6 +2153,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2299,6 +2314,8 @@ export interface operations {
             header?: {
                 /** @description the ETag of a previous read; a stale one is refused with 409 conflict */
                 "If-Match"?: string;
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 /** @description project name or id */
@@ -2418,7 +2435,10 @@ export interface operations {
     removeDependency: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description project name or id */
                 project: string;
@@ -2442,6 +2462,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3292,6 +3313,7 @@ export interface operations {
                     "application/json": components["schemas"]["FenceKeys"];
                 };
             };
+            400: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
         };
     };
@@ -3399,7 +3421,10 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description project name or id */
                 project: string;
@@ -3421,6 +3446,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3429,7 +3455,10 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description project name or id */
                 project: string;
@@ -3457,6 +3486,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
@@ -3574,7 +3604,10 @@ export interface operations {
     updateNotificationSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description project name or id */
                 project: string;
@@ -3600,6 +3633,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
