@@ -167,7 +167,11 @@ func (u *ui) resolve(r *req) error {
 			result = json.RawMessage(s)
 		}
 		if _, err := u.Attention.Decide(r.ctx(), r.project.ID, id, attention.Decision(d), result, r.FormValue("note"), r.by()); err != nil {
-			return err
+			if !r.closedAlready(err, id, func(c attention.Request) bool {
+				return c.Decision != nil && *c.Decision == attention.Decision(d)
+			}) {
+				return err
+			}
 		}
 		return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
 	}
@@ -180,7 +184,11 @@ func (u *ui) resolve(r *req) error {
 		return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
 	}
 	if _, err := u.Attention.Resolve(r.ctx(), r.project.ID, id, answer, r.by()); err != nil {
-		return err
+		if !r.closedAlready(err, id, func(c attention.Request) bool {
+			return c.State == attention.StateResolved && c.Decision == nil && textOf(c.Answer) == strings.TrimSpace(answer)
+		}) {
+			return err
+		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
 }
@@ -191,10 +199,40 @@ func (u *ui) dismiss(r *req) error {
 	if err != nil {
 		return r.fail(http.StatusNotFound, "Not found", "No such attention request.")
 	}
-	if _, err := u.Attention.Dismiss(r.ctx(), r.project.ID, id, r.by(), r.FormValue("answer")); err != nil {
-		return err
+	note := r.FormValue("answer")
+	if _, err := u.Attention.Dismiss(r.ctx(), r.project.ID, id, r.by(), note); err != nil {
+		if !r.closedAlready(err, id, func(c attention.Request) bool {
+			return c.State == attention.StateDismissed && textOf(c.Answer) == strings.TrimSpace(note)
+		}) {
+			return err
+		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
+}
+
+// closedAlready reports whether err refused to close request id because
+// this person already closed it as the form asks (same reports it): the
+// same form sent twice, by a double click or a resend after the first
+// answer's page was lost. The second post then shows the confirmation of
+// the first instead of a conflict; a different answer, or another
+// person's, stays a conflict.
+func (r *req) closedAlready(err error, id uuid.UUID, same func(attention.Request) bool) bool {
+	if wgerr.CodeOf(err) != wgerr.CodeConflict {
+		return false
+	}
+	c, gerr := r.ui.Attention.Get(r.ctx(), r.project.ID, id)
+	if gerr != nil || c.State == attention.StateOpen || c.ResolvedBy == nil || *c.ResolvedBy != r.by() {
+		return false
+	}
+	return same(c)
+}
+
+// textOf is *s, or "" for nil.
+func textOf(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // answeredURL is where an answer to request id returns: the page the form
