@@ -464,3 +464,42 @@ func TestScopeEditRace(t *testing.T) {
 	}
 	t.Logf("%d checks by the watcher, %d edits", checks, edits.Load())
 }
+
+// TestUnofferedCapabilities: a capability counts as offered while a
+// worker offered it in a claim within lease.OfferWindow, and while a
+// worker whose last offer included it holds a live lease of the project
+// (busy on a task longer than the window, it claims again when done);
+// once that lease is past its expiry, only the window counts.
+func TestUnofferedCapabilities(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	long := f.item(t, graph.NewItem{Title: "train the model", Requires: []string{"gpu"}, Priority: 10})
+	f.item(t, graph.NewItem{Title: "train another", Requires: []string{"gpu"}})
+	docs := f.item(t, graph.NewItem{Title: "write the guide", Requires: []string{"docs"}})
+	c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "trainer", TTL: time.Hour, Capabilities: []string{"gpu", "go"}})
+	if err != nil || c.Item.ID != long.ID {
+		t.Fatalf("claim = %v, %v", c.Item.Title, err)
+	}
+	w, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "writer", Capabilities: []string{"docs"}})
+	if err != nil || w.Item.ID != docs.ID {
+		t.Fatalf("claim = %v, %v", w.Item.Title, err)
+	}
+	if _, err := f.leases.Complete(f.ctx, f.project, lease.Fence{LeaseID: w.Lease.ID, Epoch: w.Lease.Epoch}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := func(at string, caps ...string) {
+		t.Helper()
+		got, err := f.leases.UnofferedCapabilities(f.ctx, f.project, []string{"docs", "gpu", "rust"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, caps) {
+			t.Fatalf("%s: unoffered = %v, want %v", at, got, caps)
+		}
+	}
+	want("at once", "rust")
+	f.clock.Advance(lease.OfferWindow + 5*time.Minute)
+	want("past the window, the trainer still on its lease", "docs", "rust")
+	f.clock.Advance(time.Hour)
+	want("past the trainer's expiry", "docs", "gpu", "rust")
+}
