@@ -119,6 +119,8 @@ func TestBudgetForms(t *testing.T) {
 	if strings.Contains(r.body, `action="/p/acme/attention/`+reqID.String()+`/resolve"`) {
 		t.Fatal("the inbox offers an answer in words to a budget_exhausted request")
 	}
+	// The system asked: said once, not "system (system)".
+	wantBody(t, r, "asked by <b>system</b></span>")
 	// An answer posted anyway is refused and changes nothing.
 	r = b.post("/p/acme/attention/"+reqID.String()+"/resolve", url.Values{"answer": {"go on"}})
 	wantStatus(t, r, http.StatusConflict)
