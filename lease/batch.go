@@ -72,15 +72,19 @@ type HeartbeatAnswer struct {
 // the project's expired leases and counts the token's live leases under
 // its lock, then claims (at most one item with touches: see fillScoped).
 //
-// Errors: ErrNothingReady; invalid_argument (max_items, worker, ttl,
-// labels); rate_limited when the token already holds MaxActivePerToken
-// live leases.
+// Errors: ErrNothingReady; no_match as Claim's (ready items exist, none of
+// whose requires the capabilities cover); invalid_argument (max_items,
+// worker, ttl, labels, capabilities); rate_limited when the token already
+// holds MaxActivePerToken live leases.
 func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRequest, max int) ([]Claim, error) {
 	if max < 1 || max > MaxBatch {
 		return nil, wgerr.InvalidField("max_items", "must be between 1 and %d, got %d", MaxBatch, max)
 	}
 	req, ttl, err := s.cleanClaim(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.recordOffer(ctx, s.exec, project, req); err != nil {
 		return nil, err
 	}
 	out, decided, err := s.claimBatchDirect(ctx, project, req, ttl, max)
@@ -148,15 +152,18 @@ func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req C
 		out, err = s.fillScoped(ctx, s.exec, project, req, ttl, nil, max, now, quiet)
 		return out, err == nil, err
 	}
-	return nil, !next.NeedsTx && !next.Missed, nil
+	// A hopeless claim (no_match) is answered by the transactional path,
+	// which reads its details, as Claim's is.
+	return nil, !next.NeedsTx && !next.Missed && !next.Hopeless, nil
 }
 
 // claimBatchInTx is the batch claim's transactional path: reap, count the
 // token's leases near its limit, claim.
 func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) ([]Claim, error) {
 	var out []Claim
+	var hopeless *wgerr.Error
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-		out = nil
+		out, hopeless = nil, nil
 		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
 		}
@@ -171,10 +178,17 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 		if out, err = s.claimsOf(ctx, tx, project, rows); err != nil {
 			return err
 		}
-		// Nothing granted: commit what the reaping did.
-		out, err = s.fillScoped(ctx, tx, project, req, ttl, out, room, s.clock.Now(), 0)
+		if out, err = s.fillScoped(ctx, tx, project, req, ttl, out, room, s.clock.Now(), 0); err != nil || len(out) > 0 {
+			return err
+		}
+		// Nothing granted: commit what the reaping did; no_match when
+		// waiting would not help.
+		hopeless, err = s.noMatch(ctx, tx, project, req.Capabilities)
 		return err
 	})
+	if err == nil && hopeless != nil {
+		return nil, hopeless
+	}
 	return out, err
 }
 

@@ -613,3 +613,38 @@ func TestBatchScopeRace(t *testing.T) {
 		t.Fatalf("%d items completed, want %d", done.Load(), items)
 	}
 }
+
+// TestClaimBatchNoMatch: a batch claim answers no_match as a single claim
+// does (ready items exist, and its capabilities cover none of them), at
+// once, also as a long poll, instead of waiting in silence; and it records
+// the capabilities it offered, as a single claim does, so that the item
+// page does not say no live worker has them.
+func TestClaimBatchNoMatch(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	req := lease.ClaimRequest{Worker: "reader", Capabilities: []string{"read"}}
+	if _, err := f.leases.ClaimBatch(f.ctx, f.project, req, 5); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("empty project: %v, want ErrNothingReady", err)
+	}
+	if got, err := f.leases.UnofferedCapabilities(f.ctx, f.project, []string{"read"}); err != nil || len(got) != 0 {
+		t.Fatalf("unoffered after a batch offering read: %v, %v; want none", got, err)
+	}
+	f.item(t, graph.NewItem{Title: "migrate", Requires: []string{"go", "db-migrations"}})
+	start := time.Now()
+	_, err := f.leases.ClaimBatchWait(f.ctx, f.project, req, 5, 30*time.Second, nil)
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Code != wgerr.CodeNoMatch {
+		t.Fatalf("batch claim: %v, want no_match", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("the long poll waited before answering no_match")
+	}
+	if we.Details["reason"] != "capabilities_unmatched" || !slices.Equal(we.Details["missing"].([]string), []string{"db-migrations", "go"}) {
+		t.Fatalf("details = %v", we.Details)
+	}
+	it := f.item(t, graph.NewItem{Title: "read docs", Requires: []string{"read"}})
+	cs, err := f.leases.ClaimBatch(f.ctx, f.project, req, 5)
+	if err != nil || len(cs) != 1 || cs[0].Item.ID != it.ID {
+		t.Fatalf("batch claim: %v, %d claims; want read docs", err, len(cs))
+	}
+}
