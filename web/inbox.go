@@ -179,7 +179,7 @@ func (u *ui) resolve(r *req) error {
 	if answer == "" {
 		answer = r.FormValue("answer")
 	}
-	if strings.TrimSpace(answer) == "" {
+	if attention.Blank(answer) {
 		r.setFlash("Type an answer or pick one of the suggested answers.", true)
 		return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
 	}

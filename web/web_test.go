@@ -410,6 +410,13 @@ func TestInboxAnswer(t *testing.T) {
 		if got.State != attention.StateOpen {
 			t.Fatalf("an empty answer resolved the request: %+v", got)
 		}
+		// Invisible characters alone are empty too.
+		r = b.post("/p/acme/attention/"+req.ID.String()+"/resolve", url.Values{"answer": {"\u200b \ufeff"}})
+		wantStatus(t, r, http.StatusSeeOther)
+		wantBody(t, b.get(r.Header.Get("Location")), "Type an answer")
+		if got, _ := e.att.Get(ctx, e.project.ID, req.ID); got.State != attention.StateOpen {
+			t.Fatalf("an invisible answer resolved the request: %+v", got)
+		}
 	})
 }
 
