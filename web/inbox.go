@@ -84,14 +84,13 @@ type AnsweredNote struct {
 func (p *InboxPage) Render(w http.ResponseWriter) error { return render(w, "inbox", p) }
 
 func (u *ui) inbox(r *req) error {
-	open := attention.StateOpen
-	list, err := u.Attention.List(r.ctx(), r.project.ID, attention.Filter{State: &open, Limit: inboxLimit})
+	reqs, more, err := r.inboxRequests()
 	if err != nil {
 		return err
 	}
 	now := r.now()
-	page := &InboxPage{More: list.NextCursor != ""}
-	for _, req := range list.Requests {
+	page := &InboxPage{More: more}
+	for _, req := range reqs {
 		e, err := r.inboxEntry(req, now)
 		if err != nil {
 			return err
@@ -107,6 +106,37 @@ func (u *ui) inbox(r *req) error {
 	})
 	page.Layout = r.base("Inbox", "inbox")
 	return r.show(page)
+}
+
+// inboxRequests are the open requests the inbox shows, at most
+// inboxLimit: the overdue ones (oldest first), then the oldest others;
+// more says some were left out. The overdue are read on their own, so that
+// one newer than the inboxLimit oldest open requests is not left out.
+func (r *req) inboxRequests() (reqs []attention.Request, more bool, err error) {
+	overdue, err := r.ui.Attention.Overdue(r.ctx(), r.project.ID, inboxLimit)
+	if err != nil {
+		return nil, false, err
+	}
+	open := attention.StateOpen
+	list, err := r.ui.Attention.List(r.ctx(), r.project.ID, attention.Filter{State: &open, Limit: inboxLimit})
+	if err != nil {
+		return nil, false, err
+	}
+	shown := make(map[uuid.UUID]bool, len(overdue))
+	reqs = append(reqs, overdue...)
+	for _, q := range overdue {
+		shown[q.ID] = true
+	}
+	for _, q := range list.Requests {
+		if !shown[q.ID] {
+			reqs = append(reqs, q)
+		}
+	}
+	more = list.NextCursor != ""
+	if len(reqs) > inboxLimit {
+		reqs, more = reqs[:inboxLimit], true
+	}
+	return reqs, more, nil
 }
 
 // inboxEntry is an open request of r's project with its item's context.
