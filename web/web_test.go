@@ -460,6 +460,22 @@ func TestItemForms(t *testing.T) {
 			t.Fatalf("a stale edit was stored: %q", got.Title)
 		}
 	})
+	// The edit form's version is what keeps a stale form from overwriting
+	// a newer edit: a form without a valid one changes nothing (it was
+	// stored without the check).
+	t.Run("ErrBadVersion", func(t *testing.T) {
+		for _, v := range []url.Values{
+			{"title": {"No version"}},
+			{"title": {"Bad version"}, "version": {"abc"}},
+			{"title": {"Huge version"}, "version": {"4294967298"}},
+		} {
+			r := b.post("/p/acme/items/"+child.ID.String()+"/edit", v)
+			wantStatus(t, r, http.StatusBadRequest)
+			if got, _ := e.graph.Item(ctx, e.project.ID, child.ID); got.Title != "Renamed" {
+				t.Fatalf("%v: the edit was stored: %q", v, got.Title)
+			}
+		}
+	})
 	t.Run("ErrEmptyTitle", func(t *testing.T) {
 		r := b.post("/p/acme/items", url.Values{"title": {"  "}})
 		wantStatus(t, r, http.StatusBadRequest)
