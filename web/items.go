@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -277,7 +276,7 @@ func (u *ui) editItem(r *req) error {
 	// The version the form was filled in from: an edit applies only to
 	// it, so a stale form never overwrites a newer edit. A form without a
 	// valid one is refused rather than stored unchecked.
-	if v, err := strconv.ParseInt(strings.TrimSpace(r.FormValue("version")), 10, 32); err != nil || v < 1 {
+	if _, ok := parseVersion(r.FormValue("version")); !ok {
 		return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Item: &item, Form: form,
 			Error: "This form has no valid version of the item: open its edit page again."}, "Edit item")
 	}
@@ -339,8 +338,8 @@ func readItemForm(r *req) ItemForm {
 		_, tch := form["touches"]
 		f.fleet = req && tch
 	}
-	if v, err := strconv.ParseInt(strings.TrimSpace(r.FormValue("version")), 10, 32); err == nil {
-		f.Version = int32(v)
+	if v, ok := parseVersion(r.FormValue("version")); ok {
+		f.Version = v
 	}
 	// Browsers send textarea line breaks as CRLF.
 	f.Body = strings.ReplaceAll(f.Body, "\r\n", "\n")
