@@ -28,7 +28,10 @@ const MaxBatch = 100
 
 // ClaimBatch claims up to max (1..MaxBatch) ready items in one call, in
 // grant order; ErrNothingReady when none became ready within
-// req.WaitSeconds (a long poll answers as soon as one is granted).
+// req.WaitSeconds (a long poll answers as soon as one is granted), and
+// ErrNoMatch at once when ready items exist but req.Capabilities cover
+// none of them. Items with write scopes are granted too, never two whose
+// scopes overlap.
 func (c *Client) ClaimBatch(ctx context.Context, project string, req ClaimRequest, max int) ([]Claim, error) {
 	req.MaxItems = max
 	var out wire.ClaimBatch
