@@ -157,3 +157,48 @@ func TestBatches(t *testing.T) {
 			[]map[string]any{{"lease_id": batch.Claims[0].Lease.ID, "epoch": 1}}).problem(t, 403, "forbidden")
 	})
 }
+
+// TestBatchClaimScopes: over the API a batch claim grants items with
+// write scopes, never two overlapping ones, with or without an
+// Idempotency-Key (whose replay answers the same leases), and never an
+// item requiring a capability it did not offer.
+func TestBatchClaimScopes(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	f.mustItem(f.human.Token, map[string]any{"title": "web", "touches": []string{"repo:web/**"}})
+	f.mustItem(f.human.Token, map[string]any{"title": "page", "touches": []string{"repo:web/page.go"}})
+	f.mustItem(f.human.Token, map[string]any{"title": "db", "touches": []string{"db"}})
+	f.mustItem(f.human.Token, map[string]any{"title": "gpu", "requires": []string{"gpu"}})
+
+	var batch struct {
+		Claims []claimed `json:"claims"`
+	}
+	body := map[string]any{"worker": "w", "max_items": 5}
+	first := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "scoped-1"))
+	first.ok(t, 201, &batch)
+	if len(batch.Claims) == 0 {
+		t.Fatal("a batch granted nothing while items with touches were ready")
+	}
+	again := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, body, withHeader("Idempotency-Key", "scoped-1"))
+	if again.status != 201 || string(again.body) != string(first.body) {
+		t.Fatalf("replay: %d %s, want the first answer", again.status, again.body)
+	}
+	for {
+		var more struct {
+			Claims []claimed `json:"claims"`
+		}
+		r := f.claim(f.agent.Token, body)
+		if r.status == 204 {
+			break
+		}
+		r.ok(t, 201, &more)
+		batch.Claims = append(batch.Claims, more.Claims...)
+	}
+	titles := map[string]bool{}
+	for _, c := range batch.Claims {
+		titles[c.Item.Title] = true
+	}
+	if len(batch.Claims) != 2 || !titles["db"] || titles["web"] == titles["page"] {
+		t.Fatalf("granted %v, want db and one of web and page", titles)
+	}
+}

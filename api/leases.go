@@ -471,27 +471,14 @@ func (a *API) workers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	active, err := a.svc.Leases.Active(ctx, p.ID)
+	fl, err := a.svc.Leases.Fleet(c.Request().Context(), p.ID)
 	if err != nil {
 		return err
 	}
-	stats, err := a.svc.Leases.WorkerStats(ctx, p.ID)
-	if err != nil {
-		return err
-	}
-	acts, err := a.svc.Leases.Activity(ctx, p.ID)
-	if err != nil {
-		return err
-	}
-	usage, err := a.svc.Leases.WorkerUsage(ctx, p.ID)
-	if err != nil {
-		return err
-	}
-	out := wire.Workers{Active: leaseViews(active), Workers: make([]wire.WorkerStat, len(stats)), Activity: activityViews(acts)}
-	for i, s := range stats {
+	out := wire.Workers{Active: leaseViews(fl.Active), Workers: make([]wire.WorkerStat, len(fl.Stats)), Activity: activityViews(fl.Activity)}
+	for i, s := range fl.Stats {
 		out.Workers[i] = workerStatView(s)
-		out.Workers[i].Usage = usageView(usage[s.Worker])
+		out.Workers[i].Usage = usageView(fl.Usage[s.Worker])
 	}
 	return c.JSON(http.StatusOK, out)
 }

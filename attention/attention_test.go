@@ -242,6 +242,31 @@ func TestResolve(t *testing.T) {
 			t.Fatalf("err = %v, want invalid_argument", err)
 		}
 	})
+	// An answer or a question of nothing but invisible characters (a zero
+	// width space, a byte order mark, with spaces) is empty: a person
+	// would read nothing.
+	t.Run("ErrInvisibleAnswer", func(t *testing.T) {
+		item := f.item(t, "x")
+		r := f.mustOpen(t, item, ask("q", true))
+		_, err := f.svc.Resolve(f.ctx, f.project, r.ID, " \u200b\ufeff\u2060 ", "alice")
+		if !errors.Is(err, wgerr.Invalid) {
+			t.Fatalf("err = %v, want invalid_argument", err)
+		}
+		if stored, _ := f.svc.Get(f.ctx, f.project, r.ID); stored.State != attention.StateOpen {
+			t.Fatalf("the request is %s, want open", stored.State)
+		}
+		if _, err := f.open(t, item, ask("\u200b\u200d", true)); !errors.Is(err, wgerr.Invalid) {
+			t.Fatalf("open with an invisible question: err = %v, want invalid_argument", err)
+		}
+		q := ask("pick", true)
+		q.SuggestedAnswers = []string{"yes", "\u200b"}
+		if _, err := f.open(t, item, q); !errors.Is(err, wgerr.Invalid) {
+			t.Fatalf("open with an invisible suggested answer: err = %v, want invalid_argument", err)
+		}
+		if _, err := f.svc.Resolve(f.ctx, f.project, r.ID, "\u200bok", "alice"); err != nil {
+			t.Fatalf("an answer with text: %v", err)
+		}
+	})
 	t.Run("TwoRequestsResolvingOneLeavesItWaiting", func(t *testing.T) {
 		item := f.item(t, "x")
 		r1 := f.mustOpen(t, item, ask("first?", true))

@@ -126,7 +126,7 @@ func holdOrCheck(ctx context.Context, q *dbq.Queries, tx pgx.Tx, now nowArg, pro
 //
 // Errors: invalid_argument, not_found (item), conflict (item finished).
 func (s *Service) Hold(ctx context.Context, project, itemID uuid.UUID, question, by string) (Request, error) {
-	if strings.TrimSpace(question) == "" {
+	if Blank(question) {
 		question = defaultHoldQuestion
 	}
 	return s.Open(ctx, project, itemID, NewRequest{
@@ -142,7 +142,7 @@ func (s *Service) Hold(ctx context.Context, project, itemID uuid.UUID, question,
 func clean(in NewRequest) (NewRequest, error) {
 	in.Question = strings.TrimSpace(in.Question)
 	switch {
-	case in.Question == "":
+	case Blank(in.Question):
 		return in, wgerr.InvalidField("question", "must not be empty")
 	case len(in.Question) > maxQuestionBytes:
 		return in, wgerr.InvalidField("question", "must be at most %d bytes", maxQuestionBytes)
@@ -155,7 +155,7 @@ func clean(in NewRequest) (NewRequest, error) {
 	answers := make([]string, 0, len(in.SuggestedAnswers))
 	for _, a := range in.SuggestedAnswers {
 		a = strings.TrimSpace(a)
-		if a == "" || len(a) > maxSuggestedBytes || !utf8.ValidString(a) {
+		if Blank(a) || len(a) > maxSuggestedBytes || !utf8.ValidString(a) {
 			return in, wgerr.InvalidField("suggested_answers", "each answer must be 1 to %d bytes of UTF-8", maxSuggestedBytes)
 		}
 		answers = append(answers, a)

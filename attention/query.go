@@ -80,6 +80,26 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 	return out, nil
 }
 
+// Overdue returns up to limit (1..page.Max; 0: page.Default) of the project's open
+// requests past their deadline, oldest first.
+//
+// Errors: invalid_argument (limit).
+func (s *Service) Overdue(ctx context.Context, project uuid.UUID, limit int) ([]Request, error) {
+	limit, err := page.Limit(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := dbq.New().ListOverdueAttention(ctx, s.exec, dbq.ListOverdueAttentionParams{ProjectID: project, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	out := make([]Request, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+	}
+	return out, nil
+}
+
 // ForItem returns every request of an item, oldest first: its attention
 // history, questions and answers (the claim returns it with the lease,
 // inside its own transaction).

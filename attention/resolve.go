@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,6 +17,13 @@ import (
 // maxAnswerBytes bounds an answer or a dismissal note.
 const maxAnswerBytes = 65536
 
+// Blank reports whether s shows nothing to a reader: every character is a
+// space or an invisible format character (a zero width space or joiner, a
+// byte order mark, a word joiner: Unicode category Cf).
+func Blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }) == ""
+}
+
 // Resolve answers an open request, once. When it was the item's last open
 // blocking request, the item's readiness comes back and a pending
 // continuity preference gets its window, in the same transaction.
@@ -26,7 +34,7 @@ const maxAnswerBytes = 65536
 // spent: raising the budget closes it).
 func (s *Service) Resolve(ctx context.Context, project, id uuid.UUID, answer, by string) (Request, error) {
 	answer = strings.TrimSpace(answer)
-	if answer == "" {
+	if Blank(answer) {
 		return Request{}, wgerr.InvalidField("answer", "must not be empty")
 	}
 	return s.close(ctx, project, id, StateResolved, &answer, by, nil)

@@ -150,7 +150,7 @@ func (sv *supervisor) run(ctx context.Context) error {
 		switch {
 		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop && sv.opt.wait > 0:
 			continue
-		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop:
+		case errors.Is(err, client.ErrNothingReady) && sv.opt.loop, sv.doneForNow(err, done):
 			sv.nothingMore(ctx, done)
 			return nil
 		case errors.Is(err, client.ErrNothingReady):
@@ -239,6 +239,15 @@ func (sv *supervisor) claimRequest() client.ClaimRequest {
 
 // nothingMore says that a loop ends because nothing more is ready, and,
 // when it handled nothing, why the ready items were not its own.
+// doneForNow reports whether a claim's error ends a --loop (without
+// --wait) that handled done items as "nothing more": no_match, the ready
+// items all requiring capabilities this worker lacks, is then other
+// workers' work. Before any item, or with --wait, no_match is an error
+// (exit 6: waiting would not help).
+func (sv *supervisor) doneForNow(err error, done int) bool {
+	return errors.Is(err, client.ErrNoMatch) && sv.opt.loop && sv.opt.wait == 0 && done > 0
+}
+
 func (sv *supervisor) nothingMore(ctx context.Context, done int) {
 	sv.logf("nothing more is ready; %d item(s) handled", done)
 	if done > 0 {

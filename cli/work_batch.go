@@ -44,6 +44,9 @@ func (sv *supervisor) runConcurrent(ctx context.Context) error {
 					sv.nothingMore(ctx, done)
 					return exit
 				}
+			case active == 0 && sv.doneForNow(err, done):
+				sv.nothingMore(ctx, done)
+				return exit
 			case err != nil && ctx.Err() == nil && active == 0 && sv.forever() && serverTrouble(err):
 				if !sv.pauseAfter(ctx, err) {
 					return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}

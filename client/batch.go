@@ -28,10 +28,12 @@ const MaxBatch = 100
 
 // ClaimBatch claims up to max (1..MaxBatch) ready items in one call, in
 // grant order; ErrNothingReady when none became ready within
-// req.WaitSeconds (a long poll answers as soon as one is granted).
-// A max outside that range is the server's ErrInvalidArgument: max_items
-// is sent whatever it is (a request without it would be a single claim,
-// whose lease the batch answer could not hold).
+// req.WaitSeconds (a long poll answers as soon as one is granted), and
+// ErrNoMatch at once when ready items exist but req.Capabilities cover
+// none of them. Items with write scopes are granted too, never two whose
+// scopes overlap. A max outside 1..MaxBatch is the server's
+// ErrInvalidArgument: max_items is sent whatever it is (a request without
+// it would be a single claim, whose lease the batch answer could not hold).
 func (c *Client) ClaimBatch(ctx context.Context, project string, req ClaimRequest, max int) ([]Claim, error) {
 	req.MaxItems = 0
 	body := struct {

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/workgraph-dev/workgraph/db/dbq"
 )
 
@@ -37,31 +39,40 @@ type CensusAttention struct {
 	OldestSeconds float64
 }
 
-// TakeCensus reads the census in five statements on q (a pool; no
-// transaction: they need not agree to the instant): the projects, then
-// the four counts. Its cost is a scan of items and index scans; callers
-// run it at most every few seconds, never per request.
-func TakeCensus(ctx context.Context, q dbq.DBTX) (Census, error) {
+// TakeCensus reads the census in five statements on e (the projects,
+// then the four counts) in one read-only snapshot (InReadTx), so that its
+// figures agree at one instant: a project's leased items are its live
+// leases, however fast workers claim and release. Its cost is a scan of
+// items and index scans; callers run it at most every few seconds, never
+// per request.
+func TakeCensus(ctx context.Context, e Executor) (Census, error) {
 	queries := dbq.New()
-	projects, err := queries.ListProjects(ctx, q)
+	var (
+		projects []dbq.Project
+		items    []dbq.CensusItemsRow
+		leases   []dbq.CensusLiveLeasesRow
+		open     []dbq.CensusOpenAttentionRow
+		due      []dbq.CensusDueDeliveriesRow
+	)
+	err := InReadTx(ctx, e, func(tx pgx.Tx) error {
+		var err error
+		if projects, err = queries.ListProjects(ctx, tx); err != nil {
+			return err
+		}
+		if items, err = queries.CensusItems(ctx, tx); err != nil {
+			return err
+		}
+		if leases, err = queries.CensusLiveLeases(ctx, tx); err != nil {
+			return err
+		}
+		if open, err = queries.CensusOpenAttention(ctx, tx); err != nil {
+			return err
+		}
+		due, err = queries.CensusDueDeliveries(ctx, tx)
+		return err
+	})
 	if err != nil {
-		return Census{}, Translate(err)
-	}
-	items, err := queries.CensusItems(ctx, q)
-	if err != nil {
-		return Census{}, Translate(err)
-	}
-	leases, err := queries.CensusLiveLeases(ctx, q)
-	if err != nil {
-		return Census{}, Translate(err)
-	}
-	open, err := queries.CensusOpenAttention(ctx, q)
-	if err != nil {
-		return Census{}, Translate(err)
-	}
-	due, err := queries.CensusDueDeliveries(ctx, q)
-	if err != nil {
-		return Census{}, Translate(err)
+		return Census{}, err
 	}
 	c := Census{LiveLeases: map[string]int64{}, Attention: map[string]CensusAttention{}, DueDeliveries: map[string]int64{}}
 	counted := map[CensusItems]int64{}

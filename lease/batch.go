@@ -58,27 +58,33 @@ type HeartbeatAnswer struct {
 // each with its own epoch increment and its own lease row. Labels, retry
 // backoff and continuity reservations apply to each item as to a single
 // claim; MaxActivePerToken counts each lease, so a batch is cut to the
-// token's remaining room. Capabilities apply as to a single claim, but a
-// batch grants no write scopes: items with touches are left to single
-// claims (their scope locks, lease/scopes.go), which can pass them over
-// for lower-priority items without touches. The claims come in grant
-// order, each with its item as the claim left it.
+// token's remaining room. Capabilities and write scopes apply as to a
+// single claim: the batch's one statement takes the items without
+// touches, and the batch then takes items with touches one at a time by
+// the single claim's statement (fillScoped), which holds their scopes
+// against every other live lease, those of the same batch included. The
+// claims come in grant order, each with its item as the claim left it.
 //
 // As for Claim, the common case is that one statement with no transaction
 // around it (ClaimItems, guarded: no lease of the project due, the token
-// far from its limit); when a guard holds it back, the batch runs as one
-// transaction that first ends the project's expired leases and counts the
-// token's live leases under its lock, then claims.
+// far from its limit), then a statement per item with touches; when a
+// guard holds it back, the batch runs as one transaction that first ends
+// the project's expired leases and counts the token's live leases under
+// its lock, then claims (at most one item with touches: see fillScoped).
 //
-// Errors: ErrNothingReady; invalid_argument (max_items, worker, ttl,
-// labels); rate_limited when the token already holds MaxActivePerToken
-// live leases.
+// Errors: ErrNothingReady; no_match as Claim's (ready items exist, none of
+// whose requires the capabilities cover); invalid_argument (max_items,
+// worker, ttl, labels, capabilities); rate_limited when the token already
+// holds MaxActivePerToken live leases.
 func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRequest, max int) ([]Claim, error) {
 	if max < 1 || max > MaxBatch {
 		return nil, wgerr.InvalidField("max_items", "must be between 1 and %d, got %d", MaxBatch, max)
 	}
 	req, ttl, err := s.cleanClaim(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.recordOffer(ctx, s.exec, project, req); err != nil {
 		return nil, err
 	}
 	out, decided, err := s.claimBatchDirect(ctx, project, req, ttl, max)
@@ -118,7 +124,10 @@ func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req C
 			out = nil
 			return err
 		}
-		out, err = s.claimsOf(ctx, exec, project, rows)
+		if out, err = s.claimsOf(ctx, exec, project, rows); err != nil {
+			return err
+		}
+		out, err = s.fillScoped(ctx, exec, project, req, ttl, out, max, now, quiet)
 		return err
 	}
 	if db.HasBeforeCommit(ctx) {
@@ -129,23 +138,32 @@ func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req C
 	if err != nil || len(out) > 0 {
 		return out, true, err
 	}
-	// Claimed nothing: a guard, or nothing to claim (one read tells).
+	// Claimed nothing: a guard, or nothing to claim (one read tells), or
+	// only items with touches (missed: the transactional path fills the
+	// batch with them).
 	next, err := dbq.New().ClaimNeedsTx(ctx, s.exec, dbq.ClaimNeedsTxParams{
 		ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
-		Capabilities: req.Capabilities,
+		Capabilities: req.Capabilities, Labels: req.Labels, Worker: req.Worker,
 	})
 	if err != nil {
 		return nil, false, db.Translate(err)
 	}
-	return nil, !next.NeedsTx, nil
+	if next.Missed && !next.NeedsTx && !db.HasBeforeCommit(ctx) {
+		out, err = s.fillScoped(ctx, s.exec, project, req, ttl, nil, max, now, quiet)
+		return out, err == nil, err
+	}
+	// A hopeless claim (no_match) is answered by the transactional path,
+	// which reads its details, as Claim's is.
+	return nil, !next.NeedsTx && !next.Missed && !next.Hopeless, nil
 }
 
 // claimBatchInTx is the batch claim's transactional path: reap, count the
 // token's leases near its limit, claim.
 func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) ([]Claim, error) {
 	var out []Claim
+	var hopeless *wgerr.Error
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-		out = nil
+		out, hopeless = nil, nil
 		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
 		}
@@ -154,13 +172,71 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 			return err
 		}
 		rows, err := dbq.New().ClaimItems(ctx, db.CustomPlan(tx), s.claimItemsParams(project, req, ttl, room, s.clock.Now(), false, 0))
-		if err != nil || len(rows) == 0 {
-			return err // nothing granted: commit what the reaping did
+		if err != nil {
+			return err
 		}
-		out, err = s.claimsOf(ctx, tx, project, rows)
+		if out, err = s.claimsOf(ctx, tx, project, rows); err != nil {
+			return err
+		}
+		if out, err = s.fillScoped(ctx, tx, project, req, ttl, out, room, s.clock.Now(), 0); err != nil || len(out) > 0 {
+			return err
+		}
+		// Nothing granted: commit what the reaping did; no_match when
+		// waiting would not help.
+		hopeless, err = s.noMatch(ctx, tx, project, req.Capabilities)
 		return err
 	})
+	if err == nil && hopeless != nil {
+		return nil, hopeless
+	}
 	return out, err
+}
+
+// fillScoped adds to a batch's claims, up to n in all, items that its
+// statement (ClaimItems) leaves out: those with touches, each taken by the
+// single claim's statement (ClaimItemDirect), which grants an item only if
+// its scopes overlap no live lease's, the batch's earlier ones included,
+// and holds them under its scope locks (holdScopes). One item a statement,
+// until one claims nothing (the last statement of an under-filled batch);
+// a statement that loses a scope's race to a concurrent claim, or that a
+// guard holds back (quiet as in claimDirect), ends the filling: the batch
+// answers what it holds, and the next claim tries again.
+//
+// On a transaction it takes one item at most, in a savepoint (a lost race
+// leaves the transaction usable): the transaction holds each statement's
+// scope locks until it ends, and holdScopes orders the locks of one
+// statement only, so two transactions that each took several sets could
+// wait on each other. On a pool each statement is a transaction of its
+// own.
+func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration, out []Claim, n int, now *time.Time, quiet int) ([]Claim, error) {
+	if _, inTx := exec.(pgx.Tx); inTx {
+		n = min(n, len(out)+1)
+	}
+	for len(out) < n {
+		var row dbq.ClaimItemDirectRow
+		err := db.Atomic(ctx, exec, func(q db.DBTX) (err error) {
+			row, err = dbq.New().ClaimItemDirect(ctx, q, dbq.ClaimItemDirectParams{
+				LeaseID: uuid.New(), Worker: req.Worker, TokenID: req.TokenID, Principal: req.Principal,
+				Now: now, TtlMs: ttl.Milliseconds(), ProjectID: project, Labels: req.Labels,
+				TokenQuiet: int32(quiet), Capabilities: req.Capabilities,
+			})
+			return err
+		})
+		if errors.Is(err, pgx.ErrNoRows) || db.ScopeRace(err) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		hist := []attention.Request{}
+		if row.HasAttention {
+			if hist, err = s.attentionOn(exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
+				return nil, db.Translate(err)
+			}
+		}
+		out = append(out, Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow), Attention: hist})
+	}
+	return out, nil
 }
 
 // claimItemsParams are ClaimItems' parameters for n items; guarded is the
@@ -178,7 +254,8 @@ func (s *Service) claimItemsParams(project uuid.UUID, req ClaimRequest, ttl time
 		MaxItems:   int32(n),
 		Principal:  req.Principal,
 		TtlMs:      ttl.Milliseconds(),
-		// A batch grants only items without touches (see ClaimItems).
+		// ClaimItems grants only items without touches; fillScoped takes
+		// the others.
 		Capabilities: req.Capabilities,
 	}
 }

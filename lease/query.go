@@ -396,6 +396,39 @@ func (s *Service) WorkerStats(ctx context.Context, project uuid.UUID) ([]WorkerS
 	return out, nil
 }
 
+// Fleet is a project's workers at one instant: its live leases, their
+// activity, and each worker's lease counts and usage, read in one
+// snapshot, so that they agree (a worker's Active count is its leases
+// among Active, and Activity describes exactly those leases).
+type Fleet struct {
+	Active   []Lease
+	Activity []Activity
+	Stats    []WorkerStat
+	Usage    map[string]Usage
+}
+
+// Fleet reads the project's Fleet in one read-only transaction (on a
+// pool; inside the caller's transaction when the Service is on one).
+func (s *Service) Fleet(ctx context.Context, project uuid.UUID) (Fleet, error) {
+	var f Fleet
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		on := s.On(tx)
+		var err error
+		if f.Active, err = on.Active(ctx, project); err != nil {
+			return err
+		}
+		if f.Activity, err = on.Activity(ctx, project); err != nil {
+			return err
+		}
+		if f.Stats, err = on.WorkerStats(ctx, project); err != nil {
+			return err
+		}
+		f.Usage, err = on.WorkerUsage(ctx, project)
+		return err
+	})
+	return f, err
+}
+
 // CountActive returns how many leases of the project have not ended (the
 // workers badge; expired leases not yet swept count).
 func (s *Service) CountActive(ctx context.Context, project uuid.UUID) (int, error) {

@@ -165,8 +165,10 @@ func (s *Service) noMatch(ctx context.Context, tx dbq.DBTX, project uuid.UUID, c
 const OfferWindow = 15 * time.Minute
 
 // UnofferedCapabilities returns those of caps (an item's requires) that no
-// worker offered in a claim within OfferWindow: an item requiring one of
-// them waits for a worker that may never come.
+// worker offered in a claim within OfferWindow, nor offered in its last
+// claim while it holds a live lease of the project (a worker busy for
+// longer than the window claims again when done): an item requiring one
+// of them waits for a worker that may never come.
 func (s *Service) UnofferedCapabilities(ctx context.Context, project uuid.UUID, caps []string) ([]string, error) {
 	if len(caps) == 0 {
 		return nil, nil

@@ -464,3 +464,187 @@ func TestScopeEditRace(t *testing.T) {
 	}
 	t.Logf("%d checks by the watcher, %d edits", checks, edits.Load())
 }
+
+// TestUnofferedCapabilities: a capability counts as offered while a
+// worker offered it in a claim within lease.OfferWindow, and while a
+// worker whose last offer included it holds a live lease of the project
+// (busy on a task longer than the window, it claims again when done);
+// once that lease is past its expiry, only the window counts.
+func TestUnofferedCapabilities(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	long := f.item(t, graph.NewItem{Title: "train the model", Requires: []string{"gpu"}, Priority: 10})
+	f.item(t, graph.NewItem{Title: "train another", Requires: []string{"gpu"}})
+	docs := f.item(t, graph.NewItem{Title: "write the guide", Requires: []string{"docs"}})
+	c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "trainer", TTL: time.Hour, Capabilities: []string{"gpu", "go"}})
+	if err != nil || c.Item.ID != long.ID {
+		t.Fatalf("claim = %v, %v", c.Item.Title, err)
+	}
+	w, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "writer", Capabilities: []string{"docs"}})
+	if err != nil || w.Item.ID != docs.ID {
+		t.Fatalf("claim = %v, %v", w.Item.Title, err)
+	}
+	if _, err := f.leases.Complete(f.ctx, f.project, lease.Fence{LeaseID: w.Lease.ID, Epoch: w.Lease.Epoch}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := func(at string, caps ...string) {
+		t.Helper()
+		got, err := f.leases.UnofferedCapabilities(f.ctx, f.project, []string{"docs", "gpu", "rust"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, caps) {
+			t.Fatalf("%s: unoffered = %v, want %v", at, got, caps)
+		}
+	}
+	want("at once", "rust")
+	f.clock.Advance(lease.OfferWindow + 5*time.Minute)
+	want("past the window, the trainer still on its lease", "docs", "rust")
+	f.clock.Advance(time.Hour)
+	want("past the trainer's expiry", "docs", "gpu", "rust")
+}
+
+// TestClaimBatchScopes: a batch claim grants items with touches too, by
+// the single claim's rules: never two live leases (of the batch, or one
+// of the batch and another) with overlapping scopes, and an item whose
+// scope is free again is granted by the next batch. Capabilities apply
+// as to any claim. A batch used to grant no item with touches at all, so
+// that `workgraph work --concurrency N` never took one. (A database of its
+// own: a batch takes several items with touches only on a pool, each in a
+// transaction of its own; see fillScoped.)
+func TestClaimBatchScopes(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	whole := f.item(t, graph.NewItem{Title: "whole dir", Priority: 5, Touches: []string{"repo:x/**"}})
+	inside := f.item(t, graph.NewItem{Title: "one file", Priority: 4, Touches: []string{"repo:x/y.go"}})
+	schema := f.item(t, graph.NewItem{Title: "schema", Priority: 3, Touches: []string{"db:schema"}, Requires: []string{"sql"}})
+	f.item(t, graph.NewItem{Title: "plain", Priority: 1})
+	titles := func(cs []lease.Claim) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Item.Title)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	cs, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w", Capabilities: []string{"sql"}}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := titles(cs); !slices.Equal(got, []string{"plain", "schema", "whole dir"}) {
+		t.Fatalf("first batch granted %q, want plain, schema and whole dir (one file overlaps whole dir)", got)
+	}
+	for _, c := range cs {
+		if !slices.Equal(c.Lease.Scopes, c.Item.Touches) {
+			t.Errorf("%s: lease holds %v, its item touches %v", c.Item.Title, c.Lease.Scopes, c.Item.Touches)
+		}
+		if c.Item.ID == schema.ID && !slices.Equal(c.Lease.Scopes, []string{"db:schema"}) {
+			t.Errorf("schema's lease holds %v", c.Lease.Scopes)
+		}
+	}
+	if _, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w2"}, 10); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("second batch: %v, want nothing (one file's scope is held)", err)
+	}
+	for _, c := range cs {
+		if c.Item.ID == whole.ID {
+			if _, err := f.leases.Complete(f.ctx, f.project, fence(c.Lease), nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	again, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w2"}, 10)
+	if err != nil || len(again) != 1 || again[0].Item.ID != inside.ID {
+		t.Fatalf("batch after whole dir completed: %v, %q; want one file", err, titles(again))
+	}
+	f.checkInvariants(t)
+}
+
+// TestBatchScopeRace: batch claimers commit concurrently over items whose
+// scopes overlap in many ways; after every batch no two live leases hold
+// overlapping scopes, and every item is eventually done. (A database of
+// its own: concurrent, committing claims.)
+func TestBatchScopeRace(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	scopes := [][]string{
+		{"repo"}, {"repo:web/**"}, {"repo:web/src/*.go"}, {"repo:**/*.md"}, {"repo:api/**"},
+		{"db"}, {"db:schema"}, {"db:data", "cache:x"}, {}, {"cache"},
+	}
+	const items = 40
+	for i := 0; i < items; i++ {
+		f.item(t, graph.NewItem{Title: fmt.Sprintf("item %d", i), Touches: scopes[i%len(scopes)]})
+	}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worker := fmt.Sprintf("w%d", w)
+			for idle := 0; done.Load() < items && idle < 400; {
+				cs, err := f.leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: worker}, 5)
+				if errors.Is(err, lease.ErrNothingReady) {
+					idle++
+					time.Sleep(time.Millisecond) // let a holder finish; not a wait for an effect
+					continue
+				}
+				if err != nil {
+					t.Errorf("batch claim: %v", err)
+					return
+				}
+				idle = 0
+				if n, first := overlappingLive(t, f); n > 0 {
+					t.Errorf("after a batch, live leases overlap: %s", first)
+					return
+				}
+				for _, c := range cs {
+					if _, err := f.leases.Complete(f.ctx, f.project, fence(c.Lease), json.RawMessage(`{}`), nil); err != nil {
+						t.Errorf("complete: %v", err)
+						return
+					}
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if done.Load() != items {
+		t.Fatalf("%d items completed, want %d", done.Load(), items)
+	}
+}
+
+// TestClaimBatchNoMatch: a batch claim answers no_match as a single claim
+// does (ready items exist, and its capabilities cover none of them), at
+// once, also as a long poll, instead of waiting in silence; and it records
+// the capabilities it offered, as a single claim does, so that the item
+// page does not say no live worker has them.
+func TestClaimBatchNoMatch(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	req := lease.ClaimRequest{Worker: "reader", Capabilities: []string{"read"}}
+	if _, err := f.leases.ClaimBatch(f.ctx, f.project, req, 5); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("empty project: %v, want ErrNothingReady", err)
+	}
+	if got, err := f.leases.UnofferedCapabilities(f.ctx, f.project, []string{"read"}); err != nil || len(got) != 0 {
+		t.Fatalf("unoffered after a batch offering read: %v, %v; want none", got, err)
+	}
+	f.item(t, graph.NewItem{Title: "migrate", Requires: []string{"go", "db-migrations"}})
+	start := time.Now()
+	_, err := f.leases.ClaimBatchWait(f.ctx, f.project, req, 5, 30*time.Second, nil)
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Code != wgerr.CodeNoMatch {
+		t.Fatalf("batch claim: %v, want no_match", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("the long poll waited before answering no_match")
+	}
+	if we.Details["reason"] != "capabilities_unmatched" || !slices.Equal(we.Details["missing"].([]string), []string{"db-migrations", "go"}) {
+		t.Fatalf("details = %v", we.Details)
+	}
+	it := f.item(t, graph.NewItem{Title: "read docs", Requires: []string{"read"}})
+	cs, err := f.leases.ClaimBatch(f.ctx, f.project, req, 5)
+	if err != nil || len(cs) != 1 || cs[0].Item.ID != it.ID {
+		t.Fatalf("batch claim: %v, %d claims; want read docs", err, len(cs))
+	}
+}

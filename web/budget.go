@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -112,13 +113,25 @@ func (u *ui) setBudget(r *req) error {
 	return r.redirect(back, msg)
 }
 
+// digitGroups is a number written with its thousands grouped by ",", "_"
+// or " " (2,000,000 or 1 000.50), a leading "$" allowed.
+var digitGroups = regexp.MustCompile(`^\$?[0-9]{1,3}([,_ ][0-9]{3})+(\.[0-9]*)?$`)
+
+// ungrouped is s without its thousands separators when it groups its
+// digits as digitGroups says, else s as typed: "2,50" (a decimal comma)
+// stays as it is, for the parser to refuse, rather than become 250.
+func ungrouped(s string) string {
+	if !digitGroups.MatchString(s) {
+		return s
+	}
+	return strings.NewReplacer(",", "", "_", "", " ", "").Replace(s)
+}
+
 // readBudgetForm reads the limits; each error names its field as the form
 // labels it.
 func readBudgetForm(r *req) (lease.BudgetLimits, error) {
 	var lim lease.BudgetLimits
-	field := func(name string) string {
-		return strings.NewReplacer(",", "", "_", "", " ", "").Replace(strings.TrimSpace(r.FormValue(name)))
-	}
+	field := func(name string) string { return ungrouped(strings.TrimSpace(r.FormValue(name))) }
 	if s := field("max_tokens"); s != "" {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v < 0 {
@@ -133,7 +146,7 @@ func readBudgetForm(r *req) (lease.BudgetLimits, error) {
 		}
 		lim.MaxCostUSD = &v
 	}
-	if s := field("max_wall"); s != "" {
+	if s := strings.ReplaceAll(strings.TrimSpace(r.FormValue("max_wall")), " ", ""); s != "" { // "1h 30m"
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return lim, fmt.Errorf("Budget not changed: wall time must be a duration, e.g. 4h, 90m or 1h30m (got %q).", r.FormValue("max_wall"))

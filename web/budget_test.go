@@ -71,6 +71,11 @@ func TestBudgetForms(t *testing.T) {
 			{"max_wall": {"4 hours"}},
 			{"max_cost_usd": {"-3"}},
 			{"max_depth": {"2000"}},
+			// A decimal comma is not a thousands separator: "2,50" is
+			// not $250, and "2,5" tokens not 25.
+			{"max_cost_usd": {"2,50"}},
+			{"max_tokens": {"2,5"}},
+			{"max_depth": {"1,0"}},
 		} {
 			r := b.post(itemPath+"/budget", form)
 			wantStatus(t, r, http.StatusSeeOther)
@@ -119,6 +124,8 @@ func TestBudgetForms(t *testing.T) {
 	if strings.Contains(r.body, `action="/p/acme/attention/`+reqID.String()+`/resolve"`) {
 		t.Fatal("the inbox offers an answer in words to a budget_exhausted request")
 	}
+	// The system asked: said once, not "system (system)".
+	wantBody(t, r, "asked by <b>system</b></span>")
 	// An answer posted anyway is refused and changes nothing.
 	r = b.post("/p/acme/attention/"+reqID.String()+"/resolve", url.Values{"answer": {"go on"}})
 	wantStatus(t, r, http.StatusConflict)
@@ -139,6 +146,28 @@ func TestBudgetForms(t *testing.T) {
 	}
 	if bud, err := e.leases.Budget(ctx, e.project.ID, root.ID); err != nil || bud.Spent {
 		t.Fatalf("budget after the raise = %+v, %v; want not spent", bud, err)
+	}
+}
+
+// TestBudgetFormNumbers: the budget form takes numbers as people write
+// them, thousands grouped and a wall time with spaces, and reads a decimal
+// comma as nothing (BadInputChangesNothing), never as a separator.
+func TestBudgetFormNumbers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	root := e.mustItem("root")
+	b := e.signIn(e.human)
+	r := b.post("/p/acme/items/"+root.ID.String()+"/budget", url.Values{
+		"max_tokens": {"2 000 000"}, "max_cost_usd": {"$1,000.50"}, "max_wall": {"1h 30m"}, "max_depth": {"2"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	bud, err := e.leases.Budget(context.Background(), e.project.ID, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := bud.Limits
+	if l.MaxTokens == nil || *l.MaxTokens != 2_000_000 || l.MaxCostUSD == nil || *l.MaxCostUSD != 1000.5 ||
+		l.MaxWall == nil || *l.MaxWall != 90*time.Minute || l.MaxDepth == nil || *l.MaxDepth != 2 {
+		t.Fatalf("budget = %+v, want 2000000 tokens, $1000.50, 1h30m, depth 2", l)
 	}
 }
 

@@ -8,7 +8,11 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-func parseInt(s string) (int64, error) { return strconv.ParseInt(strings.TrimSpace(s), 10, 64) }
+// parseVersion reads an item version a form carries (1 and up).
+func parseVersion(s string) (int32, bool) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	return int32(v), err == nil && v >= 1
+}
 
 func formatInt(v int64) string { return strconv.FormatInt(v, 10) }
 

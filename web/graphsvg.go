@@ -42,7 +42,7 @@ var stateColours = map[string][2]string{
 	"blocked":   {"#eff2f5", "#59636e"},
 	"attention": {"#fff1e5", "#bc4c00"},
 	"done":      {"#fbefff", "#8250df"},
-	"cancelled": {"#f6f8fa", "#818b98"},
+	"cancelled": {"#f6f8fa", "#656d76"},
 }
 
 const criticalColour = "#cf222e"

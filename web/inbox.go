@@ -84,14 +84,13 @@ type AnsweredNote struct {
 func (p *InboxPage) Render(w http.ResponseWriter) error { return render(w, "inbox", p) }
 
 func (u *ui) inbox(r *req) error {
-	open := attention.StateOpen
-	list, err := u.Attention.List(r.ctx(), r.project.ID, attention.Filter{State: &open, Limit: inboxLimit})
+	reqs, more, err := r.inboxRequests()
 	if err != nil {
 		return err
 	}
 	now := r.now()
-	page := &InboxPage{More: list.NextCursor != ""}
-	for _, req := range list.Requests {
+	page := &InboxPage{More: more}
+	for _, req := range reqs {
 		e, err := r.inboxEntry(req, now)
 		if err != nil {
 			return err
@@ -107,6 +106,37 @@ func (u *ui) inbox(r *req) error {
 	})
 	page.Layout = r.base("Inbox", "inbox")
 	return r.show(page)
+}
+
+// inboxRequests are the open requests the inbox shows, at most
+// inboxLimit: the overdue ones (oldest first), then the oldest others;
+// more says some were left out. The overdue are read on their own, so that
+// one newer than the inboxLimit oldest open requests is not left out.
+func (r *req) inboxRequests() (reqs []attention.Request, more bool, err error) {
+	overdue, err := r.ui.Attention.Overdue(r.ctx(), r.project.ID, inboxLimit)
+	if err != nil {
+		return nil, false, err
+	}
+	open := attention.StateOpen
+	list, err := r.ui.Attention.List(r.ctx(), r.project.ID, attention.Filter{State: &open, Limit: inboxLimit})
+	if err != nil {
+		return nil, false, err
+	}
+	shown := make(map[uuid.UUID]bool, len(overdue))
+	reqs = append(reqs, overdue...)
+	for _, q := range overdue {
+		shown[q.ID] = true
+	}
+	for _, q := range list.Requests {
+		if !shown[q.ID] {
+			reqs = append(reqs, q)
+		}
+	}
+	more = list.NextCursor != ""
+	if len(reqs) > inboxLimit {
+		reqs, more = reqs[:inboxLimit], true
+	}
+	return reqs, more, nil
 }
 
 // inboxEntry is an open request of r's project with its item's context.
@@ -167,7 +197,11 @@ func (u *ui) resolve(r *req) error {
 			result = json.RawMessage(s)
 		}
 		if _, err := u.Attention.Decide(r.ctx(), r.project.ID, id, attention.Decision(d), result, r.FormValue("note"), r.by()); err != nil {
-			return err
+			if !r.closedAlready(err, id, func(c attention.Request) bool {
+				return c.Decision != nil && *c.Decision == attention.Decision(d)
+			}) {
+				return err
+			}
 		}
 		return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
 	}
@@ -175,12 +209,16 @@ func (u *ui) resolve(r *req) error {
 	if answer == "" {
 		answer = r.FormValue("answer")
 	}
-	if strings.TrimSpace(answer) == "" {
+	if attention.Blank(answer) {
 		r.setFlash("Type an answer or pick one of the suggested answers.", true)
 		return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
 	}
 	if _, err := u.Attention.Resolve(r.ctx(), r.project.ID, id, answer, r.by()); err != nil {
-		return err
+		if !r.closedAlready(err, id, func(c attention.Request) bool {
+			return c.State == attention.StateResolved && c.Decision == nil && textOf(c.Answer) == strings.TrimSpace(answer)
+		}) {
+			return err
+		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
 }
@@ -191,10 +229,40 @@ func (u *ui) dismiss(r *req) error {
 	if err != nil {
 		return r.fail(http.StatusNotFound, "Not found", "No such attention request.")
 	}
-	if _, err := u.Attention.Dismiss(r.ctx(), r.project.ID, id, r.by(), r.FormValue("answer")); err != nil {
-		return err
+	note := r.FormValue("answer")
+	if _, err := u.Attention.Dismiss(r.ctx(), r.project.ID, id, r.by(), note); err != nil {
+		if !r.closedAlready(err, id, func(c attention.Request) bool {
+			return c.State == attention.StateDismissed && textOf(c.Answer) == strings.TrimSpace(note)
+		}) {
+			return err
+		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
+}
+
+// closedAlready reports whether err refused to close request id because
+// this person already closed it as the form asks (same reports it): the
+// same form sent twice, by a double click or a resend after the first
+// answer's page was lost. The second post then shows the confirmation of
+// the first instead of a conflict; a different answer, or another
+// person's, stays a conflict.
+func (r *req) closedAlready(err error, id uuid.UUID, same func(attention.Request) bool) bool {
+	if wgerr.CodeOf(err) != wgerr.CodeConflict {
+		return false
+	}
+	c, gerr := r.ui.Attention.Get(r.ctx(), r.project.ID, id)
+	if gerr != nil || c.State == attention.StateOpen || c.ResolvedBy == nil || *c.ResolvedBy != r.by() {
+		return false
+	}
+	return same(c)
+}
+
+// textOf is *s, or "" for nil.
+func textOf(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // answeredURL is where an answer to request id returns: the page the form

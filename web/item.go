@@ -40,7 +40,8 @@ type ItemPage struct {
 	// BudgetForm sets or raises the budget (nil on a finished item).
 	BudgetForm *BudgetForm
 	// Unoffered are the item's required capabilities that no worker
-	// offered in a claim within OfferWindow.
+	// offered in a claim within OfferWindow, nor holds a live lease
+	// having offered them last.
 	Unoffered   []string
 	OfferWindow time.Duration
 }

@@ -273,14 +273,19 @@ func (u *ui) editItem(r *req) error {
 	if err != nil {
 		return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Item: &item, Form: form, Error: err.Error()}, "Edit item")
 	}
+	// The version the form was filled in from: an edit applies only to
+	// it, so a stale form never overwrites a newer edit. A form without a
+	// valid one is refused rather than stored unchecked.
+	if _, ok := parseVersion(r.FormValue("version")); !ok {
+		return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Item: &item, Form: form,
+			Error: "This form has no valid version of the item: open its edit page again."}, "Edit item")
+	}
 	labels := splitLabels(form.Labels)
-	patch := graph.ItemPatch{Title: &form.Title, Body: &form.Body, Priority: &prio, Labels: &labels}
+	patch := graph.ItemPatch{Title: &form.Title, Body: &form.Body, Priority: &prio, Labels: &labels,
+		IfVersion: &form.Version}
 	if form.fleet {
 		requires, touches := splitLabels(form.Requires), splitLabels(form.Touches)
 		patch.Requires, patch.Touches = &requires, &touches
-	}
-	if form.Version != 0 {
-		patch.IfVersion = &form.Version
 	}
 	if _, err := u.Graph.UpdateItem(r.ctx(), r.project.ID, item.ID, patch); err != nil {
 		if msg, ok := userMessage(err); ok {
@@ -333,8 +338,8 @@ func readItemForm(r *req) ItemForm {
 		_, tch := form["touches"]
 		f.fleet = req && tch
 	}
-	if v, err := parseInt(r.FormValue("version")); err == nil {
-		f.Version = int32(v)
+	if v, ok := parseVersion(r.FormValue("version")); ok {
+		f.Version = v
 	}
 	// Browsers send textarea line breaks as CRLF.
 	f.Body = strings.ReplaceAll(f.Body, "\r\n", "\n")

@@ -306,19 +306,15 @@ func (p *WorkersPage) RenderLeases(w http.ResponseWriter) error {
 }
 
 func (u *ui) workers(r *req) error {
-	active, err := u.Leases.Active(r.ctx(), r.project.ID)
+	fl, err := u.Leases.Fleet(r.ctx(), r.project.ID)
 	if err != nil {
 		return err
 	}
 	page := &WorkersPage{Outcomes: outcomes, Now: r.now(), Activity: map[uuid.UUID]lease.Activity{}}
-	if page.Active, err = r.withTitles(active); err != nil {
+	if page.Active, err = r.withTitles(fl.Active); err != nil {
 		return err
 	}
-	acts, err := u.Leases.Activity(r.ctx(), r.project.ID)
-	if err != nil {
-		return err
-	}
-	for _, a := range acts {
+	for _, a := range fl.Activity {
 		page.Activity[a.LeaseID] = a
 	}
 	rank := func(l LeaseRow) int {
@@ -333,16 +329,8 @@ func (u *ui) workers(r *req) error {
 		r.Response().Header().Set("Content-Type", "text/html; charset=utf-8")
 		return page.RenderLeases(r.Response())
 	}
-	stats, err := u.Leases.WorkerStats(r.ctx(), r.project.ID)
-	if err != nil {
-		return err
-	}
-	usage, err := u.Leases.WorkerUsage(r.ctx(), r.project.ID)
-	if err != nil {
-		return err
-	}
-	for _, s := range stats {
-		row := WorkerStatRow{WorkerStat: s, Usage: usage[s.Worker]}
+	for _, s := range fl.Stats {
+		row := WorkerStatRow{WorkerStat: s, Usage: fl.Usage[s.Worker]}
 		for _, o := range outcomes {
 			row.Counts = append(row.Counts, s.Outcomes[o])
 			row.Total += s.Outcomes[o]

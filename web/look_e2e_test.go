@@ -62,6 +62,58 @@ func TestBrowserLook(t *testing.T) {
 	t.Run("Phone", func(t *testing.T) { testPhone(t, ctx, srv.URL(), pages) })
 	step(t, ctx, chromedp.EmulateViewport(1360, 900))
 	t.Run("Dark", func(t *testing.T) { testDark(t, ctx, srv.URL(), pages) })
+	t.Run("TextContrast", func(t *testing.T) { testTextContrast(t, ctx, srv.URL(), pages) })
+}
+
+// lowContrastText lists (up to 8) the visible texts of the page whose
+// colour has less than 4.5:1 contrast on the background they are drawn on
+// (the nearest ancestor's background colours blended over white), with
+// their contrast; the graph's SVG and disabled controls are left out.
+const lowContrastText = `(() => {
+  const parse = c => { const v = (c.match(/[\d.]+/g) || []).map(Number); return v.length < 3 ? null : {r: v[0], g: v[1], b: v[2], a: v.length > 3 ? v[3] : 1}; };
+  const lum = c => [c.r, c.g, c.b].map(x => { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); }).reduce((s, x, i) => s + x * [0.2126, 0.7152, 0.0722][i], 0);
+  const over = (c, b) => ({r: c.r * c.a + b.r * (1 - c.a), g: c.g * c.a + b.g * (1 - c.a), b: c.b * c.a + b.b * (1 - c.a)});
+  const background = el => {
+    const layers = [];
+    for (; el; el = el.parentElement) {
+      const c = parse(getComputedStyle(el).backgroundColor);
+      if (c && c.a > 0) { layers.push(c); if (c.a >= 1) break; }
+    }
+    return layers.reduceRight((b, c) => over(c, b), {r: 255, g: 255, b: 255});
+  };
+  const out = [], walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walk.nextNode()) && out.length < 8;) {
+    const el = n.parentElement;
+    if (!n.textContent.trim() || !el || el.closest("svg, option, datalist, [disabled]") || !el.getClientRects().length) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility === "hidden") continue;
+    const bg = background(el), fg = over(parse(cs.color), bg);
+    const a = lum(fg), b = lum(bg), ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5) out.push(el.tagName.toLowerCase() + "." + el.className + " " + JSON.stringify(n.textContent.trim().slice(0, 20)) + " " + ratio.toFixed(2) + ":1");
+  }
+  return out.join("; ");
+})()`
+
+// testTextContrast: in the light scheme and the dark one, every text of
+// the pages keeps at least 4.5:1 contrast on its background (docs/web.md),
+// the weakest greys and a navigation counter at zero included (the
+// workers counter, blue, kept its zero's grey text on blue: 1.8:1).
+func testTextContrast(t *testing.T, ctx context.Context, srvURL string, pages [][2]string) {
+	for _, scheme := range []string{"light", "dark"} {
+		step(t, ctx, emulateColorScheme(scheme))
+		for _, pg := range pages {
+			t.Run(scheme+" "+pg[0], func(t *testing.T) {
+				step(t, ctx, chromedp.Navigate(srvURL+pg[1]), chromedp.WaitVisible(chromedp.CSS("main h1")))
+				// Both counters of the navigation at zero, as on a quiet
+				// project's pages.
+				eval[bool](t, ctx, `document.querySelectorAll(".top nav .badge").forEach(b => { b.textContent = "0"; b.classList.add("zero"); }) || true`)
+				if low := eval[string](t, ctx, lowContrastText); low != "" {
+					t.Errorf("%s: text below 4.5:1: %s", pg[1], low)
+				}
+			})
+		}
+	}
+	step(t, ctx, emulateColorScheme("light"))
 }
 
 // testPhone: on a 400 px wide phone screen no page scrolls sideways: the

@@ -359,6 +359,45 @@ func TestInboxAnswer(t *testing.T) {
 		r := b.post("/p/acme/attention/"+ask.Request.ID.String()+"/resolve", url.Values{"answer": {"Blue"}})
 		wantStatus(t, r, http.StatusConflict)
 	})
+	// A form sent twice (a double click on "Send answer", a resend after
+	// the first answer's page was lost) confirms the answer that stands
+	// instead of a conflict page; a different answer, or another person's,
+	// is still a conflict (ErrTwice).
+	t.Run("OKSentTwice", func(t *testing.T) {
+		before, err := e.att.Get(ctx, e.project.ID, ask.Request.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := b.post("/p/acme/attention/"+ask.Request.ID.String()+"/resolve", url.Values{"suggested": {"Green"}, "answer": {""}})
+		wantStatus(t, r, http.StatusSeeOther)
+		if loc := r.Header.Get("Location"); !strings.Contains(loc, "answered="+ask.Request.ID.String()) {
+			t.Fatalf("the answer sent again goes to %q, want its confirmation", loc)
+		}
+		wantBody(t, b.get(r.Header.Get("Location")), "Answered")
+		other := e.signIn(e.admin)
+		wantStatus(t, other.post("/p/acme/attention/"+ask.Request.ID.String()+"/resolve", url.Values{"suggested": {"Green"}}), http.StatusConflict)
+		wantStatus(t, b.post("/p/acme/attention/"+ask.Request.ID.String()+"/dismiss", nil), http.StatusConflict)
+		after, err := e.att.Get(ctx, e.project.ID, ask.Request.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.ResolvedAt.Equal(*before.ResolvedAt) || *after.Answer != "Green" || *after.ResolvedBy != "token:t-human" {
+			t.Fatalf("the request changed: %+v -> %+v", before, after)
+		}
+
+		held := e.mustItem("Held twice")
+		hold, err := e.att.Hold(ctx, e.project.ID, held.ID, "wait for me", "token:t-human")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			r := b.post("/p/acme/attention/"+hold.ID.String()+"/dismiss", nil)
+			wantStatus(t, r, http.StatusSeeOther)
+		}
+		if got, _ := e.att.Get(ctx, e.project.ID, hold.ID); got.State != attention.StateDismissed {
+			t.Fatalf("the hold is %s, want dismissed", got.State)
+		}
+	})
 	t.Run("ErrEmptyAnswer", func(t *testing.T) {
 		it2 := e.mustItem("Another")
 		req, err := e.att.Hold(ctx, e.project.ID, it2.ID, "wait", "token:t-human")
@@ -370,6 +409,13 @@ func TestInboxAnswer(t *testing.T) {
 		got, _ := e.att.Get(ctx, e.project.ID, req.ID)
 		if got.State != attention.StateOpen {
 			t.Fatalf("an empty answer resolved the request: %+v", got)
+		}
+		// Invisible characters alone are empty too.
+		r = b.post("/p/acme/attention/"+req.ID.String()+"/resolve", url.Values{"answer": {"\u200b \ufeff"}})
+		wantStatus(t, r, http.StatusSeeOther)
+		wantBody(t, b.get(r.Header.Get("Location")), "Type an answer")
+		if got, _ := e.att.Get(ctx, e.project.ID, req.ID); got.State != attention.StateOpen {
+			t.Fatalf("an invisible answer resolved the request: %+v", got)
 		}
 	})
 }
@@ -412,6 +458,22 @@ func TestItemForms(t *testing.T) {
 		got, _ := e.graph.Item(ctx, e.project.ID, child.ID)
 		if got.Title != "Renamed" {
 			t.Fatalf("a stale edit was stored: %q", got.Title)
+		}
+	})
+	// The edit form's version is what keeps a stale form from overwriting
+	// a newer edit: a form without a valid one changes nothing (it was
+	// stored without the check).
+	t.Run("ErrBadVersion", func(t *testing.T) {
+		for _, v := range []url.Values{
+			{"title": {"No version"}},
+			{"title": {"Bad version"}, "version": {"abc"}},
+			{"title": {"Huge version"}, "version": {"4294967298"}},
+		} {
+			r := b.post("/p/acme/items/"+child.ID.String()+"/edit", v)
+			wantStatus(t, r, http.StatusBadRequest)
+			if got, _ := e.graph.Item(ctx, e.project.ID, child.ID); got.Title != "Renamed" {
+				t.Fatalf("%v: the edit was stored: %q", v, got.Title)
+			}
 		}
 	})
 	t.Run("ErrEmptyTitle", func(t *testing.T) {

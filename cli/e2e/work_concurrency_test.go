@@ -130,3 +130,47 @@ func TestWorkLoopExitsZeroAfterFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkConcurrencyNoMatch: `work --concurrency N` whose capabilities
+// cover no ready item is told so at once, as the single-slot supervisor
+// is: exit 6 naming the missing capability (it was told nothing was
+// ready, exit 3, and with --wait it waited in silence). Nothing is
+// claimed.
+func TestWorkConcurrencyNoMatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var gpu client.Item
+	e.mustJSON(e.humanToken, &gpu, "items", "add", "Train", "--requires", "gpu")
+	e.wantExit(e.agentToken, 6, "waiting will not help", "work", "--concurrency", "2", "--capabilities", "docs", "--",
+		"sh", "-c", "exit 0")
+	if got := e.get(gpu.ID); got.State != client.StateReady || len(e.leases(gpu.ID)) != 0 {
+		t.Fatalf("%q is %s with %d leases, want ready and never leased", gpu.Title, got.State, len(e.leases(gpu.ID)))
+	}
+}
+
+// TestWorkConcurrencyScopes: `work --loop --concurrency N` does items with
+// write scopes (its batch claims used to grant none, so it did nothing and
+// said nothing was ready), never two with overlapping scopes at once.
+func TestWorkConcurrencyScopes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var a, b, c client.Item
+	e.mustJSON(e.humanToken, &a, "items", "add", "Restyle", "--touches", "repo:web/**")
+	e.mustJSON(e.humanToken, &b, "items", "add", "Fix the page", "--touches", "repo:web/page.go")
+	e.mustJSON(e.humanToken, &c, "items", "add", "Migrate", "--touches", "db:schema")
+	r := e.run(e.agentToken, nil, "work", "--loop", "--concurrency", "3", "--lease", "30s", "--",
+		"sh", "-c", `echo '{"ok": true}' > "$WORKGRAPH_RESULT_FILE"`)
+	if r.code != 0 {
+		t.Fatalf("work: %v", r)
+	}
+	for _, it := range []client.Item{a, b, c} {
+		if got := e.get(it.ID); got.State != client.StateDone {
+			t.Errorf("item %q is %s, want done\n%v", it.Title, got.State, r)
+		}
+	}
+	la, lb := e.leases(a.ID), e.leases(b.ID)
+	if len(la) == 1 && len(lb) == 1 && la[0].EndedAt != nil && lb[0].EndedAt != nil &&
+		la[0].AcquiredAt.Before(*lb[0].EndedAt) && lb[0].AcquiredAt.Before(*la[0].EndedAt) {
+		t.Errorf("the overlapping items ran at once: %v-%v and %v-%v", la[0].AcquiredAt, *la[0].EndedAt, lb[0].AcquiredAt, *lb[0].EndedAt)
+	}
+}

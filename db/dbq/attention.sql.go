@@ -613,6 +613,75 @@ func (q *Queries) ListAttention(ctx context.Context, db DBTX, arg ListAttentionP
 	return items, nil
 }
 
+const listOverdueAttention = `-- name: ListOverdueAttention :many
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
+FROM attention_requests r
+WHERE r.project_id = $1 AND r.state = 'open' AND r.overdue_at IS NOT NULL
+ORDER BY r.seq
+LIMIT $2
+`
+
+type ListOverdueAttentionParams struct {
+	ProjectID uuid.UUID
+	MaxRows   int32
+}
+
+type ListOverdueAttentionRow struct {
+	AttentionRequest AttentionRequest
+	ItemTitle        string
+}
+
+// The open requests past their deadline (marked overdue by the deadline
+// sweeper), oldest first, at most @max_rows: the inbox shows them before
+// the oldest open ones, however many those are. Titles as in
+// ListAttention.
+func (q *Queries) ListOverdueAttention(ctx context.Context, db DBTX, arg ListOverdueAttentionParams) ([]ListOverdueAttentionRow, error) {
+	rows, err := db.Query(ctx, listOverdueAttention, arg.ProjectID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListOverdueAttentionRow{}
+	for rows.Next() {
+		var i ListOverdueAttentionRow
+		if err := rows.Scan(
+			&i.AttentionRequest.ProjectID,
+			&i.AttentionRequest.ID,
+			&i.AttentionRequest.Seq,
+			&i.AttentionRequest.ItemID,
+			&i.AttentionRequest.LeaseID,
+			&i.AttentionRequest.Epoch,
+			&i.AttentionRequest.Source,
+			&i.AttentionRequest.Reason,
+			&i.AttentionRequest.RequestedBy,
+			&i.AttentionRequest.Question,
+			&i.AttentionRequest.SuggestedAnswers,
+			&i.AttentionRequest.Context,
+			&i.AttentionRequest.Blocking,
+			&i.AttentionRequest.State,
+			&i.AttentionRequest.Answer,
+			&i.AttentionRequest.ResolvedBy,
+			&i.AttentionRequest.ResolvedAt,
+			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
+			&i.ItemTitle,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const projectsWithOverdueAttention = `-- name: ProjectsWithOverdueAttention :many
 SELECT DISTINCT project_id
 FROM attention_requests

@@ -2062,8 +2062,11 @@ FROM unnest($1::text[]) AS c
 WHERE NOT EXISTS (
     SELECT 1 FROM worker_offers o
     WHERE o.project_id = $2 AND c = ANY(o.capabilities)
-      AND o.offered_at >= coalesce($3::timestamptz, statement_timestamp())
-                          - $4::bigint * interval '1 millisecond')
+      AND (o.offered_at >= coalesce($3::timestamptz, statement_timestamp())
+                           - $4::bigint * interval '1 millisecond'
+           OR EXISTS (SELECT 1 FROM leases l
+                      WHERE l.project_id = o.project_id AND l.worker = o.worker AND l.ended_at IS NULL
+                        AND l.expires_at > coalesce($3::timestamptz, statement_timestamp()))))
 ORDER BY 1
 `
 
@@ -2075,7 +2078,9 @@ type UnofferedCapabilitiesParams struct {
 }
 
 // Those of @capabilities that no worker offered in a claim within the last
-// @window_ms milliseconds (by the database clock, or the given now).
+// @window_ms milliseconds, nor offered last while it holds a live lease of
+// the project, not past its expiry (busy on a task longer than the window:
+// it claims again when done), by the database clock or the given now.
 func (q *Queries) UnofferedCapabilities(ctx context.Context, db DBTX, arg UnofferedCapabilitiesParams) ([]string, error) {
 	rows, err := db.Query(ctx, unofferedCapabilities,
 		arg.Capabilities,

@@ -651,14 +651,19 @@ WHERE o.capabilities <> excluded.capabilities OR o.offered_at < excluded.offered
 
 -- name: UnofferedCapabilities :many
 -- Those of @capabilities that no worker offered in a claim within the last
--- @window_ms milliseconds (by the database clock, or the given now).
+-- @window_ms milliseconds, nor offered last while it holds a live lease of
+-- the project, not past its expiry (busy on a task longer than the window:
+-- it claims again when done), by the database clock or the given now.
 SELECT c::text AS capability
 FROM unnest(@capabilities::text[]) AS c
 WHERE NOT EXISTS (
     SELECT 1 FROM worker_offers o
     WHERE o.project_id = @project_id AND c = ANY(o.capabilities)
-      AND o.offered_at >= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-                          - sqlc.arg('window_ms')::bigint * interval '1 millisecond')
+      AND (o.offered_at >= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                           - sqlc.arg('window_ms')::bigint * interval '1 millisecond'
+           OR EXISTS (SELECT 1 FROM leases l
+                      WHERE l.project_id = o.project_id AND l.worker = o.worker AND l.ended_at IS NULL
+                        AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))))
 ORDER BY 1;
 
 

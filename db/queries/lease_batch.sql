@@ -48,10 +48,11 @@ WITH candidate AS (
       AND (c.budget_roots = '{}'
            OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
                                    coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      -- Capabilities, as in ClaimItem. A batch grants no write scopes: the
-      -- scopes of one batch's items could overlap each other, and only a
-      -- single claim takes the scope locks (lease/scopes.go); items with
-      -- touches are granted by single claims. "requires = '{}'" first: it
+      -- Capabilities, as in ClaimItem. This statement grants no write
+      -- scopes: the scopes of one batch's items could overlap each other,
+      -- and only the single claim's statement takes the scope locks
+      -- (lease/scopes.go); the batch takes items with touches after it,
+      -- one such statement each (fillScoped). "requires = '{}'" first: it
       -- is what the planner can estimate (from the column's most common
       -- value), and "requires <@ ..." alone it estimates at 0.5% of the
       -- rows, so that it read and sorted every ready item of the project
