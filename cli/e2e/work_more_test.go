@@ -215,9 +215,9 @@ func TestWorkReportsThroughAnOutage(t *testing.T) {
 	it := e.item("finished during an outage")
 	link := newLink(t, strings.TrimPrefix(e.url, "http://"))
 	dir := t.TempDir()
-	done := filepath.Join(dir, "done")
-	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "DONE=" + done},
-		"work", "--lease", "90s", "--", "sh", "-c", `while [ ! -e "$DONE" ]; do sleep 0.1; done; echo finished`)
+	done, started := filepath.Join(dir, "done"), filepath.Join(dir, "started")
+	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "DONE=" + done, "STARTED=" + started},
+		"work", "--lease", "90s", "--", "sh", "-c", `touch "$STARTED"; while [ ! -e "$DONE" ]; do sleep 0.1; done; echo finished`)
 	stderr := &lockedBuffer{}
 	sup.Stderr = stderr
 	if err := sup.Start(); err != nil {
@@ -232,7 +232,8 @@ func TestWorkReportsThroughAnOutage(t *testing.T) {
 			sup.Process.Kill()
 		}
 	}()
-	eventually(t, 10*time.Second, "the item to be leased", func() bool { return e.get(it.ID).State == client.StateLeased })
+	// The command runs: the claim's answer has come back through the link.
+	eventually(t, 10*time.Second, "the command to start", func() bool { _, err := os.Stat(started); return err == nil })
 
 	link.setDown(true)
 	if err := os.WriteFile(done, nil, 0o600); err != nil {
@@ -365,9 +366,9 @@ func TestWorkFailureTakenAnswerLost(t *testing.T) {
 	it := e.item("fails while answers are lost")
 	link := newLink(t, strings.TrimPrefix(e.url, "http://"))
 	dir := t.TempDir()
-	gate := filepath.Join(dir, "go")
-	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "GO=" + gate},
-		"work", "--lease", "90s", "--", "sh", "-c", `while [ ! -e "$GO" ]; do sleep 0.1; done; echo broken >&2; exit 3`)
+	gate, started := filepath.Join(dir, "go"), filepath.Join(dir, "started")
+	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "GO=" + gate, "STARTED=" + started},
+		"work", "--lease", "90s", "--", "sh", "-c", `touch "$STARTED"; while [ ! -e "$GO" ]; do sleep 0.1; done; echo broken >&2; exit 3`)
 	stderr := &lockedBuffer{}
 	sup.Stderr = stderr
 	if err := sup.Start(); err != nil {
@@ -382,7 +383,8 @@ func TestWorkFailureTakenAnswerLost(t *testing.T) {
 			sup.Process.Kill()
 		}
 	}()
-	eventually(t, 10*time.Second, "the item to be leased", func() bool { return e.get(it.ID).State == client.StateLeased })
+	// The command runs: the claim's answer has come back through the link.
+	eventually(t, 10*time.Second, "the command to start", func() bool { _, err := os.Stat(started); return err == nil })
 	link.setSwallow(true)
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
