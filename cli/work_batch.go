@@ -207,10 +207,12 @@ func (b *heartbeatBatcher) flush(ctx context.Context, batch []heartbeatCall) {
 		defer c2()
 	}
 	answers, err := b.api.HeartbeatBatch(callCtx, b.project, entries)
-	if len(batch) > 1 && inputRefused(err) {
+	if inputRefused(err) {
 		// One entry's input (a progress the server does not store) refuses
 		// the whole call: send each alone, so that it refuses only its own
-		// run's heartbeat, not every run's.
+		// run's heartbeat, not every run's, and names the field as a lone
+		// heartbeat does (progress..., not body[0].progress...: the run
+		// renews its lease without the progress it recognises so).
 		for _, c := range batch {
 			hb, err := b.api.Heartbeat(callCtx, c.leaseID, c.req)
 			c.reply <- heartbeatReply{hb: hb, err: err}
