@@ -1622,19 +1622,36 @@ WITH done AS (
     SELECT l.project_id, l.item_id
     FROM leases l
     WHERE l.project_id = $2 AND l.id = $3
+), closed AS (
+    -- The questions and holds still open on the done items are
+    -- dismissed (as in ReleaseDependents).
+    UPDATE attention_requests r
+    SET state = 'dismissed',
+        answer = 'The item was done before this was answered.',
+        resolved_by = 'system',
+        resolved_at = coalesce($1::timestamptz, clock_timestamp())
+    FROM done
+    WHERE r.project_id = done.project_id AND r.item_id = done.item_id
+      AND r.state = 'open' AND r.reason IN ('question', 'hold')
+    RETURNING r.project_id, r.item_id, r.blocking
 ), changes AS (
-    SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children
+    SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children, 0 AS attention
     FROM done JOIN dependencies dd ON dd.project_id = done.project_id AND dd.depends_on_id = done.item_id
     UNION ALL
-    SELECT f.project_id, f.parent_id AS item_id, 0 AS deps, 1 AS children
+    SELECT f.project_id, f.parent_id AS item_id, 0 AS deps, 1 AS children, 0 AS attention
     FROM done JOIN items f ON f.project_id = done.project_id AND f.id = done.item_id
     WHERE f.parent_id IS NOT NULL
+    UNION ALL
+    SELECT cl.project_id, cl.item_id, 0 AS deps, 0 AS children, 1 AS attention
+    FROM closed cl WHERE cl.blocking
 )
 UPDATE items AS i
 SET unmet_dependencies = i.unmet_dependencies - c.deps,
     open_children = i.open_children - c.children,
+    open_attention = i.open_attention - c.attention,
     updated_at = coalesce($1::timestamptz, now())
-FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.children)::integer AS children
+FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.children)::integer AS children,
+             sum(ch.attention)::integer AS attention
       FROM changes ch
       GROUP BY ch.project_id, ch.item_id) AS c
 WHERE i.project_id = c.project_id AND i.id = c.item_id
@@ -1682,19 +1699,36 @@ WITH done AS (
           AND l.xmin = pg_current_xact_id_if_assigned()::xid
         LIMIT 1
     ) AS l
+), closed AS (
+    -- The questions and holds still open on the done items are
+    -- dismissed (as in ReleaseDependents).
+    UPDATE attention_requests r
+    SET state = 'dismissed',
+        answer = 'The item was done before this was answered.',
+        resolved_by = 'system',
+        resolved_at = coalesce($1::timestamptz, clock_timestamp())
+    FROM done
+    WHERE r.project_id = done.project_id AND r.item_id = done.item_id
+      AND r.state = 'open' AND r.reason IN ('question', 'hold')
+    RETURNING r.project_id, r.item_id, r.blocking
 ), changes AS (
-    SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children
+    SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS children, 0 AS attention
     FROM done JOIN dependencies dd ON dd.project_id = done.project_id AND dd.depends_on_id = done.item_id
     UNION ALL
-    SELECT f.project_id, f.parent_id AS item_id, 0 AS deps, 1 AS children
+    SELECT f.project_id, f.parent_id AS item_id, 0 AS deps, 1 AS children, 0 AS attention
     FROM done JOIN items f ON f.project_id = done.project_id AND f.id = done.item_id
     WHERE f.parent_id IS NOT NULL
+    UNION ALL
+    SELECT cl.project_id, cl.item_id, 0 AS deps, 0 AS children, 1 AS attention
+    FROM closed cl WHERE cl.blocking
 )
 UPDATE items AS i
 SET unmet_dependencies = i.unmet_dependencies - c.deps,
     open_children = i.open_children - c.children,
+    open_attention = i.open_attention - c.attention,
     updated_at = coalesce($1::timestamptz, now())
-FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.children)::integer AS children
+FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.children)::integer AS children,
+             sum(ch.attention)::integer AS attention
       FROM changes ch
       GROUP BY ch.project_id, ch.item_id) AS c
 WHERE i.project_id = c.project_id AND i.id = c.item_id
@@ -1724,13 +1758,32 @@ func (q *Queries) ReleaseCompletedLeases(ctx context.Context, db DBTX, arg Relea
 }
 
 const releaseDependents = `-- name: ReleaseDependents :execrows
+WITH closed AS (
+    UPDATE attention_requests r
+    SET state = 'dismissed',
+        answer = 'The item was done before this was answered.',
+        resolved_by = 'system',
+        resolved_at = coalesce($1::timestamptz, clock_timestamp())
+    FROM items f
+    WHERE f.project_id = $2 AND f.id = ANY($3::uuid[]) AND f.status = 'done'
+      AND r.project_id = f.project_id AND r.item_id = f.id
+      AND r.state = 'open' AND r.reason IN ('question', 'hold')
+    RETURNING r.project_id, r.item_id, r.blocking
+), changes AS (
+    SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS attention
+    FROM dependencies dd
+    WHERE dd.project_id = $2 AND dd.depends_on_id = ANY($3::uuid[])
+    UNION ALL
+    SELECT c.project_id, c.item_id, 0 AS deps, 1 AS attention
+    FROM closed c WHERE c.blocking
+)
 UPDATE items AS i
-SET unmet_dependencies = i.unmet_dependencies - d.n,
+SET unmet_dependencies = i.unmet_dependencies - d.deps,
+    open_attention = i.open_attention - d.attention,
     updated_at = coalesce($1::timestamptz, now())
-FROM (SELECT dd.project_id, dd.item_id, count(*)::integer AS n
-      FROM dependencies dd
-      WHERE dd.project_id = $2 AND dd.depends_on_id = ANY($3::uuid[])
-      GROUP BY dd.project_id, dd.item_id) AS d
+FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.attention)::integer AS attention
+      FROM changes ch
+      GROUP BY ch.project_id, ch.item_id) AS d
 WHERE i.project_id = d.project_id AND i.id = d.item_id
 `
 
@@ -1746,7 +1799,10 @@ type ReleaseDependentsParams struct {
 // subquery returns, not on @project_id itself: given the constant, a
 // planner whose statistics predate a project's growth takes the project
 // for a few rows and walks all of its items (see
-// TestGraphJoinsDoNotTrustStaleProjectStatistics).
+// TestGraphJoinsDoNotTrustStaleProjectStatistics). The questions and holds
+// still open on those of the items that are done are dismissed
+// (DismissedWhenDone), and the blocking ones leave the items'
+// open_attention counters, in the same update of each row.
 func (q *Queries) ReleaseDependents(ctx context.Context, db DBTX, arg ReleaseDependentsParams) (int64, error) {
 	result, err := db.Exec(ctx, releaseDependents, arg.Now, arg.ProjectID, arg.Ids)
 	if err != nil {
