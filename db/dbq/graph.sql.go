@@ -1764,15 +1764,23 @@ WITH closed AS (
         answer = 'The item was done before this was answered.',
         resolved_by = 'system',
         resolved_at = coalesce($1::timestamptz, clock_timestamp())
-    FROM items f
-    WHERE f.project_id = $2 AND f.id = ANY($3::uuid[]) AND f.status = 'done'
-      AND r.project_id = f.project_id AND r.item_id = f.id
-      AND r.state = 'open' AND r.reason IN ('question', 'hold')
+    -- Each item's open requests by attention_by_item, one lookup per id,
+    -- and the item by its key on the project the request names (for the
+    -- same reason as above).
+    FROM unnest($2::uuid[]) AS d(id)
+    CROSS JOIN LATERAL (
+        SELECT a.project_id, a.id
+        FROM attention_requests a
+        WHERE a.project_id = $3 AND a.item_id = d.id
+          AND a.state = 'open' AND a.reason IN ('question', 'hold')
+          AND EXISTS (SELECT FROM items f WHERE f.project_id = a.project_id AND f.id = a.item_id AND f.status = 'done')
+    ) AS a
+    WHERE r.project_id = a.project_id AND r.id = a.id
     RETURNING r.project_id, r.item_id, r.blocking
 ), changes AS (
     SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS attention
     FROM dependencies dd
-    WHERE dd.project_id = $2 AND dd.depends_on_id = ANY($3::uuid[])
+    WHERE dd.project_id = $3 AND dd.depends_on_id = ANY($2::uuid[])
     UNION ALL
     SELECT c.project_id, c.item_id, 0 AS deps, 1 AS attention
     FROM closed c WHERE c.blocking
@@ -1789,8 +1797,8 @@ WHERE i.project_id = d.project_id AND i.id = d.item_id
 
 type ReleaseDependentsParams struct {
 	Now       *time.Time
-	ProjectID uuid.UUID
 	Ids       []uuid.UUID
+	ProjectID uuid.UUID
 }
 
 // One prerequisite fewer is open for each dependent of the finished items:
@@ -1800,11 +1808,11 @@ type ReleaseDependentsParams struct {
 // planner whose statistics predate a project's growth takes the project
 // for a few rows and walks all of its items (see
 // TestGraphJoinsDoNotTrustStaleProjectStatistics). The questions and holds
-// still open on those of the items that are done are dismissed
-// (DismissedWhenDone), and the blocking ones leave the items'
-// open_attention counters, in the same update of each row.
+// still open on those of the items that are done are dismissed, and the
+// blocking ones leave the items' open_attention counters, in the same
+// update of each row.
 func (q *Queries) ReleaseDependents(ctx context.Context, db DBTX, arg ReleaseDependentsParams) (int64, error) {
-	result, err := db.Exec(ctx, releaseDependents, arg.Now, arg.ProjectID, arg.Ids)
+	result, err := db.Exec(ctx, releaseDependents, arg.Now, arg.Ids, arg.ProjectID)
 	if err != nil {
 		return 0, err
 	}

@@ -213,19 +213,27 @@ RETURNING id, parent_id;
 -- planner whose statistics predate a project's growth takes the project
 -- for a few rows and walks all of its items (see
 -- TestGraphJoinsDoNotTrustStaleProjectStatistics). The questions and holds
--- still open on those of the items that are done are dismissed
--- (DismissedWhenDone), and the blocking ones leave the items'
--- open_attention counters, in the same update of each row.
+-- still open on those of the items that are done are dismissed, and the
+-- blocking ones leave the items' open_attention counters, in the same
+-- update of each row.
 WITH closed AS (
     UPDATE attention_requests r
     SET state = 'dismissed',
         answer = 'The item was done before this was answered.',
         resolved_by = 'system',
         resolved_at = coalesce(sqlc.narg('now')::timestamptz, clock_timestamp())
-    FROM items f
-    WHERE f.project_id = @project_id AND f.id = ANY(@ids::uuid[]) AND f.status = 'done'
-      AND r.project_id = f.project_id AND r.item_id = f.id
-      AND r.state = 'open' AND r.reason IN ('question', 'hold')
+    -- Each item's open requests by attention_by_item, one lookup per id,
+    -- and the item by its key on the project the request names (for the
+    -- same reason as above).
+    FROM unnest(@ids::uuid[]) AS d(id)
+    CROSS JOIN LATERAL (
+        SELECT a.project_id, a.id
+        FROM attention_requests a
+        WHERE a.project_id = @project_id AND a.item_id = d.id
+          AND a.state = 'open' AND a.reason IN ('question', 'hold')
+          AND EXISTS (SELECT FROM items f WHERE f.project_id = a.project_id AND f.id = a.item_id AND f.status = 'done')
+    ) AS a
+    WHERE r.project_id = a.project_id AND r.id = a.id
     RETURNING r.project_id, r.item_id, r.blocking
 ), changes AS (
     SELECT dd.project_id, dd.item_id, 1 AS deps, 0 AS attention
