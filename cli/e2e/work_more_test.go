@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -214,10 +215,29 @@ func TestWorkReportsThroughAnOutage(t *testing.T) {
 	e := setup(t)
 	it := e.item("finished during an outage")
 	link := newLink(t, strings.TrimPrefix(e.url, "http://"))
+	sup, stderr := reportThroughCut(t, e, link, 0, link.setDown)
+	if code := sup.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit = %d\n%s", code, stderr.String())
+	}
+	if got := e.get(it.ID); got.State != client.StateDone {
+		t.Fatalf("item after the outage = %s, want done\n%s", got.State, stderr.String())
+	}
+}
+
+// reportThroughCut runs `work` through link on the env's one item, with a
+// command that exits with exit once the test lets it; the link is cut
+// (cut(true)) from just before the command ends until the supervisor
+// says it tries its report again (the client's own retries, 10 attempts
+// with backoff capped at 5 s, spent), then mended. It fails the test when
+// the supervisor gives up meanwhile or does not finish after the mend, and
+// returns the ended supervisor and its standard error.
+func reportThroughCut(t *testing.T, e *env, link *link, exit int, cut func(bool)) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
 	dir := t.TempDir()
-	done, started := filepath.Join(dir, "done"), filepath.Join(dir, "started")
-	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "DONE=" + done, "STARTED=" + started},
-		"work", "--lease", "90s", "--", "sh", "-c", `touch "$STARTED"; while [ ! -e "$DONE" ]; do sleep 0.1; done; echo finished`)
+	gate, started := filepath.Join(dir, "go"), filepath.Join(dir, "started")
+	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "GO=" + gate, "STARTED=" + started},
+		"work", "--lease", "90s", "--", "sh", "-c",
+		fmt.Sprintf(`touch "$STARTED"; while [ ! -e "$GO" ]; do sleep 0.1; done; echo ended >&2; exit %d`, exit))
 	stderr := &lockedBuffer{}
 	sup.Stderr = stderr
 	if err := sup.Start(); err != nil {
@@ -225,22 +245,20 @@ func TestWorkReportsThroughAnOutage(t *testing.T) {
 	}
 	exited := make(chan struct{})
 	go func() { sup.Wait(); close(exited) }()
-	defer func() {
+	t.Cleanup(func() {
 		select {
 		case <-exited:
 		default:
 			sup.Process.Kill()
+			<-exited
 		}
-	}()
+	})
 	// The command runs: the claim's answer has come back through the link.
 	eventually(t, 10*time.Second, "the command to start", func() bool { _, err := os.Stat(started); return err == nil })
-
-	link.setDown(true)
-	if err := os.WriteFile(done, nil, 0o600); err != nil {
+	cut(true)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The client's own retries (10 attempts, backoff capped at 5 s) end
-	// first; then the supervisor says it tries again, or gives up.
 	eventually(t, 60*time.Second, "the supervisor to try again or give up", func() bool {
 		select {
 		case <-exited:
@@ -251,21 +269,16 @@ func TestWorkReportsThroughAnOutage(t *testing.T) {
 	})
 	select {
 	case <-exited:
-		t.Fatalf("the supervisor gave up during the outage:\n%s", stderr.String())
+		t.Fatalf("the supervisor gave up while the link was cut:\n%s", stderr.String())
 	default:
 	}
-	link.setDown(false)
+	cut(false)
 	select {
 	case <-exited:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the supervisor did not finish after the outage\n%s", stderr.String())
+		t.Fatalf("the supervisor did not finish after the link was mended\n%s", stderr.String())
 	}
-	if code := sup.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit = %d\n%s", code, stderr.String())
-	}
-	if got := e.get(it.ID); got.State != client.StateDone {
-		t.Fatalf("item after the outage = %s, want done\n%s", got.State, stderr.String())
-	}
+	return sup, stderr
 }
 
 // link is a TCP relay to a server that the test can cut: while down it
@@ -365,49 +378,7 @@ func TestWorkFailureTakenAnswerLost(t *testing.T) {
 	e := setup(t)
 	it := e.item("fails while answers are lost")
 	link := newLink(t, strings.TrimPrefix(e.url, "http://"))
-	dir := t.TempDir()
-	gate, started := filepath.Join(dir, "go"), filepath.Join(dir, "started")
-	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "GO=" + gate, "STARTED=" + started},
-		"work", "--lease", "90s", "--", "sh", "-c", `touch "$STARTED"; while [ ! -e "$GO" ]; do sleep 0.1; done; echo broken >&2; exit 3`)
-	stderr := &lockedBuffer{}
-	sup.Stderr = stderr
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { sup.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			sup.Process.Kill()
-		}
-	}()
-	// The command runs: the claim's answer has come back through the link.
-	eventually(t, 10*time.Second, "the command to start", func() bool { _, err := os.Stat(started); return err == nil })
-	link.setSwallow(true)
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 60*time.Second, "the supervisor to try again or give up", func() bool {
-		select {
-		case <-exited:
-			return true
-		default:
-		}
-		return strings.Contains(stderr.String(), "trying again until the lease runs out")
-	})
-	select {
-	case <-exited:
-		t.Fatalf("the supervisor gave up while the answers were lost:\n%s", stderr.String())
-	default:
-	}
-	link.setSwallow(false)
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the supervisor did not finish\n%s", stderr.String())
-	}
+	sup, stderr := reportThroughCut(t, e, link, 3, link.setSwallow)
 	ls := e.leases(it.ID)
 	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeFailed {
 		t.Fatalf("leases = %+v, want the one lease ended failed", ls)
