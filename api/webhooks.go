@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/webhook"
@@ -47,6 +48,20 @@ func deliveryView(d webhook.Delivery) wire.Delivery {
 
 // webhooks is the webhook service, or 503 when the server runs without
 // one (an API built for a test of other routes).
+// webhookRoute reads the project and webhook of a /webhooks/{id} route
+// and the service that stores them.
+func (a *API) webhookRoute(c echo.Context) (project, id uuid.UUID, svc *webhook.Service, err error) {
+	p, err := a.project(c)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, nil, err
+	}
+	if id, err = routeID(c, "webhook"); err != nil {
+		return uuid.Nil, uuid.Nil, nil, err
+	}
+	svc, err = a.webhooks()
+	return p.ID, id, svc, err
+}
+
 func (a *API) webhooks() (*webhook.Service, error) {
 	if a.svc.Webhooks == nil {
 		return nil, wgerr.New(wgerr.CodeUnavailable, "webhooks are not served here")
@@ -115,19 +130,11 @@ func (a *API) getWebhook(c echo.Context) error {
 	if err := onlyQuery(c); err != nil {
 		return err
 	}
-	p, err := a.project(c)
+	project, id, svc, err := a.webhookRoute(c)
 	if err != nil {
 		return err
 	}
-	id, err := routeID(c, "webhook")
-	if err != nil {
-		return err
-	}
-	svc, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	w, err := svc.Get(c.Request().Context(), p.ID, id)
+	w, err := svc.Get(c.Request().Context(), project, id)
 	if err != nil {
 		return err
 	}
@@ -148,19 +155,11 @@ func (a *API) rotateWebhookSecret(c echo.Context) error {
 	if max := int64(webhook.MaxSecretGrace / time.Second); grace < 0 || grace > max {
 		return wgerr.InvalidField("grace_seconds", "must be 0 to %d", max)
 	}
-	p, err := a.project(c)
+	project, id, svc, err := a.webhookRoute(c)
 	if err != nil {
 		return err
 	}
-	id, err := routeID(c, "webhook")
-	if err != nil {
-		return err
-	}
-	svc, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	w, err := svc.RotateSecret(c.Request().Context(), p.ID, id, time.Duration(grace)*time.Second)
+	w, err := svc.RotateSecret(c.Request().Context(), project, id, time.Duration(grace)*time.Second)
 	if err != nil {
 		return err
 	}
@@ -182,19 +181,11 @@ func (a *API) updateWebhook(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	p, err := a.project(c)
+	project, id, svc, err := a.webhookRoute(c)
 	if err != nil {
 		return err
 	}
-	id, err := routeID(c, "webhook")
-	if err != nil {
-		return err
-	}
-	svc, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	w, err := svc.Update(c.Request().Context(), p.ID, id, webhook.Change{URL: req.URL, EventTypes: req.EventTypes,
+	w, err := svc.Update(c.Request().Context(), project, id, webhook.Change{URL: req.URL, EventTypes: req.EventTypes,
 		Format: req.Format, SetRecipient: req.Recipient.set, Recipient: req.Recipient.value,
 		Description: req.Description, Enabled: req.Enabled})
 	if err != nil {
@@ -204,19 +195,11 @@ func (a *API) updateWebhook(c echo.Context) error {
 }
 
 func (a *API) deleteWebhook(c echo.Context) error {
-	p, err := a.project(c)
+	project, id, svc, err := a.webhookRoute(c)
 	if err != nil {
 		return err
 	}
-	id, err := routeID(c, "webhook")
-	if err != nil {
-		return err
-	}
-	svc, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	if err := svc.Delete(c.Request().Context(), p.ID, id); err != nil {
+	if err := svc.Delete(c.Request().Context(), project, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -237,15 +220,7 @@ func (a *API) webhookDeliveries(c echo.Context) error {
 	if before != nil && *before < 1 {
 		return wgerr.InvalidField("before", "must be a positive event number")
 	}
-	p, err := a.project(c)
-	if err != nil {
-		return err
-	}
-	id, err := routeID(c, "webhook")
-	if err != nil {
-		return err
-	}
-	svc, err := a.webhooks()
+	project, id, svc, err := a.webhookRoute(c)
 	if err != nil {
 		return err
 	}
@@ -253,7 +228,7 @@ func (a *API) webhookDeliveries(c echo.Context) error {
 	if before != nil {
 		b = int64(*before)
 	}
-	ds, err := svc.Deliveries(c.Request().Context(), p.ID, id, b, limit)
+	ds, err := svc.Deliveries(c.Request().Context(), project, id, b, limit)
 	if err != nil {
 		return err
 	}
