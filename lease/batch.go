@@ -124,8 +124,8 @@ func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req C
 			out = nil
 			return err
 		}
-		if out, err = s.claimsOf(ctx, exec, project, rows); err != nil {
-			return err
+		if out, err = s.claimsOf(ctx, exec, project, rows); err != nil || !rows[0].ScopedReady {
+			return err // no item with touches is ready: nothing to fill the batch with
 		}
 		out, err = s.fillScoped(ctx, exec, project, req, ttl, out, max, now, quiet)
 		return err

@@ -207,3 +207,39 @@ func TestClaimIsOneStatement(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchClaimUnderFilledIsOneStatement: a batch claim that finds fewer
+// ready items than it asks for is still one statement when no item with
+// write scopes is ready (those it takes one by one with the single
+// claim's statement, lease/batch.go fillScoped: one statement more only
+// when there are such items).
+func TestBatchClaimUnderFilledIsOneStatement(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	leases, c := countingLeases(t, f)
+	for _, title := range []string{"a", "b"} {
+		f.item(t, graph.NewItem{Title: title})
+	}
+	var got []lease.Claim
+	n := c.counted(t, func() (err error) {
+		got, err = leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}, 5)
+		return err
+	})
+	if len(got) != 2 {
+		t.Fatalf("the batch claimed %d items, want the 2 ready", len(got))
+	}
+	if n != 1 {
+		t.Errorf("an under-filled batch with no scoped item ready sent %d statements, want 1", n)
+	}
+
+	// With an item with touches ready, the batch takes it too.
+	scoped := f.item(t, graph.NewItem{Title: "scoped", Touches: []string{"repo:web/**"}})
+	f.item(t, graph.NewItem{Title: "plain"})
+	got, err := leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1].Item.ID != scoped.ID {
+		t.Fatalf("the batch claimed %+v, want the plain item and then the scoped one", got)
+	}
+}

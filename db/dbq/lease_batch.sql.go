@@ -88,7 +88,13 @@ WITH candidate AS (
 SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
-       coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
+       coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now,
+       -- Whether any item with touches is ready (the statement leaves
+       -- those to the single claim's: lease.Service.fillScoped), read once
+       -- from the small partial index items_ready_scoped: without one, an
+       -- under-filled batch needs no statement more.
+       EXISTS (SELECT 1 FROM items s
+               WHERE s.project_id = $2 AND s.ready AND s.touches <> '{}') AS scoped_ready
 FROM granted AS leases
 JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 ORDER BY leases.seq
@@ -113,6 +119,7 @@ type ClaimItemsRow struct {
 	Item         Item
 	HasAttention bool
 	DbNow        time.Time
+	ScopedReady  bool
 }
 
 // Batches of the lease protocol: several claims, completions or heartbeats
@@ -225,6 +232,7 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Item.BudgetRoots,
 			&i.HasAttention,
 			&i.DbNow,
+			&i.ScopedReady,
 		); err != nil {
 			return nil, err
 		}

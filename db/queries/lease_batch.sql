@@ -95,7 +95,13 @@ WITH candidate AS (
 SELECT sqlc.embed(leases), sqlc.embed(items),
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
-       coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())::timestamptz AS db_now
+       coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())::timestamptz AS db_now,
+       -- Whether any item with touches is ready (the statement leaves
+       -- those to the single claim's: lease.Service.fillScoped), read once
+       -- from the small partial index items_ready_scoped: without one, an
+       -- under-filled batch needs no statement more.
+       EXISTS (SELECT 1 FROM items s
+               WHERE s.project_id = @project_id AND s.ready AND s.touches <> '{}') AS scoped_ready
 FROM granted AS leases
 JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 ORDER BY leases.seq;
