@@ -613,38 +613,48 @@ func (q *Queries) ListAttention(ctx context.Context, db DBTX, arg ListAttentionP
 	return items, nil
 }
 
-const listOverdueAttention = `-- name: ListOverdueAttention :many
+const listInboxAttention = `-- name: ListInboxAttention :many
 SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
-WHERE r.project_id = $1 AND r.state = 'open' AND r.overdue_at IS NOT NULL
+WHERE r.project_id = $1 AND r.state = 'open'
+  AND (r.overdue_at IS NOT NULL) = $2::boolean
+  AND r.seq > $3
 ORDER BY r.seq
-LIMIT $2
+LIMIT $4
 `
 
-type ListOverdueAttentionParams struct {
+type ListInboxAttentionParams struct {
 	ProjectID uuid.UUID
+	Overdue   bool
+	AfterSeq  int64
 	MaxRows   int32
 }
 
-type ListOverdueAttentionRow struct {
+type ListInboxAttentionRow struct {
 	AttentionRequest AttentionRequest
 	ItemTitle        string
 }
 
-// The open requests past their deadline (marked overdue by the deadline
-// sweeper), oldest first, at most @max_rows: the inbox shows them before
-// the oldest open ones, however many those are. Titles as in
-// ListAttention.
-func (q *Queries) ListOverdueAttention(ctx context.Context, db DBTX, arg ListOverdueAttentionParams) ([]ListOverdueAttentionRow, error) {
-	rows, err := db.Query(ctx, listOverdueAttention, arg.ProjectID, arg.MaxRows)
+// One part of the inbox's order: the project's open requests that are
+// overdue (@overdue, marked by the deadline sweeper) or not, oldest first,
+// after @after_seq (0 = from the start), at most @max_rows. The inbox
+// shows the overdue part first, however many older requests wait. Titles
+// as in ListAttention.
+func (q *Queries) ListInboxAttention(ctx context.Context, db DBTX, arg ListInboxAttentionParams) ([]ListInboxAttentionRow, error) {
+	rows, err := db.Query(ctx, listInboxAttention,
+		arg.ProjectID,
+		arg.Overdue,
+		arg.AfterSeq,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListOverdueAttentionRow{}
+	items := []ListInboxAttentionRow{}
 	for rows.Next() {
-		var i ListOverdueAttentionRow
+		var i ListInboxAttentionRow
 		if err := rows.Scan(
 			&i.AttentionRequest.ProjectID,
 			&i.AttentionRequest.ID,
