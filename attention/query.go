@@ -153,14 +153,27 @@ func (s *Service) Inbox(ctx context.Context, project uuid.UUID, after *InboxKey,
 			default:
 				from = after.Seq
 			}
-			rows, err := dbq.New().ListInboxAttention(ctx, tx, dbq.ListInboxAttentionParams{
-				ProjectID: project, Overdue: overdue, AfterSeq: from, MaxRows: int32(limit - len(out)),
-			})
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+			q, max := dbq.New(), int32(limit-len(out))
+			if overdue {
+				rows, err := q.ListInboxOverdueAttention(ctx, tx, dbq.ListInboxOverdueAttentionParams{
+					ProjectID: project, AfterSeq: from, MaxRows: max,
+				})
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+				}
+			} else {
+				rows, err := q.ListInboxWaitingAttention(ctx, tx, dbq.ListInboxWaitingAttentionParams{
+					ProjectID: project, AfterSeq: from, MaxRows: max,
+				})
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+				}
 			}
 			if len(out) == limit {
 				break
