@@ -71,7 +71,9 @@ const (
 // the lease that ended for it; for a repeated-expiry request, the last lease
 // that expired).
 type Request struct {
-	ID               uuid.UUID
+	ID uuid.UUID
+	// Seq numbers requests in the order they were opened, across projects.
+	Seq              int64
 	ProjectID        uuid.UUID
 	ItemID           uuid.UUID
 	ItemTitle        string

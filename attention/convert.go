@@ -24,6 +24,7 @@ func fromRow(r dbq.AttentionRequest, itemTitle string) Request {
 	}
 	return Request{
 		ID:               r.ID,
+		Seq:              r.Seq,
 		ProjectID:        r.ProjectID,
 		ItemID:           r.ItemID,
 		ItemTitle:        itemTitle,

@@ -80,24 +80,108 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 	return out, nil
 }
 
-// Overdue returns up to limit (1..page.Max; 0: page.Default) of the project's open
-// requests past their deadline, oldest first.
+// InboxKey is a place in the inbox's order (Inbox): the overdue open
+// requests first, then the others, each oldest first. Seq is a request's
+// sequence number, unique across projects, so one key orders the
+// requests of several projects.
+type InboxKey struct {
+	Overdue bool
+	Seq     int64
+}
+
+// Before reports whether k comes before o in the inbox's order.
+func (k InboxKey) Before(o InboxKey) bool {
+	if k.Overdue != o.Overdue {
+		return k.Overdue
+	}
+	return k.Seq < o.Seq
+}
+
+// inboxList names the inbox's cursors (package page).
+const inboxList = "inbox"
+
+// Cursor is the opaque cursor of the inbox's page after k.
+func (k InboxKey) Cursor() string {
+	rank := int64(1)
+	if k.Overdue {
+		rank = 0
+	}
+	return page.EncodeKey(inboxList, rank, k.Seq)
+}
+
+// InboxAfter is the key a Cursor names; the empty cursor is nil (from
+// the start).
+//
+// Errors: invalid_argument (field "cursor") for anything else.
+func InboxAfter(cursor string) (*InboxKey, error) {
+	rank, seq, ok, err := page.DecodeKey(inboxList, cursor)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if rank != 0 && rank != 1 {
+		return nil, wgerr.InvalidField("cursor", "is not a cursor this list returned")
+	}
+	return &InboxKey{Overdue: rank == 0, Seq: seq}, nil
+}
+
+// Key is r's place in the inbox's order.
+func (r Request) Key() InboxKey { return InboxKey{Overdue: r.Overdue(), Seq: r.Seq} }
+
+// Inbox returns up to limit (1..page.Max; 0: page.Default) of the
+// project's open requests in the inbox's order, after the key after (nil:
+// from the start): the overdue ones (past their deadline, as the deadline
+// sweeper marked them) oldest first, then the others oldest first. The
+// two parts are read in one snapshot, so a request marked overdue
+// meanwhile is neither shown twice nor left out.
 //
 // Errors: invalid_argument (limit).
-func (s *Service) Overdue(ctx context.Context, project uuid.UUID, limit int) ([]Request, error) {
+func (s *Service) Inbox(ctx context.Context, project uuid.UUID, after *InboxKey, limit int) ([]Request, error) {
 	limit, err := page.Limit(limit)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := dbq.New().ListOverdueAttention(ctx, s.exec, dbq.ListOverdueAttentionParams{ProjectID: project, MaxRows: int32(limit)})
-	if err != nil {
-		return nil, db.Translate(err)
-	}
-	out := make([]Request, len(rows))
-	for i, r := range rows {
-		out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
-	}
-	return out, nil
+	var out []Request
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		out = nil
+		for _, overdue := range []bool{true, false} {
+			var from int64
+			switch {
+			case after == nil:
+			case after.Overdue && !overdue:
+			case after.Overdue != overdue:
+				continue // the overdue part lies before the key
+			default:
+				from = after.Seq
+			}
+			q, max := dbq.New(), int32(limit-len(out))
+			if overdue {
+				rows, err := q.ListInboxOverdueAttention(ctx, tx, dbq.ListInboxOverdueAttentionParams{
+					ProjectID: project, AfterSeq: from, MaxRows: max,
+				})
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+				}
+			} else {
+				rows, err := q.ListInboxWaitingAttention(ctx, tx, dbq.ListInboxWaitingAttentionParams{
+					ProjectID: project, AfterSeq: from, MaxRows: max,
+				})
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+				}
+			}
+			if len(out) == limit {
+				break
+			}
+		}
+		return nil
+	})
+	return out, db.Translate(err)
 }
 
 // ForItem returns every request of an item, oldest first: its attention

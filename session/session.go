@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -94,4 +95,39 @@ func (s *Store) End(ctx context.Context, id string) error {
 func hashID(id string) []byte {
 	h := sha256.Sum256([]byte(id))
 	return h[:]
+}
+
+// FlashTTL is how long a one-time message waits for the page that shows
+// it: the redirect after a form post follows at once.
+const FlashTTL = 5 * time.Minute
+
+// PutFlash keeps value for the session with raw id sessionID, in project,
+// under key, until TakeFlash reads it or FlashTTL passes (a later one of
+// the same key replaces it). It is for what must not travel in a URL or a
+// cookie (a webhook's signing secret shown once after the post that made
+// it).
+func (s *Store) PutFlash(ctx context.Context, sessionID string, project uuid.UUID, key, value string) error {
+	return db.Translate(s.q.PutWebFlash(ctx, s.pool, dbq.PutWebFlashParams{
+		ProjectID: project, SessionHash: hashID(sessionID), Key: key, Value: value,
+		Now: s.clock.Now(), TtlSeconds: FlashTTL.Seconds(),
+	}))
+}
+
+// TakeFlash returns and deletes the session's message under key in
+// project, in one statement: a second call (a reload) finds nothing. ok is
+// false when there is none, or it expired.
+func (s *Store) TakeFlash(ctx context.Context, sessionID string, project uuid.UUID, key string) (value string, ok bool, err error) {
+	row, err := s.q.TakeWebFlash(ctx, s.pool, dbq.TakeWebFlashParams{
+		ProjectID: project, SessionHash: hashID(sessionID), Key: key, Now: s.clock.Now(),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, db.Translate(err)
+	}
+	if !row.Live {
+		return "", false, nil
+	}
+	return row.Value, true, nil
 }

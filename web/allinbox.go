@@ -3,11 +3,9 @@ package web
 import (
 	"net/http"
 	"net/url"
-	"sort"
 
 	"github.com/google/uuid"
 
-	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 )
 
@@ -24,6 +22,8 @@ const (
 type AllProjects struct {
 	Projects []InboxProject
 	Filter   string
+	// Found: the filter names a project shown.
+	Found bool
 }
 
 // InboxProject is one choice of the all-projects filter.
@@ -50,6 +50,16 @@ func (a *AllProjects) FilterURL(name string) string {
 	return allInboxPath + "?" + url.Values{"project": {name}}.Encode()
 }
 
+// NextURL is the page of the all-projects inbox after the cursor, with
+// the same filter.
+func (a *AllProjects) NextURL(cursor string) string {
+	q := url.Values{"after": {cursor}}
+	if a.Filter != "" {
+		q.Set("project", a.Filter)
+	}
+	return allInboxPath + "?" + q.Encode()
+}
+
 // allInbox serves /inbox: for an admin the requests of every project (each
 // project read on its own: no statement spans projects); anyone else has
 // one project and goes to its inbox.
@@ -63,10 +73,7 @@ func (u *ui) allInbox(r *req) error {
 	}
 	all := &AllProjects{Filter: r.QueryParam("project")}
 	page := &InboxPage{AllProjects: all}
-	open := attention.StateOpen
-	now := r.now()
-	var entries []InboxEntry
-	known := false
+	var shown []graph.Project
 	for _, p := range projects {
 		if !r.sess.Principal.CanSee(p.ID) {
 			continue
@@ -79,38 +86,20 @@ func (u *ui) allInbox(r *req) error {
 		if all.Filter != "" && all.Filter != p.Name {
 			continue
 		}
-		known = true
-		if n == 0 {
-			continue
+		page.Open += n
+		if n > 0 {
+			shown = append(shown, p)
 		}
-		list, err := u.Attention.List(r.ctx(), p.ID, attention.Filter{State: &open, Limit: inboxLimit})
-		if err != nil {
-			return err
-		}
-		page.More = page.More || list.NextCursor != ""
-		in := r.in(p)
-		for _, req := range list.Requests {
-			e, err := in.inboxEntry(req, now)
-			if err != nil {
-				return err
-			}
-			entries = append(entries, e)
+		if all.Filter != "" {
+			all.Found = true
 		}
 	}
-	if all.Filter != "" && !known {
+	if all.Filter != "" && !all.Found {
 		return r.fail(http.StatusNotFound, "Not found", "There is no such project, or it is not yours.")
 	}
-	sort.SliceStable(entries, func(i, j int) bool {
-		a, b := entries[i].Request, entries[j].Request
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.Before(b.CreatedAt)
-		}
-		return a.ID.String() < b.ID.String()
-	})
-	if len(entries) > inboxLimit {
-		entries, page.More = entries[:inboxLimit], true
+	if err := r.inboxPage(page, shown); err != nil {
+		return err
 	}
-	page.Entries = entries
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
 		if p, err := u.Graph.Project(r.ctx(), r.QueryParam("in")); err == nil && r.sess.Principal.CanSee(p.ID) {
 			page.Answered = r.in(p).answeredNote(id)

@@ -71,7 +71,7 @@ func TestInboxOverdueBeyondFirstPage(t *testing.T) {
 		t.Fatalf("deadline sweep: %d, %v", n, err)
 	}
 	r := e.signIn(e.human).get("/p/acme/inbox")
-	wantBody(t, r, "Late question?", `class="label overdue"`, "wait 0", "Showing the 50 oldest requests")
+	wantBody(t, r, "Late question?", `class="label overdue"`, "wait 0", "50 of 51 open requests on this page, 1 overdue", `rel="next" href="/p/acme/inbox?after=`)
 	if i, j := strings.Index(r.body, "Late question?"), strings.Index(r.body, "wait 0"); i < 0 || j < 0 || i > j {
 		t.Fatal("the overdue question is not shown first")
 	}

@@ -25,7 +25,14 @@ const inboxLimit = 50
 type InboxPage struct {
 	Layout
 	Entries []InboxEntry
-	More    bool
+	// Next is the cursor of the page after this one ("": this is the
+	// last); Paged says this is not the first page. OverdueShown counts
+	// the overdue requests among Entries.
+	Next         string
+	Paged        bool
+	OverdueShown int
+	// Open is how many requests are open in the projects the page lists.
+	Open int
 	// Answered is the request just answered or dismissed, with its item's
 	// state after the answer.
 	Answered *AnsweredNote
@@ -83,60 +90,80 @@ type AnsweredNote struct {
 // Render writes the page.
 func (p *InboxPage) Render(w http.ResponseWriter) error { return render(w, "inbox", p) }
 
-func (u *ui) inbox(r *req) error {
-	reqs, more, err := r.inboxRequests()
-	if err != nil {
-		return err
+// PageSize is how many requests a page of the inbox shows at most.
+func (p *InboxPage) PageSize() int { return inboxLimit }
+
+// FirstURL is the inbox's first page (with the all-projects filter).
+func (p *InboxPage) FirstURL() string {
+	if p.AllProjects != nil {
+		return p.AllProjects.FilterURL(p.AllProjects.Filter)
 	}
-	now := r.now()
-	page := &InboxPage{More: more}
-	for _, req := range reqs {
-		e, err := r.inboxEntry(req, now)
-		if err != nil {
-			return err
-		}
-		page.Entries = append(page.Entries, e)
+	return "/p/" + url.PathEscape(p.Project.Name) + "/inbox"
+}
+
+// NextURL is the inbox's page after this one.
+func (p *InboxPage) NextURL() string {
+	if p.AllProjects != nil {
+		return p.AllProjects.NextURL(p.Next)
+	}
+	return "/p/" + url.PathEscape(p.Project.Name) + "/inbox?" + url.Values{"after": {p.Next}}.Encode()
+}
+
+func (u *ui) inbox(r *req) error {
+	page := &InboxPage{}
+	if err := r.inboxPage(page, []graph.Project{r.project}); err != nil {
+		return err
 	}
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
 		page.Answered = r.answeredNote(id)
 	}
-	// Overdue first (within the page shown), else oldest first as listed.
-	sort.SliceStable(page.Entries, func(i, j int) bool {
-		return page.Entries[i].Request.Overdue() && !page.Entries[j].Request.Overdue()
-	})
 	page.Layout = r.base("Inbox", "inbox")
+	page.Open = page.OpenAttention
 	return r.show(page)
 }
 
-// inboxRequests are the open requests the inbox shows, at most
-// inboxLimit: the overdue ones (oldest first), then the oldest others;
-// more says some were left out. The overdue are read on their own, so that
-// one newer than the inboxLimit oldest open requests is not left out.
-func (r *req) inboxRequests() (reqs []attention.Request, more bool, err error) {
-	overdue, err := r.ui.Attention.Overdue(r.ctx(), r.project.ID, inboxLimit)
+// inboxPage fills page with a page of the open requests of projects (each
+// read on its own: no statement spans projects) in the inbox's order,
+// after the query's cursor (after): the overdue first, then the others,
+// each oldest first (attention.Service.Inbox), at most inboxLimit, with
+// the cursor of the next page and the counts of open requests.
+func (r *req) inboxPage(page *InboxPage, projects []graph.Project) error {
+	after, err := attention.InboxAfter(r.QueryParam("after"))
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	open := attention.StateOpen
-	list, err := r.ui.Attention.List(r.ctx(), r.project.ID, attention.Filter{State: &open, Limit: inboxLimit})
-	if err != nil {
-		return nil, false, err
+	page.Paged = after != nil
+	type found struct {
+		p   graph.Project
+		req attention.Request
 	}
-	shown := make(map[uuid.UUID]bool, len(overdue))
-	reqs = append(reqs, overdue...)
-	for _, q := range overdue {
-		shown[q.ID] = true
-	}
-	for _, q := range list.Requests {
-		if !shown[q.ID] {
-			reqs = append(reqs, q)
+	var all []found
+	for _, p := range projects {
+		reqs, err := r.ui.Attention.Inbox(r.ctx(), p.ID, after, inboxLimit+1)
+		if err != nil {
+			return err
+		}
+		for _, q := range reqs {
+			all = append(all, found{p, q})
 		}
 	}
-	more = list.NextCursor != ""
-	if len(reqs) > inboxLimit {
-		reqs, more = reqs[:inboxLimit], true
+	sort.Slice(all, func(i, j int) bool { return all[i].req.Key().Before(all[j].req.Key()) })
+	if len(all) > inboxLimit {
+		all = all[:inboxLimit]
+		page.Next = all[len(all)-1].req.Key().Cursor()
 	}
-	return reqs, more, nil
+	now := r.now()
+	for _, f := range all {
+		e, err := r.in(f.p).inboxEntry(f.req, now)
+		if err != nil {
+			return err
+		}
+		page.Entries = append(page.Entries, e)
+		if f.req.Overdue() {
+			page.OverdueShown++
+		}
+	}
+	return nil
 }
 
 // inboxEntry is an open request of r's project with its item's context.

@@ -254,7 +254,13 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 			}
 			if !ok {
 				if post {
-					return c.Redirect(http.StatusSeeOther, "/signin")
+					// The session ended (signed out in another tab,
+					// expired): nothing is done. After signing in the
+					// person returns to the page the form was on, where
+					// app.js puts back an answer they had typed, and is
+					// told that it was not sent.
+					r.setFlash("Your session had ended, so nothing was sent. Check the form and send it again.", true)
+					return c.Redirect(http.StatusSeeOther, "/signin?next="+url.QueryEscape(r.formPage()))
 				}
 				return c.Redirect(http.StatusSeeOther, "/signin?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			}
@@ -275,6 +281,20 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 		}
 		return nil
 	}
+}
+
+// formPage is the page of this site a post's form was on, to return to
+// after signing in: the form's "back" field, else the Referer when it is
+// this site's (pages send it to their own origin only), else "/".
+func (r *req) formPage() string {
+	if b := r.backTo(""); b != "" {
+		return b
+	}
+	ref, err := url.Parse(r.Request().Referer())
+	if err != nil || ref.Host != r.Request().Host || ref.Path == "" {
+		return "/"
+	}
+	return safeNext(ref.RequestURI())
 }
 
 // maxFormBytes bounds the body of every request to the UI. The largest

@@ -1,6 +1,9 @@
 package web
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"math"
 	"net/http"
@@ -106,13 +109,38 @@ func (u *ui) webhooksPage(r *req) error {
 	if err != nil {
 		return err
 	}
-	return r.show(&WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Webhooks: ws,
-		Form: WebhookForm{Format: webhook.FormatStandard}, Types: events.Types})
+	page := &WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Webhooks: ws,
+		Form: WebhookForm{Format: webhook.FormatStandard}, Types: events.Types}
+	// The webhook this session just added, with its secret: shown on this
+	// page once (the flash is deleted as it is read, so a reload does not
+	// show it again).
+	if v, ok, err := u.Sessions.TakeFlash(r.ctx(), r.sessID, r.project.ID, createdHookFlash); err != nil {
+		return err
+	} else if ok {
+		id, secret, _ := strings.Cut(v, " ")
+		for _, w := range ws {
+			if w.ID.String() == id {
+				page.Created = &webhook.Created{Webhook: w, Secret: secret}
+			}
+		}
+	}
+	return r.show(page)
 }
 
-// createWebhook adds a webhook from the form and shows its secret this
-// once (the page is not a redirect: the secret is kept nowhere else); a
-// refused form is shown again with why.
+// The keys of the one-time messages (session.Store.PutFlash) that carry a
+// webhook's secret from the post that made it to the page that shows it:
+// the secret never travels in a URL or a cookie.
+const (
+	// createdHookFlash is "<webhook id> <secret>", for the webhooks page.
+	createdHookFlash = "webhook-created"
+	// rotatedHookFlash + the webhook's id is its new secret, for its page.
+	rotatedHookFlash = "webhook-secret:"
+)
+
+// createWebhook adds a webhook from the form and answers 303 to the
+// webhooks page, which shows its secret once (Post/Redirect/Get: a reload
+// of that page adds nothing and shows the secret no more); a refused form
+// is shown again with why, and adds nothing.
 func (u *ui) createWebhook(r *req) error {
 	if !r.mayManageHooks() {
 		return r.refuseHooks()
@@ -127,21 +155,18 @@ func (u *ui) createWebhook(r *req) error {
 		URL: form.URL, Format: form.Format, EventTypes: splitLabels(form.EventTypes),
 		Description: form.Description, CreatedBy: r.by(),
 	})
-	page := &WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Form: form, Types: events.Types}
-	status := http.StatusCreated
-	if err != nil {
-		msg, ok := userMessage(err)
-		if !ok {
+	if err == nil {
+		if err := u.Sessions.PutFlash(r.ctx(), r.sessID, r.project.ID, createdHookFlash, c.ID.String()+" "+c.Secret); err != nil {
 			return err
 		}
-		_, status = wgerr.HTTPStatus(err)
-		page.Error = msg
-	} else {
-		page.Created = &c
-		page.Form = WebhookForm{Format: webhook.FormatStandard}
-		// The page holds the secret: no cache keeps it.
-		r.Response().Header().Set("Cache-Control", "no-store")
+		return r.Redirect(http.StatusSeeOther, r.projectURL("/webhooks"))
 	}
+	msg, ok := userMessage(err)
+	if !ok {
+		return err
+	}
+	_, status := wgerr.HTTPStatus(err)
+	page := &WebhooksPage{Layout: r.base("Webhooks", "webhooks"), Form: form, Types: events.Types, Error: msg}
 	if page.Webhooks, err = u.Webhooks.List(r.ctx(), r.project.ID); err != nil {
 		return err
 	}
@@ -183,11 +208,17 @@ func (u *ui) webhookPage(r *req) error {
 	if err != nil {
 		return err
 	}
-	return r.showWebhook(w, "")
+	// A new secret this session just made, shown once.
+	secret, _, err := u.Sessions.TakeFlash(r.ctx(), r.sessID, r.project.ID, rotatedHookFlash+id.String())
+	if err != nil {
+		return err
+	}
+	return r.showWebhook(w, secret)
 }
 
-// rotateWebhookSecret gives the webhook a new signing secret and shows it
-// this once; the old one signs beside it for a day.
+// rotateWebhookSecret gives the webhook a new signing secret and answers
+// 303 to the webhook's page, which shows it once (Post/Redirect/Get); the
+// old one signs beside it for a day.
 func (u *ui) rotateWebhookSecret(r *req) error {
 	id, ok, err := r.hookParam()
 	if !ok {
@@ -197,9 +228,10 @@ func (u *ui) rotateWebhookSecret(r *req) error {
 	if err != nil {
 		return err
 	}
-	// The page holds the secret: no cache keeps it.
-	r.Response().Header().Set("Cache-Control", "no-store")
-	return r.showWebhook(c.Webhook, c.Secret)
+	if err := u.Sessions.PutFlash(r.ctx(), r.sessID, r.project.ID, rotatedHookFlash+id.String(), c.Secret); err != nil {
+		return err
+	}
+	return r.Redirect(http.StatusSeeOther, r.projectURL("/webhooks/"+id.String()))
 }
 
 // showWebhook shows w's page, with a secret just made (or "").
@@ -273,6 +305,13 @@ func (u *ui) answerLink(r *req) error {
 		return err
 	}
 	p.Link, p.Request = link, req
+	if errors.Is(err, webhook.ErrLinkUsed) && r.Request().Method == http.MethodGet && r.takeAnswered(token) &&
+		req.ResolvedBy != nil && *req.ResolvedBy == webhook.AnsweredBy(link.Recipient) {
+		// The page an answer through this link redirected to: it confirms
+		// the answer, once (a reload shows that the link is spent).
+		p.Refused, p.Answered = "", true
+		return r.show(p)
+	}
 	if p.Refused == "" && req.State != attention.StateOpen {
 		p.Refused = "This question was already " + string(req.State) + "."
 	}
@@ -299,11 +338,13 @@ func (u *ui) answerLink(r *req) error {
 	if err != nil {
 		reqID = uuid.Nil
 	}
-	res, err := u.Links.Answer(r.ctx(), project, token, reqID, r.FormValue("answer"))
+	_, err = u.Links.Answer(r.ctx(), project, token, reqID, r.FormValue("answer"))
 	switch {
 	case err == nil:
-		p.Request, p.Answered = res, true
-		return r.show(p)
+		// Post/Redirect/Get: the link's page confirms the answer, and a
+		// reload of it sends nothing again.
+		r.setAnswered(token)
+		return r.Redirect(http.StatusSeeOther, r.Request().URL.EscapedPath())
 	case errors.Is(err, webhook.ErrLinkOtherRequest):
 		return r.fail(http.StatusForbidden, "Not allowed", "This answer link is for another question.")
 	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired):
@@ -317,4 +358,36 @@ func (u *ui) answerLink(r *req) error {
 		return r.showStatus(status, p)
 	}
 	return err
+}
+
+// answeredCookie marks, for the page an answer link's post redirects to,
+// that this browser just answered through the link. Its value is an HMAC
+// keyed by the link's token, so only a holder of the link can make one;
+// it is scoped to the link's path and read once.
+const answeredCookie = "wg_answered"
+
+func answeredMark(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("workgraph answered v1"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// setAnswered sets the mark of an answer just sent through the link
+// token, for a minute.
+func (r *req) setAnswered(token string) {
+	http.SetCookie(r.Response(), &http.Cookie{
+		Name: answeredCookie, Value: answeredMark(token), Path: r.Request().URL.EscapedPath(),
+		HttpOnly: true, Secure: secureRequest(r.Request()), SameSite: http.SameSiteLaxMode, MaxAge: 60,
+	})
+}
+
+// takeAnswered reports whether the request carries the mark of an answer
+// just sent through the link token, and clears it.
+func (r *req) takeAnswered(token string) bool {
+	c, err := r.Cookie(answeredCookie)
+	if err != nil {
+		return false
+	}
+	http.SetCookie(r.Response(), &http.Cookie{Name: answeredCookie, Path: r.Request().URL.EscapedPath(), MaxAge: -1, HttpOnly: true})
+	return hmac.Equal([]byte(c.Value), []byte(answeredMark(token)))
 }

@@ -91,9 +91,28 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("the other request changed: %+v", got)
 		}
 	})
+	// Post/Redirect/Get: the answer's post answers 303 to the link's
+	// page, which confirms it once; a reload of that page sends nothing
+	// and says the link is spent.
 	r = b.post(path, url.Values{"attention_id": {req.ID.String()}, "answer": {"eu-west-1"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != path {
+		t.Fatalf("answered: redirected to %q, want %q", loc, path)
+	}
+	r = b.get(path)
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, `id="answered"`, webhook.AnsweredBy("alice"))
+	if strings.Contains(r.body, `id="refused"`) {
+		t.Error("the confirmation says the link is refused")
+	}
+	wantBody(t, b.get(path), `id="refused"`, "used already")
+	// Another browser, or a forged mark, gets no confirmation.
+	stranger := e.browser()
+	u, _ := url.Parse(e.srv.URL + path)
+	stranger.c.Jar.SetCookies(u, []*http.Cookie{{Name: "wg_answered", Value: "forged", Path: path}})
+	if r := stranger.get(path); strings.Contains(r.body, `id="answered"`) {
+		t.Error("a forged mark shows the confirmation")
+	}
 	got, _ := e.att.Get(ctx, e.project.ID, req.ID)
 	if got.State != attention.StateResolved || *got.Answer != "eu-west-1" || *got.ResolvedBy != webhook.AnsweredBy("alice") {
 		t.Fatalf("after answering through the link: %+v", got)
@@ -209,12 +228,13 @@ func TestWebhookForms(t *testing.T) {
 		t.Fatalf("after refused forms: %d webhooks (%v), want none", len(ws), err)
 	}
 
+	// Post/Redirect/Get: the post answers 303 to the webhooks page, which
+	// shows the secret once (it is in neither the address nor a cookie);
+	// a reload of that page shows it no more and adds nothing.
 	r := b.post("/p/acme/webhooks", url.Values{"url": {"https://hooks.example.com/chat"}, "format": {"slack"},
 		"event_types": {"attention.opened, attention.overdue"}, "description": {"the team channel"}})
-	wantStatus(t, r, http.StatusCreated)
-	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
-		t.Errorf("the page with the secret has Cache-Control %q, want no-store", cc)
-	}
+	wantStatus(t, r, http.StatusSeeOther)
+	wantRedirectWithoutSecret(t, r, "/p/acme/webhooks")
 	ws, err := e.hooks.List(ctx, e.project.ID)
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("webhooks: %+v %v", ws, err)
@@ -224,9 +244,21 @@ func TestWebhookForms(t *testing.T) {
 		w.Description != "the team channel" || !w.Enabled || w.CreatedBy != "token:t-human" {
 		t.Fatalf("stored %+v", w)
 	}
-	wantBody(t, r, `id="created-hook"`, `<code class="secret" id="hook-secret">whsec_`, "/p/acme/webhooks/"+w.ID.String())
+	// Another session of the same person does not see it.
+	if other := e.signIn(e.human).get("/p/acme/webhooks"); strings.Contains(other.body, "whsec_") {
+		t.Error("another session sees the secret")
+	}
+	r = b.get("/p/acme/webhooks")
+	wantStatus(t, r, http.StatusOK)
+	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("the page with the secret has Cache-Control %q, want no-store", cc)
+	}
+	wantBody(t, r, `id="created-hook"`, `<code class="secret" id="hook-secret">`+secretOf(t, e, w.ID), "/p/acme/webhooks/"+w.ID.String())
 	if again := b.get("/p/acme/webhooks"); strings.Contains(again.body, "whsec_") {
 		t.Error("the secret shows again on the next visit")
+	}
+	if ws, _ := e.hooks.List(ctx, e.project.ID); len(ws) != 1 {
+		t.Fatalf("after the reloads: %d webhooks, want 1", len(ws))
 	}
 
 	for _, bad := range []string{"/p/acme/webhooks/not-an-id", "/p/acme/webhooks/" + uuid.NewString()} {
@@ -238,23 +270,56 @@ func TestWebhookForms(t *testing.T) {
 	}
 	wantBody(t, b.get("/p/acme/webhooks/"+w.ID.String()), `action="/p/acme/webhooks/`+w.ID.String()+`/delete"`,
 		`action="/p/acme/webhooks/`+w.ID.String()+`/secret"`)
-	// A new secret, shown this once and never cached; the old one signs
-	// beside it for a day.
+	// A new secret: the post answers 303 to the webhook's page, which
+	// shows it this once and is never cached; the old one signs beside it
+	// for a day.
 	r = b.post("/p/acme/webhooks/"+w.ID.String()+"/secret", nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	wantRedirectWithoutSecret(t, r, "/p/acme/webhooks/"+w.ID.String())
+	got, err := e.hooks.Get(ctx, e.project.ID, w.ID)
+	if err != nil || got.PreviousSecretUntil == nil {
+		t.Fatalf("after the rotation: %+v, %v; want the old secret kept signing", got, err)
+	}
+	rotated := secretOf(t, e, w.ID)
+	r = b.get("/p/acme/webhooks/" + w.ID.String())
 	wantStatus(t, r, http.StatusOK)
-	wantBody(t, r, `id="rotated-hook"`, `<code class="secret" id="hook-secret">whsec_`, "goes on signing beside it until")
+	wantBody(t, r, `id="rotated-hook"`, `<code class="secret" id="hook-secret">`+rotated, "goes on signing beside it until")
 	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("the page with the new secret has Cache-Control %q, want no-store", cc)
 	}
-	if got, err := e.hooks.Get(ctx, e.project.ID, w.ID); err != nil || got.PreviousSecretUntil == nil {
-		t.Fatalf("after the rotation: %+v, %v; want the old secret kept signing", got, err)
-	}
 	if again := b.get("/p/acme/webhooks/" + w.ID.String()); strings.Contains(again.body, "whsec_") {
 		t.Error("the new secret shows again on the next visit")
+	}
+	if secretOf(t, e, w.ID) != rotated {
+		t.Error("a reload rotated the secret again")
 	}
 	wantStatus(t, b.post("/p/acme/webhooks/"+uuid.NewString()+"/secret", nil), http.StatusNotFound)
 	wantStatus(t, b.post("/p/acme/webhooks/"+w.ID.String()+"/delete", nil), http.StatusSeeOther)
 	if _, err := e.hooks.Get(ctx, e.project.ID, w.ID); !errors.Is(err, wgerr.NotFound) {
 		t.Fatalf("after delete: %v, want not found", err)
 	}
+}
+
+// wantRedirectWithoutSecret: r is a 303 to path, and neither its address
+// nor its cookies carry a webhook secret.
+func wantRedirectWithoutSecret(t *testing.T, r response, path string) {
+	t.Helper()
+	if loc := r.Header.Get("Location"); loc != path {
+		t.Errorf("redirected to %q, want %q", loc, path)
+	}
+	for _, c := range r.Header.Values("Set-Cookie") {
+		if strings.Contains(c, "whsec_") || strings.Contains(c, "wg_flash") {
+			t.Errorf("the redirect sets the cookie %q", c)
+		}
+	}
+}
+
+// secretOf is the webhook's signing secret as stored.
+func secretOf(t *testing.T, e *env, id uuid.UUID) string {
+	t.Helper()
+	var s string
+	if err := e.pool.QueryRow(context.Background(), `SELECT secret FROM webhooks WHERE id = $1`, id).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -613,38 +613,111 @@ func (q *Queries) ListAttention(ctx context.Context, db DBTX, arg ListAttentionP
 	return items, nil
 }
 
-const listOverdueAttention = `-- name: ListOverdueAttention :many
+const listInboxOverdueAttention = `-- name: ListInboxOverdueAttention :many
 SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
 WHERE r.project_id = $1 AND r.state = 'open' AND r.overdue_at IS NOT NULL
+  AND r.seq > $2
 ORDER BY r.seq
-LIMIT $2
+LIMIT $3
 `
 
-type ListOverdueAttentionParams struct {
+type ListInboxOverdueAttentionParams struct {
 	ProjectID uuid.UUID
+	AfterSeq  int64
 	MaxRows   int32
 }
 
-type ListOverdueAttentionRow struct {
+type ListInboxOverdueAttentionRow struct {
 	AttentionRequest AttentionRequest
 	ItemTitle        string
 }
 
-// The open requests past their deadline (marked overdue by the deadline
-// sweeper), oldest first, at most @max_rows: the inbox shows them before
-// the oldest open ones, however many those are. Titles as in
-// ListAttention.
-func (q *Queries) ListOverdueAttention(ctx context.Context, db DBTX, arg ListOverdueAttentionParams) ([]ListOverdueAttentionRow, error) {
-	rows, err := db.Query(ctx, listOverdueAttention, arg.ProjectID, arg.MaxRows)
+// The first part of the inbox's order: the project's open requests past
+// their deadline (marked overdue by the deadline sweeper), oldest first,
+// after @after_seq (0 = from the start), at most @max_rows; shown before
+// the others however many older ones wait. Read from the partial index
+// attention_open_overdue (migration 00067). Titles as in ListAttention.
+func (q *Queries) ListInboxOverdueAttention(ctx context.Context, db DBTX, arg ListInboxOverdueAttentionParams) ([]ListInboxOverdueAttentionRow, error) {
+	rows, err := db.Query(ctx, listInboxOverdueAttention, arg.ProjectID, arg.AfterSeq, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ListOverdueAttentionRow{}
+	items := []ListInboxOverdueAttentionRow{}
 	for rows.Next() {
-		var i ListOverdueAttentionRow
+		var i ListInboxOverdueAttentionRow
+		if err := rows.Scan(
+			&i.AttentionRequest.ProjectID,
+			&i.AttentionRequest.ID,
+			&i.AttentionRequest.Seq,
+			&i.AttentionRequest.ItemID,
+			&i.AttentionRequest.LeaseID,
+			&i.AttentionRequest.Epoch,
+			&i.AttentionRequest.Source,
+			&i.AttentionRequest.Reason,
+			&i.AttentionRequest.RequestedBy,
+			&i.AttentionRequest.Question,
+			&i.AttentionRequest.SuggestedAnswers,
+			&i.AttentionRequest.Context,
+			&i.AttentionRequest.Blocking,
+			&i.AttentionRequest.State,
+			&i.AttentionRequest.Answer,
+			&i.AttentionRequest.ResolvedBy,
+			&i.AttentionRequest.ResolvedAt,
+			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
+			&i.ItemTitle,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listInboxWaitingAttention = `-- name: ListInboxWaitingAttention :many
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
+FROM attention_requests r
+WHERE r.project_id = $1 AND r.state = 'open' AND r.overdue_at IS NULL
+  AND r.seq > $2
+ORDER BY r.seq
+LIMIT $3
+`
+
+type ListInboxWaitingAttentionParams struct {
+	ProjectID uuid.UUID
+	AfterSeq  int64
+	MaxRows   int32
+}
+
+type ListInboxWaitingAttentionRow struct {
+	AttentionRequest AttentionRequest
+	ItemTitle        string
+}
+
+// The second part of the inbox's order: the project's open requests not
+// overdue, oldest first, after @after_seq, at most @max_rows (index
+// attention_open, in order). Titles as in ListAttention.
+func (q *Queries) ListInboxWaitingAttention(ctx context.Context, db DBTX, arg ListInboxWaitingAttentionParams) ([]ListInboxWaitingAttentionRow, error) {
+	rows, err := db.Query(ctx, listInboxWaitingAttention, arg.ProjectID, arg.AfterSeq, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListInboxWaitingAttentionRow{}
+	for rows.Next() {
+		var i ListInboxWaitingAttentionRow
 		if err := rows.Scan(
 			&i.AttentionRequest.ProjectID,
 			&i.AttentionRequest.ID,

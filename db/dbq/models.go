@@ -236,6 +236,14 @@ type Token struct {
 	RevokedAt  *time.Time
 }
 
+type WebFlash struct {
+	ProjectID   uuid.UUID
+	SessionHash []byte
+	Key         string
+	Value       string
+	ExpiresAt   time.Time
+}
+
 type WebSession struct {
 	IDHash    []byte
 	TokenID   uuid.UUID

@@ -485,3 +485,43 @@ func TestWebhookFanOutReadsItsProjectsEvents(t *testing.T) {
 		t.Errorf("cursor %d after the fan-out, want %d (the horizon: fewer events than max_rows)", cursor, upTo)
 	}
 }
+
+// TestInboxOverduePartReadsFewPages: the inbox reads a project's overdue
+// open requests first (ListInboxOverdueAttention) on every load, live
+// refreshes included. With 20,000 open requests of which the 3 newest are
+// overdue, that read finds the 3 in at most 20 pages; filtering the
+// project's open requests for the overdue ones read all of them (well
+// over 100 pages).
+func TestInboxOverduePartReadsFewPages(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.Fresh(t) // see freshForPlans
+	ctx := context.Background()
+	setup := []string{
+		`INSERT INTO projects (name) VALUES ('busy')`,
+		`INSERT INTO items (project_id, title, created_by)
+		 SELECT p.id, 'item', 'test' FROM projects p, generate_series(1, 20000)`,
+		`INSERT INTO attention_requests (project_id, item_id, source, requested_by, question, created_at, due_at, overdue_at)
+		 SELECT project_id, id, 'person', 'p', 'q', now(),
+		        CASE WHEN seq > 19997 THEN now() END, CASE WHEN seq > 19997 THEN now() END
+		 FROM items ORDER BY seq`,
+		`ANALYZE`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var project uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT id FROM projects WHERE name = 'busy'`).Scan(&project); err != nil {
+		t.Fatal(err)
+	}
+	conn, trace := tracedConn(t, pool)
+	rows, err := dbq.New().ListInboxOverdueAttention(ctx, conn, dbq.ListInboxOverdueAttentionParams{ProjectID: project, MaxRows: 51})
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%d overdue requests (%v), want 3", len(rows), err)
+	}
+	sql, args := trace.last()
+	if pages := explainPages(t, conn, sql, args); pages > 20 {
+		t.Errorf("the inbox's overdue part read %v pages", pages)
+	}
+}

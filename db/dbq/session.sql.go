@@ -98,3 +98,73 @@ func (q *Queries) GetWebSession(ctx context.Context, db DBTX, arg GetWebSessionP
 	)
 	return i, err
 }
+
+const putWebFlash = `-- name: PutWebFlash :exec
+WITH gone AS (
+    DELETE FROM web_flashes
+    WHERE project_id = $1
+      AND expires_at <= coalesce($5::timestamptz, now())
+      AND NOT (session_hash = $2 AND key = $3)
+)
+INSERT INTO web_flashes (project_id, session_hash, key, value, expires_at)
+VALUES ($1, $2, $3, $4,
+        coalesce($5::timestamptz, now()) + make_interval(secs => $6::double precision))
+ON CONFLICT (project_id, session_hash, key)
+DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at
+`
+
+type PutWebFlashParams struct {
+	ProjectID   uuid.UUID
+	SessionHash []byte
+	Key         string
+	Value       string
+	Now         *time.Time
+	TtlSeconds  float64
+}
+
+// Keeps a one-time message for one session in one project (a later one of
+// the same key replaces it), and deletes the project's flashes that
+// expired unshown.
+func (q *Queries) PutWebFlash(ctx context.Context, db DBTX, arg PutWebFlashParams) error {
+	_, err := db.Exec(ctx, putWebFlash,
+		arg.ProjectID,
+		arg.SessionHash,
+		arg.Key,
+		arg.Value,
+		arg.Now,
+		arg.TtlSeconds,
+	)
+	return err
+}
+
+const takeWebFlash = `-- name: TakeWebFlash :one
+DELETE FROM web_flashes
+WHERE project_id = $1 AND session_hash = $2 AND key = $3
+RETURNING value, expires_at > coalesce($4::timestamptz, now()) AS live
+`
+
+type TakeWebFlashParams struct {
+	ProjectID   uuid.UUID
+	SessionHash []byte
+	Key         string
+	Now         *time.Time
+}
+
+type TakeWebFlashRow struct {
+	Value string
+	Live  bool
+}
+
+// Deletes a session's message of this key and returns it, with whether it
+// was still live: it is read once, whatever it says.
+func (q *Queries) TakeWebFlash(ctx context.Context, db DBTX, arg TakeWebFlashParams) (TakeWebFlashRow, error) {
+	row := db.QueryRow(ctx, takeWebFlash,
+		arg.ProjectID,
+		arg.SessionHash,
+		arg.Key,
+		arg.Now,
+	)
+	var i TakeWebFlashRow
+	err := row.Scan(&i.Value, &i.Live)
+	return i, err
+}

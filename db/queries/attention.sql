@@ -102,15 +102,29 @@ WHERE r.project_id = @project_id
 ORDER BY r.seq
 LIMIT @max_rows;
 
--- name: ListOverdueAttention :many
--- The open requests past their deadline (marked overdue by the deadline
--- sweeper), oldest first, at most @max_rows: the inbox shows them before
--- the oldest open ones, however many those are. Titles as in
--- ListAttention.
+-- name: ListInboxOverdueAttention :many
+-- The first part of the inbox's order: the project's open requests past
+-- their deadline (marked overdue by the deadline sweeper), oldest first,
+-- after @after_seq (0 = from the start), at most @max_rows; shown before
+-- the others however many older ones wait. Read from the partial index
+-- attention_open_overdue (migration 00067). Titles as in ListAttention.
 SELECT sqlc.embed(r),
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
 WHERE r.project_id = @project_id AND r.state = 'open' AND r.overdue_at IS NOT NULL
+  AND r.seq > @after_seq
+ORDER BY r.seq
+LIMIT @max_rows;
+
+-- name: ListInboxWaitingAttention :many
+-- The second part of the inbox's order: the project's open requests not
+-- overdue, oldest first, after @after_seq, at most @max_rows (index
+-- attention_open, in order). Titles as in ListAttention.
+SELECT sqlc.embed(r),
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
+FROM attention_requests r
+WHERE r.project_id = @project_id AND r.state = 'open' AND r.overdue_at IS NULL
+  AND r.seq > @after_seq
 ORDER BY r.seq
 LIMIT @max_rows;
 

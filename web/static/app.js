@@ -156,6 +156,7 @@
     var known = {}, now = Date.now();
     main.querySelectorAll("[id^=req-]").forEach(function (el) { known[el.id] = true; });
     main.innerHTML = next.innerHTML;
+    restoreDrafts(main);
     main.querySelectorAll("details").forEach(function (d) {
       var k = detailsKey(d);
       if (Object.prototype.hasOwnProperty.call(opened, k)) d.open = opened[k];
@@ -243,6 +244,84 @@
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden) refreshCounters();
   });
+
+  // Drafts: what a person types into an attention request's form (the
+  // answer, a decision's note or result) is kept in this browser
+  // (localStorage, per request and field) until the answer is accepted:
+  // a post that finds the session ended (signed out in another tab,
+  // expired) sends nothing and leads through the sign-in back to the
+  // page, where the text is put back in its empty box. The confirmation
+  // of an answer (data-answered-request) forgets the request's drafts;
+  // signing out in this tab forgets them all; a draft older than a day is
+  // dropped. Nothing is ever sent by the script: the person sends again.
+  var draftPrefix = "workgraph-draft:", draftTTL = 24 * 3600 * 1000;
+  function drafts() {
+    try { return window.localStorage; } catch (e) { return null; }
+  }
+  function draftKey(el) {
+    if (!el || el.tagName !== "TEXTAREA" || !el.name || !el.closest) return null;
+    var art = el.closest("article.request[id^='req-']");
+    return art ? draftPrefix + art.id.slice(4) + ":" + el.name : null;
+  }
+  function keepDraft(el) {
+    var k = draftKey(el), s = drafts();
+    if (!k || !s) return;
+    try {
+      if (el.value.trim() === "") s.removeItem(k);
+      else s.setItem(k, JSON.stringify({ v: el.value, t: Date.now() }));
+    } catch (e) {}
+  }
+  function forgetDrafts(prefix) {
+    var s = drafts();
+    if (!s) return;
+    try {
+      for (var i = s.length - 1; i >= 0; i--) {
+        var k = s.key(i);
+        if (k && k.indexOf(prefix) === 0) s.removeItem(k);
+      }
+    } catch (e) {}
+  }
+  function restoreDrafts(root) {
+    var s = drafts();
+    if (!s) return;
+    root.querySelectorAll("[data-answered-request]").forEach(function (el) {
+      forgetDrafts(draftPrefix + el.getAttribute("data-answered-request") + ":");
+    });
+    try {
+      for (var i = s.length - 1; i >= 0; i--) {
+        var k = s.key(i);
+        if (!k || k.indexOf(draftPrefix) !== 0) continue;
+        var d = null;
+        try { d = JSON.parse(s.getItem(k)); } catch (e) {}
+        if (!d || typeof d.v !== "string" || !(Date.now() - d.t < draftTTL)) s.removeItem(k);
+      }
+    } catch (e) {}
+    root.querySelectorAll("article.request textarea[name]").forEach(function (el) {
+      var k = draftKey(el), d = null;
+      if (!k || el.value !== "") return;
+      try { d = JSON.parse(s.getItem(k)); } catch (e) {}
+      if (!d || typeof d.v !== "string") return;
+      el.value = d.v;
+      if (!el.nextElementSibling || !el.nextElementSibling.classList.contains("draft-note")) {
+        var note = document.createElement("p");
+        note.className = "draft-note small";
+        note.setAttribute("role", "status");
+        note.textContent = "Your unsent text was put back. Send it again when it is right.";
+        el.insertAdjacentElement("afterend", note);
+      }
+    });
+  }
+  document.addEventListener("input", function (ev) { keepDraft(ev.target); });
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (form.getAttribute && form.getAttribute("action") === "/signout") {
+      forgetDrafts(draftPrefix);
+      return;
+    }
+    // Kept again as it is sent: a sign-out in another tab forgot it.
+    if (form.querySelectorAll) form.querySelectorAll("textarea[name]").forEach(keepDraft);
+  }, true);
+  restoreDrafts(document);
 
   // Destructive actions ask first: <form data-confirm="Cancel this item?">,
   // or the one button of a form that does it (<button data-confirm=...>).
