@@ -32,8 +32,8 @@ type CompletionEntry struct {
 }
 
 // CompletionAnswer answers one entry of a batch completion: the
-// Completion, or Err (not_found, forbidden, lease_lost or
-// conflicting_result, as Complete would have answered that entry alone).
+// Completion, or Err (not_found, forbidden, lease_lost, conflicting_result
+// or blocked, as Complete would have answered that entry alone).
 type CompletionAnswer struct {
 	Completion Completion
 	Err        error
@@ -380,7 +380,9 @@ type completionDoc struct {
 // (see completeLeases). Each lease
 // gets its own history row and events. An entry whose fence did not hold
 // is answered on its own, as Complete answers it (a replay, a conflicting
-// result, a stale call: recorded as a refusal), and refuses only itself.
+// result, a stale call: recorded as a refusal), and refuses only itself;
+// so does an entry whose item waits for a dependency or an open child
+// added while it was leased (blocked: its lease stays live).
 // Answers are in the order of the entries. A token, when not nil, is the
 // only token whose leases the batch may end (an agent's own): an entry
 // naming a lease granted to another is answered forbidden. An entry's
@@ -633,11 +635,12 @@ func cutFieldPrefix(s, p string) (string, bool) {
 }
 
 // entryError reports whether err is an answer to one entry (its lease is
-// unknown, not the caller's, lost, or completed differently) rather than a
+// unknown, not the caller's, lost, or completed differently, or its item
+// waits for unfinished work) rather than a
 // failure of the whole batch (the database is unavailable).
 func entryError(err error) bool {
 	switch wgerr.CodeOf(err) {
-	case wgerr.CodeNotFound, wgerr.CodeForbidden, wgerr.CodeLeaseLost, wgerr.CodeConflictingResult:
+	case wgerr.CodeNotFound, wgerr.CodeForbidden, wgerr.CodeLeaseLost, wgerr.CodeConflictingResult, wgerr.CodeBlocked:
 		return true
 	}
 	return false

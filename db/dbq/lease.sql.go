@@ -662,7 +662,14 @@ WITH ended AS (
                 $15::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 $16::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
-        status = CASE WHEN $17::boolean THEN 'done' ELSE i.status END,
+        -- A completion of an item that waits for a dependency or a child
+        -- (added while it was leased) raises WG007 (item_finishable,
+        -- migration 00064): computed in the SET, from the row version this
+        -- statement writes, which is the newest under READ COMMITTED, so a
+        -- concurrent addition is seen. CASE keeps the release and the
+        -- failure from calling it.
+        status = CASE WHEN NOT $17::boolean THEN i.status
+                      WHEN item_finishable(i.unmet_dependencies, i.open_children) THEN 'done' END,
         result = CASE WHEN $17::boolean THEN $4::jsonb ELSE i.result END,
         finished_at = CASE WHEN $17::boolean THEN ended.ended_at ELSE i.finished_at END,
         updated_at = ended.ended_at
@@ -747,7 +754,9 @@ type EndLeaseRow struct {
 // the item row as written. With @abort_if_lost a lost fence raises WG003
 // (lease_fence_held, migration 00042) instead of answering no row, so that
 // it aborts what is pipelined after it in its transaction (a completion's
-// release of dependents, graph.Service.ReleaseCompleted).
+// release of dependents, graph.Service.ReleaseCompleted). A completion of
+// an item that waits for a dependency or an open child raises WG007
+// (migration 00064): nothing changes and the lease stays live.
 // The item as this statement left it (a completion answers it: its
 // dependents and parent are other rows).
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {

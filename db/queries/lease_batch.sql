@@ -115,8 +115,11 @@ ORDER BY leases.seq;
 -- that epoch and is open. The items of the ended leases are marked done
 -- with their results and freed in the same statement, and each ended lease
 -- comes back with its item as the statement left it (nothing is read
--- back). Entries that match no lease are left out of the answer. A lease
--- whose item changed under the statement (a concurrent cancel) fails the
+-- back). Entries that match no lease are left out of the answer, and so
+-- are those whose item waits for a dependency or an open child (added
+-- while it was leased: lease.Service.CompleteBatch answers them blocked,
+-- their leases stay live). A lease whose item changed under the statement
+-- (a concurrent cancel, a dependency or child added) fails the
 -- whole statement with WG003 (lease_fence_held, migration 00042), so that
 -- no lease ends without its item and the caller sends it again. A
 -- @token_id, when given, is the only token whose leases may be touched (an
@@ -155,7 +158,11 @@ WITH entry AS (
       AND (sqlc.narg('token_id')::uuid IS NULL OR l.token_id = sqlc.narg('token_id')::uuid)
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
-                    AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
+                    AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open'
+                    -- Not waiting for work added while it was leased (a
+                    -- dependency, a child): such an entry is left out,
+                    -- its lease live (migration 00064).
+                    AND i.unmet_dependencies = 0 AND i.open_children = 0)
     RETURNING l.*
 ), freed AS (
     UPDATE items i
@@ -171,14 +178,22 @@ WITH entry AS (
       AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND i.status = 'open'
+      -- Checked again on the newest row version (a dependency or child
+      -- added by a transaction that committed while this statement
+      -- waited for the row): the counts then differ, WG003.
+      AND i.unmet_dependencies = 0 AND i.open_children = 0
     RETURNING i.*
 )
 SELECT sqlc.embed(leases), sqlc.embed(items)
+-- Every ended lease, each with the item it freed, else WG003: a left join,
+-- so that an ended lease whose item the statement did not free is a row
+-- the check sees even when no other lease of the batch ended (an inner
+-- join of one ended lease and no freed item has no row to check, and
+-- that lease would end without its item). lease_fence_held is not
+-- strict, so the planner keeps the join outer.
 FROM ended AS leases
-JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
--- Once for the statement: every ended lease freed its item, else WG003.
-WHERE lease_fence_held(CASE WHEN (SELECT count(*) FROM ended) = (SELECT count(*) FROM freed) THEN 1 ELSE 0 END,
-                       true);
+LEFT JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
+WHERE lease_fence_held(CASE WHEN items.id IS NULL THEN 0 ELSE 1 END, true);
 
 -- name: HeartbeatLeases :many
 -- HeartbeatLease for each entry of @entries (a JSON array of {lease_id,
