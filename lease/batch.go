@@ -59,11 +59,14 @@ type HeartbeatAnswer struct {
 // backoff and continuity reservations apply to each item as to a single
 // claim; MaxActivePerToken counts each lease, so a batch is cut to the
 // token's remaining room. Capabilities and write scopes apply as to a
-// single claim: the batch's one statement takes the items without
-// touches, and the batch then takes items with touches one at a time by
-// the single claim's statement (fillScoped), which holds their scopes
-// against every other live lease, those of the same batch included. The
-// claims come in grant order, each with its item as the claim left it.
+// single claim, and the batch grants the items a sequence of single
+// claims would, in their order (priority, then age): the batch's one
+// statement takes the items without touches that come before the first
+// claimable item with touches, and the batch then takes that item and the
+// next ones one at a time by the single claim's statement (fillScoped),
+// which holds their scopes against every other live lease, those of the
+// same batch included. The claims come in grant order, each with its item
+// as the claim left it.
 //
 // As for Claim, the common case is that one statement with no transaction
 // around it (ClaimItems, guarded: no lease of the project due, the token
@@ -192,11 +195,12 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 	return out, err
 }
 
-// fillScoped adds to a batch's claims, up to n in all, items that its
-// statement (ClaimItems) leaves out: those with touches, each taken by the
-// single claim's statement (ClaimItemDirect), which grants an item only if
-// its scopes overlap no live lease's, the batch's earlier ones included,
-// and holds them under its scope locks (holdScopes). One item a statement,
+// fillScoped adds to a batch's claims, up to n in all, the items that its
+// statement (ClaimItems) leaves out: from the first with touches on, each
+// taken by the single claim's statement (ClaimItemDirect), which takes the
+// next item in claim order, grants an item with touches only if its
+// scopes overlap no live lease's, the batch's earlier ones included, and
+// holds them under its scope locks (holdScopes). One item a statement,
 // until one claims nothing (the last statement of an under-filled batch);
 // a statement that loses a scope's race to a concurrent claim, or that a
 // guard holds back (quiet as in claimDirect), ends the filling: the batch

@@ -15,8 +15,8 @@ import (
 
 const claimItems = `-- name: ClaimItems :many
 
-WITH candidate AS (
-    SELECT c.project_id, c.id
+WITH scan AS (
+    SELECT c.project_id, c.id, c.priority, c.seq, c.touches
     FROM items c
     WHERE c.project_id = $2
       AND c.ready
@@ -41,20 +41,34 @@ WITH candidate AS (
       AND (c.budget_roots = '{}'
            OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
                                    coalesce($1::timestamptz, statement_timestamp())))
-      -- Capabilities, as in ClaimItem. This statement grants no write
-      -- scopes: the scopes of one batch's items could overlap each other,
-      -- and only the single claim's statement takes the scope locks
-      -- (lease/scopes.go); the batch takes items with touches after it,
-      -- one such statement each (fillScoped). "requires = '{}'" first: it
-      -- is what the planner can estimate (from the column's most common
-      -- value), and "requires <@ ..." alone it estimates at 0.5% of the
-      -- rows, so that it read and sorted every ready item of the project
-      -- instead of the first max_items of the claim index.
+      -- Capabilities and write scopes, as in ClaimItem. "requires = '{}'"
+      -- first: it is what the planner can estimate (from the column's
+      -- most common value), and "requires <@ ..." alone it estimates at
+      -- 0.5% of the rows, so that it read and sorted every ready item of
+      -- the project instead of the first max_items of the claim index.
       AND (c.requires = '{}' OR c.requires <@ coalesce($8::text[], '{}'))
-      AND c.touches = '{}'
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce($1::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT $9
     FOR UPDATE SKIP LOCKED
+), candidate AS (
+    -- This statement grants no write scopes: the scopes of one batch's
+    -- items could overlap each other, and only the single claim's
+    -- statement takes the scope locks (lease/scopes.go). So it grants the
+    -- items of the scan that come before its first item with touches, in
+    -- claim order, and the batch takes that item and the rest after it,
+    -- one single claim's statement each (fillScoped): the batch grants
+    -- what a sequence of single claims would, in their order. (The items
+    -- of the scan not granted are locked only until this statement's
+    -- transaction ends.)
+    SELECT s.project_id, s.id
+    FROM scan s
+    WHERE s.touches = '{}'
+      AND NOT EXISTS (SELECT 1 FROM scan b
+                      WHERE b.touches <> '{}'
+                        AND (b.priority > s.priority OR (b.priority = s.priority AND b.seq < s.seq)))
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
@@ -129,7 +143,8 @@ type ClaimItemsRow struct {
 // instant "t" per statement, or per taken row for a grant).
 // ClaimItem for up to @max_items items at once: the highest-priority ready
 // items (index items_claim, ties first-created first) that carry @labels,
-// are past their retry backoff and are not reserved for another worker.
+// are past their retry backoff and are not reserved for another worker,
+// up to the first of them that has touches (see candidate).
 // Each taken item gets its own epoch increment, its own new lease id
 // (gen_random_uuid, per row) and its own lease row, stamped once its row
 // is held and never before its previous lease ended. Rows other claimers
