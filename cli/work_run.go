@@ -325,33 +325,29 @@ func afterFailure(res *client.FailResult) string {
 }
 
 // lostAfterExit explains a lease that was gone when the outcome was
-// reported, from the lease's own history: the command may have finished
-// the item itself (workgraph complete/decompose/ask).
+// reported, from the lease itself (one read, however many leases the
+// item has had): the command may have finished the item itself
+// (workgraph complete/decompose/ask).
 func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o outcome) outcome {
-	leases, err := sv.s.api.ItemLeases(ctx, sv.s.cfg.Project, cl.Item.ID)
-	if err == nil {
-		for _, l := range leases {
-			if l.ID != cl.Lease.ID || l.Outcome == nil {
-				continue
-			}
-			switch *l.Outcome {
-			case client.OutcomeAttentionRequested:
-				return sv.attentionOutcome(o, nil)
-			case client.OutcomeFailed:
-				if o.exitCode != 0 {
-					// The failure this supervisor reported, taken by the
-					// server before its answer was lost.
-					o.kind = outcomeFailed
-					o.message = fmt.Sprintf("the command failed (exit status %d); item %s reported failed (the server had taken the report; its answer was lost)",
-						o.exitCode, cl.Item.ID)
-					return o
-				}
-				fallthrough
-			case client.OutcomeCompleted, client.OutcomeDecomposed, client.OutcomeReleased:
-				o.kind = outcomeCompleted
-				o.message = fmt.Sprintf("the command ended the lease itself (%s); item %s", *l.Outcome, cl.Item.ID)
+	l, err := sv.s.api.GetLease(ctx, cl.Lease.ID)
+	if err == nil && l.Outcome != nil {
+		switch *l.Outcome {
+		case client.OutcomeAttentionRequested:
+			return sv.attentionOutcome(o, nil)
+		case client.OutcomeFailed:
+			if o.exitCode != 0 {
+				// The failure this supervisor reported, taken by the
+				// server before its answer was lost.
+				o.kind = outcomeFailed
+				o.message = fmt.Sprintf("the command failed (exit status %d); item %s reported failed (the server had taken the report; its answer was lost)",
+					o.exitCode, cl.Item.ID)
 				return o
 			}
+			fallthrough
+		case client.OutcomeCompleted, client.OutcomeDecomposed, client.OutcomeReleased:
+			o.kind = outcomeCompleted
+			o.message = fmt.Sprintf("the command ended the lease itself (%s); item %s", *l.Outcome, cl.Item.ID)
+			return o
 		}
 	}
 	o.kind = outcomeLost
@@ -362,7 +358,7 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 // blockedAfterExit answers a completion refused as blocked (err): while
 // the command ran, a person made the item wait for other work (a
 // dependency, a child). Nothing was recorded and the lease is still held;
-// the supervisor releases it, with the refusal and the start of the
+// the supervisor releases it, with the refusal and the last KiB of the
 // command's result in the release's reason, so that the item runs again
 // once that work is done (it is not claimable until then, so a --loop
 // does not take it again at once), and the run exits 6 (a conflict).

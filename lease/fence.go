@@ -101,7 +101,7 @@ func (s *Service) endLease(ctx context.Context, q db.DBTX, project uuid.UUID, f 
 	if err != nil {
 		return Lease{}, ended{}, err
 	}
-	return fromEndRow(row), ended{failures: row.Failures, parent: row.ParentID, item: row.Item}, nil
+	return fromEndRow(row), ended{failures: row.Item.Failures, parent: row.Item.ParentID, item: row.Item}, nil
 }
 
 // lockLease takes the lease's row lock under the fence, for mutations that

@@ -419,10 +419,19 @@ WITH ended AS (
     SELECT lease_fence_held(count(*), @abort_if_lost::boolean) AS ok FROM ended, freed
 )
 -- The item as this statement left it (a completion answers it: its
--- dependents and parent are other rows).
+-- dependents and parent are other rows). held is a one-time filter (a
+-- subquery without a column of the join), so it runs even when the join
+-- has no row. A lease this statement ended without freeing its item (an
+-- item that no longer names it) raises WG003 whatever @abort_if_lost
+-- says: a left join, so that such a lease is a row the check sees (an
+-- inner join has no row to check, and the lease ended without its item
+-- committed, answered as a replay). lease_fence_held is not strict, so
+-- the planner keeps the join outer.
 SELECT ended.*, items.failures, items.parent_id, sqlc.embed(items)
-FROM ended, freed AS items, held
-WHERE held.ok;
+FROM ended
+LEFT JOIN freed AS items ON items.project_id = ended.project_id AND items.id = ended.item_id
+WHERE (SELECT held.ok FROM held)
+  AND lease_fence_held(CASE WHEN items.id IS NULL THEN 0 ELSE 1 END, true);
 
 -- name: ClearRetry :exec
 -- The item stops retrying on its own: its failures were handed to a person.
@@ -527,6 +536,26 @@ WHERE l.project_id = @project_id
   AND (sqlc.narg('until')::timestamptz IS NULL OR l.acquired_at < sqlc.narg('until')::timestamptz)
 ORDER BY l.seq DESC
 LIMIT @max_rows;
+
+-- name: ItemLeasesBefore :many
+-- An item's leases newest first, those granted before epoch @before_epoch
+-- (the start: the largest bigint), at most @max_rows: the unique index
+-- (project_id, item_id, epoch) read backwards from the cursor, so a page
+-- reads its own rows only, however often the item was claimed.
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id AND l.item_id = @item_id AND l.epoch < @before_epoch
+ORDER BY l.epoch DESC
+LIMIT @max_rows;
+
+-- name: CountItemLeases :one
+-- How many leases the item has had, without reading them: its epoch. Only
+-- a claim increments it (ClaimItem, ClaimItemDirect, ClaimItems), in the
+-- statement that records the lease at the new epoch, so the item's leases
+-- are its epochs 1..epoch. 0 for an item not in the project.
+SELECT coalesce((SELECT i.epoch FROM items i WHERE i.project_id = @project_id AND i.id = @item_id), 0)::bigint;
 
 -- name: LeaseHistoryAcquired :many
 -- The leases acquired in [@since, @until) (a bound left NULL is open),
