@@ -171,6 +171,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitConflict, "it exists already; use the existing one or pick another name"
 	case client.CodeConflictingResult:
 		return ExitConflict, "the item was already completed with a different result; the first result stands and this one was recorded as a late report"
+	case client.CodeBlocked:
+		return ExitConflict, "nothing was recorded and the lease is still yours: the item now waits for the work named above (added while you held it); complete it once that work is done, or give it back (`workgraph release`)"
 	case client.CodeDependencyCycle:
 		return ExitConflict, "the edge would close a cycle in the waits-for graph (an item waits for its dependencies, a parent for its children); remove an edge of the cycle first"
 	case client.CodeConflict:

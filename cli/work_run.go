@@ -46,6 +46,7 @@ const (
 	outcomeCompleted   outcomeKind = "completed"
 	outcomeFailed      outcomeKind = "failed"
 	outcomeLost        outcomeKind = "lease_lost"
+	outcomeBlocked     outcomeKind = "blocked"
 	outcomeAttention   outcomeKind = "attention_requested"
 	outcomeStopped     outcomeKind = "stopped"
 	outcomeInterrupted outcomeKind = "interrupted"
@@ -81,6 +82,8 @@ func (o outcome) exit() error {
 		return &exitError{code: ExitError}
 	case outcomeLost:
 		return &exitError{code: ExitLeaseLost}
+	case outcomeBlocked:
+		return &exitError{code: ExitConflict}
 	case outcomeInterrupted:
 		return &exitError{code: ExitInterrupted}
 	}
@@ -228,6 +231,9 @@ func (sv *supervisor) finish(ctx context.Context, cl *client.Claim, dir string, 
 				}
 				return o
 			}
+			if errors.Is(err, client.ErrBlocked) {
+				return sv.blockedAfterExit(ctx, cl, o, err, res)
+			}
 			refused = refusedResult(err)
 		}
 	}
@@ -319,37 +325,54 @@ func afterFailure(res *client.FailResult) string {
 }
 
 // lostAfterExit explains a lease that was gone when the outcome was
-// reported, from the lease's own history: the command may have finished
-// the item itself (workgraph complete/decompose/ask).
+// reported, from the lease itself (one read, however many leases the
+// item has had): the command may have finished the item itself
+// (workgraph complete/decompose/ask).
 func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o outcome) outcome {
-	leases, err := sv.s.api.ItemLeases(ctx, sv.s.cfg.Project, cl.Item.ID)
-	if err == nil {
-		for _, l := range leases {
-			if l.ID != cl.Lease.ID || l.Outcome == nil {
-				continue
-			}
-			switch *l.Outcome {
-			case client.OutcomeAttentionRequested:
-				return sv.attentionOutcome(o, nil)
-			case client.OutcomeFailed:
-				if o.exitCode != 0 {
-					// The failure this supervisor reported, taken by the
-					// server before its answer was lost.
-					o.kind = outcomeFailed
-					o.message = fmt.Sprintf("the command failed (exit status %d); item %s reported failed (the server had taken the report; its answer was lost)",
-						o.exitCode, cl.Item.ID)
-					return o
-				}
-				fallthrough
-			case client.OutcomeCompleted, client.OutcomeDecomposed, client.OutcomeReleased:
-				o.kind = outcomeCompleted
-				o.message = fmt.Sprintf("the command ended the lease itself (%s); item %s", *l.Outcome, cl.Item.ID)
+	l, err := sv.s.api.GetLease(ctx, cl.Lease.ID)
+	if err == nil && l.Outcome != nil {
+		switch *l.Outcome {
+		case client.OutcomeAttentionRequested:
+			return sv.attentionOutcome(o, nil)
+		case client.OutcomeFailed:
+			if o.exitCode != 0 {
+				// The failure this supervisor reported, taken by the
+				// server before its answer was lost.
+				o.kind = outcomeFailed
+				o.message = fmt.Sprintf("the command failed (exit status %d); item %s reported failed (the server had taken the report; its answer was lost)",
+					o.exitCode, cl.Item.ID)
 				return o
 			}
+			fallthrough
+		case client.OutcomeCompleted, client.OutcomeDecomposed, client.OutcomeReleased:
+			o.kind = outcomeCompleted
+			o.message = fmt.Sprintf("the command ended the lease itself (%s); item %s", *l.Outcome, cl.Item.ID)
+			return o
 		}
 	}
 	o.kind = outcomeLost
 	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hintLeaseLost)
+	return o
+}
+
+// blockedAfterExit answers a completion refused as blocked (err): while
+// the command ran, a person made the item wait for other work (a
+// dependency, a child). Nothing was recorded and the lease is still held;
+// the supervisor releases it, with the refusal and the last KiB of the
+// command's result in the release's reason, so that the item runs again
+// once that work is done (it is not claimable until then, so a --loop
+// does not take it again at once), and the run exits 6 (a conflict).
+func (sv *supervisor) blockedAfterExit(ctx context.Context, cl *client.Claim, o outcome, err error, res json.RawMessage) outcome {
+	detail := err.Error()
+	var ae *client.Error
+	if errors.As(err, &ae) && ae.Detail != "" {
+		detail = ae.Detail
+	}
+	reason := "the command exited 0 but its completion was refused as blocked: " + detail +
+		"; its result was not recorded (its last KiB: " + lastBytes(string(res), 1024) + ")"
+	o.kind = outcomeBlocked
+	o.message = fmt.Sprintf("item %s: the command exited 0, but the item now waits for work added while it ran, so its result was not recorded (%s); item %s",
+		cl.Item.ID, detail, sv.release(ctx, cl, reason))
 	return o
 }
 

@@ -21,6 +21,12 @@ const (
 	CodeConflictingResult = "conflicting_result"
 	CodeDependencyCycle   = "dependency_cycle"
 	CodeConflict          = "conflict"
+	// CodeBlocked: a completion of an item that gained a dependency on an
+	// unfinished item, or an open child, while it was leased; nothing
+	// changed and the lease is still held (the problem's "dependencies"
+	// and "children" list the unfinished items). Heartbeat, complete once
+	// that work is done, or release the lease.
+	CodeBlocked = "blocked"
 	// CodeDepthLimit: a decomposition would pass the depth limit of a
 	// budget over the item.
 	CodeDepthLimit = "depth_limit"
@@ -104,6 +110,7 @@ var (
 	ErrConflictingResult = &Error{Code: CodeConflictingResult}
 	ErrDependencyCycle   = &Error{Code: CodeDependencyCycle}
 	ErrConflict          = &Error{Code: CodeConflict}
+	ErrBlocked           = &Error{Code: CodeBlocked}
 	ErrDepthLimit        = &Error{Code: CodeDepthLimit}
 	ErrNoMatch           = &Error{Code: CodeNoMatch}
 	ErrRequestInProgress = &Error{Code: CodeRequestInProgress}

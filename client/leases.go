@@ -36,7 +36,9 @@ func (c *Client) Heartbeat(ctx context.Context, leaseID string, req HeartbeatReq
 }
 
 // Complete finishes the item with result. ErrLeaseLost when the lease is
-// gone; ErrConflictingResult when it was completed with another result.
+// gone; ErrConflictingResult when it was completed with another result;
+// ErrBlocked when the item gained a dependency or an open child while it
+// was leased (nothing changed, the lease is still held).
 func (c *Client) Complete(ctx context.Context, leaseID string, req CompleteRequest) (*Completion, error) {
 	if req.Result == nil {
 		req.Result = json.RawMessage("null")

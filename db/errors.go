@@ -26,6 +26,8 @@ import (
 //   - a claim that lost a write scope's race (WG002, see ScopeRace)
 //     -> conflict
 //   - a fence that raises (WG003)        -> lease_lost (see FenceLost)
+//   - a completion of an item that waits for unfinished work (WG007,
+//     see ItemBlocked)                   -> blocked
 //   - a precondition that raises (WG006, see Precheck) -> the kind its
 //     DETAIL names (unauthenticated, conflict; idempotency_taken ->
 //     request_in_progress), see PrecheckRefusal
@@ -68,6 +70,8 @@ func Translate(err error) error {
 			return &wgerr.Error{Code: wgerr.CodeConflict, Message: "a concurrent claim took an overlapping write scope; retry", Err: err}
 		case "WG003":
 			return &wgerr.Error{Code: wgerr.CodeLeaseLost, Message: pgErr.Message, Err: err}
+		case "WG007":
+			return &wgerr.Error{Code: wgerr.CodeBlocked, Message: pgErr.Message, Err: err}
 		case "WG006":
 			return &wgerr.Error{Code: precheckCode(pgErr.Detail), Message: pgErr.Message, Err: err}
 		case "57014":
@@ -99,6 +103,15 @@ func StatementCancelled(err error) bool {
 func FenceLost(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "WG003"
+}
+
+// ItemBlocked reports whether err (translated or not) is a completion
+// that raised because its item waits for a dependency or an open child
+// (WG007, item_finishable, migration 00064): the statement, and whatever
+// was pipelined after it, changed nothing, and the lease is still live.
+func ItemBlocked(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "WG007"
 }
 
 // ConnectionLost reports whether err means the database could not be

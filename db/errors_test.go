@@ -31,6 +31,7 @@ func TestTranslate(t *testing.T) {
 		"Check":      {"INSERT INTO projects (name) VALUES ('has space')", wgerr.Invalid},
 		"History":    {"TRUNCATE leases CASCADE", wgerr.Conflict},
 		"Other":      {"SELECT no_such_column FROM projects", wgerr.Internal},
+		"Blocked":    {"SELECT item_finishable(1, 0)", wgerr.Blocked},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var dst any

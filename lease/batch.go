@@ -32,8 +32,8 @@ type CompletionEntry struct {
 }
 
 // CompletionAnswer answers one entry of a batch completion: the
-// Completion, or Err (not_found, forbidden, lease_lost or
-// conflicting_result, as Complete would have answered that entry alone).
+// Completion, or Err (not_found, forbidden, lease_lost, conflicting_result
+// or blocked, as Complete would have answered that entry alone).
 type CompletionAnswer struct {
 	Completion Completion
 	Err        error
@@ -59,11 +59,14 @@ type HeartbeatAnswer struct {
 // backoff and continuity reservations apply to each item as to a single
 // claim; MaxActivePerToken counts each lease, so a batch is cut to the
 // token's remaining room. Capabilities and write scopes apply as to a
-// single claim: the batch's one statement takes the items without
-// touches, and the batch then takes items with touches one at a time by
-// the single claim's statement (fillScoped), which holds their scopes
-// against every other live lease, those of the same batch included. The
-// claims come in grant order, each with its item as the claim left it.
+// single claim, and the batch grants the items a sequence of single
+// claims would, in their order (priority, then age): the batch's one
+// statement takes the items without touches that come before the first
+// claimable item with touches, and the batch then takes that item and the
+// next ones one at a time by the single claim's statement (fillScoped),
+// which holds their scopes against every other live lease, those of the
+// same batch included. The claims come in grant order, each with its item
+// as the claim left it.
 //
 // As for Claim, the common case is that one statement with no transaction
 // around it (ClaimItems, guarded: no lease of the project due, the token
@@ -192,11 +195,12 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 	return out, err
 }
 
-// fillScoped adds to a batch's claims, up to n in all, items that its
-// statement (ClaimItems) leaves out: those with touches, each taken by the
-// single claim's statement (ClaimItemDirect), which grants an item only if
-// its scopes overlap no live lease's, the batch's earlier ones included,
-// and holds them under its scope locks (holdScopes). One item a statement,
+// fillScoped adds to a batch's claims, up to n in all, the items that its
+// statement (ClaimItems) leaves out: from the first with touches on, each
+// taken by the single claim's statement (ClaimItemDirect), which takes the
+// next item in claim order, grants an item with touches only if its
+// scopes overlap no live lease's, the batch's earlier ones included, and
+// holds them under its scope locks (holdScopes). One item a statement,
 // until one claims nothing (the last statement of an under-filled batch);
 // a statement that loses a scope's race to a concurrent claim, or that a
 // guard holds back (quiet as in claimDirect), ends the filling: the batch
@@ -380,7 +384,9 @@ type completionDoc struct {
 // (see completeLeases). Each lease
 // gets its own history row and events. An entry whose fence did not hold
 // is answered on its own, as Complete answers it (a replay, a conflicting
-// result, a stale call: recorded as a refusal), and refuses only itself.
+// result, a stale call: recorded as a refusal), and refuses only itself;
+// so does an entry whose item waits for a dependency or an open child
+// added while it was leased (blocked: its lease stays live).
 // Answers are in the order of the entries. A token, when not nil, is the
 // only token whose leases the batch may end (an agent's own): an entry
 // naming a lease granted to another is answered forbidden. An entry's
@@ -633,11 +639,12 @@ func cutFieldPrefix(s, p string) (string, bool) {
 }
 
 // entryError reports whether err is an answer to one entry (its lease is
-// unknown, not the caller's, lost, or completed differently) rather than a
+// unknown, not the caller's, lost, or completed differently, or its item
+// waits for unfinished work) rather than a
 // failure of the whole batch (the database is unavailable).
 func entryError(err error) bool {
 	switch wgerr.CodeOf(err) {
-	case wgerr.CodeNotFound, wgerr.CodeForbidden, wgerr.CodeLeaseLost, wgerr.CodeConflictingResult:
+	case wgerr.CodeNotFound, wgerr.CodeForbidden, wgerr.CodeLeaseLost, wgerr.CodeConflictingResult, wgerr.CodeBlocked:
 		return true
 	}
 	return false

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,8 +26,16 @@ import (
 // result is refused as conflicting_result, the first result stands and the
 // refused one is kept as an observation of the lease.
 //
+// An item that gained unfinished work while it was leased (a dependency
+// on an open item, an open child) cannot be completed: the completion is
+// refused as blocked, naming that work, and changes nothing; the lease
+// stays live, so the worker may heartbeat, complete once the work is
+// done, release or fail it. The check is the ending statement's own
+// (EndLease), on the item's newest row version, so a dependency or child
+// committed while the completion waited for the item's row is seen.
+//
 // Errors: invalid_argument (epoch, result); not_found; lease_lost;
-// conflicting_result.
+// conflicting_result; blocked.
 func (s *Service) Complete(ctx context.Context, project uuid.UUID, f Fence, result json.RawMessage, workerTime *time.Time) (Completion, error) {
 	return s.CompleteWithUsage(ctx, project, f, result, workerTime, Usage{})
 }
@@ -48,8 +59,11 @@ func (s *Service) CompleteWithUsage(ctx context.Context, project uuid.UUID, f Fe
 	var out Completion
 	if b, ok := s.pipelined(ctx); ok && usage.IsZero() {
 		out, err = s.completePipelined(ctx, b, project, f, result, workerTime)
-		if errors.Is(err, errFenced) {
+		switch {
+		case errors.Is(err, errFenced):
 			return s.repeatedCompletion(ctx, project, f, result, workerTime)
+		case errors.Is(err, errBlocked):
+			return Completion{}, s.blockedError(ctx, project, f)
 		}
 		return out, err
 	}
@@ -79,8 +93,11 @@ func (s *Service) CompleteWithUsage(ctx context.Context, project uuid.UUID, f Fe
 		out = Completion{Lease: l, Item: graph.FinishedItem(e.item)}
 		return nil
 	})
-	if errors.Is(err, errFenced) {
+	switch {
+	case errors.Is(err, errFenced):
 		return s.repeatedCompletion(ctx, project, f, result, workerTime)
+	case errors.Is(err, errBlocked):
+		return Completion{}, s.blockedError(ctx, project, f)
 	}
 	return out, err
 }
@@ -133,6 +150,18 @@ func (s *Service) repeatedCompletion(ctx context.Context, project uuid.UUID, f F
 		if err != nil {
 			return err
 		}
+		if l.Epoch == f.Epoch && l.Outcome == nil {
+			// Live at this epoch, yet not completed: a batch completion
+			// leaves out an entry whose item waits for unfinished work.
+			it, err := s.graphOn(tx).Item(ctx, project, l.ItemID)
+			if err != nil {
+				return err
+			}
+			if it.ActiveLeaseID != nil && *it.ActiveLeaseID == l.ID && waitsForWork(it) {
+				answer = blocked(l, it)
+				return nil
+			}
+		}
 		if l.Epoch != f.Epoch || l.Outcome == nil || *l.Outcome != OutcomeCompleted {
 			answer = lostError(l, f, s.clock.Now())
 			return s.recordRefusal(ctx, tx, project, f, "stale_call", opComplete, workerTime,
@@ -162,4 +191,88 @@ func (s *Service) repeatedCompletion(ctx context.Context, project uuid.UUID, f F
 		return Completion{}, answer
 	}
 	return out, nil
+}
+
+// blockedError is the answer to a completion refused because its item
+// waits for unfinished work (errBlocked): the lease and the item as they
+// are now, read after the refusal, to name that work.
+func (s *Service) blockedError(ctx context.Context, project uuid.UUID, f Fence) error {
+	var answer error
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		l, err := s.getLease(ctx, tx, project, f.LeaseID)
+		if err != nil {
+			return err
+		}
+		it, err := s.graphOn(tx).Item(ctx, project, l.ItemID)
+		answer = blocked(l, it)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return answer
+}
+
+// waitsForWork reports whether the open item waits for a dependency or a
+// child.
+func waitsForWork(it graph.Item) bool {
+	return it.Status == graph.StatusOpen && (len(it.BlockedBy.Dependencies) > 0 || len(it.BlockedBy.Children) > 0)
+}
+
+// blockedNamed is how many unfinished items a blocked refusal's message
+// names (its details list them all).
+const blockedNamed = 3
+
+// blocked is the blocked refusal of a completion of l's item it: its
+// message names the unfinished dependencies and children, its details
+// list their ids ("dependencies", "children"), the item and the lease.
+func blocked(l Lease, it graph.Item) *wgerr.Error {
+	deps, kids := refIDs(it.BlockedBy.Dependencies), refIDs(it.BlockedBy.Children)
+	var parts []string
+	if n := len(deps); n > 0 {
+		parts = append(parts, plural(n, "unfinished dependency", "unfinished dependencies")+" ("+refNames(it.BlockedBy.Dependencies)+")")
+	}
+	if n := len(kids); n > 0 {
+		parts = append(parts, plural(n, "open child", "open children")+" ("+refNames(it.BlockedBy.Children)+")")
+	}
+	what := strings.Join(parts, " and ")
+	if what == "" {
+		what = "work that was unfinished when the completion ran"
+	}
+	return &wgerr.Error{
+		Code: wgerr.CodeBlocked,
+		Message: "item " + it.ID.String() + " cannot be completed: it waits for " + what +
+			", added while it was leased; the lease is still held: complete it once that work is finished, or release or fail it",
+		Details: map[string]any{
+			"lease_id": l.ID, "epoch": l.Epoch, "item_id": it.ID,
+			"dependencies": deps, "children": kids,
+		},
+	}
+}
+
+func refIDs(refs []graph.ItemRef) []uuid.UUID {
+	out := make([]uuid.UUID, len(refs))
+	for i, r := range refs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// refNames names the first blockedNamed items of refs by title and id.
+func refNames(refs []graph.ItemRef) string {
+	var names []string
+	for _, r := range refs[:min(len(refs), blockedNamed)] {
+		names = append(names, strconv.Quote(r.Title)+" "+r.ID.String())
+	}
+	if len(refs) > blockedNamed {
+		names = append(names, fmt.Sprintf("%d more", len(refs)-blockedNamed))
+	}
+	return strings.Join(names, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

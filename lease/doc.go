@@ -53,6 +53,14 @@
 //     result stands and the refused one is kept as an observation;
 //   - anything else: lease_lost, recorded as a stale_call observation.
 //
+// A completion whose fence holds but whose item waits for work added while
+// it was leased (an unfinished dependency, an open child) is refused by
+// the same statement, on the item's newest row version: EndLease raises
+// WG007 (blocked; nothing changes, the lease stays live), CompleteLeases
+// leaves the entry out and it is answered blocked. A statement that ended
+// a lease without freeing its item (an item changed under it) raises
+// WG003, so no lease ever ends without its item.
+//
 // Refused reports are counted per lease and kind (lease_refusals, shown as
 // Lease.StaleCalls); the first 20 of each kind are kept as rows of the
 // append-only lease_observations and the last 5 in lease_refusals.recent,

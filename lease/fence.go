@@ -19,6 +19,13 @@ import (
 // transaction rolls back and refuse decides what to answer.
 var errFenced = errors.New("lease: fence did not match")
 
+// errBlocked is what a completion's ending statement returns when its
+// fence held but its item waits for a dependency or an open child, added
+// while the item was leased (WG007, db.ItemBlocked): the statement changed
+// nothing and the lease is still live; blockedError says what is
+// unfinished.
+var errBlocked = errors.New("lease: the item waits for unfinished work")
+
 // maxObservations is how many refused reports of each kind are kept per
 // lease; the count goes on in lease_refusals.
 const maxObservations = 20
@@ -88,10 +95,13 @@ func (s *Service) endLease(ctx context.Context, q db.DBTX, project uuid.UUID, f 
 	if errors.Is(err, pgx.ErrNoRows) || db.FenceLost(err) {
 		return Lease{}, ended{}, errFenced
 	}
+	if db.ItemBlocked(err) {
+		return Lease{}, ended{}, errBlocked
+	}
 	if err != nil {
 		return Lease{}, ended{}, err
 	}
-	return fromEndRow(row), ended{failures: row.Failures, parent: row.ParentID, item: row.Item}, nil
+	return fromEndRow(row), ended{failures: row.Item.Failures, parent: row.Item.ParentID, item: row.Item}, nil
 }
 
 // lockLease takes the lease's row lock under the fence, for mutations that

@@ -435,3 +435,63 @@ func (s *Service) CountActive(ctx context.Context, project uuid.UUID) (int, erro
 	n, err := dbq.New().CountActiveLeases(ctx, s.exec, project)
 	return int(n), db.Translate(err)
 }
+
+// ItemLeasePage is a page of an item's leases, newest pages first: Leases
+// oldest first within the page; Older is the cursor of the page of the
+// leases granted before them ("" when there are none); Total is how many
+// leases the item has had.
+type ItemLeasePage struct {
+	Leases []Lease
+	Older  string
+	Total  int
+}
+
+// itemLeasesList names the cursors of ItemLeases.
+const itemLeasesList = "item-leases"
+
+// ItemLeases returns a page of the item's leases: the newest limit
+// (1..page.Max, 0: page.Default) of those granted before the page that
+// cursor names ("": the item's newest leases), a keyset on the item's
+// epochs, so that a page reads its own rows only, however many leases the
+// item has had; Total is the item's epoch (each claim's lease has one of
+// its own, 1 to epoch), read without the leases. Older pages follow Older.
+//
+// Errors: invalid_argument (limit, cursor).
+func (s *Service) ItemLeases(ctx context.Context, project, item uuid.UUID, cursor string, limit int) (ItemLeasePage, error) {
+	limit, err := page.Limit(limit)
+	if err != nil {
+		return ItemLeasePage{}, err
+	}
+	before, err := page.Decode(itemLeasesList, cursor)
+	if err != nil {
+		return ItemLeasePage{}, err
+	}
+	if before == 0 {
+		before = math.MaxInt64
+	}
+	var out ItemLeasePage
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		q := dbq.New()
+		rows, err := q.ItemLeasesBefore(ctx, tx, dbq.ItemLeasesBeforeParams{
+			ProjectID: project, ItemID: item, BeforeEpoch: before, MaxRows: int32(limit + 1),
+		})
+		if err != nil {
+			return err
+		}
+		if len(rows) > limit {
+			rows = rows[:limit]
+			out.Older = page.Encode(itemLeasesList, rows[limit-1].Lease.Epoch)
+		}
+		out.Leases = make([]Lease, len(rows))
+		for i, r := range rows {
+			out.Leases[len(rows)-1-i] = fromRow(r.Lease, r.Refusals)
+		}
+		n, err := q.CountItemLeases(ctx, tx, dbq.CountItemLeasesParams{ProjectID: project, ItemID: item})
+		out.Total = int(n)
+		return err
+	})
+	if err != nil {
+		return ItemLeasePage{}, db.Translate(err)
+	}
+	return out, nil
+}

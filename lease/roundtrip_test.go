@@ -232,14 +232,15 @@ func TestBatchClaimUnderFilledIsOneStatement(t *testing.T) {
 		t.Errorf("an under-filled batch with no scoped item ready sent %d statements, want 1", n)
 	}
 
-	// With an item with touches ready, the batch takes it too.
+	// With an item with touches ready, the batch takes it too, in the
+	// order of single claims: the older item first, touches or not.
 	scoped := f.item(t, graph.NewItem{Title: "scoped", Touches: []string{"repo:web/**"}})
-	f.item(t, graph.NewItem{Title: "plain"})
+	plain := f.item(t, graph.NewItem{Title: "plain"})
 	got, err := leases.ClaimBatch(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[1].Item.ID != scoped.ID {
-		t.Fatalf("the batch claimed %+v, want the plain item and then the scoped one", got)
+	if len(got) != 2 || got[0].Item.ID != scoped.ID || got[1].Item.ID != plain.ID {
+		t.Fatalf("the batch claimed %+v, want the scoped item and then the plain one (claim order)", got)
 	}
 }

@@ -96,9 +96,11 @@ func toolError(err error) *sdk.CallToolResult {
 var hints = map[string]string{
 	client.CodeConflictingResult: "The task was already completed with another result; that result stands.",
 	client.CodeDependencyCycle:   "Nothing was stored.",
-	client.CodeUnauthenticated:   "The workgraph token of this MCP server is missing or revoked.",
-	client.CodeForbidden:         "The workgraph token of this MCP server may not do this.",
-	client.CodeRateLimited:       "Wait a little and try again.",
-	client.CodeUnavailable:       "The workgraph server is unavailable; try again shortly.",
-	client.CodeOutcomeUnknown:    "The request took effect but its answer was lost; look at the task's state before doing it again.",
+	client.CodeBlocked: "Nothing was recorded and the task is still yours: a person made it wait for other work while you held it. " +
+		"Finish only once that work is done (keep reporting progress meanwhile), or call release_task to hand it back.",
+	client.CodeUnauthenticated: "The workgraph token of this MCP server is missing or revoked.",
+	client.CodeForbidden:       "The workgraph token of this MCP server may not do this.",
+	client.CodeRateLimited:     "Wait a little and try again.",
+	client.CodeUnavailable:     "The workgraph server is unavailable; try again shortly.",
+	client.CodeOutcomeUnknown:  "The request took effect but its answer was lost; look at the task's state before doing it again.",
 }

@@ -123,6 +123,32 @@ func TestWorkerTools(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrBlocked", func(t *testing.T) {
+		// A person makes the task wait for another while the agent holds
+		// it: finish_task is refused, says what it waits for, and the task
+		// stays the agent's (it can still release it).
+		t.Parallel()
+		e := setup(t)
+		cs := connectInMemory(t, e.mcpServer(t, Config{}))
+		it := e.item(t, "grows a prerequisite")
+		ok(t, cs, "take_task", nil, nil)
+		pre := e.item(t, "prerequisite")
+		if err := e.admin.AddDependency(context.Background(), e.project, it.ID, pre.ID); err != nil {
+			t.Fatal(err)
+		}
+		msg := toolErr(t, cs, "finish_task", map[string]any{"result": "done"})
+		if !strings.Contains(msg, "blocked") || !strings.Contains(msg, pre.ID) || !strings.Contains(msg, "release_task") {
+			t.Errorf("finish_task of a blocked task: %q, want blocked naming %s and release_task", msg, pre.ID)
+		}
+		if st := e.get(t, it.ID).State; st != client.StateLeased {
+			t.Errorf("after the refused finish_task: %q, want still leased", st)
+		}
+		ok(t, cs, "release_task", map[string]any{"reason": "waits for a prerequisite"}, nil)
+		if st := e.get(t, it.ID).State; st != client.StateBlocked {
+			t.Errorf("after release_task: %q, want blocked", st)
+		}
+	})
+
 	t.Run("Split", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t)

@@ -2,7 +2,9 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -14,9 +16,10 @@ import (
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-// itemLeaseLimit is how many of an item's leases its page and timeline show
-// (the most recent ones).
-const itemLeaseLimit = 200
+// itemLeasePage is how many of an item's leases its page and timeline show
+// at a time: the newest ones, and older ones a page further each (an item
+// retried thousands of times is never read whole).
+const itemLeasePage = 100
 
 // ItemPage is everything about one item.
 type ItemPage struct {
@@ -24,9 +27,15 @@ type ItemPage struct {
 	Item      graph.Item
 	Near      graph.Neighbourhood
 	Attention []attention.Request
-	Leases    []lease.Lease // oldest first
-	Timeline  *Timeline
-	Graph     drawing
+	Leases    []lease.Lease // a page of them, oldest first
+	// LeaseTotal is how many leases the item has had; OlderLeases links
+	// to the page of the leases before Leases ("" when none), and
+	// NewestLeases to the first page ("" on it).
+	LeaseTotal   int
+	OlderLeases  string
+	NewestLeases string
+	Timeline     *Timeline
+	Graph        drawing
 	// Choices are open items it could depend on.
 	Choices []graph.Item
 	// DependencyError is a refused dependency; Cycle is the cycle it would
@@ -76,6 +85,15 @@ func (p *ItemPage) OutcomeLegend() []string {
 	return out
 }
 
+// ShownEpochs names the epochs of the leases shown ("epochs 51 to 150")
+// when they are not all of the item's, else "".
+func (p *ItemPage) ShownEpochs() string {
+	if len(p.Leases) == 0 || len(p.Leases) == p.LeaseTotal {
+		return ""
+	}
+	return fmt.Sprintf("epochs %d to %d", p.Leases[0].Epoch, p.Leases[len(p.Leases)-1].Epoch)
+}
+
 // Open reports whether the item is neither done nor cancelled.
 func (p *ItemPage) Open() bool { return p.Item.Status == graph.StatusOpen }
 
@@ -102,8 +120,18 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 	if page.Attention, err = u.Attention.ForItem(r.ctx(), r.project.ID, id); err != nil {
 		return nil, err
 	}
-	if page.Leases, err = r.itemLeases(id); err != nil {
+	cursor := r.QueryParam("leases")
+	leases, err := r.itemLeases(id, cursor, itemLeasePage)
+	if err != nil {
 		return nil, err
+	}
+	page.Leases, page.LeaseTotal = leases.Leases, leases.Total
+	itemURL := r.projectURL("/items/" + id.String())
+	if leases.Older != "" {
+		page.OlderLeases = itemURL + "?leases=" + url.QueryEscape(leases.Older) + "#leases"
+	}
+	if cursor != "" {
+		page.NewestLeases = itemURL + "#leases"
 	}
 	obs, err := r.observations(page.Leases)
 	if err != nil {
@@ -149,34 +177,19 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 	return page, nil
 }
 
-// itemLeases returns the item's most recent leases, oldest first.
-func (r *req) itemLeases(id uuid.UUID) ([]lease.Lease, error) {
-	var all []lease.Lease
-	cursor := ""
-	for {
-		p, err := r.ui.Leases.History(r.ctx(), r.project.ID, lease.HistoryFilter{ItemID: &id, Cursor: cursor, Limit: 500})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, p.Leases...)
-		if p.NextCursor == "" {
-			break
-		}
-		cursor = p.NextCursor
-	}
-	if len(all) > itemLeaseLimit {
-		all = all[len(all)-itemLeaseLimit:]
-	}
-	return all, nil
+// itemLeases returns a page of the item's leases (lease.ItemLeases): the
+// newest n of those before the page cursor names ("": the newest).
+func (r *req) itemLeases(id uuid.UUID, cursor string, n int) (lease.ItemLeasePage, error) {
+	return r.ui.Leases.ItemLeases(r.ctx(), r.project.ID, id, cursor, n)
 }
 
-// lastLease is the item's most recent lease, or nil.
+// lastLease is the item's most recent lease, or nil (one row read).
 func (r *req) lastLease(id uuid.UUID) (*lease.Lease, error) {
-	ls, err := r.itemLeases(id)
-	if err != nil || len(ls) == 0 {
+	p, err := r.itemLeases(id, "", 1)
+	if err != nil || len(p.Leases) == 0 {
 		return nil, err
 	}
-	return &ls[len(ls)-1], nil
+	return &p.Leases[0], nil
 }
 
 // observations loads the refused reports of the leases that had any.

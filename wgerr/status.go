@@ -21,6 +21,7 @@ var answers = map[Code]answer{
 	CodeConflictingResult: {http.StatusConflict, "Conflicting result"},
 	CodeDependencyCycle:   {http.StatusConflict, "Dependency cycle"},
 	CodeConflict:          {http.StatusConflict, "Conflict"},
+	CodeBlocked:           {http.StatusConflict, "Blocked"},
 	CodeDepthLimit:        {http.StatusConflict, "Depth limit"},
 	CodeInProgress:        {http.StatusConflict, "Request in progress"},
 	CodeOutcomeUnknown:    {http.StatusConflict, "Outcome unknown"},

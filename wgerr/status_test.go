@@ -13,7 +13,7 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 		CodeInvalid, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeAlreadyExists,
 		CodeLeaseLost, CodeConflictingResult, CodeDependencyCycle, CodeConflict,
 		CodePayloadTooLarge, CodeRateLimited, CodeUnavailable, CodeInternal,
-		CodeInProgress, CodeOutcomeUnknown, CodeMethodNotAllowed,
+		CodeInProgress, CodeOutcomeUnknown, CodeMethodNotAllowed, CodeBlocked,
 	} {
 		if _, ok := answers[code]; !ok {
 			t.Errorf("no table entry for %s", code)

@@ -29,6 +29,10 @@ const (
 	CodeConflictingResult Code = "conflicting_result"
 	CodeDependencyCycle   Code = "dependency_cycle"
 	CodeConflict          Code = "conflict"
+	// CodeBlocked: a completion of an item that waits for unfinished work
+	// (a dependency or a child added while it was leased); the lease
+	// stays live.
+	CodeBlocked Code = "blocked"
 	// CodeDepthLimit: a decomposition would pass the depth limit of a
 	// budget over the item.
 	CodeDepthLimit Code = "depth_limit"
@@ -89,6 +93,7 @@ var (
 	ConflictingResult = &Error{Code: CodeConflictingResult}
 	DependencyCycle   = &Error{Code: CodeDependencyCycle}
 	Conflict          = &Error{Code: CodeConflict}
+	Blocked           = &Error{Code: CodeBlocked}
 	InProgress        = &Error{Code: CodeInProgress}
 	OutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
 	MethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}

@@ -387,3 +387,27 @@ func TestWorkFailureTakenAnswerLost(t *testing.T) {
 		t.Fatalf("exit = %d, want 1 saying the item was reported failed\n%s", code, stderr.String())
 	}
 }
+
+// TestWorkCompletionBlocked: the command adds a child to its own item (as
+// a person could while it runs), then exits 0. The completion is refused
+// as blocked; the supervisor neither retries it nor leaves the lease to
+// expire: it releases the item, saying why in the release's reason, and
+// exits 6 naming the refusal. The item then waits for its child.
+func TestWorkCompletionBlocked(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("grows a child while it runs")
+	r := e.run(e.agentToken, nil, "work", "--lease", "30s", "--", "sh", "-c",
+		`"$WORKGRAPH_BIN" items add "a child" --parent "$WORKGRAPH_ITEM_ID" >/dev/null && echo '{"ok": true}' > "$WORKGRAPH_RESULT_FILE"`)
+	if r.code != 6 || !strings.Contains(r.stderr, "waits for work added while it ran") {
+		t.Fatalf("work: exit %d, want 6 saying the item waits for work\n%v", r.code, r)
+	}
+	if got := e.get(it.ID); got.State != client.StateBlocked {
+		t.Errorf("item is %s after the refused completion, want blocked (waiting for its child)", got.State)
+	}
+	ls := e.leases(it.ID)
+	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased ||
+		!strings.Contains(string(ls[0].OutcomeDetail), "blocked") || !strings.Contains(string(ls[0].OutcomeDetail), `ok`) {
+		t.Fatalf("leases %+v, want one released naming the refusal and the result", ls)
+	}
+}

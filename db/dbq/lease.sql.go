@@ -581,6 +581,26 @@ func (q *Queries) CountActiveLeases(ctx context.Context, db DBTX, projectID uuid
 	return count, err
 }
 
+const countItemLeases = `-- name: CountItemLeases :one
+SELECT coalesce((SELECT i.epoch FROM items i WHERE i.project_id = $1 AND i.id = $2), 0)::bigint
+`
+
+type CountItemLeasesParams struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+}
+
+// How many leases the item has had, without reading them: its epoch. Only
+// a claim increments it (ClaimItem, ClaimItemDirect, ClaimItems), in the
+// statement that records the lease at the new epoch, so the item's leases
+// are its epochs 1..epoch. 0 for an item not in the project.
+func (q *Queries) CountItemLeases(ctx context.Context, db DBTX, arg CountItemLeasesParams) (int64, error) {
+	row := db.QueryRow(ctx, countItemLeases, arg.ProjectID, arg.ItemID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const countRefusal = `-- name: CountRefusal :one
 INSERT INTO lease_refusals (project_id, lease_id, kind, calls, last_operation, last_at, recent)
 VALUES ($1, $2, $3, 1, $4, coalesce($5::timestamptz, statement_timestamp()),
@@ -662,7 +682,14 @@ WITH ended AS (
                 $15::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 $16::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
-        status = CASE WHEN $17::boolean THEN 'done' ELSE i.status END,
+        -- A completion of an item that waits for a dependency or a child
+        -- (added while it was leased) raises WG007 (item_finishable,
+        -- migration 00064): computed in the SET, from the row version this
+        -- statement writes, which is the newest under READ COMMITTED, so a
+        -- concurrent addition is seen. CASE keeps the release and the
+        -- failure from calling it.
+        status = CASE WHEN NOT $17::boolean THEN i.status
+                      WHEN item_finishable(i.unmet_dependencies, i.open_children) THEN 'done' END,
         result = CASE WHEN $17::boolean THEN $4::jsonb ELSE i.result END,
         finished_at = CASE WHEN $17::boolean THEN ended.ended_at ELSE i.finished_at END,
         updated_at = ended.ended_at
@@ -675,8 +702,10 @@ WITH ended AS (
     SELECT lease_fence_held(count(*), $18::boolean) AS ok FROM ended, freed
 )
 SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, ended.stop_note, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
-FROM ended, freed AS items, held
-WHERE held.ok
+FROM ended
+LEFT JOIN freed AS items ON items.project_id = ended.project_id AND items.id = ended.item_id
+WHERE (SELECT held.ok FROM held)
+  AND lease_fence_held(CASE WHEN items.id IS NULL THEN 0 ELSE 1 END, true)
 `
 
 type EndLeaseParams struct {
@@ -731,7 +760,7 @@ type EndLeaseRow struct {
 	BudgetRoots     []uuid.UUID
 	ScopeKeys       []string
 	StopNote        *string
-	Failures        int32
+	Failures        *int32
 	ParentID        *uuid.UUID
 	Item            Item
 }
@@ -747,9 +776,18 @@ type EndLeaseRow struct {
 // the item row as written. With @abort_if_lost a lost fence raises WG003
 // (lease_fence_held, migration 00042) instead of answering no row, so that
 // it aborts what is pipelined after it in its transaction (a completion's
-// release of dependents, graph.Service.ReleaseCompleted).
+// release of dependents, graph.Service.ReleaseCompleted). A completion of
+// an item that waits for a dependency or an open child raises WG007
+// (migration 00064): nothing changes and the lease stays live.
 // The item as this statement left it (a completion answers it: its
-// dependents and parent are other rows).
+// dependents and parent are other rows). held is a one-time filter (a
+// subquery without a column of the join), so it runs even when the join
+// has no row. A lease this statement ended without freeing its item (an
+// item that no longer names it) raises WG003 whatever @abort_if_lost
+// says: a left join, so that such a lease is a row the check sees (an
+// inner join has no row to check, and the lease ended without its item
+// committed, answered as a replay). lease_fence_held is not strict, so
+// the planner keeps the join outer.
 func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (EndLeaseRow, error) {
 	row := db.QueryRow(ctx, endLease,
 		arg.Now,
@@ -1183,6 +1221,89 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 		arg.Payload,
 	)
 	return err
+}
+
+const itemLeasesBefore = `-- name: ItemLeasesBefore :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = $1 AND l.item_id = $2 AND l.epoch < $3
+ORDER BY l.epoch DESC
+LIMIT $4
+`
+
+type ItemLeasesBeforeParams struct {
+	ProjectID   uuid.UUID
+	ItemID      uuid.UUID
+	BeforeEpoch int64
+	MaxRows     int32
+}
+
+type ItemLeasesBeforeRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// An item's leases newest first, those granted before epoch @before_epoch
+// (the start: the largest bigint), at most @max_rows: the unique index
+// (project_id, item_id, epoch) read backwards from the cursor, so a page
+// reads its own rows only, however often the item was claimed.
+func (q *Queries) ItemLeasesBefore(ctx context.Context, db DBTX, arg ItemLeasesBeforeParams) ([]ItemLeasesBeforeRow, error) {
+	rows, err := db.Query(ctx, itemLeasesBefore,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.BeforeEpoch,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemLeasesBeforeRow{}
+	for rows.Next() {
+		var i ItemLeasesBeforeRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const leaseHistory = `-- name: LeaseHistory :many

@@ -15,8 +15,8 @@ import (
 
 const claimItems = `-- name: ClaimItems :many
 
-WITH candidate AS (
-    SELECT c.project_id, c.id
+WITH scan AS (
+    SELECT c.project_id, c.id, c.priority, c.seq, c.touches
     FROM items c
     WHERE c.project_id = $2
       AND c.ready
@@ -41,20 +41,34 @@ WITH candidate AS (
       AND (c.budget_roots = '{}'
            OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
                                    coalesce($1::timestamptz, statement_timestamp())))
-      -- Capabilities, as in ClaimItem. This statement grants no write
-      -- scopes: the scopes of one batch's items could overlap each other,
-      -- and only the single claim's statement takes the scope locks
-      -- (lease/scopes.go); the batch takes items with touches after it,
-      -- one such statement each (fillScoped). "requires = '{}'" first: it
-      -- is what the planner can estimate (from the column's most common
-      -- value), and "requires <@ ..." alone it estimates at 0.5% of the
-      -- rows, so that it read and sorted every ready item of the project
-      -- instead of the first max_items of the claim index.
+      -- Capabilities and write scopes, as in ClaimItem. "requires = '{}'"
+      -- first: it is what the planner can estimate (from the column's
+      -- most common value), and "requires <@ ..." alone it estimates at
+      -- 0.5% of the rows, so that it read and sorted every ready item of
+      -- the project instead of the first max_items of the claim index.
       AND (c.requires = '{}' OR c.requires <@ coalesce($8::text[], '{}'))
-      AND c.touches = '{}'
+      AND (c.touches = '{}'
+           OR wg_scope_holder(c.project_id, NULL, c.touches,
+                              coalesce($1::timestamptz, statement_timestamp())) IS NULL)
     ORDER BY c.priority DESC, c.seq
     LIMIT $9
     FOR UPDATE SKIP LOCKED
+), candidate AS (
+    -- This statement grants no write scopes: the scopes of one batch's
+    -- items could overlap each other, and only the single claim's
+    -- statement takes the scope locks (lease/scopes.go). So it grants the
+    -- items of the scan that come before its first item with touches, in
+    -- claim order, and the batch takes that item and the rest after it,
+    -- one single claim's statement each (fillScoped): the batch grants
+    -- what a sequence of single claims would, in their order. (The items
+    -- of the scan not granted are locked only until this statement's
+    -- transaction ends.)
+    SELECT s.project_id, s.id
+    FROM scan s
+    WHERE s.touches = '{}'
+      AND NOT EXISTS (SELECT 1 FROM scan b
+                      WHERE b.touches <> '{}'
+                        AND (b.priority > s.priority OR (b.priority = s.priority AND b.seq < s.seq)))
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
@@ -129,7 +143,8 @@ type ClaimItemsRow struct {
 // instant "t" per statement, or per taken row for a grant).
 // ClaimItem for up to @max_items items at once: the highest-priority ready
 // items (index items_claim, ties first-created first) that carry @labels,
-// are past their retry backoff and are not reserved for another worker.
+// are past their retry backoff and are not reserved for another worker,
+// up to the first of them that has touches (see candidate).
 // Each taken item gets its own epoch increment, its own new lease id
 // (gen_random_uuid, per row) and its own lease row, stamped once its row
 // is held and never before its previous lease ended. Rows other claimers
@@ -279,7 +294,11 @@ WITH entry AS (
       AND ($4::uuid IS NULL OR l.token_id = $4::uuid)
       AND EXISTS (SELECT 1 FROM items i
                   WHERE i.project_id = l.project_id AND i.id = l.item_id
-                    AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open')
+                    AND i.active_lease_id = l.id AND i.epoch = l.epoch AND i.status = 'open'
+                    -- Not waiting for work added while it was leased (a
+                    -- dependency, a child): such an entry is left out,
+                    -- its lease live (migration 00064).
+                    AND i.unmet_dependencies = 0 AND i.open_children = 0)
     RETURNING l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note
 ), freed AS (
     UPDATE items i
@@ -295,13 +314,16 @@ WITH entry AS (
       AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND i.status = 'open'
+      -- Checked again on the newest row version (a dependency or child
+      -- added by a transaction that committed while this statement
+      -- waited for the row): the counts then differ, WG003.
+      AND i.unmet_dependencies = 0 AND i.open_children = 0
     RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
 )
 SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
 FROM ended AS leases
-JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
-WHERE lease_fence_held(CASE WHEN (SELECT count(*) FROM ended) = (SELECT count(*) FROM freed) THEN 1 ELSE 0 END,
-                       true)
+LEFT JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
+WHERE lease_fence_held(CASE WHEN items.id IS NULL THEN 0 ELSE 1 END, true)
 `
 
 type CompleteLeasesParams struct {
@@ -324,13 +346,21 @@ type CompleteLeasesRow struct {
 // that epoch and is open. The items of the ended leases are marked done
 // with their results and freed in the same statement, and each ended lease
 // comes back with its item as the statement left it (nothing is read
-// back). Entries that match no lease are left out of the answer. A lease
-// whose item changed under the statement (a concurrent cancel) fails the
+// back). Entries that match no lease are left out of the answer, and so
+// are those whose item waits for a dependency or an open child (added
+// while it was leased: lease.Service.CompleteBatch answers them blocked,
+// their leases stay live). A lease whose item changed under the statement
+// (a concurrent cancel, a dependency or child added) fails the
 // whole statement with WG003 (lease_fence_held, migration 00042), so that
 // no lease ends without its item and the caller sends it again. A
 // @token_id, when given, is the only token whose leases may be touched (an
 // agent acts on its own leases only).
-// Once for the statement: every ended lease freed its item, else WG003.
+// Every ended lease, each with the item it freed, else WG003: a left join,
+// so that an ended lease whose item the statement did not free is a row
+// the check sees even when no other lease of the batch ended (an inner
+// join of one ended lease and no freed item has no row to check, and
+// that lease would end without its item). lease_fence_held is not
+// strict, so the planner keeps the join outer.
 func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLeasesParams) ([]CompleteLeasesRow, error) {
 	rows, err := db.Query(ctx, completeLeases,
 		arg.Entries,

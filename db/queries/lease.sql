@@ -367,7 +367,9 @@ FOR UPDATE OF l;
 -- the item row as written. With @abort_if_lost a lost fence raises WG003
 -- (lease_fence_held, migration 00042) instead of answering no row, so that
 -- it aborts what is pipelined after it in its transaction (a completion's
--- release of dependents, graph.Service.ReleaseCompleted).
+-- release of dependents, graph.Service.ReleaseCompleted). A completion of
+-- an item that waits for a dependency or an open child raises WG007
+-- (migration 00064): nothing changes and the lease stays live.
 WITH ended AS (
     UPDATE leases l
     SET ended_at = coalesce(sqlc.narg('now')::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
@@ -397,7 +399,14 @@ WITH ended AS (
                 sqlc.arg('backoff_ms')::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 sqlc.arg('max_backoff_ms')::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
-        status = CASE WHEN @finish::boolean THEN 'done' ELSE i.status END,
+        -- A completion of an item that waits for a dependency or a child
+        -- (added while it was leased) raises WG007 (item_finishable,
+        -- migration 00064): computed in the SET, from the row version this
+        -- statement writes, which is the newest under READ COMMITTED, so a
+        -- concurrent addition is seen. CASE keeps the release and the
+        -- failure from calling it.
+        status = CASE WHEN NOT @finish::boolean THEN i.status
+                      WHEN item_finishable(i.unmet_dependencies, i.open_children) THEN 'done' END,
         result = CASE WHEN @finish::boolean THEN sqlc.narg('result')::jsonb ELSE i.result END,
         finished_at = CASE WHEN @finish::boolean THEN ended.ended_at ELSE i.finished_at END,
         updated_at = ended.ended_at
@@ -410,10 +419,19 @@ WITH ended AS (
     SELECT lease_fence_held(count(*), @abort_if_lost::boolean) AS ok FROM ended, freed
 )
 -- The item as this statement left it (a completion answers it: its
--- dependents and parent are other rows).
+-- dependents and parent are other rows). held is a one-time filter (a
+-- subquery without a column of the join), so it runs even when the join
+-- has no row. A lease this statement ended without freeing its item (an
+-- item that no longer names it) raises WG003 whatever @abort_if_lost
+-- says: a left join, so that such a lease is a row the check sees (an
+-- inner join has no row to check, and the lease ended without its item
+-- committed, answered as a replay). lease_fence_held is not strict, so
+-- the planner keeps the join outer.
 SELECT ended.*, items.failures, items.parent_id, sqlc.embed(items)
-FROM ended, freed AS items, held
-WHERE held.ok;
+FROM ended
+LEFT JOIN freed AS items ON items.project_id = ended.project_id AND items.id = ended.item_id
+WHERE (SELECT held.ok FROM held)
+  AND lease_fence_held(CASE WHEN items.id IS NULL THEN 0 ELSE 1 END, true);
 
 -- name: ClearRetry :exec
 -- The item stops retrying on its own: its failures were handed to a person.
@@ -518,6 +536,26 @@ WHERE l.project_id = @project_id
   AND (sqlc.narg('until')::timestamptz IS NULL OR l.acquired_at < sqlc.narg('until')::timestamptz)
 ORDER BY l.seq DESC
 LIMIT @max_rows;
+
+-- name: ItemLeasesBefore :many
+-- An item's leases newest first, those granted before epoch @before_epoch
+-- (the start: the largest bigint), at most @max_rows: the unique index
+-- (project_id, item_id, epoch) read backwards from the cursor, so a page
+-- reads its own rows only, however often the item was claimed.
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id AND l.item_id = @item_id AND l.epoch < @before_epoch
+ORDER BY l.epoch DESC
+LIMIT @max_rows;
+
+-- name: CountItemLeases :one
+-- How many leases the item has had, without reading them: its epoch. Only
+-- a claim increments it (ClaimItem, ClaimItemDirect, ClaimItems), in the
+-- statement that records the lease at the new epoch, so the item's leases
+-- are its epochs 1..epoch. 0 for an item not in the project.
+SELECT coalesce((SELECT i.epoch FROM items i WHERE i.project_id = @project_id AND i.id = @item_id), 0)::bigint;
 
 -- name: LeaseHistoryAcquired :many
 -- The leases acquired in [@since, @until) (a bound left NULL is open),

@@ -22,6 +22,7 @@ from .client import Client, Retry, entry_error
 from .errors import (
     Conflict,
     ConflictingResult,
+    Blocked,
     Forbidden,
     LeaseLost,
     NotFound,
@@ -37,6 +38,7 @@ __all__ = [
     "Client",
     "Conflict",
     "ConflictingResult",
+    "Blocked",
     "Forbidden",
     "LeaseLost",
     "NotFound",

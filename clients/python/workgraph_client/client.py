@@ -173,7 +173,9 @@ class Client:
         """Finishes the item with result (any JSON value).
 
         An identical repeat answers the first completion again
-        (``replayed``); another result raises ConflictingResult.
+        (``replayed``); another result raises ConflictingResult; an item
+        that gained unfinished work while leased raises Blocked (the lease is
+        still held).
         """
         body = _fields(epoch=epoch, worker_time=worker_time)
         body["result"] = result

@@ -58,6 +58,10 @@ class ConflictingResult(WorkgraphError):
     """409 ``conflicting_result``: the item was completed with another result (the first stands)."""
 
 
+class Blocked(WorkgraphError):
+    """409 ``blocked``: the item gained a dependency or an open child while it was leased; nothing changed and the lease is still held (``problem["dependencies"]``, ``problem["children"]``)."""
+
+
 class Conflict(WorkgraphError):
     """409 ``conflict``: a stale version, a finished item or request, or an Idempotency-Key reused for another request."""
 
@@ -89,6 +93,7 @@ class TransportError(Exception):
 _BY_CODE: Dict[str, Type[WorkgraphError]] = {
     "lease_lost": LeaseLost,
     "conflicting_result": ConflictingResult,
+    "blocked": Blocked,
     "conflict": Conflict,
     "unauthenticated": Unauthenticated,
     "forbidden": Forbidden,

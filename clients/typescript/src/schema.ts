@@ -383,7 +383,7 @@ export interface paths {
         put?: never;
         /**
          * Complete the leased item
-         * @description An identical repeat answers 200 with replayed: true; a different result 409 conflicting_result.
+         * @description An identical repeat answers 200 with replayed: true; a different result 409 conflicting_result. An item that gained a dependency on an unfinished item, or an open child, while it was leased cannot be completed: 409 blocked (dependencies and children list what it waits for), nothing changes and the lease stays live (heartbeat, complete once that work is done, release or fail it).
          *
          *     Roles: agent, admin.
          */
@@ -883,7 +883,7 @@ export interface paths {
         put?: never;
         /**
          * Complete several leases in one call
-         * @description Each entry is fenced on its own in the writing statement and answered on its own, with the status and problem the single completion (POST /v1/leases/{id}/complete) would have given: one stale entry refuses only itself, the others complete (each lease gets its own history row and events; dependents and parents are released). Bad input refuses the whole batch and changes nothing. An Idempotency-Key stores and replays the whole answer; without one a repeated batch is safe too (completed entries answer replayed: true).
+         * @description Each entry is fenced on its own in the writing statement and answered on its own, with the status and problem the single completion (POST /v1/leases/{id}/complete) would have given: one stale or blocked entry refuses only itself, the others complete (each lease gets its own history row and events; dependents and parents are released). Bad input refuses the whole batch and changes nothing. An Idempotency-Key stores and replays the whole answer; without one a repeated batch is safe too (completed entries answer replayed: true).
          *
          *     Roles: agent, admin.
          */
@@ -975,7 +975,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal" | "no_match";
+            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal" | "no_match";
             /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
