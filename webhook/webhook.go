@@ -309,7 +309,8 @@ func (s *Service) check(rawURL string, types []string, format string, recipient 
 }
 
 // checkURL accepts an absolute http or https URL without credentials whose
-// host, when it is an address, is one delivery may reach. A name is
+// host, when it is an address (in any way of writing one), is one delivery
+// may reach, written a.b.c.d when it is IPv4 (see refusedHost). A name is
 // checked again at every dial (Guard), whatever it resolves to then.
 func (s *Service) checkURL(raw string) error {
 	if raw == "" || len(raw) > maxURLBytes {
@@ -330,10 +331,8 @@ func (s *Service) checkURL(raw string) error {
 			return wgerr.InvalidField("url", "port %s is not a TCP port (1 to 65535)", port)
 		}
 	}
-	if !s.allowPrivate {
-		if err := refusedHost(u.Hostname()); err != nil {
-			return wgerr.InvalidField("url", "%v", err)
-		}
+	if err := refusedHost(u.Hostname(), s.allowPrivate); err != nil {
+		return wgerr.InvalidField("url", "%v", err)
 	}
 	return nil
 }
