@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -790,3 +791,55 @@ func TestRotateSecret(t *testing.T) {
 		}
 	})
 }
+
+// TestDeliverSlackLongQuestionFitsItsBlock: Slack refuses a message whose
+// section text is longer than 3,000 characters (400 invalid_blocks, and
+// the delivery fails for good), so the question's block is cut to fit
+// after it is escaped and quoted, never inside an escape: a long question
+// full of code (each "<" and "&" grows fourfold, each line two "> ") still
+// reaches the channel.
+func TestDeliverSlackLongQuestionFitsItsBlock(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
+	line := "if a < b && c > d { return x<<2 } // see <https://example.com|this>\n"
+	mustRequest(t, s.pool, s.project, strings.Repeat(line, 4000/len(line)))
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
+		Attention: attention.NewService(s.pool, nil, attention.Config{})})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Blocks []struct {
+			Type string `json:"type"`
+			Text *struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"blocks"`
+	}
+	body := rc.got()[0].body
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Blocks) < 2 || m.Blocks[1].Text == nil {
+		t.Fatalf("blocks %s: want the asker, then the question", body)
+	}
+	for i, b := range m.Blocks {
+		if b.Text != nil && utf8.RuneCountInString(b.Text.Text) > 3000 {
+			t.Errorf("block %d's text is %d characters long; Slack takes at most 3000", i, utf8.RuneCountInString(b.Text.Text))
+		}
+	}
+	q := m.Blocks[1].Text.Text
+	if !strings.HasPrefix(q, "> if a &lt; b &amp;&amp; c &gt; d") || !strings.HasSuffix(q, "…") {
+		t.Errorf("question block %q…%q: want the escaped question, quoted, cut with an ellipsis", clipStart(q, 60), q[max(0, len(q)-60):])
+	}
+	for _, l := range strings.Split(q, "\n") {
+		if !strings.HasPrefix(l, "> ") {
+			t.Errorf("question line %q is not quoted", l)
+		}
+	}
+	if cut := strings.TrimSuffix(q, "…"); strings.LastIndex(cut, "&") > strings.LastIndex(cut, ";") {
+		t.Errorf("the question is cut inside an escape: %q", q[max(0, len(q)-20):])
+	}
+}
+
+func clipStart(s string, n int) string { return s[:min(n, len(s))] }

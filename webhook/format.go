@@ -103,7 +103,9 @@ func pageLinks(base string, m Message) *Links {
 	return l
 }
 
-// Slack's bounds: a section's text is at most 3000 characters.
+// Slack's bounds: a section's text is at most 3000 characters (a longer
+// one refuses the whole message); the question's block is cut to
+// slackSectionMax once escaped and quoted.
 const slackSectionMax = 2900
 
 type slackText struct {
@@ -149,6 +151,21 @@ func clip(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
+// clipMrkdwn is clip of escaped mrkdwn text: cut at n bytes (so at most n
+// characters, Slack's measure), never inside one of slackEscape's
+// entities.
+func clipMrkdwn(s string, n int) string {
+	c := clip(s, n)
+	if c == s {
+		return s
+	}
+	body := strings.TrimSuffix(c, "…")
+	if amp := strings.LastIndexByte(body, '&'); amp > strings.LastIndexByte(body, ';') {
+		body = body[:amp]
+	}
+	return body + "…"
+}
+
 // slackVerb says what an attention event is, for a person.
 var slackVerb = map[string]string{
 	events.AttentionOpened:  "asks",
@@ -189,8 +206,8 @@ func slackBody(m Message) slackMessage {
 			slackEscape(clip(a.Question, 300))),
 		Blocks: []slackBlock{
 			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: head}},
-			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: "> " +
-				strings.ReplaceAll(slackEscape(clip(a.Question, slackSectionMax)), "\n", "\n> ")}},
+			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: clipMrkdwn("> "+
+				strings.ReplaceAll(slackEscape(a.Question), "\n", "\n> "), slackSectionMax)}},
 		},
 	}
 	var buttons []slackElement
