@@ -513,6 +513,15 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	if a.Disabled {
 		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
+		// Its pending deliveries wait for it out of the way of every other
+		// webhook's, parked once the disabling committed (see the query).
+		// Left due, they only cost the search for due work a row each.
+		if err := q.ParkPendingDeliveries(rctx, d.pool, dbq.ParkPendingDeliveriesParams{
+			ProjectID: c.ProjectID, WebhookID: c.WebhookID,
+		}); err != nil {
+			d.cfg.Log.Error("webhook delivery: parking a disabled webhook's deliveries", "project", c.ProjectID,
+				"webhook", c.WebhookID, "err", db.Translate(err))
+		}
 	}
 	d.report(a)
 }

@@ -843,3 +843,90 @@ func TestDeliverSlackLongQuestionFitsItsBlock(t *testing.T) {
 }
 
 func clipStart(s string, n int) string { return s[:min(n, len(s))] }
+
+// TestDisabledBacklogStallsNoOtherWebhook: the deliveries a disabled
+// webhook left pending (a day of them, when failing disabled it) wait
+// for it without standing in the way: every other webhook, of any
+// project, is still delivered. The round's search for due work read the
+// oldest due rows whatever their webhook, so a disabled webhook's backlog
+// of more than that search's rows hid every other project's deliveries
+// for good.
+func TestDisabledBacklogStallsNoOtherWebhook(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	down := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusServiceUnavailable) })
+	failing := s.webhook(t, webhook.New{URL: down.URL})
+	// Concurrency 1: a round's search reads 4 due rows.
+	d := s.deliverer(webhook.DelivererConfig{Concurrency: 1})
+	const backlog = 10
+	s.appendEvents(t, backlog, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(down.ids()) == backlog })
+	off := false
+	if _, err := s.hooks.Update(ctx, s.project, failing.ID, webhook.Change{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.deliveries(t, failing.ID)); n != backlog {
+		t.Fatalf("the disabled webhook has %d deliveries, want its %d pending", n, backlog)
+	}
+
+	other := deliverySetup{pool: s.pool, project: mustProject(t, s.pool), hooks: s.hooks}
+	up := newReceiver(t, nil)
+	other.webhook(t, webhook.New{URL: up.URL})
+	other.appendEvents(t, 1, events.ItemCreated)
+	for range 20 {
+		if r := d.RunOnce(ctx); r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed) {
+			t.Fatal(r.Err)
+		}
+		if len(up.got()) > 0 {
+			break
+		}
+	}
+	if len(up.got()) != 1 {
+		t.Fatalf("another project's webhook got %d requests in 20 rounds, want its event: the disabled webhook's backlog stalls it", len(up.got()))
+	}
+	for _, dl := range s.deliveries(t, failing.ID) {
+		if dl.State != webhook.StatePending || dl.NextAttemptAt != nil {
+			t.Fatalf("a delivery of the disabled webhook is %s, next attempt %v; want it pending, with no next attempt until the webhook is enabled", dl.State, dl.NextAttemptAt)
+		}
+	}
+	// Enabled again, its receiver back: what waited is delivered.
+	down.setAnswer(nil)
+	on := true
+	if _, err := s.hooks.Update(ctx, s.project, failing.ID, webhook.Change{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, d, func() bool { return s.settled(t, failing.ID) })
+	for _, dl := range s.deliveries(t, failing.ID) {
+		if dl.State != webhook.StateDelivered {
+			t.Fatalf("after enabling, a delivery is %+v, want delivered", dl)
+		}
+	}
+}
+
+// TestDisabledByFailuresParksItsBacklog: the failure that disables a
+// webhook parks its pending deliveries with it (no next attempt), so they
+// wait for it out of the way of the others.
+func TestDisabledByFailuresParksItsBacklog(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusServiceUnavailable) })
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	clk := clock.NewStub(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
+	d := s.deliverer(webhook.DelivererConfig{Clock: clk, DisableAfter: time.Hour,
+		Backoff: func(int) time.Duration { return time.Hour }})
+	s.appendEvents(t, 3, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(rc.got()) == 3 })
+	clk.Advance(time.Hour + time.Second)
+	runUntil(t, d, func() bool { return len(rc.got()) >= 4 })
+	w, err := s.hooks.Get(ctx, s.project, c.ID)
+	if err != nil || w.Enabled || w.DisabledReason == nil {
+		t.Fatalf("after an hour of failures with DisableAfter an hour: %+v, %v; want disabled", w, err)
+	}
+	for _, dl := range s.deliveries(t, c.ID) {
+		if dl.State != webhook.StatePending || dl.NextAttemptAt != nil {
+			t.Fatalf("a delivery of the webhook failures disabled: %s, next attempt %v; want pending and parked", dl.State, dl.NextAttemptAt)
+		}
+	}
+}

@@ -237,6 +237,16 @@ func (s *Service) Update(ctx context.Context, project, id uuid.UUID, ch Change) 
 			types = normTypes(*ch.EventTypes)
 		}
 		now := s.clock.Now()
+		if ch.Enabled != nil && !*ch.Enabled {
+			// Its pending deliveries wait for it out of the way of every
+			// other webhook's; parked before the webhook's row is locked
+			// (see the query).
+			if err := q.ParkPendingDeliveries(ctx, tx, dbq.ParkPendingDeliveriesParams{
+				ProjectID: project, WebhookID: id,
+			}); err != nil {
+				return db.Translate(err)
+			}
+		}
 		row, err := q.UpdateWebhook(ctx, tx, dbq.UpdateWebhookParams{
 			ProjectID: project, ID: id, Url: ch.URL, EventTypes: types, Format: ch.Format,
 			SetRecipient: ch.SetRecipient, Recipient: ch.Recipient, Description: ch.Description,
