@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -311,6 +312,11 @@ func (s *Service) check(rawURL string, types []string, format string, recipient 
 	}
 	if recipient != nil && (strings.TrimSpace(*recipient) == "" || len(*recipient) > maxRecipientBytes) {
 		return wgerr.InvalidField("recipient", "must be 1 to %d bytes", maxRecipientBytes)
+	}
+	if recipient != nil && strings.IndexFunc(*recipient, unicode.IsControl) >= 0 {
+		// An answer link's answer is recorded as the recipient (AnsweredBy),
+		// which history, events and logs show.
+		return wgerr.InvalidField("recipient", "must not hold control characters (line breaks, tabs, escapes)")
 	}
 	if len(description) > maxDescriptionBytes {
 		return wgerr.InvalidField("description", "must be at most %d bytes", maxDescriptionBytes)

@@ -87,6 +87,12 @@ func TestCreate(t *testing.T) {
 			{"PortTooLarge", "url", webhook.New{URL: "https://example.com:99999/"}},
 			{"PortZero", "url", webhook.New{URL: "https://example.com:0/"}},
 			{"UnknownType", "event_types", webhook.New{URL: "https://example.com/", EventTypes: []string{"item.exploded"}}},
+			// The recipient is who an answer link's answer is recorded as
+			// ("user:<recipient> (answer link)"), in history and events,
+			// which hold no control characters (token names and workers
+			// refuse them too).
+			{"RecipientLineBreak", "recipient", webhook.New{URL: "https://example.com/", Recipient: ptr("alice\nsystem")}},
+			{"RecipientEscape", "recipient", webhook.New{URL: "https://example.com/", Recipient: ptr("alice\x1b[31m")}},
 			{"Format", "format", webhook.New{URL: "https://example.com/", Format: "teams"}},
 		} {
 			_, err := svc.Create(ctx, p, tt.in)
@@ -182,3 +188,5 @@ func TestUpdateAndDelete(t *testing.T) {
 		t.Fatalf("Get across projects = %v, want not_found", err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
