@@ -930,3 +930,46 @@ func TestDisabledByFailuresParksItsBacklog(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliverSlackLongTitleFitsItsBlock: the block that names who asked
+// about which item stays within Slack's 3,000 characters however long the
+// title and the asker's name are once escaped (a title of 500 characters
+// can grow fivefold), or Slack refuses the message.
+func TestDeliverSlackLongTitleFitsItsBlock(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
+	it, err := graph.NewService(s.pool, nil).CreateItem(ctx, s.project,
+		graph.NewItem{Title: strings.Repeat("<&>", graph.MaxTitleChars/3), CreatedBy: "token:lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attention.NewService(s.pool, nil, attention.Config{}).Hold(ctx, s.project, it.ID, "Ship?",
+		"token:"+strings.Repeat("&", 190)); err != nil {
+		t.Fatal(err)
+	}
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
+		Attention: attention.NewService(s.pool, nil, attention.Config{})})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Blocks []struct {
+			Text *struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"blocks"`
+	}
+	body := rc.got()[0].body
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Blocks) == 0 || m.Blocks[0].Text == nil || !strings.Contains(m.Blocks[0].Text.Text, "&lt;&amp;&gt;") {
+		t.Fatalf("blocks %s: want the asker and the item first", body)
+	}
+	for i, b := range m.Blocks {
+		if b.Text != nil && utf8.RuneCountInString(b.Text.Text) > 3000 {
+			t.Errorf("block %d's text is %d characters long; Slack takes at most 3000", i, utf8.RuneCountInString(b.Text.Text))
+		}
+	}
+}

@@ -108,6 +108,14 @@ func pageLinks(base string, m Message) *Links {
 // slackSectionMax once escaped and quoted.
 const slackSectionMax = 2900
 
+// slackTitleMax and slackNameMax bound an item's title and a name in the
+// head block once escaped: with the item's link, the project's name and
+// the words around them, well within slackSectionMax.
+const (
+	slackTitleMax = 1500
+	slackNameMax  = 500
+)
+
 type slackText struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
@@ -190,15 +198,19 @@ func slackBody(m Message) slackMessage {
 	if verb == "" {
 		verb = m.Type
 	}
-	item := "*" + slackEscape(a.ItemTitle) + "*"
+	// The head block names the item and who asked (or acted): each cut
+	// once escaped, so that the block stays within slackSectionMax (a
+	// title of 500 characters can grow fivefold).
+	title := clipMrkdwn(slackEscape(a.ItemTitle), slackTitleMax)
+	item := "*" + title + "*"
 	if m.Links != nil && m.Links.Item != "" {
-		item = "<" + m.Links.Item + "|" + slackEscape(a.ItemTitle) + ">"
+		item = "<" + m.Links.Item + "|" + title + ">"
 	}
 	var head string
 	if m.Type == events.AttentionOpened || m.Type == events.AttentionOverdue {
-		head = fmt.Sprintf("`%s` %s about %s (project %s)", slackEscape(a.RequestedBy), verb, item, slackEscape(m.Project))
+		head = fmt.Sprintf("`%s` %s about %s (project %s)", clipMrkdwn(slackEscape(a.RequestedBy), slackNameMax), verb, item, slackEscape(m.Project))
 	} else {
-		head = fmt.Sprintf("A question about %s %s by `%s` (project %s)", item, verb, slackEscape(m.Actor), slackEscape(m.Project))
+		head = fmt.Sprintf("A question about %s %s by `%s` (project %s)", item, verb, clipMrkdwn(slackEscape(m.Actor), slackNameMax), slackEscape(m.Project))
 	}
 	msg := slackMessage{
 		// The notification text is mrkdwn too: escaped like the blocks.
