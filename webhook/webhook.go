@@ -240,8 +240,7 @@ func (s *Service) Update(ctx context.Context, project, id uuid.UUID, ch Change) 
 		now := s.clock.Now()
 		if ch.Enabled != nil && !*ch.Enabled {
 			// Its pending deliveries wait for it out of the way of every
-			// other webhook's; parked before the webhook's row is locked
-			// (see the query).
+			// other webhook's (see the query).
 			if err := q.ParkPendingDeliveries(ctx, tx, dbq.ParkPendingDeliveriesParams{
 				ProjectID: project, WebhookID: id,
 			}); err != nil {

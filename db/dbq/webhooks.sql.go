@@ -721,9 +721,33 @@ func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID
 	return items, nil
 }
 
-const parkPendingDeliveries = `-- name: ParkPendingDeliveries :exec
+const parkDelivery = `-- name: ParkDelivery :exec
 UPDATE webhook_deliveries SET next_attempt_at = 'infinity'
-WHERE project_id = $1 AND webhook_id = $2 AND state = 'pending'
+WHERE project_id = $1 AND webhook_id = $2 AND seq = $3 AND state = 'pending'
+`
+
+type ParkDeliveryParams struct {
+	ProjectID uuid.UUID
+	WebhookID uuid.UUID
+	Seq       int64
+}
+
+// Parks one pending delivery of a disabled webhook (see
+// ParkPendingDeliveries): the one whose failed attempt the caller's
+// transaction has just recorded, so holds its lock already.
+func (q *Queries) ParkDelivery(ctx context.Context, db DBTX, arg ParkDeliveryParams) error {
+	_, err := db.Exec(ctx, parkDelivery, arg.ProjectID, arg.WebhookID, arg.Seq)
+	return err
+}
+
+const parkPendingDeliveries = `-- name: ParkPendingDeliveries :exec
+UPDATE webhook_deliveries d SET next_attempt_at = 'infinity'
+FROM (
+    SELECT p.project_id, p.webhook_id, p.seq FROM webhook_deliveries p
+    WHERE p.project_id = $1 AND p.webhook_id = $2 AND p.state = 'pending'
+    FOR UPDATE SKIP LOCKED
+) AS s
+WHERE d.project_id = s.project_id AND d.webhook_id = s.webhook_id AND d.seq = s.seq
 `
 
 type ParkPendingDeliveriesParams struct {
@@ -735,11 +759,11 @@ type ParkPendingDeliveriesParams struct {
 // the due index (next_attempt_at 'infinity'; RetryPendingDeliveries makes
 // them due when it is enabled again), where the search for due work
 // (DueDeliveryProjects), which reads the oldest due rows only, never
-// meets them: left due, a backlog of them hid every other webhook's. It
-// takes the rows' locks without holding the webhook's (before the
-// webhook's update, or after its commit), in the order an attempt's
-// result takes them (the delivery, then the webhook), so the two never
-// wait for each other in a cycle.
+// meets them: left due, a backlog of them hid every other webhook's. Rows
+// another transaction holds (an attempt's result being recorded) are
+// skipped, so it never waits and deadlocks with nothing: such a row is
+// parked by FinishAttempt when that sees the webhook disabled, else it
+// costs the search one row (which skips rows of disabled webhooks).
 func (q *Queries) ParkPendingDeliveries(ctx context.Context, db DBTX, arg ParkPendingDeliveriesParams) error {
 	_, err := db.Exec(ctx, parkPendingDeliveries, arg.ProjectID, arg.WebhookID)
 	return err
@@ -943,7 +967,8 @@ UPDATE webhooks w SET
         THEN coalesce($2::timestamptz, now()) ELSE w.disabled_at END
 FROM cur
 WHERE w.project_id = cur.project_id AND w.id = cur.id
-RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now
+RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now,
+          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled
 `
 
 type WebhookFailedParams struct {
@@ -954,11 +979,18 @@ type WebhookFailedParams struct {
 	ID                  uuid.UUID
 }
 
+type WebhookFailedRow struct {
+	DisabledNow bool
+	Enabled     bool
+}
+
 // A failure starts the webhook's run of failures (or continues it); once
 // the run has lasted disable_after, the webhook is disabled and says why.
 // disabled_now: this failure disabled it (the caller then parks its
-// pending deliveries, ParkPendingDeliveries, once this has committed).
-func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedParams) (bool, error) {
+// pending deliveries, ParkPendingDeliveries, once this has committed);
+// enabled: it still is (when not, the caller parks the delivery of this
+// failure, ParkDelivery, which the disabling's parking may have skipped).
+func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedParams) (WebhookFailedRow, error) {
 	row := db.QueryRow(ctx, webhookFailed,
 		arg.Reason,
 		arg.Now,
@@ -966,9 +998,9 @@ func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedP
 		arg.ProjectID,
 		arg.ID,
 	)
-	var disabled_now bool
-	err := row.Scan(&disabled_now)
-	return disabled_now, err
+	var i WebhookFailedRow
+	err := row.Scan(&i.DisabledNow, &i.Enabled)
+	return i, err
 }
 
 const webhookSucceeded = `-- name: WebhookSucceeded :exec

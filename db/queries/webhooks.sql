@@ -46,13 +46,25 @@ WHERE project_id = @project_id AND webhook_id = @webhook_id AND state = 'pending
 -- the due index (next_attempt_at 'infinity'; RetryPendingDeliveries makes
 -- them due when it is enabled again), where the search for due work
 -- (DueDeliveryProjects), which reads the oldest due rows only, never
--- meets them: left due, a backlog of them hid every other webhook's. It
--- takes the rows' locks without holding the webhook's (before the
--- webhook's update, or after its commit), in the order an attempt's
--- result takes them (the delivery, then the webhook), so the two never
--- wait for each other in a cycle.
+-- meets them: left due, a backlog of them hid every other webhook's. Rows
+-- another transaction holds (an attempt's result being recorded) are
+-- skipped, so it never waits and deadlocks with nothing: such a row is
+-- parked by FinishAttempt when that sees the webhook disabled, else it
+-- costs the search one row (which skips rows of disabled webhooks).
+UPDATE webhook_deliveries d SET next_attempt_at = 'infinity'
+FROM (
+    SELECT p.project_id, p.webhook_id, p.seq FROM webhook_deliveries p
+    WHERE p.project_id = @project_id AND p.webhook_id = @webhook_id AND p.state = 'pending'
+    FOR UPDATE SKIP LOCKED
+) AS s
+WHERE d.project_id = s.project_id AND d.webhook_id = s.webhook_id AND d.seq = s.seq;
+
+-- name: ParkDelivery :exec
+-- Parks one pending delivery of a disabled webhook (see
+-- ParkPendingDeliveries): the one whose failed attempt the caller's
+-- transaction has just recorded, so holds its lock already.
 UPDATE webhook_deliveries SET next_attempt_at = 'infinity'
-WHERE project_id = @project_id AND webhook_id = @webhook_id AND state = 'pending';
+WHERE project_id = @project_id AND webhook_id = @webhook_id AND seq = @seq AND state = 'pending';
 
 -- name: DeleteWebhook :execrows
 -- A webhook and its deliveries go together.
@@ -253,7 +265,9 @@ WHERE project_id = @project_id AND id = @id AND failing_since IS NOT NULL;
 -- A failure starts the webhook's run of failures (or continues it); once
 -- the run has lasted disable_after, the webhook is disabled and says why.
 -- disabled_now: this failure disabled it (the caller then parks its
--- pending deliveries, ParkPendingDeliveries, once this has committed).
+-- pending deliveries, ParkPendingDeliveries, once this has committed);
+-- enabled: it still is (when not, the caller parks the delivery of this
+-- failure, ParkDelivery, which the disabling's parking may have skipped).
 WITH cur AS (
     SELECT c.project_id, c.id, c.enabled,
            coalesce(c.failing_since, coalesce(sqlc.narg('now')::timestamptz, now())) AS since,
@@ -270,7 +284,8 @@ UPDATE webhooks w SET
         THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.disabled_at END
 FROM cur
 WHERE w.project_id = cur.project_id AND w.id = cur.id
-RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now;
+RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now,
+          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled;
 
 -- name: ListDeliveries :many
 -- A webhook's most recent deliveries, newest event first (next_attempt_at
