@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/events"
 )
 
@@ -197,6 +198,18 @@ func slackBody(m Message) slackMessage {
 	verb := slackVerb[m.Type]
 	if verb == "" {
 		verb = m.Type
+	}
+	if m.Type == events.AttentionOverdue && a.State != string(attention.StateOpen) {
+		// Closed by the time it is sent: by the deadline's default answer
+		// (in the deadline's own transaction), or since.
+		var p struct {
+			Policy string `json:"policy"`
+		}
+		_ = json.Unmarshal(m.Payload, &p)
+		verb = "passed the deadline (the question is " + slackEscape(a.State) + " now)"
+		if p.Policy == attention.OverdueDefaultAnswer && a.State == string(attention.StateResolved) {
+			verb = "was answered by default at the deadline"
+		}
 	}
 	// The head block names the item and who asked (or acted): each cut
 	// once escaped, so that the block stays within slackSectionMax (a
