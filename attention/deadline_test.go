@@ -200,11 +200,16 @@ func TestDeadlineInput(t *testing.T) {
 	f := setup(t)
 	item := f.item(t, "a")
 	for name, in := range map[string]attention.NewRequest{
-		"ErrNegativeDue":        question(-time.Second, "", ""),
-		"ErrUnknownPolicy":      question(time.Minute, "panic", ""),
-		"ErrDefaultWithout":     question(time.Minute, attention.OverdueDefaultAnswer, ""),
-		"ErrReleaseNonBlocking": {Question: "q", Source: attention.SourceWorker, RequestedBy: "w1", DueIn: time.Minute, OnOverdue: attention.OverdueRelease},
-		"ErrPolicyWithoutDue":   {Question: "q", Blocking: true, Source: attention.SourceWorker, RequestedBy: "w1", OnOverdue: attention.OverdueEscalate},
+		"ErrNegativeDue":    question(-time.Second, "", ""),
+		"ErrUnknownPolicy":  question(time.Minute, "panic", ""),
+		"ErrDefaultWithout": question(time.Minute, attention.OverdueDefaultAnswer, ""),
+		// A default answer no policy applies would be kept and never used:
+		// the worker meant on_overdue default_answer and forgot it.
+		"ErrDefaultWithoutPolicy":  question(time.Minute, "", "no"),
+		"ErrDefaultWithEscalation": question(time.Minute, attention.OverdueEscalate, "no"),
+		"ErrDefaultWithRelease":    question(time.Minute, attention.OverdueRelease, "no"),
+		"ErrReleaseNonBlocking":    {Question: "q", Source: attention.SourceWorker, RequestedBy: "w1", DueIn: time.Minute, OnOverdue: attention.OverdueRelease},
+		"ErrPolicyWithoutDue":      {Question: "q", Blocking: true, Source: attention.SourceWorker, RequestedBy: "w1", OnOverdue: attention.OverdueEscalate},
 	} {
 		if _, err := f.open(t, item, in); wgerr.CodeOf(err) != wgerr.CodeInvalid {
 			t.Errorf("%s: %v, want invalid_argument", name, err)

@@ -206,7 +206,8 @@ const MaxDue = 365 * 24 * time.Hour
 // cleanDeadline checks the deadline fields. A policy needs a deadline (the
 // request's own, or for a worker's question the project's, which the
 // database applies: a policy without either is refused there too);
-// default_answer needs the answer, release a blocking request.
+// default_answer needs the answer, and the answer that policy (anything
+// else would never use it), release a blocking request.
 func cleanDeadline(in NewRequest) (NewRequest, error) {
 	if in.DueIn < 0 || (in.DueIn > 0 && in.DueIn < time.Second) || in.DueIn > MaxDue {
 		return in, wgerr.InvalidField("due_in", "must be 1 s to %s", MaxDue)
@@ -214,6 +215,10 @@ func cleanDeadline(in NewRequest) (NewRequest, error) {
 	in.DefaultAnswer = strings.TrimSpace(in.DefaultAnswer)
 	if len(in.DefaultAnswer) > maxAnswerBytes || !utf8.ValidString(in.DefaultAnswer) {
 		return in, wgerr.InvalidField("default_answer", "must be at most %d bytes of UTF-8", maxAnswerBytes)
+	}
+	if in.DefaultAnswer != "" && in.OnOverdue != OverdueDefaultAnswer {
+		// Kept, it would never be used: the asker meant the policy.
+		return in, wgerr.InvalidField("default_answer", "applies only with on_overdue %q (got %q)", OverdueDefaultAnswer, in.OnOverdue)
 	}
 	switch in.OnOverdue {
 	case "", OverdueEscalate:

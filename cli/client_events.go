@@ -32,6 +32,13 @@ func newEventsCmd(stdio IO) *cobra.Command {
 			project := s.cfg.Project
 			if all {
 				project = ""
+			} else {
+				// The first characters of an id, as the ITEM column shows
+				// them, name the item as they do in every command.
+				var err error
+				if itemID, err = s.resolveID(ctx, kindItem, itemID); err != nil {
+					return err
+				}
 			}
 			q := client.EventsQuery{After: after, ItemID: itemID}
 			for _, t := range strings.Split(types, ",") {
@@ -74,7 +81,7 @@ func newEventsCmd(stdio IO) *cobra.Command {
 	addClientFlags(cmd, &f)
 	cmd.Flags().Int64Var(&after, "after", 0, "only events after this SEQ")
 	cmd.Flags().StringVar(&types, "types", "", "only these event types, comma-separated (e.g. attention.opened,lease.ended)")
-	cmd.Flags().StringVar(&itemID, "item", "", "only this item's events")
+	cmd.Flags().StringVar(&itemID, "item", "", "only this item's events (its id, or the first characters of it)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep streaming new events until interrupted")
 	cmd.Flags().BoolVar(&all, "all", false, "every project's events (admin tokens)")
 	return cmd

@@ -301,6 +301,8 @@ func (u *ui) answerLink(r *req) error {
 		p.Refused = "This link was used already: the question was answered through it."
 	case errors.Is(err, webhook.ErrLinkExpired):
 		p.Refused = "This link has expired. Open the question in workgraph to answer it."
+	case errors.Is(err, webhook.ErrLinksOff):
+		p.Refused = "Answer links are turned off in this project. Open the question in workgraph to answer it."
 	case err != nil:
 		return err
 	}
@@ -347,7 +349,7 @@ func (u *ui) answerLink(r *req) error {
 		return r.Redirect(http.StatusSeeOther, r.Request().URL.EscapedPath())
 	case errors.Is(err, webhook.ErrLinkOtherRequest):
 		return r.fail(http.StatusForbidden, "Not allowed", "This answer link is for another question.")
-	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired):
+	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired), errors.Is(err, webhook.ErrLinksOff):
 		p.Refused = err.Error()
 		return r.showStatus(http.StatusConflict, p)
 	}

@@ -73,6 +73,7 @@ func TestAnswerLinkPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.answerLinksOn(t, true)
 	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +162,34 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("a cross-site post answered: %+v", got)
 		}
 	})
+	t.Run("ErrLinksTurnedOff", func(t *testing.T) {
+		// Turning answer links off stops the links already sent.
+		token3, _, err := e.links.Issue(ctx, e.project.ID, other.ID, "alice", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.answerLinksOn(t, false)
+		path3 := "/answer/" + e.project.ID.String() + "/" + token3
+		page := b.get(path3)
+		wantStatus(t, page, http.StatusOK)
+		wantBody(t, page, `id="refused"`, "turned off")
+		if strings.Contains(page.body, `name="answer"`) {
+			t.Fatal("the page offers an answer box with answer links turned off")
+		}
+		wantStatus(t, b.post(path3, url.Values{"attention_id": {other.ID.String()}, "answer": {"xl"}}), http.StatusConflict)
+		if got, _ := e.att.Get(ctx, e.project.ID, other.ID); got.State != attention.StateOpen {
+			t.Fatalf("a link answered with answer links turned off: %+v", got)
+		}
+	})
+}
+
+// answerLinksOn turns the project's answer links on or off (on: as a
+// project has them when the deliverer issues a link).
+func (e *env) answerLinksOn(t *testing.T, on bool) {
+	t.Helper()
+	if _, err := e.links.SetSettings(context.Background(), e.project.ID, webhook.Settings{AnswerLinks: on}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestAnswerLinkGuessesThrottled: an answer link is a credential: a
@@ -177,6 +206,7 @@ func TestAnswerLinkGuessesThrottled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.answerLinksOn(t, true)
 	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -58,11 +58,15 @@ var (
 	ErrLinkExpired = errors.New("this answer link has expired")
 	// ErrLinkOtherRequest: the link answers another request (forbidden).
 	ErrLinkOtherRequest = errors.New("this answer link is for another request")
+	// ErrLinksOff: the project has answer links turned off (conflict);
+	// no link answers while they are.
+	ErrLinksOff = errors.New("answer links are turned off in this project")
 )
 
 var linkCodes = map[error]wgerr.Code{
 	ErrLinkInvalid: wgerr.CodeNotFound, ErrLinkUsed: wgerr.CodeConflict,
 	ErrLinkExpired: wgerr.CodeConflict, ErrLinkOtherRequest: wgerr.CodeForbidden,
+	ErrLinksOff: wgerr.CodeConflict,
 }
 
 // linkError is sentinel as a wgerr error of its kind.
@@ -158,8 +162,9 @@ func parseToken(token string) (uuid.UUID, []byte, error) {
 // Open returns the link a token names and its request, for the answer
 // page.
 //
-// Errors: ErrLinkInvalid, ErrLinkUsed, ErrLinkExpired (the link and
-// request come back with the last two, for the page to say so).
+// Errors: ErrLinkInvalid, ErrLinkUsed, ErrLinksOff, ErrLinkExpired (the
+// link and request come back with the last three, for the page to say
+// so).
 func (s *AnswerLinks) Open(ctx context.Context, project uuid.UUID, token string) (Link, attention.Request, error) {
 	id, hash, err := parseToken(token)
 	if err != nil {
@@ -173,7 +178,7 @@ func (s *AnswerLinks) Open(ctx context.Context, project uuid.UUID, token string)
 		return Link{}, attention.Request{}, db.Translate(err)
 	}
 	link := Link{ProjectID: row.ProjectID, ID: row.ID, AttentionID: row.AttentionID, Recipient: row.Recipient,
-		CreatedAt: row.CreatedAt, ExpiresAt: row.ExpiresAt, UsedAt: row.UsedAt, Usable: row.Usable}
+		CreatedAt: row.CreatedAt, ExpiresAt: row.ExpiresAt, UsedAt: row.UsedAt, Usable: row.Usable && row.LinksOn}
 	req, err := s.attention.Get(ctx, project, link.AttentionID)
 	if err != nil {
 		return Link{}, attention.Request{}, err
@@ -181,6 +186,8 @@ func (s *AnswerLinks) Open(ctx context.Context, project uuid.UUID, token string)
 	switch {
 	case link.UsedAt != nil:
 		return link, req, linkError(ErrLinkUsed)
+	case !row.LinksOn:
+		return link, req, linkError(ErrLinksOff)
 	case !link.Usable:
 		return link, req, linkError(ErrLinkExpired)
 	}
@@ -195,10 +202,12 @@ func AnsweredBy(recipient string) string {
 
 // Answer answers request through the link token names, in one
 // transaction: the link is spent by the statement that checks it (unused,
-// unexpired, its secret matching), then the request is resolved as
-// AnsweredBy(recipient). request must be the link's own.
+// unexpired, its secret matching, its project's answer links on), then
+// the request is resolved as AnsweredBy(recipient). request must be the
+// link's own.
 //
-// Errors: ErrLinkInvalid, ErrLinkUsed, ErrLinkExpired, ErrLinkOtherRequest,
+// Errors: ErrLinkInvalid, ErrLinkUsed, ErrLinksOff, ErrLinkExpired,
+// ErrLinkOtherRequest,
 // and those of attention.Service.Resolve (conflict: the request was
 // closed already, the link is then not spent).
 func (s *AnswerLinks) Answer(ctx context.Context, project uuid.UUID, token string, request uuid.UUID, answer string) (attention.Request, error) {
@@ -234,6 +243,8 @@ func (s *AnswerLinks) whyRefused(ctx context.Context, tx pgx.Tx, project, id uui
 		return err
 	case row.UsedAt != nil:
 		return linkError(ErrLinkUsed)
+	case !row.LinksOn:
+		return linkError(ErrLinksOff)
 	default:
 		return linkError(ErrLinkExpired)
 	}

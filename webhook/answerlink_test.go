@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workgraph-dev/workgraph/attention"
@@ -34,13 +35,24 @@ func setupLinks(t *testing.T) linkSetup {
 	return linkSetup{tx: tx, clk: clk, att: att, links: webhook.NewAnswerLinks(tx, clk, att)}
 }
 
+// project makes a project with answer links turned on, as a project must
+// have them for the deliverer to issue one.
+func (s linkSetup) project(t *testing.T) uuid.UUID {
+	t.Helper()
+	p := mustProject(t, s.tx)
+	if _, err := s.links.SetSettings(context.Background(), p, webhook.Settings{AnswerLinks: true}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestAnswerLinks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
 		s := setupLinks(t)
-		p := mustProject(t, s.tx)
+		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
 		token, link, err := s.links.Issue(ctx, p, r.ID, "alice", 24*time.Hour)
 		if err != nil {
@@ -61,7 +73,7 @@ func TestAnswerLinks(t *testing.T) {
 	t.Run("ErrLinkUsed", func(t *testing.T) {
 		t.Parallel()
 		s := setupLinks(t)
-		p := mustProject(t, s.tx)
+		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
 		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
 		if err != nil {
@@ -84,7 +96,7 @@ func TestAnswerLinks(t *testing.T) {
 	t.Run("ErrLinkExpired", func(t *testing.T) {
 		t.Parallel()
 		s := setupLinks(t)
-		p := mustProject(t, s.tx)
+		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
 		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
 		if err != nil {
@@ -101,7 +113,7 @@ func TestAnswerLinks(t *testing.T) {
 	t.Run("ErrLinkOtherRequest", func(t *testing.T) {
 		t.Parallel()
 		s := setupLinks(t)
-		p := mustProject(t, s.tx)
+		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
 		other := mustRequest(t, s.tx, p, "Which size?")
 		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
@@ -122,7 +134,7 @@ func TestAnswerLinks(t *testing.T) {
 	t.Run("ErrLinkInvalid", func(t *testing.T) {
 		t.Parallel()
 		s := setupLinks(t)
-		p := mustProject(t, s.tx)
+		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
 		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
 		if err != nil {
@@ -137,6 +149,32 @@ func TestAnswerLinks(t *testing.T) {
 		otherProject := mustProject(t, s.tx)
 		if _, _, err := s.links.Open(ctx, otherProject, token); !errors.Is(err, webhook.ErrLinkInvalid) {
 			t.Fatalf("Open in another project = %v, want ErrLinkInvalid", err)
+		}
+	})
+	t.Run("ErrLinksTurnedOff", func(t *testing.T) {
+		// Turning answer links off stops the links already sent (a channel
+		// found less private than the questions): none answers while they
+		// are off, and the request stays open.
+		t.Parallel()
+		s := setupLinks(t)
+		p := s.project(t)
+		r := mustRequest(t, s.tx, p, "Which region?")
+		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.links.SetSettings(ctx, p, webhook.Settings{AnswerLinks: false}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.links.Open(ctx, p, token); !errors.Is(err, webhook.ErrLinksOff) {
+			t.Fatalf("Open with answer links off = %v, want ErrLinksOff", err)
+		}
+		_, err = s.links.Answer(ctx, p, token, r.ID, "eu")
+		if !errors.Is(err, webhook.ErrLinksOff) || !errors.Is(err, wgerr.Conflict) {
+			t.Fatalf("Answer with answer links off = %v, want ErrLinksOff (conflict)", err)
+		}
+		if got, _ := s.att.Get(ctx, p, r.ID); got.State != attention.StateOpen {
+			t.Fatalf("a link of a project with answer links off changed the request: %+v", got)
 		}
 	})
 }

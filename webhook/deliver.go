@@ -513,6 +513,15 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	if a.Disabled {
 		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
+		// Its pending deliveries wait for it out of the way of every other
+		// webhook's, parked once the disabling committed (see the query);
+		// if this fails they only cost the search for due work a row each.
+		if err := q.ParkPendingDeliveries(rctx, d.pool, dbq.ParkPendingDeliveriesParams{
+			ProjectID: c.ProjectID, WebhookID: c.WebhookID,
+		}); err != nil {
+			d.cfg.Log.Error("webhook delivery: parking a disabled webhook's deliveries", "project", c.ProjectID,
+				"webhook", c.WebhookID, "err", db.Translate(err))
+		}
 	}
 	d.report(a)
 }
@@ -533,7 +542,9 @@ var errLockLost = errors.New("webhook: the delivery's lock was lost")
 // finishFailing records an attempt of a webhook in (or entering, or
 // leaving) a run of failures: the attempt, then the webhook's run, which a
 // day of failures ends by disabling it. disabled: this attempt disabled
-// it (the transaction's commit makes it so).
+// it (the transaction's commit makes it so). A delivery still pending
+// whose webhook is disabled (now, or by another attempt or a person while
+// this one was in flight) is parked with the webhook's others.
 func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) (disabled bool, err error) {
 	if err := finish(tx); err != nil {
 		return false, err
@@ -541,9 +552,15 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 	if o.state == StateDelivered {
 		return false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 	}
-	return q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
+	run, err := q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
 		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: ReasonFailing,
 		DisableAfterSeconds: d.cfg.DisableAfter.Seconds(),
+	})
+	if err != nil || run.Enabled {
+		return false, err
+	}
+	return run.DisabledNow, q.ParkDelivery(ctx, tx, dbq.ParkDeliveryParams{
+		ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq,
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -789,4 +790,186 @@ func TestRotateSecret(t *testing.T) {
 			t.Errorf("rotating an unknown webhook: %v, want not_found", err)
 		}
 	})
+}
+
+// TestDeliverSlackLongQuestionFitsItsBlock: Slack refuses a message whose
+// section text is longer than 3,000 characters (400 invalid_blocks, and
+// the delivery fails for good), so the question's block is cut to fit
+// after it is escaped and quoted, never inside an escape: a long question
+// full of code (each "<" and "&" grows fourfold, each line two "> ") still
+// reaches the channel.
+func TestDeliverSlackLongQuestionFitsItsBlock(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
+	line := "if a < b && c > d { return x<<2 } // see <https://example.com|this>\n"
+	mustRequest(t, s.pool, s.project, strings.Repeat(line, 4000/len(line)))
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
+		Attention: attention.NewService(s.pool, nil, attention.Config{})})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Blocks []struct {
+			Type string `json:"type"`
+			Text *struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"blocks"`
+	}
+	body := rc.got()[0].body
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Blocks) < 2 || m.Blocks[1].Text == nil {
+		t.Fatalf("blocks %s: want the asker, then the question", body)
+	}
+	for i, b := range m.Blocks {
+		if b.Text != nil && utf8.RuneCountInString(b.Text.Text) > 3000 {
+			t.Errorf("block %d's text is %d characters long; Slack takes at most 3000", i, utf8.RuneCountInString(b.Text.Text))
+		}
+	}
+	q := m.Blocks[1].Text.Text
+	if !strings.HasPrefix(q, "> if a &lt; b &amp;&amp; c &gt; d") || !strings.HasSuffix(q, "…") {
+		t.Errorf("question block %q…%q: want the escaped question, quoted, cut with an ellipsis", clipStart(q, 60), q[max(0, len(q)-60):])
+	}
+	for _, l := range strings.Split(q, "\n") {
+		if !strings.HasPrefix(l, "> ") {
+			t.Errorf("question line %q is not quoted", l)
+		}
+	}
+	if cut := strings.TrimSuffix(q, "…"); strings.LastIndex(cut, "&") > strings.LastIndex(cut, ";") {
+		t.Errorf("the question is cut inside an escape: %q", q[max(0, len(q)-20):])
+	}
+}
+
+func clipStart(s string, n int) string { return s[:min(n, len(s))] }
+
+// TestDisabledBacklogStallsNoOtherWebhook: the deliveries a disabled
+// webhook left pending (a day of them, when failing disabled it) wait
+// for it without standing in the way: every other webhook, of any
+// project, is still delivered. The round's search for due work read the
+// oldest due rows whatever their webhook, so a disabled webhook's backlog
+// of more than that search's rows hid every other project's deliveries
+// for good.
+func TestDisabledBacklogStallsNoOtherWebhook(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	down := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusServiceUnavailable) })
+	failing := s.webhook(t, webhook.New{URL: down.URL})
+	// Concurrency 1: a round's search reads 4 due rows.
+	d := s.deliverer(webhook.DelivererConfig{Concurrency: 1})
+	const backlog = 10
+	s.appendEvents(t, backlog, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(down.ids()) == backlog })
+	off := false
+	if _, err := s.hooks.Update(ctx, s.project, failing.ID, webhook.Change{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.deliveries(t, failing.ID)); n != backlog {
+		t.Fatalf("the disabled webhook has %d deliveries, want its %d pending", n, backlog)
+	}
+
+	other := deliverySetup{pool: s.pool, project: mustProject(t, s.pool), hooks: s.hooks}
+	up := newReceiver(t, nil)
+	other.webhook(t, webhook.New{URL: up.URL})
+	other.appendEvents(t, 1, events.ItemCreated)
+	for range 20 {
+		if r := d.RunOnce(ctx); r.Err != nil && !errors.Is(r.Err, webhook.ErrHorizonDelayed) {
+			t.Fatal(r.Err)
+		}
+		if len(up.got()) > 0 {
+			break
+		}
+	}
+	if len(up.got()) != 1 {
+		t.Fatalf("another project's webhook got %d requests in 20 rounds, want its event: the disabled webhook's backlog stalls it", len(up.got()))
+	}
+	for _, dl := range s.deliveries(t, failing.ID) {
+		if dl.State != webhook.StatePending || dl.NextAttemptAt != nil {
+			t.Fatalf("a delivery of the disabled webhook is %s, next attempt %v; want it pending, with no next attempt until the webhook is enabled", dl.State, dl.NextAttemptAt)
+		}
+	}
+	// Enabled again, its receiver back: what waited is delivered.
+	down.setAnswer(nil)
+	on := true
+	if _, err := s.hooks.Update(ctx, s.project, failing.ID, webhook.Change{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, d, func() bool { return s.settled(t, failing.ID) })
+	for _, dl := range s.deliveries(t, failing.ID) {
+		if dl.State != webhook.StateDelivered {
+			t.Fatalf("after enabling, a delivery is %+v, want delivered", dl)
+		}
+	}
+}
+
+// TestDisabledByFailuresParksItsBacklog: the failure that disables a
+// webhook parks its pending deliveries with it (no next attempt), so they
+// wait for it out of the way of the others.
+func TestDisabledByFailuresParksItsBacklog(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusServiceUnavailable) })
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	clk := clock.NewStub(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
+	d := s.deliverer(webhook.DelivererConfig{Clock: clk, DisableAfter: time.Hour,
+		Backoff: func(int) time.Duration { return time.Hour }})
+	s.appendEvents(t, 3, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(rc.got()) == 3 })
+	clk.Advance(time.Hour + time.Second)
+	runUntil(t, d, func() bool { return len(rc.got()) >= 4 })
+	w, err := s.hooks.Get(ctx, s.project, c.ID)
+	if err != nil || w.Enabled || w.DisabledReason == nil {
+		t.Fatalf("after an hour of failures with DisableAfter an hour: %+v, %v; want disabled", w, err)
+	}
+	for _, dl := range s.deliveries(t, c.ID) {
+		if dl.State != webhook.StatePending || dl.NextAttemptAt != nil {
+			t.Fatalf("a delivery of the webhook failures disabled: %s, next attempt %v; want pending and parked", dl.State, dl.NextAttemptAt)
+		}
+	}
+}
+
+// TestDeliverSlackLongTitleFitsItsBlock: the block that names who asked
+// about which item stays within Slack's 3,000 characters however long the
+// title and the asker's name are once escaped (a title of 500 characters
+// can grow fivefold), or Slack refuses the message.
+func TestDeliverSlackLongTitleFitsItsBlock(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOpened}})
+	it, err := graph.NewService(s.pool, nil).CreateItem(ctx, s.project,
+		graph.NewItem{Title: strings.Repeat("<&>", graph.MaxTitleChars/3), CreatedBy: "token:lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attention.NewService(s.pool, nil, attention.Config{}).Hold(ctx, s.project, it.ID, "Ship?",
+		"token:"+strings.Repeat("&", 190)); err != nil {
+		t.Fatal(err)
+	}
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/",
+		Attention: attention.NewService(s.pool, nil, attention.Config{})})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Blocks []struct {
+			Text *struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"blocks"`
+	}
+	body := rc.got()[0].body
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Blocks) == 0 || m.Blocks[0].Text == nil || !strings.Contains(m.Blocks[0].Text.Text, "&lt;&amp;&gt;") {
+		t.Fatalf("blocks %s: want the asker and the item first", body)
+	}
+	for i, b := range m.Blocks {
+		if b.Text != nil && utf8.RuneCountInString(b.Text.Text) > 3000 {
+			t.Errorf("block %d's text is %d characters long; Slack takes at most 3000", i, utf8.RuneCountInString(b.Text.Text))
+		}
+	}
 }

@@ -13,7 +13,8 @@ import (
 
 // The states of a delivery.
 const (
-	// StatePending: not yet delivered; NextAttemptAt says when it is tried.
+	// StatePending: not yet delivered; NextAttemptAt says when it is tried
+	// (nil while its webhook is disabled: it waits for it).
 	StatePending = "pending"
 	// StateDelivered: a 2xx answer.
 	StateDelivered = "delivered"
@@ -79,8 +80,9 @@ func (s *Service) Deliveries(ctx context.Context, project, id uuid.UUID, before 
 		d := Delivery{ProjectID: r.ProjectID, WebhookID: r.WebhookID, Seq: r.Seq, EventType: r.EventType,
 			MessageID: messageID(r.ProjectID, r.Seq), State: r.State, Attempts: int(r.Attempts),
 			LastResponse: r.LastResponse, LastError: r.LastError, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
-		if r.State == StatePending {
-			at := r.NextAttemptAt
+		// A parked delivery (its webhook disabled) has no next attempt:
+		// the column is NULL, not a time.
+		if at, ok := r.NextAttemptAt.(time.Time); ok && r.State == StatePending {
 			d.NextAttemptAt = &at
 		}
 		if r.LastStatus != nil {

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,51 @@ func TestDeliverOverdueEscalation(t *testing.T) {
 	}
 	if n := len(team.got()); n != 1 {
 		t.Fatalf("the team's webhook got %d requests, want only the question's", n)
+	}
+}
+
+// TestDeliverOverdueDefaultAnsweredAsSlack: the Slack message of a
+// deadline that a default answer closed says so, not that the asker is
+// still waiting (the sweep answers it in the deadline's transaction, so
+// the message finds it answered): a person would look for a question that
+// needs nobody.
+func TestDeliverOverdueDefaultAnsweredAsSlack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupDelivery(t)
+	rc := newReceiver(t, nil)
+	s.webhook(t, webhook.New{URL: rc.URL, Format: webhook.FormatSlack, EventTypes: []string{events.AttentionOverdue}})
+	var t0 time.Time
+	if err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&t0); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewStub(t0)
+	svc := attention.NewService(s.pool, clk, attention.Config{})
+	it, err := graph.NewService(s.pool, nil).CreateItem(ctx, s.project, graph.NewItem{Title: "Ship the release", CreatedBy: "token:lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := svc.On(tx).Open(ctx, s.project, it.ID, attention.NewRequest{Question: "left or right?", Blocking: true,
+			RequestedBy: "w1", DueIn: time.Minute, OnOverdue: attention.OverdueDefaultAnswer, DefaultAnswer: "left"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Minute)
+	if n, err := attention.NewDeadlineSweeper(svc, 0, nil).RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("the sweep fired %d deadlines (%v), want 1", n, err)
+	}
+	d := s.deliverer(webhook.DelivererConfig{PublicURL: "https://wg.example.com/", Attention: svc})
+	runUntil(t, d, func() bool { return len(rc.got()) >= 1 })
+	var m struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(rc.got()[0].body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(m.Text, "still waiting") || !strings.Contains(m.Text, "answered by default") {
+		t.Fatalf("text %q: want the deadline's default answer, not a question still waiting", m.Text)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/events"
 )
 
@@ -103,8 +104,18 @@ func pageLinks(base string, m Message) *Links {
 	return l
 }
 
-// Slack's bounds: a section's text is at most 3000 characters.
+// Slack's bounds: a section's text is at most 3000 characters (a longer
+// one refuses the whole message); the question's block is cut to
+// slackSectionMax once escaped and quoted.
 const slackSectionMax = 2900
+
+// slackTitleMax and slackNameMax bound an item's title and a name in the
+// head block once escaped: with the item's link, the project's name and
+// the words around them, well within slackSectionMax.
+const (
+	slackTitleMax = 1500
+	slackNameMax  = 500
+)
 
 type slackText struct {
 	Type string `json:"type"`
@@ -149,6 +160,21 @@ func clip(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
+// clipMrkdwn is clip of escaped mrkdwn text: cut at n bytes (so at most n
+// characters, Slack's measure), never inside one of slackEscape's
+// entities.
+func clipMrkdwn(s string, n int) string {
+	c := clip(s, n)
+	if c == s {
+		return s
+	}
+	body := strings.TrimSuffix(c, "…")
+	if amp := strings.LastIndexByte(body, '&'); amp > strings.LastIndexByte(body, ';') {
+		body = body[:amp]
+	}
+	return body + "…"
+}
+
 // slackVerb says what an attention event is, for a person.
 var slackVerb = map[string]string{
 	events.AttentionOpened:  "asks",
@@ -173,15 +199,31 @@ func slackBody(m Message) slackMessage {
 	if verb == "" {
 		verb = m.Type
 	}
-	item := "*" + slackEscape(a.ItemTitle) + "*"
+	if m.Type == events.AttentionOverdue && a.State != string(attention.StateOpen) {
+		// Closed by the time it is sent: by the deadline's default answer
+		// (in the deadline's own transaction), or since.
+		var p struct {
+			Policy string `json:"policy"`
+		}
+		_ = json.Unmarshal(m.Payload, &p)
+		verb = "passed the deadline (the question is " + slackEscape(a.State) + " now)"
+		if p.Policy == attention.OverdueDefaultAnswer && a.State == string(attention.StateResolved) {
+			verb = "was answered by default at the deadline"
+		}
+	}
+	// The head block names the item and who asked (or acted): each cut
+	// once escaped, so that the block stays within slackSectionMax (a
+	// title of 500 characters can grow fivefold).
+	title := clipMrkdwn(slackEscape(a.ItemTitle), slackTitleMax)
+	item := "*" + title + "*"
 	if m.Links != nil && m.Links.Item != "" {
-		item = "<" + m.Links.Item + "|" + slackEscape(a.ItemTitle) + ">"
+		item = "<" + m.Links.Item + "|" + title + ">"
 	}
 	var head string
 	if m.Type == events.AttentionOpened || m.Type == events.AttentionOverdue {
-		head = fmt.Sprintf("`%s` %s about %s (project %s)", slackEscape(a.RequestedBy), verb, item, slackEscape(m.Project))
+		head = fmt.Sprintf("`%s` %s about %s (project %s)", clipMrkdwn(slackEscape(a.RequestedBy), slackNameMax), verb, item, slackEscape(m.Project))
 	} else {
-		head = fmt.Sprintf("A question about %s %s by `%s` (project %s)", item, verb, slackEscape(m.Actor), slackEscape(m.Project))
+		head = fmt.Sprintf("A question about %s %s by `%s` (project %s)", item, verb, clipMrkdwn(slackEscape(m.Actor), slackNameMax), slackEscape(m.Project))
 	}
 	msg := slackMessage{
 		// The notification text is mrkdwn too: escaped like the blocks.
@@ -189,8 +231,8 @@ func slackBody(m Message) slackMessage {
 			slackEscape(clip(a.Question, 300))),
 		Blocks: []slackBlock{
 			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: head}},
-			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: "> " +
-				strings.ReplaceAll(slackEscape(clip(a.Question, slackSectionMax)), "\n", "\n> ")}},
+			{Type: "section", Text: &slackText{Type: "mrkdwn", Text: clipMrkdwn("> "+
+				strings.ReplaceAll(slackEscape(a.Question), "\n", "\n> "), slackSectionMax)}},
 		},
 	}
 	var buttons []slackElement

@@ -18,6 +18,11 @@ func TestGuard(t *testing.T) {
 		"[64:ff9b::7f00:1]:80", "[64:ff9b::a00:1]:80", "[64:ff9b::a9fe:a9fe]:80", "[64:ff9b:1::a00:1]:80",
 		"[2002:a00:1::1]:80", "[2002:7f00:1::]:80",
 		"[64:ff9b::a00:7]:80", "[64:ff9b:1::a00:7]:80", "[2002:7f00:1::1]:80", "[2002:a00:7::1]:80",
+		// IPv4-compatible (::a.b.c.d, deprecated, routed to IPv4 by a
+		// host's automatic tunnel) and IPv4-translated (SIIT) addresses.
+		"[::7f00:1]:80", "[::a00:1]:80", "[::ffff:0:7f00:1]:80", "[::ffff:0:a9fe:a9fe]:80",
+		// 0.0.0.0/8: "this network" (0.0.0.0 itself reaches this host).
+		"0.0.0.1:80", "0.1.2.3:80", "[::ffff:0.1.2.3]:80",
 	} {
 		if err := webhook.Guard("tcp", addr, nil); !errors.Is(err, webhook.ErrRefusedAddress) {
 			t.Errorf("Guard(%s) = %v, want refused", addr, err)

@@ -268,7 +268,7 @@ func TestAnswerLinkRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setupLinks(t)
-	p := mustProject(t, s.tx)
+	p := s.project(t)
 	spent := mustRequest(t, s.tx, p, "Which region?")
 	token, _, err := s.links.Issue(ctx, p, spent.ID, "alice", time.Hour)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -237,6 +238,15 @@ func (s *Service) Update(ctx context.Context, project, id uuid.UUID, ch Change) 
 			types = normTypes(*ch.EventTypes)
 		}
 		now := s.clock.Now()
+		if ch.Enabled != nil && !*ch.Enabled {
+			// Its pending deliveries wait for it out of the way of every
+			// other webhook's (see the query).
+			if err := q.ParkPendingDeliveries(ctx, tx, dbq.ParkPendingDeliveriesParams{
+				ProjectID: project, WebhookID: id,
+			}); err != nil {
+				return db.Translate(err)
+			}
+		}
 		row, err := q.UpdateWebhook(ctx, tx, dbq.UpdateWebhookParams{
 			ProjectID: project, ID: id, Url: ch.URL, EventTypes: types, Format: ch.Format,
 			SetRecipient: ch.SetRecipient, Recipient: ch.Recipient, Description: ch.Description,
@@ -302,6 +312,11 @@ func (s *Service) check(rawURL string, types []string, format string, recipient 
 	if recipient != nil && (strings.TrimSpace(*recipient) == "" || len(*recipient) > maxRecipientBytes) {
 		return wgerr.InvalidField("recipient", "must be 1 to %d bytes", maxRecipientBytes)
 	}
+	if recipient != nil && strings.IndexFunc(*recipient, unicode.IsControl) >= 0 {
+		// An answer link's answer is recorded as the recipient (AnsweredBy),
+		// which history, events and logs show.
+		return wgerr.InvalidField("recipient", "must not hold control characters (line breaks, tabs, escapes)")
+	}
 	if len(description) > maxDescriptionBytes {
 		return wgerr.InvalidField("description", "must be at most %d bytes", maxDescriptionBytes)
 	}
@@ -309,7 +324,8 @@ func (s *Service) check(rawURL string, types []string, format string, recipient 
 }
 
 // checkURL accepts an absolute http or https URL without credentials whose
-// host, when it is an address, is one delivery may reach. A name is
+// host, when it is an address (in any way of writing one), is one delivery
+// may reach, written a.b.c.d when it is IPv4 (see refusedHost). A name is
 // checked again at every dial (Guard), whatever it resolves to then.
 func (s *Service) checkURL(raw string) error {
 	if raw == "" || len(raw) > maxURLBytes {
@@ -330,10 +346,8 @@ func (s *Service) checkURL(raw string) error {
 			return wgerr.InvalidField("url", "port %s is not a TCP port (1 to 65535)", port)
 		}
 	}
-	if !s.allowPrivate {
-		if err := refusedHost(u.Hostname()); err != nil {
-			return wgerr.InvalidField("url", "%v", err)
-		}
+	if err := refusedHost(u.Hostname(), s.allowPrivate); err != nil {
+		return wgerr.InvalidField("url", "%v", err)
 	}
 	return nil
 }

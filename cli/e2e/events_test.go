@@ -103,3 +103,28 @@ func TestEventsCommand(t *testing.T) {
 		t.Fatalf("events --follow after SIGINT: %v", err)
 	}
 }
+
+// TestEventsItemPrefix: `events --item` takes the first characters of an
+// item's id, as the table's ITEM column shows them, like every other
+// command that names an item.
+func TestEventsItemPrefix(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a, b := e.item("Write the migration"), e.item("Add the endpoint")
+	r := e.run(e.agentToken, nil, "events", "--json", "--item", a.ID[:8])
+	if r.code != 0 {
+		t.Fatalf("events --item %s: %v", a.ID[:8], r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	for _, l := range lines {
+		var ev client.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.ItemID == nil || *ev.ItemID != a.ID {
+			t.Fatalf("events --item %s printed %s (want only item %s's events; %s is another)", a.ID[:8], l, a.ID, b.ID)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"item.created"`) {
+		t.Fatalf("events --item %s: %v, want the item's one event", a.ID[:8], r)
+	}
+	e.wantExit(e.agentToken, 2, "first characters", "events", "--item", "zz")
+	e.wantExit(e.agentToken, 5, "no item id starts with", "events", "--item", "ffffffff")
+}

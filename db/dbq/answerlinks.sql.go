@@ -92,7 +92,8 @@ func (q *Queries) DeleteOldAnswerLinks(ctx context.Context, db DBTX, arg DeleteO
 }
 
 const getAnswerLink = `-- name: GetAnswerLink :one
-SELECT l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at, (l.used_at IS NULL AND l.expires_at > coalesce($1::timestamptz, now()))::boolean AS usable
+SELECT l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at, (l.used_at IS NULL AND l.expires_at > coalesce($1::timestamptz, now()))::boolean AS usable,
+       coalesce((SELECT n.answer_links FROM notification_settings n WHERE n.project_id = l.project_id), false)::boolean AS links_on
 FROM answer_links l
 WHERE l.project_id = $2 AND l.id = $3
 `
@@ -113,10 +114,12 @@ type GetAnswerLinkRow struct {
 	ExpiresAt   time.Time
 	UsedAt      *time.Time
 	Usable      bool
+	LinksOn     bool
 }
 
 // A link by id, with whether it may still be used now (the database's
-// clock).
+// clock) and whether its project has answer links turned on (links_on:
+// no link answers while they are off).
 func (q *Queries) GetAnswerLink(ctx context.Context, db DBTX, arg GetAnswerLinkParams) (GetAnswerLinkRow, error) {
 	row := db.QueryRow(ctx, getAnswerLink, arg.Now, arg.ProjectID, arg.ID)
 	var i GetAnswerLinkRow
@@ -130,6 +133,7 @@ func (q *Queries) GetAnswerLink(ctx context.Context, db DBTX, arg GetAnswerLinkP
 		&i.ExpiresAt,
 		&i.UsedAt,
 		&i.Usable,
+		&i.LinksOn,
 	)
 	return i, err
 }
@@ -218,10 +222,11 @@ func (q *Queries) SetNotificationSettings(ctx context.Context, db DBTX, arg SetN
 }
 
 const useAnswerLink = `-- name: UseAnswerLink :one
-UPDATE answer_links SET used_at = coalesce($1::timestamptz, now())
-WHERE project_id = $2 AND id = $3 AND secret_hash = $4
-  AND used_at IS NULL AND expires_at > coalesce($1::timestamptz, now())
-RETURNING project_id, id, attention_id, recipient, secret_hash, created_at, expires_at, used_at
+UPDATE answer_links l SET used_at = coalesce($1::timestamptz, now())
+WHERE l.project_id = $2 AND l.id = $3 AND l.secret_hash = $4
+  AND l.used_at IS NULL AND l.expires_at > coalesce($1::timestamptz, now())
+  AND EXISTS (SELECT 1 FROM notification_settings n WHERE n.project_id = l.project_id AND n.answer_links)
+RETURNING l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at
 `
 
 type UseAnswerLinkParams struct {
@@ -231,8 +236,9 @@ type UseAnswerLinkParams struct {
 	SecretHash []byte
 }
 
-// Spends a link: only an unused, unexpired link whose secret matches, in
-// the statement that marks it used (no row: refused).
+// Spends a link: only an unused, unexpired link whose secret matches, of a
+// project that has answer links turned on, in the statement that marks it
+// used (no row: refused).
 func (q *Queries) UseAnswerLink(ctx context.Context, db DBTX, arg UseAnswerLinkParams) (AnswerLink, error) {
 	row := db.QueryRow(ctx, useAnswerLink,
 		arg.Now,

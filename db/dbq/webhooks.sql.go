@@ -295,6 +295,9 @@ SELECT DISTINCT due.project_id FROM (
     SELECT d.project_id FROM webhook_deliveries d
     WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce($1::timestamptz, now())
       AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
+      -- A disabled webhook's deliveries are parked past any now
+      -- (ParkPendingDeliveries); this skips one caught in flight.
+      AND EXISTS (SELECT 1 FROM webhooks w WHERE w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled)
     ORDER BY d.next_attempt_at
     LIMIT $2
 ) AS due
@@ -311,7 +314,8 @@ type DueDeliveryProjectsParams struct {
 // one project). It reads at most scan_rows due rows, the longest due
 // first (webhook_deliveries_due), so a round's cost does not grow with the
 // backlog; a project whose rows are further back is found once the ones
-// before them are delivered or rescheduled.
+// before them are delivered or rescheduled. Rows of disabled webhooks are
+// parked at the index's far end, so they never stand in front.
 func (q *Queries) DueDeliveryProjects(ctx context.Context, db DBTX, arg DueDeliveryProjectsParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, dueDeliveryProjects, arg.Now, arg.ScanRows)
 	if err != nil {
@@ -419,9 +423,13 @@ WITH d AS (
             WHEN $1::text = 'pending' AND wd.created_at <= coalesce($2::timestamptz, now())
                 - make_interval(secs => $3::float8) THEN 'failed'
             ELSE $1::text END,
-        next_attempt_at = CASE WHEN $1::text = 'pending'
-            THEN coalesce($2::timestamptz, now()) + make_interval(secs => $4::float8)
-            ELSE wd.next_attempt_at END,
+        next_attempt_at = CASE
+            WHEN $1::text <> 'pending' THEN wd.next_attempt_at
+            -- Disabled while the attempt was in flight: parked with the
+            -- webhook's other deliveries (ParkPendingDeliveries).
+            WHEN NOT (SELECT w.enabled FROM webhooks w WHERE w.project_id = wd.project_id AND w.id = wd.webhook_id)
+                THEN 'infinity'::timestamptz
+            ELSE coalesce($2::timestamptz, now()) + make_interval(secs => $4::float8) END,
         locked_until = NULL, lock_token = NULL,
         last_status = $5::int, last_latency_ms = $6::int,
         last_response = $7::text, last_error = $8::text,
@@ -595,8 +603,10 @@ func (q *Queries) GetWebhook(ctx context.Context, db DBTX, arg GetWebhookParams)
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT project_id, webhook_id, seq, event_type, state, attempts, next_attempt_at, last_status, last_latency_ms,
-       last_response, last_error, created_at, finished_at
+SELECT project_id, webhook_id, seq, event_type, state, attempts,
+       -- NULL: parked, waiting for its webhook to be enabled.
+       CASE WHEN next_attempt_at <> 'infinity'::timestamptz THEN next_attempt_at END AS next_attempt_at,
+       last_status, last_latency_ms, last_response, last_error, created_at, finished_at
 FROM webhook_deliveries
 WHERE project_id = $1 AND webhook_id = $2
   AND ($3::bigint IS NULL OR seq < $3::bigint)
@@ -618,7 +628,7 @@ type ListDeliveriesRow struct {
 	EventType     string
 	State         string
 	Attempts      int32
-	NextAttemptAt time.Time
+	NextAttemptAt interface{}
 	LastStatus    *int32
 	LastLatencyMs *int32
 	LastResponse  *string
@@ -627,7 +637,8 @@ type ListDeliveriesRow struct {
 	FinishedAt    *time.Time
 }
 
-// A webhook's most recent deliveries, newest event first.
+// A webhook's most recent deliveries, newest event first (next_attempt_at
+// NULL for a parked one).
 func (q *Queries) ListDeliveries(ctx context.Context, db DBTX, arg ListDeliveriesParams) ([]ListDeliveriesRow, error) {
 	rows, err := db.Query(ctx, listDeliveries,
 		arg.ProjectID,
@@ -708,6 +719,54 @@ func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID
 		return nil, err
 	}
 	return items, nil
+}
+
+const parkDelivery = `-- name: ParkDelivery :exec
+UPDATE webhook_deliveries SET next_attempt_at = 'infinity'
+WHERE project_id = $1 AND webhook_id = $2 AND seq = $3 AND state = 'pending'
+`
+
+type ParkDeliveryParams struct {
+	ProjectID uuid.UUID
+	WebhookID uuid.UUID
+	Seq       int64
+}
+
+// Parks one pending delivery of a disabled webhook (see
+// ParkPendingDeliveries): the one whose failed attempt the caller's
+// transaction has just recorded, so holds its lock already.
+func (q *Queries) ParkDelivery(ctx context.Context, db DBTX, arg ParkDeliveryParams) error {
+	_, err := db.Exec(ctx, parkDelivery, arg.ProjectID, arg.WebhookID, arg.Seq)
+	return err
+}
+
+const parkPendingDeliveries = `-- name: ParkPendingDeliveries :exec
+UPDATE webhook_deliveries d SET next_attempt_at = 'infinity'
+FROM (
+    SELECT p.project_id, p.webhook_id, p.seq FROM webhook_deliveries p
+    WHERE p.project_id = $1 AND p.webhook_id = $2 AND p.state = 'pending'
+    FOR UPDATE SKIP LOCKED
+) AS s
+WHERE d.project_id = s.project_id AND d.webhook_id = s.webhook_id AND d.seq = s.seq
+`
+
+type ParkPendingDeliveriesParams struct {
+	ProjectID uuid.UUID
+	WebhookID uuid.UUID
+}
+
+// A disabled webhook's pending deliveries wait for it at the far end of
+// the due index (next_attempt_at 'infinity'; RetryPendingDeliveries makes
+// them due when it is enabled again), where the search for due work
+// (DueDeliveryProjects), which reads the oldest due rows only, never
+// meets them: left due, a backlog of them hid every other webhook's. Rows
+// another transaction holds (an attempt's result being recorded) are
+// skipped, so it never waits and deadlocks with nothing: such a row is
+// parked by FinishAttempt when that sees the webhook disabled, else it
+// costs the search one row (which skips rows of disabled webhooks).
+func (q *Queries) ParkPendingDeliveries(ctx context.Context, db DBTX, arg ParkPendingDeliveriesParams) error {
+	_, err := db.Exec(ctx, parkPendingDeliveries, arg.ProjectID, arg.WebhookID)
+	return err
 }
 
 const projectsWithOldDeliveries = `-- name: ProjectsWithOldDeliveries :many
@@ -908,7 +967,8 @@ UPDATE webhooks w SET
         THEN coalesce($2::timestamptz, now()) ELSE w.disabled_at END
 FROM cur
 WHERE w.project_id = cur.project_id AND w.id = cur.id
-RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now
+RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now,
+          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled
 `
 
 type WebhookFailedParams struct {
@@ -919,10 +979,18 @@ type WebhookFailedParams struct {
 	ID                  uuid.UUID
 }
 
+type WebhookFailedRow struct {
+	DisabledNow bool
+	Enabled     bool
+}
+
 // A failure starts the webhook's run of failures (or continues it); once
 // the run has lasted disable_after, the webhook is disabled and says why.
-// disabled_now: this failure disabled it.
-func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedParams) (bool, error) {
+// disabled_now: this failure disabled it (the caller then parks its
+// pending deliveries, ParkPendingDeliveries, once this has committed);
+// enabled: it still is (when not, the caller parks the delivery of this
+// failure, ParkDelivery, which the disabling's parking may have skipped).
+func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedParams) (WebhookFailedRow, error) {
 	row := db.QueryRow(ctx, webhookFailed,
 		arg.Reason,
 		arg.Now,
@@ -930,9 +998,9 @@ func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedP
 		arg.ProjectID,
 		arg.ID,
 	)
-	var disabled_now bool
-	err := row.Scan(&disabled_now)
-	return disabled_now, err
+	var i WebhookFailedRow
+	err := row.Scan(&i.DisabledNow, &i.Enabled)
+	return i, err
 }
 
 const webhookSucceeded = `-- name: WebhookSucceeded :exec

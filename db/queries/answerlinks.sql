@@ -21,18 +21,22 @@ RETURNING *;
 
 -- name: GetAnswerLink :one
 -- A link by id, with whether it may still be used now (the database's
--- clock).
-SELECT l.*, (l.used_at IS NULL AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS usable
+-- clock) and whether its project has answer links turned on (links_on:
+-- no link answers while they are off).
+SELECT l.*, (l.used_at IS NULL AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS usable,
+       coalesce((SELECT n.answer_links FROM notification_settings n WHERE n.project_id = l.project_id), false)::boolean AS links_on
 FROM answer_links l
 WHERE l.project_id = @project_id AND l.id = @id;
 
 -- name: UseAnswerLink :one
--- Spends a link: only an unused, unexpired link whose secret matches, in
--- the statement that marks it used (no row: refused).
-UPDATE answer_links SET used_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE project_id = @project_id AND id = @id AND secret_hash = @secret_hash
-  AND used_at IS NULL AND expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
-RETURNING *;
+-- Spends a link: only an unused, unexpired link whose secret matches, of a
+-- project that has answer links turned on, in the statement that marks it
+-- used (no row: refused).
+UPDATE answer_links l SET used_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE l.project_id = @project_id AND l.id = @id AND l.secret_hash = @secret_hash
+  AND l.used_at IS NULL AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+  AND EXISTS (SELECT 1 FROM notification_settings n WHERE n.project_id = l.project_id AND n.answer_links)
+RETURNING l.*;
 
 -- name: ProjectsWithOldAnswerLinks :many
 -- The projects with an answer link that expired more than @keep_ms before

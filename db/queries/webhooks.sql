@@ -41,6 +41,31 @@ RETURNING *;
 UPDATE webhook_deliveries SET next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE project_id = @project_id AND webhook_id = @webhook_id AND state = 'pending';
 
+-- name: ParkPendingDeliveries :exec
+-- A disabled webhook's pending deliveries wait for it at the far end of
+-- the due index (next_attempt_at 'infinity'; RetryPendingDeliveries makes
+-- them due when it is enabled again), where the search for due work
+-- (DueDeliveryProjects), which reads the oldest due rows only, never
+-- meets them: left due, a backlog of them hid every other webhook's. Rows
+-- another transaction holds (an attempt's result being recorded) are
+-- skipped, so it never waits and deadlocks with nothing: such a row is
+-- parked by FinishAttempt when that sees the webhook disabled, else it
+-- costs the search one row (which skips rows of disabled webhooks).
+UPDATE webhook_deliveries d SET next_attempt_at = 'infinity'
+FROM (
+    SELECT p.project_id, p.webhook_id, p.seq FROM webhook_deliveries p
+    WHERE p.project_id = @project_id AND p.webhook_id = @webhook_id AND p.state = 'pending'
+    FOR UPDATE SKIP LOCKED
+) AS s
+WHERE d.project_id = s.project_id AND d.webhook_id = s.webhook_id AND d.seq = s.seq;
+
+-- name: ParkDelivery :exec
+-- Parks one pending delivery of a disabled webhook (see
+-- ParkPendingDeliveries): the one whose failed attempt the caller's
+-- transaction has just recorded, so holds its lock already.
+UPDATE webhook_deliveries SET next_attempt_at = 'infinity'
+WHERE project_id = @project_id AND webhook_id = @webhook_id AND seq = @seq AND state = 'pending';
+
 -- name: DeleteWebhook :execrows
 -- A webhook and its deliveries go together.
 DELETE FROM webhooks WHERE project_id = @project_id AND id = @id;
@@ -116,11 +141,15 @@ RETURNING (SELECT count(*) FROM ins)::int AS created;
 -- one project). It reads at most scan_rows due rows, the longest due
 -- first (webhook_deliveries_due), so a round's cost does not grow with the
 -- backlog; a project whose rows are further back is found once the ones
--- before them are delivered or rescheduled.
+-- before them are delivered or rescheduled. Rows of disabled webhooks are
+-- parked at the index's far end, so they never stand in front.
 SELECT DISTINCT due.project_id FROM (
     SELECT d.project_id FROM webhook_deliveries d
     WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
       AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+      -- A disabled webhook's deliveries are parked past any now
+      -- (ParkPendingDeliveries); this skips one caught in flight.
+      AND EXISTS (SELECT 1 FROM webhooks w WHERE w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled)
     ORDER BY d.next_attempt_at
     LIMIT @scan_rows
 ) AS due;
@@ -174,9 +203,13 @@ WITH d AS (
             WHEN @new_state::text = 'pending' AND wd.created_at <= coalesce(sqlc.narg('now')::timestamptz, now())
                 - make_interval(secs => @retry_for_seconds::float8) THEN 'failed'
             ELSE @new_state::text END,
-        next_attempt_at = CASE WHEN @new_state::text = 'pending'
-            THEN coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @retry_in_seconds::float8)
-            ELSE wd.next_attempt_at END,
+        next_attempt_at = CASE
+            WHEN @new_state::text <> 'pending' THEN wd.next_attempt_at
+            -- Disabled while the attempt was in flight: parked with the
+            -- webhook's other deliveries (ParkPendingDeliveries).
+            WHEN NOT (SELECT w.enabled FROM webhooks w WHERE w.project_id = wd.project_id AND w.id = wd.webhook_id)
+                THEN 'infinity'::timestamptz
+            ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @retry_in_seconds::float8) END,
         locked_until = NULL, lock_token = NULL,
         last_status = sqlc.narg('status')::int, last_latency_ms = @latency_ms::int,
         last_response = sqlc.narg('response')::text, last_error = sqlc.narg('error')::text,
@@ -231,7 +264,10 @@ WHERE project_id = @project_id AND id = @id AND failing_since IS NOT NULL;
 -- name: WebhookFailed :one
 -- A failure starts the webhook's run of failures (or continues it); once
 -- the run has lasted disable_after, the webhook is disabled and says why.
--- disabled_now: this failure disabled it.
+-- disabled_now: this failure disabled it (the caller then parks its
+-- pending deliveries, ParkPendingDeliveries, once this has committed);
+-- enabled: it still is (when not, the caller parks the delivery of this
+-- failure, ParkDelivery, which the disabling's parking may have skipped).
 WITH cur AS (
     SELECT c.project_id, c.id, c.enabled,
            coalesce(c.failing_since, coalesce(sqlc.narg('now')::timestamptz, now())) AS since,
@@ -248,12 +284,16 @@ UPDATE webhooks w SET
         THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE w.disabled_at END
 FROM cur
 WHERE w.project_id = cur.project_id AND w.id = cur.id
-RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now;
+RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now,
+          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled;
 
 -- name: ListDeliveries :many
--- A webhook's most recent deliveries, newest event first.
-SELECT project_id, webhook_id, seq, event_type, state, attempts, next_attempt_at, last_status, last_latency_ms,
-       last_response, last_error, created_at, finished_at
+-- A webhook's most recent deliveries, newest event first (next_attempt_at
+-- NULL for a parked one).
+SELECT project_id, webhook_id, seq, event_type, state, attempts,
+       -- NULL: parked, waiting for its webhook to be enabled.
+       CASE WHEN next_attempt_at <> 'infinity'::timestamptz THEN next_attempt_at END AS next_attempt_at,
+       last_status, last_latency_ms, last_response, last_error, created_at, finished_at
 FROM webhook_deliveries
 WHERE project_id = @project_id AND webhook_id = @webhook_id
   AND (sqlc.narg('before')::bigint IS NULL OR seq < sqlc.narg('before')::bigint)

@@ -1558,7 +1558,7 @@ export interface components {
              * @enum {string}
              */
             on_overdue?: "escalate" | "default_answer" | "release";
-            /** @description the answer on_overdue default_answer gives */
+            /** @description the answer on_overdue default_answer gives (only with that policy: otherwise 400 invalid_argument) */
             default_answer?: string;
         };
         StopRequest: {
