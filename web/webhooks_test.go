@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	htmltemplate "html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -283,7 +284,7 @@ func TestWebhookForms(t *testing.T) {
 	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("the page with the secret has Cache-Control %q, want no-store", cc)
 	}
-	wantBody(t, r, `id="created-hook"`, `<code class="secret" id="hook-secret">`+secretOf(t, e, w.ID), "/p/acme/webhooks/"+w.ID.String())
+	wantBody(t, r, `id="created-hook"`, `<code class="secret" id="hook-secret">`+htmlText(t, secretOf(t, e, w.ID)), "/p/acme/webhooks/"+w.ID.String())
 	if again := b.get("/p/acme/webhooks"); strings.Contains(again.body, "whsec_") {
 		t.Error("the secret shows again on the next visit")
 	}
@@ -313,7 +314,7 @@ func TestWebhookForms(t *testing.T) {
 	rotated := secretOf(t, e, w.ID)
 	r = b.get("/p/acme/webhooks/" + w.ID.String())
 	wantStatus(t, r, http.StatusOK)
-	wantBody(t, r, `id="rotated-hook"`, `<code class="secret" id="hook-secret">`+rotated, "goes on signing beside it until")
+	wantBody(t, r, `id="rotated-hook"`, `<code class="secret" id="hook-secret">`+htmlText(t, rotated), "goes on signing beside it until")
 	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("the page with the new secret has Cache-Control %q, want no-store", cc)
 	}
@@ -345,6 +346,18 @@ func wantRedirectWithoutSecret(t *testing.T, r response, path string) {
 }
 
 // secretOf is the webhook's signing secret as stored.
+// htmlText is s as the pages' templates write it in text: html/template
+// escapes more than < > & ' " (a base64 secret's '+' is "&#43;"), so a
+// secret compared with a page's bytes is escaped the same way.
+func htmlText(t *testing.T, s string) string {
+	t.Helper()
+	var b strings.Builder
+	if err := htmltemplate.Must(htmltemplate.New("t").Parse("{{.}}")).Execute(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 func secretOf(t *testing.T, e *env, id uuid.UUID) string {
 	t.Helper()
 	var s string
