@@ -3,11 +3,11 @@ package input
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -61,23 +61,45 @@ func Values(params map[string][]string) error {
 // object may give a key twice. The error names the offending value by its
 // path, e.g. "children[0].title" or "metadata.owner" (a key given twice
 // too); a key that is not text is named by its object's path ("body" at
-// the top).
+// the top). Only the document's first value is read.
 func JSON(doc []byte) error {
+	return JSONInto(doc, nil)
+}
+
+// JSONInto is JSON for a request body about to be decoded into a value of
+// type t (a pointer to a struct or a slice), with the checks of its shape
+// that encoding/json does not make, in the same walk of the tokens:
+//
+//   - a key of an object decoded into a struct must name one of its
+//     fields exactly (encoding/json ignores case, so {"title": "a",
+//     "TITLE": "b"} stored "b", and it names an unknown field by its last
+//     key only); the error names the key by its whole path,
+//     "items[3].bogus";
+//   - null is refused ("must not be null") where encoding/json would leave
+//     the Go value as it was or set a pointer to nil, so that a member given
+//     as null would read as a member left out: it is taken only by a
+//     json.RawMessage (any JSON value, null included), an interface, or a
+//     type that decodes itself (json.Unmarshaler, which sees the null).
+//
+// Values of types that decode themselves, maps and raw values are not
+// looked into. A document that is not valid JSON is not this function's
+// concern: it stops at the first syntax error and lets the decoder say so.
+func JSONInto(doc []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
-	w := walker{dec: dec}
+	w := walker{dec: dec, root: t}
 	for {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
 		if err != nil {
-			// Not this package's concern: the caller's decoder reports syntax.
+			// The end, or a syntax error the caller's decoder reports.
 			return nil
 		}
 		if err := w.visit(tok, doc[start:dec.InputOffset()]); err != nil {
 			return err
+		}
+		if len(w.stack) == 0 {
+			return nil // the first value is read; what follows is the decoder's
 		}
 	}
 }
@@ -85,6 +107,7 @@ func JSON(doc []byte) error {
 // walker follows the path of the token being read.
 type walker struct {
 	dec   *json.Decoder
+	root  reflect.Type // nil: the shape is not checked
 	stack []frame
 }
 
@@ -99,6 +122,11 @@ type frame struct {
 	// seen are the object's keys read so far (a key given twice is
 	// refused: decoders disagree on which one counts).
 	seen map[string]bool
+	// fields are the members of the struct the object is decoded into,
+	// elem the element type of the slice the array is decoded into; nil
+	// when not looked into.
+	fields map[string]reflect.Type
+	elem   reflect.Type
 }
 
 // visit checks one token; raw is the text it was read from (with any
@@ -108,7 +136,16 @@ func (w *walker) visit(tok json.Token, raw []byte) error {
 	case json.Delim:
 		switch t {
 		case '{', '[':
-			w.stack = append(w.stack, frame{object: t == '{', wantKey: t == '{'})
+			f := frame{object: t == '{', wantKey: t == '{'}
+			if vt := into(w.valueType()); vt != nil {
+				switch {
+				case f.object && vt.Kind() == reflect.Struct:
+					f.fields = jsonFields(vt)
+				case !f.object && (vt.Kind() == reflect.Slice || vt.Kind() == reflect.Array) && vt.Elem().Kind() != reflect.Uint8:
+					f.elem = vt.Elem()
+				}
+			}
+			w.stack = append(w.stack, f)
 		default:
 			w.stack = w.stack[:len(w.stack)-1]
 			w.valueDone()
@@ -116,18 +153,7 @@ func (w *walker) visit(tok json.Token, raw []byte) error {
 		return nil
 	case string:
 		if top := w.top(); top != nil && top.object && top.wantKey {
-			if problem := rawStringProblem(raw); problem != "" {
-				return wgerr.InvalidField(w.path(false), "an object key %s", problem)
-			}
-			top.key, top.wantKey = t, false
-			if top.seen[t] {
-				return wgerr.InvalidField(w.path(true), "is given twice (the keys of an object must be unique)")
-			}
-			if top.seen == nil {
-				top.seen = make(map[string]bool)
-			}
-			top.seen[t] = true
-			return nil
+			return w.key(t, raw)
 		}
 		if problem := rawStringProblem(raw); problem != "" {
 			return wgerr.InvalidField(w.path(true), "%s", problem)
@@ -136,9 +162,131 @@ func (w *walker) visit(tok json.Token, raw []byte) error {
 		if problem := numberProblem(string(t)); problem != "" {
 			return wgerr.InvalidField(w.path(true), "%s", problem)
 		}
+	case nil:
+		if !nullable(w.valueType()) {
+			return wgerr.InvalidField(w.path(true), "must not be null (leave the member out instead)")
+		}
 	}
 	w.valueDone()
 	return nil
+}
+
+// key checks the key k of the object being read.
+func (w *walker) key(k string, raw []byte) error {
+	top := w.top()
+	if problem := rawStringProblem(raw); problem != "" {
+		return wgerr.InvalidField(w.path(false), "an object key %s", problem)
+	}
+	top.key, top.wantKey = k, false
+	if top.seen[k] {
+		return wgerr.InvalidField(w.path(true), "is given twice (the keys of an object must be unique)")
+	}
+	if top.seen == nil {
+		top.seen = make(map[string]bool)
+	}
+	top.seen[k] = true
+	if top.fields != nil {
+		if _, ok := top.fields[k]; !ok {
+			for name := range top.fields {
+				if strings.EqualFold(name, k) {
+					return wgerr.InvalidField(w.path(true), "unknown field (field names are case-sensitive: %q)", name)
+				}
+			}
+			return wgerr.InvalidField(w.path(true), "unknown field")
+		}
+	}
+	return nil
+}
+
+// valueType is the Go type the value being read is decoded into; nil when
+// the shape is not checked there.
+func (w *walker) valueType() reflect.Type {
+	top := w.top()
+	switch {
+	case top == nil:
+		return w.root
+	case top.object && top.fields != nil:
+		return top.fields[top.key]
+	case !top.object:
+		return top.elem
+	}
+	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// into is the type whose shape a value decoded into t must have: t
+// without its pointers; nil for a type that decodes itself.
+func into(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	return t
+}
+
+// nullable reports whether a null decoded into t says something of its
+// own: t takes any JSON value, or decodes itself. (A pointer is set to
+// nil, as if the member were absent, and any other type is left as it
+// was.)
+func nullable(t reflect.Type) bool {
+	switch {
+	case t == nil, t.Kind() == reflect.Interface:
+		return true
+	case t.Kind() == reflect.Pointer:
+		return false
+	}
+	return reflect.PointerTo(t).Implements(unmarshalerType)
+}
+
+// fieldsOf caches jsonFields by type.
+var fieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields maps the JSON names of a struct's fields (those of embedded
+// structs without a name of their own included) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsOf.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := structFields(t)
+	fieldsOf.Store(t, m)
+	return m
+}
+
+func structFields(t reflect.Type) map[string]reflect.Type {
+	out := make(map[string]reflect.Type)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" && tag == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range structFields(ft) {
+					if _, taken := out[k]; !taken {
+						out[k] = v
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }
 
 func (w *walker) top() *frame {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,60 @@ func TestJSON(t *testing.T) {
 				t.Fatalf("test document is not JSON: %s", tc.doc)
 			}
 			err := input.JSON([]byte(tc.doc))
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var we *wgerr.Error
+			if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != tc.field {
+				t.Fatalf("err %v (%#v), want invalid_argument on %q", err, we, tc.field)
+			}
+		})
+	}
+}
+
+// TestJSONInto: the shape checks of a body decoded into a Go type, in the
+// same walk as the text checks.
+func TestJSONInto(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		N int `json:"n"`
+	}
+	type doc struct {
+		Title  *string         `json:"title"`
+		Tags   []string        `json:"tags"`
+		Inner  *inner          `json:"inner"`
+		List   []inner         `json:"list"`
+		Raw    json.RawMessage `json:"raw"`
+		Any    any             `json:"any"`
+		Free   map[string]int  `json:"free"`
+		hidden int
+	}
+	into := reflect.TypeFor[*doc]()
+	for _, tc := range []struct {
+		name, doc, field string // field "": accepted
+	}{
+		{"OK", `{"title": "t", "tags": ["a"], "inner": {"n": 1}, "list": [{"n": 2}], "raw": null, "any": null, "free": {"x": 1}}`, ""},
+		{"RawIsNotLookedInto", `{"raw": {"bogus": null}}`, ""},
+		{"MapIsNotLookedInto", `{"free": {"Bogus": 1}}`, ""},
+		{"TrailingIsTheDecodersConcern", `{"title": "t"} {"bogus": 1}`, ""},
+		{"Unknown", `{"bogus": 1}`, "bogus"},
+		{"UnknownDeep", `{"list": [{"n": 1}, {"m": 1}]}`, "list[1].m"},
+		{"UnknownInPointer", `{"inner": {"x": 1}}`, "inner.x"},
+		{"Case", `{"Title": "t"}`, "Title"},
+		{"Unexported", `{"hidden": 1}`, "hidden"},
+		{"NullPointer", `{"title": null}`, "title"},
+		{"NullSlice", `{"tags": null}`, "tags"},
+		{"NullElement", `{"tags": ["a", null]}`, "tags[1]"},
+		{"NullStructField", `{"list": [{"n": null}]}`, "list[0].n"},
+		{"NullBody", `null`, "body"},
+		{"TwiceStillFirst", `{"title": "a", "title": null}`, "title"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := input.JSONInto([]byte(tc.doc), into)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -1452,7 +1452,7 @@ export interface components {
             priority?: number;
             labels?: string[];
             metadata?: Record<string, never>;
-            /** @description like If-Match: refuse the edit unless this is the stored version */
+            /** @description like If-Match: refuse the edit unless this is the stored version (given with an If-Match naming another version: 400 invalid_argument) */
             version?: number;
             /**
              * @description null: back to the project's default; absent: unchanged
@@ -2312,7 +2312,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description the ETag of a previous read; a stale one is refused with 409 conflict */
+                /** @description the ETag of a previous read; a stale one is refused with 409 conflict; with a body version naming another version, 400 invalid_argument */
                 "If-Match"?: string;
                 /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
