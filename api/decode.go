@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
+	"math/big"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -53,7 +55,7 @@ func decodeBody(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields() // JSONInto named any such key already
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		return decodeError(err, body)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return wgerr.InvalidField("body", "trailing data after the JSON value")
@@ -114,7 +116,9 @@ func tooLarge() error {
 	return wgerr.New(wgerr.CodePayloadTooLarge, "the request body exceeds %d bytes", maxBodyBytes)
 }
 
-func decodeError(err error) error {
+// decodeError turns encoding/json's refusal of body into invalid_argument
+// naming the field by its whole path.
+func decodeError(err error, body []byte) error {
 	var (
 		syntax  *json.SyntaxError
 		typeErr *json.UnmarshalTypeError
@@ -125,6 +129,14 @@ func decodeError(err error) error {
 		if field == "" {
 			field = "body"
 			return wgerr.InvalidField(field, "must be a JSON object")
+		}
+		if path := input.PathAt(body, typeErr.Offset); path != "" {
+			field = path // with the indexes of arrays, which Field lacks
+		}
+		if lo, hi, ok := intRange(typeErr.Type); ok {
+			if n, isNumber := strings.CutPrefix(typeErr.Value, "number "); isNumber && integral(n) {
+				return wgerr.InvalidField(field, "%s is out of range: must be an integer from %d to %d", n, lo, hi)
+			}
 		}
 		return wgerr.InvalidField(field, "must be %s, got %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
 	case errors.As(err, &syntax):
@@ -140,6 +152,29 @@ func decodeError(err error) error {
 		return wgerr.InvalidField(field, "unknown field")
 	}
 	return wgerr.InvalidField("body", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// intRange is the range of an integer type (for an unsigned one of 64
+// bits, up to the largest int64, which is what the API's members hold).
+func intRange(t reflect.Type) (lo, hi int64, ok bool) {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		return -1 << (bits - 1), 1<<(bits-1) - 1, true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if t.Bits() == 64 {
+			return 0, math.MaxInt64, true
+		}
+		return 0, 1<<t.Bits() - 1, true
+	}
+	return 0, 0, false
+}
+
+// integral reports whether the JSON number n is a whole number (1e12 is,
+// 1.5 is not), whatever its size.
+func integral(n string) bool {
+	r, ok := new(big.Rat).SetString(n)
+	return ok && r.IsInt()
 }
 
 func jsonKind(goKind string) string {

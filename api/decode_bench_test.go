@@ -87,7 +87,7 @@ func baselineDecode(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		return decodeError(err, body)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return wgerr.InvalidField("body", "trailing data after the JSON value")

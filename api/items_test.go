@@ -197,7 +197,7 @@ func TestItems(t *testing.T) {
 			`{"title": "x", "parent_id": "nope"}`:           "parent_id",
 			`{"title": "x", "depends_on": ["nope"]}`:        "depends_on",
 			`{"title": "x", "depends_on": "` + a.ID + `"}`:  "depends_on",
-			`{"title": "x", "labels": [1]}`:                 "labels",
+			`{"title": "x", "labels": [1]}`:                 "labels[0]",
 			`{"title": "x", "metadata": [1]}`:               "metadata",
 		} {
 			field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, body).problem(t, 400, "invalid_argument"), fld)

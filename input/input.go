@@ -104,6 +104,45 @@ func JSONInto(doc []byte, t reflect.Type) error {
 	}
 }
 
+// PathAt names, as JSON's errors do ("items[1].priority"), the value of
+// the JSON document doc that ends at offset, or whose opening brace or
+// bracket does (the offset encoding/json's UnmarshalTypeError gives); ""
+// when none does.
+func PathAt(doc []byte, offset int64) string {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	w := walker{dec: dec}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if top := w.top(); dec.InputOffset() >= offset && (top == nil || !top.object || !top.wantKey) {
+			if d, ok := tok.(json.Delim); !ok || d == '{' || d == '[' {
+				return w.path(true)
+			}
+		}
+		// The text checks are not this function's: only the path is kept.
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				w.stack = append(w.stack, frame{object: t == '{', wantKey: t == '{'})
+			} else {
+				w.stack = w.stack[:len(w.stack)-1]
+				w.valueDone()
+			}
+		case string:
+			if top := w.top(); top != nil && top.object && top.wantKey {
+				top.key, top.wantKey = t, false
+				continue
+			}
+			w.valueDone()
+		default:
+			w.valueDone()
+		}
+	}
+}
+
 // walker follows the path of the token being read.
 type walker struct {
 	dec   *json.Decoder
