@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/big"
@@ -15,12 +16,48 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-// maxBodyBytes bounds every request body (413 payload_too_large beyond).
-const maxBodyBytes = 1 << 20
+// maxBodyBytes bounds every request body (413 payload_too_large beyond)
+// but a plan import's, which maxPlanBodyBytes bounds: a plan of
+// graph.MaxPlanItems items is several MiB, so with the limit of the other
+// routes the item bound could never be met.
+const (
+	maxBodyBytes     = 1 << 20
+	maxPlanBodyBytes = graph.MaxPlanRequestBytes
+)
+
+// bodyLimitKey holds a route's own body limit in the request's context
+// (routeOpts.bodyLimit); without it, maxBodyBytes.
+const bodyLimitKey = "workgraph.bodyLimit"
+
+// bodyLimit is a route's body limit and what it is the limit of.
+type bodyLimit struct {
+	bytes int64
+	of    string
+}
+
+var defaultBodyLimit = bodyLimit{bytes: maxBodyBytes, of: "a request"}
+
+// withBodyLimit sets the body limit of the route it is mounted on.
+func withBodyLimit(l bodyLimit) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Set(bodyLimitKey, l)
+			return next(c)
+		}
+	}
+}
+
+func routeBodyLimit(c echo.Context) bodyLimit {
+	if l, ok := c.Get(bodyLimitKey).(bodyLimit); ok {
+		return l
+	}
+	return defaultBodyLimit
+}
 
 // Page sizes accepted by list routes.
 const (
@@ -94,17 +131,18 @@ func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
 // and leaves a fresh copy in the request for later readers.
 func readBody(c echo.Context) ([]byte, error) {
 	req := c.Request()
-	if req.ContentLength > maxBodyBytes {
-		return nil, tooLarge()
+	limit := routeBodyLimit(c)
+	if req.ContentLength > limit.bytes {
+		return nil, tooLarge(limit)
 	}
 	if req.Body == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, limit.bytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge()
+			return nil, tooLarge(limit)
 		}
 		return nil, wgerr.InvalidField("body", "could not be read")
 	}
@@ -112,8 +150,13 @@ func readBody(c echo.Context) ([]byte, error) {
 	return body, nil
 }
 
-func tooLarge() error {
-	return wgerr.New(wgerr.CodePayloadTooLarge, "the request body exceeds %d bytes", maxBodyBytes)
+func tooLarge(l bodyLimit) error {
+	return wgerr.New(wgerr.CodePayloadTooLarge, "the request body exceeds %s, the body limit of %s", mib(l.bytes), l.of)
+}
+
+// mib writes a body limit as the documents give it: "1 MiB (1048576 bytes)".
+func mib(n int64) string {
+	return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n)
 }
 
 // decodeError turns encoding/json's refusal of body into invalid_argument

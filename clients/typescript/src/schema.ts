@@ -321,7 +321,7 @@ export interface paths {
         put?: never;
         /**
          * Import a plan in one transaction
-         * @description Roles: any.
+         * @description Roles: any. The body may be up to 16 MiB (every other route takes 1 MiB; beyond: 413 payload_too_large), the plan at most 50,000 items, children included (beyond: 400 invalid_argument on items).
          */
         post: operations["importPlan"];
         delete?: never;
