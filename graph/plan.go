@@ -13,6 +13,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -193,6 +194,9 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 				return planErr(it, pos, "%s", err.Error())
 			}
 			if k := strings.TrimSpace(it.Key); k != "" {
+				if err := input.Line("key", k); err != nil {
+					return planErr(it, pos, "%s", err.Error())
+				}
 				if prev, dup := p.keys[k]; dup {
 					return planErr(it, pos, "key %q is already used by %s", k, where(p.items[prev], prev))
 				}

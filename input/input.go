@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -443,4 +444,99 @@ func numberProblem(s string) string {
 		return "is a number out of range"
 	}
 	return ""
+}
+
+// Line refuses s, the value of field, a single line of text that people
+// read as it is shown (a title, a name, a worker's label, a key), unless
+// it is text (Text) without
+//
+//   - a control character: C0 (tab and line breaks included), DEL, C1;
+//   - a line or paragraph separator (U+2028, U+2029);
+//   - an invisible format character (Unicode category Cf): the
+//     bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE and the other
+//     embeddings, overrides, isolates and marks), zero-width spaces, soft
+//     hyphens, the byte order mark, the tag characters (U+E0000..U+E007F,
+//     invisible copies of ASCII), but for U+200C and U+200D (zero-width
+//     non-joiner and joiner), which scripts and emoji sequences need.
+//
+// Such characters make a title read differently from what it is (an
+// override reverses what follows it), hide text from the person reading
+// it while an agent reads it, or break the lines of tables and logs.
+func Line(field, s string) error {
+	if err := Text(field, s); err != nil {
+		return err
+	}
+	for i, r := range s {
+		if why := lineProblem(r); why != "" {
+			return refused(field, s, i, r, why)
+		}
+	}
+	return nil
+}
+
+// Prose refuses s, the value of field, a text of several lines (a body, a
+// question, an answer, a reason), unless it is text (Text) whose only
+// control characters are tab, line feed and carriage return, without a
+// bidirectional control or a tag character (see Line). Other format
+// characters (zero-width spaces and joiners, soft hyphens) are kept: text
+// pasted from documents carries them, and they do not reorder or hide
+// what a person reads.
+func Prose(field, s string) error {
+	if err := Text(field, s); err != nil {
+		return err
+	}
+	for i, r := range s {
+		if why := proseProblem(r); why != "" {
+			return refused(field, s, i, r, why)
+		}
+	}
+	return nil
+}
+
+func refused(field, s string, at int, r rune, why string) error {
+	return wgerr.InvalidField(field, "must not contain %U (%s), found at character %d", r, why, utf8.RuneCountInString(s[:at])+1)
+}
+
+func lineProblem(r rune) string {
+	switch {
+	case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+		return "a control character; this field is one line of visible text"
+	case r == '\u2028' || r == '\u2029':
+		return "a line break; this field is one line"
+	case r == '\u200c' || r == '\u200d':
+		return ""
+	case bidi(r):
+		return "a bidirectional control, which reorders the text around it"
+	case unicode.Is(unicode.Cf, r):
+		return "an invisible format character"
+	}
+	return ""
+}
+
+func proseProblem(r rune) string {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return ""
+	case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+		return "a control character other than tab and line breaks"
+	case bidi(r):
+		return "a bidirectional control, which reorders the text around it"
+	case r >= 0xe0000 && r <= 0xe007f:
+		return "a tag character, an invisible copy of ASCII"
+	}
+	return ""
+}
+
+// bidi reports whether r is one of Unicode's bidirectional formatting
+// characters (UAX #9): the marks, embeddings, overrides and isolates.
+func bidi(r rune) bool {
+	switch {
+	case r == '\u061c', r == '\u200e', r == '\u200f':
+		return true
+	case r >= '\u202a' && r <= '\u202e':
+		return true
+	case r >= '\u2066' && r <= '\u2069':
+		return true
+	}
+	return false
 }

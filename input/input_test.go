@@ -157,3 +157,46 @@ func FuzzStorable(f *testing.F) {
 		}
 	})
 }
+
+// TestLineAndProse: what a single-line and a multi-line text refuse, and
+// what they keep.
+func TestLineAndProse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s           string
+		line, prose bool // accepted
+	}{
+		{"plain", true, true},
+		{"café 日本語 میخواهم", true, true},
+		{"family 👨\u200d👩\u200d👧, ✔\ufe0f", true, true}, // joiner, variation selector
+		{"a\u200cb", true, true},                        // zero-width non-joiner
+		{"a\tb", false, true},
+		{"a\nb\r\nc", false, true},
+		{"a\u2028b", false, true},
+		{"soft\u00adhyphen", false, true},
+		{"zero\u200bwidth", false, true},
+		{"\ufeffbom", false, true},
+		{"a\x1b[31mb", false, false},
+		{"a\x7fb", false, false},
+		{"a\u0085b", false, false},
+		{"invoice\u202efdp.exe", false, false},
+		{"a\u2066b\u2069", false, false},
+		{"a\u200fb", false, false},
+		{"a\u061cb", false, false},
+		{"tag\U000E0041", false, false},
+		{"nul\x00", false, false},
+		{"\xff", false, false},
+	} {
+		if err := input.Line("f", tc.s); (err == nil) != tc.line || err != nil && !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("Line(%q) = %v, want accepted %v", tc.s, err, tc.line)
+		}
+		if err := input.Prose("f", tc.s); (err == nil) != tc.prose || err != nil && !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("Prose(%q) = %v, want accepted %v", tc.s, err, tc.prose)
+		}
+	}
+	err := input.Line("title", "ab\u202ec")
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Field != "title" || !strings.Contains(we.Message, "U+202E") || !strings.Contains(we.Message, "character 3") {
+		t.Fatalf("Line: %v, want the field, the character and where it is", err)
+	}
+}

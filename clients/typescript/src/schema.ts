@@ -1389,6 +1389,7 @@ export interface components {
         };
         PlanItem: {
             key?: string;
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             title: string;
             body?: string;
             priority?: number;
@@ -1422,10 +1423,12 @@ export interface components {
             name: string;
         };
         CreateTokenRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             name: string;
             role: components["schemas"]["Role"];
         };
         CreateItemRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             title: string;
             body?: string;
             /** Format: int32 */
@@ -1446,6 +1449,7 @@ export interface components {
             touches?: string[];
         };
         UpdateItemRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             title?: string;
             body?: string;
             /** Format: int32 */
@@ -1475,6 +1479,7 @@ export interface components {
             question?: string;
         };
         ClaimRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             worker: string;
             /** @description lease TTL; default 900, within the server's bounds (1 s .. 24 h) */
             lease_seconds?: number;
