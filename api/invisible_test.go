@@ -3,6 +3,9 @@ package api_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/workgraph-dev/workgraph/server"
+	"github.com/workgraph-dev/workgraph/wire"
 )
 
 // TestInvisibleCharacters: a single-line text (a title, a plan key, a
@@ -124,4 +127,33 @@ func TestInvisibleCharacters(t *testing.T) {
 		}).ok(t, 201, &got)
 		f.mutate(f.agent.Token, c.Lease.ID, "release", map[string]any{"epoch": c.Lease.Epoch, "reason": "see:\n\t1. this"}).ok(t, 200, nil)
 	})
+}
+
+// TestWebhookTextIsVisible: a webhook's recipient (a name its messages
+// address) and description (its label in the list) are single lines of
+// visible text too.
+func TestWebhookTextIsVisible(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *server.Config) { c.Webhooks.Off = true })
+	e.mustProject("alpha")
+	human := e.mustToken("alpha", "ann", "human")
+	base := "/v1/projects/alpha/webhooks"
+	for _, tc := range []struct{ field, value string }{
+		{"recipient", "ann\u202e"},
+		{"recipient", "ann\nbob"},
+		{"description", "ops\u200bchannel"},
+		{"description", "ops\x1b[2J"},
+	} {
+		body := map[string]any{"url": "https://hooks.example.com/wg", tc.field: tc.value}
+		field(t, e.do("POST", base, human.Token, body).problem(t, 400, "invalid_argument"), tc.field)
+	}
+	if n := e.count("SELECT count(*) FROM webhooks"); n != 0 {
+		t.Fatalf("%d webhooks stored from refused requests", n)
+	}
+	var created wire.CreatedWebhook
+	e.do("POST", base, human.Token, map[string]any{"url": "https://hooks.example.com/wg", "recipient": "Zoë", "description": "ops"}).ok(t, 201, &created)
+	field(t, e.do("PATCH", base+"/"+created.ID, human.Token, map[string]any{"description": "x\u202ey"}).problem(t, 400, "invalid_argument"), "description")
+	if n := e.count("SELECT count(*) FROM webhooks WHERE description = 'ops'"); n != 1 {
+		t.Fatal("a refused edit changed the description")
+	}
 }
