@@ -60,8 +60,9 @@ names other keys; children are created under their item:
           title: Tests for the endpoint
 
 The file is checked before anything is sent: unknown fields, fields written
-twice, missing titles, duplicate keys, unknown keys and dependency cycles are
-reported with their line numbers. --dry-run shows what would be created and lets the server
+twice, missing titles, duplicate keys, unknown keys, characters the server
+refuses (a tab in a title, an invisible format character) and dependency cycles
+are reported with their line numbers. --dry-run shows what would be created and lets the server
 check the plan without storing anything (--local: check only here).
 
 Keys make a re-import safe: an item whose key already exists in the project
