@@ -86,17 +86,16 @@ func JSON(doc []byte) error {
 // looked into. A document that is not valid JSON is not this function's
 // concern: it stops at the first syntax error and lets the decoder say so.
 func JSONInto(doc []byte, t reflect.Type) error {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	w := walker{dec: dec, root: t}
+	w := walker{root: t}
+	sc := scanner{doc: doc}
 	for {
-		start := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
+		kind, start, end := sc.next()
+		if kind == tokEnd {
 			// The end, or a syntax error the caller's decoder reports.
 			return nil
 		}
-		if err := w.visit(tok, doc[start:dec.InputOffset()]); err != nil {
+		done, err := w.visit(kind, doc[start:end])
+		if err != nil || done {
 			return err
 		}
 		if len(w.stack) == 0 {
@@ -110,31 +109,31 @@ func JSONInto(doc []byte, t reflect.Type) error {
 // bracket does (the offset encoding/json's UnmarshalTypeError gives); ""
 // when none does.
 func PathAt(doc []byte, offset int64) string {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	w := walker{dec: dec}
+	var w walker
+	sc := scanner{doc: doc}
 	for {
-		tok, err := dec.Token()
-		if err != nil {
+		kind, start, end := sc.next()
+		if kind == tokEnd {
 			return ""
 		}
-		if top := w.top(); dec.InputOffset() >= offset && (top == nil || !top.object || !top.wantKey) {
-			if d, ok := tok.(json.Delim); !ok || d == '{' || d == '[' {
-				return w.path(true)
-			}
+		if top := w.top(); int64(end) >= offset && kind != tokClose && (top == nil || !top.object || !top.wantKey) {
+			return w.path(true)
 		}
 		// The text checks are not this function's: only the path is kept.
-		switch t := tok.(type) {
-		case json.Delim:
-			if t == '{' || t == '[' {
-				w.stack = append(w.stack, frame{object: t == '{', wantKey: t == '{'})
-			} else {
-				w.stack = w.stack[:len(w.stack)-1]
-				w.valueDone()
+		switch kind {
+		case tokOpenObject, tokOpenArray:
+			w.stack = append(w.stack, frame{object: kind == tokOpenObject, wantKey: kind == tokOpenObject})
+		case tokClose:
+			if !w.close(doc[start]) {
+				return ""
 			}
-		case string:
+		case tokString:
 			if top := w.top(); top != nil && top.object && top.wantKey {
-				top.key, top.wantKey = t, false
+				k, ok := jsonKey(doc[start:end])
+				if !ok {
+					return ""
+				}
+				top.key, top.wantKey = k, false
 				continue
 			}
 			w.valueDone()
@@ -144,9 +143,137 @@ func PathAt(doc []byte, offset int64) string {
 	}
 }
 
+// tokKind is the kind of a token the scanner read.
+type tokKind byte
+
+const (
+	tokEnd        tokKind = iota // the end of the document, or what is not JSON
+	tokOpenObject                // {
+	tokOpenArray                 // [
+	tokClose                     // } or ]
+	tokString
+	tokNumber
+	tokBool
+	tokNull
+)
+
+// scanner reads the tokens of a JSON document without decoding them: the
+// checks need a value's text, not the value (encoding/json's
+// Decoder.Token, which decodes every one into an interface, cost the
+// checks two thirds of a body's decoding). It skips white space and the
+// separators , and :, whose places the walker does not need; it stops
+// (tokEnd) at anything else that is not JSON, which the caller's decoder
+// reports.
+type scanner struct {
+	doc []byte
+	pos int
+}
+
+// next reads the next token: its kind and where its text is.
+func (s *scanner) next() (kind tokKind, start, end int) {
+	b, i := s.doc, s.pos
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == ',' || b[i] == ':') {
+		i++
+	}
+	if i >= len(b) {
+		return tokEnd, i, i
+	}
+	start = i
+	switch c := b[i]; {
+	case c == '{':
+		kind, i = tokOpenObject, i+1
+	case c == '[':
+		kind, i = tokOpenArray, i+1
+	case c == '}' || c == ']':
+		kind, i = tokClose, i+1
+	case c == '"':
+		for i++; ; i++ {
+			if i >= len(b) || b[i] < 0x20 {
+				return tokEnd, start, start // unterminated, or a raw control character
+			}
+			if b[i] == '\\' {
+				i++
+				continue
+			}
+			if b[i] == '"' {
+				break
+			}
+		}
+		kind, i = tokString, i+1
+	case c == '-' || c >= '0' && c <= '9':
+		j, ok := numberEnd(b, i)
+		if !ok {
+			return tokEnd, start, start
+		}
+		kind, i = tokNumber, j
+	case bytes.HasPrefix(b[i:], []byte("true")):
+		kind, i = tokBool, i+4
+	case bytes.HasPrefix(b[i:], []byte("false")):
+		kind, i = tokBool, i+5
+	case bytes.HasPrefix(b[i:], []byte("null")):
+		kind, i = tokNull, i+4
+	default:
+		return tokEnd, start, start
+	}
+	s.pos = i
+	return kind, start, i
+}
+
+// numberEnd is the end of the JSON number beginning at b[i]:
+// -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?; ok false when
+// none begins there.
+func numberEnd(b []byte, i int) (int, bool) {
+	digits := func(i int) int {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i)
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return i, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return i, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+// jsonKey decodes the text of a string token, quotes included (ok false
+// when it is not a JSON string).
+func jsonKey(raw []byte) (string, bool) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var k string
+	err := json.Unmarshal(raw, &k)
+	return k, err == nil
+}
+
 // walker follows the path of the token being read.
 type walker struct {
-	dec   *json.Decoder
 	root  reflect.Type // nil: the shape is not checked
 	stack []frame
 }
@@ -169,46 +296,61 @@ type frame struct {
 	elem   reflect.Type
 }
 
-// visit checks one token; raw is the text it was read from (with any
-// separators before it).
-func (w *walker) visit(tok json.Token, raw []byte) error {
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{', '[':
-			f := frame{object: t == '{', wantKey: t == '{'}
-			if vt := into(w.valueType()); vt != nil {
-				switch {
-				case f.object && vt.Kind() == reflect.Struct:
-					f.fields = jsonFields(vt)
-				case !f.object && (vt.Kind() == reflect.Slice || vt.Kind() == reflect.Array) && vt.Elem().Kind() != reflect.Uint8:
-					f.elem = vt.Elem()
-				}
+// visit checks one token, of the kind given, whose text is raw; done is
+// true where the document is not JSON (the decoder says so).
+func (w *walker) visit(kind tokKind, raw []byte) (done bool, err error) {
+	switch kind {
+	case tokOpenObject, tokOpenArray:
+		f := frame{object: kind == tokOpenObject, wantKey: kind == tokOpenObject}
+		if vt := into(w.valueType()); vt != nil {
+			switch {
+			case f.object && vt.Kind() == reflect.Struct:
+				f.fields = jsonFields(vt)
+			case !f.object && (vt.Kind() == reflect.Slice || vt.Kind() == reflect.Array) && vt.Elem().Kind() != reflect.Uint8:
+				f.elem = vt.Elem()
 			}
-			w.stack = append(w.stack, f)
-		default:
-			w.stack = w.stack[:len(w.stack)-1]
-			w.valueDone()
 		}
-		return nil
-	case string:
+		w.stack = append(w.stack, f)
+		return false, nil
+	case tokClose:
+		return !w.close(raw[0]), nil
+	case tokString:
 		if top := w.top(); top != nil && top.object && top.wantKey {
-			return w.key(t, raw)
+			k, ok := jsonKey(raw)
+			if !ok {
+				return true, nil
+			}
+			return false, w.key(k, raw)
 		}
 		if problem := rawStringProblem(raw); problem != "" {
-			return wgerr.InvalidField(w.path(true), "%s", problem)
+			return false, wgerr.InvalidField(w.path(true), "%s", problem)
 		}
-	case json.Number:
-		if problem := numberProblem(string(t)); problem != "" {
-			return wgerr.InvalidField(w.path(true), "%s", problem)
+	case tokNumber:
+		if problem := numberProblem(string(raw)); problem != "" {
+			return false, wgerr.InvalidField(w.path(true), "%s", problem)
 		}
-	case nil:
+	case tokNull:
 		if !nullable(w.valueType()) {
-			return wgerr.InvalidField(w.path(true), "must not be null (leave the member out instead)")
+			return false, wgerr.InvalidField(w.path(true), "must not be null (leave the member out instead)")
 		}
 	}
+	if top := w.top(); top != nil && top.object && top.wantKey {
+		return true, nil // a value where a key belongs: not JSON
+	}
 	w.valueDone()
-	return nil
+	return false, nil
+}
+
+// close ends the innermost container with c, '}' or ']'; false when c
+// does not close it (not JSON).
+func (w *walker) close(c byte) bool {
+	top := w.top()
+	if top == nil || top.object != (c == '}') {
+		return false
+	}
+	w.stack = w.stack[:len(w.stack)-1]
+	w.valueDone()
+	return true
 }
 
 // key checks the key k of the object being read.
