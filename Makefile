@@ -89,7 +89,7 @@ FUZZTIME_INPUT ?= 20000x
 FUZZ_JOBS ?= 1
 FUZZ_API = FuzzItemBody FuzzLeaseBody FuzzAttentionBody FuzzAdminBody FuzzQuery FuzzCursor
 fuzz-short:
-	@GO="$(GO)" ./.ci/fuzz-short $(FUZZ_JOBS) input:FuzzStorable:$(FUZZTIME_INPUT) $(foreach t,$(FUZZ_API),api:$(t):$(FUZZTIME))
+	@GO="$(GO)" ./.ci/fuzz-short $(FUZZ_JOBS) input:FuzzStorable:$(FUZZTIME_INPUT) input:FuzzScanner:$(FUZZTIME_INPUT) $(foreach t,$(FUZZ_API),api:$(t):$(FUZZTIME))
 
 # The fault suite (docs/reliability.md): its own PostgreSQL on 55440-55449,
 # 3 replicas on 18440-18449, faults from a seeded nemesis; exits non-zero on

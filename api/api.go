@@ -226,12 +226,17 @@ type routeOpts struct {
 	// round trip rather than looked up first (authenticateLazy): the steps
 	// of a lease, whose every answer comes from a statement.
 	lazy bool
+	// bodyLimit: the route's own body limit (zero: maxBodyBytes).
+	bodyLimit bodyLimit
 }
 
 // handle registers an authenticated route; o.roles lists who besides
 // admin may call it (none: admin only).
 func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o routeOpts) {
 	mw := []echo.MiddlewareFunc{noStore, checkParams}
+	if o.bodyLimit.bytes != 0 {
+		mw = append(mw, withBodyLimit(o.bodyLimit))
+	}
 	if method != http.MethodGet {
 		mw = append(mw, noQuery)
 	}

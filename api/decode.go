@@ -6,21 +6,58 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
-// maxBodyBytes bounds every request body (413 payload_too_large beyond).
-const maxBodyBytes = 1 << 20
+// maxBodyBytes bounds every request body (413 payload_too_large beyond)
+// but a plan import's, which maxPlanBodyBytes bounds: a plan of
+// graph.MaxPlanItems items is several MiB, so with the limit of the other
+// routes the item bound could never be met.
+const (
+	maxBodyBytes     = 1 << 20
+	maxPlanBodyBytes = graph.MaxPlanRequestBytes
+)
+
+// bodyLimitKey holds a route's own body limit in the request's context
+// (routeOpts.bodyLimit); without it, maxBodyBytes.
+const bodyLimitKey = "workgraph.bodyLimit"
+
+// bodyLimit is a route's body limit and what it is the limit of.
+type bodyLimit struct {
+	bytes int64
+	of    string
+}
+
+var defaultBodyLimit = bodyLimit{bytes: maxBodyBytes, of: "a request"}
+
+// withBodyLimit sets the body limit of the route it is mounted on.
+func withBodyLimit(l bodyLimit) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Set(bodyLimitKey, l)
+			return next(c)
+		}
+	}
+}
+
+func routeBodyLimit(c echo.Context) bodyLimit {
+	if l, ok := c.Get(bodyLimitKey).(bodyLimit); ok {
+		return l
+	}
+	return defaultBodyLimit
+}
 
 // Page sizes accepted by list routes.
 const (
@@ -28,181 +65,39 @@ const (
 	maxPageSize     = 500
 )
 
-// decode reads the request body strictly into v: unknown fields, values of
-// the wrong type, malformed JSON and trailing data are refused as
-// invalid_argument naming the field; an empty body decodes as {}. Then the
-// whole body passes input.JSON, the one check of the text it carries (valid
-// UTF-8, no NUL, nothing jsonb refuses), so no handler sees such a value.
+// decode reads the request body strictly into v: an empty body decodes
+// as {}. First input.JSONInto walks its tokens once, the one check of the
+// text it carries (valid UTF-8, no NUL, nothing jsonb refuses) and of its
+// shape (every key exactly a member of v's type, named by its whole path;
+// a key given twice; null only where the member takes it); then
+// encoding/json decodes it, refusing values of the wrong type, malformed
+// JSON and trailing data. Every refusal is invalid_argument naming the
+// field, so no handler sees such a body.
 func decode(c echo.Context, v any) error {
 	body, err := readBody(c)
 	if err != nil {
 		return err
 	}
+	return decodeBody(body, v)
+}
+
+// decodeBody is decode of a body already read.
+func decodeBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
+	if err := input.JSONInto(body, reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
+	dec.DisallowUnknownFields() // JSONInto named any such key already
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		return decodeError(err, body)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return wgerr.InvalidField("body", "trailing data after the JSON value")
 	}
-	if err := input.JSON(body); err != nil {
-		return err
-	}
-	return exactKeys(reflect.TypeOf(v), body)
-}
-
-var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-
-// exactKeys refuses a key of an object decoded into a struct that names
-// one of its fields only when case is ignored ("Title" for "title"), as
-// an unknown field: encoding/json matches keys without regard to case, so
-// {"title": "a", "TITLE": "b"} stored "b". raw was decoded into v's type t
-// already (it is valid JSON of the right shapes). One pass over the
-// tokens, following the types down; types that decode themselves, maps
-// and raw values are not looked into.
-func exactKeys(t reflect.Type, raw []byte) error {
-	type frame struct {
-		fields  map[string]reflect.Type // a struct's; nil: not looked into
-		elem    reflect.Type            // an array's element type; nil: not looked into
-		object  bool
-		wantKey bool
-		key     string
-		index   int
-	}
-	var stack []frame
-	// path names the value being read, as input.JSON names it (built
-	// only for an error: a path per value would cost the square of the
-	// depth).
-	path := func() string {
-		var b strings.Builder
-		for i, f := range stack {
-			switch {
-			case f.object && b.Len() > 0:
-				b.WriteString("." + f.key)
-			case f.object:
-				b.WriteString(f.key)
-			default:
-				if i == 0 {
-					b.WriteString("body")
-				}
-				fmt.Fprintf(&b, "[%d]", f.index)
-			}
-		}
-		return b.String()
-	}
-	done := func() {
-		if len(stack) > 0 {
-			if f := &stack[len(stack)-1]; f.object {
-				f.wantKey = true
-			} else {
-				f.index++
-			}
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // the end (decoding judged the syntax)
-		}
-		switch tok := tok.(type) {
-		case json.Delim:
-			if tok == '}' || tok == ']' {
-				stack = stack[:len(stack)-1]
-				done()
-				continue
-			}
-			// The type of the value beginning here.
-			vt := t
-			if n := len(stack); n > 0 {
-				if f := stack[n-1]; f.object {
-					vt = f.fields[f.key]
-				} else {
-					vt = f.elem
-				}
-			}
-			f := frame{object: tok == '{', wantKey: tok == '{'}
-			for vt != nil && vt.Kind() == reflect.Pointer {
-				vt = vt.Elem()
-			}
-			if vt != nil && !reflect.PointerTo(vt).Implements(unmarshalerType) {
-				switch {
-				case f.object && vt.Kind() == reflect.Struct:
-					f.fields = jsonFields(vt)
-				case !f.object && (vt.Kind() == reflect.Slice || vt.Kind() == reflect.Array) && vt.Elem().Kind() != reflect.Uint8:
-					f.elem = vt.Elem()
-				}
-			}
-			stack = append(stack, f)
-		case string:
-			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
-				f := &stack[n-1]
-				f.key, f.wantKey = tok, false
-				if f.fields != nil {
-					if _, ok := f.fields[tok]; !ok {
-						return wgerr.InvalidField(path(), "unknown field (field names are case-sensitive)")
-					}
-				}
-				continue
-			}
-			done()
-		default:
-			done()
-		}
-	}
-}
-
-// fieldsOf caches jsonFields by type.
-var fieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
-
-// jsonFields maps the JSON names of a struct's fields (those of embedded
-// structs without a name of their own included) to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	if m, ok := fieldsOf.Load(t); ok {
-		return m.(map[string]reflect.Type)
-	}
-	m := structFields(t)
-	fieldsOf.Store(t, m)
-	return m
-}
-
-func structFields(t reflect.Type) map[string]reflect.Type {
-	out := make(map[string]reflect.Type)
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" && tag == "-" {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				for k, v := range structFields(ft) {
-					if _, taken := out[k]; !taken {
-						out[k] = v
-					}
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
+	return nil
 }
 
 // checkParams is the one check of the text a request carries outside its
@@ -236,17 +131,18 @@ func checkParams(next echo.HandlerFunc) echo.HandlerFunc {
 // and leaves a fresh copy in the request for later readers.
 func readBody(c echo.Context) ([]byte, error) {
 	req := c.Request()
-	if req.ContentLength > maxBodyBytes {
-		return nil, tooLarge()
+	limit := routeBodyLimit(c)
+	if req.ContentLength > limit.bytes {
+		return nil, tooLarge(limit)
 	}
 	if req.Body == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, limit.bytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge()
+			return nil, tooLarge(limit)
 		}
 		return nil, wgerr.InvalidField("body", "could not be read")
 	}
@@ -254,11 +150,18 @@ func readBody(c echo.Context) ([]byte, error) {
 	return body, nil
 }
 
-func tooLarge() error {
-	return wgerr.New(wgerr.CodePayloadTooLarge, "the request body exceeds %d bytes", maxBodyBytes)
+func tooLarge(l bodyLimit) error {
+	return wgerr.New(wgerr.CodePayloadTooLarge, "the request body exceeds %s, the body limit of %s", mib(l.bytes), l.of)
 }
 
-func decodeError(err error) error {
+// mib writes a body limit as the documents give it: "1 MiB (1048576 bytes)".
+func mib(n int64) string {
+	return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n)
+}
+
+// decodeError turns encoding/json's refusal of body into invalid_argument
+// naming the field by its whole path.
+func decodeError(err error, body []byte) error {
 	var (
 		syntax  *json.SyntaxError
 		typeErr *json.UnmarshalTypeError
@@ -269,6 +172,14 @@ func decodeError(err error) error {
 		if field == "" {
 			field = "body"
 			return wgerr.InvalidField(field, "must be a JSON object")
+		}
+		if path := input.PathAt(body, typeErr.Offset); path != "" {
+			field = path // with the indexes of arrays, which Field lacks
+		}
+		if lo, hi, ok := intRange(typeErr.Type); ok {
+			if n, isNumber := strings.CutPrefix(typeErr.Value, "number "); isNumber && integral(n) {
+				return wgerr.InvalidField(field, "%s is out of range: must be an integer from %d to %d", n, lo, hi)
+			}
 		}
 		return wgerr.InvalidField(field, "must be %s, got %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
 	case errors.As(err, &syntax):
@@ -284,6 +195,29 @@ func decodeError(err error) error {
 		return wgerr.InvalidField(field, "unknown field")
 	}
 	return wgerr.InvalidField("body", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// intRange is the range of an integer type (for an unsigned one of 64
+// bits, up to the largest int64, which is what the API's members hold).
+func intRange(t reflect.Type) (lo, hi int64, ok bool) {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		return -1 << (bits - 1), 1<<(bits-1) - 1, true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if t.Bits() == 64 {
+			return 0, math.MaxInt64, true
+		}
+		return 0, 1<<t.Bits() - 1, true
+	}
+	return 0, 0, false
+}
+
+// integral reports whether the JSON number n is a whole number (1e12 is,
+// 1.5 is not), whatever its size.
+func integral(n string) bool {
+	r, ok := new(big.Rat).SetString(n)
+	return ok && r.IsInt()
 }
 
 func jsonKind(goKind string) string {

@@ -72,7 +72,7 @@ type createItemRequest struct {
 	Touches   []string        `json:"touches"`
 	Metadata  json.RawMessage `json:"metadata"`
 	// OnExpiry: "retry" or "reconcile"; absent or null: the project's.
-	OnExpiry *string `json:"on_expiry"`
+	OnExpiry optionalString `json:"on_expiry"`
 }
 
 func (a *API) createItem(c echo.Context) error {
@@ -98,11 +98,11 @@ func (a *API) createItem(c echo.Context) error {
 		return err
 	}
 	onExpiry := ""
-	if req.OnExpiry != nil {
-		if *req.OnExpiry == "" {
+	if v := req.OnExpiry.value; v != nil {
+		if *v == "" {
 			return wgerr.InvalidField("on_expiry", "must be \"retry\" or \"reconcile\" (omit it for the project's default)")
 		}
-		onExpiry = *req.OnExpiry
+		onExpiry = *v
 	}
 	it, err := a.svc.Graph.CreateItem(c.Request().Context(), p.ID, graph.NewItem{
 		Title: *req.Title, Body: req.Body, Priority: req.Priority, ParentID: parent, DependsOn: deps,
@@ -209,7 +209,8 @@ type updateItemRequest struct {
 
 // updateItem is a person's edit. An If-Match header (the ETag of a read)
 // or a "version" field makes it conditional: a stale version is refused
-// with 409 conflict.
+// with 409 conflict; both, naming different versions, 400 (If-Match: *
+// names none).
 func (a *API) updateItem(c echo.Context) error {
 	var req updateItemRequest
 	if err := decode(c, &req); err != nil {
@@ -222,6 +223,9 @@ func (a *API) updateItem(c echo.Context) error {
 			return wgerr.InvalidField("If-Match", "must be the item's ETag, e.g. \"3\"")
 		}
 		v32 := int32(v)
+		if req.Version != nil && *req.Version != v32 {
+			return wgerr.InvalidField("version", "is %d, but If-Match names version %d: give one of them, or the same version in both", *req.Version, v32)
+		}
 		ifVersion = &v32
 	}
 	p, id, err := a.projectItem(c)
@@ -342,7 +346,8 @@ func (a *API) projectGraph(c echo.Context) error {
 }
 
 // optionalString tells an absent member (set false) from an explicit null
-// (set, value nil).
+// (set, value nil). It is the type of the members openapi.json declares
+// nullable: decode refuses null for any other member but a raw JSON value.
 type optionalString struct {
 	set   bool
 	value *string

@@ -197,7 +197,7 @@ func TestItems(t *testing.T) {
 			`{"title": "x", "parent_id": "nope"}`:           "parent_id",
 			`{"title": "x", "depends_on": ["nope"]}`:        "depends_on",
 			`{"title": "x", "depends_on": "` + a.ID + `"}`:  "depends_on",
-			`{"title": "x", "labels": [1]}`:                 "labels",
+			`{"title": "x", "labels": [1]}`:                 "labels[0]",
 			`{"title": "x", "metadata": [1]}`:               "metadata",
 		} {
 			field(t, f.do("POST", "/v1/projects/alpha/items", f.agent.Token, body).problem(t, 400, "invalid_argument"), fld)
@@ -389,7 +389,7 @@ func TestPlans(t *testing.T) {
 		}
 		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, map[string]any{"items": []any{}}).problem(t, 400, "invalid_argument"), "items")
 		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, `{"items": [{"key": "a"}]}`).problem(t, 400, "invalid_argument"), "items[0].title")
-		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, `{"items": [{"key": "a", "title": "A", "state": "done"}]}`).problem(t, 400, "invalid_argument"), "state")
+		field(t, f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, `{"items": [{"key": "a", "title": "A", "state": "done"}]}`).problem(t, 400, "invalid_argument"), "items[0].state")
 		if n := f.count("SELECT count(*) FROM items"); n != before {
 			t.Fatalf("refused plans stored items: %d -> %d", before, n)
 		}

@@ -288,7 +288,7 @@ func TestLeaseMutations(t *testing.T) {
 		field(t, f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{}}).problem(t, 400, "invalid_argument"), "children")
 		field(t, f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{map[string]any{"title": "t"}}}).problem(t, 400, "invalid_argument"), "children[0].key")
 		field(t, f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{map[string]any{"key": "k", "title": ""}}}).problem(t, 400, "invalid_argument"), "children[0].title")
-		field(t, f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{map[string]any{"key": "k", "title": "t", "state": "done"}}}).problem(t, 400, "invalid_argument"), "state")
+		field(t, f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{map[string]any{"key": "k", "title": "t", "state": "done"}}}).problem(t, 400, "invalid_argument"), "children[0].state")
 		f.mutate(f.agent.Token, c.Lease.ID, "decompose", map[string]any{"epoch": c.Lease.Epoch, "children": []any{
 			map[string]any{"key": "a", "title": "A", "depends_on_keys": []string{"b"}},
 			map[string]any{"key": "b", "title": "B", "depends_on_keys": []string{"a"}},

@@ -12,7 +12,10 @@ import (
 )
 
 func (a *API) mountPlans(e *echo.Echo) {
-	a.handle(e, http.MethodPost, "/projects/:project/plans", a.importPlan, anyRole)
+	o := anyRole
+	o.bodyLimit = bodyLimit{bytes: maxPlanBodyBytes,
+		of: fmt.Sprintf("a plan import (which takes at most %d items)", graph.MaxPlanItems)}
+	a.handle(e, http.MethodPost, "/projects/:project/plans", a.importPlan, o)
 }
 
 // planItemRequest is one item of a plan: key (local to the plan),

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -136,7 +135,7 @@ func echoDetail(he *echo.HTTPError) string {
 	case http.StatusMethodNotAllowed:
 		return "the method is not allowed on this route"
 	case http.StatusRequestEntityTooLarge:
-		return fmt.Sprintf("the request body exceeds %d bytes", maxBodyBytes)
+		return tooLarge(defaultBodyLimit).Error()
 	}
 	if s, ok := he.Message.(string); ok && s != "" {
 		return strings.ToLower(s[:1]) + s[1:]

@@ -35,8 +35,8 @@ var queryBounds = map[string]int{
 }
 
 // checkQuery refuses a request whose query string, or one of its
-// parameters, is over its bound, with 400 invalid_argument naming the
-// parameter.
+// parameters, is over its bound, or which gives a parameter an empty (or
+// blank) value, with 400 invalid_argument naming the parameter.
 func checkQuery(r *http.Request) error {
 	raw := r.URL.RawQuery
 	if raw == "" {
@@ -57,6 +57,11 @@ func checkQuery(r *http.Request) error {
 			bound = defaultQueryChars
 		}
 		for _, v := range values {
+			if strings.TrimSpace(v) == "" {
+				// An empty value is not "no filter": a client whose variable
+				// was unset would list everything when it meant to filter.
+				return wgerr.InvalidField(name, "must not be empty (leave the parameter out instead)")
+			}
 			if n := utf8.RuneCountInString(v); n > bound {
 				return wgerr.InvalidField(name, "is %d characters long; at most %d are allowed", n, bound)
 			}

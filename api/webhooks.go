@@ -70,12 +70,13 @@ func (a *API) webhooks() (*webhook.Service, error) {
 }
 
 type createWebhookRequest struct {
-	URL         *string  `json:"url"`
-	EventTypes  []string `json:"event_types"`
-	Format      string   `json:"format"`
-	Recipient   *string  `json:"recipient"`
-	Description string   `json:"description"`
-	Enabled     *bool    `json:"enabled"`
+	URL        *string  `json:"url"`
+	EventTypes []string `json:"event_types"`
+	Format     string   `json:"format"`
+	// Recipient: null or absent, none.
+	Recipient   optionalString `json:"recipient"`
+	Description string         `json:"description"`
+	Enabled     *bool          `json:"enabled"`
 }
 
 func (a *API) createWebhook(c echo.Context) error {
@@ -95,7 +96,7 @@ func (a *API) createWebhook(c echo.Context) error {
 		return err
 	}
 	w, err := svc.Create(c.Request().Context(), p.ID, webhook.New{URL: *req.URL, EventTypes: req.EventTypes,
-		Format: req.Format, Recipient: req.Recipient, Description: req.Description, Enabled: req.Enabled,
+		Format: req.Format, Recipient: req.Recipient.value, Description: req.Description, Enabled: req.Enabled,
 		CreatedBy: principal(c).String()})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -146,17 +148,22 @@ func clean(in NewRequest) (NewRequest, error) {
 		return in, wgerr.InvalidField("question", "must not be empty")
 	case len(in.Question) > maxQuestionBytes:
 		return in, wgerr.InvalidField("question", "must be at most %d bytes", maxQuestionBytes)
-	case !utf8.ValidString(in.Question):
-		return in, wgerr.InvalidField("question", "must be valid UTF-8")
+	}
+	if err := input.Prose("question", in.Question); err != nil {
+		return in, err
 	}
 	if len(in.SuggestedAnswers) > maxSuggested {
 		return in, wgerr.InvalidField("suggested_answers", "at most %d answers", maxSuggested)
 	}
 	answers := make([]string, 0, len(in.SuggestedAnswers))
-	for _, a := range in.SuggestedAnswers {
+	for i, a := range in.SuggestedAnswers {
 		a = strings.TrimSpace(a)
 		if Blank(a) || len(a) > maxSuggestedBytes || !utf8.ValidString(a) {
 			return in, wgerr.InvalidField("suggested_answers", "each answer must be 1 to %d bytes of UTF-8", maxSuggestedBytes)
+		}
+		// A suggested answer is a button a person clicks: one line.
+		if err := input.Line(fmt.Sprintf("suggested_answers[%d]", i), a); err != nil {
+			return in, err
 		}
 		answers = append(answers, a)
 	}
@@ -215,6 +222,9 @@ func cleanDeadline(in NewRequest) (NewRequest, error) {
 	in.DefaultAnswer = strings.TrimSpace(in.DefaultAnswer)
 	if len(in.DefaultAnswer) > maxAnswerBytes || !utf8.ValidString(in.DefaultAnswer) {
 		return in, wgerr.InvalidField("default_answer", "must be at most %d bytes of UTF-8", maxAnswerBytes)
+	}
+	if err := input.Prose("default_answer", in.DefaultAnswer); err != nil {
+		return in, err
 	}
 	if in.DefaultAnswer != "" && in.OnOverdue != OverdueDefaultAnswer {
 		// Kept, it would never be used: the asker meant the policy.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -51,6 +52,9 @@ func (s *Service) Dismiss(ctx context.Context, project, id uuid.UUID, by, note s
 	if len(note) > maxAnswerBytes {
 		return Request{}, wgerr.InvalidField("note", "must be at most %d bytes", maxAnswerBytes)
 	}
+	if err := input.Prose("note", note); err != nil {
+		return Request{}, err
+	}
 	var notePtr *string
 	if note != "" {
 		notePtr = &note
@@ -74,6 +78,11 @@ func (s *Service) close(ctx context.Context, project, id uuid.UUID, state State,
 	}
 	if answer != nil && len(*answer) > maxAnswerBytes {
 		return Request{}, wgerr.InvalidField("answer", "must be at most %d bytes", maxAnswerBytes)
+	}
+	if answer != nil {
+		if err := input.Prose("answer", *answer); err != nil {
+			return Request{}, err
+		}
 	}
 	now := s.clock.Now()
 	q := dbq.New()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -14,6 +13,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -86,10 +86,10 @@ func validate(name string, role Role, projectID *uuid.UUID) error {
 	if len(name) > 200 {
 		return wgerr.InvalidField("name", "must be at most 200 characters")
 	}
-	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+	if err := input.Line("name", name); err != nil {
 		// It is the principal ("token:<name>") that history, events and
 		// logs show.
-		return wgerr.InvalidField("name", "must not hold control characters (line breaks, tabs, escapes)")
+		return err
 	}
 	if !role.Valid() {
 		return wgerr.InvalidField("role", "must be one of admin, human, agent")

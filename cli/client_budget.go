@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/clock"
 )
 
 // itemsBudgetCmd shows an item's cost (own and subtree) and budget, or
@@ -106,7 +107,7 @@ func limitsText(b *client.Budget) string {
 		add(fmt.Sprintf("$%.2f", *b.MaxCostUSD))
 	}
 	if b.MaxWallSeconds != nil {
-		add(typedDuration(time.Duration(*b.MaxWallSeconds)*time.Second) + " wall time")
+		add(clock.Typed(time.Duration(*b.MaxWallSeconds)*time.Second) + " wall time")
 	}
 	if b.MaxDepth != nil {
 		add(fmt.Sprintf("depth %d", *b.MaxDepth))
@@ -115,19 +116,6 @@ func limitsText(b *client.Budget) string {
 		out = "no limits"
 	}
 	return out
-}
-
-// typedDuration writes d as --max-wall takes it: 4h, 90m, 1h30m, 45s
-// (not 4h0m0s).
-func typedDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // usageFlag parses --usage: a JSON object of tokens_in, tokens_out,

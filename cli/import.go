@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/graph"
 )
 
 func init() { extraCommands = append(extraCommands, newImportCmd, newPlanCmd) }
@@ -59,8 +60,9 @@ names other keys; children are created under their item:
           title: Tests for the endpoint
 
 The file is checked before anything is sent: unknown fields, fields written
-twice, missing titles, duplicate keys, unknown keys and dependency cycles are
-reported with their line numbers. --dry-run shows what would be created and lets the server
+twice, missing titles, duplicate keys, unknown keys, characters the server
+refuses (a tab in a title, an invisible format character) and dependency cycles
+are reported with their line numbers. --dry-run shows what would be created and lets the server
 check the plan without storing anything (--local: check only here).
 
 Keys make a re-import safe: an item whose key already exists in the project
@@ -126,9 +128,9 @@ from the file); to change an existing item, use "workgraph items edit".`,
 	return cmd
 }
 
-// maxRequestBytes is the largest request body the server accepts
-// (docs/api.md, "Limits": 1 MiB); a bigger one is refused whole with 413.
-const maxRequestBytes = 1 << 20
+// maxRequestBytes is the largest plan import the server accepts
+// (docs/api.md, "Limits": 16 MiB); a bigger one is refused whole with 413.
+const maxRequestBytes = graph.MaxPlanRequestBytes
 
 // checkPlanSize refuses, before anything is sent, a plan whose request the
 // server would refuse for its size, and says how to import it instead.
@@ -137,9 +139,9 @@ func checkPlanSize(p *plan, req client.PlanRequest) error {
 	if err != nil || len(body) <= maxRequestBytes {
 		return err
 	}
-	return usageError("%s: its %d items make a request of %s, more than the server accepts at once (1 MiB); nothing was sent. "+
+	return usageError("%s: its %d items make a request of %s, more than the server accepts at once (%s); nothing was sent. "+
 		"Split the plan into several files and import them one after the other: a dependency on an item of an earlier file "+
-		"names that item's id (import --json prints each key's id)", p.File, len(p.All), byteSize(int64(len(body))))
+		"names that item's id (import --json prints each key's id)", p.File, len(p.All), byteSize(int64(len(body))), byteSize(maxRequestBytes))
 }
 
 // printPlan prints what a plan creates (a dry run).

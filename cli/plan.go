@@ -18,6 +18,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/input"
 )
 
 // A plan file (YAML, or JSON when its name ends in .json) lists items with local keys:
@@ -318,6 +319,9 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 			case "body":
 				if s, ok := scalar(v, errs, "body"); ok {
 					it.Body = s
+					if err := input.Prose("body", s); err != nil {
+						errs.add(v.Line, "%v", err)
+					}
 				}
 			case "priority":
 				if s, ok := scalar(v, errs, "priority"); ok && v.Tag != "!!null" {
@@ -376,7 +380,9 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 		case utf8.RuneCountInString(it.Key) > 200:
 			errs.add(keyLine, "key is longer than 200 characters")
 		default:
-			if first, dup := p.ByKey[it.Key]; dup {
+			if err := input.Line("key", it.Key); err != nil {
+				errs.add(keyLine, "%v", err)
+			} else if first, dup := p.ByKey[it.Key]; dup {
 				errs.add(keyLine, "duplicate key %q (first defined at line %d)", it.Key, first.Line)
 			} else {
 				p.ByKey[it.Key] = it
@@ -387,6 +393,10 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 			errs.add(it.Line, "item %q has no title", it.Key)
 		case n > 500:
 			errs.add(it.titleLine, "title of %q is longer than 500 characters", it.Key)
+		default:
+			if err := input.Line("title", strings.TrimSpace(it.Title)); err != nil {
+				errs.add(it.titleLine, "%v", err)
+			}
 		}
 		p.All = append(p.All, it)
 		out = append(out, it)

@@ -197,6 +197,15 @@ func TestParsePlan(t *testing.T) {
 		// What a re-import does with a key: it never updates the item.
 		wantFault(t, pe, 5, "a re-import leaves the item of that key alone")
 	})
+	t.Run("ErrInvisibleCharacters", func(t *testing.T) {
+		// What the server refuses (docs/api.md, "Input is strict") is
+		// refused here, with its line, so --local does not call it fine.
+		t.Parallel()
+		pe := mustPlanError(t, "items:\n  - key: \"a\\tb\"\n    title: \"invoice\\u202Efdp.exe\"\n    body: \"x\\e[2Jy\"\n")
+		wantFault(t, pe, 2, "U+0009")
+		wantFault(t, pe, 3, "U+202E")
+		wantFault(t, pe, 4, "U+001B")
+	})
 	t.Run("ErrFieldTwice", func(t *testing.T) {
 		t.Parallel()
 		// A YAML parser keeps one of two equal keys: the other half of what

@@ -10,6 +10,7 @@
 package clock
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -87,4 +88,18 @@ func (l Local) Read() time.Time {
 		return System()
 	}
 	return l()
+}
+
+// Typed writes d, rounded to the second, as a person types it and
+// time.ParseDuration reads it: 4h, 1h30m, 45m, 45s (not 4h0m0s). The web
+// UI's budget form and the CLI's budget line show a wall-time limit so.
+func Typed(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -27,3 +27,30 @@ func TestStub(t *testing.T) {
 		}
 	})
 }
+
+// TestTyped: a duration is written as a person types it and
+// time.ParseDuration reads it back: no "0m" or "0s" tails, whole seconds.
+func TestTyped(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{4 * time.Hour, "4h"},
+		{90 * time.Minute, "1h30m"},
+		{45 * time.Minute, "45m"},
+		{45 * time.Second, "45s"},
+		{time.Hour + 5*time.Second, "1h0m5s"},
+		{1500 * time.Millisecond, "2s"},
+		{0, "0s"},
+	} {
+		got := Typed(tc.d)
+		if got != tc.want {
+			t.Errorf("Typed(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+		back, err := time.ParseDuration(got)
+		if err != nil || back != tc.d.Round(time.Second) {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", got, back, err, tc.d.Round(time.Second))
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -34,6 +35,9 @@ func (s *Service) Cancel(ctx context.Context, project, id uuid.UUID, by, reason 
 	}
 	if len(reason) > MaxReasonBytes {
 		return Item{}, wgerr.InvalidField("reason", "must be at most %d bytes", MaxReasonBytes)
+	}
+	if err := input.Prose("reason", reason); err != nil {
+		return Item{}, err
 	}
 	now := s.clock.Now()
 	q := dbq.New()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -102,6 +103,9 @@ func childRows(parentID uuid.UUID, children []NewChild) ([]newRow, [][]int, erro
 		key := strings.TrimSpace(c.Key)
 		if key == "" {
 			return nil, nil, wgerr.InvalidField(field+".key", "must not be empty")
+		}
+		if err := input.Line(field+".key", key); err != nil {
+			return nil, nil, err
 		}
 		if _, dup := byKey[key]; dup {
 			return nil, nil, wgerr.InvalidField(field+".key", "%q is used twice", key)

@@ -13,11 +13,18 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // MaxPlanItems bounds one ImportPlan.
 const MaxPlanItems = 50000
+
+// MaxPlanRequestBytes bounds the JSON of one plan import: the body limit
+// of the API's plan route (every other route takes 1 MiB) and the CLI's
+// check before it sends a plan. It leaves room for MaxPlanItems items of
+// some 300 bytes each, so that the item bound is one a plan can meet.
+const MaxPlanRequestBytes = 16 << 20
 
 // ImportPlan creates a whole plan in ONE transaction: every item (children
 // below their plan parent), every dependency (by plan key, or by the id of
@@ -168,7 +175,7 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			it := &items[i]
 			pos := len(p.items)
 			if pos >= MaxPlanItems {
-				return wgerr.InvalidField("plan", "has more than %d items", MaxPlanItems)
+				return wgerr.InvalidField("items", "has more than %d items, children included: the most one import takes (split the plan)", MaxPlanItems)
 			}
 			p.items = append(p.items, it)
 			p.waits = append(p.waits, nil)
@@ -187,6 +194,9 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 				return planErr(it, pos, "%s", err.Error())
 			}
 			if k := strings.TrimSpace(it.Key); k != "" {
+				if err := input.Line("key", k); err != nil {
+					return planErr(it, pos, "%s", err.Error())
+				}
 				if prev, dup := p.keys[k]; dup {
 					return planErr(it, pos, "key %q is already used by %s", k, where(p.items[prev], prev))
 				}

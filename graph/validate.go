@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -25,7 +26,8 @@ const (
 // digits and . _ : / = + -.
 var labelRE = regexp.MustCompile(`^[A-Za-z0-9._:/=+-]{1,` + strconv.Itoa(MaxLabelChars) + `}$`)
 
-// cleanTitle trims a title and checks its length (1..500 characters).
+// cleanTitle trims a title and checks its length (1..500 characters) and
+// that it is one line of visible text (input.Line).
 func cleanTitle(field, title string) (string, error) {
 	t := strings.TrimSpace(title)
 	if t == "" {
@@ -34,8 +36,8 @@ func cleanTitle(field, title string) (string, error) {
 	if n := utf8.RuneCountInString(t); n > MaxTitleChars {
 		return "", wgerr.InvalidField(field, "is %d characters long; at most %d are allowed", n, MaxTitleChars)
 	}
-	if !utf8.ValidString(t) {
-		return "", wgerr.InvalidField(field, "is not valid UTF-8")
+	if err := input.Line(field, t); err != nil {
+		return "", err
 	}
 	return t, nil
 }
@@ -45,10 +47,7 @@ func checkBody(field, body string) error {
 		return &wgerr.Error{Code: wgerr.CodePayloadTooLarge, Field: field,
 			Message: field + ": is larger than 1 MiB"}
 	}
-	if !utf8.ValidString(body) || strings.ContainsRune(body, 0) {
-		return wgerr.InvalidField(field, "is not valid UTF-8 text")
-	}
-	return nil
+	return input.Prose(field, body)
 }
 
 // CleanLabels is the one label validator, for the labels an item carries

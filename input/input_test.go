@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,60 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// TestJSONInto: the shape checks of a body decoded into a Go type, in the
+// same walk as the text checks.
+func TestJSONInto(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		N int `json:"n"`
+	}
+	type doc struct {
+		Title  *string         `json:"title"`
+		Tags   []string        `json:"tags"`
+		Inner  *inner          `json:"inner"`
+		List   []inner         `json:"list"`
+		Raw    json.RawMessage `json:"raw"`
+		Any    any             `json:"any"`
+		Free   map[string]int  `json:"free"`
+		hidden int
+	}
+	into := reflect.TypeFor[*doc]()
+	for _, tc := range []struct {
+		name, doc, field string // field "": accepted
+	}{
+		{"OK", `{"title": "t", "tags": ["a"], "inner": {"n": 1}, "list": [{"n": 2}], "raw": null, "any": null, "free": {"x": 1}}`, ""},
+		{"RawIsNotLookedInto", `{"raw": {"bogus": null}}`, ""},
+		{"MapIsNotLookedInto", `{"free": {"Bogus": 1}}`, ""},
+		{"TrailingIsTheDecodersConcern", `{"title": "t"} {"bogus": 1}`, ""},
+		{"Unknown", `{"bogus": 1}`, "bogus"},
+		{"UnknownDeep", `{"list": [{"n": 1}, {"m": 1}]}`, "list[1].m"},
+		{"UnknownInPointer", `{"inner": {"x": 1}}`, "inner.x"},
+		{"Case", `{"Title": "t"}`, "Title"},
+		{"Unexported", `{"hidden": 1}`, "hidden"},
+		{"NullPointer", `{"title": null}`, "title"},
+		{"NullSlice", `{"tags": null}`, "tags"},
+		{"NullElement", `{"tags": ["a", null]}`, "tags[1]"},
+		{"NullStructField", `{"list": [{"n": null}]}`, "list[0].n"},
+		{"NullBody", `null`, "body"},
+		{"TwiceStillFirst", `{"title": "a", "title": null}`, "title"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := input.JSONInto([]byte(tc.doc), into)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var we *wgerr.Error
+			if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != tc.field {
+				t.Fatalf("err %v (%#v), want invalid_argument on %q", err, we, tc.field)
+			}
+		})
+	}
+}
+
 func TestText(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "plain", "caf\u00e9", "\U0001F600", "tab\tnewline\n"} {
@@ -101,4 +156,47 @@ func FuzzStorable(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLineAndProse: what a single-line and a multi-line text refuse, and
+// what they keep.
+func TestLineAndProse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s           string
+		line, prose bool // accepted
+	}{
+		{"plain", true, true},
+		{"café 日本語 میخواهم", true, true},
+		{"family 👨\u200d👩\u200d👧, ✔\ufe0f", true, true}, // joiner, variation selector
+		{"a\u200cb", true, true},                        // zero-width non-joiner
+		{"a\tb", false, true},
+		{"a\nb\r\nc", false, true},
+		{"a\u2028b", false, true},
+		{"soft\u00adhyphen", false, true},
+		{"zero\u200bwidth", false, true},
+		{"\ufeffbom", false, true},
+		{"a\x1b[31mb", false, false},
+		{"a\x7fb", false, false},
+		{"a\u0085b", false, false},
+		{"invoice\u202efdp.exe", false, false},
+		{"a\u2066b\u2069", false, false},
+		{"a\u200fb", false, false},
+		{"a\u061cb", false, false},
+		{"tag\U000E0041", false, false},
+		{"nul\x00", false, false},
+		{"\xff", false, false},
+	} {
+		if err := input.Line("f", tc.s); (err == nil) != tc.line || err != nil && !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("Line(%q) = %v, want accepted %v", tc.s, err, tc.line)
+		}
+		if err := input.Prose("f", tc.s); (err == nil) != tc.prose || err != nil && !errors.Is(err, wgerr.Invalid) {
+			t.Errorf("Prose(%q) = %v, want accepted %v", tc.s, err, tc.prose)
+		}
+	}
+	err := input.Line("title", "ab\u202ec")
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Field != "title" || !strings.Contains(we.Message, "U+202E") || !strings.Contains(we.Message, "character 3") {
+		t.Fatalf("Line: %v, want the field, the character and where it is", err)
+	}
 }

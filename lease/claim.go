@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/telemetry"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -259,9 +259,9 @@ func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, err
 	if req.Worker == "" || len(req.Worker) > maxWorkerBytes {
 		return req, 0, wgerr.InvalidField("worker", "must be 1 to %d bytes", maxWorkerBytes)
 	}
-	if strings.IndexFunc(req.Worker, unicode.IsControl) >= 0 {
+	if err := input.Line("worker", req.Worker); err != nil {
 		// History, the pages and the logs show it.
-		return req, 0, wgerr.InvalidField("worker", "must not hold control characters (line breaks, tabs, escapes)")
+		return req, 0, err
 	}
 	ttl := req.TTL
 	if ttl == 0 {

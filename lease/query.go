@@ -15,6 +15,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -77,6 +78,9 @@ func (s *Service) RequestStop(ctx context.Context, project, leaseID uuid.UUID, b
 	}
 	if len(note) > maxMessageBytes {
 		return Lease{}, wgerr.InvalidField("reason", "must be at most %d bytes", maxMessageBytes)
+	}
+	if err := input.Prose("reason", note); err != nil {
+		return Lease{}, err
 	}
 	row, err := dbq.New().RequestStop(ctx, s.exec, dbq.RequestStopParams{
 		Now: s.clock.Now(), RequestedBy: &by, Note: notePtr, ProjectID: project, LeaseID: leaseID,

@@ -12,6 +12,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -26,6 +27,9 @@ func (s *Service) Release(ctx context.Context, project uuid.UUID, f Fence, reaso
 	reason = strings.TrimSpace(reason)
 	if len(reason) > maxMessageBytes {
 		return Lease{}, wgerr.InvalidField("reason", "must be at most %d bytes", maxMessageBytes)
+	}
+	if err := input.Prose("reason", reason); err != nil {
+		return Lease{}, err
 	}
 	end := ending{outcome: OutcomeReleased, detail: mustJSON(map[string]any{"reason": reason})}
 	var out Lease
@@ -69,6 +73,9 @@ func (s *Service) Fail(ctx context.Context, project uuid.UUID, f Fence, in Failu
 	in.Message = strings.TrimSpace(in.Message)
 	if len(in.Message) > maxMessageBytes {
 		return FailResult{}, wgerr.InvalidField("message", "must be at most %d bytes", maxMessageBytes)
+	}
+	if err := input.Prose("message", in.Message); err != nil {
+		return FailResult{}, err
 	}
 	details, err := optionalJSON("details", in.Details)
 	if err != nil {

@@ -70,7 +70,10 @@ type beat struct {
 	StopRequested bool
 	// BudgetSpent: the stop is because a budget over the task is spent.
 	BudgetSpent bool
-	Answers     []question
+	// StopNote is the reason the person who asked for the stop gave ("":
+	// none).
+	StopNote string
+	Answers  []question
 }
 
 // usage is what the agent reports having spent on its task so far.

@@ -65,6 +65,9 @@ func (a *apiClient) Heartbeat(ctx context.Context, f fence, note string, u *usag
 	}
 	b := &beat{ExpiresAt: hb.ExpiresAt, StopRequested: hb.StopRequested,
 		BudgetSpent: hb.StopReason != nil && *hb.StopReason == "budget_exhausted"}
+	if hb.Lease.StopNote != nil {
+		b.StopNote = *hb.Lease.StopNote
+	}
 	for _, r := range hb.Answers {
 		b.Answers = append(b.Answers, questionOf(r))
 	}

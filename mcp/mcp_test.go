@@ -467,3 +467,40 @@ func TestFailSaysWhatFollows(t *testing.T) {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestProgressSaysWhyStop: when a person asks the worker to stop with a
+// reason, report_progress hands the agent the reason (the lease's
+// stop_note), in its answer and its sentence. It used to say only that a
+// person asked to stop, so the agent could not tell "wrong approach" from
+// "the customer cancelled" and wrap up accordingly.
+func TestProgressSaysWhyStop(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	srv := e.mcpServer(t, Config{})
+	srv.heartbeatPaused.Store(true) // only report_progress heartbeats
+	cs := connectInMemory(t, srv)
+	it := e.item(t, "port the parser")
+
+	var got task
+	ok(t, cs, "take_task", nil, &got)
+	var before progressReply
+	ok(t, cs, "report_progress", map[string]any{"note": "started"}, &before)
+	if before.StopRequested || before.StopNote != "" {
+		t.Fatalf("before a stop request: %+v", before)
+	}
+	ls := e.leases(t, it.ID)
+	if len(ls) != 1 {
+		t.Fatalf("leases %+v, want one", ls)
+	}
+	if _, err := e.admin.RequestStop(context.Background(), ls[0].ID, "wrong approach: use the generated grammar"); err != nil {
+		t.Fatalf("request stop: %v", err)
+	}
+	var after progressReply
+	txt := ok(t, cs, "report_progress", map[string]any{"note": "more"}, &after)
+	if !after.StopRequested || after.StopNote != "wrong approach: use the generated grammar" {
+		t.Fatalf("after a stop request: %+v, want stop_requested with the note", after)
+	}
+	if !strings.Contains(txt, "wrong approach: use the generated grammar") {
+		t.Fatalf("report_progress says %q, without the person's reason", txt)
+	}
+}

@@ -47,6 +47,7 @@ type held struct {
 	// Guarded by session.mu:
 	lost          bool            // a background heartbeat was refused
 	stopRequested bool            // a person asked the worker to stop
+	stopNote      string          // why, if they said
 	answers       []question      // answers not yet shown to the agent
 	shown         map[string]bool // attention ids whose answer was shown
 }
@@ -172,6 +173,9 @@ func (s *session) note(h *held, b *beat) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h.stopRequested = h.stopRequested || b.StopRequested
+	if b.StopNote != "" {
+		h.stopNote = b.StopNote
+	}
 	for _, a := range b.Answers {
 		if h.shown[a.ID] {
 			continue
@@ -182,12 +186,12 @@ func (s *session) note(h *held, b *beat) {
 }
 
 // news returns, once, the answers that arrived for h, and whether a person
-// asked to stop.
-func (s *session) news(h *held) (answers []question, stop bool) {
+// asked to stop, with the reason they gave.
+func (s *session) news(h *held) (answers []question, stop bool, note string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	answers, h.answers = h.answers, nil
-	return answers, h.stopRequested
+	return answers, h.stopRequested, h.stopNote
 }
 
 // lostWarning is a note for the agent when the background heartbeat found

@@ -212,3 +212,27 @@ func TestStreamableHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsRefuseInvisibleCharacters: the MCP tools write through the API,
+// so a title with a bidirectional override or a tab, or a subtask's, is a
+// tool error naming the field, and nothing is created.
+func TestToolsRefuseInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cs := connectInMemory(t, e.mcpServer(t, Config{}))
+	for _, title := range []string{"invoice\u202efdp.exe", "a\tb"} {
+		if msg := toolErr(t, cs, "create_task", map[string]any{"title": title}); !strings.Contains(msg, "title") || !strings.Contains(msg, "U+") {
+			t.Errorf("create_task %q: %q, want an error naming the title and the character", title, msg)
+		}
+	}
+	e.item(t, "parent")
+	ok(t, cs, "take_task", nil, nil)
+	msg := toolErr(t, cs, "split_task", map[string]any{"subtasks": []map[string]any{{"key": "a", "title": "x\u2066y"}}})
+	if !strings.Contains(msg, "title") || !strings.Contains(msg, "U+2066") {
+		t.Errorf("split_task: %q, want an error naming the subtask's title", msg)
+	}
+	page, err := e.admin.ListItems(context.Background(), e.project, client.ListItemsOptions{})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("items %+v, %v: want only the parent", page, err)
+	}
+}

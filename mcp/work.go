@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,9 +62,11 @@ func (s *Server) take(ctx context.Context, sess *session, in takeInput) (*sdk.Ca
 
 // progressReply is report_progress's answer.
 type progressReply struct {
-	TaskID        string     `json:"task_id"`
-	StopRequested bool       `json:"stop_requested"`
-	Answers       []question `json:"answers,omitempty"`
+	TaskID        string `json:"task_id"`
+	StopRequested bool   `json:"stop_requested"`
+	// StopNote is the reason the person who asked for the stop gave.
+	StopNote string     `json:"stop_note,omitempty"`
+	Answers  []question `json:"answers,omitempty"`
 }
 
 // progress heartbeats with a note and hands over what people said.
@@ -82,10 +85,13 @@ func (s *Server) progress(ctx context.Context, sess *session, in progressInput) 
 	if err != nil {
 		return nil, err
 	}
-	answers, stop := sess.news(h)
-	out := progressReply{TaskID: h.taskID, StopRequested: stop, Answers: answers}
+	answers, stop, note := sess.news(h)
+	out := progressReply{TaskID: h.taskID, StopRequested: stop, StopNote: note, Answers: answers}
 	if stop && budget {
 		return reply("The budget of this task's tree is spent: stop now and release_task.", out)
+	}
+	if stop && note != "" {
+		return reply("A person asked you to stop, saying: "+strconv.Quote(note)+". Wrap up, then release_task (or finish_task if it is done).", out)
 	}
 	if stop {
 		return reply("A person asked you to stop: wrap up, then release_task (or finish_task if it is done).", out)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -45,7 +46,7 @@ func (f BudgetForm) Wall() string {
 	if f.Budget == nil || f.Budget.Limits.MaxWall == nil {
 		return ""
 	}
-	return shortDuration(*f.Budget.Limits.MaxWall)
+	return clock.Typed(*f.Budget.Limits.MaxWall)
 }
 
 func (f BudgetForm) Depth() string {
@@ -53,18 +54,6 @@ func (f BudgetForm) Depth() string {
 		return ""
 	}
 	return strconv.Itoa(*f.Budget.Limits.MaxDepth)
-}
-
-// shortDuration writes d as a person types it: 4h, 90m, 1h30m, 45s.
-func shortDuration(d time.Duration) string {
-	s := d.Round(time.Second).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // budgetForm is the form for item in r's project.

@@ -66,3 +66,48 @@ func allItems(t *testing.T, e *env) int {
 	}
 	return n
 }
+
+// TestInvisibleTextIsRefused: the forms refuse what the API refuses in
+// text people read (input.Line, input.Prose): a title with a tab or a
+// U+202E RIGHT-TO-LEFT OVERRIDE, a description or a hold's question with
+// a terminal escape or an override; a 400 page naming the field, nothing
+// stored. A description keeps its tabs and line breaks.
+func TestInvisibleTextIsRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := e.signIn(e.human)
+	it := e.mustItem("Target")
+	before := allItems(t, e)
+	for _, tc := range []struct{ name, path, field string }{
+		{"TitleTab", "/p/acme/items", "title"},
+		{"TitleOverride", "/p/acme/items", "title"},
+		{"BodyEscape", "/p/acme/items", "body"},
+		{"HoldOverride", "/p/acme/items/" + it.ID.String() + "/hold", "question"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			form := url.Values{"title": {"ok"}, "priority": {"0"}}
+			switch tc.name {
+			case "TitleTab":
+				form.Set("title", "a\tb")
+			case "TitleOverride":
+				form.Set("title", "invoice\u202efdp.exe")
+			case "BodyEscape":
+				form.Set("body", "x\x1b[2Jy")
+			case "HoldOverride":
+				form = url.Values{"question": {"why\u202e?"}}
+			}
+			b.get("/p/acme/items/new")
+			r := b.post(tc.path, form)
+			wantStatus(t, r, http.StatusBadRequest)
+			wantBody(t, r, tc.field)
+		})
+	}
+	if after := allItems(t, e); after != before {
+		t.Fatalf("items %d -> %d: a refused form stored something", before, after)
+	}
+	if open, _ := e.att.ForItem(t.Context(), e.project.ID, it.ID); len(open) != 0 {
+		t.Fatalf("a refused hold opened %d requests", len(open))
+	}
+	b.get("/p/acme/items/new")
+	wantStatus(t, b.post("/p/acme/items", url.Values{"title": {"café 👨\u200d👩\u200d👧"}, "priority": {"0"}, "body": {"line 1\n\tindented"}}), http.StatusSeeOther)
+}

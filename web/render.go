@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
@@ -86,7 +87,7 @@ var funcs = template.FuncMap{
 	"rel":          relTime,
 	"iso":          func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"dur":          formatDuration,
-	"typed":        shortDuration,
+	"typed":        clock.Typed,
 	"json":         formatJSON,
 	"query":        query,
 	"add":          func(a, b int) int { return a + b },

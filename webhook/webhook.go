@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,6 +16,7 @@ import (
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -312,15 +312,17 @@ func (s *Service) check(rawURL string, types []string, format string, recipient 
 	if recipient != nil && (strings.TrimSpace(*recipient) == "" || len(*recipient) > maxRecipientBytes) {
 		return wgerr.InvalidField("recipient", "must be 1 to %d bytes", maxRecipientBytes)
 	}
-	if recipient != nil && strings.IndexFunc(*recipient, unicode.IsControl) >= 0 {
-		// An answer link's answer is recorded as the recipient (AnsweredBy),
-		// which history, events and logs show.
-		return wgerr.InvalidField("recipient", "must not hold control characters (line breaks, tabs, escapes)")
+	if recipient != nil {
+		if err := input.Line("recipient", *recipient); err != nil {
+			return err
+		}
 	}
 	if len(description) > maxDescriptionBytes {
 		return wgerr.InvalidField("description", "must be at most %d bytes", maxDescriptionBytes)
 	}
-	return nil
+	// Both are shown as one line: the recipient in messages, the
+	// description in the list of webhooks.
+	return input.Line("description", description)
 }
 
 // checkURL accepts an absolute http or https URL without credentials whose

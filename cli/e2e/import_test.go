@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/graph"
 )
 
 // bigPlan writes a plan of n items in YAML: groups of 10 (an epic with 9
@@ -288,17 +289,28 @@ func TestImportSyntaxLines(t *testing.T) {
 	}
 }
 
-// TestImportTooLarge: a plan whose request is over the server's 1 MiB is
-// refused before anything is sent, by --local too (which used to call it
-// fine), with how to import it instead, not the server's advice for a big
-// result ("store big results elsewhere").
+// TestImportTooLarge: a plan whose request is over the server's limit of
+// a plan import (16 MiB) is refused before anything is sent, by --local
+// too (which used to call it fine), with how to import it instead, not
+// the server's advice for a big result ("store big results elsewhere").
 func TestImportTooLarge(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	plan, _ := bigPlan(t, 20000, false)
+	var b strings.Builder
+	b.WriteString("items:\n")
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "  - key: k%d\n    title: Item %d\n    body: %s\n", i, i, strings.Repeat("b", 9000))
+	}
+	if b.Len() <= graph.MaxPlanRequestBytes {
+		t.Fatalf("the plan is %d bytes, not over the limit", b.Len())
+	}
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(plan, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"import", plan, "--dry-run", "--local"}, {"import", plan}} {
 		r := e.run(e.agentToken, nil, args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "more than the server accepts at once (1 MiB); nothing was sent") ||
+		if r.code != 2 || !strings.Contains(r.stderr, "more than the server accepts at once (16.0 MiB); nothing was sent") ||
 			!strings.Contains(r.stderr, "Split the plan into several files") {
 			t.Fatalf("workgraph %v: %v", args, r)
 		}

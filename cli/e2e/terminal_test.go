@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/events"
 )
 
 // evil is text an agent may store: escape sequences that clear the
@@ -31,17 +35,39 @@ func controls(out string) (int, bool) {
 }
 
 // TestAgentTextCannotDriveTheTerminal: what an agent wrote (a title, a
-// body, a question; a worker label with control characters is refused by
-// the server) reaches a person's terminal through
-// the command line as visible text: its escape sequences and carriage
-// returns are shown escaped, never written raw (they cleared the screen,
-// retitled the window and forged lines). --json keeps the text exact.
+// body, a question) reaches a person's terminal through the command line
+// as visible text: its escape sequences and carriage returns are shown
+// escaped, never written raw (they cleared the screen, retitled the
+// window and forged lines). --json keeps the text exact.
+//
+// The server now refuses escape sequences at the source (a title or a
+// worker label takes no control character; a body or a question none but
+// tab and line breaks), which the test checks first; a carriage return in
+// a question is still taken, and text stored before the server refused it
+// is still shown, so the item's evil title and body are written into the
+// database directly.
 func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	it, err := e.agent.CreateItem(ctx, e.project, client.CreateItemRequest{Title: evil, Body: "body " + evil})
+	for _, req := range []client.CreateItemRequest{{Title: evil}, {Title: "Deploy", Body: "body " + evil}} {
+		if _, err := e.agent.CreateItem(ctx, e.project, req); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Fatalf("create %+v: %v, want invalid_argument", req, err)
+		}
+	}
+	it, err := e.agent.CreateItem(ctx, e.project, client.CreateItemRequest{Title: "Deploy", Body: "body"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The edit as it was stored before: the row and its item.updated event.
+	id := uuid.MustParse(it.ID)
+	var project uuid.UUID
+	if err := e.pool.QueryRow(ctx, `UPDATE items SET title = $1, body = 'body ' || $1, version = version + 1 WHERE id = $2 RETURNING project_id`,
+		evil, id).Scan(&project); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.Append(ctx, e.pool, events.New{Project: project, Type: events.ItemUpdated, Actor: "token:agent-1", ItemID: &id,
+		Payload: map[string]any{"version": 2, "fields": []string{"title", "body"}, "title": evil}}); err != nil {
 		t.Fatal(err)
 	}
 	// A worker label is refused at the source: the server takes none with
@@ -53,7 +79,10 @@ func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
 	if err != nil || cl == nil {
 		t.Fatalf("claim: %v %v", cl, err)
 	}
-	if _, err := e.agent.Ask(ctx, cl.Lease.ID, client.AskRequest{Epoch: cl.Lease.Epoch, Question: "Which? " + evil}); err != nil {
+	if _, err := e.agent.Ask(ctx, cl.Lease.ID, client.AskRequest{Epoch: cl.Lease.Epoch, Question: "Which? " + evil}); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Fatalf("ask with escape sequences: %v, want invalid_argument", err)
+	}
+	if _, err := e.agent.Ask(ctx, cl.Lease.ID, client.AskRequest{Epoch: cl.Lease.Epoch, Question: "Which? RED\rFORGED"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{

@@ -321,7 +321,7 @@ export interface paths {
         put?: never;
         /**
          * Import a plan in one transaction
-         * @description Roles: any.
+         * @description Roles: any. The body may be up to 16 MiB (every other route takes 1 MiB; beyond: 413 payload_too_large), the plan at most 50,000 items, children included (beyond: 400 invalid_argument on items).
          */
         post: operations["importPlan"];
         delete?: never;
@@ -1389,6 +1389,7 @@ export interface components {
         };
         PlanItem: {
             key?: string;
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             title: string;
             body?: string;
             priority?: number;
@@ -1422,10 +1423,12 @@ export interface components {
             name: string;
         };
         CreateTokenRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             name: string;
             role: components["schemas"]["Role"];
         };
         CreateItemRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             title: string;
             body?: string;
             /** Format: int32 */
@@ -1446,13 +1449,14 @@ export interface components {
             touches?: string[];
         };
         UpdateItemRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             title?: string;
             body?: string;
             /** Format: int32 */
             priority?: number;
             labels?: string[];
             metadata?: Record<string, never>;
-            /** @description like If-Match: refuse the edit unless this is the stored version */
+            /** @description like If-Match: refuse the edit unless this is the stored version (given with an If-Match naming another version: 400 invalid_argument) */
             version?: number;
             /**
              * @description null: back to the project's default; absent: unchanged
@@ -1475,6 +1479,7 @@ export interface components {
             question?: string;
         };
         ClaimRequest: {
+            /** @description one line of visible text: no control characters (tab and line breaks included) and no invisible format characters such as U+202E (docs/api.md, Input is strict) */
             worker: string;
             /** @description lease TTL; default 900, within the server's bounds (1 s .. 24 h) */
             lease_seconds?: number;
@@ -2312,7 +2317,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description the ETag of a previous read; a stale one is refused with 409 conflict */
+                /** @description the ETag of a previous read; a stale one is refused with 409 conflict; with a body version naming another version, 400 invalid_argument */
                 "If-Match"?: string;
                 /** @description 1..255 characters. A retry with the same key and the same request gets the stored answer (header Idempotent-Replayed: true); the same key with a different request, or while the first is still running, is refused with 409 conflict. Kept 24 hours. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
