@@ -60,6 +60,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		like := "%" + escapeLike(f.Text) + "%"
 		args.TextLike = &like
 	}
+	args.Status = statusOfStates(f.States)
 	read, err := itemReader(f.Order, f.Cursor, args, limit)
 	if err != nil {
 		return ItemPage{}, err
@@ -71,7 +72,14 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 				return err
 			}
 		}
-		rows, err := read(ctx, tx)
+		var ex dbq.DBTX = tx
+		if args.Status != nil {
+			// A status filter reads items_by_status (migration 00072)
+			// when its status is one the index holds, which only a plan
+			// made for the status knows.
+			ex = db.CustomPlan(tx)
+		}
+		rows, err := read(ctx, ex)
 		if err != nil {
 			return err
 		}
@@ -115,7 +123,7 @@ type listedItem struct {
 // itemReader returns the read of one page (limit+1 rows) in order after
 // cursor: the creation-order index forwards or backwards, or a keyset on
 // another column.
-func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int) (func(context.Context, pgx.Tx) ([]listedItem, error), error) {
+func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int) (func(context.Context, dbq.DBTX) ([]listedItem, error), error) {
 	list := "items"
 	if order != "" && order != OrderCreated {
 		list += ":" + string(order)
@@ -127,7 +135,7 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 			return nil, err
 		}
 		a.AfterSeq = after
-		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
 			rows, err := dbq.New().ListItems(ctx, tx, a)
 			return convertRows(rows, err, func(r dbq.ListItemsRow) listedItem {
 				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
@@ -142,8 +150,8 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 			before = math.MaxInt64
 		}
 		p := dbq.ListItemsNewestParams{Now: a.Now, ProjectID: a.ProjectID, BeforeSeq: before, ParentID: a.ParentID,
-			Label: a.Label, TextLike: a.TextLike, States: a.States, MaxRows: a.MaxRows}
-		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status, MaxRows: a.MaxRows}
+		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
 			rows, err := dbq.New().ListItemsNewest(ctx, tx, p)
 			return convertRows(rows, err, func(r dbq.ListItemsNewestRow) listedItem {
 				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
@@ -159,11 +167,11 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 		}
 		p := dbq.ListItemsSortedParams{Now: a.Now, SortKey: strings.TrimPrefix(string(order), "-"), Dir: 1,
 			ProjectID: a.ProjectID, AfterValue: key, AfterSeq: seq, ParentID: a.ParentID,
-			Label: a.Label, TextLike: a.TextLike, States: a.States, MaxRows: a.MaxRows}
+			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status, MaxRows: a.MaxRows}
 		if strings.HasPrefix(string(order), "-") {
 			p.Dir = -1
 		}
-		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
 			rows, err := dbq.New().ListItemsSorted(ctx, tx, p)
 			return convertRows(rows, err, func(r dbq.ListItemsSortedRow) listedItem {
 				return listedItem{r.Item, r.State, r.DbNow, page.EncodeKey(list, r.SortValue, r.Item.Seq*p.Dir)}
@@ -182,6 +190,28 @@ func convertRows[R any](rows []R, err error, conv func(R) listedItem) ([]listedI
 		out[i] = conv(r)
 	}
 	return out, nil
+}
+
+// statusOfStates is the status every one of states has, when they share
+// one (ready, leased, blocked and attention are open items), else nil: the
+// lists' status predicate, which reads the items of that status only
+// (items_by_status, migration 00072) instead of the project's history.
+func statusOfStates(states []State) *string {
+	var status string
+	for _, st := range states {
+		s := string(StatusOpen)
+		if st == StateDone || st == StateCancelled {
+			s = string(st)
+		}
+		if status != "" && s != status {
+			return nil
+		}
+		status = s
+	}
+	if status == "" {
+		return nil
+	}
+	return &status
 }
 
 func validState(st State) bool {

@@ -831,15 +831,19 @@ LEFT JOIN item_texts t ON $2::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = $3
   AND seq > $4::bigint
-  AND ($5::uuid IS NULL OR parent_id = $5::uuid)
-  AND ($6::text IS NULL OR labels @> ARRAY[$6::text])
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND ($5::text IS NULL OR items.status = $5::text)
+  AND ($6::uuid IS NULL OR parent_id = $6::uuid)
+  AND ($7::text IS NULL OR labels @> ARRAY[$7::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
-  AND (cardinality($7::text[]) = 0
+  AND (cardinality($8::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                     not_before, coalesce($1::timestamptz, now())) = ANY($7::text[]))
+                     not_before, coalesce($1::timestamptz, now())) = ANY($8::text[]))
 ORDER BY seq
-LIMIT $8::integer
+LIMIT $9::integer
 `
 
 type ListItemsParams struct {
@@ -847,6 +851,7 @@ type ListItemsParams struct {
 	TextLike  *string
 	ProjectID uuid.UUID
 	AfterSeq  int64
+	Status    *string
 	ParentID  *uuid.UUID
 	Label     *string
 	States    []string
@@ -867,6 +872,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 		arg.TextLike,
 		arg.ProjectID,
 		arg.AfterSeq,
+		arg.Status,
 		arg.ParentID,
 		arg.Label,
 		arg.States,
@@ -937,15 +943,19 @@ LEFT JOIN item_texts t ON $2::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = $3
   AND seq < $4::bigint
-  AND ($5::uuid IS NULL OR parent_id = $5::uuid)
-  AND ($6::text IS NULL OR labels @> ARRAY[$6::text])
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND ($5::text IS NULL OR items.status = $5::text)
+  AND ($6::uuid IS NULL OR parent_id = $6::uuid)
+  AND ($7::text IS NULL OR labels @> ARRAY[$7::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
-  AND (cardinality($7::text[]) = 0
+  AND (cardinality($8::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                     not_before, coalesce($1::timestamptz, now())) = ANY($7::text[]))
+                     not_before, coalesce($1::timestamptz, now())) = ANY($8::text[]))
 ORDER BY seq DESC
-LIMIT $8::integer
+LIMIT $9::integer
 `
 
 type ListItemsNewestParams struct {
@@ -953,6 +963,7 @@ type ListItemsNewestParams struct {
 	TextLike  *string
 	ProjectID uuid.UUID
 	BeforeSeq int64
+	Status    *string
 	ParentID  *uuid.UUID
 	Label     *string
 	States    []string
@@ -975,6 +986,7 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 		arg.TextLike,
 		arg.ProjectID,
 		arg.BeforeSeq,
+		arg.Status,
 		arg.ParentID,
 		arg.Label,
 		arg.States,
@@ -1049,15 +1061,19 @@ WHERE items.project_id = $5
   AND ((CASE $2::text WHEN 'priority' THEN priority::bigint
                              ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * $3::bigint, seq * $3::bigint)
       > ($6::bigint, $7::bigint)
-  AND ($8::uuid IS NULL OR parent_id = $8::uuid)
-  AND ($9::text IS NULL OR labels @> ARRAY[$9::text])
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND ($8::text IS NULL OR items.status = $8::text)
+  AND ($9::uuid IS NULL OR parent_id = $9::uuid)
+  AND ($10::text IS NULL OR labels @> ARRAY[$10::text])
   AND ($4::text IS NULL
        OR t.title ILIKE $4::text OR t.body ILIKE $4::text)
-  AND (cardinality($10::text[]) = 0
+  AND (cardinality($11::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                     not_before, coalesce($1::timestamptz, now())) = ANY($10::text[]))
+                     not_before, coalesce($1::timestamptz, now())) = ANY($11::text[]))
 ORDER BY sort_value, seq * $3::bigint
-LIMIT $11::integer
+LIMIT $12::integer
 `
 
 type ListItemsSortedParams struct {
@@ -1068,6 +1084,7 @@ type ListItemsSortedParams struct {
 	ProjectID  uuid.UUID
 	AfterValue int64
 	AfterSeq   int64
+	Status     *string
 	ParentID   *uuid.UUID
 	Label      *string
 	States     []string
@@ -1098,6 +1115,7 @@ func (q *Queries) ListItemsSorted(ctx context.Context, db DBTX, arg ListItemsSor
 		arg.ProjectID,
 		arg.AfterValue,
 		arg.AfterSeq,
+		arg.Status,
 		arg.ParentID,
 		arg.Label,
 		arg.States,

@@ -37,6 +37,10 @@ LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = @project_id
   AND seq > @after_seq::bigint
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
@@ -61,6 +65,10 @@ LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = @project_id
   AND seq < @before_seq::bigint
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
@@ -93,6 +101,10 @@ WHERE items.project_id = @project_id
   AND ((CASE @sort_key::text WHEN 'priority' THEN priority::bigint
                              ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * @dir::bigint, seq * @dir::bigint)
       > (@after_value::bigint, @after_seq::bigint)
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
