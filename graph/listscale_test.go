@@ -143,3 +143,53 @@ func isItemList(sql string) bool {
 	}
 	return false
 }
+
+// TestProjectGraphDrawsTheOpenWorkFirst: a project's picture, cut at its
+// limit, holds the project's open items (oldest first), then its latest
+// finished ones; not the first items ever created, which in a project that
+// has run for months are finished work of long ago. 60 done items, then 4
+// open ones (a chain), then 10 done: a picture of 8 holds the 4 open items
+// and the 4 latest done ones, with the chain's edges and critical path.
+func TestProjectGraphDrawsTheOpenWorkFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	finish := func(n int) []uuid.UUID {
+		var ids []uuid.UUID
+		for range n {
+			it := f.mustItem(t, itemOpts{})
+			f.mustFinish(t, it.ID, StatusDone)
+			ids = append(ids, it.ID)
+		}
+		return ids
+	}
+	finish(60)
+	var open []uuid.UUID
+	for i := range 4 {
+		o := itemOpts{}
+		if i > 0 {
+			o.DependsOn = []uuid.UUID{open[i-1]}
+		}
+		open = append(open, f.mustItem(t, o).ID)
+	}
+	latest := finish(10)[6:]
+	g, err := f.svc.Subgraph(ctx, f.project, nil, 0, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uuid.UUID]bool{}
+	for _, n := range g.Nodes {
+		got[n.ID] = true
+	}
+	for _, id := range append(append([]uuid.UUID{}, open...), latest...) {
+		if !got[id] {
+			t.Errorf("item %s not in the picture", id)
+		}
+	}
+	if len(g.Nodes) != 8 || !g.Truncated {
+		t.Errorf("%d nodes, truncated %v; want 8, truncated", len(g.Nodes), g.Truncated)
+	}
+	if len(g.Edges) != 3 || len(g.CriticalPath) != 4 || g.CriticalPath[3] != open[3] {
+		t.Errorf("edges %v, critical path %v; want the open chain's 3 edges and 4 items", g.Edges, g.CriticalPath)
+	}
+}

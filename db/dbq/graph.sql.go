@@ -329,14 +329,18 @@ func (q *Queries) DismissAttentionCancelled(ctx context.Context, db DBTX, arg Di
 }
 
 const edgesAmong = `-- name: EdgesAmong :many
-SELECT item_id, depends_on_id
-FROM dependencies
-WHERE project_id = $1 AND item_id = ANY($2::uuid[]) AND depends_on_id = ANY($2::uuid[])
+SELECT d.item_id, d.depends_on_id
+FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) AS i
+CROSS JOIN LATERAL (SELECT dd.item_id, dd.depends_on_id
+                    FROM dependencies dd
+                    WHERE dd.project_id = $2 AND dd.item_id = i.id
+                    OFFSET 0) AS d
+WHERE d.depends_on_id = ANY($1::uuid[])
 `
 
 type EdgesAmongParams struct {
-	ProjectID uuid.UUID
 	Ids       []uuid.UUID
+	ProjectID uuid.UUID
 }
 
 type EdgesAmongRow struct {
@@ -344,9 +348,16 @@ type EdgesAmongRow struct {
 	DependsOnID uuid.UUID
 }
 
-// Dependency edges with both ends in the given set.
+// Dependency edges with both ends in the given set: the edges of each
+// given item, one probe of dependencies_pkey per item (OFFSET 0 keeps the
+// probe a nested loop), filtered by their other end. The set is a
+// picture's items (at most a few hundred); filtering the project's edges
+// instead, which the planner chose for a few hundred ids, read every edge
+// of the project's history. The filter stays outside the probe: as an
+// index condition on its third column, the array would be one descent of
+// the index per element, per item.
 func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams) ([]EdgesAmongRow, error) {
-	rows, err := db.Query(ctx, edgesAmong, arg.ProjectID, arg.Ids)
+	rows, err := db.Query(ctx, edgesAmong, arg.Ids, arg.ProjectID)
 	if err != nil {
 		return nil, err
 	}
@@ -1586,12 +1597,22 @@ func (q *Queries) PrerequisiteRefs(ctx context.Context, db DBTX, arg Prerequisit
 }
 
 const projectItemRefs = `-- name: ProjectItemRefs :many
-SELECT id, title, parent_id, seq,
-       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                  not_before, coalesce($1::timestamptz, now()))::text AS state
-FROM items
-WHERE project_id = $2
-ORDER BY seq
+SELECT r.id, r.title, r.parent_id, r.seq,
+       item_state(r.status, r.active_lease_id, r.open_attention, r.unmet_dependencies, r.open_children,
+                  r.not_before, coalesce($1::timestamptz, now()))::text AS state
+FROM ((SELECT o.id, o.title, o.parent_id, o.seq, o.status, o.active_lease_id, o.open_attention,
+              o.unmet_dependencies, o.open_children, o.not_before
+       FROM items o
+       WHERE o.project_id = $2 AND o.status = 'open'
+       ORDER BY o.seq
+       LIMIT $3::integer)
+      UNION ALL
+      (SELECT f.id, f.title, f.parent_id, f.seq, f.status, f.active_lease_id, f.open_attention,
+              f.unmet_dependencies, f.open_children, f.not_before
+       FROM items f
+       WHERE f.project_id = $2 AND f.status <> 'open'
+       ORDER BY f.seq DESC
+       LIMIT $3::integer)) AS r
 LIMIT $3::integer
 `
 
@@ -1609,6 +1630,12 @@ type ProjectItemRefsRow struct {
 	State    string
 }
 
+// The items of a project's picture, at most @max_rows: its open items,
+// oldest first (items_by_status, migration 00072), then, while there is
+// room, its finished ones, latest first. The finished part runs only when
+// the open items leave room (the Append stops when the LIMIT is reached),
+// so the cost follows the picture, not the project's history, whose first
+// items, once the picture, are finished work of long ago.
 func (q *Queries) ProjectItemRefs(ctx context.Context, db DBTX, arg ProjectItemRefsParams) ([]ProjectItemRefsRow, error) {
 	rows, err := db.Query(ctx, projectItemRefs, arg.Now, arg.ProjectID, arg.MaxRows)
 	if err != nil {

@@ -12,9 +12,12 @@
 --
 -- Partial: done items, most of a project that has run for months, are
 -- left out; a filter on done walks items_by_seq, where they are most rows.
--- The index names status, so an item's finish or cancellation (once in
--- its life) is not a HOT update; claims, heartbeats and counter changes
--- are as before. CONCURRENTLY, as in 00054: no write waits for the build;
+-- What it costs a write: an open item's row version is indexed here as in
+-- the table's other indexes, so an update that is not HOT (a claim, which
+-- changes ready, the predicate of items_claim; a release; a counter that
+-- frees or blocks the item) inserts one entry more; and an item's finish
+-- or cancellation (once in its life) is no longer HOT when it could have
+-- been (status is now indexed). Heartbeats write leases only. CONCURRENTLY, as in 00054: no write waits for the build;
 -- a build interrupted leaves an invalid index that the next attempt drops.
 DROP INDEX CONCURRENTLY IF EXISTS items_by_status;
 CREATE INDEX CONCURRENTLY items_by_status ON items (project_id, status, seq) WHERE status <> 'done';
