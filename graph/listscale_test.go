@@ -2,6 +2,8 @@ package graph
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -136,12 +138,7 @@ func TestListItemsByStateReadsItsStatusOnly(t *testing.T) {
 
 // isItemList tells ListItems' statements from the others of its read.
 func isItemList(sql string) bool {
-	for _, name := range []string{"-- name: ListItems :many", "-- name: ListItemsNewest :many", "-- name: ListItemsSorted :many"} {
-		if len(sql) >= len(name) && sql[:len(name)] == name {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(sql, "-- name: ListItems") || strings.HasPrefix(sql, "-- name: ListFinishedItems")
 }
 
 // TestProjectGraphDrawsTheOpenWorkFirst: a project's picture, cut at its
@@ -191,5 +188,101 @@ func TestProjectGraphDrawsTheOpenWorkFirst(t *testing.T) {
 	}
 	if len(g.Edges) != 3 || len(g.CriticalPath) != 4 || g.CriticalPath[3] != open[3] {
 		t.Errorf("edges %v, critical path %v; want the open chain's 3 edges and 4 items", g.Edges, g.CriticalPath)
+	}
+}
+
+// TestSortedItemListsReadTheirPage: a page of a list sorted by priority or
+// by last change reads the project's open items and a page of its finished
+// ones, not every item of the project: with 20,000 finished items (done
+// and cancelled) and 30 open ones, each statement of two pages of 25, in
+// each sorted order, without a state filter and of the done items, reads
+// at most 60 pages (a sort of the project's items reads all of them: over
+// 500), and the pages hold what a sort of every item gives, open and
+// finished items interleaved. The cancelled items (one in 50) are sorted
+// right too; their pages read them all (about 400 pages), a cost that
+// follows the project's cancellations.
+//
+// Its own database (dbtest.Fresh): the bound counts pages (see
+// TestListItemsByStateReadsItsStatusOnly).
+func TestSortedItemListsReadTheirPage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.Fresh(t)
+	var project uuid.UUID
+	if err := pool.QueryRow(ctx, `INSERT INTO projects (name) VALUES ('sorted') RETURNING id`).Scan(&project); err != nil {
+		t.Fatal(err)
+	}
+	// Priorities 0..9 and change times spread so that open and finished
+	// items interleave in every order, with ties in both keys.
+	setup := []string{
+		`INSERT INTO items (project_id, title, status, finished_at, priority, updated_at, created_by)
+		 SELECT $1, 'finished ' || g, CASE WHEN g % 50 = 0 THEN 'cancelled' ELSE 'done' END, now(), g % 10,
+		        timestamptz '2030-01-01' + (g % 5000) * interval '1 second', 'test'
+		 FROM generate_series(1, 20000) g`,
+		`INSERT INTO items (project_id, title, priority, updated_at, created_by)
+		 SELECT $1, 'open ' || g, g % 10, timestamptz '2030-01-01' + (g * 163 % 5000) * interval '1 second', 'test'
+		 FROM generate_series(1, 30) g`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, stmt, project); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	traced, trace := tracedPool(t, pool)
+	svc := NewService(traced, clock.NewStub(t0))
+	orderSQL := map[ItemOrder]string{
+		OrderPriority:  "priority, seq",
+		OrderPriorityD: "priority DESC, seq DESC",
+		OrderUpdated:   "updated_at, seq",
+		OrderUpdatedD:  "updated_at DESC, seq DESC",
+	}
+	for _, states := range [][]State{nil, {StateDone}, {StateCancelled}} {
+		for order, by := range orderSQL {
+			where := "true"
+			if len(states) == 1 {
+				where = "status = '" + string(states[0]) + "'"
+			}
+			rows, err := pool.Query(ctx, `SELECT id FROM items WHERE project_id = $1 AND `+where+` ORDER BY `+by+` LIMIT 50`, project)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []uuid.UUID
+			cursor := ""
+			for range 2 {
+				trace.take()
+				pg, err := svc.ListItems(ctx, project, ListFilter{States: states, Order: order, Limit: 25, Cursor: cursor})
+				if err != nil {
+					t.Fatalf("%v by %s: %v", states, order, err)
+				}
+				for _, it := range pg.Items {
+					got = append(got, it.ID)
+				}
+				lists := 0
+				for _, s := range trace.take() {
+					if !isItemList(s.sql) {
+						continue
+					}
+					lists++
+					bounded := len(states) == 0 || states[0] == StateDone
+					if pages := pagesRead(t, pool, s); bounded && pages > 60 {
+						t.Errorf("%v by %s: a statement of the list read %v pages", states, order, pages)
+					}
+				}
+				if lists == 0 {
+					t.Fatalf("%v by %s: no item list traced", states, order)
+				}
+				cursor = pg.NextCursor
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%v by %s:\n got %v\nwant %v", states, order, got, want)
+			}
+		}
 	}
 }

@@ -171,14 +171,128 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 		if strings.HasPrefix(string(order), "-") {
 			p.Dir = -1
 		}
+		encode := func(r listedSorted) listedItem {
+			return listedItem{r.item, r.state, r.dbNow, page.EncodeKey(list, r.sortValue, r.item.Seq*p.Dir)}
+		}
+		finished := finishedReader(order, ok, p)
 		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
-			rows, err := dbq.New().ListItemsSorted(ctx, tx, p)
-			return convertRows(rows, err, func(r dbq.ListItemsSortedRow) listedItem {
-				return listedItem{r.Item, r.State, r.DbNow, page.EncodeKey(list, r.SortValue, r.Item.Seq*p.Dir)}
-			})
+			// The open items, sorted (items_by_status), and a page of the
+			// finished ones, in order from their indexes, merged.
+			var open, done []listedSorted
+			if p.Status == nil || *p.Status == string(StatusOpen) {
+				po, status := p, string(StatusOpen)
+				po.Status = &status
+				rows, err := dbq.New().ListItemsSorted(ctx, db.CustomPlan(tx), po)
+				if err != nil {
+					return nil, err
+				}
+				for _, r := range rows {
+					open = append(open, listedSorted{r.Item, r.State, r.DbNow, r.SortValue})
+				}
+			}
+			if p.Status == nil || *p.Status != string(StatusOpen) {
+				var err error
+				if done, err = finished(ctx, tx); err != nil {
+					return nil, err
+				}
+			}
+			merged := mergeSorted(open, done, p.Dir, int(p.MaxRows))
+			out := make([]listedItem, len(merged))
+			for i, r := range merged {
+				out[i] = encode(r)
+			}
+			return out, nil
 		}, nil
 	}
 	return nil, wgerr.InvalidField("sort", "unknown order %q (created, priority or updated; a leading - for descending)", order)
+}
+
+// listedSorted is a row of a sorted list with its sort value (the key
+// times the order's direction, ListItemsSorted's sort_value).
+type listedSorted struct {
+	item      dbq.Item
+	state     string
+	dbNow     time.Time
+	sortValue int64
+}
+
+// finishedReader returns the read of the finished items of a sorted list
+// after p's cursor (started: the cursor names a row), in order from the
+// partial indexes of finished items (ListFinishedItemsBy*, migration
+// 00073). The cursor is the last row's (sort value, seq times the
+// direction); the statements take the key and seq themselves.
+func finishedReader(order ItemOrder, started bool, p dbq.ListItemsSortedParams) func(context.Context, dbq.DBTX) ([]listedSorted, error) {
+	afterValue, afterSeq := p.AfterValue*p.Dir, p.AfterSeq*p.Dir
+	if !started {
+		afterValue, afterSeq = math.MinInt64, math.MinInt64
+		if p.Dir < 0 {
+			afterValue, afterSeq = math.MaxInt64, math.MaxInt64
+		}
+	}
+	var afterAt *time.Time
+	if started {
+		at := time.UnixMicro(afterValue).UTC()
+		afterAt = &at
+	}
+	byPriority := dbq.ListFinishedItemsByPriorityParams{Now: p.Now, TextLike: p.TextLike, ProjectID: p.ProjectID,
+		AfterValue: afterValue, AfterSeq: afterSeq, Status: p.Status, ParentID: p.ParentID, Label: p.Label,
+		States: p.States, MaxRows: p.MaxRows}
+	byUpdated := dbq.ListFinishedItemsByUpdatedParams{Now: p.Now, TextLike: p.TextLike, ProjectID: p.ProjectID,
+		AfterAt: afterAt, AfterSeq: afterSeq, Status: p.Status, ParentID: p.ParentID, Label: p.Label,
+		States: p.States, MaxRows: p.MaxRows}
+	q := dbq.New()
+	return func(ctx context.Context, tx dbq.DBTX) ([]listedSorted, error) {
+		var out []listedSorted
+		add := func(item dbq.Item, state string, dbNow time.Time, sortValue int64) {
+			out = append(out, listedSorted{item, state, dbNow, sortValue})
+		}
+		switch order {
+		case OrderPriority:
+			rows, err := q.ListFinishedItemsByPriority(ctx, tx, byPriority)
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		case OrderPriorityD:
+			rows, err := q.ListFinishedItemsByPriorityDesc(ctx, tx, dbq.ListFinishedItemsByPriorityDescParams(byPriority))
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		case OrderUpdated:
+			rows, err := q.ListFinishedItemsByUpdated(ctx, tx, byUpdated)
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		default: // OrderUpdatedD
+			rows, err := q.ListFinishedItemsByUpdatedDesc(ctx, tx, dbq.ListFinishedItemsByUpdatedDescParams(byUpdated))
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		}
+	}
+}
+
+// mergeSorted merges two lists in a sorted list's order (sort value, then
+// seq times dir, ascending) and keeps the first n rows.
+func mergeSorted(a, b []listedSorted, dir int64, n int) []listedSorted {
+	less := func(x, y listedSorted) bool {
+		if x.sortValue != y.sortValue {
+			return x.sortValue < y.sortValue
+		}
+		return x.item.Seq*dir < y.item.Seq*dir
+	}
+	out := make([]listedSorted, 0, min(n, len(a)+len(b)))
+	for len(out) < n && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || (len(a) > 0 && less(a[0], b[0])) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
 }
 
 func convertRows[R any](rows []R, err error, conv func(R) listedItem) ([]listedItem, error) {

@@ -832,6 +832,475 @@ func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams)
 	return items, nil
 }
 
+const listFinishedItemsByPriority = `-- name: ListFinishedItemsByPriority :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       items.priority::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) > ($4::bigint, $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.priority, items.seq
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByPriorityParams struct {
+	Now        *time.Time
+	TextLike   *string
+	ProjectID  uuid.UUID
+	AfterValue int64
+	AfterSeq   int64
+	Status     *string
+	ParentID   *uuid.UUID
+	Label      *string
+	States     []string
+	MaxRows    int32
+}
+
+type ListFinishedItemsByPriorityRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// The finished items (done, cancelled) of ListItemsSorted's orders, read in
+// order from the partial indexes of finished items (migration 00073), so
+// a page of a sorted list reads its page, not the project's history:
+// graph.Service.ListItems merges them with the open items, which
+// ListItemsSorted sorts (items_by_status gives them, a set that follows
+// the open work). The four share their parameters and columns; each
+// returns ListItemsSorted's sort_value. @after_value and @after_seq are
+// the priority and seq of the last row read (@after_at and @after_seq:
+// its updated_at and seq): ascending, rows after them; descending, rows
+// before them. The start: the smallest bigints ascending, the largest
+// descending (@after_at NULL).
+// Lowest priority first, ties oldest first.
+func (q *Queries) ListFinishedItemsByPriority(ctx context.Context, db DBTX, arg ListFinishedItemsByPriorityParams) ([]ListFinishedItemsByPriorityRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByPriority,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterValue,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByPriorityRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByPriorityRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listFinishedItemsByPriorityDesc = `-- name: ListFinishedItemsByPriorityDesc :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       (-items.priority)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) < ($4::bigint, $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.priority DESC, items.seq DESC
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByPriorityDescParams struct {
+	Now        *time.Time
+	TextLike   *string
+	ProjectID  uuid.UUID
+	AfterValue int64
+	AfterSeq   int64
+	Status     *string
+	ParentID   *uuid.UUID
+	Label      *string
+	States     []string
+	MaxRows    int32
+}
+
+type ListFinishedItemsByPriorityDescRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// Highest priority first, ties newest first.
+func (q *Queries) ListFinishedItemsByPriorityDesc(ctx context.Context, db DBTX, arg ListFinishedItemsByPriorityDescParams) ([]ListFinishedItemsByPriorityDescRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByPriorityDesc,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterValue,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByPriorityDescRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByPriorityDescRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listFinishedItemsByUpdated = `-- name: ListFinishedItemsByUpdated :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       (extract(epoch FROM items.updated_at) * 1000000)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) > (coalesce($4::timestamptz, '-infinity'),
+                               $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.updated_at, items.seq
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByUpdatedParams struct {
+	Now       *time.Time
+	TextLike  *string
+	ProjectID uuid.UUID
+	AfterAt   *time.Time
+	AfterSeq  int64
+	Status    *string
+	ParentID  *uuid.UUID
+	Label     *string
+	States    []string
+	MaxRows   int32
+}
+
+type ListFinishedItemsByUpdatedRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// Least recently changed first, ties oldest first.
+func (q *Queries) ListFinishedItemsByUpdated(ctx context.Context, db DBTX, arg ListFinishedItemsByUpdatedParams) ([]ListFinishedItemsByUpdatedRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByUpdated,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterAt,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByUpdatedRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByUpdatedRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listFinishedItemsByUpdatedDesc = `-- name: ListFinishedItemsByUpdatedDesc :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       (-(extract(epoch FROM items.updated_at) * 1000000)::bigint)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) < (coalesce($4::timestamptz, 'infinity'),
+                               $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.updated_at DESC, items.seq DESC
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByUpdatedDescParams struct {
+	Now       *time.Time
+	TextLike  *string
+	ProjectID uuid.UUID
+	AfterAt   *time.Time
+	AfterSeq  int64
+	Status    *string
+	ParentID  *uuid.UUID
+	Label     *string
+	States    []string
+	MaxRows   int32
+}
+
+type ListFinishedItemsByUpdatedDescRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// Most recently changed first, ties newest first.
+func (q *Queries) ListFinishedItemsByUpdatedDesc(ctx context.Context, db DBTX, arg ListFinishedItemsByUpdatedDescParams) ([]ListFinishedItemsByUpdatedDescRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByUpdatedDesc,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterAt,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByUpdatedDescRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByUpdatedDescRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listItems = `-- name: ListItems :many
 SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,

@@ -115,6 +115,115 @@ WHERE items.project_id = @project_id
 ORDER BY sort_value, seq * @dir::bigint
 LIMIT @max_rows::integer;
 
+-- The finished items (done, cancelled) of ListItemsSorted's orders, read in
+-- order from the partial indexes of finished items (migration 00073), so
+-- a page of a sorted list reads its page, not the project's history:
+-- graph.Service.ListItems merges them with the open items, which
+-- ListItemsSorted sorts (items_by_status gives them, a set that follows
+-- the open work). The four share their parameters and columns; each
+-- returns ListItemsSorted's sort_value. @after_value and @after_seq are
+-- the priority and seq of the last row read (@after_at and @after_seq:
+-- its updated_at and seq): ascending, rows after them; descending, rows
+-- before them. The start: the smallest bigints ascending, the largest
+-- descending (@after_at NULL).
+-- name: ListFinishedItemsByPriority :many
+-- Lowest priority first, ties oldest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       items.priority::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) > (@after_value::bigint, @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.priority, items.seq
+LIMIT @max_rows::integer;
+
+-- name: ListFinishedItemsByPriorityDesc :many
+-- Highest priority first, ties newest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       (-items.priority)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) < (@after_value::bigint, @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.priority DESC, items.seq DESC
+LIMIT @max_rows::integer;
+
+-- name: ListFinishedItemsByUpdated :many
+-- Least recently changed first, ties oldest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       (extract(epoch FROM items.updated_at) * 1000000)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) > (coalesce(sqlc.narg('after_at')::timestamptz, '-infinity'),
+                               @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.updated_at, items.seq
+LIMIT @max_rows::integer;
+
+-- name: ListFinishedItemsByUpdatedDesc :many
+-- Most recently changed first, ties newest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       (-(extract(epoch FROM items.updated_at) * 1000000)::bigint)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) < (coalesce(sqlc.narg('after_at')::timestamptz, 'infinity'),
+                               @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.updated_at DESC, items.seq DESC
+LIMIT @max_rows::integer;
+
 -- name: PlanEachSearch :exec
 -- Makes the rest of the transaction plan each statement for its arguments.
 -- A text search reads the trigram indexes for a rare text and the items in
