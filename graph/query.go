@@ -60,6 +60,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		like := "%" + escapeLike(f.Text) + "%"
 		args.TextLike = &like
 	}
+	args.Status = statusOfStates(f.States)
 	read, err := itemReader(f.Order, f.Cursor, args, limit)
 	if err != nil {
 		return ItemPage{}, err
@@ -71,7 +72,14 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 				return err
 			}
 		}
-		rows, err := read(ctx, tx)
+		var ex dbq.DBTX = tx
+		if args.Status != nil {
+			// A status filter reads items_by_status (migration 00072)
+			// when its status is one the index holds, which only a plan
+			// made for the status knows.
+			ex = db.CustomPlan(tx)
+		}
+		rows, err := read(ctx, ex)
 		if err != nil {
 			return err
 		}
@@ -115,7 +123,7 @@ type listedItem struct {
 // itemReader returns the read of one page (limit+1 rows) in order after
 // cursor: the creation-order index forwards or backwards, or a keyset on
 // another column.
-func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int) (func(context.Context, pgx.Tx) ([]listedItem, error), error) {
+func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int) (func(context.Context, dbq.DBTX) ([]listedItem, error), error) {
 	list := "items"
 	if order != "" && order != OrderCreated {
 		list += ":" + string(order)
@@ -127,7 +135,7 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 			return nil, err
 		}
 		a.AfterSeq = after
-		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
 			rows, err := dbq.New().ListItems(ctx, tx, a)
 			return convertRows(rows, err, func(r dbq.ListItemsRow) listedItem {
 				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
@@ -142,8 +150,8 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 			before = math.MaxInt64
 		}
 		p := dbq.ListItemsNewestParams{Now: a.Now, ProjectID: a.ProjectID, BeforeSeq: before, ParentID: a.ParentID,
-			Label: a.Label, TextLike: a.TextLike, States: a.States, MaxRows: a.MaxRows}
-		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
+			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status, MaxRows: a.MaxRows}
+		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
 			rows, err := dbq.New().ListItemsNewest(ctx, tx, p)
 			return convertRows(rows, err, func(r dbq.ListItemsNewestRow) listedItem {
 				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
@@ -159,18 +167,132 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 		}
 		p := dbq.ListItemsSortedParams{Now: a.Now, SortKey: strings.TrimPrefix(string(order), "-"), Dir: 1,
 			ProjectID: a.ProjectID, AfterValue: key, AfterSeq: seq, ParentID: a.ParentID,
-			Label: a.Label, TextLike: a.TextLike, States: a.States, MaxRows: a.MaxRows}
+			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status, MaxRows: a.MaxRows}
 		if strings.HasPrefix(string(order), "-") {
 			p.Dir = -1
 		}
-		return func(ctx context.Context, tx pgx.Tx) ([]listedItem, error) {
-			rows, err := dbq.New().ListItemsSorted(ctx, tx, p)
-			return convertRows(rows, err, func(r dbq.ListItemsSortedRow) listedItem {
-				return listedItem{r.Item, r.State, r.DbNow, page.EncodeKey(list, r.SortValue, r.Item.Seq*p.Dir)}
-			})
+		encode := func(r listedSorted) listedItem {
+			return listedItem{r.item, r.state, r.dbNow, page.EncodeKey(list, r.sortValue, r.item.Seq*p.Dir)}
+		}
+		finished := finishedReader(order, ok, p)
+		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
+			// The open items, sorted (items_by_status), and a page of the
+			// finished ones, in order from their indexes, merged.
+			var open, done []listedSorted
+			if p.Status == nil || *p.Status == string(StatusOpen) {
+				po, status := p, string(StatusOpen)
+				po.Status = &status
+				rows, err := dbq.New().ListItemsSorted(ctx, db.CustomPlan(tx), po)
+				if err != nil {
+					return nil, err
+				}
+				for _, r := range rows {
+					open = append(open, listedSorted{r.Item, r.State, r.DbNow, r.SortValue})
+				}
+			}
+			if p.Status == nil || *p.Status != string(StatusOpen) {
+				var err error
+				if done, err = finished(ctx, tx); err != nil {
+					return nil, err
+				}
+			}
+			merged := mergeSorted(open, done, p.Dir, int(p.MaxRows))
+			out := make([]listedItem, len(merged))
+			for i, r := range merged {
+				out[i] = encode(r)
+			}
+			return out, nil
 		}, nil
 	}
 	return nil, wgerr.InvalidField("sort", "unknown order %q (created, priority or updated; a leading - for descending)", order)
+}
+
+// listedSorted is a row of a sorted list with its sort value (the key
+// times the order's direction, ListItemsSorted's sort_value).
+type listedSorted struct {
+	item      dbq.Item
+	state     string
+	dbNow     time.Time
+	sortValue int64
+}
+
+// finishedReader returns the read of the finished items of a sorted list
+// after p's cursor (started: the cursor names a row), in order from the
+// partial indexes of finished items (ListFinishedItemsBy*, migration
+// 00073). The cursor is the last row's (sort value, seq times the
+// direction); the statements take the key and seq themselves.
+func finishedReader(order ItemOrder, started bool, p dbq.ListItemsSortedParams) func(context.Context, dbq.DBTX) ([]listedSorted, error) {
+	afterValue, afterSeq := p.AfterValue*p.Dir, p.AfterSeq*p.Dir
+	if !started {
+		afterValue, afterSeq = math.MinInt64, math.MinInt64
+		if p.Dir < 0 {
+			afterValue, afterSeq = math.MaxInt64, math.MaxInt64
+		}
+	}
+	var afterAt *time.Time
+	if started {
+		at := time.UnixMicro(afterValue).UTC()
+		afterAt = &at
+	}
+	byPriority := dbq.ListFinishedItemsByPriorityParams{Now: p.Now, TextLike: p.TextLike, ProjectID: p.ProjectID,
+		AfterValue: afterValue, AfterSeq: afterSeq, Status: p.Status, ParentID: p.ParentID, Label: p.Label,
+		States: p.States, MaxRows: p.MaxRows}
+	byUpdated := dbq.ListFinishedItemsByUpdatedParams{Now: p.Now, TextLike: p.TextLike, ProjectID: p.ProjectID,
+		AfterAt: afterAt, AfterSeq: afterSeq, Status: p.Status, ParentID: p.ParentID, Label: p.Label,
+		States: p.States, MaxRows: p.MaxRows}
+	q := dbq.New()
+	return func(ctx context.Context, tx dbq.DBTX) ([]listedSorted, error) {
+		var out []listedSorted
+		add := func(item dbq.Item, state string, dbNow time.Time, sortValue int64) {
+			out = append(out, listedSorted{item, state, dbNow, sortValue})
+		}
+		switch order {
+		case OrderPriority:
+			rows, err := q.ListFinishedItemsByPriority(ctx, tx, byPriority)
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		case OrderPriorityD:
+			rows, err := q.ListFinishedItemsByPriorityDesc(ctx, tx, dbq.ListFinishedItemsByPriorityDescParams(byPriority))
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		case OrderUpdated:
+			rows, err := q.ListFinishedItemsByUpdated(ctx, tx, byUpdated)
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		default: // OrderUpdatedD
+			rows, err := q.ListFinishedItemsByUpdatedDesc(ctx, tx, dbq.ListFinishedItemsByUpdatedDescParams(byUpdated))
+			for _, r := range rows {
+				add(r.Item, r.State, r.DbNow, r.SortValue)
+			}
+			return out, err
+		}
+	}
+}
+
+// mergeSorted merges two lists in a sorted list's order (sort value, then
+// seq times dir, ascending) and keeps the first n rows.
+func mergeSorted(a, b []listedSorted, dir int64, n int) []listedSorted {
+	less := func(x, y listedSorted) bool {
+		if x.sortValue != y.sortValue {
+			return x.sortValue < y.sortValue
+		}
+		return x.item.Seq*dir < y.item.Seq*dir
+	}
+	out := make([]listedSorted, 0, min(n, len(a)+len(b)))
+	for len(out) < n && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || (len(a) > 0 && less(a[0], b[0])) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
 }
 
 func convertRows[R any](rows []R, err error, conv func(R) listedItem) ([]listedItem, error) {
@@ -182,6 +304,28 @@ func convertRows[R any](rows []R, err error, conv func(R) listedItem) ([]listedI
 		out[i] = conv(r)
 	}
 	return out, nil
+}
+
+// statusOfStates is the status every one of states has, when they share
+// one (ready, leased, blocked and attention are open items), else nil: the
+// lists' status predicate, which reads the items of that status only
+// (items_by_status, migration 00072) instead of the project's history.
+func statusOfStates(states []State) *string {
+	var status string
+	for _, st := range states {
+		s := string(StatusOpen)
+		if st == StateDone || st == StateCancelled {
+			s = string(st)
+		}
+		if status != "" && s != status {
+			return nil
+		}
+		status = s
+	}
+	if status == "" {
+		return nil
+	}
+	return &status
 }
 
 func validState(st State) bool {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/csv"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -184,12 +185,15 @@ func (u *ui) leases(r *req) error {
 	return r.show(page)
 }
 
-// csvMaxRows bounds one CSV export.
-const csvMaxRows = 100000
+// DefaultCSVMaxRows is Deps.CSVMaxRows's default: the most leases one CSV
+// export of the history writes.
+const DefaultCSVMaxRows = 100000
 
 // leasesCSV exports the history matching the filter, every page of it (up
-// to csvMaxRows), oldest first, as PROJECT-leases.csv; result is what a
-// completion reported (JSON), empty for other outcomes.
+// to Deps.CSVMaxRows, then a last line saying where it stopped), oldest
+// first, as PROJECT-leases.csv, written as it is read (500 leases a
+// page); result is what a completion reported (JSON), empty for other
+// outcomes.
 func (u *ui) leasesCSV(r *req) error {
 	_, lf, err := r.historyFilter()
 	if err != nil {
@@ -203,8 +207,8 @@ func (u *ui) leasesCSV(r *req) error {
 	_ = w.Write([]string{"lease_id", "item_id", "item_title", "epoch", "worker", "principal", "acquired_at",
 		"expires_at", "ended_at", "outcome", "heartbeats", "last_heartbeat_at", "stale_calls",
 		"tokens_in", "tokens_out", "cost_usd", "tool_calls", "outcome_detail", "result"})
-	lf.Limit = 500
-	for n := 0; n < csvMaxRows; {
+	for n := 0; n < u.CSVMaxRows; {
+		lf.Limit = min(500, u.CSVMaxRows-n)
 		p, err := u.Leases.History(r.ctx(), r.project.ID, lf)
 		if err != nil {
 			// Headers are sent: end the file with the error for the reader.
@@ -232,6 +236,16 @@ func (u *ui) leasesCSV(r *req) error {
 			break
 		}
 		lf.Cursor = p.NextCursor
+		if n >= u.CSVMaxRows && len(rows) > 0 {
+			// More leases match than one file holds: say so, and from
+			// where the next export starts: a second before the last
+			// lease's acquisition, to the second (grant order and
+			// acquisition order may differ by moments), so it repeats the
+			// last leases of this one (their lease_id tells) and misses
+			// none.
+			since := rows[len(rows)-1].AcquiredAt.UTC().Add(-time.Second).Format("2006-01-02T15:04:05")
+			_ = w.Write([]string{fmt.Sprintf("truncated: this export stops after %d leases; export again with since=%s for the rest", n, since)})
+		}
 	}
 	w.Flush()
 	return w.Error()

@@ -58,6 +58,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Drawings lays out graph pictures; nil means NewDrawings with the default limits.
 	Drawings *Drawings
+	// CSVMaxRows bounds the leases of one CSV export of the history (0:
+	// DefaultCSVMaxRows).
+	CSVMaxRows int
 }
 
 // ui serves the pages.
@@ -82,6 +85,9 @@ func Mount(e *echo.Echo, d Deps) {
 	}
 	if d.Drawings.logger == nil {
 		d.Drawings.logger = d.Logger
+	}
+	if d.CSVMaxRows <= 0 {
+		d.CSVMaxRows = DefaultCSVMaxRows
 	}
 	u := &ui{Deps: d}
 

@@ -329,14 +329,18 @@ func (q *Queries) DismissAttentionCancelled(ctx context.Context, db DBTX, arg Di
 }
 
 const edgesAmong = `-- name: EdgesAmong :many
-SELECT item_id, depends_on_id
-FROM dependencies
-WHERE project_id = $1 AND item_id = ANY($2::uuid[]) AND depends_on_id = ANY($2::uuid[])
+SELECT d.item_id, d.depends_on_id
+FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) AS i
+CROSS JOIN LATERAL (SELECT dd.item_id, dd.depends_on_id
+                    FROM dependencies dd
+                    WHERE dd.project_id = $2 AND dd.item_id = i.id
+                    OFFSET 0) AS d
+WHERE d.depends_on_id = ANY($1::uuid[])
 `
 
 type EdgesAmongParams struct {
-	ProjectID uuid.UUID
 	Ids       []uuid.UUID
+	ProjectID uuid.UUID
 }
 
 type EdgesAmongRow struct {
@@ -344,9 +348,16 @@ type EdgesAmongRow struct {
 	DependsOnID uuid.UUID
 }
 
-// Dependency edges with both ends in the given set.
+// Dependency edges with both ends in the given set: the edges of each
+// given item, one probe of dependencies_pkey per item (OFFSET 0 keeps the
+// probe a nested loop), filtered by their other end. The set is a
+// picture's items (at most a few hundred); filtering the project's edges
+// instead, which the planner chose for a few hundred ids, read every edge
+// of the project's history. The filter stays outside the probe: as an
+// index condition on its third column, the array would be one descent of
+// the index per element, per item.
 func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams) ([]EdgesAmongRow, error) {
-	rows, err := db.Query(ctx, edgesAmong, arg.ProjectID, arg.Ids)
+	rows, err := db.Query(ctx, edgesAmong, arg.Ids, arg.ProjectID)
 	if err != nil {
 		return nil, err
 	}
@@ -821,6 +832,475 @@ func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams)
 	return items, nil
 }
 
+const listFinishedItemsByPriority = `-- name: ListFinishedItemsByPriority :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       items.priority::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) > ($4::bigint, $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.priority, items.seq
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByPriorityParams struct {
+	Now        *time.Time
+	TextLike   *string
+	ProjectID  uuid.UUID
+	AfterValue int64
+	AfterSeq   int64
+	Status     *string
+	ParentID   *uuid.UUID
+	Label      *string
+	States     []string
+	MaxRows    int32
+}
+
+type ListFinishedItemsByPriorityRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// The finished items (done, cancelled) of ListItemsSorted's orders, read in
+// order from the partial indexes of finished items (migration 00073), so
+// a page of a sorted list reads its page, not the project's history:
+// graph.Service.ListItems merges them with the open items, which
+// ListItemsSorted sorts (items_by_status gives them, a set that follows
+// the open work). The four share their parameters and columns; each
+// returns ListItemsSorted's sort_value. @after_value and @after_seq are
+// the priority and seq of the last row read (@after_at and @after_seq:
+// its updated_at and seq): ascending, rows after them; descending, rows
+// before them. The start: the smallest bigints ascending, the largest
+// descending (@after_at NULL).
+// Lowest priority first, ties oldest first.
+func (q *Queries) ListFinishedItemsByPriority(ctx context.Context, db DBTX, arg ListFinishedItemsByPriorityParams) ([]ListFinishedItemsByPriorityRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByPriority,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterValue,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByPriorityRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByPriorityRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listFinishedItemsByPriorityDesc = `-- name: ListFinishedItemsByPriorityDesc :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       (-items.priority)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) < ($4::bigint, $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.priority DESC, items.seq DESC
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByPriorityDescParams struct {
+	Now        *time.Time
+	TextLike   *string
+	ProjectID  uuid.UUID
+	AfterValue int64
+	AfterSeq   int64
+	Status     *string
+	ParentID   *uuid.UUID
+	Label      *string
+	States     []string
+	MaxRows    int32
+}
+
+type ListFinishedItemsByPriorityDescRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// Highest priority first, ties newest first.
+func (q *Queries) ListFinishedItemsByPriorityDesc(ctx context.Context, db DBTX, arg ListFinishedItemsByPriorityDescParams) ([]ListFinishedItemsByPriorityDescRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByPriorityDesc,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterValue,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByPriorityDescRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByPriorityDescRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listFinishedItemsByUpdated = `-- name: ListFinishedItemsByUpdated :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       (extract(epoch FROM items.updated_at) * 1000000)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) > (coalesce($4::timestamptz, '-infinity'),
+                               $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.updated_at, items.seq
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByUpdatedParams struct {
+	Now       *time.Time
+	TextLike  *string
+	ProjectID uuid.UUID
+	AfterAt   *time.Time
+	AfterSeq  int64
+	Status    *string
+	ParentID  *uuid.UUID
+	Label     *string
+	States    []string
+	MaxRows   int32
+}
+
+type ListFinishedItemsByUpdatedRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// Least recently changed first, ties oldest first.
+func (q *Queries) ListFinishedItemsByUpdated(ctx context.Context, db DBTX, arg ListFinishedItemsByUpdatedParams) ([]ListFinishedItemsByUpdatedRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByUpdated,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterAt,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByUpdatedRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByUpdatedRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listFinishedItemsByUpdatedDesc = `-- name: ListFinishedItemsByUpdatedDesc :many
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce($1::timestamptz, now()))::text AS state,
+       coalesce($1::timestamptz, now())::timestamptz AS db_now,
+       (-(extract(epoch FROM items.updated_at) * 1000000)::bigint)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON $2::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = $3
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) < (coalesce($4::timestamptz, 'infinity'),
+                               $5::bigint)
+  AND ($6::text IS NULL OR items.status = $6::text)
+  AND ($7::uuid IS NULL OR parent_id = $7::uuid)
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
+  AND ($2::text IS NULL
+       OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
+  AND (cardinality($9::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce($1::timestamptz, now())) = ANY($9::text[]))
+ORDER BY items.updated_at DESC, items.seq DESC
+LIMIT $10::integer
+`
+
+type ListFinishedItemsByUpdatedDescParams struct {
+	Now       *time.Time
+	TextLike  *string
+	ProjectID uuid.UUID
+	AfterAt   *time.Time
+	AfterSeq  int64
+	Status    *string
+	ParentID  *uuid.UUID
+	Label     *string
+	States    []string
+	MaxRows   int32
+}
+
+type ListFinishedItemsByUpdatedDescRow struct {
+	Item      Item
+	State     string
+	DbNow     time.Time
+	SortValue int64
+}
+
+// Most recently changed first, ties newest first.
+func (q *Queries) ListFinishedItemsByUpdatedDesc(ctx context.Context, db DBTX, arg ListFinishedItemsByUpdatedDescParams) ([]ListFinishedItemsByUpdatedDescRow, error) {
+	rows, err := db.Query(ctx, listFinishedItemsByUpdatedDesc,
+		arg.Now,
+		arg.TextLike,
+		arg.ProjectID,
+		arg.AfterAt,
+		arg.AfterSeq,
+		arg.Status,
+		arg.ParentID,
+		arg.Label,
+		arg.States,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListFinishedItemsByUpdatedDescRow{}
+	for rows.Next() {
+		var i ListFinishedItemsByUpdatedDescRow
+		if err := rows.Scan(
+			&i.Item.ProjectID,
+			&i.Item.ID,
+			&i.Item.Seq,
+			&i.Item.ParentID,
+			&i.Item.Title,
+			&i.Item.Body,
+			&i.Item.Priority,
+			&i.Item.Labels,
+			&i.Item.Metadata,
+			&i.Item.Status,
+			&i.Item.Result,
+			&i.Item.Epoch,
+			&i.Item.Version,
+			&i.Item.UnmetDependencies,
+			&i.Item.OpenChildren,
+			&i.Item.OpenAttention,
+			&i.Item.ActiveLeaseID,
+			&i.Item.NotBefore,
+			&i.Item.Failures,
+			&i.Item.ConsecutiveExpiries,
+			&i.Item.PreviousWorker,
+			&i.Item.PreferredWorker,
+			&i.Item.PreferredUntil,
+			&i.Item.CreatedBy,
+			&i.Item.CreatedAt,
+			&i.Item.UpdatedAt,
+			&i.Item.FinishedAt,
+			&i.Item.Ready,
+			&i.Item.PreferredToken,
+			&i.Item.OnExpiry,
+			&i.Item.PlanKey,
+			&i.Item.Requires,
+			&i.Item.Touches,
+			&i.Item.BudgetRoots,
+			&i.State,
+			&i.DbNow,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listItems = `-- name: ListItems :many
 SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
@@ -831,15 +1311,19 @@ LEFT JOIN item_texts t ON $2::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = $3
   AND seq > $4::bigint
-  AND ($5::uuid IS NULL OR parent_id = $5::uuid)
-  AND ($6::text IS NULL OR labels @> ARRAY[$6::text])
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND ($5::text IS NULL OR items.status = $5::text)
+  AND ($6::uuid IS NULL OR parent_id = $6::uuid)
+  AND ($7::text IS NULL OR labels @> ARRAY[$7::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
-  AND (cardinality($7::text[]) = 0
+  AND (cardinality($8::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                     not_before, coalesce($1::timestamptz, now())) = ANY($7::text[]))
+                     not_before, coalesce($1::timestamptz, now())) = ANY($8::text[]))
 ORDER BY seq
-LIMIT $8::integer
+LIMIT $9::integer
 `
 
 type ListItemsParams struct {
@@ -847,6 +1331,7 @@ type ListItemsParams struct {
 	TextLike  *string
 	ProjectID uuid.UUID
 	AfterSeq  int64
+	Status    *string
 	ParentID  *uuid.UUID
 	Label     *string
 	States    []string
@@ -867,6 +1352,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 		arg.TextLike,
 		arg.ProjectID,
 		arg.AfterSeq,
+		arg.Status,
 		arg.ParentID,
 		arg.Label,
 		arg.States,
@@ -937,15 +1423,19 @@ LEFT JOIN item_texts t ON $2::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = $3
   AND seq < $4::bigint
-  AND ($5::uuid IS NULL OR parent_id = $5::uuid)
-  AND ($6::text IS NULL OR labels @> ARRAY[$6::text])
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND ($5::text IS NULL OR items.status = $5::text)
+  AND ($6::uuid IS NULL OR parent_id = $6::uuid)
+  AND ($7::text IS NULL OR labels @> ARRAY[$7::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
-  AND (cardinality($7::text[]) = 0
+  AND (cardinality($8::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                     not_before, coalesce($1::timestamptz, now())) = ANY($7::text[]))
+                     not_before, coalesce($1::timestamptz, now())) = ANY($8::text[]))
 ORDER BY seq DESC
-LIMIT $8::integer
+LIMIT $9::integer
 `
 
 type ListItemsNewestParams struct {
@@ -953,6 +1443,7 @@ type ListItemsNewestParams struct {
 	TextLike  *string
 	ProjectID uuid.UUID
 	BeforeSeq int64
+	Status    *string
 	ParentID  *uuid.UUID
 	Label     *string
 	States    []string
@@ -975,6 +1466,7 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 		arg.TextLike,
 		arg.ProjectID,
 		arg.BeforeSeq,
+		arg.Status,
 		arg.ParentID,
 		arg.Label,
 		arg.States,
@@ -1049,15 +1541,19 @@ WHERE items.project_id = $5
   AND ((CASE $2::text WHEN 'priority' THEN priority::bigint
                              ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * $3::bigint, seq * $3::bigint)
       > ($6::bigint, $7::bigint)
-  AND ($8::uuid IS NULL OR parent_id = $8::uuid)
-  AND ($9::text IS NULL OR labels @> ARRAY[$9::text])
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND ($8::text IS NULL OR items.status = $8::text)
+  AND ($9::uuid IS NULL OR parent_id = $9::uuid)
+  AND ($10::text IS NULL OR labels @> ARRAY[$10::text])
   AND ($4::text IS NULL
        OR t.title ILIKE $4::text OR t.body ILIKE $4::text)
-  AND (cardinality($10::text[]) = 0
+  AND (cardinality($11::text[]) = 0
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                     not_before, coalesce($1::timestamptz, now())) = ANY($10::text[]))
+                     not_before, coalesce($1::timestamptz, now())) = ANY($11::text[]))
 ORDER BY sort_value, seq * $3::bigint
-LIMIT $11::integer
+LIMIT $12::integer
 `
 
 type ListItemsSortedParams struct {
@@ -1068,6 +1564,7 @@ type ListItemsSortedParams struct {
 	ProjectID  uuid.UUID
 	AfterValue int64
 	AfterSeq   int64
+	Status     *string
 	ParentID   *uuid.UUID
 	Label      *string
 	States     []string
@@ -1098,6 +1595,7 @@ func (q *Queries) ListItemsSorted(ctx context.Context, db DBTX, arg ListItemsSor
 		arg.ProjectID,
 		arg.AfterValue,
 		arg.AfterSeq,
+		arg.Status,
 		arg.ParentID,
 		arg.Label,
 		arg.States,
@@ -1568,12 +2066,22 @@ func (q *Queries) PrerequisiteRefs(ctx context.Context, db DBTX, arg Prerequisit
 }
 
 const projectItemRefs = `-- name: ProjectItemRefs :many
-SELECT id, title, parent_id, seq,
-       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                  not_before, coalesce($1::timestamptz, now()))::text AS state
-FROM items
-WHERE project_id = $2
-ORDER BY seq
+SELECT r.id, r.title, r.parent_id, r.seq,
+       item_state(r.status, r.active_lease_id, r.open_attention, r.unmet_dependencies, r.open_children,
+                  r.not_before, coalesce($1::timestamptz, now()))::text AS state
+FROM ((SELECT o.id, o.title, o.parent_id, o.seq, o.status, o.active_lease_id, o.open_attention,
+              o.unmet_dependencies, o.open_children, o.not_before
+       FROM items o
+       WHERE o.project_id = $2 AND o.status = 'open'
+       ORDER BY o.seq
+       LIMIT $3::integer)
+      UNION ALL
+      (SELECT f.id, f.title, f.parent_id, f.seq, f.status, f.active_lease_id, f.open_attention,
+              f.unmet_dependencies, f.open_children, f.not_before
+       FROM items f
+       WHERE f.project_id = $2 AND f.status <> 'open'
+       ORDER BY f.seq DESC
+       LIMIT $3::integer)) AS r
 LIMIT $3::integer
 `
 
@@ -1591,6 +2099,12 @@ type ProjectItemRefsRow struct {
 	State    string
 }
 
+// The items of a project's picture, at most @max_rows: its open items,
+// oldest first (items_by_status, migration 00072), then, while there is
+// room, its finished ones, latest first. The finished part runs only when
+// the open items leave room (the Append stops when the LIMIT is reached),
+// so the cost follows the picture, not the project's history, whose first
+// items, once the picture, are finished work of long ago.
 func (q *Queries) ProjectItemRefs(ctx context.Context, db DBTX, arg ProjectItemRefsParams) ([]ProjectItemRefsRow, error) {
 	rows, err := db.Query(ctx, projectItemRefs, arg.Now, arg.ProjectID, arg.MaxRows)
 	if err != nil {

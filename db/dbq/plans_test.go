@@ -525,3 +525,83 @@ func TestInboxOverduePartReadsFewPages(t *testing.T) {
 		t.Errorf("the inbox's overdue part read %v pages", pages)
 	}
 }
+
+// TestEdgesAmongReadsTheEdgesOfItsItems: the edges among a picture's items
+// (EdgesAmong, the project graph's 400 items) are read from the edges of
+// those items, not by filtering every edge of the project: a project
+// that has run for months has edges in the hundreds of thousands, and its
+// picture is still 400 items. With 20,000 edges, the 400 items' edges are
+// found reading at most twice as many rows of dependencies as there are
+// items; filtering the project's edges read all 19,999. The plan checked
+// is the generic one, which a prepared statement keeps after its fifth
+// run.
+func TestEdgesAmongReadsTheEdgesOfItsItems(t *testing.T) {
+	t.Parallel()
+	tx := dbtest.TestTx(t)
+	ctx := context.Background()
+	var project uuid.UUID
+	if err := tx.QueryRow(ctx, `INSERT INTO projects (name) VALUES ('edges-among') RETURNING id`).Scan(&project); err != nil {
+		t.Fatal(err)
+	}
+	setup := []string{
+		`INSERT INTO items (project_id, title, status, finished_at, created_by)
+		 SELECT $1, 'done', 'done', now(), 'test' FROM generate_series(1, 20000)`,
+		`INSERT INTO dependencies (project_id, item_id, depends_on_id, created_by)
+		 SELECT $1, i.id, lag(i.id) OVER (ORDER BY i.seq), 'test' FROM items i WHERE i.project_id = $1
+		 ORDER BY i.seq OFFSET 1`,
+	}
+	for _, stmt := range setup {
+		if _, err := tx.Exec(ctx, stmt, project); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	for _, stmt := range []string{`ANALYZE items`, `ANALYZE dependencies`, `SET LOCAL plan_cache_mode = force_generic_plan`} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM items WHERE project_id = $1 ORDER BY seq LIMIT 400`, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := dbq.New()
+	edges, err := q.EdgesAmong(ctx, tx, dbq.EdgesAmongParams{ProjectID: project, Ids: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(edges) != 399 {
+		t.Fatalf("%d edges among the first 400 items of a chain, want 399", len(edges))
+	}
+	rec := &recordingTx{Tx: tx}
+	if _, err := q.EdgesAmong(ctx, rec, dbq.EdgesAmongParams{ProjectID: project, Ids: ids}); err != nil {
+		t.Fatal(err)
+	}
+	sql, args := rec.sql, rec.args
+	read := 0.0
+	walkPlan(explainPlan(t, tx, sql, args), func(n map[string]any) {
+		if n["Relation Name"] != "dependencies" {
+			return
+		}
+		removed, _ := n["Rows Removed by Filter"].(float64)
+		read += (n["Actual Rows"].(float64) + removed) * n["Actual Loops"].(float64)
+	})
+	if read == 0 || read > 2*float64(len(ids)) {
+		t.Errorf("EdgesAmong read %v rows of dependencies for %d items", read, len(ids))
+	}
+}
+
+// recordingTx is a transaction that remembers the last query it ran.
+type recordingTx struct {
+	pgx.Tx
+	sql  string
+	args []any
+}
+
+func (r *recordingTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	r.sql, r.args = sql, args
+	return r.Tx.Query(ctx, sql, args...)
+}

@@ -37,6 +37,10 @@ LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = @project_id
   AND seq > @after_seq::bigint
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
@@ -61,6 +65,10 @@ LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
                       AND t.project_id = items.project_id AND t.item_id = items.id
 WHERE items.project_id = @project_id
   AND seq < @before_seq::bigint
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
@@ -93,6 +101,10 @@ WHERE items.project_id = @project_id
   AND ((CASE @sort_key::text WHEN 'priority' THEN priority::bigint
                              ELSE (extract(epoch FROM updated_at) * 1000000)::bigint END) * @dir::bigint, seq * @dir::bigint)
       > (@after_value::bigint, @after_seq::bigint)
+  -- The status every state asked for has, when they share one (an open
+  -- state, or cancelled): with a plan made for it, items_by_status
+  -- (migration 00072) gives the project's items of that status only.
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
   AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
@@ -101,6 +113,115 @@ WHERE items.project_id = @project_id
        OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                      not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
 ORDER BY sort_value, seq * @dir::bigint
+LIMIT @max_rows::integer;
+
+-- The finished items (done, cancelled) of ListItemsSorted's orders, read in
+-- order from the partial indexes of finished items (migration 00073), so
+-- a page of a sorted list reads its page, not the project's history:
+-- graph.Service.ListItems merges them with the open items, which
+-- ListItemsSorted sorts (items_by_status gives them, a set that follows
+-- the open work). The four share their parameters and columns; each
+-- returns ListItemsSorted's sort_value. @after_value and @after_seq are
+-- the priority and seq of the last row read (@after_at and @after_seq:
+-- its updated_at and seq): ascending, rows after them; descending, rows
+-- before them. The start: the smallest bigints ascending, the largest
+-- descending (@after_at NULL).
+-- name: ListFinishedItemsByPriority :many
+-- Lowest priority first, ties oldest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       items.priority::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) > (@after_value::bigint, @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.priority, items.seq
+LIMIT @max_rows::integer;
+
+-- name: ListFinishedItemsByPriorityDesc :many
+-- Highest priority first, ties newest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       (-items.priority)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.priority, items.seq) < (@after_value::bigint, @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.priority DESC, items.seq DESC
+LIMIT @max_rows::integer;
+
+-- name: ListFinishedItemsByUpdated :many
+-- Least recently changed first, ties oldest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       (extract(epoch FROM items.updated_at) * 1000000)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) > (coalesce(sqlc.narg('after_at')::timestamptz, '-infinity'),
+                               @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.updated_at, items.seq
+LIMIT @max_rows::integer;
+
+-- name: ListFinishedItemsByUpdatedDesc :many
+-- Most recently changed first, ties newest first.
+SELECT sqlc.embed(items),
+       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state,
+       coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+       (-(extract(epoch FROM items.updated_at) * 1000000)::bigint)::bigint AS sort_value
+FROM items
+LEFT JOIN item_texts t ON sqlc.narg('text_like')::text IS NOT NULL
+                      AND t.project_id = items.project_id AND t.item_id = items.id
+WHERE items.project_id = @project_id
+  AND items.status <> 'open'
+  AND (items.updated_at, items.seq) < (coalesce(sqlc.narg('after_at')::timestamptz, 'infinity'),
+                               @after_seq::bigint)
+  AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
+  AND (sqlc.narg('text_like')::text IS NULL
+       OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
+  AND (cardinality(@states::text[]) = 0
+       OR item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
+                     not_before, coalesce(sqlc.narg('now')::timestamptz, now())) = ANY(@states::text[]))
+ORDER BY items.updated_at DESC, items.seq DESC
 LIMIT @max_rows::integer;
 
 -- name: PlanEachSearch :exec
@@ -510,12 +631,28 @@ WHERE project_id = @project_id AND id = ANY(@ids::uuid[])
 ORDER BY seq;
 
 -- name: ProjectItemRefs :many
-SELECT id, title, parent_id, seq,
-       item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
-                  not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
-FROM items
-WHERE project_id = @project_id
-ORDER BY seq
+-- The items of a project's picture, at most @max_rows: its open items,
+-- oldest first (items_by_status, migration 00072), then, while there is
+-- room, its finished ones, latest first. The finished part runs only when
+-- the open items leave room (the Append stops when the LIMIT is reached),
+-- so the cost follows the picture, not the project's history, whose first
+-- items, once the picture, are finished work of long ago.
+SELECT r.id, r.title, r.parent_id, r.seq,
+       item_state(r.status, r.active_lease_id, r.open_attention, r.unmet_dependencies, r.open_children,
+                  r.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+FROM ((SELECT o.id, o.title, o.parent_id, o.seq, o.status, o.active_lease_id, o.open_attention,
+              o.unmet_dependencies, o.open_children, o.not_before
+       FROM items o
+       WHERE o.project_id = @project_id AND o.status = 'open'
+       ORDER BY o.seq
+       LIMIT @max_rows::integer)
+      UNION ALL
+      (SELECT f.id, f.title, f.parent_id, f.seq, f.status, f.active_lease_id, f.open_attention,
+              f.unmet_dependencies, f.open_children, f.not_before
+       FROM items f
+       WHERE f.project_id = @project_id AND f.status <> 'open'
+       ORDER BY f.seq DESC
+       LIMIT @max_rows::integer)) AS r
 LIMIT @max_rows::integer;
 
 -- name: PrerequisiteRefs :many
@@ -578,10 +715,21 @@ WHERE project_id = @project_id AND item_id = ANY(@ids::uuid[]) AND state = 'open
 ORDER BY seq;
 
 -- name: EdgesAmong :many
--- Dependency edges with both ends in the given set.
-SELECT item_id, depends_on_id
-FROM dependencies
-WHERE project_id = @project_id AND item_id = ANY(@ids::uuid[]) AND depends_on_id = ANY(@ids::uuid[]);
+-- Dependency edges with both ends in the given set: the edges of each
+-- given item, one probe of dependencies_pkey per item (OFFSET 0 keeps the
+-- probe a nested loop), filtered by their other end. The set is a
+-- picture's items (at most a few hundred); filtering the project's edges
+-- instead, which the planner chose for a few hundred ids, read every edge
+-- of the project's history. The filter stays outside the probe: as an
+-- index condition on its third column, the array would be one descent of
+-- the index per element, per item.
+SELECT d.item_id, d.depends_on_id
+FROM (SELECT DISTINCT unnest(@ids::uuid[]) AS id) AS i
+CROSS JOIN LATERAL (SELECT dd.item_id, dd.depends_on_id
+                    FROM dependencies dd
+                    WHERE dd.project_id = @project_id AND dd.item_id = i.id
+                    OFFSET 0) AS d
+WHERE d.depends_on_id = ANY(@ids::uuid[]);
 
 -- name: NeighbourIDs :many
 -- Items one waits-for edge away from the given set, in either direction.

@@ -2511,7 +2511,7 @@ export interface operations {
                 around?: string;
                 /** @description steps from around (1..50, default 2) */
                 depth?: number;
-                /** @description most nodes (1..10000, default 500) */
+                /** @description most nodes (1..10000, default 500); without around, the project's open items first, oldest first, then its latest finished ones */
                 limit?: number;
             };
             header?: never;
