@@ -33,7 +33,15 @@ type uncertain struct {
 // not applied.
 func mustUncertain(t *testing.T, f fixture, onExpiry, label string) uncertain {
 	t.Helper()
-	it := f.item(t, graph.NewItem{Labels: []string{label}, OnExpiry: onExpiry})
+	return mustUncertainItem(t, f, graph.NewItem{Labels: []string{label}, OnExpiry: onExpiry})
+}
+
+// mustUncertainItem is mustUncertain for the item n (labelled with one
+// label, which the claim asks for).
+func mustUncertainItem(t *testing.T, f fixture, n graph.NewItem) uncertain {
+	t.Helper()
+	label := n.Labels[0]
+	it := f.item(t, n)
 	c := f.claimLabels(t, "old", []string{label})
 	hb, err := f.leases.Heartbeat(f.ctx, f.project, fence(c.Lease), lease.Heartbeat{Progress: json.RawMessage(`{"step":"pushed"}`)})
 	if err != nil {
@@ -130,6 +138,56 @@ func TestOnExpiryReconcile(t *testing.T) {
 		}
 		f.checkInvariants(t)
 	})
+
+	// A person who decides "done" on an item that gained unfinished work
+	// while it waited (a dependency on an open item, an open child) is
+	// refused as blocked, naming that work, as a worker's completion is:
+	// nothing changes (the request stays open, the item open, its
+	// dependent and parent blocked). Once the work is finished the same
+	// decision goes through.
+	for _, how := range []string{"dependency", "child"} {
+		t.Run("ErrDoneBlocked/"+how, func(t *testing.T) {
+			parent := f.item(t, graph.NewItem{Title: "parent", Labels: []string{"parent-" + how}})
+			u := mustUncertainItem(t, f, graph.NewItem{Labels: []string{"blocked-" + how}, OnExpiry: graph.OnExpiryReconcile, ParentID: &parent.ID})
+			dependent := f.item(t, graph.NewItem{Title: "dependent", Labels: []string{"dependent-" + how}, DependsOn: []uuid.UUID{u.item.ID}})
+			var open graph.Item
+			switch how {
+			case "dependency":
+				open = f.item(t, graph.NewItem{Title: "prerequisite", Labels: []string{"later"}})
+				if err := f.graph.AddDependency(f.ctx, f.project, u.item.ID, open.ID, "person"); err != nil {
+					t.Fatal(err)
+				}
+			case "child":
+				open = f.item(t, graph.NewItem{Title: "child", ParentID: &u.item.ID, Labels: []string{"later"}})
+			}
+			before := f.snapshot(t, u.item.ID)
+			_, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionDone, json.RawMessage(`{"checked":"by hand"}`), "", "alice")
+			checkBlocked(t, err, open)
+			if got := f.snapshot(t, u.item.ID); got != before {
+				t.Errorf("a refused decision changed the item or its request:\nbefore %s\nafter  %s", before, got)
+			}
+			if st := f.getItem(t, dependent.ID).State; st != graph.StateBlocked {
+				t.Errorf("the dependent of the refused item is %s, want blocked", st)
+			}
+			if p := f.getItem(t, parent.ID); p.State != graph.StateBlocked || len(p.BlockedBy.Children) != 1 {
+				t.Errorf("the parent of the refused item is %s %+v, want blocked by it", p.State, p.BlockedBy)
+			}
+			if _, err := f.graph.Finish(f.ctx, f.project, open.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+			r, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionDone, json.RawMessage(`{"checked":"by hand"}`), "", "alice")
+			if err != nil || r.Decision == nil || *r.Decision != attention.DecisionDone {
+				t.Fatalf("Decide once unblocked = %+v, %v", r, err)
+			}
+			if st := f.getItem(t, u.item.ID).State; st != graph.StateDone {
+				t.Errorf("item = %s, want done", st)
+			}
+			if st := f.getItem(t, dependent.ID).State; st != graph.StateReady {
+				t.Errorf("the dependent = %s, want ready", st)
+			}
+			f.checkInvariants(t)
+		})
+	}
 
 	t.Run("Cancel", func(t *testing.T) {
 		u := mustUncertain(t, f, graph.OnExpiryReconcile, "cancel")
