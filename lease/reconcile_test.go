@@ -297,3 +297,47 @@ func TestOnExpiryProjectDefault(t *testing.T) {
 		}
 	})
 }
+
+// TestDecideDoneBlockedByConcurrentAdd: a dependency added by a
+// transaction that holds the item's row while a person's done decision
+// reaches it is seen once that transaction commits: the decision is
+// refused as blocked and the request stays open. A database of its own:
+// two transactions at once.
+func TestDecideDoneBlockedByConcurrentAdd(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	u := mustUncertain(t, f, graph.OnExpiryReconcile, "raced")
+	open := f.item(t, graph.NewItem{Title: "prerequisite", Labels: []string{"later"}})
+	tx, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(f.ctx)
+	if err := graph.NewService(tx, f.clock).AddDependency(f.ctx, f.project, u.item.ID, open.ID, "person"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionDone, nil, "", "alice")
+		done <- err
+	}()
+	// The decision waits for the item's row, which the uncommitted
+	// dependency holds; then that commits.
+	for waiting := false; !waiting; {
+		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkBlocked(t, <-done, open)
+	if r, err := f.att.Get(f.ctx, f.project, u.req.ID); err != nil || r.State != attention.StateOpen {
+		t.Errorf("request after the refused decision: %+v, %v; want open", r, err)
+	}
+	if it := f.getItem(t, u.item.ID); it.Status != graph.StatusOpen {
+		t.Errorf("item after the refused decision: %s, want open", it.Status)
+	}
+	f.checkInvariants(t)
+}
