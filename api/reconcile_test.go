@@ -99,6 +99,33 @@ func TestOnExpiryReconcile(t *testing.T) {
 		f.do("POST", path, f.human.Token, map[string]any{"decision": "retry"}).problem(t, 409, "conflict")
 	})
 
+	// A done decision on an item that gained a dependency on an open item
+	// while it waited is 409 blocked naming it; nothing changes (the
+	// request stays open); once the dependency is done it goes through.
+	t.Run("DoneBlocked", func(t *testing.T) {
+		f.mustItem(f.agent.Token, map[string]any{"title": "release"})
+		c, r := expire(t)
+		pre := f.mustItem(f.human.Token, map[string]any{"title": "prerequisite", "labels": []string{"later"}})
+		f.do("POST", "/v1/projects/alpha/items/"+c.Item.ID+"/dependencies", f.human.Token, map[string]any{"depends_on": pre.ID}).ok(t, 201, nil)
+		path := "/v1/attention/" + r.ID + "/resolve"
+		p := f.do("POST", path, f.human.Token, map[string]any{"decision": "done"}).problem(t, 409, "blocked")
+		if deps, _ := p["dependencies"].([]any); len(deps) != 1 || deps[0] != pre.ID || p["item_id"] != c.Item.ID {
+			t.Errorf("blocked problem %v: want dependencies [%s], item_id %s", p, pre.ID, c.Item.ID)
+		}
+		var open uncertainAttn
+		f.do("GET", "/v1/attention/"+r.ID, f.human.Token, nil).ok(t, 200, &open)
+		if open.Decision != nil || open.ResolvedBy != nil {
+			t.Fatalf("the refused decision resolved the request: %+v", open)
+		}
+		var got item
+		f.do("GET", "/v1/projects/alpha/items/"+c.Item.ID, f.agent.Token, nil).ok(t, 200, &got)
+		if got.State != "attention" {
+			t.Fatalf("item state %s, want attention", got.State)
+		}
+		f.do("POST", path, f.human.Token, map[string]any{"decision": "cancel"}).ok(t, 200, nil)
+		f.do("POST", "/v1/projects/alpha/items/"+pre.ID+"/cancel", f.human.Token, map[string]any{}).ok(t, 200, nil)
+	})
+
 	t.Run("RetryItemSetting", func(t *testing.T) {
 		f.mustItem(f.agent.Token, map[string]any{"title": "migrate", "on_expiry": "reconcile"})
 		c, r := expire(t)

@@ -49,7 +49,9 @@ func (c *Client) Resolve(ctx context.Context, requestID, answer string) (*Attent
 
 // Decide resolves an uncertain_outcome request with a decision
 // (DecisionRetry, DecisionDone with result, DecisionCancel) and an
-// optional note (people only; a closed request is ErrConflict).
+// optional note (people only; a closed request is ErrConflict; DecisionDone
+// on an item that waits for an unfinished dependency or an open child is
+// ErrBlocked, and the request stays open).
 func (c *Client) Decide(ctx context.Context, requestID, decision string, result json.RawMessage, note string) (*AttentionRequest, error) {
 	var out AttentionRequest
 	if _, err := c.do(ctx, http.MethodPost, "/v1/attention/"+esc(requestID)+"/resolve", nil,

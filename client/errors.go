@@ -25,7 +25,8 @@ const (
 	// unfinished item, or an open child, while it was leased; nothing
 	// changed and the lease is still held (the problem's "dependencies"
 	// and "children" list the unfinished items). Heartbeat, complete once
-	// that work is done, or release the lease.
+	// that work is done, or release the lease. Also a DecisionDone on such
+	// an item (Decide): nothing changed and the request is still open.
 	CodeBlocked = "blocked"
 	// CodeDepthLimit: a decomposition would pass the depth limit of a
 	// budget over the item.

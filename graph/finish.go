@@ -47,7 +47,14 @@ func finishItems(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UU
 // a lease: a person's decision on an uncertain outcome), and releases its
 // dependents and parent, in one transaction (s On a caller's transaction to
 // compose with it). The item must hold no lease.
-// Errors: conflict when the item is no longer open.
+//
+// An item that waits for a dependency or an open child (added while it
+// waited for the decision) cannot be done, as a worker cannot complete it:
+// the refusal is blocked, names that work and changes nothing. The check
+// is the marking statement's own (FinishItems), on the item's newest row
+// version.
+//
+// Errors: conflict when the item is no longer open; blocked.
 func (s *Service) Finish(ctx context.Context, project, id uuid.UUID, result json.RawMessage) (Item, error) {
 	var out Item
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
@@ -62,6 +69,16 @@ func (s *Service) Finish(ctx context.Context, project, id uuid.UUID, result json
 		out, err = getItem(ctx, tx, now, project, id)
 		return err
 	})
+	if db.ItemBlocked(err) {
+		// The statement raised and was rolled back (on a caller's
+		// transaction, its savepoint), so the item can be read to name
+		// the work it waits for.
+		it, gerr := s.Item(ctx, project, id)
+		if gerr != nil {
+			return Item{}, gerr
+		}
+		return Item{}, blockedFinish(it)
+	}
 	return out, err
 }
 

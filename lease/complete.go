@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -157,7 +154,7 @@ func (s *Service) repeatedCompletion(ctx context.Context, project uuid.UUID, f F
 			if err != nil {
 				return err
 			}
-			if it.ActiveLeaseID != nil && *it.ActiveLeaseID == l.ID && waitsForWork(it) {
+			if it.ActiveLeaseID != nil && *it.ActiveLeaseID == l.ID && graph.WaitsForWork(it) {
 				answer = blocked(l, it)
 				return nil
 			}
@@ -213,29 +210,11 @@ func (s *Service) blockedError(ctx context.Context, project uuid.UUID, f Fence) 
 	return answer
 }
 
-// waitsForWork reports whether the open item waits for a dependency or a
-// child.
-func waitsForWork(it graph.Item) bool {
-	return it.Status == graph.StatusOpen && (len(it.BlockedBy.Dependencies) > 0 || len(it.BlockedBy.Children) > 0)
-}
-
-// blockedNamed is how many unfinished items a blocked refusal's message
-// names (its details list them all).
-const blockedNamed = 3
-
 // blocked is the blocked refusal of a completion of l's item it: its
 // message names the unfinished dependencies and children, its details
 // list their ids ("dependencies", "children"), the item and the lease.
 func blocked(l Lease, it graph.Item) *wgerr.Error {
-	deps, kids := refIDs(it.BlockedBy.Dependencies), refIDs(it.BlockedBy.Children)
-	var parts []string
-	if n := len(deps); n > 0 {
-		parts = append(parts, plural(n, "unfinished dependency", "unfinished dependencies")+" ("+refNames(it.BlockedBy.Dependencies)+")")
-	}
-	if n := len(kids); n > 0 {
-		parts = append(parts, plural(n, "open child", "open children")+" ("+refNames(it.BlockedBy.Children)+")")
-	}
-	what := strings.Join(parts, " and ")
+	what, deps, kids := graph.UnfinishedWork(it)
 	if what == "" {
 		what = "work that was unfinished when the completion ran"
 	}
@@ -248,31 +227,4 @@ func blocked(l Lease, it graph.Item) *wgerr.Error {
 			"dependencies": deps, "children": kids,
 		},
 	}
-}
-
-func refIDs(refs []graph.ItemRef) []uuid.UUID {
-	out := make([]uuid.UUID, len(refs))
-	for i, r := range refs {
-		out[i] = r.ID
-	}
-	return out
-}
-
-// refNames names the first blockedNamed items of refs by title and id.
-func refNames(refs []graph.ItemRef) string {
-	var names []string
-	for _, r := range refs[:min(len(refs), blockedNamed)] {
-		names = append(names, strconv.Quote(r.Title)+" "+r.ID.String())
-	}
-	if len(refs) > blockedNamed {
-		names = append(names, fmt.Sprintf("%d more", len(refs)-blockedNamed))
-	}
-	return strings.Join(names, ", ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }

@@ -173,6 +173,9 @@ func (s *Service) history(ctx context.Context, ex dbq.DBTX, order HistoryOrder, 
 	if (p.Since != nil || p.Until != nil) && (order == "" || order == OrderAcquired || order == OrderNewest) {
 		return s.historyWindow(ctx, ex, order, list, cursor, p)
 	}
+	if p.ItemID != nil {
+		return s.itemHistory(ctx, ex, order, list, cursor, p)
+	}
 	switch order {
 	case "", OrderAcquired:
 		after, err := page.Decode(list, cursor)
@@ -233,6 +236,77 @@ func (s *Service) history(ctx context.Context, ex dbq.DBTX, order HistoryOrder, 
 	return out, nil
 }
 
+// itemHistory is history for the leases of one item (p.ItemID), with the
+// same orders and cursors, through the item's own queries: they read the
+// item's leases from its index (project_id, item_id, epoch), where the
+// project's queries, given the item as a parameter that may be NULL, were
+// planned (generically) as a walk of the project's history.
+func (s *Service) itemHistory(ctx context.Context, ex dbq.DBTX, order HistoryOrder, list, cursor string, p dbq.LeaseHistoryParams) ([]historyRow, error) {
+	q := dbq.New()
+	var out []historyRow
+	add := func(l dbq.Lease, refusals int32) {
+		out = append(out, historyRow{l, refusals, page.Encode(list, l.Seq)})
+	}
+	switch order {
+	case "", OrderAcquired:
+		after, err := page.Decode(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := q.ItemLeaseHistory(ctx, ex, dbq.ItemLeaseHistoryParams{
+			ProjectID: p.ProjectID, ItemID: *p.ItemID, AfterSeq: after, Worker: p.Worker, Outcome: p.Outcome, MaxRows: p.MaxRows,
+		})
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			add(r.Lease, r.Refusals)
+		}
+	case OrderNewest:
+		before, err := page.Decode(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		rows, err := q.ItemLeaseHistoryNewest(ctx, ex, dbq.ItemLeaseHistoryNewestParams{
+			ProjectID: p.ProjectID, ItemID: *p.ItemID, BeforeSeq: before, Worker: p.Worker, Outcome: p.Outcome, MaxRows: p.MaxRows,
+		})
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			add(r.Lease, r.Refusals)
+		}
+	case OrderShortest, OrderLongest:
+		key, seq, ok, err := page.DecodeKey(list, cursor)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			key, seq = math.MinInt64, math.MinInt64
+		}
+		dir := int64(1)
+		if order == OrderLongest {
+			dir = -1
+		}
+		rows, err := q.ItemLeaseHistoryByDuration(ctx, ex, dbq.ItemLeaseHistoryByDurationParams{
+			Now: s.clock.Now(), Dir: dir, ProjectID: p.ProjectID, ItemID: *p.ItemID, AfterValue: key, AfterSeq: seq,
+			Worker: p.Worker, Outcome: p.Outcome, Since: p.Since, Until: p.Until, MaxRows: p.MaxRows,
+		})
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			out = append(out, historyRow{r.Lease, r.Refusals, page.EncodeKey(list, r.SortValue, r.Lease.Seq*dir)})
+		}
+	default:
+		return nil, wgerr.InvalidField("sort", "unknown order %q (acquired or ran; a leading - for descending)", order)
+	}
+	return out, nil
+}
+
 // The first page's cursor bounds of historyWindow, before and after every
 // acquisition time PostgreSQL and Go both hold.
 var (
@@ -264,6 +338,20 @@ func (s *Service) historyWindow(ctx context.Context, ex dbq.DBTX, order HistoryO
 		if ok {
 			before, beforeSeq = time.UnixMicro(key).UTC(), seq
 		}
+		if p.ItemID != nil {
+			// The item's leases from its own index (itemHistory).
+			rows, err := q.ItemLeaseHistoryAcquiredNewest(ctx, ex, dbq.ItemLeaseHistoryAcquiredNewestParams{
+				ProjectID: p.ProjectID, ItemID: *p.ItemID, Since: p.Since, BeforeAt: before, Until: p.Until, BeforeSeq: beforeSeq,
+				Worker: p.Worker, Outcome: p.Outcome, MaxRows: p.MaxRows,
+			})
+			if err != nil {
+				return nil, db.Translate(err)
+			}
+			for _, r := range rows {
+				add(r.Lease, r.Refusals)
+			}
+			return out, nil
+		}
 		rows, err := q.LeaseHistoryAcquiredNewest(ctx, ex, dbq.LeaseHistoryAcquiredNewestParams{
 			ProjectID: p.ProjectID, Since: p.Since, BeforeAt: before, Until: p.Until, BeforeSeq: beforeSeq,
 			ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome, MaxRows: p.MaxRows,
@@ -279,6 +367,19 @@ func (s *Service) historyWindow(ctx context.Context, ex dbq.DBTX, order HistoryO
 	after, afterSeq := windowStart, int64(0)
 	if ok {
 		after, afterSeq = time.UnixMicro(key).UTC(), seq
+	}
+	if p.ItemID != nil {
+		rows, err := q.ItemLeaseHistoryAcquired(ctx, ex, dbq.ItemLeaseHistoryAcquiredParams{
+			ProjectID: p.ProjectID, ItemID: *p.ItemID, AfterAt: after, Since: p.Since, Until: p.Until, AfterSeq: afterSeq,
+			Worker: p.Worker, Outcome: p.Outcome, MaxRows: p.MaxRows,
+		})
+		if err != nil {
+			return nil, db.Translate(err)
+		}
+		for _, r := range rows {
+			add(r.Lease, r.Refusals)
+		}
+		return out, nil
 	}
 	rows, err := q.LeaseHistoryAcquired(ctx, ex, dbq.LeaseHistoryAcquiredParams{
 		ProjectID: p.ProjectID, AfterAt: after, Since: p.Since, Until: p.Until, AfterSeq: afterSeq,

@@ -33,7 +33,15 @@ type uncertain struct {
 // not applied.
 func mustUncertain(t *testing.T, f fixture, onExpiry, label string) uncertain {
 	t.Helper()
-	it := f.item(t, graph.NewItem{Labels: []string{label}, OnExpiry: onExpiry})
+	return mustUncertainItem(t, f, graph.NewItem{Labels: []string{label}, OnExpiry: onExpiry})
+}
+
+// mustUncertainItem is mustUncertain for the item n (labelled with one
+// label, which the claim asks for).
+func mustUncertainItem(t *testing.T, f fixture, n graph.NewItem) uncertain {
+	t.Helper()
+	label := n.Labels[0]
+	it := f.item(t, n)
 	c := f.claimLabels(t, "old", []string{label})
 	hb, err := f.leases.Heartbeat(f.ctx, f.project, fence(c.Lease), lease.Heartbeat{Progress: json.RawMessage(`{"step":"pushed"}`)})
 	if err != nil {
@@ -130,6 +138,56 @@ func TestOnExpiryReconcile(t *testing.T) {
 		}
 		f.checkInvariants(t)
 	})
+
+	// A person who decides "done" on an item that gained unfinished work
+	// while it waited (a dependency on an open item, an open child) is
+	// refused as blocked, naming that work, as a worker's completion is:
+	// nothing changes (the request stays open, the item open, its
+	// dependent and parent blocked). Once the work is finished the same
+	// decision goes through.
+	for _, how := range []string{"dependency", "child"} {
+		t.Run("ErrDoneBlocked/"+how, func(t *testing.T) {
+			parent := f.item(t, graph.NewItem{Title: "parent", Labels: []string{"parent-" + how}})
+			u := mustUncertainItem(t, f, graph.NewItem{Labels: []string{"blocked-" + how}, OnExpiry: graph.OnExpiryReconcile, ParentID: &parent.ID})
+			dependent := f.item(t, graph.NewItem{Title: "dependent", Labels: []string{"dependent-" + how}, DependsOn: []uuid.UUID{u.item.ID}})
+			var open graph.Item
+			switch how {
+			case "dependency":
+				open = f.item(t, graph.NewItem{Title: "prerequisite", Labels: []string{"later"}})
+				if err := f.graph.AddDependency(f.ctx, f.project, u.item.ID, open.ID, "person"); err != nil {
+					t.Fatal(err)
+				}
+			case "child":
+				open = f.item(t, graph.NewItem{Title: "child", ParentID: &u.item.ID, Labels: []string{"later"}})
+			}
+			before := f.snapshot(t, u.item.ID)
+			_, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionDone, json.RawMessage(`{"checked":"by hand"}`), "", "alice")
+			checkBlocked(t, err, open)
+			if got := f.snapshot(t, u.item.ID); got != before {
+				t.Errorf("a refused decision changed the item or its request:\nbefore %s\nafter  %s", before, got)
+			}
+			if st := f.getItem(t, dependent.ID).State; st != graph.StateBlocked {
+				t.Errorf("the dependent of the refused item is %s, want blocked", st)
+			}
+			if p := f.getItem(t, parent.ID); p.State != graph.StateBlocked || len(p.BlockedBy.Children) != 1 {
+				t.Errorf("the parent of the refused item is %s %+v, want blocked by it", p.State, p.BlockedBy)
+			}
+			if _, err := f.graph.Finish(f.ctx, f.project, open.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+			r, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionDone, json.RawMessage(`{"checked":"by hand"}`), "", "alice")
+			if err != nil || r.Decision == nil || *r.Decision != attention.DecisionDone {
+				t.Fatalf("Decide once unblocked = %+v, %v", r, err)
+			}
+			if st := f.getItem(t, u.item.ID).State; st != graph.StateDone {
+				t.Errorf("item = %s, want done", st)
+			}
+			if st := f.getItem(t, dependent.ID).State; st != graph.StateReady {
+				t.Errorf("the dependent = %s, want ready", st)
+			}
+			f.checkInvariants(t)
+		})
+	}
 
 	t.Run("Cancel", func(t *testing.T) {
 		u := mustUncertain(t, f, graph.OnExpiryReconcile, "cancel")
@@ -238,4 +296,48 @@ func TestOnExpiryProjectDefault(t *testing.T) {
 			t.Fatalf("UpdateItem(clear) = %+v, %v", got.OnExpiry, err)
 		}
 	})
+}
+
+// TestDecideDoneBlockedByConcurrentAdd: a dependency added by a
+// transaction that holds the item's row while a person's done decision
+// reaches it is seen once that transaction commits: the decision is
+// refused as blocked and the request stays open. A database of its own:
+// two transactions at once.
+func TestDecideDoneBlockedByConcurrentAdd(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	u := mustUncertain(t, f, graph.OnExpiryReconcile, "raced")
+	open := f.item(t, graph.NewItem{Title: "prerequisite", Labels: []string{"later"}})
+	tx, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(f.ctx)
+	if err := graph.NewService(tx, f.clock).AddDependency(f.ctx, f.project, u.item.ID, open.ID, "person"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.att.Decide(f.ctx, f.project, u.req.ID, attention.DecisionDone, nil, "", "alice")
+		done <- err
+	}()
+	// The decision waits for the item's row, which the uncommitted
+	// dependency holds; then that commits.
+	for waiting := false; !waiting; {
+		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkBlocked(t, <-done, open)
+	if r, err := f.att.Get(f.ctx, f.project, u.req.ID); err != nil || r.State != attention.StateOpen {
+		t.Errorf("request after the refused decision: %+v, %v; want open", r, err)
+	}
+	if it := f.getItem(t, u.item.ID); it.Status != graph.StatusOpen {
+		t.Errorf("item after the refused decision: %s, want open", it.Status)
+	}
+	f.checkInvariants(t)
 }

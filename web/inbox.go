@@ -2,11 +2,13 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -224,6 +226,14 @@ func (u *ui) resolve(r *req) error {
 			result = json.RawMessage(s)
 		}
 		if _, err := u.Attention.Decide(r.ctx(), r.project.ID, id, attention.Decision(d), result, r.FormValue("note"), r.by()); err != nil {
+			if msg, ok := blockedDecision(err); ok {
+				// Nothing changed and the request is still open: back to
+				// the page the form came from, saying what the item waits
+				// for (the typed note and result stay in the browser's
+				// drafts, which only a confirmed answer forgets).
+				r.setFlash(msg, true)
+				return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
+			}
 			if !r.closedAlready(err, id, func(c attention.Request) bool {
 				return c.Decision != nil && *c.Decision == attention.Decision(d)
 			}) {
@@ -282,6 +292,29 @@ func (r *req) closedAlready(err error, id uuid.UUID, same func(attention.Request
 		return false
 	}
 	return same(c)
+}
+
+// flashMax bounds a one-time message made from a refusal's text (its
+// cookie must stay well under a browser's 4 KB).
+const flashMax = 1500
+
+// blockedDecision is the message for a decision refused as blocked (the
+// item waits for unfinished work), at most flashMax bytes, and whether err
+// is one.
+func blockedDecision(err error) (string, bool) {
+	var we *wgerr.Error
+	if wgerr.CodeOf(err) != wgerr.CodeBlocked || !errors.As(err, &we) {
+		return "", false
+	}
+	msg := we.Message
+	if len(msg) > flashMax {
+		cut := flashMax
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg, true
 }
 
 // textOf is *s, or "" for nil.

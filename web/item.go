@@ -53,24 +53,22 @@ type ItemPage struct {
 	// having offered them last.
 	Unoffered   []string
 	OfferWindow time.Duration
+	// askers are the workers of the leases that asked the item's
+	// requests, by lease id (askersOf).
+	askers map[uuid.UUID]string
 }
 
 // Render writes the page.
 func (p *ItemPage) Render(w http.ResponseWriter) error { return render(w, "item", p) }
 
-// Asker is the worker whose lease asked r (from the item's leases), or ""
-// for a request no lease of the item opened (a person's hold, the
-// system).
+// Asker is the worker whose lease asked r (the request's own lease, shown
+// on the page or not), or "" for a request no lease of the item opened (a
+// person's hold, the system).
 func (p *ItemPage) Asker(r attention.Request) string {
 	if r.LeaseID == nil {
 		return ""
 	}
-	for _, l := range p.Leases {
-		if l.ID == *r.LeaseID {
-			return l.Worker
-		}
-	}
-	return ""
+	return p.askers[*r.LeaseID]
 }
 
 // AskerVia is the principal that asked r, where it says more than Asker.
@@ -133,6 +131,9 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 	if cursor != "" {
 		page.NewestLeases = itemURL + "#leases"
 	}
+	if page.askers, err = r.askersOf(page.Attention, page.Leases); err != nil {
+		return nil, err
+	}
 	obs, err := r.observations(page.Leases)
 	if err != nil {
 		return nil, err
@@ -181,6 +182,36 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 // newest n of those before the page cursor names ("": the newest).
 func (r *req) itemLeases(id uuid.UUID, cursor string, n int) (lease.ItemLeasePage, error) {
 	return r.ui.Leases.ItemLeases(r.ctx(), r.project.ID, id, cursor, n)
+}
+
+// askersOf maps the lease of each request that a lease asked to that
+// lease's worker: from the leases shown when it is among them, else read
+// by its id (one lookup of a lease per such request, however long the
+// item's history: a question asked under a lease older than the page
+// shows still names its worker).
+func (r *req) askersOf(reqs []attention.Request, shown []lease.Lease) (map[uuid.UUID]string, error) {
+	out := map[uuid.UUID]string{}
+	for _, l := range shown {
+		out[l.ID] = l.Worker
+	}
+	for _, q := range reqs {
+		if q.LeaseID == nil {
+			continue
+		}
+		if _, ok := out[*q.LeaseID]; ok {
+			continue
+		}
+		l, err := r.ui.Leases.Get(r.ctx(), r.project.ID, *q.LeaseID)
+		switch {
+		case err == nil:
+			out[l.ID] = l.Worker
+		case wgerr.CodeOf(err) == wgerr.CodeNotFound:
+			out[*q.LeaseID] = ""
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // lastLease is the item's most recent lease, or nil (one row read).

@@ -69,3 +69,40 @@ func TestItemPageLeasesPaged(t *testing.T) {
 	r := b.get("/p/acme/items/" + it.ID.String() + "?leases=bogus")
 	wantStatus(t, r, http.StatusBadRequest)
 }
+
+// TestItemPageNamesAnOldQuestionsWorker: a question asked under a lease
+// older than the newest page of the item's leases is shown as asked by
+// that lease's worker (beside the principal that asked), read from the
+// request's own lease, not looked for among the leases the page shows.
+func TestItemPageNamesAnOldQuestionsWorker(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.mustItem("retried after a question")
+	const n = 150
+	ctx := context.Background()
+	if _, err := e.pool.Exec(ctx, `
+		INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at, ended_at, outcome)
+		SELECT $1, $2, g, CASE WHEN g = 1 THEN 'asker-old' ELSE 'w' END, 'token:agent-key',
+		       now() - interval '1 day' + g * interval '1 s',
+		       now() - interval '1 day' + g * interval '1 s' + interval '1 minute',
+		       now() - interval '1 day' + g * interval '1 s' + interval '500 ms',
+		       CASE WHEN g = 1 THEN 'attention_requested' ELSE 'failed' END
+		FROM generate_series(1, $3::int) AS g ORDER BY g`, e.project.ID, it.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE items SET epoch = $3 WHERE project_id = $1 AND id = $2`, e.project.ID, it.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `
+		INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, requested_by, question,
+		    blocking, state, answer, resolved_by, resolved_at, created_at)
+		SELECT project_id, item_id, id, epoch, 'worker', principal, 'Which region first?',
+		       true, 'resolved', 'eu', 'token:t-human', now() - interval '20 hours', now() - interval '23 hours'
+		FROM leases WHERE project_id = $1 AND item_id = $2 AND epoch = 1`, e.project.ID, it.ID); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/items/" + it.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Which region first?", "worker <b>asker-old</b> (token:agent-key)")
+}

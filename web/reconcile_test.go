@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/graph"
@@ -66,4 +68,52 @@ func TestInboxUncertainOutcome(t *testing.T) {
 	}
 	r = b.get("/p/acme/items/" + it.ID.String())
 	wantBody(t, r, "with the decision <b>done</b>")
+}
+
+// TestInboxDoneDecisionBlocked: a decision "done" on an item that gained an
+// open child while it waited for the decision is refused: the inbox comes
+// back saying what the item waits for (naming the child), the request is
+// still open and the item still open, and its dependent stays blocked.
+func TestInboxDoneDecisionBlocked(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	it, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "Deploy v3", CreatedBy: "test", OnExpiry: graph.OnExpiryReconcile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-7"})
+	if err != nil || c.Item.ID != it.ID {
+		t.Fatalf("claim = %+v, %v", c, err)
+	}
+	later := lease.NewService(e.pool, clock.NewStub(c.Lease.ExpiresAt.Add(time.Second)), lease.Config{})
+	if n, err := later.ReapExpired(ctx, e.project.ID, 0); err != nil || n != 1 {
+		t.Fatalf("reap = %d, %v", n, err)
+	}
+	child, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "Roll back the canary", ParentID: &it.ID, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dependent := e.mustItem("Announce v3", it.ID)
+	reqs, err := e.att.ForItem(ctx, e.project.ID, it.ID)
+	if err != nil || len(reqs) != 1 {
+		t.Fatalf("requests = %+v, %v", reqs, err)
+	}
+	b := e.signIn(e.human)
+	r := b.post("/p/acme/attention/"+reqs[0].ID.String()+"/resolve", url.Values{
+		"decision": {"done"}, "result": {`{"deployed": true}`},
+	})
+	wantStatus(t, r, http.StatusSeeOther)
+	r = b.get(r.Header.Get("Location"))
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "cannot be done", "Roll back the canary", child.ID.String())
+	got, err := e.att.Get(ctx, e.project.ID, reqs[0].ID)
+	if err != nil || got.State != attention.StateOpen {
+		t.Fatalf("request = %+v, %v; want still open", got, err)
+	}
+	for id, want := range map[uuid.UUID]graph.State{it.ID: graph.StateAttention, dependent.ID: graph.StateBlocked} {
+		if item, err := e.graph.Item(ctx, e.project.ID, id); err != nil || item.State != want {
+			t.Errorf("item %s = %s (%v), want %s", id, item.State, err, want)
+		}
+	}
 }

@@ -435,7 +435,8 @@ func (q *Queries) EndLeasesCancelled(ctx context.Context, db DBTX, arg EndLeases
 
 const finishItems = `-- name: FinishItems :many
 UPDATE items
-SET status = $1::text,
+SET status = CASE WHEN $1::text <> 'done' THEN $1::text
+                  WHEN item_finishable(unmet_dependencies, open_children) THEN 'done' END,
     result = $2::jsonb,
     finished_at = coalesce($3::timestamptz, now()),
     updated_at = coalesce($3::timestamptz, now()),
@@ -458,7 +459,12 @@ type FinishItemsRow struct {
 }
 
 // Marks open items terminal. Items that are no longer open are left alone
-// and not returned.
+// and not returned. Marking an item done that waits for a dependency or
+// an open child raises WG007 (item_finishable, migration 00064), computed
+// in the SET from the row version this statement writes (the newest under
+// READ COMMITTED, so a dependency or child committed while it waited for
+// the row is seen): nothing changes. A cancellation is not checked (it
+// cancels the open descendants itself; graph.Cancel).
 func (q *Queries) FinishItems(ctx context.Context, db DBTX, arg FinishItemsParams) ([]FinishItemsRow, error) {
 	rows, err := db.Query(ctx, finishItems,
 		arg.Status,

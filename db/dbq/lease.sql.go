@@ -1223,6 +1223,511 @@ func (q *Queries) InsertObservation(ctx context.Context, db DBTX, arg InsertObse
 	return err
 }
 
+const itemLeaseHistory = `-- name: ItemLeaseHistory :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = $1 AND l.item_id = $2
+  AND l.epoch > coalesce((SELECT c.epoch FROM leases c
+                          WHERE c.project_id = $1 AND c.seq = $3 AND c.item_id = $2), 0)
+  AND l.seq > $3
+  AND ($4::text IS NULL OR l.worker = $4::text)
+  AND ($5::text IS NULL OR l.outcome = $5::text)
+ORDER BY l.epoch
+LIMIT $6
+`
+
+type ItemLeaseHistoryParams struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+	AfterSeq  int64
+	Worker    *string
+	Outcome   *string
+	MaxRows   int32
+}
+
+type ItemLeaseHistoryRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// LeaseHistory of one item (History with an item: GET .../items/{id}/leases):
+// its leases in grant order, which is its epoch order, read from the
+// unique index (project_id, item_id, epoch) from the cursor's lease on
+// (@after_seq, the last row's seq; its epoch found by leases_history), so
+// a page reads its own rows however long the project's history. With the
+// item a parameter of LeaseHistory ("item_id IS NULL OR item_id = ..."),
+// a generic plan walked the project's history in grant order.
+func (q *Queries) ItemLeaseHistory(ctx context.Context, db DBTX, arg ItemLeaseHistoryParams) ([]ItemLeaseHistoryRow, error) {
+	rows, err := db.Query(ctx, itemLeaseHistory,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.AfterSeq,
+		arg.Worker,
+		arg.Outcome,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemLeaseHistoryRow{}
+	for rows.Next() {
+		var i ItemLeaseHistoryRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const itemLeaseHistoryAcquired = `-- name: ItemLeaseHistoryAcquired :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM unnest(ARRAY(SELECT generate_series(1::bigint,
+         (SELECT max(m.epoch) FROM leases m WHERE m.project_id = $1 AND m.item_id = $2)))) AS e(epoch)
+CROSS JOIN LATERAL (
+    SELECT x.id FROM leases x
+    WHERE x.project_id = $1 AND x.item_id = $2 AND x.epoch = e.epoch
+    OFFSET 0
+) AS k
+JOIN leases l ON l.id = k.id AND l.project_id IS NOT DISTINCT FROM $1::uuid
+WHERE l.acquired_at >= greatest($3::timestamptz, coalesce($4::timestamptz, '-infinity'))
+  AND l.acquired_at < coalesce($5::timestamptz, 'infinity')
+  AND (l.acquired_at > $3::timestamptz OR l.seq > $6::bigint)
+  AND ($7::text IS NULL OR l.worker = $7::text)
+  AND ($8::text IS NULL OR l.outcome = $8::text)
+ORDER BY l.acquired_at, l.seq
+LIMIT $9
+`
+
+type ItemLeaseHistoryAcquiredParams struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+	AfterAt   time.Time
+	Since     *time.Time
+	Until     *time.Time
+	AfterSeq  int64
+	Worker    *string
+	Outcome   *string
+	MaxRows   int32
+}
+
+type ItemLeaseHistoryAcquiredRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// LeaseHistoryAcquired of one item (same window, cursor and order): the
+// item's leases are its epochs 1..the last one's (max by the unique index
+// (project_id, item_id, epoch)), each looked up by that index (OFFSET 0
+// keeps the lookup per epoch, not flattened into a join), its row then by
+// leases_by_id (the project checked on the row found, IS NOT DISTINCT
+// FROM: not an index condition), then sorted, so a page costs the item's
+// leases, never the project's. Written as one scan of the item's leases
+// ordered as the page asks, a generic plan walked the project's window in
+// leases_by_acquired (which holds that order) and tested each lease's
+// item: statistics taken before a project grew say nothing of how few
+// leases one of its items has (TestItemHistoryPageReadsTheItemsLeases).
+func (q *Queries) ItemLeaseHistoryAcquired(ctx context.Context, db DBTX, arg ItemLeaseHistoryAcquiredParams) ([]ItemLeaseHistoryAcquiredRow, error) {
+	rows, err := db.Query(ctx, itemLeaseHistoryAcquired,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.AfterAt,
+		arg.Since,
+		arg.Until,
+		arg.AfterSeq,
+		arg.Worker,
+		arg.Outcome,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemLeaseHistoryAcquiredRow{}
+	for rows.Next() {
+		var i ItemLeaseHistoryAcquiredRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const itemLeaseHistoryAcquiredNewest = `-- name: ItemLeaseHistoryAcquiredNewest :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM unnest(ARRAY(SELECT generate_series(1::bigint,
+         (SELECT max(m.epoch) FROM leases m WHERE m.project_id = $1 AND m.item_id = $2)))) AS e(epoch)
+CROSS JOIN LATERAL (
+    SELECT x.id FROM leases x
+    WHERE x.project_id = $1 AND x.item_id = $2 AND x.epoch = e.epoch
+    OFFSET 0
+) AS k
+JOIN leases l ON l.id = k.id AND l.project_id IS NOT DISTINCT FROM $1::uuid
+WHERE l.acquired_at >= coalesce($3::timestamptz, '-infinity')
+  AND l.acquired_at <= least($4::timestamptz, coalesce($5::timestamptz, 'infinity'))
+  AND l.acquired_at < coalesce($5::timestamptz, 'infinity')
+  AND (l.acquired_at < $4::timestamptz OR l.seq < $6::bigint)
+  AND ($7::text IS NULL OR l.worker = $7::text)
+  AND ($8::text IS NULL OR l.outcome = $8::text)
+ORDER BY l.acquired_at DESC, l.seq DESC
+LIMIT $9
+`
+
+type ItemLeaseHistoryAcquiredNewestParams struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+	Since     *time.Time
+	BeforeAt  time.Time
+	Until     *time.Time
+	BeforeSeq int64
+	Worker    *string
+	Outcome   *string
+	MaxRows   int32
+}
+
+type ItemLeaseHistoryAcquiredNewestRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// ItemLeaseHistoryAcquired newest acquisition first
+// (LeaseHistoryAcquiredNewest of one item).
+func (q *Queries) ItemLeaseHistoryAcquiredNewest(ctx context.Context, db DBTX, arg ItemLeaseHistoryAcquiredNewestParams) ([]ItemLeaseHistoryAcquiredNewestRow, error) {
+	rows, err := db.Query(ctx, itemLeaseHistoryAcquiredNewest,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.Since,
+		arg.BeforeAt,
+		arg.Until,
+		arg.BeforeSeq,
+		arg.Worker,
+		arg.Outcome,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemLeaseHistoryAcquiredNewestRow{}
+	for rows.Next() {
+		var i ItemLeaseHistoryAcquiredNewestRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const itemLeaseHistoryByDuration = `-- name: ItemLeaseHistoryByDuration :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
+       ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * $2::bigint)::bigint AS sort_value
+FROM leases l
+WHERE l.project_id = $3 AND l.item_id = $4
+  AND ((extract(epoch FROM coalesce(l.ended_at, coalesce($1::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * $2::bigint, l.seq * $2::bigint) > ($5::bigint, $6::bigint)
+  AND ($7::text IS NULL OR l.worker = $7::text)
+  AND ($8::text IS NULL OR l.outcome = $8::text)
+  AND ($9::timestamptz IS NULL OR l.acquired_at >= $9::timestamptz)
+  AND ($10::timestamptz IS NULL OR l.acquired_at < $10::timestamptz)
+ORDER BY sort_value, l.seq * $2::bigint
+LIMIT $11
+`
+
+type ItemLeaseHistoryByDurationParams struct {
+	Now        *time.Time
+	Dir        int64
+	ProjectID  uuid.UUID
+	ItemID     uuid.UUID
+	AfterValue int64
+	AfterSeq   int64
+	Worker     *string
+	Outcome    *string
+	Since      *time.Time
+	Until      *time.Time
+	MaxRows    int32
+}
+
+type ItemLeaseHistoryByDurationRow struct {
+	Lease     Lease
+	Refusals  int32
+	SortValue int64
+}
+
+// LeaseHistoryByDuration of one item: its leases read from (project_id,
+// item_id, epoch) and sorted, so a page costs the item's leases.
+func (q *Queries) ItemLeaseHistoryByDuration(ctx context.Context, db DBTX, arg ItemLeaseHistoryByDurationParams) ([]ItemLeaseHistoryByDurationRow, error) {
+	rows, err := db.Query(ctx, itemLeaseHistoryByDuration,
+		arg.Now,
+		arg.Dir,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.AfterValue,
+		arg.AfterSeq,
+		arg.Worker,
+		arg.Outcome,
+		arg.Since,
+		arg.Until,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemLeaseHistoryByDurationRow{}
+	for rows.Next() {
+		var i ItemLeaseHistoryByDurationRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.Refusals,
+			&i.SortValue,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const itemLeaseHistoryNewest = `-- name: ItemLeaseHistoryNewest :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = $1 AND l.item_id = $2
+  AND l.epoch < coalesce((SELECT c.epoch FROM leases c
+                          WHERE c.project_id = $1 AND c.seq = $3 AND c.item_id = $2),
+                         9223372036854775807)
+  AND l.seq < $3
+  AND ($4::text IS NULL OR l.worker = $4::text)
+  AND ($5::text IS NULL OR l.outcome = $5::text)
+ORDER BY l.epoch DESC
+LIMIT $6
+`
+
+type ItemLeaseHistoryNewestParams struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+	BeforeSeq int64
+	Worker    *string
+	Outcome   *string
+	MaxRows   int32
+}
+
+type ItemLeaseHistoryNewestRow struct {
+	Lease    Lease
+	Refusals int32
+}
+
+// ItemLeaseHistory newest first; @before_seq is the cursor (the start: the
+// largest bigint).
+func (q *Queries) ItemLeaseHistoryNewest(ctx context.Context, db DBTX, arg ItemLeaseHistoryNewestParams) ([]ItemLeaseHistoryNewestRow, error) {
+	rows, err := db.Query(ctx, itemLeaseHistoryNewest,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.BeforeSeq,
+		arg.Worker,
+		arg.Outcome,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemLeaseHistoryNewestRow{}
+	for rows.Next() {
+		var i ItemLeaseHistoryNewestRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const itemLeasesBefore = `-- name: ItemLeasesBefore :many
 SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r

@@ -316,9 +316,15 @@ WHERE project_id = @project_id AND id = @id;
 
 -- name: FinishItems :many
 -- Marks open items terminal. Items that are no longer open are left alone
--- and not returned.
+-- and not returned. Marking an item done that waits for a dependency or
+-- an open child raises WG007 (item_finishable, migration 00064), computed
+-- in the SET from the row version this statement writes (the newest under
+-- READ COMMITTED, so a dependency or child committed while it waited for
+-- the row is seen): nothing changes. A cancellation is not checked (it
+-- cancels the open descendants itself; graph.Cancel).
 UPDATE items
-SET status = @status::text,
+SET status = CASE WHEN @status::text <> 'done' THEN @status::text
+                  WHEN item_finishable(unmet_dependencies, open_children) THEN 'done' END,
     result = sqlc.narg('result')::jsonb,
     finished_at = coalesce(sqlc.narg('now')::timestamptz, now()),
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),

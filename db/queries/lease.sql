@@ -537,6 +537,117 @@ WHERE l.project_id = @project_id
 ORDER BY l.seq DESC
 LIMIT @max_rows;
 
+-- name: ItemLeaseHistory :many
+-- LeaseHistory of one item (History with an item: GET .../items/{id}/leases):
+-- its leases in grant order, which is its epoch order, read from the
+-- unique index (project_id, item_id, epoch) from the cursor's lease on
+-- (@after_seq, the last row's seq; its epoch found by leases_history), so
+-- a page reads its own rows however long the project's history. With the
+-- item a parameter of LeaseHistory ("item_id IS NULL OR item_id = ..."),
+-- a generic plan walked the project's history in grant order.
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id AND l.item_id = @item_id
+  AND l.epoch > coalesce((SELECT c.epoch FROM leases c
+                          WHERE c.project_id = @project_id AND c.seq = @after_seq AND c.item_id = @item_id), 0)
+  AND l.seq > @after_seq
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+ORDER BY l.epoch
+LIMIT @max_rows;
+
+-- name: ItemLeaseHistoryNewest :many
+-- ItemLeaseHistory newest first; @before_seq is the cursor (the start: the
+-- largest bigint).
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+WHERE l.project_id = @project_id AND l.item_id = @item_id
+  AND l.epoch < coalesce((SELECT c.epoch FROM leases c
+                          WHERE c.project_id = @project_id AND c.seq = @before_seq AND c.item_id = @item_id),
+                         9223372036854775807)
+  AND l.seq < @before_seq
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+ORDER BY l.epoch DESC
+LIMIT @max_rows;
+
+-- name: ItemLeaseHistoryAcquired :many
+-- LeaseHistoryAcquired of one item (same window, cursor and order): the
+-- item's leases are its epochs 1..the last one's (max by the unique index
+-- (project_id, item_id, epoch)), each looked up by that index (OFFSET 0
+-- keeps the lookup per epoch, not flattened into a join), its row then by
+-- leases_by_id (the project checked on the row found, IS NOT DISTINCT
+-- FROM: not an index condition), then sorted, so a page costs the item's
+-- leases, never the project's. Written as one scan of the item's leases
+-- ordered as the page asks, a generic plan walked the project's window in
+-- leases_by_acquired (which holds that order) and tested each lease's
+-- item: statistics taken before a project grew say nothing of how few
+-- leases one of its items has (TestItemHistoryPageReadsTheItemsLeases).
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM unnest(ARRAY(SELECT generate_series(1::bigint,
+         (SELECT max(m.epoch) FROM leases m WHERE m.project_id = @project_id AND m.item_id = @item_id)))) AS e(epoch)
+CROSS JOIN LATERAL (
+    SELECT x.id FROM leases x
+    WHERE x.project_id = @project_id AND x.item_id = @item_id AND x.epoch = e.epoch
+    OFFSET 0
+) AS k
+JOIN leases l ON l.id = k.id AND l.project_id IS NOT DISTINCT FROM @project_id::uuid
+WHERE l.acquired_at >= greatest(@after_at::timestamptz, coalesce(sqlc.narg('since')::timestamptz, '-infinity'))
+  AND l.acquired_at < coalesce(sqlc.narg('until')::timestamptz, 'infinity')
+  AND (l.acquired_at > @after_at::timestamptz OR l.seq > @after_seq::bigint)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+ORDER BY l.acquired_at, l.seq
+LIMIT @max_rows;
+
+-- name: ItemLeaseHistoryAcquiredNewest :many
+-- ItemLeaseHistoryAcquired newest acquisition first
+-- (LeaseHistoryAcquiredNewest of one item).
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM unnest(ARRAY(SELECT generate_series(1::bigint,
+         (SELECT max(m.epoch) FROM leases m WHERE m.project_id = @project_id AND m.item_id = @item_id)))) AS e(epoch)
+CROSS JOIN LATERAL (
+    SELECT x.id FROM leases x
+    WHERE x.project_id = @project_id AND x.item_id = @item_id AND x.epoch = e.epoch
+    OFFSET 0
+) AS k
+JOIN leases l ON l.id = k.id AND l.project_id IS NOT DISTINCT FROM @project_id::uuid
+WHERE l.acquired_at >= coalesce(sqlc.narg('since')::timestamptz, '-infinity')
+  AND l.acquired_at <= least(@before_at::timestamptz, coalesce(sqlc.narg('until')::timestamptz, 'infinity'))
+  AND l.acquired_at < coalesce(sqlc.narg('until')::timestamptz, 'infinity')
+  AND (l.acquired_at < @before_at::timestamptz OR l.seq < @before_seq::bigint)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+ORDER BY l.acquired_at DESC, l.seq DESC
+LIMIT @max_rows;
+
+-- name: ItemLeaseHistoryByDuration :many
+-- LeaseHistoryByDuration of one item: its leases read from (project_id,
+-- item_id, epoch) and sorted, so a page costs the item's leases.
+SELECT sqlc.embed(l),
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals,
+       ((extract(epoch FROM coalesce(l.ended_at, coalesce(sqlc.narg('now')::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * @dir::bigint)::bigint AS sort_value
+FROM leases l
+WHERE l.project_id = @project_id AND l.item_id = @item_id
+  AND ((extract(epoch FROM coalesce(l.ended_at, coalesce(sqlc.narg('now')::timestamptz, now())) - l.acquired_at)
+        * 1000000)::bigint * @dir::bigint, l.seq * @dir::bigint) > (@after_value::bigint, @after_seq::bigint)
+  AND (sqlc.narg('worker')::text IS NULL OR l.worker = sqlc.narg('worker')::text)
+  AND (sqlc.narg('outcome')::text IS NULL OR l.outcome = sqlc.narg('outcome')::text)
+  AND (sqlc.narg('since')::timestamptz IS NULL OR l.acquired_at >= sqlc.narg('since')::timestamptz)
+  AND (sqlc.narg('until')::timestamptz IS NULL OR l.acquired_at < sqlc.narg('until')::timestamptz)
+ORDER BY sort_value, l.seq * @dir::bigint
+LIMIT @max_rows;
+
 -- name: ItemLeasesBefore :many
 -- An item's leases newest first, those granted before epoch @before_epoch
 -- (the start: the largest bigint), at most @max_rows: the unique index

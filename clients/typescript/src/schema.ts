@@ -605,7 +605,9 @@ export interface paths {
         put?: never;
         /**
          * Answer an attention request, or decide an uncertain outcome (once)
-         * @description Roles: human, admin.
+         * @description A decision done on an item that waits for a dependency on an unfinished item, or an open child (added while it waited for the decision), is 409 blocked (dependencies and children list what it waits for) and changes nothing: the request stays open.
+         *
+         *     Roles: human, admin.
          */
         post: operations["resolveAttention"];
         delete?: never;
