@@ -303,6 +303,10 @@ func (u *ui) answerLink(r *req) error {
 		p.Refused = "This link has expired. Open the question in workgraph to answer it."
 	case errors.Is(err, webhook.ErrLinksOff):
 		p.Refused = "Answer links are turned off in this project. Open the question in workgraph to answer it."
+	case errors.Is(err, webhook.ErrLinkWebhookDeleted):
+		p.Refused = "The webhook that sent this link was deleted, and its links no longer answer. Open the question in workgraph to answer it."
+	case errors.Is(err, webhook.ErrLinkRecipientChanged):
+		p.Refused = "The webhook that sent this link now notifies someone else, so the links it sent before no longer answer. Open the question in workgraph to answer it."
 	case err != nil:
 		return err
 	}
@@ -349,7 +353,8 @@ func (u *ui) answerLink(r *req) error {
 		return r.Redirect(http.StatusSeeOther, r.Request().URL.EscapedPath())
 	case errors.Is(err, webhook.ErrLinkOtherRequest):
 		return r.fail(http.StatusForbidden, "Not allowed", "This answer link is for another question.")
-	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired), errors.Is(err, webhook.ErrLinksOff):
+	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired), errors.Is(err, webhook.ErrLinksOff),
+		errors.Is(err, webhook.ErrLinkWebhookDeleted), errors.Is(err, webhook.ErrLinkRecipientChanged):
 		p.Refused = err.Error()
 		return r.showStatus(http.StatusConflict, p)
 	}

@@ -75,7 +75,7 @@ func TestAnswerLinkPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.answerLinksOn(t, true)
-	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, "alice", time.Hour)
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestAnswerLinkPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, _, err := e.links.Issue(ctx, e.project.ID, r.ID, "alice", time.Hour)
+		tok, _, err := e.links.Issue(ctx, e.project.ID, r.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestAnswerLinkPage(t *testing.T) {
 		}
 	})
 	t.Run("ErrCrossSite", func(t *testing.T) {
-		token2, _, err := e.links.Issue(ctx, e.project.ID, other.ID, "alice", time.Hour)
+		token2, _, err := e.links.Issue(ctx, e.project.ID, other.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,9 +163,44 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("a cross-site post answered: %+v", got)
 		}
 	})
+	t.Run("ErrLinkRevoked", func(t *testing.T) {
+		// Deleting the webhook that sent a link, or changing its
+		// recipient, revokes the link; the page says why.
+		for _, c := range []struct {
+			name, want string
+			revoke     func(hook uuid.UUID) error
+		}{
+			{"deleted", "was deleted", func(hook uuid.UUID) error { return e.hooks.Delete(ctx, e.project.ID, hook) }},
+			{"recipient changed", "now notifies someone else", func(hook uuid.UUID) error {
+				bob := "bob"
+				_, err := e.hooks.Update(ctx, e.project.ID, hook, webhook.Change{SetRecipient: true, Recipient: &bob})
+				return err
+			}},
+		} {
+			hook := e.linkHook(t, "alice")
+			tok, _, err := e.links.Issue(ctx, e.project.ID, other.ID, hook, "alice", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.revoke(hook); err != nil {
+				t.Fatal(err)
+			}
+			p := "/answer/" + e.project.ID.String() + "/" + tok
+			page := b.get(p)
+			wantStatus(t, page, http.StatusOK)
+			wantBody(t, page, `id="refused"`, c.want)
+			if strings.Contains(page.body, `name="answer"`) {
+				t.Fatalf("%s: the page offers an answer box for a revoked link", c.name)
+			}
+			wantStatus(t, b.post(p, url.Values{"attention_id": {other.ID.String()}, "answer": {"xl"}}), http.StatusConflict)
+			if got, _ := e.att.Get(ctx, e.project.ID, other.ID); got.State != attention.StateOpen {
+				t.Fatalf("%s: a revoked link answered: %+v", c.name, got)
+			}
+		}
+	})
 	t.Run("ErrLinksTurnedOff", func(t *testing.T) {
 		// Turning answer links off stops the links already sent.
-		token3, _, err := e.links.Issue(ctx, e.project.ID, other.ID, "alice", time.Hour)
+		token3, _, err := e.links.Issue(ctx, e.project.ID, other.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +217,18 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("a link answered with answer links turned off: %+v", got)
 		}
 	})
+}
+
+// linkHook makes a webhook naming recipient, the sender of the answer
+// links made out to them, and returns its id.
+func (e *env) linkHook(t *testing.T, recipient string) uuid.UUID {
+	t.Helper()
+	w, err := e.hooks.Create(context.Background(), e.project.ID,
+		webhook.New{URL: "https://hooks.example.com/" + recipient, Recipient: &recipient, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.ID
 }
 
 // answerLinksOn turns the project's answer links on or off (on: as a
@@ -208,7 +255,7 @@ func TestAnswerLinkGuessesThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.answerLinksOn(t, true)
-	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, "alice", time.Hour)
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

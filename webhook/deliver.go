@@ -675,7 +675,7 @@ func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.Clai
 	if err != nil || !settings.AnswerLinks {
 		return m, err
 	}
-	token, link, err := d.cfg.Links.Issue(ctx, project, r.ID, *row.Recipient, settings.AnswerLinkTTL)
+	token, link, err := d.cfg.Links.Issue(ctx, project, r.ID, row.WebhookID, *row.Recipient, settings.AnswerLinkTTL)
 	if err != nil {
 		return m, err
 	}

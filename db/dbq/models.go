@@ -21,6 +21,7 @@ type AnswerLink struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
 	UsedAt      *time.Time
+	WebhookID   *uuid.UUID
 }
 
 type AttentionRequest struct {
