@@ -88,6 +88,11 @@ type Event struct {
 	Payload     json.RawMessage
 }
 
+type EventsPruned struct {
+	ProjectID     uuid.UUID
+	PrunedThrough int64
+}
+
 type FenceKey struct {
 	ID        int16
 	Seed      []byte
