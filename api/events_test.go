@@ -633,3 +633,21 @@ func TestEventsPruned(t *testing.T) {
 		f.do("GET", fmt.Sprintf("/v1/projects/beta/events?after=%d", b1), f.otherHuman.Token, nil).ok(t, 200, nil)
 	})
 }
+
+// TestEventsStreamUnknownParameters: the stream takes after, types and
+// item_id (the admin stream: no item_id); anything else, limit included
+// (a read's page size, which a stream does not have), is 400
+// invalid_argument naming it, before the stream begins.
+func TestEventsStreamUnknownParameters(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t)
+	for _, c := range []struct{ path, token, param string }{
+		{"/v1/projects/alpha/events/stream?limit=5", f.human.Token, "limit"},
+		{"/v1/projects/alpha/events/stream?wait_seconds=5", f.human.Token, "wait_seconds"},
+		{"/v1/events/stream?limit=5", adminToken, "limit"},
+		{"/v1/events/stream?item_id=" + uuid.NewString(), adminToken, "item_id"},
+	} {
+		p := f.do("GET", c.path, c.token, nil).problem(t, 400, "invalid_argument")
+		field(t, p, c.param)
+	}
+}
