@@ -344,7 +344,12 @@ func (u *ui) answerLink(r *req) error {
 	if err != nil {
 		reqID = uuid.Nil
 	}
-	_, err = u.Links.Answer(r.ctx(), project, token, reqID, r.FormValue("answer"))
+	// A suggested answer's button, as in the inbox, else the typed one.
+	answer := r.FormValue("suggested")
+	if answer == "" {
+		answer = r.FormValue("answer")
+	}
+	_, err = u.Links.Answer(r.ctx(), project, token, reqID, answer)
 	switch {
 	case err == nil:
 		// Post/Redirect/Get: the link's page confirms the answer, and a

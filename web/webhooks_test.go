@@ -413,3 +413,53 @@ func secretOf(t *testing.T, e *env, id uuid.UUID) string {
 	}
 	return s
 }
+
+// TestParkedDeliveryShowsWhenEnabled: a pending delivery of a disabled
+// webhook (parked: no next attempt until it is enabled) says so in the
+// "Next attempt" column instead of leaving it blank.
+func TestParkedDeliveryShowsWhenEnabled(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	off := false
+	c, err := e.hooks.Create(ctx, e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", Enabled: &off, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (project_id, webhook_id, seq, event_type, next_attempt_at, created_at)
+		VALUES ($1, $2, 1, 'item.created', 'infinity', now())`, e.project.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := e.signIn(e.human).get("/p/acme/webhooks/" + c.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `<td class="nowrap muted">when enabled</td>`)
+}
+
+// TestAnswerLinkSuggestedAnswers: the answer page offers a request's
+// suggested answers as buttons, as the inbox does, and one pressed is the
+// answer.
+func TestAnswerLinkSuggestedAnswers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	req, err := e.att.Open(ctx, e.project.ID, e.mustItem("Ship it").ID, attention.NewRequest{Question: "Which region?",
+		Blocking: true, Source: attention.SourcePerson, RequestedBy: "token:lead", SuggestedAnswers: []string{"eu-west-1", "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.answerLinksOn(t, true)
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, e.linkHook(t, "alice"), "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/answer/" + e.project.ID.String() + "/" + token
+	b := e.browser()
+	r := b.get(path)
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `name="suggested" value="eu-west-1"`, `name="suggested" value="us-east-1"`)
+	wantStatus(t, b.post(path, url.Values{"attention_id": {req.ID.String()}, "suggested": {"us-east-1"}, "answer": {""}}), http.StatusSeeOther)
+	got, _ := e.att.Get(ctx, e.project.ID, req.ID)
+	if got.State != attention.StateResolved || got.Answer == nil || *got.Answer != "us-east-1" {
+		t.Fatalf("after pressing a suggested answer: %+v", got)
+	}
+}
