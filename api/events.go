@@ -100,9 +100,10 @@ func afterParam(name, s string) (int64, error) {
 	return n, nil
 }
 
-// eventsParams are the query parameters of the events routes.
+// eventsParams are the query parameters of the events routes: after,
+// types, item_id (project routes) and more.
 func eventsParams(c echo.Context, more ...string) []string {
-	known := []string{"after", "types", "limit"}
+	known := []string{"after", "types"}
 	if c.Param("project") != "" {
 		known = append(known, "item_id")
 	}
@@ -113,7 +114,7 @@ func eventsParams(c echo.Context, more ...string) []string {
 // 1..1000), oldest first, up to the horizon; with wait_seconds (0..60) a
 // long poll that answers as soon as one matching event exists.
 func (a *API) listEvents(c echo.Context) error {
-	if err := onlyQuery(c, eventsParams(c, "wait_seconds")...); err != nil {
+	if err := onlyQuery(c, eventsParams(c, "limit", "wait_seconds")...); err != nil {
 		return err
 	}
 	f, err := eventsFilter(c)
@@ -158,6 +159,7 @@ func (a *API) listEvents(c echo.Context) error {
 // page of events and each heartbeat is sent, so a revoked token is sent
 // nothing written after its revocation.
 func (a *API) streamEvents(c echo.Context) error {
+	// No limit: a stream sends every event, in pages of its own size.
 	if err := onlyQuery(c, eventsParams(c)...); err != nil {
 		return err
 	}

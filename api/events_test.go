@@ -536,3 +536,120 @@ func (f eventsFixture) metric(t *testing.T, name string) string {
 	}
 	return ""
 }
+
+// appendAged commits one event of project p stamped age ago (as if written
+// then: the retention judges by an event's time).
+func (f eventsFixture) appendAged(p uuid.UUID, age time.Duration) int64 {
+	f.t.Helper()
+	var n int64
+	if err := f.pool.QueryRow(context.Background(),
+		`INSERT INTO events (project_id, type, at, actor) VALUES ($1, 'item.created', now() - $2::interval, 'system') RETURNING seq`,
+		p, fmt.Sprintf("%d seconds", int64(age.Seconds()))).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// TestEventsPruned: a read, long poll or stream resumed after a number
+// below its project's retention horizon (the newest event the retention
+// deleted in it) is 410 events_pruned naming the horizon, instead of
+// silently skipping the deleted events. Event numbers are global, so the
+// horizon is the project's: a position below another project's horizon
+// only is fine, and so is leaving after out (the oldest kept).
+func TestEventsPruned(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	// Projects whose first events are old (the retention stops at a
+	// project's first event inside the retention, and a token's creation
+	// is an event): the tokens come after.
+	f := eventsFixture{itemFixture: itemFixture{env: e}}
+	f.alpha, f.beta = uuid.MustParse(e.mustProject("alpha").ID), uuid.MustParse(e.mustProject("beta").ID)
+	const day = 24 * time.Hour
+	a1 := f.appendAged(f.alpha, 40*day)
+	a2 := f.appendAged(f.alpha, 40*day)
+	b1 := f.appendAged(f.beta, 35*day)
+	f.human = e.mustToken("alpha", "ann", "human")
+	f.otherHuman = e.mustToken("beta", "bea", "human")
+	kept := f.appendEvent(f.alpha, events.ItemCreated)
+	// The retention service, as it runs every hour (the server's own may
+	// have run first: what counts is that the old events are gone).
+	events.NewRetention(f.pool, nil, 30*day, 0, nil).RunOnce(context.Background())
+	if n := f.count(`SELECT count(*) FROM events WHERE seq IN ($1, $2, $3)`, a1, a2, b1); n != 0 {
+		t.Fatalf("%d of the 3 old events left after the retention ran", n)
+	}
+	pruned := func(t *testing.T, r resp) {
+		t.Helper()
+		p := r.problem(t, 410, "events_pruned")
+		if got, _ := p["pruned_through"].(float64); int64(got) != a2 {
+			t.Fatalf("pruned_through %v, want %d (alpha's newest deleted event)", p["pruned_through"], a2)
+		}
+		if d, _ := p["detail"].(string); !strings.Contains(d, fmt.Sprint(a2)) {
+			t.Fatalf("detail %q does not name %d", d, a2)
+		}
+	}
+	// (after=0 is no position: the oldest kept, below.)
+	for _, after := range []int64{a1} {
+		for _, q := range []string{"", "&wait_seconds=1", "&types=item.created"} {
+			t.Run(fmt.Sprintf("ErrPruned%d%s", after, q), func(t *testing.T) {
+				pruned(t, f.do("GET", fmt.Sprintf("/v1/projects/alpha/events?after=%d%s", after, q), f.human.Token, nil))
+			})
+		}
+		for _, h := range [][2]string{{"?after=" + fmt.Sprint(after), ""}, {"", fmt.Sprint(after)}} {
+			req, _ := http.NewRequest("GET", f.url+"/v1/projects/alpha/events/stream"+h[0], nil)
+			req.Header.Set("Authorization", "Bearer "+f.human.Token)
+			if h[1] != "" {
+				req.Header.Set("Last-Event-ID", h[1])
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != 410 {
+				res.Body.Close() // a stream: its body does not end
+				t.Fatalf("stream %q Last-Event-ID %q below the horizon: %d, want 410", h[0], h[1], res.StatusCode)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			pruned(t, resp{status: res.StatusCode, header: res.Header, body: body})
+		}
+	}
+	// The admin's read over every project judges by every project's.
+	if got := f.do("GET", fmt.Sprintf("/v1/events?after=%d", a2), adminToken, nil); got.status != 410 {
+		t.Fatalf("admin read after %d (below beta's horizon %d): %d %s", a2, b1, got.status, got.body)
+	}
+	t.Run("OK", func(t *testing.T) {
+		// From the horizon on, and from b1 (beta's, above alpha's), nothing
+		// of alpha was deleted; without after, the oldest kept.
+		for _, q := range []string{"?after=" + fmt.Sprint(a2), "?after=" + fmt.Sprint(b1), ""} {
+			var page wire.EventPage
+			f.do("GET", "/v1/projects/alpha/events"+q, f.human.Token, nil).ok(t, 200, &page)
+			if evs := seqs(page.Events); len(evs) == 0 || evs[len(evs)-1] != kept || evs[0] <= a2 {
+				t.Fatalf("%s: events %v, want those after %d, ending with %d", q, evs, a2, kept)
+			}
+		}
+		s := f.openStream(t, "/v1/projects/alpha/events/stream", f.human.Token, fmt.Sprint(a2))
+		if e := s.next(t); e.Seq <= a2 {
+			t.Fatalf("stream from the horizon: %d, want an event after %d", e.Seq, a2)
+		}
+		// Beta's horizon is its own: alpha's deletions do not touch it.
+		f.do("GET", fmt.Sprintf("/v1/projects/beta/events?after=%d", b1), f.otherHuman.Token, nil).ok(t, 200, nil)
+	})
+}
+
+// TestEventsStreamUnknownParameters: the stream takes after, types and
+// item_id (the admin stream: no item_id); anything else, limit included
+// (a read's page size, which a stream does not have), is 400
+// invalid_argument naming it, before the stream begins.
+func TestEventsStreamUnknownParameters(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t)
+	for _, c := range []struct{ path, token, param string }{
+		{"/v1/projects/alpha/events/stream?limit=5", f.human.Token, "limit"},
+		{"/v1/projects/alpha/events/stream?wait_seconds=5", f.human.Token, "wait_seconds"},
+		{"/v1/events/stream?limit=5", adminToken, "limit"},
+		{"/v1/events/stream?item_id=" + uuid.NewString(), adminToken, "item_id"},
+	} {
+		p := f.do("GET", c.path, c.token, nil).problem(t, 400, "invalid_argument")
+		field(t, p, c.param)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -122,6 +123,8 @@ func TestExplainExitCodes(t *testing.T) {
 		{"ConflictingResult", problem(client.CodeConflictingResult, 409), ExitConflict, "first result stands"},
 		{"DepthLimit", problem(client.CodeDepthLimit, 409), ExitConflict, "--max-depth"},
 		{"NoMatch", problem(client.CodeNoMatch, 409), ExitConflict, "waiting will not help"},
+		{"EventsPruned", fmt.Errorf("wrapped: %w", &client.Error{Status: 410, Code: client.CodeEventsPruned, Detail: "gone",
+			Extensions: map[string]json.RawMessage{"pruned_through": json.RawMessage("5210")}}), ExitConflict, "--after 5210"},
 		{"Unauthenticated", problem(client.CodeUnauthenticated, 401), ExitAuth, "env WORKGRAPH_TOKEN"},
 		{"Forbidden", problem(client.CodeForbidden, 403), ExitAuth, "human or admin token"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},

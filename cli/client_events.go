@@ -30,6 +30,10 @@ func newEventsCmd(stdio IO) *cobra.Command {
 		Args: args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			project := s.cfg.Project
+			if all && itemID != "" {
+				return &exitError{code: ExitUsage, err: errors.New(
+					"--item cannot be used with --all: an item belongs to one project; leave --all out to read its events (the project is --project)")}
+			}
 			if all {
 				project = ""
 			} else {

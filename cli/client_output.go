@@ -189,6 +189,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitUnavailable, "too many requests with this token; slow down and retry"
 	case client.CodeUnavailable, client.CodeRequestInProgress:
 		return ExitUnavailable, "the server is unavailable; retry in a moment"
+	case client.CodeEventsPruned:
+		return ExitConflict, fmt.Sprintf("the events after that position were deleted by the server's retention; resume with --after %s to read what is kept (the rest is gone), or leave --after out", e.Extensions["pruned_through"])
 	case client.CodeOutcomeUnknown:
 		return ExitConflict, "the request took effect but its answer was lost (the server stopped); show the state it changed before sending it again"
 	}

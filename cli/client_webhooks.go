@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/workgraph-dev/workgraph/client"
 )
@@ -84,7 +85,15 @@ attention events.`,
 		}),
 	}
 	cf := create.Flags()
-	cf.StringSliceVar(&types, "events", nil, "event types wanted, comma-separated (default: every type)")
+	cf.StringSliceVar(&types, "types", nil, "event types wanted, comma-separated (default: every type); --events is an alias")
+	// --events, the flag's first name, is read as --types (the name the
+	// events command uses).
+	cf.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "events" {
+			name = "types"
+		}
+		return pflag.NormalizedName(name)
+	})
 	cf.StringVar(&format, "format", "", "standard (Standard Webhooks JSON, the default) or slack")
 	cf.StringVar(&recipient, "recipient", "", "the person the notifications reach; answer links (if the project turned them on) are made out to them")
 	cf.StringVar(&description, "description", "", "a note for people reading the list")

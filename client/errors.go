@@ -40,7 +40,11 @@ const (
 	// CodeOutcomeUnknown: the first request with the same Idempotency-Key
 	// took effect but its answer was lost (its server died); it will not
 	// run again. Look up the state, then send a new request.
-	CodeOutcomeUnknown   = "outcome_unknown"
+	CodeOutcomeUnknown = "outcome_unknown"
+	// CodeEventsPruned: an events read or stream resumed after a number
+	// below the retention horizon; the events after it were deleted. The
+	// problem's "pruned_through" is where to resume.
+	CodeEventsPruned     = "events_pruned"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodePayloadTooLarge  = "payload_too_large"
 	CodeRateLimited      = "rate_limited"
@@ -116,6 +120,7 @@ var (
 	ErrNoMatch           = &Error{Code: CodeNoMatch}
 	ErrRequestInProgress = &Error{Code: CodeRequestInProgress}
 	ErrOutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
+	ErrEventsPruned      = &Error{Code: CodeEventsPruned}
 	ErrMethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
 	ErrPayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
 	ErrRateLimited       = &Error{Code: CodeRateLimited}

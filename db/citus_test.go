@@ -42,6 +42,7 @@ var notProjectScoped = map[string]string{
 	"EventsWritersRunning":   "pg_locks, no table of the project (the horizon: events.Horizon)",
 	"SetEventActor":          "a setting of the transaction, no table (events.SetActor)",
 	"EnableEventDeletion":    "a setting of the transaction, no table (the retention service)",
+	"EventsPrunedThroughAll": "events_pruned across projects (an admin's read over every project)",
 	"EnableDeliveryDeletion": "a setting of the transaction, no table (the deliveries' retention service)",
 	"GetFenceKey":            "fence_keys (reference table: one key per deployment)",
 	"InsertFenceKey":         "fence_keys (reference table: one key per deployment)",

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,7 +41,9 @@ type Page struct {
 // f.After up to the current horizon; f.UpTo is ignored. Errors:
 // invalid_argument for a bad filter, or an f.After past the horizon (a
 // number the log has not reached: no read handed it out, and waiting for
-// it would skip every event up to it); unavailable when the database is.
+// it would skip every event up to it); events_pruned (ErrPruned) for an
+// f.After other than 0 below the retention horizon (the read would skip
+// deleted events); unavailable when the database is.
 func (r *Reader) Read(ctx context.Context, project *uuid.UUID, f Filter) (Page, error) {
 	if _, err := f.limit(); err != nil {
 		return Page{}, err
@@ -53,16 +56,61 @@ func (r *Reader) Read(ctx context.Context, project *uuid.UUID, f Filter) (Page, 
 		return Page{}, wgerr.InvalidField("after",
 			"%d is past the event log, whose newest number is %d: resume from a number this server answered (an event's seq, next_after), or leave after out to start now", f.After, h)
 	}
-	return r.readTo(ctx, project, f, h)
+	return r.readChecked(ctx, project, f, h)
 }
 
 // ReadTo is Read up to a horizon h the caller already has (the rest of
-// a full page).
+// a full page); it is refused with ErrPruned as Read is.
 func (r *Reader) ReadTo(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {
 	if _, err := f.limit(); err != nil {
 		return Page{}, err
 	}
-	return r.readTo(ctx, project, f, h)
+	return r.readChecked(ctx, project, f, h)
+}
+
+// readChecked is readTo, refused with ErrPruned when f.After is below the
+// retention horizon. The horizon is read after the events: retention
+// raises it in the statement that deletes, so a deletion the read missed
+// events to has committed before the read's snapshot, and the horizon
+// read after it sees it. A step of a stream (Next) is not checked: it
+// reads past the previous step's horizon, events committed moments ago,
+// which the retention (a day at least) never deletes.
+func (r *Reader) readChecked(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {
+	p, err := r.readTo(ctx, project, f, h)
+	if err != nil || f.After == 0 {
+		return p, err
+	}
+	through, err := PrunedThrough(ctx, r.conn, project)
+	if err != nil {
+		return Page{}, err
+	}
+	if f.After < through {
+		return Page{}, ErrPruned(f.After, through)
+	}
+	return p, nil
+}
+
+// PrunedThrough is the retention horizon of project's events (nil: of
+// every project's): the newest number the retention has deleted (0:
+// none). A read after a smaller number may miss deleted events.
+func PrunedThrough(ctx context.Context, conn db.DBTX, project *uuid.UUID) (int64, error) {
+	var n int64
+	var err error
+	if project == nil {
+		n, err = q.EventsPrunedThroughAll(ctx, conn)
+	} else {
+		n, err = q.EventsPrunedThrough(ctx, conn, *project)
+	}
+	return n, db.Translate(err)
+}
+
+// ErrPruned is the events_pruned error of a read resumed after number
+// after, below the retention horizon through: its details name the
+// horizon (pruned_through), after which the kept events follow.
+func ErrPruned(after, through int64) error {
+	return &wgerr.Error{Code: wgerr.CodeEventsPruned, Field: "after",
+		Message: fmt.Sprintf("after: events after %d up to %d were deleted by the retention (--events-retention): resume after %d (pruned_through) to read the events kept, or leave after out to start from the oldest kept", after, through, through),
+		Details: map[string]any{"pruned_through": through}}
 }
 
 func (r *Reader) readTo(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {

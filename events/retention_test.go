@@ -139,3 +139,54 @@ func TestRetentionObserved(t *testing.T) {
 		t.Fatalf("runs deleted %d then told %v; want the first's count then 0", first, told)
 	}
 }
+
+// TestRetentionRaisesThePrunedHorizon: the retention records, per project
+// and in the statement that deletes, the newest number it deleted there,
+// only ever raised; a project it deleted nothing of has none. Readers
+// judge a resumed position by it (numbers are global: a gap between a
+// project's numbers says nothing).
+func TestRetentionRaisesThePrunedHorizon(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx := dbtest.TestTx(t)
+	p, other, untouched := project(t, tx), project(t, tx), project(t, tx)
+	now := time.Now()
+	day := 24 * time.Hour
+	appendAged(t, tx, p, now, 40*day, 3)
+	appendAged(t, tx, other, now, 40*day, 1)
+	appendAged(t, tx, p, now, 31*day, 1)
+	appendAged(t, tx, untouched, now, time.Hour, 1)
+	appendAged(t, tx, p, now, time.Hour, 1)
+	var newestOld int64
+	if err := tx.QueryRow(ctx, `SELECT max(seq) FROM events WHERE project_id = $1 AND at < now() - interval '30 days'`, p).Scan(&newestOld); err != nil {
+		t.Fatal(err)
+	}
+	r := events.NewRetention(tx, clock.NewStub(now), 30*day, 0, nil)
+	if n := r.RunOnce(ctx); n != 5 {
+		t.Fatalf("RunOnce deleted %d events, want 5", n)
+	}
+	through := func(p *uuid.UUID) int64 {
+		t.Helper()
+		n, err := events.PrunedThrough(ctx, tx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := through(&p); got != newestOld {
+		t.Fatalf("pruned through %d, want %d (the newest event deleted)", got, newestOld)
+	}
+	if got := through(&untouched); got != 0 {
+		t.Fatalf("a project nothing was deleted of: pruned through %d, want 0", got)
+	}
+	if got := through(&other); got == 0 || got >= newestOld {
+		t.Fatalf("other project: pruned through %d, want its own event (below %d)", got, newestOld)
+	}
+	if got := through(nil); got < newestOld {
+		t.Fatalf("every project's horizon %d, want at least %d", got, newestOld)
+	}
+	// A later run that deletes nothing leaves it as it was.
+	if n := r.RunOnce(ctx); n != 0 || through(&p) != newestOld {
+		t.Fatalf("a second run deleted %d and moved the horizon to %d", n, through(&p))
+	}
+}

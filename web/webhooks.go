@@ -303,6 +303,10 @@ func (u *ui) answerLink(r *req) error {
 		p.Refused = "This link has expired. Open the question in workgraph to answer it."
 	case errors.Is(err, webhook.ErrLinksOff):
 		p.Refused = "Answer links are turned off in this project. Open the question in workgraph to answer it."
+	case errors.Is(err, webhook.ErrLinkWebhookDeleted):
+		p.Refused = "The webhook that sent this link was deleted, and its links no longer answer. Open the question in workgraph to answer it."
+	case errors.Is(err, webhook.ErrLinkRecipientChanged):
+		p.Refused = "The webhook that sent this link now notifies someone else, so the links it sent before no longer answer. Open the question in workgraph to answer it."
 	case err != nil:
 		return err
 	}
@@ -340,7 +344,12 @@ func (u *ui) answerLink(r *req) error {
 	if err != nil {
 		reqID = uuid.Nil
 	}
-	_, err = u.Links.Answer(r.ctx(), project, token, reqID, r.FormValue("answer"))
+	// A suggested answer's button, as in the inbox, else the typed one.
+	answer := r.FormValue("suggested")
+	if answer == "" {
+		answer = r.FormValue("answer")
+	}
+	_, err = u.Links.Answer(r.ctx(), project, token, reqID, answer)
 	switch {
 	case err == nil:
 		// Post/Redirect/Get: the link's page confirms the answer, and a
@@ -349,7 +358,8 @@ func (u *ui) answerLink(r *req) error {
 		return r.Redirect(http.StatusSeeOther, r.Request().URL.EscapedPath())
 	case errors.Is(err, webhook.ErrLinkOtherRequest):
 		return r.fail(http.StatusForbidden, "Not allowed", "This answer link is for another question.")
-	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired), errors.Is(err, webhook.ErrLinksOff):
+	case errors.Is(err, webhook.ErrLinkUsed), errors.Is(err, webhook.ErrLinkExpired), errors.Is(err, webhook.ErrLinksOff),
+		errors.Is(err, webhook.ErrLinkWebhookDeleted), errors.Is(err, webhook.ErrLinkRecipientChanged):
 		p.Refused = err.Error()
 		return r.showStatus(http.StatusConflict, p)
 	}

@@ -75,7 +75,7 @@ func TestAnswerLinkPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.answerLinksOn(t, true)
-	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, "alice", time.Hour)
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestAnswerLinkPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, _, err := e.links.Issue(ctx, e.project.ID, r.ID, "alice", time.Hour)
+		tok, _, err := e.links.Issue(ctx, e.project.ID, r.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestAnswerLinkPage(t *testing.T) {
 		}
 	})
 	t.Run("ErrCrossSite", func(t *testing.T) {
-		token2, _, err := e.links.Issue(ctx, e.project.ID, other.ID, "alice", time.Hour)
+		token2, _, err := e.links.Issue(ctx, e.project.ID, other.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,9 +163,44 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("a cross-site post answered: %+v", got)
 		}
 	})
+	t.Run("ErrLinkRevoked", func(t *testing.T) {
+		// Deleting the webhook that sent a link, or changing its
+		// recipient, revokes the link; the page says why.
+		for _, c := range []struct {
+			name, want string
+			revoke     func(hook uuid.UUID) error
+		}{
+			{"deleted", "was deleted", func(hook uuid.UUID) error { return e.hooks.Delete(ctx, e.project.ID, hook) }},
+			{"recipient changed", "now notifies someone else", func(hook uuid.UUID) error {
+				bob := "bob"
+				_, err := e.hooks.Update(ctx, e.project.ID, hook, webhook.Change{SetRecipient: true, Recipient: &bob})
+				return err
+			}},
+		} {
+			hook := e.linkHook(t, "alice")
+			tok, _, err := e.links.Issue(ctx, e.project.ID, other.ID, hook, "alice", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.revoke(hook); err != nil {
+				t.Fatal(err)
+			}
+			p := "/answer/" + e.project.ID.String() + "/" + tok
+			page := b.get(p)
+			wantStatus(t, page, http.StatusOK)
+			wantBody(t, page, `id="refused"`, c.want)
+			if strings.Contains(page.body, `name="answer"`) {
+				t.Fatalf("%s: the page offers an answer box for a revoked link", c.name)
+			}
+			wantStatus(t, b.post(p, url.Values{"attention_id": {other.ID.String()}, "answer": {"xl"}}), http.StatusConflict)
+			if got, _ := e.att.Get(ctx, e.project.ID, other.ID); got.State != attention.StateOpen {
+				t.Fatalf("%s: a revoked link answered: %+v", c.name, got)
+			}
+		}
+	})
 	t.Run("ErrLinksTurnedOff", func(t *testing.T) {
 		// Turning answer links off stops the links already sent.
-		token3, _, err := e.links.Issue(ctx, e.project.ID, other.ID, "alice", time.Hour)
+		token3, _, err := e.links.Issue(ctx, e.project.ID, other.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +217,18 @@ func TestAnswerLinkPage(t *testing.T) {
 			t.Fatalf("a link answered with answer links turned off: %+v", got)
 		}
 	})
+}
+
+// linkHook makes a webhook naming recipient, the sender of the answer
+// links made out to them, and returns its id.
+func (e *env) linkHook(t *testing.T, recipient string) uuid.UUID {
+	t.Helper()
+	w, err := e.hooks.Create(context.Background(), e.project.ID,
+		webhook.New{URL: "https://hooks.example.com/" + recipient, Recipient: &recipient, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.ID
 }
 
 // answerLinksOn turns the project's answer links on or off (on: as a
@@ -208,7 +255,7 @@ func TestAnswerLinkGuessesThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.answerLinksOn(t, true)
-	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, "alice", time.Hour)
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, e.linkHook(t, "alice"), "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,4 +412,54 @@ func secretOf(t *testing.T, e *env, id uuid.UUID) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestParkedDeliveryShowsWhenEnabled: a pending delivery of a disabled
+// webhook (parked: no next attempt until it is enabled) says so in the
+// "Next attempt" column instead of leaving it blank.
+func TestParkedDeliveryShowsWhenEnabled(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	off := false
+	c, err := e.hooks.Create(ctx, e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", Enabled: &off, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (project_id, webhook_id, seq, event_type, next_attempt_at, created_at)
+		VALUES ($1, $2, 1, 'item.created', 'infinity', now())`, e.project.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := e.signIn(e.human).get("/p/acme/webhooks/" + c.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `<td class="nowrap muted">when enabled</td>`)
+}
+
+// TestAnswerLinkSuggestedAnswers: the answer page offers a request's
+// suggested answers as buttons, as the inbox does, and one pressed is the
+// answer.
+func TestAnswerLinkSuggestedAnswers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	req, err := e.att.Open(ctx, e.project.ID, e.mustItem("Ship it").ID, attention.NewRequest{Question: "Which region?",
+		Blocking: true, Source: attention.SourcePerson, RequestedBy: "token:lead", SuggestedAnswers: []string{"eu-west-1", "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.answerLinksOn(t, true)
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, e.linkHook(t, "alice"), "alice", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/answer/" + e.project.ID.String() + "/" + token
+	b := e.browser()
+	r := b.get(path)
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `name="suggested" value="eu-west-1"`, `name="suggested" value="us-east-1"`)
+	wantStatus(t, b.post(path, url.Values{"attention_id": {req.ID.String()}, "suggested": {"us-east-1"}, "answer": {""}}), http.StatusSeeOther)
+	got, _ := e.att.Get(ctx, e.project.ID, req.ID)
+	if got.State != attention.StateResolved || got.Answer == nil || *got.Answer != "us-east-1" {
+		t.Fatalf("after pressing a suggested answer: %+v", got)
+	}
 }

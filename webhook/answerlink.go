@@ -38,10 +38,14 @@ type Link struct {
 	ProjectID   uuid.UUID
 	ID          uuid.UUID
 	AttentionID uuid.UUID
-	Recipient   string
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
-	UsedAt      *time.Time
+	// WebhookID is the webhook that sent the link (nil: a link issued
+	// before links were bound to their webhook); the link answers only
+	// while that webhook exists and names Recipient.
+	WebhookID *uuid.UUID
+	Recipient string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
 	// Usable: not used and not expired (the database's clock).
 	Usable bool
 }
@@ -61,12 +65,20 @@ var (
 	// ErrLinksOff: the project has answer links turned off (conflict);
 	// no link answers while they are.
 	ErrLinksOff = errors.New("answer links are turned off in this project")
+	// ErrLinkWebhookDeleted: the webhook that sent the link was deleted
+	// (conflict); its links answer no more.
+	ErrLinkWebhookDeleted = errors.New("the webhook that sent this answer link was deleted")
+	// ErrLinkRecipientChanged: the webhook that sent the link names
+	// another recipient now (conflict); the links it sent to the one
+	// before answer no more.
+	ErrLinkRecipientChanged = errors.New("the webhook that sent this answer link now notifies someone else")
 )
 
 var linkCodes = map[error]wgerr.Code{
 	ErrLinkInvalid: wgerr.CodeNotFound, ErrLinkUsed: wgerr.CodeConflict,
 	ErrLinkExpired: wgerr.CodeConflict, ErrLinkOtherRequest: wgerr.CodeForbidden,
-	ErrLinksOff: wgerr.CodeConflict,
+	ErrLinksOff: wgerr.CodeConflict, ErrLinkWebhookDeleted: wgerr.CodeConflict,
+	ErrLinkRecipientChanged: wgerr.CodeConflict,
 }
 
 // linkError is sentinel as a wgerr error of its kind.
@@ -122,16 +134,18 @@ func (s *AnswerLinks) SetSettings(ctx context.Context, project uuid.UUID, in Set
 	return Settings{AnswerLinks: row.AnswerLinks, AnswerLinkTTL: time.Duration(row.AnswerLinkTtlS) * time.Second}, nil
 }
 
-// Issue makes a link to answer request as recipient, usable for ttl, and
-// returns its token (the secret part of the link's URL) and the link.
-func (s *AnswerLinks) Issue(ctx context.Context, project, request uuid.UUID, recipient string, ttl time.Duration) (string, Link, error) {
+// Issue makes a link to answer request as recipient, sent by webhook
+// hook, usable for ttl, and returns its token (the secret part of the
+// link's URL) and the link. The link answers only while hook exists and
+// names recipient.
+func (s *AnswerLinks) Issue(ctx context.Context, project, request, hook uuid.UUID, recipient string, ttl time.Duration) (string, Link, error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return "", Link{}, err
 	}
 	sum := sha256.Sum256(secret)
 	row, err := q.CreateAnswerLink(ctx, s.exec, dbq.CreateAnswerLinkParams{
-		ProjectID: project, AttentionID: request, Recipient: recipient, SecretHash: sum[:],
+		ProjectID: project, AttentionID: request, WebhookID: hook, Recipient: recipient, SecretHash: sum[:],
 		Now: s.clock.Now(), TtlSeconds: ttl.Seconds(),
 	})
 	if err != nil {
@@ -162,8 +176,9 @@ func parseToken(token string) (uuid.UUID, []byte, error) {
 // Open returns the link a token names and its request, for the answer
 // page.
 //
-// Errors: ErrLinkInvalid, ErrLinkUsed, ErrLinksOff, ErrLinkExpired (the
-// link and request come back with the last three, for the page to say
+// Errors: ErrLinkInvalid, ErrLinkUsed, ErrLinksOff,
+// ErrLinkWebhookDeleted, ErrLinkRecipientChanged, ErrLinkExpired (the
+// link and request come back with all but the first, for the page to say
 // so).
 func (s *AnswerLinks) Open(ctx context.Context, project uuid.UUID, token string) (Link, attention.Request, error) {
 	id, hash, err := parseToken(token)
@@ -177,8 +192,9 @@ func (s *AnswerLinks) Open(ctx context.Context, project uuid.UUID, token string)
 	if err != nil {
 		return Link{}, attention.Request{}, db.Translate(err)
 	}
-	link := Link{ProjectID: row.ProjectID, ID: row.ID, AttentionID: row.AttentionID, Recipient: row.Recipient,
-		CreatedAt: row.CreatedAt, ExpiresAt: row.ExpiresAt, UsedAt: row.UsedAt, Usable: row.Usable && row.LinksOn}
+	link := Link{ProjectID: row.ProjectID, ID: row.ID, AttentionID: row.AttentionID, WebhookID: row.WebhookID,
+		Recipient: row.Recipient, CreatedAt: row.CreatedAt, ExpiresAt: row.ExpiresAt, UsedAt: row.UsedAt,
+		Usable: row.Usable && row.LinksOn && row.WebhookState == webhookOK}
 	req, err := s.attention.Get(ctx, project, link.AttentionID)
 	if err != nil {
 		return Link{}, attention.Request{}, err
@@ -188,6 +204,8 @@ func (s *AnswerLinks) Open(ctx context.Context, project uuid.UUID, token string)
 		return link, req, linkError(ErrLinkUsed)
 	case !row.LinksOn:
 		return link, req, linkError(ErrLinksOff)
+	case row.WebhookState != webhookOK:
+		return link, req, webhookError(row.WebhookState)
 	case !link.Usable:
 		return link, req, linkError(ErrLinkExpired)
 	}
@@ -202,12 +220,13 @@ func AnsweredBy(recipient string) string {
 
 // Answer answers request through the link token names, in one
 // transaction: the link is spent by the statement that checks it (unused,
-// unexpired, its secret matching, its project's answer links on), then
+// unexpired, its secret matching, its project's answer links on, the
+// webhook that sent it still there and naming its recipient), then
 // the request is resolved as AnsweredBy(recipient). request must be the
 // link's own.
 //
 // Errors: ErrLinkInvalid, ErrLinkUsed, ErrLinksOff, ErrLinkExpired,
-// ErrLinkOtherRequest,
+// ErrLinkWebhookDeleted, ErrLinkRecipientChanged, ErrLinkOtherRequest,
 // and those of attention.Service.Resolve (conflict: the request was
 // closed already, the link is then not spent).
 func (s *AnswerLinks) Answer(ctx context.Context, project uuid.UUID, token string, request uuid.UUID, answer string) (attention.Request, error) {
@@ -245,12 +264,26 @@ func (s *AnswerLinks) whyRefused(ctx context.Context, tx pgx.Tx, project, id uui
 		return linkError(ErrLinkUsed)
 	case !row.LinksOn:
 		return linkError(ErrLinksOff)
+	case row.WebhookState != webhookOK:
+		return webhookError(row.WebhookState)
 	default:
 		return linkError(ErrLinkExpired)
 	}
 }
 
+// webhookOK is GetAnswerLink's webhook_state of a link whose webhook
+// exists and names its recipient.
+const webhookOK = "ok"
+
+// webhookError says why a link's webhook_state refuses it.
+func webhookError(state string) error {
+	if state == "recipient_changed" {
+		return linkError(ErrLinkRecipientChanged)
+	}
+	return linkError(ErrLinkWebhookDeleted)
+}
+
 func linkFromRow(r dbq.AnswerLink, usable bool) Link {
-	return Link{ProjectID: r.ProjectID, ID: r.ID, AttentionID: r.AttentionID, Recipient: r.Recipient,
+	return Link{ProjectID: r.ProjectID, ID: r.ID, AttentionID: r.AttentionID, WebhookID: r.WebhookID, Recipient: r.Recipient,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, UsedAt: r.UsedAt, Usable: usable}
 }

@@ -46,6 +46,18 @@ func (s linkSetup) project(t *testing.T) uuid.UUID {
 	return p
 }
 
+// hook makes a webhook of project naming recipient (the sender of the
+// links made out to them) and returns its id.
+func (s linkSetup) hook(t *testing.T, project uuid.UUID, recipient string) uuid.UUID {
+	t.Helper()
+	w, err := webhook.NewService(s.tx, s.clk, false).Create(context.Background(), project,
+		webhook.New{URL: "https://hooks.example.com/" + recipient, Recipient: &recipient, CreatedBy: "token:lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.ID
+}
+
 func TestAnswerLinks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -54,7 +66,7 @@ func TestAnswerLinks(t *testing.T) {
 		s := setupLinks(t)
 		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
-		token, link, err := s.links.Issue(ctx, p, r.ID, "alice", 24*time.Hour)
+		token, link, err := s.links.Issue(ctx, p, r.ID, s.hook(t, p, "alice"), "alice", 24*time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +87,7 @@ func TestAnswerLinks(t *testing.T) {
 		s := setupLinks(t)
 		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
-		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
+		token, _, err := s.links.Issue(ctx, p, r.ID, s.hook(t, p, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +110,7 @@ func TestAnswerLinks(t *testing.T) {
 		s := setupLinks(t)
 		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
-		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
+		token, _, err := s.links.Issue(ctx, p, r.ID, s.hook(t, p, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +128,7 @@ func TestAnswerLinks(t *testing.T) {
 		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
 		other := mustRequest(t, s.tx, p, "Which size?")
-		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
+		token, _, err := s.links.Issue(ctx, p, r.ID, s.hook(t, p, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +148,7 @@ func TestAnswerLinks(t *testing.T) {
 		s := setupLinks(t)
 		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
-		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
+		token, _, err := s.links.Issue(ctx, p, r.ID, s.hook(t, p, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +171,7 @@ func TestAnswerLinks(t *testing.T) {
 		s := setupLinks(t)
 		p := s.project(t)
 		r := mustRequest(t, s.tx, p, "Which region?")
-		token, _, err := s.links.Issue(ctx, p, r.ID, "alice", time.Hour)
+		token, _, err := s.links.Issue(ctx, p, r.ID, s.hook(t, p, "alice"), "alice", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,6 +188,72 @@ func TestAnswerLinks(t *testing.T) {
 		if got, _ := s.att.Get(ctx, p, r.ID); got.State != attention.StateOpen {
 			t.Fatalf("a link of a project with answer links off changed the request: %+v", got)
 		}
+	})
+	// Deleting the webhook that sent a link, or changing its recipient,
+	// revokes the link: the statement that spends it refuses it, and the
+	// page is told why. A link of another webhook naming the same
+	// recipient is not touched.
+	revoked := func(t *testing.T, revoke func(s linkSetup, p, hook uuid.UUID), want error) {
+		t.Helper()
+		s := setupLinks(t)
+		p := s.project(t)
+		r := mustRequest(t, s.tx, p, "Which region?")
+		hook, kept := s.hook(t, p, "alice"), s.hook(t, p, "alice")
+		token, _, err := s.links.Issue(ctx, p, r.ID, hook, "alice", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keptToken, _, err := s.links.Issue(ctx, p, r.ID, kept, "alice", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revoke(s, p, hook)
+		link, _, err := s.links.Open(ctx, p, token)
+		if !errors.Is(err, want) || link.Usable {
+			t.Fatalf("Open = %+v, %v; want %v", link, err, want)
+		}
+		_, err = s.links.Answer(ctx, p, token, r.ID, "eu")
+		if !errors.Is(err, want) || !errors.Is(err, wgerr.Conflict) {
+			t.Fatalf("Answer = %v, want %v (conflict)", err, want)
+		}
+		var used *time.Time
+		if err := s.tx.QueryRow(ctx, `SELECT used_at FROM answer_links WHERE project_id = $1 AND attention_id = $2 AND webhook_id = $3`,
+			p, r.ID, hook).Scan(&used); err != nil || used != nil {
+			t.Fatalf("the revoked link: used_at %v, %v; want unspent", used, err)
+		}
+		if got, _ := s.att.Get(ctx, p, r.ID); got.State != attention.StateOpen {
+			t.Fatalf("a revoked link changed the request: %+v", got)
+		}
+		if _, err := s.links.Answer(ctx, p, keptToken, r.ID, "eu"); err != nil {
+			t.Fatalf("the other webhook's link: %v", err)
+		}
+	}
+	t.Run("ErrLinkWebhookDeleted", func(t *testing.T) {
+		t.Parallel()
+		revoked(t, func(s linkSetup, p, hook uuid.UUID) {
+			if err := webhook.NewService(s.tx, s.clk, false).Delete(ctx, p, hook); err != nil {
+				t.Fatal(err)
+			}
+		}, webhook.ErrLinkWebhookDeleted)
+	})
+	t.Run("ErrLinkRecipientChanged", func(t *testing.T) {
+		t.Parallel()
+		revoked(t, func(s linkSetup, p, hook uuid.UUID) {
+			bob := "bob"
+			if _, err := webhook.NewService(s.tx, s.clk, false).Update(ctx, p, hook,
+				webhook.Change{SetRecipient: true, Recipient: &bob}); err != nil {
+				t.Fatal(err)
+			}
+		}, webhook.ErrLinkRecipientChanged)
+	})
+	t.Run("ErrLinkRecipientRemoved", func(t *testing.T) {
+		t.Parallel()
+		revoked(t, func(s linkSetup, p, hook uuid.UUID) {
+			if _, err := webhook.NewService(s.tx, s.clk, false).Update(ctx, p, hook,
+				webhook.Change{SetRecipient: true}); err != nil {
+				t.Fatal(err)
+			}
+		}, webhook.ErrLinkRecipientChanged)
 	})
 }
 

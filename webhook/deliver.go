@@ -458,6 +458,11 @@ type outcome struct {
 	// failing: the webhook was in a run of failures when the attempt
 	// began (a success must end it).
 	failing bool
+	// ours: the attempt ended before any request, for a reason of the
+	// server's (the message could not be built, its event was deleted by
+	// the retention): recorded, but no failure of the receiver's, so it
+	// neither starts nor ends the webhook's run of failures.
+	ours bool
 }
 
 // attempt sends one claimed delivery and records its result under the
@@ -549,6 +554,9 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 	if err := finish(tx); err != nil {
 		return false, err
 	}
+	if o.ours {
+		return false, nil
+	}
 	if o.state == StateDelivered {
 		return false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 	}
@@ -568,13 +576,17 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 // its webhook and its event).
 func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcome {
 	if row.EventSeq == nil {
-		return failure(StateFailed, "the event is no longer in the log (retention)")
+		o := failure(StateFailed, "not sent: the event was deleted by the events' retention (--events-retention) before it could be delivered")
+		o.ours = true
+		return o
 	}
 	failing := row.FailingSince != nil
 	m, err := d.message(ctx, row.ProjectID, row)
 	if err != nil {
-		o := failure(StatePending, "building the message: "+err.Error())
-		o.failing = true
+		// A hiccup of the server's (its database): retried later, and
+		// not held against the receiver.
+		o := failure(StatePending, "not sent: building the message failed (retried): "+err.Error())
+		o.ours = true
 		return o
 	}
 	b, err := body(row.Format, m)
@@ -675,7 +687,7 @@ func (d *Deliverer) message(ctx context.Context, project uuid.UUID, row dbq.Clai
 	if err != nil || !settings.AnswerLinks {
 		return m, err
 	}
-	token, link, err := d.cfg.Links.Issue(ctx, project, r.ID, *row.Recipient, settings.AnswerLinkTTL)
+	token, link, err := d.cfg.Links.Issue(ctx, project, r.ID, row.WebhookID, *row.Recipient, settings.AnswerLinkTTL)
 	if err != nil {
 		return m, err
 	}

@@ -973,3 +973,78 @@ func TestDeliverSlackLongTitleFitsItsBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliverPrunedEventIsNotTheReceiversFailure: a delivery whose event
+// the events' retention deleted before it was sent ends failed, saying
+// so, without contacting the receiver and without counting against the
+// webhook (its run of failures toward disabling does not start).
+func TestDeliverPrunedEventIsNotTheReceiversFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupDelivery(t)
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) {})
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	// An old event, and its delivery made before the retention ran (as
+	// fan-out would have made it).
+	var seq int64
+	if err := s.pool.QueryRow(ctx, `INSERT INTO events (project_id, type, at, actor) VALUES ($1, 'item.created', now() - interval '40 days', 'system') RETURNING seq`,
+		s.project).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO webhook_deliveries (project_id, webhook_id, seq, event_type, next_attempt_at, created_at)
+		VALUES ($1, $2, $3, 'item.created', now(), now())`, s.project, c.ID, seq); err != nil {
+		t.Fatal(err)
+	}
+	if n := events.NewRetention(s.pool, nil, 30*24*time.Hour, 0, nil).RunOnce(ctx); n != 1 {
+		t.Fatalf("the retention deleted %d events, want 1", n)
+	}
+	d := s.deliverer(webhook.DelivererConfig{})
+	runUntil(t, d, func() bool { return s.settled(t, c.ID) })
+	ds := s.deliveries(t, c.ID)
+	if len(ds) != 1 || ds[0].State != webhook.StateFailed || ds[0].LastError == nil || !strings.Contains(*ds[0].LastError, "retention") {
+		t.Fatalf("deliveries %+v, want the one failed, naming the retention", ds)
+	}
+	if len(rc.got()) != 0 {
+		t.Fatal("the receiver was sent a delivery of a deleted event")
+	}
+	if w, _ := s.hooks.Get(ctx, s.project, c.ID); w.FailingSince != nil || !w.Enabled {
+		t.Fatalf("a deleted event counted against the webhook: %+v", w)
+	}
+}
+
+// TestDeliverMessageErrorIsNotTheReceiversFailure: a message that cannot
+// be built (the database failing under it) is retried later without
+// contacting the receiver and without counting against the webhook.
+func TestDeliverMessageErrorIsNotTheReceiversFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupDelivery(t)
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) {})
+	c := s.webhook(t, webhook.New{URL: rc.URL})
+	request := uuid.New()
+	if _, err := events.Append(ctx, s.pool, events.New{Project: s.project, Type: events.AttentionOpened, Actor: "system",
+		AttentionID: &request}); err != nil {
+		t.Fatal(err)
+	}
+	// The request is read on a pool that is gone: every read fails.
+	gone, err := pgxpool.New(ctx, s.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close()
+	d := s.deliverer(webhook.DelivererConfig{Attention: attention.NewService(gone, nil, attention.Config{})})
+	runUntil(t, d, func() bool {
+		ds := s.deliveries(t, c.ID)
+		return len(ds) == 1 && ds[0].Attempts > 0
+	})
+	ds := s.deliveries(t, c.ID)
+	if ds[0].State != webhook.StatePending || ds[0].LastError == nil || !strings.Contains(*ds[0].LastError, "building the message") {
+		t.Fatalf("delivery %+v, want pending, naming the message's failure", ds[0])
+	}
+	if len(rc.got()) != 0 {
+		t.Fatal("the receiver was sent something")
+	}
+	if w, _ := s.hooks.Get(ctx, s.project, c.ID); w.FailingSince != nil || !w.Enabled {
+		t.Fatalf("a failure of ours counted against the webhook: %+v", w)
+	}
+}

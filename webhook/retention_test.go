@@ -270,7 +270,7 @@ func TestAnswerLinkRetention(t *testing.T) {
 	s := setupLinks(t)
 	p := s.project(t)
 	spent := mustRequest(t, s.tx, p, "Which region?")
-	token, _, err := s.links.Issue(ctx, p, spent.ID, "alice", time.Hour)
+	token, _, err := s.links.Issue(ctx, p, spent.ID, s.hook(t, p, "alice"), "alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestAnswerLinkRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	unused := mustRequest(t, s.tx, p, "Which bucket?")
-	if _, _, err := s.links.Issue(ctx, p, unused.ID, "bob", time.Hour); err != nil {
+	if _, _, err := s.links.Issue(ctx, p, unused.ID, s.hook(t, p, "bob"), "bob", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	countLinks := func() int {
@@ -300,7 +300,7 @@ func TestAnswerLinkRetention(t *testing.T) {
 	// A link made now can still be used when the old ones are old enough.
 	fresh := mustRequest(t, s.tx, p, "Which queue?")
 	s.clk.Advance(2 * day)
-	if _, _, err := s.links.Issue(ctx, p, fresh.ID, "carol", 24*time.Hour); err != nil {
+	if _, _, err := s.links.Issue(ctx, p, fresh.ID, s.hook(t, p, "carol"), "carol", 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if n := countLinks(); n != 3 {

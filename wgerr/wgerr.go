@@ -45,6 +45,10 @@ const (
 	// CodeNoMatch: a claim's capabilities cover no ready item's
 	// requirements while ready items exist; waiting would not help.
 	CodeNoMatch Code = "no_match"
+	// CodeEventsPruned: a read of the event log resumed after a number
+	// below the retention horizon: events after it were deleted, so the
+	// read would have a gap. Resume after the horizon it names.
+	CodeEventsPruned Code = "events_pruned"
 	// CodeMethodNotAllowed: the path exists, for other methods (see Allow).
 	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodePayloadTooLarge  Code = "payload_too_large"
@@ -96,6 +100,7 @@ var (
 	Blocked           = &Error{Code: CodeBlocked}
 	InProgress        = &Error{Code: CodeInProgress}
 	OutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
+	EventsPruned      = &Error{Code: CodeEventsPruned}
 	MethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
 	PayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
 	RateLimited       = &Error{Code: CodeRateLimited}

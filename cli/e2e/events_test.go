@@ -128,3 +128,17 @@ func TestEventsItemPrefix(t *testing.T) {
 	e.wantExit(e.agentToken, 2, "first characters", "events", "--item", "zz")
 	e.wantExit(e.agentToken, 5, "no item id starts with", "events", "--item", "ffffffff")
 }
+
+// TestEventsAllWithItem: --item names an item of one project, --all reads
+// every project; the command refuses the combination itself (exit 2,
+// naming both flags) instead of passing the server's "unknown query
+// parameter item_id" on.
+func TestEventsAllWithItem(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("Ship it")
+	r := e.wantExit(e.agentToken, 2, "--item cannot be used with --all", "events", "--all", "--item", it.ID)
+	if strings.Contains(r.stderr, "item_id") {
+		t.Fatalf("the server's refusal was passed on: %v", r)
+	}
+}

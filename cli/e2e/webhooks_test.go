@@ -185,3 +185,18 @@ func TestWebhooksCommands(t *testing.T) {
 		t.Fatalf("after rm: %+v", list)
 	}
 }
+
+// TestWebhooksCreateTypes: `webhooks create` takes the event types as
+// --types, as `events` does; --events stays an alias.
+func TestWebhooksCreateTypes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, flag := range []string{"--types", "--events"} {
+		var w client.Webhook
+		e.mustJSON(e.humanToken, &w, "webhooks", "create", "https://hooks.example.com/"+strings.TrimLeft(flag, "-"),
+			flag, "attention.opened,lease.ended", "--disabled")
+		if strings.Join(w.EventTypes, ",") != "lease.ended,attention.opened" {
+			t.Fatalf("webhooks create %s: event types %v", flag, w.EventTypes)
+		}
+	}
+}

@@ -13,28 +13,30 @@ import (
 )
 
 const createAnswerLink = `-- name: CreateAnswerLink :one
-INSERT INTO answer_links (project_id, attention_id, recipient, secret_hash, created_at, expires_at)
-VALUES ($1, $2, $3, $4,
-        coalesce($5::timestamptz, now()),
-        coalesce($5::timestamptz, now()) + make_interval(secs => $6::float8))
-RETURNING project_id, id, attention_id, recipient, secret_hash, created_at, expires_at, used_at
+INSERT INTO answer_links (project_id, attention_id, webhook_id, recipient, secret_hash, created_at, expires_at)
+VALUES ($1, $2, $3::uuid, $4, $5,
+        coalesce($6::timestamptz, now()),
+        coalesce($6::timestamptz, now()) + make_interval(secs => $7::float8))
+RETURNING project_id, id, attention_id, recipient, secret_hash, created_at, expires_at, used_at, webhook_id
 `
 
 type CreateAnswerLinkParams struct {
 	ProjectID   uuid.UUID
 	AttentionID uuid.UUID
+	WebhookID   uuid.UUID
 	Recipient   string
 	SecretHash  []byte
 	Now         *time.Time
 	TtlSeconds  float64
 }
 
-// A link for one request and one recipient, valid for ttl by the
-// database's clock.
+// A link for one request and one recipient, sent by one webhook, valid
+// for ttl by the database's clock.
 func (q *Queries) CreateAnswerLink(ctx context.Context, db DBTX, arg CreateAnswerLinkParams) (AnswerLink, error) {
 	row := db.QueryRow(ctx, createAnswerLink,
 		arg.ProjectID,
 		arg.AttentionID,
+		arg.WebhookID,
 		arg.Recipient,
 		arg.SecretHash,
 		arg.Now,
@@ -50,6 +52,7 @@ func (q *Queries) CreateAnswerLink(ctx context.Context, db DBTX, arg CreateAnswe
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.WebhookID,
 	)
 	return i, err
 }
@@ -92,8 +95,14 @@ func (q *Queries) DeleteOldAnswerLinks(ctx context.Context, db DBTX, arg DeleteO
 }
 
 const getAnswerLink = `-- name: GetAnswerLink :one
-SELECT l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at, (l.used_at IS NULL AND l.expires_at > coalesce($1::timestamptz, now()))::boolean AS usable,
-       coalesce((SELECT n.answer_links FROM notification_settings n WHERE n.project_id = l.project_id), false)::boolean AS links_on
+SELECT l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at, l.webhook_id, (l.used_at IS NULL AND l.expires_at > coalesce($1::timestamptz, now()))::boolean AS usable,
+       coalesce((SELECT n.answer_links FROM notification_settings n WHERE n.project_id = l.project_id), false)::boolean AS links_on,
+       CASE
+           WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.project_id = l.project_id
+                        AND (w.id = l.webhook_id OR l.webhook_id IS NULL) AND w.recipient = l.recipient) THEN 'ok'
+           WHEN l.webhook_id IS NOT NULL AND EXISTS (SELECT 1 FROM webhooks w WHERE w.project_id = l.project_id AND w.id = l.webhook_id)
+               THEN 'recipient_changed'
+           ELSE 'deleted' END::text AS webhook_state
 FROM answer_links l
 WHERE l.project_id = $2 AND l.id = $3
 `
@@ -105,21 +114,25 @@ type GetAnswerLinkParams struct {
 }
 
 type GetAnswerLinkRow struct {
-	ProjectID   uuid.UUID
-	ID          uuid.UUID
-	AttentionID uuid.UUID
-	Recipient   string
-	SecretHash  []byte
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
-	UsedAt      *time.Time
-	Usable      bool
-	LinksOn     bool
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+	AttentionID  uuid.UUID
+	Recipient    string
+	SecretHash   []byte
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+	UsedAt       *time.Time
+	WebhookID    *uuid.UUID
+	Usable       bool
+	LinksOn      bool
+	WebhookState string
 }
 
 // A link by id, with whether it may still be used now (the database's
-// clock) and whether its project has answer links turned on (links_on:
-// no link answers while they are off).
+// clock), whether its project has answer links turned on (links_on: no
+// link answers while they are off), and what became of the webhook that
+// sent it (webhook_state: 'ok'; 'deleted'; 'recipient_changed': it names
+// another recipient now). UseAnswerLink holds the same rule.
 func (q *Queries) GetAnswerLink(ctx context.Context, db DBTX, arg GetAnswerLinkParams) (GetAnswerLinkRow, error) {
 	row := db.QueryRow(ctx, getAnswerLink, arg.Now, arg.ProjectID, arg.ID)
 	var i GetAnswerLinkRow
@@ -132,8 +145,10 @@ func (q *Queries) GetAnswerLink(ctx context.Context, db DBTX, arg GetAnswerLinkP
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.WebhookID,
 		&i.Usable,
 		&i.LinksOn,
+		&i.WebhookState,
 	)
 	return i, err
 }
@@ -226,7 +241,10 @@ UPDATE answer_links l SET used_at = coalesce($1::timestamptz, now())
 WHERE l.project_id = $2 AND l.id = $3 AND l.secret_hash = $4
   AND l.used_at IS NULL AND l.expires_at > coalesce($1::timestamptz, now())
   AND EXISTS (SELECT 1 FROM notification_settings n WHERE n.project_id = l.project_id AND n.answer_links)
-RETURNING l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at
+  AND EXISTS (SELECT 1 FROM webhooks w WHERE w.project_id = l.project_id
+              AND (w.id = l.webhook_id OR l.webhook_id IS NULL) AND w.recipient = l.recipient
+              FOR SHARE)
+RETURNING l.project_id, l.id, l.attention_id, l.recipient, l.secret_hash, l.created_at, l.expires_at, l.used_at, l.webhook_id
 `
 
 type UseAnswerLinkParams struct {
@@ -237,8 +255,12 @@ type UseAnswerLinkParams struct {
 }
 
 // Spends a link: only an unused, unexpired link whose secret matches, of a
-// project that has answer links turned on, in the statement that marks it
-// used (no row: refused).
+// project that has answer links turned on, whose webhook still exists and
+// still names the link's recipient (a link issued before links were bound
+// to their webhook, webhook_id NULL: some webhook of the project names
+// it), in the statement that marks it used (no row: refused). The
+// webhook's row is read with FOR SHARE, so a deletion or a change of
+// recipient committing meanwhile is waited for and seen.
 func (q *Queries) UseAnswerLink(ctx context.Context, db DBTX, arg UseAnswerLinkParams) (AnswerLink, error) {
 	row := db.QueryRow(ctx, useAnswerLink,
 		arg.Now,
@@ -256,6 +278,7 @@ func (q *Queries) UseAnswerLink(ctx context.Context, db DBTX, arg UseAnswerLinkP
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.WebhookID,
 	)
 	return i, err
 }

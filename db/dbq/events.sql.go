@@ -60,44 +60,53 @@ func (q *Queries) AppendEvent(ctx context.Context, db DBTX, arg AppendEventParam
 	return i, err
 }
 
-const deleteOldEvents = `-- name: DeleteOldEvents :execrows
+const deleteOldEvents = `-- name: DeleteOldEvents :one
 WITH first AS (
     SELECT e.seq, e.at FROM events e
     WHERE e.project_id = $1::uuid
     ORDER BY e.seq
-    LIMIT $4
+    LIMIT $2
+), deleted AS (
+    DELETE FROM events d
+    USING first
+    WHERE d.project_id = $1::uuid AND d.seq = first.seq
+      AND first.at < coalesce($3::timestamptz, statement_timestamp())
+                     - $4::bigint * interval '1 millisecond'
+    RETURNING d.seq
+), horizon AS (
+    INSERT INTO events_pruned (project_id, pruned_through)
+    SELECT $1::uuid, max(deleted.seq) FROM deleted HAVING count(*) > 0
+    ON CONFLICT (project_id) DO UPDATE
+        SET pruned_through = greatest(events_pruned.pruned_through, excluded.pruned_through)
 )
-DELETE FROM events d
-USING first
-WHERE d.project_id = $1::uuid AND d.seq = first.seq
-  AND first.at < coalesce($2::timestamptz, statement_timestamp())
-                 - $3::bigint * interval '1 millisecond'
+SELECT count(*)::bigint AS deleted FROM deleted
 `
 
 type DeleteOldEventsParams struct {
 	ProjectID uuid.UUID
+	MaxRows   int32
 	Now       *time.Time
 	KeepMs    int64
-	MaxRows   int32
 }
 
 // Retention: deletes a project's oldest events, among its first
 // @max_rows by number, that are older than @keep_ms before now (the
-// database clock, or a test's stub). Numbers follow time, so a batch stops
-// at the first event inside the retention; it reads at most @max_rows
-// rows. The caller's transaction has run EnableEventDeletion; the table
-// refuses anything younger than a day.
+// database clock, or a test's stub), and raises the project's retention
+// horizon (events_pruned) to the newest number deleted, in the same
+// statement. Numbers follow time, so a batch stops at the first event
+// inside the retention; it reads at most @max_rows rows. The caller's
+// transaction has run EnableEventDeletion; the table refuses anything
+// younger than a day. Returns how many events it deleted.
 func (q *Queries) DeleteOldEvents(ctx context.Context, db DBTX, arg DeleteOldEventsParams) (int64, error) {
-	result, err := db.Exec(ctx, deleteOldEvents,
+	row := db.QueryRow(ctx, deleteOldEvents,
 		arg.ProjectID,
+		arg.MaxRows,
 		arg.Now,
 		arg.KeepMs,
-		arg.MaxRows,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var deleted int64
+	err := row.Scan(&deleted)
+	return deleted, err
 }
 
 const enableEventDeletion = `-- name: EnableEventDeletion :exec
@@ -121,6 +130,34 @@ func (q *Queries) EventsLastNumber(ctx context.Context, db DBTX) (int64, error) 
 	var last int64
 	err := row.Scan(&last)
 	return last, err
+}
+
+const eventsPrunedThrough = `-- name: EventsPrunedThrough :one
+SELECT coalesce(max(pruned_through), 0)::bigint AS pruned_through
+FROM events_pruned WHERE project_id = $1
+`
+
+// A project's retention horizon: the newest event number retention has
+// deleted in it (0: none).
+func (q *Queries) EventsPrunedThrough(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, eventsPrunedThrough, projectID)
+	var pruned_through int64
+	err := row.Scan(&pruned_through)
+	return pruned_through, err
+}
+
+const eventsPrunedThroughAll = `-- name: EventsPrunedThroughAll :one
+SELECT coalesce(max(pruned_through), 0)::bigint AS pruned_through FROM events_pruned
+`
+
+// The newest event number retention has deleted in any project (0:
+// none): the retention horizon of an admin's read over every project (a
+// cross-project read, listed in db/citus_test.go).
+func (q *Queries) EventsPrunedThroughAll(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, eventsPrunedThroughAll)
+	var pruned_through int64
+	err := row.Scan(&pruned_through)
+	return pruned_through, err
 }
 
 const eventsWriters = `-- name: EventsWriters :one

@@ -21,6 +21,7 @@ type AnswerLink struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
 	UsedAt      *time.Time
+	WebhookID   *uuid.UUID
 }
 
 type AttentionRequest struct {
@@ -85,6 +86,11 @@ type Event struct {
 	LeaseID     *uuid.UUID
 	AttentionID *uuid.UUID
 	Payload     json.RawMessage
+}
+
+type EventsPruned struct {
+	ProjectID     uuid.UUID
+	PrunedThrough int64
 }
 
 type FenceKey struct {

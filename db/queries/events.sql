@@ -66,24 +66,46 @@ LIMIT @max_rows;
 -- one (item state changes, tokens): read by the event triggers (00016).
 SELECT set_config('workgraph.actor', @actor::text, true);
 
--- name: DeleteOldEvents :execrows
+-- name: DeleteOldEvents :one
 -- Retention: deletes a project's oldest events, among its first
 -- @max_rows by number, that are older than @keep_ms before now (the
--- database clock, or a test's stub). Numbers follow time, so a batch stops
--- at the first event inside the retention; it reads at most @max_rows
--- rows. The caller's transaction has run EnableEventDeletion; the table
--- refuses anything younger than a day.
+-- database clock, or a test's stub), and raises the project's retention
+-- horizon (events_pruned) to the newest number deleted, in the same
+-- statement. Numbers follow time, so a batch stops at the first event
+-- inside the retention; it reads at most @max_rows rows. The caller's
+-- transaction has run EnableEventDeletion; the table refuses anything
+-- younger than a day. Returns how many events it deleted.
 WITH first AS (
     SELECT e.seq, e.at FROM events e
     WHERE e.project_id = @project_id::uuid
     ORDER BY e.seq
     LIMIT @max_rows
+), deleted AS (
+    DELETE FROM events d
+    USING first
+    WHERE d.project_id = @project_id::uuid AND d.seq = first.seq
+      AND first.at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+                     - sqlc.arg('keep_ms')::bigint * interval '1 millisecond'
+    RETURNING d.seq
+), horizon AS (
+    INSERT INTO events_pruned (project_id, pruned_through)
+    SELECT @project_id::uuid, max(deleted.seq) FROM deleted HAVING count(*) > 0
+    ON CONFLICT (project_id) DO UPDATE
+        SET pruned_through = greatest(events_pruned.pruned_through, excluded.pruned_through)
 )
-DELETE FROM events d
-USING first
-WHERE d.project_id = @project_id::uuid AND d.seq = first.seq
-  AND first.at < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-                 - sqlc.arg('keep_ms')::bigint * interval '1 millisecond';
+SELECT count(*)::bigint AS deleted FROM deleted;
+
+-- name: EventsPrunedThrough :one
+-- A project's retention horizon: the newest event number retention has
+-- deleted in it (0: none).
+SELECT coalesce(max(pruned_through), 0)::bigint AS pruned_through
+FROM events_pruned WHERE project_id = @project_id;
+
+-- name: EventsPrunedThroughAll :one
+-- The newest event number retention has deleted in any project (0:
+-- none): the retention horizon of an admin's read over every project (a
+-- cross-project read, listed in db/citus_test.go).
+SELECT coalesce(max(pruned_through), 0)::bigint AS pruned_through FROM events_pruned;
 
 -- name: EnableEventDeletion :exec
 -- Lets the retention service's transaction delete old events (00015).

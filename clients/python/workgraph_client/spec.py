@@ -93,6 +93,7 @@ PROBLEM_CODES: Tuple[str, ...] = (
     "unavailable",
     "internal",
     "no_match",
+    "events_pruned",
 )
 
 FIELDS: Dict[str, Tuple[str, ...]] = {
@@ -154,7 +155,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "PlanItem": ("body", "children", "depends_on", "key", "labels", "line", "priority", "requires", "title", "touches",),
     "PlanRequest": ("dry_run", "items",),
     "PlanResult": ("dry_run", "existing", "items", "keys",),
-    "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "request_id", "status", "title", "type",),
+    "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "pruned_through", "request_id", "status", "title", "type",),
     "Project": ("attention_due_in_seconds", "created_at", "id", "name", "no_progress_after_seconds", "on_expiry", "quiet_after_seconds",),
     "ProjectList": ("projects",),
     "ReleaseRequest": ("epoch", "reason",),
@@ -759,7 +760,7 @@ class PlanResult(TypedDict, total=False):
 # RFC 9457 problem details; extra members may appear.
 # Required: type, title, status, detail, code.
 class Problem(TypedDict, total=False):
-    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "blocked", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "rate_limited", "unavailable", "internal", "no_match"]
+    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "blocked", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "rate_limited", "unavailable", "internal", "no_match", "events_pruned"]
     cycle: List[str]
     detail: str
     effect_at: str
@@ -769,6 +770,7 @@ class Problem(TypedDict, total=False):
     lease_id: str
     line: int
     lines: List[int]
+    pruned_through: int
     request_id: str
     status: int
     title: str

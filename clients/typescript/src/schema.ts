@@ -803,7 +803,7 @@ export interface paths {
         };
         /**
          * A project's events, oldest first (a long poll with wait_seconds)
-         * @description Roles: any. Reads up to the horizon below which every event is final; resume with after=next_after to see every later event once.
+         * @description Roles: any. Reads up to the horizon below which every event is final; resume with after=next_after to see every later event once. An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
          */
         get: operations["listEvents"];
         put?: never;
@@ -823,7 +823,7 @@ export interface paths {
         };
         /**
          * A project's events as server-sent events
-         * @description Roles: any. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica.
+         * @description Roles: any. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica. An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -843,7 +843,7 @@ export interface paths {
         };
         /**
          * Every project's events, oldest first (a long poll with wait_seconds)
-         * @description Roles: admin. As listEvents, over all projects (each event names its project).
+         * @description Roles: admin. As listEvents, over all projects (each event names its project). An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
          */
         get: operations["listAllEvents"];
         put?: never;
@@ -863,7 +863,7 @@ export interface paths {
         };
         /**
          * Every project's events as server-sent events
-         * @description Roles: admin. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica.
+         * @description Roles: admin. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica. An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
          */
         get: operations["streamAllEvents"];
         put?: never;
@@ -977,7 +977,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal" | "no_match";
+            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal" | "no_match" | "events_pruned";
             /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
@@ -997,6 +997,11 @@ export interface components {
              * @description outcome_unknown: when the first request with this Idempotency-Key took effect
              */
             effect_at?: string;
+            /**
+             * Format: int64
+             * @description events_pruned: the newest event number the retention deleted in the project (every project's, on the admin routes); resume with after set to it
+             */
+            pruned_through?: number;
             /**
              * Format: uuid
              * @description outcome_unknown of a claim: the lease it granted, ended since
@@ -3683,6 +3688,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            410: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3723,6 +3729,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            410: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3759,6 +3766,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            410: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3794,6 +3802,7 @@ export interface operations {
             401: components["responses"]["Problem"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            410: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
