@@ -251,3 +251,39 @@ func TestCompleteBlockedByConcurrentAdd(t *testing.T) {
 		})
 	}
 }
+
+// TestCompleteBlockedAfterExpiry: a completion of a lease that has expired
+// (and was not ended yet by the sweeper or a claim) is lease_lost, also
+// when its item gained unfinished work meanwhile: blocked says the lease
+// is still held, which an expired lease is not. Single (in a transaction
+// and pipelined) and batch alike; the lease_lost answer is what the fence
+// gives any stale call. Found by TestStateMachine.
+func TestCompleteBlockedAfterExpiry(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"InTx", "Pipelined", "Batch"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			var f fixture
+			if path == "InTx" {
+				f = setup(t, lease.Config{})
+			} else {
+				f = setupDB(t, lease.Config{}) // the one-round-trip paths run on a pool only
+			}
+			c, _ := f.blockLeased(t, "dependency")
+			f.clock.Advance(ttl) // expires_at <= now: the fence no longer holds
+			var err error
+			if path == "Batch" {
+				answers, berr := f.leases.CompleteBatch(f.ctx, f.project, nil, []lease.CompletionEntry{{Fence: fence(c.Lease)}})
+				if berr != nil {
+					t.Fatal(berr)
+				}
+				err = answers[0].Err
+			} else {
+				_, err = f.leases.Complete(f.ctx, f.project, fence(c.Lease), nil, nil)
+			}
+			if wgerr.CodeOf(err) != wgerr.CodeLeaseLost {
+				t.Fatalf("completion of an expired lease of a blocked item: %v (%s), want %s", err, wgerr.CodeOf(err), wgerr.CodeLeaseLost)
+			}
+		})
+	}
+}

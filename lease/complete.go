@@ -148,13 +148,19 @@ func (s *Service) repeatedCompletion(ctx context.Context, project uuid.UUID, f F
 			return err
 		}
 		if l.Epoch == f.Epoch && l.Outcome == nil {
-			// Live at this epoch, yet not completed: a batch completion
-			// leaves out an entry whose item waits for unfinished work.
+			// Not ended at this epoch, yet not completed: a batch
+			// completion leaves out an entry whose item waits for
+			// unfinished work. That is blocked only while the lease is
+			// held by the fence's clock; an expired one is lost (below).
+			held, err := dbq.New().LeaseHeld(ctx, tx, dbq.LeaseHeldParams{ProjectID: project, LeaseID: l.ID, Now: s.clock.Now()})
+			if err != nil {
+				return err
+			}
 			it, err := s.graphOn(tx).Item(ctx, project, l.ItemID)
 			if err != nil {
 				return err
 			}
-			if it.ActiveLeaseID != nil && *it.ActiveLeaseID == l.ID && graph.WaitsForWork(it) {
+			if held && it.ActiveLeaseID != nil && *it.ActiveLeaseID == l.ID && graph.WaitsForWork(it) {
 				answer = blocked(l, it)
 				return nil
 			}

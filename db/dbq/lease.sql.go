@@ -1811,6 +1811,29 @@ func (q *Queries) ItemLeasesBefore(ctx context.Context, db DBTX, arg ItemLeasesB
 	return items, nil
 }
 
+const leaseHeld = `-- name: LeaseHeld :one
+SELECT (l.ended_at IS NULL AND l.expires_at > coalesce($1::timestamptz, clock_timestamp()))::boolean AS held
+FROM leases l
+WHERE l.project_id = $2 AND l.id = $3
+`
+
+type LeaseHeldParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	LeaseID   uuid.UUID
+}
+
+// Whether a lease is held at an instant (@now, NULL: the database's
+// clock): not ended and not expired, judged as the fence judges it. For
+// choosing the answer to a refused call (blocked or lease_lost), never to
+// write.
+func (q *Queries) LeaseHeld(ctx context.Context, db DBTX, arg LeaseHeldParams) (bool, error) {
+	row := db.QueryRow(ctx, leaseHeld, arg.Now, arg.ProjectID, arg.LeaseID)
+	var held bool
+	err := row.Scan(&held)
+	return held, err
+}
+
 const leaseHistory = `-- name: LeaseHistory :many
 SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r

@@ -455,6 +455,15 @@ SELECT sqlc.embed(l),
 FROM leases l
 WHERE l.project_id = @project_id AND l.id = @lease_id;
 
+-- name: LeaseHeld :one
+-- Whether a lease is held at an instant (@now, NULL: the database's
+-- clock): not ended and not expired, judged as the fence judges it. For
+-- choosing the answer to a refused call (blocked or lease_lost), never to
+-- write.
+SELECT (l.ended_at IS NULL AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, clock_timestamp()))::boolean AS held
+FROM leases l
+WHERE l.project_id = @project_id AND l.id = @lease_id;
+
 -- name: LeaseHolder :one
 -- The project of a lease and the token it was granted to (both immutable).
 SELECT project_id, token_id FROM leases WHERE id = @lease_id;
