@@ -58,17 +58,14 @@ type InboxEntry struct {
 	// BudgetForm, for a budget_exhausted request: raising the budget is
 	// its answer.
 	BudgetForm *BudgetForm
+	// asker is the worker of the lease that asked the request (inboxEntry).
+	asker string
 }
 
-// Asker is the worker whose lease asked the request, when that lease is
-// the item's last ("" otherwise: a person's hold, the system, or an older
-// lease).
-func (e InboxEntry) Asker() string {
-	if e.Request.LeaseID == nil || e.LastLease == nil || e.LastLease.ID != *e.Request.LeaseID {
-		return ""
-	}
-	return e.LastLease.Worker
-}
+// Asker is the worker whose lease asked the request, the item's last
+// lease or an earlier one ("" for a request no lease opened: a person's
+// hold, the system).
+func (e InboxEntry) Asker() string { return e.asker }
 
 // AskerVia is the principal that asked, where it says more than Asker.
 func (e InboxEntry) AskerVia() string { return via(e.Asker(), e.Request.RequestedBy) }
@@ -178,6 +175,17 @@ func (r *req) inboxEntry(req attention.Request, now time.Time) (InboxEntry, erro
 	e.Item, e.Dependencies = nb.Item, nb.Dependencies
 	if e.LastLease, err = r.lastLease(req.ItemID); err != nil {
 		return e, err
+	}
+	var shown []lease.Lease
+	if e.LastLease != nil {
+		shown = append(shown, *e.LastLease)
+	}
+	askers, err := r.askersOf([]attention.Request{req}, shown)
+	if err != nil {
+		return e, err
+	}
+	if req.LeaseID != nil {
+		e.asker = askers[*req.LeaseID]
 	}
 	if req.Reason == attention.ReasonBudgetExhausted {
 		b, err := r.ui.Leases.Budget(r.ctx(), r.project.ID, req.ItemID)

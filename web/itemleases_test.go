@@ -106,3 +106,36 @@ func TestItemPageNamesAnOldQuestionsWorker(t *testing.T) {
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "Which region first?", "worker <b>asker-old</b> (token:agent-key)")
 }
+
+// TestInboxNamesAnOldQuestionsWorker: an open question asked on an
+// earlier lease of its item (a non-blocking one, whose item went on to
+// another lease) names, in the inbox, the worker whose lease asked it,
+// not only the principal: the inbox read the item's latest lease alone.
+func TestInboxNamesAnOldQuestionsWorker(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.mustItem("asked, then leased again")
+	ctx := context.Background()
+	if _, err := e.pool.Exec(ctx, `
+		INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at, ended_at, outcome)
+		SELECT $1, $2, g, CASE WHEN g = 1 THEN 'asker-old' ELSE 'w-next' END, 'token:agent-key',
+		       now() - interval '1 hour' + g * interval '1 minute',
+		       now() - interval '1 hour' + g * interval '1 minute' + interval '10 minutes',
+		       now() - interval '1 hour' + g * interval '1 minute' + interval '30 s',
+		       'released'
+		FROM generate_series(1, 2) AS g ORDER BY g`, e.project.ID, it.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE items SET epoch = 2 WHERE project_id = $1 AND id = $2`, e.project.ID, it.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `
+		INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, requested_by, question, blocking, created_at)
+		SELECT project_id, item_id, id, epoch, 'worker', principal, 'Which region first?', false, now() - interval '50 minutes'
+		FROM leases WHERE project_id = $1 AND item_id = $2 AND epoch = 1`, e.project.ID, it.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := e.signIn(e.human).get("/p/acme/inbox")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Which region first?", "worker <b>asker-old</b> (token:agent-key)")
+}
