@@ -2,6 +2,10 @@ package web_test
 
 import (
 	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,5 +84,60 @@ func TestInboxOverdueBeyondFirstPage(t *testing.T) {
 	}
 	if strings.Contains(r.body, "wait 49<") {
 		t.Fatal("the inbox shows 51 requests")
+	}
+}
+
+// TestInboxAnswerComesBackToItsPage: a request answered on the inbox's
+// second page comes back to that page (its cursor in the form and in the
+// redirect), not to the first, where the person would have to page again.
+func TestInboxAnswerComesBackToItsPage(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	for i := range 50 {
+		it := e.mustItem("held " + strconv.Itoa(i))
+		if _, err := e.att.Hold(ctx, e.project.ID, it.ID, "wait "+strconv.Itoa(i), "token:t-human"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.mustItem("Asked last")
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
+		attention.NewRequest{Question: "On page two?", Blocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	first := b.get("/p/acme/inbox")
+	m := regexp.MustCompile(`rel="next" href="/p/acme/inbox\?after=([^"]+)"`).FindStringSubmatch(first.body)
+	if m == nil {
+		t.Fatal("the first page has no link to the next")
+	}
+	cursor, err := url.QueryUnescape(html.UnescapeString(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := b.get("/p/acme/inbox?after=" + url.QueryEscape(cursor))
+	wantBody(t, second, "On page two?", `name="after" value="`+htmlText(t, cursor)+`"`)
+	r := b.post("/p/acme/attention/"+q.Request.ID.String()+"/resolve", url.Values{
+		"back": {"/p/acme/inbox"}, "after": {cursor}, "answer": {"yes"},
+	})
+	wantStatus(t, r, http.StatusSeeOther)
+	loc, err := url.Parse(r.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc.Path != "/p/acme/inbox" || loc.Query().Get("after") != cursor || loc.Query().Get("answered") != q.Request.ID.String() {
+		t.Fatalf("the answer went to %s, want the second page (after=%s) saying what was answered", loc, cursor)
+	}
+	// A cursor that is not one is not carried.
+	r = b.post("/p/acme/attention/"+q.Request.ID.String()+"/resolve", url.Values{
+		"back": {"/p/acme/inbox"}, "after": {"not-a-cursor"}, "answer": {"yes"},
+	})
+	if loc := r.Header.Get("Location"); strings.Contains(loc, "not-a-cursor") {
+		t.Fatalf("a bad cursor was carried into %s", loc)
 	}
 }

@@ -30,8 +30,11 @@ type InboxPage struct {
 	// Next is the cursor of the page after this one ("": this is the
 	// last); Paged says this is not the first page. OverdueShown counts
 	// the overdue requests among Entries.
-	Next         string
-	Paged        bool
+	Next  string
+	Paged bool
+	// After is this page's own cursor ("" on the first page): the forms
+	// of its requests carry it, so an answer comes back to this page.
+	After        string
 	OverdueShown int
 	// Open is how many requests are open in the projects the page lists.
 	Open int
@@ -132,6 +135,9 @@ func (r *req) inboxPage(page *InboxPage, projects []graph.Project) error {
 		return err
 	}
 	page.Paged = after != nil
+	if page.Paged {
+		page.After = r.QueryParam("after")
+	}
 	type found struct {
 		p   graph.Project
 		req attention.Request
@@ -344,6 +350,13 @@ func (r *req) answeredURL(id uuid.UUID) string {
 		q.Set("in", r.project.Name)
 		if f := r.FormValue("filter"); f != "" {
 			q.Set("project", f)
+		}
+	}
+	// The inbox page the form was on (its cursor), when it was not the
+	// first and the cursor reads as one.
+	if a := r.FormValue("after"); a != "" {
+		if c, err := attention.InboxAfter(a); err == nil && c != nil {
+			q.Set("after", a)
 		}
 	}
 	return back + "?" + q.Encode()
