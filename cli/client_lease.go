@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/fence"
 )
 
 // Environment variables a supervised command (and `workgraph ask`, ...)
@@ -110,7 +111,7 @@ func newClaimCmd(stdio IO) *cobra.Command {
 		Long: `Claim the highest-priority ready item of the project and print the lease.
 
 Every later call about the item presents the lease id and epoch:
-  eval "$(workgraph claim --env)"     # sets WORKGRAPH_LEASE_ID, WORKGRAPH_EPOCH, ...
+  eval "$(workgraph claim --env)"     # sets WORKGRAPH_LEASE_ID, WORKGRAPH_EPOCH, WORKGRAPH_FENCE, ...
   workgraph heartbeat                  # every third of the lease
   workgraph complete --result '{"summary": "done"}'
 
@@ -158,7 +159,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 			case s.json:
 				return printJSON(s.Out, cl)
 			case env:
-				printClaimEnv(s.Out, cl)
+				printClaimEnv(s.Out, cl, s.cfg.URL)
 				return nil
 			}
 			printClaim(s.Out, cl)
@@ -234,15 +235,29 @@ func printClaim(w io.Writer, cl *client.Claim) {
 		"  export %s=%s %s=%d\n", fence, fence, envLeaseID, cl.Lease.ID, envEpoch, cl.Lease.Epoch)
 }
 
-func printClaimEnv(w io.Writer, cl *client.Claim) {
-	for _, kv := range [][2]string{
+// printClaimEnv prints the shell assignments of a claim: the lease, the
+// item and the fence variables `workgraph work` hands its command too.
+func printClaimEnv(w io.Writer, cl *client.Claim, serverURL string) {
+	vars := [][2]string{
 		{envLeaseID, cl.Lease.ID},
 		{envEpoch, strconv.FormatInt(cl.Lease.Epoch, 10)},
 		{envItemID, cl.Item.ID},
 		{envItemTitle, cl.Item.Title},
 		{envItemBody, cl.Item.Body},
-	} {
+	}
+	for _, kv := range append(vars, fenceEnv(cl, serverURL)...) {
 		fmt.Fprintf(w, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+}
+
+// fenceEnv is what a worker hands the systems it changes
+// (docs/agents.md, "Fencing your effects"): the lease's token, a stable
+// prefix for operation ids and where the key that checks the token is.
+func fenceEnv(cl *client.Claim, serverURL string) [][2]string {
+	return [][2]string{
+		{fence.EnvToken, cl.FenceToken},
+		{fence.EnvOperationPrefix, cl.Item.ID + "/"},
+		{fence.EnvKeysURL, strings.TrimRight(serverURL, "/") + fence.KeysPath},
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/client"
-	"github.com/workgraph-dev/workgraph/fence"
 	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
@@ -523,7 +522,7 @@ func (sv *supervisor) commandEnv(cl *client.Claim, dir string) []string {
 		body = body[:maxBodyEnv] + "\n[truncated: the whole body is in WORKGRAPH_ITEM_FILE]"
 	}
 	cfg := sv.s.cfg
-	return []string{
+	env := []string{
 		"WORKGRAPH_URL=" + cfg.URL,
 		"WORKGRAPH_TOKEN=" + cfg.Token,
 		"WORKGRAPH_PROJECT=" + cfg.Project,
@@ -538,13 +537,11 @@ func (sv *supervisor) commandEnv(cl *client.Claim, dir string) []string {
 		envResultFile + "=" + filepath.Join(dir, resultFileName),
 		envProgressFile + "=" + filepath.Join(dir, progressFileName),
 		envAnswersFile + "=" + filepath.Join(dir, answersFileName),
-		// For the systems the command changes (docs/agents.md, "Fencing
-		// your effects"): the token, a stable prefix for operation ids, and
-		// where the key to check the token is.
-		fence.EnvToken + "=" + cl.FenceToken,
-		fence.EnvOperationPrefix + "=" + cl.Item.ID + "/",
-		fence.EnvKeysURL + "=" + strings.TrimRight(cfg.URL, "/") + fence.KeysPath,
 	}
+	for _, kv := range fenceEnv(cl, cfg.URL) {
+		env = append(env, kv[0]+"="+kv[1])
+	}
+	return env
 }
 
 const envProgressFile = "WORKGRAPH_PROGRESS_FILE"

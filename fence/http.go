@@ -31,7 +31,7 @@ const (
 const (
 	// EnvToken holds the lease's fence token (send it as HeaderFence).
 	EnvToken = "WORKGRAPH_FENCE"
-	// EnvOperationPrefix is "<project>/<item>/": the same for every
+	// EnvOperationPrefix is "<item id>/": the same for every
 	// attempt at the item, so an operation id built on it
 	// (prefix + "deploy") is stable across workers and retries.
 	EnvOperationPrefix = "WORKGRAPH_OPERATION_PREFIX"
