@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -57,16 +59,22 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 			if err := t.Flush(); err != nil {
 				return err
 			}
-			words, budgets := false, false
+			words, budgets, uncertain := false, false, false
 			for _, r := range reqs {
-				if r.Reason == "budget_exhausted" {
+				switch r.Reason {
+				case "budget_exhausted":
 					budgets = true
-				} else {
+				case reasonUncertainOutcome:
+					uncertain = true
+				default:
 					words = true
 				}
 			}
 			if words {
 				fmt.Fprintln(s.Err, "answer with: workgraph attention resolve ID \"answer\"")
+			}
+			if uncertain {
+				fmt.Fprintln(s.Err, "an uncertain outcome takes a decision: workgraph attention show ID, then workgraph attention resolve ID --decision retry|done|cancel")
 			}
 			if budgets {
 				// An answer in words does not close a spent budget's request.
@@ -77,28 +85,49 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 	}
 	ls.Flags().StringVar(&state, "state", "open", "open, resolved or dismissed")
 	ls.Flags().StringVar(&itemID, "item", "", "only requests about this item")
-	var answer string
+	var answer, decision, result, resultFile, resultTx, note string
 	resolve := &cobra.Command{
-		Use:   "resolve ID ANSWER",
-		Short: "Answer an attention request (people only)",
+		Use:   "resolve ID [ANSWER]",
+		Short: "Answer an attention request, or decide an uncertain outcome (people only)",
 		Long: `Answer an attention request: the item can be claimed again, and its
 next claim (the asking worker is preferred for a while) carries the answer.
-The answer is the second argument, or --answer.`,
+The answer is the second argument, or --answer.
+
+An uncertain_outcome request (a lease of an item with on_expiry reconcile
+expired: its attempt may still be running or may have applied its effect)
+is resolved with a decision instead, after reading the attempt and its late
+reports (attention show ID):
+  --decision retry    hand the item out again (the next claim has epoch + 1)
+  --decision done     the item is done, with --result (or --result-file,
+                      --result-text) as its result, decided by you
+  --decision cancel   cancel the item
+--note says why (kept with the decision).`,
+		Example: `  workgraph attention resolve 3f2c9a1b "use PostgreSQL 16"
+  workgraph attention resolve 8d01e2aa --decision done --result '{"deployed": true}' --note "checked the dashboard"
+  workgraph attention resolve 8d01e2aa --decision retry`,
 		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			if decision != "" {
+				return decide(ctx, stdio, s, a, decision, note, result, resultFile, resultTx)
+			}
 			switch {
+			case result != "" || resultFile != "" || resultTx != "" || note != "":
+				return usageError("--result, --result-file, --result-text and --note go with --decision (an uncertain outcome)")
 			case len(a) == 2 && answer != "":
 				return usageError("give the answer once: as the second argument or as --answer, not both")
 			case len(a) == 2:
 				answer = a[1]
 			case answer == "":
-				return usageError("no answer: workgraph attention resolve ID \"answer\" (or --answer \"answer\")")
+				return usageError("no answer: workgraph attention resolve ID \"answer\" (or --answer \"answer\"; an uncertain outcome: --decision retry|done|cancel)")
 			}
 			id, err := s.resolveID(ctx, kindAttention, a[0])
 			if err != nil {
 				return err
 			}
 			r, err := s.api.Resolve(ctx, id, answer)
+			if invalidField(err) == "decision" {
+				return usageError("request %s is an uncertain outcome: it takes a decision, not an answer (read it with `workgraph attention show %s`, then: workgraph attention resolve %s --decision retry|done|cancel)", id, id, id)
+			}
 			if err != nil {
 				return err
 			}
@@ -109,8 +138,34 @@ The answer is the second argument, or --answer.`,
 			return nil
 		}),
 	}
-	resolve.Flags().StringVar(&answer, "answer", "", "the answer (instead of the second argument)")
-	cmd.AddCommand(ls, resolve)
+	fl := resolve.Flags()
+	fl.StringVar(&answer, "answer", "", "the answer (instead of the second argument)")
+	fl.StringVar(&decision, "decision", "", "decide an uncertain outcome: retry, done or cancel")
+	fl.StringVar(&result, "result", "", "with --decision done: the item's result as JSON")
+	fl.StringVar(&resultFile, "result-file", "", "with --decision done: read the JSON result from this file (- for stdin)")
+	fl.StringVar(&resultTx, "result-text", "", "with --decision done: the result as plain text (sent as {\"result_text\": ...})")
+	fl.StringVar(&note, "note", "", "with --decision: why (kept with the decision)")
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show an attention request: the question, the attempt it is about and its late reports",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			id, err := s.resolveID(ctx, kindAttention, a[0])
+			if err != nil {
+				return err
+			}
+			r, err := s.api.GetAttention(ctx, id)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, r)
+			}
+			printAttention(s.Out, r)
+			return nil
+		}),
+	}
+	cmd.AddCommand(ls, show, resolve)
 	return cmd
 }
 
@@ -273,4 +328,108 @@ func itemLabel(id, title string) string {
 		return id
 	}
 	return clip(title, 40) + " (" + id[:8] + ")"
+}
+
+// reasonUncertainOutcome is the reason of the system request an expired
+// lease of an item with on_expiry reconcile opens.
+const reasonUncertainOutcome = "uncertain_outcome"
+
+// decide resolves the uncertain outcome a[0] with a decision (retry, done
+// with a result, cancel) and an optional note.
+func decide(ctx context.Context, stdio IO, s *session, a []string, decision, note, result, resultFile, resultTx string) error {
+	switch decision {
+	case client.DecisionRetry, client.DecisionDone, client.DecisionCancel:
+	default:
+		return usageError("--decision %q: want retry, done or cancel", decision)
+	}
+	if len(a) == 2 {
+		return usageError("a decision takes no answer: give --decision or an answer, not both")
+	}
+	var res json.RawMessage
+	if result != "" || resultFile != "" || resultTx != "" {
+		if decision != client.DecisionDone {
+			return usageError("a result goes only with --decision done")
+		}
+		var err error
+		if res, err = resultFlag(stdio.In, result, resultFile, resultTx); err != nil {
+			return err
+		}
+	}
+	id, err := s.resolveID(ctx, kindAttention, a[0])
+	if err != nil {
+		return err
+	}
+	r, err := s.api.Decide(ctx, id, decision, res, note)
+	if err != nil {
+		return err
+	}
+	if s.json {
+		return printJSON(s.Out, r)
+	}
+	fmt.Fprintf(s.Out, "request %s decided: %s; %s\n", r.ID, decision, afterAnswer(ctx, s, r))
+	return nil
+}
+
+// printAttention prints one request: its question, state and answer, the
+// attempt an uncertain outcome is about and what that attempt reported
+// after its lease had expired.
+func printAttention(w io.Writer, r *client.AttentionRequest) {
+	t := newTable(w)
+	fmt.Fprintf(t, "request\t%s\nitem\t%s\nasked by\t%s\nreason\t%s\nstate\t%s\ncreated\t%s\n",
+		r.ID, itemLabel(r.ItemID, r.ItemTitle), orDash(r.RequestedBy), orDash(r.Reason), r.State, fmtTime(r.CreatedAt))
+	if r.Decision != nil {
+		fmt.Fprintf(t, "decision\t%s\n", *r.Decision)
+	}
+	if r.Answer != nil {
+		fmt.Fprintf(t, "answer\t%s\n", *r.Answer)
+	}
+	if r.ResolvedBy != nil {
+		fmt.Fprintf(t, "resolved by\t%s\n", *r.ResolvedBy)
+	}
+	t.Flush()
+	fmt.Fprintf(w, "\n%s\n", r.Question)
+	if len(r.Context) > 0 && string(r.Context) != "null" && string(r.Context) != "{}" {
+		fmt.Fprintf(w, "\ncontext:\n%s\n", indentJSON(r.Context))
+	}
+	if r.Reason == reasonUncertainOutcome {
+		if len(r.LateReports) == 0 {
+			fmt.Fprintln(w, "\nno late report from that attempt")
+		}
+		for _, o := range r.LateReports {
+			what := o.Operation
+			if what == "" {
+				what = o.Kind
+			}
+			fmt.Fprintf(w, "\nlate report: %s of lease %s (epoch %d), received %s", what, o.LeaseID, o.Epoch, fmtTime(o.ReceivedAt))
+			if o.WorkerTime != nil {
+				fmt.Fprintf(w, " (worker's clock %s)", fmtTime(*o.WorkerTime))
+			}
+			fmt.Fprintf(w, ", not applied:\n%s\n", indentJSON(o.Payload))
+		}
+		if r.State == "open" {
+			fmt.Fprintf(w, "\ndecide: workgraph attention resolve %s --decision retry|done|cancel [--result JSON] [--note TEXT]\n", r.ID)
+		}
+	}
+}
+
+// indentJSON is raw indented by two spaces, or as it is when it is not
+// JSON.
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "  ", "  "); err != nil {
+		return "  " + string(raw)
+	}
+	return "  " + b.String()
+}
+
+// invalidField is the field an invalid_argument refusal names ("" for any
+// other error).
+func invalidField(err error) string {
+	var ae *client.Error
+	if !errors.As(err, &ae) || ae.Code != client.CodeInvalidArgument {
+		return ""
+	}
+	var field string
+	ae.Extension("field", &field)
+	return field
 }
