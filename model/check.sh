@@ -3,7 +3,9 @@
 # verify with no errors (also with on_expiry reconcile: -DRECONCILE), and
 # each variant with a guard removed (-DNOFENCE: workgraph's fence
 # predicate; -DNOGATE: the destination's mark; -DRECONCILE -DSPLIT: the
-# uncertain_outcome hold opened outside the expiry's transaction) must find
+# uncertain_outcome hold opened outside the expiry's transaction;
+# -DNOBLOCK and -DRECONCILE -DNOBLOCKDECIDE: a completion, or a person's
+# done decision, that ignores work added while the item waited) must find
 # its counterexample, so the model cannot silently stop checking anything.
 # Needs spin and a C compiler (Debian: apt-get install spin gcc).
 set -euo pipefail
@@ -71,3 +73,7 @@ run nogate -DNOGATE
 expect nogate 'stale_gate'
 run reconcile-split -DRECONCILE -DSPLIT
 expect reconcile-split 'granted_undecided'
+run noblock -DNOBLOCK
+expect noblock 'done_early'
+run reconcile-noblock -DRECONCILE -DNOBLOCKDECIDE
+expect reconcile-noblock 'done_early'

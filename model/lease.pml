@@ -22,6 +22,11 @@
  *   -DRECONCILE -DSPLIT the hold is opened in a transaction of its own,
  *             after the expiry freed the item: spin must find a claim
  *             granted while an attempt's outcome is undecided (I5).
+ *   -DNOBLOCK the worker's completion ignores work a person added while
+ *             the item was leased (ADR 0008): spin must find the item
+ *             done before that work (I6).
+ *   -DRECONCILE -DNOBLOCKDECIDE a person's done decision ignores it:
+ *             spin must find the item done before that work (I6).
  *
  * Invariants (checked by the Invariants process, after every step):
  *   I1 at most one holder: at most one lease of the item has not ended;
@@ -33,7 +38,10 @@
  *   I4 one outcome per lease (every ended lease has one, written once), and
  *      the item is completed at most once;
  *   I5 (RECONCILE) no lease is granted while an expired attempt's outcome
- *      is undecided.
+ *      is undecided;
+ *   I6 the item is never completed (by its worker, or by a person's done
+ *      decision) while work a person added to it is unfinished: a
+ *      dependency on an unfinished item or an open child (ADR 0008).
  */
 
 #ifndef W
@@ -53,7 +61,11 @@
 /* The item's row (items). */
 byte epoch = 0;      /* items.epoch */
 byte holder = 0;     /* items.active_lease_id: lease index + 1, 0 = NULL */
-bool done = false;   /* items.status = 'done' */
+bool done = false;   /* items.status = 'done' (or cancelled: it is over) */
+/* items.unmet_dependencies > 0 or items.open_children > 0: a Planner (a
+ * person changing the plan) added a dependency on an unfinished item or a
+ * child, at any time, also while the item is leased. */
+bool unmet = false;
 
 /* The leases' rows (leases), index = claim order. */
 byte nleases = 0;
@@ -80,6 +92,21 @@ byte gate_max = 0;   /* the largest token the destination applied */
 bool stale_wg = false;
 bool stale_gate = false;
 byte completions = 0;
+bool done_early = false; /* completed while unmet (I6) */
+
+/* item_finishable(unmet_dependencies, open_children), in the SET of the
+ * statement that completes the item (EndLease; FinishItems for a
+ * person's done decision): false raises WG007, 409 blocked. */
+#ifdef NOBLOCK
+#define FINISHABLE true
+#else
+#define FINISHABLE (!unmet)
+#endif
+#ifdef NOBLOCKDECIDE
+#define DECIDE_FINISHABLE true
+#else
+#define DECIDE_FINISHABLE (!unmet)
+#endif
 
 /* The fence: the predicate every fenced worker statement carries
  * (WHERE id = $lease AND epoch = $epoch AND ended_at IS NULL
@@ -135,14 +162,16 @@ inline reap() {
 proctype Worker() {
 	byte me;   /* the lease this worker holds (index) */
 	byte tok;  /* its epoch: the fencing token it hands the destination */
+	bool blocked; /* its completion was refused as blocked; lease still held */
 
 end_claim:
 	/* Claim: ExpireLeases, then ClaimItem (FOR UPDATE SKIP LOCKED on a
 	 * ready item, epoch + 1, a new lease row) in one transaction. It waits
 	 * while the item is held by a live lease (a claimer that finds the row
-	 * locked skips it and finds nothing ready). */
+	 * locked skips it and finds nothing ready; an item with unmet work is
+	 * not ready). */
 	atomic {
-		!done && nleases < NL &&
+		!done && !unmet && nleases < NL &&
 #ifdef RECONCILE
 		((holder == 0 && !held) || (holder > 0 && l_expired[holder - 1] && !l_ended[holder - 1])) ->
 #else
@@ -217,8 +246,12 @@ paused:
 
 	/* EndLease: the fenced completion (or release) and the item's side of
 	 * it, in one statement. Zero rows: lease_lost; the late report is kept
-	 * as an observation and changes nothing. */
+	 * as an observation and changes nothing. A completion of an item with
+	 * unmet work is refused as blocked (ADR 0008): nothing changes, the
+	 * lease is still held, and the worker goes on (heartbeat, complete
+	 * again, or release). */
 	atomic {
+		blocked = false;
 		if
 		:: FENCED(me) ->
 			if
@@ -226,19 +259,28 @@ paused:
 			:: else -> skip
 			fi;
 			if
-			:: end_lease(me, COMPLETED);
+			:: FINISHABLE ->
+				if
+				:: unmet -> done_early = true
+				:: else -> skip
+				fi;
+				end_lease(me, COMPLETED);
 				done = true;
 				completions++
+			:: !FINISHABLE -> blocked = true
 			:: end_lease(me, RELEASED)
 			fi;
 			if
-			:: holder == me + 1 -> holder = 0
+			:: !blocked && holder == me + 1 -> holder = 0
 			:: else -> skip
 			fi
 		:: else -> skip
 		fi
 	};
-	goto end_claim;
+	if
+	:: blocked -> goto work
+	:: else -> goto end_claim
+	fi;
 
 lost:
 	/* A worker that learned it lost its lease stops, and claims again. */
@@ -252,6 +294,17 @@ end:
 	do
 	:: atomic { holder > 0 && !l_expired[holder - 1] && !l_ended[holder - 1] ->
 		l_expired[holder - 1] = true }
+	od
+}
+
+/* A person changes the plan: adds a dependency on an unfinished item, or
+ * a child, to the item (leased or not; never to a finished one), and that
+ * work is finished later. */
+active proctype Planner() {
+end:
+	do
+	:: atomic { !done && !unmet -> unmet = true }
+	:: atomic { unmet -> unmet = false }
 	od
 }
 
@@ -281,7 +334,11 @@ active proctype Person() {
 end:
 	do
 	:: atomic { held -> held = false; undecided = false }              /* retry */
-	:: atomic { held && !done -> held = false; undecided = false;
+	:: atomic { held && !done && DECIDE_FINISHABLE -> held = false; undecided = false;
+	            if
+	            :: unmet -> done_early = true
+	            :: else -> skip
+	            fi;
 	            done = true; completions++ }                           /* done */
 	:: atomic { held && !done -> held = false; undecided = false;
 	            done = true }                                          /* cancel */
@@ -301,18 +358,20 @@ end:
 #define I2 (!stale_wg)
 #define I3 (!stale_gate)
 #define I4 (ONE_OUTCOME && completions <= 1)
+#define I6 (!done_early)
 
 /* The monitor: its one step is enabled in any reachable state that breaks
  * an invariant, and then the assertion names which. */
 active proctype Invariants() {
 end:
 	atomic {
-		!(I1 && I2 && I3 && I4 && I5) ->
+		!(I1 && I2 && I3 && I4 && I5 && I6) ->
 		assert(I1);
 		assert(I2);
 		assert(I3);
 		assert(I4);
-		assert(I5)
+		assert(I5);
+		assert(I6)
 	}
 }
 

@@ -30,6 +30,7 @@ func TestModel(t *testing.T) {
 		"reconcile: verified", "reconcile-wide: verified",
 		"nofence: counterexample found", "nogate: counterexample found",
 		"reconcile-split: counterexample found",
+		"noblock: counterexample found", "reconcile-noblock: counterexample found",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check.sh output lacks %q:\n%s", want, out)
