@@ -15,7 +15,7 @@ func newProjectsCmd(stdio IO) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "projects",
-		Short: "List or create projects (admin)",
+		Short: "List, create or set up projects (admin)",
 		Args:  args(cobra.NoArgs),
 	}
 	addClientFlags(cmd, &f)
@@ -55,8 +55,33 @@ func newProjectsCmd(stdio IO) *cobra.Command {
 			return nil
 		}),
 	}
+	var onExpiry string
+	set := &cobra.Command{
+		Use:     "set NAME --on-expiry retry|reconcile",
+		Short:   "Change a project's settings: the default on_expiry of its items",
+		Example: `  workgraph projects set website --on-expiry reconcile   # expired leases wait for a person's decision`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			if !s.flagChanged("on-expiry") {
+				return usageError("nothing to change: give --on-expiry retry|reconcile")
+			}
+			if onExpiry != client.OnExpiryRetry && onExpiry != client.OnExpiryReconcile {
+				return usageError("--on-expiry %q: want retry or reconcile", onExpiry)
+			}
+			p, err := s.api.UpdateProject(ctx, a[0], client.UpdateProjectRequest{OnExpiry: onExpiry})
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(s.Out, p)
+			}
+			fmt.Fprintf(s.Out, "project %s: on_expiry %s (for its items that name none)\n", p.Name, p.OnExpiry)
+			return nil
+		}),
+	}
+	set.Flags().StringVar(&onExpiry, "on-expiry", "", onExpiryUsage)
 	cmd.RunE = ls.RunE
-	cmd.AddCommand(ls, create)
+	cmd.AddCommand(ls, create, set)
 	return cmd
 }
 

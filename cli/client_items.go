@@ -32,6 +32,7 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 		priority               int
 		deps, labels           []string
 		requires, touches      []string
+		onExpiry               string
 	)
 	cmd := &cobra.Command{
 		Use:     "add TITLE",
@@ -39,7 +40,8 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 		Short:   "Create an item",
 		Example: `  workgraph items add "Write the migration" --priority 5 --label db
   workgraph items add "Add the endpoint" --depends-on <item id> --body-file spec.md
-  workgraph item create "Migrate the schema" --requires go,db-migrations --touches db:schema,repo:db/migrations/**`,
+  workgraph item create "Migrate the schema" --requires go,db-migrations --touches db:schema,repo:db/migrations/**
+  workgraph items add "Deploy to production" --on-expiry reconcile   # an expired lease waits for a person's decision`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
 			if bodyFile != "" {
@@ -57,7 +59,7 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 				return err
 			}
 			req := client.CreateItemRequest{Title: a[0], Body: body, ParentID: parent, DependsOn: deps, Labels: labels,
-				Requires: requires, Touches: touches}
+				Requires: requires, Touches: touches, OnExpiry: onExpiry}
 			if s.flagChanged("priority") {
 				req.Priority = &priority
 			}
@@ -81,8 +83,12 @@ func itemsAddCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringSliceVar(&labels, "label", nil, "labels (comma-separated or repeated)")
 	fl.StringSliceVar(&requires, "requires", nil, "capabilities a worker must offer to claim it (comma-separated)")
 	fl.StringSliceVar(&touches, "touches", nil, "write scopes its lease holds, resource or resource:path/glob (comma-separated)")
+	fl.StringVar(&onExpiry, "on-expiry", "", onExpiryUsage+" (default: the project's)")
 	return cmd
 }
+
+// onExpiryUsage describes the on_expiry setting of an item or a project.
+const onExpiryUsage = "what an expired lease means: retry (back to the queue) or reconcile (wait for a person's decision: the attempt may still be running or may have applied its effect)"
 
 func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 	var (
@@ -205,6 +211,9 @@ func printItem(w io.Writer, it *client.Item) {
 	for _, h := range it.BlockedBy.Scopes {
 		fmt.Fprintf(t, "scope held\t%s by %s (lease %s)\n", strings.Join(h.Scopes, ", "), h.Worker, h.LeaseID)
 	}
+	if it.OnExpiry != nil {
+		fmt.Fprintf(t, "on expiry\t%s\n", *it.OnExpiry)
+	}
 	if it.PreviousWorker != nil {
 		fmt.Fprintf(t, "previous worker\t%s\n", *it.PreviousWorker)
 	}
@@ -250,10 +259,11 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 		requires    []string
 		touches     []string
 		version     int
+		onExpiry    string
 	)
 	cmd := &cobra.Command{
 		Use:   "edit ID",
-		Short: "Edit an item's title, body, priority or labels",
+		Short: "Edit an item's title, body, priority, labels or on_expiry",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, a []string) error {
 			var req client.UpdateItemRequest
@@ -275,8 +285,14 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 			if s.flagChanged("touches") {
 				req.Touches = &touches
 			}
+			if s.flagChanged("on-expiry") {
+				if onExpiry == "default" {
+					onExpiry = "" // sent as null: the project's default
+				}
+				req.OnExpiry = &onExpiry
+			}
 			if req == (client.UpdateItemRequest{}) {
-				return usageError("nothing to change: give --title, --body, --priority, --labels, --requires or --touches")
+				return usageError("nothing to change: give --title, --body, --priority, --labels, --requires, --touches or --on-expiry")
 			}
 			if s.flagChanged("version") {
 				req.Version = &version
@@ -303,6 +319,7 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.StringSliceVar(&labels, "labels", nil, "new labels, replacing the old ones (comma-separated; \"\" for none)")
 	fl.StringSliceVar(&requires, "requires", nil, "new required capabilities, replacing the old ones (\"\" for none)")
 	fl.StringSliceVar(&touches, "touches", nil, "new write scopes, replacing the old ones (\"\" for none)")
+	fl.StringVar(&onExpiry, "on-expiry", "", onExpiryUsage+"; default: back to the project's")
 	fl.IntVar(&version, "version", 0, "apply only if the item is still at this version (see items show --json)")
 	return cmd
 }

@@ -95,3 +95,46 @@ func TestDecideUncertainOutcome(t *testing.T) {
 		t.Errorf("after cancel: item is %s, want cancelled", got.State)
 	}
 }
+
+// TestOnExpiryFromTheCLI: on_expiry, the item's and its project's
+// default, is set from the CLI as through the API: `items add
+// --on-expiry`, `items edit --on-expiry` (default: back to the
+// project's), `projects set --on-expiry`; a bad value is a usage error
+// that changes nothing.
+func TestOnExpiryFromTheCLI(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	var it client.Item
+	e.mustJSON(e.agentToken, &it, "items", "add", "Deploy to production", "--on-expiry", "reconcile")
+	if it.OnExpiry == nil || *it.OnExpiry != "reconcile" {
+		t.Fatalf("items add --on-expiry reconcile: on_expiry %v", it.OnExpiry)
+	}
+	r := e.run(e.agentToken, nil, "items", "show", it.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, "on expiry") || !strings.Contains(r.stdout, "reconcile") {
+		t.Errorf("items show should name the item's on_expiry: %v", r)
+	}
+	e.wantExit(e.humanToken, 2, "on_expiry", "items", "edit", it.ID, "--on-expiry", "sometimes")
+	if got := e.get(it.ID); got.OnExpiry == nil || *got.OnExpiry != "reconcile" {
+		t.Fatalf("a refused edit changed on_expiry to %v", got.OnExpiry)
+	}
+	e.mustJSON(e.humanToken, &it, "items", "edit", it.ID, "--on-expiry", "retry")
+	if it.OnExpiry == nil || *it.OnExpiry != "retry" {
+		t.Errorf("items edit --on-expiry retry: on_expiry %v", it.OnExpiry)
+	}
+	e.mustJSON(e.humanToken, &it, "items", "edit", it.ID, "--on-expiry", "default")
+	if it.OnExpiry != nil {
+		t.Errorf("items edit --on-expiry default: on_expiry %q, want null (the project's)", *it.OnExpiry)
+	}
+
+	e.wantExit(adminToken, 2, "retry or reconcile", "projects", "set", e.project, "--on-expiry", "sometimes")
+	var p client.Project
+	e.mustJSON(adminToken, &p, "projects", "set", e.project, "--on-expiry", "reconcile")
+	if p.OnExpiry != "reconcile" {
+		t.Errorf("projects set --on-expiry reconcile: %q", p.OnExpiry)
+	}
+	got, err := e.admin.GetProject(ctx, e.project)
+	if err != nil || got.OnExpiry != "reconcile" {
+		t.Errorf("the project's on_expiry is %q (%v), want reconcile", got.OnExpiry, err)
+	}
+}
