@@ -50,7 +50,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 			}
 			cfg.Logger = log
 			cfg.FirstStartOut = stdio.Err
-			tr, err := setupTracing(cmd.Context(), "workgraph", stdio.Err)
+			tr, err := setupTracing(cmd.Context(), "workgraph", log)
 			if err != nil {
 				return err
 			}
