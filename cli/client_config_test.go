@@ -246,4 +246,36 @@ func TestMainExitCodes(t *testing.T) {
 			t.Fatalf("the retry was not told on stderr: %s", msg)
 		}
 	})
+	t.Run("ErrUnreachableReadable", func(t *testing.T) {
+		t.Parallel()
+		// A person who runs a command with no server up reads, per
+		// retry and at the end, where the CLI looked, why it could not
+		// get there and where that address came from: one line each,
+		// not the request's method, path and whole URL three times over.
+		var out, errb strings.Builder
+		code := Main([]string{"items", "ls", "--url", "http://127.0.0.1:1", "--token", "x"},
+			IO{In: strings.NewReader(""), Out: &out, Err: &errb, clientOptions: []client.Option{client.WithRetries(3)}})
+		msg := errb.String()
+		if code != ExitUnavailable {
+			t.Fatalf("exit = %d (%s)", code, msg)
+		}
+		lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+		want := []string{
+			"workgraph: cannot reach the server at http://127.0.0.1:1 (connection refused); retrying in ",
+			"workgraph: cannot reach the server at http://127.0.0.1:1 (connection refused); retrying in ",
+			"workgraph: cannot reach the server at http://127.0.0.1:1 (from flag --url): connection refused",
+			"  is it running? start one with `workgraph serve`, or point --url / WORKGRAPH_URL at it",
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("stderr has %d lines, want %d:\n%s", len(lines), len(want), msg)
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], w)
+			}
+		}
+		if strings.Contains(msg, "client:") || strings.Contains(msg, `Get "`) || strings.Contains(msg, "/v1/") {
+			t.Errorf("stderr repeats the request's internals:\n%s", msg)
+		}
+	})
 }
