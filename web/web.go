@@ -154,11 +154,35 @@ func Mount(e *echo.Echo, d Deps) {
 		}
 		r := &req{Context: c, ui: u}
 		securityHeaders(c.Response().Header())
-		if _, err := r.loadSession(); err != nil {
+		ok, err := r.loadSession()
+		if err != nil {
 			return r.error(err)
+		}
+		if ok {
+			r.project = u.visibleProject(r, c.Request().URL.Path)
 		}
 		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
 	})
+}
+
+// visibleProject is the project an unknown address below /p/{project}/
+// names, when the signed-in principal may see it, so that its not-found
+// page keeps the project's navigation and leads back to it; else the zero
+// Project (the page says no more about a project the person may not see).
+func (u *ui) visibleProject(r *req, path string) graph.Project {
+	rest, ok := strings.CutPrefix(path, "/p/")
+	if !ok {
+		return graph.Project{}
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "" {
+		return graph.Project{}
+	}
+	p, err := u.Graph.Project(r.ctx(), name)
+	if err != nil || !r.sess.Principal.CanSee(p.ID) {
+		return graph.Project{}
+	}
+	return p
 }
 
 func isAPIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/") }
