@@ -160,6 +160,33 @@ func TestMainExitCodes(t *testing.T) {
 			t.Fatalf("exit = %d, want %d", code, ExitUsage)
 		}
 	})
+	t.Run("ErrUnknownFlagSaysWhatIsKnown", func(t *testing.T) {
+		t.Parallel()
+		// A misspelt flag names the flags it may have meant and where the
+		// command's flags are listed, as a misspelt command does.
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"items", "ls", "--stat", "ready"}, []string{"unknown flag: --stat", "Did you mean this?\n\t--state", "Run 'workgraph items ls --help' for its flags"}},
+			{[]string{"import", "plan.yaml", "--dryrun"}, []string{"unknown flag: --dryrun", "--dry-run", "Run 'workgraph import --help' for its flags"}},
+			{[]string{"claim", "--no-such-flag"}, []string{"unknown flag: --no-such-flag", "Run 'workgraph claim --help' for its flags"}},
+			{[]string{"items", "ls", "-Z"}, []string{"unknown shorthand flag: 'Z' in -Z", "Run 'workgraph items ls --help' for its flags"}},
+		} {
+			code, msg := run(c.args...)
+			if code != ExitUsage {
+				t.Errorf("%q: exit = %d, want %d", c.args, code, ExitUsage)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%q: the message lacks %q:\n%s", c.args, w, msg)
+				}
+			}
+		}
+		if _, msg := run("claim", "--no-such-flag"); strings.Contains(msg, "Did you mean") {
+			t.Errorf("a flag near no other got a suggestion:\n%s", msg)
+		}
+	})
 	t.Run("ErrUnknownSubcommand", func(t *testing.T) {
 		t.Parallel()
 		// A typo under a command group used to print the group's help and
