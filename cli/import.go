@@ -105,9 +105,9 @@ from the file); to change an existing item, use "workgraph items edit".`,
 				return printJSON(s.Out, res)
 			}
 			items, deps := p.newCounts(res)
-			fmt.Fprintf(s.Out, "created %d items and %d dependencies in project %q", items, deps, s.cfg.Project)
+			fmt.Fprintf(s.Out, "created %s in project %q", planCounts(items, deps), s.cfg.Project)
 			if n := len(res.Existing); n > 0 {
-				fmt.Fprintf(s.Out, "; %d already existed (same key) and were left alone", n)
+				fmt.Fprintf(s.Out, "; %s (same key) and %s left alone", count(n, "already existed", "already existed"), wasWere(n))
 			}
 			fmt.Fprintln(s.Out)
 			t := newTable(s.Out)
@@ -144,6 +144,20 @@ func checkPlanSize(p *plan, req client.PlanRequest) error {
 		"names that item's id (import --json prints each key's id)", p.File, len(p.All), byteSize(int64(len(body))), byteSize(maxRequestBytes))
 }
 
+// planCounts says how many items and dependencies an import creates, in
+// the singular or the plural.
+func planCounts(items, deps int) string {
+	return count(items, "item", "items") + " and " + count(deps, "dependency", "dependencies")
+}
+
+// wasWere is the verb of n things in the past.
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
 // printPlan prints what a plan creates (a dry run).
 func printPlan(s *session, p *plan, res *client.PlanResult) error {
 	if s.json {
@@ -154,9 +168,9 @@ func printPlan(s *session, p *plan, res *client.PlanResult) error {
 		}{true, p.request(true), res})
 	}
 	items, deps := p.newCounts(res)
-	fmt.Fprintf(s.Out, "would create %d items and %d dependencies in project %q", items, deps, s.cfg.Project)
+	fmt.Fprintf(s.Out, "would create %s in project %q", planCounts(items, deps), s.cfg.Project)
 	if res != nil && len(res.Existing) > 0 {
-		fmt.Fprintf(s.Out, "; %d exist already and would be left alone", len(res.Existing))
+		fmt.Fprintf(s.Out, "; %s already and would be left alone", count(len(res.Existing), "exists", "exist"))
 	}
 	fmt.Fprintln(s.Out, " (dry run: nothing stored)")
 	t := newTable(s.Out)

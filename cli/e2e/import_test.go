@@ -217,7 +217,7 @@ func TestReimport(t *testing.T) {
 			t.Fatalf("dry run: %v", r)
 		}
 		for _, want := range []string{
-			"would create 1 items",
+			"would create 1 item and 0 dependencies in project",
 			"schema", "exists, unchanged: left alone",
 			"exists, differs in title: left alone",
 			"api-docs", "create",
@@ -258,6 +258,34 @@ func TestReimport(t *testing.T) {
 		}
 		if openChildren != 2 {
 			t.Fatalf("the existing parent counts %d open children, want 2", openChildren)
+		}
+	})
+
+	t.Run("OKCountsInTheSingular", func(t *testing.T) {
+		solo := write("solo.yaml", "items:\n  - key: solo\n    title: One thing\n  - key: after\n    title: After it\n    depends_on: [solo]\n")
+		for _, c := range []struct{ args, want []string }{
+			{[]string{"--dry-run"}, []string{"would create 2 items and 1 dependency in project"}},
+			{nil, []string{"created 2 items and 1 dependency in project"}},
+			{nil, []string{"created 0 items and 0 dependencies in project", "2 already existed (same key) and were left alone"}},
+		} {
+			r := e.run(e.agentToken, nil, append([]string{"import", solo}, c.args...)...)
+			if r.code != 0 {
+				t.Fatalf("import %v: %v", c.args, r)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("import %v: output lacks %q:\n%s", c.args, want, r.stdout)
+				}
+			}
+		}
+		one := write("one.yaml", "items:\n  - key: solo\n    title: One thing\n")
+		r := e.run(e.agentToken, nil, "import", one)
+		if r.code != 0 || !strings.Contains(r.stdout, "1 already existed (same key) and was left alone") {
+			t.Errorf("re-import of one item: %v", r)
+		}
+		r = e.run(e.agentToken, nil, "import", one, "--dry-run")
+		if r.code != 0 || !strings.Contains(r.stdout, "1 exists already and would be left alone") {
+			t.Errorf("dry run of one existing item: %v", r)
 		}
 	})
 }
