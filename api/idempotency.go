@@ -165,7 +165,7 @@ type idemRun struct {
 // is stored or forgotten.
 func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 	a := r.a
-	rec := &recorder{ResponseWriter: c.Response().Writer}
+	rec := newRecorder(c)
 	c.Response().Writer = rec
 	// Handlers may replace the request's context with a shorter one (and
 	// cancel it when they return): judge by the caller's.
@@ -185,18 +185,7 @@ func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 	}
 	finished = true
 	holder.Stop()
-	status := c.Response().Status
-	worthKeeping := status < 500 && status != http.StatusTooManyRequests && !rec.overflow
-	if !worthKeeping || (callerCtx.Err() != nil && !r.effect.Load()) {
-		r.forget(callerCtx)
-		return nil
-	}
-	ct := c.Response().Header().Get(echo.HeaderContentType)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
-	defer cancel()
-	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
-		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
-	}
+	r.store(c, rec, callerCtx)
 	return nil
 }
 
@@ -218,7 +207,7 @@ func (r *idemRun) runCarried(c echo.Context, next echo.HandlerFunc, body []byte)
 		return false, err
 	}
 	c.SetRequest(orig.WithContext(carried))
-	rec := &recorder{ResponseWriter: c.Response().Writer}
+	rec := newRecorder(c)
 	guard := &checkedWriter{ResponseWriter: rec, confirm: func() error { return a.idem.Judge(carried) }}
 	c.Response().Writer = guard
 	callerCtx := carried
@@ -276,7 +265,7 @@ func (r *idemRun) store(c echo.Context, rec *recorder, callerCtx context.Context
 		return
 	}
 	ct := c.Response().Header().Get(echo.HeaderContentType)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), storeTimeout(rec.buf.Len()))
 	defer cancel()
 	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
 		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
@@ -294,16 +283,34 @@ func (r *idemRun) forget(callerCtx context.Context) {
 	}
 }
 
-// recorder keeps a copy of the answer's body (up to the body limit).
+// recorder keeps a copy of the answer's body, up to limit bytes.
 type recorder struct {
 	http.ResponseWriter
 	buf      bytes.Buffer
+	limit    int
 	overflow bool
+}
+
+// answerExpansion bounds how much larger than its request an answer can
+// be: JSON escapes a character of a title or body in at most 6 bytes
+// ("\u003c"), and an item named by a short key comes back with its id
+// (a plan item of 24 bytes answers in about 115). A claim's answer, which
+// carries the item's attention history, is not bounded by its request; a
+// claim whose answer was not kept is answered from its lease instead
+// (recoverClaim).
+const answerExpansion = 8
+
+// newRecorder returns a recorder for the request of c that keeps every
+// answer the route can give: answerExpansion times the route's body limit
+// (for a plan import of graph.MaxPlanRequestBytes, 128 MiB). The copy
+// costs no more than the answer the handler already holds in memory.
+func newRecorder(c echo.Context) *recorder {
+	return &recorder{ResponseWriter: c.Response().Writer, limit: answerExpansion * int(routeBodyLimit(c).bytes)}
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
 	if !r.overflow {
-		if r.buf.Len()+len(p) > 4*maxBodyBytes {
+		if r.buf.Len()+len(p) > r.limit {
 			r.overflow = true
 			r.buf.Reset()
 		} else {
@@ -311,6 +318,13 @@ func (r *recorder) Write(p []byte) (int, error) {
 		}
 	}
 	return r.ResponseWriter.Write(p)
+}
+
+// storeTimeout is how long storing an answer of n bytes may take: 5 s,
+// and 1 s more per MiB beyond the first 4 (a plan import's answer can be
+// tens of MiB).
+func storeTimeout(n int) time.Duration {
+	return 5*time.Second + time.Duration(max(0, n-4<<20)>>20)*time.Second
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
