@@ -50,7 +50,7 @@ const (
 	CodeInvalidOperation  = "invalid_operation"   // 400: operation id too long or not UTF-8
 	CodeInvalidBody       = "invalid_body"        // 400: the body could not be read
 	CodeBodyTooLarge      = "body_too_large"      // 413
-	CodeUnavailable       = "unavailable"         // 503: the destination's database
+	CodeUnavailable       = "unavailable"         // 503: the destination's database, or the server's keys
 )
 
 // DefaultMaxBody bounds a fenced request's body when Middleware.MaxBody is
@@ -73,8 +73,11 @@ type Middleware struct {
 	DB   Beginner
 	Gate *Gate
 	// Keys are the trusted public keys (ParseKeys of the server's keys
-	// document).
+	// document), a fixed list; KeySet, when set, is used instead.
 	Keys []ed25519.PublicKey
+	// KeySet, when set, follows the server's keys document (and so its key
+	// rotations) instead of the fixed Keys.
+	KeySet *KeySet
 	// Project is the id of the workgraph project the destination serves;
 	// a token of another project is refused. Empty: any project.
 	Project string
@@ -128,7 +131,14 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			problem(w, http.StatusUnauthorized, CodeFenceRequired, "this destination needs the lease's fence token in the "+HeaderFence+" header")
 			return
 		}
-		claims, err := Verify(m.Keys, raw)
+		claims, err := m.verify(r.Context(), raw)
+		if errors.Is(err, ErrKeysUnavailable) {
+			if m.Log != nil {
+				m.Log.Error("fence: keys document", "err", err)
+			}
+			problem(w, http.StatusServiceUnavailable, CodeUnavailable, "the workgraph server's keys could not be fetched to check the token; nothing was applied, retry later")
+			return
+		}
 		if err != nil {
 			problem(w, http.StatusUnauthorized, CodeFenceInvalid, err.Error())
 			return
@@ -241,6 +251,15 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	copyHeader(w.Header(), rec.header)
 	writeAnswer(w, ans)
+}
+
+// verify checks a token with the KeySet when there is one, else with the
+// fixed Keys.
+func (m *Middleware) verify(ctx context.Context, token string) (Claims, error) {
+	if m.KeySet != nil {
+		return m.KeySet.Verify(ctx, token)
+	}
+	return Verify(m.Keys, token)
 }
 
 func (m *Middleware) unavailable(w http.ResponseWriter, err error) {

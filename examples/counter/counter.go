@@ -85,6 +85,11 @@ func (s *Service) RequireScopes() {
 	s.mw.Target = func(r *http.Request) string { return "counter:" + r.PathValue("name") }
 }
 
+// FollowKeys makes the fenced route trust the keys ks follows (the
+// server's keys document, so its key rotations) instead of the fixed keys
+// New was given. Call it before serving.
+func (s *Service) FollowKeys(ks *fence.KeySet) { s.mw.KeySet = ks }
+
 // Pool is the service's database.
 func (s *Service) Pool() *pgxpool.Pool { return s.pool }
 

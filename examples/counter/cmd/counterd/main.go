@@ -9,9 +9,7 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -42,7 +40,15 @@ func run(log *slog.Logger) error {
 	if err := counter.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	keys, err := fetchKeys(ctx, os.Getenv(fence.EnvKeysURL))
+	url := os.Getenv(fence.EnvKeysURL)
+	if url == "" {
+		return fmt.Errorf("%s is required", fence.EnvKeysURL)
+	}
+	// The keys are fetched now (a server that does not answer stops the
+	// start), then followed: a key the server rotates to is fetched when a
+	// token first names it.
+	ks := &fence.KeySet{URL: url}
+	keys, err := ks.Keys(ctx)
 	if err != nil {
 		return err
 	}
@@ -50,6 +56,7 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	svc.FollowKeys(ks)
 	addr := os.Getenv("COUNTER_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:8090"
@@ -62,29 +69,4 @@ func run(log *slog.Logger) error {
 	log.Info("counterd listening", "addr", ln.Addr().String())
 	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	return srv.Serve(ln)
-}
-
-// fetchKeys reads the workgraph server's keys document once at start (the
-// key changes only with a new deployment).
-func fetchKeys(ctx context.Context, url string) ([]ed25519.PublicKey, error) {
-	if url == "" {
-		return nil, fmt.Errorf("%s is required", fence.EnvKeysURL)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, res.Status)
-	}
-	return fence.ParseKeys(body)
 }
