@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -99,6 +100,9 @@ The answer is the second argument, or --answer.`,
 				return err
 			}
 			r, err := s.api.Resolve(ctx, id, answer)
+			if errors.Is(err, client.ErrConflict) {
+				return closedAlready(ctx, s, id, answer, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -273,4 +277,40 @@ func itemLabel(id, title string) string {
 		return id
 	}
 	return clip(title, 40) + " (" + id[:8] + ")"
+}
+
+// closedAlready explains the refusal (refused, 409 conflict) of an answer
+// to request id: when the request was closed already it says by whom, when
+// and how (the first answer stands, and this one was not recorded), since
+// answering again cannot succeed; otherwise (still open, or unreadable) it
+// is refused as the server refused it.
+func closedAlready(ctx context.Context, s *session, id, answer string, refused error) error {
+	req, err := s.api.GetAttention(ctx, id)
+	if err != nil || req.State == "open" {
+		return refused
+	}
+	by, at := "someone", ""
+	if req.ResolvedBy != nil {
+		by = *req.ResolvedBy
+	}
+	if req.ResolvedAt != nil {
+		at = " at " + fmtTime(*req.ResolvedAt)
+	}
+	how, kept := "", ""
+	switch {
+	case req.Decision != nil:
+		how = fmt.Sprintf("already decided (%s) by %s%s", *req.Decision, by, at)
+	case req.State == "dismissed":
+		how = fmt.Sprintf("already dismissed by %s%s", by, at)
+		if req.Answer != nil && *req.Answer != "" {
+			how += fmt.Sprintf(" (%q)", *req.Answer)
+		}
+	default:
+		how, kept = fmt.Sprintf("already answered by %s%s", by, at), "the first answer stands and "
+		if req.Answer != nil {
+			how += fmt.Sprintf(": %q", *req.Answer)
+		}
+	}
+	return &exitError{code: ExitConflict, err: fmt.Errorf("attention request %s was %s\n  nothing changed: %s%q was not recorded (`workgraph attention ls --state %s` shows it)",
+		req.ID, how, kept, answer, req.State)}
 }
