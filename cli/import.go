@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -264,10 +266,25 @@ func (p *plan) newCounts(res *client.PlanResult) (items, deps int) {
 }
 
 // annotatePlanError adds the file lines of the keys a server refusal
-// names (e.g. the keys of a cycle).
+// names (e.g. the keys of a cycle); a refusal of one item, which the
+// server says at the item's line, is said at the file and the line, of
+// the depends_on entry it names when it names one.
 func annotatePlanError(err error, p *plan) error {
 	var ae *client.Error
-	if !errors.As(err, &ae) || strings.Contains(ae.Detail, "line ") {
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if m := serverLineRE.FindStringSubmatch(ae.Detail); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		var key string
+		if ae.Extension("key", &key) {
+			line = p.entryLine(key, m[2], line)
+		}
+		ae2 := *ae
+		ae2.Detail = fmt.Sprintf("%s:%d: %s", p.File, line, m[2])
+		return &ae2
+	}
+	if strings.Contains(ae.Detail, "line ") {
 		return err
 	}
 	var keys []string
@@ -293,6 +310,26 @@ func annotatePlanError(err error, p *plan) error {
 		return &ae2
 	}
 	return err
+}
+
+// serverLineRE reads the line a server refusal of a plan item starts with
+// (graph's planErr: "line 12: ...").
+var serverLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// entryLine is the line of the depends_on entry of item key that msg (a
+// server's refusal) names ("depends on <id>, ..."), else line.
+func (p *plan) entryLine(key, msg string, line int) int {
+	n := p.ByKey[key]
+	rest, ok := strings.CutPrefix(msg, "depends on ")
+	if n == nil || !ok {
+		return line
+	}
+	for i, d := range n.DependsOn {
+		if strings.HasPrefix(rest, d+",") || rest == d {
+			return n.DepLines[i]
+		}
+	}
+	return line
 }
 
 // progress writes a one-line progress indication to stderr, only when it

@@ -435,3 +435,24 @@ func sameSet(a, b []string) bool {
 	}
 	return true
 }
+
+// TestImportServerFaultNamesFileAndLine: a fault only the server finds (a
+// depends_on naming the whole id of no item of the project) is reported
+// as the faults the CLI finds itself are: the file and the line of the
+// entry, nothing created.
+func TestImportServerFaultNamesFileAndLine(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	src := "items:\n  - key: api\n    title: The API\n    depends_on:\n      - 00000000-0000-4000-8000-000000000000\n"
+	if err := os.WriteFile(plan, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.wantExit(e.agentToken, 2, "plan.yaml:5: ", "import", plan)
+	if !strings.Contains(r.stderr, "neither a key of the plan nor an item of the project") {
+		t.Errorf("the refusal lacks the server's reason:\n%s", r.stderr)
+	}
+	if n := e.countItems(); n != 0 {
+		t.Fatalf("%d items after a refused import, want 0", n)
+	}
+}
