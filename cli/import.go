@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +45,8 @@ func newImportCmd(stdio IO) *cobra.Command {
 one transaction: all of it or nothing.
 
 The plan is YAML or JSON. Each item has a key local to the file; depends_on
-names other keys; children are created under their item:
+names other keys, or existing items by id (or its first characters, as
+tables show them); children are created under their item:
 
   items:
     - key: schema
@@ -90,6 +93,9 @@ from the file); to change an existing item, use "workgraph items edit".`,
 			if err := checkPlanSize(p, req); err != nil {
 				return err
 			}
+			if err := s.resolvePlanPrefixes(ctx, p, local); err != nil {
+				return err
+			}
 			if dryRun && local {
 				return printPlan(s, p, nil)
 			}
@@ -126,6 +132,42 @@ from the file); to change an existing item, use "workgraph items edit".`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be created; nothing is stored")
 	cmd.Flags().BoolVar(&local, "local", false, "with --dry-run: check the file here only, without asking the server")
 	return cmd
+}
+
+// resolvePlanPrefixes replaces each depends_on of p that is the start of an
+// existing item's id (p.Prefixes) with the whole id, through the server's
+// id lookup. A prefix no item has, or several have, is a fault at its
+// line (exit 2, nothing sent), as is any prefix under --local, which asks
+// no server.
+func (s *session) resolvePlanPrefixes(ctx context.Context, p *plan, local bool) error {
+	errs := &planErrors{File: p.File}
+	for _, r := range p.Prefixes {
+		d, line, key := r.Node.DependsOn[r.Index], r.Node.DepLines[r.Index], r.Node.Key
+		if local {
+			errs.add(line, "item %q depends on unknown key %q (if it is the start of an item's id, an import without --local looks it up)", key, d)
+			continue
+		}
+		ms, err := s.api.LookupIDs(ctx, s.cfg.Project, d, kindItem)
+		if err != nil {
+			return err
+		}
+		switch len(ms) {
+		case 1:
+			r.Node.DependsOn[r.Index] = ms[0].ID
+		case 0:
+			errs.add(line, "item %q depends on %q: no key of the plan, and no item id in project %q starts with it", key, d, s.cfg.Project)
+		default:
+			var ids strings.Builder
+			for _, m := range ms {
+				fmt.Fprintf(&ids, "\n      %s  %s", m.ID, clip(m.Label, 60))
+			}
+			errs.add(line, "item %q depends on %q, the start of the ids of %d items; type more of the id:%s", key, d, len(ms), ids.String())
+		}
+	}
+	if len(errs.List) > 0 {
+		return &exitError{code: ExitUsage, err: errs}
+	}
+	return nil
 }
 
 // maxRequestBytes is the largest plan import the server accepts
@@ -224,10 +266,25 @@ func (p *plan) newCounts(res *client.PlanResult) (items, deps int) {
 }
 
 // annotatePlanError adds the file lines of the keys a server refusal
-// names (e.g. the keys of a cycle).
+// names (e.g. the keys of a cycle); a refusal of one item, which the
+// server says at the item's line, is said at the file and the line, of
+// the depends_on entry it names when it names one.
 func annotatePlanError(err error, p *plan) error {
 	var ae *client.Error
-	if !errors.As(err, &ae) || strings.Contains(ae.Detail, "line ") {
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if m := serverLineRE.FindStringSubmatch(ae.Detail); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		var key string
+		if ae.Extension("key", &key) {
+			line = p.entryLine(key, m[2], line)
+		}
+		ae2 := *ae
+		ae2.Detail = fmt.Sprintf("%s:%d: %s", p.File, line, m[2])
+		return &ae2
+	}
+	if strings.Contains(ae.Detail, "line ") {
 		return err
 	}
 	var keys []string
@@ -253,6 +310,26 @@ func annotatePlanError(err error, p *plan) error {
 		return &ae2
 	}
 	return err
+}
+
+// serverLineRE reads the line a server refusal of a plan item starts with
+// (graph's planErr: "line 12: ...").
+var serverLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// entryLine is the line of the depends_on entry of item key that msg (a
+// server's refusal) names ("depends on <id>, ..."), else line.
+func (p *plan) entryLine(key, msg string, line int) int {
+	n := p.ByKey[key]
+	rest, ok := strings.CutPrefix(msg, "depends on ")
+	if n == nil || !ok {
+		return line
+	}
+	for i, d := range n.DependsOn {
+		if strings.HasPrefix(rest, d+",") || rest == d {
+			return n.DepLines[i]
+		}
+	}
+	return line
 }
 
 // progress writes a one-line progress indication to stderr, only when it
