@@ -259,7 +259,7 @@ func (r *idemRun) runCarried(c echo.Context, next echo.HandlerFunc, body []byte)
 func (r *idemRun) store(c echo.Context, rec *recorder, callerCtx context.Context) {
 	a := r.a
 	status := c.Response().Status
-	worthKeeping := status < 500 && status != http.StatusTooManyRequests && !rec.overflow
+	worthKeeping := status < 500 && status != http.StatusTooManyRequests
 	if !worthKeeping || (callerCtx.Err() != nil && !r.effect.Load()) {
 		r.forget(callerCtx)
 		return
@@ -283,40 +283,22 @@ func (r *idemRun) forget(callerCtx context.Context) {
 	}
 }
 
-// recorder keeps a copy of the answer's body, up to limit bytes.
+// recorder keeps a copy of the answer's body, whole: an answer is stored
+// whatever its size (a plan import's or a batch claim's can be tens of
+// MiB), so a retry gets it and never outcome_unknown for want of room.
+// The copy costs no more than the answer the handler already held in
+// memory to write it (c.JSON encodes the whole answer before writing).
 type recorder struct {
 	http.ResponseWriter
-	buf      bytes.Buffer
-	limit    int
-	overflow bool
+	buf bytes.Buffer
 }
 
-// answerExpansion bounds how much larger than its request an answer can
-// be: JSON escapes a character of a title or body in at most 6 bytes
-// ("\u003c"), and an item named by a short key comes back with its id
-// (a plan item of 24 bytes answers in about 115). A claim's answer, which
-// carries the item's attention history, is not bounded by its request; a
-// claim whose answer was not kept is answered from its lease instead
-// (recoverClaim).
-const answerExpansion = 8
-
-// newRecorder returns a recorder for the request of c that keeps every
-// answer the route can give: answerExpansion times the route's body limit
-// (for a plan import of graph.MaxPlanRequestBytes, 128 MiB). The copy
-// costs no more than the answer the handler already holds in memory.
 func newRecorder(c echo.Context) *recorder {
-	return &recorder{ResponseWriter: c.Response().Writer, limit: answerExpansion * int(routeBodyLimit(c).bytes)}
+	return &recorder{ResponseWriter: c.Response().Writer}
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
-	if !r.overflow {
-		if r.buf.Len()+len(p) > r.limit {
-			r.overflow = true
-			r.buf.Reset()
-		} else {
-			r.buf.Write(p)
-		}
-	}
+	r.buf.Write(p)
 	return r.ResponseWriter.Write(p)
 }
 
