@@ -302,12 +302,12 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.ResponseWriter.Write(p)
 }
 
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // storeTimeout is how long storing an answer of n bytes may take: 5 s,
 // and 1 s more per MiB beyond the first 4 (a plan import's answer can be
 // tens of MiB).
 func storeTimeout(n int) time.Duration {
 	return 5*time.Second + time.Duration(max(0, n-4<<20)>>20)*time.Second
 }
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
