@@ -126,6 +126,12 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			}
 		case ctx.Err() != nil:
 			return
+		case endedForAttention(err) && sv.endedForNoProgress(ctx, cl.Lease.ID):
+			// Not the command's question: the project's no-progress
+			// policy ended a lease that kept heartbeating without progress.
+			events <- event{kind: outcomeLost, detail: "the project's no-progress policy ended the lease " +
+				"(its progress did not change for too long; a person is asked about the item)"}
+			return
 		case endedForAttention(err):
 			// The command asked a person; its control file may not be
 			// written yet.
@@ -161,6 +167,30 @@ func endedForAttention(err error) bool {
 	return errors.As(err, &ae) && ae.Code == client.CodeLeaseLost &&
 		ae.Extension("outcome", &outcome) && outcome == client.OutcomeAttentionRequested
 }
+
+// endedForNoProgress reports whether the lease ended for the project's
+// no-progress policy (its outcome_detail's reason), rather than for a
+// question the command asked. When the lease cannot be read, it says no:
+// the command's question is the common case.
+func (sv *supervisor) endedForNoProgress(ctx context.Context, leaseID string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	l, err := sv.s.api.GetLease(ctx, leaseID)
+	return err == nil && noProgressEnding(l.OutcomeDetail)
+}
+
+// noProgressEnding reports whether an ended lease's outcome_detail says
+// the no-progress policy ended it.
+func noProgressEnding(outcomeDetail json.RawMessage) bool {
+	var detail struct {
+		Reason string `json:"reason"`
+	}
+	return json.Unmarshal(outcomeDetail, &detail) == nil && detail.Reason == noProgressReason
+}
+
+// noProgressReason is the reason of the attention request (and of the
+// ended lease's outcome_detail) the no-progress policy opens.
+const noProgressReason = "no_progress"
 
 // isRefusal: the server answered and refused (not a transport failure, a
 // server error or rate limiting, which are worth retrying).

@@ -332,6 +332,12 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 	if err == nil && l.Outcome != nil {
 		switch *l.Outcome {
 		case client.OutcomeAttentionRequested:
+			if noProgressEnding(l.OutcomeDetail) {
+				o.kind = outcomeLost
+				o.message = fmt.Sprintf("the project's no-progress policy ended the lease on item %s before the outcome "+
+					"could be reported (exit status %d); a person is asked about the item", cl.Item.ID, o.exitCode)
+				return o
+			}
 			return sv.attentionOutcome(o, nil)
 		case client.OutcomeFailed:
 			if o.exitCode != 0 {

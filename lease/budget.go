@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -303,12 +304,13 @@ func (s *Service) openBudgetRequest(ctx context.Context, tx pgx.Tx, project, ite
 		return err
 	}
 	used := usageOf(b.TokensIn, b.TokensOut, b.CostMicroUsd, 0)
+	reached, said := reachedLimits(b)
 	req, err := s.attentionOn(tx).Open(ctx, project, item, attention.NewRequest{
-		Question: fmt.Sprintf("The budget of this item's subtree is spent (%d tokens, $%s so far). "+
+		Question: fmt.Sprintf("The budget of this item's subtree is spent: %s (%d tokens, $%s so far). "+
 			"Its workers were told to stop and nothing under it is handed out. Raise the budget "+
 			"(on the item page, with `workgraph items budget`, or PUT /v1/projects/{project}/items/{id}/budget) "+
 			"to let the work continue, or cancel the item.",
-			used.Tokens(), strconv.FormatFloat(used.CostUSD, 'f', -1, 64)),
+			strings.Join(said, "; "), used.Tokens(), dollars(b.CostMicroUsd)),
 		Context: mustJSON(map[string]any{"budget": map[string]any{
 			"item_id":            item,
 			"max_tokens":         b.MaxTokens,
@@ -316,6 +318,7 @@ func (s *Service) openBudgetRequest(ctx context.Context, tx pgx.Tx, project, ite
 			"max_wall_ms":        b.MaxWallMs,
 			"tokens":             used.Tokens(),
 			"cost_usd":           used.CostUSD,
+			"reached":            reached,
 		}}),
 		Blocking:    true,
 		Source:      attention.SourceSystem,
@@ -331,6 +334,30 @@ func (s *Service) openBudgetRequest(ctx context.Context, tx pgx.Tx, project, ite
 		return err
 	}
 	return q.SetBudgetRequest(ctx, tx, dbq.SetBudgetRequestParams{ProjectID: project, ItemID: item, RequestID: &req.ID})
+}
+
+// reachedLimits names the limits a spent budget has reached, as the
+// budget's PUT names them (max_tokens, max_cost_usd, max_wall_seconds),
+// and says each for a person.
+func reachedLimits(b dbq.LockSpentBudgetUnaskedRow) (names, said []string) {
+	if b.MaxTokens != nil && b.TokensIn+b.TokensOut >= *b.MaxTokens {
+		names = append(names, "max_tokens")
+		said = append(said, fmt.Sprintf("%d tokens of the %d allowed", b.TokensIn+b.TokensOut, *b.MaxTokens))
+	}
+	if b.MaxCostMicroUsd != nil && b.CostMicroUsd >= *b.MaxCostMicroUsd {
+		names = append(names, "max_cost_usd")
+		said = append(said, fmt.Sprintf("$%s of the $%s allowed", dollars(b.CostMicroUsd), dollars(*b.MaxCostMicroUsd)))
+	}
+	if b.WallRanOut && b.MaxWallMs != nil {
+		names = append(names, "max_wall_seconds")
+		said = append(said, fmt.Sprintf("its wall time of %s has run out", time.Duration(*b.MaxWallMs)*time.Millisecond))
+	}
+	return names, said
+}
+
+// dollars writes micro-dollars as dollars, without trailing zeros.
+func dollars(micro int64) string {
+	return strconv.FormatFloat(float64(micro)/1e6, 'f', -1, 64)
 }
 
 // UsageOf returns the usage of the item's own leases and of its subtree.

@@ -428,6 +428,53 @@ func TestBudgetWallTime(t *testing.T) {
 	}
 }
 
+// TestBudgetRequestNamesTheLimit: the budget_exhausted request tells the
+// person which limit was reached, in its question and in its context
+// ("reached", the limits as the budget's PUT names them), so a budget spent by its wall time does not read as one
+// spent by its usage (0 tokens, $0).
+func TestBudgetRequestNamesTheLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	wall := f.item(t, graph.NewItem{Title: "wall", Priority: 1})
+	tokens := f.item(t, graph.NewItem{Title: "tokens", Priority: 2})
+	if _, err := f.leases.SetBudget(f.ctx, f.project, wall.ID, lease.BudgetLimits{MaxWall: ptr(time.Hour), MaxTokens: ptr(int64(1000))}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.leases.SetBudget(f.ctx, f.project, tokens.ID, lease.BudgetLimits{MaxWall: ptr(100 * time.Hour), MaxTokens: ptr(int64(100))}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	l := f.claimOf(t, "w", tokens.ID)
+	f.heartbeat(t, l, lease.Heartbeat{Usage: lease.Usage{TokensIn: 70, TokensOut: 50}})
+	f.clock.Advance(2 * time.Hour)
+	if _, err := lease.NewSweeper(f.leases, time.Hour, nil).RunOnce(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		item    uuid.UUID
+		reached string
+		says    string
+	}{
+		{wall.ID, "max_wall_seconds", "wall time of 1h0m0s has run out"},
+		{tokens.ID, "max_tokens", "120 tokens of the 100 allowed"},
+	} {
+		reqs := f.requestsOf(t, tc.item, attention.ReasonBudgetExhausted)
+		if len(reqs) != 1 {
+			t.Fatalf("%d budget_exhausted requests, want 1", len(reqs))
+		}
+		var ctx struct {
+			Budget struct {
+				Reached []string `json:"reached"`
+			} `json:"budget"`
+		}
+		if err := json.Unmarshal(reqs[0].Context, &ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(reqs[0].Question, tc.says) || len(ctx.Budget.Reached) != 1 || ctx.Budget.Reached[0] != tc.reached {
+			t.Errorf("request %q, reached %v; want it to say %q, reached [%s]", reqs[0].Question, ctx.Budget.Reached, tc.says, tc.reached)
+		}
+	}
+}
+
 // TestBudgetBatch: the batch paths keep the budget's rules as the single
 // ones do: a batch claim skips items under a spent budget, a batch
 // heartbeat of a lease under it answers stop (budget_exhausted), and a

@@ -391,18 +391,21 @@ func (q *Queries) LockNoProgressLeases(ctx context.Context, db DBTX, arg LockNoP
 
 const lockSpentBudgetUnasked = `-- name: LockSpentBudgetUnasked :one
 SELECT b.item_id, b.max_tokens, b.max_cost_micro_usd, b.max_wall_ms,
-       b.tokens_in, b.tokens_out, b.cost_micro_usd
+       b.tokens_in, b.tokens_out, b.cost_micro_usd,
+       (b.max_wall_ms IS NOT NULL
+        AND b.started_at + b.max_wall_ms * interval '1 millisecond'
+            <= coalesce($1::timestamptz, statement_timestamp()))::boolean AS wall_ran_out
 FROM budgets b
-WHERE b.project_id = $1 AND b.item_id = $2
+WHERE b.project_id = $2 AND b.item_id = $3
   AND b.request_id IS NULL
-  AND budget_spent(b, coalesce($3::timestamptz, statement_timestamp()))
+  AND budget_spent(b, coalesce($1::timestamptz, statement_timestamp()))
 FOR UPDATE
 `
 
 type LockSpentBudgetUnaskedParams struct {
+	Now       *time.Time
 	ProjectID uuid.UUID
 	ItemID    uuid.UUID
-	Now       *time.Time
 }
 
 type LockSpentBudgetUnaskedRow struct {
@@ -413,12 +416,14 @@ type LockSpentBudgetUnaskedRow struct {
 	TokensIn        int64
 	TokensOut       int64
 	CostMicroUsd    int64
+	WallRanOut      bool
 }
 
-// Holds a spent budget that has no request yet. Of two transactions that
+// Holds a spent budget that has no request yet (wall_ran_out: whether its
+// wall time is what ran out, by the rule of budget_spent). Of two transactions that
 // try at once, the second waits and then finds request_id set: one request.
 func (q *Queries) LockSpentBudgetUnasked(ctx context.Context, db DBTX, arg LockSpentBudgetUnaskedParams) (LockSpentBudgetUnaskedRow, error) {
-	row := db.QueryRow(ctx, lockSpentBudgetUnasked, arg.ProjectID, arg.ItemID, arg.Now)
+	row := db.QueryRow(ctx, lockSpentBudgetUnasked, arg.Now, arg.ProjectID, arg.ItemID)
 	var i LockSpentBudgetUnaskedRow
 	err := row.Scan(
 		&i.ItemID,
@@ -428,6 +433,7 @@ func (q *Queries) LockSpentBudgetUnasked(ctx context.Context, db DBTX, arg LockS
 		&i.TokensIn,
 		&i.TokensOut,
 		&i.CostMicroUsd,
+		&i.WallRanOut,
 	)
 	return i, err
 }

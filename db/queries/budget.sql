@@ -73,10 +73,14 @@ WHERE b.project_id = @project_id AND b.item_id = ANY (@roots::uuid[])
   AND budget_spent(b, coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()));
 
 -- name: LockSpentBudgetUnasked :one
--- Holds a spent budget that has no request yet. Of two transactions that
+-- Holds a spent budget that has no request yet (wall_ran_out: whether its
+-- wall time is what ran out, by the rule of budget_spent). Of two transactions that
 -- try at once, the second waits and then finds request_id set: one request.
 SELECT b.item_id, b.max_tokens, b.max_cost_micro_usd, b.max_wall_ms,
-       b.tokens_in, b.tokens_out, b.cost_micro_usd
+       b.tokens_in, b.tokens_out, b.cost_micro_usd,
+       (b.max_wall_ms IS NOT NULL
+        AND b.started_at + b.max_wall_ms * interval '1 millisecond'
+            <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))::boolean AS wall_ran_out
 FROM budgets b
 WHERE b.project_id = @project_id AND b.item_id = @item_id
   AND b.request_id IS NULL
