@@ -157,7 +157,7 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 		}
 	}
 	if len(touching) > 0 {
-		holders, err := qs.ScopeHolders(ctx, q, dbq.ScopeHoldersParams{Now: now, ProjectID: project, Ids: touching})
+		holders, err := qs.ScopeHolders(ctx, q, dbq.ScopeHoldersParams{ProjectID: project, Ids: touching})
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -646,5 +647,54 @@ func TestClaimBatchNoMatch(t *testing.T) {
 	cs, err := f.leases.ClaimBatch(f.ctx, f.project, req, 5)
 	if err != nil || len(cs) != 1 || cs[0].Item.ID != it.ID {
 		t.Fatalf("batch claim: %v, %d claims; want read docs", err, len(cs))
+	}
+}
+
+// TestScopeHeldThroughHeartbeatAtExpiry: a heartbeat that the fence admits
+// just before its lease's expiry, and that commits just after it, keeps the
+// lease live without a gap; a claim that runs between the two must not
+// grant an overlapping scope. The claim's reap skips the lease (the
+// heartbeat holds its row), so a scope check that judged the lease by its
+// last committed expiry saw it gone and granted the scope: two live leases
+// overlapped once the heartbeat committed. (A database of its own: the
+// heartbeat's transaction stays open while the claim runs beside it.)
+func TestScopeHeldThroughHeartbeatAtExpiry(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{MaxExpiries: 1000})
+	a := f.item(t, graph.NewItem{Title: "a", Priority: 2, Touches: []string{"repo:web/**"}})
+	f.item(t, graph.NewItem{Title: "b", Priority: 1, Touches: []string{"repo:web/src/x.go"}})
+	ca := f.claim(t, "w1")
+	if ca.Item.ID != a.ID {
+		t.Fatalf("claimed %s, want a", ca.Item.Title)
+	}
+	expiry := ca.Lease.ExpiresAt
+
+	// The heartbeat, judged 1 ms before the expiry, not yet committed.
+	tx, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(f.ctx)
+	hbClock := clock.NewStub(expiry.Add(-time.Millisecond))
+	if _, err := lease.NewService(tx, hbClock, f.cfg).Heartbeat(f.ctx, f.project, fence(ca.Lease), lease.Heartbeat{}); err != nil {
+		t.Fatalf("heartbeat before the expiry: %v", err)
+	}
+
+	// A claim 1 ms after the expiry, while the heartbeat is in flight.
+	f.clock.Set(expiry.Add(time.Millisecond))
+	c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w2"})
+	if err == nil {
+		t.Errorf("claim beside the in-flight heartbeat granted %s with scopes %v, which overlap w1's live lease", c.Item.Title, c.Lease.Scopes)
+	} else if !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("claim: %v, want ErrNothingReady", err)
+	}
+	if err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.getLease(t, ca.Lease.ID); got.EndedAt != nil || !got.ExpiresAt.After(expiry) {
+		t.Fatalf("w1's lease after its heartbeat: ended %v, expires %v; want live past %v", got.EndedAt, got.ExpiresAt, expiry)
+	}
+	if n, first := overlappingLive(t, f); n > 0 {
+		t.Errorf("%d pairs of live leases hold overlapping scopes: %s", n, first)
 	}
 }

@@ -2370,15 +2370,13 @@ FROM items i
 JOIN leases h ON h.project_id = i.project_id
              AND h.ended_at IS NULL AND h.scope_keys <> '{}'
              AND h.scope_keys && wg_scope_probe(i.touches)
-             AND h.expires_at > coalesce($1::timestamptz, statement_timestamp())
              AND h.id IS DISTINCT FROM i.active_lease_id
              AND wg_scopes_overlap(h.scopes, i.touches)
-WHERE i.project_id = $2 AND i.id = ANY($3::uuid[]) AND i.touches <> '{}'
+WHERE i.project_id = $1 AND i.id = ANY($2::uuid[]) AND i.touches <> '{}'
 ORDER BY i.id, h.acquired_at
 `
 
 type ScopeHoldersParams struct {
-	Now       *time.Time
 	ProjectID uuid.UUID
 	Ids       []uuid.UUID
 }
@@ -2394,9 +2392,10 @@ type ScopeHoldersRow struct {
 // For each of the given items, the live leases of other items that hold a
 // scope overlapping the item's touches (the rule of wg_scopes_overlap, as
 // the claim applies it): what keeps a ready item with touches from being
-// claimed.
+// claimed. A lease holds its scopes until it is ended, past its expiry too
+// (migration 00086), as its item stays leased.
 func (q *Queries) ScopeHolders(ctx context.Context, db DBTX, arg ScopeHoldersParams) ([]ScopeHoldersRow, error) {
-	rows, err := db.Query(ctx, scopeHolders, arg.Now, arg.ProjectID, arg.Ids)
+	rows, err := db.Query(ctx, scopeHolders, arg.ProjectID, arg.Ids)
 	if err != nil {
 		return nil, err
 	}

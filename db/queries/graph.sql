@@ -760,13 +760,13 @@ WHERE project_id = @project_id AND id = ANY(@ids::uuid[]);
 -- For each of the given items, the live leases of other items that hold a
 -- scope overlapping the item's touches (the rule of wg_scopes_overlap, as
 -- the claim applies it): what keeps a ready item with touches from being
--- claimed.
+-- claimed. A lease holds its scopes until it is ended, past its expiry too
+-- (migration 00086), as its item stays leased.
 SELECT i.id AS item_id, h.id AS lease_id, h.item_id AS holder_item_id, h.worker, h.scopes
 FROM items i
 JOIN leases h ON h.project_id = i.project_id
              AND h.ended_at IS NULL AND h.scope_keys <> '{}'
              AND h.scope_keys && wg_scope_probe(i.touches)
-             AND h.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
              AND h.id IS DISTINCT FROM i.active_lease_id
              AND wg_scopes_overlap(h.scopes, i.touches)
 WHERE i.project_id = @project_id AND i.id = ANY(@ids::uuid[]) AND i.touches <> '{}'
