@@ -369,6 +369,10 @@ func (s *stateMachine) complete(t *rapid.T) {
 		}
 	case !s.m.live(l, now):
 		wantCode(t, "complete", err, wgerr.CodeLeaseLost)
+	case s.m.items[l.item].unmet > 0:
+		// A dependency added while the item was leased and not yet done
+		// (ADR 0008): the completion is refused, the lease stays live.
+		wantCode(t, "complete", err, wgerr.CodeBlocked)
 	default:
 		wantCode(t, "complete", err, "")
 		s.m.finish(s.m.end(l, lease.OutcomeCompleted), graph.StatusDone)
