@@ -87,7 +87,7 @@ build:
 FUZZTIME ?= 600x
 FUZZTIME_INPUT ?= 20000x
 FUZZ_JOBS ?= 1
-FUZZ_API = FuzzItemBody FuzzLeaseBody FuzzAttentionBody FuzzAdminBody FuzzQuery FuzzCursor
+FUZZ_API = FuzzItemBody FuzzLeaseBody FuzzAttentionBody FuzzAdminBody FuzzSettingsBody FuzzQuery FuzzCursor
 fuzz-short:
 	@GO="$(GO)" ./.ci/fuzz-short $(FUZZ_JOBS) input:FuzzStorable:$(FUZZTIME_INPUT) input:FuzzScanner:$(FUZZTIME_INPUT) $(foreach t,$(FUZZ_API),api:$(t):$(FUZZTIME))
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/server"
 )
@@ -153,14 +154,30 @@ func TestRevokeAcrossReplicas(t *testing.T) {
 // the revoked agent got the item and held it for the lease's length. Both
 // ways of authenticating a claim are covered: a token this replica
 // verified before (its check rides with the claim's first statement) and
-// one it reads afresh. The item waits out a failure's backoff while the
-// claim makes its first attempt, so that attempt finds nothing whatever
-// its timing.
+// one it reads afresh. The item waits out a failure's backoff by a stub
+// clock that moves only when the test says: the claim's first attempt
+// finds nothing however slow the machine, and the item becomes ready only
+// once the claim is waiting (a later attempt has begun) and its token is
+// revoked.
 func TestRevokedWhileWaiting(t *testing.T) {
 	t.Parallel()
-	f := itemSetup(t, func(c *server.Config) {
+	stub := clock.NewStub(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	e := setup(t, func(c *server.Config) {
+		c.Clock, c.MetricsOnMain = stub, true
 		c.Lease.RetryBackoff, c.Lease.MaxRetryBackoff, c.Lease.WaitRecheck = 2*time.Second, 2*time.Second, 100*time.Millisecond
 	})
+	e.mustProject("alpha")
+	f := itemFixture{env: e, agent: e.mustToken("alpha", "bot", "agent"), human: e.mustToken("alpha", "ann", "human")}
+	// The claim transactions waiting claims began (the first attempt's
+	// included): two more than before a claim means its first attempt has
+	// ended and a later one, which checks the token again, has begun.
+	attempts := func() int {
+		n, err := strconv.Atoi(eventsFixture{itemFixture: f}.metric(t, "workgraph_wait_claim_transactions_total"))
+		if err != nil {
+			t.Fatalf("workgraph_wait_claim_transactions_total: %v", err)
+		}
+		return n
+	}
 	for _, verifiedBefore := range []bool{true, false} {
 		name := "ReadAfresh"
 		if verifiedBefore {
@@ -177,20 +194,27 @@ func TestRevokedWhileWaiting(t *testing.T) {
 			if verifiedBefore {
 				f.do("GET", "/v1/projects/alpha", tok.Token, nil).ok(t, 200, nil)
 			}
+			before := attempts()
 			claim := make(chan resp, 1)
 			go func() {
 				claim <- f.do("POST", "/v1/projects/alpha/claims", tok.Token,
 					map[string]any{"worker": "w-" + name, "wait_seconds": 30, "labels": []string{label}, "capabilities": []string{label}})
 			}()
-			// The claim's first attempt records the capabilities it offers.
+			// The claim waits: its first attempt found nothing (the item
+			// is in its backoff by the stub clock) and it rechecks.
 			deadline := time.Now().Add(10 * time.Second)
-			for f.count("SELECT count(*) FROM worker_offers WHERE worker = $1", "w-"+name) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("the claim never made its first attempt")
+			for attempts() < before+2 {
+				select {
+				case r := <-claim:
+					t.Fatalf("the claim answered %d before it waited: %s", r.status, r.body)
+				case <-time.After(10 * time.Millisecond):
 				}
-				time.Sleep(10 * time.Millisecond)
+				if time.Now().After(deadline) {
+					t.Fatal("the claim did not wait within 10 s")
+				}
 			}
 			f.do("DELETE", "/v1/projects/alpha/tokens/"+tok.ID, adminToken, nil).ok(t, 204, nil)
+			stub.Advance(3 * time.Second) // the backoff is over: the item is ready
 			select {
 			case r := <-claim:
 				r.problem(t, 401, "unauthenticated")

@@ -8,8 +8,11 @@ import (
 )
 
 // digestTables are the project's stored state a refused request must leave
-// alone: items, leases, attention requests, dependency edges.
-var digestTables = []string{"items", "leases", "attention_requests", "dependencies"}
+// alone: items, leases, attention requests, dependency edges, budgets, the
+// projects' settings, webhooks and notification settings. (Not the event
+// log: a refused lease mutation is recorded there on purpose.)
+var digestTables = []string{"items", "leases", "attention_requests", "dependencies",
+	"budgets", "projects", "webhooks", "notification_settings"}
 
 // digest is a cheap fingerprint of the state of every project: the md5 of
 // each table's rows in a fixed order.

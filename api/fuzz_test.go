@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type fuzzFixture struct {
 	human, agent, worker     token
 	seq                      int
 	target, lease, attention string // resources the routes name, renewed when used up
+	webhook                  string // a webhook of the project, made on first use
 	dep                      string // an item a body may name as "{dep}"
 }
 
@@ -122,11 +124,26 @@ func (fx *fuzzFixture) openAttention() string {
 	return fx.attention
 }
 
-// bodyRoute is a POST or PATCH route whose body is fuzzed; path fills in
-// the resources it names, as the token "as" (human, agent, worker, admin).
+// webhookID is a webhook of the project (it is never removed: no fuzzed
+// route deletes).
+func (fx *fuzzFixture) webhookID() string {
+	if fx.webhook == "" {
+		var w struct {
+			ID string `json:"id"`
+		}
+		fx.do("POST", "/v1/projects/alpha/webhooks", fx.human.Token,
+			map[string]any{"url": "https://hooks.example.com/workgraph"}).ok(fx.t, 201, &w)
+		fx.webhook = w.ID
+	}
+	return fx.webhook
+}
+
+// bodyRoute is a POST, PUT or PATCH route whose body is fuzzed: route is
+// its OpenAPI path (TestFuzzCoversEveryRoute), path fills in the resources
+// it names, sent as the token "as" (human, agent, worker, admin).
 type bodyRoute struct {
-	method, as string
-	path       func(fx *fuzzFixture) string
+	method, as, route string
+	path              func(fx *fuzzFixture) string
 }
 
 func (fx *fuzzFixture) tokenOf(as string) string {
@@ -145,31 +162,41 @@ func fixed(p string) func(*fuzzFixture) string { return func(*fuzzFixture) strin
 
 var (
 	itemRoutes = []bodyRoute{
-		{"POST", "human", fixed("/v1/projects/alpha/items")},
-		{"POST", "agent", fixed("/v1/projects/alpha/items")},
-		{"PATCH", "human", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() }},
-		{"POST", "human", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() + "/cancel" }},
-		{"POST", "human", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() + "/attention" }},
-		{"POST", "agent", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() + "/dependencies" }},
-		{"POST", "agent", fixed("/v1/projects/alpha/plans")},
+		{"POST", "human", "/v1/projects/{project}/items", fixed("/v1/projects/alpha/items")},
+		{"POST", "agent", "/v1/projects/{project}/items", fixed("/v1/projects/alpha/items")},
+		{"PATCH", "human", "/v1/projects/{project}/items/{id}", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() }},
+		{"POST", "human", "/v1/projects/{project}/items/{id}/cancel", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() + "/cancel" }},
+		{"POST", "human", "/v1/projects/{project}/items/{id}/attention", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() + "/attention" }},
+		{"POST", "agent", "/v1/projects/{project}/items/{id}/dependencies", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() + "/dependencies" }},
+		{"POST", "agent", "/v1/projects/{project}/plans", fixed("/v1/projects/alpha/plans")},
 	}
 	leaseRoutes = []bodyRoute{
-		{"POST", "agent", fixed("/v1/projects/alpha/claims")},
-		{"POST", "worker", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/heartbeat" }},
-		{"POST", "worker", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/complete" }},
-		{"POST", "worker", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/release" }},
-		{"POST", "worker", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/fail" }},
-		{"POST", "worker", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/decompose" }},
-		{"POST", "worker", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/attention" }},
-		{"POST", "human", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/stop" }},
+		{"POST", "agent", "/v1/projects/{project}/claims", fixed("/v1/projects/alpha/claims")},
+		{"POST", "worker", "/v1/leases/{id}/heartbeat", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/heartbeat" }},
+		{"POST", "worker", "/v1/leases/{id}/complete", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/complete" }},
+		{"POST", "worker", "/v1/leases/{id}/release", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/release" }},
+		{"POST", "worker", "/v1/leases/{id}/fail", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/fail" }},
+		{"POST", "worker", "/v1/leases/{id}/decompose", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/decompose" }},
+		{"POST", "worker", "/v1/leases/{id}/attention", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/attention" }},
+		{"POST", "human", "/v1/leases/{id}/stop", func(fx *fuzzFixture) string { return "/v1/leases/" + fx.liveLease() + "/stop" }},
+		{"POST", "worker", "/v1/projects/{project}/completions", fixed("/v1/projects/alpha/completions")},
+		{"POST", "worker", "/v1/projects/{project}/heartbeats", fixed("/v1/projects/alpha/heartbeats")},
 	}
 	attentionRoutes = []bodyRoute{
-		{"POST", "human", func(fx *fuzzFixture) string { return "/v1/attention/" + fx.openAttention() + "/resolve" }},
-		{"POST", "human", func(fx *fuzzFixture) string { return "/v1/attention/" + fx.openAttention() + "/dismiss" }},
+		{"POST", "human", "/v1/attention/{id}/resolve", func(fx *fuzzFixture) string { return "/v1/attention/" + fx.openAttention() + "/resolve" }},
+		{"POST", "human", "/v1/attention/{id}/dismiss", func(fx *fuzzFixture) string { return "/v1/attention/" + fx.openAttention() + "/dismiss" }},
+	}
+	settingsRoutes = []bodyRoute{
+		{"PUT", "human", "/v1/projects/{project}/items/{id}/budget", func(fx *fuzzFixture) string { return "/v1/projects/alpha/items/" + fx.targetItem() + "/budget" }},
+		{"PATCH", "human", "/v1/projects/{project}/notifications", fixed("/v1/projects/alpha/notifications")},
+		{"POST", "human", "/v1/projects/{project}/webhooks", fixed("/v1/projects/alpha/webhooks")},
+		{"PATCH", "human", "/v1/projects/{project}/webhooks/{id}", func(fx *fuzzFixture) string { return "/v1/projects/alpha/webhooks/" + fx.webhookID() }},
+		{"POST", "human", "/v1/projects/{project}/webhooks/{id}/secret", func(fx *fuzzFixture) string { return "/v1/projects/alpha/webhooks/" + fx.webhookID() + "/secret" }},
 	}
 	adminRoutes = []bodyRoute{
-		{"POST", "admin", fixed("/v1/projects")},
-		{"POST", "admin", fixed("/v1/projects/alpha/tokens")},
+		{"POST", "admin", "/v1/projects", fixed("/v1/projects")},
+		{"POST", "admin", "/v1/projects/{project}/tokens", fixed("/v1/projects/alpha/tokens")},
+		{"PATCH", "admin", "/v1/projects/{project}", fixed("/v1/projects/alpha")},
 	}
 )
 
@@ -200,8 +227,9 @@ func (fx *fuzzFixture) check(t *testing.T, method, path, as string, body []byte)
 	}
 }
 
-// fuzzBodies runs the routes' bodies: route picks the route (modulo), and
-// "{dep}" in a body stands for an existing item's id. seeds are each
+// fuzzBodies runs the routes' bodies: route picks the route (modulo),
+// "{dep}" in a body stands for an existing item's id and "{lease}" for a
+// live lease of the fixture's worker (at epoch 1). seeds are each
 // route's own (by index); commonSeeds go to every route.
 func fuzzBodies(f *testing.F, routes []bodyRoute, seeds map[int][]string) {
 	fx := fuzzSetup(f)
@@ -215,8 +243,11 @@ func fuzzBodies(f *testing.F, routes []bodyRoute, seeds map[int][]string) {
 		if longPoll(body) {
 			t.Skip("a long poll: the claim would wait for work")
 		}
-		body = bytes.ReplaceAll(body, []byte("{dep}"), []byte(fx.dep))
 		fx.t = t
+		body = bytes.ReplaceAll(body, []byte("{dep}"), []byte(fx.dep))
+		if bytes.Contains(body, []byte("{lease}")) {
+			body = bytes.ReplaceAll(body, []byte("{lease}"), []byte(fx.liveLease()))
+		}
 		fx.check(t, r.method, r.path(fx), r.as, body)
 	})
 }
@@ -262,6 +293,8 @@ func FuzzLeaseBody(f *testing.F) {
 		5: {`{"epoch": 1, "children": [{"key": "a", "title": "A"}, {"key": "b", "title": "B", "depends_on_keys": ["a"], "labels": ["x"]}]}`},
 		6: {`{"epoch": 1, "question": "which?", "suggested_answers": ["a", "b"], "context": {"k": 1}, "blocking": false}`},
 		7: {`{"reason": "stop please"}`},
+		8: {`[{"lease_id": "{lease}", "epoch": 1, "result": {"ok": true}}]`, `[{"lease_id": "{lease}", "epoch": 2, "result": 1}, {"lease_id": "x"}]`, `[]`},
+		9: {`[{"lease_id": "{lease}", "epoch": 1, "progress": {"pct": 5}, "lease_seconds": 60}]`, `[{"lease_id": "{lease}"}]`},
 	})
 }
 
@@ -270,7 +303,18 @@ func FuzzAttentionBody(f *testing.F) {
 }
 
 func FuzzAdminBody(f *testing.F) {
-	fuzzBodies(f, adminRoutes, map[int][]string{0: {`{"name": "beta"}`}, 1: {`{"name": "bot2", "role": "agent"}`, `{"name": "x", "role": "root"}`}})
+	fuzzBodies(f, adminRoutes, map[int][]string{0: {`{"name": "beta"}`}, 1: {`{"name": "bot2", "role": "agent"}`, `{"name": "x", "role": "root"}`},
+		2: {`{"on_expiry": "reconcile", "attention_due_in_seconds": 3600, "quiet_after_seconds": 60, "no_progress_after_seconds": 0}`, `{"on_expiry": "never"}`}})
+}
+
+func FuzzSettingsBody(f *testing.F) {
+	fuzzBodies(f, settingsRoutes, map[int][]string{
+		0: {`{"max_tokens": 1000, "max_cost_usd": 2.5, "max_wall_seconds": 60, "max_depth": 3}`, `{"max_tokens": -1}`},
+		1: {`{"answer_links": true, "answer_link_ttl_seconds": 3600}`, `{"answer_link_ttl_seconds": -5}`},
+		2: {`{"url": "https://hooks.example.com/a", "event_types": ["item.created"], "format": "slack", "description": "d"}`, `{"url": "http://127.0.0.1/x"}`},
+		3: {`{"enabled": false, "event_types": [], "recipient": "ops"}`, `{"url": "ftp://x"}`},
+		4: {`{"grace_seconds": 60}`, `{"grace_seconds": -1}`},
+	})
 }
 
 // queryRoutes are the GET routes whose query string (and {project} path
@@ -285,6 +329,10 @@ var queryRoutes = []string{
 	"/v1/projects/{project}/workers",
 	"/v1/projects/{project}",
 	"/v1/projects",
+	"/v1/projects/{project}/events",
+	"/v1/projects/{project}/ids",
+	"/v1/projects/{project}/webhooks/{webhook}/deliveries",
+	"/v1/events",
 }
 
 // rawQuery makes s sendable as a query string while keeping its structure
@@ -320,11 +368,41 @@ func FuzzQuery(f *testing.F) {
 		if project == "" {
 			t.Skip("an empty path segment is another route")
 		}
-		p := strings.ReplaceAll(queryRoutes[int(route)%len(queryRoutes)], "{project}", url.PathEscape(project))
-		p = strings.ReplaceAll(p, "{dep}", fx.dep)
 		q := strings.ReplaceAll(rawQuery(query), "{dep}", fx.dep)
-		fx.check(t, "GET", p+"?"+q, "human", nil)
+		if waits(q) {
+			t.Skip("a long poll: the events list would wait for events")
+		}
+		fx.t = t
+		tmpl := queryRoutes[int(route)%len(queryRoutes)]
+		p := strings.ReplaceAll(tmpl, "{project}", url.PathEscape(project))
+		p = strings.ReplaceAll(p, "{dep}", fx.dep)
+		if strings.Contains(p, "{webhook}") {
+			p = strings.ReplaceAll(p, "{webhook}", fx.webhookID())
+		}
+		as := "human"
+		if strings.HasPrefix(tmpl, "/v1/events") {
+			as = "admin" // the log of every project
+		}
+		fx.check(t, "GET", p+"?"+q, as, nil)
 	})
+}
+
+// waits reports whether a query string asks the events list to wait:
+// a wait_seconds the server reads as a number other than 0 (it reads the
+// keys as net/url decodes them, and the first value).
+func waits(query string) bool {
+	for _, pair := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		key, err1 := url.QueryUnescape(k)
+		val, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil || key != "wait_seconds" {
+			continue
+		}
+		if n, err := strconv.Atoi(val); err == nil && n != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // cursorRoutes are the list routes that page with a cursor.

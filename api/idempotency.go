@@ -165,7 +165,7 @@ type idemRun struct {
 // is stored or forgotten.
 func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 	a := r.a
-	rec := &recorder{ResponseWriter: c.Response().Writer}
+	rec := newRecorder(c)
 	c.Response().Writer = rec
 	// Handlers may replace the request's context with a shorter one (and
 	// cancel it when they return): judge by the caller's.
@@ -185,18 +185,7 @@ func (r *idemRun) run(c echo.Context, next echo.HandlerFunc) error {
 	}
 	finished = true
 	holder.Stop()
-	status := c.Response().Status
-	worthKeeping := status < 500 && status != http.StatusTooManyRequests && !rec.overflow
-	if !worthKeeping || (callerCtx.Err() != nil && !r.effect.Load()) {
-		r.forget(callerCtx)
-		return nil
-	}
-	ct := c.Response().Header().Get(echo.HeaderContentType)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
-	defer cancel()
-	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
-		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
-	}
+	r.store(c, rec, callerCtx)
 	return nil
 }
 
@@ -218,7 +207,7 @@ func (r *idemRun) runCarried(c echo.Context, next echo.HandlerFunc, body []byte)
 		return false, err
 	}
 	c.SetRequest(orig.WithContext(carried))
-	rec := &recorder{ResponseWriter: c.Response().Writer}
+	rec := newRecorder(c)
 	guard := &checkedWriter{ResponseWriter: rec, confirm: func() error { return a.idem.Judge(carried) }}
 	c.Response().Writer = guard
 	callerCtx := carried
@@ -270,13 +259,13 @@ func (r *idemRun) runCarried(c echo.Context, next echo.HandlerFunc, body []byte)
 func (r *idemRun) store(c echo.Context, rec *recorder, callerCtx context.Context) {
 	a := r.a
 	status := c.Response().Status
-	worthKeeping := status < 500 && status != http.StatusTooManyRequests && !rec.overflow
+	worthKeeping := status < 500 && status != http.StatusTooManyRequests
 	if !worthKeeping || (callerCtx.Err() != nil && !r.effect.Load()) {
 		r.forget(callerCtx)
 		return
 	}
 	ct := c.Response().Header().Get(echo.HeaderContentType)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(callerCtx), storeTimeout(rec.buf.Len()))
 	defer cancel()
 	if err := a.idem.Finish(ctx, r.req, status, ct, c.Response().Header().Get("ETag"), rec.buf.Bytes()); err != nil {
 		a.log.ErrorContext(ctx, "storing an idempotent answer", "key", r.req.Key, "err", err)
@@ -294,24 +283,31 @@ func (r *idemRun) forget(callerCtx context.Context) {
 	}
 }
 
-// recorder keeps a copy of the answer's body (up to the body limit).
+// recorder keeps a copy of the answer's body, whole: an answer is stored
+// whatever its size (a plan import's or a batch claim's can be tens of
+// MiB), so a retry gets it and never outcome_unknown for want of room.
+// The copy costs no more than the answer the handler already held in
+// memory to write it (c.JSON encodes the whole answer before writing).
 type recorder struct {
 	http.ResponseWriter
-	buf      bytes.Buffer
-	overflow bool
+	buf bytes.Buffer
+}
+
+func newRecorder(c echo.Context) *recorder {
+	return &recorder{ResponseWriter: c.Response().Writer}
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
-	if !r.overflow {
-		if r.buf.Len()+len(p) > 4*maxBodyBytes {
-			r.overflow = true
-			r.buf.Reset()
-		} else {
-			r.buf.Write(p)
-		}
-	}
+	r.buf.Write(p)
 	return r.ResponseWriter.Write(p)
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// storeTimeout is how long storing an answer of n bytes may take: 5 s,
+// and 1 s more per MiB beyond the first 4 (a plan import's answer can be
+// tens of MiB).
+func storeTimeout(n int) time.Duration {
+	return 5*time.Second + time.Duration(max(0, n-4<<20)>>20)*time.Second
+}

@@ -3,6 +3,8 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -399,4 +401,63 @@ func TestIdempotencyKeyEveryWrite(t *testing.T) {
 	t.Run("Delete", func(t *testing.T) {
 		twice(t, "DELETE", "/v1/projects/alpha/items/"+b.ID+"/dependencies/"+a.ID, nil, "delete-1", 204)
 	})
+}
+
+// TestIdempotentLargeAnswer: a plan import whose answer is larger than any
+// other route's (here over 4 MiB: titles of 500 four-byte characters) is
+// replayed like any other answer, not refused as outcome_unknown although
+// the import committed.
+func TestIdempotentLargeAnswer(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	title := strings.Repeat("\U0001F600", 500) // 2,000 bytes
+	items := make([]map[string]any, 2300)
+	for i := range items {
+		items[i] = map[string]any{"key": fmt.Sprintf("k%d", i), "title": title}
+	}
+	plan := map[string]any{"items": items}
+	first := f.do("POST", "/v1/projects/alpha/plans", f.human.Token, plan, withHeader("Idempotency-Key", "big-1"))
+	first.ok(t, 201, nil)
+	if len(first.body) <= 4<<20 {
+		t.Fatalf("the answer is %d bytes: the test needs one over 4 MiB", len(first.body))
+	}
+	again := f.do("POST", "/v1/projects/alpha/plans", f.human.Token, plan, withHeader("Idempotency-Key", "big-1"))
+	again.ok(t, 201, nil)
+	if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
+		t.Fatalf("retry: replayed %q, %d bytes; want the first answer (%d bytes) replayed",
+			again.header.Get("Idempotent-Replayed"), len(again.body), len(first.body))
+	}
+	if n := f.count("SELECT count(*) FROM items"); n != len(items) {
+		t.Fatalf("%d items, want %d: the import ran twice", n, len(items))
+	}
+}
+
+// TestIdempotentLargeClaim: a batch claim's answer carries its items'
+// bodies, so it is not bounded by its request; one over 8 MiB (two items
+// whose bodies of "<" JSON writes six bytes each) is replayed to a retry,
+// not answered outcome_unknown while its leases stay held until they
+// expire.
+func TestIdempotentLargeClaim(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	// Sent as written: "<" is one byte of the request, six of the answer.
+	item := `{"title": "big", "body": "` + strings.Repeat("<", 900_000) + `"}`
+	for range 2 {
+		f.do("POST", "/v1/projects/alpha/items", f.human.Token, item).ok(t, 201, nil)
+	}
+	claim := map[string]any{"worker": "w", "max_items": 2}
+	first := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, claim, withHeader("Idempotency-Key", "big-claim"))
+	first.ok(t, 201, nil)
+	if len(first.body) <= 8<<20 {
+		t.Fatalf("the answer is %d bytes: the test needs one over 8 MiB", len(first.body))
+	}
+	again := f.do("POST", "/v1/projects/alpha/claims", f.agent.Token, claim, withHeader("Idempotency-Key", "big-claim"))
+	again.ok(t, 201, nil)
+	if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
+		t.Fatalf("retry: replayed %q, %d bytes; want the first answer (%d bytes) replayed",
+			again.header.Get("Idempotent-Replayed"), len(again.body), len(first.body))
+	}
+	if n := f.count("SELECT count(*) FROM leases"); n != 2 {
+		t.Fatalf("%d leases, want 2: the claim ran twice", n)
+	}
 }

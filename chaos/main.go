@@ -353,6 +353,9 @@ func (s *suite) runScenario(ctx context.Context, sc scenario, seed uint64) (row,
 	stopProd()
 	healed := time.Now()
 	s.logf("scenario %s: faults over (%d), draining", sc.name, len(faults))
+	if missing := missingKinds(sc.kinds, faults); len(missing) > 0 {
+		s.logf("scenario %s: WARNING: no %s fault was injected (the fault phase was too short for one round of its kinds)", sc.name, strings.Join(missing, ", "))
+	}
 
 	// Nothing stuck: with the faults healed, every item finishes.
 	var drained time.Duration
@@ -408,4 +411,19 @@ func (s *suite) runScenario(ctx context.Context, sc scenario, seed uint64) (row,
 	r := newRow(sc.name, h, res, drained)
 	s.logf("scenario %s: %d operations, %d leases, %d items, %d violations", sc.name, r.ops, len(h.Leases), len(h.Items), len(res.Violations))
 	return r, nil
+}
+
+// missingKinds lists the kinds of which faults holds none.
+func missingKinds(kinds []string, faults []check.Fault) []string {
+	seen := map[string]bool{}
+	for _, f := range faults {
+		seen[f.Kind] = true
+	}
+	var missing []string
+	for _, k := range kinds {
+		if !seen[k] {
+			missing = append(missing, k)
+		}
+	}
+	return missing
 }

@@ -23,18 +23,19 @@ const (
 
 var faultKinds = []string{faultKill, faultTerminate, faultPGRestart, faultDelay, faultStall, faultCut, faultPause}
 
-// nemesis injects faults drawn by rng from kinds until the deadline, one at
-// a time: inject, remove, wait until every replica is ready again (the
+// nemesis injects faults drawn by rng from kinds (in rounds: faultDeck)
+// until the deadline, one at a time: inject, remove, wait until every replica is ready again (the
 // fault's Healed), take a snapshot of the ended leases, rest, repeat.
 func (s *suite) nemesis(ctx context.Context, rng *rand.Rand, kinds []string, until time.Time, w *workload, project string) ([]check.Fault, []map[string]check.Ended) {
 	var faults []check.Fault
 	var snaps []map[string]check.Ended
+	deck := newFaultDeck(rng, kinds)
 	for {
 		rest := time.Duration(800+rng.IntN(1700)) * time.Millisecond
 		if !sleep(ctx, rest) || time.Now().Add(time.Second).After(until) {
 			return faults, snaps
 		}
-		kind := kinds[rng.IntN(len(kinds))]
+		kind := deck.next()
 		f, err := s.inject(ctx, rng, kind, w)
 		if err != nil {
 			s.logf("nemesis: %s: %v", kind, err)
@@ -47,6 +48,31 @@ func (s *suite) nemesis(ctx context.Context, rng *rand.Rand, kinds []string, unt
 			snaps = append(snaps, snap)
 		}
 	}
+}
+
+// faultDeck draws fault kinds in rounds: each round is every kind of the
+// scenario once, in an order the seeded rng shuffles. A run of n faults
+// thus injects every kind at least n/len(kinds) times (rounded down),
+// where independent draws could leave a kind out of a short run.
+type faultDeck struct {
+	rng   *rand.Rand
+	kinds []string
+	round []string // what is left of the current round
+}
+
+func newFaultDeck(rng *rand.Rand, kinds []string) *faultDeck {
+	return &faultDeck{rng: rng, kinds: kinds}
+}
+
+// next returns the next kind to inject.
+func (d *faultDeck) next() string {
+	if len(d.round) == 0 {
+		d.round = append([]string(nil), d.kinds...)
+		d.rng.Shuffle(len(d.round), func(i, j int) { d.round[i], d.round[j] = d.round[j], d.round[i] })
+	}
+	k := d.round[0]
+	d.round = d.round[1:]
+	return k
 }
 
 func recoveryText(f check.Fault) string {

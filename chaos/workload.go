@@ -112,7 +112,7 @@ func (w *workload) hold(ctx context.Context, rng *rand.Rand, name string, replic
 	if rng.IntN(12) == 0 {
 		// Late: the worker stalls past its lease, then reports as if
 		// nothing happened; the fence must refuse it.
-		if !sleep(ctx, ttl+time.Duration(20+rng.IntN(300))*time.Millisecond) {
+		if !sleep(ctx, lateStall(rng, ttl)) {
 			return
 		}
 		n = rng.IntN(2)
@@ -161,6 +161,19 @@ func (w *workload) hold(ctx context.Context, rng *rand.Rand, name string, replic
 		w.completed.Add(1)
 	}
 	w.rec.add(op)
+}
+
+// lateStall is how long a late holder of a lease of ttl stalls, as if
+// paused: half the time just past its lease (20-320 ms: the report races
+// the expiry, and the fence's expiry predicate must refuse it), half the
+// time past twice its lease (as the paused lease holder of issue 13: the
+// item has usually been claimed again, and the epoch must refuse it).
+func lateStall(rng *rand.Rand, ttl time.Duration) time.Duration {
+	past := time.Duration(20+rng.IntN(300)) * time.Millisecond
+	if rng.IntN(2) == 0 {
+		return ttl + past
+	}
+	return 2*ttl + past
 }
 
 // producer keeps a backlog of items; a quarter depend on a recent one.

@@ -128,6 +128,9 @@ reports (attention show ID):
 			if invalidField(err) == "decision" {
 				return usageError("request %s is an uncertain outcome: it takes a decision, not an answer (read it with `workgraph attention show %s`, then: workgraph attention resolve %s --decision retry|done|cancel)", id, id, id)
 			}
+			if errors.Is(err, client.ErrConflict) {
+				return closedAlready(ctx, s, id, answer, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -432,4 +435,40 @@ func invalidField(err error) string {
 	var field string
 	ae.Extension("field", &field)
 	return field
+}
+
+// closedAlready explains the refusal (refused, 409 conflict) of an answer
+// to request id: when the request was closed already it says by whom, when
+// and how (the first answer stands, and this one was not recorded), since
+// answering again cannot succeed; otherwise (still open, or unreadable) it
+// is refused as the server refused it.
+func closedAlready(ctx context.Context, s *session, id, answer string, refused error) error {
+	req, err := s.api.GetAttention(ctx, id)
+	if err != nil || req.State == "open" {
+		return refused
+	}
+	by, at := "someone", ""
+	if req.ResolvedBy != nil {
+		by = *req.ResolvedBy
+	}
+	if req.ResolvedAt != nil {
+		at = " at " + fmtTime(*req.ResolvedAt)
+	}
+	how, kept := "", ""
+	switch {
+	case req.Decision != nil:
+		how = fmt.Sprintf("already decided (%s) by %s%s", *req.Decision, by, at)
+	case req.State == "dismissed":
+		how = fmt.Sprintf("already dismissed by %s%s", by, at)
+		if req.Answer != nil && *req.Answer != "" {
+			how += fmt.Sprintf(" (%q)", *req.Answer)
+		}
+	default:
+		how, kept = fmt.Sprintf("already answered by %s%s", by, at), "the first answer stands and "
+		if req.Answer != nil {
+			how += fmt.Sprintf(": %q", *req.Answer)
+		}
+	}
+	return &exitError{code: ExitConflict, err: fmt.Errorf("attention request %s was %s\n  nothing changed: %s%q was not recorded (`workgraph attention ls --state %s` shows it)",
+		req.ID, how, kept, answer, req.State)}
 }

@@ -180,7 +180,12 @@ func (cfg *clientConfig) newClient(stdio IO) (*client.Client, error) {
 		return nil, &exitError{code: ExitAuth, err: errors.New("no API token: pass --token, set WORKGRAPH_TOKEN, or put `token: ...` in " + configHint(cfg))}
 	}
 	notify := func(r client.Retry) {
-		fmt.Fprintf(stderr, "workgraph: %s %s: %v; retrying in %s\n", r.Method, r.Path, r.Err, r.Wait.Round(time.Millisecond))
+		wait := r.Wait.Round(time.Millisecond)
+		if client.Unreachable(r.Err) {
+			fmt.Fprintf(stderr, "workgraph: cannot reach the server at %s (%s); retrying in %s\n", cfg.URL, transportReason(r.Err), wait)
+			return
+		}
+		fmt.Fprintf(stderr, "workgraph: %s %s: %v; retrying in %s\n", r.Method, r.Path, r.Err, wait)
 	}
 	opts := append([]client.Option{client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify)}, stdio.clientOptions...)
 	c, err := client.New(cfg.URL, cfg.Token, opts...)
@@ -188,6 +193,20 @@ func (cfg *clientConfig) newClient(stdio IO) (*client.Client, error) {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
 	return c, nil
+}
+
+// transportReason is why a request did not reach the server, in the words
+// of the innermost error ("connection refused", "no such host", "i/o
+// timeout"): the wrappers around it repeat the request's method, path and
+// URL, which the messages around it say once.
+func transportReason(err error) string {
+	for {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			return err.Error()
+		}
+		err = inner
+	}
 }
 
 func configHint(cfg *clientConfig) string {

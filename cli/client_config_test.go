@@ -160,6 +160,33 @@ func TestMainExitCodes(t *testing.T) {
 			t.Fatalf("exit = %d, want %d", code, ExitUsage)
 		}
 	})
+	t.Run("ErrUnknownFlagSaysWhatIsKnown", func(t *testing.T) {
+		t.Parallel()
+		// A misspelt flag names the flags it may have meant and where the
+		// command's flags are listed, as a misspelt command does.
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"items", "ls", "--stat", "ready"}, []string{"unknown flag: --stat", "Did you mean this?\n\t--state", "Run 'workgraph items ls --help' for its flags"}},
+			{[]string{"import", "plan.yaml", "--dryrun"}, []string{"unknown flag: --dryrun", "--dry-run", "Run 'workgraph import --help' for its flags"}},
+			{[]string{"claim", "--no-such-flag"}, []string{"unknown flag: --no-such-flag", "Run 'workgraph claim --help' for its flags"}},
+			{[]string{"items", "ls", "-Z"}, []string{"unknown shorthand flag: 'Z' in -Z", "Run 'workgraph items ls --help' for its flags"}},
+		} {
+			code, msg := run(c.args...)
+			if code != ExitUsage {
+				t.Errorf("%q: exit = %d, want %d", c.args, code, ExitUsage)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%q: the message lacks %q:\n%s", c.args, w, msg)
+				}
+			}
+		}
+		if _, msg := run("claim", "--no-such-flag"); strings.Contains(msg, "Did you mean") {
+			t.Errorf("a flag near no other got a suggestion:\n%s", msg)
+		}
+	})
 	t.Run("ErrUnknownSubcommand", func(t *testing.T) {
 		t.Parallel()
 		// A typo under a command group used to print the group's help and
@@ -244,6 +271,38 @@ func TestMainExitCodes(t *testing.T) {
 		}
 		if !strings.Contains(msg, "retrying in") {
 			t.Fatalf("the retry was not told on stderr: %s", msg)
+		}
+	})
+	t.Run("ErrUnreachableReadable", func(t *testing.T) {
+		t.Parallel()
+		// A person who runs a command with no server up reads, per
+		// retry and at the end, where the CLI looked, why it could not
+		// get there and where that address came from: one line each,
+		// not the request's method, path and whole URL three times over.
+		var out, errb strings.Builder
+		code := Main([]string{"items", "ls", "--url", "http://127.0.0.1:1", "--token", "x"},
+			IO{In: strings.NewReader(""), Out: &out, Err: &errb, clientOptions: []client.Option{client.WithRetries(3)}})
+		msg := errb.String()
+		if code != ExitUnavailable {
+			t.Fatalf("exit = %d (%s)", code, msg)
+		}
+		lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+		want := []string{
+			"workgraph: cannot reach the server at http://127.0.0.1:1 (connection refused); retrying in ",
+			"workgraph: cannot reach the server at http://127.0.0.1:1 (connection refused); retrying in ",
+			"workgraph: cannot reach the server at http://127.0.0.1:1 (from flag --url): connection refused",
+			"  is it running? start one with `workgraph serve`, or point --url / WORKGRAPH_URL at it",
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("stderr has %d lines, want %d:\n%s", len(lines), len(want), msg)
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], w)
+			}
+		}
+		if strings.Contains(msg, "client:") || strings.Contains(msg, `Get "`) || strings.Contains(msg, "/v1/") {
+			t.Errorf("stderr repeats the request's internals:\n%s", msg)
 		}
 	})
 }

@@ -151,8 +151,8 @@ func explain(err error, cfg *clientConfig) error {
 		return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
 	}
 	if client.Unreachable(err) {
-		return &exitError{code: ExitUnavailable, err: fmt.Errorf("%v\n  cannot reach the server at %s (from %s): is it running? start one with `workgraph serve`, or point --url / WORKGRAPH_URL at it",
-			err, cfg.URL, cfg.Source["url"])}
+		return &exitError{code: ExitUnavailable, err: fmt.Errorf("cannot reach the server at %s (from %s): %s\n  is it running? start one with `workgraph serve`, or point --url / WORKGRAPH_URL at it",
+			cfg.URL, cfg.Source["url"], transportReason(err))}
 	}
 	return err
 }

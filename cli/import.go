@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +45,8 @@ func newImportCmd(stdio IO) *cobra.Command {
 one transaction: all of it or nothing.
 
 The plan is YAML or JSON. Each item has a key local to the file; depends_on
-names other keys; children are created under their item:
+names other keys, or existing items by id (or its first characters, as
+tables show them); children are created under their item:
 
   items:
     - key: schema
@@ -90,6 +93,9 @@ from the file); to change an existing item, use "workgraph items edit".`,
 			if err := checkPlanSize(p, req); err != nil {
 				return err
 			}
+			if err := s.resolvePlanPrefixes(ctx, p, local); err != nil {
+				return err
+			}
 			if dryRun && local {
 				return printPlan(s, p, nil)
 			}
@@ -105,9 +111,9 @@ from the file); to change an existing item, use "workgraph items edit".`,
 				return printJSON(s.Out, res)
 			}
 			items, deps := p.newCounts(res)
-			fmt.Fprintf(s.Out, "created %d items and %d dependencies in project %q", items, deps, s.cfg.Project)
+			fmt.Fprintf(s.Out, "created %s in project %q", planCounts(items, deps), s.cfg.Project)
 			if n := len(res.Existing); n > 0 {
-				fmt.Fprintf(s.Out, "; %d already existed (same key) and were left alone", n)
+				fmt.Fprintf(s.Out, "; %s (same key) and %s left alone", count(n, "already existed", "already existed"), wasWere(n))
 			}
 			fmt.Fprintln(s.Out)
 			t := newTable(s.Out)
@@ -128,6 +134,42 @@ from the file); to change an existing item, use "workgraph items edit".`,
 	return cmd
 }
 
+// resolvePlanPrefixes replaces each depends_on of p that is the start of an
+// existing item's id (p.Prefixes) with the whole id, through the server's
+// id lookup. A prefix no item has, or several have, is a fault at its
+// line (exit 2, nothing sent), as is any prefix under --local, which asks
+// no server.
+func (s *session) resolvePlanPrefixes(ctx context.Context, p *plan, local bool) error {
+	errs := &planErrors{File: p.File}
+	for _, r := range p.Prefixes {
+		d, line, key := r.Node.DependsOn[r.Index], r.Node.DepLines[r.Index], r.Node.Key
+		if local {
+			errs.add(line, "item %q depends on unknown key %q (if it is the start of an item's id, an import without --local looks it up)", key, d)
+			continue
+		}
+		ms, err := s.api.LookupIDs(ctx, s.cfg.Project, d, kindItem)
+		if err != nil {
+			return err
+		}
+		switch len(ms) {
+		case 1:
+			r.Node.DependsOn[r.Index] = ms[0].ID
+		case 0:
+			errs.add(line, "item %q depends on %q: no key of the plan, and no item id in project %q starts with it", key, d, s.cfg.Project)
+		default:
+			var ids strings.Builder
+			for _, m := range ms {
+				fmt.Fprintf(&ids, "\n      %s  %s", m.ID, clip(m.Label, 60))
+			}
+			errs.add(line, "item %q depends on %q, the start of the ids of %d items; type more of the id:%s", key, d, len(ms), ids.String())
+		}
+	}
+	if len(errs.List) > 0 {
+		return &exitError{code: ExitUsage, err: errs}
+	}
+	return nil
+}
+
 // maxRequestBytes is the largest plan import the server accepts
 // (docs/api.md, "Limits": 16 MiB); a bigger one is refused whole with 413.
 const maxRequestBytes = graph.MaxPlanRequestBytes
@@ -144,6 +186,20 @@ func checkPlanSize(p *plan, req client.PlanRequest) error {
 		"names that item's id (import --json prints each key's id)", p.File, len(p.All), byteSize(int64(len(body))), byteSize(maxRequestBytes))
 }
 
+// planCounts says how many items and dependencies an import creates, in
+// the singular or the plural.
+func planCounts(items, deps int) string {
+	return count(items, "item", "items") + " and " + count(deps, "dependency", "dependencies")
+}
+
+// wasWere is the verb of n things in the past.
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
 // printPlan prints what a plan creates (a dry run).
 func printPlan(s *session, p *plan, res *client.PlanResult) error {
 	if s.json {
@@ -154,9 +210,9 @@ func printPlan(s *session, p *plan, res *client.PlanResult) error {
 		}{true, p.request(true), res})
 	}
 	items, deps := p.newCounts(res)
-	fmt.Fprintf(s.Out, "would create %d items and %d dependencies in project %q", items, deps, s.cfg.Project)
+	fmt.Fprintf(s.Out, "would create %s in project %q", planCounts(items, deps), s.cfg.Project)
 	if res != nil && len(res.Existing) > 0 {
-		fmt.Fprintf(s.Out, "; %d exist already and would be left alone", len(res.Existing))
+		fmt.Fprintf(s.Out, "; %s already and would be left alone", count(len(res.Existing), "exists", "exist"))
 	}
 	fmt.Fprintln(s.Out, " (dry run: nothing stored)")
 	t := newTable(s.Out)
@@ -210,10 +266,25 @@ func (p *plan) newCounts(res *client.PlanResult) (items, deps int) {
 }
 
 // annotatePlanError adds the file lines of the keys a server refusal
-// names (e.g. the keys of a cycle).
+// names (e.g. the keys of a cycle); a refusal of one item, which the
+// server says at the item's line, is said at the file and the line, of
+// the depends_on entry it names when it names one.
 func annotatePlanError(err error, p *plan) error {
 	var ae *client.Error
-	if !errors.As(err, &ae) || strings.Contains(ae.Detail, "line ") {
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if m := serverLineRE.FindStringSubmatch(ae.Detail); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		var key string
+		if ae.Extension("key", &key) {
+			line = p.entryLine(key, m[2], line)
+		}
+		ae2 := *ae
+		ae2.Detail = fmt.Sprintf("%s:%d: %s", p.File, line, m[2])
+		return &ae2
+	}
+	if strings.Contains(ae.Detail, "line ") {
 		return err
 	}
 	var keys []string
@@ -239,6 +310,26 @@ func annotatePlanError(err error, p *plan) error {
 		return &ae2
 	}
 	return err
+}
+
+// serverLineRE reads the line a server refusal of a plan item starts with
+// (graph's planErr: "line 12: ...").
+var serverLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// entryLine is the line of the depends_on entry of item key that msg (a
+// server's refusal) names ("depends on <id>, ..."), else line.
+func (p *plan) entryLine(key, msg string, line int) int {
+	n := p.ByKey[key]
+	rest, ok := strings.CutPrefix(msg, "depends on ")
+	if n == nil || !ok {
+		return line
+	}
+	for i, d := range n.DependsOn {
+		if strings.HasPrefix(rest, d+",") || rest == d {
+			return n.DepLines[i]
+		}
+	}
+	return line
 }
 
 // progress writes a one-line progress indication to stderr, only when it

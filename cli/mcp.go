@@ -106,7 +106,7 @@ func runMCP(ctx context.Context, stdio IO, o mcpOptions) error {
 			worker = "mcp@" + worker
 		}
 	}
-	tr, err := setupTracing(ctx, "workgraph-mcp", stdio.Err)
+	tr, err := setupTracing(ctx, "workgraph-mcp", logger(stdio.Err))
 	if err != nil {
 		return err
 	}

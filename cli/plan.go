@@ -69,6 +69,17 @@ type plan struct {
 	// tooLarge: the plan has more items than one import takes (reported
 	// once; the rest is not read).
 	tooLarge bool
+	// Prefixes are the depends_on entries that are no key of the plan but
+	// the start of an id (as tables show ids): the importer looks them up
+	// (resolvePlanPrefixes) before the plan is sent.
+	Prefixes []planRef
+}
+
+// planRef is one depends_on entry: Node.DependsOn[Index], at
+// Node.DepLines[Index].
+type planRef struct {
+	Node  *planNode
+	Index int
 }
 
 // planOptions adjust parsing: flat plans (decompose children) have no
@@ -204,7 +215,7 @@ func parsePlanFile(file string, data []byte, opt planOptions) (*plan, error) {
 	if len(p.All) == 0 && len(errs.List) == 0 {
 		errs.add(list.Line, "the plan has no items")
 	}
-	p.checkReferences(errs)
+	p.checkReferences(opt, errs)
 	if len(errs.List) == 0 {
 		p.checkCycles(errs)
 	}
@@ -408,8 +419,9 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 }
 
 // checkReferences: every depends_on names a key of the plan, not itself,
-// not twice.
-func (p *plan) checkReferences(errs *planErrors) {
+// not twice; or an existing item, by its id or (not in a flat plan) the
+// start of it, which is kept in p.Prefixes.
+func (p *plan) checkReferences(opt planOptions, errs *planErrors) {
 	for _, it := range p.All {
 		seen := map[string]bool{}
 		for i, d := range it.DependsOn {
@@ -419,6 +431,8 @@ func (p *plan) checkReferences(errs *planErrors) {
 				errs.add(line, "item %q depends on itself", it.Key)
 			case p.ByKey[d] == nil && isUUID(d):
 				// An existing item of the project: the server checks it.
+			case p.ByKey[d] == nil && !opt.flat && isIDPrefix(d):
+				p.Prefixes = append(p.Prefixes, planRef{Node: it, Index: i})
 			case p.ByKey[d] == nil:
 				errs.add(line, "item %q depends on unknown key %q%s", it.Key, d, suggestKey(d, p.ByKey))
 			case seen[d]:
@@ -629,6 +643,16 @@ func (p *plan) lineOf(k string) int {
 
 // isUUID reports whether s is an item id rather than a plan key.
 func isUUID(s string) bool { return uuidRE.MatchString(s) }
+
+// isIDPrefix reports whether s may be the start of an id: at least
+// graph.MinIDPrefix hex digits, with or without the dashes of the printed
+// form (the server's lookup decides).
+func isIDPrefix(s string) bool {
+	if _, _, err := graph.IDPrefixRange(s); err != nil {
+		return false
+	}
+	return strings.TrimLeft(s, "0123456789abcdefABCDEF-") == ""
+}
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/workgraph-dev/workgraph/client"
 )
@@ -92,9 +94,7 @@ func newRoot(stdio IO) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: err}
-	})
+	root.SetFlagErrorFunc(flagError)
 	setVersion(root)
 	root.AddCommand(newServeCmd(stdio), newMigrateCmd(stdio))
 	for _, add := range extraCommands {
@@ -127,6 +127,70 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		refuseUnknownSubcommands(sub)
 	}
+}
+
+// flagError is a usage error (exit 2) for a flag cmd refused: a misspelt
+// flag names the flags of cmd it may have meant, and where they are all
+// listed, as a misspelt command does.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		if s := flagSuggestions(cmd, name); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t--" + strings.Join(s, "\n\t--")
+		}
+	}
+	if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
+		msg += fmt.Sprintf("\n\nRun '%s --help' for its flags", cmd.CommandPath())
+	}
+	return &exitError{code: ExitUsage, err: errors.New(msg)}
+}
+
+// flagSuggestions are the names of cmd's flags that start with name or are
+// within two edits of it (cobra suggests commands so, not flags), nearest
+// first.
+func flagSuggestions(cmd *cobra.Command, name string) []string {
+	type near struct {
+		name string
+		dist int
+	}
+	var found []near
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		d := editDistance(name, f.Name)
+		if strings.HasPrefix(f.Name, name) {
+			d = 0
+		}
+		if !f.Hidden && d <= 2 {
+			found = append(found, near{f.Name, d})
+		}
+	})
+	sort.SliceStable(found, func(i, j int) bool { return found[i].dist < found[j].dist })
+	out := make([]string, len(found))
+	for i, n := range found {
+		out[i] = n.name
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes (flag
+// names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // extraCommands lets other files of this package register commands.

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +12,7 @@ import (
 
 func newServeCmd(stdio IO) *cobra.Command {
 	var cfg server.Config
-	rateEnv := envOr("WORKGRAPH_RATE_LIMIT", "0")
-	rate, rateErr := strconv.ParseFloat(rateEnv, 64)
+	var bad envProblems
 	var levelName, logFormat string
 	var level slog.Level
 	cmd := &cobra.Command{
@@ -38,8 +35,8 @@ every request and database transaction is an OpenTelemetry span sent over
 OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if rateErr != nil && !cmd.Flags().Changed("rate-limit") {
-				return fmt.Errorf("WORKGRAPH_RATE_LIMIT=%q is not a number", rateEnv)
+			if err := bad.check(cmd.Flags()); err != nil {
+				return err
 			}
 			if err := level.UnmarshalText([]byte(levelName)); err != nil {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-level: %q is not debug, info, warn or error", levelName)}
@@ -50,7 +47,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 			}
 			cfg.Logger = log
 			cfg.FirstStartOut = stdio.Err
-			tr, err := setupTracing(cmd.Context(), "workgraph", stdio.Err)
+			tr, err := setupTracing(cmd.Context(), "workgraph", log)
 			if err != nil {
 				return err
 			}
@@ -64,13 +61,13 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		},
 	}
 	f := cmd.Flags()
+	bad = addPolicyFlags(f, &cfg)
 	f.StringVar(&cfg.DatabaseURL, "database-url", envOr("WORKGRAPH_DATABASE_URL", ""), "PostgreSQL URL (env WORKGRAPH_DATABASE_URL); empty starts an embedded cluster")
 	f.StringVar(&cfg.ListenDatabaseURL, "listen-database-url", envOr("WORKGRAPH_LISTEN_DATABASE_URL", ""),
 		"direct PostgreSQL URL for LISTEN and the migration lock when --database-url goes through PgBouncer in transaction mode (env WORKGRAPH_LISTEN_DATABASE_URL); empty: --database-url")
 	f.StringVar(&cfg.DataDir, "data-dir", envOr("WORKGRAPH_DATA_DIR", ""), "directory of the embedded cluster's data (env WORKGRAPH_DATA_DIR)")
 	f.StringVar(&cfg.Addr, "addr", envOr("WORKGRAPH_ADDR", "127.0.0.1:8080"), "address to listen on (env WORKGRAPH_ADDR)")
 	f.BoolVar(&cfg.Demo, "demo", false, "load the sample project \"demo\" unless it exists (prints a human token to sign in with)")
-	f.Float64Var(&cfg.RateLimit, "rate-limit", rate, "requests per second each API token may send (env WORKGRAPH_RATE_LIMIT); 0: the default, negative: unlimited")
 	f.StringVar(&levelName, "log-level", envOr("WORKGRAPH_LOG_LEVEL", "info"),
 		"debug (also one line per API request), info, warn or error (env WORKGRAPH_LOG_LEVEL)")
 	f.StringVar(&logFormat, "log-format", envOr("WORKGRAPH_LOG_FORMAT", logs.FormatText),
@@ -78,31 +75,20 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", envOr("WORKGRAPH_METRICS_ADDR", ""),
 		"serve Prometheus /metrics on this address of its own, e.g. 127.0.0.1:9464 (env WORKGRAPH_METRICS_ADDR); empty: none")
-	f.BoolVar(&cfg.MetricsOnMain, "metrics-on-main", envBool("WORKGRAPH_METRICS_ON_MAIN"),
-		"also serve /metrics on --addr, without authentication (env WORKGRAPH_METRICS_ON_MAIN=true)")
+	floatFlag(f, bad, &cfg.RateLimit, "rate-limit", "WORKGRAPH_RATE_LIMIT", "requests per second each API token may send (0: the default, negative: unlimited)")
+	boolFlag(f, bad, &cfg.MetricsOnMain, "metrics-on-main", "WORKGRAPH_METRICS_ON_MAIN", "also serve /metrics on --addr, without authentication")
 	f.StringVar(&cfg.PprofAddr, "pprof-addr", envOr("WORKGRAPH_PPROF_ADDR", ""),
 		"serve net/http/pprof under /debug/pprof/ on this loopback address, e.g. 127.0.0.1:6060 (env WORKGRAPH_PPROF_ADDR); empty: none")
 	f.StringVar(&cfg.PublicURL, "public-url", envOr("WORKGRAPH_PUBLIC_URL", ""),
 		"base URL people reach the web UI at, for the links in notifications, e.g. https://workgraph.example.com (env WORKGRAPH_PUBLIC_URL); empty: http://<addr>")
-	f.BoolVar(&cfg.Webhooks.AllowPrivate, "webhooks-allow-private", envBool("WORKGRAPH_WEBHOOKS_ALLOW_PRIVATE"),
-		"let webhooks name and reach loopback, link-local and private addresses (env WORKGRAPH_WEBHOOKS_ALLOW_PRIVATE=true); refused by default")
-	durationFlag(f, &cfg.Webhooks.Timeout, "webhooks-timeout", "WORKGRAPH_WEBHOOKS_TIMEOUT",
+	boolFlag(f, bad, &cfg.Webhooks.AllowPrivate, "webhooks-allow-private", "WORKGRAPH_WEBHOOKS_ALLOW_PRIVATE",
+		"let webhooks name and reach loopback, link-local and private addresses (refused by default)")
+	durationFlag(f, bad, &cfg.Webhooks.Timeout, "webhooks-timeout", "WORKGRAPH_WEBHOOKS_TIMEOUT",
 		"bound of one webhook delivery attempt; a replica killed mid-attempt frees the delivery after twice this plus 1s (0: 10s)")
-	intFlag(f, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 32)")
-	f.BoolVar(&cfg.Webhooks.Off, "webhooks-off", envBool("WORKGRAPH_WEBHOOKS_OFF"), "this replica delivers no webhooks; others still do (env WORKGRAPH_WEBHOOKS_OFF=true)")
-	addPolicyFlags(f, &cfg)
+	intFlag(f, bad, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 32)")
+	boolFlag(f, bad, &cfg.Webhooks.Off, "webhooks-off", "WORKGRAPH_WEBHOOKS_OFF", "this replica delivers no webhooks; others still do")
 	var maxConns int
-	intFlag(f, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
+	intFlag(f, bad, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
 	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }
 	return cmd
-}
-
-// envBool is whether the environment variable name says true (true, 1,
-// yes).
-func envBool(name string) bool {
-	switch os.Getenv(name) {
-	case "true", "1", "yes":
-		return true
-	}
-	return false
 }

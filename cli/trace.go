@@ -2,8 +2,7 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -18,17 +17,21 @@ const flushTimeout = 5 * time.Second
 // the OTEL_ variables name an endpoint, else nothing at all.
 type tracing struct {
 	*telemetry.Provider
-	errOut io.Writer
+	log *slog.Logger
 }
 
 // setupTracing makes the command's provider from the process environment;
-// service is its service.name.
-func setupTracing(ctx context.Context, service string, errOut io.Writer) (tracing, error) {
+// service is its service.name. What the exporter reports (a collector
+// that cannot be reached) is logged to log, in the command's log format.
+func setupTracing(ctx context.Context, service string, log *slog.Logger) (tracing, error) {
 	p, err := telemetry.Setup(ctx, service, os.Getenv)
 	if err != nil {
 		return tracing{}, &exitError{code: ExitUsage, err: err}
 	}
-	return tracing{Provider: p, errOut: errOut}, nil
+	if p.Enabled() {
+		telemetry.LogTo(log)
+	}
+	return tracing{Provider: p, log: log}, nil
 }
 
 // shutdown sends the spans not yet sent, bounded by flushTimeout.
@@ -36,6 +39,6 @@ func (t tracing) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	if err := t.Shutdown(ctx); err != nil {
-		fmt.Fprintf(t.errOut, "workgraph: sending the last spans: %v\n", err)
+		t.log.Warn("tracing: sending the last spans", "err", err)
 	}
 }

@@ -102,7 +102,7 @@ ended, with the first non-zero exit status among them.`,
 			if opt.worker == "" {
 				opt.worker = s.cfg.Worker
 			}
-			tr, err := setupTracing(ctx, "workgraph-work", s.Err)
+			tr, err := setupTracing(ctx, "workgraph-work", logger(s.Err))
 			if err != nil {
 				return err
 			}

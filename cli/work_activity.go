@@ -16,7 +16,9 @@ const activityScanLimit = 20000
 // activity measures what the command really does, for the progress marker
 // of its heartbeats: the bytes it wrote to its output (stdout and stderr,
 // counted as they pass) and the files of its working folder changed since
-// it started. A command that loops without writing anything, or is wedged,
+// it started, with the newest of their modification times (so a command
+// that keeps rewriting the same file moves the marker too). A command
+// that loops without writing anything, or is wedged,
 // leaves the marker as it was, so its lease turns quiet on the server
 // (and, with the project's no-progress policy, is ended) however steadily
 // the supervisor heartbeats.
@@ -44,10 +46,12 @@ func (a *activity) Write(p []byte) (int, error) {
 }
 
 // filesChanged counts the regular files of the working folder modified
-// after the command started (at most activityScanLimit entries looked at).
-func (a *activity) filesChanged() int {
+// after the command started (at most activityScanLimit entries looked at),
+// and returns the newest of their modification times (zero when none).
+func (a *activity) filesChanged() (int, time.Time) {
+	var newest time.Time
 	if a.dir == "" {
-		return 0
+		return 0, newest
 	}
 	n, seen := 0, 0
 	_ = filepath.WalkDir(a.dir, func(path string, d fs.DirEntry, err error) error {
@@ -68,16 +72,23 @@ func (a *activity) filesChanged() int {
 		}
 		if info, err := d.Info(); err == nil && info.ModTime().After(a.since) {
 			n++
+			if info.ModTime().After(newest) {
+				newest = info.ModTime()
+			}
 		}
 		return nil
 	})
-	return n
+	return n, newest
 }
 
 // marker is the progress to report: the command's activity, and what it
 // wrote to its progress file (reported), if anything.
 func (a *activity) marker(reported json.RawMessage) json.RawMessage {
-	m := map[string]any{"output_bytes": a.written.Load(), "files_changed": a.filesChanged()}
+	files, newest := a.filesChanged()
+	m := map[string]any{"output_bytes": a.written.Load(), "files_changed": files}
+	if files > 0 {
+		m["last_file_change"] = newest.UTC().Format(time.RFC3339Nano)
+	}
 	if len(reported) > 0 {
 		m["reported"] = reported
 	}

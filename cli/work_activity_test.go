@@ -82,6 +82,20 @@ func TestActivitySilentChild(t *testing.T) {
 		runChild(t, a, dir, `i=0; while :; do i=$((i+1)); : > f$i; sleep 0.05; done`)
 		waitMarker(t, a, func(out int64, files int) bool { return out == 0 && files >= 3 })
 	})
+	t.Run("SameFileMoves", func(t *testing.T) {
+		// A child that keeps rewriting the same file (a coding agent
+		// editing one source file, printing nothing until it ends) is
+		// active: its marker moves though the count of changed files
+		// stays at one.
+		t.Parallel()
+		dir := t.TempDir()
+		a := newActivity(dir, time.Now())
+		runChild(t, a, dir, `while :; do date +%s%N > edited; sleep 0.05; done`)
+		first := waitMarker(t, a, func(out int64, files int) bool { return out == 0 && files == 1 })
+		waitMarker(t, a, func(out int64, files int) bool {
+			return out == 0 && files == 1 && string(a.marker(nil)) != string(first)
+		})
+	})
 	t.Run("CoarseFileClock", func(t *testing.T) {
 		// A file written right after the start can carry a modification
 		// time a few milliseconds before it (the kernel's coarse clock):
@@ -99,7 +113,7 @@ func TestActivitySilentChild(t *testing.T) {
 		if err := os.Chtimes(f, stamp, stamp); err != nil {
 			t.Fatal(err)
 		}
-		if n := a.filesChanged(); n != 1 {
+		if n, _ := a.filesChanged(); n != 1 {
 			t.Fatalf("files changed = %d, want 1 (a file stamped 2 ms before the start by the coarse clock)", n)
 		}
 	})

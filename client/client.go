@@ -254,9 +254,12 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 		return 0, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return resp.StatusCode, 0, fmt.Errorf("client: %s %s: reading the answer: %w", method, path, err)
+	}
+	if len(data) > maxAnswerBytes {
+		return resp.StatusCode, 0, fmt.Errorf("client: %s %s: the answer is larger than %d MiB, more than any the server gives", method, path, maxAnswerBytes>>20)
 	}
 	if resp.StatusCode >= 300 {
 		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -269,6 +272,12 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 	}
 	return resp.StatusCode, 0, nil
 }
+
+// maxAnswerBytes bounds the answer the client reads. The largest the
+// server gives is a plan import's: a body of up to 16 MiB whose titles
+// JSON may write in six bytes a character ("\u003c"), plus every item's id,
+// about 100 MiB at worst.
+const maxAnswerBytes = 256 << 20
 
 // retryable: transport failures, gateway errors, an unavailable server or
 // database, rate limiting, and a first attempt still in progress (409

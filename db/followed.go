@@ -90,6 +90,20 @@ func (f *followed) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	return followedRow{row: br.QueryRow(), br: br, followers: len(rec.queued)}
 }
 
+// TraceBatch runs fn, an operation whose one write goes to the pool as a
+// Followed batch (one implicit transaction, with the carried commit's
+// statements), under the span of a database transaction (db.Pipeline), as
+// InTx and Atomic run theirs: a child of the request's span, with the
+// tags the request learnt by its end. fn runs with ctx itself, so what it
+// tags is the request's. fn's error comes back as it is; it should be
+// translated (Translate), as the span's problem code is read from it.
+func TraceBatch(ctx context.Context, fn func() error) error {
+	sctx, span := startSpan(ctx, spanPipeline)
+	err := fn()
+	endSpan(sctx, span, err)
+	return err
+}
+
 // followedRow reads the followers' answers and the batch's end once the
 // statement's row is scanned; a follower's error is the answer.
 type followedRow struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/startstop"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Janitor deletes expired records every interval, first when it starts. It
@@ -51,7 +52,13 @@ func (j *Janitor) Stop() { j.base.Stop() }
 // RunOnce deletes the expired records now and returns how many.
 func (j *Janitor) RunOnce(ctx context.Context) int64 {
 	n, err := j.store.DeleteExpired(ctx)
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case wgerr.RetryLater(wgerr.CodeOf(err)):
+		// The database is away (a restart, a failover): the next run
+		// catches up.
+		j.log.Warn("deleting expired idempotency keys", "err", err)
+	default:
 		j.log.Error("deleting expired idempotency keys", "err", err)
 	}
 	j.TestSignals.Deleted.Send(n)

@@ -339,6 +339,71 @@ func TestNoProgress(t *testing.T) {
 	}
 }
 
+// TestNoProgressIsNotSilence: the no-progress policy ends a lease that
+// keeps heartbeating without progress, not one that does not heartbeat.
+// A lease not yet renewed, within half its TTL, is healthy (its first
+// heartbeat is not due); one silent for longer is stale and ends by
+// expiry, its item handed out again, with no request for a person.
+func TestNoProgressIsNotSilence(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	if _, err := f.graph.UpdateProject(f.ctx, f.project, graph.ProjectPatch{
+		QuietAfter: ptr(5 * time.Minute), NoProgressAfter: ptr(10 * time.Minute),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := f.item(t, graph.NewItem{Title: "fresh", Priority: 2})
+	gone := f.item(t, graph.NewItem{Title: "gone", Priority: 1})
+	claim := func(worker string, want uuid.UUID, ttl time.Duration) lease.Lease {
+		c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: worker, TTL: ttl})
+		if err != nil || c.Item.ID != want {
+			t.Fatalf("claim: %v, %v", c.Item.Title, err)
+		}
+		return c.Lease
+	}
+	lf := claim("w1", fresh.ID, time.Hour)
+	lg := claim("w2", gone.ID, 20*time.Minute)
+	f.clock.Advance(time.Minute)
+	f.heartbeat(t, lg, lease.Heartbeat{Progress: []byte(`{"step":1}`)}) // then w2 dies
+	liveness := func() map[uuid.UUID]lease.Liveness {
+		acts, err := f.leases.Activity(f.ctx, f.project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uuid.UUID]lease.Liveness{}
+		for _, a := range acts {
+			out[a.LeaseID] = a.Liveness
+		}
+		return out
+	}
+	sweeper := lease.NewSweeper(f.leases, time.Hour, nil)
+	// Minute 11: fresh has not heartbeated (due at minute 20); gone has
+	// been silent for half its TTL.
+	f.clock.Advance(10 * time.Minute)
+	if live := liveness(); live[lf.ID] != lease.LivenessHealthy || live[lg.ID] != lease.LivenessStale {
+		t.Fatalf("minute 11: fresh %s, gone %s; want healthy, stale", live[lf.ID], live[lg.ID])
+	}
+	if n, err := sweeper.RunOnce(f.ctx); err != nil || n != 0 {
+		t.Fatalf("minute 11: the sweeper ended %d leases (%v), want none: neither kept heartbeating", n, err)
+	}
+	// Minute 22: gone's lease has expired; the sweeper ends it as expired.
+	f.clock.Advance(11 * time.Minute)
+	if _, err := sweeper.RunOnce(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.getLease(t, lg.ID); got.Outcome == nil || *got.Outcome != lease.OutcomeExpired {
+		t.Fatalf("the silent lease ended as %v, want expired", got.Outcome)
+	}
+	if got := f.getLease(t, lf.ID); got.EndedAt != nil {
+		t.Fatalf("the lease not yet due to heartbeat ended as %v", *got.Outcome)
+	}
+	for _, it := range []uuid.UUID{fresh.ID, gone.ID} {
+		if reqs := f.requestsOf(t, it, attention.ReasonNoProgress); len(reqs) != 0 {
+			t.Fatalf("no_progress requests on a lease that did not heartbeat: %+v", reqs)
+		}
+	}
+}
+
 // TestBudgetWallTime: a wall-time budget runs out by the (stub) clock
 // with no write at all: claims under it find nothing and the sweeper opens
 // its one request.

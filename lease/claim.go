@@ -91,7 +91,10 @@ func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimReq
 		// The hook rides in the claiming statement's batch (its
 		// Idempotency-Key record marked in the same implicit
 		// transaction): one round trip, no transaction around it.
-		out, ok, nothing, err = s.claimDirect(ctx, s.exec, db.Followed(b, s.exec, carried.Then), project, req, ttl)
+		err = db.TraceBatch(ctx, func() (err error) {
+			out, ok, nothing, err = s.claimDirect(ctx, s.exec, db.Followed(b, s.exec, carried.Then), project, req, ttl)
+			return err
+		})
 		if err == nil && ok && carried.Marked != nil {
 			carried.Marked()
 		}

@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/startstop"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // Sweep batches.
@@ -68,9 +70,15 @@ func (w *Sweeper) sweep(ctx context.Context) {
 	if w.observe != nil && ctx.Err() == nil {
 		w.observe(n, err)
 	}
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case err != nil && wgerr.RetryLater(wgerr.CodeOf(db.Translate(err))):
+		// The database is away (a restart, a failover): the pool
+		// reconnects by itself and the next sweep ends what is due.
+		w.log.Warn("lease sweeper", "err", db.Translate(err), "cause", err)
+	case err != nil:
 		w.log.Error("lease sweeper", "err", err)
-	} else if n > 0 {
+	case n > 0:
 		w.log.Info("lease sweeper: expired leases ended", "count", n)
 	}
 	w.TestSignals.Swept.Send(n)

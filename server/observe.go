@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -86,7 +87,7 @@ func (s *Server) setupMetrics() {
 
 // metricsHandler answers a scrape.
 func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{ErrorLog: nil})
+	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)})
 }
 
 // instrument names every request (API or UI) with its request id (the
@@ -154,7 +155,8 @@ func (s *Server) serveSide() {
 			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		}
-		side.http = &http.Server{Handler: mux, ReadHeaderTimeout: HeaderReadTimeout, IdleTimeout: IdleTimeout}
+		side.http = &http.Server{Handler: mux, ReadHeaderTimeout: HeaderReadTimeout, IdleTimeout: IdleTimeout,
+			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 		go func(side *sideServer) {
 			if err := side.http.Serve(side.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("serving "+side.name, "addr", side.ln.Addr().String(), "err", err)

@@ -304,6 +304,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		WriteTimeout:   90 * time.Second,
 		IdleTimeout:    IdleTimeout,
 		MaxHeaderBytes: MaxHeaderBytes,
+		// What net/http reports (a failed accept, a handler's misuse of
+		// the connection) goes to the server's log, in its format.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	// Event streams never become idle, and a long-poll claim waits up to a
 	// minute: end them when shutdown begins.

@@ -36,12 +36,18 @@ func tracedServer(t *testing.T, tune ...func(*server.Config)) (*server.Server, *
 // status is want.
 func tracedCall(t *testing.T, srv *server.Server, path, traceparent, requestID string, body any, want int, out any) {
 	t.Helper()
+	tracedCallWith(t, srv, path, http.Header{"Traceparent": {traceparent}, "X-Request-Id": {requestID}}, body, want, out)
+}
+
+// tracedCallWith is tracedCall with the request's headers given (the
+// authorization and content type are added).
+func tracedCallWith(t *testing.T, srv *server.Server, path string, h http.Header, body any, want int, out any) {
+	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", srv.URL()+path, bytes.NewReader(b))
+	req.Header = h.Clone()
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("traceparent", traceparent)
-	req.Header.Set("X-Request-Id", requestID)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +154,46 @@ func TestTraceOfClaim(t *testing.T) {
 	}
 	if !tagged {
 		t.Errorf("no transaction span of the heartbeat carries the lease and epoch: %v", telemetrytest.Children(spans, hb))
+	}
+}
+
+// TestTraceOfKeyedClaim: a claim sent with an Idempotency-Key, as the Go
+// client, the CLI and `workgraph work` send every claim, has its database
+// span too. Its statement and the key's record go in one batch (one
+// implicit transaction on the pool), and that transaction is a child of
+// the request span tagged with the project, item, lease and epoch it
+// granted.
+func TestTraceOfKeyedClaim(t *testing.T) {
+	t.Parallel()
+	srv, tp, r := tracedServer(t)
+	var project struct {
+		ID string `json:"id"`
+	}
+	call(t, srv, "POST", "/v1/projects", map[string]any{"name": "keyed"}, 201, &project)
+	call(t, srv, "POST", "/v1/projects/keyed/items", map[string]any{"title": "one"}, 201, nil)
+
+	const traceID = "2f4c7d0e9a1b4c3d8e7f6a5b4c3d2e1f"
+	var cl claimAnswer
+	tracedCallWith(t, srv, "/v1/projects/keyed/claims", http.Header{
+		"Traceparent":     {"00-" + traceID + "-a1b2c3d4e5f60718-01"},
+		"Idempotency-Key": {"keyed-claim-1"},
+	}, map[string]any{"worker": "w", "lease_seconds": 30}, 201, &cl)
+
+	// The request's span ends after its transactions: once it is
+	// flushed, so are they.
+	const name = "POST /v1/projects/{project}/claims"
+	spans := r.WaitFor(t, traceID, tp.ForceFlush, func(spans []telemetrytest.Span) bool {
+		return len(telemetrytest.Named(spans, name)) == 1
+	})
+	req := telemetrytest.Named(spans, name)[0]
+	var claimTx bool
+	for _, s := range telemetrytest.Children(spans, req) {
+		claimTx = claimTx || (strings.HasPrefix(s.Name, "db.") && s.Kind == "client" && s.Attrs["db.system.name"] == "postgresql" &&
+			s.Attrs["workgraph.project.id"] == project.ID && s.Attrs["workgraph.item.id"] == cl.Item.ID &&
+			s.Attrs["workgraph.lease.id"] == cl.Lease.ID && s.Attrs["workgraph.lease.epoch"] == "1")
+	}
+	if !claimTx {
+		t.Errorf("no database span tagged with the project, item, lease and epoch below the keyed claim: %v", telemetrytest.Children(spans, req))
 	}
 }
 

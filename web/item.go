@@ -280,21 +280,80 @@ func (u *ui) addDependency(r *req) error {
 // graph.MinIDPrefix hex digits), as shown on pages, through the id lookup
 // (a range scan of the primary key, not a walk through the items).
 func (r *req) resolveShortID(prefix string) (uuid.UUID, error) {
-	prefix = strings.ToLower(prefix)
-	if _, _, err := graph.IDPrefixRange(prefix); err != nil {
-		return uuid.Nil, notFoundf("type an item id (or at least its first %d characters)", graph.MinIDPrefix)
-	}
-	found, err := r.ui.Graph.LookupIDs(r.ctx(), r.project.ID, prefix, []graph.IDKind{graph.KindItem})
+	found, err := r.itemsStartingWith(prefix)
 	if err != nil {
 		return uuid.Nil, err
 	}
-	switch len(found) {
-	case 1:
-		return found[0].ID, nil
-	case 0:
-		return uuid.Nil, notFoundf("no item id starts with %q", prefix)
-	default:
-		return uuid.Nil, notFoundf("%d items start with %q; type more of the id", len(found), prefix)
+	if len(found) > 1 {
+		return uuid.Nil, notFoundf("%s start with %q; type more of the id", countItems(found), strings.ToLower(prefix))
+	}
+	return found[0].ID, nil
+}
+
+// itemsStartingWith returns the items whose id starts with prefix, at
+// least one; none, or a prefix that is not the start of an id, is
+// not_found.
+func (r *req) itemsStartingWith(prefix string) ([]graph.IDMatch, error) {
+	prefix = strings.ToLower(prefix)
+	if _, _, err := graph.IDPrefixRange(prefix); err != nil {
+		return nil, notFoundf("type an item id (or at least its first %d characters)", graph.MinIDPrefix)
+	}
+	found, err := r.ui.Graph.LookupIDs(r.ctx(), r.project.ID, prefix, []graph.IDKind{graph.KindItem})
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, notFoundf("no item id starts with %q", prefix)
+	}
+	return found, nil
+}
+
+// countItems says how many items found holds ("2 items"), or that there
+// are more when the lookup stopped at its limit.
+func countItems(found []graph.IDMatch) string {
+	if len(found) >= graph.MaxIDMatches {
+		return fmt.Sprintf("at least %d items", len(found))
+	}
+	return fmt.Sprintf("%d items", len(found))
+}
+
+// itemRoute is the address of an item's page; its own pages (edit, graph)
+// add to it.
+const itemRoute = "/p/:project/items/:id"
+
+// byShortID lets the pages of an item (GET itemRoute and below it) be
+// addressed by the first characters of its id, as the board, the list and
+// the CLI's tables show them: one item's id starts with them, and the
+// answer is a redirect to the same page (and query) under its whole id (302,
+// not permanent: a prefix that names one item today may name two
+// tomorrow); several, and the page lists them to pick from; none, not
+// found.
+func (u *ui) byShortID(fn handlerFunc) handlerFunc {
+	return func(r *req) error {
+		short := r.Param("id")
+		if _, err := uuid.Parse(short); err == nil {
+			return fn(r)
+		}
+		if _, _, err := graph.IDPrefixRange(short); err != nil {
+			return notFoundf("no such item")
+		}
+		found, err := r.itemsStartingWith(short)
+		if err != nil {
+			return err
+		}
+		if len(found) == 1 {
+			target := r.projectURL("/items/" + found[0].ID.String() + strings.TrimPrefix(r.Path(), itemRoute))
+			if q := r.Request().URL.RawQuery; q != "" {
+				target += "?" + q
+			}
+			return r.Redirect(http.StatusFound, target)
+		}
+		links := make([]Link, len(found))
+		for i, m := range found {
+			links[i] = Link{URL: r.projectURL("/items/" + m.ID.String()), Text: m.ID.String() + " " + m.Label}
+		}
+		return r.failWithLinks(http.StatusNotFound, "Not found",
+			fmt.Sprintf("%q is the start of the ids of %s; type more of the id, or pick one:", strings.ToLower(short), countItems(found)), links)
 	}
 }
 

@@ -40,7 +40,15 @@ type ErrorPage struct {
 	Layout
 	Heading string
 	Message string
-	Back    string
+	// Links are where the person may have meant to go (the items whose
+	// ids start with what they typed), listed under the message.
+	Links []Link
+	Back  string
+}
+
+// Link is a page to go to, named for a person.
+type Link struct {
+	URL, Text string
 }
 
 // Render writes the page.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,12 +66,17 @@ func TestPageStreamEndsWithSession(t *testing.T) {
 // a shorter idle timeout keep it open), and a reader that stops reading
 // is dropped once a write has waited two heartbeats (the stream then
 // ends when it reads again, instead of going on).
+//
+// Each subtest's stream is open only during that subtest, and it has been
+// answered (its horizon read) before the subtest writes events: a stream
+// left open and unread by an earlier subtest would also be dropped, and
+// a stream that began after the events would have nothing to stall on.
 func TestPageStreamHeartbeatAndStall(t *testing.T) {
 	t.Parallel()
-	var log servertest.SyncBuffer
+	log := &logWatch{want: "page event stream dropped: its reader stopped reading", seen: make(chan struct{})}
 	e := setup(t, live, func(d *web.Deps) {
 		d.EventsHeartbeat = 100 * time.Millisecond
-		d.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		d.Logger = slog.New(slog.NewTextHandler(log, nil))
 	})
 	b := e.signIn(e.human)
 	u, _ := url.Parse(e.srv.URL)
@@ -78,7 +84,11 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 	for _, c := range b.c.Jar.Cookies(u) {
 		cookies = append(cookies, c.Name+"="+c.Value)
 	}
-	open := func(rcvbuf int) net.Conn {
+	// open opens the stream for the length of t and returns it once the
+	// server has answered (the response's head and the retry field read):
+	// the stream's horizon is then read, so events written after open
+	// returns are sent on it.
+	open := func(t *testing.T, rcvbuf int) (net.Conn, *bufio.Reader) {
 		d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 			var err error
 			if rcvbuf > 0 {
@@ -92,12 +102,24 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 		}
 		t.Cleanup(func() { conn.Close() })
 		fmt.Fprintf(conn, "GET /p/acme/events/stream HTTP/1.1\r\nHost: %s\r\nCookie: %s\r\n\r\n", u.Host, strings.Join(cookies, "; "))
-		return conn
-	}
-	t.Run("Heartbeat", func(t *testing.T) {
-		conn := open(0)
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream did not open within 10 s: %v", err)
+			}
+			if strings.HasPrefix(line, "HTTP/1.1 ") && !strings.HasPrefix(line, "HTTP/1.1 200 ") {
+				t.Fatalf("stream: %q", line)
+			}
+			if strings.Contains(line, "retry: 2000") {
+				return conn, r
+			}
+		}
+	}
+	t.Run("Heartbeat", func(t *testing.T) {
+		conn, r := open(t, 0)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		for {
 			line, err := r.ReadString('\n')
 			if err != nil {
@@ -109,7 +131,7 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 		}
 	})
 	t.Run("Stall", func(t *testing.T) {
-		conn := open(4096)
+		conn, r := open(t, 4096)
 		// Far more than the connection's buffers hold, written at once.
 		if _, err := e.pool.Exec(context.Background(), `INSERT INTO events (project_id, type, at, actor, payload)
 			SELECT $1, 'item.created', clock_timestamp(), 'system', '{}' FROM generate_series(1, 60000)`, e.project.ID); err != nil {
@@ -117,16 +139,14 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 		}
 		// The server fills the connection, waits two heartbeats on it and
 		// says it dropped the reader (a stream held for ever never does).
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(log.String(), "page event stream dropped: its reader stopped reading") {
-			if time.Now().After(deadline) {
-				t.Fatalf("the stream of a reader that stopped reading was not dropped within 30 s; log:\n%s", log.String())
-			}
-			time.Sleep(20 * time.Millisecond)
+		select {
+		case <-log.seen:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the stream of a reader that stopped reading was not dropped within 30 s; log:\n%s", log.String())
 		}
 		// Read again: the dropped stream ends.
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.Copy(io.Discard, conn); err != nil {
+		if _, err := io.Copy(io.Discard, r); err != nil {
 			t.Fatalf("the stream of a reader that stopped reading was not dropped: %v", err)
 		}
 	})
@@ -202,3 +222,24 @@ func (b *browser) openStream(t *testing.T, path string) <-chan string {
 	}
 	return lines
 }
+
+// logWatch is a log's output that closes seen when a line containing
+// want is written, so that a test waits for what the server says instead
+// of polling its log.
+type logWatch struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+	buf  servertest.SyncBuffer
+}
+
+// Write appends p to the log and closes seen if p contains want.
+func (l *logWatch) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), l.want) {
+		l.once.Do(func() { close(l.seen) })
+	}
+	return l.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (l *logWatch) String() string { return l.buf.String() }

@@ -123,15 +123,15 @@ func Mount(e *echo.Echo, d Deps) {
 	e.GET(p("/items"), u.project(u.items))
 	e.GET(p("/items/new"), u.project(u.newItemForm))
 	e.POST(p("/items"), u.projectAction(u.createItem))
-	e.GET(p("/items/:id"), u.project(u.item))
-	e.GET(p("/items/:id/edit"), u.project(u.editItemForm))
+	e.GET(itemRoute, u.project(u.byShortID(u.item)))
+	e.GET(itemRoute+"/edit", u.project(u.byShortID(u.editItemForm)))
 	e.POST(p("/items/:id/edit"), u.projectAction(u.editItem))
 	e.POST(p("/items/:id/cancel"), u.projectAction(u.cancelItem))
 	e.POST(p("/items/:id/hold"), u.projectAction(u.holdItem))
 	e.POST(p("/items/:id/budget"), u.projectAction(u.setBudget))
 	e.POST(p("/items/:id/dependencies"), u.projectAction(u.addDependency))
 	e.POST(p("/items/:id/dependencies/:dep/remove"), u.projectAction(u.removeDependency))
-	e.GET(p("/items/:id/graph"), u.project(u.itemGraph))
+	e.GET(itemRoute+"/graph", u.project(u.byShortID(u.itemGraph)))
 	e.GET(p("/graph"), u.project(u.projectGraph))
 	e.GET(p("/leases"), u.project(u.leases))
 	e.GET(p("/leases.csv"), u.project(u.leasesCSV))
@@ -154,11 +154,35 @@ func Mount(e *echo.Echo, d Deps) {
 		}
 		r := &req{Context: c, ui: u}
 		securityHeaders(c.Response().Header())
-		if _, err := r.loadSession(); err != nil {
+		ok, err := r.loadSession()
+		if err != nil {
 			return r.error(err)
+		}
+		if ok {
+			r.project = u.visibleProject(r, c.Request().URL.Path)
 		}
 		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
 	})
+}
+
+// visibleProject is the project an unknown address below /p/{project}/
+// names, when the signed-in principal may see it, so that its not-found
+// page keeps the project's navigation and leads back to it; else the zero
+// Project (the page says no more about a project the person may not see).
+func (u *ui) visibleProject(r *req, path string) graph.Project {
+	rest, ok := strings.CutPrefix(path, "/p/")
+	if !ok {
+		return graph.Project{}
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "" {
+		return graph.Project{}
+	}
+	p, err := u.Graph.Project(r.ctx(), name)
+	if err != nil || !r.sess.Principal.CanSee(p.ID) {
+		return graph.Project{}
+	}
+	return p
 }
 
 func isAPIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/") }
@@ -396,7 +420,13 @@ func (r *req) showStatus(status int, p Page) error {
 
 // fail shows an error page.
 func (r *req) fail(status int, heading, message string) error {
-	p := &ErrorPage{Layout: Layout{Title: heading, Session: r.sess}, Heading: heading, Message: message, Back: "/"}
+	return r.failWithLinks(status, heading, message, nil)
+}
+
+// failWithLinks shows an error page that lists the pages the person may
+// have meant.
+func (r *req) failWithLinks(status int, heading, message string, links []Link) error {
+	p := &ErrorPage{Layout: Layout{Title: heading, Session: r.sess}, Heading: heading, Message: message, Links: links, Back: "/"}
 	if r.project.Name != "" {
 		// Inside a project: its navigation with its counters (not when the
 		// database is down: counting would only wait for it too), and the

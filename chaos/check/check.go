@@ -476,15 +476,23 @@ func (c *checker) http5xx() {
 				c.fail(InvHTTP5xx, "op %d (%s) on replica %d: %d %s %q", op.ID, op.Kind, a.Replica, a.Status, a.Code, a.Detail)
 				continue
 			}
-			if !c.inFault(a.At, grace) {
-				c.fail(InvHTTP5xx, "op %d (%s) on replica %d: 503 at %s with no fault in effect", op.ID, op.Kind, a.Replica, a.At.Format("15:04:05.000"))
+			if !c.inDBFault(a.At, grace) {
+				c.fail(InvHTTP5xx, "op %d (%s) on replica %d: 503 at %s with no database fault in effect", op.ID, op.Kind, a.Replica, a.At.Format("15:04:05.000"))
 			}
 		}
 	}
 }
 
-func (c *checker) inFault(t time.Time, grace time.Duration) bool {
+// inDBFault reports whether t falls in a fault of the database or of the
+// link to it (Fault.DBFault), from its start until the replicas were ready
+// again plus grace: the only time a 503 is an answer. A replica killed or
+// stopped leaves the database up, and the other replicas must go on
+// answering.
+func (c *checker) inDBFault(t time.Time, grace time.Duration) bool {
 	for _, f := range c.h.Faults {
+		if !f.DBFault {
+			continue
+		}
 		end := f.Healed
 		if end.IsZero() {
 			end = f.End

@@ -194,6 +194,11 @@ func TestCheck(t *testing.T) {
 		{"Unavailable503WithoutFault", InvHTTP5xx, func(h *History) {
 			h.Ops[3].Attempts = append([]Attempt{{Replica: 2, At: at(105), Status: 503, Code: "unavailable"}}, h.Ops[3].Attempts...)
 		}},
+		{"Unavailable503DuringReplicaFault", InvHTTP5xx, func(h *History) {
+			// The valid history's only fault is a replica kill: the
+			// database stayed up, so a 503 then is no excuse.
+			h.Ops[3].Attempts = append([]Attempt{{Replica: 2, At: at(1050), Status: 503, Code: "unavailable"}}, h.Ops[3].Attempts...)
+		}},
 		{"NotReadyAgain", InvReadiness, func(h *History) {
 			h.Faults[0].Healed = time.Time{}
 		}},
@@ -220,6 +225,18 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("planted %s violation not caught; got %+v", tc.inv, r.Violations)
 			}
 		})
+	}
+}
+
+// TestCheck503DuringDatabaseFault: a 503 while the database is down (or
+// its link cut) is the documented answer, not a violation.
+func TestCheck503DuringDatabaseFault(t *testing.T) {
+	t.Parallel()
+	h := valid()
+	h.Faults = append(h.Faults, Fault{Kind: "pg-restart", Target: "database", Start: at(1000), End: at(1100), Healed: at(1200), DBFault: true})
+	h.Ops[3].Attempts = append([]Attempt{{Replica: 2, At: at(1050), Status: 503, Code: "unavailable"}}, h.Ops[3].Attempts...)
+	if r := Check(h); !r.OK() {
+		t.Fatalf("a 503 during a database fault: %+v", r.Violations)
 	}
 }
 

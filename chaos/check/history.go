@@ -123,7 +123,7 @@ type Fault struct {
 	Start   time.Time
 	End     time.Time // the fault removed
 	Healed  time.Time // every replica ready again; zero: never
-	DBFault bool      // the database (or the link to it) was affected; informative: a 503 is allowed during any fault
+	DBFault bool      // the database (or the link to it) was affected: only then is a 503 allowed
 }
 
 // History is everything one scenario recorded.

@@ -362,6 +362,34 @@ func TestAttentionResolveAnswerFlag(t *testing.T) {
 	}
 }
 
+// TestAttentionResolveTwice: answering a request that was answered (or
+// dismissed) already changes nothing (exit 6) and says what happened: who
+// closed it and with what answer, the first answer standing, instead of
+// advising a retry that cannot succeed.
+func TestAttentionResolveTwice(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.item("Pick a database")
+	req := e.claimAndAsk("w1", "Which one?")
+	if r := e.run(e.humanToken, nil, "attention", "resolve", req.ID[:8], "PostgreSQL"); r.code != 0 {
+		t.Fatalf("first answer: %v", r)
+	}
+	r := e.wantExit(e.humanToken, 6, "already answered", "attention", "resolve", req.ID[:8], "SQLite")
+	for _, want := range []string{req.ID, "token:", `"PostgreSQL"`, "the first answer stands", `"SQLite" was not recorded`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "retry") {
+		t.Errorf("the refusal advises a retry:\n%s", r.stderr)
+	}
+	var closed client.AttentionPage
+	e.mustJSON(e.humanToken, &closed, "attention", "ls", "--state", "resolved")
+	if len(closed.Attention) != 1 || closed.Attention[0].Answer == nil || *closed.Attention[0].Answer != "PostgreSQL" {
+		t.Fatalf("after the second answer: %+v", closed.Attention)
+	}
+}
+
 // TestClaimBatchCapabilities: claim --max N passes --capabilities on, as a
 // single claim does: an item requiring a capability the worker names is
 // granted in a batch, and one requiring more is not.

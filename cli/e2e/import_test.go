@@ -217,7 +217,7 @@ func TestReimport(t *testing.T) {
 			t.Fatalf("dry run: %v", r)
 		}
 		for _, want := range []string{
-			"would create 1 items",
+			"would create 1 item and 0 dependencies in project",
 			"schema", "exists, unchanged: left alone",
 			"exists, differs in title: left alone",
 			"api-docs", "create",
@@ -258,6 +258,34 @@ func TestReimport(t *testing.T) {
 		}
 		if openChildren != 2 {
 			t.Fatalf("the existing parent counts %d open children, want 2", openChildren)
+		}
+	})
+
+	t.Run("OKCountsInTheSingular", func(t *testing.T) {
+		solo := write("solo.yaml", "items:\n  - key: solo\n    title: One thing\n  - key: after\n    title: After it\n    depends_on: [solo]\n")
+		for _, c := range []struct{ args, want []string }{
+			{[]string{"--dry-run"}, []string{"would create 2 items and 1 dependency in project"}},
+			{nil, []string{"created 2 items and 1 dependency in project"}},
+			{nil, []string{"created 0 items and 0 dependencies in project", "2 already existed (same key) and were left alone"}},
+		} {
+			r := e.run(e.agentToken, nil, append([]string{"import", solo}, c.args...)...)
+			if r.code != 0 {
+				t.Fatalf("import %v: %v", c.args, r)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("import %v: output lacks %q:\n%s", c.args, want, r.stdout)
+				}
+			}
+		}
+		one := write("one.yaml", "items:\n  - key: solo\n    title: One thing\n")
+		r := e.run(e.agentToken, nil, "import", one)
+		if r.code != 0 || !strings.Contains(r.stdout, "1 already existed (same key) and was left alone") {
+			t.Errorf("re-import of one item: %v", r)
+		}
+		r = e.run(e.agentToken, nil, "import", one, "--dry-run")
+		if r.code != 0 || !strings.Contains(r.stdout, "1 exists already and would be left alone") {
+			t.Errorf("dry run of one existing item: %v", r)
 		}
 	})
 }
@@ -317,5 +345,114 @@ func TestImportTooLarge(t *testing.T) {
 	}
 	if n := e.countItems(); n != 0 {
 		t.Fatalf("%d items stored, want none", n)
+	}
+}
+
+// TestImportDependsOnIDPrefix: a plan's depends_on may name an existing
+// item by the first characters of its id, as tables show them, like every
+// other place a person types an id: one item has them, and the new item
+// waits for it; several or none, and the plan is refused at that line,
+// nothing created. A key of the plan that looks like hex is still the key.
+func TestImportDependsOnIDPrefix(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	schema := e.item("Write the migration")
+	e.setID(schema, "5eed0001-0000-4000-8000-000000000001")
+	a, b := e.item("Add the endpoint"), e.item("Add the page")
+	e.setID(a, "abcd1234-0000-4000-8000-000000000001")
+	e.setID(b, "abcd1234-9999-4000-8000-000000000002")
+
+	t.Run("ErrAmbiguousOrUnknown", func(t *testing.T) {
+		plan := write("bad.yaml", "items:\n  - key: api\n    title: The API\n    depends_on: [abcd1234]\n  - key: docs\n    title: The docs\n    depends_on:\n      - ffff0000\n")
+		r := e.wantExit(e.agentToken, 2, "bad.yaml:4:", "import", plan)
+		for _, want := range []string{`"abcd1234"`, a.ID, b.ID, "bad.yaml:8:", `"ffff0000"`, "no item id"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("the refusal lacks %q:\n%s", want, r.stderr)
+			}
+		}
+		if n := e.countItems(); n != 3 {
+			t.Fatalf("%d items after a refused import, want 3", n)
+		}
+		r = e.wantExit(e.agentToken, 2, "bad.yaml:4:", "import", plan, "--dry-run", "--local")
+		if !strings.Contains(r.stderr, "without --local") {
+			t.Errorf("--local does not say the prefix is looked up without it:\n%s", r.stderr)
+		}
+	})
+
+	t.Run("OK", func(t *testing.T) {
+		plan := write("plan.yaml", "items:\n  - key: beef\n    title: Hex-looking key\n  - key: api\n    title: The API\n    depends_on: [5eed0001, beef, abcd1234-9999]\n")
+		r := e.run(e.agentToken, nil, "import", plan, "--dry-run")
+		if r.code != 0 || !strings.Contains(r.stdout, schema.ID) {
+			t.Fatalf("dry run: %v", r)
+		}
+		var res client.PlanResult
+		e.mustJSON(e.agentToken, &res, "import", plan)
+		api := e.get(res.Keys["api"])
+		if api.State != client.StateBlocked {
+			t.Fatalf("the new item is %s, want blocked", api.State)
+		}
+		var deps []string
+		rows, err := e.pool.Query(context.Background(), `SELECT depends_on_id::text FROM dependencies WHERE item_id = $1 ORDER BY 1`, res.Keys["api"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				t.Fatal(err)
+			}
+			deps = append(deps, d)
+		}
+		if want := []string{schema.ID, b.ID, res.Keys["beef"]}; !sameSet(deps, want) {
+			t.Fatalf("the new item depends on %v, want %v", deps, want)
+		}
+	})
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, x := range a {
+		seen[x]++
+	}
+	for _, x := range b {
+		seen[x]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestImportServerFaultNamesFileAndLine: a fault only the server finds (a
+// depends_on naming the whole id of no item of the project) is reported
+// as the faults the CLI finds itself are: the file and the line of the
+// entry, nothing created.
+func TestImportServerFaultNamesFileAndLine(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	src := "items:\n  - key: api\n    title: The API\n    depends_on:\n      - 00000000-0000-4000-8000-000000000000\n"
+	if err := os.WriteFile(plan, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.wantExit(e.agentToken, 2, "plan.yaml:5: ", "import", plan)
+	if !strings.Contains(r.stderr, "neither a key of the plan nor an item of the project") {
+		t.Errorf("the refusal lacks the server's reason:\n%s", r.stderr)
+	}
+	if n := e.countItems(); n != 0 {
+		t.Fatalf("%d items after a refused import, want 0", n)
 	}
 }

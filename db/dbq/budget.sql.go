@@ -182,7 +182,8 @@ SELECT l.id, l.item_id, l.worker, l.epoch, l.acquired_at, l.heartbeat_at, l.expi
            WHEN l.expires_at <= t.at
              OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
                         + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 'stale'
-           WHEN coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
+           WHEN l.heartbeat_at IS NOT NULL
+            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
                THEN 'quiet'
            ELSE 'healthy'
        END)::text AS liveness,
@@ -219,8 +220,9 @@ type LiveLeaseActivityRow struct {
 // The live leases of a project with how alive each looks by the database
 // clock: stale (past its expiry, or silent for more than half its TTL),
 // quiet (heartbeating, but its progress has not changed for the project's
-// quiet_after), else healthy. last_activity is the last progress change
-// (the claim, when none).
+// quiet_after), else healthy. A lease that has not heartbeated yet is not
+// quiet: within half its TTL its first heartbeat is not due. last_activity
+// is the last progress change (the claim, when none).
 func (q *Queries) LiveLeaseActivity(ctx context.Context, db DBTX, arg LiveLeaseActivityParams) ([]LiveLeaseActivityRow, error) {
 	rows, err := db.Query(ctx, liveLeaseActivity, arg.Now, arg.ProjectID)
 	if err != nil {
@@ -280,6 +282,8 @@ SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.pr
 FROM leases l JOIN projects p ON p.id = l.project_id
 WHERE l.project_id = $1 AND l.ended_at IS NULL AND p.no_progress_after_ms IS NOT NULL
   AND l.expires_at > coalesce($2::timestamptz, statement_timestamp())
+  AND l.heartbeat_at IS NOT NULL
+  AND l.heartbeat_at + (l.expires_at - l.heartbeat_at) / 2 > coalesce($2::timestamptz, statement_timestamp())
   AND coalesce(l.progress_at, l.acquired_at) + p.no_progress_after_ms * interval '1 millisecond'
       <= coalesce($2::timestamptz, statement_timestamp())
 ORDER BY l.acquired_at
@@ -327,9 +331,12 @@ type LockNoProgressLeasesRow struct {
 	NoProgressAfterMs int64
 }
 
-// Holds up to @max_leases live leases of the project whose progress has
-// not changed for the project's no_progress_after (by the database
-// clock). Leases another transaction holds are skipped.
+// Holds up to @max_leases live leases of the project that keep
+// heartbeating while their progress has not changed for the project's
+// no_progress_after (by the database clock). A lease that has not
+// heartbeated yet, or is stale (silent for half its TTL: LiveLeaseActivity),
+// is left to its expiry: it is not heartbeating. Leases another
+// transaction holds are skipped.
 func (q *Queries) LockNoProgressLeases(ctx context.Context, db DBTX, arg LockNoProgressLeasesParams) ([]LockNoProgressLeasesRow, error) {
 	rows, err := db.Query(ctx, lockNoProgressLeases, arg.ProjectID, arg.Now, arg.MaxLeases)
 	if err != nil {
@@ -430,6 +437,8 @@ SELECT DISTINCT l.project_id
 FROM leases l JOIN projects p ON p.id = l.project_id
 WHERE l.ended_at IS NULL AND p.no_progress_after_ms IS NOT NULL
   AND l.expires_at > coalesce($1::timestamptz, statement_timestamp())
+  AND l.heartbeat_at IS NOT NULL
+  AND l.heartbeat_at + (l.expires_at - l.heartbeat_at) / 2 > coalesce($1::timestamptz, statement_timestamp())
   AND coalesce(l.progress_at, l.acquired_at) + p.no_progress_after_ms * interval '1 millisecond'
       <= coalesce($1::timestamptz, statement_timestamp())
 LIMIT $2
@@ -440,7 +449,8 @@ type ProjectsWithNoProgressParams struct {
 	MaxProjects int32
 }
 
-// Projects with a no_progress policy and a live lease past it.
+// Projects with a no_progress policy and a live lease past it (the rule
+// of LockNoProgressLeases).
 func (q *Queries) ProjectsWithNoProgress(ctx context.Context, db DBTX, arg ProjectsWithNoProgressParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, projectsWithNoProgress, arg.Now, arg.MaxProjects)
 	if err != nil {

@@ -110,23 +110,31 @@ WHERE project_id = @project_id
 ORDER BY worker;
 
 -- name: ProjectsWithNoProgress :many
--- Projects with a no_progress policy and a live lease past it.
+-- Projects with a no_progress policy and a live lease past it (the rule
+-- of LockNoProgressLeases).
 SELECT DISTINCT l.project_id
 FROM leases l JOIN projects p ON p.id = l.project_id
 WHERE l.ended_at IS NULL AND p.no_progress_after_ms IS NOT NULL
   AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+  AND l.heartbeat_at IS NOT NULL
+  AND l.heartbeat_at + (l.expires_at - l.heartbeat_at) / 2 > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
   AND coalesce(l.progress_at, l.acquired_at) + p.no_progress_after_ms * interval '1 millisecond'
       <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 LIMIT @max_projects;
 
 -- name: LockNoProgressLeases :many
--- Holds up to @max_leases live leases of the project whose progress has
--- not changed for the project's no_progress_after (by the database
--- clock). Leases another transaction holds are skipped.
+-- Holds up to @max_leases live leases of the project that keep
+-- heartbeating while their progress has not changed for the project's
+-- no_progress_after (by the database clock). A lease that has not
+-- heartbeated yet, or is stale (silent for half its TTL: LiveLeaseActivity),
+-- is left to its expiry: it is not heartbeating. Leases another
+-- transaction holds are skipped.
 SELECT l.*, p.no_progress_after_ms::bigint AS no_progress_after_ms
 FROM leases l JOIN projects p ON p.id = l.project_id
 WHERE l.project_id = @project_id AND l.ended_at IS NULL AND p.no_progress_after_ms IS NOT NULL
   AND l.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+  AND l.heartbeat_at IS NOT NULL
+  AND l.heartbeat_at + (l.expires_at - l.heartbeat_at) / 2 > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
   AND coalesce(l.progress_at, l.acquired_at) + p.no_progress_after_ms * interval '1 millisecond'
       <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
 ORDER BY l.acquired_at
@@ -137,15 +145,17 @@ FOR UPDATE OF l SKIP LOCKED;
 -- The live leases of a project with how alive each looks by the database
 -- clock: stale (past its expiry, or silent for more than half its TTL),
 -- quiet (heartbeating, but its progress has not changed for the project's
--- quiet_after), else healthy. last_activity is the last progress change
--- (the claim, when none).
+-- quiet_after), else healthy. A lease that has not heartbeated yet is not
+-- quiet: within half its TTL its first heartbeat is not due. last_activity
+-- is the last progress change (the claim, when none).
 SELECT l.id, l.item_id, l.worker, l.epoch, l.acquired_at, l.heartbeat_at, l.expires_at, l.progress,
        coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
        (CASE
            WHEN l.expires_at <= t.at
              OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
                         + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 'stale'
-           WHEN coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
+           WHEN l.heartbeat_at IS NOT NULL
+            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
                THEN 'quiet'
            ELSE 'healthy'
        END)::text AS liveness,

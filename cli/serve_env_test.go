@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// busyAddr is an address something listens on for the test's life: a
+// serve given it fails at once, before any database is started.
+func busyAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// TestServeEnvMalformed: a serve environment variable whose value cannot
+// be read (a duration without its unit, a number in words, a bool that is
+// neither true nor false) is refused at start, naming the variable, as a
+// malformed flag is: the server used to start with the built-in default
+// after one line on stderr, so WORKGRAPH_STATEMENT_TIMEOUT=30 ran with
+// 10s and WORKGRAPH_WEBHOOKS_OFF=TRUE delivered webhooks.
+func TestServeEnvMalformed(t *testing.T) {
+	for _, tc := range []struct{ env, value string }{
+		{"WORKGRAPH_STATEMENT_TIMEOUT", "30"},
+		{"WORKGRAPH_MAX_CONNS", "ten"},
+		{"WORKGRAPH_UNAUTHENTICATED_RATE", "five"},
+		{"WORKGRAPH_EVENTS_RETENTION", "30 days"},
+		{"WORKGRAPH_WEBHOOKS_OFF", "maybe"},
+		{"WORKGRAPH_METRICS_ON_MAIN", "enabled"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			var out, errb strings.Builder
+			code := Main([]string{"serve", "--addr", busyAddr(t), "--data-dir", t.TempDir()}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+			if code != ExitUsage || !strings.Contains(errb.String(), tc.env) {
+				t.Fatalf("%s=%q: exit %d, stderr %q; want %d naming the variable", tc.env, tc.value, code, errb.String(), ExitUsage)
+			}
+		})
+	}
+	t.Run("FlagGiven", func(t *testing.T) {
+		// The flag wins over the variable, so the variable is not read.
+		t.Setenv("WORKGRAPH_MAX_CONNS", "ten")
+		var out, errb strings.Builder
+		code := Main([]string{"serve", "--max-conns", "4", "--addr", busyAddr(t), "--data-dir", t.TempDir()}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code == ExitUsage || strings.Contains(errb.String(), "WORKGRAPH_MAX_CONNS") {
+			t.Fatalf("exit %d, stderr %q: the variable was judged though --max-conns was given", code, errb.String())
+		}
+	})
+}
+
+// TestServeEnvBool: a serve bool variable reads as strconv.ParseBool reads
+// (1, t, true, TRUE, True; 0, f, false, ...) and yes/no, on/off: TRUE and
+// on used to read as false.
+func TestServeEnvBool(t *testing.T) {
+	for value, want := range map[string]string{"TRUE": "true", "True": "true", "on": "true", "yes": "true", "1": "true", "false": "false", "off": "false", "0": "false"} {
+		t.Run(value, func(t *testing.T) {
+			t.Setenv("WORKGRAPH_METRICS_ON_MAIN", value)
+			t.Setenv("WORKGRAPH_WEBHOOKS_OFF", value)
+			cmd := newServeCmd(IO{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &strings.Builder{}})
+			for _, name := range []string{"metrics-on-main", "webhooks-off"} {
+				if got := cmd.Flags().Lookup(name).Value.String(); got != want {
+					t.Errorf("%s with %q in its variable: %s, want %s", name, value, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestEnvWarningsOnlyForServe: another command (an agent's `workgraph
+// claim`, `workgraph version`) says nothing of serve's variables, which
+// it does not read.
+func TestEnvWarningsOnlyForServe(t *testing.T) {
+	t.Setenv("WORKGRAPH_MAX_CONNS", "ten")
+	t.Setenv("WORKGRAPH_LEASE_MAX", "1d")
+	// The process's own stderr too: the variables were judged (and
+	// reported there) while the commands were made, before one ran.
+	stderr := os.Stderr
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stderr = f
+	var out, errb strings.Builder
+	code := Main([]string{"version"}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	os.Stderr = stderr
+	f.Close()
+	raw, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || errb.Len() != 0 || len(raw) != 0 {
+		t.Fatalf("version: exit %d, stderr %q%s; want 0 and nothing on stderr", code, errb.String(), raw)
+	}
+}

@@ -1,0 +1,66 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/graph"
+)
+
+// setItemID gives an item a chosen id, so that two items can share the
+// first characters of theirs.
+func (e *env) setItemID(it graph.Item, id string) graph.Item {
+	e.t.Helper()
+	if _, err := e.pool.Exec(context.Background(), `UPDATE items SET id = $1 WHERE id = $2`, id, it.ID); err != nil {
+		e.t.Fatalf("set the id of %q: %v", it.Title, err)
+	}
+	it.ID = uuid.MustParse(id)
+	return it
+}
+
+// TestItemPageTakesShortID: the address of an item's pages takes the first
+// characters of its id, as the board, the list and the CLI's tables show
+// them (a person types /p/acme/items/e8e0a4e8): one item has them, and the
+// page is its, under its whole id; several do, and the page lists them; none
+// does, and the page says so.
+func TestItemPageTakesShortID(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	one := e.setItemID(e.mustItem("Write the migration"), "5eed0001-0000-4000-8000-000000000001")
+	a := e.setItemID(e.mustItem("Add the endpoint"), "abcd1234-0000-4000-8000-000000000001")
+	b := e.setItemID(e.mustItem("Add the page"), "abcd1234-9999-4000-8000-000000000002")
+	bw := e.signIn(e.human)
+
+	for path, want := range map[string]string{
+		"/p/acme/items/5eed0001":              "/p/acme/items/" + one.ID.String(),
+		"/p/acme/items/5EED0001":              "/p/acme/items/" + one.ID.String(),
+		"/p/acme/items/5eed0001-0000/graph":   "/p/acme/items/" + one.ID.String() + "/graph",
+		"/p/acme/items/5eed/edit":             "/p/acme/items/" + one.ID.String() + "/edit",
+		"/p/acme/items/5eed0001?leases=x#top": "/p/acme/items/" + one.ID.String() + "?leases=x",
+		"/p/acme/items/abcd1234-0000":         "/p/acme/items/" + a.ID.String(),
+	} {
+		r := bw.get(path)
+		wantStatus(t, r, http.StatusFound)
+		if got := r.Header.Get("Location"); got != want {
+			t.Errorf("GET %s: Location %q, want %q", path, got, want)
+		}
+	}
+
+	r := bw.get("/p/acme/items/abcd1234")
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, "2 items", "abcd1234",
+		`<a href="/p/acme/items/`+a.ID.String()+`">`, "Add the endpoint",
+		`<a href="/p/acme/items/`+b.ID.String()+`">`, "Add the page",
+		`<a href="/p/acme">Go back</a>`)
+
+	r = bw.get("/p/acme/items/ffff0000")
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, `no item id starts with &#34;ffff0000&#34;`, `<a href="/p/acme">Go back</a>`)
+
+	// Too short, or not an id at all: not found, as before.
+	wantStatus(t, bw.get("/p/acme/items/abc"), http.StatusNotFound)
+	wantStatus(t, bw.get("/p/acme/items/not-an-id"), http.StatusNotFound)
+}
