@@ -111,7 +111,7 @@ func leaseLostHint(e *client.Error) string {
 	case outcome == "cancelled":
 		return "the item was cancelled (by a person or an admin); stop working on it: it will not be offered again"
 	case outcome == "expired" || strings.Contains(e.Detail, "has expired"):
-		return "the lease expired (no heartbeat in time) and the item may be claimed by another worker; stop working on this item and claim again (`workgraph claim`)"
+		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision, who sees this late report; stop working on this item and claim again (`workgraph claim`)"
 	case strings.Contains(e.Detail, "not granted at this epoch"):
 		return "the item was claimed again since (a newer epoch); stop working on this item and claim again (`workgraph claim`)"
 	case outcome != "":

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,21 @@ func TestLeaseDetail(t *testing.T) {
 	} {
 		if got := leaseDetail([]byte(raw)); got != want {
 			t.Errorf("leaseDetail(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestLeaseLostHintExpired: a worker whose lease expired is told both
+// things that may follow: another worker takes the item (on_expiry
+// retry), or the item waits for a person's decision, who sees the late
+// report (on_expiry reconcile); it is not told only the first.
+func TestLeaseLostHintExpired(t *testing.T) {
+	e := &client.Error{Code: client.CodeLeaseLost, Detail: "lease l has ended (expired)",
+		Extensions: map[string]json.RawMessage{"outcome": json.RawMessage(`"expired"`)}}
+	hint := leaseLostHint(e)
+	for _, want := range []string{"another worker", "decision", "stop working on this item"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("hint %q lacks %q", hint, want)
 		}
 	}
 }

@@ -46,6 +46,8 @@ var notProjectScoped = map[string]string{
 	"EnableDeliveryDeletion": "a setting of the transaction, no table (the deliveries' retention service)",
 	"GetFenceKey":            "fence_keys (reference table: one key per deployment)",
 	"InsertFenceKey":         "fence_keys (reference table: one key per deployment)",
+	"ListFenceKeys":          "fence_keys (reference table: the deployment's keys)",
+	"RotateFenceKey":         "fence_keys (reference table: the deployment's keys)",
 	// projects: the list of projects itself.
 	"CreateProject":          "projects (reference table)",
 	"GetProject":             "projects (reference table)",

@@ -26,6 +26,8 @@ const (
 	// DefaultMinRefetch is the shortest time between two fetches caused by
 	// tokens that name a key the set does not hold.
 	DefaultMinRefetch = 10 * time.Second
+	// DefaultFetchTimeout bounds one fetch of the keys document.
+	DefaultFetchTimeout = 10 * time.Second
 	// DefaultMaxAge is how long a fetched document is trusted before the
 	// next verification fetches it again (keys the server retired drop
 	// out then).
@@ -52,6 +54,10 @@ type KeySet struct {
 	Client *http.Client
 	// MinRefetch (0: DefaultMinRefetch) and MaxAge (0: DefaultMaxAge).
 	MinRefetch, MaxAge time.Duration
+	// FetchTimeout bounds one fetch (0: DefaultFetchTimeout): verifications
+	// wait for a fetch in progress, so a server that does not answer must
+	// not hold them longer.
+	FetchTimeout time.Duration
 
 	// now is the clock (nil: time.Now); tests stub it.
 	now func() time.Time
@@ -102,6 +108,12 @@ func (s *KeySet) current(ctx context.Context, kid string) ([]ed25519.PublicKey, 
 }
 
 func (s *KeySet) fetch(ctx context.Context) ([]ed25519.PublicKey, error) {
+	timeout := s.FetchTimeout
+	if timeout <= 0 {
+		timeout = DefaultFetchTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
 		return nil, err

@@ -159,3 +159,29 @@ func TestKeySetUnavailable(t *testing.T) {
 		t.Fatalf("middleware: %d %s, want 503 unavailable", rec.Code, rec.Body)
 	}
 }
+
+// TestKeySetFetchTimeout: a keys server that does not answer holds a
+// verification no longer than FetchTimeout (others wait for the fetch in
+// progress), and the answer is ErrKeysUnavailable.
+func TestKeySetFetchTimeout(t *testing.T) {
+	t.Parallel()
+	hung := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer ts.Close()
+	defer close(hung)
+	_, tok := newKey(t)
+	ks := &fence.KeySet{URL: ts.URL, FetchTimeout: 100 * time.Millisecond}
+	start := time.Now()
+	_, err := ks.Verify(context.Background(), tok(1))
+	if !errors.Is(err, fence.ErrKeysUnavailable) {
+		t.Fatalf("Verify against a server that does not answer: %v, want ErrKeysUnavailable", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Verify waited %s for a server that does not answer, want about FetchTimeout", took)
+	}
+}

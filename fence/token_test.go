@@ -3,6 +3,7 @@ package fence_test
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -76,4 +77,46 @@ func mustSign(t *testing.T, key ed25519.PrivateKey, c fence.Claims) string {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// TestTokenFormatAsDocumented checks a token the way docs/agents.md
+// ("Checking a token outside Go") tells a destination without this
+// package to: split at the dots, decode the claims, verify the signature
+// of everything before the last dot with the key the kid names.
+func TestTokenFormatAsDocumented(t *testing.T) {
+	t.Parallel()
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	tok, err := fence.Sign(key, fence.Claims{Lease: "l-1", Item: "i-1", Project: "p-1", Epoch: 4, Scopes: []string{"repo:web/**"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 || parts[0] != "wgf1" {
+		t.Fatalf("token %q is not wgf1.<claims>.<signature>", tok)
+	}
+	body, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatalf("claims are not unpadded base64url: %v", err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(body, &claims); err != nil {
+		t.Fatal(err)
+	}
+	for member := range claims {
+		switch member {
+		case "lease", "item", "project", "epoch", "exp", "kid", "scopes":
+		default:
+			t.Errorf("claims member %q is not documented", member)
+		}
+	}
+	if claims["kid"] != fence.PublicKeyEntry(pub).KeyID || claims["epoch"] != 4.0 {
+		t.Errorf("claims %v: want the key's kid and epoch 4", claims)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		t.Fatalf("signature is not unpadded base64url: %v", err)
+	}
+	if !ed25519.Verify(pub, []byte(parts[0]+"."+parts[1]), sig) {
+		t.Fatal("the signature is not of the bytes before the last dot")
+	}
 }

@@ -78,3 +78,85 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestRotate: after a rotation the signer signs with a new key; the keys
+// document publishes it first and the replaced key while its grace
+// lasts, so a token signed before the rotation still verifies with the
+// document a destination fetches after it; another replica loads the
+// same new key; a rotation with no grace retires the old keys at once.
+func TestRotate(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	s, err := fencekey.Load(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lease.Lease{ID: uuid.New(), ItemID: uuid.New(), ProjectID: uuid.New(), Epoch: 1}
+	before, err := s.Sign(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPub := s.PublicKey()
+	kid, err := fencekey.Rotate(ctx, pool, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if s.PublicKey().Equal(oldPub) || fence.KeyID(s.PublicKey()) != kid {
+		t.Fatalf("after the rotation the signer's key is %s, want the new key %s", fence.KeyID(s.PublicKey()), kid)
+	}
+	doc := s.Keys()
+	if len(doc.Keys) != 2 || doc.Keys[0].KeyID != kid || doc.Keys[1].KeyID != fence.KeyID(oldPub) {
+		t.Fatalf("keys document %+v: want the new key, then the old one", doc)
+	}
+	trusted, err := fence.ParseKeys(mustJSON(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Epoch = 2
+	after, err := s.Sign(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]string{"before": before, "after": after} {
+		if _, err := fence.Verify(trusted, tok); err != nil {
+			t.Errorf("the token signed %s the rotation: %v", name, err)
+		}
+	}
+	replica, err := fencekey.Load(ctx, pool)
+	if err != nil || !replica.PublicKey().Equal(s.PublicKey()) {
+		t.Fatalf("another replica loads another key (%v)", err)
+	}
+
+	t.Run("NoGrace", func(t *testing.T) {
+		kid, err := fencekey.Rotate(ctx, pool, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Refresh(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		doc := s.Keys()
+		if len(doc.Keys) != 1 || doc.Keys[0].KeyID != kid {
+			t.Fatalf("keys document after a rotation without grace %+v: want only the new key %s", doc, kid)
+		}
+		trusted, err := fence.ParseKeys(mustJSON(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fence.Verify(trusted, after); err == nil {
+			t.Fatal("a token of a key retired at once still verifies")
+		}
+	})
+
+	t.Run("ErrGrace", func(t *testing.T) {
+		for _, g := range []time.Duration{-time.Second, fencekey.MaxGrace + time.Second} {
+			if _, err := fencekey.Rotate(ctx, pool, g); err == nil {
+				t.Errorf("Rotate with grace %s: no error", g)
+			}
+		}
+	})
+}

@@ -100,6 +100,22 @@ type task struct {
 	// Attention is the task's questions to people and their answers,
 	// oldest first.
 	Attention []question `json:"attention,omitempty"`
+	// Fence, only in take_task's answer, is what the holder sends to the
+	// systems it changes so they can refuse it once a newer attempt wrote
+	// (docs/agents.md, "Fencing your effects").
+	Fence *fenceOut `json:"fence,omitempty"`
+}
+
+// fenceOut is the lease's fence for the systems an agent changes.
+type fenceOut struct {
+	// Token is the lease's signed fence token: send it as the
+	// Workgraph-Fence header.
+	Token string `json:"token"`
+	// OperationPrefix starts the operation ids sent as Workgraph-Operation
+	// (the same for every attempt at the task).
+	OperationPrefix string `json:"operation_prefix"`
+	// KeysURL is where a destination fetches the keys that check Token.
+	KeysURL string `json:"keys_url"`
 }
 
 // taskRef is a task in a list.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/workgraph-dev/workgraph/client"
+	wgfence "github.com/workgraph-dev/workgraph/fence"
 )
 
 // apiClient implements backend over the Go client, for one project.
@@ -33,6 +35,11 @@ func (a *apiClient) Claim(ctx context.Context, req claimRequest) (*claim, error)
 	t := taskOf(&cl.Item)
 	for _, r := range cl.Attention {
 		t.Attention = append(t.Attention, questionOf(r))
+	}
+	t.Fence = &fenceOut{
+		Token:           cl.FenceToken,
+		OperationPrefix: cl.Item.ID + "/",
+		KeysURL:         strings.TrimRight(a.c.BaseURL(), "/") + wgfence.KeysPath,
 	}
 	return &claim{
 		Fence:      fence{LeaseID: cl.Lease.ID, Epoch: cl.Lease.Epoch},

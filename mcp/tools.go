@@ -86,7 +86,7 @@ type listInput struct {
 
 // addTools registers the tool list on m.
 func (s *Server) addTools(m *sdk.Server) {
-	add(s, m, "take_task", "Take the next ready task (with its past questions and answers). You hold it until you finish, release, fail, split or ask about it.", s.take)
+	add(s, m, "take_task", "Take the next ready task (with its past questions and answers). You hold it until you finish, release, fail, split or ask about it. Its fence.token goes in the Workgraph-Fence header of your requests to the systems you change (operation ids start with fence.operation_prefix), so they can refuse you once a newer attempt at the task has written.", s.take)
 	add(s, m, "report_progress", "Report progress on your task. Answers whether a person asked you to stop and any answers to your questions.", s.progress)
 	add(s, m, "finish_task", "Complete your task with a result.", s.finish)
 	add(s, m, "release_task", "Give your task back untouched for someone else.", s.release)

@@ -17,6 +17,7 @@ import (
 	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/metrics"
+	"github.com/workgraph-dev/workgraph/startstop"
 	"github.com/workgraph-dev/workgraph/webhook"
 )
 
@@ -51,6 +52,19 @@ func (s *Server) mount(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A rotation (`workgraph fence rotate`) reaches every replica within
+	// fencekey.RefreshInterval.
+	keysCtx, stopKeys := context.WithCancel(context.Background())
+	keysDone := make(chan struct{})
+	go func() {
+		defer close(keysDone)
+		startstop.Every(keysCtx, fencekey.RefreshInterval, false, func(ctx context.Context) {
+			if err := signer.Refresh(ctx, s.pool); err != nil && ctx.Err() == nil {
+				s.log.Warn("fence keys: reading them again failed; signing with the keys read before", "err", err)
+			}
+		})
+	}()
+	s.stops = append(s.stops, func() { stopKeys(); <-keysDone })
 
 	// Background services run until Shutdown, whatever ctx Start was given.
 	listenPool := s.pool

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,8 +9,11 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/workgraph-dev/workgraph/client"
 	"github.com/workgraph-dev/workgraph/fence"
+	"github.com/workgraph-dev/workgraph/fencekey"
 )
 
 // TestFence: `workgraph fence key` prints the key the server publishes,
@@ -97,4 +101,53 @@ func TestClaimEnvHandsOnTheFence(t *testing.T) {
 	if got[1] != it.ID+"/" || got[2] != strings.TrimRight(e.url, "/")+fence.KeysPath {
 		t.Fatalf("WORKGRAPH_OPERATION_PREFIX %q, WORKGRAPH_FENCE_KEYS_URL %q", got[1], got[2])
 	}
+}
+
+// TestFenceRotate: `workgraph fence rotate` gives the deployment a new
+// signing key without breaking verification: the running server signs
+// with it and publishes it within fencekey.RefreshInterval, the old key
+// stays published for the grace period, and a destination that follows
+// the keys document accepts the tokens of both, without a restart.
+func TestFenceRotate(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	// MinRefetch is cut so that the test need not wait for it after the
+	// destination's first fetch; the refetch on an unknown key is what is
+	// tested.
+	ks := &fence.KeySet{URL: e.url + fence.KeysPath, MinRefetch: time.Millisecond}
+	e.item("before the rotation")
+	old, err := e.agent.Claim(ctx, e.project, client.ClaimRequest{Worker: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.Verify(ctx, old.FenceToken); err != nil {
+		t.Fatalf("the token before the rotation: %v", err)
+	}
+
+	r := e.run(adminToken, nil, "fence", "rotate", "--grace", "1h", "--database-url", e.pool.Config().ConnString())
+	if r.code != 0 || !strings.Contains(r.stdout, "new fence key ") {
+		t.Fatalf("fence rotate: %v", r)
+	}
+	kid := strings.Fields(strings.TrimPrefix(r.stdout, "new fence key "))[0]
+	kid = strings.TrimSuffix(kid, ";")
+	var doc fence.Keys
+	eventually(t, 3*fencekey.RefreshInterval, "the server to publish the new key", func() bool {
+		e.mustJSON(e.agentToken, &doc, "fence", "key", "--json")
+		return len(doc.Keys) == 2 && doc.Keys[0].KeyID == kid
+	})
+
+	e.item("after the rotation")
+	cur, err := e.agent.Claim(ctx, e.project, client.ClaimRequest{Worker: "w2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ks.Verify(ctx, cur.FenceToken)
+	if err != nil || c.KeyID != kid {
+		t.Fatalf("the token after the rotation: key %s, %v; want key %s, verified", c.KeyID, err, kid)
+	}
+	if _, err := ks.Verify(ctx, old.FenceToken); err != nil {
+		t.Fatalf("the token of the lease granted before the rotation, within the grace: %v", err)
+	}
+	e.wantExit(adminToken, 2, "--grace", "fence", "rotate", "--grace", "200h", "--database-url", e.pool.Config().ConnString())
 }

@@ -7,12 +7,14 @@ package dbq
 
 import (
 	"context"
+	"time"
 )
 
 const getFenceKey = `-- name: GetFenceKey :one
-SELECT seed FROM fence_keys WHERE id = 1
+SELECT seed FROM fence_keys ORDER BY id DESC LIMIT 1
 `
 
+// The signing key: the newest (largest id).
 func (q *Queries) GetFenceKey(ctx context.Context, db DBTX) ([]byte, error) {
 	row := db.QueryRow(ctx, getFenceKey)
 	var seed []byte
@@ -25,8 +27,64 @@ INSERT INTO fence_keys (id, seed) VALUES (1, $1)
 ON CONFLICT (id) DO NOTHING
 `
 
-// Creates the deployment's key unless another replica already did.
+// Creates the deployment's first key unless another replica already did.
 func (q *Queries) InsertFenceKey(ctx context.Context, db DBTX, seed []byte) error {
 	_, err := db.Exec(ctx, insertFenceKey, seed)
 	return err
+}
+
+const listFenceKeys = `-- name: ListFenceKeys :many
+SELECT seed FROM fence_keys
+WHERE retire_at IS NULL OR retire_at > coalesce($1::timestamptz, now())
+ORDER BY id DESC
+`
+
+// The published keys, newest first: the signing key and those a rotation
+// replaced whose grace has not passed (by the database clock).
+func (q *Queries) ListFenceKeys(ctx context.Context, db DBTX, now *time.Time) ([][]byte, error) {
+	rows, err := db.Query(ctx, listFenceKeys, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := [][]byte{}
+	for rows.Next() {
+		var seed []byte
+		if err := rows.Scan(&seed); err != nil {
+			return nil, err
+		}
+		items = append(items, seed)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rotateFenceKey = `-- name: RotateFenceKey :one
+WITH retired AS (
+    UPDATE fence_keys
+    SET retire_at = coalesce($2::timestamptz, now()) + make_interval(secs => $3::float8)
+    WHERE retire_at IS NULL
+       OR retire_at > coalesce($2::timestamptz, now()) + make_interval(secs => $3::float8)
+    RETURNING id
+)
+INSERT INTO fence_keys (id, seed)
+SELECT coalesce(max(id), 0) + 1, $1 FROM fence_keys
+RETURNING id
+`
+
+type RotateFenceKeyParams struct {
+	Seed         []byte
+	Now          *time.Time
+	GraceSeconds float64
+}
+
+// Adds a new signing key (the next id) and retires the keys it replaces
+// after grace_seconds: a key already retiring earlier keeps its time.
+func (q *Queries) RotateFenceKey(ctx context.Context, db DBTX, arg RotateFenceKeyParams) (int16, error) {
+	row := db.QueryRow(ctx, rotateFenceKey, arg.Seed, arg.Now, arg.GraceSeconds)
+	var id int16
+	err := row.Scan(&id)
+	return id, err
 }

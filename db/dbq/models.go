@@ -97,6 +97,7 @@ type FenceKey struct {
 	ID        int16
 	Seed      []byte
 	CreatedAt time.Time
+	RetireAt  *time.Time
 }
 
 type IdempotencyKey struct {
