@@ -99,3 +99,15 @@ func TestEnvWarningsOnlyForServe(t *testing.T) {
 		t.Fatalf("version: exit %d, stderr %q%s; want 0 and nothing on stderr", code, errb.String(), raw)
 	}
 }
+
+// TestServeHelpOneDefault: each flag of `serve --help` states its default
+// once (the retentions used to say it in their text and again, in
+// another form, in pflag's "(default ...)").
+func TestServeHelpOneDefault(t *testing.T) {
+	cmd := newServeCmd(IO{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &strings.Builder{}})
+	for _, line := range strings.Split(cmd.Flags().FlagUsages(), "\n") {
+		if strings.Count(line, "(default") > 1 {
+			t.Errorf("a flag states its default twice: %s", strings.TrimSpace(line))
+		}
+	}
+}

@@ -31,14 +31,14 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) (bad envProblems) {
 	durationFlag(f, bad, &cfg.Attention.ContinuityWindow, "continuity-window", "WORKGRAPH_CONTINUITY_WINDOW", "after a person answers, how long only the worker that asked may claim the item (0: 10m)")
 	intFlag(f, bad, &cfg.MaxActiveLeasesPerToken, "max-leases-per-token", "WORKGRAPH_MAX_LEASES_PER_TOKEN", "live leases one API token may hold (0: 1000, negative: unlimited)")
 	durationFlag(f, bad, &cfg.SweepInterval, "sweep-interval", "WORKGRAPH_SWEEP_INTERVAL", "how often expired leases are ended in the background (0: 10s)")
-	retentionFlag(f, bad, &cfg.EventsRetention, "events-retention", "WORKGRAPH_EVENTS_RETENTION", "720h0m0s",
-		"how long events are kept; 0 keeps them forever, else at least 24h (default 720h, 30 days)")
+	retentionFlag(f, bad, &cfg.EventsRetention, "events-retention", "WORKGRAPH_EVENTS_RETENTION", "720h0m0s, 30 days",
+		"how long events are kept; 0 keeps them forever, else at least 24h")
 	durationFlag(f, bad, &cfg.EventsFollowInterval, "events-follow-interval", "WORKGRAPH_EVENTS_FOLLOW_INTERVAL",
 		"how often this replica looks for new events while a long poll or stream waits (0: 25ms)")
 	durationFlag(f, bad, &cfg.EventsHeartbeat, "events-heartbeat", "WORKGRAPH_EVENTS_HEARTBEAT",
 		"how often an idle event stream sends a comment, so proxies keep it open (0: 15s)")
-	retentionFlag(f, bad, &cfg.Webhooks.DeliveryRetention, "webhooks-delivery-retention", "WORKGRAPH_WEBHOOKS_DELIVERY_RETENTION", "the events retention",
-		"how long the records of finished webhook deliveries (delivered or failed) and their attempts are kept; 0 keeps them forever, else at least 24h (default: --events-retention)")
+	retentionFlag(f, bad, &cfg.Webhooks.DeliveryRetention, "webhooks-delivery-retention", "WORKGRAPH_WEBHOOKS_DELIVERY_RETENTION", "--events-retention",
+		"how long the records of finished webhook deliveries (delivered or failed) and their attempts are kept; 0 keeps them forever, else at least 24h")
 	durationFlag(f, bad, &cfg.StatementTimeout, "statement-timeout", "WORKGRAPH_STATEMENT_TIMEOUT", "bound of every database statement of the server; longer ones are cancelled, 503 (0: 10s, negative: none)")
 	floatFlag(f, bad, &cfg.UnauthenticatedRate, "unauthenticated-rate", "WORKGRAPH_UNAUTHENTICATED_RATE", "failed authentications (API requests without valid credentials, failed sign-ins) per second one client address may make before its requests get 429 (0: 5, bursts of 30; negative: unlimited)")
 	return bad

@@ -253,3 +253,30 @@ func TestMetricsWait(t *testing.T) {
 		`workgraph_wait_broadcasts_total`:         0,
 	})
 }
+
+// TestMetricsIdempotencyPool: the small pool that records Idempotency-Keys
+// on a direct database (every write of the Go client, the CLI and `work`
+// goes through it) reports its statistics beside the main pool's, so a
+// replica whose keyed requests queue for it shows why.
+func TestMetricsIdempotencyPool(t *testing.T) {
+	t.Parallel()
+	srv := start(t, func(c *server.Config) { c.MetricsAddr = "127.0.0.1:0" })
+	call(t, srv, "POST", "/v1/projects", map[string]any{"name": "keys"}, 201, nil)
+	req, _ := http.NewRequest("POST", srv.URL()+"/v1/projects/keys/items", strings.NewReader(`{"title": "keyed"}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "pool-metrics-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("keyed POST: %d", resp.StatusCode)
+	}
+	m := scrape(t, srv.MetricsURL())
+	expect(t, m, map[string]float64{`workgraph_db_pool_max_connections{pool="idempotency"}`: 8})
+	if m[`workgraph_db_pool_acquires_total{pool="idempotency"}`] < 1 {
+		t.Errorf("the idempotency pool's acquires: %v, want at least the keyed request's", m[`workgraph_db_pool_acquires_total{pool="idempotency"}`])
+	}
+}

@@ -116,6 +116,7 @@ func (s *Server) mount(ctx context.Context) error {
 		}
 		s.stops = append(s.stops, p.Close)
 		idemPool = p
+		s.registry.MustRegister(metrics.NewPoolCollector("idempotency", poolStats(p)))
 	}
 
 	hooks := webhook.NewService(s.pool, clk, s.cfg.Webhooks.AllowPrivate)

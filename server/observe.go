@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -71,18 +72,23 @@ func (s *Server) setupMetrics() {
 	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	reg.MustRegister(build)
 	pool := s.pool
-	reg.MustRegister(metrics.NewPoolCollector("main", func() metrics.PoolStats {
-		st := pool.Stat()
-		return metrics.PoolStats{Max: st.MaxConns(), Total: st.TotalConns(), Idle: st.IdleConns(),
-			Acquired: st.AcquiredConns(), Constructing: st.ConstructingConns(),
-			Acquires: st.AcquireCount(), EmptyAcquires: st.EmptyAcquireCount(), CanceledAcquires: st.CanceledAcquireCount(),
-			AcquireDuration: st.AcquireDuration(), EmptyAcquireWait: st.EmptyAcquireWaitTime()}
-	}))
+	reg.MustRegister(metrics.NewPoolCollector("main", poolStats(pool)))
 	reg.MustRegister(metrics.NewCensusCollector(func(ctx context.Context) (db.Census, error) {
 		return db.TakeCensus(ctx, pool)
 	}, s.cfg.CensusInterval, s.log))
 	s.registry = reg
 	s.metrics = metrics.New(reg)
+}
+
+// poolStats reads pool's statistics for a metrics.PoolCollector.
+func poolStats(pool *pgxpool.Pool) func() metrics.PoolStats {
+	return func() metrics.PoolStats {
+		st := pool.Stat()
+		return metrics.PoolStats{Max: st.MaxConns(), Total: st.TotalConns(), Idle: st.IdleConns(),
+			Acquired: st.AcquiredConns(), Constructing: st.ConstructingConns(),
+			Acquires: st.AcquireCount(), EmptyAcquires: st.EmptyAcquireCount(), CanceledAcquires: st.CanceledAcquireCount(),
+			AcquireDuration: st.AcquireDuration(), EmptyAcquireWait: st.EmptyAcquireWaitTime()}
+	}
 }
 
 // metricsHandler answers a scrape.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -46,9 +47,12 @@ type Provider struct {
 // build (buildinfo) is service.version. The protocol is OTLP over HTTP,
 // protobuf (http/protobuf) or JSON (http/json); grpc is refused.
 func Setup(ctx context.Context, service string, getenv func(string) string) (*Provider, error) {
-	url, on := endpoint(getenv)
+	url, from, on := endpoint(getenv)
 	if !on {
 		return nil, nil
+	}
+	if !httpURL(url) {
+		return nil, fmt.Errorf("telemetry: %s=%q is not an http:// or https:// URL with a host, e.g. http://collector:4318", from, getenv(from))
 	}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(url)}
 	proto := getenv(EnvTracesProtocol)
@@ -86,19 +90,28 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (*Pr
 	return &Provider{sdk: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
 }
 
-// endpoint is the URL spans are sent to, and whether tracing is on.
-func endpoint(getenv func(string) string) (string, bool) {
+// endpoint is the URL spans are sent to, the variable it comes from, and
+// whether tracing is on.
+func endpoint(getenv func(string) string) (string, string, bool) {
 	if strings.EqualFold(strings.TrimSpace(getenv(EnvSDKDisabled)), "true") ||
 		strings.TrimSpace(getenv(EnvTracesExporter)) == "none" {
-		return "", false
+		return "", "", false
 	}
 	if u := strings.TrimSpace(getenv(EnvTracesEndpoint)); u != "" {
-		return u, true
+		return u, EnvTracesEndpoint, true
 	}
 	if u := strings.TrimSpace(getenv(EnvEndpoint)); u != "" {
-		return strings.TrimRight(u, "/") + "/v1/traces", true
+		return strings.TrimRight(u, "/") + "/v1/traces", EnvEndpoint, true
 	}
-	return "", false
+	return "", "", false
+}
+
+// httpURL reports whether s is an absolute http or https URL with a host:
+// the exporter would take anything else (a forgotten scheme) for a URL
+// without a host and fail at every export.
+func httpURL(s string) bool {
+	u, err := neturl.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Enabled reports whether spans are recorded and exported.

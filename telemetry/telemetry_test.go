@@ -62,6 +62,33 @@ func TestSetupRefusesGRPC(t *testing.T) {
 	}
 }
 
+// TestSetupRefusesEndpointWithoutScheme: an endpoint that is not an http
+// or https URL with a host (collector:4318, the scheme forgotten) is
+// refused at start, naming the variable: it used to start and then send
+// every batch to "http:///", failing at each export.
+func TestSetupRefusesEndpointWithoutScheme(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ env, value string }{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318/v1/traces"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://collector:4318"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://"},
+	} {
+		_, err := telemetry.Setup(context.Background(), "workgraph", env(map[string]string{tc.env: tc.value}))
+		if err == nil || !strings.Contains(err.Error(), tc.env) {
+			t.Errorf("%s=%q: err = %v, want a refusal naming the variable", tc.env, tc.value, err)
+		}
+	}
+	for _, ok := range []string{"http://collector:4318", "https://collector.example/otlp/", "http://[::1]:4318"} {
+		p, err := telemetry.Setup(context.Background(), "workgraph", env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ok}))
+		if err != nil || !p.Enabled() {
+			t.Errorf("%q: %v, enabled %v; want tracing on", ok, err, p.Enabled())
+		}
+		_ = p.Shutdown(context.Background())
+	}
+}
+
 // TestSetupExports: with an endpoint, spans reach it with the service's
 // name and version; the traces-specific variable (a full URL) wins over
 // the base one.
