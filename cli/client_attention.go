@@ -59,6 +59,13 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 			if err := t.Flush(); err != nil {
 				return err
 			}
+			if len(reqs) == 0 {
+				about := ""
+				if item != "" {
+					about = " about item " + item
+				}
+				fmt.Fprintf(s.Err, "no %s attention requests%s in project %q\n", state, about, s.cfg.Project)
+			}
 			words, budgets, uncertain := false, false, false
 			for _, r := range reqs {
 				switch r.Reason {

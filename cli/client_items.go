@@ -129,6 +129,13 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 			if err := t.Flush(); err != nil {
 				return err
 			}
+			if len(items) == 0 {
+				filtered := ""
+				if opt.State != "" || opt.Label != "" || opt.ParentID != "" || opt.Text != "" || opt.Cursor != "" {
+					filtered = " match these filters"
+				}
+				fmt.Fprintf(s.Err, "no items in project %q%s\n", s.cfg.Project, filtered)
+			}
 			if next != nil {
 				fmt.Fprintf(s.Err, "more items: --cursor %s, or --all\n", *next)
 			}

@@ -455,28 +455,62 @@ func suggestKey(k string, keys map[string]*planNode) string {
 	return ""
 }
 
-// checkCycles finds a cycle in the waits-for graph: an item waits for its
-// dependencies and a parent waits for its children. It reports the first
-// cycle found, listing its keys and lines.
+// checkCycles finds the cycles of the waits-for graph: an item waits for
+// its dependencies and a parent waits for its children. It reports each
+// cycle that shares no item with one reported before (at most
+// maxPlanErrors), listing its keys and lines.
 func (p *plan) checkCycles(errs *planErrors) {
+	reported := map[*planNode]bool{}
+	for found := 0; found < maxPlanErrors; found++ {
+		cycle := p.findCycle(reported)
+		if cycle == nil {
+			return
+		}
+		for _, n := range cycle {
+			reported[n] = true
+		}
+		var b strings.Builder
+		for i, n := range cycle {
+			if i > 0 {
+				if n.Parent == cycle[i-1] && !contains(cycle[i-1].DependsOn, n.Key) {
+					b.WriteString(" -> (child) ")
+				} else {
+					b.WriteString(" -> ")
+				}
+			}
+			fmt.Fprintf(&b, "%s (line %d)", n.Key, n.Line)
+		}
+		errs.add(cycle[0].Line, "dependency cycle: %s; an item waits for its depends_on and a parent for its children, so remove one of these edges", b.String())
+	}
+}
+
+// findCycle returns a cycle of the waits-for graph (its first item again
+// at its end) among the items not in skip, or nil. Skipping the items of
+// each cycle found lets checkCycles report every cycle that shares no item
+// with an earlier one, each once.
+func (p *plan) findCycle(skip map[*planNode]bool) []*planNode {
 	const (
 		white = iota
 		grey
 		black
 	)
 	color := map[*planNode]int{}
-	var stack []*planNode
-	var cycle []*planNode
-	var visit func(n *planNode) bool
+	var stack, cycle []*planNode
 	waitsFor := func(n *planNode) []*planNode {
 		out := make([]*planNode, 0, len(n.DependsOn)+len(n.Children))
 		for _, d := range n.DependsOn {
-			if m := p.ByKey[d]; m != nil {
+			if m := p.ByKey[d]; m != nil && !skip[m] {
 				out = append(out, m)
 			}
 		}
-		return append(out, n.Children...)
+		for _, c := range n.Children {
+			if !skip[c] {
+				out = append(out, c)
+			}
+		}
+		return out
 	}
+	var visit func(n *planNode) bool
 	visit = func(n *planNode) bool {
 		color[n] = grey
 		stack = append(stack, n)
@@ -500,25 +534,11 @@ func (p *plan) checkCycles(errs *planErrors) {
 		return false
 	}
 	for _, n := range p.All {
-		if color[n] == white && visit(n) {
-			break
+		if !skip[n] && color[n] == white && visit(n) {
+			return cycle
 		}
 	}
-	if cycle == nil {
-		return
-	}
-	var b strings.Builder
-	for i, n := range cycle {
-		if i > 0 {
-			if n.Parent == cycle[i-1] && !contains(cycle[i-1].DependsOn, n.Key) {
-				b.WriteString(" -> (child) ")
-			} else {
-				b.WriteString(" -> ")
-			}
-		}
-		fmt.Fprintf(&b, "%s (line %d)", n.Key, n.Line)
-	}
-	errs.add(cycle[0].Line, "dependency cycle: %s; an item waits for its depends_on and a parent for its children, so remove one of these edges", b.String())
+	return nil
 }
 
 // duplicateField reports a field written twice in one mapping (YAML

@@ -342,3 +342,32 @@ func TestParsePlanReportsEveryFault(t *testing.T) {
 	wantFault(t, pe, 7, `duplicate key "a" (first defined at line 2)`)
 	wantFault(t, pe, 6, `unknown key "c"`)
 }
+
+// TestPlanEveryCycle: a plan with two separate cycles has both reported,
+// each at its first item's line, so that one round of fixes mends the file
+// (the first was reported alone, the second only after it was fixed).
+func TestPlanEveryCycle(t *testing.T) {
+	t.Parallel()
+	pe := mustPlanError(t, `items:
+  - key: a
+    title: A
+    depends_on: [b]
+  - key: b
+    title: B
+    depends_on: [a]
+  - key: p
+    title: P
+    children:
+      - key: c
+        title: C
+        depends_on: [p]
+  - key: fine
+    title: Fine
+    depends_on: [a]
+`)
+	if len(pe.List) != 2 {
+		t.Fatalf("%d faults, want 2:\n%v", len(pe.List), pe)
+	}
+	wantFault(t, pe, 2, "dependency cycle: a (line 2) -> b (line 5) -> a (line 2)")
+	wantFault(t, pe, 8, "dependency cycle: p (line 8) -> (child) c (line 11) -> p (line 8)")
+}

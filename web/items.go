@@ -46,6 +46,9 @@ type ItemsPage struct {
 	NextCursor string
 	// Holders is the worker that holds each leased item shown.
 	Holders map[uuid.UUID]string
+	// IDMatches are the items whose id starts with the search text, when
+	// it is the start of an id (a short id copied from a table).
+	IDMatches []graph.IDMatch
 }
 
 // BoardColumn is the items of one state.
@@ -106,7 +109,13 @@ func (u *ui) items(r *req) error {
 	if f.Parent != "" {
 		id, err := uuid.Parse(f.Parent)
 		if err != nil {
-			return r.fail(http.StatusBadRequest, "Bad filter", "The parent filter must be an item id.")
+			if !isIDPrefix(f.Parent) {
+				return r.fail(http.StatusBadRequest, "Bad filter", "The parent filter must be an item id, or its first characters.")
+			}
+			if id, err = r.resolveShortID(f.Parent); err != nil {
+				return err
+			}
+			page.Filter.Parent = id.String()
 		}
 		parent, err := u.Graph.Item(r.ctx(), r.project.ID, id)
 		if err != nil {
@@ -137,6 +146,12 @@ func (u *ui) items(r *req) error {
 				return err
 			}
 			page.Columns = append(page.Columns, BoardColumn{State: st, Items: list.Items, More: list.NextCursor != ""})
+		}
+	}
+	if isIDPrefix(f.Text) {
+		var err error
+		if page.IDMatches, err = u.Graph.LookupIDs(r.ctx(), r.project.ID, f.Text, []graph.IDKind{graph.KindItem}); err != nil {
+			return err
 		}
 	}
 	if err := page.findHolders(r); err != nil {
@@ -353,6 +368,15 @@ func (r *req) itemParam() (graph.Item, error) {
 		return graph.Item{}, notFoundf("no such item")
 	}
 	return r.ui.Graph.Item(r.ctx(), r.project.ID, id)
+}
+
+// isIDPrefix reports whether s may be the start of an id as pages and
+// tables show it: hex digits and dashes, at least graph.MinIDPrefix digits.
+func isIDPrefix(s string) bool {
+	if _, _, err := graph.IDPrefixRange(s); err != nil {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdefABCDEF-") == ""
 }
 
 func splitLabels(s string) []string {

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -63,4 +64,37 @@ func TestItemPageTakesShortID(t *testing.T) {
 	// Too short, or not an id at all: not found, as before.
 	wantStatus(t, bw.get("/p/acme/items/abc"), http.StatusNotFound)
 	wantStatus(t, bw.get("/p/acme/items/not-an-id"), http.StatusNotFound)
+}
+
+// TestItemsFilterTakesShortIDs: the items page's filters take the short
+// ids the board shows: the parent filter an id's first characters (it
+// refused anything but a whole id), and a search for them finds the item
+// whose id starts with them besides the items whose text has them.
+func TestItemsFilterTakesShortIDs(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	parent := e.setItemID(e.mustItem("Build the site"), "5eed0001-0000-4000-8000-000000000001")
+	if _, err := e.graph.CreateItem(context.Background(), e.project.ID, graph.NewItem{Title: "Write the page", ParentID: &parent.ID, CreatedBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	other := e.setItemID(e.mustItem("Unrelated"), "abcd1234-0000-4000-8000-000000000001")
+	bw := e.signIn(e.human)
+
+	r := bw.get("/p/acme/items?parent=5eed0001")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `Children of <a href="/p/acme/items/`+parent.ID.String()+`">Build the site</a>`, "Write the page")
+
+	r = bw.get("/p/acme/items?view=list&q=5eed0001")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `href="/p/acme/items/`+parent.ID.String()+`"`)
+	if strings.Contains(r.body, other.ID.String()) {
+		t.Errorf("a search for one id's start lists another item")
+	}
+	r = bw.get("/p/acme/items?q=5eed0001")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `href="/p/acme/items/`+parent.ID.String()+`"`)
+
+	r = bw.get("/p/acme/items?parent=ffff0000")
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, `no item id starts with &#34;ffff0000&#34;`)
 }

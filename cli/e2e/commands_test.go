@@ -480,3 +480,34 @@ func TestMigrateUpNamesEach(t *testing.T) {
 		t.Fatalf("%d migrations applied after up, want %d (at least 8)", got, applied)
 	}
 }
+
+// TestEmptyListsSaySo: a list with nothing in it says so on stderr (which
+// project, which filter), not a bare table header a new user takes for a
+// fault; stdout keeps the header alone, and --json an empty list.
+func TestEmptyListsSaySo(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.run(e.humanToken, nil, "items", "ls")
+	if r.code != 0 || !strings.Contains(r.stderr, `no items in project "e2e"`) {
+		t.Fatalf("items ls: %v", r)
+	}
+	if strings.TrimSpace(r.stdout) != "ID  STATE  PRI  TITLE  LABELS" {
+		t.Errorf("stdout is not the header alone: %q", r.stdout)
+	}
+	e.item("Write the migration")
+	r = e.run(e.humanToken, nil, "items", "ls", "--state", "done")
+	if r.code != 0 || !strings.Contains(r.stderr, `no items in project "e2e" match these filters`) {
+		t.Fatalf("items ls --state done: %v", r)
+	}
+	if r := e.run(e.humanToken, nil, "items", "ls"); r.code != 0 || strings.Contains(r.stderr, "no items") {
+		t.Fatalf("items ls with an item: %v", r)
+	}
+	r = e.run(e.humanToken, nil, "attention", "ls")
+	if r.code != 0 || !strings.Contains(r.stderr, `no open attention requests in project "e2e"`) {
+		t.Fatalf("attention ls: %v", r)
+	}
+	r = e.run(e.humanToken, nil, "items", "ls", "--json", "--state", "done")
+	if r.code != 0 || strings.TrimSpace(r.stderr) != "" || !strings.Contains(r.stdout, `"items": []`) {
+		t.Fatalf("items ls --json: %v", r)
+	}
+}
