@@ -43,25 +43,30 @@ type env struct {
 // syncBuffer collects the server's log output.
 type syncBuffer = servertest.SyncBuffer
 
-// setup boots a server with the bootstrap token on a fresh database.
-func setup(t *testing.T) *env {
+// setup boots a server with the bootstrap token on a fresh database, its
+// configuration changed by tune.
+func setup(t *testing.T, tune ...func(*server.Config)) *env {
 	t.Helper()
-	return boot(t, dbtest.URL(t), adminSecret)
+	return boot(t, dbtest.URL(t), adminSecret, tune...)
 }
 
-// boot starts a server on dbURL (bootstrap may be empty) and stops it when
-// the test ends.
-func boot(t *testing.T, dbURL, bootstrap string) *env {
+// boot starts a server on dbURL (bootstrap may be empty), its
+// configuration changed by tune, and stops it when the test ends.
+func boot(t *testing.T, dbURL, bootstrap string, tune ...func(*server.Config)) *env {
 	t.Helper()
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{
+	cfg := server.Config{
 		DatabaseURL:    dbURL,
 		Addr:           "127.0.0.1:0",
 		BootstrapToken: bootstrap,
 		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("server.Start: %v", err)
 	}
@@ -398,9 +403,9 @@ type world struct {
 	qHuman, qAgent string // tokens of q
 }
 
-func setupWorld(t *testing.T) *world {
+func setupWorld(t *testing.T, tune ...func(*server.Config)) *world {
 	t.Helper()
-	e := setup(t)
+	e := setup(t, tune...)
 	w := &world{env: e, p: e.project("alpha"), q: e.project("beta")}
 	w.human = e.token(w.p, "alice", "human")
 	w.agent = e.token(w.p, "bot", "agent")
