@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,6 +188,32 @@ func TestMainExitCodes(t *testing.T) {
 			t.Errorf("a flag near no other got a suggestion:\n%s", msg)
 		}
 	})
+	t.Run("ErrArgumentsSayWhatIsWanted", func(t *testing.T) {
+		t.Parallel()
+		// A missing or extra argument names what the command takes, from
+		// its usage line, not cobra's "accepts 1 arg(s), received 0".
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"items", "show"}, []string{"workgraph: items show: missing ID", "usage: workgraph items show ID", "`workgraph items show --help`"}},
+			{[]string{"items", "show", "a", "b"}, []string{"workgraph: items show: takes 1 argument (ID), got 2", "usage: workgraph items show ID"}},
+			{[]string{"items", "ls", "extra"}, []string{"workgraph: items ls: takes no arguments, got 1", "usage: workgraph items ls"}},
+		} {
+			code, msg := run(c.args...)
+			if code != ExitUsage {
+				t.Errorf("%q: exit = %d, want %d", c.args, code, ExitUsage)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%q: the message lacks %q:\n%s", c.args, w, msg)
+				}
+			}
+			if strings.Contains(msg, "arg(s)") {
+				t.Errorf("%q: cobra's wording is still there:\n%s", c.args, msg)
+			}
+		}
+	})
 	t.Run("ErrUnknownSubcommand", func(t *testing.T) {
 		t.Parallel()
 		// A typo under a command group used to print the group's help and
@@ -305,4 +332,28 @@ func TestMainExitCodes(t *testing.T) {
 			t.Errorf("stderr repeats the request's internals:\n%s", msg)
 		}
 	})
+}
+
+// TestUsageArgs: the positional arguments read from usage lines, flags and
+// their values left out.
+func TestUsageArgs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		use             string
+		required, names []string
+		variadic        bool
+	}{
+		{"ls", nil, nil, false},
+		{"show ID", []string{"ID"}, []string{"ID"}, false},
+		{"resolve ID [ANSWER]", []string{"ID"}, []string{"ID", "[ANSWER]"}, false},
+		{"create URL [--events TYPE,...] [--format standard|slack]", []string{"URL"}, []string{"URL"}, false},
+		{"create [NAME] --role admin|human|agent [--project NAME|ID]", nil, []string{"[NAME]"}, false},
+		{"work [flags] -- COMMAND [ARGS...]", []string{"COMMAND"}, []string{"COMMAND", "[ARGS...]"}, true},
+		{"rotate ID [--grace 24h]", []string{"ID"}, []string{"ID"}, false},
+	} {
+		required, names, variadic := usageArgs(c.use)
+		if !slices.Equal(required, c.required) || !slices.Equal(names, c.names) || variadic != c.variadic {
+			t.Errorf("usageArgs(%q) = %q, %q, %v; want %q, %q, %v", c.use, required, names, variadic, c.required, c.names, c.variadic)
+		}
+	}
 }

@@ -85,14 +85,75 @@ func usageError(format string, args ...any) error {
 }
 
 // args wraps a cobra argument check so that its failures exit with
-// ExitUsage.
+// ExitUsage and say what the command takes, from its usage line ("items
+// show: missing ID"), where cobra says "accepts 1 arg(s), received 0" (or,
+// for a command that takes none, "unknown command").
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return &exitError{code: ExitUsage, err: fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())}
+			path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+			return &exitError{code: ExitUsage, err: fmt.Errorf("%s: %s\nusage: %s (see `%s --help`)",
+				path, argsWanted(cmd, a, err), strings.TrimSuffix(cmd.UseLine(), " [flags]"), cmd.CommandPath())}
 		}
 		return nil
 	}
+}
+
+// argsWanted says how the arguments a differ from what cmd's usage line
+// names: the required ones missing, or how many it takes. A check the
+// usage line does not explain keeps its own words (err).
+func argsWanted(cmd *cobra.Command, a []string, err error) string {
+	required, names, variadic := usageArgs(cmd.Use)
+	switch {
+	case len(a) < len(required):
+		return "missing " + strings.Join(required[len(a):], " ")
+	case len(names) == 0:
+		return fmt.Sprintf("takes no arguments, got %d", len(a))
+	case !variadic && len(a) > len(names):
+		takes, noun := "takes", "arguments"
+		if len(names) > len(required) {
+			takes = "takes at most"
+		}
+		if len(names) == 1 {
+			noun = "argument"
+		}
+		return fmt.Sprintf("%s %d %s (%s), got %d", takes, len(names), noun, strings.Join(names, " "), len(a))
+	}
+	return err.Error()
+}
+
+// usageArgs reads the positional arguments of a cobra usage line ("resolve
+// ID [ANSWER]", "create [NAME] --role admin|human|agent [--project
+// NAME|ID]", "work [flags] -- COMMAND [ARGS...]"): the required ones, all
+// of them (optional ones in brackets) and whether the last takes many.
+// Flags, their values, "[flags]" and "--" are not arguments.
+func usageArgs(use string) (required, names []string, variadic bool) {
+	fields := strings.Fields(use)
+	for i := 1; i < len(fields); i++ {
+		f := fields[i]
+		switch {
+		case strings.HasPrefix(f, "["):
+			group := f
+			for !strings.HasSuffix(fields[i], "]") && i+1 < len(fields) {
+				i++
+				group += " " + fields[i]
+			}
+			inner := strings.TrimSuffix(strings.TrimPrefix(group, "["), "]")
+			if strings.HasPrefix(inner, "-") || inner == "flags" {
+				continue
+			}
+			names = append(names, group)
+			variadic = variadic || strings.HasSuffix(inner, "...")
+		case f == "--":
+		case strings.HasPrefix(f, "-"):
+			i++ // a flag and its value
+		default:
+			required = append(required, f)
+			names = append(names, f)
+			variadic = variadic || strings.HasSuffix(f, "...")
+		}
+	}
+	return required, names, variadic
 }
 
 // Hints that say what to do next, by problem code.
