@@ -80,3 +80,27 @@ func TestPlanLimits(t *testing.T) {
 		t.Fatalf("%d items stored by dry runs and refused plans", n)
 	}
 }
+
+// TestPlanOnExpiry: a plan item's on_expiry is stored on its item, as on
+// an item created alone; an unknown value is 400 naming the item's line.
+func TestPlanOnExpiry(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	var res struct {
+		Keys map[string]string `json:"keys"`
+	}
+	f.do("POST", "/v1/projects/alpha/plans", f.agent.Token,
+		`{"items": [{"key": "deploy", "title": "Deploy", "on_expiry": "reconcile"}, {"key": "docs", "title": "Docs"}]}`).ok(t, 201, &res)
+	for key, want := range map[string]any{"deploy": "reconcile", "docs": nil} {
+		var it map[string]any
+		f.do("GET", "/v1/projects/alpha/items/"+res.Keys[key], f.agent.Token, "").ok(t, 200, &it)
+		if it["on_expiry"] != want {
+			t.Errorf("%s: on_expiry %v, want %v", key, it["on_expiry"], want)
+		}
+	}
+	p := f.do("POST", "/v1/projects/alpha/plans", f.agent.Token,
+		`{"items": [{"key": "x", "title": "X", "line": 7, "on_expiry": "later"}]}`).problem(t, 400, "invalid_argument")
+	if d, _ := p["detail"].(string); !strings.Contains(d, "line 7") || !strings.Contains(d, "on_expiry") {
+		t.Errorf("detail %q does not name the line and on_expiry", d)
+	}
+}

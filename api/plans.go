@@ -32,6 +32,7 @@ type planItemRequest struct {
 	DependsOn []string          `json:"depends_on"`
 	Children  []planItemRequest `json:"children"`
 	Line      int               `json:"line"`
+	OnExpiry  string            `json:"on_expiry"`
 }
 
 type planRequest struct {
@@ -94,7 +95,7 @@ func planItems(in []planItemRequest, path string) ([]graph.PlanItem, error) {
 			return nil, err
 		}
 		out[i] = graph.PlanItem{Key: it.Key, Title: *it.Title, Body: it.Body, Priority: it.Priority, Labels: it.Labels, Requires: it.Requires, Touches: it.Touches,
-			DependsOn: it.DependsOn, Children: kids, Line: it.Line}
+			DependsOn: it.DependsOn, Children: kids, Line: it.Line, OnExpiry: it.OnExpiry}
 	}
 	return out, nil
 }

@@ -32,6 +32,7 @@ import (
 //	    labels: [db]
 //	    requires: [go, db-migrations]
 //	    touches: ["db:schema", "repo:db/migrations/**"]
+//	    on_expiry: reconcile   # an expired lease waits for a person's decision
 //	  - key: api
 //	    title: Add the endpoint
 //	    depends_on: [schema]
@@ -52,6 +53,7 @@ type planNode struct {
 	Requires         []string
 	Touches          []string
 	DependsOn        []string
+	OnExpiry         string
 	Children         []*planNode
 	Parent           *planNode
 
@@ -290,7 +292,7 @@ func tabLine(data []byte, reported int) int {
 	return 0
 }
 
-var itemFields = "key, title, body, priority, labels, requires, touches, depends_on, children"
+var itemFields = "key, title, body, priority, labels, requires, touches, depends_on, on_expiry, children"
 
 func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, errs *planErrors) []*planNode {
 	var out []*planNode
@@ -368,6 +370,17 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 				for _, d := range stringList(v, errs, k.Value) {
 					it.DependsOn = append(it.DependsOn, strings.TrimSpace(d.Value))
 					it.DepLines = append(it.DepLines, d.Line)
+				}
+			case "on_expiry":
+				s, ok := scalar(v, errs, "on_expiry")
+				switch {
+				case !ok, v.Tag == "!!null":
+				case opt.flat:
+					errs.add(k.Line, "on_expiry cannot be set here (set it on the item afterwards: workgraph items edit ID --on-expiry %s)", s)
+				case s != graph.OnExpiryRetry && s != graph.OnExpiryReconcile:
+					errs.add(v.Line, "on_expiry %q: want %s or %s (leave it out for the project's default)", s, graph.OnExpiryRetry, graph.OnExpiryReconcile)
+				default:
+					it.OnExpiry = s
 				}
 			case "children":
 				if opt.flat {
@@ -624,7 +637,7 @@ func (p *plan) request(dryRun bool) client.PlanRequest {
 			out = append(out, client.PlanItem{
 				Key: n.Key, Title: n.Title, Body: n.Body, Priority: n.Priority,
 				Labels: n.Labels, Requires: n.Requires, Touches: n.Touches, DependsOn: n.DependsOn,
-				Children: conv(n.Children), Line: n.Line,
+				Children: conv(n.Children), Line: n.Line, OnExpiry: n.OnExpiry,
 			})
 		}
 		return out

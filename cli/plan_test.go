@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,4 +371,40 @@ func TestPlanEveryCycle(t *testing.T) {
 	}
 	wantFault(t, pe, 2, "dependency cycle: a (line 2) -> b (line 5) -> a (line 2)")
 	wantFault(t, pe, 8, "dependency cycle: p (line 8) -> (child) c (line 11) -> p (line 8)")
+}
+
+// TestParsePlanOnExpiry: on_expiry goes with its item to the server; a
+// value other than retry or reconcile is a fault at its line, and a
+// decomposition (flat) cannot set it.
+func TestParsePlanOnExpiry(t *testing.T) {
+	t.Parallel()
+	src := `items:
+  - key: deploy
+    title: Deploy
+    on_expiry: reconcile
+    children:
+      - key: build
+        title: Build
+        on_expiry: retry
+  - key: docs
+    title: Docs
+    on_expiry: ~
+`
+	p, err := parsePlan("plan.yaml", []byte(src), planOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := p.request(false)
+	if got := []string{req.Items[0].OnExpiry, req.Items[0].Children[0].OnExpiry, req.Items[1].OnExpiry}; !slices.Equal(got, []string{"reconcile", "retry", ""}) {
+		t.Fatalf("on_expiry sent = %q, want reconcile, retry and nothing", got)
+	}
+
+	_, err = parsePlan("plan.yaml", []byte("items:\n  - key: a\n    title: A\n    on_expiry: later\n"), planOptions{})
+	if err == nil || !strings.Contains(err.Error(), "plan.yaml:4") || !strings.Contains(err.Error(), `on_expiry "later"`) {
+		t.Fatalf("on_expiry later: %v, want a fault at plan.yaml:4", err)
+	}
+	_, err = parsePlan("children.yaml", []byte("- key: a\n  title: A\n  on_expiry: retry\n"), planOptions{flat: true})
+	if err == nil || !strings.Contains(err.Error(), "on_expiry cannot be set here") {
+		t.Fatalf("on_expiry in a decomposition: %v, want a fault", err)
+	}
 }

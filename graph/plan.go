@@ -193,6 +193,9 @@ func flattenPlan(plan []PlanItem) (*flatPlan, error) {
 			if row.labels, row.requires, row.touches, err = cleanMatching("", it.Labels, it.Requires, it.Touches); err != nil {
 				return planErr(it, pos, "%s", err.Error())
 			}
+			if row.onExpiry, err = cleanOnExpiry("on_expiry", it.OnExpiry, true); err != nil {
+				return planErr(it, pos, "%s", err.Error())
+			}
 			if k := strings.TrimSpace(it.Key); k != "" {
 				if err := input.Line("key", k); err != nil {
 					return planErr(it, pos, "%s", err.Error())

@@ -227,3 +227,36 @@ func TestImportPlanAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestImportPlanOnExpiry: a plan item may say what an expired lease of it
+// means (on_expiry), as an item created alone may; a value other than
+// retry or reconcile refuses the plan at that item.
+func TestImportPlanOnExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t)
+	res, err := f.svc.ImportPlan(ctx, f.project, []PlanItem{
+		{Key: "deploy", Title: "Deploy", Line: 1, OnExpiry: OnExpiryReconcile, Children: []PlanItem{
+			{Key: "build", Title: "Build", Line: 2, OnExpiry: OnExpiryRetry},
+		}},
+		{Key: "docs", Title: "Docs", Line: 3},
+	}, "planner", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"deploy": OnExpiryReconcile, "build": OnExpiryRetry, "docs": ""} {
+		got := f.mustGet(t, res.Keys[key]).OnExpiry
+		if (want == "" && got != nil) || (want != "" && (got == nil || *got != want)) {
+			t.Errorf("%s: on_expiry %v, want %q", key, got, want)
+		}
+	}
+
+	_, err = f.svc.ImportPlan(ctx, f.project, []PlanItem{
+		{Key: "a", Title: "A", Line: 1},
+		{Key: "b", Title: "B", Line: 2, OnExpiry: "later"},
+	}, "planner", false)
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || !strings.Contains(we.Message, "line 2") || !strings.Contains(we.Message, "on_expiry") {
+		t.Fatalf("on_expiry later: %v, want invalid_argument at line 2 naming on_expiry", err)
+	}
+}

@@ -278,6 +278,9 @@ type PlanItem struct {
 	DependsOn []string
 	Children  []PlanItem
 	Line      int
+	// OnExpiry is "retry", "reconcile" or "" (the project's default), as in
+	// NewItem.
+	OnExpiry string
 }
 
 // ImportResult lists the items the import created (depth first, in plan

@@ -248,6 +248,8 @@ type PlanItem struct {
 	DependsOn []string   `json:"depends_on,omitempty"`
 	Children  []PlanItem `json:"children,omitempty"`
 	Line      int        `json:"line,omitempty"`
+	// OnExpiry is "retry" or "reconcile"; empty: the project's default.
+	OnExpiry string `json:"on_expiry,omitempty"`
 }
 
 // PlanRequest is the body of POST /v1/projects/{p}/plans.

@@ -152,7 +152,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "LeasePage": ("leases", "next_cursor",),
     "NotificationSettings": ("answer_link_ttl_seconds", "answer_links",),
     "Observation": ("epoch", "id", "kind", "lease_id", "operation", "payload", "received_at", "worker_time",),
-    "PlanItem": ("body", "children", "depends_on", "key", "labels", "line", "priority", "requires", "title", "touches",),
+    "PlanItem": ("body", "children", "depends_on", "key", "labels", "line", "on_expiry", "priority", "requires", "title", "touches",),
     "PlanRequest": ("dry_run", "items",),
     "PlanResult": ("dry_run", "existing", "items", "keys",),
     "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "pruned_through", "request_id", "status", "title", "type",),
@@ -737,6 +737,7 @@ class PlanItem(TypedDict, total=False):
     key: str
     labels: List[str]
     line: int
+    on_expiry: Literal["retry", "reconcile"]
     priority: int
     requires: List[str]
     title: str

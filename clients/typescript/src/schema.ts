@@ -1410,6 +1410,11 @@ export interface components {
             requires?: string[];
             /** @description write scopes: "resource" (all of it) or "resource:path/glob" ("**" any number of segments, "*" any run within a segment); two live leases never hold overlapping scopes */
             touches?: string[];
+            /**
+             * @description what an expired lease of this item means, as on an item created alone: retry (back to the queue) or reconcile (held for a person's decision, an uncertain_outcome request); omitted, the project's default
+             * @enum {string}
+             */
+            on_expiry?: "retry" | "reconcile";
         };
         PlanResult: {
             items: components["schemas"]["ItemRef"][];
