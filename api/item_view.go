@@ -42,7 +42,7 @@ func itemView(it graph.Item) wire.Item {
 		PreviousWorker: it.PreviousWorker, Result: rawOrNull(it.Result), Metadata: meta, Version: int(it.Version),
 		ActiveLeaseID: optID(it.ActiveLeaseID), Failures: int(it.Failures), CreatedBy: it.CreatedBy,
 		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, FinishedAt: it.FinishedAt,
-		OnExpiry: it.OnExpiry,
+		OnExpiry: it.OnExpiry, PlanKey: it.PlanKey,
 	}
 }
 

@@ -104,3 +104,28 @@ func TestPlanOnExpiry(t *testing.T) {
 		t.Errorf("detail %q does not name the line and on_expiry", d)
 	}
 }
+
+// TestItemPlanKey: an item imported from a plan shows its plan key
+// (plan_key), so that a person reading an item can find its line in the
+// plan file; an item created alone has none (null).
+func TestItemPlanKey(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	var res struct {
+		Keys map[string]string `json:"keys"`
+	}
+	f.do("POST", "/v1/projects/alpha/plans", f.agent.Token,
+		`{"items": [{"key": "deploy", "title": "Deploy", "children": [{"key": "build", "title": "Build"}]}]}`).ok(t, 201, &res)
+	for _, key := range []string{"deploy", "build"} {
+		var it map[string]any
+		f.do("GET", "/v1/projects/alpha/items/"+res.Keys[key], f.agent.Token, "").ok(t, 200, &it)
+		if it["plan_key"] != key {
+			t.Errorf("%s: plan_key %v", key, it["plan_key"])
+		}
+	}
+	var alone map[string]any
+	f.do("POST", "/v1/projects/alpha/items", f.agent.Token, `{"title": "alone"}`).ok(t, 201, &alone)
+	if v, ok := alone["plan_key"]; !ok || v != nil {
+		t.Errorf("an item created alone: plan_key %v (present %v), want null", v, ok)
+	}
+}

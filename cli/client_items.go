@@ -203,6 +203,9 @@ func printItem(w io.Writer, it *client.Item) {
 	fmt.Fprintf(t, "state\t%s\n", it.State)
 	fmt.Fprintf(t, "priority\t%d\n", it.Priority)
 	fmt.Fprintf(t, "epoch\t%d\n", it.Epoch)
+	if it.PlanKey != nil {
+		fmt.Fprintf(t, "plan key\t%s\n", *it.PlanKey)
+	}
 	if it.ParentID != nil {
 		fmt.Fprintf(t, "parent\t%s\n", *it.ParentID)
 	}

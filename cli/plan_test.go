@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/workgraph-dev/workgraph/client"
 )
 
 // mustPlanError parses src and returns its faults, failing when it parses.
@@ -406,5 +408,20 @@ func TestParsePlanOnExpiry(t *testing.T) {
 	_, err = parsePlan("children.yaml", []byte("- key: a\n  title: A\n  on_expiry: retry\n"), planOptions{flat: true})
 	if err == nil || !strings.Contains(err.Error(), "on_expiry cannot be set here") {
 		t.Fatalf("on_expiry in a decomposition: %v, want a fault", err)
+	}
+}
+
+// TestPrintItemPlanKey: items show names the plan key of an imported item.
+func TestPrintItemPlanKey(t *testing.T) {
+	t.Parallel()
+	key := "db-schema"
+	var with, without strings.Builder
+	printItem(&with, &client.Item{ID: "x", Title: "Write the migration", PlanKey: &key})
+	printItem(&without, &client.Item{ID: "y", Title: "Alone"})
+	if !strings.Contains(with.String(), "plan key") || !strings.Contains(with.String(), key) {
+		t.Errorf("items show of an imported item:\n%s", with.String())
+	}
+	if strings.Contains(without.String(), "plan key") {
+		t.Errorf("items show of an item created alone names a plan key:\n%s", without.String())
 	}
 }

@@ -70,6 +70,7 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 		FinishedAt:      r.FinishedAt,
 		Seq:             r.Seq,
 		OnExpiry:        r.OnExpiry,
+		PlanKey:         r.PlanKey,
 		gates:           gates{r.UnmetDependencies, r.OpenChildren, r.OpenAttention, len(r.BudgetRoots) > 0},
 	}
 	if it.Labels == nil {

@@ -91,6 +91,9 @@ type Item struct {
 	// OnExpiry is the item's own setting (OnExpiryRetry or
 	// OnExpiryReconcile); nil means its project's default.
 	OnExpiry *string
+	// PlanKey is the key of the plan item it was imported from (nil: not
+	// imported from a plan).
+	PlanKey *string
 	// Seq is the creation order within the project (ties of priority go to
 	// the lower seq).
 	Seq int64

@@ -48,6 +48,9 @@ type Item struct {
 	// OnExpiry is the item's own setting (OnExpiryRetry or
 	// OnExpiryReconcile); nil: its project's default.
 	OnExpiry *string `json:"on_expiry"`
+	// PlanKey is the key of the plan item it was imported from; nil: not
+	// imported from a plan.
+	PlanKey *string `json:"plan_key"`
 }
 
 // BlockedBy says why an item is not ready (schema BlockedBy).

@@ -140,7 +140,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "HoldRequest": ("question",),
     "IDMatch": ("created_at", "id", "kind", "label",),
     "IDMatches": ("matches",),
-    "Item": ("active_lease_id", "blocked_by", "body", "created_at", "created_by", "epoch", "failures", "finished_at", "id", "labels", "metadata", "on_expiry", "parent_id", "previous_worker", "priority", "project_id", "requires", "result", "state", "title", "touches", "updated_at", "version",),
+    "Item": ("active_lease_id", "blocked_by", "body", "created_at", "created_by", "epoch", "failures", "finished_at", "id", "labels", "metadata", "on_expiry", "parent_id", "plan_key", "previous_worker", "priority", "project_id", "requires", "result", "state", "title", "touches", "updated_at", "version",),
     "ItemCost": ("budget", "item_id", "own", "subtree",),
     "ItemGraph": ("ancestors", "children", "critical_path", "dependencies", "dependents", "item",),
     "ItemPage": ("items", "next_cursor",),
@@ -583,6 +583,7 @@ class Item(TypedDict, total=False):
     metadata: Dict[str, Any]
     on_expiry: Optional[Literal["retry", "reconcile"]]
     parent_id: Optional[str]
+    plan_key: Optional[str]
     previous_worker: Optional[str]
     priority: int
     project_id: str

@@ -1128,6 +1128,8 @@ export interface components {
              * @enum {string|null}
              */
             on_expiry?: "retry" | "reconcile" | null;
+            /** @description the key of the plan item it was imported from (POST .../plans, workgraph import); null: not imported from a plan */
+            plan_key?: string | null;
             /** @description capabilities a claim must offer to be handed the item */
             requires?: string[];
             /** @description write scopes the item's lease holds */
