@@ -613,8 +613,15 @@ func TestClaimConcurrency(t *testing.T) {
 		}
 	})
 	t.Run("ManyWaitingClaimers", func(t *testing.T) {
+		// Waiting claims must not starve other requests: a server whose
+		// pool has 4 connections keeps 20 claims waiting and still
+		// creates the items they wait for. A waiting claim that held a
+		// connection would leave item creation waiting until the claims
+		// gave up (204 after their 30 s), and the claims' answers below
+		// would be 204, not 201: no wall-clock bound decides it.
+		t.Parallel()
+		w := setupWorld(t, func(c *server.Config) { c.MaxConns = 4 })
 		const n = 20
-		start := time.Now()
 		answers := make(chan resp, n)
 		for i := 0; i < n; i++ {
 			go func() {
@@ -626,27 +633,19 @@ func TestClaimConcurrency(t *testing.T) {
 			t.Fatalf("a claim answered before any item existed: %d %s", r.status, r.raw)
 		case <-time.After(500 * time.Millisecond):
 		}
-		// Waiting claims must not starve other requests.
 		for i := 0; i < n; i++ {
-			t0 := time.Now()
 			w.item(w.human, w.p, obj{"title": "late", "labels": []string{"late"}})
-			if d := time.Since(t0); d > 3*time.Second {
-				t.Fatalf("creating an item took %v while claims wait", d)
-			}
 		}
 		items := map[any]bool{}
 		for i := 0; i < n; i++ {
 			r := <-answers
 			if r.status != http.StatusCreated {
-				t.Fatalf("status %d: %s", r.status, r.raw)
+				t.Fatalf("status %d (a waiting claim starved the item creation it waited for?): %s", r.status, r.raw)
 			}
 			items[sub(t, r.json(t), "item")["id"]] = true
 		}
 		if len(items) != n {
 			t.Fatalf("%d distinct items for %d claims", len(items), n)
-		}
-		if d := time.Since(start); d > 15*time.Second {
-			t.Fatalf("waiting claims took %v", d)
 		}
 	})
 }
