@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/idempotency"
 )
 
@@ -20,17 +18,7 @@ import (
 // services, not at error.
 func TestJanitorOutageLogsWarn(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nobody listens there now
-	pool, err := pgxpool.New(context.Background(), "postgres://workgraph@"+addr+"/none?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := dbtest.Unreachable(t) // every statement fails at connect
 
 	var logs bytes.Buffer
 	j := idempotency.NewJanitor(idempotency.NewStore(pool, clock.Database{}), 0, slog.New(slog.NewJSONHandler(&logs, nil)))

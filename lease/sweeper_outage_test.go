@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/lease"
 )
 
@@ -23,17 +21,7 @@ import (
 // sweep interval. The error says the database is unavailable.
 func TestSweeperOutageLogsWarn(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nobody listens there now
-	pool, err := pgxpool.New(context.Background(), "postgres://workgraph@"+addr+"/none?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := dbtest.Unreachable(t) // every statement fails at connect
 
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/workgraph-dev/workgraph/clock"
+	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/webhook"
 )
 
@@ -41,18 +39,7 @@ func (l *lockedBuffer) String() string {
 // error lines and 20 connection attempts a second per replica.
 func TestDeliveryBacksOffWhileTheDatabaseIsDown(t *testing.T) {
 	t.Parallel()
-	// A port nobody listens on: every statement fails at connect.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	pool, err := pgxpool.New(context.Background(), "postgres://wg@"+addr+"/wg?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := dbtest.Unreachable(t) // every statement fails at connect
 
 	const poll = 20 * time.Millisecond
 	var logs lockedBuffer

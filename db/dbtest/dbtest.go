@@ -458,6 +458,26 @@ func Fresh(tb testing.TB) *pgxpool.Pool {
 	return open(tb, FreshURL(tb))
 }
 
+// Unreachable returns a pool on an address nobody listens at (a port
+// taken and given back), closed when the test ends: every statement fails
+// at connect, as during a database outage, for tests of what a service
+// does then.
+func Unreachable(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	pool, err := pgxpool.New(context.Background(), "postgres://workgraph@"+addr+"/none?connect_timeout=2")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
 func open(tb testing.TB, url string) *pgxpool.Pool {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
