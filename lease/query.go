@@ -209,17 +209,11 @@ func (s *Service) history(ctx context.Context, ex dbq.DBTX, order HistoryOrder, 
 			out = append(out, historyRow{r.Lease, r.Refusals, page.Encode(list, r.Lease.Seq)})
 		}
 	case OrderShortest, OrderLongest:
-		key, seq, ok, err := page.DecodeKey(list, cursor)
+		key, seq, err := page.After(list, cursor)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			key, seq = math.MinInt64, math.MinInt64
-		}
-		dir := int64(1)
-		if order == OrderLongest {
-			dir = -1
-		}
+		dir := durationDir(order)
 		rows, err := q.LeaseHistoryByDuration(ctx, ex, dbq.LeaseHistoryByDurationParams{
 			Now: s.clock.Now(), Dir: dir, ProjectID: p.ProjectID, AfterValue: key, AfterSeq: seq,
 			ItemID: p.ItemID, Worker: p.Worker, Outcome: p.Outcome, Since: p.Since, Until: p.Until, MaxRows: p.MaxRows,
@@ -280,17 +274,11 @@ func (s *Service) itemHistory(ctx context.Context, ex dbq.DBTX, order HistoryOrd
 			add(r.Lease, r.Refusals)
 		}
 	case OrderShortest, OrderLongest:
-		key, seq, ok, err := page.DecodeKey(list, cursor)
+		key, seq, err := page.After(list, cursor)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			key, seq = math.MinInt64, math.MinInt64
-		}
-		dir := int64(1)
-		if order == OrderLongest {
-			dir = -1
-		}
+		dir := durationDir(order)
 		rows, err := q.ItemLeaseHistoryByDuration(ctx, ex, dbq.ItemLeaseHistoryByDurationParams{
 			Now: s.clock.Now(), Dir: dir, ProjectID: p.ProjectID, ItemID: *p.ItemID, AfterValue: key, AfterSeq: seq,
 			Worker: p.Worker, Outcome: p.Outcome, Since: p.Since, Until: p.Until, MaxRows: p.MaxRows,
@@ -599,4 +587,14 @@ func (s *Service) ItemLeases(ctx context.Context, project, item uuid.UUID, curso
 		return ItemLeasePage{}, db.Translate(err)
 	}
 	return out, nil
+}
+
+// durationDir is the keyset direction of a history ordered by how long
+// leases ran: 1 for OrderShortest, -1 for OrderLongest (the keys are
+// multiplied by it, so both read ascending).
+func durationDir(order HistoryOrder) int64 {
+	if order == OrderLongest {
+		return -1
+	}
+	return 1
 }

@@ -6,6 +6,7 @@ package page
 
 import (
 	"encoding/base64"
+	"math"
 	"strconv"
 	"strings"
 
@@ -100,4 +101,15 @@ func DecodeKey(list, cursor string) (key, seq int64, ok bool, err error) {
 		return 0, 0, false, bad
 	}
 	return key, seq, true, nil
+}
+
+// After is the keyset position a page of an ascending keyset list starts
+// after: the cursor's (DecodeKey), or before every row (the smallest
+// int64s) for the empty cursor, the list's first page.
+func After(list, cursor string) (key, seq int64, err error) {
+	key, seq, ok, err := DecodeKey(list, cursor)
+	if err != nil || ok {
+		return key, seq, err
+	}
+	return math.MinInt64, math.MinInt64, nil
 }

@@ -2,6 +2,7 @@ package page
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -84,4 +85,17 @@ func TestEncodeKey(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestAfter(t *testing.T) {
+	key, seq, err := After("l", "")
+	if err != nil || key != math.MinInt64 || seq != math.MinInt64 {
+		t.Fatalf("After of the first page = %d, %d, %v; want the smallest int64s", key, seq, err)
+	}
+	if key, seq, err = After("l", EncodeKey("l", -5, 7)); err != nil || key != -5 || seq != 7 {
+		t.Fatalf("After of a cursor = %d, %d, %v; want -5, 7", key, seq, err)
+	}
+	if _, _, err = After("other", EncodeKey("l", -5, 7)); err == nil {
+		t.Fatalf("After took another list's cursor")
+	}
 }
