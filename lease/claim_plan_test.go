@@ -2,6 +2,8 @@ package lease_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -134,4 +136,154 @@ func TestClaimPlan(t *testing.T) {
 				generic, custom, claims)
 		}
 	})
+}
+
+// TestClaimByRareLabelReadsTheLabelIndex: a claim for labels that no ready
+// item near the head of the claim order carries finds its item through
+// items_ready_labels (migration 00096) instead of walking every ready item
+// of the project, and so does the probe that runs after a claim found
+// nothing (ClaimNeedsTx's missed, wg_claimable); a claim for a label the
+// first ready items carry keeps the walk of the claim index. The plans
+// each claim ran (auto_explain, with ANALYZE) must not have read and
+// thrown away the project's ready items: before 00096 the rare label's
+// claim discarded all 3,000 ahead of it, twice.
+//
+// A database of its own, as TestClaimPlan, whose statistics the test sets.
+func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := dbtest.Fresh(t)
+	f := setupOn(t, base, base, lease.Config{})
+	// 3,000 ready items, every 50th labelled common (the first of them
+	// within the 64 that wg_labels_far looks at), the others without
+	// labels, then one labelled rare, last in the claim order.
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, labels)
+		SELECT $1, 'plain ' || g, 'test', CASE WHEN g % 50 = 0 THEN '{common}'::text[] ELSE '{}' END
+		FROM generate_series(1, 3000) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	var rare string
+	if err := base.QueryRow(ctx, `INSERT INTO items (project_id, title, created_by, labels)
+		VALUES ($1, 'rare', 'test', '{rare}') RETURNING id::text`, f.project).Scan(&rare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, "ANALYZE items"); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := base.Config()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	var mu sync.Mutex
+	var notices []string
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		notices = append(notices, n.Message)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, s := range []string{
+		"LOAD 'auto_explain'",
+		"SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on",
+		"SET auto_explain.log_analyze = on",
+		"SET auto_explain.log_level = notice",
+	} {
+		if _, err := pool.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	leases := lease.NewService(pool, f.clock, f.cfg)
+	// plans returns the plans run since the last call that read items.
+	plans := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for _, n := range notices {
+			if strings.Contains(n, "on items") {
+				out = append(out, n)
+			}
+		}
+		notices = nil
+		return out
+	}
+	// discarded is the most rows of items one plan node read and threw away.
+	discarded := func(plans []string) (most int, where string) {
+		for _, p := range plans {
+			for _, line := range strings.Split(p, "\n") {
+				_, n, ok := strings.Cut(line, "Rows Removed by Filter: ")
+				if !ok {
+					continue
+				}
+				var v int
+				if _, err := fmt.Sscan(n, &v); err == nil && v > most {
+					most, where = v, p
+				}
+			}
+		}
+		return most, where
+	}
+	const tolerated = 100 // the head probe reads 64; the walk to the common label 49
+
+	got, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"rare"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.ID.String() != rare {
+		t.Errorf("claimed %s (%q), want the rare item %s", got.Item.ID, got.Item.Title, rare)
+	}
+	ran := plans()
+	if most, where := discarded(ran); most > tolerated {
+		t.Errorf("the rare label's claim read and discarded %d ready items:\n%s", most, where)
+	}
+	if !strings.Contains(strings.Join(ran, "\n"), "items_ready_labels") {
+		t.Errorf("no plan of the rare label's claim reads items_ready_labels:\n%s", strings.Join(ran, "\n"))
+	}
+
+	for _, label := range []string{"rare", "absent"} {
+		if _, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{label}}); !errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("claim %q: %v, want ErrNothingReady", label, err)
+		}
+		if most, where := discarded(plans()); most > tolerated {
+			t.Errorf("the claim of %q that found nothing read and discarded %d ready items:\n%s", label, most, where)
+		}
+	}
+
+	// A batch claim, planned for its labels (db.CustomPlan), reads the
+	// index too.
+	if _, err := base.Exec(ctx, `INSERT INTO items (project_id, title, created_by, labels)
+		SELECT $1, 'rare ' || g, 'test', '{rare}' FROM generate_series(2, 3) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	plans()
+	batch, err := leases.ClaimBatch(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"rare"}}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) != 2 {
+		t.Errorf("the rare label's batch claim took %d items, want the 2 ready", len(batch))
+	}
+	if most, where := discarded(plans()); most > tolerated {
+		t.Errorf("the rare label's batch claim read and discarded %d ready items:\n%s", most, where)
+	}
+
+	// A label the claim order reaches soon: the walk, as before.
+	got, err = leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"common"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.Title != "plain 50" {
+		t.Errorf("claimed %q, want the first item labelled common, plain 50", got.Item.Title)
+	}
+	ran = plans()
+	if most, where := discarded(ran); most > tolerated {
+		t.Errorf("the common label's claim read and discarded %d ready items:\n%s", most, where)
+	}
+	if !strings.Contains(strings.Join(ran, "\n"), "Index Scan using items_claim on items c") {
+		t.Errorf("the common label's claim does not walk items_claim:\n%s", strings.Join(ran, "\n"))
+	}
 }
