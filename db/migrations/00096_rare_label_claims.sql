@@ -30,9 +30,13 @@
 -- it), shipped with PostgreSQL as pg_trgm (00020) is.
 CREATE EXTENSION IF NOT EXISTS btree_gin;
 
--- CONCURRENTLY, as in 00008: building it does not block claims.
+-- CONCURRENTLY, as in 00008: building it does not block claims. Without
+-- GIN's pending list (fastupdate off, as leases_live_scope_keys in 00041):
+-- each search would otherwise read the whole list of recent insertions
+-- until a vacuum merges it, so a claim's cost would follow how many items
+-- became ready lately; an item that becomes ready pays its entries at once.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS items_ready_labels ON items USING gin (project_id, labels)
-    WHERE ready AND labels <> '{}';
+    WITH (fastupdate = off) WHERE ready AND labels <> '{}';
 
 -- wg_labels_far says whether the claim order's walk to an item carrying
 -- p_labels would be long: p_labels is not empty, none of the project's
