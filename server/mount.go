@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/startstop"
 	"github.com/workgraph-dev/workgraph/webhook"
@@ -218,8 +220,24 @@ func (s *Server) announceFirstToken() {
 			"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
 		return
 	}
+	if s.cfg.FirstStartFormat == logs.FormatJSON {
+		s.showJSON(msg, "project", auth.DefaultProject, "token", s.firstToken, "ui", s.URL()+"/",
+			"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
+		return
+	}
 	s.log.Warn(msg+" (printed below, not in the log)", "ui", s.URL()+"/")
 	fmt.Fprint(s.cfg.FirstStartOut, firstTokenBlock(s.firstToken, s.URL()+"/"))
+}
+
+// showJSON shows a token on FirstStartOut as one JSON object in the log's
+// JSON shape, at warn whatever the log's level: it is shown only this once.
+func (s *Server) showJSON(msg string, args ...any) {
+	show, err := logs.New(s.cfg.FirstStartOut, logs.FormatJSON, slog.LevelDebug)
+	if err != nil {
+		s.log.Error("cannot show the token", "err", err)
+		return
+	}
+	show.Warn(msg, args...)
 }
 
 // announceDemoToken shows the human token of the demo project loaded at
@@ -234,6 +252,10 @@ func (s *Server) announceDemoToken() {
 	ui := s.URL() + "/p/" + demo.Project + "/inbox"
 	if s.cfg.FirstStartOut == nil {
 		s.log.Warn(msg, "project", demo.Project, "token", s.demoToken, "ui", ui)
+		return
+	}
+	if s.cfg.FirstStartFormat == logs.FormatJSON {
+		s.showJSON(msg, "project", demo.Project, "token", s.demoToken, "ui", ui)
 		return
 	}
 	s.log.Warn(msg+" (printed below, not in the log)", "project", demo.Project, "ui", ui)
