@@ -226,7 +226,7 @@ func (s *Server) announceFirstToken() {
 		return
 	}
 	s.log.Warn(msg+" (printed below, not in the log)", "ui", s.URL()+"/")
-	fmt.Fprint(s.cfg.FirstStartOut, firstTokenBlock(s.firstToken, s.URL()+"/"))
+	fmt.Fprint(s.cfg.FirstStartOut, firstTokenBlock(s.firstToken, s.URL()))
 }
 
 // showJSON shows a token on FirstStartOut as one JSON object in the log's
@@ -269,15 +269,17 @@ func (s *Server) announceDemoToken() {
 }
 
 // firstTokenBlock is the first-start announcement: the token alone on its
-// line, easy to copy, framed apart from the log lines around it.
-func firstTokenBlock(token, ui string) string {
+// line, easy to copy, framed apart from the log lines around it, and the
+// CLI's settings for this server (base is its URL) as one line to paste.
+func firstTokenBlock(token, base string) string {
 	rule := strings.Repeat("=", 72)
 	return "\n" + rule + "\n" +
 		"  workgraph first start: created project \"" + auth.DefaultProject + "\" and an admin token.\n" +
 		"  It is shown only this once: keep it.\n\n" +
 		"    " + token + "\n\n" +
-		"  Sign in to the UI at " + ui + " with it, or use it as\n" +
-		"  WORKGRAPH_TOKEN=<token> or \"Authorization: Bearer <token>\".\n" +
+		"  Sign in to the UI at " + base + "/ with it. For the workgraph CLI:\n\n" +
+		"    export WORKGRAPH_URL=" + base + " WORKGRAPH_TOKEN=" + token + "\n\n" +
+		"  For the API: \"Authorization: Bearer <token>\".\n" +
 		rule + "\n\n"
 }
 
