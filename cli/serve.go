@@ -46,7 +46,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-format: %q is not text or json", logFormat)}
 			}
 			cfg.Logger = log
-			cfg.FirstStartOut = stdio.Err
+			cfg.FirstStartOut, cfg.FirstStartFormat = stdio.Err, logFormat
 			tr, err := setupTracing(cmd.Context(), "workgraph", log)
 			if err != nil {
 				return err
@@ -71,7 +71,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 	f.StringVar(&levelName, "log-level", envOr("WORKGRAPH_LOG_LEVEL", "info"),
 		"debug (also one line per API request), info, warn or error (env WORKGRAPH_LOG_LEVEL)")
 	f.StringVar(&logFormat, "log-format", envOr("WORKGRAPH_LOG_FORMAT", logs.FormatText),
-		"text (key=value lines) or json (one object a line) (env WORKGRAPH_LOG_FORMAT); lines of an API request carry its request_id")
+		"text (key=value lines) or json (one object a line, durations in milliseconds under keys ending in _ms) (env WORKGRAPH_LOG_FORMAT); lines of an API request carry its request_id")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", envOr("WORKGRAPH_METRICS_ADDR", ""),
 		"serve Prometheus /metrics on this address of its own, e.g. 127.0.0.1:9464 (env WORKGRAPH_METRICS_ADDR); empty: none")

@@ -1423,12 +1423,12 @@ export interface components {
             keys: {
                 [key: string]: string;
             };
-            /** @description Plan keys that already existed in the project: those items were left alone (not updated, not duplicated). differs names the fields in which the stored item differs from the plan; empty means unchanged. */
+            /** @description Plan keys that already existed in the project: those items were left alone (not updated, not duplicated). differs names the fields in which the stored item differs from the plan (on_expiry: an item without one in the plan differs from a stored retry or reconcile; depends_on: the set of items it waits for); empty means unchanged. */
             existing?: {
                 [key: string]: {
                     /** Format: uuid */
                     id: string;
-                    differs: ("title" | "body" | "priority" | "labels" | "parent")[];
+                    differs: ("title" | "body" | "priority" | "labels" | "requires" | "touches" | "parent" | "on_expiry" | "depends_on")[];
                 };
             };
             dry_run?: boolean;
