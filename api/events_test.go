@@ -358,6 +358,60 @@ func TestEventsStreamHeartbeat(t *testing.T) {
 	}
 }
 
+// TestEventsStreamHeartbeatWhileOthersWrite: a stream that has sent
+// nothing for a heartbeat sends its comment even while events it does not
+// send (another project's, or types its filter leaves out) keep being
+// written: the heartbeat counts from the stream's last write, not from
+// the log's last change, which on a busy server never lets it come.
+func TestEventsStreamHeartbeatWhileOthersWrite(t *testing.T) {
+	t.Parallel()
+	const beat = 300 * time.Millisecond
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = beat })
+	for _, tc := range []struct{ name, path string }{
+		{"OtherProject", "/v1/projects/alpha/events/stream"},
+		{"FilteredOut", "/v1/projects/beta/events/stream?types=attention.opened"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var now wire.EventPage
+			f.do("GET", "/v1/events?limit=1000", adminToken, nil).ok(t, 200, &now)
+			s := f.openStream(t, tc.path, adminToken, fmt.Sprint(now.NextAfter))
+			// beta's items, one every 20 ms: the log changes far more often
+			// than once a heartbeat.
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+						f.appendEvent(f.beta, events.ItemCreated)
+					}
+				}
+			}()
+			defer func() { close(stop); <-done }()
+			timeout := time.After(10 * beat)
+			for {
+				select {
+				case m, ok := <-s.read:
+					if !ok {
+						t.Fatal("the stream ended")
+					}
+					if m.data != "" {
+						t.Fatalf("sent an event its filter leaves out: %+v", m)
+					}
+					if m.comment != "" {
+						return
+					}
+				case <-timeout:
+					t.Fatalf("no keep-alive in %s with a heartbeat of %s while other events were written", 10*beat, beat)
+				}
+			}
+		})
+	}
+}
+
 // TestEventsStreamEndsOnShutdown: a server shutting down ends its streams
 // instead of waiting for them.
 func TestEventsStreamEndsOnShutdown(t *testing.T) {
