@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -49,7 +50,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 			cfg.FirstStartOut, cfg.FirstStartFormat = stdio.Err, logFormat
 			tr, err := setupTracing(cmd.Context(), "workgraph", log)
 			if err != nil {
-				return err
+				return loggedFailure(log, logFormat, err)
 			}
 			// After the server: the spans of its last requests are sent.
 			defer tr.shutdown()
@@ -57,7 +58,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 			if tr.Enabled() {
 				log.Info("tracing: sending spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)")
 			}
-			return server.Run(cmd.Context(), cfg)
+			return loggedFailure(log, logFormat, server.Run(cmd.Context(), cfg))
 		},
 	}
 	f := cmd.Flags()
@@ -91,4 +92,21 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 	intFlag(f, bad, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
 	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }
 	return cmd
+}
+
+// loggedFailure is err for Main to print, except in the JSON log format:
+// there it is logged as one JSON line at error (the "workgraph: ..." text
+// line Main prints would be the one line of the stream that is not JSON),
+// and the command exits with err's code without printing it again.
+func loggedFailure(log *slog.Logger, format string, err error) error {
+	if err == nil || format != logs.FormatJSON {
+		return err
+	}
+	log.Error("workgraph serve failed", "err", err.Error())
+	code := ExitError
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	return &exitError{code: code}
 }
