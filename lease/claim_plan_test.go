@@ -52,32 +52,8 @@ func TestClaimPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// onePool is a pool of one connection on the test's database whose
-	// notices (auto_explain's plans) are collected.
-	onePool := func(t *testing.T) (*pgxpool.Pool, func() []string) {
-		cfg := base.Config()
-		cfg.MaxConns, cfg.MinConns = 1, 0
-		var mu sync.Mutex
-		var notices []string
-		cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-			mu.Lock()
-			defer mu.Unlock()
-			notices = append(notices, n.Message)
-		}
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		return pool, func() []string {
-			mu.Lock()
-			defer mu.Unlock()
-			return append([]string(nil), notices...)
-		}
-	}
-
 	t.Run("GenericPlanWalksClaimIndex", func(t *testing.T) {
-		pool, notices := onePool(t)
+		pool, notices := onePool(t, base)
 		// The generic plan from the first call, and every plan the session
 		// runs (nested ones too) sent back as a notice.
 		for _, s := range []string{
@@ -115,7 +91,7 @@ func TestClaimPlan(t *testing.T) {
 	})
 
 	t.Run("PlannedOnce", func(t *testing.T) {
-		pool, _ := onePool(t)
+		pool, _ := onePool(t, base)
 		leases := lease.NewService(pool, f.clock, f.cfg)
 		const claims = 12
 		for i := 0; i < claims; i++ {
@@ -136,6 +112,30 @@ func TestClaimPlan(t *testing.T) {
 				generic, custom, claims)
 		}
 	})
+}
+
+// onePool is a pool of one connection on base's database whose notices
+// (auto_explain's plans) are collected: notices returns all of them so far.
+func onePool(t *testing.T, base *pgxpool.Pool) (pool *pgxpool.Pool, notices func() []string) {
+	cfg := base.Config()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	var mu sync.Mutex
+	var got []string
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, n.Message)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
 }
 
 // TestClaimByRareLabelReadsTheLabelIndex: a claim for labels that no ready
@@ -172,20 +172,7 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := base.Config()
-	cfg.MaxConns, cfg.MinConns = 1, 0
-	var mu sync.Mutex
-	var notices []string
-	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		notices = append(notices, n.Message)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, notices := onePool(t, base)
 	for _, s := range []string{
 		"LOAD 'auto_explain'",
 		"SET auto_explain.log_min_duration = 0",
@@ -199,16 +186,16 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 	}
 	leases := lease.NewService(pool, f.clock, f.cfg)
 	// plans returns the plans run since the last call that read items.
+	seen := 0
 	plans := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
+		all := notices()
 		var out []string
-		for _, n := range notices {
+		for _, n := range all[seen:] {
 			if strings.Contains(n, "on items") {
 				out = append(out, n)
 			}
 		}
-		notices = nil
+		seen = len(all)
 		return out
 	}
 	// discarded is the most rows of items one plan node read and threw away.
