@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -155,7 +156,7 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 	base := dbtest.Fresh(t)
 	f := setupOn(t, base, base, lease.Config{})
 	// 3,000 ready items, every 50th labelled common (the first of them
-	// within the 64 that wg_labels_far looks at), the others without
+	// within the 256 that wg_labels_rare looks at), the others without
 	// labels, then one labelled rare, last in the claim order.
 	if _, err := base.Exec(ctx, `
 		INSERT INTO items (project_id, title, created_by, labels)
@@ -214,7 +215,7 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 		}
 		return most, where
 	}
-	const tolerated = 100 // the head probe reads 64; the walk to the common label 49
+	const tolerated = 300 // the head probe reads 256; the walk to the common label 49
 
 	got, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"rare"}})
 	if err != nil {
@@ -272,5 +273,39 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(ran, "\n"), "Index Scan using items_claim on items c") {
 		t.Errorf("the common label's claim does not walk items_claim:\n%s", strings.Join(ran, "\n"))
+	}
+
+	// A label that 3,000 ready items carry, all below 280 urgent items
+	// without it: past the head, but the walk finds it after those 280,
+	// where the index's path would read and sort all 3,000 (wg_labels_rare
+	// leaves a label of 2,000 items or more to the walk).
+	var bulk uuid.UUID
+	if err := base.QueryRow(ctx, `INSERT INTO projects (name) VALUES ('bulk') RETURNING id`).Scan(&bulk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, priority)
+		SELECT $1, 'urgent ' || g, 'test', 5 FROM generate_series(1, 280) AS g`, bulk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, labels)
+		SELECT $1, 'bulk ' || g, 'test', '{bulk}' FROM generate_series(1, 3000) AS g`, bulk); err != nil {
+		t.Fatal(err)
+	}
+	plans()
+	got, err = leases.Claim(ctx, bulk, lease.ClaimRequest{Worker: "w1", Labels: []string{"bulk"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.Title != "bulk 1" {
+		t.Errorf("claimed %q, want the first item labelled bulk, bulk 1", got.Item.Title)
+	}
+	ran = plans()
+	if strings.Contains(strings.Join(ran, "\n"), "Sort Key: c.priority DESC, c.seq") {
+		t.Errorf("the bulk label's claim sorted the items carrying it:\n%s", strings.Join(ran, "\n"))
+	}
+	if most, where := discarded(ran); most > tolerated {
+		t.Errorf("the bulk label's claim read and discarded %d ready items:\n%s", most, where)
 	}
 }

@@ -14,14 +14,15 @@
 -- label paid it at every wake-up of its project.
 --
 -- A claim with labels now looks at the head of the claim order first
--- (wg_labels_far: the first 64 ready items). When one of them carries the
--- labels, or the project has fewer ready items than that, the walk is as
--- short as before and is kept. Otherwise the search reads the items that
--- carry the labels from items_ready_labels (the project and the labels of
--- the ready items that have labels, a GIN index over both columns through
--- btree_gin) and takes the first of them in claim order: its cost grows
--- with the ready items carrying the labels, never with the whole ready set.
--- The predicates are the same on both paths; only the plan differs.
+-- (wg_labels_rare: the first 256 ready items). When one of them carries the
+-- labels, the walk is as short as before and is kept, and so it is when
+-- 2,000 ready items or more carry them. Otherwise the search reads the
+-- items that carry the labels from items_ready_labels (the project and the
+-- labels of the ready items that have labels, a GIN index over both
+-- columns through btree_gin) and takes the first of them in claim order:
+-- its cost grows with the ready items carrying the labels (fewer than
+-- 2,000), never with the whole ready set. The predicates are the same on
+-- both paths; only the plan differs.
 --
 -- The index holds ready items with labels only: a claim, which makes the
 -- item not ready, and a completion write no entry in it; an item enters it
@@ -38,15 +39,22 @@ CREATE EXTENSION IF NOT EXISTS btree_gin;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS items_ready_labels ON items USING gin (project_id, labels)
     WITH (fastupdate = off) WHERE ready AND labels <> '{}';
 
--- wg_labels_far says whether the claim order's walk to an item carrying
--- p_labels would be long: p_labels is not empty, none of the project's
--- first 64 ready items (items_claim, in claim order) carries them, and the
--- project has more ready items than those. The first probe stops at the
--- first item carrying the labels, so a common label costs a row or two.
--- Only the labels are judged: the other filters (time gates, reservations,
--- budgets, capabilities, scopes) are the walk's, as before.
+-- wg_labels_rare says whether a claim for p_labels should read the items
+-- that carry them from items_ready_labels rather than walk the claim order:
+-- p_labels is not empty, none of the project's first 256 ready items
+-- (items_claim, in claim order) carries them, and fewer than 2,000 of its
+-- ready items do. The first probe stops at the first item carrying the
+-- labels, so a label the head carries costs a row or two. The count stops
+-- at 2,000: a label that many items carry is left to the walk, as before
+-- 00096, because the index's path reads and sorts every item carrying it,
+-- while the walk stops at the first; below that the sort costs a few
+-- milliseconds at most, where the walk past the head could read every
+-- ready item. (A label that 2,000 items or more carry, none of them near
+-- the head, pays the count on top of the walk: 2,000 rows read through the
+-- index.) Only the labels are judged: the other filters (time gates,
+-- reservations, budgets, capabilities, scopes) are the walk's, as before.
 -- +goose StatementBegin
-CREATE FUNCTION wg_labels_far(p_project uuid, p_labels text[])
+CREATE FUNCTION wg_labels_rare(p_project uuid, p_labels text[])
 RETURNS boolean
 LANGUAGE plpgsql STABLE
 SET enable_sort = off
@@ -60,25 +68,26 @@ BEGIN
                FROM (SELECT h.labels FROM items h
                      WHERE h.project_id = p_project AND h.ready
                      ORDER BY h.priority DESC, h.seq
-                     LIMIT 64) AS head
+                     LIMIT 256) AS head
                WHERE head.labels @> p_labels) THEN
         RETURN false;
     END IF;
-    RETURN EXISTS (SELECT 1 FROM items h
-                   WHERE h.project_id = p_project AND h.ready
-                   ORDER BY h.priority DESC, h.seq
-                   OFFSET 64 LIMIT 1);
+    RETURN (SELECT count(*) FROM (SELECT 1 FROM items m
+                                  WHERE m.project_id = p_project AND m.ready
+                                    AND m.labels <> '{}' AND m.labels @> p_labels
+                                  LIMIT 2000) AS carriers) < 2000;
 END;
 $$;
 -- +goose StatementEnd
 
 -- wg_claim_candidate_by_labels is wg_claim_candidate's search for labels
--- that are far down the claim order: the same predicates, read from
--- items_ready_labels ("c.labels <> '{}'" names the index's predicate) and
--- ordered by a sort of the items that carry the labels (enable_sort on,
--- which its caller, wg_claim_candidate, turns off for its own walk). The generic plan
--- is the index's: the planner cannot tell how many items carry unknown
--- labels and estimates few, which is the case wg_labels_far sends here.
+-- that few ready items carry, none near the head of the claim order: the
+-- same predicates, read from items_ready_labels ("c.labels <> '{}'" names
+-- the index's predicate) and ordered by a sort of the items that carry the
+-- labels (enable_sort on, which its caller, wg_claim_candidate, turns off
+-- for its own walk). The generic plan is the index's: the planner cannot
+-- tell how many items carry unknown labels and estimates few, which is the
+-- case wg_labels_rare sends here.
 -- +goose StatementBegin
 CREATE FUNCTION wg_claim_candidate_by_labels(p_project uuid, p_labels text[], p_worker text, p_token uuid,
                                              p_token_quiet int, p_capabilities text[], p_now timestamptz)
@@ -122,7 +131,8 @@ $$;
 -- +goose StatementEnd
 
 -- wg_claim_candidate (00046) with the choice of path: the walk of the claim
--- order, unchanged, unless wg_labels_far says the labels are far down it.
+-- order, unchanged, unless wg_labels_rare says the labels are rare and far
+-- down it.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION wg_claim_candidate(p_project uuid, p_labels text[], p_worker text, p_token uuid,
                                               p_token_quiet int, p_capabilities text[], p_now timestamptz)
@@ -133,7 +143,7 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
-    IF p_labels <> '{}' AND wg_labels_far(p_project, p_labels) THEN
+    IF p_labels <> '{}' AND wg_labels_rare(p_project, p_labels) THEN
         RETURN QUERY
         SELECT k.project_id, k.id, k.touches
         FROM wg_claim_candidate_by_labels(p_project, p_labels, p_worker, p_token, p_token_quiet,
@@ -190,7 +200,7 @@ BEGIN
     IF p_labels IS NULL THEN
         RETURN false;
     END IF;
-    IF p_labels <> '{}' AND wg_labels_far(p_project, p_labels) THEN
+    IF p_labels <> '{}' AND wg_labels_rare(p_project, p_labels) THEN
         RETURN wg_claimable_by_labels(p_project, p_labels, p_worker, p_token, p_capabilities, p_now);
     END IF;
     RETURN EXISTS (
@@ -288,5 +298,5 @@ $$;
 DROP FUNCTION IF EXISTS wg_claimable(uuid, text[], text, uuid, text[], timestamptz);
 DROP FUNCTION IF EXISTS wg_claimable_by_labels(uuid, text[], text, uuid, text[], timestamptz);
 DROP FUNCTION IF EXISTS wg_claim_candidate_by_labels(uuid, text[], text, uuid, int, text[], timestamptz);
-DROP FUNCTION IF EXISTS wg_labels_far(uuid, text[]);
+DROP FUNCTION IF EXISTS wg_labels_rare(uuid, text[]);
 DROP INDEX CONCURRENTLY IF EXISTS items_ready_labels;
