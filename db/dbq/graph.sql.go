@@ -329,35 +329,41 @@ func (q *Queries) DismissAttentionCancelled(ctx context.Context, db DBTX, arg Di
 }
 
 const edgesAmong = `-- name: EdgesAmong :many
-SELECT d.item_id, d.depends_on_id
-FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) AS i
+SELECT d.item_id, d.depends_on_id, greatest(i.ord, o.ord)::bigint AS reach
+FROM unnest($1::uuid[]) WITH ORDINALITY AS i(id, ord)
 CROSS JOIN LATERAL (SELECT dd.item_id, dd.depends_on_id
                     FROM dependencies dd
                     WHERE dd.project_id = $2 AND dd.item_id = i.id
                     OFFSET 0) AS d
-WHERE d.depends_on_id = ANY($1::uuid[])
+JOIN unnest($1::uuid[]) WITH ORDINALITY AS o(id, ord) ON o.id = d.depends_on_id
+ORDER BY reach, d.item_id, d.depends_on_id
+LIMIT $3
 `
 
 type EdgesAmongParams struct {
 	Ids       []uuid.UUID
 	ProjectID uuid.UUID
+	MaxRows   int32
 }
 
 type EdgesAmongRow struct {
 	ItemID      uuid.UUID
 	DependsOnID uuid.UUID
+	Reach       int64
 }
 
-// Dependency edges with both ends in the given set: the edges of each
-// given item, one probe of dependencies_pkey per item (OFFSET 0 keeps the
-// probe a nested loop), filtered by their other end. The set is a
-// picture's items (at most a few hundred); filtering the project's edges
-// instead, which the planner chose for a few hundred ids, read every edge
-// of the project's history. The filter stays outside the probe: as an
-// index condition on its third column, the array would be one descent of
-// the index per element, per item.
+// Dependency edges with both ends in the given set, at most max_rows of
+// them, those among the set's first items first: reach is the 1-based
+// position in ids of the edge's later end, so the edges among the first k
+// items are exactly those of reach <= k. Each given item's edges are one
+// probe of dependencies_pkey (OFFSET 0 keeps the probe a nested loop),
+// filtered by their other end; filtering the project's edges instead,
+// which the planner chose for a few hundred ids, read every edge of the
+// project's history. The filter stays outside the probe: as an index
+// condition on its third column, the array would be one descent of the
+// index per element, per item. The ids are distinct.
 func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams) ([]EdgesAmongRow, error) {
-	rows, err := db.Query(ctx, edgesAmong, arg.Ids, arg.ProjectID)
+	rows, err := db.Query(ctx, edgesAmong, arg.Ids, arg.ProjectID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +371,7 @@ func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams)
 	items := []EdgesAmongRow{}
 	for rows.Next() {
 		var i EdgesAmongRow
-		if err := rows.Scan(&i.ItemID, &i.DependsOnID); err != nil {
+		if err := rows.Scan(&i.ItemID, &i.DependsOnID, &i.Reach); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -721,21 +721,25 @@ WHERE project_id = @project_id AND item_id = ANY(@ids::uuid[]) AND state = 'open
 ORDER BY seq;
 
 -- name: EdgesAmong :many
--- Dependency edges with both ends in the given set: the edges of each
--- given item, one probe of dependencies_pkey per item (OFFSET 0 keeps the
--- probe a nested loop), filtered by their other end. The set is a
--- picture's items (at most a few hundred); filtering the project's edges
--- instead, which the planner chose for a few hundred ids, read every edge
--- of the project's history. The filter stays outside the probe: as an
--- index condition on its third column, the array would be one descent of
--- the index per element, per item.
-SELECT d.item_id, d.depends_on_id
-FROM (SELECT DISTINCT unnest(@ids::uuid[]) AS id) AS i
+-- Dependency edges with both ends in the given set, at most max_rows of
+-- them, those among the set's first items first: reach is the 1-based
+-- position in ids of the edge's later end, so the edges among the first k
+-- items are exactly those of reach <= k. Each given item's edges are one
+-- probe of dependencies_pkey (OFFSET 0 keeps the probe a nested loop),
+-- filtered by their other end; filtering the project's edges instead,
+-- which the planner chose for a few hundred ids, read every edge of the
+-- project's history. The filter stays outside the probe: as an index
+-- condition on its third column, the array would be one descent of the
+-- index per element, per item. The ids are distinct.
+SELECT d.item_id, d.depends_on_id, greatest(i.ord, o.ord)::bigint AS reach
+FROM unnest(@ids::uuid[]) WITH ORDINALITY AS i(id, ord)
 CROSS JOIN LATERAL (SELECT dd.item_id, dd.depends_on_id
                     FROM dependencies dd
                     WHERE dd.project_id = @project_id AND dd.item_id = i.id
                     OFFSET 0) AS d
-WHERE d.depends_on_id = ANY(@ids::uuid[]);
+JOIN unnest(@ids::uuid[]) WITH ORDINALITY AS o(id, ord) ON o.id = d.depends_on_id
+ORDER BY reach, d.item_id, d.depends_on_id
+LIMIT @max_rows;
 
 -- name: NeighbourIDs :many
 -- Items one waits-for edge away from the given set, in either direction.
