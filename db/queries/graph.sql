@@ -677,6 +677,43 @@ FROM (SELECT dd.project_id, dd.item_id, dd.depends_on_id
 JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
 ORDER BY i.seq;
 
+-- name: OpenPrerequisiteRefs :many
+-- The open prerequisites of each given item, at most @per_item of each
+-- (the earliest created): what an item's blocked_by lists. Each item's
+-- edges are read apart (OFFSET 0, as in PrerequisiteRefs) and its open
+-- prerequisites sorted alone, so the answer is bounded by the number of
+-- items times per_item however many each waits for.
+SELECT w.id::uuid AS waiter_id, p.id, p.title, p.state
+FROM unnest(@ids::uuid[]) AS w(id)
+CROSS JOIN LATERAL (
+    SELECT i.id, i.title, i.seq,
+           item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                      i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+    FROM (SELECT dd.project_id, dd.depends_on_id
+          FROM dependencies dd
+          WHERE dd.project_id = @project_id AND dd.item_id = w.id
+          OFFSET 0) AS d
+    JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
+    WHERE i.status = 'open'
+    ORDER BY i.seq
+    LIMIT @per_item) AS p
+ORDER BY p.seq;
+
+-- name: OpenChildRefs :many
+-- The open children of each given item, at most @per_item of each (the
+-- earliest created), from items_by_parent.
+SELECT w.id::uuid AS parent_id, c.id, c.title, c.state
+FROM unnest(@ids::uuid[]) AS w(id)
+CROSS JOIN LATERAL (
+    SELECT i.id, i.title, i.seq,
+           item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                      i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+    FROM items i
+    WHERE i.project_id = @project_id AND i.parent_id = w.id AND i.status = 'open'
+    ORDER BY i.seq
+    LIMIT @per_item) AS c
+ORDER BY c.seq;
+
 -- name: DependentRefs :many
 -- The items that depend on @id; planned like PrerequisiteRefs.
 SELECT i.id, i.title,
