@@ -21,14 +21,16 @@ func itemView(it graph.Item) wire.Item {
 		meta = json.RawMessage("{}")
 	}
 	b := wire.BlockedBy{
-		Dependencies:  itemRefs(it.BlockedBy.Dependencies),
-		Children:      itemRefs(it.BlockedBy.Children),
-		Attention:     make([]wire.AttentionRef, len(it.BlockedBy.Attention)),
-		RetryAfter:    it.BlockedBy.RetryAfter,
-		ReservedFor:   it.BlockedBy.ReservedFor,
-		ReservedUntil: it.BlockedBy.ReservedUntil,
-		Scopes:        make([]wire.ScopeHolder, len(it.BlockedBy.Scopes)),
-		Budgets:       itemRefs(it.BlockedBy.Budgets),
+		Dependencies:      itemRefs(it.BlockedBy.Dependencies),
+		DependenciesTotal: it.BlockedBy.DependenciesTotal,
+		Children:          itemRefs(it.BlockedBy.Children),
+		ChildrenTotal:     it.BlockedBy.ChildrenTotal,
+		Attention:         make([]wire.AttentionRef, len(it.BlockedBy.Attention)),
+		RetryAfter:        it.BlockedBy.RetryAfter,
+		ReservedFor:       it.BlockedBy.ReservedFor,
+		ReservedUntil:     it.BlockedBy.ReservedUntil,
+		Scopes:            make([]wire.ScopeHolder, len(it.BlockedBy.Scopes)),
+		Budgets:           itemRefs(it.BlockedBy.Budgets),
 	}
 	for i, h := range it.BlockedBy.Scopes {
 		b.Scopes[i] = wire.ScopeHolder{LeaseID: h.LeaseID.String(), ItemID: h.ItemID.String(), Worker: h.Worker, Scopes: nonNil(h.Scopes)}

@@ -98,8 +98,9 @@ func itemFromRow(r dbq.Item, state string, dbNow time.Time) Item {
 	return it
 }
 
-// fillBlockedBy lists the open prerequisites, open children and open
-// blocking attention requests of the open items among items, the live
+// fillBlockedBy lists the open prerequisites and open children (at most
+// MaxBlockedByRefs of each, with their counts) and the open blocking
+// attention requests of the open items among items, the live
 // leases holding scopes that overlap a ready item's touches, and the spent
 // budgets over a ready item under a budget, with one query per kind for all
 // of them.
@@ -115,6 +116,8 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 		if it.Status != StatusOpen {
 			continue
 		}
+		items[i].BlockedBy.DependenciesTotal = int(it.gates.unmetDependencies)
+		items[i].BlockedBy.ChildrenTotal = int(it.gates.openChildren)
 		if it.gates.unmetDependencies > 0 {
 			waiting = append(waiting, it.ID)
 		}
@@ -138,7 +141,7 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 		}
 	}
 	if len(parents) > 0 {
-		children, err := qs.ChildRefs(ctx, q, dbq.ChildRefsParams{Now: now, ProjectID: project, Ids: parents, OnlyOpen: true})
+		children, err := qs.OpenChildRefs(ctx, q, dbq.OpenChildRefsParams{Now: now, ProjectID: project, Ids: parents, PerItem: MaxBlockedByRefs})
 		if err != nil {
 			return err
 		}
@@ -187,17 +190,15 @@ func fillBlockedBy(ctx context.Context, q dbq.DBTX, now *time.Time, project uuid
 	return nil
 }
 
-// fillPrerequisites lists the open prerequisites of the waiting items.
+// fillPrerequisites lists the open prerequisites of the waiting items, at
+// most MaxBlockedByRefs of each.
 func fillPrerequisites(ctx context.Context, qs *dbq.Queries, q dbq.DBTX, now *time.Time, project uuid.UUID,
 	waiting []uuid.UUID, items []Item, index map[uuid.UUID]int) error {
-	prereqs, err := qs.PrerequisiteRefs(ctx, q, dbq.PrerequisiteRefsParams{Now: now, ProjectID: project, Ids: waiting})
+	prereqs, err := qs.OpenPrerequisiteRefs(ctx, q, dbq.OpenPrerequisiteRefsParams{Now: now, ProjectID: project, Ids: waiting, PerItem: MaxBlockedByRefs})
 	if err != nil {
 		return err
 	}
 	for _, p := range prereqs {
-		if p.Status != string(StatusOpen) {
-			continue // done and cancelled prerequisites are satisfied
-		}
 		b := &items[index[p.WaiterID]].BlockedBy
 		b.Dependencies = append(b.Dependencies, ItemRef{ID: p.ID, Title: p.Title, State: State(p.State)})
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -113,6 +114,13 @@ const (
 	MaxSubgraphNodes     = 10000
 	DefaultSubgraphDepth = 2
 	MaxSubgraphDepth     = 50
+	// MaxSubgraphEdges bounds the edges of one answer: its nodes are capped
+	// at MaxSubgraphNodes, but the edges among them grow with the square of
+	// their number (a dense plan of 700 items has 244,650), and each costs
+	// the replica memory and the client bytes. 50,000 edges is more than
+	// 300 items each waiting for every earlier one, and 5 edges for each of
+	// MaxSubgraphNodes in a graph of ordinary density.
+	MaxSubgraphEdges = 50000
 )
 
 // Subgraph returns the project's graph (around nil: items in creation
@@ -195,19 +203,67 @@ func neighbourhoodIDs(ctx context.Context, tx pgx.Tx, project, around uuid.UUID,
 }
 
 // fillSubgraph reads the nodes and the edges among ids and computes the
-// critical path among the unfinished ones.
+// critical path among the unfinished ones. When the edges among ids are
+// more than MaxSubgraphEdges, it keeps the longest prefix of ids whose
+// edges fit, and sets Truncated.
 func fillSubgraph(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, ids []uuid.UUID, g *Subgraph) error {
+	return fillSubgraphWithin(ctx, tx, now, project, ids, MaxSubgraphEdges, g)
+}
+
+// fillSubgraphWithin is fillSubgraph with at most maxEdges edges: the
+// answer holds the first k of ids (k as large as fits) and every edge
+// among them. An edge's reach is the position (1-based) in ids of its
+// later end, so the edges among the first k ids are those of reach <= k;
+// when more than maxEdges edges exist, the (maxEdges+1)-th smallest reach
+// is where the prefix ends. Only that many dependency edges are read.
+func fillSubgraphWithin(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.UUID, ids []uuid.UUID, maxEdges int, g *Subgraph) error {
 	q := dbq.New()
 	rows, err := q.ItemRefs(ctx, tx, dbq.ItemRefsParams{Now: now, ProjectID: project, Ids: ids})
 	if err != nil {
 		return err
 	}
+	pos := make(map[uuid.UUID]int64, len(ids))
+	for i, id := range ids {
+		pos[id] = int64(i) + 1
+	}
+	type reached struct {
+		Edge
+		reach int64
+	}
+	var children []reached
+	for _, r := range rows {
+		if r.ParentID != nil && pos[*r.ParentID] != 0 {
+			children = append(children, reached{Edge{From: r.ID, To: *r.ParentID, Kind: EdgeChildOf}, max(pos[r.ID], pos[*r.ParentID])})
+		}
+	}
+	deps, err := q.EdgesAmong(ctx, tx, dbq.EdgesAmongParams{ProjectID: project, Ids: ids, MaxRows: int32(maxEdges + 1)})
+	if err != nil {
+		return err
+	}
+	// cut: the nodes kept are those before it (all of them unless cut).
+	cut := int64(len(ids)) + 1
+	if len(children)+len(deps) > maxEdges {
+		reaches := make([]int64, 0, len(children)+len(deps))
+		for _, e := range children {
+			reaches = append(reaches, e.reach)
+		}
+		for _, d := range deps {
+			reaches = append(reaches, d.Reach)
+		}
+		slices.Sort(reaches)
+		cut, g.Truncated = reaches[maxEdges], true
+	}
 	in := make(map[uuid.UUID]bool, len(rows))
 	open := make(map[uuid.UUID]bool, len(rows))
 	order := make(map[uuid.UUID]int64, len(rows))
-	g.Nodes = make([]ItemRef, len(rows))
-	for i, r := range rows {
-		g.Nodes[i] = ItemRef{ID: r.ID, Title: r.Title, State: State(r.State)}
+	kept := rows[:0:0]
+	g.Nodes = make([]ItemRef, 0, len(rows))
+	for _, r := range rows {
+		if pos[r.ID] >= cut {
+			continue
+		}
+		kept = append(kept, r)
+		g.Nodes = append(g.Nodes, ItemRef{ID: r.ID, Title: r.Title, State: State(r.State)})
 		in[r.ID] = true
 		order[r.ID] = r.Seq
 		open[r.ID] = r.State != string(StateDone) && r.State != string(StateCancelled)
@@ -219,22 +275,20 @@ func fillSubgraph(ctx context.Context, tx pgx.Tx, now *time.Time, project uuid.U
 			waits[waiter] = append(waits[waiter], prereq)
 		}
 	}
-	for _, r := range rows {
-		if r.ParentID != nil && in[*r.ParentID] {
-			g.Edges = append(g.Edges, Edge{From: r.ID, To: *r.ParentID, Kind: EdgeChildOf})
-			addWait(*r.ParentID, r.ID)
+	for _, e := range children {
+		if e.reach < cut {
+			g.Edges = append(g.Edges, e.Edge)
+			addWait(e.To, e.From)
 		}
 	}
-	deps, err := q.EdgesAmong(ctx, tx, dbq.EdgesAmongParams{ProjectID: project, Ids: ids})
-	if err != nil {
-		return err
-	}
 	for _, d := range deps {
-		g.Edges = append(g.Edges, Edge{From: d.ItemID, To: d.DependsOnID, Kind: EdgeDependsOn})
-		addWait(d.ItemID, d.DependsOnID)
+		if d.Reach < cut {
+			g.Edges = append(g.Edges, Edge{From: d.ItemID, To: d.DependsOnID, Kind: EdgeDependsOn})
+			addWait(d.ItemID, d.DependsOnID)
+		}
 	}
 	g.CriticalPath = []uuid.UUID{}
-	best := longestOverall(rows, open, waits, order)
+	best := longestOverall(kept, open, waits, order)
 	for i := len(best) - 1; i >= 0; i-- {
 		g.CriticalPath = append(g.CriticalPath, best[i])
 	}

@@ -124,6 +124,13 @@ type AttentionRef struct {
 	CreatedAt time.Time
 }
 
+// MaxBlockedByRefs is how many of an item's open prerequisites, and of its
+// open children, BlockedBy lists: a page of items lists them for every item
+// on it, and an item may wait for thousands (a plan of 400 items each
+// waiting for every earlier one made one page 46 MB). The counts say how
+// many there are; GET .../items/{id}/graph lists them all.
+const MaxBlockedByRefs = 20
+
 // BlockedBy explains why an open item is not claimable: unmet dependencies
 // (open prerequisites), open children, open blocking attention requests, a
 // retry backoff (RetryAfter), and a continuity reservation
@@ -131,8 +138,14 @@ type AttentionRef struct {
 // in the future by the database clock (or the stub clock). It is empty for a
 // done or cancelled item.
 type BlockedBy struct {
-	Dependencies  []ItemRef
+	// Dependencies are the open prerequisites, at most MaxBlockedByRefs of
+	// them (the earliest created); DependenciesTotal counts them all.
+	Dependencies      []ItemRef
+	DependenciesTotal int
+	// Children are the open children, at most MaxBlockedByRefs of them
+	// (the earliest created); ChildrenTotal counts them all.
 	Children      []ItemRef
+	ChildrenTotal int
 	Attention     []AttentionRef
 	RetryAfter    *time.Time
 	ReservedFor   *string
@@ -146,6 +159,12 @@ type BlockedBy struct {
 	// the budget. Filled only for a ready item.
 	Budgets []ItemRef
 }
+
+// MoreDependencies is how many open prerequisites Dependencies leaves out.
+func (b BlockedBy) MoreDependencies() int { return b.DependenciesTotal - len(b.Dependencies) }
+
+// MoreChildren is how many open children Children leaves out.
+func (b BlockedBy) MoreChildren() int { return b.ChildrenTotal - len(b.Children) }
 
 // ScopeHolder is a live lease holding a scope that overlaps an item's
 // touches: the lease, its worker and item, and its overlapping scopes.

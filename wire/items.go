@@ -55,9 +55,15 @@ type Item struct {
 
 // BlockedBy says why an item is not ready (schema BlockedBy).
 type BlockedBy struct {
-	Dependencies []ItemRef      `json:"dependencies"`
-	Children     []ItemRef      `json:"children"`
-	Attention    []AttentionRef `json:"attention"`
+	// Dependencies are the open prerequisites, at most 20 (the earliest
+	// created); DependenciesTotal counts them all.
+	Dependencies      []ItemRef `json:"dependencies"`
+	DependenciesTotal int       `json:"dependencies_total"`
+	// Children are the open children, at most 20 (the earliest created);
+	// ChildrenTotal counts them all.
+	Children      []ItemRef      `json:"children"`
+	ChildrenTotal int            `json:"children_total"`
+	Attention     []AttentionRef `json:"attention"`
 	// RetryAfter: after a failure, the item may be claimed again from then.
 	RetryAfter *time.Time `json:"retry_after"`
 	// ReservedFor is the worker that alone may claim the item until

@@ -329,35 +329,41 @@ func (q *Queries) DismissAttentionCancelled(ctx context.Context, db DBTX, arg Di
 }
 
 const edgesAmong = `-- name: EdgesAmong :many
-SELECT d.item_id, d.depends_on_id
-FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) AS i
+SELECT d.item_id, d.depends_on_id, greatest(i.ord, o.ord)::bigint AS reach
+FROM unnest($1::uuid[]) WITH ORDINALITY AS i(id, ord)
 CROSS JOIN LATERAL (SELECT dd.item_id, dd.depends_on_id
                     FROM dependencies dd
                     WHERE dd.project_id = $2 AND dd.item_id = i.id
                     OFFSET 0) AS d
-WHERE d.depends_on_id = ANY($1::uuid[])
+JOIN unnest($1::uuid[]) WITH ORDINALITY AS o(id, ord) ON o.id = d.depends_on_id
+ORDER BY reach, d.item_id, d.depends_on_id
+LIMIT $3
 `
 
 type EdgesAmongParams struct {
 	Ids       []uuid.UUID
 	ProjectID uuid.UUID
+	MaxRows   int32
 }
 
 type EdgesAmongRow struct {
 	ItemID      uuid.UUID
 	DependsOnID uuid.UUID
+	Reach       int64
 }
 
-// Dependency edges with both ends in the given set: the edges of each
-// given item, one probe of dependencies_pkey per item (OFFSET 0 keeps the
-// probe a nested loop), filtered by their other end. The set is a
-// picture's items (at most a few hundred); filtering the project's edges
-// instead, which the planner chose for a few hundred ids, read every edge
-// of the project's history. The filter stays outside the probe: as an
-// index condition on its third column, the array would be one descent of
-// the index per element, per item.
+// Dependency edges with both ends in the given set, at most max_rows of
+// them, those among the set's first items first: reach is the 1-based
+// position in ids of the edge's later end, so the edges among the first k
+// items are exactly those of reach <= k. Each given item's edges are one
+// probe of dependencies_pkey (OFFSET 0 keeps the probe a nested loop),
+// filtered by their other end; filtering the project's edges instead,
+// which the planner chose for a few hundred ids, read every edge of the
+// project's history. The filter stays outside the probe: as an index
+// condition on its third column, the array would be one descent of the
+// index per element, per item. The ids are distinct.
 func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams) ([]EdgesAmongRow, error) {
-	rows, err := db.Query(ctx, edgesAmong, arg.Ids, arg.ProjectID)
+	rows, err := db.Query(ctx, edgesAmong, arg.Ids, arg.ProjectID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +371,7 @@ func (q *Queries) EdgesAmong(ctx context.Context, db DBTX, arg EdgesAmongParams)
 	items := []EdgesAmongRow{}
 	for rows.Next() {
 		var i EdgesAmongRow
-		if err := rows.Scan(&i.ItemID, &i.DependsOnID); err != nil {
+		if err := rows.Scan(&i.ItemID, &i.DependsOnID, &i.Reach); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -1902,6 +1908,66 @@ func (q *Queries) OpenBlockingAttention(ctx context.Context, db DBTX, arg OpenBl
 	return items, nil
 }
 
+const openChildRefs = `-- name: OpenChildRefs :many
+SELECT w.id::uuid AS parent_id, c.id, c.title, c.state
+FROM unnest($1::uuid[]) AS w(id)
+CROSS JOIN LATERAL (
+    SELECT i.id, i.title, i.seq,
+           item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                      i.not_before, coalesce($2::timestamptz, now()))::text AS state
+    FROM items i
+    WHERE i.project_id = $3 AND i.parent_id = w.id AND i.status = 'open'
+    ORDER BY i.seq
+    LIMIT $4) AS c
+ORDER BY c.seq
+`
+
+type OpenChildRefsParams struct {
+	Ids       []uuid.UUID
+	Now       *time.Time
+	ProjectID uuid.UUID
+	PerItem   int32
+}
+
+type OpenChildRefsRow struct {
+	ParentID uuid.UUID
+	ID       uuid.UUID
+	Title    string
+	State    string
+}
+
+// The open children of each given item, at most @per_item of each (the
+// earliest created), from items_by_parent.
+func (q *Queries) OpenChildRefs(ctx context.Context, db DBTX, arg OpenChildRefsParams) ([]OpenChildRefsRow, error) {
+	rows, err := db.Query(ctx, openChildRefs,
+		arg.Ids,
+		arg.Now,
+		arg.ProjectID,
+		arg.PerItem,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpenChildRefsRow{}
+	for rows.Next() {
+		var i OpenChildRefsRow
+		if err := rows.Scan(
+			&i.ParentID,
+			&i.ID,
+			&i.Title,
+			&i.State,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const openDescendants = `-- name: OpenDescendants :many
 WITH RECURSIVE below(id, depth) AS (
     SELECT c.id, 1 FROM items c WHERE c.project_id = $1 AND c.parent_id = $2::uuid
@@ -1998,6 +2064,73 @@ func (q *Queries) OpenPrerequisiteEdges(ctx context.Context, db DBTX, arg OpenPr
 	for rows.Next() {
 		var i OpenPrerequisiteEdgesRow
 		if err := rows.Scan(&i.Node, &i.Via); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const openPrerequisiteRefs = `-- name: OpenPrerequisiteRefs :many
+SELECT w.id::uuid AS waiter_id, p.id, p.title, p.state
+FROM unnest($1::uuid[]) AS w(id)
+CROSS JOIN LATERAL (
+    SELECT i.id, i.title, i.seq,
+           item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                      i.not_before, coalesce($2::timestamptz, now()))::text AS state
+    FROM (SELECT dd.project_id, dd.depends_on_id
+          FROM dependencies dd
+          WHERE dd.project_id = $3 AND dd.item_id = w.id
+          OFFSET 0) AS d
+    JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
+    WHERE i.status = 'open'
+    ORDER BY i.seq
+    LIMIT $4) AS p
+ORDER BY p.seq
+`
+
+type OpenPrerequisiteRefsParams struct {
+	Ids       []uuid.UUID
+	Now       *time.Time
+	ProjectID uuid.UUID
+	PerItem   int32
+}
+
+type OpenPrerequisiteRefsRow struct {
+	WaiterID uuid.UUID
+	ID       uuid.UUID
+	Title    string
+	State    string
+}
+
+// The open prerequisites of each given item, at most @per_item of each
+// (the earliest created): what an item's blocked_by lists. Each item's
+// edges are read apart (OFFSET 0, as in PrerequisiteRefs) and its open
+// prerequisites sorted alone, so the answer is bounded by the number of
+// items times per_item however many each waits for.
+func (q *Queries) OpenPrerequisiteRefs(ctx context.Context, db DBTX, arg OpenPrerequisiteRefsParams) ([]OpenPrerequisiteRefsRow, error) {
+	rows, err := db.Query(ctx, openPrerequisiteRefs,
+		arg.Ids,
+		arg.Now,
+		arg.ProjectID,
+		arg.PerItem,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpenPrerequisiteRefsRow{}
+	for rows.Next() {
+		var i OpenPrerequisiteRefsRow
+		if err := rows.Scan(
+			&i.WaiterID,
+			&i.ID,
+			&i.Title,
+			&i.State,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -681,6 +681,43 @@ FROM (SELECT dd.project_id, dd.item_id, dd.depends_on_id
 JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
 ORDER BY i.seq;
 
+-- name: OpenPrerequisiteRefs :many
+-- The open prerequisites of each given item, at most @per_item of each
+-- (the earliest created): what an item's blocked_by lists. Each item's
+-- edges are read apart (OFFSET 0, as in PrerequisiteRefs) and its open
+-- prerequisites sorted alone, so the answer is bounded by the number of
+-- items times per_item however many each waits for.
+SELECT w.id::uuid AS waiter_id, p.id, p.title, p.state
+FROM unnest(@ids::uuid[]) AS w(id)
+CROSS JOIN LATERAL (
+    SELECT i.id, i.title, i.seq,
+           item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                      i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+    FROM (SELECT dd.project_id, dd.depends_on_id
+          FROM dependencies dd
+          WHERE dd.project_id = @project_id AND dd.item_id = w.id
+          OFFSET 0) AS d
+    JOIN items i ON i.project_id = d.project_id AND i.id = d.depends_on_id
+    WHERE i.status = 'open'
+    ORDER BY i.seq
+    LIMIT @per_item) AS p
+ORDER BY p.seq;
+
+-- name: OpenChildRefs :many
+-- The open children of each given item, at most @per_item of each (the
+-- earliest created), from items_by_parent.
+SELECT w.id::uuid AS parent_id, c.id, c.title, c.state
+FROM unnest(@ids::uuid[]) AS w(id)
+CROSS JOIN LATERAL (
+    SELECT i.id, i.title, i.seq,
+           item_state(i.status, i.active_lease_id, i.open_attention, i.unmet_dependencies, i.open_children,
+                      i.not_before, coalesce(sqlc.narg('now')::timestamptz, now()))::text AS state
+    FROM items i
+    WHERE i.project_id = @project_id AND i.parent_id = w.id AND i.status = 'open'
+    ORDER BY i.seq
+    LIMIT @per_item) AS c
+ORDER BY c.seq;
+
 -- name: DependentRefs :many
 -- The items that depend on @id; planned like PrerequisiteRefs.
 SELECT i.id, i.title,
@@ -725,21 +762,25 @@ WHERE project_id = @project_id AND item_id = ANY(@ids::uuid[]) AND state = 'open
 ORDER BY seq;
 
 -- name: EdgesAmong :many
--- Dependency edges with both ends in the given set: the edges of each
--- given item, one probe of dependencies_pkey per item (OFFSET 0 keeps the
--- probe a nested loop), filtered by their other end. The set is a
--- picture's items (at most a few hundred); filtering the project's edges
--- instead, which the planner chose for a few hundred ids, read every edge
--- of the project's history. The filter stays outside the probe: as an
--- index condition on its third column, the array would be one descent of
--- the index per element, per item.
-SELECT d.item_id, d.depends_on_id
-FROM (SELECT DISTINCT unnest(@ids::uuid[]) AS id) AS i
+-- Dependency edges with both ends in the given set, at most max_rows of
+-- them, those among the set's first items first: reach is the 1-based
+-- position in ids of the edge's later end, so the edges among the first k
+-- items are exactly those of reach <= k. Each given item's edges are one
+-- probe of dependencies_pkey (OFFSET 0 keeps the probe a nested loop),
+-- filtered by their other end; filtering the project's edges instead,
+-- which the planner chose for a few hundred ids, read every edge of the
+-- project's history. The filter stays outside the probe: as an index
+-- condition on its third column, the array would be one descent of the
+-- index per element, per item. The ids are distinct.
+SELECT d.item_id, d.depends_on_id, greatest(i.ord, o.ord)::bigint AS reach
+FROM unnest(@ids::uuid[]) WITH ORDINALITY AS i(id, ord)
 CROSS JOIN LATERAL (SELECT dd.item_id, dd.depends_on_id
                     FROM dependencies dd
                     WHERE dd.project_id = @project_id AND dd.item_id = i.id
                     OFFSET 0) AS d
-WHERE d.depends_on_id = ANY(@ids::uuid[]);
+JOIN unnest(@ids::uuid[]) WITH ORDINALITY AS o(id, ord) ON o.id = d.depends_on_id
+ORDER BY reach, d.item_id, d.depends_on_id
+LIMIT @max_rows;
 
 -- name: NeighbourIDs :many
 -- Items one waits-for edge away from the given set, in either direction.

@@ -103,7 +103,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "AttentionList": ("attention",),
     "AttentionPage": ("attention", "next_cursor",),
     "AttentionRequest": ("answer", "answered_by_default", "blocking", "context", "created_at", "decision", "default_answer", "due_at", "epoch", "id", "item_id", "item_title", "late_reports", "lease_id", "on_overdue", "overdue", "overdue_at", "project_id", "question", "reason", "requested_by", "resolved_at", "resolved_by", "source", "state", "suggested_answers",),
-    "BlockedBy": ("attention", "budgets", "children", "dependencies", "reserved_for", "reserved_until", "retry_after", "scopes",),
+    "BlockedBy": ("attention", "budgets", "children", "children_total", "dependencies", "dependencies_total", "reserved_for", "reserved_until", "retry_after", "scopes",),
     "Budget": ("item_id", "max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds", "request_id", "spent", "started_at", "used",),
     "BudgetRequest": ("max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds",),
     "CancelRequest": ("reason",),
@@ -248,12 +248,15 @@ class AttentionRequest(TypedDict, total=False):
     suggested_answers: List[str]
 
 
-# Required: dependencies, children, attention.
+# Required: dependencies, dependencies_total, children, children_total,
+# attention.
 class BlockedBy(TypedDict, total=False):
     attention: List[Dict[str, Any]]
     budgets: List[ItemRef]
     children: List[ItemRef]
+    children_total: int
     dependencies: List[ItemRef]
+    dependencies_total: int
     reserved_for: Optional[str]
     reserved_until: Optional[str]
     retry_after: Optional[str]

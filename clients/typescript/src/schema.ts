@@ -1069,8 +1069,14 @@ export interface components {
             state: components["schemas"]["ItemState"];
         };
         BlockedBy: {
+            /** @description open prerequisites, at most 20 (the earliest created); dependencies_total counts them all */
             dependencies: components["schemas"]["ItemRef"][];
+            /** @description how many open prerequisites the item waits for */
+            dependencies_total: number;
+            /** @description open children, at most 20 (the earliest created); children_total counts them all */
             children: components["schemas"]["ItemRef"][];
+            /** @description how many of its children are open */
+            children_total: number;
             attention: {
                 /** Format: uuid */
                 id: string;
