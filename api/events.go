@@ -243,7 +243,13 @@ func (a *API) streamEvents(c echo.Context) error {
 					return nil
 				}
 				stall()
-				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				// The keep-alive names the stream's position: every
+				// event the filter selects up to f.After was sent, so a
+				// reconnection resumes from there (EventSource and the
+				// Go client take an id with no data as Last-Event-ID)
+				// instead of from its last matching event, which may be
+				// long ago (read again, or aged out of the log: 410).
+				if _, err := fmt.Fprintf(w, "id: %d\n: keep-alive\n\n", f.After); err != nil {
 					return nil
 				}
 				w.Flush()

@@ -252,6 +252,17 @@ func TestMainExitCodes(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ErrNegativeAfter", func(t *testing.T) {
+		t.Parallel()
+		// Refused before any request: the client sends no after of 0 or
+		// less, so the whole log was printed (or streamed) from the start.
+		for _, args := range [][]string{{"events", "--after", "-3"}, {"events", "--after=-1", "--all"}} {
+			code, msg := run(append(args, "--token", "x", "--url", "http://127.0.0.1:1")...)
+			if code != ExitUsage || !strings.Contains(msg, "--after -") {
+				t.Errorf("%q: exit = %d (%s), want %d naming --after", args, code, msg, ExitUsage)
+			}
+		}
+	})
 	t.Run("WorkHelpListsItsExitCodes", func(t *testing.T) {
 		t.Parallel()
 		// The statuses work exits with, as docs/agents.md's table has them.
