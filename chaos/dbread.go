@@ -112,6 +112,34 @@ func (o *observer) history(ctx context.Context, project string) ([]check.Lease, 
 	return leases, items, err
 }
 
+// events reads the project's lease.granted, lease.ended and item.created
+// events, in the log's order.
+func (o *observer) events(ctx context.Context, project string) ([]check.Event, error) {
+	var out []check.Event
+	err := o.retry(ctx, func(ctx context.Context) error {
+		out = nil
+		rows, err := o.pool.Query(ctx, `
+			SELECT seq, type, coalesce(lease_id::text, ''), coalesce(item_id::text, ''),
+			       coalesce((payload->>'epoch')::bigint, 0), coalesce(payload->>'outcome', '')
+			FROM events
+			WHERE project_id = $1 AND type IN ('lease.granted', 'lease.ended', 'item.created')
+			ORDER BY seq`, project)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var e check.Event
+			if err := rows.Scan(&e.Seq, &e.Type, &e.Lease, &e.Item, &e.Epoch, &e.Outcome); err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
 // snapshot returns the project's ended leases as they are now.
 func (o *observer) snapshot(ctx context.Context, project string) (map[string]check.Ended, error) {
 	out := map[string]check.Ended{}

@@ -399,6 +399,9 @@ func (s *suite) runScenario(ctx context.Context, sc scenario, seed uint64) (row,
 	if h.Leases, h.Items, err = s.obs.history(ctx, pid); err != nil {
 		return row{}, fmt.Errorf("reading the history: %w", err)
 	}
+	if h.Events, err = s.obs.events(ctx, pid); err != nil {
+		return row{}, fmt.Errorf("reading the event log: %w", err)
+	}
 	if h.AppendOnlyTried, h.AppendOnlyErr, err = s.obs.tryRewrite(ctx, pid); err != nil {
 		return row{}, fmt.Errorf("trying a rewrite: %w", err)
 	}

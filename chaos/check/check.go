@@ -22,12 +22,13 @@ const (
 	InvHTTP5xx      = "http-5xx"     // no 500; 503 only while a fault is in effect
 	InvReadiness    = "readiness"    // every replica ready again after each fault, without a restart
 	InvStuck        = "stuck"        // nothing stuck once faults heal (items, Idempotency-Keys)
+	InvEvents       = "events"       // the event log tells each lease's grant and end, and each item's creation, exactly once
 )
 
 // Invariants lists every invariant the checker judges.
 var Invariants = []string{
 	InvOverlap, InvLeaseTimes, InvEpochs, InvOutcomes, InvAckedLost, InvStaleAcked,
-	InvUnknownOnce, InvDeps, InvLinearizable, InvHTTP5xx, InvReadiness, InvStuck,
+	InvUnknownOnce, InvDeps, InvLinearizable, InvHTTP5xx, InvReadiness, InvStuck, InvEvents,
 }
 
 // Violation is one broken promise, with enough detail to find it.
@@ -94,6 +95,7 @@ func Check(h *History) Result {
 	c.http5xx()
 	c.readiness()
 	c.stuck()
+	c.events()
 	return Result{Violations: c.out}
 }
 
@@ -461,6 +463,58 @@ func (c *checker) deps() {
 						it.ID, l.Epoch, ts(l.AcquiredAt), at.Sub(l.AcquiredAt), d, ts(at))
 				}
 			}
+		}
+	}
+}
+
+// events: the event log, written by the same transactions as the rows it
+// describes, holds for each stored lease exactly one lease.granted with its
+// epoch and, once it ended, exactly one lease.ended with its outcome (none
+// while it is live); for each stored item exactly one item.created; and no
+// lease event of a lease the history does not hold. A retried request
+// (an unknown outcome, a replayed Idempotency-Key) must not write an event
+// twice, nor a rolled-back one leave an event behind.
+func (c *checker) events() {
+	granted := map[string][]Event{}
+	ended := map[string][]Event{}
+	created := map[string]int{}
+	for _, e := range c.h.Events {
+		switch e.Type {
+		case "lease.granted":
+			granted[e.Lease] = append(granted[e.Lease], e)
+		case "lease.ended":
+			ended[e.Lease] = append(ended[e.Lease], e)
+		case "item.created":
+			created[e.Item]++
+			continue
+		default:
+			continue
+		}
+		if c.leases[e.Lease] == nil {
+			c.fail(InvEvents, "event %d (%s) names lease %s, which the history does not hold", e.Seq, e.Type, e.Lease)
+		}
+	}
+	for _, l := range c.h.Leases {
+		switch g := granted[l.ID]; {
+		case len(g) != 1:
+			c.fail(InvEvents, "lease %s (item %s, epoch %d): %d lease.granted events, want 1", l.ID, l.Item, l.Epoch, len(g))
+		case g[0].Epoch != l.Epoch || g[0].Item != l.Item:
+			c.fail(InvEvents, "lease %s: lease.granted %d says item %s epoch %d, the lease is item %s epoch %d",
+				l.ID, g[0].Seq, g[0].Item, g[0].Epoch, l.Item, l.Epoch)
+		}
+		e := ended[l.ID]
+		switch {
+		case l.EndedAt == nil && len(e) > 0:
+			c.fail(InvEvents, "lease %s is live, but event %d says it ended (%s)", l.ID, e[0].Seq, e[0].Outcome)
+		case l.EndedAt != nil && len(e) != 1:
+			c.fail(InvEvents, "lease %s ended %s: %d lease.ended events, want 1", l.ID, deref(l.Outcome), len(e))
+		case l.EndedAt != nil && e[0].Outcome != deref(l.Outcome):
+			c.fail(InvEvents, "lease %s ended %s, but lease.ended %d says %s", l.ID, deref(l.Outcome), e[0].Seq, e[0].Outcome)
+		}
+	}
+	for _, it := range c.h.Items {
+		if n := created[it.ID]; n != 1 {
+			c.fail(InvEvents, "item %s: %d item.created events, want 1", it.ID, n)
 		}
 	}
 }

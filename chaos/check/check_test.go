@@ -63,6 +63,16 @@ func valid() *History {
 		Snapshots: []map[string]Ended{
 			{"L1": {EndedAt: at(205), Outcome: "released"}},
 		},
+		Events: []Event{
+			{Seq: 1, Type: "item.created", Item: "A"},
+			{Seq: 2, Type: "item.created", Item: "B"},
+			{Seq: 3, Type: "lease.granted", Lease: "L1", Item: "A", Epoch: 1},
+			{Seq: 4, Type: "lease.ended", Lease: "L1", Item: "A", Epoch: 1, Outcome: "released"},
+			{Seq: 5, Type: "lease.granted", Lease: "L2", Item: "A", Epoch: 2},
+			{Seq: 6, Type: "lease.ended", Lease: "L2", Item: "A", Epoch: 2, Outcome: "completed"},
+			{Seq: 7, Type: "lease.granted", Lease: "L3", Item: "B", Epoch: 1},
+			{Seq: 8, Type: "lease.ended", Lease: "L3", Item: "B", Epoch: 1, Outcome: "completed"},
+		},
 		AppendOnlyTried: true,
 		AppendOnlyErr:   errRefused,
 	}
@@ -213,6 +223,26 @@ func TestCheck(t *testing.T) {
 			h.Ops = append(h.Ops, Op{ID: 8, Worker: "w1", Kind: OpClaim, Key: "k1", Invoke: at(700), Return: at(20700), Answer: Unknown, Code: "conflict",
 				Attempts: []Attempt{{Replica: 0, At: at(900)}, {Replica: 1, At: at(20700), Status: 409, Code: "conflict",
 					Detail: `a request with Idempotency-Key "k1" is still being processed; retry later`}}})
+		}},
+		{"EventGrantedTwice", InvEvents, func(h *History) {
+			h.Events = append(h.Events, Event{Seq: 9, Type: "lease.granted", Lease: "L2", Item: "A", Epoch: 2})
+		}},
+		{"EventEndedMissing", InvEvents, func(h *History) {
+			h.Events = append(h.Events[:3], h.Events[4:]...)
+		}},
+		{"EventEndedWrongOutcome", InvEvents, func(h *History) {
+			h.Events[5].Outcome = "released"
+		}},
+		{"EventEndedOfLiveLease", InvEvents, func(h *History) {
+			h.Leases[2].EndedAt, h.Leases[2].Outcome, h.Leases[2].Result = nil, nil, nil
+			h.Items[1].Status = "open"
+			h.Ops = h.Ops[:len(h.Ops)-1]
+		}},
+		{"EventOfUnknownLease", InvEvents, func(h *History) {
+			h.Events = append(h.Events, Event{Seq: 9, Type: "lease.granted", Lease: "L9", Item: "A", Epoch: 3})
+		}},
+		{"EventItemCreatedTwice", InvEvents, func(h *History) {
+			h.Events = append(h.Events, Event{Seq: 9, Type: "item.created", Item: "B"})
 		}},
 	}
 	for _, tc := range cases {

@@ -108,6 +108,17 @@ type Item struct {
 	DependsOn []string
 }
 
+// Event is a row of the server's event log about a lease or an item
+// (lease.granted, lease.ended, item.created), as the checker reads it.
+type Event struct {
+	Seq     int64
+	Type    string
+	Lease   string // lease events: the lease id
+	Item    string
+	Epoch   int64  // lease events: the payload's epoch
+	Outcome string // lease.ended: the payload's outcome
+}
+
 // Ended is what an ended lease looked like when a snapshot was taken.
 type Ended struct {
 	EndedAt time.Time
@@ -131,6 +142,9 @@ type History struct {
 	Ops    []Op
 	Leases []Lease
 	Items  []Item
+	// Events are the project's lease.granted, lease.ended and item.created
+	// events, read from the event log after the run.
+	Events []Event
 	Faults []Fault
 	// Snapshots of the ended leases taken during the run, to show that an
 	// ended lease is never rewritten.
