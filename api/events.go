@@ -207,6 +207,12 @@ func (a *API) streamEvents(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	defer a.metrics.StreamOpened()()
 	fmt.Fprintf(w, "retry: %d\n\n", streamRetry.Milliseconds())
+	// The heartbeat counts from the last write to the reader, not from
+	// the last change of the log: events the stream does not send
+	// (another project's, types its filter leaves out) wake it without
+	// writing anything, and on a busy server would never let an idle
+	// reader hear from it.
+	lastWrite := time.Now()
 	page := first
 	for verified := true; ; verified = false {
 		// The first page was read with the token just verified.
@@ -219,6 +225,9 @@ func (a *API) streamEvents(c echo.Context) error {
 		}
 		a.metrics.EventsSent(metrics.EventsStream, len(page.Events))
 		w.Flush()
+		if len(page.Events) > 0 {
+			lastWrite = time.Now()
+		}
 		f.After = page.Next
 		if len(page.Events) == f.LimitOrDefault() {
 			// A full page: more lie below the same horizon.
@@ -229,20 +238,29 @@ func (a *API) streamEvents(c echo.Context) error {
 		}
 		seen := page.Horizon
 		for {
-			wait, cancel := context.WithTimeout(ctx, a.streamBeat)
+			if !time.Now().Before(lastWrite.Add(a.streamBeat)) {
+				if !a.stillValid(c) {
+					return nil
+				}
+				stall()
+				// The keep-alive names the stream's position: every
+				// event the filter selects up to f.After was sent, so a
+				// reconnection resumes from there (EventSource and the
+				// Go client take an id with no data as Last-Event-ID)
+				// instead of from its last matching event, which may be
+				// long ago (read again, or aged out of the log: 410).
+				if _, err := fmt.Fprintf(w, "id: %d\n: keep-alive\n\n", f.After); err != nil {
+					return nil
+				}
+				w.Flush()
+				lastWrite = time.Now()
+			}
+			wait, cancel := context.WithDeadline(ctx, lastWrite.Add(a.streamBeat))
 			page, err = a.svc.Events.Next(wait, scope, f, seen)
 			cancel()
 			if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
-			if !a.stillValid(c) {
-				return nil
-			}
-			stall()
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return nil
-			}
-			w.Flush()
 		}
 		if err != nil {
 			return a.endStream(c, err)

@@ -358,6 +358,108 @@ func TestEventsStreamHeartbeat(t *testing.T) {
 	}
 }
 
+// TestEventsStreamHeartbeatWhileOthersWrite: a stream that has sent
+// nothing for a heartbeat sends its comment even while events it does not
+// send (another project's, or types its filter leaves out) keep being
+// written: the heartbeat counts from the stream's last write, not from
+// the log's last change, which on a busy server never lets it come.
+func TestEventsStreamHeartbeatWhileOthersWrite(t *testing.T) {
+	t.Parallel()
+	const beat = 300 * time.Millisecond
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = beat })
+	for _, tc := range []struct{ name, path string }{
+		{"OtherProject", "/v1/projects/alpha/events/stream"},
+		{"FilteredOut", "/v1/projects/beta/events/stream?types=attention.opened"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var now wire.EventPage
+			f.do("GET", "/v1/events?limit=1000", adminToken, nil).ok(t, 200, &now)
+			s := f.openStream(t, tc.path, adminToken, fmt.Sprint(now.NextAfter))
+			// beta's items, one every 20 ms: the log changes far more often
+			// than once a heartbeat.
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+						f.appendEvent(f.beta, events.ItemCreated)
+					}
+				}
+			}()
+			defer func() { close(stop); <-done }()
+			timeout := time.After(10 * beat)
+			for {
+				select {
+				case m, ok := <-s.read:
+					if !ok {
+						t.Fatal("the stream ended")
+					}
+					if m.data != "" {
+						t.Fatalf("sent an event its filter leaves out: %+v", m)
+					}
+					if m.comment != "" {
+						return
+					}
+				case <-timeout:
+					t.Fatalf("no keep-alive in %s with a heartbeat of %s while other events were written", 10*beat, beat)
+				}
+			}
+		})
+	}
+}
+
+// TestEventsStreamKeepAliveCarriesPosition: a keep-alive names the
+// stream's position (an id field, which EventSource and the Go client
+// take as the Last-Event-ID to resume from): every event its filter
+// selects up to there was sent. A filtered stream resumed from it does not
+// read again what it passed, and is not refused 410 events_pruned
+// because its last matching event has since aged out of the log.
+func TestEventsStreamKeepAliveCarriesPosition(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) { c.EventsHeartbeat = 100 * time.Millisecond })
+	var now wire.EventPage
+	f.do("GET", "/v1/events?limit=1000", adminToken, nil).ok(t, 200, &now)
+	s := f.openStream(t, "/v1/projects/alpha/events/stream?types=attention.opened", f.human.Token, fmt.Sprint(now.NextAfter))
+	var last int64
+	for range 3 {
+		last = f.appendEvent(f.alpha, events.ItemCreated)
+	}
+	timeout := time.After(10 * time.Second)
+	var pos int64
+	for pos < last {
+		select {
+		case m, ok := <-s.read:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if m.data != "" {
+				t.Fatalf("sent an event its filter leaves out: %+v", m)
+			}
+			if m.comment == "" {
+				continue
+			}
+			if m.id == "" {
+				t.Fatalf("a keep-alive without the stream's position: %+v", m)
+			}
+			if _, err := fmt.Sscan(m.id, &pos); err != nil {
+				t.Fatalf("keep-alive id %q: %v", m.id, err)
+			}
+		case <-timeout:
+			t.Fatalf("no keep-alive past event %d within 10 s (position %d)", last, pos)
+		}
+	}
+	// Resumed from there, the next matching event comes, once.
+	r := f.openStream(t, "/v1/projects/alpha/events/stream?types=attention.opened", f.human.Token, fmt.Sprint(pos))
+	want := f.appendEvent(f.alpha, events.AttentionOpened)
+	if e := r.next(t); e.Seq != want {
+		t.Fatalf("resumed from keep-alive position %d: got %d, want %d", pos, e.Seq, want)
+	}
+}
+
 // TestEventsStreamEndsOnShutdown: a server shutting down ends its streams
 // instead of waiting for them.
 func TestEventsStreamEndsOnShutdown(t *testing.T) {

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -395,4 +397,52 @@ func TestPlans(t *testing.T) {
 		}
 		f.do("POST", "/v1/projects/alpha/plans", f.otherHuman.Token, plan).problem(t, 404, "not_found")
 	})
+}
+
+// TestPlanDiffers: a re-import names every plan field in which an item
+// left alone differs from the plan: requires, touches, on_expiry and
+// depends_on too, and the answer matches the OpenAPI document (which
+// listed only title, body, priority, labels and parent). The same plan
+// again differs in nothing.
+func TestPlanDiffers(t *testing.T) {
+	t.Parallel()
+	f := itemSetup(t)
+	first := map[string]any{"items": []any{
+		map[string]any{"key": "d", "title": "D"},
+		map[string]any{"key": "e", "title": "E"},
+		map[string]any{"key": "k", "title": "K", "requires": []string{"go"}, "touches": []string{"db:schema"},
+			"on_expiry": "reconcile", "depends_on": []string{"d"}},
+	}}
+	type result struct {
+		Existing map[string]struct {
+			ID      string
+			Differs []string
+		}
+	}
+	var r result
+	f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, first).ok(t, 201, &r)
+	f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, first).ok(t, 201, &r)
+	for k, ex := range r.Existing {
+		if len(ex.Differs) != 0 {
+			t.Errorf("the same plan again: %s differs in %v", k, ex.Differs)
+		}
+	}
+	again := map[string]any{"items": []any{
+		map[string]any{"key": "d", "title": "D"},
+		map[string]any{"key": "e", "title": "E"},
+		map[string]any{"key": "k", "title": "K", "on_expiry": "retry", "depends_on": []string{"e"}},
+	}}
+	f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, again).ok(t, 201, &r)
+	got := r.Existing["k"].Differs
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[depends_on on_expiry requires touches]" {
+		t.Errorf("k differs in %v, want depends_on, on_expiry, requires, touches", got)
+	}
+	// The project's default (no on_expiry) differs from a stored reconcile.
+	noExpiry := map[string]any{"items": []any{map[string]any{"key": "d", "title": "D"}, map[string]any{"key": "k", "title": "K", "requires": []string{"go"},
+		"touches": []string{"db:schema"}, "depends_on": []string{"d"}}}}
+	f.do("POST", "/v1/projects/alpha/plans", f.agent.Token, noExpiry).ok(t, 201, &r)
+	if got := r.Existing["k"].Differs; fmt.Sprint(got) != "[on_expiry]" {
+		t.Errorf("k without on_expiry differs in %v, want on_expiry", got)
+	}
 }

@@ -33,7 +33,10 @@ import (
 //     from the stored history: the next grant's acquisition minus the
 //     abandoned lease's expiry, p50/p99, beside the lease length.
 //   - 24, claim latency at -coord-ready (100,000) ready items with
-//     -coord-live (1,000) live leases: 16 agents claim and release.
+//     -coord-live (1,000) live leases: 16 agents claim and release; then
+//     the same agents claim by a label that only rareLabelItems items
+//     carry, last in the claim order (a fleet's specialised workers),
+//     beside the plain claim in the same interleaved run.
 
 func init() {
 	register(workload{id: 22, name: "coordination: double grants under a 64-way race", run: runW22})
@@ -249,6 +252,12 @@ func runW23(ctx context.Context, e *env) error {
 	return nil
 }
 
+// rareLabel is carried by rareLabelItems of workload 24's items only.
+const (
+	rareLabel      = "w24-rare"
+	rareLabelItems = 64
+)
+
 func runW24(ctx context.Context, e *env) error {
 	ready, live := e.cfg.CoordReady, e.cfg.CoordLive
 	if e.cfg.Smoke {
@@ -259,6 +268,13 @@ func runW24(ctx context.Context, e *env) error {
 		return err
 	}
 	if err := loadReady(ctx, e.pool, project, ready+live, 0); err != nil {
+		return err
+	}
+	// The rare label's items, below every other's priority: last in the
+	// claim order.
+	if err := copyItems(ctx, e.pool, project, rareLabelItems, func(i int, r *itemRow) {
+		r.id, r.priority, r.labels = uuid.New(), -1, []string{rareLabel}
+	}); err != nil {
 		return err
 	}
 	svc := lease.NewService(e.pool, nil, lease.Config{})
@@ -282,6 +298,26 @@ func runW24(ctx context.Context, e *env) error {
 			}
 			if err != nil {
 				return err
+			}
+			rec.observe("claim", t)
+			rec.done()
+			_, err = svc.Release(ctx, project, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, "bench")
+			return err
+		},
+	}, {
+		workload: 24, name: fmt.Sprintf("claim by a rare label at %d ready, %d live", ready, live), workers: agents, size: int64(ready),
+		unit: "claims/s", primary: "claim",
+		iter: func(ctx context.Context, w int, rec *recorder) error {
+			t := time.Now()
+			c, err := svc.Claim(ctx, project, lease.ClaimRequest{Worker: fmt.Sprintf("w24-%d", w), TTL: time.Minute, Labels: []string{rareLabel}})
+			if errors.Is(err, lease.ErrNothingReady) {
+				return errEmpty
+			}
+			if err != nil {
+				return err
+			}
+			if len(c.Item.Labels) != 1 || c.Item.Labels[0] != rareLabel {
+				return fmt.Errorf("claim by %s got item %s labelled %v", rareLabel, c.Item.ID, c.Item.Labels)
 			}
 			rec.observe("claim", t)
 			rec.done()

@@ -32,8 +32,8 @@ type itemRow struct {
 	// inserts the lease row.
 	lease *uuid.UUID
 	// touches and requires are the item's write scopes and required
-	// capabilities (none when nil).
-	touches, requires []string
+	// capabilities, labels its labels (none when nil).
+	touches, requires, labels []string
 }
 
 // itemBody is the body of every item the loaders write (-item-body bytes
@@ -54,7 +54,7 @@ func proseBody(n int) string {
 
 var itemColumns = []string{
 	"project_id", "id", "title", "priority", "status", "unmet_dependencies",
-	"active_lease_id", "epoch", "created_by", "finished_at", "touches", "requires", "body",
+	"active_lease_id", "epoch", "created_by", "finished_at", "touches", "requires", "labels", "body",
 }
 
 // copyItems loads n items; gen fills row i.
@@ -78,7 +78,7 @@ func copyItems(ctx context.Context, pool *pgxpool.Pool, project uuid.UUID, n int
 			lease, epoch = *r.lease, 1
 		}
 		return []any{project, r.id, fmt.Sprintf("bench item %d", i), r.priority, status, r.unmet,
-			lease, epoch, benchPrincipal, finished, orEmpty(r.touches), orEmpty(r.requires), itemBody}, nil
+			lease, epoch, benchPrincipal, finished, orEmpty(r.touches), orEmpty(r.requires), orEmpty(r.labels), itemBody}, nil
 	})
 	got, err := pool.CopyFrom(ctx, pgx.Identifier{"items"}, itemColumns, src)
 	if err != nil {

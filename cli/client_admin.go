@@ -20,9 +20,10 @@ func newProjectsCmd(stdio IO) *cobra.Command {
 	}
 	addClientFlags(cmd, &f)
 	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List the projects this token can see",
-		Args:  args(cobra.NoArgs),
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the projects this token can see",
+		Args:    args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			ps, err := s.api.ListProjects(ctx)
 			if err != nil {
@@ -96,9 +97,10 @@ To mint a token directly in the database (e.g. the first one), use
 	}
 	addClientFlags(cmd, &f)
 	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List the project's tokens (never their secrets)",
-		Args:  args(cobra.NoArgs),
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the project's tokens (never their secrets)",
+		Args:    args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			ts, err := s.api.ListTokens(ctx, s.cfg.Project)
 			if err != nil {

@@ -26,9 +26,10 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 	addClientFlags(cmd, &f)
 	var state, itemID string
 	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List attention requests, oldest first (default: open ones)",
-		Args:  args(cobra.NoArgs),
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List attention requests, oldest first (default: open ones)",
+		Args:    args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			reqs := []client.AttentionRequest{} // an empty list is [] in --json, as in the API, not null
 			item, err := s.resolveID(ctx, kindItem, itemID)

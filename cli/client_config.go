@@ -187,13 +187,21 @@ func (cfg *clientConfig) newClient(stdio IO) (*client.Client, error) {
 		}
 		fmt.Fprintf(stderr, "workgraph: %s %s: %v; retrying in %s\n", r.Method, r.Path, r.Err, wait)
 	}
-	opts := append([]client.Option{client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify)}, stdio.clientOptions...)
+	opts := append([]client.Option{client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify),
+		client.WithAbsentServerBudget(absentServerBudget)}, stdio.clientOptions...)
 	c, err := client.New(cfg.URL, cfg.Token, opts...)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
 	return c, nil
 }
+
+// absentServerBudget is how long a command waits for a server that is not
+// there (connection refused, unknown host) before it says so: long enough
+// for a server started a moment ago to bind its address, short enough that
+// a wrong URL or a server not started is told at once. A server that has
+// answered once is waited for the client's whole retry budget (a restart).
+const absentServerBudget = time.Second
 
 // transportReason is why a request did not reach the server, in the words
 // of the innermost error ("connection refused", "no such host", "i/o

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workgraph-dev/workgraph/client"
 )
@@ -250,6 +252,17 @@ func TestMainExitCodes(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ErrNegativeAfter", func(t *testing.T) {
+		t.Parallel()
+		// Refused before any request: the client sends no after of 0 or
+		// less, so the whole log was printed (or streamed) from the start.
+		for _, args := range [][]string{{"events", "--after", "-3"}, {"events", "--after=-1", "--all"}} {
+			code, msg := run(append(args, "--token", "x", "--url", "http://127.0.0.1:1")...)
+			if code != ExitUsage || !strings.Contains(msg, "--after -") {
+				t.Errorf("%q: exit = %d (%s), want %d naming --after", args, code, msg, ExitUsage)
+			}
+		}
+	})
 	t.Run("WorkHelpListsItsExitCodes", func(t *testing.T) {
 		t.Parallel()
 		// The statuses work exits with, as docs/agents.md's table has them.
@@ -355,5 +368,31 @@ func TestUsageArgs(t *testing.T) {
 		if !slices.Equal(required, c.required) || !slices.Equal(names, c.names) || variadic != c.variadic {
 			t.Errorf("usageArgs(%q) = %q, %q, %v; want %q, %q, %v", c.use, required, names, variadic, c.required, c.names, c.variadic)
 		}
+	}
+}
+
+// TestUnreachableFailsFast: with nothing listening at the configured
+// address (connection refused), a command gives up within a second or so,
+// with the client's own retry policy (not one a test shortened), and says
+// where it looked and how to start a server: a typo in the URL or a server
+// not started is not a fault that waiting cures.
+func TestUnreachableFailsFast(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+	var out, errb strings.Builder
+	start := time.Now()
+	code := Main([]string{"items", "ls", "--url", addr, "--token", "x"}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	took := time.Since(start)
+	msg := errb.String()
+	if code != ExitUnavailable || !strings.Contains(msg, "cannot reach the server at "+addr+" (from flag --url): connection refused") || !strings.Contains(msg, "workgraph serve") {
+		t.Fatalf("exit = %d, stderr:\n%s", code, msg)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("gave up after %s, want about a second at most:\n%s", took, msg)
 	}
 }

@@ -30,6 +30,11 @@ func newEventsCmd(stdio IO) *cobra.Command {
 		Args: args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			project := s.cfg.Project
+			if after < 0 {
+				// The server refuses after=-1; the client would send no
+				// after at all and read the whole log from its start.
+				return usageError("--after %d: an event number is 0 or more (the SEQ of an event already seen)", after)
+			}
 			if all && itemID != "" {
 				return &exitError{code: ExitUsage, err: errors.New(
 					"--item cannot be used with --all: an item belongs to one project; leave --all out to read its events (the project is --project)")}

@@ -96,9 +96,10 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 		all bool
 	)
 	cmd := &cobra.Command{
-		Use:   "ls",
-		Short: "List items (filter by --state, --label, --parent, --text; order by --sort)",
-		Args:  args(cobra.NoArgs),
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List items (filter by --state, --label, --parent, --text; order by --sort)",
+		Args:    args(cobra.NoArgs),
 		RunE: runClient(stdio, f, func(ctx context.Context, s *session, _ []string) error {
 			items := []client.Item{} // an empty list is [] in --json, as in the API, not null
 			var next *string

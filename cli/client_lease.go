@@ -220,6 +220,11 @@ func printClaim(w io.Writer, cl *client.Claim) {
 	fmt.Fprintf(w, "claimed item %s: %s\n", cl.Item.ID, cl.Item.Title)
 	t := newTable(w)
 	fmt.Fprintf(t, "  lease\t%s\n  epoch\t%d\n  worker\t%s\n  expires\t%s\n", cl.Lease.ID, cl.Lease.Epoch, cl.Lease.Worker, fmtTime(cl.Lease.ExpiresAt))
+	if cl.FenceToken != "" {
+		// What the agent hands the systems it writes to (docs/agents.md,
+		// "Fencing your effects"); alone on its line, easy to copy.
+		fmt.Fprintf(t, "  fence\t%s\n", cl.FenceToken)
+	}
 	t.Flush()
 	if strings.TrimSpace(cl.Item.Body) != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(cl.Item.Body, "\n"))
@@ -227,12 +232,16 @@ func printClaim(w io.Writer, cl *client.Claim) {
 	for _, a := range cl.Attention {
 		fmt.Fprintf(w, "\nearlier question (%s): %s\n  answer: %s\n", a.State, a.Question, deref(a.Answer, "(none yet)"))
 	}
-	fence := fmt.Sprintf("--lease-id %s --epoch %d", cl.Lease.ID, cl.Lease.Epoch)
+	flags := fmt.Sprintf("--lease-id %s --epoch %d", cl.Lease.ID, cl.Lease.Epoch)
+	export := fmt.Sprintf("export %s=%s %s=%d", envLeaseID, cl.Lease.ID, envEpoch, cl.Lease.Epoch)
+	if cl.FenceToken != "" {
+		export += " " + fence.EnvToken + "=" + cl.FenceToken
+	}
 	fmt.Fprintf(w, "\nnext: heartbeat within the lease (every third of it), then complete:\n"+
 		"  workgraph heartbeat %s\n"+
 		"  workgraph complete %s --result '{\"summary\": \"...\"}'\n"+
 		"or give this shell the lease, and leave the flags out:\n"+
-		"  export %s=%s %s=%d\n", fence, fence, envLeaseID, cl.Lease.ID, envEpoch, cl.Lease.Epoch)
+		"  %s\n", flags, flags, export)
 }
 
 // printClaimEnv prints the shell assignments of a claim: the lease, the

@@ -68,3 +68,34 @@ func TestLeaseLostHintExpired(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintClaimShowsFence: a plain claim (neither --json nor --env) shows
+// the lease's fence token, which an agent hands the systems it writes to
+// (docs/agents.md, "Fencing your effects"), and the export line it
+// suggests gives the shell WORKGRAPH_FENCE too, as `claim --env` does.
+func TestPrintClaimShowsFence(t *testing.T) {
+	t.Parallel()
+	const token = "wgf1.eyJsZWFzZSI6IngifQ.c2lnbmF0dXJl"
+	cl := &client.Claim{FenceToken: token}
+	cl.Lease.ID, cl.Lease.Epoch, cl.Lease.ExpiresAt = uuid.NewString(), 3, time.Now().Add(time.Minute)
+	cl.Item.ID, cl.Item.Title = uuid.NewString(), "Write the migration"
+	var b bytes.Buffer
+	printClaim(&b, cl)
+	out := b.String()
+	var shown, exported bool
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "fence" && f[1] == token {
+			shown = true
+		}
+		if len(f) > 0 && f[0] == "export" && strings.Contains(line, " WORKGRAPH_FENCE="+token) {
+			exported = true
+		}
+	}
+	if !shown {
+		t.Errorf("no `fence <token>` line in the claim's output:\n%s", out)
+	}
+	if !exported {
+		t.Errorf("the export line does not give WORKGRAPH_FENCE:\n%s", out)
+	}
+}

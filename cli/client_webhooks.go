@@ -31,9 +31,10 @@ attention events.`,
 	}
 	addClientFlags(cmd, &f)
 	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List the project's webhooks (never their secrets)",
-		Args:  args(cobra.NoArgs),
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the project's webhooks (never their secrets)",
+		Args:    args(cobra.NoArgs),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, _ []string) error {
 			ws, err := s.api.ListWebhooks(ctx, s.cfg.Project)
 			if err != nil {

@@ -117,15 +117,23 @@ from the file); to change an existing item, use "workgraph items edit".`,
 			}
 			fmt.Fprintln(s.Out)
 			t := newTable(s.Out)
-			fmt.Fprintln(t, "KEY\tID\tTITLE")
+			fmt.Fprintln(t, "KEY\tID\tACTION\tTITLE")
 			for i, n := range p.All {
 				if i == 50 {
-					fmt.Fprintf(t, "...\t(%d more; --json lists them all)\t\n", len(p.All)-50)
+					fmt.Fprintf(t, "...\t(%d more; --json lists them all)\t\t\n", len(p.All)-50)
 					break
 				}
-				fmt.Fprintf(t, "%s\t%s\t%s\n", n.Key, orDash(res.Keys[n.Key]), clip(n.Title, 60))
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\n", n.Key, orDash(res.Keys[n.Key]), importedAction(n, res), clip(n.Title, 60))
 			}
-			return t.Flush()
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if n := differing(res); n > 0 {
+				fmt.Fprintf(s.Out, "%s from the plan and %s left as %s: an import never changes an existing item; "+
+					"change it with 'workgraph items edit' (import --dry-run lists the differences)\n",
+					count(n, "existing item differs", "existing items differ"), wasWere(n), itThem(n))
+			}
+			return nil
 		}),
 	}
 	addClientFlags(cmd, &f)
@@ -248,6 +256,39 @@ func planAction(n *planNode, res *client.PlanResult) string {
 		return "exists, unchanged: left alone"
 	}
 	return "exists, differs in " + strings.Join(ex.Differs, ",") + ": left alone"
+}
+
+// importedAction says what an import did with one item: created it, or
+// left the existing item with its key alone (and where it differs from
+// the plan).
+func importedAction(n *planNode, res *client.PlanResult) string {
+	ex, ok := res.Existing[n.Key]
+	switch {
+	case !ok:
+		return "created"
+	case len(ex.Differs) == 0:
+		return "existed, unchanged"
+	}
+	return "existed, differs in " + strings.Join(ex.Differs, ",") + ": left alone"
+}
+
+// differing counts the existing items that differ from the plan.
+func differing(res *client.PlanResult) int {
+	n := 0
+	for _, ex := range res.Existing {
+		if len(ex.Differs) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// itThem is the pronoun of n things.
+func itThem(n int) string {
+	if n == 1 {
+		return "it is"
+	}
+	return "they are"
 }
 
 // newCounts counts the items and dependencies an import creates: those of

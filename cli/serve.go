@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -46,10 +47,10 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-format: %q is not text or json", logFormat)}
 			}
 			cfg.Logger = log
-			cfg.FirstStartOut = stdio.Err
+			cfg.FirstStartOut, cfg.FirstStartFormat = stdio.Err, logFormat
 			tr, err := setupTracing(cmd.Context(), "workgraph", log)
 			if err != nil {
-				return err
+				return loggedFailure(log, logFormat, err)
 			}
 			// After the server: the spans of its last requests are sent.
 			defer tr.shutdown()
@@ -57,7 +58,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 			if tr.Enabled() {
 				log.Info("tracing: sending spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)")
 			}
-			return server.Run(cmd.Context(), cfg)
+			return loggedFailure(log, logFormat, server.Run(cmd.Context(), cfg))
 		},
 	}
 	f := cmd.Flags()
@@ -71,7 +72,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 	f.StringVar(&levelName, "log-level", envOr("WORKGRAPH_LOG_LEVEL", "info"),
 		"debug (also one line per API request), info, warn or error (env WORKGRAPH_LOG_LEVEL)")
 	f.StringVar(&logFormat, "log-format", envOr("WORKGRAPH_LOG_FORMAT", logs.FormatText),
-		"text (key=value lines) or json (one object a line) (env WORKGRAPH_LOG_FORMAT); lines of an API request carry its request_id")
+		"text (key=value lines) or json (one object a line, durations in milliseconds under keys ending in _ms) (env WORKGRAPH_LOG_FORMAT); lines of an API request carry its request_id")
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", envOr("WORKGRAPH_BOOTSTRAP_TOKEN", ""), "make sure an admin token with this secret exists (env WORKGRAPH_BOOTSTRAP_TOKEN)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", envOr("WORKGRAPH_METRICS_ADDR", ""),
 		"serve Prometheus /metrics on this address of its own, e.g. 127.0.0.1:9464 (env WORKGRAPH_METRICS_ADDR); empty: none")
@@ -91,4 +92,21 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 	intFlag(f, bad, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
 	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }
 	return cmd
+}
+
+// loggedFailure is err for Main to print, except in the JSON log format:
+// there it is logged as one JSON line at error (the "workgraph: ..." text
+// line Main prints would be the one line of the stream that is not JSON),
+// and the command exits with err's code without printing it again.
+func loggedFailure(log *slog.Logger, format string, err error) error {
+	if err == nil || format != logs.FormatJSON {
+		return err
+	}
+	log.Error("workgraph serve failed", "err", err.Error())
+	code := ExitError
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	return &exitError{code: code}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -109,5 +110,34 @@ func TestServeHelpOneDefault(t *testing.T) {
 		if strings.Count(line, "(default") > 1 {
 			t.Errorf("a flag states its default twice: %s", strings.TrimSpace(line))
 		}
+	}
+}
+
+// TestServeJSONStartError: with --log-format json, a server that cannot
+// start (here: its address is busy) says why in one JSON line at error, as
+// every other line it writes, not as a plain "workgraph: ..." text line in
+// the JSON stream; and exits non-zero.
+func TestServeJSONStartError(t *testing.T) {
+	t.Parallel()
+	addr := busyAddr(t)
+	var out, errb strings.Builder
+	code := Main([]string{"serve", "--addr", addr, "--database-url", "postgres://unused.invalid/x", "--log-format", "json"},
+		IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	if code == ExitOK {
+		t.Fatalf("serve on a busy address exited 0:\n%s", errb.String())
+	}
+	var found bool
+	for _, line := range strings.Split(strings.TrimRight(errb.String(), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Errorf("a line that is not a JSON object: %q", line)
+			continue
+		}
+		if e, _ := obj["err"].(string); obj["level"] == "ERROR" && strings.Contains(e, "address already in use") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no error line names the busy address:\n%s", errb.String())
 	}
 }

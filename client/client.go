@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,10 @@ type Client struct {
 	retryFor    time.Duration
 	timeout     time.Duration
 	notify      func(Retry)
+	// absentFor bounds the retries of a request that finds no server
+	// (WithAbsentServerBudget); answered is set by the first answer.
+	absentFor time.Duration
+	answered  atomic.Bool
 }
 
 // Option configures a Client.
@@ -66,6 +71,19 @@ func WithRetries(attempts int) Option {
 // DefaultRetryFor): no attempt starts after d has passed since the first,
 // and a Retry-After beyond it ends the retries.
 func WithRetryBudget(d time.Duration) Option { return func(c *Client) { c.retryFor = d } }
+
+// WithAbsentServerBudget bounds, to d from a request's first attempt, the
+// retries of a request that finds no server at all (the connection is
+// refused: nothing listens at the address; or the host name does not
+// exist) while this client has never had an answer from the server: a
+// wrong address or a server not started fails within d instead of the
+// whole retry budget, while a server that is just starting (its listener
+// is bound a moment after the process starts) is still waited for. Once
+// the server has answered once, a refused connection is a server
+// restarting and is retried like any transport failure. Default: no bound
+// of its own (0). Timeouts, resets, 502/503/504 and 429 keep the whole
+// budget either way.
+func WithAbsentServerBudget(d time.Duration) Option { return func(c *Client) { c.absentFor = d } }
 
 // Retry describes a retry about to happen, for WithRetryNotify.
 type Retry struct {
@@ -195,6 +213,9 @@ func (c *Client) retry(ctx context.Context, method, rawURL, path string, body []
 			return attempt, status, err
 		}
 		wait := max(backoff(attempt), retryAfter)
+		if c.absentFor > 0 && !c.answered.Load() && NoServer(err) {
+			budget = min(budget, c.absentFor)
+		}
 		if time.Since(start)+wait > budget {
 			return attempt, status, err
 		}
@@ -254,6 +275,7 @@ func (c *Client) attempt(ctx context.Context, method, rawURL, path string, body 
 		return 0, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
+	c.answered.Store(true)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return resp.StatusCode, 0, fmt.Errorf("client: %s %s: reading the answer: %w", method, path, err)

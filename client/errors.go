@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 )
 
 // Problem codes the server answers with (the "code" member of a
@@ -142,6 +143,17 @@ func Unreachable(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne)
+}
+
+// NoServer reports whether err says that no server is there at all: the
+// connection was refused (nothing listens at the address) or the host name
+// does not exist. A timeout, a reset or an answer is not this.
+func NoServer(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var de *net.DNSError
+	return errors.As(err, &de) && de.IsNotFound
 }
 
 // problemBody is the wire form of a problem+json answer.

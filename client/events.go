@@ -91,8 +91,7 @@ func (c *Client) Stream(ctx context.Context, project string, q EventsQuery) iter
 		after := q.After
 		failures := 0
 		for {
-			got, err := c.streamOnce(ctx, project, q, after, func(e Event) bool {
-				after = e.Seq
+			got, err := c.streamOnce(ctx, project, q, &after, func(e Event) bool {
 				return yield(e, nil)
 			})
 			if got < 0 { // the caller stopped
@@ -136,10 +135,12 @@ func statusOf(err error) int {
 	return 0
 }
 
-// streamOnce reads one connection of the stream, handing each event to
-// each; it returns how many it handed (-1: each asked to stop) and why
-// the connection ended.
-func (c *Client) streamOnce(ctx context.Context, project string, q EventsQuery, after int64, each func(Event) bool) (int, error) {
+// streamOnce reads one connection of the stream from *after, handing each
+// event to each and moving *after to the stream's position: each event's
+// number, and a keep-alive's id (an id with no data: every event the
+// filter selects up to there was sent). It returns how many events it
+// handed (-1: each asked to stop) and why the connection ended.
+func (c *Client) streamOnce(ctx context.Context, project string, q EventsQuery, after *int64, each func(Event) bool) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	path := eventsPath(project) + "/stream"
@@ -157,7 +158,7 @@ func (c *Client) streamOnce(ctx context.Context, project string, q EventsQuery, 
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("User-Agent", c.userAgent)
-	req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -181,29 +182,42 @@ func (c *Client) streamOnce(ctx context.Context, project string, q EventsQuery, 
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	n := 0
 	var data []byte
+	var id int64 = -1
 	for sc.Scan() {
 		idle.Reset(streamIdle)
 		line := sc.Bytes()
 		switch {
 		case len(line) == 0:
 			if len(data) == 0 {
+				// A keep-alive's position.
+				if id > *after {
+					*after = id
+				}
+				id = -1
 				continue
 			}
+			id = -1
 			var e Event
 			if err := json.Unmarshal(data, &e); err != nil {
 				return n, fmt.Errorf("client: GET %s: decoding an event: %w", path, err)
 			}
 			data = data[:0]
-			if e.Seq <= after {
+			if e.Seq <= *after {
 				continue // never twice
 			}
-			after = e.Seq
+			*after = e.Seq
 			if !each(e) {
 				return -1, nil
 			}
 			n++
 		case strings.HasPrefix(string(line), "data:"):
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(string(line), "data:"), " ")...)
+		case strings.HasPrefix(string(line), "id:"):
+			v, err := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(string(line), "id:")), 10, 64)
+			if err != nil {
+				v = -1
+			}
+			id = v
 		}
 	}
 	if err := sc.Err(); err != nil {

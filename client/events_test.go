@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,5 +177,54 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	page := <-polled
 	if page == nil || len(page.Events) != 1 || page.Events[0].Seq <= all[len(all)-1] || page.NextAfter < page.Events[0].Seq {
 		t.Fatalf("long poll through the other replica: %+v", page)
+	}
+}
+
+// TestStreamResumesFromKeepAlive: a keep-alive's id (the stream's
+// position: every event its filter selects up to there was sent) is where
+// the stream resumes after a reconnection, not its last event, which on a
+// filtered stream may be long gone from the log (a reconnection after it
+// would be refused 410 events_pruned and end the stream).
+func TestStreamResumesFromKeepAlive(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var resumed []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		resumed = append(resumed, r.Header.Get("Last-Event-ID"))
+		n := len(resumed)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "retry: 2000\n\n")
+		switch n {
+		case 1:
+			fmt.Fprint(w, "id: 7\nevent: attention.opened\ndata: {\"seq\": 7, \"type\": \"attention.opened\"}\n\n")
+			fmt.Fprint(w, "id: 50\n: keep-alive\n\n")
+		default:
+			fmt.Fprint(w, "id: 51\nevent: attention.opened\ndata: {\"seq\": 51, \"type\": \"attention.opened\"}\n\n")
+		}
+		// Then the connection ends (a server restart): the client
+		// reconnects.
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []int64
+	for e, err := range c.Stream(ctx, "p", client.EventsQuery{Types: []string{"attention.opened"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = append(got, e.Seq); len(got) == 2 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != "[7 51]" || len(resumed) < 2 || resumed[1] != "50" {
+		t.Fatalf("events %v; Last-Event-ID of each connection %q, want the keep-alive's 50 on the second", got, resumed)
 	}
 }

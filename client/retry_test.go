@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -221,4 +222,74 @@ func TestEveryWriteCarriesKey(t *testing.T) {
 			t.Fatalf("%s: Idempotency-Key %q then %q, want one key on both attempts", method, first.key, retry.key)
 		}
 	}
+}
+
+// TestAbsentServerBudget: a client that has never had an answer gives up
+// on a refused connection within WithAbsentServerBudget; once the server
+// has answered, a refused connection is a restart, ridden out with the
+// whole retry budget.
+func TestAbsentServerBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("NeverAnsweredFailsFast", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + ln.Addr().String()
+		ln.Close()
+		c, _ := New(url, "tok", WithAbsentServerBudget(300*time.Millisecond))
+		start := time.Now()
+		_, err = c.CreateProject(ctx, "p")
+		if !NoServer(err) || !Unreachable(err) {
+			t.Fatalf("err = %v, want a refused connection", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("gave up after %s, want about 300ms", took)
+		}
+	})
+	t.Run("AnsweredRidesOutRestart", func(t *testing.T) {
+		t.Parallel()
+		answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{}`))
+		})
+		first := httptest.NewServer(answer)
+		addr := first.Listener.Addr().String()
+		c, _ := New(first.URL, "tok", WithAbsentServerBudget(300*time.Millisecond))
+		if _, err := c.CreateProject(ctx, "p"); err != nil {
+			t.Fatal(err)
+		}
+		first.Close()
+		// The server comes back on the same address well after the
+		// absent-server budget: the client, which was answered before,
+		// waits for it.
+		back := make(chan *http.Server, 1)
+		go func() {
+			time.Sleep(time.Second)
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				back <- nil
+				return
+			}
+			s := &http.Server{Handler: answer}
+			back <- s
+			s.Serve(ln)
+		}()
+		var refused []Retry
+		c.notify = func(r Retry) { refused = append(refused, r) }
+		_, err := c.CreateProject(ctx, "q")
+		s := <-back
+		if s == nil {
+			t.Skip("the address could not be listened on again")
+		}
+		defer s.Close()
+		if err != nil {
+			t.Fatalf("through a restart: %v", err)
+		}
+		if len(refused) == 0 || !NoServer(refused[0].Err) {
+			t.Fatalf("retries %+v, want refused connections retried", refused)
+		}
+	})
 }

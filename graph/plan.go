@@ -272,12 +272,14 @@ func (p *flatPlan) matchKeys(ctx context.Context, tx pgx.Tx, project uuid.UUID) 
 			p.stored[pos] = storedItem{row: r}
 		}
 	}
-	for pos := range p.items {
-		if st, ok := p.stored[pos]; ok {
-			st.differs = p.differences(pos, st.row)
-			p.stored[pos] = st
-			p.rows[pos].id = st.row.ID
-		}
+	for pos, st := range p.stored {
+		p.rows[pos].id = st.row.ID
+	}
+	// After every stored id is known: a stored item may depend on one
+	// later in the plan.
+	for pos, st := range p.stored {
+		st.differs = p.differences(pos, st.row)
+		p.stored[pos] = st
 	}
 	for pos := range p.items {
 		p.rows[pos].children, p.rows[pos].unmet = 0, 0
@@ -328,7 +330,9 @@ func (p *flatPlan) matchKeys(ctx context.Context, tx pgx.Tx, project uuid.UUID) 
 }
 
 // differences names the fields in which a stored item differs from its
-// plan item.
+// plan item: every field a plan item gives but its key and children
+// (title, body, priority, labels, requires, touches, parent, on_expiry,
+// depends_on).
 func (p *flatPlan) differences(pos int, r dbq.LockItemsByPlanKeyRow) []string {
 	want := p.rows[pos]
 	var out []string
@@ -357,7 +361,52 @@ func (p *flatPlan) differences(pos int, r dbq.LockItemsByPlanKeyRow) []string {
 	if got := uuidOrNil(r.ParentID); got != parentID {
 		out = append(out, "parent")
 	}
+	var onExpiry string // "": the project's default, stored as NULL
+	if r.OnExpiry != nil {
+		onExpiry = *r.OnExpiry
+	}
+	if onExpiry != want.onExpiry {
+		out = append(out, "on_expiry")
+	}
+	if !sameIDs(r.DependsOn, p.depIDs(pos)) {
+		out = append(out, "depends_on") // a new item's id is new, so it differs
+	}
 	return out
+}
+
+// depIDs are the ids of what plan item pos depends on: its plan
+// dependencies' rows (stored or new) and the existing items it names.
+func (p *flatPlan) depIDs(pos int) []uuid.UUID {
+	out := make([]uuid.UUID, 0, len(p.deps[pos]))
+	for _, d := range p.deps[pos] {
+		if d.pos < 0 {
+			out = append(out, d.id)
+		} else {
+			out = append(out, p.rows[d.pos].id)
+		}
+	}
+	return out
+}
+
+// sameIDs reports whether a and b hold the same set of ids.
+func sameIDs(a, b []uuid.UUID) bool {
+	set := func(ids []uuid.UUID) map[uuid.UUID]bool {
+		m := make(map[uuid.UUID]bool, len(ids))
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	sa, sb := set(a), set(b)
+	if len(sa) != len(sb) {
+		return false
+	}
+	for id := range sa {
+		if !sb[id] {
+			return false
+		}
+	}
+	return true
 }
 
 func uuidOrNil(id *uuid.UUID) uuid.UUID {

@@ -315,8 +315,9 @@ type ImportResult struct {
 }
 
 // ExistingItem is a plan item whose key already existed: it was left
-// alone. Differs names the fields (title, body, priority, labels, parent)
-// in which the stored item differs from the plan; empty means unchanged.
+// alone. Differs names the fields (title, body, priority, labels,
+// requires, touches, parent, on_expiry, depends_on) in which the stored
+// item differs from the plan; empty means unchanged.
 type ExistingItem struct {
 	ID      uuid.UUID
 	Differs []string

@@ -2,10 +2,13 @@ package lease_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -50,32 +53,8 @@ func TestClaimPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// onePool is a pool of one connection on the test's database whose
-	// notices (auto_explain's plans) are collected.
-	onePool := func(t *testing.T) (*pgxpool.Pool, func() []string) {
-		cfg := base.Config()
-		cfg.MaxConns, cfg.MinConns = 1, 0
-		var mu sync.Mutex
-		var notices []string
-		cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-			mu.Lock()
-			defer mu.Unlock()
-			notices = append(notices, n.Message)
-		}
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		return pool, func() []string {
-			mu.Lock()
-			defer mu.Unlock()
-			return append([]string(nil), notices...)
-		}
-	}
-
 	t.Run("GenericPlanWalksClaimIndex", func(t *testing.T) {
-		pool, notices := onePool(t)
+		pool, notices := onePool(t, base)
 		// The generic plan from the first call, and every plan the session
 		// runs (nested ones too) sent back as a notice.
 		for _, s := range []string{
@@ -113,7 +92,7 @@ func TestClaimPlan(t *testing.T) {
 	})
 
 	t.Run("PlannedOnce", func(t *testing.T) {
-		pool, _ := onePool(t)
+		pool, _ := onePool(t, base)
 		leases := lease.NewService(pool, f.clock, f.cfg)
 		const claims = 12
 		for i := 0; i < claims; i++ {
@@ -134,4 +113,199 @@ func TestClaimPlan(t *testing.T) {
 				generic, custom, claims)
 		}
 	})
+}
+
+// onePool is a pool of one connection on base's database whose notices
+// (auto_explain's plans) are collected: notices returns all of them so far.
+func onePool(t *testing.T, base *pgxpool.Pool) (pool *pgxpool.Pool, notices func() []string) {
+	cfg := base.Config()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	var mu sync.Mutex
+	var got []string
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, n.Message)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// TestClaimByRareLabelReadsTheLabelIndex: a claim for labels that no ready
+// item near the head of the claim order carries finds its item through
+// items_ready_labels (migration 00096) instead of walking every ready item
+// of the project, and so does the probe that runs after a claim found
+// nothing (ClaimNeedsTx's missed, wg_claimable); a claim for a label the
+// first ready items carry keeps the walk of the claim index. The plans
+// each claim ran (auto_explain, with ANALYZE) must not have read and
+// thrown away the project's ready items: before 00096 the rare label's
+// claim discarded all 3,000 ahead of it, twice.
+//
+// A database of its own, as TestClaimPlan, whose statistics the test sets.
+func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := dbtest.Fresh(t)
+	f := setupOn(t, base, base, lease.Config{})
+	// 3,000 ready items, every 50th labelled common (the first of them
+	// within the 256 that wg_labels_rare looks at), the others without
+	// labels, then one labelled rare, last in the claim order.
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, labels)
+		SELECT $1, 'plain ' || g, 'test', CASE WHEN g % 50 = 0 THEN '{common}'::text[] ELSE '{}' END
+		FROM generate_series(1, 3000) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	var rare string
+	if err := base.QueryRow(ctx, `INSERT INTO items (project_id, title, created_by, labels)
+		VALUES ($1, 'rare', 'test', '{rare}') RETURNING id::text`, f.project).Scan(&rare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, "ANALYZE items"); err != nil {
+		t.Fatal(err)
+	}
+
+	pool, notices := onePool(t, base)
+	for _, s := range []string{
+		"LOAD 'auto_explain'",
+		"SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on",
+		"SET auto_explain.log_analyze = on",
+		"SET auto_explain.log_level = notice",
+	} {
+		if _, err := pool.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	leases := lease.NewService(pool, f.clock, f.cfg)
+	// plans returns the plans run since the last call that read items.
+	seen := 0
+	plans := func() []string {
+		all := notices()
+		var out []string
+		for _, n := range all[seen:] {
+			if strings.Contains(n, "on items") {
+				out = append(out, n)
+			}
+		}
+		seen = len(all)
+		return out
+	}
+	// discarded is the most rows of items one plan node read and threw away.
+	discarded := func(plans []string) (most int, where string) {
+		for _, p := range plans {
+			for _, line := range strings.Split(p, "\n") {
+				_, n, ok := strings.Cut(line, "Rows Removed by Filter: ")
+				if !ok {
+					continue
+				}
+				var v int
+				if _, err := fmt.Sscan(n, &v); err == nil && v > most {
+					most, where = v, p
+				}
+			}
+		}
+		return most, where
+	}
+	const tolerated = 300 // the head probe reads 256; the walk to the common label 49
+
+	got, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"rare"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.ID.String() != rare {
+		t.Errorf("claimed %s (%q), want the rare item %s", got.Item.ID, got.Item.Title, rare)
+	}
+	ran := plans()
+	if most, where := discarded(ran); most > tolerated {
+		t.Errorf("the rare label's claim read and discarded %d ready items:\n%s", most, where)
+	}
+	if !strings.Contains(strings.Join(ran, "\n"), "items_ready_labels") {
+		t.Errorf("no plan of the rare label's claim reads items_ready_labels:\n%s", strings.Join(ran, "\n"))
+	}
+
+	for _, label := range []string{"rare", "absent"} {
+		if _, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{label}}); !errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("claim %q: %v, want ErrNothingReady", label, err)
+		}
+		if most, where := discarded(plans()); most > tolerated {
+			t.Errorf("the claim of %q that found nothing read and discarded %d ready items:\n%s", label, most, where)
+		}
+	}
+
+	// A batch claim, planned for its labels (db.CustomPlan), reads the
+	// index too.
+	if _, err := base.Exec(ctx, `INSERT INTO items (project_id, title, created_by, labels)
+		SELECT $1, 'rare ' || g, 'test', '{rare}' FROM generate_series(2, 3) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	plans()
+	batch, err := leases.ClaimBatch(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"rare"}}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) != 2 {
+		t.Errorf("the rare label's batch claim took %d items, want the 2 ready", len(batch))
+	}
+	if most, where := discarded(plans()); most > tolerated {
+		t.Errorf("the rare label's batch claim read and discarded %d ready items:\n%s", most, where)
+	}
+
+	// A label the claim order reaches soon: the walk, as before.
+	got, err = leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"common"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.Title != "plain 50" {
+		t.Errorf("claimed %q, want the first item labelled common, plain 50", got.Item.Title)
+	}
+	ran = plans()
+	if most, where := discarded(ran); most > tolerated {
+		t.Errorf("the common label's claim read and discarded %d ready items:\n%s", most, where)
+	}
+	if !strings.Contains(strings.Join(ran, "\n"), "Index Scan using items_claim on items c") {
+		t.Errorf("the common label's claim does not walk items_claim:\n%s", strings.Join(ran, "\n"))
+	}
+
+	// A label that 3,000 ready items carry, all below 280 urgent items
+	// without it: past the head, but the walk finds it after those 280,
+	// where the index's path would read and sort all 3,000 (wg_labels_rare
+	// leaves a label of 2,000 items or more to the walk).
+	var bulk uuid.UUID
+	if err := base.QueryRow(ctx, `INSERT INTO projects (name) VALUES ('bulk') RETURNING id`).Scan(&bulk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, priority)
+		SELECT $1, 'urgent ' || g, 'test', 5 FROM generate_series(1, 280) AS g`, bulk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, labels)
+		SELECT $1, 'bulk ' || g, 'test', '{bulk}' FROM generate_series(1, 3000) AS g`, bulk); err != nil {
+		t.Fatal(err)
+	}
+	plans()
+	got, err = leases.Claim(ctx, bulk, lease.ClaimRequest{Worker: "w1", Labels: []string{"bulk"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.Title != "bulk 1" {
+		t.Errorf("claimed %q, want the first item labelled bulk, bulk 1", got.Item.Title)
+	}
+	ran = plans()
+	if strings.Contains(strings.Join(ran, "\n"), "Sort Key: c.priority DESC, c.seq") {
+		t.Errorf("the bulk label's claim sorted the items carrying it:\n%s", strings.Join(ran, "\n"))
+	}
+	if most, where := discarded(ran); most > tolerated {
+		t.Errorf("the bulk label's claim read and discarded %d ready items:\n%s", most, where)
+	}
 }

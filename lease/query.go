@@ -522,6 +522,90 @@ func (s *Service) Fleet(ctx context.Context, project uuid.UUID) (Fleet, error) {
 	return f, err
 }
 
+// FleetPage is a project's workers at one instant with a page of its
+// live leases: Active and Activity describe the same leases (the page),
+// Total counts all the live leases, Stats and Usage are every worker's,
+// and Next is the cursor of the following page ("" on the last).
+type FleetPage struct {
+	Fleet
+	Total int
+	Next  string
+}
+
+// liveList names the cursors of FleetPage.
+const liveList = "live-leases"
+
+// livenessOfRank is the liveness of a rank of LiveLeasesPage.
+var livenessOfRank = [...]Liveness{LivenessStale, LivenessQuiet, LivenessHealthy}
+
+// FleetPage reads, in one read-only transaction, a page of limit
+// (1..page.Max, 0: page.Default) of the project's live leases after the
+// page that cursor names ("": the first), the ones to look at first first:
+// stale, then quiet, then healthy (as Activity judges them), each in claim
+// order; with how many live leases there are and every worker's counts
+// and usage. A page holds its own leases only, however many are live (one
+// token may hold a thousand). Liveness changes with time, so a lease can
+// move to a page already read between two reads, as in any keyset list.
+//
+// Errors: invalid_argument (limit, cursor).
+func (s *Service) FleetPage(ctx context.Context, project uuid.UUID, cursor string, limit int) (FleetPage, error) {
+	limit, err := page.Limit(limit)
+	if err != nil {
+		return FleetPage{}, err
+	}
+	rank, seq, err := page.After(liveList, cursor)
+	if err != nil {
+		return FleetPage{}, err
+	}
+	switch {
+	case cursor == "":
+		rank = -1 // before every rank (0..2)
+	case rank < 0 || rank >= int64(len(livenessOfRank)):
+		return FleetPage{}, wgerr.InvalidField("cursor", "is not a cursor this list returned")
+	}
+	var f FleetPage
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		q := dbq.New()
+		rows, err := q.LiveLeasesPage(ctx, tx, dbq.LiveLeasesPageParams{
+			Now: s.clock.Now(), ProjectID: project, AfterRank: int32(rank), AfterSeq: seq, MaxRows: int32(limit + 1),
+		})
+		if err != nil {
+			return err
+		}
+		if len(rows) > limit {
+			rows = rows[:limit]
+			last := rows[limit-1]
+			f.Next = page.EncodeKey(liveList, int64(last.Rank), last.Lease.Seq)
+		}
+		f.Active = make([]Lease, len(rows))
+		f.Activity = make([]Activity, len(rows))
+		for i, r := range rows {
+			l := fromRow(r.Lease, r.Refusals)
+			f.Active[i] = l
+			f.Activity[i] = Activity{
+				LeaseID: l.ID, ItemID: l.ItemID, Worker: l.Worker, Epoch: l.Epoch, AcquiredAt: l.AcquiredAt,
+				HeartbeatAt: l.HeartbeatAt, ExpiresAt: l.ExpiresAt, Progress: l.Progress,
+				LastActivity: r.LastActivity, Liveness: livenessOfRank[r.Rank], Usage: l.Usage,
+			}
+		}
+		n, err := q.CountActiveLeases(ctx, tx, project)
+		if err != nil {
+			return err
+		}
+		f.Total = int(n)
+		on := s.On(tx)
+		if f.Stats, err = on.WorkerStats(ctx, project); err != nil {
+			return err
+		}
+		f.Usage, err = on.WorkerUsage(ctx, project)
+		return err
+	})
+	if err != nil {
+		return FleetPage{}, db.Translate(err)
+	}
+	return f, nil
+}
+
 // CountActive returns how many leases of the project have not ended (the
 // workers badge; expired leases not yet swept count).
 func (s *Service) CountActive(ctx context.Context, project uuid.UUID) (int, error) {

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -26,6 +28,8 @@ const (
 // New is a logger writing lines of format (FormatText: logfmt-style
 // key=value; FormatJSON: one JSON object a line) at level and above to w;
 // every line logged with a context from WithRequestID carries request_id.
+// A duration is a number of milliseconds under its key with "_ms" added in
+// JSON, a Go duration (1.5s) in text.
 func New(w io.Writer, format string, level slog.Leveler) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler
@@ -33,11 +37,29 @@ func New(w io.Writer, format string, level slog.Leveler) (*slog.Logger, error) {
 	case FormatText, "":
 		h = slog.NewTextHandler(w, opts)
 	case FormatJSON:
+		opts.ReplaceAttr = jsonDuration
 		h = slog.NewJSONHandler(w, opts)
 	default:
 		return nil, fmt.Errorf("log format %q is not text or json", format)
 	}
 	return slog.New(requestIDs{h}), nil
+}
+
+// jsonDuration writes a duration of a JSON line as a number of
+// milliseconds (to the microsecond) under its key with "_ms" added
+// ("duration_ms": 12.5), rather than slog's integer nanoseconds under a key
+// that does not say so; a key that ends in "_ms" already keeps its name.
+// Text lines keep Go's form (duration=12.5ms).
+func jsonDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	key := a.Key
+	if !strings.HasSuffix(key, "_ms") {
+		key += "_ms"
+	}
+	ms := math.Round(float64(a.Value.Duration())/float64(time.Microsecond)) / 1000
+	return slog.Float64(key, ms)
 }
 
 // WithRequestIDs is log, its lines logged with a context from WithRequestID

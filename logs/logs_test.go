@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -104,4 +105,48 @@ func TestAcceptRequestID(t *testing.T) {
 			t.Errorf("AcceptRequestID(%q) = %q, want a new sane id", id, got)
 		}
 	}
+}
+
+// TestDurations: a duration in a JSON line is a number of milliseconds
+// under its key with "_ms" added (what a log pipeline sums and compares,
+// read without knowing Go's nanoseconds), also in a group and in the
+// attributes a logger carries; in a text line it is a Go duration under its
+// own key (what a person reads).
+func TestDurations(t *testing.T) {
+	t.Parallel()
+	t.Run("JSONMilliseconds", func(t *testing.T) {
+		t.Parallel()
+		var b bytes.Buffer
+		log, err := logs.New(&b, logs.FormatJSON, slog.LevelInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.With("interval", 10*time.Second).Info("took", "duration", 1175422146*time.Nanosecond,
+			slog.Group("pg", "elapsed", 1500*time.Microsecond), "wait_ms", 2*time.Millisecond, "n", 3)
+		var line map[string]any
+		if err := json.Unmarshal(b.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		pg, _ := line["pg"].(map[string]any)
+		if line["duration_ms"] != 1175.422 || line["interval_ms"] != 10000.0 || pg["elapsed_ms"] != 1.5 || line["wait_ms"] != 2.0 || line["n"] != 3.0 {
+			t.Errorf("want milliseconds under keys ending in _ms: %s", b.String())
+		}
+		for _, k := range []string{"duration", "interval", "wait_ms_ms"} {
+			if _, ok := line[k]; ok {
+				t.Errorf("key %q is still there: %s", k, b.String())
+			}
+		}
+	})
+	t.Run("TextGoDuration", func(t *testing.T) {
+		t.Parallel()
+		var b bytes.Buffer
+		log, err := logs.New(&b, logs.FormatText, slog.LevelInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("took", "duration", 1500*time.Microsecond)
+		if !strings.Contains(b.String(), " duration=1.5ms") {
+			t.Errorf("want duration=1.5ms: %s", b.String())
+		}
+	})
 }

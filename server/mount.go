@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/startstop"
 	"github.com/workgraph-dev/workgraph/webhook"
@@ -218,8 +220,24 @@ func (s *Server) announceFirstToken() {
 			"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
 		return
 	}
+	if s.cfg.FirstStartFormat == logs.FormatJSON {
+		s.showJSON(msg, "project", auth.DefaultProject, "token", s.firstToken, "ui", s.URL()+"/",
+			"hint", "sign in to the UI with it, or use it as WORKGRAPH_TOKEN / Authorization: Bearer")
+		return
+	}
 	s.log.Warn(msg+" (printed below, not in the log)", "ui", s.URL()+"/")
-	fmt.Fprint(s.cfg.FirstStartOut, firstTokenBlock(s.firstToken, s.URL()+"/"))
+	fmt.Fprint(s.cfg.FirstStartOut, firstTokenBlock(s.firstToken, s.URL()))
+}
+
+// showJSON shows a token on FirstStartOut as one JSON object in the log's
+// JSON shape, at warn whatever the log's level: it is shown only this once.
+func (s *Server) showJSON(msg string, args ...any) {
+	show, err := logs.New(s.cfg.FirstStartOut, logs.FormatJSON, slog.LevelDebug)
+	if err != nil {
+		s.log.Error("cannot show the token", "err", err)
+		return
+	}
+	show.Warn(msg, args...)
 }
 
 // announceDemoToken shows the human token of the demo project loaded at
@@ -236,6 +254,10 @@ func (s *Server) announceDemoToken() {
 		s.log.Warn(msg, "project", demo.Project, "token", s.demoToken, "ui", ui)
 		return
 	}
+	if s.cfg.FirstStartFormat == logs.FormatJSON {
+		s.showJSON(msg, "project", demo.Project, "token", s.demoToken, "ui", ui)
+		return
+	}
 	s.log.Warn(msg+" (printed below, not in the log)", "project", demo.Project, "ui", ui)
 	rule := strings.Repeat("=", 72)
 	fmt.Fprint(s.cfg.FirstStartOut, "\n"+rule+"\n"+
@@ -247,15 +269,17 @@ func (s *Server) announceDemoToken() {
 }
 
 // firstTokenBlock is the first-start announcement: the token alone on its
-// line, easy to copy, framed apart from the log lines around it.
-func firstTokenBlock(token, ui string) string {
+// line, easy to copy, framed apart from the log lines around it, and the
+// CLI's settings for this server (base is its URL) as one line to paste.
+func firstTokenBlock(token, base string) string {
 	rule := strings.Repeat("=", 72)
 	return "\n" + rule + "\n" +
 		"  workgraph first start: created project \"" + auth.DefaultProject + "\" and an admin token.\n" +
 		"  It is shown only this once: keep it.\n\n" +
 		"    " + token + "\n\n" +
-		"  Sign in to the UI at " + ui + " with it, or use it as\n" +
-		"  WORKGRAPH_TOKEN=<token> or \"Authorization: Bearer <token>\".\n" +
+		"  Sign in to the UI at " + base + "/ with it. For the workgraph CLI:\n\n" +
+		"    export WORKGRAPH_URL=" + base + " WORKGRAPH_TOKEN=" + token + "\n\n" +
+		"  For the API: \"Authorization: Bearer <token>\".\n" +
 		rule + "\n\n"
 }
 

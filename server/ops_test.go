@@ -80,6 +80,40 @@ func TestFirstStartBlock(t *testing.T) {
 	}
 }
 
+// TestFirstStartBlockExports: the first-start block gives the CLI's
+// settings as one line to paste, the server's real address and the token
+// (a server on another address than the CLI's default, 127.0.0.1:8080,
+// was not found with WORKGRAPH_TOKEN alone).
+func TestFirstStartBlockExports(t *testing.T) {
+	t.Parallel()
+	var log, out syncBuffer
+	srv := start(t, func(c *server.Config) {
+		c.BootstrapToken = ""
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		c.FirstStartOut = &out
+	})
+	var export string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "export ") {
+			export = strings.TrimSpace(line)
+		}
+	}
+	f := strings.Fields(export)
+	if len(f) != 3 || f[1] != "WORKGRAPH_URL="+srv.URL() || !strings.HasPrefix(f[2], "WORKGRAPH_TOKEN=wg_") {
+		t.Fatalf("no line `export WORKGRAPH_URL=%s WORKGRAPH_TOKEN=<token>` in the block:\n%s", srv.URL(), out.String())
+	}
+	req, _ := http.NewRequest("GET", srv.URL()+"/v1/projects/default", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimPrefix(f[2], "WORKGRAPH_TOKEN="))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the exported token: %d", resp.StatusCode)
+	}
+}
+
 // TestPprof: pprof is served only when asked for, on a loopback address
 // of its own; any other address is refused before the server starts.
 func TestPprof(t *testing.T) {

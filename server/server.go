@@ -115,6 +115,11 @@ type Config struct {
 	// made. Nil: the token goes into a log line instead (a server embedded
 	// in a program or a test).
 	FirstStartOut io.Writer
+	// FirstStartFormat is the form of what FirstStartOut shows:
+	// logs.FormatJSON, one JSON object a token in the log's JSON shape
+	// (time, level, msg; project, token, ui), whatever the log level, so
+	// that a stream of JSON lines stays one; else (text, "") a framed block.
+	FirstStartFormat string
 	// MetricsAddr, when set, serves /metrics (Prometheus) on a listener of
 	// its own, e.g. "127.0.0.1:9464"; MetricsOnMain also serves it on Addr.
 	MetricsAddr   string

@@ -97,7 +97,7 @@ func (u *ui) allInbox(r *req) error {
 	if all.Filter != "" && !all.Found {
 		return r.fail(http.StatusNotFound, "Not found", "There is no such project, or it is not yours.")
 	}
-	if err := r.inboxPage(page, shown); err != nil {
+	if err := r.inboxPage(page, shown, r.QueryParam("after")); err != nil {
 		return err
 	}
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/lease"
@@ -140,4 +142,42 @@ func TestInboxAnswerComesBackToItsPage(t *testing.T) {
 	if loc := r.Header.Get("Location"); strings.Contains(loc, "not-a-cursor") {
 		t.Fatalf("a bad cursor was carried into %s", loc)
 	}
+}
+
+// TestInboxOpensAtRequest: the inbox at ?req=<id>, the page a
+// notification's answer link opens, shows that request however many
+// older ones wait before it (the inbox shows 50 a page, oldest first: the
+// first page did not have it, and its #req- anchor led nowhere), and an
+// answer given there comes back to that page.
+func TestInboxOpensAtRequest(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	for i := range 50 {
+		it := e.mustItem("held " + strconv.Itoa(i))
+		if _, err := e.att.Hold(ctx, e.project.ID, it.ID, "wait "+strconv.Itoa(i), "token:t-human"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.mustItem("Asked last")
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
+		attention.NewRequest{Question: "Where does it land?", Blocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/inbox?req=" + q.Request.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Where does it land?", `id="req-`+q.Request.ID.String()+`"`, "← First page")
+	m := regexp.MustCompile(`name="after" value="([^"]+)"`).FindStringSubmatch(r.body)
+	if m == nil {
+		t.Fatal("the page's forms carry no cursor to come back to it")
+	}
+	// An unknown or malformed request: the first page, as ever.
+	wantStatus(t, b.get("/p/acme/inbox?req="+uuid.NewString()), http.StatusOK)
+	wantStatus(t, b.get("/p/acme/inbox?req=nope"), http.StatusBadRequest)
 }

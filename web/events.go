@@ -112,14 +112,12 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	// Pages learn little of each event: read the most a read may give.
 	f := events.Filter{After: after, Types: types, Limit: events.MaxLimit}
 	seen := after
+	// The heartbeat counts from the last write to the reader: other
+	// projects' events (and, on the all-projects stream, the types it
+	// leaves out) wake the stream without giving it anything to send.
+	lastWrite := clock.System()
 	for {
-		wait, cancel := context.WithTimeout(ctx, beat)
-		page, err := u.Events.Next(wait, p, f, seen)
-		cancel()
-		switch {
-		case ctx.Err() != nil || errors.Is(err, events.ErrStopped):
-			return nil
-		case errors.Is(err, context.DeadlineExceeded):
+		if !clock.System().Before(lastWrite.Add(beat)) {
 			if !r.stillSignedIn() {
 				return nil
 			}
@@ -128,6 +126,15 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 				return dropped(err)
 			}
 			w.Flush()
+			lastWrite = clock.System()
+		}
+		wait, cancel := context.WithDeadline(ctx, lastWrite.Add(beat))
+		page, err := u.Events.Next(wait, p, f, seen)
+		cancel()
+		switch {
+		case ctx.Err() != nil || errors.Is(err, events.ErrStopped):
+			return nil
+		case errors.Is(err, context.DeadlineExceeded):
 			continue
 		case err != nil:
 			u.Logger.WarnContext(ctx, "page event stream ended", "err", err)
@@ -144,6 +151,9 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 			}
 		}
 		w.Flush()
+		if len(page.Events) > 0 {
+			lastWrite = clock.System()
+		}
 		f.After, seen = page.Next, page.Horizon
 		if len(page.Events) == f.LimitOrDefault() {
 			seen = page.Horizon - 1 // more below the same horizon: read again at once

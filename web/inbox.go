@@ -113,8 +113,22 @@ func (p *InboxPage) NextURL() string {
 
 func (u *ui) inbox(r *req) error {
 	page := &InboxPage{}
-	if err := r.inboxPage(page, []graph.Project{r.project}); err != nil {
+	if err := r.inboxPage(page, []graph.Project{r.project}, r.QueryParam("after")); err != nil {
 		return err
+	}
+	// ?req=<id> (a notification's link): the page that shows that open
+	// request, the first one when it is there, else the page it starts.
+	if s := r.QueryParam("req"); s != "" && r.QueryParam("after") == "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return wgerr.InvalidField("req", "must be an attention request's id, got %q", s)
+		}
+		if cursor, ok := r.inboxCursorBefore(id, page); ok {
+			page = &InboxPage{}
+			if err := r.inboxPage(page, []graph.Project{r.project}, cursor); err != nil {
+				return err
+			}
+		}
 	}
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
 		page.Answered = r.answeredNote(id)
@@ -124,19 +138,39 @@ func (u *ui) inbox(r *req) error {
 	return r.show(page)
 }
 
+// inboxCursorBefore is the cursor of the inbox page that starts with the
+// open request id of r's project; false when page (the first) shows it
+// already, or it is no open request of the project (then the first page
+// is the answer).
+func (r *req) inboxCursorBefore(id uuid.UUID, page *InboxPage) (string, bool) {
+	for _, e := range page.Entries {
+		if e.Request.ID == id {
+			return "", false
+		}
+	}
+	q, err := r.ui.Attention.Get(r.ctx(), r.project.ID, id)
+	if err != nil || q.State != attention.StateOpen {
+		return "", false
+	}
+	k := q.Key()
+	k.Seq-- // the cursor names the request before: the page starts with q
+	return k.Cursor(), true
+}
+
 // inboxPage fills page with a page of the open requests of projects (each
 // read on its own: no statement spans projects) in the inbox's order,
-// after the query's cursor (after): the overdue first, then the others,
-// each oldest first (attention.Service.Inbox), at most inboxLimit, with
-// the cursor of the next page and the counts of open requests.
-func (r *req) inboxPage(page *InboxPage, projects []graph.Project) error {
-	after, err := attention.InboxAfter(r.QueryParam("after"))
+// after the cursor (the query's after): the overdue first, then the
+// others, each oldest first (attention.Service.Inbox), at most
+// inboxLimit, with the cursor of the next page and the counts of open
+// requests.
+func (r *req) inboxPage(page *InboxPage, projects []graph.Project, cursor string) error {
+	after, err := attention.InboxAfter(cursor)
 	if err != nil {
 		return err
 	}
 	page.Paged = after != nil
 	if page.Paged {
-		page.After = r.QueryParam("after")
+		page.After = cursor
 	}
 	type found struct {
 		p   graph.Project

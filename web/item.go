@@ -249,7 +249,11 @@ func (u *ui) addDependency(r *req) error {
 	target := strings.TrimSpace(r.FormValue("depends_on"))
 	dep, perr := uuid.Parse(target)
 	if perr != nil {
-		dep, perr = r.resolveShortID(target)
+		if _, _, rerr := graph.IDPrefixRange(strings.ToLower(target)); rerr != nil {
+			perr = wgerr.InvalidField("depends_on", "type an item id (or at least its first %d characters)", graph.MinIDPrefix)
+		} else {
+			dep, perr = r.resolveShortID(target)
+		}
 	}
 	if perr == nil {
 		err = u.Graph.AddDependency(r.ctx(), r.project.ID, item.ID, dep, r.by())
@@ -273,7 +277,10 @@ func (u *ui) addDependency(r *req) error {
 		page.DependencyError = "This dependency would close a cycle, so it was not added:"
 		page.Cycle = cycle.Cycle
 	}
-	return r.showStatus(http.StatusConflict, page)
+	// The status the API gives the same error: 409 for a cycle, 404 for
+	// an item that does not exist, 400 for what is not an id.
+	_, status := wgerr.HTTPStatus(err)
+	return r.showStatus(status, page)
 }
 
 // resolveShortID finds the item whose id starts with prefix (at least

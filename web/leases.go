@@ -291,8 +291,14 @@ func (r *req) withTitles(leases []lease.Lease) ([]LeaseRow, error) {
 // WorkersPage shows the live leases and what each worker has done.
 type WorkersPage struct {
 	Layout
-	// Active is stale leases first, then quiet ones, then healthy ones.
+	// Active is a page of the live leases (workersLeasePage at most):
+	// stale leases first, then quiet ones, then healthy ones, each in
+	// claim order. Live counts all the live leases; Cursor is the page's
+	// (?live=, "" for the first) and Next the following page's.
 	Active []LeaseRow
+	Live   int
+	Cursor string
+	Next   string
 	// Activity is each live lease's liveness and last activity, by id.
 	Activity map[uuid.UUID]lease.Activity
 	Stats    []WorkerStatRow
@@ -308,8 +314,29 @@ type WorkerStatRow struct {
 	Usage  lease.Usage
 }
 
-// livenessRank orders the live leases: the ones to look at first.
-var livenessRank = map[lease.Liveness]int{lease.LivenessStale: 0, lease.LivenessQuiet: 1, lease.LivenessHealthy: 2}
+// workersLeasePage is how many live leases a page of the workers page
+// shows (a token may hold a thousand; the region is fetched again every
+// few seconds).
+const workersLeasePage = 100
+
+// PageURL is the workers page showing the live leases from cursor on
+// ("": the first page).
+func (p *WorkersPage) PageURL(cursor string) string {
+	u := "/p/" + p.Project.Name + "/workers"
+	if cursor != "" {
+		u += "?live=" + url.QueryEscape(cursor)
+	}
+	return u
+}
+
+// RefreshURL is the address app.js fetches this page's live leases from.
+func (p *WorkersPage) RefreshURL() string {
+	q := url.Values{"partial": {"leases"}}
+	if p.Cursor != "" {
+		q.Set("live", p.Cursor)
+	}
+	return "/p/" + p.Project.Name + "/workers?" + q.Encode()
+}
 
 // Render writes the page.
 func (p *WorkersPage) Render(w http.ResponseWriter) error { return render(w, "workers", p) }
@@ -320,24 +347,19 @@ func (p *WorkersPage) RenderLeases(w http.ResponseWriter) error {
 }
 
 func (u *ui) workers(r *req) error {
-	fl, err := u.Leases.Fleet(r.ctx(), r.project.ID)
+	cursor := r.QueryParam("live")
+	fl, err := u.Leases.FleetPage(r.ctx(), r.project.ID, cursor, workersLeasePage)
 	if err != nil {
 		return err
 	}
-	page := &WorkersPage{Outcomes: outcomes, Now: r.now(), Activity: map[uuid.UUID]lease.Activity{}}
+	page := &WorkersPage{Outcomes: outcomes, Now: r.now(), Activity: map[uuid.UUID]lease.Activity{},
+		Live: fl.Total, Cursor: cursor, Next: fl.Next}
 	if page.Active, err = r.withTitles(fl.Active); err != nil {
 		return err
 	}
 	for _, a := range fl.Activity {
 		page.Activity[a.LeaseID] = a
 	}
-	rank := func(l LeaseRow) int {
-		if a, ok := page.Activity[l.ID]; ok {
-			return livenessRank[a.Liveness]
-		}
-		return livenessRank[lease.LivenessHealthy]
-	}
-	sort.SliceStable(page.Active, func(i, j int) bool { return rank(page.Active[i]) < rank(page.Active[j]) })
 	if r.QueryParam("partial") == "leases" {
 		page.Layout = Layout{Session: r.sess, Project: &r.project}
 		r.Response().Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -87,6 +87,7 @@ var funcs = template.FuncMap{
 	"rel":          relTime,
 	"iso":          func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"dur":          formatDuration,
+	"latency":      formatLatency,
 	"typed":        clock.Typed,
 	"json":         formatJSON,
 	"query":        query,
@@ -125,6 +126,20 @@ func formatTimePtr(t *time.Time) string {
 		return ""
 	}
 	return formatTime(*t)
+}
+
+// formatLatency says how long a request took, at the precision it is
+// recorded (milliseconds): "47 ms", "2.35 s"; from a minute on as
+// formatDuration does.
+func formatLatency(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return strconv.FormatFloat(float64(d.Round(10*time.Millisecond))/float64(time.Second), 'f', -1, 64) + " s"
+	default:
+		return formatDuration(d)
+	}
 }
 
 // formatDuration says how long something took or has waited, at the

@@ -130,6 +130,42 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 			}
 		}
 	})
+	// Another project's events, one every 20 ms, wake the stream far
+	// more often than its heartbeat without giving it anything to send:
+	// its keep-alive still comes, a heartbeat after its last write.
+	t.Run("HeartbeatWhileOthersWrite", func(t *testing.T) {
+		conn, r := open(t, 0)
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+					if _, err := e.pool.Exec(context.Background(), `INSERT INTO events (project_id, type, at, actor, payload)
+						VALUES (gen_random_uuid(), 'item.created', clock_timestamp(), 'system', '{}')`); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+		defer func() { close(stop); <-done }()
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("no keep-alive within 2 s with a heartbeat of 100 ms while another project's events were written: %v", err)
+			}
+			if strings.HasPrefix(line, "event:") {
+				t.Fatalf("sent another project's event: %q", line)
+			}
+			if strings.Contains(line, ": keep-alive") {
+				return
+			}
+		}
+	})
 	t.Run("Stall", func(t *testing.T) {
 		conn, r := open(t, 4096)
 		// Far more than the connection's buffers hold, written at once.

@@ -274,6 +274,30 @@ func TestDependencies(t *testing.T) {
 			t.Fatalf("a refused edge was stored: %+v", near.Dependencies)
 		}
 	})
+	// A dependency that names no item, or is no id, is refused with the
+	// status the API gives the same error (404, 400), the message on the
+	// item's page and nothing stored; both answered 409, a conflict.
+	for _, tc := range []struct {
+		name, dep, msg string
+		status         int
+	}{
+		{"ErrUnknownDependency", "00000000-0000-0000-0000-000000000000", "not found", http.StatusNotFound},
+		{"ErrUnknownShortID", "ffff0000", "no item id starts with", http.StatusNotFound},
+		{"ErrNotAnID", "hello", "type an item id", http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := br.post("/p/acme/items/"+a.ID.String()+"/dependencies", url.Values{"depends_on": {tc.dep}})
+			wantStatus(t, r, tc.status)
+			wantBody(t, r, `id="dependency-error"`, tc.msg, "<h1>Alpha</h1>")
+			near, err := e.graph.Neighbourhood(context.Background(), e.project.ID, a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(near.Dependencies) != 0 {
+				t.Fatalf("a refused edge was stored: %+v", near.Dependencies)
+			}
+		})
+	}
 	t.Run("AddByShortID", func(t *testing.T) {
 		d := e.mustItem("Delta")
 		r := br.post("/p/acme/items/"+d.ID.String()+"/dependencies", url.Values{"depends_on": {a.ID.String()[:8]}})

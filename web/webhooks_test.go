@@ -435,6 +435,29 @@ func TestParkedDeliveryShowsWhenEnabled(t *testing.T) {
 	wantBody(t, r, `<td class="nowrap muted">when enabled</td>`)
 }
 
+// TestDeliveryLatencyShown: a delivery's latency is shown at the
+// precision it is recorded (milliseconds): a fast receiver's 47 ms is not
+// "0s", and a slow one's reads in seconds.
+func TestDeliveryLatencyShown(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	c, err := e.hooks.Create(ctx, e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (project_id, webhook_id, seq, event_type, state, attempts,
+		next_attempt_at, last_status, last_latency_ms, created_at, finished_at)
+		VALUES ($1, $2, 1, 'item.created', 'delivered', 1, now(), 200, 47, now(), now()),
+		       ($1, $2, 2, 'item.created', 'delivered', 1, now(), 200, 0, now(), now()),
+		       ($1, $2, 3, 'item.created', 'delivered', 1, now(), 200, 2350, now(), now())`, e.project.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := e.signIn(e.human).get("/p/acme/webhooks/" + c.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `<td class="num">47 ms</td>`, `<td class="num">0 ms</td>`, `<td class="num">2.35 s</td>`)
+}
+
 // TestAnswerLinkSuggestedAnswers: the answer page offers a request's
 // suggested answers as buttons, as the inbox does, and one pressed is the
 // answer.

@@ -521,13 +521,13 @@ func TestDeliverAttentionAsSlack(t *testing.T) {
 	}
 	all := string(body)
 	for _, want := range []string{"token:lead", "Deploy to &lt;prod&gt; &amp; tag it?",
-		"https://wg.example.com/p/", "/inbox#req-" + r.ID.String(), "/items/" + r.ItemID.String()} {
+		"https://wg.example.com/p/", "/inbox?req=" + r.ID.String() + "#req-" + r.ID.String(), "/items/" + r.ItemID.String()} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the Slack body lacks %q: %s", want, body)
 		}
 	}
 	if len(m.Blocks) != 3 || m.Blocks[2].Type != "actions" || len(m.Blocks[2].Elements) != 1 ||
-		!strings.HasSuffix(m.Blocks[2].Elements[0].URL, "/inbox#req-"+r.ID.String()) {
+		!strings.HasSuffix(m.Blocks[2].Elements[0].URL, "/inbox?req="+r.ID.String()+"#req-"+r.ID.String()) {
 		t.Fatalf("blocks %+v: want the asker, the question, and a button to the answer page", m.Blocks)
 	}
 }

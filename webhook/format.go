@@ -96,7 +96,10 @@ func pageLinks(base string, m Message) *Links {
 		l.Item = p + "/items/" + m.ItemID.String()
 	}
 	if m.AttentionID != nil {
-		l.Answer = p + "/inbox#req-" + m.AttentionID.String()
+		// The inbox page that shows it (?req=), however many older
+		// requests wait before it, scrolled to it (#req-).
+		id := m.AttentionID.String()
+		l.Answer = p + "/inbox?req=" + id + "#req-" + id
 	}
 	if *l == (Links{}) {
 		return nil

@@ -162,8 +162,9 @@ type PlanResult struct {
 
 // ExistingItem is a plan key that already existed in the project: the
 // import left that item alone. Differs names the fields (title, body,
-// priority, labels, parent) in which it differs from the plan; empty:
-// unchanged (PlanResult.existing in the schema).
+// priority, labels, requires, touches, parent, on_expiry, depends_on) in
+// which it differs from the plan; empty: unchanged (PlanResult.existing in
+// the schema).
 type ExistingItem struct {
 	ID      string   `json:"id"`
 	Differs []string `json:"differs"`

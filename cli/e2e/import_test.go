@@ -261,6 +261,33 @@ func TestReimport(t *testing.T) {
 		}
 	})
 
+	t.Run("OKImportSaysWhichDiffer", func(t *testing.T) {
+		// A real import (not a dry run) of a plan whose items exist, one of
+		// them with another title: each line says what became of its item,
+		// and the one that differs says in what and that it was left alone.
+		edited := write("edited-again.yaml", strings.Replace(base, "title: Add the endpoint", "title: Add the endpoint (v3)", 1))
+		r := e.run(e.agentToken, nil, "import", edited)
+		if r.code != 0 {
+			t.Fatalf("import: %v", r)
+		}
+		for _, want := range []string{
+			"existed, unchanged", "existed, differs in title: left alone",
+			"1 existing item differs from the plan and was left as it is",
+			"workgraph items edit",
+		} {
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("import output lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		var title string
+		if err := e.pool.QueryRow(context.Background(), "SELECT title FROM items WHERE plan_key = 'api'").Scan(&title); err != nil {
+			t.Fatal(err)
+		}
+		if title != "Add the endpoint" {
+			t.Fatalf("the import changed the existing item's title to %q", title)
+		}
+	})
+
 	t.Run("OKCountsInTheSingular", func(t *testing.T) {
 		solo := write("solo.yaml", "items:\n  - key: solo\n    title: One thing\n  - key: after\n    title: After it\n    depends_on: [solo]\n")
 		for _, c := range []struct{ args, want []string }{

@@ -258,6 +258,110 @@ func (q *Queries) LiveLeaseActivity(ctx context.Context, db DBTX, arg LiveLeaseA
 	return items, nil
 }
 
+const liveLeasesPage = `-- name: LiveLeasesPage :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
+       v.rank::int AS rank,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+JOIN projects p ON p.id = l.project_id
+CROSS JOIN (SELECT coalesce($1::timestamptz, statement_timestamp()) AS at) AS t
+CROSS JOIN LATERAL (SELECT (CASE
+           WHEN l.expires_at <= t.at
+             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
+                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 0
+           WHEN l.heartbeat_at IS NOT NULL
+            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
+               THEN 1
+           ELSE 2
+       END) AS rank) AS v
+WHERE l.project_id = $2 AND l.ended_at IS NULL
+  AND (v.rank, l.seq) > ($3::int, $4::bigint)
+ORDER BY v.rank, l.seq
+LIMIT $5
+`
+
+type LiveLeasesPageParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	AfterRank int32
+	AfterSeq  int64
+	MaxRows   int32
+}
+
+type LiveLeasesPageRow struct {
+	Lease        Lease
+	LastActivity time.Time
+	Rank         int32
+	Refusals     int32
+}
+
+// A page of the project's live leases, those to look at first first:
+// stale (rank 0), quiet (1), then healthy (2), judged as LiveLeaseActivity
+// does, each rank in claim order (seq), after the keyset
+// (@after_rank, @after_seq). It reads the project's live leases (the
+// partial index of live leases) and returns a page of them.
+func (q *Queries) LiveLeasesPage(ctx context.Context, db DBTX, arg LiveLeasesPageParams) ([]LiveLeasesPageRow, error) {
+	rows, err := db.Query(ctx, liveLeasesPage,
+		arg.Now,
+		arg.ProjectID,
+		arg.AfterRank,
+		arg.AfterSeq,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LiveLeasesPageRow{}
+	for rows.Next() {
+		var i LiveLeasesPageRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.LastActivity,
+			&i.Rank,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockBudgetItem = `-- name: LockBudgetItem :one
 
 SELECT id FROM items WHERE project_id = $1 AND id = $2 FOR UPDATE

@@ -1741,11 +1741,13 @@ func (q *Queries) LockItems(ctx context.Context, db DBTX, arg LockItemsParams) (
 }
 
 const lockItemsByPlanKey = `-- name: LockItemsByPlanKey :many
-SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels, requires, touches
-FROM items
-WHERE project_id = $1 AND plan_key = ANY($2::text[])
-ORDER BY id
-FOR SHARE
+SELECT i.id, i.plan_key::text AS plan_key, i.parent_id, i.status, i.title, i.body, i.priority, i.labels, i.requires, i.touches, i.on_expiry,
+       ARRAY(SELECT d.depends_on_id FROM dependencies d
+             WHERE d.project_id = i.project_id AND d.item_id = i.id)::uuid[] AS depends_on
+FROM items i
+WHERE i.project_id = $1 AND i.plan_key = ANY($2::text[])
+ORDER BY i.id
+FOR SHARE OF i
 `
 
 type LockItemsByPlanKeyParams struct {
@@ -1754,21 +1756,25 @@ type LockItemsByPlanKeyParams struct {
 }
 
 type LockItemsByPlanKeyRow struct {
-	ID       uuid.UUID
-	PlanKey  string
-	ParentID *uuid.UUID
-	Status   string
-	Title    string
-	Body     string
-	Priority int32
-	Labels   []string
-	Requires []string
-	Touches  []string
+	ID        uuid.UUID
+	PlanKey   string
+	ParentID  *uuid.UUID
+	Status    string
+	Title     string
+	Body      string
+	Priority  int32
+	Labels    []string
+	Requires  []string
+	Touches   []string
+	OnExpiry  *string
+	DependsOn []uuid.UUID
 }
 
 // The items of the project that carry these plan keys, share-locked: a plan
 // import leaves them alone but may depend on them or add children below
-// them, so they must not finish or change until it commits.
+// them, so they must not finish or change until it commits. depends_on is
+// what each waits for (the primary key of dependencies), to say how it
+// differs from the plan.
 func (q *Queries) LockItemsByPlanKey(ctx context.Context, db DBTX, arg LockItemsByPlanKeyParams) ([]LockItemsByPlanKeyRow, error) {
 	rows, err := db.Query(ctx, lockItemsByPlanKey, arg.ProjectID, arg.Keys)
 	if err != nil {
@@ -1789,6 +1795,8 @@ func (q *Queries) LockItemsByPlanKey(ctx context.Context, db DBTX, arg LockItems
 			&i.Labels,
 			&i.Requires,
 			&i.Touches,
+			&i.OnExpiry,
+			&i.DependsOn,
 		); err != nil {
 			return nil, err
 		}

@@ -472,22 +472,12 @@ SELECT coalesce(
        -- transactional path, which searches and writes with one snapshot.
        -- (An item locked by a concurrent claim that takes it counts too:
        -- the transaction then finds nothing, as the direct claim did.)
-       ((SELECT true FROM items c
-         WHERE c.project_id = $1
-           AND c.ready
-           AND c.labels @> $6::text[]
-           AND (c.not_before IS NULL OR c.not_before <= coalesce($2::timestamptz, statement_timestamp()))
-           AND (c.preferred_worker IS NULL
-                OR (c.preferred_worker = $7::text AND c.preferred_token IS NOT DISTINCT FROM $4::uuid)
-                OR c.preferred_until <= coalesce($2::timestamptz, statement_timestamp()))
-           AND c.requires <@ coalesce($5::text[], '{}')
-           AND (c.budget_roots = '{}'
-                OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                        coalesce($2::timestamptz, statement_timestamp())))
-           AND (c.touches = '{}'
-                OR wg_scope_holder(c.project_id, NULL, c.touches,
-                                   coalesce($2::timestamptz, statement_timestamp())) IS NULL)
-         ORDER BY c.priority DESC, c.seq LIMIT 1) IS NOT NULL)::bool AS missed
+       -- wg_claimable (migration 00096) chooses, as wg_claim_candidate
+       -- does, between the walk of the claim order and the index of the
+       -- ready items' labels, so that a claim for labels no ready item
+       -- near the head carries does not read the whole ready set here.
+       wg_claimable($1, $6::text[], $7::text, $4::uuid,
+                    $5::text[], coalesce($2::timestamptz, statement_timestamp()))::bool AS missed
 `
 
 type ClaimNeedsTxParams struct {

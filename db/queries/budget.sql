@@ -170,6 +170,34 @@ CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()
 WHERE l.project_id = @project_id AND l.ended_at IS NULL
 ORDER BY l.acquired_at, l.seq;
 
+-- name: LiveLeasesPage :many
+-- A page of the project's live leases, those to look at first first:
+-- stale (rank 0), quiet (1), then healthy (2), judged as LiveLeaseActivity
+-- does, each rank in claim order (seq), after the keyset
+-- (@after_rank, @after_seq). It reads the project's live leases (the
+-- partial index of live leases) and returns a page of them.
+SELECT sqlc.embed(l),
+       coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
+       v.rank::int AS rank,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+JOIN projects p ON p.id = l.project_id
+CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS at) AS t
+CROSS JOIN LATERAL (SELECT (CASE
+           WHEN l.expires_at <= t.at
+             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
+                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 0
+           WHEN l.heartbeat_at IS NOT NULL
+            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
+               THEN 1
+           ELSE 2
+       END) AS rank) AS v
+WHERE l.project_id = @project_id AND l.ended_at IS NULL
+  AND (v.rank, l.seq) > (@after_rank::int, @after_seq::bigint)
+ORDER BY v.rank, l.seq
+LIMIT @max_rows;
+
 -- name: UnaskedSpentBudgets :many
 -- Spent budgets without a request yet, across projects (a wall-time
 -- budget runs out without any write; the sweeper opens their requests).

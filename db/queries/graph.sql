@@ -280,12 +280,16 @@ FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@parent_ids::uuid[]) AS parent_i
 -- name: LockItemsByPlanKey :many
 -- The items of the project that carry these plan keys, share-locked: a plan
 -- import leaves them alone but may depend on them or add children below
--- them, so they must not finish or change until it commits.
-SELECT id, plan_key::text AS plan_key, parent_id, status, title, body, priority, labels, requires, touches
-FROM items
-WHERE project_id = @project_id AND plan_key = ANY(@keys::text[])
-ORDER BY id
-FOR SHARE;
+-- them, so they must not finish or change until it commits. depends_on is
+-- what each waits for (the primary key of dependencies), to say how it
+-- differs from the plan.
+SELECT i.id, i.plan_key::text AS plan_key, i.parent_id, i.status, i.title, i.body, i.priority, i.labels, i.requires, i.touches, i.on_expiry,
+       ARRAY(SELECT d.depends_on_id FROM dependencies d
+             WHERE d.project_id = i.project_id AND d.item_id = i.id)::uuid[] AS depends_on
+FROM items i
+WHERE i.project_id = @project_id AND i.plan_key = ANY(@keys::text[])
+ORDER BY i.id
+FOR SHARE OF i;
 
 -- name: InsertDependencies :exec
 INSERT INTO dependencies (project_id, item_id, depends_on_id, created_by, created_at)

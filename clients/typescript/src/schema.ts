@@ -823,7 +823,7 @@ export interface paths {
         };
         /**
          * A project's events as server-sent events
-         * @description Roles: any. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica. An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
+         * @description Roles: any. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. A stream that has sent nothing for 15 s sends a comment line, with `id: <position>` before it: every event the stream selects up to that number was sent, so a reconnection resumes from there. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica. An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -863,7 +863,7 @@ export interface paths {
         };
         /**
          * Every project's events as server-sent events
-         * @description Roles: admin. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. An idle stream sends a comment line every 15 s. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica. An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
+         * @description Roles: admin. A server-sent event stream (text/event-stream) of the events after Last-Event-ID (else after), oldest first, each once: every event is `id: <seq>`, `event: <type>`, `data: <Event as JSON>`. A stream that has sent nothing for 15 s sends a comment line, with `id: <position>` before it: every event the stream selects up to that number was sent, so a reconnection resumes from there. The stream ends when the server shuts down; reconnect with Last-Event-ID to resume with no gap and no duplicate, through any replica. An after (or Last-Event-ID) other than 0 below the retention horizon (the newest event the retention deleted in the project, or in any project on the admin routes) is 410 events_pruned naming it in pruned_through: events after that position are gone, and reading on would skip them silently; resume after pruned_through.
          */
         get: operations["streamAllEvents"];
         put?: never;
@@ -1429,12 +1429,12 @@ export interface components {
             keys: {
                 [key: string]: string;
             };
-            /** @description Plan keys that already existed in the project: those items were left alone (not updated, not duplicated). differs names the fields in which the stored item differs from the plan; empty means unchanged. */
+            /** @description Plan keys that already existed in the project: those items were left alone (not updated, not duplicated). differs names the fields in which the stored item differs from the plan (on_expiry: an item without one in the plan differs from a stored retry or reconcile; depends_on: the set of items it waits for); empty means unchanged. */
             existing?: {
                 [key: string]: {
                     /** Format: uuid */
                     id: string;
-                    differs: ("title" | "body" | "priority" | "labels" | "parent")[];
+                    differs: ("title" | "body" | "priority" | "labels" | "requires" | "touches" | "parent" | "on_expiry" | "depends_on")[];
                 };
             };
             dry_run?: boolean;
