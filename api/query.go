@@ -34,9 +34,16 @@ var queryBounds = map[string]int{
 	"worker": 200, // leases.worker is 1..200
 }
 
+// repeatable are the parameters that take several values, each given as
+// often as needed (or as a comma-separated list); any other parameter takes
+// one value and is refused when given twice: read as its first value, the
+// others silently ignored, a request would mean one thing to the server and
+// another to a proxy or a log that reads the last.
+var repeatable = map[string]bool{"state": true, "kind": true, "types": true}
+
 // checkQuery refuses a request whose query string, or one of its
-// parameters, is over its bound, or which gives a parameter an empty (or
-// blank) value, with 400 invalid_argument naming the parameter.
+// parameters, is over its bound, which gives a parameter an empty (or
+// blank) value, or a parameter of one value more than once, with 400 invalid_argument naming the parameter.
 func checkQuery(r *http.Request) error {
 	raw := r.URL.RawQuery
 	if raw == "" {
@@ -51,6 +58,9 @@ func checkQuery(r *http.Request) error {
 		}
 		if len(values) > maxQueryValues {
 			return wgerr.InvalidField(name, "is given %d times; at most %d are allowed", len(values), maxQueryValues)
+		}
+		if len(values) > 1 && !repeatable[name] {
+			return wgerr.InvalidField(name, "is given %d times; it takes one value: give it once", len(values))
 		}
 		bound, ok := queryBounds[name]
 		if !ok {
