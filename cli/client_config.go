@@ -185,6 +185,10 @@ func (cfg *clientConfig) newClient(stdio IO) (*client.Client, error) {
 			fmt.Fprintf(stderr, "workgraph: cannot reach the server at %s (%s); retrying in %s\n", cfg.URL, transportReason(r.Err), wait)
 			return
 		}
+		if errors.Is(r.Err, client.ErrStreamEnded) {
+			fmt.Fprintf(stderr, "workgraph: the server at %s ended the event stream (a restart?); reconnecting in %s\n", cfg.URL, wait)
+			return
+		}
 		fmt.Fprintf(stderr, "workgraph: %s %s: %v; retrying in %s\n", r.Method, r.Path, r.Err, wait)
 	}
 	opts := append([]client.Option{client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify),

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,6 +314,33 @@ func TestMainExitCodes(t *testing.T) {
 		}
 		if !strings.Contains(msg, "retrying in") {
 			t.Fatalf("the retry was not told on stderr: %s", msg)
+		}
+	})
+	t.Run("StreamEndedReadable", func(t *testing.T) {
+		t.Parallel()
+		// A server that ends the stream (a restart) is told in one plain
+		// line while events --follow reconnects, not as the request's
+		// method and path twice over; here the reconnection is refused,
+		// which ends the command.
+		var n atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) > 1 {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprint(w, `{"code": "unauthenticated", "status": 401, "title": "Unauthenticated", "detail": "revoked"}`)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "retry: 2000\n\nid: 1\nevent: item.created\ndata: {\"seq\": 1, \"type\": \"item.created\"}\n\n")
+		}))
+		defer srv.Close()
+		var out, errb strings.Builder
+		code := Main([]string{"events", "--follow", "--url", srv.URL, "--token", "x"},
+			IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		msg := errb.String()
+		want := "workgraph: the server at " + srv.URL + " ended the event stream (a restart?); reconnecting in "
+		if code != ExitAuth || !strings.Contains(msg, want) || strings.Contains(msg, "client: GET") {
+			t.Fatalf("exit = %d, stderr:\n%s\nwant exit %d and %q", code, msg, ExitAuth, want)
 		}
 	})
 	t.Run("ErrUnreachableReadable", func(t *testing.T) {

@@ -223,8 +223,13 @@ func (c *Client) streamOnce(ctx context.Context, project string, q EventsQuery, 
 	if err := sc.Err(); err != nil {
 		return n, fmt.Errorf("client: GET %s: %w", path, err)
 	}
-	return n, fmt.Errorf("client: GET %s: the stream ended", path)
+	return n, fmt.Errorf("client: GET %s: %w", path, ErrStreamEnded)
 }
+
+// ErrStreamEnded is why a connection of Stream ended when the server
+// ended it (it shuts down, restarts, or dropped a reader that stopped
+// reading): Stream reconnects, and tells the retry with it.
+var ErrStreamEnded = errors.New("the server ended the stream")
 
 // streamIdle is how long a stream may stay silent (the server sends a
 // heartbeat every 15 s) before the client takes it for dead and

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -226,5 +227,35 @@ func TestStreamResumesFromKeepAlive(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(got) != "[7 51]" || len(resumed) < 2 || resumed[1] != "50" {
 		t.Fatalf("events %v; Last-Event-ID of each connection %q, want the keep-alive's 50 on the second", got, resumed)
+	}
+}
+
+// TestStreamEndedIsTold: a stream the server ends (a restart, a
+// shutdown) is reconnected, and the retry it tells names that cause as
+// ErrStreamEnded, so a program (the CLI) can say it plainly.
+func TestStreamEndedIsTold(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "retry: 2000\n\nid: 1\nevent: item.created\ndata: {\"seq\": 1, \"type\": \"item.created\"}\n\n")
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var told client.Retry
+	c, err := client.New(srv.URL, "tok", client.WithRetryNotify(func(r client.Retry) {
+		told = r
+		cancel() // the first retry is all this test reads
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range c.Stream(ctx, "p", client.EventsQuery{}) {
+		if err != nil {
+			break
+		}
+	}
+	if !errors.Is(told.Err, client.ErrStreamEnded) {
+		t.Fatalf("retry told %v, want ErrStreamEnded", told.Err)
 	}
 }

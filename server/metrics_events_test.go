@@ -92,9 +92,14 @@ func eventsAndWebhooksLifecycle(t *testing.T, see func(map[string]float64) map[s
 	// The stream hands both to its reader.
 	lines := bufio.NewScanner(resp.Body)
 	var last int64
-	for got := 0; got < 2 && lines.Scan(); {
-		if id, ok := strings.CutPrefix(lines.Text(), "id: "); ok {
-			last, _ = strconv.ParseInt(id, 10, 64)
+	// An event is its id line and then its event line (a keep-alive's
+	// id has none).
+	for got, id := 0, int64(0); got < 2 && lines.Scan(); {
+		if v, ok := strings.CutPrefix(lines.Text(), "id: "); ok {
+			id, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if strings.HasPrefix(lines.Text(), "event: ") {
+			last = id
 			got++
 		}
 	}

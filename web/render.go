@@ -88,6 +88,7 @@ var funcs = template.FuncMap{
 	"iso":          func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"dur":          formatDuration,
 	"latency":      formatLatency,
+	"withNow":      withNow,
 	"typed":        clock.Typed,
 	"json":         formatJSON,
 	"query":        query,
@@ -127,6 +128,10 @@ func formatTimePtr(t *time.Time) string {
 	}
 	return formatTime(*t)
 }
+
+// withNow hands a shared template (hook-state) a value, V, and the page's
+// Now, for its relative times.
+func withNow(v any, now time.Time) map[string]any { return map[string]any{"V": v, "Now": now} }
 
 // formatLatency says how long a request took, at the precision it is
 // recorded (milliseconds): "47 ms", "2.35 s"; from a minute on as

@@ -486,3 +486,33 @@ func TestAnswerLinkSuggestedAnswers(t *testing.T) {
 		t.Fatalf("after pressing a suggested answer: %+v", got)
 	}
 }
+
+// TestWebhookPagesShowRelativeTimes: the webhook pages show their
+// instants as every page does (docs/web.md, "Times"): a <time> element
+// relative to now with the absolute time on hover, not a bare UTC date;
+// and each delivery says when it was made.
+func TestWebhookPagesShowRelativeTimes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	c, err := e.hooks.Create(ctx, e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE webhooks SET failing_since = now() - interval '2 hours' WHERE id = $1`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (project_id, webhook_id, seq, event_type, attempts,
+		next_attempt_at, last_status, last_latency_ms, created_at)
+		VALUES ($1, $2, 1, 'item.created', 3, now() + interval '630 seconds', 500, 12, now() - interval '2 hours')`, e.project.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	human := e.signIn(e.human)
+	r := human.get("/p/acme/webhooks")
+	wantBody(t, r, `failing since <time datetime=`, `>2 h ago</time>`, `>just now</time>`)
+	r = human.get("/p/acme/webhooks/" + c.ID.String())
+	wantBody(t, r, `failing since <time datetime=`, `>in 10 min</time>`, `<th>When</th>`, `>2 h ago</time>`)
+	if strings.Contains(r.body, " UTC</td>") || strings.Contains(r.body, " UTC</span>") {
+		t.Fatalf("a bare UTC time on the webhook's page:\n%s", r.body)
+	}
+}
