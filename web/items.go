@@ -49,6 +49,29 @@ type ItemsPage struct {
 	// IDMatches are the items whose id starts with the search text, when
 	// it is the start of an id (a short id copied from a table).
 	IDMatches []graph.IDMatch
+	// cursor is the list page's cursor ("" on the first page).
+	cursor string
+}
+
+// Filtered says whether the page shows only the items its filters match.
+func (p *ItemsPage) Filtered() bool {
+	f := p.Filter
+	return f.Text != "" || f.Label != "" || f.Parent != "" || f.State != ""
+}
+
+// Empty says whether the page shows no item: every column of the board,
+// or the list, is empty (a later page of the list that came up empty is
+// not: items came before it).
+func (p *ItemsPage) Empty() bool {
+	if p.Filter.View == "list" {
+		return len(p.List) == 0 && p.cursor == ""
+	}
+	for _, c := range p.Columns {
+		if len(c.Items) > 0 || c.More {
+			return false
+		}
+	}
+	return true
 }
 
 // BoardColumn is the items of one state.
@@ -135,7 +158,7 @@ func (u *ui) items(r *req) error {
 		if err != nil {
 			return err
 		}
-		page.List, page.NextCursor = list.Items, list.NextCursor
+		page.List, page.NextCursor, page.cursor = list.Items, list.NextCursor, lf.Cursor
 	} else {
 		page.Filter.View = "board"
 		for _, st := range boardStates {

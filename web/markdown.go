@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"html/template"
 	"regexp"
+	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -45,6 +46,10 @@ var (
 func renderMarkdown(src string) template.HTML {
 	if src == "" {
 		return ""
+	}
+	if nestedTooDeep(src) {
+		// Parsing it would cost the square of its depth: its text instead.
+		return template.HTML(`<pre class="md-source">` + template.HTMLEscapeString(src) + `</pre>`)
 	}
 	var buf bytes.Buffer
 	if err := markdown.Convert([]byte(src), &buf); err != nil {
@@ -99,4 +104,63 @@ func insideLink(n ast.Node) bool {
 		}
 	}
 	return false
+}
+
+// markdownMaxDepth is the deepest nesting of block containers
+// (blockquotes, list items) that a line may open for its text to be
+// rendered as markdown.
+const markdownMaxDepth = 32
+
+// nestedTooDeep reports whether a line of src opens more than
+// markdownMaxDepth block containers: it counts the blockquote ('>') and
+// list item markers ("-", "*", "+" or a number with "." or ")", each
+// followed by a blank or the line's end) that start the line, blanks
+// between them skipped. That over-counts a little (a thematic break, a
+// marker that is really an indented code block) and never under-counts
+// the nesting a line opens; nesting by indentation alone is bounded by the
+// text's length (depth d needs about d² blanks).
+func nestedTooDeep(src string) bool {
+	for len(src) > 0 {
+		line := src
+		if i := strings.IndexByte(src, '\n'); i >= 0 {
+			line, src = src[:i], src[i+1:]
+		} else {
+			src = ""
+		}
+		depth := 0
+		for {
+			line = strings.TrimLeft(line, " \t")
+			n := containerMarker(line)
+			if n == 0 {
+				break
+			}
+			if depth++; depth > markdownMaxDepth {
+				return true
+			}
+			line = line[n:]
+		}
+	}
+	return false
+}
+
+// containerMarker is the length of the blockquote or list item marker that
+// starts s, or 0.
+func containerMarker(s string) int {
+	blankOrEnd := func(i int) bool { return i == len(s) || s[i] == ' ' || s[i] == '\t' }
+	switch {
+	case s == "":
+		return 0
+	case s[0] == '>':
+		return 1
+	case strings.IndexByte("-*+", s[0]) >= 0 && blankOrEnd(1):
+		return 1
+	}
+	i := 0
+	for i < len(s) && i < 9 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i > 0 && i < len(s) && (s[i] == '.' || s[i] == ')') && blankOrEnd(i+1) {
+		return i + 1
+	}
+	return 0
 }

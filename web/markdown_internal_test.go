@@ -56,3 +56,45 @@ func TestMarkdownTaskList(t *testing.T) {
 		t.Fatalf("raw HTML input survived: %q", got)
 	}
 }
+
+// TestRenderMarkdownDeepNesting: markdown nested deeper than
+// markdownMaxDepth (a line of 30,000 '>' is 30,000 blockquotes) is shown as
+// its text, escaped, instead of being parsed: goldmark's parse grows with
+// the square of the depth, so one 30 KB description took 1.5 s of CPU on
+// every view of its item page and of each inbox request that shows it
+// (and wrote 800 KB of nested blockquotes). Nesting people write still
+// renders.
+func TestRenderMarkdownDeepNesting(t *testing.T) {
+	t.Parallel()
+	deep := map[string]string{
+		"Blockquotes": strings.Repeat(">", 30000) + " x",
+		"Lists":       strings.Repeat("- ", 10000) + "x",
+		"Ordered":     strings.Repeat("1. ", 5000) + "x",
+		"Mixed":       "intro\n\n" + strings.Repeat("> - ", 5000) + "<script>x</script>",
+	}
+	for name, src := range deep {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := string(renderMarkdown(src))
+			for _, tag := range []string{"<blockquote", "<ul", "<ol", "<li", "<script"} {
+				if n := strings.Count(got, tag); n > 0 {
+					t.Fatalf("renderMarkdown of %d bytes nested %s writes %d %s elements, want its text", len(src), name, n, tag)
+				}
+			}
+			if !strings.HasPrefix(got, `<pre class="md-source">`) {
+				t.Errorf("renderMarkdown = %.80q…, want the source in a <pre>", got)
+			}
+		})
+	}
+	t.Run("ShallowRenders", func(t *testing.T) {
+		t.Parallel()
+		src := strings.Repeat("> ", markdownMaxDepth) + "quoted\n\n" + strings.Repeat("  ", 0) + "- a\n  - b\n    - c\n"
+		got := string(renderMarkdown(src))
+		if n := strings.Count(got, "<blockquote>"); n != markdownMaxDepth {
+			t.Errorf("%d nested quotes render as %d blockquotes, want %d", markdownMaxDepth, n, markdownMaxDepth)
+		}
+		if n := strings.Count(got, "<ul>"); n != 3 {
+			t.Errorf("a list nested 3 deep renders %d lists, want 3", n)
+		}
+	})
+}
