@@ -291,7 +291,7 @@ func (u *ui) answerLink(r *req) error {
 	token := r.Param("token")
 	// The page must not leak the link to other sites.
 	r.Response().Header().Set("Referrer-Policy", "no-referrer")
-	p := &AnswerPage{Layout: Layout{Title: "Answer"}, ProjectID: project, Token: token}
+	p := &AnswerPage{Layout: Layout{Title: "Answer", Now: r.now()}, ProjectID: project, Token: token}
 	link, req, err := u.Links.Open(r.ctx(), project, token)
 	switch {
 	case errors.Is(err, webhook.ErrLinkInvalid):

@@ -516,3 +516,28 @@ func TestWebhookPagesShowRelativeTimes(t *testing.T) {
 		t.Fatalf("a bare UTC time on the webhook's page:\n%s", r.body)
 	}
 }
+
+// TestAnswerLinkPageRelativeTimes: the answer page shows when the
+// question was asked and when its link expires as every page shows an
+// instant, a <time> relative to now, not a bare UTC date.
+func TestAnswerLinkPageRelativeTimes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	req, err := e.att.Open(ctx, e.project.ID, e.mustItem("Ship it").ID, attention.NewRequest{Question: "Which region?",
+		Blocking: true, Source: attention.SourcePerson, RequestedBy: "token:lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.answerLinksOn(t, true)
+	token, _, err := e.links.Issue(ctx, e.project.ID, req.ID, e.linkHook(t, "alice"), "alice", 3*time.Hour+time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.browser().get("/answer/" + e.project.ID.String() + "/" + token)
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `expires <time datetime=`, `>in 3 h</time>`, `>just now</time>`)
+	if strings.Contains(r.body, " UTC</span>") || strings.Contains(r.body, "valid until 2") {
+		t.Fatalf("a bare UTC time on the answer page:\n%s", r.body)
+	}
+}
