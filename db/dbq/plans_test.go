@@ -572,15 +572,19 @@ func TestEdgesAmongReadsTheEdgesOfItsItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := dbq.New()
-	edges, err := q.EdgesAmong(ctx, tx, dbq.EdgesAmongParams{ProjectID: project, Ids: ids})
+	edges, err := q.EdgesAmong(ctx, tx, dbq.EdgesAmongParams{ProjectID: project, Ids: ids, MaxRows: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(edges) != 399 {
 		t.Fatalf("%d edges among the first 400 items of a chain, want 399", len(edges))
 	}
+	// MaxRows bounds the answer (graph.MaxSubgraphEdges' reader).
+	if bounded, err := q.EdgesAmong(ctx, tx, dbq.EdgesAmongParams{ProjectID: project, Ids: ids, MaxRows: 100}); err != nil || len(bounded) != 100 {
+		t.Fatalf("EdgesAmong with MaxRows 100: %d edges, %v; want 100", len(bounded), err)
+	}
 	rec := &recordingTx{Tx: tx}
-	if _, err := q.EdgesAmong(ctx, rec, dbq.EdgesAmongParams{ProjectID: project, Ids: ids}); err != nil {
+	if _, err := q.EdgesAmong(ctx, rec, dbq.EdgesAmongParams{ProjectID: project, Ids: ids, MaxRows: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	sql, args := rec.sql, rec.args
