@@ -324,6 +324,7 @@ func TestInconsistentSettingsRefused(t *testing.T) {
 		{"NegativeWebhooksTimeout", server.Config{Webhooks: server.WebhooksConfig{Timeout: -time.Second}}, []string{"webhooks-timeout"}},
 		{"NegativeWebhooksConcurrency", server.Config{Webhooks: server.WebhooksConfig{Concurrency: -1}}, []string{"webhooks-concurrency"}},
 		{"NegativeEventsHeartbeat", server.Config{EventsHeartbeat: -time.Second}, []string{"events-heartbeat"}},
+		{"EventsHeartbeatBeyondClientIdle", server.Config{EventsHeartbeat: time.Minute}, []string{"events-heartbeat", "1m0s", "30s"}},
 		{"NegativeFollowInterval", server.Config{EventsFollowInterval: -time.Second}, []string{"events-follow-interval"}},
 		{"NegativeSweepInterval", server.Config{SweepInterval: -time.Second}, []string{"sweep-interval"}},
 	} {

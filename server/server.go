@@ -442,8 +442,18 @@ func checkNotNegative(cfg Config) error {
 	if cfg.Webhooks.Concurrency < 0 {
 		return fmt.Errorf("webhooks-concurrency %d: must not be negative (0 or left out: the default)", cfg.Webhooks.Concurrency)
 	}
+	if cfg.EventsHeartbeat > MaxEventsHeartbeat {
+		return fmt.Errorf("events-heartbeat %s: at most %s (the Go client, and so workgraph events --follow, takes a stream "+
+			"silent for 45 s for dead and reconnects; many proxies close a connection idle for 60 s)", cfg.EventsHeartbeat, MaxEventsHeartbeat)
+	}
 	return nil
 }
+
+// MaxEventsHeartbeat bounds Config.EventsHeartbeat: an idle stream's
+// keep-alive must come well within the Go client's 45 s idle limit and the
+// 60 s idle timeout of common proxies, or every quiet stream is dropped
+// and reconnected.
+const MaxEventsHeartbeat = 30 * time.Second
 
 // PublicURL is the base URL of notification links: Config.PublicURL, else
 // URL.
