@@ -388,5 +388,12 @@ func (u *ui) requestStop(r *req) error {
 	if _, err := u.Leases.RequestStop(r.ctx(), r.project.ID, id, r.by(), ""); err != nil {
 		return err
 	}
-	return r.redirect(r.backTo(r.projectURL("/workers")), "Stop requested: the worker is told on its next heartbeat.")
+	back := r.backTo(r.projectURL("/workers"))
+	// The page of live leases the form was on (its cursor, the form's
+	// "live"), when it was not the first: the cursor is looked at by the
+	// page itself, which refuses one it did not write.
+	if live := r.FormValue("live"); live != "" && back == r.projectURL("/workers") {
+		back += "?live=" + url.QueryEscape(live)
+	}
+	return r.redirect(back, "Stop requested: the worker is told on its next heartbeat.")
 }

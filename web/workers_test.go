@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -104,6 +105,23 @@ func TestWorkersPageLiveLeasesPaged(t *testing.T) {
 	if got := leasesOf(pr.body); strings.Join(got, ",") != strings.Join(second, ",") {
 		t.Errorf("the refreshed region of the second page shows %d leases %v, want the page's %v", len(got), got, second)
 	}
+
+	// Asking a lease of the second page to stop comes back to the second
+	// page (it went back to the first).
+	t.Run("StopReturnsToItsPage", func(t *testing.T) {
+		cursor := strings.TrimPrefix(next, "/p/acme/workers?live=")
+		if cursor, err = url.QueryUnescape(cursor); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.body, `name="live" value="`+html.EscapeString(cursor)+`"`) {
+			t.Fatalf("the second page's stop forms do not carry the page (live=%s)", cursor)
+		}
+		resp := b.post("/p/acme/leases/"+second[0]+"/stop", url.Values{"back": {"/p/acme/workers"}, "live": {cursor}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if got, want := resp.Header.Get("Location"), "/p/acme/workers?live="+url.QueryEscape(cursor); got != want {
+			t.Errorf("after asking to stop: redirected to %q, want the page it was asked on, %q", got, want)
+		}
+	})
 
 	t.Run("ErrBadCursor", func(t *testing.T) {
 		r := b.get("/p/acme/workers?live=garbage")
