@@ -157,6 +157,38 @@ func TestUpdateItem(t *testing.T) {
 		}
 		wantState(t, got, StateLeased)
 	})
+	// An edit whose every field is as stored (a form sent back unchanged,
+	// a repeated PATCH) writes nothing: no new version, no item.updated
+	// event. It bumped the version and told of a changed title.
+	t.Run("OKSameValuesChangeNothing", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		labels := []string{"a"}
+		a := f.mustItem(t, itemOpts{Title: "same", Priority: 3, Labels: labels})
+		updates := func() int {
+			var n int
+			if err := f.conn.QueryRow(ctx, `SELECT count(*) FROM events
+				WHERE project_id = $1 AND item_id = $2 AND type = 'item.updated'`, f.project, a.ID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		prio := int32(3)
+		got, err := f.svc.UpdateItem(ctx, f.project, a.ID, ItemPatch{Title: ptr(" same "), Priority: &prio, Labels: &labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != a.Version || updates() != 0 {
+			t.Fatalf("an edit to the stored values: version %d (was %d), %d item.updated events; want no change", got.Version, a.Version, updates())
+		}
+		got, err = f.svc.UpdateItem(ctx, f.project, a.ID, ItemPatch{Title: ptr("other"), Priority: &prio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Title != "other" || got.Version != a.Version+1 || updates() != 1 {
+			t.Fatalf("a real edit: %q version %d (was %d), %d item.updated events; want one", got.Title, got.Version, a.Version, updates())
+		}
+	})
 	t.Run("ErrVersion", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t)

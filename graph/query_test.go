@@ -341,10 +341,12 @@ func TestListItemsOrders(t *testing.T) {
 		f.clk.Advance(time.Minute)
 		all = append(all, f.mustItem(t, itemOpts{Title: fmt.Sprintf("item %d", i), Priority: prio}))
 	}
-	// Touch the second item last: it is the most recently updated.
+	// Touch the second item last: it is the most recently updated (an edit
+	// of its body, which no order reads; an edit to the stored values
+	// would write nothing).
 	f.clk.Advance(time.Minute)
-	p := int32(1)
-	if _, err := f.svc.UpdateItem(ctx, f.project, all[1].ID, ItemPatch{Priority: &p}); err != nil {
+	body := "touched"
+	if _, err := f.svc.UpdateItem(ctx, f.project, all[1].ID, ItemPatch{Body: &body}); err != nil {
 		t.Fatal(err)
 	}
 	all[1] = f.mustGet(t, all[1].ID)

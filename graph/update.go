@@ -21,8 +21,9 @@ import (
 // own scopes column, which the claims' overlap test reads) and the new
 // touches apply from the item's next claim, so an edit never makes two
 // live leases hold overlapping scopes. On a done or cancelled item only
-// labels and metadata may change. A patch with no field changes nothing and
-// returns the item as stored (after the IfVersion check).
+// labels and metadata may change. A patch with no field, or whose every
+// field is as stored, changes nothing (no new version, no item.updated
+// event) and returns the item as stored (after the IfVersion check).
 //
 // Errors: invalid_argument / payload_too_large for bad fields; not_found when
 // the item is not in the project; conflict when IfVersion differs from the
@@ -98,7 +99,13 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 			return conflictf("item %s is %s: only labels and metadata can still change", id, cur.Status)
 		}
 		if !empty {
-			if err := q.UpdateItemFields(ctx, tx, args); err != nil {
+			changed, err := q.UpdateItemFields(ctx, tx, args)
+			if err != nil {
+				return err
+			}
+			if changed == 0 {
+				// Every field given is as stored: nothing written.
+				out, err = getItem(ctx, tx, args.Now, project, id)
 				return err
 			}
 			if _, err := events.Append(ctx, tx, events.New{Project: project, Type: events.ItemUpdated, At: args.Now,

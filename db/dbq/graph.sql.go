@@ -2671,7 +2671,7 @@ func (q *Queries) SpentBudgetsOver(ctx context.Context, db DBTX, arg SpentBudget
 	return items, nil
 }
 
-const updateItemFields = `-- name: UpdateItemFields :exec
+const updateItemFields = `-- name: UpdateItemFields :execrows
 UPDATE items
 SET title = coalesce($1::text, title),
     body = coalesce($2::text, body),
@@ -2686,6 +2686,15 @@ SET title = coalesce($1::text, title),
     version = version + 1,
     updated_at = coalesce($9::timestamptz, now())
 WHERE project_id = $10 AND id = $11
+  AND (title IS DISTINCT FROM coalesce($1::text, title)
+       OR body IS DISTINCT FROM coalesce($2::text, body)
+       OR priority IS DISTINCT FROM coalesce($3::integer, priority)
+       OR labels IS DISTINCT FROM coalesce($4::text[], labels)
+       OR requires IS DISTINCT FROM coalesce($5::text[], requires)
+       OR touches IS DISTINCT FROM coalesce($6::text[], touches)
+       OR metadata IS DISTINCT FROM coalesce($7::jsonb, metadata)
+       OR on_expiry IS DISTINCT FROM CASE WHEN $8::text IS NULL THEN on_expiry
+                                          ELSE nullif($8::text, '') END)
 `
 
 type UpdateItemFieldsParams struct {
@@ -2702,8 +2711,12 @@ type UpdateItemFieldsParams struct {
 	ID        uuid.UUID
 }
 
-func (q *Queries) UpdateItemFields(ctx context.Context, db DBTX, arg UpdateItemFieldsParams) error {
-	_, err := db.Exec(ctx, updateItemFields,
+// Writes the fields given (NULL leaves one as it is) and bumps the version,
+// when one of them differs from what is stored: an edit that changes
+// nothing writes nothing (no new version, no event; the caller sees 0
+// rows).
+func (q *Queries) UpdateItemFields(ctx context.Context, db DBTX, arg UpdateItemFieldsParams) (int64, error) {
+	result, err := db.Exec(ctx, updateItemFields,
 		arg.Title,
 		arg.Body,
 		arg.Priority,
@@ -2716,7 +2729,10 @@ func (q *Queries) UpdateItemFields(ctx context.Context, db DBTX, arg UpdateItemF
 		arg.ProjectID,
 		arg.ID,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const waitsForReach = `-- name: WaitsForReach :many

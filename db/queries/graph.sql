@@ -503,7 +503,11 @@ FROM (SELECT ch.project_id, ch.item_id, sum(ch.deps)::integer AS deps, sum(ch.ch
       GROUP BY ch.project_id, ch.item_id) AS c
 WHERE i.project_id = c.project_id AND i.id = c.item_id;
 
--- name: UpdateItemFields :exec
+-- name: UpdateItemFields :execrows
+-- Writes the fields given (NULL leaves one as it is) and bumps the version,
+-- when one of them differs from what is stored: an edit that changes
+-- nothing writes nothing (no new version, no event; the caller sees 0
+-- rows).
 UPDATE items
 SET title = coalesce(sqlc.narg('title')::text, title),
     body = coalesce(sqlc.narg('body')::text, body),
@@ -517,7 +521,16 @@ SET title = coalesce(sqlc.narg('title')::text, title),
                      ELSE nullif(sqlc.narg('on_expiry')::text, '') END,
     version = version + 1,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE project_id = @project_id AND id = @id;
+WHERE project_id = @project_id AND id = @id
+  AND (title IS DISTINCT FROM coalesce(sqlc.narg('title')::text, title)
+       OR body IS DISTINCT FROM coalesce(sqlc.narg('body')::text, body)
+       OR priority IS DISTINCT FROM coalesce(sqlc.narg('priority')::integer, priority)
+       OR labels IS DISTINCT FROM coalesce(sqlc.narg('labels')::text[], labels)
+       OR requires IS DISTINCT FROM coalesce(sqlc.narg('requires')::text[], requires)
+       OR touches IS DISTINCT FROM coalesce(sqlc.narg('touches')::text[], touches)
+       OR metadata IS DISTINCT FROM coalesce(sqlc.narg('metadata')::jsonb, metadata)
+       OR on_expiry IS DISTINCT FROM CASE WHEN sqlc.narg('on_expiry')::text IS NULL THEN on_expiry
+                                          ELSE nullif(sqlc.narg('on_expiry')::text, '') END);
 
 -- name: OpenDescendants :many
 -- Open items below the given one (any depth), deepest last.

@@ -1117,7 +1117,7 @@ export interface components {
             /** @description any JSON value */
             result: unknown;
             metadata?: Record<string, never>;
-            /** @description bumped by every edit; the ETag */
+            /** @description bumped by every edit that changes a field (one that sets every field to what is stored changes nothing); the ETag */
             version?: number;
             /** Format: uuid */
             active_lease_id?: string | null;
