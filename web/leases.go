@@ -174,15 +174,20 @@ func (u *ui) leases(r *req) error {
 			page.Rows, err = r.withTitles(p.Leases)
 		}
 	}
+	status := http.StatusOK
 	if err != nil {
 		msg, ok := userMessage(err)
 		if !ok {
 			return err
 		}
+		// The page with the filter and what is wrong with it, answered
+		// with the status the API gives the same refusal (400 for a bad
+		// time, outcome, sort or cursor), as the CSV export does.
 		page.Error = msg
+		_, status = wgerr.HTTPStatus(err)
 	}
 	page.Layout = r.base("Lease history", "leases")
-	return r.show(page)
+	return r.showStatus(status, page)
 }
 
 // DefaultCSVMaxRows is Deps.CSVMaxRows's default: the most leases one CSV
