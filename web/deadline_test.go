@@ -95,23 +95,7 @@ func TestInboxOverdueBeyondFirstPage(t *testing.T) {
 func TestInboxAnswerComesBackToItsPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
-	for i := range 50 {
-		it := e.mustItem("held " + strconv.Itoa(i))
-		if _, err := e.att.Hold(ctx, e.project.ID, it.ID, "wait "+strconv.Itoa(i), "token:t-human"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.mustItem("Asked last")
-	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
-		attention.NewRequest{Question: "On page two?", Blocking: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := askBehindFifty(t, e, "On page two?")
 	b := e.signIn(e.human)
 	first := b.get("/p/acme/inbox")
 	m := regexp.MustCompile(`rel="next" href="/p/acme/inbox\?after=([^"]+)"`).FindStringSubmatch(first.body)
@@ -152,6 +136,25 @@ func TestInboxAnswerComesBackToItsPage(t *testing.T) {
 func TestInboxOpensAtRequest(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
+	q := askBehindFifty(t, e, "Where does it land?")
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/inbox?req=" + q.Request.ID.String())
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Where does it land?", `id="req-`+q.Request.ID.String()+`"`, "← First page")
+	m := regexp.MustCompile(`name="after" value="([^"]+)"`).FindStringSubmatch(r.body)
+	if m == nil {
+		t.Fatal("the page's forms carry no cursor to come back to it")
+	}
+	// An unknown or malformed request: the first page, as ever.
+	wantStatus(t, b.get("/p/acme/inbox?req="+uuid.NewString()), http.StatusOK)
+	wantStatus(t, b.get("/p/acme/inbox?req=nope"), http.StatusBadRequest)
+}
+
+// askBehindFifty opens 50 holds in e's project, then has an agent ask a
+// blocking question: the inbox, 50 a page oldest first, shows it on its
+// second page.
+func askBehindFifty(t *testing.T, e *env, question string) lease.AskResult {
+	t.Helper()
 	ctx := context.Background()
 	for i := range 50 {
 		it := e.mustItem("held " + strconv.Itoa(i))
@@ -165,19 +168,9 @@ func TestInboxOpensAtRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, err := e.leases.Ask(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch},
-		attention.NewRequest{Question: "Where does it land?", Blocking: true})
+		attention.NewRequest{Question: question, Blocking: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := e.signIn(e.human)
-	r := b.get("/p/acme/inbox?req=" + q.Request.ID.String())
-	wantStatus(t, r, http.StatusOK)
-	wantBody(t, r, "Where does it land?", `id="req-`+q.Request.ID.String()+`"`, "← First page")
-	m := regexp.MustCompile(`name="after" value="([^"]+)"`).FindStringSubmatch(r.body)
-	if m == nil {
-		t.Fatal("the page's forms carry no cursor to come back to it")
-	}
-	// An unknown or malformed request: the first page, as ever.
-	wantStatus(t, b.get("/p/acme/inbox?req="+uuid.NewString()), http.StatusOK)
-	wantStatus(t, b.get("/p/acme/inbox?req=nope"), http.StatusBadRequest)
+	return q
 }

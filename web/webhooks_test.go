@@ -23,10 +23,7 @@ func TestWebhooksPages(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	c, err := e.hooks.Create(ctx, e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.mustHook()
 	human := e.signIn(e.human)
 	// The navigation leads there from every page of the project.
 	wantBody(t, human.get("/p/acme/items"), `<a href="/p/acme/webhooks">Webhooks</a>`)
@@ -442,10 +439,7 @@ func TestDeliveryLatencyShown(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	c, err := e.hooks.Create(ctx, e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.mustHook()
 	if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (project_id, webhook_id, seq, event_type, state, attempts,
 		next_attempt_at, last_status, last_latency_ms, created_at, finished_at)
 		VALUES ($1, $2, 1, 'item.created', 'delivered', 1, now(), 200, 47, now(), now()),
@@ -495,10 +489,7 @@ func TestWebhookPagesShowRelativeTimes(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	c, err := e.hooks.Create(ctx, e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.mustHook()
 	if _, err := e.pool.Exec(ctx, `UPDATE webhooks SET failing_since = now() - interval '2 hours' WHERE id = $1`, c.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -540,4 +531,14 @@ func TestAnswerLinkPageRelativeTimes(t *testing.T) {
 	if strings.Contains(r.body, " UTC</span>") || strings.Contains(r.body, "valid until 2") {
 		t.Fatalf("a bare UTC time on the answer page:\n%s", r.body)
 	}
+}
+
+// mustHook subscribes a webhook of the test's project to every event.
+func (e *env) mustHook() webhook.Created {
+	e.t.Helper()
+	c, err := e.hooks.Create(context.Background(), e.project.ID, webhook.New{URL: "https://hooks.example.com/acme", CreatedBy: "test"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
 }
