@@ -103,14 +103,13 @@ func (s *Service) UpdateItem(ctx context.Context, project, id uuid.UUID, p ItemP
 			if err != nil {
 				return err
 			}
-			if changed == 0 {
-				// Every field given is as stored: nothing written.
-				out, err = getItem(ctx, tx, args.Now, project, id)
-				return err
-			}
-			if _, err := events.Append(ctx, tx, events.New{Project: project, Type: events.ItemUpdated, At: args.Now,
-				Actor: events.ActorFrom(ctx), ItemID: &id, Payload: updatedPayload(p, args, cur.Version+1)}); err != nil {
-				return err
+			// changed is 0 when every field given is as stored: nothing
+			// was written, and nothing is told.
+			if changed > 0 {
+				if _, err := events.Append(ctx, tx, events.New{Project: project, Type: events.ItemUpdated, At: args.Now,
+					Actor: events.ActorFrom(ctx), ItemID: &id, Payload: updatedPayload(p, args, cur.Version+1)}); err != nil {
+					return err
+				}
 			}
 		}
 		out, err = getItem(ctx, tx, args.Now, project, id)
