@@ -11,17 +11,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const countProjects = `-- name: CountProjects :one
-SELECT count(*) FROM projects
-`
-
-func (q *Queries) CountProjects(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRow(ctx, countProjects)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const createProject = `-- name: CreateProject :one
 INSERT INTO projects (name) VALUES ($1)
 RETURNING id, name, created_at, on_expiry, attention_due_ms, quiet_after_ms, no_progress_after_ms

@@ -11,9 +11,6 @@ SELECT * FROM projects WHERE name = @name;
 -- name: ListProjects :many
 SELECT * FROM projects ORDER BY name;
 
--- name: CountProjects :one
-SELECT count(*) FROM projects;
-
 -- name: SetProjectOnExpiry :one
 -- The project's default on_expiry, for items that name none.
 UPDATE projects SET on_expiry = @on_expiry WHERE id = @id
