@@ -53,7 +53,6 @@ var notProjectScoped = map[string]string{
 	"GetProject":             "projects (reference table)",
 	"GetProjectByName":       "projects (reference table)",
 	"ListProjects":           "projects (reference table)",
-	"CountProjects":          "projects (reference table)",
 	"SetProjectOnExpiry":     "projects (reference table)",
 	"SetProjectAttentionDue": "projects (reference table)",
 	"SetProjectProgress":     "projects (reference table)",
