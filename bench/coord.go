@@ -36,7 +36,9 @@ import (
 //     -coord-live (1,000) live leases: 16 agents claim and release; then
 //     the same agents claim by a label that only rareLabelItems items
 //     carry, last in the claim order (a fleet's specialised workers),
-//     beside the plain claim in the same interleaved run.
+//     and workers that offer no capabilities claim in a project whose
+//     first restrictedItems (10,000) ready items require one (a GPU
+//     fleet's backlog), beside the plain claim in the same interleaved run.
 
 func init() {
 	register(workload{id: 22, name: "coordination: double grants under a 64-way race", run: runW22})
@@ -253,9 +255,13 @@ func runW23(ctx context.Context, e *env) error {
 }
 
 // rareLabel is carried by rareLabelItems of workload 24's items only.
+// restrictedItems items of workload 24's fleet project require
+// restrictedCapability, which none of its claimers offers.
 const (
-	rareLabel      = "w24-rare"
-	rareLabelItems = 64
+	rareLabel            = "w24-rare"
+	rareLabelItems       = 64
+	restrictedCapability = "w24-gpu"
+	restrictedItems      = 10000
 )
 
 func runW24(ctx context.Context, e *env) error {
@@ -282,6 +288,28 @@ func runW24(ctx context.Context, e *env) error {
 		if _, err := svc.Claim(ctx, project, lease.ClaimRequest{Worker: fmt.Sprintf("holder-%d", i%64), TTL: time.Hour}); err != nil {
 			return err
 		}
+	}
+	if err := refreshStats(ctx, e.pool); err != nil {
+		return err
+	}
+	// A fleet's project: restrictedItems items that require a capability
+	// (a GPU), first in the claim order, then items that require nothing,
+	// which workers offering no capabilities claim.
+	restricted := restrictedItems
+	if e.cfg.Smoke {
+		restricted = min(restricted, 500)
+	}
+	fleet, err := createProject(ctx, e.pool, e.newProjectName("w24-fleet"))
+	if err != nil {
+		return err
+	}
+	if err := copyItems(ctx, e.pool, fleet, restricted, func(i int, r *itemRow) {
+		r.id, r.priority, r.requires = uuid.New(), 1, []string{restrictedCapability}
+	}); err != nil {
+		return err
+	}
+	if err := loadReady(ctx, e.pool, fleet, 1000, 0); err != nil {
+		return err
 	}
 	if err := refreshStats(ctx, e.pool); err != nil {
 		return err
@@ -322,6 +350,26 @@ func runW24(ctx context.Context, e *env) error {
 			rec.observe("claim", t)
 			rec.done()
 			_, err = svc.Release(ctx, project, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, "bench")
+			return err
+		},
+	}, {
+		workload: 24, name: fmt.Sprintf("claim without capabilities behind %d that require one", restricted), workers: agents,
+		size: int64(restricted), unit: "claims/s", primary: "claim",
+		iter: func(ctx context.Context, w int, rec *recorder) error {
+			t := time.Now()
+			c, err := svc.Claim(ctx, fleet, lease.ClaimRequest{Worker: fmt.Sprintf("w24-cpu-%d", w), TTL: time.Minute})
+			if errors.Is(err, lease.ErrNothingReady) {
+				return errEmpty
+			}
+			if err != nil {
+				return err
+			}
+			if len(c.Item.Requires) != 0 {
+				return fmt.Errorf("a claim without capabilities got item %s requiring %v", c.Item.ID, c.Item.Requires)
+			}
+			rec.observe("claim", t)
+			rec.done()
+			_, err = svc.Release(ctx, fleet, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, "bench")
 			return err
 		},
 	}}

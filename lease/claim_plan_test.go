@@ -14,6 +14,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // TestClaimPlan holds the one-statement claim's plan (ClaimItemDirect and
@@ -84,10 +85,12 @@ func TestClaimPlan(t *testing.T) {
 			if strings.Contains(n, "Sort Key: c.priority") {
 				t.Errorf("the claim's search sorts the project's ready items:\n%s", n)
 			}
-			walked = walked || strings.Contains(n, "Index Scan using items_claim on items c")
+			// A claim without capabilities walks the claim order of the
+			// items that require none (migration 00104).
+			walked = walked || strings.Contains(n, "Index Scan using items_ready_unrestricted on items c")
 		}
 		if !walked {
-			t.Errorf("no plan of the claim's search walks items_claim; plans:\n%s", strings.Join(notices(), "\n"))
+			t.Errorf("no plan of the claim's search walks items_ready_unrestricted; plans:\n%s", strings.Join(notices(), "\n"))
 		}
 	})
 
@@ -139,6 +142,55 @@ func onePool(t *testing.T, base *pgxpool.Pool) (pool *pgxpool.Pool, notices func
 	}
 }
 
+// explainedPool is a pool of one connection on base's database that runs
+// every statement under auto_explain with ANALYZE: plans returns the plans
+// run since its last call that read items (nested ones too).
+func explainedPool(t *testing.T, base *pgxpool.Pool) (pool *pgxpool.Pool, plans func() []string) {
+	t.Helper()
+	pool, notices := onePool(t, base)
+	for _, s := range []string{
+		"LOAD 'auto_explain'",
+		"SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on",
+		"SET auto_explain.log_analyze = on",
+		"SET auto_explain.log_level = notice",
+	} {
+		if _, err := pool.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	seen := 0
+	return pool, func() []string {
+		all := notices()
+		var out []string
+		for _, n := range all[seen:] {
+			if strings.Contains(n, "on items") {
+				out = append(out, n)
+			}
+		}
+		seen = len(all)
+		return out
+	}
+}
+
+// mostDiscarded is the most rows of items one node of plans read and threw
+// away, and that node's plan.
+func mostDiscarded(plans []string) (most int, where string) {
+	for _, p := range plans {
+		for _, line := range strings.Split(p, "\n") {
+			_, n, ok := strings.Cut(line, "Rows Removed by Filter: ")
+			if !ok {
+				continue
+			}
+			var v int
+			if _, err := fmt.Sscan(n, &v); err == nil && v > most {
+				most, where = v, p
+			}
+		}
+	}
+	return most, where
+}
+
 // TestClaimByRareLabelReadsTheLabelIndex: a claim for labels that no ready
 // item near the head of the claim order carries finds its item through
 // items_ready_labels (migration 00096) instead of walking every ready item
@@ -173,48 +225,8 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pool, notices := onePool(t, base)
-	for _, s := range []string{
-		"LOAD 'auto_explain'",
-		"SET auto_explain.log_min_duration = 0",
-		"SET auto_explain.log_nested_statements = on",
-		"SET auto_explain.log_analyze = on",
-		"SET auto_explain.log_level = notice",
-	} {
-		if _, err := pool.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	pool, plans := explainedPool(t, base)
 	leases := lease.NewService(pool, f.clock, f.cfg)
-	// plans returns the plans run since the last call that read items.
-	seen := 0
-	plans := func() []string {
-		all := notices()
-		var out []string
-		for _, n := range all[seen:] {
-			if strings.Contains(n, "on items") {
-				out = append(out, n)
-			}
-		}
-		seen = len(all)
-		return out
-	}
-	// discarded is the most rows of items one plan node read and threw away.
-	discarded := func(plans []string) (most int, where string) {
-		for _, p := range plans {
-			for _, line := range strings.Split(p, "\n") {
-				_, n, ok := strings.Cut(line, "Rows Removed by Filter: ")
-				if !ok {
-					continue
-				}
-				var v int
-				if _, err := fmt.Sscan(n, &v); err == nil && v > most {
-					most, where = v, p
-				}
-			}
-		}
-		return most, where
-	}
 	const tolerated = 300 // the head probe reads 256; the walk to the common label 49
 
 	got, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"rare"}})
@@ -225,7 +237,7 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 		t.Errorf("claimed %s (%q), want the rare item %s", got.Item.ID, got.Item.Title, rare)
 	}
 	ran := plans()
-	if most, where := discarded(ran); most > tolerated {
+	if most, where := mostDiscarded(ran); most > tolerated {
 		t.Errorf("the rare label's claim read and discarded %d ready items:\n%s", most, where)
 	}
 	if !strings.Contains(strings.Join(ran, "\n"), "items_ready_labels") {
@@ -236,7 +248,7 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 		if _, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{label}}); !errors.Is(err, lease.ErrNothingReady) {
 			t.Fatalf("claim %q: %v, want ErrNothingReady", label, err)
 		}
-		if most, where := discarded(plans()); most > tolerated {
+		if most, where := mostDiscarded(plans()); most > tolerated {
 			t.Errorf("the claim of %q that found nothing read and discarded %d ready items:\n%s", label, most, where)
 		}
 	}
@@ -255,7 +267,7 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 	if len(batch) != 2 {
 		t.Errorf("the rare label's batch claim took %d items, want the 2 ready", len(batch))
 	}
-	if most, where := discarded(plans()); most > tolerated {
+	if most, where := mostDiscarded(plans()); most > tolerated {
 		t.Errorf("the rare label's batch claim read and discarded %d ready items:\n%s", most, where)
 	}
 
@@ -268,11 +280,13 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 		t.Errorf("claimed %q, want the first item labelled common, plain 50", got.Item.Title)
 	}
 	ran = plans()
-	if most, where := discarded(ran); most > tolerated {
+	if most, where := mostDiscarded(ran); most > tolerated {
 		t.Errorf("the common label's claim read and discarded %d ready items:\n%s", most, where)
 	}
-	if !strings.Contains(strings.Join(ran, "\n"), "Index Scan using items_claim on items c") {
-		t.Errorf("the common label's claim does not walk items_claim:\n%s", strings.Join(ran, "\n"))
+	// (The claim order of the items that require no capability: the claim
+	// offers none, migration 00104.)
+	if !strings.Contains(strings.Join(ran, "\n"), "Index Scan using items_ready_unrestricted on items c") {
+		t.Errorf("the common label's claim does not walk items_ready_unrestricted:\n%s", strings.Join(ran, "\n"))
 	}
 
 	// A label that 3,000 ready items carry, all below 280 urgent items
@@ -305,7 +319,103 @@ func TestClaimByRareLabelReadsTheLabelIndex(t *testing.T) {
 	if strings.Contains(strings.Join(ran, "\n"), "Sort Key: c.priority DESC, c.seq") {
 		t.Errorf("the bulk label's claim sorted the items carrying it:\n%s", strings.Join(ran, "\n"))
 	}
-	if most, where := discarded(ran); most > tolerated {
+	if most, where := mostDiscarded(ran); most > tolerated {
 		t.Errorf("the bulk label's claim read and discarded %d ready items:\n%s", most, where)
+	}
+}
+
+// TestClaimWithoutCapabilitiesSkipsRestrictedItems: a worker that offers no
+// capabilities can take only items that require none, and finds the first
+// of them through items_ready_unrestricted (migration 00104) instead of
+// walking past every ready item that requires a capability: a fleet whose
+// GPU items wait at the head of the claim order must not make each claim
+// of a worker without a GPU read them all. Nor may the probes that run
+// after a claim found nothing (ClaimNeedsTx's hopeless and missed,
+// ClaimHopeless) or a batch claim. Before 00104 each read and threw away
+// the 3,000 restricted items ahead. A worker with the capability still
+// walks the claim order and takes the first of them.
+//
+// A database of its own, as TestClaimPlan, whose statistics the test sets.
+func TestClaimWithoutCapabilitiesSkipsRestrictedItems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := dbtest.Fresh(t)
+	f := setupOn(t, base, base, lease.Config{})
+	// 3,000 urgent ready items that require gpu, then one that requires
+	// nothing, last in the claim order.
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, priority, requires)
+		SELECT $1, 'gpu ' || g, 'test', 5, '{gpu}' FROM generate_series(1, 3000) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	var plain string
+	if err := base.QueryRow(ctx, `INSERT INTO items (project_id, title, created_by)
+		VALUES ($1, 'plain', 'test') RETURNING id::text`, f.project).Scan(&plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, "ANALYZE items"); err != nil {
+		t.Fatal(err)
+	}
+
+	pool, plans := explainedPool(t, base)
+	leases := lease.NewService(pool, f.clock, f.cfg)
+	const tolerated = 10
+
+	got, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.ID.String() != plain {
+		t.Errorf("claimed %s (%q), want the item that requires nothing, %s", got.Item.ID, got.Item.Title, plain)
+	}
+	ran := plans()
+	if most, where := mostDiscarded(ran); most > tolerated {
+		t.Errorf("the claim without capabilities read and discarded %d ready items:\n%s", most, where)
+	}
+	if !strings.Contains(strings.Join(ran, "\n"), "items_ready_unrestricted") {
+		t.Errorf("no plan of the claim without capabilities reads items_ready_unrestricted:\n%s", strings.Join(ran, "\n"))
+	}
+
+	// Only restricted items are ready now: no_match, found without
+	// reading them (the direct claim, its probes, then the transactional
+	// path's own search and ClaimHopeless).
+	_, err = leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "cpu"})
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Code != wgerr.CodeNoMatch {
+		t.Fatalf("claim with only gpu items ready: %v, want no_match", err)
+	}
+	if most, where := mostDiscarded(plans()); most > tolerated {
+		t.Errorf("the claim that found nothing it could take read and discarded %d ready items:\n%s", most, where)
+	}
+
+	// A batch claim without capabilities, planned for its parameters
+	// (db.CustomPlan), reads the index too.
+	if _, err := base.Exec(ctx, `INSERT INTO items (project_id, title, created_by)
+		SELECT $1, 'plain ' || g, 'test' FROM generate_series(2, 3) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	plans()
+	batch, err := leases.ClaimBatch(ctx, f.project, lease.ClaimRequest{Worker: "cpu"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) != 2 {
+		t.Errorf("the batch claim without capabilities took %d items, want the 2 that require nothing", len(batch))
+	}
+	if most, where := mostDiscarded(plans()); most > tolerated {
+		t.Errorf("the batch claim without capabilities read and discarded %d ready items:\n%s", most, where)
+	}
+
+	// A worker with the capability takes the first restricted item, by the
+	// walk of the claim order.
+	got, err = leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "gpu", Capabilities: []string{"gpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.Title != "gpu 1" {
+		t.Errorf("the gpu worker claimed %q, want gpu 1", got.Item.Title)
+	}
+	if ran := strings.Join(plans(), "\n"); !strings.Contains(ran, "Index Scan using items_claim on items c") {
+		t.Errorf("the gpu worker's claim does not walk items_claim:\n%s", ran)
 	}
 }

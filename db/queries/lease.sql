@@ -113,8 +113,13 @@ WITH candidate AS (
       AND (c.budget_roots = '{}'
            OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
                                    coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      -- capabilities and write scopes
-      AND c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
+      -- capabilities and write scopes. Without capabilities only an item
+      -- that requires none: the predicate then folds to "requires = '{}'",
+      -- the predicate of items_ready_unrestricted (migration 00104), which
+      -- holds just those in claim order.
+      AND (c.requires = '{}'
+           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+               AND c.requires <@ sqlc.narg('capabilities')::text[]))
       AND (c.touches = '{}'
            OR wg_scope_holder(c.project_id, NULL, c.touches,
                               coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
@@ -261,9 +266,12 @@ SELECT coalesce(
        -- capabilities among these (the answer is then no_match).
        ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
-        AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
-               AND i.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}')
-             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL)::bool AS hopeless,
+        AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND i.requires = '{}'
+             ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
+        AND (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) = 0
+             OR (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
+                   AND i.requires <@ sqlc.narg('capabilities')::text[]
+                 ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
        -- wg_claim_candidate with a snapshot of its own, taken after the
@@ -780,12 +788,18 @@ SELECT wg_lock_scopes(@project_id::uuid, @lease_id::uuid, @scopes::text[], sqlc.
 -- After a claim found nothing: whether the project has ready items, and
 -- whether any of them requires only capabilities among @capabilities. Ready
 -- items none of which match say the claim can never be answered as asked.
--- (Each probe reads the claim index in its order; see ClaimNeedsTx.)
+-- (Each probe reads the claim index in its order; see ClaimNeedsTx. An item
+-- that requires nothing matches any claim: items_ready_unrestricted,
+-- migration 00104, has the first of them; the walk of items_claim for the
+-- others runs only for a claim that offers capabilities.)
 SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_ready,
-       ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
-           AND i.requires <@ @capabilities::text[]
-         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_match;
+       ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND i.requires = '{}'
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+        OR (cardinality(@capabilities::text[]) > 0
+            AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
+                   AND i.requires <@ @capabilities::text[]
+                 ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL))::bool AS any_match;
 
 -- name: RecordOffer :exec
 -- Records the capabilities a worker offered in a claim, when they differ

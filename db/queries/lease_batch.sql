@@ -54,7 +54,12 @@ WITH scan AS (
       -- most common value), and "requires <@ ..." alone it estimates at
       -- 0.5% of the rows, so that it read and sorted every ready item of
       -- the project instead of the first max_items of the claim index.
-      AND (c.requires = '{}' OR c.requires <@ coalesce(sqlc.narg('capabilities')::text[], '{}'))
+      -- Without capabilities the predicate folds to "requires = '{}'",
+      -- that of items_ready_unrestricted (migration 00104): the statement
+      -- then walks it and never reads an item that requires a capability.
+      AND (c.requires = '{}'
+           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+               AND c.requires <@ sqlc.narg('capabilities')::text[]))
       AND (c.touches = '{}'
            OR wg_scope_holder(c.project_id, NULL, c.touches,
                               coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
