@@ -1143,6 +1143,7 @@ export interface components {
         };
         ItemPage: {
             items: components["schemas"]["Item"][];
+            /** @description the cursor of the next page (pass it as cursor), null on the last page. A page may hold fewer rows than its limit and still have a next page: it ends early once its rows reach the byte budget of a page (4 MiB of their data; at least one row), so walk the pages until next_cursor is null, never until a page is short. */
             next_cursor: string | null;
         };
         /** @enum {string} */
@@ -1248,6 +1249,7 @@ export interface components {
         };
         LeasePage: {
             leases: components["schemas"]["Lease"][];
+            /** @description the cursor of the next page (pass it as cursor), null on the last page. A page may hold fewer rows than its limit and still have a next page: it ends early once its rows reach the byte budget of a page (4 MiB of their data; at least one row), so walk the pages until next_cursor is null, never until a page is short. */
             next_cursor: string | null;
         };
         AttentionRequest: {
@@ -1307,6 +1309,7 @@ export interface components {
         AttentionPage: {
             /** @description the requests, oldest first */
             attention: components["schemas"]["AttentionRequest"][];
+            /** @description the cursor of the next page (pass it as cursor), null on the last page. A page may hold fewer rows than its limit and still have a next page: it ends early once its rows reach the byte budget of a page (4 MiB of their data; at least one row), so walk the pages until next_cursor is null, never until a page is short. */
             next_cursor: string | null;
         };
         AttentionList: {
@@ -1780,7 +1783,7 @@ export interface components {
         EventPage: {
             /** @description oldest first */
             events: components["schemas"]["Event"][];
-            /** @description pass as after to the next read */
+            /** @description pass as after to the next read. It is the last event's seq when more events may follow at once (the read reached its limit, or the byte budget of a page: 4 MiB of payloads, at least one event), else the log's horizon, past the last event: a read that is not short may still be followed by more, so read again while next_after equals the last event's seq. */
             next_after: number;
         };
         ClaimBatch: {
@@ -2236,7 +2239,7 @@ export interface operations {
                 sort?: "created" | "-created" | "priority" | "-priority" | "updated" | "-updated";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -2582,7 +2585,7 @@ export interface operations {
                 sort?: "acquired" | "-acquired" | "ran" | "-ran";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -3109,7 +3112,7 @@ export interface operations {
                 sort?: "acquired" | "-acquired" | "ran" | "-ran";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -3178,7 +3181,7 @@ export interface operations {
                 item_id?: string;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -3697,7 +3700,7 @@ export interface operations {
                 types?: string;
                 /** @description only this item's events */
                 item_id?: string;
-                /** @description at most this many events, 1..1000 (default 100) */
+                /** @description at most this many events, 1..1000 (default 100); a read also ends early at 4 MiB of payloads (see next_after) */
                 limit?: number;
                 /** @description when no event matches yet, wait up to this long (0..60) for the first; answers as soon as one is committed */
                 wait_seconds?: number;
@@ -3778,7 +3781,7 @@ export interface operations {
                 after?: number;
                 /** @description comma-separated event types (item.created, ...); default all */
                 types?: string;
-                /** @description at most this many events, 1..1000 (default 100) */
+                /** @description at most this many events, 1..1000 (default 100); a read also ends early at 4 MiB of payloads (see next_after) */
                 limit?: number;
                 /** @description when no event matches yet, wait up to this long (0..60) for the first; answers as soon as one is committed */
                 wait_seconds?: number;
