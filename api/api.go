@@ -238,7 +238,7 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 		mw = append(mw, withBodyLimit(o.bodyLimit))
 	}
 	if method != http.MethodGet {
-		mw = append(mw, noQuery)
+		mw = append(mw, noQuery, jsonBody)
 	}
 	if !o.selfTimeout {
 		mw = append(mw, a.bounded(a.timeout))

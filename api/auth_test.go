@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,22 @@ func TestAuthentication(t *testing.T) {
 	})
 	t.Run("ErrNotBearer", func(t *testing.T) {
 		e.do("GET", "/v1/projects", "", nil, withHeader("Authorization", "Basic YTpi")).problem(t, 401, "unauthenticated")
+	})
+	t.Run("ErrTwoHeaders", func(t *testing.T) {
+		// Either order, valid or not: which one counts would be a guess.
+		second := func(v string) reqOpt { return func(r *http.Request) { r.Header.Add("Authorization", v) } }
+		for name, pair := range map[string][2]string{
+			"ValidFirst":  {agent.Token, "Bearer wg_nope"},
+			"ValidSecond": {"wg_nope", "Bearer " + agent.Token},
+			"BothValid":   {agent.Token, "Bearer " + agent.Token},
+		} {
+			t.Run(name, func(t *testing.T) {
+				p := e.do("GET", "/v1/projects", pair[0], nil, second(pair[1])).problem(t, 400, "invalid_argument")
+				field(t, p, "Authorization")
+				// A lease step (authenticated lazily) refuses it the same way.
+				e.do("POST", "/v1/projects/alpha/claims", pair[0], map[string]any{"worker": "w"}, second(pair[1])).problem(t, 400, "invalid_argument")
+			})
+		}
 	})
 	t.Run("ErrCookieIgnored", func(t *testing.T) {
 		e.do("GET", "/v1/projects", "", nil, withHeader("Cookie", "wg_session="+agent.Token)).problem(t, 401, "unauthenticated")

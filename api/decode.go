@@ -8,10 +8,12 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -305,6 +307,51 @@ func noQuery(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// jsonBody refuses (415 unsupported_media_type), before any of it is read,
+// a request body declared as something other than JSON: its Content-Type,
+// when the request carries one and a body, must be application/json or
+// application/<anything>+json, with any parameters (charset=utf-8). A body
+// sent without a Content-Type is read as JSON. A form or a multipart body
+// decoded as JSON would fail anyway, with an error about JSON the sender
+// did not know it had sent; this names the header to fix.
+func jsonBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		ct := req.Header.Get(echo.HeaderContentType)
+		if ct == "" || req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
+			return next(c)
+		}
+		if !isJSONMediaType(ct) {
+			return wgerr.New(wgerr.CodeUnsupportedMediaType,
+				"the body is declared as %q: send JSON, with Content-Type: application/json", truncate(ct, 100))
+		}
+		return next(c)
+	}
+}
+
+// isJSONMediaType reports whether a Content-Type value names JSON:
+// application/json or application/*+json (RFC 6839), parameters allowed.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	sub, ok := strings.CutPrefix(mt, "application/")
+	return ok && (sub == "json" || (strings.HasSuffix(sub, "+json") && len(sub) > len("+json")))
+}
+
+// truncate is s cut to at most n bytes (on a rune boundary), marked with
+// "…" when cut: a header quoted in a problem stays short.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // onlyQuery refuses query parameters a route does not know.

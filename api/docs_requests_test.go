@@ -146,3 +146,43 @@ func documentedRequests(lines []docscan.Line) []documentedRequest {
 	}
 	return out
 }
+
+// TestDocumentedBodiesDeclareJSON: every documented curl command that
+// sends a body to the API declares it as JSON, by its own -H or through
+// the "${auth[@]}" array that docs/api.md defines with the header (curl's
+// -d alone declares a form, which the API refuses with 415).
+func TestDocumentedBodiesDeclareJSON(t *testing.T) {
+	t.Parallel()
+	docs, err := docscan.All("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declares := regexp.MustCompile(`(?i)-H\s*["']?Content-Type:\s*application/json|--json\s`)
+	authArray := regexp.MustCompile(`\bauth=\((.*)\)`)
+	seen := 0
+	for file, lines := range docs {
+		for _, l := range lines {
+			if m := authArray.FindStringSubmatch(l.Text); m != nil && l.Shell() && !declares.MatchString(m[1]) {
+				t.Errorf("%s:%d: the auth array does not declare JSON: %s", file, l.N, l.Text)
+			}
+			if !l.Shell() {
+				continue
+			}
+			for _, cmd := range strings.Split(l.Text, "curl ")[1:] {
+				if i := strings.Index(cmd, " #"); i >= 0 {
+					cmd = cmd[:i]
+				}
+				if curlURL.FindStringSubmatch(cmd) == nil || !curlData.MatchString(" "+cmd+" ") {
+					continue
+				}
+				seen++
+				if !declares.MatchString(cmd) && !strings.Contains(cmd, `"${auth[@]}"`) {
+					t.Errorf("%s:%d: a curl body sent without Content-Type: application/json: curl %s", file, l.N, cmd)
+				}
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("found only %d documented bodies: the scan broke", seen)
+	}
+}

@@ -229,8 +229,9 @@ func (a *API) streamEvents(c echo.Context) error {
 			lastWrite = time.Now()
 		}
 		f.After = page.Next
-		if len(page.Events) == f.LimitOrDefault() {
-			// A full page: more lie below the same horizon.
+		if page.More() {
+			// A full page (its limit or its bytes): more lie below the
+			// same horizon.
 			if page, err = a.readTo(ctx, scope, f, page.Horizon); err != nil {
 				return a.endStream(c, err)
 			}

@@ -163,8 +163,14 @@ func (a *API) verify(c echo.Context) (auth.Principal, error) {
 	return a.auth.Authenticate(c.Request().Context(), bearer)
 }
 
-// bearerOf is the request's bearer string.
+// bearerOf is the request's bearer string. A request carrying more than
+// one Authorization header is refused (invalid_argument): which of them
+// counts would be a guess, and a proxy that adds its own credentials
+// beside the client's must not have either silently win.
 func bearerOf(c echo.Context) (string, error) {
+	if n := len(c.Request().Header.Values(echo.HeaderAuthorization)); n > 1 {
+		return "", wgerr.InvalidField(echo.HeaderAuthorization, "the request carries %d Authorization headers; send exactly one, \"Bearer <token>\"", n)
+	}
 	h := c.Request().Header.Get(echo.HeaderAuthorization)
 	scheme, bearer, ok := strings.Cut(h, " ")
 	if h == "" {

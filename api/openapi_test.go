@@ -185,7 +185,8 @@ func TestOpenAPIResponsesHaveSchemas(t *testing.T) {
 
 // TestOpenAPIListsCommonStatuses: every operation lists the statuses any
 // request to it can be answered: 400 (a bad path or query), and for an
-// authenticated one 401, 429, 500 and 503; 413 when it takes a body; 409
+// authenticated one 401, 429, 500 and 503; 413 and 415 (a body declared as
+// something other than JSON) when it takes a body; 409
 // on every write (an Idempotency-Key reused or in progress), each of
 // which declares the Idempotency-Key header it honours.
 func TestOpenAPIListsCommonStatuses(t *testing.T) {
@@ -217,7 +218,7 @@ func TestOpenAPIListsCommonStatuses(t *testing.T) {
 				want = append(want, "401", "429", "500", "503")
 			}
 			if op.RequestBody != nil {
-				want = append(want, "413")
+				want = append(want, "413", "415")
 			}
 			write := method != "get"
 			if write {

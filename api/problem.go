@@ -33,6 +33,8 @@ func codeForStatus(status int) wgerr.Code {
 		return wgerr.CodeConflict
 	case status == http.StatusRequestEntityTooLarge:
 		return wgerr.CodePayloadTooLarge
+	case status == http.StatusUnsupportedMediaType:
+		return wgerr.CodeUnsupportedMediaType
 	case status == http.StatusTooManyRequests:
 		return wgerr.CodeRateLimited
 	case status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/page"
 
 	"github.com/workgraph-dev/workgraph/clock"
 )
@@ -109,6 +111,22 @@ type Request struct {
 // Overdue reports whether r is open past its deadline (as marked by the
 // deadline sweeper).
 func (r Request) Overdue() bool { return r.State == StateOpen && r.OverdueAt != nil }
+
+// Size is about how many bytes the request takes in a list's answer: its
+// texts and JSON values, and page.RowOverhead for the rest (the byte
+// budget of a page, page.MaxBytes).
+func (r Request) Size() int {
+	n := page.RowOverhead + len(r.ItemTitle) + len(r.RequestedBy) + len(r.Question) + len(r.Context)
+	for _, s := range []*string{r.Answer, r.ResolvedBy, r.DefaultAnswer} {
+		if s != nil {
+			n += len(*s)
+		}
+	}
+	for _, s := range r.SuggestedAnswers {
+		n += len(s) + 3
+	}
+	return n
+}
 
 // NewRequest is the input of Open. Source defaults to "worker" and Reason
 // to "question". LeaseID and Epoch are given together or not at all. Worker

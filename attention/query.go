@@ -77,6 +77,9 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 	for i, r := range rows {
 		out.Requests[i] = fromRow(r.AttentionRequest, r.ItemTitle)
 	}
+	if n := page.Fit(len(out.Requests), func(i int) int { return out.Requests[i].Size() }); n < len(out.Requests) {
+		out.Requests, out.NextCursor = out.Requests[:n], page.Encode("attention", out.Requests[n-1].Seq)
+	}
 	return out, nil
 }
 

@@ -80,7 +80,10 @@ func newEventsCmd(stdio IO) *cobra.Command {
 						return err
 					}
 				}
-				if len(page.Events) < max(q.Limit, 100) {
+				// next_after past the last event: the read reached the
+				// log's horizon. At the last event: the page was full, or
+				// cut by the server's byte budget, and more may follow.
+				if len(page.Events) == 0 || page.NextAfter != page.Events[len(page.Events)-1].Seq {
 					return out.flush()
 				}
 				q.After = page.NextAfter

@@ -48,9 +48,12 @@ const (
 	CodeEventsPruned     = "events_pruned"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodePayloadTooLarge  = "payload_too_large"
-	CodeRateLimited      = "rate_limited"
-	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
+	// CodeUnsupportedMediaType: the body was declared (Content-Type) as
+	// something other than JSON; this client always sends JSON.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeRateLimited          = "rate_limited"
+	CodeUnavailable          = "unavailable"
+	CodeInternal             = "internal"
 )
 
 // Error is a failure answered by the server: an RFC 9457 problem document.
@@ -107,26 +110,27 @@ func (e *Error) Extension(name string, v any) bool {
 
 // Sentinels for errors.Is, one per problem code.
 var (
-	ErrInvalidArgument   = &Error{Code: CodeInvalidArgument}
-	ErrUnauthenticated   = &Error{Code: CodeUnauthenticated}
-	ErrForbidden         = &Error{Code: CodeForbidden}
-	ErrNotFound          = &Error{Code: CodeNotFound}
-	ErrAlreadyExists     = &Error{Code: CodeAlreadyExists}
-	ErrLeaseLost         = &Error{Code: CodeLeaseLost}
-	ErrConflictingResult = &Error{Code: CodeConflictingResult}
-	ErrDependencyCycle   = &Error{Code: CodeDependencyCycle}
-	ErrConflict          = &Error{Code: CodeConflict}
-	ErrBlocked           = &Error{Code: CodeBlocked}
-	ErrDepthLimit        = &Error{Code: CodeDepthLimit}
-	ErrNoMatch           = &Error{Code: CodeNoMatch}
-	ErrRequestInProgress = &Error{Code: CodeRequestInProgress}
-	ErrOutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
-	ErrEventsPruned      = &Error{Code: CodeEventsPruned}
-	ErrMethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
-	ErrPayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
-	ErrRateLimited       = &Error{Code: CodeRateLimited}
-	ErrUnavailable       = &Error{Code: CodeUnavailable}
-	ErrInternal          = &Error{Code: CodeInternal}
+	ErrInvalidArgument      = &Error{Code: CodeInvalidArgument}
+	ErrUnauthenticated      = &Error{Code: CodeUnauthenticated}
+	ErrForbidden            = &Error{Code: CodeForbidden}
+	ErrNotFound             = &Error{Code: CodeNotFound}
+	ErrAlreadyExists        = &Error{Code: CodeAlreadyExists}
+	ErrLeaseLost            = &Error{Code: CodeLeaseLost}
+	ErrConflictingResult    = &Error{Code: CodeConflictingResult}
+	ErrDependencyCycle      = &Error{Code: CodeDependencyCycle}
+	ErrConflict             = &Error{Code: CodeConflict}
+	ErrBlocked              = &Error{Code: CodeBlocked}
+	ErrDepthLimit           = &Error{Code: CodeDepthLimit}
+	ErrNoMatch              = &Error{Code: CodeNoMatch}
+	ErrRequestInProgress    = &Error{Code: CodeRequestInProgress}
+	ErrOutcomeUnknown       = &Error{Code: CodeOutcomeUnknown}
+	ErrEventsPruned         = &Error{Code: CodeEventsPruned}
+	ErrMethodNotAllowed     = &Error{Code: CodeMethodNotAllowed}
+	ErrPayloadTooLarge      = &Error{Code: CodePayloadTooLarge}
+	ErrUnsupportedMediaType = &Error{Code: CodeUnsupportedMediaType}
+	ErrRateLimited          = &Error{Code: CodeRateLimited}
+	ErrUnavailable          = &Error{Code: CodeUnavailable}
+	ErrInternal             = &Error{Code: CodeInternal}
 )
 
 // ErrNothingReady is returned by Claim when no item was ready to claim
@@ -210,6 +214,8 @@ func codeForStatus(status int) string {
 		return CodeConflict
 	case 413:
 		return CodePayloadTooLarge
+	case 415:
+		return CodeUnsupportedMediaType
 	case 429:
 		return CodeRateLimited
 	case 502, 503, 504:

@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/page"
+
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -73,6 +75,13 @@ type Event struct {
 	LeaseID     *uuid.UUID
 	AttentionID *uuid.UUID
 	Payload     json.RawMessage
+}
+
+// Size is about how many bytes the event takes in a read's answer: its
+// payload, actor and type, and page.RowOverhead for the rest (the byte
+// budget of a page, page.MaxBytes).
+func (e Event) Size() int {
+	return page.RowOverhead + len(e.Type) + len(e.Actor) + len(e.Payload)
 }
 
 // New is an event to append. At nil: the database's clock (a test's stub

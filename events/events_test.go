@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,5 +231,54 @@ func TestHorizonIgnoresOtherWriters(t *testing.T) {
 	h, err := events.Horizon(bounded, pool)
 	if err != nil || h < n {
 		t.Fatalf("Horizon with an unrelated transaction in progress = %d, %v, want >= %d", h, err, n)
+	}
+}
+
+// TestReadByteBudget: events whose payloads cross the byte budget of a
+// page (page.MaxBytes) end the read early: Next is the last event sent
+// and More says to read again at once, and reading on from Next returns
+// every event exactly once. A read of 1000 such events used to be one
+// answer of a gigabyte, and a page cut short would have passed for the
+// end of the log.
+func TestReadByteBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t) // the horizon needs committed events
+	p := project(t, pool)
+	const n, big = 6, 900 << 10
+	want := map[int64]bool{}
+	for range n {
+		seq, err := events.Append(ctx, pool, events.New{Project: p, Type: events.ItemCreated, Actor: "system",
+			Payload: map[string]string{"x": strings.Repeat("x", big)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[seq] = true
+	}
+	r := events.NewReader(pool, nil)
+	f := events.Filter{Limit: events.MaxLimit}
+	reads := 0
+	for {
+		pg, err := r.Read(ctx, &p, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads++
+		for _, e := range pg.Events {
+			if !want[e.Seq] {
+				t.Fatalf("event %d read twice, or not ours", e.Seq)
+			}
+			delete(want, e.Seq)
+		}
+		if len(pg.Events) > 0 && pg.More() != (pg.Next == pg.Events[len(pg.Events)-1].Seq && len(want) > 0) {
+			t.Fatalf("read %d: More %v with Next %d, last %d, %d left", reads, pg.More(), pg.Next, pg.Events[len(pg.Events)-1].Seq, len(want))
+		}
+		if !pg.More() {
+			break
+		}
+		f.After = pg.Next
+	}
+	if reads < 2 || len(want) != 0 {
+		t.Fatalf("%d reads, %d events never read", reads, len(want))
 	}
 }

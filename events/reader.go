@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -36,6 +37,12 @@ type Page struct {
 	// Horizon is the horizon the page was read up to.
 	Horizon int64
 }
+
+// More reports whether events the filter selects may follow the page
+// below its horizon: the page was full (its limit), or cut by the byte
+// budget (page.MaxBytes), before the horizon. Read again from Next at
+// once rather than wait for the log to move.
+func (p Page) More() bool { return p.Next < p.Horizon }
 
 // Read returns the events of project (nil: of every project) after
 // f.After up to the current horizon; f.UpTo is ignored. Errors:
@@ -126,7 +133,10 @@ func (r *Reader) readTo(ctx context.Context, project *uuid.UUID, f Filter, h int
 		return Page{}, err
 	}
 	p := Page{Events: evs, Next: max(f.After, h), Horizon: h}
-	if len(evs) == f.LimitOrDefault() {
+	if n := page.Fit(len(evs), func(i int) int { return evs[i].Size() }); n < len(evs) {
+		// Cut by the byte budget: resume after the last event sent.
+		p.Events, p.Next = evs[:n], evs[n-1].Seq
+	} else if len(evs) == f.LimitOrDefault() {
 		// More may follow below the horizon: resume after the last one.
 		p.Next = evs[len(evs)-1].Seq
 	}

@@ -90,6 +90,9 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		for i, r := range rows {
 			out.Items[i] = itemFromRow(r.item, r.state, r.dbNow)
 		}
+		if n := page.Fit(len(out.Items), func(i int) int { return out.Items[i].Size() }); n < len(out.Items) {
+			out.Items, out.NextCursor = out.Items[:n], rows[n-1].cursor
+		}
 		return fillBlockedBy(ctx, tx, args.Now, project, out.Items)
 	})
 	return out, err

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/page"
 )
 
 // Status is the stored lifecycle of an item: open until finished.
@@ -101,6 +103,22 @@ type Item struct {
 	// gates are the stored readiness counters, so that fillBlockedBy asks
 	// only for the lists that can be non-empty.
 	gates gates
+}
+
+// Size is about how many bytes the item takes in a list's answer: its
+// texts and JSON values, and page.RowOverhead for the rest (the byte
+// budget of a page, page.MaxBytes).
+func (it Item) Size() int {
+	n := page.RowOverhead + len(it.Title) + len(it.Body) + len(it.Metadata) + len(it.Result) + len(it.CreatedBy)
+	for _, list := range [][]string{it.Labels, it.Requires, it.Touches} {
+		for _, s := range list {
+			n += len(s) + 3
+		}
+	}
+	for _, a := range it.BlockedBy.Attention {
+		n += len(a.Question) + page.RowOverhead/4
+	}
+	return n
 }
 
 // gates are an item's readiness counters as stored, and whether a budget

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/db"
+	"github.com/workgraph-dev/workgraph/page"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/clock"
@@ -74,6 +76,20 @@ type Lease struct {
 	// Scopes are the write scopes the lease holds while it is live (its
 	// item's touches at the claim).
 	Scopes []string
+}
+
+// Size is about how many bytes the lease takes in a list's answer: its
+// texts and JSON values, and page.RowOverhead for the rest (the byte
+// budget of a page, page.MaxBytes).
+func (l Lease) Size() int {
+	n := page.RowOverhead + len(l.Worker) + len(l.Principal) + len(l.Progress) + len(l.OutcomeDetail) + len(l.Result)
+	if l.StopNote != nil {
+		n += len(*l.StopNote)
+	}
+	for _, s := range l.Scopes {
+		n += len(s) + 3
+	}
+	return n + 40*len(l.BudgetRoots)
 }
 
 // Fence is what every worker mutation presents: the lease id and the epoch

@@ -140,6 +140,9 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 	for i, r := range rows {
 		out.Leases[i] = fromRow(r.lease, r.refusals)
 	}
+	if n := page.Fit(len(out.Leases), func(i int) int { return out.Leases[i].Size() }); n < len(out.Leases) {
+		out.Leases, out.NextCursor = out.Leases[:n], rows[n-1].cursor
+	}
 	return out, nil
 }
 

@@ -20,6 +20,34 @@ const (
 	Max     = 500
 )
 
+// MaxBytes is the byte budget of a page: a list's page holds at most Max
+// rows and, beyond its first row, no more rows than fit in MaxBytes of
+// their data (each row's Size). A row may carry a large description,
+// metadata or result (an item up to 2 MiB), so a page of 500 such rows
+// would be a gigabyte; a page cut by the budget ends early with the cursor
+// of its last row, as a page cut by its limit does, and the next page
+// resumes after it. A single row larger than the budget is a page of its
+// own, so a walk always advances.
+const MaxBytes = 4 << 20
+
+// RowOverhead is what Size methods add for a row's fixed members (ids,
+// times, states, names): what the row costs beyond its variable text.
+const RowOverhead = 512
+
+// Fit is how many of the first n rows, taken in order, fit in MaxBytes:
+// the longest prefix whose sizes (size(i) of row i) add up to at most
+// MaxBytes, and never less than one row (0 only when n is 0).
+func Fit(n int, size func(i int) int) int {
+	total := 0
+	for i := range n {
+		total += size(i)
+		if total > MaxBytes && i > 0 {
+			return i
+		}
+	}
+	return n
+}
+
 // Limit returns the page size for a requested one (0 means Default).
 //
 // Errors: invalid_argument (field "limit") when n is negative or above Max.

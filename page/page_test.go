@@ -99,3 +99,27 @@ func TestAfter(t *testing.T) {
 		t.Fatalf("After took another list's cursor")
 	}
 }
+
+func TestFit(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	for name, tc := range map[string]struct {
+		sizes []int
+		want  int
+	}{
+		"Empty":         {nil, 0},
+		"AllFit":        {[]int{1, 2, 3}, 3},
+		"Exactly":       {[]int{MaxBytes / 2, MaxBytes / 2, 1}, 2},
+		"CutEarly":      {[]int{3 * mib, 3 * mib, 1}, 1},
+		"OneHugeFirst":  {[]int{100 * mib, 1, 1}, 1},
+		"HugeAfterFew":  {[]int{1, 1, 100 * mib}, 2},
+		"ManySmallRows": {make([]int, 10_000), 10_000},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if got := Fit(len(tc.sizes), func(i int) int { return tc.sizes[i] }); got != tc.want {
+				t.Fatalf("Fit(%v) = %d, want %d", tc.sizes, got, tc.want)
+			}
+		})
+	}
+}

@@ -312,3 +312,29 @@ func TestHead(t *testing.T) {
 		t.Errorf("PUT /healthz: status %d, want 405 or 404", res.StatusCode)
 	}
 }
+
+// TestThrottleIgnoresForwardedHeaders: a client cannot leave its empty
+// bucket by naming another address in X-Forwarded-For, X-Real-Ip or
+// Forwarded: the throttle counts the connection's peer only (there is no
+// trusted-proxy setting, so no header is ever believed).
+func TestThrottleIgnoresForwardedHeaders(t *testing.T) {
+	t.Parallel()
+	const burst = 3
+	srv := start(t, func(c *server.Config) { c.UnauthenticatedRate, c.UnauthenticatedBurst = 0.001, burst })
+	for i := range burst + 3 {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL()+"/v1/projects", nil)
+		req.Header.Set("Authorization", "Bearer wg_guess_"+strconv.Itoa(i))
+		addr := "203.0.113." + strconv.Itoa(i+1)
+		req.Header.Set("X-Forwarded-For", addr)
+		req.Header.Set("X-Real-Ip", addr)
+		req.Header.Set("Forwarded", "for="+addr)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if want := map[bool]int{true: http.StatusUnauthorized, false: http.StatusTooManyRequests}[i < burst]; res.StatusCode != want {
+			t.Fatalf("guess %d claiming to come from %s: status %d, want %d", i, addr, res.StatusCode, want)
+		}
+	}
+}

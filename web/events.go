@@ -155,7 +155,7 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 			lastWrite = clock.System()
 		}
 		f.After, seen = page.Next, page.Horizon
-		if len(page.Events) == f.LimitOrDefault() {
+		if page.More() {
 			seen = page.Horizon - 1 // more below the same horizon: read again at once
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	wgpage "github.com/workgraph-dev/workgraph/page"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -192,10 +193,19 @@ func (r *req) inboxPage(page *InboxPage, projects []graph.Project, cursor string
 		page.Next = all[len(all)-1].req.Key().Cursor()
 	}
 	now := r.now()
-	for _, f := range all {
+	bytes := 0
+	for i, f := range all {
 		e, err := r.in(f.p).inboxEntry(f.req, now)
 		if err != nil {
 			return err
+		}
+		// The page's byte budget, as the API's lists have it: the
+		// questions and item descriptions it renders stop at
+		// wgpage.MaxBytes (never before the first entry), and the next
+		// page resumes after the last one shown.
+		if bytes += e.Request.Size() + e.Item.Size(); i > 0 && bytes > wgpage.MaxBytes {
+			page.Next = all[i-1].req.Key().Cursor()
+			break
 		}
 		page.Entries = append(page.Entries, e)
 		if f.req.Overdue() {

@@ -7,9 +7,7 @@ import (
 	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
@@ -25,11 +23,8 @@ import (
 // network), so each becomes a link to its address with its alt text (see
 // imagesAsLinks).
 var (
-	markdown = goldmark.New(
-		goldmark.WithExtensions(extension.GFM),
-		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(imagesAsLinks{}, 100))),
-	)
-	ugc = func() *bluemonday.Policy {
+	markdown = markdownLinear(parser.WithASTTransformers(util.Prioritized(imagesAsLinks{}, 100)))
+	ugc      = func() *bluemonday.Policy {
 		p := bluemonday.UGCPolicy()
 		p.RequireNoFollowOnLinks(true)
 		p.AddTargetBlankToFullyQualifiedLinks(true)

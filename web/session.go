@@ -8,10 +8,32 @@ import (
 	"time"
 
 	"github.com/workgraph-dev/workgraph/session"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // sessionCookie is the name of the cookie that carries the session id.
 const sessionCookie = "wg_session"
+
+// sessionCookieOf is the session id the request's cookie carries, if any;
+// invalid_argument when the request carries more than one session cookie
+// (which one is the person's would be a guess).
+func sessionCookieOf(r *http.Request) (string, bool, error) {
+	var id string
+	n := 0
+	for _, c := range r.Cookies() {
+		if c.Name == sessionCookie {
+			id, n = c.Value, n+1
+		}
+	}
+	switch {
+	case n > 1:
+		return "", false, wgerr.New(wgerr.CodeInvalid,
+			"Your browser sent %d session cookies (%s) for this site, so which session is yours is unclear. Clear this site's cookies and sign in again.", n, sessionCookie)
+	case n == 0:
+		return "", false, nil
+	}
+	return id, true, nil
+}
 
 // signedIn is a signed-in person: the stored session (package session) and
 // the CSRF token every form of theirs must carry.

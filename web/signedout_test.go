@@ -51,3 +51,46 @@ func TestPostAfterSessionEnded(t *testing.T) {
 		t.Fatalf("a post without a session changed the request: %+v", got)
 	}
 }
+
+// TestTwoSessionCookies: a request carrying two session cookies (one set
+// for a parent domain or another path by another site of the domain) is
+// refused with 400 and signs in as neither: which one is the person's
+// would be a guess. It used to sign in as whichever came first.
+func TestTwoSessionCookies(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	mine, other := e.signIn(e.human), e.signIn(e.admin)
+	cookie := func(b *browser) *http.Cookie {
+		u, _ := url.Parse(e.srv.URL)
+		for _, c := range b.c.Jar.Cookies(u) {
+			if c.Name == "wg_session" {
+				return c
+			}
+		}
+		t.Fatal("no session cookie after signing in")
+		return nil
+	}
+	for name, pair := range map[string][2]*http.Cookie{
+		"Two":      {cookie(mine), cookie(other)},
+		"Same":     {cookie(mine), cookie(mine)},
+		"OneStale": {{Name: "wg_session", Value: "stale"}, cookie(mine)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, path := range []string{"/p/acme/inbox", "/p/acme/nothing-here"} {
+				req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+				req.AddCookie(pair[0])
+				req.AddCookie(pair[1])
+				r := e.browser().do(req)
+				wantStatus(t, r, http.StatusBadRequest)
+				wantBody(t, r, "session cookies")
+			}
+		})
+	}
+	t.Run("OneOK", func(t *testing.T) {
+		t.Parallel()
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/p/acme/inbox", nil)
+		req.AddCookie(cookie(mine))
+		wantStatus(t, e.browser().do(req), http.StatusOK)
+	})
+}

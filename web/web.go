@@ -377,17 +377,20 @@ func checkInput(c echo.Context) error {
 	return input.Values(values)
 }
 
-// loadSession reads the session cookie.
+// loadSession reads the session cookie. A request carrying more than one
+// (a cookie of the same name set for a parent domain or another path, by
+// another site of the domain) is refused with 400 rather than signed in as
+// whichever comes first.
 func (r *req) loadSession() (bool, error) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return false, nil
-	}
-	s, ok, err := r.ui.Sessions.Lookup(r.ctx(), c.Value)
+	id, ok, err := sessionCookieOf(r.Request())
 	if err != nil || !ok {
 		return false, err
 	}
-	r.sess, r.sessID = &signedIn{Session: s, CSRF: csrfToken(c.Value)}, c.Value
+	s, ok, err := r.ui.Sessions.Lookup(r.ctx(), id)
+	if err != nil || !ok {
+		return false, err
+	}
+	r.sess, r.sessID = &signedIn{Session: s, CSRF: csrfToken(id)}, id
 	// The actor of the page's changes, for the event log.
 	r.SetRequest(r.Request().WithContext(events.WithActor(r.ctx(), s.Principal.String())))
 	return true, nil

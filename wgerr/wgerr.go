@@ -52,9 +52,12 @@ const (
 	// CodeMethodNotAllowed: the path exists, for other methods (see Allow).
 	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodePayloadTooLarge  Code = "payload_too_large"
-	CodeRateLimited      Code = "rate_limited"
-	CodeUnavailable      Code = "unavailable"
-	CodeInternal         Code = "internal"
+	// CodeUnsupportedMediaType: a request body declared (Content-Type) as
+	// something other than JSON.
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeRateLimited          Code = "rate_limited"
+	CodeUnavailable          Code = "unavailable"
+	CodeInternal             Code = "internal"
 )
 
 // Error is a workgraph error: a kind, a message fit to show the caller, and
@@ -88,24 +91,25 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels, one per kind, for errors.Is.
 var (
-	Invalid           = &Error{Code: CodeInvalid}
-	Unauthenticated   = &Error{Code: CodeUnauthenticated}
-	Forbidden         = &Error{Code: CodeForbidden}
-	NotFound          = &Error{Code: CodeNotFound}
-	AlreadyExists     = &Error{Code: CodeAlreadyExists}
-	LeaseLost         = &Error{Code: CodeLeaseLost}
-	ConflictingResult = &Error{Code: CodeConflictingResult}
-	DependencyCycle   = &Error{Code: CodeDependencyCycle}
-	Conflict          = &Error{Code: CodeConflict}
-	Blocked           = &Error{Code: CodeBlocked}
-	InProgress        = &Error{Code: CodeInProgress}
-	OutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
-	EventsPruned      = &Error{Code: CodeEventsPruned}
-	MethodNotAllowed  = &Error{Code: CodeMethodNotAllowed}
-	PayloadTooLarge   = &Error{Code: CodePayloadTooLarge}
-	RateLimited       = &Error{Code: CodeRateLimited}
-	Unavailable       = &Error{Code: CodeUnavailable}
-	Internal          = &Error{Code: CodeInternal}
+	Invalid              = &Error{Code: CodeInvalid}
+	Unauthenticated      = &Error{Code: CodeUnauthenticated}
+	Forbidden            = &Error{Code: CodeForbidden}
+	NotFound             = &Error{Code: CodeNotFound}
+	AlreadyExists        = &Error{Code: CodeAlreadyExists}
+	LeaseLost            = &Error{Code: CodeLeaseLost}
+	ConflictingResult    = &Error{Code: CodeConflictingResult}
+	DependencyCycle      = &Error{Code: CodeDependencyCycle}
+	Conflict             = &Error{Code: CodeConflict}
+	Blocked              = &Error{Code: CodeBlocked}
+	InProgress           = &Error{Code: CodeInProgress}
+	OutcomeUnknown       = &Error{Code: CodeOutcomeUnknown}
+	EventsPruned         = &Error{Code: CodeEventsPruned}
+	MethodNotAllowed     = &Error{Code: CodeMethodNotAllowed}
+	PayloadTooLarge      = &Error{Code: CodePayloadTooLarge}
+	UnsupportedMediaType = &Error{Code: CodeUnsupportedMediaType}
+	RateLimited          = &Error{Code: CodeRateLimited}
+	Unavailable          = &Error{Code: CodeUnavailable}
+	Internal             = &Error{Code: CodeInternal}
 )
 
 // New returns an error of the given kind with a formatted message.

@@ -110,6 +110,7 @@ _STATUS_CODES = {
     405: "method_not_allowed",
     409: "conflict",
     413: "payload_too_large",
+    415: "unsupported_media_type",
     429: "rate_limited",
     502: "unavailable",
     503: "unavailable",

@@ -76,6 +76,8 @@ function codeForStatus(status: number): ProblemCode {
       return "conflict";
     case 413:
       return "payload_too_large";
+    case 415:
+      return "unsupported_media_type";
     case 429:
       return "rate_limited";
     case 502:

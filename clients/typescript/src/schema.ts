@@ -977,7 +977,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "rate_limited" | "unavailable" | "internal" | "no_match" | "events_pruned";
+            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "unavailable" | "internal" | "no_match" | "events_pruned";
             /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
@@ -1143,6 +1143,7 @@ export interface components {
         };
         ItemPage: {
             items: components["schemas"]["Item"][];
+            /** @description the cursor of the next page (pass it as cursor), null on the last page. A page may hold fewer rows than its limit and still have a next page: it ends early once its rows reach the byte budget of a page (4 MiB of their data; at least one row), so walk the pages until next_cursor is null, never until a page is short. */
             next_cursor: string | null;
         };
         /** @enum {string} */
@@ -1248,6 +1249,7 @@ export interface components {
         };
         LeasePage: {
             leases: components["schemas"]["Lease"][];
+            /** @description the cursor of the next page (pass it as cursor), null on the last page. A page may hold fewer rows than its limit and still have a next page: it ends early once its rows reach the byte budget of a page (4 MiB of their data; at least one row), so walk the pages until next_cursor is null, never until a page is short. */
             next_cursor: string | null;
         };
         AttentionRequest: {
@@ -1307,6 +1309,7 @@ export interface components {
         AttentionPage: {
             /** @description the requests, oldest first */
             attention: components["schemas"]["AttentionRequest"][];
+            /** @description the cursor of the next page (pass it as cursor), null on the last page. A page may hold fewer rows than its limit and still have a next page: it ends early once its rows reach the byte budget of a page (4 MiB of their data; at least one row), so walk the pages until next_cursor is null, never until a page is short. */
             next_cursor: string | null;
         };
         AttentionList: {
@@ -1780,7 +1783,7 @@ export interface components {
         EventPage: {
             /** @description oldest first */
             events: components["schemas"]["Event"][];
-            /** @description pass as after to the next read */
+            /** @description pass as after to the next read. It is the last event's seq when more events may follow at once (the read reached its limit, or the byte budget of a page: 4 MiB of payloads, at least one event), else the log's horizon, past the last event: a read that is not short may still be followed by more, so read again while next_after equals the last event's seq. */
             next_after: number;
         };
         ClaimBatch: {
@@ -2008,6 +2011,7 @@ export interface operations {
             403: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2076,6 +2080,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2145,6 +2150,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2233,7 +2239,7 @@ export interface operations {
                 sort?: "created" | "-created" | "priority" | "-priority" | "updated" | "-updated";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -2297,6 +2303,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2371,6 +2378,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2412,6 +2420,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2452,6 +2461,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2575,7 +2585,7 @@ export interface operations {
                 sort?: "acquired" | "-acquired" | "ran" | "-ran";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -2675,6 +2685,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2722,6 +2733,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2768,6 +2780,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2807,6 +2820,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2846,6 +2860,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2885,6 +2900,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2924,6 +2940,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -2963,6 +2980,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3002,6 +3020,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3041,6 +3060,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3092,7 +3112,7 @@ export interface operations {
                 sort?: "acquired" | "-acquired" | "ran" | "-ran";
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -3161,7 +3181,7 @@ export interface operations {
                 item_id?: string;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description page size, 1..500 (default 50) */
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
                 limit?: number;
                 /** @description alias of limit (give one of them) */
                 page_size?: number;
@@ -3255,6 +3275,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3294,6 +3315,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3406,6 +3428,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3513,6 +3536,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3554,6 +3578,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3660,6 +3685,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3674,7 +3700,7 @@ export interface operations {
                 types?: string;
                 /** @description only this item's events */
                 item_id?: string;
-                /** @description at most this many events, 1..1000 (default 100) */
+                /** @description at most this many events, 1..1000 (default 100); a read also ends early at 4 MiB of payloads (see next_after) */
                 limit?: number;
                 /** @description when no event matches yet, wait up to this long (0..60) for the first; answers as soon as one is committed */
                 wait_seconds?: number;
@@ -3755,7 +3781,7 @@ export interface operations {
                 after?: number;
                 /** @description comma-separated event types (item.created, ...); default all */
                 types?: string;
-                /** @description at most this many events, 1..1000 (default 100) */
+                /** @description at most this many events, 1..1000 (default 100); a read also ends early at 4 MiB of payloads (see next_after) */
                 limit?: number;
                 /** @description when no event matches yet, wait up to this long (0..60) for the first; answers as soon as one is committed */
                 wait_seconds?: number;
@@ -3855,6 +3881,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3894,6 +3921,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -3967,6 +3995,7 @@ export interface operations {
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
