@@ -176,22 +176,41 @@ attention events.`,
 		}),
 	}
 	rotate.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret signs beside the new one (0: it stops at once; at most 168h)")
-	var limit int
+	var (
+		limit      int
+		before     int64
+		allDeliver bool
+	)
 	deliveries := &cobra.Command{
 		Use:   "deliveries ID",
-		Short: "A webhook's most recent deliveries: state, attempts, last status and latency",
+		Short: "A webhook's deliveries, newest first: state, attempts, last status and latency (--before, --all)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, a []string) error {
+			if before < 0 {
+				return usageError("--before %d: an event number is 1 or more (the SEQ of a delivery shown)", before)
+			}
 			id, err := s.resolveHook(ctx, a[0])
 			if err != nil {
 				return err
 			}
-			ds, err := s.api.ListDeliveries(ctx, s.cfg.Project, id, 0, limit)
-			if err != nil {
-				return err
+			ds := &client.DeliveryList{Deliveries: []client.Delivery{}}
+			for {
+				page, err := s.api.ListDeliveries(ctx, s.cfg.Project, id, before, limit)
+				if err != nil {
+					return err
+				}
+				ds.Deliveries = append(ds.Deliveries, page.Deliveries...)
+				ds.NextBefore = page.NextBefore
+				if !allDeliver || page.NextBefore == nil {
+					break
+				}
+				before = *page.NextBefore
 			}
 			if s.json {
 				return printJSON(s.Out, ds)
+			}
+			if ds.NextBefore != nil {
+				defer fmt.Fprintf(s.Err, "older deliveries: --before %d, or --all\n", *ds.NextBefore)
 			}
 			t := newTable(s.Out)
 			fmt.Fprintln(t, "SEQ\tEVENT\tSTATE\tATTEMPTS\tSTATUS\tLATENCY\tNEXT\tANSWER")
@@ -210,7 +229,9 @@ attention events.`,
 			return t.Flush()
 		}),
 	}
-	deliveries.Flags().IntVar(&limit, "limit", 0, "how many (1..500; default 50)")
+	deliveries.Flags().IntVar(&limit, "limit", 0, "page size (1..500; default 50)")
+	deliveries.Flags().Int64Var(&before, "before", 0, "only deliveries of events before this SEQ (the next page: the SEQ printed after the last)")
+	deliveries.Flags().BoolVar(&allDeliver, "all", false, "fetch every page")
 	cmd.RunE = ls.RunE
 	cmd.AddCommand(ls, create, rm, enable(true), enable(false), rotate, deliveries)
 	return cmd

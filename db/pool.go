@@ -49,6 +49,7 @@ func OpenWithSettings(ctx context.Context, url string, maxConns int32, settings 
 	cfg.HealthCheckPeriod = 30 * time.Second
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerUUID(conn.TypeMap())
+		registerUTC(conn.TypeMap())
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

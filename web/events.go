@@ -15,6 +15,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/events"
+	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
 // DefaultPageBeat is how often an idle page stream sends a comment when
@@ -63,21 +64,11 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 		return r.fail(http.StatusNotFound, "Not found", "This server does not stream events.")
 	}
 	ctx := r.ctx()
-	var after int64
-	if last := strings.TrimSpace(r.Request().Header.Get("Last-Event-ID")); last != "" {
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n < 0 {
-			return r.fail(http.StatusBadRequest, "Bad request", "Last-Event-ID must be an event number.")
-		}
-		after = n
-	} else {
-		start, cancel := context.WithTimeout(ctx, 10*time.Second)
-		h, err := u.Events.Horizon(start)
-		cancel()
-		if err != nil {
-			return r.error(err)
-		}
-		after = h
+	// Pages learn little of each event: read the most a read may give.
+	f := events.Filter{Types: types, Limit: events.MaxLimit}
+	first, answered, err := u.streamStart(r, p, f)
+	if answered {
+		return err
 	}
 	beat := u.EventsHeartbeat
 	if beat <= 0 {
@@ -109,39 +100,42 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 2000\n\n")
 	w.Flush()
-	// Pages learn little of each event: read the most a read may give.
-	f := events.Filter{After: after, Types: types, Limit: events.MaxLimit}
-	seen := after
 	// The heartbeat counts from the last write to the reader: other
 	// projects' events (and, on the all-projects stream, the types it
 	// leaves out) wake the stream without giving it anything to send.
 	lastWrite := clock.System()
-	for {
-		if !clock.System().Before(lastWrite.Add(beat)) {
-			if !r.stillSignedIn() {
+	page, seen := first, first.Horizon
+	for fresh := true; ; fresh = false {
+		if !fresh {
+			if !clock.System().Before(lastWrite.Add(beat)) {
+				if !r.stillSignedIn() {
+					return nil
+				}
+				stall()
+				// The keep-alive names the stream's position, as the
+				// API's does: every event it selects up to f.After was
+				// sent, so a browser reconnecting resumes from there.
+				if _, err := fmt.Fprintf(w, "id: %d\n: keep-alive\n\n", f.After); err != nil {
+					return dropped(err)
+				}
+				w.Flush()
+				lastWrite = clock.System()
+			}
+			wait, cancel := context.WithDeadline(ctx, lastWrite.Add(beat))
+			page, err = u.Events.Next(wait, p, f, seen)
+			cancel()
+			switch {
+			case ctx.Err() != nil || errors.Is(err, events.ErrStopped):
+				return nil
+			case errors.Is(err, context.DeadlineExceeded):
+				continue
+			case err != nil:
+				u.Logger.WarnContext(ctx, "page event stream ended", "err", err)
 				return nil
 			}
-			stall()
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return dropped(err)
+			if len(page.Events) > 0 && !r.stillSignedIn() {
+				return nil
 			}
-			w.Flush()
-			lastWrite = clock.System()
-		}
-		wait, cancel := context.WithDeadline(ctx, lastWrite.Add(beat))
-		page, err := u.Events.Next(wait, p, f, seen)
-		cancel()
-		switch {
-		case ctx.Err() != nil || errors.Is(err, events.ErrStopped):
-			return nil
-		case errors.Is(err, context.DeadlineExceeded):
-			continue
-		case err != nil:
-			u.Logger.WarnContext(ctx, "page event stream ended", "err", err)
-			return nil
-		}
-		if len(page.Events) > 0 && !r.stillSignedIn() {
-			return nil
 		}
 		stall()
 		for _, e := range page.Events {
@@ -159,6 +153,46 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 			seen = page.Horizon - 1 // more below the same horizon: read again at once
 		}
 	}
+}
+
+// streamStart reads where a page's stream starts: after Last-Event-ID (a
+// browser reconnecting) or else ?after= (a page opened at an event it has
+// shown), with the events since then up to the horizon, as the API's
+// streams do; with neither, at the current horizon (nothing to send yet).
+// A number that is not an event number, or past the log, is 400; one below
+// the retention horizon starts at the current horizon instead (the page
+// fetches itself again when its stream opens, so it misses nothing a
+// resumed read could still give). answered says an error page was written
+// instead (err is the handler's to return).
+func (u *ui) streamStart(r *req, p *uuid.UUID, f events.Filter) (first events.Page, answered bool, err error) {
+	ctx, cancel := context.WithTimeout(r.ctx(), 10*time.Second)
+	defer cancel()
+	name, value := "Last-Event-ID", strings.TrimSpace(r.Request().Header.Get("Last-Event-ID"))
+	if value == "" {
+		name, value = "after", r.QueryParam("after")
+	}
+	if value != "" {
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n < 0 {
+			return first, true, r.fail(http.StatusBadRequest, "Bad request", name+" must be an event number (an integer >= 0).")
+		}
+		f.After = n
+		first, err = u.Events.Read(ctx, p, f)
+		switch {
+		case err == nil:
+			return first, false, nil
+		case wgerr.CodeOf(err) == wgerr.CodeInvalid:
+			return first, true, r.fail(http.StatusBadRequest, "Bad request",
+				fmt.Sprintf("%s %d is past the event log: open the page again to follow it from now.", name, n))
+		case wgerr.CodeOf(err) != wgerr.CodeEventsPruned:
+			return first, true, r.error(err)
+		}
+	}
+	h, err := u.Events.Horizon(ctx)
+	if err != nil {
+		return first, true, r.error(err)
+	}
+	return events.Page{Next: h, Horizon: h}, false, nil
 }
 
 // stillSignedIn reads the request's session again: false when it has

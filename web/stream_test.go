@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -229,11 +230,15 @@ func TestAllEventStreamAttentionOnly(t *testing.T) {
 
 // openStream opens the page event stream at path as b and returns its
 // lines, from after the stream's opening (the retry field and its blank
-// line); the stream is closed at the test's end.
-func (b *browser) openStream(t *testing.T, path string) <-chan string {
+// line); header is pairs of a request header's name and value; the
+// stream is closed at the test's end.
+func (b *browser) openStream(t *testing.T, path string, header ...string) <-chan string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.e.srv.URL+path, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	res, err := b.c.Do(req)
 	if err != nil {
 		cancel()
@@ -279,3 +284,121 @@ func (l *logWatch) Write(p []byte) (int, error) {
 
 // String returns everything logged so far.
 func (l *logWatch) String() string { return l.buf.String() }
+
+// TestPageStreamResumes: a page's stream opened with ?after= (a page that
+// showed the log up to an event), or reconnected with Last-Event-ID (which
+// wins over ?after=, as on the API's streams), sends the events after that
+// number first, then the later ones; its keep-alives carry its position;
+// a number that is not one, or past the log, is 400.
+func TestPageStreamResumes(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live, func(d *web.Deps) { d.EventsHeartbeat = 100 * time.Millisecond })
+	_, bearer, err := e.auth.Create(context.Background(), &e.project.ID, "watcher", "human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(bearer)
+	for _, title := range []string{"one", "two", "three"} {
+		e.mustItem(title)
+	}
+	var created []int64
+	rows, err := e.pool.Query(context.Background(),
+		`SELECT seq FROM events WHERE project_id = $1 AND type = 'item.created' ORDER BY seq`, e.project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, n)
+	}
+	if rows.Err() != nil || len(created) != 3 {
+		t.Fatalf("item.created events %v, %v", created, rows.Err())
+	}
+	// ids reads the stream's event ids until it has n of them.
+	ids := func(t *testing.T, lines <-chan string, n int) []string {
+		t.Helper()
+		var out []string
+		timeout := time.After(10 * time.Second)
+		for len(out) < n {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the stream ended after %v", out)
+				}
+				if strings.HasPrefix(l, "event: ") {
+					continue
+				}
+				if id, ok := strings.CutPrefix(l, "id: "); ok {
+					// A keep-alive's id is not an event's: the next
+					// line tells.
+					if next := <-lines; strings.HasPrefix(next, "event: ") {
+						out = append(out, id)
+					}
+				}
+			case <-timeout:
+				t.Fatalf("%d events of %d within 10 s: %v", len(out), n, out)
+			}
+		}
+		return out
+	}
+	seq := func(n int64) string { return fmt.Sprint(n) }
+
+	t.Run("After", func(t *testing.T) {
+		lines := b.openStream(t, fmt.Sprintf("/p/acme/events/stream?after=%d", created[0]))
+		if got := ids(t, lines, 2); got[0] != seq(created[1]) || got[1] != seq(created[2]) {
+			t.Fatalf("stream after %d sent %v first, want %d and %d", created[0], got, created[1], created[2])
+		}
+	})
+	t.Run("LastEventID", func(t *testing.T) {
+		lines := b.openStream(t, fmt.Sprintf("/p/acme/events/stream?after=%d", created[0]), "Last-Event-ID", seq(created[1]))
+		if got := ids(t, lines, 1); got[0] != seq(created[2]) {
+			t.Fatalf("stream resumed after %d sent %v first, want %d", created[1], got, created[2])
+		}
+	})
+	t.Run("KeepAliveCarriesPosition", func(t *testing.T) {
+		lines := b.openStream(t, fmt.Sprintf("/p/acme/events/stream?after=%d", created[2]))
+		timeout := time.After(10 * time.Second)
+		for prev := ""; ; {
+			select {
+			case l := <-lines:
+				if l == ": keep-alive" {
+					id, ok := strings.CutPrefix(prev, "id: ")
+					if n, err := strconv.ParseInt(id, 10, 64); !ok || err != nil || n < created[2] {
+						t.Fatalf("keep-alive after %q, want the stream's position (id >= %d)", prev, created[2])
+					}
+					return
+				}
+				prev = l
+			case <-timeout:
+				t.Fatal("no keep-alive within 10 s")
+			}
+		}
+	})
+	t.Run("ErrBadAfter", func(t *testing.T) {
+		// status is the status of the answer, its body left unread (a
+		// stream's never ends).
+		status := func(q string, header ...string) int {
+			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/p/acme/events/stream"+q, nil)
+			for i := 0; i+1 < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
+			}
+			res, err := b.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		for _, q := range []string{"?after=x", "?after=-1", fmt.Sprintf("?after=%d", created[2]+1_000_000)} {
+			if got := status(q); got != http.StatusBadRequest {
+				t.Errorf("%s: status %d, want 400", q, got)
+			}
+		}
+		if got := status("", "Last-Event-ID", seq(created[2]+1_000_000)); got != http.StatusBadRequest {
+			t.Errorf("Last-Event-ID past the log: status %d, want 400", got)
+		}
+	})
+}

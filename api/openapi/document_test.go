@@ -86,6 +86,7 @@ func TestCheckResponse(t *testing.T) {
 		{"ErrType", "GET", "/v1/things/" + id, 200, jsonHeader, `{"id": 7, "at": null, "kind": "a"}`, `/id: 7 is a number, want string`},
 		{"ErrUUID", "GET", "/v1/things/" + id, 200, jsonHeader, `{"id": "x", "at": null, "kind": "a"}`, `is not a uuid`},
 		{"ErrDateTime", "GET", "/v1/things/" + id, 200, jsonHeader, `{"id": "` + id + `", "at": "yesterday", "kind": "a"}`, `not an RFC 3339`},
+		{"ErrDateTimeOffset", "GET", "/v1/things/" + id, 200, jsonHeader, `{"id": "` + id + `", "at": "2026-12-01T10:00:00.123+00:00", "kind": "a"}`, `in UTC (Z)`},
 		{"ErrNullable", "GET", "/v1/things/" + id, 200, jsonHeader, `{"id": "` + id + `", "at": "", "kind": "a"}`, `not an RFC 3339`},
 		{"ErrEnum", "GET", "/v1/things/" + id, 200, jsonHeader, `{"id": "` + id + `", "at": null, "kind": "c"}`, `is not one of`},
 		{"ErrItems", "GET", "/v1/things/" + id, 200, jsonHeader, `{"id": "` + id + `", "at": null, "kind": "a", "tags": ["A"]}`, `/tags/0`},

@@ -272,8 +272,10 @@ func checkString(s map[string]any, x, at string) error {
 			return fmt.Errorf("%s: %q is not a uuid", orRoot(at), x)
 		}
 	case "date-time":
-		if _, err := time.Parse(time.RFC3339Nano, x); err != nil {
-			return fmt.Errorf("%s: %q is not an RFC 3339 date-time", orRoot(at), x)
+		// The server answers every time in one form: RFC 3339 in UTC,
+		// "Z" (docs/api.md, Events).
+		if _, err := time.Parse(time.RFC3339Nano, x); err != nil || !strings.HasSuffix(x, "Z") {
+			return fmt.Errorf("%s: %q is not an RFC 3339 date-time in UTC (Z)", orRoot(at), x)
 		}
 	}
 	return nil
