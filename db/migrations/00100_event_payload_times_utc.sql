@@ -6,8 +6,10 @@
 -- lease.granted's expires_at, attention events' due_at and
 -- item.state_changed's retry_after came out unlike everything else. The
 -- triggers now spell them with wg_json_time, whatever the session's
--- TimeZone; the payloads already stored are spelled again (same instants)
--- so that a reader resuming from the start of the log sees one form too.
+-- TimeZone. The events already stored keep the spelling they were written
+-- with (the same instants, valid RFC 3339): the log is append-only, and
+-- rewriting it would hold every writer of events (every claim) behind one
+-- UPDATE of all its lease.granted events during the upgrade.
 
 -- wg_json_time is t as the JSON string Go's time.Time gives for the same
 -- instant in UTC: "2006-01-02T15:04:05.999999Z" (fraction without its
@@ -192,26 +194,8 @@ END;
 $$;
 -- +goose StatementEnd
 
--- The payloads written before: the events guard refuses any UPDATE of
--- the log, so it is off for this statement only (the instants are kept;
--- only their spelling changes).
-ALTER TABLE events DISABLE TRIGGER events_append_only;
-UPDATE events e
-SET payload = e.payload
-    || CASE WHEN e.payload->>'expires_at' ~ '^\d{4}-\d\d-\d\dT.*[+-]\d\d:\d\d$'
-            THEN jsonb_build_object('expires_at', wg_json_time((e.payload->>'expires_at')::timestamptz)) ELSE '{}' END
-    || CASE WHEN e.payload->>'due_at' ~ '^\d{4}-\d\d-\d\dT.*[+-]\d\d:\d\d$'
-            THEN jsonb_build_object('due_at', wg_json_time((e.payload->>'due_at')::timestamptz)) ELSE '{}' END
-    || CASE WHEN e.payload->>'retry_after' ~ '^\d{4}-\d\d-\d\dT.*[+-]\d\d:\d\d$'
-            THEN jsonb_build_object('retry_after', wg_json_time((e.payload->>'retry_after')::timestamptz)) ELSE '{}' END
-WHERE e.type IN ('lease.granted', 'attention.opened', 'attention.answered', 'attention.dismissed',
-                 'attention.overdue', 'item.state_changed')
-  AND (e.payload->>'expires_at' ~ '[+-]\d\d:\d\d$' OR e.payload->>'due_at' ~ '[+-]\d\d:\d\d$'
-       OR e.payload->>'retry_after' ~ '[+-]\d\d:\d\d$');
-ALTER TABLE events ENABLE TRIGGER events_append_only;
 
 -- +goose Down
--- The stored payloads keep their UTC spelling (the same instants).
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION leases_event()
  RETURNS trigger LANGUAGE plpgsql AS $$
