@@ -28,6 +28,7 @@ var pathological = map[string]func(n int) string{
 	"UnclosedImages":       func(n int) string { return strings.Repeat("![a](", n/5) },
 	"UnclosedReferenceRun": func(n int) string { return strings.Repeat("[a][", n/4) },
 	"WideTable":            wideTable,
+	"EscapedPipesInCode":   func(n int) string { return "| a |\n|---|\n" + strings.Repeat("| `\\|` |\n", n/9) },
 }
 
 // wideTable is a header of n/14 columns over n/28 one-cell rows: GFM
