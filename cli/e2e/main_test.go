@@ -72,6 +72,15 @@ func setupWith(t *testing.T, tune func(*server.Config)) *env {
 	return e.inProject(t, "e2e")
 }
 
+// boot starts the real server as setup does, without a project: for a
+// test whose parallel subtests each take a project of their own
+// (inProject).
+func boot(t *testing.T) *env {
+	t.Helper()
+	srv := servertest.Start(t, server.Config{BootstrapToken: adminToken, RateLimit: -1})
+	return &env{t: t, srv: srv, url: srv.URL(), pool: srv.Pool()}
+}
+
 // inProject returns an env on e's server with a new project of its own,
 // named name, and an agent and a human token of it: for the parallel
 // subtests of one test that each need a project to themselves but not a

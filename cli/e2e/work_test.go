@@ -20,7 +20,7 @@ import (
 func TestWork(t *testing.T) {
 	t.Parallel()
 	// One server; each subtest works in a project of its own.
-	srv := setup(t)
+	srv := boot(t)
 	t.Run("OKCompletesWithResultFile", func(t *testing.T) {
 		t.Parallel()
 		e := srv.inProject(t, "OKCompletesWithResultFile")
