@@ -37,17 +37,8 @@ func TestMigration10CarriesOldState(t *testing.T) {
 	}
 	asked := f.ask(t, c.Lease, "q", true).Request
 
-	var version int
-	for {
-		if err := f.pool.QueryRow(f.ctx, "SELECT max(version_id) FROM goose_db_version").Scan(&version); err != nil {
-			t.Fatal(err)
-		}
-		if version <= 9 {
-			break
-		}
-		if err := db.MigrateDown(f.ctx, f.pool); err != nil {
-			t.Fatal(err)
-		}
+	if err := db.MigrateDownTo(f.ctx, f.pool, 9); err != nil {
+		t.Fatal(err)
 	}
 	// A cancel before 00010 left the request open.
 	if _, err := f.pool.Exec(f.ctx, `UPDATE items SET status = 'cancelled', finished_at = now()

@@ -36,9 +36,12 @@ func (e *env) wantExit(token string, code int, hint string, args ...string) resu
 
 func TestCommands(t *testing.T) {
 	t.Parallel()
+	// One server for the subtests that need a project of their own, not a
+	// server (OKAdmin's is the usual "e2e"); OKConfigFile has its own.
+	srv := boot(t)
 	t.Run("OKItemsAndDeps", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "OKItemsAndDeps")
 		var a, b client.Item
 		e.mustJSON(e.agentToken, &a, "items", "add", "Write the migration", "--priority", "5", "--label", "db", "--body", "Add the table.")
 		e.mustJSON(e.agentToken, &b, "items", "add", "Add the endpoint", "--depends-on", a.ID)
@@ -81,7 +84,7 @@ func TestCommands(t *testing.T) {
 	})
 	t.Run("OKLeaseCommands", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "OKLeaseCommands")
 		it := e.item("by hand")
 		e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--labels", "no-such-label")
 		var cl client.Claim
@@ -119,7 +122,7 @@ func TestCommands(t *testing.T) {
 	})
 	t.Run("OKFailReleaseDecompose", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "OKFailReleaseDecompose")
 		it := e.item("to split")
 		var cl client.Claim
 		e.mustJSON(e.agentToken, &cl, "claim")
@@ -160,7 +163,7 @@ func TestCommands(t *testing.T) {
 	})
 	t.Run("OKAdmin", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "e2e")
 		if r := e.run(adminToken, nil, "projects", "create", "second"); r.code != 0 {
 			t.Fatalf("projects create: %v", r)
 		}

@@ -19,9 +19,11 @@ import (
 
 func TestWork(t *testing.T) {
 	t.Parallel()
+	// One server; each subtest works in a project of its own.
+	srv := boot(t)
 	t.Run("OKCompletesWithResultFile", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "OKCompletesWithResultFile")
 		it := e.item("write a result")
 		r := e.run(e.agentToken, nil, "work", "--lease", "30s", "--",
 			"sh", "-c", `printf '{"ok": true, "item": "%s", "title": "%s"}' "$WORKGRAPH_ITEM_ID" "$WORKGRAPH_ITEM_TITLE" > "$WORKGRAPH_RESULT_FILE"`)
@@ -42,7 +44,7 @@ func TestWork(t *testing.T) {
 	})
 	t.Run("OKCompletesWithOutputTail", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "OKCompletesWithOutputTail")
 		it := e.item("print something")
 		r := e.run(e.agentToken, nil, "work", "--", "sh", "-c", `seq 1 3000; echo "the end of $WORKGRAPH_ITEM_ID"`)
 		if r.code != 0 {
@@ -64,7 +66,7 @@ func TestWork(t *testing.T) {
 	})
 	t.Run("OKItemFile", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "OKItemFile")
 		it := e.item("read the item file")
 		r := e.run(e.agentToken, nil, "work", "--", "sh", "-c", `cp "$WORKGRAPH_ITEM_FILE" "$WORKGRAPH_RESULT_FILE"`)
 		if r.code != 0 {
@@ -80,7 +82,7 @@ func TestWork(t *testing.T) {
 	})
 	t.Run("ErrCommandFails", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "ErrCommandFails")
 		it := e.item("fail loudly")
 		r := e.run(e.agentToken, nil, "work", "--", "sh", "-c", `echo "starting"; echo "boom: disk on fire" >&2; exit 3`)
 		if r.code != 1 {
@@ -99,7 +101,7 @@ func TestWork(t *testing.T) {
 	})
 	t.Run("ErrNothingReady", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "ErrNothingReady")
 		r := e.run(e.agentToken, nil, "work", "--", "true")
 		if r.code != 3 || !strings.Contains(r.stderr, "nothing is ready") {
 			t.Fatalf("work on an empty project: %v", r)
@@ -107,7 +109,7 @@ func TestWork(t *testing.T) {
 	})
 	t.Run("OKLoop", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "OKLoop")
 		a := e.item("first")
 		b := e.item("second", a.ID)
 		c := e.item("third", b.ID)
@@ -126,7 +128,7 @@ func TestWork(t *testing.T) {
 	})
 	t.Run("ErrCommandNotFound", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t)
+		e := srv.inProject(t, "ErrCommandNotFound")
 		it := e.item("no such program")
 		r := e.run(e.agentToken, nil, "work", "--", "/nonexistent/agent")
 		if r.code != 2 {

@@ -3,6 +3,7 @@ package dbtest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -254,6 +255,13 @@ func TestPoolReplacesChanged(t *testing.T) {
 			}
 			if d := count(t, check, "SELECT count(*) FROM goose_db_version"); d == 0 {
 				t.Error("goose_db_version is empty")
+			}
+			seeded, err := rowsDigest(context.Background(), check, other.state.seededTables())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(seeded, other.state.Seeded) {
+				t.Errorf("the seeded tables' rows after %q: digests %v, want the template's %v", c.change, seeded, other.state.Seeded)
 			}
 		})
 	}
