@@ -411,6 +411,7 @@ var cursorRoutes = []string{
 	"/v1/projects/alpha/leases",
 	"/v1/projects/alpha/attention",
 	"/v1/projects/alpha/items/{dep}/leases",
+	"/v1/projects/alpha/workers",
 }
 
 func FuzzCursor(f *testing.F) {
@@ -421,7 +422,7 @@ func FuzzCursor(f *testing.F) {
 	fx.openAttention()
 	fx.openAttention()
 	var real []string
-	for _, p := range []string{"/v1/projects/alpha/items", "/v1/projects/alpha/attention"} {
+	for _, p := range []string{"/v1/projects/alpha/items", "/v1/projects/alpha/attention", "/v1/projects/alpha/workers"} {
 		var page struct {
 			NextCursor *string `json:"next_cursor"`
 		}
@@ -431,7 +432,8 @@ func FuzzCursor(f *testing.F) {
 		}
 	}
 	seeds := append(real, "", "x", "aXRlbXM6MQ", "aXRlbXM6LTE", "aXRlbXM6OTk5OTk5OTk5OTk5OTk5OTk5OTk5", "bGVhc2VzOjE",
-		"aXRlbXM6MQ==", "aXRlbXM6AQ", "\x00", "\xff\xfe")
+		"aXRlbXM6MQ==", "aXRlbXM6AQ", "\x00", "\xff\xfe",
+		"d29ya2VyczozMQ", "d29ya2Vyczo", "d29ya2VyczoA", "d29ya2Vyczr__g")
 	for i, s := range seeds {
 		f.Add(uint8(i), s)
 	}

@@ -462,23 +462,30 @@ func (a *API) writeHistory(c echo.Context, project uuid.UUID, f lease.HistoryFil
 	return c.JSON(http.StatusOK, wire.LeasePage{Leases: leaseViews(page.Leases), NextCursor: cursor(page.NextCursor)})
 }
 
-// workers: the project's live leases and per-worker outcome counts.
+// workers: a page of the project's workers by name (?limit=, ?cursor=),
+// each with its outcome counts and usage, and the live leases of the
+// page's workers with their liveness (at most lease.WorkerPageLeases).
 func (a *API) workers(c echo.Context) error {
-	if err := onlyQuery(c); err != nil {
+	if err := onlyQuery(c, "cursor", "limit", "page_size"); err != nil {
+		return err
+	}
+	limit, err := pageSize(c)
+	if err != nil {
 		return err
 	}
 	p, err := a.project(c)
 	if err != nil {
 		return err
 	}
-	fl, err := a.svc.Leases.Fleet(c.Request().Context(), p.ID)
+	wp, err := a.svc.Leases.WorkersPage(c.Request().Context(), p.ID, c.QueryParam("cursor"), limit)
 	if err != nil {
 		return err
 	}
-	out := wire.Workers{Active: leaseViews(fl.Active), Workers: make([]wire.WorkerStat, len(fl.Stats)), Activity: activityViews(fl.Activity)}
-	for i, s := range fl.Stats {
+	out := wire.Workers{Active: leaseViews(wp.Active), Workers: make([]wire.WorkerStat, len(wp.Stats)),
+		Activity: activityViews(wp.Activity), NextCursor: cursor(wp.Next)}
+	for i, s := range wp.Stats {
 		out.Workers[i] = workerStatView(s)
-		out.Workers[i].Usage = usageView(fl.Usage[s.Worker])
+		out.Workers[i].Usage = usageView(wp.Usage[s.Worker])
 	}
 	return c.JSON(http.StatusOK, out)
 }

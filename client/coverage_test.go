@@ -157,7 +157,7 @@ func TestPeopleCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := admin.Workers(ctx, "p")
+	w, err := admin.Workers(ctx, "p", client.WorkersOptions{})
 	if err != nil || len(w.Active) != 1 || w.Active[0].ID != cl.Lease.ID || len(w.Activity) != 1 {
 		t.Fatalf("Workers: %+v, %v", w, err)
 	}

@@ -161,11 +161,23 @@ func (c *Client) ItemLeases(ctx context.Context, project, itemID string) ([]Leas
 // maxPageSize is the largest page the server's lists answer (limit).
 const maxPageSize = 500
 
-// Workers returns the project's live leases with their liveness and each
-// worker's outcome counts and usage.
-func (c *Client) Workers(ctx context.Context, project string) (*Workers, error) {
+// WorkersOptions pages GET /v1/projects/{p}/workers.
+type WorkersOptions struct {
+	Limit  int
+	Cursor string
+}
+
+// Workers returns one page of the project's workers in name order (follow
+// NextCursor for the next): each worker's outcome counts and usage, and
+// the live leases of the page's workers with their liveness.
+func (c *Client) Workers(ctx context.Context, project string, opt WorkersOptions) (*Workers, error) {
+	q := url.Values{}
+	set(q, "cursor", opt.Cursor)
+	if opt.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opt.Limit))
+	}
 	var out Workers
-	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/workers", nil, nil, &out); err != nil {
+	if _, err := c.do(ctx, http.MethodGet, "/v1/projects/"+esc(project)+"/workers", q, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -492,47 +492,15 @@ func (s *Service) WorkerStats(ctx context.Context, project uuid.UUID) ([]WorkerS
 	return out, nil
 }
 
-// Fleet is a project's workers at one instant: its live leases, their
-// activity, and each worker's lease counts and usage, read in one
-// snapshot, so that they agree (a worker's Active count is its leases
-// among Active, and Activity describes exactly those leases).
-type Fleet struct {
+// FleetPage is a page of a project's live leases at one instant: Active
+// and Activity describe the same leases (the page), Total counts all the
+// live leases, and Next is the cursor of the following page ("" on the
+// last). The workers' counts are WorkersPage's.
+type FleetPage struct {
 	Active   []Lease
 	Activity []Activity
-	Stats    []WorkerStat
-	Usage    map[string]Usage
-}
-
-// Fleet reads the project's Fleet in one read-only transaction (on a
-// pool; inside the caller's transaction when the Service is on one).
-func (s *Service) Fleet(ctx context.Context, project uuid.UUID) (Fleet, error) {
-	var f Fleet
-	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
-		on := s.On(tx)
-		var err error
-		if f.Active, err = on.Active(ctx, project); err != nil {
-			return err
-		}
-		if f.Activity, err = on.Activity(ctx, project); err != nil {
-			return err
-		}
-		if f.Stats, err = on.WorkerStats(ctx, project); err != nil {
-			return err
-		}
-		f.Usage, err = on.WorkerUsage(ctx, project)
-		return err
-	})
-	return f, err
-}
-
-// FleetPage is a project's workers at one instant with a page of its
-// live leases: Active and Activity describe the same leases (the page),
-// Total counts all the live leases, Stats and Usage are every worker's,
-// and Next is the cursor of the following page ("" on the last).
-type FleetPage struct {
-	Fleet
-	Total int
-	Next  string
+	Total    int
+	Next     string
 }
 
 // liveList names the cursors of FleetPage.
@@ -545,8 +513,7 @@ var livenessOfRank = [...]Liveness{LivenessStale, LivenessQuiet, LivenessHealthy
 // (1..page.Max, 0: page.Default) of the project's live leases after the
 // page that cursor names ("": the first), the ones to look at first first:
 // stale, then quiet, then healthy (as Activity judges them), each in claim
-// order; with how many live leases there are and every worker's counts
-// and usage. A page holds its own leases only, however many are live (one
+// order; with how many live leases there are. A page holds its own leases only, however many are live (one
 // token may hold a thousand). Liveness changes with time, so a lease can
 // move to a page already read between two reads, as in any keyset list.
 //
@@ -596,12 +563,7 @@ func (s *Service) FleetPage(ctx context.Context, project uuid.UUID, cursor strin
 			return err
 		}
 		f.Total = int(n)
-		on := s.On(tx)
-		if f.Stats, err = on.WorkerStats(ctx, project); err != nil {
-			return err
-		}
-		f.Usage, err = on.WorkerUsage(ctx, project)
-		return err
+		return nil
 	})
 	if err != nil {
 		return FleetPage{}, db.Translate(err)

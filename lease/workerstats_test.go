@@ -158,3 +158,43 @@ func TestWorkerStatsBackfill(t *testing.T) {
 		t.Fatalf("WorkerStats after the backfill = %+v\nwant %+v", got, want)
 	}
 }
+
+// TestWorkersPageMatchesWorkerStats: paged one worker at a time,
+// WorkersPage gives each worker once, in name order, with the counts
+// WorkerStats gives for the whole project, and the live leases of exactly
+// the page's workers.
+func TestWorkersPageMatchesWorkerStats(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	f.endEveryWay(t)
+	want, err := f.leases.WorkerStats(f.ctx, f.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []lease.WorkerStat
+	cursor := ""
+	for range 10 {
+		p, err := f.leases.WorkersPage(f.ctx, f.project, cursor, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Stats...)
+		for _, l := range p.Active {
+			if len(p.Stats) != 1 || l.Worker != p.Stats[0].Worker {
+				t.Errorf("a live lease of %s on the page of %+v", l.Worker, p.Stats)
+			}
+		}
+		if len(p.Stats) == 1 && len(p.Active) != p.Stats[0].Active {
+			t.Errorf("%s: %d live leases answered, %d counted", p.Stats[0].Worker, len(p.Active), p.Stats[0].Active)
+		}
+		if cursor = p.Next; cursor == "" {
+			break
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("WorkersPage, page by page = %+v\nwant WorkerStats %+v", got, want)
+	}
+	if _, err := f.leases.WorkersPage(f.ctx, f.project, "bogus", 1); err == nil {
+		t.Fatal("a cursor of no list was accepted")
+	}
+}

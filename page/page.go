@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -140,4 +141,26 @@ func After(list, cursor string) (key, seq int64, err error) {
 		return key, seq, err
 	}
 	return math.MinInt64, math.MinInt64, nil
+}
+
+// EncodeText returns the cursor of the list named list after the row
+// whose sort key is the text key (a list ordered by a name).
+func EncodeText(list, key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(list + ":" + key))
+}
+
+// DecodeText returns the key in a cursor that EncodeText made for the
+// same list; the empty cursor is ok false (the list's start).
+//
+// Errors: invalid_argument (field "cursor") for anything else.
+func DecodeText(list, cursor string) (key string, ok bool, err error) {
+	if cursor == "" {
+		return "", false, nil
+	}
+	b, derr := base64.RawURLEncoding.DecodeString(cursor)
+	key, found := strings.CutPrefix(string(b), list+":")
+	if derr != nil || !found || key == "" || !utf8.ValidString(key) || strings.ContainsRune(key, 0) {
+		return "", false, wgerr.InvalidField("cursor", "is not a cursor this list returned")
+	}
+	return key, true, nil
 }

@@ -123,3 +123,21 @@ func TestFit(t *testing.T) {
 		})
 	}
 }
+
+func TestTextCursor(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"w1", "laptop:2", "ünïcode worker"} {
+		got, ok, err := DecodeText("workers", EncodeText("workers", key))
+		if err != nil || !ok || got != key {
+			t.Errorf("DecodeText(EncodeText(%q)) = %q, %v, %v", key, got, ok, err)
+		}
+	}
+	if key, ok, err := DecodeText("workers", ""); err != nil || ok || key != "" {
+		t.Errorf("the empty cursor: %q, %v, %v; want the start", key, ok, err)
+	}
+	for _, c := range []string{"bogus!", EncodeText("items", "w1"), EncodeText("workers", ""), EncodeText("workers", "a\x00b"), Encode("workers", 5)[:3]} {
+		if _, _, err := DecodeText("workers", c); wgerr.CodeOf(err) != wgerr.CodeInvalid {
+			t.Errorf("DecodeText(%q) = %v, want invalid_argument", c, err)
+		}
+	}
+}

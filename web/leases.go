@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -306,9 +305,14 @@ type WorkersPage struct {
 	Next   string
 	// Activity is each live lease's liveness and last activity, by id.
 	Activity map[uuid.UUID]lease.Activity
-	Stats    []WorkerStatRow
-	Outcomes []lease.Outcome
-	Now      time.Time
+	// Stats is a page of the workers (workersStatPage at most), by name:
+	// WorkersCursor is the page's (?workers=, "" for the first) and
+	// WorkersNext the following page's.
+	Stats         []WorkerStatRow
+	WorkersCursor string
+	WorkersNext   string
+	Outcomes      []lease.Outcome
+	Now           time.Time
 }
 
 // WorkerStatRow is one worker's counts in outcome order, and its usage.
@@ -324,12 +328,34 @@ type WorkerStatRow struct {
 // few seconds).
 const workersLeasePage = 100
 
+// workersStatPage is how many workers a page of the workers page counts
+// (every worker label that ever held a lease: there may be a hundred
+// thousand).
+const workersStatPage = 100
+
 // PageURL is the workers page showing the live leases from cursor on
-// ("": the first page).
+// ("": the first page), and the same page of workers.
 func (p *WorkersPage) PageURL(cursor string) string {
+	return p.url(cursor, p.WorkersCursor)
+}
+
+// WorkersURL is the workers page showing the workers from cursor on ("":
+// the first page), and the same page of live leases.
+func (p *WorkersPage) WorkersURL(cursor string) string {
+	return p.url(p.Cursor, cursor)
+}
+
+func (p *WorkersPage) url(live, workers string) string {
+	q := url.Values{}
+	if live != "" {
+		q.Set("live", live)
+	}
+	if workers != "" {
+		q.Set("workers", workers)
+	}
 	u := "/p/" + p.Project.Name + "/workers"
-	if cursor != "" {
-		u += "?live=" + url.QueryEscape(cursor)
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	return u
 }
@@ -358,7 +384,7 @@ func (u *ui) workers(r *req) error {
 		return err
 	}
 	page := &WorkersPage{Outcomes: outcomes, Now: r.now(), Activity: map[uuid.UUID]lease.Activity{},
-		Live: fl.Total, Cursor: cursor, Next: fl.Next}
+		Live: fl.Total, Cursor: cursor, Next: fl.Next, WorkersCursor: r.QueryParam("workers")}
 	if page.Active, err = r.withTitles(fl.Active); err != nil {
 		return err
 	}
@@ -370,15 +396,19 @@ func (u *ui) workers(r *req) error {
 		r.Response().Header().Set("Content-Type", "text/html; charset=utf-8")
 		return page.RenderLeases(r.Response())
 	}
-	for _, s := range fl.Stats {
-		row := WorkerStatRow{WorkerStat: s, Usage: fl.Usage[s.Worker]}
+	wp, err := u.Leases.WorkersPage(r.ctx(), r.project.ID, page.WorkersCursor, workersStatPage)
+	if err != nil {
+		return err
+	}
+	page.WorkersNext = wp.Next
+	for _, s := range wp.Stats {
+		row := WorkerStatRow{WorkerStat: s, Usage: wp.Usage[s.Worker]}
 		for _, o := range outcomes {
 			row.Counts = append(row.Counts, s.Outcomes[o])
 			row.Total += s.Outcomes[o]
 		}
 		page.Stats = append(page.Stats, row)
 	}
-	sort.SliceStable(page.Stats, func(i, j int) bool { return page.Stats[i].LastSeen.After(page.Stats[j].LastSeen) })
 	page.Layout = r.base("Workers", "workers")
 	return r.show(page)
 }

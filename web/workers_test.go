@@ -129,3 +129,66 @@ func TestWorkersPageLiveLeasesPaged(t *testing.T) {
 		wantBody(t, r, "cursor")
 	})
 }
+
+// workerRow matches a worker's row of the workers page's per-worker
+// table, capturing its name; workersLink the table's link to its next
+// page.
+var (
+	workerRow   = regexp.MustCompile(`<a class="worker-name" href="/p/acme/leases\?worker=([^"]+)"`)
+	workersLink = regexp.MustCompile(`rel="next" href="(/p/acme/workers\?workers=[^"]+)">More workers`)
+)
+
+// TestWorkersPageWorkersPaged: the per-worker table of the workers page
+// shows 100 workers at a time in name order, with a link to the next
+// page: paging through 130 workers shows each once. It listed every
+// worker that ever held a lease.
+func TestWorkersPageWorkersPaged(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	const n = 130
+	for i := range n {
+		e.mustItem(fmt.Sprintf("task %03d", i))
+		c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: fmt.Sprintf("w%03d", (i*7)%n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if _, err := e.leases.Release(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b := e.signIn(e.human)
+	var seen []string
+	path := "/p/acme/workers"
+	for pages := 1; ; pages++ {
+		r := b.get(path)
+		wantStatus(t, r, http.StatusOK)
+		var names []string
+		for _, m := range workerRow.FindAllStringSubmatch(r.body, -1) {
+			names = append(names, html.UnescapeString(m[1]))
+		}
+		if pages == 1 && len(names) != 100 {
+			t.Fatalf("the first page shows %d workers, want 100", len(names))
+		}
+		seen = append(seen, names...)
+		m := workersLink.FindStringSubmatch(r.body)
+		if m == nil {
+			break
+		}
+		if pages > 2 {
+			t.Fatalf("a third page of workers after %d", len(seen))
+		}
+		path = html.UnescapeString(m[1])
+	}
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprintf("w%03d", i)
+	}
+	if strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Fatalf("the pages show %d workers %v, want each of %d once in name order", len(seen), seen, n)
+	}
+	r := b.get("/p/acme/workers?workers=bogus")
+	wantStatus(t, r, http.StatusBadRequest)
+}

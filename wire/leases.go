@@ -214,8 +214,14 @@ type WorkerStat struct {
 // Workers is a project's live leases and per-worker counts (schema
 // Workers).
 type Workers struct {
-	Active  []Lease      `json:"active"`
+	// Active is the live leases of the page's workers, by worker then
+	// claim order (at most 500: each worker's Active counts its own).
+	Active []Lease `json:"active"`
+	// Workers is a page of the project's workers, by name.
 	Workers []WorkerStat `json:"workers"`
 	// Activity is the liveness of each live lease, in Active's order.
 	Activity []LeaseActivity `json:"activity"`
+	// NextCursor is the cursor of the next page of workers (nil on the
+	// last).
+	NextCursor *string `json:"next_cursor"`
 }

@@ -2403,6 +2403,105 @@ func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObserva
 	return items, nil
 }
 
+const liveLeasesOfWorkers = `-- name: LiveLeasesOfWorkers :many
+SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
+       coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
+       v.rank::int AS rank,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+JOIN projects p ON p.id = l.project_id
+CROSS JOIN (SELECT coalesce($1::timestamptz, statement_timestamp()) AS at) AS t
+CROSS JOIN LATERAL (SELECT (CASE
+           WHEN l.expires_at <= t.at
+             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
+                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 0
+           WHEN l.heartbeat_at IS NOT NULL
+            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
+               THEN 1
+           ELSE 2
+       END) AS rank) AS v
+WHERE l.project_id = $2 AND l.ended_at IS NULL AND l.worker = ANY($3::text[])
+ORDER BY l.worker, l.seq
+LIMIT $4
+`
+
+type LiveLeasesOfWorkersParams struct {
+	Now       *time.Time
+	ProjectID uuid.UUID
+	Workers   []string
+	MaxRows   int32
+}
+
+type LiveLeasesOfWorkersRow struct {
+	Lease        Lease
+	LastActivity time.Time
+	Rank         int32
+	Refusals     int32
+}
+
+// The live leases of the named workers (leases_live_by_worker), by worker
+// then claim order, at most @max_rows, each with its liveness rank as
+// LiveLeasesPage judges it.
+func (q *Queries) LiveLeasesOfWorkers(ctx context.Context, db DBTX, arg LiveLeasesOfWorkersParams) ([]LiveLeasesOfWorkersRow, error) {
+	rows, err := db.Query(ctx, liveLeasesOfWorkers,
+		arg.Now,
+		arg.ProjectID,
+		arg.Workers,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LiveLeasesOfWorkersRow{}
+	for rows.Next() {
+		var i LiveLeasesOfWorkersRow
+		if err := rows.Scan(
+			&i.Lease.ProjectID,
+			&i.Lease.ID,
+			&i.Lease.Seq,
+			&i.Lease.ItemID,
+			&i.Lease.Epoch,
+			&i.Lease.Worker,
+			&i.Lease.TokenID,
+			&i.Lease.Principal,
+			&i.Lease.AcquiredAt,
+			&i.Lease.ExpiresAt,
+			&i.Lease.HeartbeatAt,
+			&i.Lease.Heartbeats,
+			&i.Lease.Progress,
+			&i.Lease.WorkerTime,
+			&i.Lease.StopRequestedAt,
+			&i.Lease.StopRequestedBy,
+			&i.Lease.EndedAt,
+			&i.Lease.Outcome,
+			&i.Lease.OutcomeDetail,
+			&i.Lease.Result,
+			&i.Lease.Scopes,
+			&i.Lease.ScopeResources,
+			&i.Lease.TokensIn,
+			&i.Lease.TokensOut,
+			&i.Lease.CostMicroUsd,
+			&i.Lease.ToolCalls,
+			&i.Lease.ProgressAt,
+			&i.Lease.BudgetRoots,
+			&i.Lease.ScopeKeys,
+			&i.Lease.StopNote,
+			&i.LastActivity,
+			&i.Rank,
+			&i.Refusals,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockLease = `-- name: LockLease :one
 SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note
 FROM leases l, (SELECT coalesce($1::timestamptz, clock_timestamp()) AS at) AS t
@@ -2759,6 +2858,51 @@ func (q *Queries) UnofferedCapabilities(ctx context.Context, db DBTX, arg Unoffe
 	return items, nil
 }
 
+const workerNamesPage = `-- name: WorkerNamesPage :many
+WITH RECURSIVE w(worker, n) AS (
+    (SELECT l.worker, 1 FROM leases l
+     WHERE l.project_id = $1 AND l.worker > $2::text
+     ORDER BY l.worker LIMIT 1)
+    UNION ALL
+    SELECT (SELECT l.worker FROM leases l
+            WHERE l.project_id = $1 AND l.worker > w.worker
+            ORDER BY l.worker LIMIT 1), w.n + 1
+    FROM w
+    WHERE w.worker IS NOT NULL AND w.n < $3::int
+)
+SELECT w.worker::text AS worker FROM w WHERE w.worker IS NOT NULL ORDER BY w.worker
+`
+
+type WorkerNamesPageParams struct {
+	ProjectID uuid.UUID
+	After     string
+	MaxRows   int32
+}
+
+// A page of the project's worker labels (every worker that ever held a
+// lease: each has rows in leases, kept forever) after @after, in order:
+// a skip scan of leases_by_worker, one index descent per name, so a page
+// costs its own size whatever the number of workers or of their leases.
+func (q *Queries) WorkerNamesPage(ctx context.Context, db DBTX, arg WorkerNamesPageParams) ([]string, error) {
+	rows, err := db.Query(ctx, workerNamesPage, arg.ProjectID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var worker string
+		if err := rows.Scan(&worker); err != nil {
+			return nil, err
+		}
+		items = append(items, worker)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const workerOutcomes = `-- name: WorkerOutcomes :many
 SELECT worker, outcome, leases::int AS leases, last_seen
 FROM (
@@ -2800,6 +2944,107 @@ func (q *Queries) WorkerOutcomes(ctx context.Context, db DBTX, projectID uuid.UU
 			&i.Outcome,
 			&i.Leases,
 			&i.LastSeen,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const workerOutcomesOf = `-- name: WorkerOutcomesOf :many
+SELECT worker, outcome, leases::int AS leases, last_seen
+FROM (
+    SELECT c.worker, c.outcome, c.leases, c.last_seen
+    FROM worker_outcome_counts c
+    WHERE c.project_id = $1 AND c.worker = ANY($2::text[])
+    UNION ALL
+    SELECT l.worker, ''::text, count(*), max(greatest(l.acquired_at, l.heartbeat_at))
+    FROM leases l
+    WHERE l.project_id = $1 AND l.ended_at IS NULL AND l.worker = ANY($2::text[])
+    GROUP BY l.worker
+) AS w
+ORDER BY worker, outcome
+`
+
+type WorkerOutcomesOfParams struct {
+	ProjectID uuid.UUID
+	Workers   []string
+}
+
+type WorkerOutcomesOfRow struct {
+	Worker   string
+	Outcome  string
+	Leases   int32
+	LastSeen time.Time
+}
+
+// WorkerOutcomes of the named workers only: their counter rows (primary
+// key) and their live leases (leases_live_by_worker, migration 00101).
+func (q *Queries) WorkerOutcomesOf(ctx context.Context, db DBTX, arg WorkerOutcomesOfParams) ([]WorkerOutcomesOfRow, error) {
+	rows, err := db.Query(ctx, workerOutcomesOf, arg.ProjectID, arg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkerOutcomesOfRow{}
+	for rows.Next() {
+		var i WorkerOutcomesOfRow
+		if err := rows.Scan(
+			&i.Worker,
+			&i.Outcome,
+			&i.Leases,
+			&i.LastSeen,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const workerUsageOf = `-- name: WorkerUsageOf :many
+SELECT worker, tokens_in, tokens_out, cost_micro_usd, tool_calls
+FROM worker_usage
+WHERE project_id = $1 AND worker = ANY($2::text[])
+ORDER BY worker
+`
+
+type WorkerUsageOfParams struct {
+	ProjectID uuid.UUID
+	Workers   []string
+}
+
+type WorkerUsageOfRow struct {
+	Worker       string
+	TokensIn     int64
+	TokensOut    int64
+	CostMicroUsd int64
+	ToolCalls    int64
+}
+
+// WorkerUsage of the named workers only (primary key).
+func (q *Queries) WorkerUsageOf(ctx context.Context, db DBTX, arg WorkerUsageOfParams) ([]WorkerUsageOfRow, error) {
+	rows, err := db.Query(ctx, workerUsageOf, arg.ProjectID, arg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkerUsageOfRow{}
+	for rows.Next() {
+		var i WorkerUsageOfRow
+		if err := rows.Scan(
+			&i.Worker,
+			&i.TokensIn,
+			&i.TokensOut,
+			&i.CostMicroUsd,
+			&i.ToolCalls,
 		); err != nil {
 			return nil, err
 		}

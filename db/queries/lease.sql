@@ -837,3 +837,69 @@ FROM items i, unnest(i.requires) AS r
 WHERE i.project_id = @project_id AND i.ready AND NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1
 LIMIT 20;
+
+-- name: WorkerNamesPage :many
+-- A page of the project's worker labels (every worker that ever held a
+-- lease: each has rows in leases, kept forever) after @after, in order:
+-- a skip scan of leases_by_worker, one index descent per name, so a page
+-- costs its own size whatever the number of workers or of their leases.
+WITH RECURSIVE w(worker, n) AS (
+    (SELECT l.worker, 1 FROM leases l
+     WHERE l.project_id = @project_id AND l.worker > @after::text
+     ORDER BY l.worker LIMIT 1)
+    UNION ALL
+    SELECT (SELECT l.worker FROM leases l
+            WHERE l.project_id = @project_id AND l.worker > w.worker
+            ORDER BY l.worker LIMIT 1), w.n + 1
+    FROM w
+    WHERE w.worker IS NOT NULL AND w.n < @max_rows::int
+)
+SELECT w.worker::text AS worker FROM w WHERE w.worker IS NOT NULL ORDER BY w.worker;
+
+-- name: WorkerOutcomesOf :many
+-- WorkerOutcomes of the named workers only: their counter rows (primary
+-- key) and their live leases (leases_live_by_worker, migration 00101).
+SELECT worker, outcome, leases::int AS leases, last_seen
+FROM (
+    SELECT c.worker, c.outcome, c.leases, c.last_seen
+    FROM worker_outcome_counts c
+    WHERE c.project_id = @project_id AND c.worker = ANY(@workers::text[])
+    UNION ALL
+    SELECT l.worker, ''::text, count(*), max(greatest(l.acquired_at, l.heartbeat_at))
+    FROM leases l
+    WHERE l.project_id = @project_id AND l.ended_at IS NULL AND l.worker = ANY(@workers::text[])
+    GROUP BY l.worker
+) AS w
+ORDER BY worker, outcome;
+
+-- name: WorkerUsageOf :many
+-- WorkerUsage of the named workers only (primary key).
+SELECT worker, tokens_in, tokens_out, cost_micro_usd, tool_calls
+FROM worker_usage
+WHERE project_id = @project_id AND worker = ANY(@workers::text[])
+ORDER BY worker;
+
+-- name: LiveLeasesOfWorkers :many
+-- The live leases of the named workers (leases_live_by_worker), by worker
+-- then claim order, at most @max_rows, each with its liveness rank as
+-- LiveLeasesPage judges it.
+SELECT sqlc.embed(l),
+       coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
+       v.rank::int AS rank,
+       coalesce((SELECT sum(r.calls) FROM lease_refusals r
+                 WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
+FROM leases l
+JOIN projects p ON p.id = l.project_id
+CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS at) AS t
+CROSS JOIN LATERAL (SELECT (CASE
+           WHEN l.expires_at <= t.at
+             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
+                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 0
+           WHEN l.heartbeat_at IS NOT NULL
+            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
+               THEN 1
+           ELSE 2
+       END) AS rank) AS v
+WHERE l.project_id = @project_id AND l.ended_at IS NULL AND l.worker = ANY(@workers::text[])
+ORDER BY l.worker, l.seq
+LIMIT @max_rows;

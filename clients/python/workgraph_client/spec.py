@@ -175,7 +175,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "UsageReport": ("cost_usd", "tokens_in", "tokens_out", "tool_calls",),
     "Webhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "previous_secret_until", "project_id", "recipient", "updated_at", "url",),
     "WebhookList": ("webhooks",),
-    "Workers": ("active", "activity", "workers",),
+    "Workers": ("active", "activity", "next_cursor", "workers",),
 }
 
 ItemState = Literal["ready", "leased", "blocked", "attention", "done", "cancelled"]
@@ -935,10 +935,11 @@ class WebhookList(TypedDict, total=False):
     webhooks: List[Webhook]
 
 
-# Required: active, workers, activity.
+# Required: active, workers, activity, next_cursor.
 class Workers(TypedDict, total=False):
     active: List[Lease]
     activity: List[LeaseActivity]
+    next_cursor: Optional[str]
     workers: List[Dict[str, Any]]
 
 

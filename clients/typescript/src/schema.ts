@@ -542,8 +542,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Live leases and per-worker outcome counts
-         * @description Roles: any.
+         * A page of workers, their outcome counts and live leases
+         * @description Roles: any. A page of the project's workers (every worker label that ever held a lease) in name order, each with its outcome counts and usage, and the live leases of the page's workers with their liveness (at most 500; a worker's `active` counts its own). Follow `next_cursor` for the next page.
          */
         get: operations["workers"];
         put?: never;
@@ -1392,7 +1392,9 @@ export interface components {
             truncated: boolean;
         };
         Workers: {
+            /** @description the live leases of the page's workers, by worker then claim order; at most 500 */
             active: components["schemas"]["Lease"][];
+            /** @description a page of the project's workers, by name */
             workers: {
                 worker: string;
                 active: number;
@@ -1404,6 +1406,8 @@ export interface components {
                 usage: components["schemas"]["Usage"];
             }[];
             activity: components["schemas"]["LeaseActivity"][];
+            /** @description cursor of the next page of workers; null on the last */
+            next_cursor: string | null;
         };
         PlanItem: {
             key?: string;
@@ -3145,7 +3149,14 @@ export interface operations {
     };
     workers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description page size, 1..500 (default 50) */
+                limit?: number;
+                /** @description alias of limit (give one of them) */
+                page_size?: number;
+            };
             header?: never;
             path: {
                 /** @description project name or id */
