@@ -33,6 +33,9 @@ var pathological = map[string]func(n int) string{
 	"ReferencedNestedBrackets": func(n int) string {
 		return "[ref]: /r\n\n" + strings.Repeat("[", n/2) + strings.Repeat("]", n/2)
 	},
+	"ReferencedBracketGroups": func(n int) string {
+		return "[ref]: /r\n\n" + strings.Repeat(strings.Repeat("[", 500)+strings.Repeat("]", 500), n/1000)
+	},
 	"FullReferencesInBrackets": func(n int) string {
 		return "[ref]: /r\n\n" + strings.Repeat("[", n/5) + strings.Repeat("][x]", n/5)
 	},

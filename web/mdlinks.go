@@ -152,10 +152,13 @@ func (linearLinks) made(lb *linkBlock, top openBracket, n ast.Node) ast.Node {
 
 // namesReference reports whether the label from start to end names a
 // reference definition, as goldmark asks (at most 999 bytes, the block's
-// lines joined).
+// lines joined). A label holding an unescaped bracket names none (a
+// definition's label cannot hold one), and is not looked up: nested
+// brackets asked up to 999 bytes at every ']'. The labels looked up hold
+// no bracket, so no two of them overlap.
 func (f *linkFacts) namesReference(start, end int, pc parser.Context) bool {
 	a, b := f.at(start), f.at(end)
-	if a < 0 || b < 0 || b-a > 999 {
+	if a < 0 || b < 0 || b-a > 999 || (f.bracket[a] >= 0 && int(f.bracket[a]) < b) {
 		return false
 	}
 	countSteps(pc, b-a)
