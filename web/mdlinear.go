@@ -17,20 +17,19 @@ import (
 // whose work grows linearly with the text. Goldmark's own link and code
 // span parsers rescan the rest of a line or paragraph at every attempt
 // that fails, so a few thousand unclosed "[a](" took most of a second to
-// render, on every view of a page that shows them. Here links are parsed
-// by a linear copy of goldmark's link parser (mdlink.go), code spans by
-// linearCodeSpans, GFM's autolinks by linkifyOutsideLabels (which asks
-// the copy, not goldmark's parser, whether it is inside a link label),
-// and a table is made only when its cells are about as many as its
-// bytes (boundedTables); everything else is goldmark's.
+// render, on every view of a page that shows them. Here goldmark's link
+// parser is asked only what it can answer without rereading (linearLinks,
+// mdlinks.go), its code span parser likewise (linearCodeSpans), and a
+// table is made only when its cells are about as many as its bytes
+// (boundedTables); everything else is goldmark's.
 func markdownLinear(opts ...parser.Option) goldmark.Markdown {
 	inline := []util.PrioritizedValue{
 		util.Prioritized(linearCodeSpans{parser.NewCodeSpanParser()}, 100),
-		util.Prioritized(newLinkParser(), 200),
+		util.Prioritized(newLinearLinks(), 200),
 		util.Prioritized(parser.NewAutoLinkParser(), 300),
 		util.Prioritized(parser.NewRawHTMLParser(), 400),
 		util.Prioritized(parser.NewEmphasisParser(), 500),
-		util.Prioritized(linkifyOutsideLabels{extension.NewLinkifyParser()}, 999),
+		util.Prioritized(extension.NewLinkifyParser(), 999),
 	}
 	p := parser.NewParser(append([]parser.Option{
 		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
@@ -77,18 +76,6 @@ func (b boundedTables) Transform(node *ast.Paragraph, reader text.Reader, pc par
 		return
 	}
 	b.ParagraphTransformer.Transform(node, reader, pc)
-}
-
-// linkifyOutsideLabels is GFM's autolink parser, silent inside a link's
-// label as it is with goldmark's link parser (whose label state
-// parser.Context.IsInLinkLabel reads, and the copy's it cannot).
-type linkifyOutsideLabels struct{ parser.InlineParser }
-
-func (l linkifyOutsideLabels) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
-	if pc.Get(linkLabelStateKey) != nil {
-		return nil
-	}
-	return l.InlineParser.Parse(parent, block, pc)
 }
 
 // linearCodeSpans is goldmark's code span parser asked only when the span
@@ -168,7 +155,8 @@ func readCodeRuns(block text.Reader, pc parser.Context) *codeRuns {
 }
 
 // stepsKey holds, in a parse's context, the *int that counts the bytes the
-// scanners of this file and mdlink.go look at (a test's measure of their
+// scanners of this file and mdlinks.go look at, and that goldmark's link
+// and code span parsers read when asked (a test's measure of their
 // work; nil: not counted).
 var stepsKey = parser.NewContextKey()
 
