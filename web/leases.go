@@ -366,6 +366,10 @@ func (p *WorkersPage) RefreshURL() string {
 	if p.Cursor != "" {
 		q.Set("live", p.Cursor)
 	}
+	// The region's pager links keep the page of workers the page shows.
+	if p.WorkersCursor != "" {
+		q.Set("workers", p.WorkersCursor)
+	}
 	return "/p/" + p.Project.Name + "/workers?" + q.Encode()
 }
 
@@ -424,11 +428,20 @@ func (u *ui) requestStop(r *req) error {
 		return err
 	}
 	back := r.backTo(r.projectURL("/workers"))
-	// The page of live leases the form was on (its cursor, the form's
-	// "live"), when it was not the first: the cursor is looked at by the
-	// page itself, which refuses one it did not write.
-	if live := r.FormValue("live"); live != "" && back == r.projectURL("/workers") {
-		back += "?live=" + url.QueryEscape(live)
+	// The page of live leases and the page of workers the form was on
+	// (their cursors, the form's "live" and "workers"), when either was
+	// not the first: the cursors are looked at by the page itself, which
+	// refuses one it did not write.
+	if back == r.projectURL("/workers") {
+		q := url.Values{}
+		for _, name := range []string{"live", "workers"} {
+			if v := r.FormValue(name); v != "" {
+				q.Set(name, v)
+			}
+		}
+		if len(q) > 0 {
+			back += "?" + q.Encode()
+		}
 	}
 	return r.redirect(back, "Stop requested: the worker is told on its next heartbeat.")
 }

@@ -189,6 +189,36 @@ func TestWorkersPageWorkersPaged(t *testing.T) {
 	if strings.Join(seen, ",") != strings.Join(want, ",") {
 		t.Fatalf("the pages show %d workers %v, want each of %d once in name order", len(seen), seen, n)
 	}
+	// On the second page of workers, asking a live lease to stop, and the
+	// live region app.js fetches again, keep that page of workers (they
+	// went back to the first).
+	t.Run("StopAndRefreshKeepThePage", func(t *testing.T) {
+		cursor, err := url.QueryUnescape(strings.TrimPrefix(path, "/p/acme/workers?workers="))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := b.get(path)
+		wantStatus(t, r, http.StatusOK)
+		if !strings.Contains(r.body, `name="workers" value="`+html.EscapeString(cursor)+`"`) {
+			t.Fatalf("the second page of workers' stop forms do not carry it (workers=%s)", cursor)
+		}
+		refresh := regexp.MustCompile(`data-refresh="([^"]+)"`).FindStringSubmatch(r.body)
+		if refresh == nil {
+			t.Fatal("the page has no live region")
+		}
+		if u, err := url.Parse(html.UnescapeString(refresh[1])); err != nil || u.Query().Get("workers") != cursor {
+			t.Errorf("the live region is fetched from %q, which forgets workers=%s", refresh[1], cursor)
+		}
+		m := stopForm.FindStringSubmatch(r.body)
+		if m == nil {
+			t.Fatal("no live lease to ask to stop")
+		}
+		resp := b.post("/p/acme/leases/"+m[1]+"/stop", url.Values{"back": {"/p/acme/workers"}, "workers": {cursor}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if got, want := resp.Header.Get("Location"), "/p/acme/workers?workers="+url.QueryEscape(cursor); got != want {
+			t.Errorf("after asking to stop: redirected to %q, want the page of workers it was asked on, %q", got, want)
+		}
+	})
 	r := b.get("/p/acme/workers?workers=bogus")
 	wantStatus(t, r, http.StatusBadRequest)
 }
