@@ -2412,15 +2412,7 @@ SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.pr
 FROM leases l
 JOIN projects p ON p.id = l.project_id
 CROSS JOIN (SELECT coalesce($1::timestamptz, statement_timestamp()) AS at) AS t
-CROSS JOIN LATERAL (SELECT (CASE
-           WHEN l.expires_at <= t.at
-             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
-                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 0
-           WHEN l.heartbeat_at IS NOT NULL
-            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
-               THEN 1
-           ELSE 2
-       END) AS rank) AS v
+CROSS JOIN LATERAL (SELECT wg_lease_liveness(l.expires_at, l.heartbeat_at, l.acquired_at, l.progress_at, p.quiet_after_ms, t.at) AS rank) AS v
 WHERE l.project_id = $2 AND l.ended_at IS NULL AND l.worker = ANY($3::text[])
 ORDER BY l.worker, l.seq
 LIMIT $4

@@ -149,20 +149,13 @@ FOR UPDATE OF l SKIP LOCKED;
 -- The live leases of a project with how alive each looks by the database
 -- clock: stale (past its expiry, or silent for more than half its TTL),
 -- quiet (heartbeating, but its progress has not changed for the project's
--- quiet_after), else healthy. A lease that has not heartbeated yet is not
--- quiet: within half its TTL its first heartbeat is not due. last_activity
--- is the last progress change (the claim, when none).
+-- quiet_after), else healthy (wg_lease_liveness, migration 00105). A lease
+-- that has not heartbeated yet is not quiet: within half its TTL its first
+-- heartbeat is not due. last_activity is the last progress change (the
+-- claim, when none).
 SELECT l.id, l.item_id, l.worker, l.epoch, l.acquired_at, l.heartbeat_at, l.expires_at, l.progress,
        coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
-       (CASE
-           WHEN l.expires_at <= t.at
-             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
-                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 'stale'
-           WHEN l.heartbeat_at IS NOT NULL
-            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
-               THEN 'quiet'
-           ELSE 'healthy'
-       END)::text AS liveness,
+       (ARRAY['stale', 'quiet', 'healthy'])[wg_lease_liveness(l.expires_at, l.heartbeat_at, l.acquired_at, l.progress_at, p.quiet_after_ms, t.at) + 1]::text AS liveness,
        l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls
 FROM leases l
 JOIN projects p ON p.id = l.project_id
@@ -184,15 +177,7 @@ SELECT sqlc.embed(l),
 FROM leases l
 JOIN projects p ON p.id = l.project_id
 CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS at) AS t
-CROSS JOIN LATERAL (SELECT (CASE
-           WHEN l.expires_at <= t.at
-             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
-                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 0
-           WHEN l.heartbeat_at IS NOT NULL
-            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
-               THEN 1
-           ELSE 2
-       END) AS rank) AS v
+CROSS JOIN LATERAL (SELECT wg_lease_liveness(l.expires_at, l.heartbeat_at, l.acquired_at, l.progress_at, p.quiet_after_ms, t.at) AS rank) AS v
 WHERE l.project_id = @project_id AND l.ended_at IS NULL
   AND (v.rank, l.seq) > (@after_rank::int, @after_seq::bigint)
 ORDER BY v.rank, l.seq

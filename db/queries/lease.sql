@@ -891,15 +891,7 @@ SELECT sqlc.embed(l),
 FROM leases l
 JOIN projects p ON p.id = l.project_id
 CROSS JOIN (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS at) AS t
-CROSS JOIN LATERAL (SELECT (CASE
-           WHEN l.expires_at <= t.at
-             OR t.at >= coalesce(l.heartbeat_at, l.acquired_at)
-                        + (l.expires_at - coalesce(l.heartbeat_at, l.acquired_at)) / 2 THEN 0
-           WHEN l.heartbeat_at IS NOT NULL
-            AND coalesce(l.progress_at, l.acquired_at) + p.quiet_after_ms * interval '1 millisecond' <= t.at
-               THEN 1
-           ELSE 2
-       END) AS rank) AS v
+CROSS JOIN LATERAL (SELECT wg_lease_liveness(l.expires_at, l.heartbeat_at, l.acquired_at, l.progress_at, p.quiet_after_ms, t.at) AS rank) AS v
 WHERE l.project_id = @project_id AND l.ended_at IS NULL AND l.worker = ANY(@workers::text[])
 ORDER BY l.worker, l.seq
 LIMIT @max_rows;
