@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,9 @@ import (
 //     carry, last in the claim order (a fleet's specialised workers),
 //     and workers that offer no capabilities claim in a project whose
 //     first restrictedItems (10,000) ready items require one (a GPU
-//     fleet's backlog), beside the plain claim in the same interleaved run.
+//     fleet's backlog), and workers that offer another capability (a TPU)
+//     claim in the same project, beside the plain claim in the same
+//     interleaved run.
 
 func init() {
 	register(workload{id: 22, name: "coordination: double grants under a 64-way race", run: runW22})
@@ -262,6 +265,12 @@ const (
 	rareLabelItems       = 64
 	restrictedCapability = "w24-gpu"
 	restrictedItems      = 10000
+	// otherCapability is required by otherItems items of the fleet
+	// project, after its restricted items in the claim order: workers
+	// that offer it (and not restrictedCapability) claim past the backlog
+	// they cannot take.
+	otherCapability = "w24-tpu"
+	otherItems      = 1000
 )
 
 func runW24(ctx context.Context, e *env) error {
@@ -309,6 +318,11 @@ func runW24(ctx context.Context, e *env) error {
 		return err
 	}
 	if err := loadReady(ctx, e.pool, fleet, 1000, 0); err != nil {
+		return err
+	}
+	if err := copyItems(ctx, e.pool, fleet, otherItems, func(i int, r *itemRow) {
+		r.id, r.priority, r.requires = uuid.New(), 0, []string{otherCapability}
+	}); err != nil {
 		return err
 	}
 	if err := refreshStats(ctx, e.pool); err != nil {
@@ -366,6 +380,27 @@ func runW24(ctx context.Context, e *env) error {
 			}
 			if len(c.Item.Requires) != 0 {
 				return fmt.Errorf("a claim without capabilities got item %s requiring %v", c.Item.ID, c.Item.Requires)
+			}
+			rec.observe("claim", t)
+			rec.done()
+			_, err = svc.Release(ctx, fleet, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, "bench")
+			return err
+		},
+	}, {
+		workload: 24, name: fmt.Sprintf("claim with another capability behind %d that require one", restricted), workers: agents,
+		size: int64(restricted), unit: "claims/s", primary: "claim",
+		iter: func(ctx context.Context, w int, rec *recorder) error {
+			t := time.Now()
+			c, err := svc.Claim(ctx, fleet, lease.ClaimRequest{Worker: fmt.Sprintf("w24-tpu-%d", w), TTL: time.Minute,
+				Capabilities: []string{otherCapability}})
+			if errors.Is(err, lease.ErrNothingReady) {
+				return errEmpty
+			}
+			if err != nil {
+				return err
+			}
+			if slices.Contains(c.Item.Requires, restrictedCapability) {
+				return fmt.Errorf("a claim offering %s got item %s requiring %v", otherCapability, c.Item.ID, c.Item.Requires)
 			}
 			rec.observe("claim", t)
 			rec.done()

@@ -76,9 +76,9 @@ func (s *Service) Claim(ctx context.Context, project uuid.UUID, req ClaimRequest
 // Claim's, and errScopeRace.
 func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, error) {
 	var out Claim
-	ok, nothing := false, false
+	ok, next := false, decideInTx
 	direct := func(exec db.Executor) (err error) {
-		out, ok, nothing, err = s.claimDirect(ctx, exec, exec, project, req, ttl)
+		out, ok, next, err = s.claimDirect(ctx, exec, exec, project, req, ttl)
 		return err
 	}
 	var err error
@@ -92,7 +92,7 @@ func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimReq
 		// Idempotency-Key record marked in the same implicit
 		// transaction): one round trip, no transaction around it.
 		err = db.TraceBatch(ctx, func() (err error) {
-			out, ok, nothing, err = s.claimDirect(ctx, s.exec, db.Followed(b, s.exec, carried.Then), project, req, ttl)
+			out, ok, next, err = s.claimDirect(ctx, s.exec, db.Followed(b, s.exec, carried.Then), project, req, ttl)
 			return err
 		})
 		if err == nil && ok && carried.Marked != nil {
@@ -111,26 +111,42 @@ func (s *Service) claimOnce(ctx context.Context, project uuid.UUID, req ClaimReq
 	if err != nil || ok {
 		return out, err
 	}
-	if nothing {
+	if next == nothingReady {
 		return Claim{}, ErrNothingReady
 	}
-	return s.claimInTx(ctx, project, req, ttl)
+	return s.claimInTx(ctx, project, req, ttl, next == noneMatches)
 }
 
+// afterDirect is what the one-statement claim learned when it claimed
+// nothing.
+type afterDirect int
+
+const (
+	// decideInTx: a guard held the claim back, or an item the claim could
+	// take is ready after all; the transactional path decides.
+	decideInTx afterDirect = iota
+	// nothingReady: there was simply nothing to claim.
+	nothingReady
+	// noneMatches: ready items exist and the claim's capabilities cover
+	// none of them; the transactional path answers no_match with its
+	// details, unless that changed in the meantime.
+	noneMatches
+)
+
 // claimDirect is the claim's one-statement path; ok is false when the
-// statement claimed nothing. Then nothing is true when there was simply
-// nothing to claim (ClaimNeedsTx: no guard held the claim back), and false
-// when the transactional path must decide (a guard, or a no_match answer
-// with its details). errScopeRace: the statement took an item whose scope
-// a concurrent claim granted first, and wrote nothing.
+// statement claimed nothing, and next then says why (ClaimNeedsTx): there
+// was simply nothing to claim, or the transactional path must decide (a
+// guard, or a no_match answer with its details). errScopeRace: the
+// statement took an item whose scope a concurrent claim granted first, and
+// wrote nothing.
 //
 // The claiming statement goes to claimOn (exec, or a db.Followed batch on
 // it); every other statement to exec.
-func (s *Service) claimDirect(ctx context.Context, exec db.Executor, claimOn db.DBTX, project uuid.UUID, req ClaimRequest, ttl time.Duration) (out Claim, ok, nothing bool, err error) {
+func (s *Service) claimDirect(ctx context.Context, exec db.Executor, claimOn db.DBTX, project uuid.UUID, req ClaimRequest, ttl time.Duration) (out Claim, ok bool, next afterDirect, err error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
 		if quiet = s.cfg.MaxActivePerToken - tokenLockSlack; quiet <= 0 {
-			return Claim{}, false, false, nil // always near the limit: count under the lock
+			return Claim{}, false, decideInTx, nil // always near the limit: count under the lock
 		}
 	}
 	now := s.clock.Now()
@@ -153,59 +169,71 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, claimOn db.
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Claimed nothing: one more read tells an empty project (the
 		// answer, without the transaction's four round trips) from a guard.
-		next, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
+		probe, err := dbq.New().ClaimNeedsTx(ctx, exec, dbq.ClaimNeedsTxParams{
 			ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
 			Capabilities: req.Capabilities, Labels: req.Labels, Worker: req.Worker,
 		})
 		if err != nil {
-			return Claim{}, false, false, db.Translate(err)
+			return Claim{}, false, decideInTx, db.Translate(err)
 		}
-		if next.Missed {
+		switch {
+		case probe.Missed:
 			// An item the claim could take is ready after all (the
 			// search's later snapshot found one the statement's UPDATE
 			// could not see, or a claim in flight holds it): the
 			// transaction decides with one snapshot.
-			return Claim{}, false, false, nil
-		}
-		if next.Hopeless && !next.NeedsTx {
+			return Claim{}, false, decideInTx, nil
+		case probe.NeedsTx:
+			return Claim{}, false, decideInTx, nil
+		case probe.Hopeless:
 			// noMatch reads it again, with the details: rare, and never on
 			// the way to a grant.
-			return Claim{}, false, false, nil
+			return Claim{}, false, noneMatches, nil
 		}
-		return Claim{}, false, !next.NeedsTx, nil
+		return Claim{}, false, nothingReady, nil
 	}
 	if db.ScopeRace(err) {
-		return Claim{}, false, false, errScopeRace
+		return Claim{}, false, decideInTx, errScopeRace
 	}
 	if err != nil {
-		return Claim{}, false, false, db.Translate(err)
+		return Claim{}, false, decideInTx, db.Translate(err)
 	}
 	hist := []attention.Request{}
 	if row.HasAttention {
 		if hist, err = s.attentionOn(exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
-			return Claim{}, false, false, db.Translate(err)
+			return Claim{}, false, decideInTx, db.Translate(err)
 		}
 	}
 	out = Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow), Attention: hist}
 	telemetry.Tag(ctx, telemetry.Tags{Item: out.Item.ID, Lease: out.Lease.ID, Epoch: out.Lease.Epoch})
-	return out, true, false, nil
+	return out, true, decideInTx, nil
 }
 
 // claimInTx is the claim's transactional path: reap, count the token's
-// leases near its limit, claim.
-func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration) (Claim, error) {
+// leases near its limit, claim. hopeless: the one-statement path found that
+// the claim's capabilities cover no ready item; the transaction asks that
+// again first (ClaimHopeless reads each distinct requires once) and
+// answers no_match without searching when it still holds, since the
+// search would read every ready item it cannot take.
+func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, hopeless bool) (Claim, error) {
 	now := s.clock.Now()
 	q := dbq.New()
 	var out Claim
 	nothing := false
-	var hopeless *wgerr.Error
-	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-		nothing, hopeless = false, nil
+	var noMatch *wgerr.Error
+	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) (err error) {
+		nothing, noMatch = false, nil
 		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
 		}
 		if err := s.checkTokenLimit(ctx, tx, req.TokenID); err != nil {
 			return err
+		}
+		if hopeless {
+			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities); err != nil || noMatch != nil {
+				nothing = true
+				return err
+			}
 		}
 		row, err := q.ClaimItem(ctx, db.CustomPlan(tx), dbq.ClaimItemParams{
 			LeaseID:      uuid.New(),
@@ -221,7 +249,7 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Commit what the reaping did; there is nothing to hand out.
 			nothing = true
-			hopeless, err = s.noMatch(ctx, tx, project, req.Capabilities)
+			noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities)
 			return err
 		}
 		if err != nil {
@@ -248,8 +276,8 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 	if err != nil {
 		return Claim{}, err
 	}
-	if hopeless != nil {
-		return Claim{}, hopeless
+	if noMatch != nil {
+		return Claim{}, noMatch
 	}
 	if nothing {
 		return Claim{}, ErrNothingReady

@@ -419,3 +419,97 @@ func TestClaimWithoutCapabilitiesSkipsRestrictedItems(t *testing.T) {
 		t.Errorf("the gpu worker's claim does not walk items_claim:\n%s", ran)
 	}
 }
+
+// TestClaimWithCapabilitiesSkipsItemsItCannotTake: a worker whose
+// capabilities the items at the head of the claim order exceed (a gpu
+// worker behind 3,000 tpu items) finds the items it can take through
+// items_ready_restricted and items_ready_unrestricted, merged in claim
+// order (migration 00113), instead of walking past every tpu item; when
+// only items it cannot take are ready, the claim answers no_match without
+// reading them either (the direct claim, its probes, the transactional
+// path's ClaimHopeless and MissingCapabilities). Before 00113 each of these
+// read and threw away all 3,000. A worker whose capabilities cover the head
+// keeps the walk of items_claim.
+func TestClaimWithCapabilitiesSkipsItemsItCannotTake(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := dbtest.Fresh(t)
+	f := setupOn(t, base, base, lease.Config{})
+	// 3,000 urgent items that require tpu; after them, in claim order, an
+	// item that requires nothing (priority 3), one that requires gpu
+	// (priority 2) and one that requires gpu and cuda (priority 1).
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, priority, requires)
+		SELECT $1, 'tpu ' || g, 'test', 5, '{tpu}' FROM generate_series(1, 3000) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, priority, requires)
+		VALUES ($1, 'plain', 'test', 3, '{}'), ($1, 'gpu', 'test', 2, '{gpu}'),
+		       ($1, 'gpu cuda', 'test', 1, '{cuda,gpu}')`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Exec(ctx, "ANALYZE items"); err != nil {
+		t.Fatal(err)
+	}
+
+	pool, plans := explainedPool(t, base)
+	leases := lease.NewService(pool, f.clock, f.cfg)
+	const tolerated = 70 // the head probe reads 64
+	gpu := lease.ClaimRequest{Worker: "gpu", Capabilities: []string{"gpu", "cuda"}}
+
+	// The merge keeps the claim order across what the worker can take: the
+	// item that requires nothing, then gpu, then gpu and cuda.
+	for _, want := range []string{"plain", "gpu", "gpu cuda"} {
+		got, err := leases.Claim(ctx, f.project, gpu)
+		if err != nil {
+			t.Fatalf("claim for %q: %v", want, err)
+		}
+		if got.Item.Title != want {
+			t.Errorf("the gpu worker claimed %q, want %q", got.Item.Title, want)
+		}
+		ran := plans()
+		if most, where := mostDiscarded(ran); most > tolerated {
+			t.Errorf("the claim of %q read and discarded %d ready items:\n%s", want, most, where)
+		}
+		if want == "gpu" && !strings.Contains(strings.Join(ran, "\n"), "items_ready_restricted") {
+			t.Errorf("no plan of the claim of %q reads items_ready_restricted:\n%s", want, strings.Join(ran, "\n"))
+		}
+	}
+
+	// Only tpu items are ready now: no_match, naming what they require,
+	// found without reading them.
+	_, err := leases.Claim(ctx, f.project, gpu)
+	var we *wgerr.Error
+	if !errors.As(err, &we) || we.Code != wgerr.CodeNoMatch {
+		t.Fatalf("claim with only tpu items ready: %v, want no_match", err)
+	}
+	if missing := fmt.Sprint(we.Details["missing"]); missing != "[tpu]" {
+		t.Errorf("no_match names %s missing, want [tpu]", missing)
+	}
+	if most, where := mostDiscarded(plans()); most > tolerated {
+		t.Errorf("the claim that found nothing it could take read and discarded %d ready items:\n%s", most, where)
+	}
+
+	// A claim with labels past the head is judged with them: no_match too.
+	_, err = leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "gpu", Capabilities: []string{"gpu"}, Labels: []string{"x"}})
+	if !errors.As(err, &we) || we.Code != wgerr.CodeNoMatch {
+		t.Fatalf("claim for a label with only tpu items ready: %v, want no_match", err)
+	}
+	if most, where := mostDiscarded(plans()); most > 300 { // wg_labels_rare's head probe reads 256
+		t.Errorf("the claim for a label read and discarded %d ready items:\n%s", most, where)
+	}
+
+	// A worker whose capabilities cover the head walks items_claim and
+	// takes the first tpu item.
+	got, err := leases.Claim(ctx, f.project, lease.ClaimRequest{Worker: "tpu", Capabilities: []string{"tpu", "gpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Item.Title != "tpu 1" {
+		t.Errorf("the tpu worker claimed %q, want tpu 1", got.Item.Title)
+	}
+	if ran := strings.Join(plans(), "\n"); !strings.Contains(ran, "Index Scan using items_claim on items c") {
+		t.Errorf("the tpu worker's claim does not walk items_claim:\n%s", ran)
+	}
+}

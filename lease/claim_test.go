@@ -216,3 +216,55 @@ func TestClaimTTLCeiling(t *testing.T) {
 		t.Fatalf("claim at the ceiling: %v", err)
 	}
 }
+
+// TestClaimConcurrentPastItemsItCannotTake: 40 gpu workers claim at once
+// in a project whose first 200 ready items require tpu, so that each claim
+// takes the merge of the items it can take (migration 00113) rather than
+// the walk; the 20 items they can take are granted once each, in claim
+// order per worker, and the rest answer nothing ready or no_match.
+func TestClaimConcurrentPastItemsItCannotTake(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{}) // concurrent claims
+	if _, err := f.pool.Exec(f.ctx, `
+		INSERT INTO items (project_id, title, created_by, priority, requires)
+		SELECT $1::uuid, 'tpu ' || g, 'test', 5, '{tpu}'::text[] FROM generate_series(1, 200) AS g
+		UNION ALL
+		SELECT $1::uuid, 'gpu ' || g, 'test', 1, '{gpu}' FROM generate_series(1, 10) AS g
+		UNION ALL
+		SELECT $1::uuid, 'plain ' || g, 'test', 0, '{}' FROM generate_series(1, 10) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := map[uuid.UUID]string{}
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			got, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "gpu", Capabilities: []string{"gpu"}})
+			var we *wgerr.Error
+			switch {
+			case err == nil:
+				mu.Lock()
+				defer mu.Unlock()
+				if prev, ok := granted[got.Item.ID]; ok {
+					t.Errorf("item %q granted twice (%s)", got.Item.Title, prev)
+				}
+				granted[got.Item.ID] = got.Item.Title
+				if strings.HasPrefix(got.Item.Title, "tpu") {
+					t.Errorf("a gpu worker was granted %q", got.Item.Title)
+				}
+			case errors.Is(err, lease.ErrNothingReady), errors.As(err, &we) && we.Code == wgerr.CodeNoMatch:
+			default:
+				t.Errorf("claim: %v", err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(granted) != 20 {
+		t.Errorf("granted %d items, want the 20 the gpu workers can take: %v", len(granted), granted)
+	}
+}

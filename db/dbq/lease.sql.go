@@ -84,10 +84,7 @@ SELECT ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_ready,
        ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND i.requires = '{}'
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
-        OR (cardinality($2::text[]) > 0
-            AND (SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
-                   AND i.requires <@ $2::text[]
-                 ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL))::bool AS any_match
+        OR wg_requires_met($1, $2::text[]))::bool AS any_match
 `
 
 type ClaimHopelessParams struct {
@@ -105,8 +102,8 @@ type ClaimHopelessRow struct {
 // items none of which match say the claim can never be answered as asked.
 // (Each probe reads the claim index in its order; see ClaimNeedsTx. An item
 // that requires nothing matches any claim: items_ready_unrestricted,
-// migration 00104, has the first of them; the walk of items_claim for the
-// others runs only for a claim that offers capabilities.)
+// migration 00104, has the first of them; wg_requires_met, migration 00113,
+// asks each distinct requires of the others once, not each item.)
 func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessParams) (ClaimHopelessRow, error) {
 	row := db.QueryRow(ctx, claimHopeless, arg.ProjectID, arg.Capabilities)
 	var i ClaimHopelessRow
@@ -472,10 +469,7 @@ SELECT coalesce(
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         AND (SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
-        AND (cardinality(coalesce($5::text[], '{}')) = 0
-             OR (SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
-                   AND i.requires <@ $5::text[]
-                 ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL))::bool AS hopeless,
+        AND NOT wg_requires_met($1, $5::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
        -- wg_claim_candidate with a snapshot of its own, taken after the
@@ -2570,8 +2564,8 @@ func (q *Queries) LockToken(ctx context.Context, db DBTX, tokenID uuid.UUID) err
 
 const missingCapabilities = `-- name: MissingCapabilities :many
 SELECT DISTINCT r::text AS capability
-FROM items i, unnest(i.requires) AS r
-WHERE i.project_id = $1 AND i.ready AND NOT (r = ANY($2::text[]))
+FROM wg_ready_requires($1, 999) AS s (requires), unnest(s.requires) AS r
+WHERE NOT (r = ANY($2::text[]))
 ORDER BY 1
 LIMIT 20
 `
@@ -2582,7 +2576,10 @@ type MissingCapabilitiesParams struct {
 }
 
 // The capabilities ready items of the project require that are not among
-// @capabilities (for a claim that can match nothing), at most 20.
+// @capabilities (for a claim that can match nothing), at most 20. They are
+// read from the distinct requires of the ready items (wg_ready_requires,
+// migration 00113: one index descent per distinct value, not one row per
+// item), the first 1,000 of them.
 func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingCapabilitiesParams) ([]string, error) {
 	rows, err := db.Query(ctx, missingCapabilities, arg.ProjectID, arg.Capabilities)
 	if err != nil {

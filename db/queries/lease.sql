@@ -268,10 +268,7 @@ SELECT coalesce(
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
-        AND (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) = 0
-             OR (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
-                   AND i.requires <@ sqlc.narg('capabilities')::text[]
-                 ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL))::bool AS hopeless,
+        AND NOT wg_requires_met(@project_id, sqlc.narg('capabilities')::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
        -- wg_claim_candidate with a snapshot of its own, taken after the
@@ -790,16 +787,13 @@ SELECT wg_lock_scopes(@project_id::uuid, @lease_id::uuid, @scopes::text[], sqlc.
 -- items none of which match say the claim can never be answered as asked.
 -- (Each probe reads the claim index in its order; see ClaimNeedsTx. An item
 -- that requires nothing matches any claim: items_ready_unrestricted,
--- migration 00104, has the first of them; the walk of items_claim for the
--- others runs only for a claim that offers capabilities.)
+-- migration 00104, has the first of them; wg_requires_met, migration 00113,
+-- asks each distinct requires of the others once, not each item.)
 SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_ready,
        ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND i.requires = '{}'
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
-        OR (cardinality(@capabilities::text[]) > 0
-            AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
-                   AND i.requires <@ @capabilities::text[]
-                 ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL))::bool AS any_match;
+        OR wg_requires_met(@project_id, @capabilities::text[]))::bool AS any_match;
 
 -- name: RecordOffer :exec
 -- Records the capabilities a worker offered in a claim, when they differ
@@ -831,10 +825,13 @@ ORDER BY 1;
 
 -- name: MissingCapabilities :many
 -- The capabilities ready items of the project require that are not among
--- @capabilities (for a claim that can match nothing), at most 20.
+-- @capabilities (for a claim that can match nothing), at most 20. They are
+-- read from the distinct requires of the ready items (wg_ready_requires,
+-- migration 00113: one index descent per distinct value, not one row per
+-- item), the first 1,000 of them.
 SELECT DISTINCT r::text AS capability
-FROM items i, unnest(i.requires) AS r
-WHERE i.project_id = @project_id AND i.ready AND NOT (r = ANY(@capabilities::text[]))
+FROM wg_ready_requires(@project_id, 999) AS s (requires), unnest(s.requires) AS r
+WHERE NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1
 LIMIT 20;
 
