@@ -114,9 +114,10 @@ $$;
 
 -- wg_capability_branches chooses the search of a claim that offers
 -- p_capabilities (not empty) and asks for p_labels:
---   * NULL: walk items_claim, as before (every ready requires is met, or
---     more than 64 distinct ones are ready, or one of the first 64 items in
---     claim order can be taken by its requires and labels);
+--   * NULL: walk items_claim, as before (one of the first 64 items in
+--     claim order can be taken by its requires and labels, asked first; or
+--     every ready requires is met; or more than 64 distinct ones are
+--     ready);
 --   * '': none of the ready requires is met; only the items that require
 --     nothing can be taken (items_ready_unrestricted, as 00104);
 --   * otherwise a UNION ALL of ordered reads, one of
@@ -145,6 +146,17 @@ DECLARE
                      'WHERE i.project_id = $1 AND i.ready AND i.requires = ''{}'' '
                      'ORDER BY i.priority DESC, i.seq)';
 BEGIN
+    -- The head first: when one of the first 64 items in claim order is one
+    -- the claim can take, the walk is short and nothing else is read (the
+    -- common case of a mixed fleet, one row or two).
+    IF EXISTS (SELECT 1
+               FROM (SELECT h.requires, h.labels FROM items h
+                     WHERE h.project_id = p_project AND h.ready
+                     ORDER BY h.priority DESC, h.seq
+                     LIMIT 64) AS head
+               WHERE head.requires <@ p_capabilities AND head.labels @> p_labels) THEN
+        RETURN NULL;
+    END IF;
     FOR r IN SELECT s FROM wg_ready_requires(p_project, 64) AS s LOOP
         n := n + 1;
         IF n > 64 THEN
@@ -162,14 +174,6 @@ BEGIN
         RETURN '';
     END IF;
     IF met = n THEN
-        RETURN NULL;
-    END IF;
-    IF EXISTS (SELECT 1
-               FROM (SELECT h.requires, h.labels FROM items h
-                     WHERE h.project_id = p_project AND h.ready
-                     ORDER BY h.priority DESC, h.seq
-                     LIMIT 64) AS head
-               WHERE head.requires <@ p_capabilities AND head.labels @> p_labels) THEN
         RETURN NULL;
     END IF;
     RETURN branches;
