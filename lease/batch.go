@@ -90,12 +90,12 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 	if err := s.recordOffer(ctx, s.exec, project, req); err != nil {
 		return nil, err
 	}
-	out, decided, err := s.claimBatchDirect(ctx, project, req, ttl, max)
+	out, next, err := s.claimBatchDirect(ctx, project, req, ttl, max)
 	if err != nil {
 		return nil, err
 	}
-	if !decided {
-		out, err = s.claimBatchInTx(ctx, project, req, ttl, max)
+	if len(out) == 0 && next != nothingReady {
+		out, err = s.claimBatchInTx(ctx, project, req, ttl, max, next == noneMatches)
 		if err != nil {
 			return nil, err
 		}
@@ -108,19 +108,38 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 
 // claimBatchDirect is the batch claim's one statement (in a transaction
 // only when a before-commit hook must fence it, as for claimDirect).
-// decided is false when a guard held the statement back and the
-// transactional path must run; when it is true, out holds the claims
-// (none: nothing to claim).
-func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) (out []Claim, decided bool, err error) {
+// out holds the claims it granted; when there are none, next says why (as
+// claimDirect's): nothing to claim, or the transactional path must decide.
+func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) (out []Claim, next afterDirect, err error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
 		// tokenRoom grants the whole batch without the token's lock below
 		// this many live leases.
 		if quiet = s.cfg.MaxActivePerToken - tokenLockSlack - max; quiet <= 0 {
-			return nil, false, nil
+			return nil, decideInTx, nil
 		}
 	}
 	now := s.clock.Now()
+	if len(req.Capabilities) > 0 && !db.HasBeforeCommit(ctx) {
+		// A claim whose capabilities none of the first ready items needs
+		// only (a gpu worker behind a tpu backlog): ClaimItems, which
+		// walks the claim order, would read every item it cannot take;
+		// the single claim's statement reads only those it can
+		// (migration 00113). The batch is then a sequence of single
+		// claims, in their order, as fillScoped grants items with touches.
+		past, err := dbq.New().ClaimSearchesPastHead(ctx, s.exec, dbq.ClaimSearchesPastHeadParams{
+			ProjectID: project, Labels: req.Labels, Capabilities: req.Capabilities,
+		})
+		if err != nil {
+			return nil, decideInTx, db.Translate(err)
+		}
+		if past {
+			if out, err = s.fillScoped(ctx, s.exec, project, req, ttl, nil, max, now, quiet); err != nil || len(out) > 0 {
+				return out, nothingReady, err
+			}
+			return s.afterEmptyBatch(ctx, project, req, ttl, max, now, quiet)
+		}
+	}
 	claim := func(exec db.Executor) error {
 		rows, err := dbq.New().ClaimItems(ctx, db.CustomPlan(exec), s.claimItemsParams(project, req, ttl, max, now, true, quiet))
 		if err != nil || len(rows) == 0 {
@@ -139,40 +158,57 @@ func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req C
 		err = db.Atomic(ctx, s.exec, func(q db.DBTX) error { return claim(q.(db.Executor)) })
 	}
 	if err != nil || len(out) > 0 {
-		return out, true, err
+		return out, nothingReady, err
 	}
+	return s.afterEmptyBatch(ctx, project, req, ttl, max, now, quiet)
+}
+
+// afterEmptyBatch decides what a batch claim's one-statement path that
+// claimed nothing answers: claimBatchDirect's out and next.
+func (s *Service) afterEmptyBatch(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int, now *time.Time, quiet int) (out []Claim, next afterDirect, err error) {
 	// Claimed nothing: a guard, or nothing to claim (one read tells), or
 	// only items with touches (missed: the transactional path fills the
 	// batch with them).
-	next, err := dbq.New().ClaimNeedsTx(ctx, s.exec, dbq.ClaimNeedsTxParams{
+	probe, err := dbq.New().ClaimNeedsTx(ctx, s.exec, dbq.ClaimNeedsTxParams{
 		ProjectID: project, Now: now, TokenQuiet: int32(quiet), TokenID: req.TokenID,
 		Capabilities: req.Capabilities, Labels: req.Labels, Worker: req.Worker,
 	})
 	if err != nil {
-		return nil, false, db.Translate(err)
+		return nil, decideInTx, db.Translate(err)
 	}
-	if next.Missed && !next.NeedsTx && !db.HasBeforeCommit(ctx) {
+	switch {
+	case probe.Missed && !probe.NeedsTx && !db.HasBeforeCommit(ctx):
 		out, err = s.fillScoped(ctx, s.exec, project, req, ttl, nil, max, now, quiet)
-		return out, err == nil, err
+		return out, nothingReady, err
+	case probe.NeedsTx, probe.Missed:
+		return nil, decideInTx, nil
+	case probe.Hopeless:
+		// no_match is answered by the transactional path, which reads its
+		// details, as Claim's is.
+		return nil, noneMatches, nil
 	}
-	// A hopeless claim (no_match) is answered by the transactional path,
-	// which reads its details, as Claim's is.
-	return nil, !next.NeedsTx && !next.Missed && !next.Hopeless, nil
+	return nil, nothingReady, nil
 }
 
 // claimBatchInTx is the batch claim's transactional path: reap, count the
-// token's leases near its limit, claim.
-func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) ([]Claim, error) {
+// token's leases near its limit, claim. hopeless as claimInTx's: no_match
+// is asked again first, and answered without a search when it holds.
+func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int, hopeless bool) ([]Claim, error) {
 	var out []Claim
-	var hopeless *wgerr.Error
+	var noMatch *wgerr.Error
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
-		out, hopeless = nil, nil
+		out, noMatch = nil, nil
 		if _, err := s.reapExpired(ctx, tx, project, reapBatch); err != nil {
 			return err
 		}
 		room, err := s.tokenRoom(ctx, tx, req.TokenID, max)
 		if err != nil {
 			return err
+		}
+		if hopeless {
+			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities); err != nil || noMatch != nil {
+				return err
+			}
 		}
 		rows, err := dbq.New().ClaimItems(ctx, db.CustomPlan(tx), s.claimItemsParams(project, req, ttl, room, s.clock.Now(), false, 0))
 		if err != nil {
@@ -186,11 +222,11 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 		}
 		// Nothing granted: commit what the reaping did; no_match when
 		// waiting would not help.
-		hopeless, err = s.noMatch(ctx, tx, project, req.Capabilities)
+		noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities)
 		return err
 	})
-	if err == nil && hopeless != nil {
-		return nil, hopeless
+	if err == nil && noMatch != nil {
+		return nil, noMatch
 	}
 	return out, err
 }

@@ -427,9 +427,10 @@ func TestClaimWithoutCapabilitiesSkipsRestrictedItems(t *testing.T) {
 // order (migration 00113), instead of walking past every tpu item; when
 // only items it cannot take are ready, the claim answers no_match without
 // reading them either (the direct claim, its probes, the transactional
-// path's ClaimHopeless and MissingCapabilities). Before 00113 each of these
-// read and threw away all 3,000. A worker whose capabilities cover the head
-// keeps the walk of items_claim.
+// path's ClaimHopeless and MissingCapabilities), and a batch claim neither
+// (it takes such items by the single claim's statement). Before 00113 each
+// of these read and threw away all 3,000. A worker whose capabilities cover
+// the head keeps the walk of items_claim.
 func TestClaimWithCapabilitiesSkipsItemsItCannotTake(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -498,6 +499,37 @@ func TestClaimWithCapabilitiesSkipsItemsItCannotTake(t *testing.T) {
 	}
 	if most, where := mostDiscarded(plans()); most > 300 { // wg_labels_rare's head probe reads 256
 		t.Errorf("the claim for a label read and discarded %d ready items:\n%s", most, where)
+	}
+
+	// A batch claim takes the items it can take past the head the same
+	// way (one single claim's statement each), in claim order, and then
+	// answers no_match without reading the tpu items either.
+	if _, err := base.Exec(ctx, `
+		INSERT INTO items (project_id, title, created_by, priority, requires)
+		VALUES ($1, 'gpu a', 'test', 2, '{gpu}'), ($1, 'gpu b', 'test', 1, '{gpu}'), ($1, 'plain b', 'test', 0, '{}')`,
+		f.project); err != nil {
+		t.Fatal(err)
+	}
+	plans()
+	batch, err := leases.ClaimBatch(ctx, f.project, gpu, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, c := range batch {
+		titles = append(titles, c.Item.Title)
+	}
+	if got := strings.Join(titles, ", "); got != "gpu a, gpu b, plain b" {
+		t.Errorf("the gpu worker's batch claim took %s, want gpu a, gpu b, plain b", got)
+	}
+	if most, where := mostDiscarded(plans()); most > tolerated {
+		t.Errorf("the batch claim read and discarded %d ready items:\n%s", most, where)
+	}
+	if _, err = leases.ClaimBatch(ctx, f.project, gpu, 10); !errors.As(err, &we) || we.Code != wgerr.CodeNoMatch {
+		t.Fatalf("batch claim with only tpu items ready: %v, want no_match", err)
+	}
+	if most, where := mostDiscarded(plans()); most > tolerated {
+		t.Errorf("the batch claim that found nothing it could take read and discarded %d ready items:\n%s", most, where)
 	}
 
 	// A worker whose capabilities cover the head walks items_claim and

@@ -530,6 +530,30 @@ func (q *Queries) ClaimNeedsTx(ctx context.Context, db DBTX, arg ClaimNeedsTxPar
 	return i, err
 }
 
+const claimSearchesPastHead = `-- name: ClaimSearchesPastHead :one
+SELECT (cardinality(coalesce($1::text[], '{}')) > 0
+        AND wg_capability_branches($2, $3::text[], $1::text[]) IS NOT NULL)::bool AS past_head
+`
+
+type ClaimSearchesPastHeadParams struct {
+	Capabilities []string
+	ProjectID    uuid.UUID
+	Labels       []string
+}
+
+// Whether a claim with these capabilities would search past the head of
+// the claim order (wg_capability_branches, migration 00113: none of the
+// first 64 ready items is one it can take, so it reads the items of the
+// requires it meets instead of walking). A batch claim then takes its
+// items by the single claim's statement, which searches that way, rather
+// than by ClaimItems, which would walk every ready item it cannot take.
+func (q *Queries) ClaimSearchesPastHead(ctx context.Context, db DBTX, arg ClaimSearchesPastHeadParams) (bool, error) {
+	row := db.QueryRow(ctx, claimSearchesPastHead, arg.Capabilities, arg.ProjectID, arg.Labels)
+	var past_head bool
+	err := row.Scan(&past_head)
+	return past_head, err
+}
+
 const clearRetry = `-- name: ClearRetry :exec
 UPDATE items SET failures = 0, not_before = NULL
 WHERE project_id = $1 AND id = $2

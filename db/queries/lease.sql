@@ -892,3 +892,13 @@ CROSS JOIN LATERAL (SELECT wg_lease_liveness(l.expires_at, l.heartbeat_at, l.acq
 WHERE l.project_id = @project_id AND l.ended_at IS NULL AND l.worker = ANY(@workers::text[])
 ORDER BY l.worker, l.seq
 LIMIT @max_rows;
+
+-- name: ClaimSearchesPastHead :one
+-- Whether a claim with these capabilities would search past the head of
+-- the claim order (wg_capability_branches, migration 00113: none of the
+-- first 64 ready items is one it can take, so it reads the items of the
+-- requires it meets instead of walking). A batch claim then takes its
+-- items by the single claim's statement, which searches that way, rather
+-- than by ClaimItems, which would walk every ready item it cannot take.
+SELECT (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+        AND wg_capability_branches(@project_id, @labels::text[], sqlc.narg('capabilities')::text[]) IS NOT NULL)::bool AS past_head;
