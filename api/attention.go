@@ -177,9 +177,13 @@ func (a *API) holdItem(c echo.Context) error {
 	return c.JSON(http.StatusCreated, attentionView(r))
 }
 
-// itemAttention: every request of the item, oldest first.
+// itemAttention: a page of the item's requests, oldest first.
 func (a *API) itemAttention(c echo.Context) error {
-	if err := onlyQuery(c); err != nil {
+	if err := onlyQuery(c, "cursor", "limit", "page_size"); err != nil {
+		return err
+	}
+	limit, err := pageSize(c)
+	if err != nil {
 		return err
 	}
 	p, id, err := a.projectItem(c)
@@ -190,9 +194,9 @@ func (a *API) itemAttention(c echo.Context) error {
 	if _, err := a.svc.Graph.Item(ctx, p.ID, id); err != nil {
 		return err
 	}
-	rs, err := a.svc.Attention.ForItem(ctx, p.ID, id)
+	page, err := a.svc.Attention.ForItem(ctx, p.ID, id, c.QueryParam("cursor"), limit)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, wire.AttentionList{Attention: attentionViews(rs)})
+	return c.JSON(http.StatusOK, wire.AttentionPage{Attention: attentionViews(page.Requests), NextCursor: cursor(page.NextCursor)})
 }

@@ -57,7 +57,7 @@ func (a *API) claimBatch(c echo.Context, project uuid.UUID, req claimRequest, wa
 		if err != nil {
 			return err
 		}
-		out.Claims[i] = wire.Claim{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention), FenceToken: ft}
+		out.Claims[i] = claimView(cl, ft)
 	}
 	return c.JSON(http.StatusCreated, out)
 }

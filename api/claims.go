@@ -111,7 +111,13 @@ func (a *API) claim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention), FenceToken: ft})
+	return c.JSON(http.StatusCreated, claimView(cl, ft))
+}
+
+// claimView is a granted claim's answer, with its lease's fence token ft.
+func claimView(cl lease.Claim, ft string) wire.Claim {
+	return wire.Claim{Lease: leaseView(cl.Lease), Item: itemView(cl.Item), Attention: attentionViews(cl.Attention),
+		OlderAttention: cl.OlderAttention, FenceToken: ft}
 }
 
 // renameFields gives a domain error the API's name of its field.
@@ -176,7 +182,7 @@ func (a *API) recoverClaim(c echo.Context, ref, key string) error {
 	if err != nil {
 		return err
 	}
-	hist, err := a.svc.Attention.ForItem(ctx, p.ID, l.ItemID)
+	hist, err := a.svc.Attention.Latest(ctx, p.ID, l.ItemID, "", lease.ClaimHistory)
 	if err != nil {
 		return err
 	}
@@ -185,5 +191,5 @@ func (a *API) recoverClaim(c echo.Context, ref, key string) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, wire.Claim{Lease: leaseView(l), Item: itemView(item), Attention: attentionViews(hist), FenceToken: ft})
+	return c.JSON(http.StatusCreated, claimView(lease.Claim{Lease: l, Item: item, Attention: hist.Requests, OlderAttention: hist.Older != ""}, ft))
 }

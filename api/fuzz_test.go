@@ -333,6 +333,7 @@ var queryRoutes = []string{
 	"/v1/projects/{project}/ids",
 	"/v1/projects/{project}/webhooks/{webhook}/deliveries",
 	"/v1/events",
+	"/v1/projects/{project}/items/{dep}/attention",
 }
 
 // rawQuery makes s sendable as a query string while keeping its structure
@@ -412,6 +413,7 @@ var cursorRoutes = []string{
 	"/v1/projects/alpha/attention",
 	"/v1/projects/alpha/items/{dep}/leases",
 	"/v1/projects/alpha/workers",
+	"/v1/projects/alpha/items/{dep}/attention",
 }
 
 func FuzzCursor(f *testing.F) {

@@ -155,6 +155,11 @@ type NewRequest struct {
 	// stops blocking), or "" (only the event).
 	OnOverdue     string
 	DefaultAnswer string
+	// MaxOpenOnLease, when positive, refuses the request (too_many_open_requests)
+	// while its lease (LeaseID) already has that many open non-blocking
+	// requests. The caller holds the lease's row lock, so that concurrent
+	// requests of one lease are counted one after another (lease.Ask).
+	MaxOpenOnLease int
 }
 
 // The policies of an overdue request (NewRequest.OnOverdue).

@@ -439,9 +439,10 @@ func TestList(t *testing.T) {
 		}
 	})
 	t.Run("ForItem", func(t *testing.T) {
-		hist, err := f.svc.ForItem(f.ctx, f.project, a)
-		if err != nil || len(hist) != 3 || hist[0].ID != ids[0] || hist[0].State != attention.StateResolved {
-			t.Fatalf("history = %+v, %v", hist, err)
+		page, err := f.svc.ForItem(f.ctx, f.project, a, "", 0)
+		if hist := page.Requests; err != nil || len(hist) != 3 || hist[0].ID != ids[0] || hist[0].State != attention.StateResolved ||
+			page.NextCursor != "" {
+			t.Fatalf("history = %+v, %v", page, err)
 		}
 	})
 	t.Run("ErrBadCursor", func(t *testing.T) {

@@ -81,7 +81,18 @@ func open(ctx context.Context, tx pgx.Tx, now nowArg, project, itemID uuid.UUID,
 		OnOverdue:        optString(in.OnOverdue),
 		DefaultAnswer:    optString(in.DefaultAnswer),
 		Now:              now,
+		MaxOpen:          maxOpen(in),
 	})
+	if errors.Is(err, pgx.ErrNoRows) && maxOpen(in) != nil {
+		// The statement's guard: the lease has MaxOpenOnLease open
+		// non-blocking requests already. Open's transaction (or savepoint)
+		// rolls back whatever came before.
+		return Request{}, &wgerr.Error{Code: wgerr.CodeTooManyOpenRequests,
+			Message: fmt.Sprintf("lease %s already has %d open non-blocking attention requests (the limit): "+
+				"wait for a person to answer one (the answers come back on heartbeats), or ask a blocking question",
+				in.LeaseID, in.MaxOpenOnLease),
+			Details: map[string]any{"lease_id": in.LeaseID.String(), "max_open_requests": in.MaxOpenOnLease}}
+	}
 	if db.Violates(err, "attention_requests_overdue_policy") {
 		// A worker's question without due_in whose project sets no
 		// default deadline either (the statement applies the default).
@@ -247,6 +258,16 @@ func cleanDeadline(in NewRequest) (NewRequest, error) {
 		return in, wgerr.InvalidField("due_in", "is required by on_overdue")
 	}
 	return in, nil
+}
+
+// maxOpen is InsertAttention's bound on the lease's open non-blocking
+// requests (nil: none).
+func maxOpen(in NewRequest) *int32 {
+	if in.MaxOpenOnLease <= 0 || in.LeaseID == nil {
+		return nil
+	}
+	n := int32(in.MaxOpenOnLease)
+	return &n
 }
 
 func dueMs(d time.Duration) *int64 {

@@ -3,6 +3,8 @@ package attention
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -187,17 +189,96 @@ func (s *Service) Inbox(ctx context.Context, project uuid.UUID, after *InboxKey,
 	return out, db.Translate(err)
 }
 
-// ForItem returns every request of an item, oldest first: its attention
-// history, questions and answers (the claim returns it with the lease,
-// inside its own transaction).
-func (s *Service) ForItem(ctx context.Context, project, itemID uuid.UUID) ([]Request, error) {
-	rows, err := dbq.New().AttentionForItem(ctx, s.exec, dbq.AttentionForItemParams{ProjectID: project, ItemID: itemID})
+// itemList names the cursors of ForItem. It is the project's list
+// (List) narrowed to one item, in the same order: a cursor of either
+// resumes the other after the same request.
+const itemList = "attention"
+
+// ForItem returns a page of an item's requests, oldest first: the first
+// limit (1..page.Max, 0: page.Default) of those asked after the page that
+// cursor names ("": from the item's first), within page.MaxBytes as List's
+// pages; NextCursor is empty on the last page. A page reads its own rows
+// only (attention_by_item), however many requests the item has.
+//
+// Errors: invalid_argument (limit, cursor).
+func (s *Service) ForItem(ctx context.Context, project, itemID uuid.UUID, cursor string, limit int) (Page, error) {
+	limit, err := page.Limit(limit)
 	if err != nil {
-		return nil, db.Translate(err)
+		return Page{}, err
 	}
-	out := make([]Request, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+	after, err := page.Decode(itemList, cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	rows, err := dbq.New().AttentionForItem(ctx, s.exec, dbq.AttentionForItemParams{
+		ProjectID: project, ItemID: itemID, AfterSeq: after, MaxRows: int32(limit + 1),
+	})
+	if err != nil {
+		return Page{}, db.Translate(err)
+	}
+	rows, next := page.Cut(itemList, rows, limit, func(r dbq.AttentionForItemRow) int64 { return r.AttentionRequest.Seq })
+	out := Page{Requests: make([]Request, len(rows)), NextCursor: next}
+	for i, r := range rows {
+		out.Requests[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+	}
+	if n := page.Fit(len(out.Requests), func(i int) int { return out.Requests[i].Size() }); n < len(out.Requests) {
+		out.Requests, out.NextCursor = out.Requests[:n], page.Encode(itemList, out.Requests[n-1].Seq)
+	}
+	return out, nil
+}
+
+// History is a page of an item's attention history, newest pages first:
+// Requests oldest first within the page; Older is the cursor of the page
+// of the requests asked before them ("" when there are none).
+type History struct {
+	Requests []Request
+	Older    string
+}
+
+// historyList names the cursors of Latest.
+const historyList = "attention-history"
+
+// Latest returns the newest requests of an item asked before the page that
+// cursor names ("": the item's newest), at most limit (1..page.Max, 0:
+// page.Default) and, beyond the newest one, no more than fit in
+// page.MaxBytes; oldest first within the page, Older set when older
+// requests exist. A page reads its own rows only (attention_by_item read
+// backwards), however many requests the item has: the claim hands a
+// worker the item's latest questions and answers with it, and the item
+// page shows them a page at a time. It runs on the service's executor (the
+// claim's own transaction, when On one).
+//
+// Errors: invalid_argument (limit, cursor).
+func (s *Service) Latest(ctx context.Context, project, itemID uuid.UUID, cursor string, limit int) (History, error) {
+	limit, err := page.Limit(limit)
+	if err != nil {
+		return History{}, err
+	}
+	before, err := page.Decode(historyList, cursor)
+	if err != nil {
+		return History{}, err
+	}
+	if before == 0 {
+		before = math.MaxInt64
+	}
+	rows, err := dbq.New().AttentionForItemBefore(ctx, s.exec, dbq.AttentionForItemBeforeParams{
+		ProjectID: project, ItemID: itemID, BeforeSeq: before, MaxRows: int32(limit + 1),
+	})
+	if err != nil {
+		return History{}, db.Translate(err)
+	}
+	more := len(rows) > limit
+	newest := make([]Request, min(len(rows), limit))
+	for i := range newest {
+		newest[i] = fromRow(rows[i].AttentionRequest, rows[i].ItemTitle)
+	}
+	if n := page.Fit(len(newest), func(i int) int { return newest[i].Size() }); n < len(newest) {
+		newest, more = newest[:n], true
+	}
+	slices.Reverse(newest)
+	out := History{Requests: newest}
+	if more {
+		out.Older = page.Encode(historyList, newest[0].Seq)
 	}
 	return out, nil
 }

@@ -129,6 +129,7 @@ func TestExplainExitCodes(t *testing.T) {
 		{"ConflictingResult", problem(client.CodeConflictingResult, 409), ExitConflict, "first result stands"},
 		{"DepthLimit", problem(client.CodeDepthLimit, 409), ExitConflict, "--max-depth"},
 		{"NoMatch", problem(client.CodeNoMatch, 409), ExitConflict, "waiting will not help"},
+		{"TooManyOpenRequests", problem(client.CodeTooManyOpenRequests, 409), ExitConflict, "until a person answers one"},
 		{"EventsPruned", fmt.Errorf("wrapped: %w", &client.Error{Status: 410, Code: client.CodeEventsPruned, Detail: "gone",
 			Extensions: map[string]json.RawMessage{"pruned_through": json.RawMessage("5210")}}), ExitConflict, "--after 5210"},
 		{"Unauthenticated", problem(client.CodeUnauthenticated, 401), ExitAuth, "env WORKGRAPH_TOKEN"},

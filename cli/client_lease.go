@@ -229,6 +229,10 @@ func printClaim(w io.Writer, cl *client.Claim) {
 	if strings.TrimSpace(cl.Item.Body) != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(cl.Item.Body, "\n"))
 	}
+	if cl.OlderAttention {
+		fmt.Fprintf(w, "\nolder questions than these %d were asked about this item: workgraph attention ls --item %s --state resolved\n",
+			len(cl.Attention), cl.Item.ID)
+	}
 	for _, a := range cl.Attention {
 		fmt.Fprintf(w, "\nearlier question (%s): %s\n  answer: %s\n", a.State, a.Question, deref(a.Answer, "(none yet)"))
 	}

@@ -242,6 +242,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitConflict, "a budget over the parent limits how deep items may be created below its item; create the item higher up, or raise the budget's --max-depth (workgraph items budget)"
 	case client.CodeNoMatch:
 		return ExitConflict, "every ready item requires a capability this claim does not offer, so waiting will not help; claim with the missing capabilities (--capabilities), or change the items' requires"
+	case client.CodeTooManyOpenRequests:
+		return ExitConflict, "this lease already has as many unanswered questions as it may; keep working and heartbeating until a person answers one (workgraph heartbeat prints the answers), or ask without --non-blocking (a blocking question ends the lease)"
 	case client.CodeInvalidArgument:
 		return ExitUsage, "fix the input named above and retry"
 	case client.CodePayloadTooLarge:

@@ -99,3 +99,25 @@ func TestPrintClaimShowsFence(t *testing.T) {
 		t.Errorf("the export line does not give WORKGRAPH_FENCE:\n%s", out)
 	}
 }
+
+// TestPrintClaimSaysOlderQuestions: a claim whose item has older questions
+// than the latest ones it carries says so, and how to list them; one that
+// carries the whole history says nothing of it.
+func TestPrintClaimSaysOlderQuestions(t *testing.T) {
+	t.Parallel()
+	answer := "yes"
+	cl := &client.Claim{Attention: []client.AttentionRequest{{Question: "Ship it?", State: "resolved", Answer: &answer}}}
+	cl.Lease.ID, cl.Lease.Epoch, cl.Lease.ExpiresAt = uuid.NewString(), 3, time.Now().Add(time.Minute)
+	cl.Item.ID, cl.Item.Title = uuid.NewString(), "Write the migration"
+	var b bytes.Buffer
+	printClaim(&b, cl)
+	if out := b.String(); strings.Contains(out, "older questions") || !strings.Contains(out, "Ship it?") {
+		t.Errorf("a claim with its whole history:\n%s", out)
+	}
+	cl.OlderAttention = true
+	b.Reset()
+	printClaim(&b, cl)
+	if out, want := b.String(), "workgraph attention ls --item "+cl.Item.ID+" --state resolved"; !strings.Contains(out, "older questions") || !strings.Contains(out, want) {
+		t.Errorf("a claim with older questions does not say so, with %q:\n%s", want, out)
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"github.com/workgraph-dev/workgraph/wire"
 )
 
 // ListAttentionOptions filters GET /v1/projects/{p}/attention.
@@ -95,12 +93,27 @@ func (c *Client) Hold(ctx context.Context, project, itemID, question string) (*A
 	return &out, nil
 }
 
-// ItemAttention returns every attention request of one item, oldest
-// first, open and closed.
-func (c *Client) ItemAttention(ctx context.Context, project, itemID string) ([]AttentionRequest, error) {
-	var out wire.AttentionList
-	if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(itemID)+"/attention", nil, nil, &out); err != nil {
+// ItemAttentionOptions pages GET /v1/projects/{p}/items/{id}/attention:
+// Limit 0 is the server's default page size; Cursor is the NextCursor of
+// the previous page ("": the item's first request).
+type ItemAttentionOptions struct {
+	Limit  int
+	Cursor string
+}
+
+// ItemAttention returns one page of an item's attention requests, oldest
+// first, open and closed; follow NextCursor (nil on the last page) for the
+// rest. A claim carries only the item's latest requests (Claim.Attention;
+// Claim.OlderAttention says that older ones exist).
+func (c *Client) ItemAttention(ctx context.Context, project, itemID string, opt ItemAttentionOptions) (*AttentionPage, error) {
+	q := url.Values{}
+	set(q, "cursor", opt.Cursor)
+	if opt.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opt.Limit))
+	}
+	var out AttentionPage
+	if _, err := c.do(ctx, http.MethodGet, itemsPath(project)+"/"+esc(itemID)+"/attention", q, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.Attention, nil
+	return &out, nil
 }

@@ -139,8 +139,9 @@ func TestPeopleCalls(t *testing.T) {
 	if _, err := admin.Dismiss(ctx, hold.ID, ""); err == nil {
 		t.Fatal("a second dismissal: no error")
 	}
-	reqs, err := agent.ItemAttention(ctx, "p", first.ID)
-	if err != nil || len(reqs) != 1 || reqs[0].ID != hold.ID || reqs[0].State != "dismissed" {
+	reqs, err := agent.ItemAttention(ctx, "p", first.ID, client.ItemAttentionOptions{})
+	if err != nil || len(reqs.Attention) != 1 || reqs.Attention[0].ID != hold.ID || reqs.Attention[0].State != "dismissed" ||
+		reqs.NextCursor != nil {
 		t.Fatalf("ItemAttention: %+v, %v", reqs, err)
 	}
 

@@ -35,6 +35,10 @@ const (
 	// CodeNoMatch: the claim's capabilities cover no ready item's requires
 	// (the problem's details name the missing ones); waiting will not help.
 	CodeNoMatch = "no_match"
+	// CodeTooManyOpenRequests: the lease already has as many open
+	// non-blocking attention requests as it may (20); nothing changed.
+	// Wait for an answer on a heartbeat, or ask a blocking question.
+	CodeTooManyOpenRequests = "too_many_open_requests"
 	// CodeRequestInProgress: the first request with the same
 	// Idempotency-Key is still running; the client retries it.
 	CodeRequestInProgress = "request_in_progress"
@@ -122,6 +126,7 @@ var (
 	ErrBlocked              = &Error{Code: CodeBlocked}
 	ErrDepthLimit           = &Error{Code: CodeDepthLimit}
 	ErrNoMatch              = &Error{Code: CodeNoMatch}
+	ErrTooManyOpenRequests  = &Error{Code: CodeTooManyOpenRequests}
 	ErrRequestInProgress    = &Error{Code: CodeRequestInProgress}
 	ErrOutcomeUnknown       = &Error{Code: CodeOutcomeUnknown}
 	ErrEventsPruned         = &Error{Code: CodeEventsPruned}

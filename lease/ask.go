@@ -21,7 +21,14 @@ import (
 // to the worker label; LeaseID, Epoch, Worker and WorkerToken are taken
 // from the lease.
 //
-// Errors: invalid_argument (epoch, request fields); not_found; lease_lost.
+// A non-blocking request is refused (too_many_open_requests, and nothing
+// changes) while the lease has MaxOpenQuestions open non-blocking
+// requests: counted by the statement that inserts the request, under the
+// lease's row lock, so concurrent asks of one lease, on any replica, never
+// pass the bound.
+//
+// Errors: invalid_argument (epoch, request fields); not_found; lease_lost;
+// too_many_open_requests.
 func (s *Service) Ask(ctx context.Context, project uuid.UUID, f Fence, in attention.NewRequest) (AskResult, error) {
 	if err := checkFence(f); err != nil {
 		return AskResult{}, err
@@ -34,9 +41,9 @@ func (s *Service) Ask(ctx context.Context, project uuid.UUID, f Fence, in attent
 		}
 		in.Source, in.Reason = attention.SourceWorker, attention.ReasonQuestion
 		in.LeaseID, in.Epoch = &held.ID, &held.Epoch
-		in.Worker, in.WorkerToken = "", nil
+		in.Worker, in.WorkerToken, in.MaxOpenOnLease = "", nil, MaxOpenQuestions
 		if in.Blocking {
-			in.Worker, in.WorkerToken = held.Worker, held.TokenID
+			in.Worker, in.WorkerToken, in.MaxOpenOnLease = held.Worker, held.TokenID, 0
 		}
 		if in.RequestedBy == "" {
 			in.RequestedBy = held.Worker

@@ -268,13 +268,11 @@ func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid
 		if err != nil {
 			return nil, err
 		}
-		hist := []attention.Request{}
-		if row.HasAttention {
-			if hist, err = s.attentionOn(exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
-				return nil, db.Translate(err)
-			}
+		c := Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow)}
+		if err := s.withHistory(ctx, exec, project, &c, row.HasAttention); err != nil {
+			return nil, err
 		}
-		out = append(out, Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow), Attention: hist})
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -300,19 +298,15 @@ func (s *Service) claimItemsParams(project uuid.UUID, req ClaimRequest, ttl time
 	}
 }
 
-// claimsOf converts the granted rows, with the attention history of the
-// items that have one (read on exec).
+// claimsOf converts the granted rows, with the latest attention history of
+// the items that have one (withHistory, read on exec).
 func (s *Service) claimsOf(ctx context.Context, exec db.Executor, project uuid.UUID, rows []dbq.ClaimItemsRow) ([]Claim, error) {
 	out := make([]Claim, len(rows))
 	for i, r := range rows {
-		hist := []attention.Request{}
-		if r.HasAttention {
-			var err error
-			if hist, err = s.attentionOn(exec).ForItem(ctx, project, r.Lease.ItemID); err != nil {
-				return nil, db.Translate(err)
-			}
+		out[i] = Claim{Lease: fromRow(r.Lease, 0), Item: graph.ClaimedItem(r.Item, r.DbNow)}
+		if err := s.withHistory(ctx, exec, project, &out[i], r.HasAttention); err != nil {
+			return nil, err
 		}
-		out[i] = Claim{Lease: fromRow(r.Lease, 0), Item: graph.ClaimedItem(r.Item, r.DbNow), Attention: hist}
 	}
 	return out, nil
 }

@@ -36,7 +36,8 @@ func (f fixture) heartbeat(t testing.TB, l lease.Lease, hb lease.Heartbeat) leas
 // requestsOf lists the requests of reason on the item.
 func (f fixture) requestsOf(t testing.TB, item uuid.UUID, reason string) []attention.Request {
 	t.Helper()
-	all, err := f.att.ForItem(f.ctx, f.project, item)
+	allPage, err := f.att.ForItem(f.ctx, f.project, item, "", 0)
+	all := allPage.Requests
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,13 +198,10 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, claimOn db.
 	if err != nil {
 		return Claim{}, false, decideInTx, db.Translate(err)
 	}
-	hist := []attention.Request{}
-	if row.HasAttention {
-		if hist, err = s.attentionOn(exec).ForItem(ctx, project, row.Lease.ItemID); err != nil {
-			return Claim{}, false, decideInTx, db.Translate(err)
-		}
+	out = Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow)}
+	if err := s.withHistory(ctx, exec, project, &out, row.HasAttention); err != nil {
+		return Claim{}, false, decideInTx, err
 	}
-	out = Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow), Attention: hist}
 	telemetry.Tag(ctx, telemetry.Tags{Item: out.Item.ID, Lease: out.Lease.ID, Epoch: out.Lease.Epoch})
 	return out, true, decideInTx, nil
 }
@@ -262,13 +259,10 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 		if err != nil {
 			return err
 		}
-		hist := []attention.Request{}
-		if row.HasAttention {
-			if hist, err = s.attentionOn(tx).ForItem(ctx, project, row.Lease.ItemID); err != nil {
-				return err
-			}
+		out = Claim{Lease: fromRow(row.Lease, 0), Item: item}
+		if err := s.withHistory(ctx, tx, project, &out, row.HasAttention); err != nil {
+			return err
 		}
-		out = Claim{Lease: fromRow(row.Lease, 0), Item: item, Attention: hist}
 		// A traced claim's request and transaction spans name what it got.
 		telemetry.Tag(ctx, telemetry.Tags{Item: item.ID, Lease: out.Lease.ID, Epoch: out.Lease.Epoch})
 		return nil
@@ -283,6 +277,22 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 		return Claim{}, ErrNothingReady
 	}
 	return out, nil
+}
+
+// withHistory sets a claim's attention history: the latest ClaimHistory
+// requests of its item, read on exec (one statement, none when the claiming
+// statement found that the item has none: has).
+func (s *Service) withHistory(ctx context.Context, exec db.Executor, project uuid.UUID, c *Claim, has bool) error {
+	c.Attention = []attention.Request{}
+	if !has {
+		return nil
+	}
+	h, err := s.attentionOn(exec).Latest(ctx, project, c.Lease.ItemID, "", ClaimHistory)
+	if err != nil {
+		return db.Translate(err)
+	}
+	c.Attention, c.OlderAttention = h.Requests, h.Older != ""
+	return nil
 }
 
 func (s *Service) cleanClaim(req ClaimRequest) (ClaimRequest, time.Duration, error) {

@@ -38,7 +38,8 @@ func TestMaxExpiries(t *testing.T) {
 	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "fresh"}); !errors.Is(err, lease.ErrNothingReady) {
 		t.Fatalf("claim: err = %v, want ErrNothingReady", err)
 	}
-	reqs, err := f.att.ForItem(f.ctx, f.project, it.ID)
+	reqsPage, err := f.att.ForItem(f.ctx, f.project, it.ID, "", 0)
+	reqs := reqsPage.Requests
 	if err != nil || len(reqs) != 1 || reqs[0].Reason != attention.ReasonRepeatedExpiry || reqs[0].Source != attention.SourceSystem {
 		t.Fatalf("requests = %+v, %v", reqs, err)
 	}

@@ -183,14 +183,28 @@ type ClaimRequest struct {
 	TokenID      *uuid.UUID
 }
 
-// Claim is a granted lease with its item and the item's attention history
-// (questions and answers, oldest first), so a worker resumes with a
-// person's answer.
+// Claim is a granted lease with its item and the item's latest attention
+// requests (questions and answers, at most ClaimHistory of them, oldest
+// first), so a worker resumes with a person's answer. OlderAttention says
+// that the item has older requests than those (read them a page at a time
+// with attention.Service.ForItem, GET .../items/{id}/attention).
 type Claim struct {
-	Lease     Lease
-	Item      graph.Item
-	Attention []attention.Request
+	Lease          Lease
+	Item           graph.Item
+	Attention      []attention.Request
+	OlderAttention bool
 }
+
+// ClaimHistory is how many of its item's latest attention requests a
+// claim hands the worker (fewer when they pass page.MaxBytes): an item
+// that collected thousands of questions costs a claim no more than this.
+const ClaimHistory = 20
+
+// MaxOpenQuestions is how many open (unanswered) non-blocking questions a
+// lease may have at once (Ask): one more is refused with
+// too_many_open_requests until a person answers or dismisses one. A
+// blocking question ends the lease, so it is never refused for this.
+const MaxOpenQuestions = 20
 
 // ErrNothingReady is returned by Claim and ClaimWait when no item is ready
 // for the request (the API answers 204).

@@ -58,7 +58,8 @@ func TestMigration10CarriesOldState(t *testing.T) {
 	if n := f.counters(t, cancelled.ID); n != 0 {
 		t.Errorf("the cancelled item's open_attention = %d, want 0", n)
 	}
-	reqs, err := f.att.ForItem(f.ctx, f.project, reserved.ID)
+	reqsPage, err := f.att.ForItem(f.ctx, f.project, reserved.ID, "", 0)
+	reqs := reqsPage.Requests
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("requests = %v, %v", reqs, err)
 	}

@@ -56,7 +56,8 @@ func mustUncertainItem(t *testing.T, f fixture, n graph.NewItem) uncertain {
 		t.Fatalf("item = %s %+v, want waiting for a person", got.State, got.BlockedBy)
 	}
 	f.nothingFor(t, "fresh", []string{label})
-	reqs, err := f.att.ForItem(f.ctx, f.project, it.ID)
+	reqsPage, err := f.att.ForItem(f.ctx, f.project, it.ID, "", 0)
+	reqs := reqsPage.Requests
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("requests = %+v, %v", reqs, err)
 	}

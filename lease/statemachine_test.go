@@ -553,7 +553,8 @@ func (s *stateMachine) learnRequests(t *rapid.T) {
 		if r.id != uuid.Nil {
 			continue
 		}
-		rs, err := s.f.att.ForItem(s.f.ctx, s.project, s.m.items[r.item].id)
+		rsPage, err := s.f.att.ForItem(s.f.ctx, s.project, s.m.items[r.item].id, "", 500)
+		rs := rsPage.Requests
 		if err != nil {
 			t.Fatal(err)
 		}

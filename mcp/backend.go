@@ -98,8 +98,10 @@ type task struct {
 	BlockedBy json.RawMessage `json:"blocked_by,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	// Attention is the task's questions to people and their answers,
-	// oldest first.
-	Attention []question `json:"attention,omitempty"`
+	// oldest first: in take_task's answer, the latest 20 of them, and
+	// OlderAttention says that the task has older ones.
+	Attention      []question `json:"attention,omitempty"`
+	OlderAttention bool       `json:"older_attention,omitempty"`
 	// Fence, only in take_task's answer, is what the holder sends to the
 	// systems it changes so they can refuse it once a newer attempt wrote
 	// (docs/agents.md, "Fencing your effects").

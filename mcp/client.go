@@ -36,6 +36,7 @@ func (a *apiClient) Claim(ctx context.Context, req claimRequest) (*claim, error)
 	for _, r := range cl.Attention {
 		t.Attention = append(t.Attention, questionOf(r))
 	}
+	t.OlderAttention = cl.OlderAttention
 	t.Fence = &fenceOut{
 		Token:           cl.FenceToken,
 		OperationPrefix: cl.Item.ID + "/",

@@ -504,3 +504,32 @@ func TestProgressSaysWhyStop(t *testing.T) {
 		t.Fatalf("report_progress says %q, without the person's reason", txt)
 	}
 }
+
+// TestTakeSaysOlderQuestions: take_task hands over the task's latest 20
+// questions and says that it has older ones.
+func TestTakeSaysOlderQuestions(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cs := connectInMemory(t, e.mcpServer(t, Config{}))
+	it := e.item(t, "asked about often")
+	ctx := context.Background()
+	for i := range 21 {
+		hold, err := e.admin.Hold(ctx, e.project, it.ID, fmt.Sprintf("hold %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.admin.Dismiss(ctx, hold.ID, "go on"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got task
+	ok(t, cs, "take_task", nil, &got)
+	first := ""
+	if len(got.Attention) > 0 {
+		first = got.Attention[0].Question
+	}
+	if got.ID != it.ID || len(got.Attention) != 20 || first != "hold 1" || !got.OlderAttention {
+		t.Fatalf("take_task: %d questions from %q, older %v; want the latest 20, from hold 1, and older_attention",
+			len(got.Attention), first, got.OlderAttention)
+	}
+}

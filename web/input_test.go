@@ -53,8 +53,8 @@ func TestBadTextIsRefused(t *testing.T) {
 	if after := allItems(t, e); after != before {
 		t.Fatalf("items %d -> %d: a refused form stored something", before, after)
 	}
-	if open, _ := e.att.ForItem(t.Context(), e.project.ID, it.ID); len(open) != 0 {
-		t.Fatalf("a refused hold opened %d requests", len(open))
+	if open, _ := e.att.ForItem(t.Context(), e.project.ID, it.ID, "", 0); len(open.Requests) != 0 {
+		t.Fatalf("a refused hold opened %d requests", len(open.Requests))
 	}
 }
 
@@ -105,8 +105,8 @@ func TestInvisibleTextIsRefused(t *testing.T) {
 	if after := allItems(t, e); after != before {
 		t.Fatalf("items %d -> %d: a refused form stored something", before, after)
 	}
-	if open, _ := e.att.ForItem(t.Context(), e.project.ID, it.ID); len(open) != 0 {
-		t.Fatalf("a refused hold opened %d requests", len(open))
+	if open, _ := e.att.ForItem(t.Context(), e.project.ID, it.ID, "", 0); len(open.Requests) != 0 {
+		t.Fatalf("a refused hold opened %d requests", len(open.Requests))
 	}
 	b.get("/p/acme/items/new")
 	wantStatus(t, b.post("/p/acme/items", url.Values{"title": {"café 👨\u200d👩\u200d👧"}, "priority": {"0"}, "body": {"line 1\n\tindented"}}), http.StatusSeeOther)

@@ -21,13 +21,23 @@ import (
 // retried thousands of times is never read whole).
 const itemLeasePage = 100
 
+// itemAttentionPage is how many of an item's attention requests its page
+// shows at a time: the newest ones, and older ones a page further each (an
+// item that collected thousands of questions is never read whole).
+const itemAttentionPage = 50
+
 // ItemPage is everything about one item.
 type ItemPage struct {
 	Layout
-	Item      graph.Item
-	Near      graph.Neighbourhood
-	Attention []attention.Request
-	Leases    []lease.Lease // a page of them, oldest first
+	Item graph.Item
+	Near graph.Neighbourhood
+	// Attention is a page of the item's requests, oldest first;
+	// OlderAttention links to the page of the requests asked before them
+	// ("" when none), and NewestAttention to the newest page ("" on it).
+	Attention       []attention.Request
+	OlderAttention  string
+	NewestAttention string
+	Leases          []lease.Lease // a page of them, oldest first
 	// LeaseTotal is how many leases the item has had; OlderLeases links
 	// to the page of the leases before Leases ("" when none), and
 	// NewestLeases to the first page ("" on it).
@@ -115,21 +125,43 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 		return nil, err
 	}
 	page := &ItemPage{Item: near.Item, Near: near}
-	if page.Attention, err = u.Attention.ForItem(r.ctx(), r.project.ID, id); err != nil {
+	// The two lists page apart: each link keeps the other list's page.
+	asked, cursor := r.QueryParam("attention"), r.QueryParam("leases")
+	hist, err := u.Attention.Latest(r.ctx(), r.project.ID, id, asked, itemAttentionPage)
+	if err != nil {
 		return nil, err
 	}
-	cursor := r.QueryParam("leases")
+	page.Attention = hist.Requests
 	leases, err := r.itemLeases(id, cursor, itemLeasePage)
 	if err != nil {
 		return nil, err
 	}
 	page.Leases, page.LeaseTotal = leases.Leases, leases.Total
 	itemURL := r.projectURL("/items/" + id.String())
+	link := func(attention, leases, anchor string) string {
+		q := url.Values{}
+		if attention != "" {
+			q.Set("attention", attention)
+		}
+		if leases != "" {
+			q.Set("leases", leases)
+		}
+		if len(q) == 0 {
+			return itemURL + anchor
+		}
+		return itemURL + "?" + q.Encode() + anchor
+	}
+	if hist.Older != "" {
+		page.OlderAttention = link(hist.Older, cursor, "#attention")
+	}
+	if asked != "" {
+		page.NewestAttention = link("", cursor, "#attention")
+	}
 	if leases.Older != "" {
-		page.OlderLeases = itemURL + "?leases=" + url.QueryEscape(leases.Older) + "#leases"
+		page.OlderLeases = link(asked, leases.Older, "#leases")
 	}
 	if cursor != "" {
-		page.NewestLeases = itemURL + "#leases"
+		page.NewestLeases = link(asked, "", "#leases")
 	}
 	if page.askers, err = r.askersOf(page.Attention, page.Leases); err != nil {
 		return nil, err

@@ -44,7 +44,8 @@ func TestInboxUncertainOutcome(t *testing.T) {
 	r := b.get("/p/acme/inbox")
 	wantBody(t, r, "Deploy v2", "uncertain outcome", "agent-7", "Late reports", "late", `value="retry"`, `value="done"`, `value="cancel"`)
 
-	reqs, err := e.att.ForItem(ctx, e.project.ID, it.ID)
+	reqsPage, err := e.att.ForItem(ctx, e.project.ID, it.ID, "", 0)
+	reqs := reqsPage.Requests
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("requests = %+v, %v", reqs, err)
 	}
@@ -95,7 +96,8 @@ func TestInboxDoneDecisionBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	dependent := e.mustItem("Announce v3", it.ID)
-	reqs, err := e.att.ForItem(ctx, e.project.ID, it.ID)
+	reqsPage, err := e.att.ForItem(ctx, e.project.ID, it.ID, "", 0)
+	reqs := reqsPage.Requests
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("requests = %+v, %v", reqs, err)
 	}

@@ -26,6 +26,7 @@ var answers = map[Code]answer{
 	CodeInProgress:           {http.StatusConflict, "Request in progress"},
 	CodeOutcomeUnknown:       {http.StatusConflict, "Outcome unknown"},
 	CodeNoMatch:              {http.StatusConflict, "No match"},
+	CodeTooManyOpenRequests:  {http.StatusConflict, "Too many open requests"},
 	CodeEventsPruned:         {http.StatusGone, "Events pruned"},
 	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},

@@ -45,6 +45,10 @@ const (
 	// CodeNoMatch: a claim's capabilities cover no ready item's
 	// requirements while ready items exist; waiting would not help.
 	CodeNoMatch Code = "no_match"
+	// CodeTooManyOpenRequests: a lease already has as many open
+	// non-blocking attention requests as it may (lease.MaxOpenQuestions);
+	// one must be answered or dismissed first.
+	CodeTooManyOpenRequests Code = "too_many_open_requests"
 	// CodeEventsPruned: a read of the event log resumed after a number
 	// below the retention horizon: events after it were deleted, so the
 	// read would have a gap. Resume after the horizon it names.

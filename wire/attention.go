@@ -53,15 +53,10 @@ const (
 	DecisionCancel = "cancel"
 )
 
-// AttentionPage is one page of a project's attention requests, oldest
-// first; NextCursor is nil on the last page (schema AttentionPage).
+// AttentionPage is one page of a project's (or one item's) attention
+// requests, oldest first; NextCursor is nil on the last page (schema
+// AttentionPage).
 type AttentionPage struct {
 	Attention  []AttentionRequest `json:"attention"`
 	NextCursor *string            `json:"next_cursor"`
-}
-
-// AttentionList is every attention request of one item, oldest first
-// (schema AttentionList).
-type AttentionList struct {
-	Attention []AttentionRequest `json:"attention"`
 }

@@ -134,13 +134,17 @@ type LeasePage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// Claim is a granted lease, the item it holds and the item's attention
-// history, oldest first, so the worker resumes with a person's answer
-// (schema Claim).
+// Claim is a granted lease, the item it holds and the item's latest
+// attention requests (at most 20), oldest first, so the worker resumes
+// with a person's answer (schema Claim).
 type Claim struct {
 	Lease     Lease              `json:"lease"`
 	Item      Item               `json:"item"`
 	Attention []AttentionRequest `json:"attention"`
+	// OlderAttention: the item has requests older than those in
+	// Attention (GET /v1/projects/{p}/items/{id}/attention pages through
+	// all of them, oldest first).
+	OlderAttention bool `json:"older_attention"`
 	// FenceToken is the lease's signed fence token: send it to the systems
 	// the work changes (header Workgraph-Fence; package fence).
 	FenceToken string `json:"fence_token"`

@@ -18,7 +18,7 @@ var types = map[string]any{
 	"Token": wire.Token{}, "IDMatch": wire.IDMatch{}, "IDMatches": wire.IDMatches{}, "CreatedToken": wire.CreatedToken{}, "TokenList": wire.TokenList{},
 	"ItemRef": wire.ItemRef{}, "BlockedBy": wire.BlockedBy{}, "Item": wire.Item{}, "ItemPage": wire.ItemPage{},
 	"Lease": wire.Lease{}, "Observation": wire.Observation{}, "LeaseDetail": wire.LeaseDetail{}, "LeasePage": wire.LeasePage{},
-	"AttentionRequest": wire.AttentionRequest{}, "AttentionPage": wire.AttentionPage{}, "AttentionList": wire.AttentionList{},
+	"AttentionRequest": wire.AttentionRequest{}, "AttentionPage": wire.AttentionPage{},
 	"Claim": wire.Claim{}, "HeartbeatResult": wire.Heartbeat{}, "Completion": wire.Completion{}, "LeaseItem": wire.LeaseItem{},
 	"FailResult": wire.FailResult{}, "Decomposition": wire.Decomposition{}, "AskResult": wire.AskResult{},
 	"Dependency": wire.Dependency{}, "ItemGraph": wire.ItemGraph{}, "Subgraph": wire.Subgraph{}, "Workers": wire.Workers{},

@@ -64,16 +64,19 @@ func (q *Queries) AnswerByDefault(ctx context.Context, db DBTX, arg AnswerByDefa
 }
 
 const attentionForItem = `-- name: AttentionForItem :many
-SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default, i.title AS item_title
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
-JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
-WHERE r.project_id = $1 AND r.item_id = $2
+WHERE r.project_id = $1 AND r.item_id = $2 AND r.seq > $3
 ORDER BY r.seq
+LIMIT $4
 `
 
 type AttentionForItemParams struct {
 	ProjectID uuid.UUID
 	ItemID    uuid.UUID
+	AfterSeq  int64
+	MaxRows   int32
 }
 
 type AttentionForItemRow struct {
@@ -81,8 +84,17 @@ type AttentionForItemRow struct {
 	ItemTitle        string
 }
 
+// A page of an item's requests, oldest first, after @after_seq (0 = from
+// the start), at most @max_rows: the index attention_by_item (project_id,
+// item_id, seq) read forwards from the cursor, so a page reads its own rows
+// only, however many requests the item has. Titles as in ListAttention.
 func (q *Queries) AttentionForItem(ctx context.Context, db DBTX, arg AttentionForItemParams) ([]AttentionForItemRow, error) {
-	rows, err := db.Query(ctx, attentionForItem, arg.ProjectID, arg.ItemID)
+	rows, err := db.Query(ctx, attentionForItem,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.AfterSeq,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +102,82 @@ func (q *Queries) AttentionForItem(ctx context.Context, db DBTX, arg AttentionFo
 	items := []AttentionForItemRow{}
 	for rows.Next() {
 		var i AttentionForItemRow
+		if err := rows.Scan(
+			&i.AttentionRequest.ProjectID,
+			&i.AttentionRequest.ID,
+			&i.AttentionRequest.Seq,
+			&i.AttentionRequest.ItemID,
+			&i.AttentionRequest.LeaseID,
+			&i.AttentionRequest.Epoch,
+			&i.AttentionRequest.Source,
+			&i.AttentionRequest.Reason,
+			&i.AttentionRequest.RequestedBy,
+			&i.AttentionRequest.Question,
+			&i.AttentionRequest.SuggestedAnswers,
+			&i.AttentionRequest.Context,
+			&i.AttentionRequest.Blocking,
+			&i.AttentionRequest.State,
+			&i.AttentionRequest.Answer,
+			&i.AttentionRequest.ResolvedBy,
+			&i.AttentionRequest.ResolvedAt,
+			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
+			&i.ItemTitle,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const attentionForItemBefore = `-- name: AttentionForItemBefore :many
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
+FROM attention_requests r
+WHERE r.project_id = $1 AND r.item_id = $2 AND r.seq < $3
+ORDER BY r.seq DESC
+LIMIT $4
+`
+
+type AttentionForItemBeforeParams struct {
+	ProjectID uuid.UUID
+	ItemID    uuid.UUID
+	BeforeSeq int64
+	MaxRows   int32
+}
+
+type AttentionForItemBeforeRow struct {
+	AttentionRequest AttentionRequest
+	ItemTitle        string
+}
+
+// An item's requests newest first, those asked before @before_seq (the
+// start: the largest bigint), at most @max_rows: attention_by_item read
+// backwards from the cursor (the claim's bounded history, the item page).
+// Titles as in ListAttention.
+func (q *Queries) AttentionForItemBefore(ctx context.Context, db DBTX, arg AttentionForItemBeforeParams) ([]AttentionForItemBeforeRow, error) {
+	rows, err := db.Query(ctx, attentionForItemBefore,
+		arg.ProjectID,
+		arg.ItemID,
+		arg.BeforeSeq,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttentionForItemBeforeRow{}
+	for rows.Next() {
+		var i AttentionForItemBeforeRow
 		if err := rows.Scan(
 			&i.AttentionRequest.ProjectID,
 			&i.AttentionRequest.ID,
@@ -435,6 +523,12 @@ SELECT $1, $2, $3, $4, $5, $6, $7,
               * interval '1 millisecond',
        $13::text, $14::text
 FROM (SELECT coalesce($15::timestamptz, statement_timestamp()) AS at) AS t
+WHERE $16::int IS NULL
+   OR (SELECT count(*)
+       FROM (SELECT 1 FROM attention_requests o
+             WHERE o.project_id = $1 AND o.lease_id = $3
+               AND o.state = 'open' AND NOT o.blocking
+             LIMIT $16::int) AS o) < $16::int
 RETURNING project_id, id, seq, item_id, lease_id, epoch, source, reason, requested_by, question, suggested_answers, context, blocking, state, answer, resolved_by, resolved_at, created_at, decision, due_at, on_overdue, default_answer, overdue_at, answered_by_default
 `
 
@@ -454,6 +548,7 @@ type InsertAttentionParams struct {
 	OnOverdue        *string
 	DefaultAnswer    *string
 	Now              *time.Time
+	MaxOpen          *int32
 }
 
 // created_at is this statement's database clock, not its transaction's
@@ -461,6 +556,11 @@ type InsertAttentionParams struct {
 // expiry) is created after the lease's ended_at.
 // due_at is created_at plus @due_ms, or for a worker's question (no
 // @due_ms) plus the project's attention_due_ms; NULL: no deadline.
+// @max_open (NULL: no bound): inserts nothing when the lease already has
+// that many open non-blocking requests (a worker's questions; lease.Ask).
+// The count is this statement's snapshot: the caller holds the lease's row
+// lock (LockLease), so the asks of one lease run one after another, and a
+// later one's statement sees the earlier ones' requests.
 func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, insertAttention,
 		arg.ProjectID,
@@ -478,6 +578,7 @@ func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttent
 		arg.OnOverdue,
 		arg.DefaultAnswer,
 		arg.Now,
+		arg.MaxOpen,
 	)
 	var i AttentionRequest
 	err := row.Scan(

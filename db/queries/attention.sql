@@ -15,6 +15,17 @@ SELECT @project_id, @item_id, sqlc.narg('lease_id'), sqlc.narg('epoch'), @source
               * interval '1 millisecond',
        sqlc.narg('on_overdue')::text, sqlc.narg('default_answer')::text
 FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS at) AS t
+-- @max_open (NULL: no bound): inserts nothing when the lease already has
+-- that many open non-blocking requests (a worker's questions; lease.Ask).
+-- The count is this statement's snapshot: the caller holds the lease's row
+-- lock (LockLease), so the asks of one lease run one after another, and a
+-- later one's statement sees the earlier ones' requests.
+WHERE sqlc.narg('max_open')::int IS NULL
+   OR (SELECT count(*)
+       FROM (SELECT 1 FROM attention_requests o
+             WHERE o.project_id = @project_id AND o.lease_id = sqlc.narg('lease_id')
+               AND o.state = 'open' AND NOT o.blocking
+             LIMIT sqlc.narg('max_open')::int) AS o) < sqlc.narg('max_open')::int
 RETURNING *;
 
 -- name: HoldItemForAttention :one
@@ -129,11 +140,28 @@ ORDER BY r.seq
 LIMIT @max_rows;
 
 -- name: AttentionForItem :many
-SELECT sqlc.embed(r), i.title AS item_title
+-- A page of an item's requests, oldest first, after @after_seq (0 = from
+-- the start), at most @max_rows: the index attention_by_item (project_id,
+-- item_id, seq) read forwards from the cursor, so a page reads its own rows
+-- only, however many requests the item has. Titles as in ListAttention.
+SELECT sqlc.embed(r),
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
-JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
-WHERE r.project_id = @project_id AND r.item_id = @item_id
-ORDER BY r.seq;
+WHERE r.project_id = @project_id AND r.item_id = @item_id AND r.seq > @after_seq
+ORDER BY r.seq
+LIMIT @max_rows;
+
+-- name: AttentionForItemBefore :many
+-- An item's requests newest first, those asked before @before_seq (the
+-- start: the largest bigint), at most @max_rows: attention_by_item read
+-- backwards from the cursor (the claim's bounded history, the item page).
+-- Titles as in ListAttention.
+SELECT sqlc.embed(r),
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
+FROM attention_requests r
+WHERE r.project_id = @project_id AND r.item_id = @item_id AND r.seq < @before_seq
+ORDER BY r.seq DESC
+LIMIT @max_rows;
 
 -- name: ClosedNonBlockingForLease :many
 -- The answered (or dismissed) non-blocking requests a lease's worker asked;

@@ -95,20 +95,20 @@ PROBLEM_CODES: Tuple[str, ...] = (
     "internal",
     "no_match",
     "events_pruned",
+    "too_many_open_requests",
 )
 
 FIELDS: Dict[str, Tuple[str, ...]] = {
     "AddDependencyRequest": ("depends_on",),
     "AskRequest": ("blocking", "context", "default_answer", "due_in_seconds", "epoch", "on_overdue", "question", "suggested_answers",),
     "AskResult": ("attention", "lease",),
-    "AttentionList": ("attention",),
     "AttentionPage": ("attention", "next_cursor",),
     "AttentionRequest": ("answer", "answered_by_default", "blocking", "context", "created_at", "decision", "default_answer", "due_at", "epoch", "id", "item_id", "item_title", "late_reports", "lease_id", "on_overdue", "overdue", "overdue_at", "project_id", "question", "reason", "requested_by", "resolved_at", "resolved_by", "source", "state", "suggested_answers",),
     "BlockedBy": ("attention", "budgets", "children", "children_total", "dependencies", "dependencies_total", "reserved_for", "reserved_until", "retry_after", "scopes",),
     "Budget": ("item_id", "max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds", "request_id", "spent", "started_at", "used",),
     "BudgetRequest": ("max_cost_usd", "max_depth", "max_tokens", "max_wall_seconds",),
     "CancelRequest": ("reason",),
-    "Claim": ("attention", "fence_token", "item", "lease",),
+    "Claim": ("attention", "fence_token", "item", "lease", "older_attention",),
     "ClaimBatch": ("claims",),
     "ClaimRequest": ("capabilities", "labels", "lease_seconds", "max_items", "wait_seconds", "worker",),
     "CompleteRequest": ("epoch", "result", "usage", "worker_time",),
@@ -156,7 +156,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "PlanItem": ("body", "children", "depends_on", "key", "labels", "line", "on_expiry", "priority", "requires", "title", "touches",),
     "PlanRequest": ("dry_run", "items",),
     "PlanResult": ("dry_run", "existing", "items", "keys",),
-    "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "pruned_through", "request_id", "status", "title", "type",),
+    "Problem": ("code", "cycle", "detail", "effect_at", "field", "key", "keys", "lease_id", "line", "lines", "max_open_requests", "pruned_through", "request_id", "status", "title", "type",),
     "Project": ("attention_due_in_seconds", "created_at", "id", "name", "no_progress_after_seconds", "on_expiry", "quiet_after_seconds",),
     "ProjectList": ("projects",),
     "ReleaseRequest": ("epoch", "reason",),
@@ -206,11 +206,6 @@ class AskRequest(TypedDict, total=False):
 class AskResult(TypedDict, total=False):
     attention: AttentionRequest
     lease: Lease
-
-
-# Required: attention.
-class AttentionList(TypedDict, total=False):
-    attention: List[AttentionRequest]
 
 
 # Required: attention, next_cursor.
@@ -295,12 +290,13 @@ class CancelRequest(TypedDict, total=False):
     reason: str
 
 
-# Required: lease, item, attention, fence_token.
+# Required: lease, item, attention, older_attention, fence_token.
 class Claim(TypedDict, total=False):
     attention: List[AttentionRequest]
     fence_token: str
     item: Item
     lease: Lease
+    older_attention: bool
 
 
 # Required: claims.
@@ -766,7 +762,7 @@ class PlanResult(TypedDict, total=False):
 # RFC 9457 problem details; extra members may appear.
 # Required: type, title, status, detail, code.
 class Problem(TypedDict, total=False):
-    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "blocked", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "unsupported_media_type", "rate_limited", "unavailable", "internal", "no_match", "events_pruned"]
+    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "blocked", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "unsupported_media_type", "rate_limited", "unavailable", "internal", "no_match", "events_pruned", "too_many_open_requests"]
     cycle: List[str]
     detail: str
     effect_at: str
@@ -776,6 +772,7 @@ class Problem(TypedDict, total=False):
     lease_id: str
     line: int
     lines: List[int]
+    max_open_requests: int
     pruned_through: int
     request_id: str
     status: int

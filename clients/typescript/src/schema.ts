@@ -294,8 +294,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The item's attention requests, oldest first
-         * @description Roles: any.
+         * A page of the item's attention requests, oldest first
+         * @description Roles: any. Pages through every request of the item, open and closed, oldest first (the claim carries only the item's latest 20: see Claim.older_attention). A cursor of listAttention's item_id list resumes this one after the same request, and the other way round.
          */
         get: operations["itemAttention"];
         put?: never;
@@ -465,7 +465,7 @@ export interface paths {
         put?: never;
         /**
          * Ask a person (attention request)
-         * @description Roles: agent, admin.
+         * @description Roles: agent, admin. A non-blocking request (blocking: false) is refused with 409 too_many_open_requests, and nothing changes, while the lease already has 20 open non-blocking requests: wait for their answers (on heartbeats), or ask a blocking question, which ends the lease.
          */
         post: operations["ask"];
         delete?: never;
@@ -977,7 +977,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "unavailable" | "internal" | "no_match" | "events_pruned";
+            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "unavailable" | "internal" | "no_match" | "events_pruned" | "too_many_open_requests";
             /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
@@ -1004,9 +1004,11 @@ export interface components {
             pruned_through?: number;
             /**
              * Format: uuid
-             * @description outcome_unknown of a claim: the lease it granted, ended since
+             * @description outcome_unknown of a claim: the lease it granted, ended since; too_many_open_requests: the lease that asked
              */
             lease_id?: string;
+            /** @description too_many_open_requests: how many open non-blocking requests a lease may have (20) */
+            max_open_requests?: number;
         };
         Project: {
             /** Format: uuid */
@@ -1312,15 +1314,13 @@ export interface components {
             /** @description the cursor of the next page (pass it as cursor), null on the last page. A page may hold fewer rows than its limit and still have a next page: it ends early once its rows reach the byte budget of a page (4 MiB of their data; at least one row), so walk the pages until next_cursor is null, never until a page is short. */
             next_cursor: string | null;
         };
-        AttentionList: {
-            /** @description the requests, oldest first */
-            attention: components["schemas"]["AttentionRequest"][];
-        };
         Claim: {
             lease: components["schemas"]["Lease"];
             item: components["schemas"]["Item"];
-            /** @description the item's attention history, oldest first */
+            /** @description the item's latest attention requests, at most 20 (fewer when they pass the byte budget of a page, 4 MiB), oldest first */
             attention: components["schemas"]["AttentionRequest"][];
+            /** @description true when the item has older requests than those in attention: GET /v1/projects/{project}/items/{id}/attention pages through all of them, oldest first */
+            older_attention: boolean;
             /** @description the lease's fence token, signed by the server (Ed25519): lease id, item, project and epoch, for destinations to check offline (package fence; docs/agents.md). Empty when the server signs none. */
             fence_token: string;
         };
@@ -2624,7 +2624,14 @@ export interface operations {
     };
     itemAttention: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description page size, 1..500 (default 50); a page also ends early at 4 MiB of row data (see next_cursor) */
+                limit?: number;
+                /** @description alias of limit (give one of them) */
+                page_size?: number;
+            };
             header?: never;
             path: {
                 /** @description project name or id */
@@ -2642,7 +2649,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AttentionList"];
+                    "application/json": components["schemas"]["AttentionPage"];
                 };
             };
             400: components["responses"]["Problem"];
