@@ -71,6 +71,7 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		attrs := []any{
 			"method", req.Method, "path", req.URL.Path, "status", c.Response().Status,
 			"duration", took.Round(time.Microsecond), "bytes", c.Response().Size,
+			"client", clientOf(req),
 		}
 		if p, ok := c.Get(principalKey).(auth.Principal); ok {
 			attrs = append(attrs, "principal", p.String())
@@ -78,6 +79,17 @@ func (a *API) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		a.log.Log(req.Context(), level, "request", attrs...)
 		return nil
 	}
+}
+
+// clientOf is the client address a request's log line names: the address
+// the throttle counts the request under, unmasked (auth.ClientIP: the
+// peer, or the client a trusted proxy names); the peer as it is when that
+// is not an IP address.
+func clientOf(r *http.Request) string {
+	if addr := auth.ClientIP(r); addr.IsValid() {
+		return addr.String()
+	}
+	return r.RemoteAddr
 }
 
 // RequestIDHeader names a request in logs and answers: the caller's own

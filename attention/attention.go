@@ -113,17 +113,18 @@ type Request struct {
 func (r Request) Overdue() bool { return r.State == StateOpen && r.OverdueAt != nil }
 
 // Size is about how many bytes the request takes in a list's answer: its
-// texts and JSON values, and page.RowOverhead for the rest (the byte
+// texts and JSON values as encoded there (page.TextSize, page.JSONSize),
+// and page.RowOverhead for the rest (the byte
 // budget of a page, page.MaxBytes).
 func (r Request) Size() int {
-	n := page.RowOverhead + len(r.ItemTitle) + len(r.RequestedBy) + len(r.Question) + len(r.Context)
+	n := page.RowOverhead + page.TextSize(r.ItemTitle) + page.TextSize(r.RequestedBy) + page.TextSize(r.Question) + page.JSONSize(r.Context)
 	for _, s := range []*string{r.Answer, r.ResolvedBy, r.DefaultAnswer} {
 		if s != nil {
-			n += len(*s)
+			n += page.TextSize(*s)
 		}
 	}
 	for _, s := range r.SuggestedAnswers {
-		n += len(s) + 3
+		n += page.TextSize(s) + 1
 	}
 	return n
 }

@@ -8,4 +8,9 @@
 // hashes with subtle.ConstantTimeCompare. An operator-chosen bootstrap token
 // (WORKGRAPH_BOOTSTRAP_TOKEN) may have any form; it is looked up by the hash
 // of the whole string. Revocation takes effect at once: nothing is cached.
+//
+// It also limits requests without valid credentials per client address
+// (Throttle), and says what that address is (Proxies): the connection's
+// peer, or, when the peer is a trusted reverse proxy, the client it names
+// in X-Forwarded-For.
 package auth

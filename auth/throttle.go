@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"log/slog"
 	"math"
-	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -165,22 +163,4 @@ func (t *Throttle) note(addr string) {
 		"failed", t.failed, "refused", t.refused, "addresses", len(t.seen), "next_summary_after", throttleReport)
 	t.failed, t.refused, t.last = 0, 0, now
 	clear(t.seen)
-}
-
-// ClientAddr is the key a Throttle counts a request under: the address of
-// the connection's peer (never a forwarded header, which the client
-// chooses), an IPv6 address by its /64 (one host usually holds all of it).
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return host
-	}
-	if ip.To4() != nil {
-		return ip.String()
-	}
-	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }

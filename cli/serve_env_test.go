@@ -35,6 +35,8 @@ func TestServeEnvMalformed(t *testing.T) {
 		{"WORKGRAPH_EVENTS_RETENTION", "30 days"},
 		{"WORKGRAPH_WEBHOOKS_OFF", "maybe"},
 		{"WORKGRAPH_METRICS_ON_MAIN", "enabled"},
+		{"WORKGRAPH_TRUSTED_PROXIES", "10.0.0.0/33"},
+		{"WORKGRAPH_TRUSTED_PROXIES", "10.0.0.1, proxy.example.com"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			t.Setenv(tc.env, tc.value)
@@ -52,6 +54,50 @@ func TestServeEnvMalformed(t *testing.T) {
 		code := Main([]string{"serve", "--max-conns", "4", "--addr", busyAddr(t), "--data-dir", t.TempDir()}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
 		if code == ExitUsage || strings.Contains(errb.String(), "WORKGRAPH_MAX_CONNS") {
 			t.Fatalf("exit %d, stderr %q: the variable was judged though --max-conns was given", code, errb.String())
+		}
+	})
+}
+
+// TestServeTrustedProxies: the trusted proxies are read from
+// WORKGRAPH_TRUSTED_PROXIES or --trusted-proxies (the flag winning), each
+// entry an address or a range; a list with an entry that is neither
+// refuses to start (exit 2), naming the flag and the entry, before
+// anything is started.
+func TestServeTrustedProxies(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		t.Setenv("WORKGRAPH_TRUSTED_PROXIES", " 10.0.0.0/8, 192.0.2.7 ")
+		cmd := newServeCmd(IO{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &strings.Builder{}})
+		if got := cmd.Flags().Lookup("trusted-proxies").Value.String(); got != "10.0.0.0/8,192.0.2.7/32" {
+			t.Fatalf("trusted-proxies from the variable = %q, want 10.0.0.0/8,192.0.2.7/32", got)
+		}
+		if err := cmd.Flags().Parse([]string{"--trusted-proxies", "fd00::/8"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := cmd.Flags().Lookup("trusted-proxies").Value.String(); got != "fd00::/8" {
+			t.Fatalf("trusted-proxies with the flag given = %q, want the flag's fd00::/8", got)
+		}
+	})
+	t.Run("DefaultNone", func(t *testing.T) {
+		t.Setenv("WORKGRAPH_TRUSTED_PROXIES", "")
+		cmd := newServeCmd(IO{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &strings.Builder{}})
+		if got := cmd.Flags().Lookup("trusted-proxies").Value.String(); got != "" {
+			t.Fatalf("trusted-proxies by default = %q, want none", got)
+		}
+	})
+	t.Run("ErrFlagMalformed", func(t *testing.T) {
+		var out, errb strings.Builder
+		code := Main([]string{"serve", "--trusted-proxies", "10.0.0.0/8,10.0.0.300", "--addr", busyAddr(t), "--data-dir", t.TempDir()},
+			IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != ExitUsage || !strings.Contains(errb.String(), "trusted-proxies") || !strings.Contains(errb.String(), "10.0.0.300") {
+			t.Fatalf("exit %d, stderr %q; want %d naming --trusted-proxies and the entry", code, errb.String(), ExitUsage)
+		}
+	})
+	t.Run("ErrEnvMalformed", func(t *testing.T) {
+		t.Setenv("WORKGRAPH_TRUSTED_PROXIES", "10.0.0.0/8,,192.0.2.7")
+		var out, errb strings.Builder
+		code := Main([]string{"serve", "--addr", busyAddr(t), "--data-dir", t.TempDir()}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != ExitUsage || !strings.Contains(errb.String(), "WORKGRAPH_TRUSTED_PROXIES") || !strings.Contains(errb.String(), "empty entry") {
+			t.Fatalf("exit %d, stderr %q; want %d naming the variable and the empty entry", code, errb.String(), ExitUsage)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/server"
 )
 
@@ -41,6 +42,8 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) (bad envProblems) {
 		"how long the records of finished webhook deliveries (delivered or failed) and their attempts are kept; 0 keeps them forever, else at least 24h")
 	durationFlag(f, bad, &cfg.StatementTimeout, "statement-timeout", "WORKGRAPH_STATEMENT_TIMEOUT", "bound of every database statement of the server; longer ones are cancelled, 503 (0: 10s, negative: none)")
 	floatFlag(f, bad, &cfg.UnauthenticatedRate, "unauthenticated-rate", "WORKGRAPH_UNAUTHENTICATED_RATE", "failed authentications (API requests without valid credentials, failed sign-ins) per second one client address may make before its requests get 429 (0: 5, bursts of 30; negative: unlimited)")
+	proxiesFlag(f, bad, &cfg.TrustedProxies, "trusted-proxies", "WORKGRAPH_TRUSTED_PROXIES",
+		"comma-separated IP addresses and CIDR ranges of the reverse proxies whose X-Forwarded-For names the client (for the limit of failed authentications per client address and the request log); empty: none, every request is its connection's peer")
 	return bad
 }
 
@@ -184,3 +187,36 @@ func (r *retentionValue) Set(s string) error {
 }
 
 func (r *retentionValue) Type() string { return "duration" }
+
+// proxiesFlag registers the list of trusted proxies, read from env when
+// set; a malformed value is recorded in bad (the flag's own value is
+// refused by the flag parser).
+func proxiesFlag(f *pflag.FlagSet, bad envProblems, p *auth.Proxies, name, env, usage string) {
+	f.Var(proxiesValue{p}, name, usage+" (env "+env+")")
+	if v := os.Getenv(env); v != "" {
+		if err := (proxiesValue{p}).Set(v); err != nil {
+			bad.add(name, env, v, err)
+		}
+	}
+}
+
+// proxiesValue is the flag value of a list of trusted proxies.
+type proxiesValue struct{ p *auth.Proxies }
+
+func (v proxiesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+
+func (v proxiesValue) Set(s string) error {
+	parsed, err := auth.ParseProxies(s)
+	if err != nil {
+		return err
+	}
+	*v.p = parsed
+	return nil
+}
+
+func (v proxiesValue) Type() string { return "CIDRs" }

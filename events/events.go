@@ -78,10 +78,11 @@ type Event struct {
 }
 
 // Size is about how many bytes the event takes in a read's answer: its
-// payload, actor and type, and page.RowOverhead for the rest (the byte
-// budget of a page, page.MaxBytes).
+// payload, actor and type as encoded there (page.TextSize,
+// page.JSONSize), and page.RowOverhead for the rest (the byte budget of a
+// page, page.MaxBytes).
 func (e Event) Size() int {
-	return page.RowOverhead + len(e.Type) + len(e.Actor) + len(e.Payload)
+	return page.RowOverhead + page.TextSize(e.Type) + page.TextSize(e.Actor) + page.JSONSize(e.Payload)
 }
 
 // New is an event to append. At nil: the database's clock (a test's stub

@@ -90,10 +90,22 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		for i, r := range rows {
 			out.Items[i] = itemFromRow(r.item, r.state, r.dbNow)
 		}
-		if n := page.Fit(len(out.Items), func(i int) int { return out.Items[i].Size() }); n < len(out.Items) {
-			out.Items, out.NextCursor = out.Items[:n], rows[n-1].cursor
+		fit := func() {
+			if n := page.Fit(len(out.Items), func(i int) int { return out.Items[i].Size() }); n < len(out.Items) {
+				out.Items, out.NextCursor = out.Items[:n], rows[n-1].cursor
+			}
 		}
-		return fillBlockedBy(ctx, tx, args.Now, project, out.Items)
+		// The rows alone first, so that only the items that may be on
+		// the page are explained; then again with what keeps them from
+		// being claimed (up to MaxBlockedByRefs titles of prerequisites
+		// and of children, the questions they wait on), which is in the
+		// answer too and can only shorten the page.
+		fit()
+		if err := fillBlockedBy(ctx, tx, args.Now, project, out.Items); err != nil {
+			return err
+		}
+		fit()
+		return nil
 	})
 	return out, err
 }

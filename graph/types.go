@@ -106,17 +106,47 @@ type Item struct {
 }
 
 // Size is about how many bytes the item takes in a list's answer: its
-// texts and JSON values, and page.RowOverhead for the rest (the byte
-// budget of a page, page.MaxBytes).
+// texts and JSON values as encoded there (page.TextSize, page.JSONSize),
+// and page.RowOverhead for the rest (the byte budget of a page,
+// page.MaxBytes).
 func (it Item) Size() int {
-	n := page.RowOverhead + len(it.Title) + len(it.Body) + len(it.Metadata) + len(it.Result) + len(it.CreatedBy)
-	for _, list := range [][]string{it.Labels, it.Requires, it.Touches} {
-		for _, s := range list {
-			n += len(s) + 3
+	n := page.RowOverhead + page.TextSize(it.Title) + page.TextSize(it.Body) +
+		page.JSONSize(it.Metadata) + page.JSONSize(it.Result) + page.TextSize(it.CreatedBy)
+	for _, s := range []*string{it.PreviousWorker, it.PreferredWorker, it.OnExpiry, it.PlanKey} {
+		if s != nil {
+			n += page.TextSize(*s)
 		}
 	}
-	for _, a := range it.BlockedBy.Attention {
-		n += len(a.Question) + page.RowOverhead/4
+	for _, list := range [][]string{it.Labels, it.Requires, it.Touches} {
+		for _, s := range list {
+			n += page.TextSize(s) + 1
+		}
+	}
+	return n + it.BlockedBy.size()
+}
+
+// size is about how many bytes the explanation takes in an item's answer:
+// the titles, questions, workers and scopes it names, encoded, and a
+// quarter of page.RowOverhead for each reference's id, state and times.
+func (b BlockedBy) size() int {
+	const ref = page.RowOverhead / 4
+	n := 0
+	for _, list := range [][]ItemRef{b.Dependencies, b.Children, b.Budgets} {
+		for _, r := range list {
+			n += page.TextSize(r.Title) + ref
+		}
+	}
+	for _, a := range b.Attention {
+		n += page.TextSize(a.Question) + ref
+	}
+	for _, h := range b.Scopes {
+		n += page.TextSize(h.Worker) + ref
+		for _, s := range h.Scopes {
+			n += page.TextSize(s) + 1
+		}
+	}
+	if b.ReservedFor != nil {
+		n += page.TextSize(*b.ReservedFor)
 	}
 	return n
 }

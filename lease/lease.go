@@ -79,15 +79,17 @@ type Lease struct {
 }
 
 // Size is about how many bytes the lease takes in a list's answer: its
-// texts and JSON values, and page.RowOverhead for the rest (the byte
-// budget of a page, page.MaxBytes).
+// texts and JSON values as encoded there (page.TextSize, page.JSONSize),
+// and page.RowOverhead for the rest (the byte budget of a page,
+// page.MaxBytes).
 func (l Lease) Size() int {
-	n := page.RowOverhead + len(l.Worker) + len(l.Principal) + len(l.Progress) + len(l.OutcomeDetail) + len(l.Result)
+	n := page.RowOverhead + page.TextSize(l.Worker) + page.TextSize(l.Principal) +
+		page.JSONSize(l.Progress) + page.JSONSize(l.OutcomeDetail) + page.JSONSize(l.Result)
 	if l.StopNote != nil {
-		n += len(*l.StopNote)
+		n += page.TextSize(*l.StopNote)
 	}
 	for _, s := range l.Scopes {
-		n += len(s) + 3
+		n += page.TextSize(s) + 1
 	}
 	return n + 40*len(l.BudgetRoots)
 }

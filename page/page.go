@@ -23,17 +23,84 @@ const (
 
 // MaxBytes is the byte budget of a page: a list's page holds at most Max
 // rows and, beyond its first row, no more rows than fit in MaxBytes of
-// their data (each row's Size). A row may carry a large description,
+// their JSON as the API answers it (each row's Size: its texts and JSON
+// values as encoding/json writes them, escapes included, see TextSize
+// and JSONSize, and RowOverhead for the rest). A row may carry a large description,
 // metadata or result (an item up to 2 MiB), so a page of 500 such rows
 // would be a gigabyte; a page cut by the budget ends early with the cursor
 // of its last row, as a page cut by its limit does, and the next page
 // resumes after it. A single row larger than the budget is a page of its
-// own, so a walk always advances.
+// own, so a walk always advances. The budget bounds the answer, not the
+// reading: a list reads its limit rows and one more before it is cut.
 const MaxBytes = 4 << 20
 
 // RowOverhead is what Size methods add for a row's fixed members (ids,
 // times, states, names): what the row costs beyond its variable text.
 const RowOverhead = 512
+
+// TextSize is the length of s as encoding/json writes it, with its
+// quotes, escaping HTML as the API's answers do: a quote, a backslash and
+// \b \f \n \r \t take 2 bytes, another control character, <, > and &
+// 6 (\u003c), U+2028 and U+2029 6 (for their 3), each byte of invalid
+// UTF-8 6 (\ufffd), anything else its own bytes. A text of
+// control characters or of <, > and & is 6 times its stored size.
+func TextSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			n += asciiSize[c]
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && w == 1:
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += w
+		}
+		i += w
+	}
+	return n
+}
+
+// JSONSize is at most the length of raw, a valid JSON value (as
+// PostgreSQL returns a jsonb), as encoding/json writes it in an answer:
+// compacted (which only removes bytes) and with <, > and & escaped (6 bytes
+// each) and U+2028 and U+2029 (6 for their 3). PostgreSQL has already
+// escaped quotes and control characters inside its strings.
+func JSONSize(raw []byte) int {
+	n := len(raw)
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '<', '>', '&':
+			n += 5
+		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
+			if i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xA8 || raw[i+2] == 0xA9) {
+				n += 3
+			}
+		}
+	}
+	return n
+}
+
+// asciiSize is TextSize's length of each ASCII byte.
+var asciiSize = func() (t [utf8.RuneSelf]int) {
+	for c := range t {
+		switch {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			t[c] = 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			t[c] = 6
+		default:
+			t[c] = 1
+		}
+	}
+	return t
+}()
 
 // Fit is how many of the first n rows, taken in order, fit in MaxBytes:
 // the longest prefix whose sizes (size(i) of row i) add up to at most

@@ -1,8 +1,11 @@
 package page
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -138,6 +141,53 @@ func TestTextCursor(t *testing.T) {
 	for _, c := range []string{"bogus!", EncodeText("items", "w1"), EncodeText("workers", ""), EncodeText("workers", "a\x00b"), Encode("workers", 5)[:3]} {
 		if _, _, err := DecodeText("workers", c); wgerr.CodeOf(err) != wgerr.CodeInvalid {
 			t.Errorf("DecodeText(%q) = %v, want invalid_argument", c, err)
+		}
+	}
+}
+
+// TestTextSize: TextSize is exactly the length of the text as
+// encoding/json writes it (the API's answers), escapes included, for
+// texts of every kind of character, invalid UTF-8 too.
+func TestTextSize(t *testing.T) {
+	t.Parallel()
+	texts := []string{"", "plain", `"quoted" \ back`, "<script>&amp;</script>", "\x00\x01\x1f\b\f\n\r\t\x7f",
+		"é中😀", "\u2028\u2029", "\xff\xfe", "a\xe2\x80", "\xe2\x80\xa8x", strings.Repeat("<", 1000)}
+	const alphabet = "\x00\x1f\"\\<>&a\xe2\x80\xa8\xa9\xc3\xa9\xf0\x9f\x98\x80\xff"
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			// Mostly the interesting bytes: ASCII controls and
+			// escapes, and the bytes of multi-byte runes.
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		texts = append(texts, string(b))
+	}
+	for _, s := range texts {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := TextSize(s); got != len(want) {
+			t.Fatalf("TextSize(%q) = %d, want %d (%s)", s, got, len(want), want)
+		}
+	}
+}
+
+// TestJSONSize: JSONSize is never less than the length encoding/json
+// writes for a JSON value as PostgreSQL returns a jsonb (HTML characters
+// and U+2028 escaped by the encoder), and no more than the value's own
+// length plus its escapes.
+func TestJSONSize(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{`{}`, `{"a": 1, "b": [true, null]}`, `{"x": "<<<&&&>>>"}`, `"\u0001\n\"\\"`,
+		"{\"l\": \"\u2028\u2029\", \"e\": \"é中😀\"}", `["<", {"&": ">"}]`, `{"k": "` + strings.Repeat("<&>", 1000) + `"}`} {
+		want, err := json.Marshal(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := JSONSize([]byte(raw)); got < len(want) || got > len(raw)+5*strings.Count(raw, "<")+5*strings.Count(raw, ">")+5*strings.Count(raw, "&")+3*strings.Count(raw, "\u2028")+3*strings.Count(raw, "\u2029") {
+			t.Fatalf("JSONSize(%s) = %d; encoded: %d bytes", raw, got, len(want))
 		}
 	}
 }

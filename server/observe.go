@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workgraph-dev/workgraph/api"
+	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/logs"
@@ -118,7 +119,9 @@ func (s *Server) instrument(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.tracer != nil {
 			ctx, span = telemetry.StartRequest(ctx, s.tracer, req.Header, method, c.Path(), id)
 		}
-		c.SetRequest(req.WithContext(ctx))
+		// The client address (the peer, or the client a trusted proxy
+		// names) is resolved once: the throttle and the log read it.
+		c.SetRequest(auth.WithClient(req.WithContext(ctx), s.cfg.TrustedProxies))
 		c.Response().Header().Set(api.RequestIDHeader, id)
 		if err := next(c); err != nil {
 			c.Error(err)

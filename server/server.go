@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/buildinfo"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
@@ -74,6 +75,12 @@ type Config struct {
 	// auth.DefaultUnauthenticatedBurst).
 	UnauthenticatedRate  float64
 	UnauthenticatedBurst int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed: a request whose connection comes from one of them is
+	// throttled and logged as the client the header names (see
+	// auth.Proxies.Client). The zero value trusts no one: a request is
+	// its connection's peer.
+	TrustedProxies auth.Proxies
 	// MaxActiveLeasesPerToken bounds the live leases of one token (0:
 	// DefaultMaxActiveLeasesPerToken; negative: unlimited).
 	MaxActiveLeasesPerToken int
