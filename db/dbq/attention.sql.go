@@ -560,7 +560,9 @@ type InsertAttentionParams struct {
 // that many open non-blocking requests (a worker's questions; lease.Ask).
 // The count is this statement's snapshot: the caller holds the lease's row
 // lock (LockLease), so the asks of one lease run one after another, and a
-// later one's statement sees the earlier ones' requests.
+// later one's statement sees the earlier ones' requests. They are read from
+// attention_open_questions_by_lease (migration 00114): the lease's open
+// questions only, however many it asked before.
 func (q *Queries) InsertAttention(ctx context.Context, db DBTX, arg InsertAttentionParams) (AttentionRequest, error) {
 	row := db.QueryRow(ctx, insertAttention,
 		arg.ProjectID,

@@ -2,6 +2,7 @@ package dbq_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 
@@ -611,4 +612,125 @@ type recordingTx struct {
 func (r *recordingTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	r.sql, r.args = sql, args
 	return r.Tx.Query(ctx, sql, args...)
+}
+
+// TestItemAttentionReadsItsPageOnly: an item that collected 20,000
+// attention requests is read a page at a time: the claim's latest
+// requests (AttentionForItemBefore) and a page from its first
+// (AttentionForItem) read their own rows only, about 3 pages a row (the
+// index, the row, its item's title), never the item's history: reading
+// every request of the item, as the claim did, read thousands. The plans
+// checked are the generic ones, which a prepared statement keeps after its
+// fifth run.
+func TestItemAttentionReadsItsPageOnly(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.Fresh(t) // see freshForPlans
+	ctx := context.Background()
+	setup := []string{
+		`INSERT INTO projects (name) VALUES ('chatty')`,
+		`INSERT INTO items (project_id, title, created_by)
+		 SELECT p.id, 'item ' || g, 'test' FROM projects p, generate_series(1, 100) g`,
+		`INSERT INTO attention_requests (project_id, item_id, source, requested_by, question, created_at, state, answer, resolved_by, resolved_at)
+		 SELECT i.project_id, i.id, 'person', 'p', 'q', now(), 'resolved', 'a', 'p', now()
+		 FROM items i, generate_series(1, 20000) WHERE i.title = 'item 1'`,
+		`ANALYZE`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var project, item uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT project_id, id FROM items WHERE title = 'item 1'`).Scan(&project, &item); err != nil {
+		t.Fatal(err)
+	}
+	conn, trace := tracedConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	q := dbq.New()
+	for name, read := range map[string]struct {
+		max  int32
+		rows func(max int32) (int, error)
+	}{
+		"AttentionForItemBefore": {21, func(max int32) (int, error) {
+			rows, err := q.AttentionForItemBefore(ctx, conn, dbq.AttentionForItemBeforeParams{ProjectID: project, ItemID: item, BeforeSeq: math.MaxInt64, MaxRows: max})
+			return len(rows), err
+		}},
+		"AttentionForItem": {51, func(max int32) (int, error) {
+			rows, err := q.AttentionForItem(ctx, conn, dbq.AttentionForItemParams{ProjectID: project, ItemID: item, AfterSeq: 0, MaxRows: max})
+			return len(rows), err
+		}},
+	} {
+		n, err := read.rows(read.max)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n != int(read.max) {
+			t.Errorf("%s: %d rows, want a page of %d", name, n, read.max)
+		}
+		sql, args := trace.last()
+		if pages := explainPages(t, conn, sql, args); pages > float64(4*read.max+10) {
+			t.Errorf("%s read %v pages for a page of %d rows", name, pages, read.max)
+		}
+	}
+}
+
+// TestAskBoundReadsOpenQuestionsOnly: the bound on a lease's open
+// questions is counted by the statement that inserts one
+// (InsertAttention's max_open) from the lease's open non-blocking
+// requests only, however many it asked before and however many open
+// requests its project has: with 20,000 answered ones and 20,000 open
+// requests of other items, counting either read them all (thousands of
+// pages); the whole insert, its indexes and its event included, reads at
+// most 100.
+func TestAskBoundReadsOpenQuestionsOnly(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.Fresh(t) // see freshForPlans
+	ctx := context.Background()
+	setup := []string{
+		`INSERT INTO projects (name) VALUES ('asker')`,
+		`INSERT INTO items (project_id, title, created_by, epoch)
+		 SELECT p.id, 'item ' || g, 'test', 1 FROM projects p, generate_series(1, 100) g`,
+		`INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at)
+		 SELECT project_id, id, 1, 'w', 'w', now(), now() + interval '1 hour' FROM items`,
+		`INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, requested_by, question, created_at,
+		                                 state, answer, resolved_by, resolved_at)
+		 SELECT l.project_id, l.item_id, l.id, 1, 'worker', 'w', 'q', now(), 'resolved', 'a', 'p', now()
+		 FROM leases l, generate_series(1, 20000) WHERE l.item_id = (SELECT id FROM items WHERE title = 'item 1')`,
+		// and a busy inbox: 20,000 open questions about the other items
+		`INSERT INTO attention_requests (project_id, item_id, source, requested_by, question, created_at)
+		 SELECT i.project_id, i.id, 'person', 'p', 'q', now() FROM items i, generate_series(1, 202) WHERE i.title <> 'item 1'`,
+		`ANALYZE`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var project, item, lease uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT l.project_id, l.item_id, l.id FROM leases l JOIN items i ON i.id = l.item_id
+		WHERE i.title = 'item 1'`).Scan(&project, &item, &lease); err != nil {
+		t.Fatal(err)
+	}
+	conn, trace := tracedConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	epoch, maxOpen := int64(1), int32(20)
+	if _, err := dbq.New().InsertAttention(ctx, tx, dbq.InsertAttentionParams{
+		ProjectID: project, ItemID: item, LeaseID: &lease, Epoch: &epoch, Source: "worker", Reason: "question",
+		RequestedBy: "w", Question: "one more?", SuggestedAnswers: []string{}, MaxOpen: &maxOpen,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sql, args := trace.last()
+	if pages := explainPages(t, tx, sql, args); pages > 100 {
+		t.Errorf("an ask of a lease that asked 20,000 questions before read %v pages", pages)
+	}
 }

@@ -19,7 +19,9 @@ FROM (SELECT coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AS a
 -- that many open non-blocking requests (a worker's questions; lease.Ask).
 -- The count is this statement's snapshot: the caller holds the lease's row
 -- lock (LockLease), so the asks of one lease run one after another, and a
--- later one's statement sees the earlier ones' requests.
+-- later one's statement sees the earlier ones' requests. They are read from
+-- attention_open_questions_by_lease (migration 00114): the lease's open
+-- questions only, however many it asked before.
 WHERE sqlc.narg('max_open')::int IS NULL
    OR (SELECT count(*)
        FROM (SELECT 1 FROM attention_requests o
