@@ -222,7 +222,7 @@ func (a *API) heartbeatBatch(c echo.Context) error {
 			}
 			o.Heartbeat = &wire.Heartbeat{
 				Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested,
-				StopReason: stopReason(res), Answers: attentionViews(res.Answers), FenceToken: ft,
+				StopReason: stopReason(res), Answers: attentionViews(res.Answers), OlderAnswers: res.OlderAnswers, FenceToken: ft,
 			}
 		}
 		out.Heartbeats[i] = o

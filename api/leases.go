@@ -125,7 +125,7 @@ func (a *API) heartbeat(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, wire.Heartbeat{
 		Lease: leaseView(res.Lease), ExpiresAt: res.Lease.ExpiresAt, StopRequested: res.StopRequested, StopReason: stopReason(res),
-		Answers: attentionViews(res.Answers), FenceToken: ft,
+		Answers: attentionViews(res.Answers), OlderAnswers: res.OlderAnswers, FenceToken: ft,
 	})
 }
 

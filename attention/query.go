@@ -283,21 +283,34 @@ func (s *Service) Latest(ctx context.Context, project, itemID uuid.UUID, cursor 
 	return out, nil
 }
 
+// AnswersPerHeartbeat bounds the answered questions a heartbeat hands
+// back: a lease's newest ones (ClosedForLease).
+const AnswersPerHeartbeat = 20
+
 // ClosedForLease returns the non-blocking requests asked under a lease
-// that a person has resolved or dismissed, oldest first: what a heartbeat
-// hands back to the worker.
-func (s *Service) ClosedForLease(ctx context.Context, project, leaseID uuid.UUID) ([]Request, error) {
+// that a person (or a deadline's default answer) has resolved or
+// dismissed: the newest AnswersPerHeartbeat of them, fewer when they pass
+// page.MaxBytes, oldest first. That is what a heartbeat hands back to the
+// worker; older says the lease has older ones (GET .../attention?item_id=
+// pages through all of them). A heartbeat reads these rows only
+// (attention_answers_by_lease), however many the lease had answered.
+func (s *Service) ClosedForLease(ctx context.Context, project, leaseID uuid.UUID) (answers []Request, older bool, err error) {
 	rows, err := dbq.New().ClosedNonBlockingForLease(ctx, s.exec, dbq.ClosedNonBlockingForLeaseParams{
-		ProjectID: project, LeaseID: &leaseID,
+		ProjectID: project, LeaseID: &leaseID, MaxRows: AnswersPerHeartbeat + 1,
 	})
 	if err != nil {
-		return nil, db.Translate(err)
+		return nil, false, db.Translate(err)
 	}
-	out := make([]Request, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+	older = len(rows) > AnswersPerHeartbeat
+	answers = make([]Request, min(len(rows), AnswersPerHeartbeat))
+	for i := range answers {
+		answers[i] = fromRow(rows[i].AttentionRequest, rows[i].ItemTitle)
 	}
-	return out, nil
+	if n := page.Fit(len(answers), func(i int) int { return answers[i].Size() }); n < len(answers) {
+		answers, older = answers[:n], true
+	}
+	slices.Reverse(answers)
+	return answers, older, nil
 }
 
 // CountOpen returns how many requests of the project are open (the inbox

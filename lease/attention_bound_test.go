@@ -162,3 +162,56 @@ func TestAskOpenBoundRace(t *testing.T) {
 			granted, refused, open, lease.MaxOpenQuestions, askers-lease.MaxOpenQuestions)
 	}
 }
+
+// TestHeartbeatAnswersBounded: a heartbeat hands back the lease's newest
+// attention.AnswersPerHeartbeat answered questions, oldest first, and says
+// that older ones exist; the batch heartbeat's entries the same. The open
+// bound (MaxOpenQuestions) does not bound the answered ones: a worker that
+// asks and has its questions answered, one after another, collects them
+// without end, and before the bound every heartbeat answered them all.
+func TestHeartbeatAnswersBounded(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	f.items(t, 1)
+	l := f.claim(t, "w").Lease
+	n := attention.AnswersPerHeartbeat + 5
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		r := f.ask(t, l, fmt.Sprintf("question %d", i), false).Request
+		f.resolve(t, r, "yes")
+		ids[i] = r.ID
+	}
+	// One more, still open: not an answer.
+	f.ask(t, l, "still open", false)
+
+	res, err := f.leases.Heartbeat(f.ctx, f.project, fence(l), lease.Heartbeat{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint(ids[5:])
+	if got := fmt.Sprint(requestIDs(res.Answers)); got != want || !res.OlderAnswers {
+		t.Errorf("heartbeat: %d answers (older %v), want the newest %d, oldest first (older true)",
+			len(res.Answers), res.OlderAnswers, attention.AnswersPerHeartbeat)
+	}
+	batch, err := f.leases.HeartbeatBatch(f.ctx, f.project, nil, []lease.HeartbeatEntry{{Fence: fence(l)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := batch[0].Result; batch[0].Err != nil || fmt.Sprint(requestIDs(r.Answers)) != want || !r.OlderAnswers {
+		t.Errorf("batch heartbeat: %v, %d answers (older %v), want the newest %d (older true)",
+			batch[0].Err, len(r.Answers), r.OlderAnswers, attention.AnswersPerHeartbeat)
+	}
+
+	// A lease with fewer answers gets them all, and no older ones.
+	f.items(t, 1)
+	short := f.claim(t, "w2").Lease
+	r := f.ask(t, short, "only one", false).Request
+	f.resolve(t, r, "no")
+	res, err = f.leases.Heartbeat(f.ctx, f.project, fence(short), lease.Heartbeat{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Answers) != 1 || res.Answers[0].ID != r.ID || res.OlderAnswers {
+		t.Errorf("heartbeat of a lease with one answer: %d answers (older %v), want 1 (older false)", len(res.Answers), res.OlderAnswers)
+	}
+}

@@ -570,16 +570,16 @@ func (s *Service) HeartbeatBatch(ctx context.Context, project uuid.UUID, token *
 	answers := make([]HeartbeatAnswer, len(entries))
 	done := make([]bool, len(entries))
 	for _, r := range rows {
-		answer := []attention.Request{}
+		answer, older := []attention.Request{}, false
 		if r.HasAnswers {
-			if answer, err = s.attentionOn(s.exec).ClosedForLease(ctx, project, r.Lease.ID); err != nil {
-				return nil, db.Translate(err)
+			if answer, older, err = s.attentionOn(s.exec).ClosedForLease(ctx, project, r.Lease.ID); err != nil {
+				return nil, err
 			}
 		}
 		l := fromRow(r.Lease, 0)
 		i := at[l.ID]
 		done[i] = true
-		res, err := s.heartbeatResult(ctx, project, l, answer)
+		res, err := s.heartbeatResult(ctx, project, l, answer, older)
 		if err != nil {
 			return nil, err
 		}

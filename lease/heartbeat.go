@@ -63,21 +63,21 @@ func (s *Service) Heartbeat(ctx context.Context, project uuid.UUID, f Fence, hb 
 	if err != nil {
 		return HeartbeatResult{}, db.Translate(err)
 	}
-	answers := []attention.Request{}
+	answers, older := []attention.Request{}, false
 	if row.HasAnswers {
-		if answers, err = s.attentionOn(s.exec).ClosedForLease(ctx, project, f.LeaseID); err != nil {
-			return HeartbeatResult{}, db.Translate(err)
+		if answers, older, err = s.attentionOn(s.exec).ClosedForLease(ctx, project, f.LeaseID); err != nil {
+			return HeartbeatResult{}, err
 		}
 	}
 	l := fromRow(row.Lease, 0)
-	return s.heartbeatResult(ctx, project, l, answers)
+	return s.heartbeatResult(ctx, project, l, answers, older)
 }
 
 // heartbeatResult is a renewal's answer: whether and why the worker should
 // stop. A lease under a budget learns here that its subtree's budget is
 // spent (and the first to find it opens the budget's request).
-func (s *Service) heartbeatResult(ctx context.Context, project uuid.UUID, l Lease, answers []attention.Request) (HeartbeatResult, error) {
-	out := HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers}
+func (s *Service) heartbeatResult(ctx context.Context, project uuid.UUID, l Lease, answers []attention.Request, older bool) (HeartbeatResult, error) {
+	out := HeartbeatResult{Lease: l, StopRequested: l.StopRequested, Answers: answers, OlderAnswers: older}
 	if l.StopRequested {
 		out.StopReason = StopByPerson
 	}

@@ -224,15 +224,18 @@ type Heartbeat struct {
 }
 
 // HeartbeatResult is the renewed lease, whether a person asked the worker to
-// stop, and the closed non-blocking attention requests of this lease (every
-// heartbeat repeats them; the worker tells them apart by id).
+// stop, and the closed non-blocking attention requests of this lease: the
+// newest attention.AnswersPerHeartbeat of them, oldest first (every
+// heartbeat repeats them; the worker tells them apart by id). OlderAnswers
+// says the lease has older ones.
 type HeartbeatResult struct {
 	Lease         Lease
 	StopRequested bool
 	// StopReason says why the worker should stop: StopByPerson or
 	// StopBudgetExhausted ("" when it need not).
-	StopReason string
-	Answers    []attention.Request
+	StopReason   string
+	Answers      []attention.Request
+	OlderAnswers bool
 }
 
 // Why a heartbeat answers stop (HeartbeatResult.StopReason).

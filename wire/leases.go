@@ -159,8 +159,12 @@ type Heartbeat struct {
 	StopRequested bool      `json:"stop_requested"`
 	// StopReason says why: "requested" (a person) or "budget_exhausted"
 	// (nil when the worker need not stop).
-	StopReason *string            `json:"stop_reason"`
-	Answers    []AttentionRequest `json:"answers"`
+	StopReason *string `json:"stop_reason"`
+	// Answers are the lease's newest answered (or dismissed) non-blocking
+	// questions, oldest first; OlderAnswers: it has older ones (GET
+	// /v1/projects/{p}/attention?item_id= pages through all of them).
+	Answers      []AttentionRequest `json:"answers"`
+	OlderAnswers bool               `json:"older_answers"`
 	// FenceToken is the renewed lease's signed fence token.
 	FenceToken string `json:"fence_token"`
 }

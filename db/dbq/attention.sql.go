@@ -343,12 +343,14 @@ SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.re
 FROM attention_requests r
 WHERE r.project_id = $1 AND r.lease_id = $2
   AND NOT r.blocking AND r.state <> 'open'
-ORDER BY r.seq
+ORDER BY r.seq DESC
+LIMIT $3
 `
 
 type ClosedNonBlockingForLeaseParams struct {
 	ProjectID uuid.UUID
 	LeaseID   *uuid.UUID
+	MaxRows   int32
 }
 
 type ClosedNonBlockingForLeaseRow struct {
@@ -356,10 +358,12 @@ type ClosedNonBlockingForLeaseRow struct {
 	ItemTitle        string
 }
 
-// The answered (or dismissed) non-blocking requests a lease's worker asked;
-// titles as in ListAttention.
+// The answered (or dismissed) non-blocking requests a lease's worker asked,
+// newest first, at most @max_rows: attention_answers_by_lease (migration
+// 00116) read backwards, so a heartbeat reads these rows only, however
+// many the lease had answered. Titles as in ListAttention.
 func (q *Queries) ClosedNonBlockingForLease(ctx context.Context, db DBTX, arg ClosedNonBlockingForLeaseParams) ([]ClosedNonBlockingForLeaseRow, error) {
-	rows, err := db.Query(ctx, closedNonBlockingForLease, arg.ProjectID, arg.LeaseID)
+	rows, err := db.Query(ctx, closedNonBlockingForLease, arg.ProjectID, arg.LeaseID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

@@ -734,3 +734,53 @@ func TestAskBoundReadsOpenQuestionsOnly(t *testing.T) {
 		t.Errorf("an ask of a lease that asked 20,000 questions before read %v pages", pages)
 	}
 }
+
+// TestHeartbeatAnswersReadTheirRowsOnly: a heartbeat's answers
+// (ClosedNonBlockingForLease, the newest attention.AnswersPerHeartbeat + 1)
+// are read from attention_answers_by_lease (migration 00116), backwards,
+// however many answered questions the lease has: with 2,000 of them (and
+// 18,000 of other leases) the lease's other index (attention_by_lease, no
+// order) read and sorted them all.
+func TestHeartbeatAnswersReadTheirRowsOnly(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.Fresh(t) // see freshForPlans
+	ctx := context.Background()
+	setup := []string{
+		`INSERT INTO projects (name) VALUES ('chatty')`,
+		`INSERT INTO items (project_id, title, created_by, epoch)
+		 SELECT p.id, 'item ' || g, 'test', 1 FROM projects p, generate_series(1, 10) g`,
+		`INSERT INTO leases (project_id, item_id, epoch, worker, principal, acquired_at, expires_at)
+		 SELECT project_id, id, 1, 'w', 'w', now(), now() + interval '1 hour' FROM items`,
+		`INSERT INTO attention_requests (project_id, item_id, lease_id, epoch, source, requested_by, question, created_at,
+		                                 blocking, state, answer, resolved_by, resolved_at)
+		 SELECT l.project_id, l.item_id, l.id, 1, 'worker', 'w', 'q', now(), false, 'resolved', 'a', 'p', now()
+		 FROM leases l, generate_series(1, 2000)`,
+		`ANALYZE`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var project, lease uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT l.project_id, l.id FROM leases l JOIN items i ON i.id = l.item_id
+		WHERE i.title = 'item 1'`).Scan(&project, &lease); err != nil {
+		t.Fatal(err)
+	}
+	conn, trace := tracedConn(t, pool)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	const max = 21
+	rows, err := dbq.New().ClosedNonBlockingForLease(ctx, conn, dbq.ClosedNonBlockingForLeaseParams{ProjectID: project, LeaseID: &lease, MaxRows: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != max {
+		t.Errorf("%d rows, want %d", len(rows), max)
+	}
+	sql, args := trace.last()
+	if pages := explainPages(t, conn, sql, args); pages > 4*max+10 {
+		t.Errorf("ClosedNonBlockingForLease read %v pages for %d rows", pages, max)
+	}
+}

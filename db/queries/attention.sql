@@ -166,14 +166,17 @@ ORDER BY r.seq DESC
 LIMIT @max_rows;
 
 -- name: ClosedNonBlockingForLease :many
--- The answered (or dismissed) non-blocking requests a lease's worker asked;
--- titles as in ListAttention.
+-- The answered (or dismissed) non-blocking requests a lease's worker asked,
+-- newest first, at most @max_rows: attention_answers_by_lease (migration
+-- 00116) read backwards, so a heartbeat reads these rows only, however
+-- many the lease had answered. Titles as in ListAttention.
 SELECT sqlc.embed(r),
        (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title
 FROM attention_requests r
 WHERE r.project_id = @project_id AND r.lease_id = @lease_id
   AND NOT r.blocking AND r.state <> 'open'
-ORDER BY r.seq;
+ORDER BY r.seq DESC
+LIMIT @max_rows;
 
 -- name: CountOpenAttention :one
 -- The inbox badge: open requests of a project.

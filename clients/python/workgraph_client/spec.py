@@ -136,7 +136,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "HeartbeatAnswer": ("heartbeat", "lease_id", "problem", "status",),
     "HeartbeatEntry": ("epoch", "lease_id", "lease_seconds", "progress", "usage", "worker_time",),
     "HeartbeatRequest": ("epoch", "lease_seconds", "progress", "usage", "worker_time",),
-    "HeartbeatResult": ("answers", "expires_at", "fence_token", "lease", "stop_reason", "stop_requested",),
+    "HeartbeatResult": ("answers", "expires_at", "fence_token", "lease", "older_answers", "stop_reason", "stop_requested",),
     "Heartbeats": ("heartbeats",),
     "HoldRequest": ("question",),
     "IDMatch": ("created_at", "id", "kind", "label",),
@@ -534,12 +534,14 @@ class HeartbeatRequest(TypedDict, total=False):
     worker_time: str
 
 
-# Required: lease, expires_at, stop_requested, answers, fence_token.
+# Required: lease, expires_at, stop_requested, answers, older_answers,
+# fence_token.
 class HeartbeatResult(TypedDict, total=False):
     answers: List[AttentionRequest]
     expires_at: str
     fence_token: str
     lease: Lease
+    older_answers: bool
     stop_reason: Optional[Literal["requested", "budget_exhausted"]]
     stop_requested: bool
 

@@ -1329,7 +1329,10 @@ export interface components {
             /** Format: date-time */
             expires_at: string;
             stop_requested: boolean;
+            /** @description the lease's newest answered (or dismissed) non-blocking questions, at most 20 and at most 4 MiB, oldest first; every heartbeat repeats them (tell them apart by id) */
             answers: components["schemas"]["AttentionRequest"][];
+            /** @description true when the lease has older answered questions than those in answers: GET /v1/projects/{project}/attention?item_id= pages through all of them */
+            older_answers: boolean;
             /** @description the lease's fence token, signed by the server (Ed25519): lease id, item, project and epoch, for destinations to check offline (package fence; docs/agents.md). Empty when the server signs none. */
             fence_token: string;
             /**
