@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/workgraph-dev/workgraph/client"
@@ -75,9 +76,14 @@ func addClientFlags(cmd *cobra.Command, f *clientFlags) {
 	pf.StringVar(&f.token, "token", "", "API token (env WORKGRAPH_TOKEN)")
 	pf.StringVarP(&f.project, "project", "p", "", "project name (env WORKGRAPH_PROJECT; default \"default\")")
 	pf.StringVar(&f.config, "config", "", "config file (env WORKGRAPH_CONFIG; default ~/.config/workgraph/config.yaml or .json)")
-	pf.Var(retriesFlag{&f.retries}, "retries", fmt.Sprintf("times a request is tried again while the server is unreachable, unavailable or rate limiting, "+
-		"within %s of backoff (env WORKGRAPH_RETRIES; default %d; 0: never)", client.DefaultRetryFor, DefaultRetries))
+	addRetriesFlag(pf, &f.retries)
 	pf.BoolVar(&f.json, "json", false, "print JSON instead of tables")
+}
+
+// addRetriesFlag registers --retries on fs, kept as given in *p.
+func addRetriesFlag(fs *pflag.FlagSet, p *string) {
+	fs.Var(retriesFlag{p}, "retries", fmt.Sprintf("times a request is tried again while the server is unreachable, unavailable or rate limiting, "+
+		"within %s of backoff (env WORKGRAPH_RETRIES; default %d; 0: never)", client.DefaultRetryFor, DefaultRetries))
 }
 
 // getenv is the environment lookup used by config loading (tests replace
