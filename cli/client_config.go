@@ -66,7 +66,12 @@ func (retriesFlag) Type() string         { return "int" }
 
 // DefaultRetries is how many times a client command tries a request
 // again when nothing sets --retries: the API client's own policy.
-const DefaultRetries = client.DefaultAttempts - 1
+// MaxRetries bounds the setting: the client's retry budget ends the
+// retries well before (client.DefaultRetryFor).
+const (
+	DefaultRetries = client.DefaultAttempts - 1
+	MaxRetries     = 1000
+)
 
 // addClientFlags registers the connection flags and --json on cmd
 // (persistent, so subcommands inherit them).
@@ -137,8 +142,8 @@ func loadConfig(f clientFlags, env getenv) (*clientConfig, error) {
 	cfg.Worker = pick("worker", "", "WORKGRAPH_WORKER", file.Worker, defaultWorker())
 	retries := pick("retries", f.retries, "WORKGRAPH_RETRIES", file.Retries, strconv.Itoa(DefaultRetries))
 	n, err := strconv.Atoi(retries)
-	if err != nil || n < 0 {
-		return nil, fmt.Errorf("%s: %q is not a whole number of retries, 0 or more", cfg.Source["retries"], retries)
+	if err != nil || n < 0 || n > MaxRetries {
+		return nil, fmt.Errorf("%s: %q is not a whole number of retries from 0 to %d", cfg.Source["retries"], retries, MaxRetries)
 	}
 	cfg.Retries = n
 	return cfg, nil

@@ -132,8 +132,9 @@ func TestLoadConfig(t *testing.T) {
 	})
 	t.Run("ErrRetries", func(t *testing.T) {
 		t.Parallel()
-		// A count that is not a whole number of 0 or more is refused,
-		// naming where it came from, instead of falling back to a default.
+		// A count that is not a whole number from 0 to MaxRetries is
+		// refused, naming where it came from, instead of falling back to a
+		// default (or, past the largest int, wrapping round to none).
 		p := filepath.Join(t.TempDir(), "retries.yaml")
 		if err := os.WriteFile(p, []byte("retries: lots\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -145,6 +146,8 @@ func TestLoadConfig(t *testing.T) {
 		}{
 			{clientFlags{retries: "-1"}, nil, `flag --retries: "-1" is not`},
 			{clientFlags{retries: "1.5"}, nil, `flag --retries: "1.5" is not`},
+			{clientFlags{retries: "1001"}, nil, `flag --retries: "1001" is not`},
+			{clientFlags{retries: "9223372036854775807"}, nil, `flag --retries: "9223372036854775807" is not`},
 			{clientFlags{}, map[string]string{"HOME": t.TempDir(), "WORKGRAPH_RETRIES": "three"}, `env WORKGRAPH_RETRIES: "three" is not`},
 			{clientFlags{config: p}, nil, `file ` + p + `: "lots" is not`},
 		} {
