@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/workgraph-dev/workgraph/client"
@@ -28,6 +30,7 @@ type fileConfig struct {
 	Token   string `yaml:"token" json:"token"`
 	Project string `yaml:"project" json:"project"`
 	Worker  string `yaml:"worker" json:"worker"`
+	Retries string `yaml:"retries" json:"retries"`
 }
 
 // clientConfig is the effective configuration of a client command.
@@ -35,6 +38,10 @@ type fileConfig struct {
 // where each setting came from (for `workgraph config`).
 type clientConfig struct {
 	URL, Token, Project, Worker string
+	// Retries is how many times a request that failed for a reason
+	// waiting may cure (the server unreachable, unavailable or rate
+	// limiting) is tried again; 0: never.
+	Retries int
 	// File is the config file that was read, if any.
 	File   string
 	Source map[string]string
@@ -43,8 +50,28 @@ type clientConfig struct {
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
 	url, token, project, config string
-	json                        bool
+	// retries is --retries as given ("" when not), read by loadConfig
+	// with the other sources.
+	retries string
+	json    bool
 }
+
+// retriesFlag is --retries: kept as given, so that loadConfig can tell
+// "not given" from 0 and refuse a bad count naming its source.
+type retriesFlag struct{ s *string }
+
+func (f retriesFlag) String() string     { return *f.s }
+func (f retriesFlag) Set(v string) error { *f.s = v; return nil }
+func (retriesFlag) Type() string         { return "int" }
+
+// DefaultRetries is how many times a client command tries a request
+// again when nothing sets --retries: the API client's own policy.
+// MaxRetries bounds the setting: the client's retry budget ends the
+// retries well before (client.DefaultRetryFor).
+const (
+	DefaultRetries = client.DefaultAttempts - 1
+	MaxRetries     = 1000
+)
 
 // addClientFlags registers the connection flags and --json on cmd
 // (persistent, so subcommands inherit them).
@@ -54,7 +81,14 @@ func addClientFlags(cmd *cobra.Command, f *clientFlags) {
 	pf.StringVar(&f.token, "token", "", "API token (env WORKGRAPH_TOKEN)")
 	pf.StringVarP(&f.project, "project", "p", "", "project name (env WORKGRAPH_PROJECT; default \"default\")")
 	pf.StringVar(&f.config, "config", "", "config file (env WORKGRAPH_CONFIG; default ~/.config/workgraph/config.yaml or .json)")
+	addRetriesFlag(pf, &f.retries)
 	pf.BoolVar(&f.json, "json", false, "print JSON instead of tables")
+}
+
+// addRetriesFlag registers --retries on fs, kept as given in *p.
+func addRetriesFlag(fs *pflag.FlagSet, p *string) {
+	fs.Var(retriesFlag{p}, "retries", fmt.Sprintf("times a request is tried again while the server is unreachable, unavailable or rate limiting, "+
+		"within %s of backoff (env WORKGRAPH_RETRIES; default %d; 0: never)", client.DefaultRetryFor, DefaultRetries))
 }
 
 // getenv is the environment lookup used by config loading (tests replace
@@ -106,6 +140,12 @@ func loadConfig(f clientFlags, env getenv) (*clientConfig, error) {
 	cfg.Token = pick("token", f.token, "WORKGRAPH_TOKEN", file.Token, "")
 	cfg.Project = pick("project", f.project, "WORKGRAPH_PROJECT", file.Project, "default")
 	cfg.Worker = pick("worker", "", "WORKGRAPH_WORKER", file.Worker, defaultWorker())
+	retries := pick("retries", f.retries, "WORKGRAPH_RETRIES", file.Retries, strconv.Itoa(DefaultRetries))
+	n, err := strconv.Atoi(retries)
+	if err != nil || n < 0 || n > MaxRetries {
+		return nil, fmt.Errorf("%s: %q is not a whole number of retries from 0 to %d", cfg.Source["retries"], retries, MaxRetries)
+	}
+	cfg.Retries = n
 	return cfg, nil
 }
 
@@ -156,7 +196,7 @@ func parseConfigFile(path string, data []byte) (fileConfig, error) {
 	return fc, nil
 }
 
-const knownSettings = "known settings: url, token, project, worker"
+const knownSettings = "known settings: url, token, project, worker, retries"
 
 // unknownSettingRE reads the YAML decoder's refusal of an unknown field.
 var unknownSettingRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type \S+$`)
@@ -172,8 +212,9 @@ func defaultWorker() string {
 }
 
 // newClient builds the API client of cfg, with stdio's client options
-// last. Its retries (the server or its database unavailable, the server
-// unreachable) are told on stdio.Err.
+// last. It tries a request again cfg.Retries times at most (the server or
+// its database unavailable, the server unreachable or rate limiting), and
+// tells each retry on stdio.Err.
 func (cfg *clientConfig) newClient(stdio IO) (*client.Client, error) {
 	stderr := stdio.Err
 	if cfg.Token == "" {
@@ -192,7 +233,7 @@ func (cfg *clientConfig) newClient(stdio IO) (*client.Client, error) {
 		fmt.Fprintf(stderr, "workgraph: %s %s: %v; retrying in %s\n", r.Method, r.Path, r.Err, wait)
 	}
 	opts := append([]client.Option{client.WithUserAgent("workgraph-cli"), client.WithRetryNotify(notify),
-		client.WithAbsentServerBudget(absentServerBudget)}, stdio.clientOptions...)
+		client.WithRetries(cfg.Retries + 1), client.WithAbsentServerBudget(absentServerBudget)}, stdio.clientOptions...)
 	c, err := client.New(cfg.URL, cfg.Token, opts...)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}

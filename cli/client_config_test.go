@@ -101,6 +101,62 @@ func TestLoadConfig(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("OKRetries", func(t *testing.T) {
+		t.Parallel()
+		// Each source in turn: the default (the client's ten attempts, so
+		// nine retries), the file, the environment over it, the flag over
+		// both.
+		p := filepath.Join(t.TempDir(), "retries.yaml")
+		if err := os.WriteFile(p, []byte("retries: 4\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			flags  clientFlags
+			env    map[string]string
+			want   int
+			source string
+		}{
+			{clientFlags{}, map[string]string{"HOME": t.TempDir()}, client.DefaultAttempts - 1, "default"},
+			{clientFlags{config: p}, nil, 4, "file " + p},
+			{clientFlags{config: p}, map[string]string{"WORKGRAPH_RETRIES": "0"}, 0, "env WORKGRAPH_RETRIES"},
+			{clientFlags{config: p, retries: "2"}, map[string]string{"WORKGRAPH_RETRIES": "0"}, 2, "flag --retries"},
+		} {
+			cfg, err := loadConfig(c.flags, envOf(c.env))
+			if err != nil {
+				t.Fatalf("%+v %v: %v", c.flags, c.env, err)
+			}
+			if cfg.Retries != c.want || cfg.Source["retries"] != c.source {
+				t.Errorf("%+v %v: retries %d from %q, want %d from %q", c.flags, c.env, cfg.Retries, cfg.Source["retries"], c.want, c.source)
+			}
+		}
+	})
+	t.Run("ErrRetries", func(t *testing.T) {
+		t.Parallel()
+		// A count that is not a whole number from 0 to MaxRetries is
+		// refused, naming where it came from, instead of falling back to a
+		// default (or, past the largest int, wrapping round to none).
+		p := filepath.Join(t.TempDir(), "retries.yaml")
+		if err := os.WriteFile(p, []byte("retries: lots\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			flags clientFlags
+			env   map[string]string
+			want  string
+		}{
+			{clientFlags{retries: "-1"}, nil, `flag --retries: "-1" is not`},
+			{clientFlags{retries: "1.5"}, nil, `flag --retries: "1.5" is not`},
+			{clientFlags{retries: "1001"}, nil, `flag --retries: "1001" is not`},
+			{clientFlags{retries: "9223372036854775807"}, nil, `flag --retries: "9223372036854775807" is not`},
+			{clientFlags{}, map[string]string{"HOME": t.TempDir(), "WORKGRAPH_RETRIES": "three"}, `env WORKGRAPH_RETRIES: "three" is not`},
+			{clientFlags{config: p}, nil, `file ` + p + `: "lots" is not`},
+		} {
+			_, err := loadConfig(c.flags, envOf(c.env))
+			if err == nil || !strings.Contains(err.Error(), "retries") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%+v %v: err = %v, want it to contain %q", c.flags, c.env, err, c.want)
+			}
+		}
+	})
 	t.Run("ErrMissingExplicitFile", func(t *testing.T) {
 		t.Parallel()
 		_, err := loadConfig(clientFlags{config: filepath.Join(home, "nope.yaml")}, envOf(map[string]string{"HOME": home}))
@@ -374,6 +430,73 @@ func TestMainExitCodes(t *testing.T) {
 		}
 		if strings.Contains(msg, "client:") || strings.Contains(msg, `Get "`) || strings.Contains(msg, "/v1/") {
 			t.Errorf("stderr repeats the request's internals:\n%s", msg)
+		}
+	})
+}
+
+// TestRetriesSetting: the retry count a person sets (--retries, the
+// WORKGRAPH_RETRIES environment variable or `retries:` in the config file)
+// is what the client does: a server that answers 503 gets the first
+// attempt and that many retries, each told on stderr, and the command then
+// gives up with the unavailable exit code; a bad count is a usage error
+// that sends nothing.
+func TestRetriesSetting(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) (*httptest.Server, *atomic.Int32) {
+		var n atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"code": "unavailable", "status": 503, "title": "Service Unavailable", "detail": "the database is down"}`)
+		}))
+		t.Cleanup(srv.Close)
+		return srv, &n
+	}
+	run := func(args ...string) (int, string) {
+		var out, errb strings.Builder
+		code := Main(args, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		return code, errb.String()
+	}
+	for _, c := range []struct {
+		name    string
+		args    func(t *testing.T) []string
+		retries int
+	}{
+		{"OKFlag", func(*testing.T) []string { return []string{"--retries", "2"} }, 2},
+		{"OKFlagNone", func(*testing.T) []string { return []string{"--retries", "0"} }, 0},
+		{"OKFile", func(t *testing.T) []string {
+			p := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(p, []byte("retries: 1\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--config", p}
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv, n := setup(t)
+			code, msg := run(append([]string{"items", "ls", "--url", srv.URL, "--token", "x"}, c.args(t)...)...)
+			if code != ExitUnavailable || !strings.Contains(msg, "the database is down") {
+				t.Fatalf("exit = %d, want %d (unavailable):\n%s", code, ExitUnavailable, msg)
+			}
+			if got := int(n.Load()); got != c.retries+1 {
+				t.Errorf("the server got %d requests, want %d (the first and %d retries)", got, c.retries+1, c.retries)
+			}
+			if got := strings.Count(msg, "retrying in"); got != c.retries {
+				t.Errorf("stderr tells %d retries, want %d:\n%s", got, c.retries, msg)
+			}
+		})
+	}
+	t.Run("ErrNegative", func(t *testing.T) {
+		t.Parallel()
+		srv, n := setup(t)
+		code, msg := run("items", "ls", "--url", srv.URL, "--token", "x", "--retries", "-3")
+		if code != ExitUsage || !strings.Contains(msg, "--retries") {
+			t.Fatalf("exit = %d, want %d naming --retries:\n%s", code, ExitUsage, msg)
+		}
+		if got := n.Load(); got != 0 {
+			t.Errorf("the server got %d requests after a refused setting", got)
 		}
 	})
 }

@@ -15,15 +15,20 @@ func newConfigCmd(stdio IO) *cobra.Command {
 		Use:   "config",
 		Short: "Show the client configuration in effect and where each value comes from",
 		Long: `Show the client configuration in effect. Each setting is taken from, in
-order: a flag (--url, --token, --project), the environment (WORKGRAPH_URL,
-WORKGRAPH_TOKEN, WORKGRAPH_PROJECT, WORKGRAPH_WORKER), the config file
+order: a flag (--url, --token, --project, --retries), the environment
+(WORKGRAPH_URL, WORKGRAPH_TOKEN, WORKGRAPH_PROJECT, WORKGRAPH_WORKER,
+WORKGRAPH_RETRIES), the config file
 (--config, WORKGRAPH_CONFIG, else ~/.config/workgraph/config.yaml or
 config.json), then the defaults. The file:
 
   url: http://127.0.0.1:8080
   token: wg_...
   project: default
-  worker: laptop-1`,
+  worker: laptop-1
+  retries: 9
+
+retries is how many times a request is tried again while the server is
+unreachable, unavailable or rate limiting (0: never).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(f, os.Getenv)
@@ -36,7 +41,7 @@ config.json), then the defaults. The file:
 			}
 			if f.json {
 				return printJSON(stdio.Out, map[string]any{
-					"url": cfg.URL, "project": cfg.Project, "worker": cfg.Worker, "token_set": cfg.Token != "",
+					"url": cfg.URL, "project": cfg.Project, "worker": cfg.Worker, "retries": cfg.Retries, "token_set": cfg.Token != "",
 					"file": cfg.File, "sources": cfg.Source,
 				})
 			}
@@ -46,6 +51,7 @@ config.json), then the defaults. The file:
 			fmt.Fprintf(t, "token\t%s\t%s\n", token, cfg.Source["token"])
 			fmt.Fprintf(t, "project\t%s\t%s\n", cfg.Project, cfg.Source["project"])
 			fmt.Fprintf(t, "worker\t%s\t%s\n", cfg.Worker, cfg.Source["worker"])
+			fmt.Fprintf(t, "retries\t%d\t%s\n", cfg.Retries, cfg.Source["retries"])
 			fmt.Fprintf(t, "config file\t%s\t\n", orDash(cfg.File))
 			return t.Flush()
 		},

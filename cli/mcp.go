@@ -57,6 +57,7 @@ its task.`,
 	f.StringVar(&o.conn.token, "token", "", "API token, role agent (env WORKGRAPH_TOKEN)")
 	f.StringVarP(&o.conn.project, "project", "p", "", "project name (env WORKGRAPH_PROJECT; default \"default\")")
 	f.StringVar(&o.conn.config, "config", "", "config file (env WORKGRAPH_CONFIG; default ~/.config/workgraph/config.yaml or .json)")
+	addRetriesFlag(f, &o.conn.retries)
 	f.StringVar(&o.worker, "worker", "", "worker label of the claims (env WORKGRAPH_WORKER; default mcp@<host>)")
 	f.IntVar(&o.leaseSeconds, "lease-seconds", 0, "lease TTL asked for on each claim (0: the server's default)")
 	f.StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8090) instead of stdio")

@@ -187,6 +187,7 @@ func TestMCPCommandRefusesFlags(t *testing.T) {
 		{[]string{"--http", ":0"}, "is not a loopback address"},
 		{[]string{"--http", "192.0.2.1:0"}, "is not a loopback address"},
 		{[]string{"--lease-seconds", "-5"}, "must not be negative"},
+		{[]string{"--retries", "-1"}, `"-1" is not a whole number of retries`},
 		{[]string{"--http", "127.0.0.1:0", "--session-timeout", "-1s"}, "must not be negative"},
 	} {
 		err, served, stderr := run(c.args...)

@@ -57,7 +57,7 @@ The command gets the item in its environment:
   WORKGRAPH_PROGRESS_FILE where it may write progress (sent with the next heartbeat)
   WORKGRAPH_ANSWERS_FILE  answers to non-blocking questions arrive here
   WORKGRAPH_STATE_DIR     the directory of those files
-  WORKGRAPH_URL, WORKGRAPH_TOKEN, WORKGRAPH_PROJECT, WORKGRAPH_WORKER
+  WORKGRAPH_URL, WORKGRAPH_TOKEN, WORKGRAPH_PROJECT, WORKGRAPH_WORKER, WORKGRAPH_RETRIES
   WORKGRAPH_FENCE         the lease's signed fence token (send it as the Workgraph-Fence header)
   WORKGRAPH_OPERATION_PREFIX  "<item id>/": start operation ids with it (Workgraph-Operation)
   WORKGRAPH_FENCE_KEYS_URL    where destinations fetch the key that checks the token

@@ -533,6 +533,7 @@ func (sv *supervisor) commandEnv(cl *client.Claim, dir string) []string {
 		"WORKGRAPH_TOKEN=" + cfg.Token,
 		"WORKGRAPH_PROJECT=" + cfg.Project,
 		"WORKGRAPH_WORKER=" + sv.opt.worker,
+		"WORKGRAPH_RETRIES=" + strconv.Itoa(cfg.Retries),
 		envItemID + "=" + cl.Item.ID,
 		envItemTitle + "=" + cl.Item.Title,
 		envItemBody + "=" + body,

@@ -55,12 +55,16 @@ func (s *Server) mount(ctx context.Context) error {
 		return err
 	}
 	// A rotation (`workgraph fence rotate`) reaches every replica within
-	// fencekey.RefreshInterval.
+	// Config.FenceKeyRefresh (fencekey.RefreshInterval by default).
+	refresh := s.cfg.FenceKeyRefresh
+	if refresh <= 0 {
+		refresh = fencekey.RefreshInterval
+	}
 	keysCtx, stopKeys := context.WithCancel(context.Background())
 	keysDone := make(chan struct{})
 	go func() {
 		defer close(keysDone)
-		startstop.Every(keysCtx, fencekey.RefreshInterval, false, func(ctx context.Context) {
+		startstop.Every(keysCtx, refresh, false, func(ctx context.Context) {
 			if err := signer.Refresh(ctx, s.pool); err != nil && ctx.Err() == nil {
 				s.log.Warn("fence keys: reading them again failed; signing with the keys read before", "err", err)
 			}

@@ -106,6 +106,10 @@ type Config struct {
 	// SweepInterval is how often expired leases are ended in the background
 	// (0: 10s). Claims also end the expired leases of their project.
 	SweepInterval time.Duration
+	// FenceKeyRefresh is how often the replica reads the fence keys again,
+	// so that a rotation (`workgraph fence rotate`) reaches it without a
+	// restart (0: fencekey.RefreshInterval).
+	FenceKeyRefresh time.Duration
 	// EventsRetention is how long events are kept before the retention
 	// service deletes them (0: events.DefaultRetention, 30 days; negative:
 	// forever; else at least events.MinRetention, a day).

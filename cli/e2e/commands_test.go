@@ -226,7 +226,7 @@ func TestConfigTypo(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.run(e.agentToken, nil, "items", "ls", "--config", path)
-	want := path + `:2: unknown setting "urll" (known settings: url, token, project, worker)`
+	want := path + `:2: unknown setting "urll" (known settings: url, token, project, worker, retries)`
 	if r.code == 0 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "cli.fileConfig") {
 		t.Fatalf("want %q\n%v", want, r)
 	}

@@ -206,10 +206,11 @@ func TestWorkBinaryReplaced(t *testing.T) {
 }
 
 // TestWorkReportsThroughAnOutage: the command finished, but the server is
-// unreachable for longer than the client's own retries last (about 20 s
-// at most): the supervisor keeps sending the completion until the lease
-// would run out, and the item is done once the server is back, instead of
-// the work being lost and done again after the lease expires.
+// unreachable for longer than the client's own retries last (reportRetries
+// of them here; about 20 s at most by default): the supervisor keeps
+// sending the completion until the lease would run out, and the item is
+// done once the server is back, instead of the work being lost and done
+// again after the lease expires.
 func TestWorkReportsThroughAnOutage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -224,18 +225,27 @@ func TestWorkReportsThroughAnOutage(t *testing.T) {
 	}
 }
 
+// reportRetries is the supervisor's WORKGRAPH_RETRIES in reportThroughCut:
+// few, so that the client's retries are spent in well under a second
+// rather than the default's 15 to 20 s, and more than one, so that they
+// are seen to happen.
+const reportRetries = 2
+
 // reportThroughCut runs `work` through link on the env's one item, with a
 // command that exits with exit once the test lets it; the link is cut
 // (cut(true)) from just before the command ends until the supervisor
-// says it tries its report again (the client's own retries, 10 attempts
-// with backoff capped at 5 s, spent), then mended. It fails the test when
-// the supervisor gives up meanwhile or does not finish after the mend, and
-// returns the ended supervisor and its standard error.
+// says it tries its report again (the client's own retries,
+// WORKGRAPH_RETRIES=reportRetries of them, told on stderr first, spent),
+// then mended. It fails the test when the client's retries are not told
+// before the supervisor's, when the supervisor gives up meanwhile, or when
+// it does not finish after the mend, and returns the ended supervisor and
+// its standard error.
 func reportThroughCut(t *testing.T, e *env, link *link, exit int, cut func(bool)) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	gate, started := filepath.Join(dir, "go"), filepath.Join(dir, "started")
-	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "GO=" + gate, "STARTED=" + started},
+	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=http://" + link.addr, "GO=" + gate, "STARTED=" + started,
+		fmt.Sprintf("WORKGRAPH_RETRIES=%d", reportRetries)},
 		"work", "--lease", "90s", "--", "sh", "-c",
 		fmt.Sprintf(`touch "$STARTED"; while [ ! -e "$GO" ]; do sleep 0.1; done; echo ended >&2; exit %d`, exit))
 	stderr := &lockedBuffer{}
@@ -271,6 +281,11 @@ func reportThroughCut(t *testing.T, e *env, link *link, exit int, cut func(bool)
 	case <-exited:
 		t.Fatalf("the supervisor gave up while the link was cut:\n%s", stderr.String())
 	default:
+	}
+	// The report's own retries came first, as many as set.
+	told, _, _ := strings.Cut(stderr.String(), "trying again until the lease runs out")
+	if _, afterEnd, ok := strings.Cut(told, "ended\n"); !ok || strings.Count(afterEnd, "retrying in") != reportRetries {
+		t.Fatalf("want %d retries of the report told before the supervisor tries again:\n%s", reportRetries, stderr.String())
 	}
 	cut(false)
 	select {

@@ -306,7 +306,7 @@ func TestRestartAfterCrash(t *testing.T) {
 	t.Parallel()
 	requireBins(t)
 	ctx := ctxTimeout(t, 3*time.Minute)
-	dir := testDataDir(t)
+	dir := clusterDir(t)
 	cfg := Config{DataDir: dir, Database: "workgraph", Logger: testLogger(t)}
 
 	c, err := Start(ctx, cfg)
@@ -362,7 +362,7 @@ func TestStalePIDRecycled(t *testing.T) {
 	t.Parallel()
 	requireBins(t)
 	ctx := ctxTimeout(t, 3*time.Minute)
-	dir := testDataDir(t)
+	dir := clusterDir(t)
 	cfg := Config{DataDir: dir, Fast: true, Logger: testLogger(t)}
 
 	c, err := Start(ctx, cfg)
@@ -411,7 +411,7 @@ func TestStartFailureIncludesServerLog(t *testing.T) {
 	t.Parallel()
 	requireBins(t)
 	ctx := ctxTimeout(t, 3*time.Minute)
-	dir := testDataDir(t)
+	dir := clusterDir(t)
 
 	_, err := Start(ctx, Config{DataDir: dir, Fast: true, Settings: map[string]string{"shared_buffers": "lots"}})
 	if err == nil {

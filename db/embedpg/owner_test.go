@@ -14,7 +14,7 @@ func TestOwn(t *testing.T) {
 	t.Run("ErrOwned", func(t *testing.T) {
 		t.Parallel()
 		ctx := ctxTimeout(t, 3*time.Minute)
-		dir := testDataDir(t)
+		dir := clusterDir(t)
 		c1, err := Start(ctx, Config{DataDir: dir, Fast: true, Own: true, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +78,7 @@ func TestOwn(t *testing.T) {
 	t.Run("OKAdoptLeftover", func(t *testing.T) {
 		t.Parallel()
 		ctx := ctxTimeout(t, 3*time.Minute)
-		dir := testDataDir(t)
+		dir := clusterDir(t)
 		left, err := Start(ctx, Config{DataDir: dir, Fast: true})
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +104,7 @@ func TestOwn(t *testing.T) {
 	t.Run("OKRestartIncompatibleLeftover", func(t *testing.T) {
 		t.Parallel()
 		ctx := ctxTimeout(t, 3*time.Minute)
-		dir := testDataDir(t)
+		dir := clusterDir(t)
 		left, err := Start(ctx, Config{DataDir: dir, Fast: true})
 		if err != nil {
 			t.Fatal(err)
@@ -134,6 +134,7 @@ func TestOwn(t *testing.T) {
 		if stopped, err := StopLeftover(ctx, Config{DataDir: dir}, false); err != nil || stopped {
 			t.Fatalf("StopLeftover of an empty folder = %v, %v", stopped, err)
 		}
+		copyTemplate(t, dir)
 		left, err := Start(ctx, Config{DataDir: dir, Fast: true})
 		if err != nil {
 			t.Fatal(err)
