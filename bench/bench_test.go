@@ -46,7 +46,10 @@ func runSmoke(t *testing.T) *smokeRun {
 	r.cfg.PgBouncer = err == nil
 	r.cfg.DatabaseURL = dbtest.URL(t)
 	r.cfg.Out = filepath.Join(t.TempDir(), "latest.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A guard against a hung run, not a speed check: alone the smoke run
+	// takes about a minute, but on a loaded CI machine (the fault run and
+	// the other packages beside it) it took over two.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if r.rep, r.err = run(ctx, r.cfg, &r.out, &r.log); r.err != nil {
 		return r

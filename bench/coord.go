@@ -320,7 +320,11 @@ func runW24(ctx context.Context, e *env) error {
 	if err := loadReady(ctx, e.pool, fleet, 1000, 0); err != nil {
 		return err
 	}
-	if err := copyItems(ctx, e.pool, fleet, otherItems, func(i int, r *itemRow) {
+	other := otherItems
+	if e.cfg.Smoke {
+		other = min(other, 50)
+	}
+	if err := copyItems(ctx, e.pool, fleet, other, func(i int, r *itemRow) {
 		r.id, r.priority, r.requires = uuid.New(), 0, []string{otherCapability}
 	}); err != nil {
 		return err

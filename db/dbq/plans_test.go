@@ -191,7 +191,7 @@ func TestGraphJoinsDoNotTrustStaleProjectStatistics(t *testing.T) {
 			return count(q.DependentRefs(ctx, tx, dbq.DependentRefsParams{ProjectID: project, ID: mid}))
 		}},
 		{"ClosedNonBlockingForLease", 1, func(tx pgx.Tx) (int, error) {
-			return count(q.ClosedNonBlockingForLease(ctx, tx, dbq.ClosedNonBlockingForLeaseParams{ProjectID: project, LeaseID: &leaseID}))
+			return count(q.ClosedNonBlockingForLease(ctx, tx, dbq.ClosedNonBlockingForLeaseParams{ProjectID: project, LeaseID: &leaseID, MaxRows: 21}))
 		}},
 		{"ListAttention", 1, func(tx pgx.Tx) (int, error) {
 			return count(q.ListAttention(ctx, tx, dbq.ListAttentionParams{ProjectID: project, State: &open, MaxRows: 50}))
