@@ -68,21 +68,53 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 		st := string(*f.State)
 		state = &st
 	}
-	rows, err := dbq.New().ListAttention(ctx, s.exec, dbq.ListAttentionParams{
-		ProjectID: project, AfterSeq: after, State: state, ItemID: f.ItemID, MaxRows: int32(limit + 1),
+	rows, err := s.readChunks(ctx, limit, after, func(ctx context.Context, tx dbq.DBTX, after int64, n int32) ([]Request, error) {
+		rows, err := dbq.New().ListAttention(ctx, tx, dbq.ListAttentionParams{
+			ProjectID: project, AfterSeq: after, State: state, ItemID: f.ItemID, MaxRows: n,
+		})
+		out := make([]Request, len(rows))
+		for i, r := range rows {
+			out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+		}
+		return out, err
 	})
 	if err != nil {
-		return Page{}, db.Translate(err)
+		return Page{}, err
 	}
-	rows, next := page.Cut("attention", rows, limit, func(r dbq.ListAttentionRow) int64 { return r.AttentionRequest.Seq })
-	out := Page{Requests: make([]Request, len(rows)), NextCursor: next}
-	for i, r := range rows {
-		out.Requests[i] = fromRow(r.AttentionRequest, r.ItemTitle)
-	}
+	return cutPage("attention", rows, limit), nil
+}
+
+// readChunks reads the requests of a page of at most limit in chunks
+// (page.Read: limit+1 rows, fewer once the byte budget is spent), each
+// chunk the at most n requests read(after) returns after (or, in a
+// descending list, before) from, the first from the page's start, the
+// next from the last request read; all in one snapshot (a repeatable-read
+// transaction of their own, or the executor's when it is one).
+func (s *Service) readChunks(ctx context.Context, limit int, from int64, read func(ctx context.Context, tx dbq.DBTX, from int64, n int32) ([]Request, error)) ([]Request, error) {
+	var rows []Request
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		var err error
+		rows, err = page.Read(limit, func(last *Request, n int) ([]Request, error) {
+			if last != nil {
+				from = last.Seq
+			}
+			return read(ctx, tx, from, int32(n))
+		}, Request.Size)
+		return err
+	})
+	return rows, db.Translate(err)
+}
+
+// cutPage is the page of an ascending list named list of at most limit
+// requests, from rows that readChunks read: limit+1 rows, or fewer when
+// the list ended or the budget was spent.
+func cutPage(list string, rows []Request, limit int) Page {
+	rows, next := page.Cut(list, rows, limit, func(r Request) int64 { return r.Seq })
+	out := Page{Requests: rows, NextCursor: next}
 	if n := page.Fit(len(out.Requests), func(i int) int { return out.Requests[i].Size() }); n < len(out.Requests) {
-		out.Requests, out.NextCursor = out.Requests[:n], page.Encode("attention", out.Requests[n-1].Seq)
+		out.Requests, out.NextCursor = out.Requests[:n], page.Encode(list, out.Requests[n-1].Seq)
 	}
-	return out, nil
+	return out
 }
 
 // InboxKey is a place in the inbox's order (Inbox): the overdue open
@@ -210,21 +242,20 @@ func (s *Service) ForItem(ctx context.Context, project, itemID uuid.UUID, cursor
 	if err != nil {
 		return Page{}, err
 	}
-	rows, err := dbq.New().AttentionForItem(ctx, s.exec, dbq.AttentionForItemParams{
-		ProjectID: project, ItemID: itemID, AfterSeq: after, MaxRows: int32(limit + 1),
+	rows, err := s.readChunks(ctx, limit, after, func(ctx context.Context, tx dbq.DBTX, after int64, n int32) ([]Request, error) {
+		rows, err := dbq.New().AttentionForItem(ctx, tx, dbq.AttentionForItemParams{
+			ProjectID: project, ItemID: itemID, AfterSeq: after, MaxRows: n,
+		})
+		out := make([]Request, len(rows))
+		for i, r := range rows {
+			out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+		}
+		return out, err
 	})
 	if err != nil {
-		return Page{}, db.Translate(err)
+		return Page{}, err
 	}
-	rows, next := page.Cut(itemList, rows, limit, func(r dbq.AttentionForItemRow) int64 { return r.AttentionRequest.Seq })
-	out := Page{Requests: make([]Request, len(rows)), NextCursor: next}
-	for i, r := range rows {
-		out.Requests[i] = fromRow(r.AttentionRequest, r.ItemTitle)
-	}
-	if n := page.Fit(len(out.Requests), func(i int) int { return out.Requests[i].Size() }); n < len(out.Requests) {
-		out.Requests, out.NextCursor = out.Requests[:n], page.Encode(itemList, out.Requests[n-1].Seq)
-	}
-	return out, nil
+	return cutPage(itemList, rows, limit), nil
 }
 
 // History is a page of an item's attention history, newest pages first:
@@ -261,17 +292,21 @@ func (s *Service) Latest(ctx context.Context, project, itemID uuid.UUID, cursor 
 	if before == 0 {
 		before = math.MaxInt64
 	}
-	rows, err := dbq.New().AttentionForItemBefore(ctx, s.exec, dbq.AttentionForItemBeforeParams{
-		ProjectID: project, ItemID: itemID, BeforeSeq: before, MaxRows: int32(limit + 1),
+	rows, err := s.readChunks(ctx, limit, before, func(ctx context.Context, tx dbq.DBTX, before int64, n int32) ([]Request, error) {
+		rows, err := dbq.New().AttentionForItemBefore(ctx, tx, dbq.AttentionForItemBeforeParams{
+			ProjectID: project, ItemID: itemID, BeforeSeq: before, MaxRows: n,
+		})
+		out := make([]Request, len(rows))
+		for i, r := range rows {
+			out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+		}
+		return out, err
 	})
 	if err != nil {
-		return History{}, db.Translate(err)
+		return History{}, err
 	}
 	more := len(rows) > limit
-	newest := make([]Request, min(len(rows), limit))
-	for i := range newest {
-		newest[i] = fromRow(rows[i].AttentionRequest, rows[i].ItemTitle)
-	}
+	newest := rows[:min(len(rows), limit)]
 	if n := page.Fit(len(newest), func(i int) int { return newest[i].Size() }); n < len(newest) {
 		newest, more = newest[:n], true
 	}
