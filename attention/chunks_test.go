@@ -137,3 +137,101 @@ func TestListMemoryIsBoundedByTheBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestInboxChunkedPagesAreExact: the inbox read in chunks (page.Read) by
+// keys (its overdue requests first, then the others, each oldest first),
+// its pages of up to limit requests, or fewer when those read overran the
+// byte budget (every 23rd request has a 900 KiB context; the page then
+// ends before the request that overran it, as the web inbox's does),
+// gives every open request exactly once, in order.
+func TestInboxChunkedPagesAreExact(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a := f.item(t, "a")
+	const n = 120
+	var overdue, waiting []uuid.UUID
+	for i := range n {
+		in := ask(fmt.Sprintf("q%03d", i), false)
+		if i%23 == 5 {
+			in.Context = bigContext(900 << 10)
+		}
+		r := f.mustOpen(t, a, in)
+		if i%4 == 1 {
+			if _, err := f.conn.Exec(f.ctx, `UPDATE attention_requests SET overdue_at = now() WHERE id = $1`, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			overdue = append(overdue, r.ID)
+		} else {
+			waiting = append(waiting, r.ID)
+		}
+	}
+	want := append(overdue, waiting...)
+	for _, limit := range []int{7, page.FirstChunk, 51, page.Max} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			var got []uuid.UUID
+			var after *attention.InboxKey
+			for pages := 0; ; pages++ {
+				if pages > 1000 {
+					t.Fatal("no last page")
+				}
+				rs, err := f.svc.Inbox(f.ctx, f.project, after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rs) == 0 {
+					break
+				}
+				// The page: the requests within the budget (at least
+				// one), as a page of the inbox shows them.
+				shown := rs[:page.Fit(len(rs), func(i int) int { return rs[i].Size() })]
+				for _, r := range shown {
+					got = append(got, r.ID)
+				}
+				k := shown[len(shown)-1].Key()
+				after = &k
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%d requests across the pages, not the %d open, each once, in order", len(got), len(want))
+			}
+		})
+	}
+}
+
+// TestInboxMemoryIsBoundedByTheBudget measures what one read of the inbox
+// (as the web inbox asks it: 51 requests) allocates over requests of a
+// 2 MiB context: the inbox reads in chunks (page.Read) until the budget
+// is spent, so it allocates about a chunk of rows, not the 51 it read when
+// the read was bounded by rows alone.
+//
+// Not parallel: runtime.MemStats counts the whole process, and a test
+// that is not parallel runs alone.
+func TestInboxMemoryIsBoundedByTheBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 120 MiB of requests")
+	}
+	f := setup(t)
+	a := f.item(t, "a")
+	const n, limit = 60, 51
+	for i := range n {
+		in := ask(fmt.Sprintf("q%02d", i), false)
+		in.Context = bigContext(2 << 20)
+		f.mustOpen(t, a, in)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rs, err := f.svc.Inbox(f.ctx, f.project, nil, limit)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("limit %d: %d requests read, %.1f MiB allocated", limit, len(rs), float64(alloc)/(1<<20))
+	if fit := page.Fit(len(rs), func(i int) int { return rs[i].Size() }); fit != 1 {
+		t.Fatalf("%d requests within the budget, want 1 of 2 MiB", fit)
+	}
+	const bound = 64 << 20
+	if alloc > bound {
+		t.Errorf("one read allocated %.1f MiB, over %d MiB: the read is not bounded by the budget", float64(alloc)/(1<<20), bound>>20)
+	}
+}

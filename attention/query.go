@@ -168,8 +168,11 @@ func (r Request) Key() InboxKey { return InboxKey{Overdue: r.Overdue(), Seq: r.S
 // project's open requests in the inbox's order, after the key after (nil:
 // from the start): the overdue ones (past their deadline, as the deadline
 // sweeper marked them) oldest first, then the others oldest first. The
-// two parts are read in one snapshot, so a request marked overdue
-// meanwhile is neither shown twice nor left out.
+// requests are read in chunks (page.Read), and no more once those read
+// overrun page.MaxBytes (then fewer than limit come back, the last one
+// past the budget: a page cut at the budget ends before it). All is read
+// in one snapshot, so a request marked overdue meanwhile is neither shown
+// twice nor left out.
 //
 // Errors: invalid_argument (limit).
 func (s *Service) Inbox(ctx context.Context, project uuid.UUID, after *InboxKey, limit int) ([]Request, error) {
@@ -179,46 +182,62 @@ func (s *Service) Inbox(ctx context.Context, project uuid.UUID, after *InboxKey,
 	}
 	var out []Request
 	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
-		out = nil
-		for _, overdue := range []bool{true, false} {
-			var from int64
-			switch {
-			case after == nil:
-			case after.Overdue && !overdue:
-			case after.Overdue != overdue:
-				continue // the overdue part lies before the key
-			default:
-				from = after.Seq
+		// page.Read's limit+1 rows are limit here: Inbox's caller asks
+		// for the one more it needs.
+		out, err = page.Read(limit-1, func(last *Request, n int) ([]Request, error) {
+			from := after
+			if last != nil {
+				k := last.Key()
+				from = &k
 			}
-			q, max := dbq.New(), int32(limit-len(out))
-			if overdue {
-				rows, err := q.ListInboxOverdueAttention(ctx, tx, dbq.ListInboxOverdueAttentionParams{
-					ProjectID: project, AfterSeq: from, MaxRows: max,
-				})
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
-				}
-			} else {
-				rows, err := q.ListInboxWaitingAttention(ctx, tx, dbq.ListInboxWaitingAttentionParams{
-					ProjectID: project, AfterSeq: from, MaxRows: max,
-				})
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
-				}
-			}
-			if len(out) == limit {
-				break
-			}
-		}
-		return nil
+			return inboxChunk(ctx, tx, project, from, n)
+		}, Request.Size)
+		return err
 	})
 	return out, db.Translate(err)
+}
+
+// inboxChunk reads up to n of the project's open requests in the inbox's
+// order after the key after (nil: from the start).
+func inboxChunk(ctx context.Context, tx dbq.DBTX, project uuid.UUID, after *InboxKey, n int) ([]Request, error) {
+	var out []Request
+	for _, overdue := range []bool{true, false} {
+		var from int64
+		switch {
+		case after == nil:
+		case after.Overdue && !overdue:
+		case after.Overdue != overdue:
+			continue // the overdue part lies before the key
+		default:
+			from = after.Seq
+		}
+		q, max := dbq.New(), int32(n-len(out))
+		if overdue {
+			rows, err := q.ListInboxOverdueAttention(ctx, tx, dbq.ListInboxOverdueAttentionParams{
+				ProjectID: project, AfterSeq: from, MaxRows: max,
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rows {
+				out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+			}
+		} else {
+			rows, err := q.ListInboxWaitingAttention(ctx, tx, dbq.ListInboxWaitingAttentionParams{
+				ProjectID: project, AfterSeq: from, MaxRows: max,
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rows {
+				out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+			}
+		}
+		if len(out) == n {
+			break
+		}
+	}
+	return out, nil
 }
 
 // itemList names the cursors of ForItem. It is the project's list
