@@ -68,21 +68,53 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 		st := string(*f.State)
 		state = &st
 	}
-	rows, err := dbq.New().ListAttention(ctx, s.exec, dbq.ListAttentionParams{
-		ProjectID: project, AfterSeq: after, State: state, ItemID: f.ItemID, MaxRows: int32(limit + 1),
+	rows, err := s.readChunks(ctx, limit, after, func(ctx context.Context, tx dbq.DBTX, after int64, n int32) ([]Request, error) {
+		rows, err := dbq.New().ListAttention(ctx, tx, dbq.ListAttentionParams{
+			ProjectID: project, AfterSeq: after, State: state, ItemID: f.ItemID, MaxRows: n,
+		})
+		out := make([]Request, len(rows))
+		for i, r := range rows {
+			out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+		}
+		return out, err
 	})
 	if err != nil {
-		return Page{}, db.Translate(err)
+		return Page{}, err
 	}
-	rows, next := page.Cut("attention", rows, limit, func(r dbq.ListAttentionRow) int64 { return r.AttentionRequest.Seq })
-	out := Page{Requests: make([]Request, len(rows)), NextCursor: next}
-	for i, r := range rows {
-		out.Requests[i] = fromRow(r.AttentionRequest, r.ItemTitle)
-	}
+	return cutPage("attention", rows, limit), nil
+}
+
+// readChunks reads the requests of a page of at most limit in chunks
+// (page.Read: limit+1 rows, fewer once the byte budget is spent), each
+// chunk the at most n requests read(after) returns after (or, in a
+// descending list, before) from, the first from the page's start, the
+// next from the last request read; all in one snapshot (a repeatable-read
+// transaction of their own, or the executor's when it is one).
+func (s *Service) readChunks(ctx context.Context, limit int, from int64, read func(ctx context.Context, tx dbq.DBTX, from int64, n int32) ([]Request, error)) ([]Request, error) {
+	var rows []Request
+	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		var err error
+		rows, err = page.Read(limit, func(last *Request, n int) ([]Request, error) {
+			if last != nil {
+				from = last.Seq
+			}
+			return read(ctx, tx, from, int32(n))
+		}, Request.Size)
+		return err
+	})
+	return rows, db.Translate(err)
+}
+
+// cutPage is the page of an ascending list named list of at most limit
+// requests, from rows that readChunks read: limit+1 rows, or fewer when
+// the list ended or the budget was spent.
+func cutPage(list string, rows []Request, limit int) Page {
+	rows, next := page.Cut(list, rows, limit, func(r Request) int64 { return r.Seq })
+	out := Page{Requests: rows, NextCursor: next}
 	if n := page.Fit(len(out.Requests), func(i int) int { return out.Requests[i].Size() }); n < len(out.Requests) {
-		out.Requests, out.NextCursor = out.Requests[:n], page.Encode("attention", out.Requests[n-1].Seq)
+		out.Requests, out.NextCursor = out.Requests[:n], page.Encode(list, out.Requests[n-1].Seq)
 	}
-	return out, nil
+	return out
 }
 
 // InboxKey is a place in the inbox's order (Inbox): the overdue open
@@ -136,8 +168,11 @@ func (r Request) Key() InboxKey { return InboxKey{Overdue: r.Overdue(), Seq: r.S
 // project's open requests in the inbox's order, after the key after (nil:
 // from the start): the overdue ones (past their deadline, as the deadline
 // sweeper marked them) oldest first, then the others oldest first. The
-// two parts are read in one snapshot, so a request marked overdue
-// meanwhile is neither shown twice nor left out.
+// requests are read in chunks (page.Read), and no more once those read
+// overrun page.MaxBytes (then fewer than limit come back, the last one
+// past the budget: a page cut at the budget ends before it). All is read
+// in one snapshot, so a request marked overdue meanwhile is neither shown
+// twice nor left out.
 //
 // Errors: invalid_argument (limit).
 func (s *Service) Inbox(ctx context.Context, project uuid.UUID, after *InboxKey, limit int) ([]Request, error) {
@@ -147,46 +182,62 @@ func (s *Service) Inbox(ctx context.Context, project uuid.UUID, after *InboxKey,
 	}
 	var out []Request
 	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
-		out = nil
-		for _, overdue := range []bool{true, false} {
-			var from int64
-			switch {
-			case after == nil:
-			case after.Overdue && !overdue:
-			case after.Overdue != overdue:
-				continue // the overdue part lies before the key
-			default:
-				from = after.Seq
+		// page.Read's limit+1 rows are limit here: Inbox's caller asks
+		// for the one more it needs.
+		out, err = page.Read(limit-1, func(last *Request, n int) ([]Request, error) {
+			from := after
+			if last != nil {
+				k := last.Key()
+				from = &k
 			}
-			q, max := dbq.New(), int32(limit-len(out))
-			if overdue {
-				rows, err := q.ListInboxOverdueAttention(ctx, tx, dbq.ListInboxOverdueAttentionParams{
-					ProjectID: project, AfterSeq: from, MaxRows: max,
-				})
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
-				}
-			} else {
-				rows, err := q.ListInboxWaitingAttention(ctx, tx, dbq.ListInboxWaitingAttentionParams{
-					ProjectID: project, AfterSeq: from, MaxRows: max,
-				})
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
-				}
-			}
-			if len(out) == limit {
-				break
-			}
-		}
-		return nil
+			return inboxChunk(ctx, tx, project, from, n)
+		}, Request.Size)
+		return err
 	})
 	return out, db.Translate(err)
+}
+
+// inboxChunk reads up to n of the project's open requests in the inbox's
+// order after the key after (nil: from the start).
+func inboxChunk(ctx context.Context, tx dbq.DBTX, project uuid.UUID, after *InboxKey, n int) ([]Request, error) {
+	var out []Request
+	for _, overdue := range []bool{true, false} {
+		var from int64
+		switch {
+		case after == nil:
+		case after.Overdue && !overdue:
+		case after.Overdue != overdue:
+			continue // the overdue part lies before the key
+		default:
+			from = after.Seq
+		}
+		q, max := dbq.New(), int32(n-len(out))
+		if overdue {
+			rows, err := q.ListInboxOverdueAttention(ctx, tx, dbq.ListInboxOverdueAttentionParams{
+				ProjectID: project, AfterSeq: from, MaxRows: max,
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rows {
+				out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+			}
+		} else {
+			rows, err := q.ListInboxWaitingAttention(ctx, tx, dbq.ListInboxWaitingAttentionParams{
+				ProjectID: project, AfterSeq: from, MaxRows: max,
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rows {
+				out = append(out, fromRow(r.AttentionRequest, r.ItemTitle))
+			}
+		}
+		if len(out) == n {
+			break
+		}
+	}
+	return out, nil
 }
 
 // itemList names the cursors of ForItem. It is the project's list
@@ -210,21 +261,20 @@ func (s *Service) ForItem(ctx context.Context, project, itemID uuid.UUID, cursor
 	if err != nil {
 		return Page{}, err
 	}
-	rows, err := dbq.New().AttentionForItem(ctx, s.exec, dbq.AttentionForItemParams{
-		ProjectID: project, ItemID: itemID, AfterSeq: after, MaxRows: int32(limit + 1),
+	rows, err := s.readChunks(ctx, limit, after, func(ctx context.Context, tx dbq.DBTX, after int64, n int32) ([]Request, error) {
+		rows, err := dbq.New().AttentionForItem(ctx, tx, dbq.AttentionForItemParams{
+			ProjectID: project, ItemID: itemID, AfterSeq: after, MaxRows: n,
+		})
+		out := make([]Request, len(rows))
+		for i, r := range rows {
+			out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+		}
+		return out, err
 	})
 	if err != nil {
-		return Page{}, db.Translate(err)
+		return Page{}, err
 	}
-	rows, next := page.Cut(itemList, rows, limit, func(r dbq.AttentionForItemRow) int64 { return r.AttentionRequest.Seq })
-	out := Page{Requests: make([]Request, len(rows)), NextCursor: next}
-	for i, r := range rows {
-		out.Requests[i] = fromRow(r.AttentionRequest, r.ItemTitle)
-	}
-	if n := page.Fit(len(out.Requests), func(i int) int { return out.Requests[i].Size() }); n < len(out.Requests) {
-		out.Requests, out.NextCursor = out.Requests[:n], page.Encode(itemList, out.Requests[n-1].Seq)
-	}
-	return out, nil
+	return cutPage(itemList, rows, limit), nil
 }
 
 // History is a page of an item's attention history, newest pages first:
@@ -261,17 +311,21 @@ func (s *Service) Latest(ctx context.Context, project, itemID uuid.UUID, cursor 
 	if before == 0 {
 		before = math.MaxInt64
 	}
-	rows, err := dbq.New().AttentionForItemBefore(ctx, s.exec, dbq.AttentionForItemBeforeParams{
-		ProjectID: project, ItemID: itemID, BeforeSeq: before, MaxRows: int32(limit + 1),
+	rows, err := s.readChunks(ctx, limit, before, func(ctx context.Context, tx dbq.DBTX, before int64, n int32) ([]Request, error) {
+		rows, err := dbq.New().AttentionForItemBefore(ctx, tx, dbq.AttentionForItemBeforeParams{
+			ProjectID: project, ItemID: itemID, BeforeSeq: before, MaxRows: n,
+		})
+		out := make([]Request, len(rows))
+		for i, r := range rows {
+			out[i] = fromRow(r.AttentionRequest, r.ItemTitle)
+		}
+		return out, err
 	})
 	if err != nil {
-		return History{}, db.Translate(err)
+		return History{}, err
 	}
 	more := len(rows) > limit
-	newest := make([]Request, min(len(rows), limit))
-	for i := range newest {
-		newest[i] = fromRow(rows[i].AttentionRequest, rows[i].ItemTitle)
-	}
+	newest := rows[:min(len(rows), limit)]
 	if n := page.Fit(len(newest), func(i int) int { return newest[i].Size() }); n < len(newest) {
 		newest, more = newest[:n], true
 	}

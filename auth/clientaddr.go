@@ -9,14 +9,17 @@ import (
 	"strings"
 )
 
-// Proxies are the reverse proxies whose X-Forwarded-For header the server
-// believes: a request whose connection comes from one of them is counted
-// (auth.Throttle) and logged under the client address the header names.
-// The zero value trusts no one: every request is its connection's peer.
+// Proxies are the reverse proxies whose X-Forwarded-For and
+// X-Forwarded-Proto headers the server believes: a request whose
+// connection comes from one of them is counted (auth.Throttle) and logged
+// under the client address X-Forwarded-For names, and its cookies are
+// Secure when X-Forwarded-Proto says https (Secure). The zero value trusts
+// no one: every request is its connection's peer, and over TLS exactly
+// when its connection is.
 //
-// Only X-Forwarded-For is read. Forwarded (RFC 7239) and X-Real-Ip are
-// ignored, even from a trusted proxy: a proxy that sends only those is
-// one whose clients all share its address.
+// Only X-Forwarded-For and X-Forwarded-Proto are read. Forwarded (RFC
+// 7239) and X-Real-Ip are ignored, even from a trusted proxy: a proxy that
+// sends only those is one whose clients all share its address.
 type Proxies struct {
 	prefixes []netip.Prefix
 }
@@ -168,11 +171,21 @@ func forwardedAddr(entry string) netip.Addr {
 
 type clientKey struct{}
 
+// client is what WithClient records of a request: its client address, and
+// whether its connection's peer is a trusted proxy.
+type client struct {
+	addr     netip.Addr
+	viaProxy bool
+}
+
 // WithClient returns r with its client address (Proxies.Client) recorded
-// in its context, where ClientIP and ClientAddr read it. The server
-// records it once for every request, before any handler.
+// in its context, where ClientIP and ClientAddr read it, and whether its
+// peer is a trusted proxy, which Secure reads. The server records it once
+// for every request, before any handler.
 func WithClient(r *http.Request, p Proxies) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), clientKey{}, p.Client(r)))
+	peer := peerAddr(r.RemoteAddr)
+	c := client{addr: p.Client(r), viaProxy: peer.IsValid() && p.trusts(peer)}
+	return r.WithContext(context.WithValue(r.Context(), clientKey{}, c))
 }
 
 // ClientIP is the address of the client that sent r as WithClient
@@ -180,10 +193,23 @@ func WithClient(r *http.Request, p Proxies) *http.Request {
 // are never believed then). The invalid Addr when that is not an IP
 // address.
 func ClientIP(r *http.Request) netip.Addr {
-	if addr, ok := r.Context().Value(clientKey{}).(netip.Addr); ok {
-		return addr
+	if c, ok := r.Context().Value(clientKey{}).(client); ok {
+		return c.addr
 	}
 	return peerAddr(r.RemoteAddr)
+}
+
+// Secure reports whether the client reached the server over TLS: the
+// connection's own TLS, or, when WithClient recorded that the peer is a
+// trusted proxy, the proxy's X-Forwarded-Proto of exactly "https" (case
+// aside). A header from any other peer, or on a request WithClient has not
+// seen, is never believed.
+func Secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	c, ok := r.Context().Value(clientKey{}).(client)
+	return ok && c.viaProxy && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
 }
 
 // ClientAddr is the key a Throttle counts a request under: its client

@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -130,6 +131,53 @@ func TestClientAddr(t *testing.T) {
 	r.RemoteAddr = "pipe"
 	if got := auth.ClientAddr(auth.WithClient(r, mustProxies(t, "10.0.0.0/8"))); got != "pipe" {
 		t.Fatalf("a peer that is no address: key %q, want it as it is", got)
+	}
+}
+
+// TestSecure: a request is over TLS when its connection is, or when its
+// peer is a trusted proxy (as WithClient recorded) that says
+// X-Forwarded-Proto: https; the header of any other peer, or of a request
+// WithClient has not seen, is not believed.
+func TestSecure(t *testing.T) {
+	t.Parallel()
+	proxies := mustProxies(t, "10.0.0.0/8")
+	for _, tc := range []struct {
+		name     string
+		peer     string
+		proto    string // X-Forwarded-Proto; "" for none
+		tls      bool
+		recorded bool // WithClient has seen the request
+		want     bool
+	}{
+		{name: "TrustedProxyHTTPS", peer: "10.1.2.3:5000", proto: "https", recorded: true, want: true},
+		{name: "TrustedProxyHTTPSCase", peer: "10.1.2.3:5000", proto: " HTTPS ", recorded: true, want: true},
+		{name: "TrustedProxyHTTP", peer: "10.1.2.3:5000", proto: "http", recorded: true, want: false},
+		{name: "TrustedProxyNoHeader", peer: "10.1.2.3:5000", recorded: true, want: false},
+		{name: "UntrustedPeerHTTPS", peer: "203.0.113.9:5000", proto: "https", recorded: true, want: false},
+		{name: "NotRecorded", peer: "10.1.2.3:5000", proto: "https", want: false},
+		{name: "PeerNoAddress", peer: "pipe", proto: "https", recorded: true, want: false},
+		{name: "OwnTLS", peer: "203.0.113.9:5000", tls: true, recorded: true, want: true},
+		{name: "OwnTLSNotRecorded", peer: "203.0.113.9:5000", proto: "http", tls: true, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tc.peer
+			if tc.proto != "" {
+				r.Header.Set("X-Forwarded-Proto", tc.proto)
+			}
+			if !tc.tls {
+				r.TLS = nil
+			} else if r.TLS == nil {
+				r.TLS = &tls.ConnectionState{}
+			}
+			if tc.recorded {
+				r = auth.WithClient(r, proxies)
+			}
+			if got := auth.Secure(r); got != tc.want {
+				t.Fatalf("Secure = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

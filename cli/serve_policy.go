@@ -43,7 +43,7 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) (bad envProblems) {
 	durationFlag(f, bad, &cfg.StatementTimeout, "statement-timeout", "WORKGRAPH_STATEMENT_TIMEOUT", "bound of every database statement of the server; longer ones are cancelled, 503 (0: 10s, negative: none)")
 	floatFlag(f, bad, &cfg.UnauthenticatedRate, "unauthenticated-rate", "WORKGRAPH_UNAUTHENTICATED_RATE", "failed authentications (API requests without valid credentials, failed sign-ins) per second one client address may make before its requests get 429 (0: 5, bursts of 30; negative: unlimited)")
 	proxiesFlag(f, bad, &cfg.TrustedProxies, "trusted-proxies", "WORKGRAPH_TRUSTED_PROXIES",
-		"comma-separated IP addresses and CIDR ranges of the reverse proxies whose X-Forwarded-For names the client (for the limit of failed authentications per client address and the request log); empty: none, every request is its connection's peer")
+		"comma-separated IP addresses and CIDR ranges of the reverse proxies whose X-Forwarded-For names the client (for the limit of failed authentications per client address and the request log) and whose X-Forwarded-Proto: https makes the web UI's cookies Secure; empty: none, every request is its connection's peer")
 	return bad
 }
 

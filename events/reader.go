@@ -122,13 +122,24 @@ func ErrPruned(after, through int64) error {
 
 func (r *Reader) readTo(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {
 	f.UpTo = h
-	var evs []Event
-	var err error
-	if project == nil {
-		evs, err = ListAll(ctx, r.conn, f)
-	} else {
-		evs, err = List(ctx, r.conn, *project, f)
-	}
+	// The events in chunks (page.Read), each after the last event of the
+	// one before, until the page's limit or its byte budget is full: a
+	// page of events learns that more follow from being full, not from
+	// one more event, so Read's limit+1 rows are limit here. Events up to
+	// the horizon do not change between chunks; the retention's deletions
+	// meanwhile are refused by readChecked, which reads its horizon after
+	// every chunk.
+	evs, err := page.Read(f.LimitOrDefault()-1, func(last *Event, n int) ([]Event, error) {
+		g := f
+		g.Limit = n
+		if last != nil {
+			g.After = last.Seq
+		}
+		if project == nil {
+			return ListAll(ctx, r.conn, g)
+		}
+		return List(ctx, r.conn, *project, g)
+	}, Event.Size)
 	if err != nil {
 		return Page{}, err
 	}

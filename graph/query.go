@@ -51,7 +51,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		states = append(states, string(st))
 	}
 	args := dbq.ListItemsParams{
-		Now: s.clock.Now(), ProjectID: project, ParentID: f.ParentID, States: states, MaxRows: int32(limit + 1),
+		Now: s.clock.Now(), ProjectID: project, ParentID: f.ParentID, States: states,
 	}
 	if f.Label != "" {
 		args.Label = &f.Label
@@ -61,7 +61,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		args.TextLike = &like
 	}
 	args.Status = statusOfStates(f.States)
-	read, err := itemReader(f.Order, f.Cursor, args, limit)
+	read, err := itemReader(f.Order, f.Cursor, args)
 	if err != nil {
 		return ItemPage{}, err
 	}
@@ -79,7 +79,12 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 			// made for the status knows.
 			ex = db.CustomPlan(tx)
 		}
-		rows, err := read(ctx, ex)
+		// The rows in chunks, until the page or its byte budget is full
+		// (page.Read), each chunk after the last row of the one before,
+		// all in the transaction's one snapshot.
+		rows, err := page.Read(limit, func(last *listedItem, n int) ([]listedItem, error) {
+			return read(ctx, ex, last, n)
+		}, func(r listedItem) int { return r.item.Size() })
 		if err != nil {
 			return err
 		}
@@ -88,7 +93,7 @@ func (s *Service) ListItems(ctx context.Context, project uuid.UUID, f ListFilter
 		}
 		out.Items = make([]Item, len(rows))
 		for i, r := range rows {
-			out.Items[i] = itemFromRow(r.item, r.state, r.dbNow)
+			out.Items[i] = r.item
 		}
 		fit := func() {
 			if n := page.Fit(len(out.Items), func(i int) int { return out.Items[i].Size() }); n < len(out.Items) {
@@ -126,19 +131,19 @@ const (
 // ItemOrders are the orders ListItems knows.
 var ItemOrders = []ItemOrder{OrderCreated, OrderNewest, OrderPriority, OrderPriorityD, OrderUpdated, OrderUpdatedD}
 
-// listedItem is a row of any of ListItems' queries, with the cursor that
-// continues after it.
+// listedItem is a row of any of ListItems' queries, as an Item, with the
+// cursor that continues after it and, in a sorted order, its sort value
+// (ListItemsSorted's sort_value), which the next chunk continues after.
 type listedItem struct {
-	item   dbq.Item
-	state  string
-	dbNow  time.Time
-	cursor string
+	item      Item
+	sortValue int64
+	cursor    string
 }
 
-// itemReader returns the read of one page (limit+1 rows) in order after
-// cursor: the creation-order index forwards or backwards, or a keyset on
-// another column.
-func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int) (func(context.Context, dbq.DBTX) ([]listedItem, error), error) {
+// itemReader returns the read of a chunk of a page in order: the at most n
+// rows after last, or after cursor when last is nil; the creation-order
+// index forwards or backwards, or a keyset on another column.
+func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams) (func(ctx context.Context, tx dbq.DBTX, last *listedItem, n int) ([]listedItem, error), error) {
 	list := "items"
 	if order != "" && order != OrderCreated {
 		list += ":" + string(order)
@@ -149,11 +154,15 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 		if err != nil {
 			return nil, err
 		}
-		a.AfterSeq = after
-		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
+		return func(ctx context.Context, tx dbq.DBTX, last *listedItem, n int) ([]listedItem, error) {
+			a := a
+			a.AfterSeq, a.MaxRows = after, int32(n)
+			if last != nil {
+				a.AfterSeq = last.item.Seq
+			}
 			rows, err := dbq.New().ListItems(ctx, tx, a)
 			return convertRows(rows, err, func(r dbq.ListItemsRow) listedItem {
-				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
+				return listedItem{itemFromRow(r.Item, r.State, r.DbNow), 0, page.Encode(list, r.Item.Seq)}
 			})
 		}, nil
 	case OrderNewest:
@@ -165,34 +174,44 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 			before = math.MaxInt64
 		}
 		p := dbq.ListItemsNewestParams{Now: a.Now, ProjectID: a.ProjectID, BeforeSeq: before, ParentID: a.ParentID,
-			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status, MaxRows: a.MaxRows}
-		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
+			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status}
+		return func(ctx context.Context, tx dbq.DBTX, last *listedItem, n int) ([]listedItem, error) {
+			p := p
+			p.MaxRows = int32(n)
+			if last != nil {
+				p.BeforeSeq = last.item.Seq
+			}
 			rows, err := dbq.New().ListItemsNewest(ctx, tx, p)
 			return convertRows(rows, err, func(r dbq.ListItemsNewestRow) listedItem {
-				return listedItem{r.Item, r.State, r.DbNow, page.Encode(list, r.Item.Seq)}
+				return listedItem{itemFromRow(r.Item, r.State, r.DbNow), 0, page.Encode(list, r.Item.Seq)}
 			})
 		}, nil
 	case OrderPriority, OrderPriorityD, OrderUpdated, OrderUpdatedD:
-		key, seq, ok, err := page.DecodeKey(list, cursor)
+		key, seq, started, err := page.DecodeKey(list, cursor)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if !started {
 			key, seq = math.MinInt64, math.MinInt64
 		}
 		p := dbq.ListItemsSortedParams{Now: a.Now, SortKey: strings.TrimPrefix(string(order), "-"), Dir: 1,
 			ProjectID: a.ProjectID, AfterValue: key, AfterSeq: seq, ParentID: a.ParentID,
-			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status, MaxRows: a.MaxRows}
+			Label: a.Label, TextLike: a.TextLike, States: a.States, Status: a.Status}
 		if strings.HasPrefix(string(order), "-") {
 			p.Dir = -1
 		}
 		encode := func(r listedSorted) listedItem {
-			return listedItem{r.item, r.state, r.dbNow, page.EncodeKey(list, r.sortValue, r.item.Seq*p.Dir)}
+			return listedItem{itemFromRow(r.item, r.state, r.dbNow), r.sortValue, page.EncodeKey(list, r.sortValue, r.item.Seq*p.Dir)}
 		}
-		finished := finishedReader(order, ok, p)
-		return func(ctx context.Context, tx dbq.DBTX) ([]listedItem, error) {
-			// The open items, sorted (items_by_status), and a page of the
-			// finished ones, in order from their indexes, merged.
+		return func(ctx context.Context, tx dbq.DBTX, last *listedItem, n int) ([]listedItem, error) {
+			p, started := p, started
+			p.MaxRows = int32(n)
+			if last != nil {
+				// The keyset the last row's cursor names.
+				p.AfterValue, p.AfterSeq, started = last.sortValue, last.item.Seq*p.Dir, true
+			}
+			// The open items, sorted (items_by_status), and a chunk of
+			// the finished ones, in order from their indexes, merged.
 			var open, done []listedSorted
 			if p.Status == nil || *p.Status == string(StatusOpen) {
 				po, status := p, string(StatusOpen)
@@ -207,11 +226,11 @@ func itemReader(order ItemOrder, cursor string, a dbq.ListItemsParams, limit int
 			}
 			if p.Status == nil || *p.Status != string(StatusOpen) {
 				var err error
-				if done, err = finished(ctx, tx); err != nil {
+				if done, err = finishedReader(order, started, p)(ctx, tx); err != nil {
 					return nil, err
 				}
 			}
-			merged := mergeSorted(open, done, p.Dir, int(p.MaxRows))
+			merged := mergeSorted(open, done, p.Dir, n)
 			out := make([]listedItem, len(merged))
 			for i, r := range merged {
 				out[i] = encode(r)

@@ -109,7 +109,7 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 		return Page{}, err
 	}
 	p := dbq.LeaseHistoryParams{
-		ProjectID: project, ItemID: f.ItemID, Since: f.Since, Until: f.Until, MaxRows: int32(limit + 1),
+		ProjectID: project, ItemID: f.ItemID, Since: f.Since, Until: f.Until,
 	}
 	if f.Worker != "" {
 		p.Worker = &f.Worker
@@ -121,27 +121,43 @@ func (s *Service) History(ctx context.Context, project uuid.UUID, f HistoryFilte
 		o := string(*f.Outcome)
 		p.Outcome = &o
 	}
-	ex := dbq.DBTX(s.exec)
-	if p.Outcome != nil {
-		// An outcome filter reads leases_rare_outcomes (migration 00053)
-		// when its outcome is one the index holds, which only a plan made
-		// for the outcome knows.
-		ex = db.CustomPlan(s.exec)
-	}
-	rows, err := s.history(ctx, ex, f.Order, f.Cursor, p)
-	if err != nil {
-		return Page{}, err
-	}
 	var out Page
-	if len(rows) > limit {
-		rows, out.NextCursor = rows[:limit], rows[limit-1].cursor
-	}
-	out.Leases = make([]Lease, len(rows))
-	for i, r := range rows {
-		out.Leases[i] = fromRow(r.lease, r.refusals)
-	}
-	if n := page.Fit(len(out.Leases), func(i int) int { return out.Leases[i].Size() }); n < len(out.Leases) {
-		out.Leases, out.NextCursor = out.Leases[:n], rows[n-1].cursor
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		ex := dbq.DBTX(tx)
+		if p.Outcome != nil {
+			// An outcome filter reads leases_rare_outcomes (migration
+			// 00053) when its outcome is one the index holds, which only
+			// a plan made for the outcome knows.
+			ex = db.CustomPlan(tx)
+		}
+		// The rows in chunks, until the page or its byte budget is full
+		// (page.Read), each chunk from the cursor of the last row of the
+		// one before, all in the transaction's one snapshot.
+		rows, err := page.Read(limit, func(last *historyRow, n int) ([]historyRow, error) {
+			cursor, p := f.Cursor, p
+			if last != nil {
+				cursor = last.cursor
+			}
+			p.MaxRows = int32(n)
+			return s.history(ctx, ex, f.Order, cursor, p)
+		}, func(r historyRow) int { return fromRow(r.lease, r.refusals).Size() })
+		if err != nil {
+			return err
+		}
+		if len(rows) > limit {
+			rows, out.NextCursor = rows[:limit], rows[limit-1].cursor
+		}
+		out.Leases = make([]Lease, len(rows))
+		for i, r := range rows {
+			out.Leases[i] = fromRow(r.lease, r.refusals)
+		}
+		if n := page.Fit(len(out.Leases), func(i int) int { return out.Leases[i].Size() }); n < len(out.Leases) {
+			out.Leases, out.NextCursor = out.Leases[:n], rows[n-1].cursor
+		}
+		return nil
+	})
+	if err != nil {
+		return Page{}, db.Translate(err)
 	}
 	return out, nil
 }
@@ -165,7 +181,8 @@ type historyRow struct {
 	cursor   string
 }
 
-// history reads one page (p.MaxRows rows) in order after cursor.
+// history reads p.MaxRows rows in order after cursor (a page's, or the
+// last row's of the chunk before).
 func (s *Service) history(ctx context.Context, ex dbq.DBTX, order HistoryOrder, cursor string, p dbq.LeaseHistoryParams) ([]historyRow, error) {
 	list := "leases"
 	if order != "" && order != OrderAcquired {

@@ -30,9 +30,61 @@ const (
 // would be a gigabyte; a page cut by the budget ends early with the cursor
 // of its last row, as a page cut by its limit does, and the next page
 // resumes after it. A single row larger than the budget is a page of its
-// own, so a walk always advances. The budget bounds the answer, not the
-// reading: a list reads its limit rows and one more before it is cut.
+// own, so a walk always advances. A list that reads its rows with Read
+// holds, besides the page, at most the chunk that overran the budget.
 const MaxBytes = 4 << 20
+
+// Chunks of Read: its first query reads at most FirstChunk rows, each
+// later one at most ChunkRows (and no more than the budget left is
+// expected to hold).
+const (
+	FirstChunk = 16
+	ChunkRows  = 50
+)
+
+// Read reads the rows of a page of at most limit rows in chunks and
+// returns them: the first limit+1 rows of the list (the one more tells
+// that another page follows), or fewer when the list ends or when the
+// rows read so far no longer fit in MaxBytes (Fit of them is less than
+// their number, so the page ends, before the last, with a next cursor).
+// Rows past those are never read, so the rows held at once are the page
+// and at most one chunk more, not limit+1 rows of any size.
+//
+// read(last, n) reads the at most n rows that follow last in the list's
+// order (from the request's cursor when last is nil); a chunk shorter than
+// n is the end of the list. size is a row's Size. Every chunk should be
+// read in one snapshot (a repeatable-read transaction) for the page to be
+// one consistent answer. Errors: read's.
+func Read[R any](limit int, read func(last *R, n int) ([]R, error), size func(R) int) ([]R, error) {
+	want := limit + 1
+	n := min(want, FirstChunk)
+	var rows []R
+	total := 0
+	for {
+		var last *R
+		if len(rows) > 0 {
+			last = &rows[len(rows)-1]
+		}
+		chunk, err := read(last, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range chunk {
+			total += size(r)
+			rows = append(rows, r)
+			if total > MaxBytes && len(rows) > 1 {
+				return rows, nil
+			}
+		}
+		if len(chunk) < n || len(rows) >= want {
+			return rows, nil
+		}
+		// As many rows as the budget left holds at the rows' mean size,
+		// and one more to learn whether the next one still fits.
+		mean := max(total/len(rows), 1)
+		n = min(want-len(rows), ChunkRows, (MaxBytes-total)/mean+1)
+	}
+}
 
 // RowOverhead is what Size methods add for a row's fixed members (ids,
 // times, states, names): what the row costs beyond its variable text.

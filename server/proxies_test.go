@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,4 +95,85 @@ func TestThrottleTrustedProxy(t *testing.T) {
 			t.Errorf("a request line believed an untrusted peer's header (%s):\n%s", forged, lines)
 		}
 	}
+}
+
+// TestSecureCookieTrustedProxy: the sign-in form's and the session's
+// cookies are Secure when a trusted proxy (the test's connections from
+// 127.0.0.1) says X-Forwarded-Proto: https, and not when a peer that is no
+// trusted proxy (127.0.0.2) says it over plain http: its header is not
+// believed, and the cookies follow the connection's own TLS state. Before,
+// anyone's header made them Secure.
+func TestSecureCookieTrustedProxy(t *testing.T) {
+	t.Parallel()
+	proxies, err := auth.ParseProxies("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := start(t, func(c *server.Config) { c.TrustedProxies = proxies })
+	for _, tc := range []struct {
+		name, from string
+		secure     bool
+	}{
+		{name: "TrustedProxy", from: "127.0.0.1", secure: true},
+		{name: "UntrustedPeer", from: "127.0.0.2", secure: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clientFrom(t, tc.from)
+			c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			form := secureCookieRequest(t, c, http.MethodGet, srv.URL()+"/signin", nil)
+			signinCookie := cookieNamed(t, form, "wg_signin")
+			if signinCookie.Secure != tc.secure {
+				t.Fatalf("sign-in form's cookie from %s with X-Forwarded-Proto https: Secure %v, want %v", tc.from, signinCookie.Secure, tc.secure)
+			}
+			m := csrfField.FindSubmatch(form.body)
+			if m == nil {
+				t.Fatal("no CSRF token on the sign-in form")
+			}
+			body := url.Values{"csrf": {string(m[1])}, "token": {adminToken}, "next": {"/"}}.Encode()
+			res := secureCookieRequest(t, c, http.MethodPost, srv.URL()+"/signin", strings.NewReader(body),
+				"Cookie", signinCookie.Name+"="+signinCookie.Value, "Content-Type", "application/x-www-form-urlencoded")
+			if res.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign in from %s: status %d, want 303", tc.from, res.StatusCode)
+			}
+			if session := cookieNamed(t, res, "wg_session"); session.Secure != tc.secure {
+				t.Fatalf("session cookie from %s with X-Forwarded-Proto https: Secure %v, want %v", tc.from, session.Secure, tc.secure)
+			}
+		})
+	}
+}
+
+// secureCookieAnswer is an answer and its body.
+type secureCookieAnswer struct {
+	*http.Response
+	body []byte
+}
+
+// secureCookieRequest sends a request that says X-Forwarded-Proto: https
+// over plain http, with the extra headers given as name, value pairs.
+func secureCookieRequest(t *testing.T, c *http.Client, method, u string, body io.Reader, header ...string) secureCookieAnswer {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, body)
+	req.Header.Set("X-Forwarded-Proto", "https")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return secureCookieAnswer{res, b}
+}
+
+// cookieNamed is the cookie the answer sets under name.
+func cookieNamed(t *testing.T, res secureCookieAnswer, name string) *http.Cookie {
+	t.Helper()
+	for _, c := range res.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("%s %s: no %s cookie set", res.Request.Method, res.Request.URL.Path, name)
+	return nil
 }

@@ -75,11 +75,13 @@ type Config struct {
 	// auth.DefaultUnauthenticatedBurst).
 	UnauthenticatedRate  float64
 	UnauthenticatedBurst int
-	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
-	// believed: a request whose connection comes from one of them is
-	// throttled and logged as the client the header names (see
-	// auth.Proxies.Client). The zero value trusts no one: a request is
-	// its connection's peer.
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed: a request whose connection comes
+	// from one of them is throttled and logged as the client
+	// X-Forwarded-For names (see auth.Proxies.Client), and its cookies
+	// are Secure when X-Forwarded-Proto says https (auth.Secure). The
+	// zero value trusts no one: a request is its connection's peer, over
+	// TLS exactly when its connection is.
 	TrustedProxies auth.Proxies
 	// MaxActiveLeasesPerToken bounds the live leases of one token (0:
 	// DefaultMaxActiveLeasesPerToken; negative: unlimited).

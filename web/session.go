@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -52,11 +53,13 @@ func csrfToken(id string) string {
 }
 
 // secureRequest reports whether the browser reached us over TLS, directly
-// or through a proxy that says so. The session cookie is Secure exactly
-// then: a Secure cookie would never come back over plain http, which is how
-// the server is reached on loopback (http://127.0.0.1:8080) by default.
+// or through a trusted proxy that says so (auth.Secure: X-Forwarded-Proto
+// is believed only from a peer in --trusted-proxies). The session cookie is
+// Secure exactly then: a Secure cookie would never come back over plain
+// http, which is how the server is reached on loopback
+// (http://127.0.0.1:8080) by default.
 func secureRequest(r *http.Request) bool {
-	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+	return auth.Secure(r)
 }
 
 // setSessionCookie sets (or, with an empty id, clears) the session cookie.

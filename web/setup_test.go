@@ -82,6 +82,20 @@ func setup(t *testing.T, opts ...func(*web.Deps)) *env {
 		t.Cleanup(follower.Stop)
 		deps.Events = events.NewReader(pool, follower)
 	}
+	// The test's connections (from loopback) come as from a trusted proxy,
+	// as the server records for every request: a test that sends
+	// X-Forwarded-Proto is behind a TLS proxy (server's
+	// TestSecureCookieTrustedProxy holds the untrusted peer).
+	loopback, err := auth.ParseProxies("127.0.0.1, ::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.SetRequest(auth.WithClient(c.Request(), loopback))
+			return next(c)
+		}
+	})
 	web.Mount(ec, deps)
 	e.srv = httptest.NewServer(ec)
 	t.Cleanup(e.srv.Close)
