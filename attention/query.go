@@ -84,13 +84,27 @@ func (s *Service) List(ctx context.Context, project uuid.UUID, f Filter) (Page, 
 	return cutPage("attention", rows, limit), nil
 }
 
+// oneRead is the most requests readChunks reads in one statement.
+const oneRead = 32
+
 // readChunks reads the requests of a page of at most limit in chunks
 // (page.Read: limit+1 rows, fewer once the byte budget is spent), each
 // chunk the at most n requests read(after) returns after (or, in a
 // descending list, before) from, the first from the page's start, the
 // next from the last request read; all in one snapshot (a repeatable-read
 // transaction of their own, or the executor's when it is one).
+//
+// A page of at most oneRead requests is one statement on the executor, with
+// no transaction around it: the claim's history (lease.ClaimHistory, 20) is
+// read on the claim's path, where a transaction and a second chunk would
+// be three more round trips for what one statement reads, and a request is
+// at most about 1 MiB (its context is bounded by the request body), so
+// such a page holds at most about oneRead MiB.
 func (s *Service) readChunks(ctx context.Context, limit int, from int64, read func(ctx context.Context, tx dbq.DBTX, from int64, n int32) ([]Request, error)) ([]Request, error) {
+	if limit+1 <= oneRead {
+		rows, err := read(ctx, s.exec, from, int32(limit+1))
+		return rows, db.Translate(err)
+	}
 	var rows []Request
 	err := db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		var err error
