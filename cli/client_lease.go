@@ -250,6 +250,20 @@ func printClaim(w io.Writer, cl *client.Claim) {
 
 // printClaimEnv prints the shell assignments of a claim: the lease, the
 // item and the fence variables `workgraph work` hands its command too.
+// printHeartbeat writes a renewal: the new expiry and the answers it
+// carries (the lease's newest ones; when it has older ones, how to list
+// them).
+func printHeartbeat(w io.Writer, id string, hb *client.Heartbeat) {
+	fmt.Fprintf(w, "lease %s extended until %s\n", id, fmtTime(hb.ExpiresAt))
+	if hb.OlderAnswers {
+		fmt.Fprintf(w, "older answers than these %d were given to this lease's questions: workgraph attention ls --item %s --state resolved\n",
+			len(hb.Answers), hb.Lease.ItemID)
+	}
+	for _, a := range hb.Answers {
+		fmt.Fprintf(w, "answer to %q: %s\n", a.Question, deref(a.Answer, ""))
+	}
+}
+
 func printClaimEnv(w io.Writer, cl *client.Claim, serverURL string) {
 	vars := [][2]string{
 		{envLeaseID, cl.Lease.ID},
@@ -303,10 +317,7 @@ func newHeartbeatCmd(stdio IO) *cobra.Command {
 		if s.json {
 			return printJSON(s.Out, hb)
 		}
-		fmt.Fprintf(s.Out, "lease %s extended until %s\n", id, fmtTime(hb.ExpiresAt))
-		for _, a := range hb.Answers {
-			fmt.Fprintf(s.Out, "answer to %q: %s\n", a.Question, deref(a.Answer, ""))
-		}
+		printHeartbeat(s.Out, id, hb)
 		switch {
 		case hb.StopRequested && hb.StopReason != nil && *hb.StopReason == "budget_exhausted":
 			fmt.Fprintln(s.Err, "the budget of this item's subtree is spent: release the item (`workgraph release`) and exit")

@@ -121,3 +121,25 @@ func TestPrintClaimSaysOlderQuestions(t *testing.T) {
 		t.Errorf("a claim with older questions does not say so, with %q:\n%s", want, out)
 	}
 }
+
+// TestPrintHeartbeatSaysOlderAnswers: a heartbeat carries the lease's
+// newest answers; when the lease has older ones, `workgraph heartbeat`
+// says so and how to list them.
+func TestPrintHeartbeatSaysOlderAnswers(t *testing.T) {
+	t.Parallel()
+	answer := "yes"
+	hb := &client.Heartbeat{ExpiresAt: time.Now().Add(time.Minute),
+		Answers: []client.AttentionRequest{{Question: "Ship it?", State: "resolved", Answer: &answer}}}
+	hb.Lease.ID, hb.Lease.ItemID = uuid.NewString(), uuid.NewString()
+	var b bytes.Buffer
+	printHeartbeat(&b, hb.Lease.ID, hb)
+	if out := b.String(); strings.Contains(out, "older answers") || !strings.Contains(out, `answer to "Ship it?": yes`) {
+		t.Errorf("a heartbeat with every answer:\n%s", out)
+	}
+	hb.OlderAnswers = true
+	b.Reset()
+	printHeartbeat(&b, hb.Lease.ID, hb)
+	if out, want := b.String(), "workgraph attention ls --item "+hb.Lease.ItemID+" --state resolved"; !strings.Contains(out, "older answers") || !strings.Contains(out, want) {
+		t.Errorf("a heartbeat with older answers does not say so, with %q:\n%s", want, out)
+	}
+}
