@@ -201,15 +201,26 @@ func ClientIP(r *http.Request) netip.Addr {
 
 // Secure reports whether the client reached the server over TLS: the
 // connection's own TLS, or, when WithClient recorded that the peer is a
-// trusted proxy, the proxy's X-Forwarded-Proto of exactly "https" (case
-// aside). A header from any other peer, or on a request WithClient has not
-// seen, is never believed.
+// trusted proxy, the proxy's X-Forwarded-Proto saying "https" (case
+// aside) for the client's own hop. A header from any other peer, or on a
+// request WithClient has not seen, is never believed.
+//
+// Behind a chain of proxies each one appends the scheme it was reached
+// by ("https, http": the client used TLS to the first proxy, which spoke
+// plain HTTP to the next), so the client's hop is the first entry of the
+// first header line; a proxy that overwrites the header sends that entry
+// alone. Only the client's own session hangs on a first entry it wrote
+// itself: a Secure cookie that its plain HTTP connection does not keep.
 func Secure(r *http.Request) bool {
 	if r.TLS != nil {
 		return true
 	}
 	c, ok := r.Context().Value(clientKey{}).(client)
-	return ok && c.viaProxy && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
+	if !ok || !c.viaProxy {
+		return false
+	}
+	first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(first), "https")
 }
 
 // ClientAddr is the key a Throttle counts a request under: its client

@@ -152,6 +152,13 @@ func TestSecure(t *testing.T) {
 		{name: "TrustedProxyHTTPS", peer: "10.1.2.3:5000", proto: "https", recorded: true, want: true},
 		{name: "TrustedProxyHTTPSCase", peer: "10.1.2.3:5000", proto: " HTTPS ", recorded: true, want: true},
 		{name: "TrustedProxyHTTP", peer: "10.1.2.3:5000", proto: "http", recorded: true, want: false},
+		// A chain of proxies: each appends the scheme it was reached by,
+		// so the first entry is the client's hop.
+		{name: "ChainClientHTTPS", peer: "10.1.2.3:5000", proto: "https, http", recorded: true, want: true},
+		{name: "ChainClientHTTPSNoSpace", peer: "10.1.2.3:5000", proto: "HTTPS,http,http", recorded: true, want: true},
+		{name: "ChainClientHTTP", peer: "10.1.2.3:5000", proto: "http, https", recorded: true, want: false},
+		{name: "ChainEmptyFirst", peer: "10.1.2.3:5000", proto: ", https", recorded: true, want: false},
+		{name: "UntrustedPeerChain", peer: "203.0.113.9:5000", proto: "https, https", recorded: true, want: false},
 		{name: "TrustedProxyNoHeader", peer: "10.1.2.3:5000", recorded: true, want: false},
 		{name: "UntrustedPeerHTTPS", peer: "203.0.113.9:5000", proto: "https", recorded: true, want: false},
 		{name: "NotRecorded", peer: "10.1.2.3:5000", proto: "https", want: false},
