@@ -163,27 +163,33 @@ func (u *ui) inbox(r *req) error {
 	if err := r.inboxPage(page, []graph.Project{r.project}, r.QueryParam("after")); err != nil {
 		return err
 	}
+	page.Layout = r.base("Inbox", "inbox")
+	page.Open = page.OpenAttention
+	if err := page.fit(); err != nil {
+		return err
+	}
 	// ?req=<id> (a notification's link): the page that shows that open
-	// request, the first one when it is there, else the page it starts.
+	// request, the first one when it shows it (as fit left it), else the
+	// page it starts.
 	if s := r.QueryParam("req"); s != "" && r.QueryParam("after") == "" {
 		id, err := uuid.Parse(s)
 		if err != nil {
 			return wgerr.InvalidField("req", "must be an attention request's id, got %q", s)
 		}
 		if cursor, ok := r.inboxCursorBefore(id, page); ok {
+			first := page
 			page = &InboxPage{}
 			if err := r.inboxPage(page, []graph.Project{r.project}, cursor); err != nil {
+				return err
+			}
+			page.Layout, page.Open = first.Layout, first.Open
+			if err := page.fit(); err != nil {
 				return err
 			}
 		}
 	}
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
 		page.Answered = r.answeredNote(id)
-	}
-	page.Layout = r.base("Inbox", "inbox")
-	page.Open = page.OpenAttention
-	if err := page.fit(); err != nil {
-		return err
 	}
 	return r.show(page)
 }

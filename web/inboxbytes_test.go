@@ -79,16 +79,19 @@ func TestInboxHTMLWithinBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc = []byte(strings.ReplaceAll(string(doc), `""`, `"a"`))
+	var ids []string
 	for i := range n {
 		it, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: fmt.Sprintf("wide-%d", i), CreatedBy: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.att.Open(ctx, e.project.ID, it.ID, attention.NewRequest{
+		q, err := e.att.Open(ctx, e.project.ID, it.ID, attention.NewRequest{
 			Question: fmt.Sprintf("question wide-%d?", i), Source: attention.SourcePerson, RequestedBy: "test", Context: doc,
-		}); err != nil {
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
+		ids = append(ids, q.ID.String())
 	}
 	b := e.signIn(e.human)
 	next := regexp.MustCompile(`rel="next" href="([^"]+)"`)
@@ -121,5 +124,13 @@ func TestInboxHTMLWithinBudget(t *testing.T) {
 	}
 	if fmt.Sprint(order) != fmt.Sprint([]int{0, 1, 2, 3, 4, 5, 6}) {
 		t.Errorf("the pages showed requests %v, want each once in order", order)
+	}
+
+	// A notification's link to a request the first page's budget leaves
+	// out shows the page that starts with it.
+	r := b.get("/p/acme/inbox?req=" + ids[n-2])
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(r.body, fmt.Sprintf("question wide-%d?", n-2)) {
+		t.Errorf("the link to request wide-%d shows a page without it", n-2)
 	}
 }
