@@ -338,15 +338,71 @@ func (s *Service) Latest(ctx context.Context, project, itemID uuid.UUID, cursor 
 	if err != nil {
 		return History{}, err
 	}
-	more := len(rows) > limit
+	return latestPage(rows, limit, false), nil
+}
+
+// latestPage is the page of an item's newest requests that Latest answers
+// from rows, the item's requests newest first as read (at most limit+1 of
+// them, fewer when the read stopped at the byte budget); cut says the read
+// left out requests after rows (so older ones exist).
+func latestPage(rows []Request, limit int, cut bool) History {
+	more := cut || len(rows) > limit
 	newest := rows[:min(len(rows), limit)]
 	if n := page.Fit(len(newest), func(i int) int { return newest[i].Size() }); n < len(newest) {
 		newest, more = newest[:n], true
 	}
 	slices.Reverse(newest)
 	out := History{Requests: newest}
-	if more {
+	if more && len(newest) > 0 {
 		out.Older = page.Encode(historyList, newest[0].Seq)
+	}
+	return out
+}
+
+// MaxLatestOfItems is the most requests of an item LatestOfItems hands
+// back (its limit): what one statement reads of each item.
+const MaxLatestOfItems = oneRead - 1
+
+// LatestOfItems is Latest(ctx, project, item, "", limit) of each of the
+// items, in one statement (a batch claim's histories): each item's newest
+// limit (1..MaxLatestOfItems) requests, fewer when they pass page.MaxBytes,
+// oldest first, with Older set when older requests exist, exactly as
+// Latest answers the item alone. The statement reads at most limit+1 of
+// an item's requests (attention_by_item read backwards) and sends none of
+// an item's after those that already pass page.MaxBytes, so an item's
+// history costs what Latest's does, however many requests it has. An item
+// without requests maps to an empty History; a request of another project
+// is never read. It runs on the service's executor.
+//
+// Errors: invalid_argument (limit).
+func (s *Service) LatestOfItems(ctx context.Context, project uuid.UUID, items []uuid.UUID, limit int) (map[uuid.UUID]History, error) {
+	if limit < 1 || limit > MaxLatestOfItems {
+		return nil, wgerr.InvalidField("limit", "must be between 1 and %d", MaxLatestOfItems)
+	}
+	out := make(map[uuid.UUID]History, len(items))
+	if len(items) == 0 {
+		return out, nil
+	}
+	rows, err := dbq.New().AttentionLatestOfItems(ctx, s.exec, dbq.AttentionLatestOfItemsParams{
+		ProjectID: project, ItemIds: items, MaxRows: int32(limit + 1), MaxBytes: page.MaxBytes,
+	})
+	if err != nil {
+		return nil, db.Translate(err)
+	}
+	// The rows come item by item, each item's newest first.
+	for start := 0; start < len(rows); {
+		item, end := rows[start].AttentionRequest.ItemID, start
+		var reqs []Request
+		for ; end < len(rows) && rows[end].AttentionRequest.ItemID == item; end++ {
+			reqs = append(reqs, fromRow(rows[end].AttentionRequest, rows[end].ItemTitle))
+		}
+		out[item] = latestPage(reqs, limit, int(rows[start].ReadRows) > len(reqs))
+		start = end
+	}
+	for _, id := range items {
+		if _, ok := out[id]; !ok {
+			out[id] = History{Requests: []Request{}}
+		}
 	}
 	return out, nil
 }

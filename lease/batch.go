@@ -66,7 +66,11 @@ type HeartbeatAnswer struct {
 // next ones one at a time by the single claim's statement (fillScoped),
 // which holds their scopes against every other live lease, those of the
 // same batch included. The claims come in grant order, each with its item
-// as the claim left it.
+// as the claim left it and its item's attention history as a single claim
+// hands it over (the latest ClaimHistory requests within page.MaxBytes,
+// and whether older ones exist): the histories of all the granted items
+// that have one are read by one statement after the claim (withHistories),
+// however many items the batch holds.
 //
 // As for Claim, the common case is that one statement with no transaction
 // around it (ClaimItems, guarded: no lease of the project due, the token
@@ -103,6 +107,46 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 	if len(out) == 0 {
 		return nil, ErrNothingReady
 	}
+	return s.withHistories(ctx, project, out)
+}
+
+// grant is a claim of a batch before its attention history is read, and
+// whether its item has one (the claiming statement's answer).
+type grant struct {
+	Claim
+	hasAttention bool
+}
+
+// withHistories returns the batch's claims, in grant order, each with its
+// item's attention history as a single claim hands it over (withHistory):
+// the histories of all the items that have one are read in one statement
+// (attention.Service.LatestOfItems), none when no item has one. They are
+// read once the claims are granted, on the service's executor.
+func (s *Service) withHistories(ctx context.Context, project uuid.UUID, gs []grant) ([]Claim, error) {
+	var items []uuid.UUID
+	for _, g := range gs {
+		if g.hasAttention {
+			items = append(items, g.Lease.ItemID)
+		}
+	}
+	var hs map[uuid.UUID]attention.History
+	if len(items) > 0 {
+		var err error
+		if hs, err = s.attentionOn(s.exec).LatestOfItems(ctx, project, items, ClaimHistory); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Claim, len(gs))
+	for i, g := range gs {
+		out[i] = g.Claim
+		out[i].Attention, out[i].OlderAttention = []attention.Request{}, false
+		if h, ok := hs[g.Lease.ItemID]; ok && g.hasAttention {
+			if h.Requests != nil {
+				out[i].Attention = h.Requests
+			}
+			out[i].OlderAttention = h.Older != ""
+		}
+	}
 	return out, nil
 }
 
@@ -110,7 +154,7 @@ func (s *Service) ClaimBatch(ctx context.Context, project uuid.UUID, req ClaimRe
 // only when a before-commit hook must fence it, as for claimDirect).
 // out holds the claims it granted; when there are none, next says why (as
 // claimDirect's): nothing to claim, or the transactional path must decide.
-func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) (out []Claim, next afterDirect, err error) {
+func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int) (out []grant, next afterDirect, err error) {
 	quiet := 0
 	if s.cfg.MaxActivePerToken > 0 && req.TokenID != nil {
 		// tokenRoom grants the whole batch without the token's lock below
@@ -146,8 +190,8 @@ func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req C
 			out = nil
 			return err
 		}
-		if out, err = s.claimsOf(ctx, exec, project, rows); err != nil || !rows[0].ScopedReady {
-			return err // no item with touches is ready: nothing to fill the batch with
+		if out = grantsOf(rows); !rows[0].ScopedReady {
+			return nil // no item with touches is ready: nothing to fill the batch with
 		}
 		out, err = s.fillScoped(ctx, exec, project, req, ttl, out, max, now, quiet)
 		return err
@@ -165,7 +209,7 @@ func (s *Service) claimBatchDirect(ctx context.Context, project uuid.UUID, req C
 
 // afterEmptyBatch decides what a batch claim's one-statement path that
 // claimed nothing answers: claimBatchDirect's out and next.
-func (s *Service) afterEmptyBatch(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int, now *time.Time, quiet int) (out []Claim, next afterDirect, err error) {
+func (s *Service) afterEmptyBatch(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int, now *time.Time, quiet int) (out []grant, next afterDirect, err error) {
 	// Claimed nothing: a guard, or nothing to claim (one read tells), or
 	// only items with touches (missed: the transactional path fills the
 	// batch with them).
@@ -193,8 +237,8 @@ func (s *Service) afterEmptyBatch(ctx context.Context, project uuid.UUID, req Cl
 // claimBatchInTx is the batch claim's transactional path: reap, count the
 // token's leases near its limit, claim. hopeless as claimInTx's: no_match
 // is asked again first, and answered without a search when it holds.
-func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int, hopeless bool) ([]Claim, error) {
-	var out []Claim
+func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req ClaimRequest, ttl time.Duration, max int, hopeless bool) ([]grant, error) {
+	var out []grant
 	var noMatch *wgerr.Error
 	err := db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
 		out, noMatch = nil, nil
@@ -214,9 +258,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 		if err != nil {
 			return err
 		}
-		if out, err = s.claimsOf(ctx, tx, project, rows); err != nil {
-			return err
-		}
+		out = grantsOf(rows)
 		if out, err = s.fillScoped(ctx, tx, project, req, ttl, out, room, s.clock.Now(), 0); err != nil || len(out) > 0 {
 			return err
 		}
@@ -248,7 +290,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 // statement only, so two transactions that each took several sets could
 // wait on each other. On a pool each statement is a transaction of its
 // own.
-func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration, out []Claim, n int, now *time.Time, quiet int) ([]Claim, error) {
+func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration, out []grant, n int, now *time.Time, quiet int) ([]grant, error) {
 	if _, inTx := exec.(pgx.Tx); inTx {
 		n = min(n, len(out)+1)
 	}
@@ -268,11 +310,10 @@ func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid
 		if err != nil {
 			return nil, err
 		}
-		c := Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow)}
-		if err := s.withHistory(ctx, exec, project, &c, row.HasAttention); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
+		out = append(out, grant{
+			Claim:        Claim{Lease: fromRow(row.Lease, 0), Item: graph.ClaimedItem(row.Item, row.DbNow)},
+			hasAttention: row.HasAttention,
+		})
 	}
 	return out, nil
 }
@@ -298,17 +339,14 @@ func (s *Service) claimItemsParams(project uuid.UUID, req ClaimRequest, ttl time
 	}
 }
 
-// claimsOf converts the granted rows, with the latest attention history of
-// the items that have one (withHistory, read on exec).
-func (s *Service) claimsOf(ctx context.Context, exec db.Executor, project uuid.UUID, rows []dbq.ClaimItemsRow) ([]Claim, error) {
-	out := make([]Claim, len(rows))
+// grantsOf converts the granted rows (their histories are read after:
+// withHistories).
+func grantsOf(rows []dbq.ClaimItemsRow) []grant {
+	out := make([]grant, len(rows))
 	for i, r := range rows {
-		out[i] = Claim{Lease: fromRow(r.Lease, 0), Item: graph.ClaimedItem(r.Item, r.DbNow)}
-		if err := s.withHistory(ctx, exec, project, &out[i], r.HasAttention); err != nil {
-			return nil, err
-		}
+		out[i] = grant{Claim: Claim{Lease: fromRow(r.Lease, 0), Item: graph.ClaimedItem(r.Item, r.DbNow)}, hasAttention: r.HasAttention}
 	}
-	return out, nil
+	return out
 }
 
 // ClaimBatchWait is ClaimBatch as a long poll, as ClaimWait is Claim's: it

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -529,10 +530,15 @@ var livenessOfRank = [...]Liveness{LivenessStale, LivenessQuiet, LivenessHealthy
 // FleetPage reads, in one read-only transaction, a page of limit
 // (1..page.Max, 0: page.Default) of the project's live leases after the
 // page that cursor names ("": the first), the ones to look at first first:
-// stale, then quiet, then healthy (as Activity judges them), each in claim
-// order; with how many live leases there are. A page holds its own leases only, however many are live (one
-// token may hold a thousand). Liveness changes with time, so a lease can
-// move to a page already read between two reads, as in any keyset list.
+// stale, then quiet, then healthy (as Activity judges them, all at one
+// instant), each in claim order; with how many live leases there are. A
+// page holds its own leases only, however many are live (one token may
+// hold a thousand), and, beyond its first lease, no more than fit in
+// page.MaxBytes (fleetRowSize: a lease's progress is on the page twice);
+// a page cut by the budget ends with the Next of its last lease, as one
+// cut by limit. The rows are read in chunks (page.Read). Liveness changes
+// with time, so a lease can move to a page already read between two
+// reads, as in any keyset list.
 //
 // Errors: invalid_argument (limit, cursor).
 func (s *Service) FleetPage(ctx context.Context, project uuid.UUID, cursor string, limit int) (FleetPage, error) {
@@ -553,15 +559,27 @@ func (s *Service) FleetPage(ctx context.Context, project uuid.UUID, cursor strin
 	var f FleetPage
 	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		q := dbq.New()
-		rows, err := q.LiveLeasesPage(ctx, tx, dbq.LiveLeasesPageParams{
-			Now: s.clock.Now(), ProjectID: project, AfterRank: int32(rank), AfterSeq: seq, MaxRows: int32(limit + 1),
-		})
+		// The rows in chunks until the page or its byte budget is full
+		// (page.Read), each chunk after the last row of the one before and
+		// judged at the first chunk's instant.
+		now := s.clock.Now()
+		rows, err := page.Read(limit, func(last *dbq.LiveLeasesPageRow, n int) ([]dbq.LiveLeasesPageRow, error) {
+			p := dbq.LiveLeasesPageParams{Now: now, ProjectID: project, AfterRank: int32(rank), AfterSeq: seq, MaxRows: int32(n)}
+			if last != nil {
+				p.Now, p.AfterRank, p.AfterSeq = &last.DbNow, last.Rank, last.Lease.Seq
+			}
+			return q.LiveLeasesPage(ctx, tx, p)
+		}, func(r dbq.LiveLeasesPageRow) int { return fleetRowSize(fromRow(r.Lease, r.Refusals)) })
 		if err != nil {
 			return err
 		}
-		if len(rows) > limit {
-			rows = rows[:limit]
-			last := rows[limit-1]
+		cut := len(rows) > limit
+		rows = rows[:min(len(rows), limit)]
+		if n := page.Fit(len(rows), func(i int) int { return fleetRowSize(fromRow(rows[i].Lease, rows[i].Refusals)) }); n < len(rows) {
+			rows, cut = rows[:n], true
+		}
+		if cut {
+			last := rows[len(rows)-1]
 			f.Next = page.EncodeKey(liveList, int64(last.Rank), last.Lease.Seq)
 		}
 		f.Active = make([]Lease, len(rows))
@@ -587,6 +605,10 @@ func (s *Service) FleetPage(ctx context.Context, project uuid.UUID, cursor strin
 	}
 	return f, nil
 }
+
+// fleetRowSize is what a live lease takes in a FleetPage: the lease
+// (Lease.Size), and its progress again in its Activity.
+func fleetRowSize(l Lease) int { return l.Size() + page.JSONSize(l.Progress) }
 
 // CountActive returns how many leases of the project have not ended (the
 // workers badge; expired leases not yet swept count).
@@ -614,6 +636,10 @@ const itemLeasesList = "item-leases"
 // epochs, so that a page reads its own rows only, however many leases the
 // item has had; Total is the item's epoch (each claim's lease has one of
 // its own, 1 to epoch), read without the leases. Older pages follow Older.
+// Beyond its newest lease, a page holds no more leases than fit in
+// page.MaxBytes (each lease's result, progress and outcome detail
+// included: Lease.Size), read in chunks (page.Read); a page cut by the
+// budget ends with the Older of its oldest lease, as one cut by limit.
 //
 // Errors: invalid_argument (limit, cursor).
 func (s *Service) ItemLeases(ctx context.Context, project, item uuid.UUID, cursor string, limit int) (ItemLeasePage, error) {
@@ -631,20 +657,33 @@ func (s *Service) ItemLeases(ctx context.Context, project, item uuid.UUID, curso
 	var out ItemLeasePage
 	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
 		q := dbq.New()
-		rows, err := q.ItemLeasesBefore(ctx, tx, dbq.ItemLeasesBeforeParams{
-			ProjectID: project, ItemID: item, BeforeEpoch: before, MaxRows: int32(limit + 1),
-		})
+		// Newest first, in chunks until the page or its byte budget is
+		// full (page.Read), each chunk before the last epoch read.
+		rows, err := page.Read(limit, func(last *dbq.ItemLeasesBeforeRow, n int) ([]dbq.ItemLeasesBeforeRow, error) {
+			from := before
+			if last != nil {
+				from = last.Lease.Epoch
+			}
+			return q.ItemLeasesBefore(ctx, tx, dbq.ItemLeasesBeforeParams{
+				ProjectID: project, ItemID: item, BeforeEpoch: from, MaxRows: int32(n),
+			})
+		}, func(r dbq.ItemLeasesBeforeRow) int { return fromRow(r.Lease, r.Refusals).Size() })
 		if err != nil {
 			return err
 		}
-		if len(rows) > limit {
-			rows = rows[:limit]
-			out.Older = page.Encode(itemLeasesList, rows[limit-1].Lease.Epoch)
+		cut := len(rows) > limit
+		newest := make([]Lease, min(len(rows), limit))
+		for i := range newest {
+			newest[i] = fromRow(rows[i].Lease, rows[i].Refusals)
 		}
-		out.Leases = make([]Lease, len(rows))
-		for i, r := range rows {
-			out.Leases[len(rows)-1-i] = fromRow(r.Lease, r.Refusals)
+		if n := page.Fit(len(newest), func(i int) int { return newest[i].Size() }); n < len(newest) {
+			newest, cut = newest[:n], true
 		}
+		if cut {
+			out.Older = page.Encode(itemLeasesList, newest[len(newest)-1].Epoch)
+		}
+		slices.Reverse(newest)
+		out.Leases = newest
 		n, err := q.CountItemLeases(ctx, tx, dbq.CountItemLeasesParams{ProjectID: project, ItemID: item})
 		out.Total = int(n)
 		return err

@@ -109,6 +109,9 @@ func (u *ui) allInbox(r *req) error {
 	if u.Events != nil {
 		page.StreamURL = allEventsPath
 	}
+	if err := page.fit(); err != nil {
+		return err
+	}
 	return r.show(page)
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"sort"
@@ -64,7 +65,15 @@ type InboxEntry struct {
 	BudgetForm *BudgetForm
 	// asker is the worker of the lease that asked the request (inboxEntry).
 	asker string
+	// HTML is the entry as the page shows it (InboxPage.fit renders it
+	// with page, the page it is on).
+	HTML template.HTML
+	page *InboxPage
 }
+
+// Page is the page the entry is on (its template reads the page's time,
+// session and cursor).
+func (e InboxEntry) Page() *InboxPage { return e.page }
 
 // Asker is the worker whose lease asked the request, the item's last
 // lease or an earlier one ("" for a request no lease opened: a person's
@@ -90,8 +99,45 @@ type AnsweredNote struct {
 	Item    graph.Item
 }
 
-// Render writes the page.
+// Render writes the page (after fit, which renders its entries).
 func (p *InboxPage) Render(w http.ResponseWriter) error { return render(w, "inbox", p) }
+
+// inboxEntriesBytes bounds the HTML of a page's entries: the page with
+// its layout, header, answered note and pager (well under 64 KiB) stays
+// within wgpage.MaxBytes, the byte budget of every page.
+const inboxEntriesBytes = wgpage.MaxBytes - 64<<10
+
+// fit renders the page's entries, once its layout is set, and keeps those
+// whose HTML fits in inboxEntriesBytes, never fewer than the first: a page
+// cut there ends with the cursor of its last entry, so the next page
+// starts with the first one left out. The budget inboxPage applies
+// counts the requests' and items' texts as JSON answers them, which a page
+// renders larger: a context is shown indented and HTML-escaped (a quote is
+// 5 bytes), markdown becomes markup, and a late report's payload is
+// shown too, so only the rendered bytes bound the page.
+func (p *InboxPage) fit() error {
+	bytes := 0
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		e.page = p
+		var buf strings.Builder
+		if err := executeTemplate(&buf, "inbox", "inbox-entry", e); err != nil {
+			return err
+		}
+		e.HTML = template.HTML(buf.String())
+		if bytes += buf.Len(); i > 0 && bytes > inboxEntriesBytes {
+			p.Entries, p.Next = p.Entries[:i], p.Entries[i-1].Request.Key().Cursor()
+			break
+		}
+	}
+	p.OverdueShown = 0
+	for _, e := range p.Entries {
+		if e.Request.Overdue() {
+			p.OverdueShown++
+		}
+	}
+	return nil
+}
 
 // PageSize is how many requests a page of the inbox shows at most.
 func (p *InboxPage) PageSize() int { return inboxLimit }
@@ -117,16 +163,27 @@ func (u *ui) inbox(r *req) error {
 	if err := r.inboxPage(page, []graph.Project{r.project}, r.QueryParam("after")); err != nil {
 		return err
 	}
+	page.Layout = r.base("Inbox", "inbox")
+	page.Open = page.OpenAttention
+	if err := page.fit(); err != nil {
+		return err
+	}
 	// ?req=<id> (a notification's link): the page that shows that open
-	// request, the first one when it is there, else the page it starts.
+	// request, the first one when it shows it (as fit left it), else the
+	// page it starts.
 	if s := r.QueryParam("req"); s != "" && r.QueryParam("after") == "" {
 		id, err := uuid.Parse(s)
 		if err != nil {
 			return wgerr.InvalidField("req", "must be an attention request's id, got %q", s)
 		}
 		if cursor, ok := r.inboxCursorBefore(id, page); ok {
+			first := page
 			page = &InboxPage{}
 			if err := r.inboxPage(page, []graph.Project{r.project}, cursor); err != nil {
+				return err
+			}
+			page.Layout, page.Open = first.Layout, first.Open
+			if err := page.fit(); err != nil {
 				return err
 			}
 		}
@@ -134,8 +191,6 @@ func (u *ui) inbox(r *req) error {
 	if id, err := uuid.Parse(r.QueryParam("answered")); err == nil {
 		page.Answered = r.answeredNote(id)
 	}
-	page.Layout = r.base("Inbox", "inbox")
-	page.Open = page.OpenAttention
 	return r.show(page)
 }
 
@@ -208,9 +263,6 @@ func (r *req) inboxPage(page *InboxPage, projects []graph.Project, cursor string
 			break
 		}
 		page.Entries = append(page.Entries, e)
-		if f.req.Overdue() {
-			page.OverdueShown++
-		}
 	}
 	return nil
 }

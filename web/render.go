@@ -212,6 +212,19 @@ func stateTitle(s string) string {
 	return strings.ReplaceAll(s, "_", " ")
 }
 
+// executeTemplate executes the template name of the page's set with data
+// into w, without a buffer of its own (w is one).
+func executeTemplate(w io.Writer, page, name string, data any) error {
+	t, ok := pages[page]
+	if !ok {
+		return fmt.Errorf("web: no template %q", page)
+	}
+	if err := t.ExecuteTemplate(w, name, data); err != nil {
+		return fmt.Errorf("web: render %s/%s: %w", page, name, err)
+	}
+	return nil
+}
+
 // renderPartial executes one named template of a page's set (a fragment
 // that app.js swaps into the page).
 func renderPartial(w io.Writer, page, name string, data any) error {

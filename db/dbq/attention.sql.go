@@ -215,6 +215,112 @@ func (q *Queries) AttentionForItemBefore(ctx context.Context, db DBTX, arg Atten
 	return items, nil
 }
 
+const attentionLatestOfItems = `-- name: AttentionLatestOfItems :many
+WITH newest AS (
+    SELECT wanted.item_id, x.seq, x.bytes
+    FROM unnest($3::uuid[]) AS wanted(item_id)
+    CROSS JOIN LATERAL (
+        SELECT a.seq,
+               octet_length(a.question) + coalesce(octet_length(a.answer), 0)
+                   + coalesce(octet_length(a.context::text), 0) AS bytes
+        FROM attention_requests a
+        WHERE a.project_id = $1 AND a.item_id = wanted.item_id
+        ORDER BY a.seq DESC
+        LIMIT $4
+    ) AS x
+), counted AS (
+    SELECT newest.item_id, newest.seq,
+           coalesce(sum(newest.bytes) OVER (PARTITION BY newest.item_id ORDER BY newest.seq DESC
+                                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before,
+           count(*) OVER (PARTITION BY newest.item_id) AS read_rows
+    FROM newest
+)
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default,
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title,
+       counted.read_rows::int AS read_rows
+FROM counted
+JOIN attention_requests r ON r.project_id = $1 AND r.item_id = counted.item_id AND r.seq = counted.seq
+WHERE counted.bytes_before <= $2::bigint
+ORDER BY r.item_id, r.seq DESC
+`
+
+type AttentionLatestOfItemsParams struct {
+	ProjectID uuid.UUID
+	MaxBytes  int64
+	ItemIds   []uuid.UUID
+	MaxRows   int32
+}
+
+type AttentionLatestOfItemsRow struct {
+	AttentionRequest AttentionRequest
+	ItemTitle        string
+	ReadRows         int32
+}
+
+// The newest requests of each item of @item_ids, per item newest first:
+// at most @max_rows of an item's, and none after one whose newer requests
+// already take more than @max_bytes between them. A request's bytes are a
+// lower bound of what it takes in an answer (attention.Request.Size): its
+// question, answer and context as text. So the statement returns what
+// attention.Service.Latest keeps of each item, and at most the one request
+// after: the histories of a batch claim's items in one statement, each
+// item's read backwards on attention_by_item as AttentionForItemBefore
+// reads one item's.
+// read_rows is how many requests the item's read held before the byte
+// cut (more than it returned: the item has older requests). Titles as in
+// ListAttention.
+func (q *Queries) AttentionLatestOfItems(ctx context.Context, db DBTX, arg AttentionLatestOfItemsParams) ([]AttentionLatestOfItemsRow, error) {
+	rows, err := db.Query(ctx, attentionLatestOfItems,
+		arg.ProjectID,
+		arg.MaxBytes,
+		arg.ItemIds,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AttentionLatestOfItemsRow{}
+	for rows.Next() {
+		var i AttentionLatestOfItemsRow
+		if err := rows.Scan(
+			&i.AttentionRequest.ProjectID,
+			&i.AttentionRequest.ID,
+			&i.AttentionRequest.Seq,
+			&i.AttentionRequest.ItemID,
+			&i.AttentionRequest.LeaseID,
+			&i.AttentionRequest.Epoch,
+			&i.AttentionRequest.Source,
+			&i.AttentionRequest.Reason,
+			&i.AttentionRequest.RequestedBy,
+			&i.AttentionRequest.Question,
+			&i.AttentionRequest.SuggestedAnswers,
+			&i.AttentionRequest.Context,
+			&i.AttentionRequest.Blocking,
+			&i.AttentionRequest.State,
+			&i.AttentionRequest.Answer,
+			&i.AttentionRequest.ResolvedBy,
+			&i.AttentionRequest.ResolvedAt,
+			&i.AttentionRequest.CreatedAt,
+			&i.AttentionRequest.Decision,
+			&i.AttentionRequest.DueAt,
+			&i.AttentionRequest.OnOverdue,
+			&i.AttentionRequest.DefaultAnswer,
+			&i.AttentionRequest.OverdueAt,
+			&i.AttentionRequest.AnsweredByDefault,
+			&i.ItemTitle,
+			&i.ReadRows,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const attentionProject = `-- name: AttentionProject :one
 SELECT project_id FROM attention_requests WHERE id = $1
 `

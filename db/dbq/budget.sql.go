@@ -255,6 +255,7 @@ const liveLeasesPage = `-- name: LiveLeasesPage :many
 SELECT l.project_id, l.id, l.seq, l.item_id, l.epoch, l.worker, l.token_id, l.principal, l.acquired_at, l.expires_at, l.heartbeat_at, l.heartbeats, l.progress, l.worker_time, l.stop_requested_at, l.stop_requested_by, l.ended_at, l.outcome, l.outcome_detail, l.result, l.scopes, l.scope_resources, l.tokens_in, l.tokens_out, l.cost_micro_usd, l.tool_calls, l.progress_at, l.budget_roots, l.scope_keys, l.stop_note,
        coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
        v.rank::int AS rank,
+       t.at::timestamptz AS db_now,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
@@ -279,6 +280,7 @@ type LiveLeasesPageRow struct {
 	Lease        Lease
 	LastActivity time.Time
 	Rank         int32
+	DbNow        time.Time
 	Refusals     int32
 }
 
@@ -286,7 +288,10 @@ type LiveLeasesPageRow struct {
 // stale (rank 0), quiet (1), then healthy (2), judged as LiveLeaseActivity
 // does, each rank in claim order (seq), after the keyset
 // (@after_rank, @after_seq). It reads the project's live leases (the
-// partial index of live leases) and returns a page of them.
+// partial index of live leases) and returns a page of them, each with the
+// instant they were judged at (db_now: @now, or the statement's), which
+// the next chunk of the same page passes as @now, so a page judges all its
+// leases at one instant.
 func (q *Queries) LiveLeasesPage(ctx context.Context, db DBTX, arg LiveLeasesPageParams) ([]LiveLeasesPageRow, error) {
 	rows, err := db.Query(ctx, liveLeasesPage,
 		arg.Now,
@@ -335,6 +340,7 @@ func (q *Queries) LiveLeasesPage(ctx context.Context, db DBTX, arg LiveLeasesPag
 			&i.Lease.StopNote,
 			&i.LastActivity,
 			&i.Rank,
+			&i.DbNow,
 			&i.Refusals,
 		); err != nil {
 			return nil, err

@@ -616,8 +616,9 @@ func (r *recordingTx) Query(ctx context.Context, sql string, args ...any) (pgx.R
 
 // TestItemAttentionReadsItsPageOnly: an item that collected 20,000
 // attention requests is read a page at a time: the claim's latest
-// requests (AttentionForItemBefore) and a page from its first
-// (AttentionForItem) read their own rows only, about 3 pages a row (the
+// requests (AttentionForItemBefore, and AttentionLatestOfItems for a
+// batch's items) and a page from its first (AttentionForItem) read their
+// own rows only, about 3 pages a row (the
 // index, the row, its item's title), never the item's history: reading
 // every request of the item, as the claim did, read thousands. The plans
 // checked are the generic ones, which a prepared statement keeps after its
@@ -650,15 +651,23 @@ func TestItemAttentionReadsItsPageOnly(t *testing.T) {
 	}
 	q := dbq.New()
 	for name, read := range map[string]struct {
-		max  int32
-		rows func(max int32) (int, error)
+		max    int32
+		perRow int // pages a row may read
+		rows   func(max int32) (int, error)
 	}{
-		"AttentionForItemBefore": {21, func(max int32) (int, error) {
+		"AttentionForItemBefore": {21, 4, func(max int32) (int, error) {
 			rows, err := q.AttentionForItemBefore(ctx, conn, dbq.AttentionForItemBeforeParams{ProjectID: project, ItemID: item, BeforeSeq: math.MaxInt64, MaxRows: max})
 			return len(rows), err
 		}},
-		"AttentionForItem": {51, func(max int32) (int, error) {
+		"AttentionForItem": {51, 4, func(max int32) (int, error) {
 			rows, err := q.AttentionForItem(ctx, conn, dbq.AttentionForItemParams{ProjectID: project, ItemID: item, AfterSeq: 0, MaxRows: max})
+			return len(rows), err
+		}},
+		// A batch claim's histories: each item's latest read as
+		// AttentionForItemBefore reads it, and each row read again by its
+		// key for the answer (about 6 pages a row).
+		"AttentionLatestOfItems": {21, 7, func(max int32) (int, error) {
+			rows, err := q.AttentionLatestOfItems(ctx, conn, dbq.AttentionLatestOfItemsParams{ProjectID: project, ItemIds: []uuid.UUID{item}, MaxRows: max, MaxBytes: 4 << 20})
 			return len(rows), err
 		}},
 	} {
@@ -670,7 +679,7 @@ func TestItemAttentionReadsItsPageOnly(t *testing.T) {
 			t.Errorf("%s: %d rows, want a page of %d", name, n, read.max)
 		}
 		sql, args := trace.last()
-		if pages := explainPages(t, conn, sql, args); pages > float64(4*read.max+10) {
+		if pages := explainPages(t, conn, sql, args); pages > float64(int32(read.perRow)*read.max+10) {
 			t.Errorf("%s read %v pages for a page of %d rows", name, pages, read.max)
 		}
 	}

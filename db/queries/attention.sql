@@ -165,6 +165,46 @@ WHERE r.project_id = @project_id AND r.item_id = @item_id AND r.seq < @before_se
 ORDER BY r.seq DESC
 LIMIT @max_rows;
 
+-- name: AttentionLatestOfItems :many
+-- The newest requests of each item of @item_ids, per item newest first:
+-- at most @max_rows of an item's, and none after one whose newer requests
+-- already take more than @max_bytes between them. A request's bytes are a
+-- lower bound of what it takes in an answer (attention.Request.Size): its
+-- question, answer and context as text. So the statement returns what
+-- attention.Service.Latest keeps of each item, and at most the one request
+-- after: the histories of a batch claim's items in one statement, each
+-- item's read backwards on attention_by_item as AttentionForItemBefore
+-- reads one item's.
+-- read_rows is how many requests the item's read held before the byte
+-- cut (more than it returned: the item has older requests). Titles as in
+-- ListAttention.
+WITH newest AS (
+    SELECT wanted.item_id, x.seq, x.bytes
+    FROM unnest(@item_ids::uuid[]) AS wanted(item_id)
+    CROSS JOIN LATERAL (
+        SELECT a.seq,
+               octet_length(a.question) + coalesce(octet_length(a.answer), 0)
+                   + coalesce(octet_length(a.context::text), 0) AS bytes
+        FROM attention_requests a
+        WHERE a.project_id = @project_id AND a.item_id = wanted.item_id
+        ORDER BY a.seq DESC
+        LIMIT @max_rows
+    ) AS x
+), counted AS (
+    SELECT newest.item_id, newest.seq,
+           coalesce(sum(newest.bytes) OVER (PARTITION BY newest.item_id ORDER BY newest.seq DESC
+                                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before,
+           count(*) OVER (PARTITION BY newest.item_id) AS read_rows
+    FROM newest
+)
+SELECT sqlc.embed(r),
+       (SELECT i.title FROM items i WHERE i.project_id = r.project_id AND i.id = r.item_id)::text AS item_title,
+       counted.read_rows::int AS read_rows
+FROM counted
+JOIN attention_requests r ON r.project_id = @project_id AND r.item_id = counted.item_id AND r.seq = counted.seq
+WHERE counted.bytes_before <= @max_bytes::bigint
+ORDER BY r.item_id, r.seq DESC;
+
 -- name: ClosedNonBlockingForLease :many
 -- The answered (or dismissed) non-blocking requests a lease's worker asked,
 -- newest first, at most @max_rows: attention_answers_by_lease (migration

@@ -168,10 +168,14 @@ ORDER BY l.acquired_at, l.seq;
 -- stale (rank 0), quiet (1), then healthy (2), judged as LiveLeaseActivity
 -- does, each rank in claim order (seq), after the keyset
 -- (@after_rank, @after_seq). It reads the project's live leases (the
--- partial index of live leases) and returns a page of them.
+-- partial index of live leases) and returns a page of them, each with the
+-- instant they were judged at (db_now: @now, or the statement's), which
+-- the next chunk of the same page passes as @now, so a page judges all its
+-- leases at one instant.
 SELECT sqlc.embed(l),
        coalesce(l.progress_at, l.acquired_at)::timestamptz AS last_activity,
        v.rank::int AS rank,
+       t.at::timestamptz AS db_now,
        coalesce((SELECT sum(r.calls) FROM lease_refusals r
                  WHERE r.project_id = l.project_id AND r.lease_id = l.id), 0)::int AS refusals
 FROM leases l
