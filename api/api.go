@@ -70,6 +70,12 @@ type Config struct {
 	// DefaultSearchWait.
 	SearchConcurrency int
 	SearchWait        time.Duration
+	// PlanBytesInFlight bounds the bodies of the plan imports this replica
+	// reads and decodes at once, in bytes; PlanWait is how long an import
+	// beyond the bound waits for room before 429. 0:
+	// DefaultPlanBytesInFlight, DefaultPlanWait.
+	PlanBytesInFlight int64
+	PlanWait          time.Duration
 	// Metrics counts claims, lease outcomes, refused calls and answers
 	// (nil: nothing is counted).
 	Metrics *metrics.Metrics
@@ -92,6 +98,7 @@ type API struct {
 	holders  *immutable[uuid.UUID, holder]
 	limits   *limiters
 	searches *searchGate
+	plans    *planGate
 	throttle *auth.Throttle
 	timeout  time.Duration
 	metrics  *metrics.Metrics
@@ -147,6 +154,7 @@ func New(cfg Config) *API {
 		holders:    newImmutable[uuid.UUID, holder](100_000),
 		limits:     &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
 		searches:   newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		plans:      newPlanGate(cfg.PlanBytesInFlight, cfg.PlanWait),
 		throttle:   cfg.Throttle,
 		timeout:    cfg.RequestTimeout,
 		metrics:    cfg.Metrics,
@@ -228,6 +236,9 @@ type routeOpts struct {
 	lazy bool
 	// bodyLimit: the route's own body limit (zero: maxBodyBytes).
 	bodyLimit bodyLimit
+	// admit, if set, runs after the rate limit and before anything reads
+	// the body (a gate on what the request may hold while it runs).
+	admit echo.MiddlewareFunc
 }
 
 // handle registers an authenticated route; o.roles lists who besides
@@ -247,7 +258,11 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 	if o.lazy {
 		authn = a.authenticateLazy
 	}
-	mw = append(mw, authn, a.requireRole(o.roles...), a.rateLimit, a.idempotent(o.effect))
+	mw = append(mw, authn, a.requireRole(o.roles...), a.rateLimit)
+	if o.admit != nil {
+		mw = append(mw, o.admit)
+	}
+	mw = append(mw, a.idempotent(o.effect))
 	e.Add(method, "/v1"+path, h, mw...)
 	a.routes = append(a.routes, Route{Method: method, Path: "/v1" + openAPIPath(path)})
 }

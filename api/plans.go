@@ -15,6 +15,7 @@ func (a *API) mountPlans(e *echo.Echo) {
 	o := anyRole
 	o.bodyLimit = bodyLimit{bytes: maxPlanBodyBytes,
 		of: fmt.Sprintf("a plan import (which takes at most %d items)", graph.MaxPlanItems)}
+	o.admit = a.gatePlans
 	a.handle(e, http.MethodPost, "/projects/:project/plans", a.importPlan, o)
 }
 

@@ -18,7 +18,8 @@ import (
 //	segment  = "**" / 1*( ALPHA / DIGIT / "." / "_" / "-" / "+" / "=" / "@" / "," / "*" )
 //
 // A scope is at most MaxScopeChars long; "." and ".." are not segments, and
-// "**" is only ever a whole segment. Names are case-sensitive.
+// "**" is only ever a whole segment. Names are case-sensitive. An item's
+// scopes have at most MaxScopeSegments path segments in all.
 //
 // What a scope covers: a scope without a path covers the whole resource;
 // with a path it covers the paths its glob matches, where "**" matches zero
@@ -32,9 +33,20 @@ import (
 // no path or their globs match at least one common path. The rule exists
 // twice, here (ScopesOverlap) and in SQL (wg_scopes_overlap, migration
 // 00032, which the claim applies); a test checks that they agree.
+//
+// Why the segments are bounded in all: every claim of a scoped item tests
+// its scopes against the scopes of each live lease that may overlap them
+// (wg_scopes_overlap), every scope of one against every scope of the
+// other, and a pair of globs costs the product of their segment counts
+// (globsOverlap's table). Without a bound on the sum, one item of 32
+// scopes of 64 segments each, against a lease holding the like, cost
+// seconds of database time in every claim of its project, past the
+// statement timeout. With it, one test of two items' scopes is at most
+// (MaxScopeSegments+MaxScopes)^2 cells.
 const (
-	MaxScopes     = 32
-	MaxScopeChars = 200
+	MaxScopes        = 32
+	MaxScopeChars    = 200
+	MaxScopeSegments = 64
 )
 
 var (
@@ -51,6 +63,7 @@ func CleanScopes(field string, scopes []string) ([]string, error) {
 	}
 	out := make([]string, 0, len(scopes))
 	seen := make(map[string]bool, len(scopes))
+	segments := 0
 	for _, s := range scopes {
 		if err := checkScope(s); err != "" {
 			return nil, wgerr.InvalidField(field, "scope %q %s (a scope is \"resource\" or \"resource:path/glob\", e.g. \"repo:web/src/**\")", s, err)
@@ -58,7 +71,11 @@ func CleanScopes(field string, scopes []string) ([]string, error) {
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
+			segments += scopeSegments(s)
 		}
+	}
+	if segments > MaxScopeSegments {
+		return nil, wgerr.InvalidField(field, "has %d path segments in all; at most %d are allowed (every claim compares them with the scopes of the live leases)", segments, MaxScopeSegments)
 	}
 	return out, nil
 }
@@ -91,6 +108,16 @@ func checkScope(s string) string {
 		}
 	}
 	return ""
+}
+
+// scopeSegments is the number of path segments of a (valid) scope: 0
+// without a path.
+func scopeSegments(s string) int {
+	_, path, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0
+	}
+	return strings.Count(path, "/") + 1
 }
 
 // ScopeResource is the resource a (valid) scope names.

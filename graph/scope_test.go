@@ -2,6 +2,8 @@ package graph
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -295,6 +297,41 @@ func TestCleanScopes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCleanScopesBoundsSegments: an item's scopes have at most
+// MaxScopeSegments path segments in all, so that no item makes every claim
+// of its project spend seconds comparing globs (wg_scopes_overlap costs
+// the product of two globs' segments, for every pair of scopes). A
+// duplicate is counted once; scopes without a path count nothing.
+func TestCleanScopesBoundsSegments(t *testing.T) {
+	t.Parallel()
+	deep := func(tag string) string { return "r:" + strings.Repeat("**/", 64) + tag }
+	t.Run("ErrTooManySegments", func(t *testing.T) {
+		var bomb []string
+		for i := 0; i < MaxScopes; i++ {
+			bomb = append(bomb, deep(fmt.Sprintf("a%d", i)))
+		}
+		for _, scopes := range [][]string{
+			bomb,
+			{deep("a"), "r:x"},
+			{"r:" + strings.Repeat("a/", MaxScopeSegments) + "b"},
+		} {
+			_, err := CleanScopes("touches", scopes)
+			var we *wgerr.Error
+			if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != "touches" {
+				t.Fatalf("CleanScopes(%d scopes, %d chars in the first) = %v, want invalid_argument on touches",
+					len(scopes), len(scopes[0]), err)
+			}
+		}
+	})
+	t.Run("OK", func(t *testing.T) {
+		full := []string{"r:" + strings.Repeat("a/", MaxScopeSegments-2) + "b", "r:c", "s", "t"}
+		full = append(full, full[0]) // a duplicate counts once
+		if _, err := CleanScopes("touches", full); err != nil {
+			t.Fatalf("%d segments in all: %v", MaxScopeSegments, err)
+		}
+	})
 }
 
 // TestScopeKeysFindEveryOverlap: the claim reads only the live leases whose

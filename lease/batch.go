@@ -278,7 +278,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 // taken by the single claim's statement (ClaimItemDirect), which takes the
 // next item in claim order, grants an item with touches only if its
 // scopes overlap no live lease's, the batch's earlier ones included, and
-// holds them under its scope locks (holdScopes). One item a statement,
+// holds them under its scope locks (scopes.go). One item a statement,
 // until one claims nothing (the last statement of an under-filled batch);
 // a statement that loses a scope's race to a concurrent claim, or that a
 // guard holds back (quiet as in claimDirect), ends the filling: the batch
@@ -286,7 +286,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 //
 // On a transaction it takes one item at most, in a savepoint (a lost race
 // leaves the transaction usable): the transaction holds each statement's
-// scope locks until it ends, and holdScopes orders the locks of one
+// scope locks until it ends, and wg_lock_scopes orders the locks of one
 // statement only, so two transactions that each took several sets could
 // wait on each other. On a pool each statement is a transaction of its
 // own.

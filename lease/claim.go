@@ -41,8 +41,8 @@ const reapBatch = 100
 //
 // Capabilities and write scopes: the item's requires must be among the
 // request's capabilities, and its touches must not overlap a scope a live
-// lease holds (see holdScopes; both paths grant scopes, and a claim that
-// loses a scope's race to a concurrent one claims again). When
+// lease holds (see "Scope locks" in scopes.go; both paths grant scopes,
+// and a claim that loses a scope's race to a concurrent one claims again). When
 // nothing can be handed out and the project has ready items, none of which
 // the capabilities cover, the answer is no_match rather than
 // ErrNothingReady: waiting would not help.
@@ -249,10 +249,10 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 			noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities)
 			return err
 		}
-		if err != nil {
-			return err
+		if db.ScopeRace(err) {
+			return errScopeRace
 		}
-		if err := s.holdScopes(ctx, tx, project, row.Lease, now); err != nil {
+		if err != nil {
 			return err
 		}
 		item, err := s.graphOn(tx).Item(ctx, project, row.Lease.ItemID)

@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/workgraph-dev/workgraph/clock"
-	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -26,13 +24,13 @@ const maxScopeRetries = 16
 // again (its next snapshot sees that lease, and the claim skips the item).
 var errScopeRace = errors.New("lease: a concurrent claim took an overlapping scope")
 
-// holdScopes makes the transactional claim's grant of its item's scopes
-// (the lease's Scopes, its item's touches) safe against concurrent claims;
-// it does nothing for a lease without scopes. The one-statement claim
-// (ClaimItemDirect) does the same inside its statement.
+// Scope locks: how both claim statements (ClaimItemDirect, and ClaimItem
+// on the transactional path) make the grant of an item's scopes (the
+// lease's Scopes, its item's touches) safe against concurrent claims; a
+// lease without scopes takes none.
 //
-// Why a re-check under locks: ClaimItem skips items whose touches overlap a
-// live lease's scopes, but it judges by its statement's snapshot, and two
+// Why a re-check under locks: the claim skips items whose touches overlap
+// a live lease's scopes, but it judges by its statement's snapshot, and two
 // claims that run at once each miss the other's new lease (FOR UPDATE SKIP
 // LOCKED locks the two different items, not their scopes). So the grant
 // takes transaction-scoped advisory locks such that two claims granting
@@ -47,24 +45,16 @@ var errScopeRace = errors.New("lease: a concurrent claim took an overlapping sco
 // each other in a cycle, and a claim waits on no row while it holds them).
 // Then a query of its own reads a fresh snapshot: every claim that held a
 // conflicting lock before has committed (or rolled back), so its lease is
-// visible. If one overlaps, this claim lost the race: errScopeRace rolls it
-// back and it claims again. Both steps are one statement, HoldScopes,
-// through the VOLATILE function wg_lock_scopes (migration 00041), whose
-// queries each take a new snapshot under READ COMMITTED. Of two
+// visible. If one overlaps, this claim lost the race: WG002 (errScopeRace)
+// rolls it back and it claims again. Both steps are the VOLATILE function
+// wg_lock_scopes (migration 00041), whose queries each take a new snapshot
+// under READ COMMITTED, called by the claiming statement before it writes
+// the item; the lease is stamped after it, so a claim that waited for a
+// lock never records an acquired_at from before it held its scopes. Of two
 // overlapping grants, whichever locks second always sees the first; hence
 // two live leases never hold overlapping scopes. A lease's scopes are freed
 // when it ends or expires, since both tests count only live leases (not
 // ended, expires_at in the future by the database clock).
-func (s *Service) holdScopes(ctx context.Context, tx pgx.Tx, project uuid.UUID, l dbq.Lease, now *time.Time) error {
-	if len(l.Scopes) == 0 {
-		return nil
-	}
-	err := dbq.New().HoldScopes(ctx, tx, dbq.HoldScopesParams{ProjectID: project, LeaseID: l.ID, Scopes: l.Scopes, Now: now})
-	if db.ScopeRace(err) {
-		return errScopeRace
-	}
-	return err
-}
 
 // recordOffer stores the capabilities the worker offers (a worker offering
 // none records nothing); RecordOffer writes only when they changed or the

@@ -451,3 +451,91 @@ func TestRenewalsAndExpiriesLeaveNoOverlap(t *testing.T) {
 	}
 	f.checkInvariants(t)
 }
+
+// TestScopedClaimStampedOnceItsScopesAreHeld: a claim of an item with
+// touches that waits for a scope lock (another claim of that resource is
+// in flight, here a transaction holding the lock) records an acquired_at
+// from after it got the lock, on both of the claim's paths. A stamp from
+// before the wait would write a history where the lease held its scopes
+// while an overlapping lease, ended during the wait, was still live.
+func TestScopedClaimStampedOnceItsScopesAreHeld(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"OneStatement", "Transaction"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			f := dbClock(t)
+			if path == "Transaction" {
+				// A lease of the project past its expiry and not yet ended
+				// sends the claim down its transactional path (the one
+				// statement defers to it), which ends that lease first.
+				old := f.item(t, graph.NewItem{})
+				if _, err := dbq.New().ClaimItem(f.ctx, f.conn, dbq.ClaimItemParams{
+					ProjectID: f.project, Labels: old.Labels, Worker: "gone", LeaseID: uuid.New(),
+					Principal: "gone", TtlMs: 1,
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			scoped := f.item(t, graph.NewItem{Priority: 10, Touches: []string{"r:a/**"}})
+
+			// The scope lock of resource r, exclusive, as a claim of a
+			// scope "r" in flight takes it (wg_lock_scopes, migration 00041).
+			holder, err := f.pool.Begin(f.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Rollback(context.WithoutCancel(f.ctx))
+			if _, err := holder.Exec(f.ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text || ':r', 7250019))`,
+				f.project.String()); err != nil {
+				t.Fatal(err)
+			}
+
+			type result struct {
+				c   lease.Claim
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w", Principal: "w"})
+				done <- result{c, err}
+			}()
+			// Wait (for an event, not a time) until the claim waits for the lock.
+			for waiting := false; !waiting; {
+				select {
+				case r := <-done:
+					t.Fatalf("the claim returned while the scope lock was held: %+v, %v", r.c.Lease, r.err)
+				default:
+				}
+				if err := f.pool.QueryRow(f.ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+					WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).
+					Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+				if !waiting {
+					time.Sleep(5 * time.Millisecond) // polling for the wait; nothing is timed
+				}
+			}
+			var freed time.Time
+			if err := holder.QueryRow(f.ctx, "SELECT clock_timestamp()").Scan(&freed); err != nil {
+				t.Fatal(err)
+			}
+			if err := holder.Commit(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			got := r.c.Lease
+			if got.ItemID != scoped.ID {
+				t.Fatalf("claimed item %v, want the scoped item %v", got.ItemID, scoped.ID)
+			}
+			if got.AcquiredAt.Before(freed) {
+				t.Errorf("acquired_at %v is before the claim got its scope lock (freed at %v)", got.AcquiredAt, freed)
+			}
+			if d := got.ExpiresAt.Sub(got.AcquiredAt); d != ttl {
+				t.Errorf("expires_at - acquired_at = %v, want %v", d, ttl)
+			}
+		})
+	}
+}

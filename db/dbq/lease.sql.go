@@ -112,8 +112,8 @@ func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessP
 }
 
 const claimItem = `-- name: ClaimItem :one
-WITH candidate AS (
-    SELECT c.project_id, c.id
+WITH candidate AS MATERIALIZED (
+    SELECT c.project_id, c.id, c.touches
     FROM items c
     WHERE c.project_id = $1
       AND c.ready
@@ -141,6 +141,12 @@ WITH candidate AS (
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), held AS MATERIALIZED (
+    SELECT candidate.project_id, candidate.id
+    FROM candidate
+    WHERE CASE WHEN candidate.touches = '{}' THEN true
+               ELSE wg_lock_scopes(candidate.project_id, $7::uuid, candidate.touches,
+                                   $3::timestamptz) END
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
@@ -149,8 +155,8 @@ WITH candidate AS (
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce($3::timestamptz, statement_timestamp())
-    FROM candidate
-    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
+    FROM held
+    WHERE i.project_id = held.project_id AND i.id = held.id
     RETURNING i.project_id, i.id, i.epoch, i.budget_roots, i.touches
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
@@ -214,8 +220,13 @@ type ClaimItemRow struct {
 // does not plan their queries.
 // For an item without requires or touches the predicate is two
 // comparisons with '{}'. The overlap test here is only a filter: the
-// snapshot may miss a lease being granted at the same moment, so the
-// caller re-checks under per-resource locks (lease.holdScopes, HoldScopes).
+// snapshot may miss a lease being granted at the same moment, so "held"
+// takes the grant's scope locks and re-checks with a fresh snapshot
+// (wg_lock_scopes, as ClaimItemDirect does; WG002 when a concurrent claim
+// won the scope) before the item is written. The lease is stamped after
+// that: a claim that waited for a scope lock never records an acquired_at
+// from before it held its scopes, when an overlapping lease may still have
+// been live.
 // The lease records the item's touches as its scopes (and their keys).
 func (q *Queries) ClaimItem(ctx context.Context, db DBTX, arg ClaimItemParams) (ClaimItemRow, error) {
 	row := db.QueryRow(ctx, claimItem,
@@ -1188,30 +1199,6 @@ func (q *Queries) HeartbeatLease(ctx context.Context, db DBTX, arg HeartbeatLeas
 		&i.HasAnswers,
 	)
 	return i, err
-}
-
-const holdScopes = `-- name: HoldScopes :exec
-SELECT wg_lock_scopes($1::uuid, $2::uuid, $3::text[], $4::timestamptz)
-`
-
-type HoldScopesParams struct {
-	ProjectID uuid.UUID
-	LeaseID   uuid.UUID
-	Scopes    []string
-	Now       *time.Time
-}
-
-// Locks and re-checks a grant's scopes in one statement (wg_lock_scopes,
-// migration 00041; see lease.holdScopes): fails with WG002 when a live
-// lease holds an overlapping scope.
-func (q *Queries) HoldScopes(ctx context.Context, db DBTX, arg HoldScopesParams) error {
-	_, err := db.Exec(ctx, holdScopes,
-		arg.ProjectID,
-		arg.LeaseID,
-		arg.Scopes,
-		arg.Now,
-	)
-	return err
 }
 
 const insertObservation = `-- name: InsertObservation :exec

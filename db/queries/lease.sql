@@ -94,11 +94,16 @@ WHERE project_id = @project_id AND id = @item_id;
 -- does not plan their queries.
 -- For an item without requires or touches the predicate is two
 -- comparisons with '{}'. The overlap test here is only a filter: the
--- snapshot may miss a lease being granted at the same moment, so the
--- caller re-checks under per-resource locks (lease.holdScopes, HoldScopes).
+-- snapshot may miss a lease being granted at the same moment, so "held"
+-- takes the grant's scope locks and re-checks with a fresh snapshot
+-- (wg_lock_scopes, as ClaimItemDirect does; WG002 when a concurrent claim
+-- won the scope) before the item is written. The lease is stamped after
+-- that: a claim that waited for a scope lock never records an acquired_at
+-- from before it held its scopes, when an overlapping lease may still have
+-- been live.
 -- The lease records the item's touches as its scopes (and their keys).
-WITH candidate AS (
-    SELECT c.project_id, c.id
+WITH candidate AS MATERIALIZED (
+    SELECT c.project_id, c.id, c.touches
     FROM items c
     WHERE c.project_id = @project_id
       AND c.ready
@@ -126,6 +131,12 @@ WITH candidate AS (
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), held AS MATERIALIZED (
+    SELECT candidate.project_id, candidate.id
+    FROM candidate
+    WHERE CASE WHEN candidate.touches = '{}' THEN true
+               ELSE wg_lock_scopes(candidate.project_id, @lease_id::uuid, candidate.touches,
+                                   sqlc.narg('now')::timestamptz) END
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
@@ -134,8 +145,8 @@ WITH candidate AS (
         preferred_token = NULL,
         preferred_until = NULL,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-    FROM candidate
-    WHERE i.project_id = candidate.project_id AND i.id = candidate.id
+    FROM held
+    WHERE i.project_id = held.project_id AND i.id = held.id
     RETURNING i.project_id, i.id, i.epoch, i.budget_roots, i.touches
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
@@ -774,12 +785,6 @@ ORDER BY worker, outcome;
 -- The workers badge: leases of a project that have not ended.
 SELECT count(*) FROM leases
 WHERE project_id = @project_id AND ended_at IS NULL;
-
--- name: HoldScopes :exec
--- Locks and re-checks a grant's scopes in one statement (wg_lock_scopes,
--- migration 00041; see lease.holdScopes): fails with WG002 when a live
--- lease holds an overlapping scope.
-SELECT wg_lock_scopes(@project_id::uuid, @lease_id::uuid, @scopes::text[], sqlc.narg('now')::timestamptz);
 
 -- name: ClaimHopeless :one
 -- After a claim found nothing: whether the project has ready items, and
