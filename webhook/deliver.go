@@ -118,12 +118,23 @@ type DelivererConfig struct {
 // webhooks. Any number run at once, one a replica: fan-out locks the
 // webhook row it advances, and each delivery is taken for one attempt
 // with FOR UPDATE SKIP LOCKED and a lock of the database's clock.
+//
+// The loop never waits for a receiver: its attempts run beside it, at
+// most Concurrency at once (the replica's slots), and each round fans out
+// and hands due deliveries to the slots that are free, so a slow or
+// hanging receiver holds its own attempts' slots, never the other
+// webhooks' deliveries.
 type Deliverer struct {
 	base   startstop.Base
 	pool   *pgxpool.Pool
 	cfg    DelivererConfig
 	client *http.Client
 	wake   chan struct{}
+	// slots holds one token per attempt in flight on this replica.
+	slots chan struct{}
+	// inflight counts the attempts (and their recording) the loop's
+	// rounds started; the loop waits for them before it returns.
+	inflight sync.WaitGroup
 	// TestSignals are for tests: Init one before Start to wait on it.
 	TestSignals DelivererSignals
 }
@@ -139,7 +150,8 @@ type DelivererSignals struct {
 // Round is what one round of the loop did.
 type Round struct {
 	// FannedOut is the number of delivery rows made; Attempts the
-	// deliveries attempted.
+	// deliveries whose attempts the round started (RunOnce also waited
+	// for them; the loop's rounds do not).
 	FannedOut int
 	Attempts  int
 	Err       error
@@ -199,7 +211,8 @@ func NewDeliverer(pool *pgxpool.Pool, cfg DelivererConfig) *Deliverer {
 	if client == nil {
 		client = newClient(cfg.AllowPrivate, cfg.Timeout, cfg.Concurrency)
 	}
-	return &Deliverer{pool: pool, cfg: cfg, client: client, wake: make(chan struct{}, 1)}
+	return &Deliverer{pool: pool, cfg: cfg, client: client, wake: make(chan struct{}, 1),
+		slots: make(chan struct{}, cfg.Concurrency)}
 }
 
 // Backoff is the default wait after failed attempt n: 5 s doubled per
@@ -217,16 +230,19 @@ func Backoff(n int) time.Duration {
 const maxRoundBackoff = 5 * time.Second
 
 // Start runs rounds until ctx ends or Stop: at once, then whenever woken
-// (Wake) or every Poll, and back to back while there is work. After a
+// (Wake, or an attempt ending) or every Poll, and back to back while there
+// is work. A round does not wait for the attempts it starts (see
+// Deliverer); Stop waits for them. After a
 // failed round (the database away) it waits twice as long as after the
 // one before, from Poll up to maxRoundBackoff, and is not woken early, so
 // an outage costs a few statements and log lines (warn while the
 // database is unavailable) a second, not one every Poll.
 func (d *Deliverer) Start(ctx context.Context) {
 	d.base.Run(ctx, func(ctx context.Context) {
+		defer d.inflight.Wait()
 		wait := d.cfg.Poll
 		for ctx.Err() == nil {
-			r := d.RunOnce(ctx)
+			r := d.round(ctx, &d.inflight, false)
 			if ctx.Err() != nil {
 				return
 			}
@@ -260,7 +276,8 @@ func (d *Deliverer) Start(ctx context.Context) {
 	})
 }
 
-// Stop stops the loop and waits for the attempts in flight.
+// Stop stops the loop and waits for the attempts in flight (their
+// requests are cancelled; their results are still recorded).
 func (d *Deliverer) Stop() { d.base.Stop() }
 
 // Wake makes the loop look for work now (an event was written).
@@ -272,13 +289,23 @@ func (d *Deliverer) Wake() {
 }
 
 // RunOnce does one round: fans out the events up to the log's horizon to
-// the webhooks behind it, then attempts the deliveries due now, and waits
-// for those attempts. Tests call it instead of waiting for the loop.
+// the webhooks behind it, then attempts the deliveries due now (waiting
+// for a free slot when none is), and waits for those attempts. Tests call
+// it instead of waiting for the loop.
 func (d *Deliverer) RunOnce(ctx context.Context) Round {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	return d.round(ctx, &wg, true)
+}
+
+// round fans out, then starts the due deliveries' attempts, counted in
+// wg, without waiting for them. block: wait for a free slot when none
+// is; else a round with every slot busy only fans out.
+func (d *Deliverer) round(ctx context.Context, wg *sync.WaitGroup, block bool) Round {
 	var r Round
 	var fanErr, dueErr error
 	r.FannedOut, fanErr = d.fanOut(ctx)
-	r.Attempts, dueErr = d.deliverDue(ctx)
+	r.Attempts, dueErr = d.deliverDue(ctx, wg, block)
 	r.Err = errors.Join(fanErr, dueErr)
 	return r
 }
@@ -320,24 +347,31 @@ func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// deliverDue takes the due deliveries project by project and attempts
-// them, at most Concurrency at once. A claim takes only as many rows as
-// there are free slots, so every row claimed is sent at once and its lock
-// (Lock, over twice Timeout) outlasts its attempt and the recording of
-// its result.
-func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
+// deliverDue takes the due deliveries project by project and starts their
+// attempts (counted in wg), at most Concurrency in flight on the replica.
+// A claim takes only as many rows as there are free slots, so every row
+// claimed is sent at once and its lock (Lock, over twice Timeout)
+// outlasts its attempt and the recording of its result. block: wait for
+// a slot when none is free; else stop claiming.
+func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bool) (int, error) {
+	if !block && len(d.slots) == cap(d.slots) {
+		return 0, nil // every slot busy: their endings wake the loop
+	}
 	projects, err := q.DueDeliveryProjects(ctx, d.pool, dbq.DueDeliveryProjectsParams{
 		Now: d.cfg.Clock.Now(), ScanRows: int32(dueScan * d.cfg.Concurrency),
 	})
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	slots := make(chan struct{}, d.cfg.Concurrency)
+	slots := d.slots
 	total := 0
 	for _, p := range projects {
-		free := takeSlots(slots)
+		var free int
+		if block {
+			free = takeSlots(slots)
+		} else if free = takeFreeSlots(slots); free == 0 {
+			break
+		}
 		token := uuid.New()
 		claimed, err := q.ClaimDeliveries(ctx, d.pool, dbq.ClaimDeliveriesParams{
 			ProjectID: p, LockToken: token, LockSeconds: d.cfg.Lock.Seconds(),
@@ -355,7 +389,7 @@ func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
 		for _, c := range claimed {
 			claim.Add(1)
 			go func() {
-				defer func() { <-slots; claim.Done() }()
+				defer func() { <-slots; claim.Done(); d.Wake() }()
 				d.attempt(ctx, c, token, done)
 			}()
 		}
@@ -373,8 +407,14 @@ func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
 // too, and returns how many it took.
 func takeSlots(slots chan struct{}) int {
 	slots <- struct{}{}
-	n := 1
-	for n < cap(slots) {
+	return 1 + takeFreeSlots(slots)
+}
+
+// takeFreeSlots takes every free slot of slots without waiting and
+// returns how many it took (0: all busy).
+func takeFreeSlots(slots chan struct{}) int {
+	n := 0
+	for {
 		select {
 		case slots <- struct{}{}:
 			n++
@@ -382,7 +422,6 @@ func takeSlots(slots chan struct{}) int {
 			return n
 		}
 	}
-	return n
 }
 
 // delivered gathers the plain successes of one claim (delivered, the
