@@ -384,7 +384,7 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 			return total, db.Translate(err)
 		}
 		total += len(claimed)
-		done := &delivered{project: p, token: token}
+		done := &delivered{project: p, token: token, ready: make(chan struct{}, 1)}
 		var claim sync.WaitGroup
 		for _, c := range claimed {
 			claim.Add(1)
@@ -393,11 +393,24 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 				d.attempt(ctx, c, token, done)
 			}()
 		}
+		claimEnded := make(chan struct{})
+		go func() { claim.Wait(); close(claimEnded) }()
+		// The claim's successes are recorded as they come (those that
+		// come together, in one statement), not after its slowest
+		// attempt: a receiver's event is not left pending because
+		// another receiver of the claim takes its time.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			claim.Wait()
-			d.recordDelivered(ctx, done)
+			for {
+				select {
+				case <-done.ready:
+					d.recordDelivered(ctx, done)
+				case <-claimEnded:
+					d.recordDelivered(ctx, done)
+					return
+				}
+			}
 		}()
 	}
 	return total, nil
@@ -425,13 +438,15 @@ func takeFreeSlots(slots chan struct{}) int {
 }
 
 // delivered gathers the plain successes of one claim (delivered, the
-// webhook not failing), recorded together by recordDelivered.
+// webhook not failing) until recordDelivered takes them.
 type delivered struct {
 	project uuid.UUID
 	token   uuid.UUID
-	mu      sync.Mutex
-	list    []Attempt
-	params  dbq.FinishDeliveredParams
+	// ready is signalled when a success is added.
+	ready  chan struct{}
+	mu     sync.Mutex
+	list   []Attempt
+	params dbq.FinishDeliveredParams
 }
 
 func (b *delivered) add(c dbq.ClaimDeliveriesRow, o outcome, a Attempt) {
@@ -449,22 +464,37 @@ func (b *delivered) add(c dbq.ClaimDeliveriesRow, o outcome, a Attempt) {
 	}
 	p.Responses = append(p.Responses, response)
 	b.list = append(b.list, a)
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
 }
 
-// recordDelivered records a claim's plain successes in one statement,
-// even when the loop is being stopped (the requests were made), then
-// reports each attempt. An attempt whose lock passed to another attempt
-// first is not recorded (State "").
+// take returns the successes gathered since the last take and forgets
+// them.
+func (b *delivered) take() ([]Attempt, dbq.FinishDeliveredParams) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	list, params := b.list, b.params
+	b.list, b.params = nil, dbq.FinishDeliveredParams{}
+	return list, params
+}
+
+// recordDelivered records the plain successes of a claim gathered so far
+// in one statement, even when the loop is being stopped (the requests were
+// made), then reports each attempt. An attempt whose lock passed to
+// another attempt first is not recorded (State "").
 func (d *Deliverer) recordDelivered(ctx context.Context, b *delivered) {
-	if len(b.list) == 0 {
+	list, params := b.take()
+	if len(list) == 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
-	b.params.ProjectID, b.params.LockToken, b.params.Now = b.project, b.token, d.cfg.Clock.Now()
-	rows, err := q.FinishDelivered(rctx, d.pool, b.params)
+	params.ProjectID, params.LockToken, params.Now = b.project, b.token, d.cfg.Clock.Now()
+	rows, err := q.FinishDelivered(rctx, d.pool, params)
 	if err != nil {
-		d.cfg.Log.Error("webhook delivery: recording attempts", "project", b.project, "attempts", len(b.list), "err", db.Translate(err))
+		d.cfg.Log.Error("webhook delivery: recording attempts", "project", b.project, "attempts", len(list), "err", db.Translate(err))
 	}
 	type key struct {
 		webhook uuid.UUID
@@ -474,7 +504,7 @@ func (d *Deliverer) recordDelivered(ctx context.Context, b *delivered) {
 	for _, r := range rows {
 		recorded[key{r.WebhookID, r.Seq}] = true
 	}
-	for _, a := range b.list {
+	for _, a := range list {
 		if recorded[key{a.WebhookID, a.Seq}] {
 			a.State = StateDelivered
 		}

@@ -75,3 +75,65 @@ func TestSlowReceiverHoldsOnlyItsOwnAttempt(t *testing.T) {
 		t.Fatal("the fast receiver got its event only after the slow receiver's attempt ended: one slow receiver held every delivery of the replica")
 	}
 }
+
+// TestSuccessRecordedBeforeTheClaimsSlowestAttempt: a delivery that
+// succeeded is recorded as delivered while another attempt of the same
+// claim (another webhook of the project, same event) still waits for its
+// receiver. The successes of a claim used to be recorded only once its
+// last attempt had ended: the receiver had its event, but its record said
+// pending for up to --webhooks-timeout (in the API, the CLI and the web
+// page of deliveries), and a replica killed in that window sent it again.
+func TestSuccessRecordedBeforeTheClaimsSlowestAttempt(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+
+	release := make(chan struct{})
+	var slowRequests atomic.Int32
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slowRequests.Add(1) > 1 {
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(fast.Close)
+
+	slowHook := s.webhook(t, webhook.New{URL: slow.URL})
+	fastHook := s.webhook(t, webhook.New{URL: fast.URL})
+
+	// Observe hears of a success once it is recorded (State delivered).
+	var slowEnded atomic.Bool
+	fastRecorded := make(chan webhook.Attempt, 1)
+	d := s.deliverer(webhook.DelivererConfig{Timeout: 30 * time.Second, Observe: func(a webhook.Attempt) {
+		switch a.WebhookID {
+		case slowHook.ID:
+			slowEnded.Store(true)
+		case fastHook.ID:
+			if slowEnded.Load() {
+				a.State = "after the slow attempt"
+			}
+			select {
+			case fastRecorded <- a:
+			default:
+			}
+		}
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Start(ctx)
+	defer d.Stop()
+	defer close(release)
+
+	s.appendEvents(t, 1, events.ItemCreated)
+	if a := <-fastRecorded; a.State != webhook.StateDelivered {
+		t.Fatalf("the fast receiver's attempt was recorded %q: want delivered while the slow receiver still holds its request", a.State)
+	}
+	ds := s.deliveries(t, fastHook.ID)
+	if len(ds) != 1 || ds[0].State != webhook.StateDelivered {
+		t.Fatalf("the fast webhook's deliveries %+v, want one delivered", ds)
+	}
+}
