@@ -532,6 +532,9 @@ type outcome struct {
 	// the retention): recorded, but no failure of the receiver's, so it
 	// neither starts nor ends the webhook's run of failures.
 	ours bool
+	// gone: the receiver answered 410 Gone, asking for no more
+	// deliveries: the webhook is disabled at once (ReasonGone).
+	gone bool
 }
 
 // attempt sends one claimed delivery and records its result under the
@@ -586,7 +589,11 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 		a.State, a.Disabled = "", false // not recorded: counted as lost
 	}
 	if a.Disabled {
-		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
+		why := "webhook disabled after failing for a day"
+		if o.gone {
+			why = "webhook disabled: its receiver answered 410 Gone"
+		}
+		d.cfg.Log.Warn(why, "project", c.ProjectID, "webhook", c.WebhookID)
 		// Its pending deliveries wait for it out of the way of every other
 		// webhook's, parked once the disabling committed (see the query);
 		// if this fails they only cost the search for due work a row each.
@@ -629,9 +636,15 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 	if o.state == StateDelivered {
 		return false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 	}
+	reason, after := ReasonFailing, d.cfg.DisableAfter
+	if o.gone {
+		// The receiver said it wants nothing more (Standard Webhooks):
+		// a run of failures that has lasted long enough at once.
+		reason, after = ReasonGone, 0
+	}
 	run, err := q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
-		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: ReasonFailing,
-		DisableAfterSeconds: d.cfg.DisableAfter.Seconds(),
+		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: reason,
+		DisableAfterSeconds: after.Seconds(),
 	})
 	if err != nil || run.Enabled {
 		return false, err
@@ -717,6 +730,10 @@ func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcom
 	case code == http.StatusTooManyRequests || code >= 500:
 		o.state = StatePending
 		o.retryAfter = retryAfter(resp.Header.Get("Retry-After"), d.cfg.Local.Read())
+	case code == http.StatusGone:
+		o.state, o.gone = StateFailed, true
+		e := "410 Gone: the receiver wants no more deliveries; the webhook is disabled until someone enables it again"
+		o.errText = &e
 	case code >= 300 && code < 400:
 		o.state = StateFailed
 		e := "redirect not followed (" + resp.Header.Get("Location") + ")"
