@@ -190,6 +190,10 @@ func TestExplainExitCodes(t *testing.T) {
 			Extensions: map[string]json.RawMessage{"pruned_through": json.RawMessage("5210")}}), ExitConflict, "--after 5210"},
 		{"Unauthenticated", problem(client.CodeUnauthenticated, 401), ExitAuth, "env WORKGRAPH_TOKEN"},
 		{"Forbidden", problem(client.CodeForbidden, 403), ExitAuth, "human or admin token"},
+		// A human token refused (GET /v1/events of `events --all`) is
+		// told of an admin token, not of the human token it holds.
+		{"ForbiddenToHuman", fmt.Errorf("wrapped: %w", &client.Error{Status: 403, Code: client.CodeForbidden,
+			Detail: "a human token may not GET /v1/events"}), ExitAuth, "needs an admin token"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},
 		{"RateLimited", problem(client.CodeRateLimited, 429), ExitUnavailable, "slow down"},
 		{"Internal", problem(client.CodeInternal, 500), ExitError, "server's log"},

@@ -225,6 +225,11 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	case client.CodeUnauthenticated:
 		return ExitAuth, fmt.Sprintf("the server does not accept this token (unknown or revoked); check the token (from %s)", cfg.Source["token"])
 	case client.CodeForbidden:
+		if strings.HasPrefix(e.Detail, "a human token may not") {
+			// Telling a human token to use a human token would send its
+			// holder in a circle.
+			return ExitAuth, "this needs an admin token: a human token works in its own project; every project's events (--all) and a project's settings are an admin's"
+		}
 		return ExitAuth, "this token's role may not do that: answering attention requests, cancelling and managing tokens need a human or admin token"
 	case client.CodeNotFound:
 		return ExitNotFound, fmt.Sprintf("check the id and the project (now %q, from %s): another project's objects answer not found", cfg.Project, cfg.Source["project"])

@@ -58,6 +58,30 @@ func TestWebhooksPages(t *testing.T) {
 	}
 }
 
+// TestWebhookGoneNotice: a webhook delivery disabled because its receiver
+// answered 410 Gone is named on every page of the project with that
+// reason, not as "failing for a day", and its page says why.
+func TestWebhookGoneNotice(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	c := e.mustHook()
+	human := e.signIn(e.human)
+	if _, err := e.pool.Exec(ctx, `UPDATE webhooks SET enabled = false, disabled_reason = $2, disabled_at = now()
+		WHERE id = $1`, c.ID, webhook.ReasonGone); err != nil {
+		t.Fatal(err)
+	}
+	r := human.get("/p/acme/inbox")
+	wantBody(t, r, `id="webhooks-disabled"`, "stopped because its receiver answered 410 Gone", "/p/acme/webhooks/"+c.ID.String())
+	if strings.Contains(r.body, "failing for a day") {
+		t.Fatal("the notice of a webhook whose receiver answered 410 says it failed for a day")
+	}
+	r = human.get("/p/acme/webhooks/" + c.ID.String())
+	wantBody(t, r, "its receiver answered 410 Gone", "Enable again")
+	r = human.get("/p/acme/webhooks")
+	wantBody(t, r, "its receiver answered 410 Gone")
+}
+
 func TestAnswerLinkPage(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

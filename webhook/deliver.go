@@ -118,12 +118,23 @@ type DelivererConfig struct {
 // webhooks. Any number run at once, one a replica: fan-out locks the
 // webhook row it advances, and each delivery is taken for one attempt
 // with FOR UPDATE SKIP LOCKED and a lock of the database's clock.
+//
+// The loop never waits for a receiver: its attempts run beside it, at
+// most Concurrency at once (the replica's slots), and each round fans out
+// and hands due deliveries to the slots that are free, so a slow or
+// hanging receiver holds its own attempts' slots, never the other
+// webhooks' deliveries.
 type Deliverer struct {
 	base   startstop.Base
 	pool   *pgxpool.Pool
 	cfg    DelivererConfig
 	client *http.Client
 	wake   chan struct{}
+	// slots holds one token per attempt in flight on this replica.
+	slots chan struct{}
+	// inflight counts the attempts (and their recording) the loop's
+	// rounds started; the loop waits for them before it returns.
+	inflight sync.WaitGroup
 	// TestSignals are for tests: Init one before Start to wait on it.
 	TestSignals DelivererSignals
 }
@@ -139,7 +150,8 @@ type DelivererSignals struct {
 // Round is what one round of the loop did.
 type Round struct {
 	// FannedOut is the number of delivery rows made; Attempts the
-	// deliveries attempted.
+	// deliveries whose attempts the round started (RunOnce also waited
+	// for them; the loop's rounds do not).
 	FannedOut int
 	Attempts  int
 	Err       error
@@ -199,7 +211,8 @@ func NewDeliverer(pool *pgxpool.Pool, cfg DelivererConfig) *Deliverer {
 	if client == nil {
 		client = newClient(cfg.AllowPrivate, cfg.Timeout, cfg.Concurrency)
 	}
-	return &Deliverer{pool: pool, cfg: cfg, client: client, wake: make(chan struct{}, 1)}
+	return &Deliverer{pool: pool, cfg: cfg, client: client, wake: make(chan struct{}, 1),
+		slots: make(chan struct{}, cfg.Concurrency)}
 }
 
 // Backoff is the default wait after failed attempt n: 5 s doubled per
@@ -217,16 +230,19 @@ func Backoff(n int) time.Duration {
 const maxRoundBackoff = 5 * time.Second
 
 // Start runs rounds until ctx ends or Stop: at once, then whenever woken
-// (Wake) or every Poll, and back to back while there is work. After a
+// (Wake, or an attempt ending) or every Poll, and back to back while there
+// is work. A round does not wait for the attempts it starts (see
+// Deliverer); Stop waits for them. After a
 // failed round (the database away) it waits twice as long as after the
 // one before, from Poll up to maxRoundBackoff, and is not woken early, so
 // an outage costs a few statements and log lines (warn while the
 // database is unavailable) a second, not one every Poll.
 func (d *Deliverer) Start(ctx context.Context) {
 	d.base.Run(ctx, func(ctx context.Context) {
+		defer d.inflight.Wait()
 		wait := d.cfg.Poll
 		for ctx.Err() == nil {
-			r := d.RunOnce(ctx)
+			r := d.round(ctx, &d.inflight, false)
 			if ctx.Err() != nil {
 				return
 			}
@@ -260,7 +276,8 @@ func (d *Deliverer) Start(ctx context.Context) {
 	})
 }
 
-// Stop stops the loop and waits for the attempts in flight.
+// Stop stops the loop and waits for the attempts in flight (their
+// requests are cancelled; their results are still recorded).
 func (d *Deliverer) Stop() { d.base.Stop() }
 
 // Wake makes the loop look for work now (an event was written).
@@ -272,13 +289,23 @@ func (d *Deliverer) Wake() {
 }
 
 // RunOnce does one round: fans out the events up to the log's horizon to
-// the webhooks behind it, then attempts the deliveries due now, and waits
-// for those attempts. Tests call it instead of waiting for the loop.
+// the webhooks behind it, then attempts the deliveries due now (waiting
+// for a free slot when none is), and waits for those attempts. Tests call
+// it instead of waiting for the loop.
 func (d *Deliverer) RunOnce(ctx context.Context) Round {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	return d.round(ctx, &wg, true)
+}
+
+// round fans out, then starts the due deliveries' attempts, counted in
+// wg, without waiting for them. block: wait for a free slot when none
+// is; else a round with every slot busy only fans out.
+func (d *Deliverer) round(ctx context.Context, wg *sync.WaitGroup, block bool) Round {
 	var r Round
 	var fanErr, dueErr error
 	r.FannedOut, fanErr = d.fanOut(ctx)
-	r.Attempts, dueErr = d.deliverDue(ctx)
+	r.Attempts, dueErr = d.deliverDue(ctx, wg, block)
 	r.Err = errors.Join(fanErr, dueErr)
 	return r
 }
@@ -320,24 +347,31 @@ func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// deliverDue takes the due deliveries project by project and attempts
-// them, at most Concurrency at once. A claim takes only as many rows as
-// there are free slots, so every row claimed is sent at once and its lock
-// (Lock, over twice Timeout) outlasts its attempt and the recording of
-// its result.
-func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
+// deliverDue takes the due deliveries project by project and starts their
+// attempts (counted in wg), at most Concurrency in flight on the replica.
+// A claim takes only as many rows as there are free slots, so every row
+// claimed is sent at once and its lock (Lock, over twice Timeout)
+// outlasts its attempt and the recording of its result. block: wait for
+// a slot when none is free; else stop claiming.
+func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bool) (int, error) {
+	if !block && len(d.slots) == cap(d.slots) {
+		return 0, nil // every slot busy: their endings wake the loop
+	}
 	projects, err := q.DueDeliveryProjects(ctx, d.pool, dbq.DueDeliveryProjectsParams{
 		Now: d.cfg.Clock.Now(), ScanRows: int32(dueScan * d.cfg.Concurrency),
 	})
 	if err != nil {
 		return 0, db.Translate(err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	slots := make(chan struct{}, d.cfg.Concurrency)
+	slots := d.slots
 	total := 0
 	for _, p := range projects {
-		free := takeSlots(slots)
+		var free int
+		if block {
+			free = takeSlots(slots)
+		} else if free = takeFreeSlots(slots); free == 0 {
+			break
+		}
 		token := uuid.New()
 		claimed, err := q.ClaimDeliveries(ctx, d.pool, dbq.ClaimDeliveriesParams{
 			ProjectID: p, LockToken: token, LockSeconds: d.cfg.Lock.Seconds(),
@@ -350,20 +384,33 @@ func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
 			return total, db.Translate(err)
 		}
 		total += len(claimed)
-		done := &delivered{project: p, token: token}
+		done := &delivered{project: p, token: token, ready: make(chan struct{}, 1)}
 		var claim sync.WaitGroup
 		for _, c := range claimed {
 			claim.Add(1)
 			go func() {
-				defer func() { <-slots; claim.Done() }()
+				defer func() { <-slots; claim.Done(); d.Wake() }()
 				d.attempt(ctx, c, token, done)
 			}()
 		}
+		claimEnded := make(chan struct{})
+		go func() { claim.Wait(); close(claimEnded) }()
+		// The claim's successes are recorded as they come (those that
+		// come together, in one statement), not after its slowest
+		// attempt: a receiver's event is not left pending because
+		// another receiver of the claim takes its time.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			claim.Wait()
-			d.recordDelivered(ctx, done)
+			for {
+				select {
+				case <-done.ready:
+					d.recordDelivered(ctx, done)
+				case <-claimEnded:
+					d.recordDelivered(ctx, done)
+					return
+				}
+			}
 		}()
 	}
 	return total, nil
@@ -373,8 +420,14 @@ func (d *Deliverer) deliverDue(ctx context.Context) (int, error) {
 // too, and returns how many it took.
 func takeSlots(slots chan struct{}) int {
 	slots <- struct{}{}
-	n := 1
-	for n < cap(slots) {
+	return 1 + takeFreeSlots(slots)
+}
+
+// takeFreeSlots takes every free slot of slots without waiting and
+// returns how many it took (0: all busy).
+func takeFreeSlots(slots chan struct{}) int {
+	n := 0
+	for {
 		select {
 		case slots <- struct{}{}:
 			n++
@@ -382,17 +435,18 @@ func takeSlots(slots chan struct{}) int {
 			return n
 		}
 	}
-	return n
 }
 
 // delivered gathers the plain successes of one claim (delivered, the
-// webhook not failing), recorded together by recordDelivered.
+// webhook not failing) until recordDelivered takes them.
 type delivered struct {
 	project uuid.UUID
 	token   uuid.UUID
-	mu      sync.Mutex
-	list    []Attempt
-	params  dbq.FinishDeliveredParams
+	// ready is signalled when a success is added.
+	ready  chan struct{}
+	mu     sync.Mutex
+	list   []Attempt
+	params dbq.FinishDeliveredParams
 }
 
 func (b *delivered) add(c dbq.ClaimDeliveriesRow, o outcome, a Attempt) {
@@ -410,22 +464,37 @@ func (b *delivered) add(c dbq.ClaimDeliveriesRow, o outcome, a Attempt) {
 	}
 	p.Responses = append(p.Responses, response)
 	b.list = append(b.list, a)
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
 }
 
-// recordDelivered records a claim's plain successes in one statement,
-// even when the loop is being stopped (the requests were made), then
-// reports each attempt. An attempt whose lock passed to another attempt
-// first is not recorded (State "").
+// take returns the successes gathered since the last take and forgets
+// them.
+func (b *delivered) take() ([]Attempt, dbq.FinishDeliveredParams) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	list, params := b.list, b.params
+	b.list, b.params = nil, dbq.FinishDeliveredParams{}
+	return list, params
+}
+
+// recordDelivered records the plain successes of a claim gathered so far
+// in one statement, even when the loop is being stopped (the requests were
+// made), then reports each attempt. An attempt whose lock passed to
+// another attempt first is not recorded (State "").
 func (d *Deliverer) recordDelivered(ctx context.Context, b *delivered) {
-	if len(b.list) == 0 {
+	list, params := b.take()
+	if len(list) == 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
-	b.params.ProjectID, b.params.LockToken, b.params.Now = b.project, b.token, d.cfg.Clock.Now()
-	rows, err := q.FinishDelivered(rctx, d.pool, b.params)
+	params.ProjectID, params.LockToken, params.Now = b.project, b.token, d.cfg.Clock.Now()
+	rows, err := q.FinishDelivered(rctx, d.pool, params)
 	if err != nil {
-		d.cfg.Log.Error("webhook delivery: recording attempts", "project", b.project, "attempts", len(b.list), "err", db.Translate(err))
+		d.cfg.Log.Error("webhook delivery: recording attempts", "project", b.project, "attempts", len(list), "err", db.Translate(err))
 	}
 	type key struct {
 		webhook uuid.UUID
@@ -435,7 +504,7 @@ func (d *Deliverer) recordDelivered(ctx context.Context, b *delivered) {
 	for _, r := range rows {
 		recorded[key{r.WebhookID, r.Seq}] = true
 	}
-	for _, a := range b.list {
+	for _, a := range list {
 		if recorded[key{a.WebhookID, a.Seq}] {
 			a.State = StateDelivered
 		}
@@ -463,6 +532,9 @@ type outcome struct {
 	// the retention): recorded, but no failure of the receiver's, so it
 	// neither starts nor ends the webhook's run of failures.
 	ours bool
+	// gone: the receiver answered 410 Gone, asking for no more
+	// deliveries: the webhook is disabled at once (ReasonGone).
+	gone bool
 }
 
 // attempt sends one claimed delivery and records its result under the
@@ -517,7 +589,11 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 		a.State, a.Disabled = "", false // not recorded: counted as lost
 	}
 	if a.Disabled {
-		d.cfg.Log.Warn("webhook disabled after failing for a day", "project", c.ProjectID, "webhook", c.WebhookID)
+		why := "webhook disabled after failing for a day"
+		if o.gone {
+			why = "webhook disabled: its receiver answered 410 Gone"
+		}
+		d.cfg.Log.Warn(why, "project", c.ProjectID, "webhook", c.WebhookID)
 		// Its pending deliveries wait for it out of the way of every other
 		// webhook's, parked once the disabling committed (see the query);
 		// if this fails they only cost the search for due work a row each.
@@ -560,9 +636,15 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 	if o.state == StateDelivered {
 		return false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 	}
+	reason, after := ReasonFailing, d.cfg.DisableAfter
+	if o.gone {
+		// The receiver said it wants nothing more (Standard Webhooks):
+		// a run of failures that has lasted long enough at once.
+		reason, after = ReasonGone, 0
+	}
 	run, err := q.WebhookFailed(ctx, tx, dbq.WebhookFailedParams{
-		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: ReasonFailing,
-		DisableAfterSeconds: d.cfg.DisableAfter.Seconds(),
+		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: reason,
+		DisableAfterSeconds: after.Seconds(),
 	})
 	if err != nil || run.Enabled {
 		return false, err
@@ -648,6 +730,10 @@ func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcom
 	case code == http.StatusTooManyRequests || code >= 500:
 		o.state = StatePending
 		o.retryAfter = retryAfter(resp.Header.Get("Retry-After"), d.cfg.Local.Read())
+	case code == http.StatusGone:
+		o.state, o.gone = StateFailed, true
+		e := "410 Gone: the receiver wants no more deliveries; the webhook is disabled until someone enables it again"
+		o.errText = &e
 	case code >= 300 && code < 400:
 		o.state = StateFailed
 		e := "redirect not followed (" + resp.Header.Get("Location") + ")"

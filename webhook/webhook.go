@@ -29,8 +29,13 @@ const (
 	FormatSlack = "slack"
 )
 
-// Why delivery disabled a webhook (Webhook.DisabledReason).
-const ReasonFailing = "failing"
+// Why delivery disabled a webhook (Webhook.DisabledReason): ReasonFailing
+// after a day of failed attempts, ReasonGone when its receiver answered
+// 410 Gone (the Standard Webhooks way of asking for no more deliveries).
+const (
+	ReasonFailing = "failing"
+	ReasonGone    = "gone"
+)
 
 // Webhook is a stored webhook, without its secret.
 type Webhook struct {
@@ -44,7 +49,8 @@ type Webhook struct {
 	Description string
 	Enabled     bool
 	// DisabledReason is ReasonFailing when delivery disabled it after a
-	// day of failures (nil: enabled, or disabled by a person).
+	// day of failures, ReasonGone after its receiver answered 410 Gone
+	// (nil: enabled, or disabled by a person).
 	DisabledReason *string
 	DisabledAt     *time.Time
 	// FailingSince is the first failed attempt since the last success.
@@ -55,6 +61,12 @@ type Webhook struct {
 	// PreviousSecretUntil is when the secret a rotation replaced stops
 	// signing beside the new one (nil: never rotated).
 	PreviousSecretUntil *time.Time
+}
+
+// DisabledGone reports whether delivery disabled w because its receiver
+// answered 410 Gone.
+func (w Webhook) DisabledGone() bool {
+	return !w.Enabled && w.DisabledReason != nil && *w.DisabledReason == ReasonGone
 }
 
 // Created is a new webhook and its secret, shown only this once.

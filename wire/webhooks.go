@@ -14,8 +14,8 @@ type Webhook struct {
 	Description string   `json:"description"`
 	Enabled     bool     `json:"enabled"`
 	// DisabledReason is WebhookDisabledFailing when delivery disabled the
-	// webhook after a day of failures (null: enabled, or disabled by a
-	// person).
+	// webhook after a day of failures, WebhookDisabledGone when its
+	// receiver answered 410 Gone (null: enabled, or disabled by a person).
 	DisabledReason *string    `json:"disabled_reason"`
 	DisabledAt     *time.Time `json:"disabled_at"`
 	// FailingSince is the first failed attempt since the last success.
@@ -44,9 +44,13 @@ const (
 	WebhookFormatSlack    = "slack"
 )
 
-// WebhookDisabledFailing is Webhook.DisabledReason after a day of failed
-// deliveries.
-const WebhookDisabledFailing = "failing"
+// Webhook.DisabledReason when delivery disabled the webhook: after a day
+// of failed deliveries (WebhookDisabledFailing), or at once when its
+// receiver answered 410 Gone (WebhookDisabledGone).
+const (
+	WebhookDisabledFailing = "failing"
+	WebhookDisabledGone    = "gone"
+)
 
 // CreatedWebhook is the answer that created a webhook: its signing secret
 // (whsec_..., shown this once only) and the webhook (schema

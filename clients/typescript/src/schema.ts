@@ -1661,7 +1661,7 @@ export interface components {
             recipient: string | null;
             description: string;
             enabled: boolean;
-            /** @description failing: delivery disabled it after a day of failures; null: enabled, or disabled by a person */
+            /** @description failing: delivery disabled it after a day of failures; gone: its receiver answered 410 Gone; null: enabled, or disabled by a person */
             disabled_reason: string | null;
             /** Format: date-time */
             disabled_at: string | null;
@@ -1690,7 +1690,7 @@ export interface components {
             recipient: string | null;
             description: string;
             enabled: boolean;
-            /** @description failing: delivery disabled it after a day of failures; null: enabled, or disabled by a person */
+            /** @description failing: delivery disabled it after a day of failures; gone: its receiver answered 410 Gone; null: enabled, or disabled by a person */
             disabled_reason: string | null;
             /** Format: date-time */
             disabled_at: string | null;
