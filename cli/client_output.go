@@ -169,16 +169,26 @@ func leaseLostHint(e *client.Error) string {
 	var outcome string
 	e.Extension("outcome", &outcome)
 	switch {
-	case outcome == "cancelled":
-		return "the item was cancelled (by a person or an admin); stop working on it: it will not be offered again"
-	case outcome == "expired" || strings.Contains(e.Detail, "has expired"):
-		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision, who sees this late report; stop working on this item and claim again (`workgraph claim`)"
-	case strings.Contains(e.Detail, "not granted at this epoch"):
+	case outcome == "" && strings.Contains(e.Detail, "has expired"):
+		outcome = string(client.OutcomeExpired)
+	case outcome == "" && strings.Contains(e.Detail, "not granted at this epoch"):
 		return "the item was claimed again since (a newer epoch); stop working on this item and claim again (`workgraph claim`)"
-	case outcome != "":
-		return fmt.Sprintf("the lease has already ended (%s); stop working on this item and claim again (`workgraph claim`)", strings.ReplaceAll(outcome, "_", " "))
 	}
-	return hintLeaseLost
+	return outcomeHint(outcome)
+}
+
+// outcomeHint says what the end of a lost lease (its outcome; "" when
+// unknown) means for its worker, and what to do next.
+func outcomeHint(outcome string) string {
+	switch outcome {
+	case "":
+		return hintLeaseLost
+	case string(client.OutcomeCancelled):
+		return "the item was cancelled (by a person or an admin); stop working on it: it will not be offered again"
+	case string(client.OutcomeExpired):
+		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision, who sees this late report; stop working on this item and claim again (`workgraph claim`)"
+	}
+	return fmt.Sprintf("the lease has already ended (%s); stop working on this item and claim again (`workgraph claim`)", strings.ReplaceAll(outcome, "_", " "))
 }
 
 // explain maps err to an exit code and adds what to do next.

@@ -106,6 +106,7 @@ func (sv *supervisor) report(o outcome) {
 type event struct {
 	kind   outcomeKind
 	detail string
+	hint   string // for a lost lease: what happened to it and what to do next (default hintLeaseLost)
 	err    error
 	asked  *client.AskResult
 }
@@ -178,7 +179,11 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 			sv.stopCommand(cmd, exited)
 			if ev.kind == outcomeLost {
 				o.kind = outcomeLost
-				o.message = fmt.Sprintf("lease lost on item %s (%s); the command was stopped and nothing was reported for the item: %s", cl.Item.ID, ev.detail, hintLeaseLost)
+				hint := ev.hint
+				if hint == "" {
+					hint = hintLeaseLost
+				}
+				o.message = fmt.Sprintf("lease lost on item %s (%s); the command was stopped and nothing was reported for the item: %s", cl.Item.ID, ev.detail, hint)
 				return o
 			}
 			o.kind, o.err = outcomeError, explain(ev.err, sv.s.cfg)
@@ -355,8 +360,13 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 			return o
 		}
 	}
+	hint := hintLeaseLost
+	if err == nil && l.Outcome != nil {
+		// Ended otherwise (cancelled, expired): say how.
+		hint = outcomeHint(string(*l.Outcome))
+	}
 	o.kind = outcomeLost
-	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hintLeaseLost)
+	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hint)
 	return o
 }
 
