@@ -312,6 +312,38 @@ func TestMainExitCodes(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ErrFlagValueSaysWhatIsWanted", func(t *testing.T) {
+		t.Parallel()
+		// A value a flag cannot take says what it wants, not the parser's
+		// words (strconv.ParseInt, "time: missing unit").
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"items", "add", "t", "--priority", "high"}, `--priority "high": want a whole number, e.g. --priority 5`},
+			{[]string{"claim", "--wait", "5"}, `--wait "5": want a duration with its unit, e.g. --wait 30s`},
+			{[]string{"work", "--lease", "ten", "--", "true"}, `--lease "ten": want a duration with its unit`},
+		} {
+			code, msg := run(c.args...)
+			if code != ExitUsage || !strings.Contains(msg, c.want) || !strings.Contains(msg, "--help' for its flags") {
+				t.Errorf("%q: exit = %d, want %d and %q:\n%s", c.args, code, ExitUsage, c.want, msg)
+			}
+			if strings.Contains(msg, "strconv.") || strings.Contains(msg, "time: ") {
+				t.Errorf("%q: the parser's words are still there:\n%s", c.args, msg)
+			}
+		}
+	})
+	t.Run("ErrNegativeLimit", func(t *testing.T) {
+		t.Parallel()
+		// Refused before any request: a negative page size was taken as
+		// "not given", and a default page came back without a word.
+		for _, args := range [][]string{{"items", "ls", "--limit", "-5"}, {"history", "--limit=-1"}, {"workers", "--limit", "-2"}} {
+			code, msg := run(append(args, "--token", "x", "--url", "http://127.0.0.1:1")...)
+			if code != ExitUsage || !strings.Contains(msg, "a page size must not be negative") {
+				t.Errorf("%q: exit = %d (%s), want %d naming --limit", args, code, msg, ExitUsage)
+			}
+		}
+	})
 	t.Run("ErrNegativeAfter", func(t *testing.T) {
 		t.Parallel()
 		// Refused before any request: the client sends no after of 0 or

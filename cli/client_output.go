@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,14 +67,21 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 // negativeDuration refuses a negative duration flag (--lease -5m, --wait
 // -1s): the requests would otherwise take it as "not given" and claim or
 // wait with the default instead of what was asked.
+// A negative --limit (a page size) is refused alike: it was taken as "not
+// given", and a whole default page came back.
 func negativeDuration(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if err != nil || fl.Value.Type() != "duration" {
-			return
-		}
-		if d, perr := time.ParseDuration(fl.Value.String()); perr == nil && d < 0 {
-			err = usageError("--%s %s: a duration must not be negative", fl.Name, fl.Value.String())
+		switch {
+		case err != nil:
+		case fl.Value.Type() == "duration":
+			if d, perr := time.ParseDuration(fl.Value.String()); perr == nil && d < 0 {
+				err = usageError("--%s %s: a duration must not be negative", fl.Name, fl.Value.String())
+			}
+		case fl.Name == "limit" && fl.Value.Type() == "int":
+			if n, perr := strconv.Atoi(fl.Value.String()); perr == nil && n < 0 {
+				err = usageError("--limit %d: a page size must not be negative (leave --limit out for the server's default)", n)
+			}
 		}
 	})
 	return err
