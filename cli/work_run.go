@@ -111,6 +111,22 @@ type event struct {
 	asked  *client.AskResult
 }
 
+// cannotStart is the exit-2 error for a command that could not be started,
+// with what to do about the usual causes: a script without its execute
+// bit, or a program in the working directory named without "./".
+func cannotStart(name string, err error) error {
+	var hint string
+	switch {
+	case errors.Is(err, os.ErrPermission):
+		hint = fmt.Sprintf(" (make it executable: chmod +x %s; or name its interpreter: workgraph work -- sh %s)", name, name)
+	case errors.Is(err, exec.ErrNotFound) && !strings.Contains(name, "/"):
+		if fi, serr := os.Stat(name); serr == nil && !fi.IsDir() {
+			hint = fmt.Sprintf(" (a program in this directory is named with its path: workgraph work -- ./%s)", name)
+		}
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w%s", name, err, hint)}
+}
+
 // runOne supervises the command on one claimed item.
 func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	o := outcome{itemID: cl.Item.ID, leaseID: cl.Lease.ID, epoch: cl.Lease.Epoch, exitCode: -1}
@@ -127,7 +143,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	stdoutTail, stderrTail := newTail(tailBytes), newTail(tailBytes)
 	cmd, err := commandFor(sv.argv, sv.opt.grace)
 	if err != nil {
-		return sv.giveBack(ctx, cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
+		return sv.giveBack(ctx, cl, o, outcomeSetup, cannotStart(sv.argv[0], err))
 	}
 	// The command's calls join the run's trace (TRACEPARENT), in place of
 	// any trace context the supervisor itself inherited.
@@ -141,7 +157,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	cmd.WaitDelay = 2 * time.Second
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		return sv.giveBack(ctx, cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
+		return sv.giveBack(ctx, cl, o, outcomeSetup, cannotStart(sv.argv[0], err))
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
