@@ -155,7 +155,9 @@ func (sv *supervisor) run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, client.ErrNothingReady):
 			return nothingReady(ctx, sv.s, sv.claimRequest())
-		case ctx.Err() != nil:
+		case err != nil && ctx.Err() != nil:
+			// Interrupted while claiming. A run that was interrupted
+			// (err == nil) is reported below: its item was released.
 			return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
 		case sv.forever() && serverTrouble(err):
 			if !sv.pauseAfter(ctx, err) {
