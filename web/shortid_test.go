@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // setItemID gives an item a chosen id, so that two items can share the
@@ -158,4 +159,44 @@ func TestNewItemFormTakesShortIDs(t *testing.T) {
 	if n := count(); n != before {
 		t.Errorf("refused forms created %d items", n-before)
 	}
+}
+
+// TestHistoryFilterTakesShortIDs: the history's item filter (and its CSV
+// export's) takes the first characters of an item's id, as the table
+// shows them; it refused anything but a whole id.
+func TestHistoryFilterTakesShortIDs(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.setItemID(e.mustItem("Leased once"), "5eed0001-0000-4000-8000-000000000001")
+	e.setItemID(e.mustItem("Leased once too"), "abcd1234-0000-4000-8000-000000000001")
+	c, err := e.leases.Claim(context.Background(), e.project.ID, lease.ClaimRequest{Worker: "w-short"})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	leased := c.Item.ID // either item; the other has no lease
+	other := it
+	if leased == it.ID {
+		other = e.setItemID(e.mustItem("Never leased either"), "abcd5678-0000-4000-8000-000000000001")
+	}
+	bw := e.signIn(e.human)
+
+	r := bw.get("/p/acme/leases?item=" + leased.String()[:8])
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "w-short")
+	// The filter is the item's: another item's page of history is empty.
+	r = bw.get("/p/acme/leases?item=" + other.ID.String()[:8])
+	wantStatus(t, r, http.StatusOK)
+	if strings.Contains(r.body, "w-short") {
+		t.Errorf("the history of %s lists the lease of %s", other.ID, leased)
+	}
+	r = bw.get("/p/acme/leases.csv?item=" + leased.String()[:8])
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, c.Lease.ID.String())
+
+	r = bw.get("/p/acme/leases?item=ffff0000")
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, "no item id starts with &#34;ffff0000&#34;")
+	r = bw.get("/p/acme/leases?item=zz")
+	wantStatus(t, r, http.StatusBadRequest)
+	wantBody(t, r, "&#34;zz&#34; is not an item id")
 }
