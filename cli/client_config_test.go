@@ -101,6 +101,17 @@ func TestLoadConfig(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("ErrJSONFileNotJSON", func(t *testing.T) {
+		t.Parallel()
+		// A .json config must be JSON, as a .json plan must: a trailing
+		// comma was read (as YAML) without a word.
+		p := filepath.Join(t.TempDir(), "wg.json")
+		os.WriteFile(p, []byte("{\n  \"url\": \"http://json:4\",\n}\n"), 0o600)
+		_, err := loadConfig(clientFlags{config: p}, envOf(map[string]string{"HOME": home}))
+		if err == nil || !strings.Contains(err.Error(), p+":3: column 1: JSON syntax") {
+			t.Fatalf("err = %v, want the file's line and column and JSON syntax", err)
+		}
+	})
 	t.Run("OKRetries", func(t *testing.T) {
 		t.Parallel()
 		// Each source in turn: the default (the client's ten attempts, so
