@@ -48,7 +48,13 @@ attention events.`,
 			for _, w := range ws {
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", w.ID, clip(w.URL, 60), w.Format, eventTypes(w.EventTypes), webhookState(w))
 			}
-			return t.Flush()
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if len(ws) == 0 {
+				fmt.Fprintf(s.Err, "no webhooks in project %q; subscribe a URL with `workgraph webhooks create URL`\n", s.cfg.Project)
+			}
+			return nil
 		}),
 	}
 	var (

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -512,5 +513,29 @@ func TestEmptyListsSaySo(t *testing.T) {
 	r = e.run(e.humanToken, nil, "items", "ls", "--json", "--state", "done")
 	if r.code != 0 || strings.TrimSpace(r.stderr) != "" || !strings.Contains(r.stdout, `"items": []`) {
 		t.Fatalf("items ls --json: %v", r)
+	}
+	// The lease history, the webhooks and (in a project with none) the
+	// tokens say so too.
+	r = e.run(e.humanToken, nil, "history")
+	if r.code != 0 || !strings.Contains(r.stderr, `no leases in project "e2e"`) || strings.Contains(r.stderr, "match these filters") {
+		t.Fatalf("history: %v", r)
+	}
+	r = e.run(e.humanToken, nil, "history", "--worker", "nobody")
+	if r.code != 0 || !strings.Contains(r.stderr, `no leases in project "e2e" match these filters`) {
+		t.Fatalf("history --worker nobody: %v", r)
+	}
+	r = e.run(e.humanToken, nil, "webhooks", "ls")
+	if r.code != 0 || !strings.Contains(r.stderr, `no webhooks in project "e2e"`) {
+		t.Fatalf("webhooks ls: %v", r)
+	}
+	if _, err := e.admin.CreateProject(context.Background(), "tokenless"); err != nil {
+		t.Fatal(err)
+	}
+	r = e.run(adminToken, nil, "tokens", "ls", "--project", "tokenless")
+	if r.code != 0 || !strings.Contains(r.stderr, `no tokens in project "tokenless"`) {
+		t.Fatalf("tokens ls: %v", r)
+	}
+	if r := e.run(adminToken, nil, "tokens", "ls"); r.code != 0 || strings.Contains(r.stderr, "no tokens") {
+		t.Fatalf("tokens ls with tokens: %v", r)
 	}
 }
