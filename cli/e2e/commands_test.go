@@ -528,6 +528,15 @@ func TestEmptyListsSaySo(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, `no webhooks in project "e2e"`) {
 		t.Fatalf("webhooks ls: %v", r)
 	}
+	off := false
+	hook, err := e.admin.CreateWebhook(context.Background(), e.project, client.CreateWebhookRequest{URL: "https://example.com/hook", Enabled: &off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = e.run(e.humanToken, nil, "webhooks", "deliveries", hook.ID)
+	if r.code != 0 || !strings.Contains(r.stderr, "no deliveries of webhook "+hook.ID+" yet") {
+		t.Fatalf("webhooks deliveries: %v", r)
+	}
 	if _, err := e.admin.CreateProject(context.Background(), "tokenless"); err != nil {
 		t.Fatal(err)
 	}
