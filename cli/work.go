@@ -154,7 +154,7 @@ func (sv *supervisor) run(ctx context.Context) error {
 			sv.nothingMore(ctx, done)
 			return nil
 		case errors.Is(err, client.ErrNothingReady):
-			return nothingReady(ctx, sv.s, sv.claimRequest())
+			return nothingReady(ctx, sv.s, sv.claimRequest(), sv.opt.wait)
 		case err != nil && ctx.Err() != nil:
 			// Interrupted while claiming. A run that was interrupted
 			// (err == nil) is reported below: its item was released.

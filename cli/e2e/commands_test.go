@@ -87,7 +87,15 @@ func TestCommands(t *testing.T) {
 		t.Parallel()
 		e := srv.inProject(t, "OKLeaseCommands")
 		it := e.item("by hand")
-		e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--labels", "no-such-label")
+		r := e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--labels", "no-such-label")
+		if !strings.Contains(r.stderr, "--wait 30s") {
+			t.Errorf("a claim that did not wait is not told it may: %s", r.stderr)
+		}
+		// One that waited is told so, not to wait (as it just did).
+		r = e.wantExit(e.agentToken, 3, "nothing became ready within --wait 1s", "claim", "--labels", "no-such-label", "--wait", "1s")
+		if strings.Contains(r.stderr, "--wait 30s") {
+			t.Errorf("a claim that waited is told to wait: %s", r.stderr)
+		}
 		var cl client.Claim
 		e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
 		if cl.Item.ID != it.ID || cl.Lease.Epoch != 1 || cl.Lease.Worker != "w1" {
