@@ -459,7 +459,13 @@ func (p *plan) checkReferences(opt planOptions, errs *planErrors) {
 			case p.ByKey[d] == nil && !opt.flat && isIDPrefix(d):
 				p.Prefixes = append(p.Prefixes, planRef{Node: it, Index: i})
 			case p.ByKey[d] == nil:
-				errs.add(line, "item %q depends on unknown key %q%s", it.Key, d, suggestKey(d, p.ByKey))
+				hint := suggestKey(d, p.ByKey)
+				if hint == "" && !opt.flat {
+					// Keys are looked up in this file only: an item of an
+					// earlier import (of another file) is named by its id.
+					hint = " (depends_on names keys of this file; an item imported from another file is named by its id or its first characters, as `workgraph items ls` shows them)"
+				}
+				errs.add(line, "item %q depends on unknown key %q%s", it.Key, d, hint)
 			case seen[d]:
 				errs.add(line, "item %q lists %q twice in depends_on", it.Key, d)
 			}

@@ -169,6 +169,9 @@ func TestParsePlan(t *testing.T) {
       - zz
 `)
 		wantFault(t, pe, 8, `depends on unknown key "zz"`)
+		// A key of another file (an earlier import) is not looked up: the
+		// fault says how to name that item.
+		wantFault(t, pe, 8, "an item imported from another file is named by its id or its first characters")
 	})
 	t.Run("ErrDuplicateKey", func(t *testing.T) {
 		t.Parallel()
