@@ -201,6 +201,9 @@ func TestExplainExitCodes(t *testing.T) {
 			Extensions: map[string]json.RawMessage{"pruned_through": json.RawMessage("5210")}}), ExitConflict, "--after 5210"},
 		{"Unauthenticated", problem(client.CodeUnauthenticated, 401), ExitAuth, "env WORKGRAPH_TOKEN"},
 		{"Forbidden", problem(client.CodeForbidden, 403), ExitAuth, "human or admin token"},
+		// A human token refused a project or token command is not told
+		// that a human token may do it.
+		{"ForbiddenAdminOnly", problem(client.CodeForbidden, 403), ExitAuth, "projects and tokens are admin-only"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},
 		{"RateLimited", problem(client.CodeRateLimited, 429), ExitUnavailable, "slow down"},
 		{"Internal", problem(client.CodeInternal, 500), ExitError, "server's log"},

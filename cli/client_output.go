@@ -243,7 +243,7 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	case client.CodeUnauthenticated:
 		return ExitAuth, fmt.Sprintf("the server does not accept this token (unknown or revoked); check the token (from %s)", cfg.Source["token"])
 	case client.CodeForbidden:
-		return ExitAuth, "this token's role may not do that: answering attention requests, cancelling and managing tokens need a human or admin token"
+		return ExitAuth, "this token's role may not do that: answering attention requests and cancelling need a human or admin token; projects and tokens are admin-only"
 	case client.CodeNotFound:
 		return ExitNotFound, fmt.Sprintf("check the id and the project (now %q, from %s): another project's objects answer not found", cfg.Project, cfg.Source["project"])
 	case client.CodeAlreadyExists:
