@@ -114,7 +114,13 @@ To mint a token directly in the database (e.g. the first one), use
 			for _, tk := range ts {
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", tk.ID, tk.Name, tk.Role, fmtTime(tk.CreatedAt), fmtTimePtr(tk.RevokedAt))
 			}
-			return t.Flush()
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if len(ts) == 0 {
+				fmt.Fprintf(s.Err, "no tokens in project %q; create one with `workgraph tokens create NAME --role agent`\n", s.cfg.Project)
+			}
+			return nil
 		}),
 	}
 	var role, name string

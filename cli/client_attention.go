@@ -223,6 +223,13 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 				return printJSON(s.Out, client.LeasePage{Leases: leases, NextCursor: next})
 			}
 			printLeases(s.Out, leases)
+			if len(leases) == 0 {
+				filtered := ""
+				if opt.ItemID != "" || opt.Worker != "" || opt.Outcome != "" || !opt.Since.IsZero() || !opt.Until.IsZero() || opt.Cursor != "" {
+					filtered = " match these filters"
+				}
+				fmt.Fprintf(s.Err, "no leases in project %q%s\n", s.cfg.Project, filtered)
+			}
 			if next != nil {
 				fmt.Fprintf(s.Err, "more leases: --cursor %s, or --all\n", *next)
 			}

@@ -172,9 +172,19 @@ func defaultConfigFile(env getenv) string {
 }
 
 // parseConfigFile reads YAML or JSON (JSON is YAML); unknown settings are
-// refused so that a typo does not silently fall back to a default.
+// refused so that a typo does not silently fall back to a default. A .json
+// file must be JSON: YAML would take what JSON refuses (a trailing comma,
+// comments), and another JSON reader of the same file would not.
 func parseConfigFile(path string, data []byte) (fileConfig, error) {
 	var fc fileConfig
+	if strings.HasSuffix(strings.ToLower(path), ".json") {
+		if perr := checkJSON(planText(data)); perr != nil {
+			if perr.Line == 0 {
+				return fc, fmt.Errorf("config file %s: %s", path, perr.Msg)
+			}
+			return fc, fmt.Errorf("config file %s:%d: %s", path, perr.Line, perr.Msg)
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {

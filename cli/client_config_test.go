@@ -101,6 +101,17 @@ func TestLoadConfig(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("ErrJSONFileNotJSON", func(t *testing.T) {
+		t.Parallel()
+		// A .json config must be JSON, as a .json plan must: a trailing
+		// comma was read (as YAML) without a word.
+		p := filepath.Join(t.TempDir(), "wg.json")
+		os.WriteFile(p, []byte("{\n  \"url\": \"http://json:4\",\n}\n"), 0o600)
+		_, err := loadConfig(clientFlags{config: p}, envOf(map[string]string{"HOME": home}))
+		if err == nil || !strings.Contains(err.Error(), p+":3: column 1: JSON syntax") {
+			t.Fatalf("err = %v, want the file's line and column and JSON syntax", err)
+		}
+	})
 	t.Run("OKRetries", func(t *testing.T) {
 		t.Parallel()
 		// Each source in turn: the default (the client's ten attempts, so
@@ -194,6 +205,9 @@ func TestExplainExitCodes(t *testing.T) {
 		// told of an admin token, not of the human token it holds.
 		{"ForbiddenToHuman", fmt.Errorf("wrapped: %w", &client.Error{Status: 403, Code: client.CodeForbidden,
 			Detail: "a human token may not GET /v1/events"}), ExitAuth, "needs an admin token"},
+		// A human token refused a project or token command is not told
+		// that a human token may do it.
+		{"ForbiddenAdminOnly", problem(client.CodeForbidden, 403), ExitAuth, "projects and tokens are admin-only"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},
 		{"RateLimited", problem(client.CodeRateLimited, 429), ExitUnavailable, "slow down"},
 		{"Internal", problem(client.CodeInternal, 500), ExitError, "server's log"},
@@ -313,6 +327,38 @@ func TestMainExitCodes(t *testing.T) {
 			code, msg := run(append(args, "--token", "x", "--url", "http://127.0.0.1:1")...)
 			if code != ExitUsage || !strings.Contains(msg, "must not be negative") {
 				t.Errorf("%q: exit = %d (%s), want %d and must not be negative", args, code, msg, ExitUsage)
+			}
+		}
+	})
+	t.Run("ErrFlagValueSaysWhatIsWanted", func(t *testing.T) {
+		t.Parallel()
+		// A value a flag cannot take says what it wants, not the parser's
+		// words (strconv.ParseInt, "time: missing unit").
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"items", "add", "t", "--priority", "high"}, `--priority "high": want a whole number, e.g. --priority 5`},
+			{[]string{"claim", "--wait", "5"}, `--wait "5": want a duration with its unit, e.g. --wait 30s`},
+			{[]string{"work", "--lease", "ten", "--", "true"}, `--lease "ten": want a duration with its unit`},
+		} {
+			code, msg := run(c.args...)
+			if code != ExitUsage || !strings.Contains(msg, c.want) || !strings.Contains(msg, "--help' for its flags") {
+				t.Errorf("%q: exit = %d, want %d and %q:\n%s", c.args, code, ExitUsage, c.want, msg)
+			}
+			if strings.Contains(msg, "strconv.") || strings.Contains(msg, "time: ") {
+				t.Errorf("%q: the parser's words are still there:\n%s", c.args, msg)
+			}
+		}
+	})
+	t.Run("ErrNegativeLimit", func(t *testing.T) {
+		t.Parallel()
+		// Refused before any request: a negative page size was taken as
+		// "not given", and a default page came back without a word.
+		for _, args := range [][]string{{"items", "ls", "--limit", "-5"}, {"history", "--limit=-1"}, {"workers", "--limit", "-2"}} {
+			code, msg := run(append(args, "--token", "x", "--url", "http://127.0.0.1:1")...)
+			if code != ExitUsage || !strings.Contains(msg, "a page size must not be negative") {
+				t.Errorf("%q: exit = %d (%s), want %d naming --limit", args, code, msg, ExitUsage)
 			}
 		}
 	})

@@ -134,7 +134,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 				req := client.ClaimRequest{Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps}
 				cs, err := claimBatchWaiting(ctx, s.api, s.cfg.Project, req, max, wait)
 				if errors.Is(err, client.ErrNothingReady) {
-					return nothingReady(ctx, s, req)
+					return nothingReady(ctx, s, req, wait)
 				}
 				if err != nil {
 					return err
@@ -150,7 +150,7 @@ Exit status 3 means nothing was ready (after waiting --wait).`,
 			req := client.ClaimRequest{Worker: worker, LeaseSeconds: seconds(ttl), Labels: labels, Capabilities: caps}
 			cl, err := claimWaiting(ctx, s.api, s.cfg.Project, req, wait)
 			if errors.Is(err, client.ErrNothingReady) {
-				return nothingReady(ctx, s, req)
+				return nothingReady(ctx, s, req, wait)
 			}
 			if err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,14 +67,21 @@ func runClient(stdio IO, f *clientFlags, fn func(ctx context.Context, s *session
 // negativeDuration refuses a negative duration flag (--lease -5m, --wait
 // -1s): the requests would otherwise take it as "not given" and claim or
 // wait with the default instead of what was asked.
+// A negative --limit (a page size) is refused alike: it was taken as "not
+// given", and a whole default page came back.
 func negativeDuration(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if err != nil || fl.Value.Type() != "duration" {
-			return
-		}
-		if d, perr := time.ParseDuration(fl.Value.String()); perr == nil && d < 0 {
-			err = usageError("--%s %s: a duration must not be negative", fl.Name, fl.Value.String())
+		switch {
+		case err != nil:
+		case fl.Value.Type() == "duration":
+			if d, perr := time.ParseDuration(fl.Value.String()); perr == nil && d < 0 {
+				err = usageError("--%s %s: a duration must not be negative", fl.Name, fl.Value.String())
+			}
+		case fl.Name == "limit" && fl.Value.Type() == "int":
+			if n, perr := strconv.Atoi(fl.Value.String()); perr == nil && n < 0 {
+				err = usageError("--limit %d: a page size must not be negative (leave --limit out for the server's default)", n)
+			}
 		}
 	})
 	return err
@@ -169,16 +177,26 @@ func leaseLostHint(e *client.Error) string {
 	var outcome string
 	e.Extension("outcome", &outcome)
 	switch {
-	case outcome == "cancelled":
-		return "the item was cancelled (by a person or an admin); stop working on it: it will not be offered again"
-	case outcome == "expired" || strings.Contains(e.Detail, "has expired"):
-		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision, who sees this late report; stop working on this item and claim again (`workgraph claim`)"
-	case strings.Contains(e.Detail, "not granted at this epoch"):
+	case outcome == "" && strings.Contains(e.Detail, "has expired"):
+		outcome = string(client.OutcomeExpired)
+	case outcome == "" && strings.Contains(e.Detail, "not granted at this epoch"):
 		return "the item was claimed again since (a newer epoch); stop working on this item and claim again (`workgraph claim`)"
-	case outcome != "":
-		return fmt.Sprintf("the lease has already ended (%s); stop working on this item and claim again (`workgraph claim`)", strings.ReplaceAll(outcome, "_", " "))
 	}
-	return hintLeaseLost
+	return outcomeHint(outcome)
+}
+
+// outcomeHint says what the end of a lost lease (its outcome; "" when
+// unknown) means for its worker, and what to do next.
+func outcomeHint(outcome string) string {
+	switch outcome {
+	case "":
+		return hintLeaseLost
+	case string(client.OutcomeCancelled):
+		return "the item was cancelled (by a person or an admin); stop working on it: it will not be offered again"
+	case string(client.OutcomeExpired):
+		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision, who sees this late report; stop working on this item and claim again (`workgraph claim`)"
+	}
+	return fmt.Sprintf("the lease has already ended (%s); stop working on this item and claim again (`workgraph claim`)", strings.ReplaceAll(outcome, "_", " "))
 }
 
 // explain maps err to an exit code and adds what to do next.
@@ -228,9 +246,9 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		if strings.HasPrefix(e.Detail, "a human token may not") {
 			// Telling a human token to use a human token would send its
 			// holder in a circle.
-			return ExitAuth, "this needs an admin token: a human token works in its own project; every project's events (--all) and a project's settings are an admin's"
+			return ExitAuth, "this needs an admin token: a human token works in its own project; projects, tokens, every project's events (--all) and a project's settings are an admin's"
 		}
-		return ExitAuth, "this token's role may not do that: answering attention requests, cancelling and managing tokens need a human or admin token"
+		return ExitAuth, "this token's role may not do that: answering attention requests and cancelling need a human or admin token; projects and tokens are admin-only"
 	case client.CodeNotFound:
 		return ExitNotFound, fmt.Sprintf("check the id and the project (now %q, from %s): another project's objects answer not found", cfg.Project, cfg.Source["project"])
 	case client.CodeAlreadyExists:

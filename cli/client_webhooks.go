@@ -48,7 +48,13 @@ attention events.`,
 			for _, w := range ws {
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", w.ID, clip(w.URL, 60), w.Format, eventTypes(w.EventTypes), webhookState(w))
 			}
-			return t.Flush()
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if len(ws) == 0 {
+				fmt.Fprintf(s.Err, "no webhooks in project %q; subscribe a URL with `workgraph webhooks create URL`\n", s.cfg.Project)
+			}
+			return nil
 		}),
 	}
 	var (
@@ -226,7 +232,17 @@ attention events.`,
 				fmt.Fprintf(t, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Seq, d.EventType, d.State, d.Attempts, status,
 					latency, fmtTimePtr(d.NextAttemptAt), clip(strings.Join(strings.Fields(answer), " "), 50))
 			}
-			return t.Flush()
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if len(ds.Deliveries) == 0 {
+				if before > 0 {
+					fmt.Fprintf(s.Err, "no deliveries of webhook %s before event %d\n", id, before)
+				} else {
+					fmt.Fprintf(s.Err, "no deliveries of webhook %s yet\n", id)
+				}
+			}
+			return nil
 		}),
 	}
 	deliveries.Flags().IntVar(&limit, "limit", 0, "page size (1..500; default 50)")

@@ -48,6 +48,15 @@ func addDatabaseFlags(cmd *cobra.Command, url, dataDir *string) {
 // the data folder, else it owns the folder for the duration of fn (starting
 // or adopting the cluster, and stopping it after).
 func withPool(ctx context.Context, url, dataDir string, fn func(*pgxpool.Pool) error) error {
+	return withPoolAt(ctx, url, dataDir, func(pool *pgxpool.Pool, _ string) error { return fn(pool) })
+}
+
+// withPoolAt is withPool that also tells fn which database it opened, in
+// words for a message ("the embedded cluster in DIR", "the database of
+// --database-url"), so that a command that finds nothing there can say
+// where it looked.
+func withPoolAt(ctx context.Context, url, dataDir string, fn func(pool *pgxpool.Pool, where string) error) error {
+	where := "the database of --database-url (env WORKGRAPH_DATABASE_URL)"
 	if url == "" {
 		cluster, err := embedpg.Start(ctx, embedpg.Config{DataDir: dataDir, Database: "workgraph", Own: true, JoinOwner: true})
 		if err != nil {
@@ -55,11 +64,12 @@ func withPool(ctx context.Context, url, dataDir string, fn func(*pgxpool.Pool) e
 		}
 		defer cluster.Stop(context.WithoutCancel(ctx))
 		url = cluster.URL("workgraph")
+		where = "the embedded cluster in " + cluster.DataDir()
 	}
 	pool, err := db.Open(ctx, url, 4)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	return fn(pool)
+	return fn(pool, where)
 }

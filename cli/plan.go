@@ -88,6 +88,11 @@ type planRef struct {
 // children of their own.
 type planOptions struct {
 	flat bool
+	// json: the file is JSON, whose values have types: a field that wants
+	// text takes a string, priority a number, a list field an array
+	// (YAML reads 5 as text where a title is wanted, and one word as a
+	// list of one).
+	json bool
 }
 
 // planError is one fault of a plan file at a line.
@@ -162,6 +167,7 @@ func parsePlanFile(file string, data []byte, opt planOptions) (*plan, error) {
 			errs.List = append(errs.List, *err)
 			return nil, errs
 		}
+		opt.json = true
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -320,6 +326,12 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 			if duplicateField(k, fields, errs) {
 				continue
 			}
+			if opt.json {
+				if msg := jsonTypeFault(k.Value, v); msg != "" {
+					errs.add(v.Line, "%s", msg)
+					continue
+				}
+			}
 			switch k.Value {
 			case "key":
 				if s, ok := scalar(v, errs, "key"); ok {
@@ -447,7 +459,13 @@ func (p *plan) checkReferences(opt planOptions, errs *planErrors) {
 			case p.ByKey[d] == nil && !opt.flat && isIDPrefix(d):
 				p.Prefixes = append(p.Prefixes, planRef{Node: it, Index: i})
 			case p.ByKey[d] == nil:
-				errs.add(line, "item %q depends on unknown key %q%s", it.Key, d, suggestKey(d, p.ByKey))
+				hint := suggestKey(d, p.ByKey)
+				if hint == "" && !opt.flat {
+					// Keys are looked up in this file only: an item of an
+					// earlier import (of another file) is named by its id.
+					hint = " (depends_on names keys of this file; an item imported from another file is named by its id or its first characters, as `workgraph items ls` shows them)"
+				}
+				errs.add(line, "item %q depends on unknown key %q%s", it.Key, d, hint)
 			case seen[d]:
 				errs.add(line, "item %q lists %q twice in depends_on", it.Key, d)
 			}
@@ -565,6 +583,53 @@ func duplicateField(k *yaml.Node, fields map[string]int, errs *planErrors) bool 
 	}
 	fields[k.Value] = k.Line
 	return false
+}
+
+// jsonTypeFault says what is wrong with the type of a JSON plan item's
+// field value v, "" when nothing is (or the field is unknown: reported
+// later). null stands for a field left out.
+func jsonTypeFault(field string, v *yaml.Node) string {
+	if v.Tag == "!!null" {
+		return ""
+	}
+	switch field {
+	case "key", "title", "body", "on_expiry":
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
+			return fmt.Sprintf("%s: want a string, found %s", field, jsonKindName(v))
+		}
+	case "priority":
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!int" {
+			return fmt.Sprintf("priority: want a whole number, found %s", jsonKindName(v))
+		}
+	case "labels", "requires", "touches", "depends_on", "depends_on_keys":
+		if v.Kind != yaml.SequenceNode {
+			return fmt.Sprintf("%s: want an array of strings, found %s", field, jsonKindName(v))
+		}
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode || e.Tag != "!!str" {
+				return fmt.Sprintf("%s: want an array of strings, found %s in it", field, jsonKindName(e))
+			}
+		}
+	}
+	return ""
+}
+
+// jsonKindName names a JSON value's type, with the value when it is short:
+// the number 5, the string "5", true, an array, an object.
+func jsonKindName(v *yaml.Node) string {
+	switch {
+	case v.Kind == yaml.SequenceNode:
+		return "an array"
+	case v.Kind == yaml.MappingNode:
+		return "an object"
+	case v.Tag == "!!str":
+		return fmt.Sprintf("the string %q", v.Value)
+	case v.Tag == "!!int", v.Tag == "!!float":
+		return "the number " + v.Value
+	case v.Tag == "!!bool":
+		return v.Value
+	}
+	return kindName(v)
 }
 
 // yamlTarget returns the node an alias (*name) stands for, else n: a plan may

@@ -79,6 +79,37 @@ func TestParsePlan(t *testing.T) {
 			t.Fatalf("line of b = %d, want 4", p.lineOf("b"))
 		}
 	})
+	t.Run("ErrJSONTypes", func(t *testing.T) {
+		t.Parallel()
+		// A JSON plan's values have types: a number is no title, a string
+		// no priority, one string no list (YAML would take each).
+		src := `{"items": [
+  {"key": "a", "title": 5},
+  {"key": "b", "title": "B", "priority": "5"},
+  {"key": "c", "title": "C", "labels": "db"},
+  {"key": "d", "title": true, "depends_on": ["a", 7]},
+  {"key": "e", "title": "E", "priority": 3, "labels": ["x"], "body": null, "depends_on": ["a"]}
+]}`
+		_, err := parsePlan("plan.json", []byte(src), planOptions{})
+		var pe *planErrors
+		if !errors.As(err, &pe) {
+			t.Fatalf("err = %v, want the plan's faults", err)
+		}
+		wantFault(t, pe, 2, `title: want a string, found the number 5`)
+		wantFault(t, pe, 3, `priority: want a whole number, found the string "5"`)
+		wantFault(t, pe, 4, `labels: want an array of strings, found the string "db"`)
+		wantFault(t, pe, 5, `title: want a string, found true`)
+		wantFault(t, pe, 5, `depends_on: want an array of strings, found the number 7 in it`)
+		for _, f := range pe.List {
+			if f.Line == 6 {
+				t.Errorf("a well-typed item is refused: %v", f)
+			}
+		}
+		// The same values in YAML are read as YAML reads them.
+		if _, err := parsePlan("plan.yaml", []byte("- key: a\n  title: 5\n  priority: \"5\"\n  labels: db\n"), planOptions{}); err != nil {
+			t.Fatalf("YAML: %v", err)
+		}
+	})
 	t.Run("OKByteOrderMarks", func(t *testing.T) {
 		t.Parallel()
 		// As Windows editors save them: UTF-8 or UTF-16 with a byte order
@@ -138,6 +169,9 @@ func TestParsePlan(t *testing.T) {
       - zz
 `)
 		wantFault(t, pe, 8, `depends on unknown key "zz"`)
+		// A key of another file (an earlier import) is not looked up: the
+		// fault says how to name that item.
+		wantFault(t, pe, 8, "an item imported from another file is named by its id or its first characters")
 	})
 	t.Run("ErrDuplicateKey", func(t *testing.T) {
 		t.Parallel()

@@ -134,15 +134,39 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 // listed, as a misspelt command does.
 func flagError(cmd *cobra.Command, err error) error {
 	msg := err.Error()
+	var ive *pflag.InvalidValueError
+	if errors.As(err, &ive) && ive.GetFlag() != nil {
+		msg = invalidFlagValue(ive.GetFlag(), ive.GetValue(), msg)
+	}
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		if s := flagSuggestions(cmd, name); len(s) > 0 {
 			msg += "\n\nDid you mean this?\n\t--" + strings.Join(s, "\n\t--")
 		}
 	}
-	if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
+	if ive != nil || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
 		msg += fmt.Sprintf("\n\nRun '%s --help' for its flags", cmd.CommandPath())
 	}
 	return &exitError{code: ExitUsage, err: errors.New(msg)}
+}
+
+// invalidFlagValue says what a flag of fl's type takes, instead of the
+// parser's words (`strconv.ParseInt: parsing "x": invalid syntax`, `time:
+// missing unit in duration "5"`); pflagMsg for a type it does not know.
+func invalidFlagValue(fl *pflag.Flag, value, pflagMsg string) string {
+	var want string
+	switch fl.Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "count":
+		want = "a whole number, e.g. --" + fl.Name + " 5"
+	case "float32", "float64":
+		want = "a number, e.g. --" + fl.Name + " 0.5"
+	case "duration":
+		want = "a duration with its unit, e.g. --" + fl.Name + " 30s (units: ms, s, m, h; 1m30s)"
+	case "bool":
+		want = "true or false (--" + fl.Name + " alone is true)"
+	default:
+		return pflagMsg
+	}
+	return fmt.Sprintf("--%s %q: want %s", fl.Name, value, want)
 }
 
 // flagSuggestions are the names of cmd's flags that start with name or are

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,10 +64,10 @@ same over the API with an admin token.`,
 				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: --role must be admin, human or agent, got %q", role)}
 			}
 			if r != auth.RoleAdmin && project == "" {
-				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: a %s token needs --project", role)}
+				return &exitError{code: ExitUsage, err: fmt.Errorf("token create: %s %s token needs --project", article(role), role)}
 			}
 			ctx := cmd.Context()
-			return withPool(ctx, url, dataDir, func(pool *pgxpool.Pool) error {
+			return withPoolAt(ctx, url, dataDir, func(pool *pgxpool.Pool, where string) error {
 				if err := db.Migrate(ctx, pool, nil); err != nil {
 					return err
 				}
@@ -73,7 +75,7 @@ same over the API with an admin token.`,
 				if project != "" {
 					p, err := graph.NewService(pool, nil).Project(ctx, project)
 					if errors.Is(err, wgerr.NotFound) {
-						return &exitError{code: ExitNotFound, err: err}
+						return &exitError{code: ExitNotFound, err: projectNotFoundIn(ctx, pool, project, where)}
 					}
 					if err != nil {
 						return err
@@ -106,4 +108,31 @@ same over the API with an admin token.`,
 	f.StringVar(&role, "role", "agent", "admin, human or agent")
 	f.BoolVar(&asJSON, "json", false, "print {token, id, name, role, project_id} as JSON")
 	return cmd
+}
+
+// projectNotFoundIn says that no project named project is in the database
+// where (withPoolAt's words), which projects are, and that a server keeps
+// its projects in the database of its own --data-dir or --database-url: a
+// token create that opens another one (the default data folder, say) finds
+// none of the server's projects.
+func projectNotFoundIn(ctx context.Context, pool *pgxpool.Pool, project, where string) error {
+	names := "none"
+	if ps, err := graph.NewService(pool, nil).ListProjects(ctx); err == nil && len(ps) > 0 {
+		list := make([]string, len(ps))
+		for i, p := range ps {
+			list[i] = p.Name
+		}
+		names = strings.Join(list, " ")
+	}
+	return fmt.Errorf("token create: project %q not found in %s (projects there: %s)\n"+
+		"  a server keeps its projects in the database of its own --data-dir or --database-url: give token create the same, "+
+		"or create the token over the API (workgraph tokens create NAME --project %s, with an admin token)", project, where, names, project)
+}
+
+// article is "an" before a word that starts with a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

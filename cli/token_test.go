@@ -45,8 +45,22 @@ func TestTokenCreate(t *testing.T) {
 		}
 	})
 	t.Run("ErrUnknownProject", func(t *testing.T) {
-		if code, _, _ := run("--name", "bot", "--role", "agent", "--project", "nope"); code != ExitNotFound {
+		code, _, errOut := run("--name", "bot", "--role", "agent", "--project", "nope")
+		if code != ExitNotFound {
 			t.Fatalf("exit %d, want %d", code, ExitNotFound)
+		}
+		// It says where it looked, what is there, and that a server with
+		// another --data-dir or --database-url keeps its projects
+		// elsewhere: the usual cause when the server has the project.
+		for _, want := range []string{`project "nope" not found in the database of --database-url`, "projects there:", "--data-dir or --database-url", "workgraph tokens create NAME --project nope"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("the message lacks %q:\n%s", want, errOut)
+			}
+		}
+	})
+	t.Run("ErrNoProjectSaysAnAgent", func(t *testing.T) {
+		if code, _, errOut := run("--name", "bot", "--role", "agent"); code != ExitUsage || !strings.Contains(errOut, "an agent token needs --project") {
+			t.Fatalf("exit %d (%s), want %d and an agent token needs --project", code, errOut, ExitUsage)
 		}
 	})
 	t.Run("ErrDuplicateName", func(t *testing.T) {

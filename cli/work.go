@@ -154,8 +154,10 @@ func (sv *supervisor) run(ctx context.Context) error {
 			sv.nothingMore(ctx, done)
 			return nil
 		case errors.Is(err, client.ErrNothingReady):
-			return nothingReady(ctx, sv.s, sv.claimRequest())
-		case ctx.Err() != nil:
+			return nothingReady(ctx, sv.s, sv.claimRequest(), sv.opt.wait)
+		case err != nil && ctx.Err() != nil:
+			// Interrupted while claiming. A run that was interrupted
+			// (err == nil) is reported below: its item was released.
 			return &exitError{code: ExitInterrupted, err: errors.New("interrupted")}
 		case sv.forever() && serverTrouble(err):
 			if !sv.pauseAfter(ctx, err) {

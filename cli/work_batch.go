@@ -39,7 +39,7 @@ func (sv *supervisor) runConcurrent(ctx context.Context) error {
 			case errors.Is(err, client.ErrNothingReady):
 				if active == 0 && !(sv.opt.loop && sv.opt.wait > 0) {
 					if done == 0 && !sv.opt.loop {
-						return nothingReady(ctx, sv.s, sv.claimRequest())
+						return nothingReady(ctx, sv.s, sv.claimRequest(), sv.opt.wait)
 					}
 					sv.nothingMore(ctx, done)
 					return exit

@@ -130,7 +130,8 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			// Not the command's question: the project's no-progress
 			// policy ended a lease that kept heartbeating without progress.
 			events <- event{kind: outcomeLost, detail: "the project's no-progress policy ended the lease " +
-				"(its progress did not change for too long; a person is asked about the item)"}
+				"(its progress did not change for too long; a person is asked about the item)",
+				hint: "stop working on this item; it comes back once a person has decided"}
 			return
 		case endedForAttention(err):
 			// The command asked a person; its control file may not be
@@ -138,7 +139,11 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			events <- event{kind: outcomeAttention}
 			return
 		case errors.Is(err, client.ErrLeaseLost), errors.Is(err, client.ErrNotFound):
-			events <- event{kind: outcomeLost, detail: "the server refused the heartbeat: " + err.Error()}
+			ev := event{kind: outcomeLost, detail: "the server refused the heartbeat: " + err.Error()}
+			if ae := (*client.Error)(nil); errors.As(err, &ae) && ae.Code == client.CodeLeaseLost {
+				ev.hint = leaseLostHint(ae)
+			}
+			events <- ev
 			return
 		case isRefusal(err):
 			events <- event{kind: outcomeError, detail: "heartbeat refused", err: err}

@@ -106,8 +106,25 @@ func (sv *supervisor) report(o outcome) {
 type event struct {
 	kind   outcomeKind
 	detail string
+	hint   string // for a lost lease: what happened to it and what to do next (default hintLeaseLost)
 	err    error
 	asked  *client.AskResult
+}
+
+// cannotStart is the exit-2 error for a command that could not be started,
+// with what to do about the usual causes: a script without its execute
+// bit, or a program in the working directory named without "./".
+func cannotStart(name string, err error) error {
+	var hint string
+	switch {
+	case errors.Is(err, os.ErrPermission):
+		hint = fmt.Sprintf(" (make it executable: chmod +x %s; or name its interpreter: workgraph work -- sh %s)", name, name)
+	case errors.Is(err, exec.ErrNotFound) && !strings.Contains(name, "/"):
+		if fi, serr := os.Stat(name); serr == nil && !fi.IsDir() {
+			hint = fmt.Sprintf(" (a program in this directory is named with its path: workgraph work -- ./%s)", name)
+		}
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w%s", name, err, hint)}
 }
 
 // runOne supervises the command on one claimed item.
@@ -126,7 +143,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	stdoutTail, stderrTail := newTail(tailBytes), newTail(tailBytes)
 	cmd, err := commandFor(sv.argv, sv.opt.grace)
 	if err != nil {
-		return sv.giveBack(ctx, cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
+		return sv.giveBack(ctx, cl, o, outcomeSetup, cannotStart(sv.argv[0], err))
 	}
 	// The command's calls join the run's trace (TRACEPARENT), in place of
 	// any trace context the supervisor itself inherited.
@@ -140,7 +157,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	cmd.WaitDelay = 2 * time.Second
 	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		return sv.giveBack(ctx, cl, o, outcomeSetup, &exitError{code: ExitUsage, err: fmt.Errorf("cannot start %s: %w", sv.argv[0], err)})
+		return sv.giveBack(ctx, cl, o, outcomeSetup, cannotStart(sv.argv[0], err))
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -178,7 +195,11 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 			sv.stopCommand(cmd, exited)
 			if ev.kind == outcomeLost {
 				o.kind = outcomeLost
-				o.message = fmt.Sprintf("lease lost on item %s (%s); the command was stopped and nothing was reported for the item: %s", cl.Item.ID, ev.detail, hintLeaseLost)
+				hint := ev.hint
+				if hint == "" {
+					hint = hintLeaseLost
+				}
+				o.message = fmt.Sprintf("lease lost on item %s (%s); the command was stopped and nothing was reported for the item: %s", cl.Item.ID, ev.detail, hint)
 				return o
 			}
 			o.kind, o.err = outcomeError, explain(ev.err, sv.s.cfg)
@@ -355,8 +376,13 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 			return o
 		}
 	}
+	hint := hintLeaseLost
+	if err == nil && l.Outcome != nil {
+		// Ended otherwise (cancelled, expired): say how.
+		hint = outcomeHint(string(*l.Outcome))
+	}
 	o.kind = outcomeLost
-	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hintLeaseLost)
+	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hint)
 	return o
 }
 

@@ -266,6 +266,11 @@ func TestLeaseLost(t *testing.T) {
 		if !strings.Contains(msg, "lease lost") || !strings.Contains(msg, "take_task") {
 			t.Errorf("finish_task after takeover: %q", msg)
 		}
+		// The claim that took the item over ended the first lease as
+		// expired: the agent is told so, not that someone cancelled it.
+		if !strings.Contains(msg, "(its lease expired: no report or heartbeat arrived in time") || strings.Contains(msg, "cancelled") {
+			t.Errorf("finish_task after takeover does not say the lease expired: %q", msg)
+		}
 		stored := e.get(t, it.ID)
 		if stored.State != client.StateLeased || len(stored.Result) > 0 && string(stored.Result) != "null" {
 			t.Fatalf("after the refused finish: state %q result %s, want leased by the other worker", stored.State, stored.Result)
@@ -291,10 +296,18 @@ func TestLeaseLost(t *testing.T) {
 		}
 		// The background heartbeat finds the lease gone; every tool answer
 		// then carries the warning.
+		var warned string
 		eventually(t, 10*time.Second, "list_tasks to warn of the lost lease", func() bool {
-			return strings.Contains(ok(t, cs, "list_tasks", nil, nil), "Warning: lease lost: task "+it.ID)
+			warned = ok(t, cs, "list_tasks", nil, nil)
+			return strings.Contains(warned, "Warning: lease lost: task "+it.ID)
 		})
-		if msg := toolErr(t, cs, "finish_task", map[string]any{"result": "anyway"}); !strings.Contains(msg, "lease lost") {
+		// Both the warning and the refusal say what happened: a person
+		// cancelled the task (not an expiry or a take-over).
+		if !strings.Contains(warned, "no longer yours (a person cancelled it)") {
+			t.Errorf("the warning does not say the task was cancelled: %q", warned)
+		}
+		if msg := toolErr(t, cs, "finish_task", map[string]any{"result": "anyway"}); !strings.Contains(msg, "lease lost") ||
+			!strings.Contains(msg, "no longer yours (a person cancelled it)") {
 			t.Errorf("finish_task after cancellation: %q", msg)
 		}
 		if st := e.get(t, it.ID).State; st != client.StateCancelled {

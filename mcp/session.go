@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,7 @@ type held struct {
 	quit   chan struct{} // closed when the session lets go of the lease
 	// Guarded by session.mu:
 	lost          bool            // a background heartbeat was refused
+	lostWhy       string          // what the refusal said ended the lease ("" when it did not say)
 	stopRequested bool            // a person asked the worker to stop
 	stopNote      string          // why, if they said
 	answers       []question      // answers not yet shown to the agent
@@ -156,7 +158,7 @@ func (s *session) beat(h *held, timeout time.Duration) bool {
 	switch {
 	case errors.Is(err, client.ErrLeaseLost):
 		s.mu.Lock()
-		h.lost = true
+		h.lost, h.lostWhy = true, lostWhy(err)
 		s.mu.Unlock()
 		s.srv.log.Warn("lease lost", "task", h.taskID, "session", s.id)
 		return true
@@ -203,18 +205,47 @@ func (s *session) lostWarning() string {
 	if s.held == nil || !s.held.lost {
 		return ""
 	}
-	return "Warning: " + (&leaseLostError{taskID: s.held.taskID}).Error()
+	return "Warning: " + (&leaseLostError{taskID: s.held.taskID, why: s.held.lostWhy}).Error()
 }
 
 // errNoTask answers a worker tool called without a task.
 var errNoTask = wgerr.New(wgerr.CodeInvalid, "you hold no task: call take_task first")
 
 // leaseLostError is the tool error for a refused fence.
-type leaseLostError struct{ taskID string }
+type leaseLostError struct {
+	taskID string
+	why    string // what ended the lease (lostWhy); "" when the server did not say
+}
 
 func (e *leaseLostError) Error() string {
-	return "lease lost: task " + e.taskID + " is no longer yours (its lease expired or another worker took it over). " +
+	why := e.why
+	if why == "" {
+		why = "its lease expired or another worker took it over"
+	}
+	return "lease lost: task " + e.taskID + " is no longer yours (" + why + "). " +
 		"Stop working on it and do not report on it again; call take_task for your next task."
+}
+
+// lostWhy says, from the server's lease_lost refusal err, what ended the
+// lease: the outcome it names, or a newer epoch; "" when it says neither.
+func lostWhy(err error) string {
+	var ce *client.Error
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	var outcome string
+	ce.Extension("outcome", &outcome)
+	switch {
+	case outcome == string(client.OutcomeCancelled):
+		return "a person cancelled it"
+	case outcome == string(client.OutcomeExpired), outcome == "" && strings.HasSuffix(ce.Detail, " has expired"):
+		return "its lease expired: no report or heartbeat arrived in time, so another worker may hold it now"
+	case outcome != "":
+		return "its lease has ended (" + strings.ReplaceAll(outcome, "_", " ") + ")"
+	case strings.HasSuffix(ce.Detail, " was not granted at this epoch"):
+		return "another worker took it over"
+	}
+	return ""
 }
 
 // worker runs call with the session's lease. It refuses when the session
@@ -231,7 +262,7 @@ func (s *session) worker(ends bool, call func(h *held) error) (*held, error) {
 	switch {
 	case errors.Is(err, client.ErrLeaseLost):
 		s.drop(h)
-		return h, &leaseLostError{taskID: h.taskID}
+		return h, &leaseLostError{taskID: h.taskID, why: lostWhy(err)}
 	case errors.Is(err, client.ErrConflictingResult):
 		// The task was already completed with another result: the lease
 		// has ended either way.

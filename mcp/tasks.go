@@ -62,7 +62,7 @@ func (s *Server) list(ctx context.Context, _ *session, in listInput) (*sdk.CallT
 
 // toolError turns an error into the tool result the agent reads: what went
 // wrong and, where it helps, what to do next.
-func toolError(err error) *sdk.CallToolResult {
+func (s *Server) toolError(err error) *sdk.CallToolResult {
 	var res sdk.CallToolResult
 	var (
 		lost *leaseLostError
@@ -83,6 +83,17 @@ func toolError(err error) *sdk.CallToolResult {
 		if hint := hints[ce.Code]; hint != "" {
 			msg += " " + hint
 		}
+		if ce.Code == client.CodeNotFound && strings.HasPrefix(detail, "project ") {
+			// Every tool fails alike until the MCP server is started
+			// with a project that exists.
+			msg += " This MCP server works in the project set by WORKGRAPH_PROJECT (or --project) when it was started; " +
+				"a person must restart it with an existing project. Other tools will fail alike."
+		}
+	case client.Unreachable(err):
+		// The transport's words name the request, not what to do.
+		msg = "unavailable: cannot reach the workgraph server at " + s.serverURL() + " (" + innermost(err) + "). " +
+			"It may not be running, or this MCP server's WORKGRAPH_URL (--url) points elsewhere; try again later, " +
+			"or ask a person to check the server."
 	case errors.As(err, &we):
 		msg = string(we.Code) + ": " + we.Error()
 	default:
@@ -103,4 +114,24 @@ var hints = map[string]string{
 	client.CodeRateLimited:     "Wait a little and try again.",
 	client.CodeUnavailable:     "The workgraph server is unavailable; try again shortly.",
 	client.CodeOutcomeUnknown:  "The request took effect but its answer was lost; look at the task's state before doing it again.",
+}
+
+// serverURL is the workgraph server's base URL, for messages.
+func (s *Server) serverURL() string {
+	if s.cfg.Client == nil {
+		return "its URL"
+	}
+	return s.cfg.Client.BaseURL()
+}
+
+// innermost is the text of the error at the end of err's chain: for a
+// transport failure, its cause ("connect: connection refused").
+func innermost(err error) string {
+	for {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			return err.Error()
+		}
+		err = inner
+	}
 }

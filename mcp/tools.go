@@ -109,7 +109,7 @@ func add[In any](s *Server, m *sdk.Server, name, description string, h func(cont
 			res, err := h(ctx, sess, in)
 			if err != nil {
 				endCall(span, true, err.Error())
-				return toolError(err), nil, nil
+				return s.toolError(err), nil, nil
 			}
 			endCall(span, false, "")
 			if warning := sess.lostWarning(); warning != "" {

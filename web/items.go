@@ -265,16 +265,24 @@ func (u *ui) createItem(r *req) error {
 		return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: err.Error()}, "New item")
 	}
 	if form.Parent != "" {
-		id, err := uuid.Parse(form.Parent)
+		id, err := r.typedItemID(strings.TrimSpace(form.Parent))
 		if err != nil {
-			return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: "The parent must be an item id."}, "New item")
+			msg, ok := userMessage(err)
+			if !ok {
+				return err
+			}
+			return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: "Parent: " + msg}, "New item")
 		}
 		in.ParentID = &id
 	}
 	for _, s := range strings.FieldsFunc(form.DependsOn, isListSep) {
-		id, err := uuid.Parse(s)
+		id, err := r.typedItemID(strings.TrimSpace(s))
 		if err != nil {
-			return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: "Dependencies must be item ids: " + s}, "New item")
+			msg, ok := userMessage(err)
+			if !ok {
+				return err
+			}
+			return r.showItemForm(http.StatusBadRequest, &ItemFormPage{Form: form, Error: "Depends on: " + msg}, "New item")
 		}
 		in.DependsOn = append(in.DependsOn, id)
 	}
@@ -391,6 +399,21 @@ func (r *req) itemParam() (graph.Item, error) {
 		return graph.Item{}, notFoundf("no such item")
 	}
 	return r.ui.Graph.Item(r.ctx(), r.project.ID, id)
+}
+
+// typedItemID is the item a person typed into a form: its whole id, or
+// the first characters of it as pages show them (at least
+// graph.MinIDPrefix hex digits), which one item of the project has. A
+// refusal (not an id, no item starts with it, several do: type more) is
+// a user error (userMessage); anything else is the lookup's failure.
+func (r *req) typedItemID(s string) (uuid.UUID, error) {
+	if id, err := uuid.Parse(s); err == nil {
+		return id, nil
+	}
+	if !isIDPrefix(s) {
+		return uuid.Nil, wgerr.New(wgerr.CodeInvalid, "%q is not an item id: type its id, or at least its first %d characters", s, graph.MinIDPrefix)
+	}
+	return r.resolveShortID(s)
 }
 
 // isIDPrefix reports whether s may be the start of an id as pages and

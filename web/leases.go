@@ -126,9 +126,10 @@ func (r *req) historyFilter() (HistoryFilter, lease.HistoryFilter, error) {
 		lf.Outcome = &o
 	}
 	if f.Item != "" {
-		id, err := uuid.Parse(f.Item)
+		// The whole id, or its first characters as the table shows them.
+		id, err := r.typedItemID(f.Item)
 		if err != nil {
-			return f, lf, wgerr.InvalidField("item", "the item filter must be an item id")
+			return f, lf, err
 		}
 		lf.ItemID = &id
 	}

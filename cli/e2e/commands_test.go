@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -86,7 +87,15 @@ func TestCommands(t *testing.T) {
 		t.Parallel()
 		e := srv.inProject(t, "OKLeaseCommands")
 		it := e.item("by hand")
-		e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--labels", "no-such-label")
+		r := e.wantExit(e.agentToken, 3, "nothing is ready", "claim", "--labels", "no-such-label")
+		if !strings.Contains(r.stderr, "--wait 30s") {
+			t.Errorf("a claim that did not wait is not told it may: %s", r.stderr)
+		}
+		// One that waited is told so, not to wait (as it just did).
+		r = e.wantExit(e.agentToken, 3, "nothing became ready within --wait 1s", "claim", "--labels", "no-such-label", "--wait", "1s")
+		if strings.Contains(r.stderr, "--wait 30s") {
+			t.Errorf("a claim that waited is told to wait: %s", r.stderr)
+		}
 		var cl client.Claim
 		e.mustJSON(e.agentToken, &cl, "claim", "--worker", "w1", "--lease", "1m")
 		if cl.Item.ID != it.ID || cl.Lease.Epoch != 1 || cl.Lease.Worker != "w1" {
@@ -512,5 +521,38 @@ func TestEmptyListsSaySo(t *testing.T) {
 	r = e.run(e.humanToken, nil, "items", "ls", "--json", "--state", "done")
 	if r.code != 0 || strings.TrimSpace(r.stderr) != "" || !strings.Contains(r.stdout, `"items": []`) {
 		t.Fatalf("items ls --json: %v", r)
+	}
+	// The lease history, the webhooks and (in a project with none) the
+	// tokens say so too.
+	r = e.run(e.humanToken, nil, "history")
+	if r.code != 0 || !strings.Contains(r.stderr, `no leases in project "e2e"`) || strings.Contains(r.stderr, "match these filters") {
+		t.Fatalf("history: %v", r)
+	}
+	r = e.run(e.humanToken, nil, "history", "--worker", "nobody")
+	if r.code != 0 || !strings.Contains(r.stderr, `no leases in project "e2e" match these filters`) {
+		t.Fatalf("history --worker nobody: %v", r)
+	}
+	r = e.run(e.humanToken, nil, "webhooks", "ls")
+	if r.code != 0 || !strings.Contains(r.stderr, `no webhooks in project "e2e"`) {
+		t.Fatalf("webhooks ls: %v", r)
+	}
+	off := false
+	hook, err := e.admin.CreateWebhook(context.Background(), e.project, client.CreateWebhookRequest{URL: "https://example.com/hook", Enabled: &off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = e.run(e.humanToken, nil, "webhooks", "deliveries", hook.ID)
+	if r.code != 0 || !strings.Contains(r.stderr, "no deliveries of webhook "+hook.ID+" yet") {
+		t.Fatalf("webhooks deliveries: %v", r)
+	}
+	if _, err := e.admin.CreateProject(context.Background(), "tokenless"); err != nil {
+		t.Fatal(err)
+	}
+	r = e.run(adminToken, nil, "tokens", "ls", "--project", "tokenless")
+	if r.code != 0 || !strings.Contains(r.stderr, `no tokens in project "tokenless"`) {
+		t.Fatalf("tokens ls: %v", r)
+	}
+	if r := e.run(adminToken, nil, "tokens", "ls"); r.code != 0 || strings.Contains(r.stderr, "no tokens") {
+		t.Fatalf("tokens ls with tokens: %v", r)
 	}
 }

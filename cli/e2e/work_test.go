@@ -139,6 +139,37 @@ func TestWork(t *testing.T) {
 			t.Fatalf("leases = %+v", ls)
 		}
 	})
+	t.Run("ErrCommandNotExecutable", func(t *testing.T) {
+		t.Parallel()
+		// The README's `workgraph work -- ./agent.sh` with a script saved
+		// without its execute bit: the message says how to run it.
+		e := srv.inProject(t, "ErrCommandNotExecutable")
+		it := e.item("a script without +x")
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "agent.sh"), []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := e.cmd(e.agentToken, nil, "work", "--", "./agent.sh")
+		c.Dir = dir
+		out, _ := c.CombinedOutput()
+		if code := c.ProcessState.ExitCode(); code != 2 {
+			t.Fatalf("work: exit %d\n%s", code, out)
+		}
+		if !strings.Contains(string(out), "permission denied (make it executable: chmod +x ./agent.sh; or name its interpreter: workgraph work -- sh ./agent.sh)") {
+			t.Fatalf("the message does not say how to run the script:\n%s", out)
+		}
+		// Named without "./", as a program on PATH: the message names it with its path.
+		c = e.cmd(e.agentToken, nil, "work", "--", "agent.sh")
+		c.Dir = dir
+		out, _ = c.CombinedOutput()
+		if code := c.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "workgraph work -- ./agent.sh)") {
+			t.Fatalf("work -- agent.sh: exit %d, want 2 and a hint to name it ./agent.sh\n%s", code, out)
+		}
+		ls := e.leases(it.ID)
+		if len(ls) != 2 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased || ls[1].Outcome == nil || *ls[1].Outcome != client.OutcomeReleased {
+			t.Fatalf("leases = %+v, want two released", ls)
+		}
+	})
 }
 
 // TestWorkLeaseLost: the supervisor is frozen (test hook: no heartbeats)

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/client"
+)
+
+// TestWorkLostSaysWhy: a person cancels the item while the supervisor's
+// command runs. The supervisor stops the command and exits 4 saying that
+// the item was cancelled, not that the lease was "taken over or expired"
+// (the server's refusal names the lease's end).
+func TestWorkLostSaysWhy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("cancelled while it runs")
+	sup := e.cmd(e.agentToken, nil, "work", "--lease", "3s", "--grace", "1s", "--", "sleep", "300")
+	var stderr bytes.Buffer
+	sup.Stderr = &stderr
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { sup.Wait(); close(exited) }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			sup.Process.Kill()
+		}
+	}()
+	eventually(t, 10*time.Second, "the item to be leased", func() bool {
+		return e.get(it.ID).ActiveLeaseID != nil
+	})
+	if _, err := e.human.CancelItem(context.Background(), e.project, it.ID, "not needed"); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the supervisor did not stop after the cancellation\n%s", stderr.String())
+	}
+	if code := sup.ProcessState.ExitCode(); code != 4 {
+		t.Fatalf("exit = %d, want 4\n%s", code, stderr.String())
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "lease lost on item "+it.ID) || !strings.Contains(out, "the item was cancelled") {
+		t.Fatalf("stderr does not say that the item was cancelled:\n%s", out)
+	}
+	if strings.Contains(out, "taken over or expired") {
+		t.Fatalf("stderr guesses a take-over or an expiry for a cancelled item:\n%s", out)
+	}
+}
+
+// TestWorkInterruptedSaysReleased: Ctrl-C (SIGINT) stops the command and
+// releases the item; the supervisor says so, and --json prints the run's
+// outcome as for any other ending, before it exits 130.
+func TestWorkInterruptedSaysReleased(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("interrupted while it runs")
+	sup := e.cmd(e.agentToken, nil, "work", "--json", "--grace", "1s", "--", "sleep", "300")
+	var stdout, stderr bytes.Buffer
+	sup.Stdout, sup.Stderr = &stdout, &stderr
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { sup.Wait(); close(exited) }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			sup.Process.Kill()
+		}
+	}()
+	eventually(t, 10*time.Second, "the item to be leased", func() bool {
+		return e.get(it.ID).ActiveLeaseID != nil
+	})
+	if err := sup.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the supervisor did not stop after SIGINT\n%s", stderr.String())
+	}
+	if code := sup.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit = %d, want 130\n%s", code, stderr.String())
+	}
+	ls := e.leases(it.ID)
+	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased {
+		t.Fatalf("leases = %+v, want one released", ls)
+	}
+	if !strings.Contains(stderr.String(), "interrupted; item "+it.ID+" released") {
+		t.Errorf("stderr does not say the item was released:\n%s", stderr.String())
+	}
+	var out struct {
+		ItemID  string `json:"item_id"`
+		Outcome string `json:"outcome"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.ItemID != it.ID || out.Outcome != "interrupted" || !strings.Contains(out.Message, "released") {
+		t.Errorf("--json printed %q (%v), want the interrupted run's outcome", stdout.String(), err)
+	}
+}
