@@ -63,6 +63,11 @@ type InboxEntry struct {
 	// BudgetForm, for a budget_exhausted request: raising the budget is
 	// its answer.
 	BudgetForm *BudgetForm
+	// BodyShown is as much of the item's description as the entry shows
+	// (its first inboxBodyBytes), BodyCut set when that is not all of it:
+	// the entry then links to the item's page.
+	BodyShown string
+	BodyCut   bool
 	// asker is the worker of the lease that asked the request (inboxEntry).
 	asker string
 	// HTML is the entry as the page shows it (InboxPage.fit renders it
@@ -107,14 +112,35 @@ func (p *InboxPage) Render(w http.ResponseWriter) error { return render(w, "inbo
 // within wgpage.MaxBytes, the byte budget of every page.
 const inboxEntriesBytes = wgpage.MaxBytes - 64<<10
 
+// inboxBodyBytes is how much of an item's description an inbox entry
+// shows (the entry shows its start, clipped, and links to the item).
+// With the context and late reports cut as jsonBlock cuts them, it bounds
+// the HTML of one entry well under the page's budget: a description of
+// 1 MiB of "&" would be 5 MiB of markup on its own.
+const inboxBodyBytes = 16 << 10
+
+// cutText is s cut at most n bytes, at a rune boundary, and whether it was
+// cut.
+func cutText(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…", true
+}
+
 // fit renders the page's entries, once its layout is set, and keeps those
 // whose HTML fits in inboxEntriesBytes, never fewer than the first: a page
 // cut there ends with the cursor of its last entry, so the next page
 // starts with the first one left out. The budget inboxPage applies
 // counts the requests' and items' texts as JSON answers them, which a page
-// renders larger: a context is shown indented and HTML-escaped (a quote is
-// 5 bytes), markdown becomes markup, and a late report's payload is
-// shown too, so only the rendered bytes bound the page.
+// renders larger: text is HTML-escaped (a quote is 5 bytes), markdown
+// becomes markup, and a late report's payload is shown too, so only the
+// rendered bytes bound the page. One entry alone stays well within the
+// budget: its context and payloads are cut as jsonBlock cuts them and its
+// item's description at inboxBodyBytes.
 func (p *InboxPage) fit() error {
 	bytes := 0
 	for i := range p.Entries {
@@ -275,6 +301,7 @@ func (r *req) inboxEntry(req attention.Request, now time.Time) (InboxEntry, erro
 		return e, err
 	}
 	e.Item, e.Dependencies = nb.Item, nb.Dependencies
+	e.BodyShown, e.BodyCut = cutText(e.Item.Body, inboxBodyBytes)
 	if e.LastLease, err = r.lastLease(req.ItemID); err != nil {
 		return e, err
 	}
