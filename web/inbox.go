@@ -168,6 +168,11 @@ func (p *InboxPage) fit() error {
 // PageSize is how many requests a page of the inbox shows at most.
 func (p *InboxPage) PageSize() int { return inboxLimit }
 
+// CutShort reports whether the byte budget ended this page before
+// PageSize requests while more follow: the header then says so, and how
+// many it shows, instead of the page size alone.
+func (p *InboxPage) CutShort() bool { return p.Next != "" && len(p.Entries) < inboxLimit }
+
 // FirstURL is the inbox's first page (with the all-projects filter).
 func (p *InboxPage) FirstURL() string {
 	if p.AllProjects != nil {

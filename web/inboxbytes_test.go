@@ -207,3 +207,42 @@ func TestInboxEntryWithinBudget(t *testing.T) {
 	}
 	wantStatus(t, b.get("/p/acme/attention/"+it.ID.String()+"/context"), http.StatusNotFound)
 }
+
+// TestInboxHeaderSaysWhatIsShown: the header of an inbox page the byte
+// budget ended early says how many requests it shows, not "50 a page"; a
+// page of fewer requests than that because there are no more says the
+// page size. It said "50 a page" above 3 requests and a Next page link.
+func TestInboxHeaderSaysWhatIsShown(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	const n = 5
+	for i := range n {
+		it, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{
+			Title: fmt.Sprintf("long-%d", i), Body: strings.Repeat("word ", (graph.MaxBodyBytes-16)/5), CreatedBy: "test",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.att.Hold(ctx, e.project.ID, it.ID, fmt.Sprintf("hold long-%d?", i), "token:lead"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/inbox")
+	wantStatus(t, r, http.StatusOK)
+	shown := strings.Count(r.body, `<article class="request`)
+	if shown == 0 || shown >= n || !strings.Contains(r.body, `rel="next"`) {
+		t.Fatalf("the first page shows %d of %d requests of 1 MiB items (want a page cut by the budget)", shown, n)
+	}
+	if strings.Contains(r.body, ", 50 a page.") {
+		t.Errorf("a page of %d requests cut by its size says %q", shown, "50 a page")
+	}
+	wantBody(t, r, fmt.Sprintf("up to 50 a page: this one shows %d, as many as fit", shown))
+
+	r = b.get(html.UnescapeString(regexp.MustCompile(`rel="next" href="([^"]+)"`).FindStringSubmatch(r.body)[1]))
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(r.body, `rel="next"`) {
+		wantBody(t, r, ", 50 a page.")
+	}
+}
