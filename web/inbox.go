@@ -60,6 +60,9 @@ type InboxEntry struct {
 	// LateReports, for an uncertain_outcome request: what the expired
 	// attempt reported after it lost its lease (refused, kept).
 	LateReports []lease.Observation
+	// LateReportsNext is the cursor of the late reports after those shown
+	// (a page of them, lease.Service.Observations), "" when they are all.
+	LateReportsNext string
 	// BudgetForm, for a budget_exhausted request: raising the budget is
 	// its answer.
 	BudgetForm *BudgetForm
@@ -333,9 +336,11 @@ func (r *req) inboxEntry(req attention.Request, now time.Time) (InboxEntry, erro
 		e.BudgetForm = r.budgetForm(req.ItemID, budget)
 	}
 	if req.Reason == attention.ReasonUncertainOutcome && req.LeaseID != nil {
-		if e.LateReports, err = r.ui.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID); err != nil {
+		obs, err := r.ui.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID, "", 0)
+		if err != nil {
 			return e, err
 		}
+		e.LateReports, e.LateReportsNext = obs.Observations, obs.Next
 	}
 	return e, nil
 }

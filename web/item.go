@@ -262,11 +262,12 @@ func (r *req) observations(leases []lease.Lease) (map[uuid.UUID][]lease.Observat
 		if l.StaleCalls == 0 {
 			continue
 		}
-		obs, err := r.ui.Leases.Observations(r.ctx(), r.project.ID, l.ID)
+		// The first page of them (what the timeline marks).
+		obs, err := r.ui.Leases.Observations(r.ctx(), r.project.ID, l.ID, "", 0)
 		if err != nil {
 			return nil, err
 		}
-		out[l.ID] = obs
+		out[l.ID] = obs.Observations
 	}
 	return out, nil
 }
