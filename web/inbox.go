@@ -384,7 +384,7 @@ func (u *ui) resolve(r *req) error {
 			if !r.closedAlready(err, id, func(c attention.Request) bool {
 				return c.Decision != nil && *c.Decision == attention.Decision(d)
 			}) {
-				return err
+				return r.closedByOther(err, id)
 			}
 		}
 		return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
@@ -401,7 +401,7 @@ func (u *ui) resolve(r *req) error {
 		if !r.closedAlready(err, id, func(c attention.Request) bool {
 			return c.State == attention.StateResolved && c.Decision == nil && textOf(c.Answer) == strings.TrimSpace(answer)
 		}) {
-			return err
+			return r.closedByOther(err, id)
 		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
@@ -418,7 +418,7 @@ func (u *ui) dismiss(r *req) error {
 		if !r.closedAlready(err, id, func(c attention.Request) bool {
 			return c.State == attention.StateDismissed && textOf(c.Answer) == strings.TrimSpace(note)
 		}) {
-			return err
+			return r.closedByOther(err, id)
 		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
@@ -439,6 +439,44 @@ func (r *req) closedAlready(err error, id uuid.UUID, same func(attention.Request
 		return false
 	}
 	return same(c)
+}
+
+// closedByOther answers a form refused by err: when err is the conflict
+// of a request that is closed already (someone else answered, dismissed
+// or decided it, or this person did otherwise), a conflict page that says
+// who closed it, when and how, so the person sees why what they sent was
+// not (what they typed stays in the browser's drafts), with links to the
+// item and back to the inbox; otherwise err.
+func (r *req) closedByOther(err error, id uuid.UUID) error {
+	if wgerr.CodeOf(err) != wgerr.CodeConflict {
+		return err
+	}
+	c, gerr := r.ui.Attention.Get(r.ctx(), r.project.ID, id)
+	if gerr != nil || c.State == attention.StateOpen {
+		return err
+	}
+	how := "dismissed"
+	switch {
+	case c.Decision != nil:
+		how = "decided (" + string(*c.Decision) + ")"
+	case c.State == attention.StateResolved:
+		how = "answered"
+	}
+	msg := "This request was already " + how
+	if c.ResolvedBy != nil {
+		msg += " by " + *c.ResolvedBy
+	}
+	if c.ResolvedAt != nil {
+		msg += ", " + formatDuration(r.now().Sub(*c.ResolvedAt)) + " ago"
+	}
+	if a := strings.TrimSpace(textOf(c.Answer)); a != "" {
+		a, _ = cutText(a, flashMax)
+		msg += ", with: “" + a + "”"
+	}
+	return r.failWithLinks(http.StatusConflict, "Not sent: the request is closed", msg+".", []Link{
+		{URL: r.projectURL("/items/" + c.ItemID.String()), Text: "Its item"},
+		{URL: r.backTo(r.projectURL("/inbox")), Text: "Back to the inbox"},
+	})
 }
 
 // flashMax bounds a one-time message made from a refusal's text (its
