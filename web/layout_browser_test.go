@@ -53,6 +53,40 @@ func TestLayoutInBrowser(t *testing.T) {
 	t.Run("WebhookForm", func(t *testing.T) { webhookForm(t, ctx, srv, project(t, "wf")) })
 	t.Run("NarrowItemsList", func(t *testing.T) { narrowItemsList(t, ctx, srv, project(t, "nl")) })
 	t.Run("NarrowEmptyTable", func(t *testing.T) { narrowEmptyTable(t, ctx, srv, project(t, "ne")) })
+	t.Run("LongTitle", func(t *testing.T) { longTitle(t, ctx, srv, project(t, "lt")) })
+}
+
+// longTitle: an item whose title is one word of 500 letters (titles may
+// be 500 characters) breaks inside its cell of the items list and the
+// history, so the other columns (state, priority, worker) stay on a
+// 1360 px screen without scrolling the table. The word set the title
+// column's width, and every row's state went off the card's right edge.
+func longTitle(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	bg := context.Background()
+	g := graph.NewService(srv.Pool(), nil)
+	if _, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: strings.Repeat("Supercalifragilistic", 25), CreatedBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lease.NewService(srv.Pool(), nil, lease.Config{}).Claim(bg, project.ID, lease.ClaimRequest{Worker: "w-long"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []string{"/items?view=list", "/leases"} {
+		step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+page), chromedp.WaitVisible(chromedp.CSS("tbody td:first-child a")))
+		type look struct {
+			TableRight, CardRight float64
+			Scrolls               bool
+		}
+		got := eval[look](t, ctx, `(() => {
+			const table = document.querySelector("tbody").closest("table");
+			const box = table.parentElement;
+			return {tableRight: table.getBoundingClientRect().right,
+				cardRight: box.getBoundingClientRect().right,
+				scrolls: box.scrollWidth > box.clientWidth};
+		})()`)
+		if got.Scrolls || got.TableRight > got.CardRight+1 {
+			t.Errorf("%s: a title of one 500-letter word makes the table %.0f px wide past its card's %.0f (scrolls %v)", page, got.TableRight, got.CardRight, got.Scrolls)
+		}
+	}
 }
 
 // narrowTimeline: on a phone's width (390 px) the lease timeline keeps
