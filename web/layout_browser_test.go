@@ -64,7 +64,8 @@ func TestLayoutInBrowser(t *testing.T) {
 func longTitle(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
 	bg := context.Background()
 	g := graph.NewService(srv.Pool(), nil)
-	if _, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: strings.Repeat("Supercalifragilistic", 25), CreatedBy: "test"}); err != nil {
+	it, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: strings.Repeat("Supercalifragilistic", 25), CreatedBy: "test"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lease.NewService(srv.Pool(), nil, lease.Config{}).Claim(bg, project.ID, lease.ClaimRequest{Worker: "w-long"}); err != nil {
@@ -86,6 +87,14 @@ func longTitle(t *testing.T, ctx context.Context, srv *server.Server, project gr
 		if got.Scrolls || got.TableRight > got.CardRight+1 {
 			t.Errorf("%s: a title of one 500-letter word makes the table %.0f px wide past its card's %.0f (scrolls %v)", page, got.TableRight, got.CardRight, got.Scrolls)
 		}
+	}
+	// The item's page: the title wraps and its buttons keep their labels
+	// on one line ("Histor" over "y" and "Cancel" over "item" before).
+	step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+"/items/"+it.ID.String()), chromedp.WaitVisible(chromedp.CSS(".page-head h1")))
+	broken := eval[[]string](t, ctx, `[...document.querySelectorAll(".page-head > .actions .button, .page-head > .actions button")]
+		.filter(b => b.getBoundingClientRect().height > 40).map(b => b.textContent.trim())`)
+	if len(broken) > 0 {
+		t.Errorf("beside a long title, the buttons %q break their labels over lines", broken)
 	}
 }
 
