@@ -8,6 +8,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // TestAnswerToClosedRequest: an answer, dismissal or decision sent to a
@@ -50,5 +51,30 @@ func TestAnswerToClosedRequest(t *testing.T) {
 				t.Fatalf("the request after a refused %s: %+v, %v", tc.name, got, err)
 			}
 		})
+	}
+}
+
+// TestCancelFinishedItem: cancelling an item that finished meanwhile (the
+// form of a page opened before) is refused (409, nothing changed) with a
+// page that names the item and its state and links to it. It said only
+// "item <id> is already done".
+func TestCancelFinishedItem(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	it := e.mustItem("Finished already")
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.leases.Complete(ctx, e.project.ID, lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	r := b.post("/p/acme/items/"+it.ID.String()+"/cancel", nil)
+	wantStatus(t, r, http.StatusConflict)
+	wantBody(t, r, "Not cancelled", "“Finished already” was not cancelled: it is already done", `href="/p/acme/items/`+it.ID.String()+`">The item as it is now`)
+	if got, err := e.graph.Item(ctx, e.project.ID, it.ID); err != nil || got.State != graph.StateDone {
+		t.Fatalf("the item after a refused cancel: %v, %v", got.State, err)
 	}
 }
