@@ -2421,9 +2421,8 @@ type ListObservationsRow struct {
 // keyset (@after_at, @after_tb), at most @max_rows: the observations kept
 // (the first @kept calls of each kind) and the later calls that
 // lease_refusals.recent still holds (with the nil id: they have none). tb
-// breaks ties of received_at: an
-// observation's seq, a later call's -(2 * call + 1 for stale_call), unique
-// within the lease.
+// breaks ties of received_at: an observation's seq, a later call's
+// -(2 * call + 1 for stale_call), unique within the lease.
 func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObservationsParams) ([]ListObservationsRow, error) {
 	rows, err := db.Query(ctx, listObservations,
 		arg.ProjectID,
