@@ -373,6 +373,16 @@ func (u *ui) resolve(r *req) error {
 			result = json.RawMessage(s)
 		}
 		if _, err := u.Attention.Decide(r.ctx(), r.project.ID, id, attention.Decision(d), result, r.FormValue("note"), r.by()); err != nil {
+			if wgerr.CodeOf(err) == wgerr.CodeInvalid {
+				// A result that is not JSON, a decision the form does not
+				// offer: nothing changed; back to the form's page saying
+				// what to correct (the typed result and note stay in the
+				// browser's drafts).
+				msg, _ := userMessage(err)
+				msg, _ = cutText("Not decided: "+msg, flashMax)
+				r.setFlash(msg, true)
+				return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
+			}
 			if msg, ok := blockedDecision(err); ok {
 				// Nothing changed and the request is still open: back to
 				// the page the form came from, saying what the item waits

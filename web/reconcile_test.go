@@ -157,3 +157,42 @@ func TestInboxLateReportsPaged(t *testing.T) {
 		t.Errorf("the inbox is %d bytes of HTML, over the budget of %d", len(r.body), wgpage.MaxBytes)
 	}
 }
+
+// TestInboxDecisionBadResult: a decision "done" whose result is not JSON
+// changes nothing and comes back to the inbox saying what to correct,
+// with the request still there to decide (the typed result and note stay
+// in the browser's drafts). It was a bare error page whose only link led
+// to the project's home.
+func TestInboxDecisionBadResult(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	it, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "Deploy v4", CreatedBy: "test", OnExpiry: graph.OnExpiryReconcile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := lease.NewService(e.pool, clock.NewStub(c.Lease.ExpiresAt.Add(time.Second)), lease.Config{})
+	if n, err := later.ReapExpired(ctx, e.project.ID, 0); err != nil || n != 1 {
+		t.Fatalf("reap = %d, %v", n, err)
+	}
+	reqs, err := e.att.ForItem(ctx, e.project.ID, it.ID, "", 0)
+	if err != nil || len(reqs.Requests) != 1 {
+		t.Fatalf("requests = %+v, %v", reqs.Requests, err)
+	}
+	q := reqs.Requests[0]
+	b := e.signIn(e.human)
+	r := b.post("/p/acme/attention/"+q.ID.String()+"/resolve", url.Values{"decision": {"done"}, "result": {`{"deployed": tru`}, "note": {"checked"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != "/p/acme/inbox" {
+		t.Fatalf("Location = %q, want the inbox", loc)
+	}
+	r = b.get("/p/acme/inbox")
+	wantBody(t, r, "Not decided: result", `id="req-`+q.ID.String()+`"`)
+	if got, err := e.att.Get(ctx, e.project.ID, q.ID); err != nil || got.State != attention.StateOpen {
+		t.Fatalf("the request after a refused decision: %v, %v", got.State, err)
+	}
+}
