@@ -79,11 +79,13 @@ func (a *API) getAttention(c echo.Context) error {
 func (a *API) writeAttention(c echo.Context, r attention.Request) error {
 	v := attentionView(r)
 	if r.Reason == attention.ReasonUncertainOutcome && r.LeaseID != nil {
-		obs, err := a.svc.Leases.Observations(c.Request().Context(), r.ProjectID, *r.LeaseID)
+		// The first page of them; the lease's page (GET /v1/leases/{id})
+		// has the rest.
+		obs, err := a.svc.Leases.Observations(c.Request().Context(), r.ProjectID, *r.LeaseID, "", 0)
 		if err != nil {
 			return err
 		}
-		v.LateReports = observationViews(obs)
+		v.LateReports = observationViews(obs.Observations)
 	}
 	return c.JSON(http.StatusOK, v)
 }

@@ -104,4 +104,4 @@ func fuzzTemplate(p string) string {
 	return fuzzResource.ReplaceAllString(p, "{id}")
 }
 
-var fuzzResource = regexp.MustCompile(`\{(dep|webhook)\}`)
+var fuzzResource = regexp.MustCompile(`\{(dep|webhook|lease)\}`)

@@ -334,6 +334,7 @@ var queryRoutes = []string{
 	"/v1/projects/{project}/webhooks/{webhook}/deliveries",
 	"/v1/events",
 	"/v1/projects/{project}/items/{dep}/attention",
+	"/v1/leases/{lease}",
 }
 
 // rawQuery makes s sendable as a query string while keeping its structure
@@ -353,6 +354,10 @@ func rawQuery(s string) string {
 
 func FuzzQuery(f *testing.F) {
 	fx := fuzzSetup(f)
+	// The lease of /v1/leases/{lease}, claimed before the webhook exists:
+	// a claim's events delivered to it later would change its stored
+	// state under a refused request.
+	fx.liveLease()
 	seeds := []string{"", "limit=1", "limit=0", "limit=501", "page_size=5", "limit=1&page_size=1",
 		"state=ready,leased&label=a&q=fix", "state=bogus", "parent_id=x", "parent_id={dep}",
 		"worker=w1&outcome=completed&since=2026-01-01T00:00:00Z&until=2026-01-02T00:00:00%2B01:00",
@@ -379,6 +384,9 @@ func FuzzQuery(f *testing.F) {
 		p = strings.ReplaceAll(p, "{dep}", fx.dep)
 		if strings.Contains(p, "{webhook}") {
 			p = strings.ReplaceAll(p, "{webhook}", fx.webhookID())
+		}
+		if strings.Contains(p, "{lease}") {
+			p = strings.ReplaceAll(p, "{lease}", fx.liveLease())
 		}
 		as := "human"
 		if strings.HasPrefix(tmpl, "/v1/events") {
@@ -414,6 +422,7 @@ var cursorRoutes = []string{
 	"/v1/projects/alpha/items/{dep}/leases",
 	"/v1/projects/alpha/workers",
 	"/v1/projects/alpha/items/{dep}/attention",
+	"/v1/leases/{lease}",
 }
 
 func FuzzCursor(f *testing.F) {
@@ -441,6 +450,10 @@ func FuzzCursor(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, route uint8, cursor string) {
 		p := strings.ReplaceAll(cursorRoutes[int(route)%len(cursorRoutes)], "{dep}", fx.dep)
+		if strings.Contains(p, "{lease}") {
+			fx.t = t
+			p = strings.ReplaceAll(p, "{lease}", fx.liveLease())
+		}
 		fx.check(t, "GET", p+"?limit=1&cursor="+url.QueryEscape(cursor), "human", nil)
 	})
 }

@@ -353,7 +353,7 @@ func (a *API) requestStop(c echo.Context) error {
 }
 
 func (a *API) getLease(c echo.Context) error {
-	if err := onlyQuery(c); err != nil {
+	if err := onlyQuery(c, "cursor", "limit"); err != nil {
 		return err
 	}
 	project, id, err := a.leaseProject(c)
@@ -365,11 +365,16 @@ func (a *API) getLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obs, err := a.svc.Leases.Observations(ctx, project, id)
+	limit, err := pageSize(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, wire.LeaseDetail{Lease: leaseView(l), Observations: observationViews(obs)})
+	obs, err := a.svc.Leases.Observations(ctx, project, id, c.QueryParam("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, wire.LeaseDetail{Lease: leaseView(l), Observations: observationViews(obs.Observations),
+		ObservationsNextCursor: cursor(obs.Next)})
 }
 
 var outcomes = []lease.Outcome{lease.OutcomeCompleted, lease.OutcomeReleased, lease.OutcomeFailed, lease.OutcomeCancelled,
@@ -466,7 +471,7 @@ func (a *API) writeHistory(c echo.Context, project uuid.UUID, f lease.HistoryFil
 // each with its outcome counts and usage, and the live leases of the
 // page's workers with their liveness (at most lease.WorkerPageLeases).
 func (a *API) workers(c echo.Context) error {
-	if err := onlyQuery(c, "cursor", "limit", "page_size"); err != nil {
+	if err := onlyQuery(c, "cursor", "limit"); err != nil {
 		return err
 	}
 	limit, err := pageSize(c)

@@ -83,10 +83,26 @@ func (c *Client) RequestStop(ctx context.Context, leaseID, reason string) (*Leas
 	return &l, nil
 }
 
-// GetLease returns one lease and the refused reports about it.
+// GetLease returns one lease and the first page of the refused reports
+// about it (ObservationsNextCursor, when set, is where GetLeasePage goes
+// on).
 func (c *Client) GetLease(ctx context.Context, leaseID string) (*LeaseDetail, error) {
+	return c.GetLeasePage(ctx, leaseID, "", 0)
+}
+
+// GetLeasePage returns one lease and the page of the refused reports about
+// it after cursor ("": the first), at most limit (0: the server's
+// default), fewer once they reach the byte budget of a page.
+func (c *Client) GetLeasePage(ctx context.Context, leaseID, cursor string, limit int) (*LeaseDetail, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
 	var l LeaseDetail
-	if _, err := c.do(ctx, http.MethodGet, "/v1/leases/"+esc(leaseID), nil, nil, &l); err != nil {
+	if _, err := c.do(ctx, http.MethodGet, "/v1/leases/"+esc(leaseID), q, nil, &l); err != nil {
 		return nil, err
 	}
 	return &l, nil

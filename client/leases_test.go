@@ -107,3 +107,45 @@ func TestClaimBatchOfNone(t *testing.T) {
 		t.Fatalf("ready items after the refused batches: %+v, %v; want the one item, never claimed", page, err)
 	}
 }
+
+// TestGetLeasePage: a lease's refused reports come a page at a time, and
+// GetLeasePage follows ObservationsNextCursor to the rest, each once.
+func TestGetLeasePage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, agent, _ := agentOn(t, dbtest.URL(t))
+	cl, err := agent.Claim(ctx, "p", client.ClaimRequest{Worker: "w1", LeaseSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Release(ctx, cl.Lease.ID, client.ReleaseRequest{Epoch: cl.Lease.Epoch}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := agent.Heartbeat(ctx, cl.Lease.ID, client.HeartbeatRequest{Epoch: cl.Lease.Epoch}); err == nil {
+			t.Fatal("a heartbeat of a released lease was accepted")
+		}
+	}
+	first, err := agent.GetLease(ctx, cl.Lease.ID)
+	if err != nil || len(first.Observations) != 3 || first.ObservationsNextCursor != nil {
+		t.Fatalf("the first page: %+v, %v; want the 3 reports and no next cursor", first, err)
+	}
+	seen, cursor := 0, ""
+	for range 4 {
+		p, err := agent.GetLeasePage(ctx, cl.Lease.ID, cursor, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Observations) != 1 {
+			t.Fatalf("a page of limit 1 holds %d reports", len(p.Observations))
+		}
+		seen += len(p.Observations)
+		if p.ObservationsNextCursor == nil {
+			break
+		}
+		cursor = *p.ObservationsNextCursor
+	}
+	if seen != 3 {
+		t.Errorf("pages of 1 gave %d reports, want 3", seen)
+	}
+}

@@ -80,7 +80,7 @@ func TestComplete(t *testing.T) {
 		if got := f.getItem(t, it.ID); string(got.Result) != `{"v": 1}` {
 			t.Fatalf("item result = %s, want the first; %s", got.Result, f.snapshot(t, it.ID))
 		}
-		obs, err := f.leases.Observations(f.ctx, f.project, l.ID)
+		obs, err := observationsOf(f.ctx, f.leases, f.project, l.ID)
 		if err != nil || len(obs) != 1 || obs[0].Kind != "conflicting_result" || obs[0].Operation != "complete" ||
 			string(obs[0].Payload) != `{"result": {"v": 2}}` {
 			t.Fatalf("observations = %+v, %v", obs, err)

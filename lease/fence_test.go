@@ -89,7 +89,7 @@ func TestStaleIncarnation(t *testing.T) {
 	if got := f.getLease(t, old.ID).StaleCalls; got != len(mutations) {
 		t.Fatalf("stale calls = %d, want %d", got, len(mutations))
 	}
-	obs, err := f.leases.Observations(f.ctx, f.project, old.ID)
+	obs, err := observationsOf(f.ctx, f.leases, f.project, old.ID)
 	if err != nil || len(obs) != len(mutations) || obs[0].Kind != "stale_call" || obs[0].Operation != "heartbeat" {
 		t.Fatalf("observations = %+v, %v", obs, err)
 	}
@@ -302,7 +302,7 @@ func TestFenceRefusals(t *testing.T) {
 			}
 			last = *f.clock.Now()
 		}
-		obs, err := f.leases.Observations(f.ctx, f.project, gone.ID)
+		obs, err := observationsOf(f.ctx, f.leases, f.project, gone.ID)
 		if err != nil || len(obs) != 25 {
 			t.Fatalf("%d observations (%v), want the first 20 and the last 5", len(obs), err)
 		}

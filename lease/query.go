@@ -2,12 +2,9 @@ package lease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -403,69 +400,86 @@ func (s *Service) historyWindow(ctx context.Context, ex dbq.DBTX, order HistoryO
 	return out, nil
 }
 
-// Observations returns the refused reports kept for a lease, oldest first.
+// ObservationPage is a page of a lease's refused reports, oldest first;
+// Next is the cursor of the page after it ("": the last).
+type ObservationPage struct {
+	Observations []Observation
+	Next         string
+}
+
+// Size is the observation's size in a page (page.MaxBytes): its payload
+// and texts as an answer carries them.
+func (o Observation) Size() int {
+	return page.RowOverhead + page.TextSize(o.Kind) + page.TextSize(o.Operation) + page.JSONSize(o.Payload)
+}
+
+// observationsList names the cursors of a lease's observations.
+const observationsList = "observations"
+
+// Observations returns a page of the refused reports kept for a lease,
+// in the order they were received, after cursor ("" from the first): at
+// most limit (page.Limit: 0 is page.Default), fewer once their payloads
+// pass page.MaxBytes, read in chunks (page.Read) in one snapshot. The
+// reports are the first maxObservations of each kind and the last five of
+// each kind after those.
 //
-// Errors: not_found (no such lease).
-func (s *Service) Observations(ctx context.Context, project, leaseID uuid.UUID) ([]Observation, error) {
-	if _, err := s.Get(ctx, project, leaseID); err != nil {
-		return nil, err
-	}
-	q := dbq.New()
-	rows, err := q.ListObservations(ctx, s.exec, dbq.ListObservationsParams{ProjectID: project, LeaseID: leaseID})
+// Errors: not_found (no such lease), invalid_argument (limit, cursor).
+func (s *Service) Observations(ctx context.Context, project, leaseID uuid.UUID, cursor string, limit int) (ObservationPage, error) {
+	limit, err := page.Limit(limit)
 	if err != nil {
-		return nil, db.Translate(err)
+		return ObservationPage{}, err
 	}
-	out := make([]Observation, len(rows))
-	for i, r := range rows {
-		out[i] = observationFromRow(r)
-	}
-	recent, err := q.RecentRefusals(ctx, s.exec, dbq.RecentRefusalsParams{ProjectID: project, LeaseID: leaseID})
+	afterAt, afterTB := time.Time{}, int64(math.MinInt64)
+	key, tb, ok, err := page.DecodeKey(observationsList, cursor)
 	if err != nil {
-		return nil, db.Translate(err)
+		return ObservationPage{}, err
 	}
-	for _, r := range recent {
-		later, err := laterRefusals(leaseID, r.Kind, r.Recent)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, later...)
+	if ok {
+		afterAt, afterTB = time.UnixMicro(key).UTC(), tb
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ReceivedAt.Before(out[j].ReceivedAt) })
-	return out, nil
-}
-
-// recentRefusal is one entry of lease_refusals.recent.
-type recentRefusal struct {
-	Call       int             `json:"call"`
-	Epoch      int64           `json:"epoch"`
-	Operation  string          `json:"operation"`
-	ReceivedAt time.Time       `json:"received_at"`
-	WorkerTime *time.Time      `json:"worker_time"`
-	Payload    json.RawMessage `json:"payload"`
-}
-
-// laterRefusals returns the recent refusals of one kind that came after the
-// first maxObservations (those are in lease_observations already), oldest
-// first. They have no id of their own.
-func laterRefusals(leaseID uuid.UUID, kind string, recent json.RawMessage) ([]Observation, error) {
-	var entries []recentRefusal
-	if err := json.Unmarshal(recent, &entries); err != nil {
-		return nil, fmt.Errorf("lease: recent refusals of %s: %w", leaseID, err)
+	type row struct {
+		Observation
+		tb int64
 	}
-	var out []Observation
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
-		if e.Call <= maxObservations {
-			continue
+	var rows []row
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		if _, err := s.getLease(ctx, tx, project, leaseID); err != nil {
+			return err
 		}
-		payload := e.Payload
-		if string(payload) == "null" {
-			payload = nil
-		}
-		out = append(out, Observation{
-			LeaseID: leaseID, Epoch: e.Epoch, Kind: kind, Operation: e.Operation,
-			ReceivedAt: e.ReceivedAt.UTC(), WorkerTime: e.WorkerTime, Payload: payload,
-		})
+		q := dbq.New()
+		rows, err = page.Read(limit, func(last *row, n int) ([]row, error) {
+			at, tb := afterAt, afterTB
+			if last != nil {
+				at, tb = last.ReceivedAt, last.tb
+			}
+			got, err := q.ListObservations(ctx, tx, dbq.ListObservationsParams{
+				ProjectID: project, LeaseID: leaseID, Kept: maxObservations, AfterAt: at, AfterTb: tb, MaxRows: int32(n),
+			})
+			if err != nil {
+				return nil, db.Translate(err)
+			}
+			out := make([]row, len(got))
+			for i, r := range got {
+				out[i] = row{Observation: Observation{
+					ID: r.ID, LeaseID: leaseID, Epoch: r.Epoch, Kind: r.Kind, Operation: r.Operation,
+					ReceivedAt: r.ReceivedAt.UTC(), WorkerTime: r.WorkerTime, Payload: r.Payload,
+				}, tb: r.Tb}
+			}
+			return out, nil
+		}, func(r row) int { return r.Size() })
+		return err
+	})
+	if err != nil {
+		return ObservationPage{}, err
+	}
+	n := page.Fit(min(len(rows), limit), func(i int) int { return rows[i].Size() })
+	var out ObservationPage
+	if n < len(rows) {
+		last := rows[n-1]
+		out.Next = page.EncodeKey(observationsList, last.ReceivedAt.UnixMicro(), last.tb)
+	}
+	for _, r := range rows[:n] {
+		out.Observations = append(out.Observations, r.Observation)
 	}
 	return out, nil
 }

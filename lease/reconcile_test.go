@@ -96,7 +96,7 @@ func mustUncertainItem(t *testing.T, f fixture, n graph.NewItem) uncertain {
 	if after := f.snapshot(t, it.ID); after != before {
 		t.Fatalf("the late completion changed the item:\nbefore %s\nafter  %s", before, after)
 	}
-	obs, err := f.leases.Observations(f.ctx, f.project, c.Lease.ID)
+	obs, err := observationsOf(f.ctx, f.leases, f.project, c.Lease.ID)
 	if err != nil || len(obs) != 1 || obs[0].Kind != "stale_call" || !strings.Contains(string(obs[0].Payload), `"late": true`) {
 		t.Fatalf("observations = %+v, %v; want the late completion kept", obs, err)
 	}

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,11 +26,65 @@ type BudgetForm struct {
 	// Budget is the item's budget (nil: none yet); its limits fill the
 	// fields.
 	Budget *lease.Budget
+	// Typed, after a refused submit of this form, is what the person had
+	// typed: it fills the fields instead, so that the refusal loses
+	// nothing.
+	Typed *budgetTyped
+}
+
+// budgetTyped is what was typed into an item's budget form, as sent.
+type budgetTyped struct {
+	Item                      uuid.UUID
+	Tokens, Cost, Wall, Depth string
+}
+
+// budgetTypedCookie carries a refused budget form's fields back to the
+// page the form came from (once, as the flash message that says why).
+const budgetTypedCookie = "wg_budget_typed"
+
+// budgetFieldMax bounds each field the cookie carries back (the four stay
+// well under a browser's 4 KB cookie).
+const budgetFieldMax = 200
+
+// keepBudgetTyped sets the one-time cookie with the budget form's fields
+// for item, as the refused request sent them.
+func (r *req) keepBudgetTyped(item uuid.UUID) {
+	v := url.Values{"item": {item.String()}}
+	for _, name := range []string{"max_tokens", "max_cost_usd", "max_wall", "max_depth"} {
+		f, _ := cutText(r.FormValue(name), budgetFieldMax)
+		v.Set(name, f)
+	}
+	http.SetCookie(r.Response(), &http.Cookie{
+		Name: budgetTypedCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(v.Encode())),
+		Path: "/", HttpOnly: true, Secure: secureRequest(r.Request()), SameSite: http.SameSiteLaxMode, MaxAge: 60,
+	})
+}
+
+// takeBudgetTyped is what was typed into item's refused budget form, and
+// clears it; nil when the cookie is for no form or another item's.
+func (r *req) takeBudgetTyped(item uuid.UUID) *budgetTyped {
+	c, err := r.Cookie(budgetTypedCookie)
+	if err != nil {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return nil
+	}
+	v, err := url.ParseQuery(string(b))
+	if err != nil || v.Get("item") != item.String() {
+		return nil
+	}
+	http.SetCookie(r.Response(), &http.Cookie{Name: budgetTypedCookie, Path: "/", MaxAge: -1, HttpOnly: true})
+	return &budgetTyped{Item: item, Tokens: v.Get("max_tokens"), Cost: v.Get("max_cost_usd"), Wall: v.Get("max_wall"), Depth: v.Get("max_depth")}
 }
 
 // Tokens, Cost, Wall and Depth are the current limits as the fields show
 // them ("" for no limit).
 func (f BudgetForm) Tokens() string {
+	if f.Typed != nil {
+		return f.Typed.Tokens
+	}
 	if f.Budget == nil || f.Budget.Limits.MaxTokens == nil {
 		return ""
 	}
@@ -36,6 +92,9 @@ func (f BudgetForm) Tokens() string {
 }
 
 func (f BudgetForm) Cost() string {
+	if f.Typed != nil {
+		return f.Typed.Cost
+	}
 	if f.Budget == nil || f.Budget.Limits.MaxCostUSD == nil {
 		return ""
 	}
@@ -43,6 +102,9 @@ func (f BudgetForm) Cost() string {
 }
 
 func (f BudgetForm) Wall() string {
+	if f.Typed != nil {
+		return f.Typed.Wall
+	}
 	if f.Budget == nil || f.Budget.Limits.MaxWall == nil {
 		return ""
 	}
@@ -50,6 +112,9 @@ func (f BudgetForm) Wall() string {
 }
 
 func (f BudgetForm) Depth() string {
+	if f.Typed != nil {
+		return f.Typed.Depth
+	}
 	if f.Budget == nil || f.Budget.Limits.MaxDepth == nil {
 		return ""
 	}
@@ -58,7 +123,7 @@ func (f BudgetForm) Depth() string {
 
 // budgetForm is the form for item in r's project.
 func (r *req) budgetForm(item uuid.UUID, b *lease.Budget) *BudgetForm {
-	return &BudgetForm{Project: r.project.Name, Item: item, Budget: b}
+	return &BudgetForm{Project: r.project.Name, Item: item, Budget: b, Typed: r.takeBudgetTyped(item)}
 }
 
 // setBudget sets the item's budget from the form: a limit left empty is
@@ -73,6 +138,7 @@ func (u *ui) setBudget(r *req) error {
 	lim, err := readBudgetForm(r)
 	if err != nil {
 		r.setFlash(err.Error(), true)
+		r.keepBudgetTyped(item.ID)
 		return r.Redirect(http.StatusSeeOther, back)
 	}
 	var before *lease.Budget
@@ -82,6 +148,7 @@ func (u *ui) setBudget(r *req) error {
 	b, err := u.Leases.SetBudget(r.ctx(), r.project.ID, item.ID, lim, r.by())
 	if wgerr.CodeOf(err) == wgerr.CodeInvalid {
 		r.setFlash("Budget not changed: "+err.Error(), true)
+		r.keepBudgetTyped(item.ID)
 		return r.Redirect(http.StatusSeeOther, back)
 	}
 	if err != nil {

@@ -220,3 +220,40 @@ func TestSpentBudgetExplained(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestBudgetFormKeepsWhatWasTyped: a budget form refused for bad input
+// comes back, on the page it was sent from, with what was typed in its
+// fields (once: the next view shows the stored limits again), beside
+// the message that says why. The fields came back empty, so one typo lost
+// every limit typed.
+func TestBudgetFormKeepsWhatWasTyped(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	root := e.mustItem("typed root")
+	b := e.signIn(e.human)
+	itemPath := "/p/acme/items/" + root.ID.String()
+	form := url.Values{"max_tokens": {"2,000,000"}, "max_cost_usd": {"-3"}, "max_wall": {"4h"}, "max_depth": {"7"}}
+
+	r := b.post(itemPath+"/budget", form)
+	wantStatus(t, r, http.StatusSeeOther)
+	r = b.get(itemPath)
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Budget not changed", `name="max_tokens" inputmode="numeric" value="2,000,000"`,
+		`name="max_cost_usd" inputmode="decimal" value="-3"`, `name="max_wall" value="4h"`, `name="max_depth" inputmode="numeric" value="7"`)
+	r = b.get(itemPath)
+	wantBody(t, r, `name="max_tokens" inputmode="numeric" value=""`, `name="max_depth" inputmode="numeric" value=""`)
+
+	// Sent from the inbox (a spent budget's request) it goes back there,
+	// and what was typed waits for that item's form only.
+	r = b.post(itemPath+"/budget", url.Values{"max_tokens": {"lots"}, "max_depth": {"3"}, "back": {"/p/acme/inbox"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != "/p/acme/inbox" {
+		t.Fatalf("Location = %q, want the inbox", loc)
+	}
+	// Another item's form is not filled with it.
+	other := e.mustItem("other root")
+	r = b.get("/p/acme/items/" + other.ID.String())
+	wantBody(t, r, `name="max_tokens" inputmode="numeric" value=""`)
+	r = b.get(itemPath)
+	wantBody(t, r, `name="max_tokens" inputmode="numeric" value="lots"`, `name="max_depth" inputmode="numeric" value="3"`)
+}

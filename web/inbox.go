@@ -60,9 +60,17 @@ type InboxEntry struct {
 	// LateReports, for an uncertain_outcome request: what the expired
 	// attempt reported after it lost its lease (refused, kept).
 	LateReports []lease.Observation
+	// LateReportsNext is the cursor of the late reports after those shown
+	// (a page of them, lease.Service.Observations), "" when they are all.
+	LateReportsNext string
 	// BudgetForm, for a budget_exhausted request: raising the budget is
 	// its answer.
 	BudgetForm *BudgetForm
+	// BodyShown is as much of the item's description as the entry shows
+	// (its first inboxBodyBytes), BodyCut set when that is not all of it:
+	// the entry then links to the item's page.
+	BodyShown string
+	BodyCut   bool
 	// asker is the worker of the lease that asked the request (inboxEntry).
 	asker string
 	// HTML is the entry as the page shows it (InboxPage.fit renders it
@@ -107,14 +115,35 @@ func (p *InboxPage) Render(w http.ResponseWriter) error { return render(w, "inbo
 // within wgpage.MaxBytes, the byte budget of every page.
 const inboxEntriesBytes = wgpage.MaxBytes - 64<<10
 
+// inboxBodyBytes is how much of an item's description an inbox entry
+// shows (the entry shows its start, clipped, and links to the item).
+// With the context and late reports cut as jsonBlock cuts them, it bounds
+// the HTML of one entry well under the page's budget: a description of
+// 1 MiB of "&" would be 5 MiB of markup on its own.
+const inboxBodyBytes = 16 << 10
+
+// cutText is s cut at most n bytes, at a rune boundary, and whether it was
+// cut.
+func cutText(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…", true
+}
+
 // fit renders the page's entries, once its layout is set, and keeps those
 // whose HTML fits in inboxEntriesBytes, never fewer than the first: a page
 // cut there ends with the cursor of its last entry, so the next page
 // starts with the first one left out. The budget inboxPage applies
 // counts the requests' and items' texts as JSON answers them, which a page
-// renders larger: a context is shown indented and HTML-escaped (a quote is
-// 5 bytes), markdown becomes markup, and a late report's payload is
-// shown too, so only the rendered bytes bound the page.
+// renders larger: text is HTML-escaped (a quote is 5 bytes), markdown
+// becomes markup, and a late report's payload is shown too, so only the
+// rendered bytes bound the page. One entry alone stays well within the
+// budget: its context and payloads are cut as jsonBlock cuts them and its
+// item's description at inboxBodyBytes.
 func (p *InboxPage) fit() error {
 	bytes := 0
 	for i := range p.Entries {
@@ -141,6 +170,11 @@ func (p *InboxPage) fit() error {
 
 // PageSize is how many requests a page of the inbox shows at most.
 func (p *InboxPage) PageSize() int { return inboxLimit }
+
+// CutShort reports whether the byte budget ended this page before
+// PageSize requests while more follow: the header then says so, and how
+// many it shows, instead of the page size alone.
+func (p *InboxPage) CutShort() bool { return p.Next != "" && len(p.Entries) < inboxLimit }
 
 // FirstURL is the inbox's first page (with the all-projects filter).
 func (p *InboxPage) FirstURL() string {
@@ -275,6 +309,7 @@ func (r *req) inboxEntry(req attention.Request, now time.Time) (InboxEntry, erro
 		return e, err
 	}
 	e.Item, e.Dependencies = nb.Item, nb.Dependencies
+	e.BodyShown, e.BodyCut = cutText(e.Item.Body, inboxBodyBytes)
 	if e.LastLease, err = r.lastLease(req.ItemID); err != nil {
 		return e, err
 	}
@@ -301,9 +336,11 @@ func (r *req) inboxEntry(req attention.Request, now time.Time) (InboxEntry, erro
 		e.BudgetForm = r.budgetForm(req.ItemID, budget)
 	}
 	if req.Reason == attention.ReasonUncertainOutcome && req.LeaseID != nil {
-		if e.LateReports, err = r.ui.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID); err != nil {
+		obs, err := r.ui.Leases.Observations(r.ctx(), r.project.ID, *req.LeaseID, "", 0)
+		if err != nil {
 			return e, err
 		}
+		e.LateReports, e.LateReportsNext = obs.Observations, obs.Next
 	}
 	return e, nil
 }
@@ -336,6 +373,16 @@ func (u *ui) resolve(r *req) error {
 			result = json.RawMessage(s)
 		}
 		if _, err := u.Attention.Decide(r.ctx(), r.project.ID, id, attention.Decision(d), result, r.FormValue("note"), r.by()); err != nil {
+			if wgerr.CodeOf(err) == wgerr.CodeInvalid {
+				// A result that is not JSON, a decision the form does not
+				// offer: nothing changed; back to the form's page saying
+				// what to correct (the typed result and note stay in the
+				// browser's drafts).
+				msg, _ := userMessage(err)
+				msg, _ = cutText("Not decided: "+msg, flashMax)
+				r.setFlash(msg, true)
+				return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
+			}
 			if msg, ok := blockedDecision(err); ok {
 				// Nothing changed and the request is still open: back to
 				// the page the form came from, saying what the item waits
@@ -347,7 +394,7 @@ func (u *ui) resolve(r *req) error {
 			if !r.closedAlready(err, id, func(c attention.Request) bool {
 				return c.Decision != nil && *c.Decision == attention.Decision(d)
 			}) {
-				return err
+				return r.closedByOther(err, id)
 			}
 		}
 		return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
@@ -364,7 +411,7 @@ func (u *ui) resolve(r *req) error {
 		if !r.closedAlready(err, id, func(c attention.Request) bool {
 			return c.State == attention.StateResolved && c.Decision == nil && textOf(c.Answer) == strings.TrimSpace(answer)
 		}) {
-			return err
+			return r.closedByOther(err, id)
 		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
@@ -381,7 +428,7 @@ func (u *ui) dismiss(r *req) error {
 		if !r.closedAlready(err, id, func(c attention.Request) bool {
 			return c.State == attention.StateDismissed && textOf(c.Answer) == strings.TrimSpace(note)
 		}) {
-			return err
+			return r.closedByOther(err, id)
 		}
 	}
 	return r.Redirect(http.StatusSeeOther, r.answeredURL(id))
@@ -402,6 +449,44 @@ func (r *req) closedAlready(err error, id uuid.UUID, same func(attention.Request
 		return false
 	}
 	return same(c)
+}
+
+// closedByOther answers a form refused by err: when err is the conflict
+// of a request that is closed already (someone else answered, dismissed
+// or decided it, or this person did otherwise), a conflict page that says
+// who closed it, when and how, so the person sees why what they sent was
+// not (what they typed stays in the browser's drafts), with links to the
+// item and back to the inbox; otherwise err.
+func (r *req) closedByOther(err error, id uuid.UUID) error {
+	if wgerr.CodeOf(err) != wgerr.CodeConflict {
+		return err
+	}
+	c, gerr := r.ui.Attention.Get(r.ctx(), r.project.ID, id)
+	if gerr != nil || c.State == attention.StateOpen {
+		return err
+	}
+	how := "dismissed"
+	switch {
+	case c.Decision != nil:
+		how = "decided (" + string(*c.Decision) + ")"
+	case c.State == attention.StateResolved:
+		how = "answered"
+	}
+	msg := "This request was already " + how
+	if c.ResolvedBy != nil {
+		msg += " by " + *c.ResolvedBy
+	}
+	if c.ResolvedAt != nil {
+		msg += ", " + formatDuration(r.now().Sub(*c.ResolvedAt)) + " ago"
+	}
+	if a := strings.TrimSpace(textOf(c.Answer)); a != "" {
+		a, _ = cutText(a, flashMax)
+		msg += ", with: “" + a + "”"
+	}
+	return r.failWithLinks(http.StatusConflict, "Not sent: the request is closed", msg+".", []Link{
+		{URL: r.projectURL("/items/" + c.ItemID.String()), Text: "Its item"},
+		{URL: r.backTo(r.projectURL("/inbox")), Text: "Back to the inbox"},
+	})
 }
 
 // flashMax bounds a one-time message made from a refusal's text (its

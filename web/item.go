@@ -52,6 +52,9 @@ type ItemPage struct {
 	// have closed (each waits for the next; the last is the first again).
 	DependencyError string
 	Cycle           []graph.ItemRef
+	// DependencyTyped is what the refused dependency's field held: the
+	// form shows it again, to correct.
+	DependencyTyped string
 	// Cost is what the item's own leases and its subtree spent; Budget is
 	// the item's budget (nil: none).
 	Cost   lease.ItemUsage
@@ -262,11 +265,12 @@ func (r *req) observations(leases []lease.Lease) (map[uuid.UUID][]lease.Observat
 		if l.StaleCalls == 0 {
 			continue
 		}
-		obs, err := r.ui.Leases.Observations(r.ctx(), r.project.ID, l.ID)
+		// The first page of them (what the timeline marks).
+		obs, err := r.ui.Leases.Observations(r.ctx(), r.project.ID, l.ID, "", 0)
 		if err != nil {
 			return nil, err
 		}
-		out[l.ID] = obs
+		out[l.ID] = obs.Observations
 	}
 	return out, nil
 }
@@ -303,7 +307,7 @@ func (u *ui) addDependency(r *req) error {
 	if perr != nil {
 		return perr
 	}
-	page.DependencyError = msg
+	page.DependencyError, page.DependencyTyped = msg, target
 	var cycle *graph.CycleError
 	if errors.As(err, &cycle) {
 		page.DependencyError = "This dependency would close a cycle, so it was not added:"

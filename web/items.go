@@ -350,7 +350,19 @@ func (u *ui) cancelItem(r *req) error {
 		return err
 	}
 	if _, err := u.Graph.Cancel(r.ctx(), r.project.ID, item.ID, r.by(), r.FormValue("reason")); err != nil {
-		return err
+		if wgerr.CodeOf(err) != wgerr.CodeConflict {
+			return err
+		}
+		// Finished meanwhile (a page opened before it was done or
+		// cancelled): say so, with the way back to the item as it is now.
+		now, gerr := r.itemParam()
+		if gerr != nil {
+			return err
+		}
+		msg := "“" + now.Title + "” was not cancelled: it is already " + stateTitle(string(now.State)) + ", so there is nothing left to cancel."
+		return r.failWithLinks(http.StatusConflict, "Not cancelled", msg, []Link{
+			{URL: r.projectURL("/items/" + item.ID.String()), Text: "The item as it is now"},
+		})
 	}
 	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Item cancelled.")
 }

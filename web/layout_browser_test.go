@@ -53,6 +53,49 @@ func TestLayoutInBrowser(t *testing.T) {
 	t.Run("WebhookForm", func(t *testing.T) { webhookForm(t, ctx, srv, project(t, "wf")) })
 	t.Run("NarrowItemsList", func(t *testing.T) { narrowItemsList(t, ctx, srv, project(t, "nl")) })
 	t.Run("NarrowEmptyTable", func(t *testing.T) { narrowEmptyTable(t, ctx, srv, project(t, "ne")) })
+	t.Run("LongTitle", func(t *testing.T) { longTitle(t, ctx, srv, project(t, "lt")) })
+}
+
+// longTitle: an item whose title is one word of 500 letters (titles may
+// be 500 characters) breaks inside its cell of the items list and the
+// history, so the other columns (state, priority, worker) stay on a
+// 1360 px screen without scrolling the table. The word set the title
+// column's width, and every row's state went off the card's right edge.
+func longTitle(t *testing.T, ctx context.Context, srv *server.Server, project graph.Project) {
+	bg := context.Background()
+	g := graph.NewService(srv.Pool(), nil)
+	it, err := g.CreateItem(bg, project.ID, graph.NewItem{Title: strings.Repeat("Supercalifragilistic", 25), CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lease.NewService(srv.Pool(), nil, lease.Config{}).Claim(bg, project.ID, lease.ClaimRequest{Worker: "w-long"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []string{"/items?view=list", "/leases"} {
+		step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+page), chromedp.WaitVisible(chromedp.CSS("tbody td:first-child a")))
+		type look struct {
+			TableRight, CardRight float64
+			Scrolls               bool
+		}
+		got := eval[look](t, ctx, `(() => {
+			const table = document.querySelector("tbody").closest("table");
+			const box = table.parentElement;
+			return {tableRight: table.getBoundingClientRect().right,
+				cardRight: box.getBoundingClientRect().right,
+				scrolls: box.scrollWidth > box.clientWidth};
+		})()`)
+		if got.Scrolls || got.TableRight > got.CardRight+1 {
+			t.Errorf("%s: a title of one 500-letter word makes the table %.0f px wide past its card's %.0f (scrolls %v)", page, got.TableRight, got.CardRight, got.Scrolls)
+		}
+	}
+	// The item's page: the title wraps and its buttons keep their labels
+	// on one line ("Histor" over "y" and "Cancel" over "item" before).
+	step(t, ctx, chromedp.Navigate(srv.URL()+"/p/"+project.Name+"/items/"+it.ID.String()), chromedp.WaitVisible(chromedp.CSS(".page-head h1")))
+	broken := eval[[]string](t, ctx, `[...document.querySelectorAll(".page-head > .actions .button, .page-head > .actions button")]
+		.filter(b => b.getBoundingClientRect().height > 40).map(b => b.textContent.trim())`)
+	if len(broken) > 0 {
+		t.Errorf("beside a long title, the buttons %q break their labels over lines", broken)
+	}
 }
 
 // narrowTimeline: on a phone's width (390 px) the lease timeline keeps

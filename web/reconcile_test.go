@@ -3,8 +3,10 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	wgpage "github.com/workgraph-dev/workgraph/page"
 )
 
 // TestInboxUncertainOutcome: an expired lease of a reconcile item shows in
@@ -117,5 +120,79 @@ func TestInboxDoneDecisionBlocked(t *testing.T) {
 		if item, err := e.graph.Item(ctx, e.project.ID, id); err != nil || item.State != want {
 			t.Errorf("item %s = %s (%v), want %s", id, item.State, err, want)
 		}
+	}
+}
+
+// TestInboxLateReportsPaged: an uncertain outcome whose expired attempt
+// sent more late reports than a page holds (30 refused completions of
+// 400 KB results: 10 MB) shows the first page of them, each payload cut,
+// and says where the rest are, within the page's byte budget.
+func TestInboxLateReportsPaged(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	if _, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "Deploy v3", CreatedBy: "test", OnExpiry: graph.OnExpiryReconcile}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := lease.NewService(e.pool, clock.NewStub(c.Lease.ExpiresAt.Add(time.Second)), lease.Config{})
+	if n, err := later.ReapExpired(ctx, e.project.ID, 0); err != nil || n != 1 {
+		t.Fatalf("reap = %d, %v", n, err)
+	}
+	f := lease.Fence{LeaseID: c.Lease.ID, Epoch: c.Lease.Epoch}
+	for i := range 30 {
+		result := json.RawMessage(fmt.Sprintf(`{"call":%d,"pad":%q}`, i+1, strings.Repeat("p", 400_000)))
+		if _, err := e.leases.Complete(ctx, e.project.ID, f, result, nil); err == nil {
+			t.Fatal("the late completion was applied")
+		}
+	}
+	b := e.signIn(e.human)
+	r := b.get("/p/acme/inbox")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Deploy v3", "Late reports", "More late reports follow these", "GET /v1/leases/"+c.Lease.ID.String()+"?cursor=")
+	if len(r.body) > wgpage.MaxBytes {
+		t.Errorf("the inbox is %d bytes of HTML, over the budget of %d", len(r.body), wgpage.MaxBytes)
+	}
+}
+
+// TestInboxDecisionBadResult: a decision "done" whose result is not JSON
+// changes nothing and comes back to the inbox saying what to correct,
+// with the request still there to decide (the typed result and note stay
+// in the browser's drafts). It was a bare error page whose only link led
+// to the project's home.
+func TestInboxDecisionBadResult(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	it, err := e.graph.CreateItem(ctx, e.project.ID, graph.NewItem{Title: "Deploy v4", CreatedBy: "test", OnExpiry: graph.OnExpiryReconcile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.leases.Claim(ctx, e.project.ID, lease.ClaimRequest{Worker: "agent-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := lease.NewService(e.pool, clock.NewStub(c.Lease.ExpiresAt.Add(time.Second)), lease.Config{})
+	if n, err := later.ReapExpired(ctx, e.project.ID, 0); err != nil || n != 1 {
+		t.Fatalf("reap = %d, %v", n, err)
+	}
+	reqs, err := e.att.ForItem(ctx, e.project.ID, it.ID, "", 0)
+	if err != nil || len(reqs.Requests) != 1 {
+		t.Fatalf("requests = %+v, %v", reqs.Requests, err)
+	}
+	q := reqs.Requests[0]
+	b := e.signIn(e.human)
+	r := b.post("/p/acme/attention/"+q.ID.String()+"/resolve", url.Values{"decision": {"done"}, "result": {`{"deployed": tru`}, "note": {"checked"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != "/p/acme/inbox" {
+		t.Fatalf("Location = %q, want the inbox", loc)
+	}
+	r = b.get("/p/acme/inbox")
+	wantBody(t, r, "Not decided: result", `id="req-`+q.ID.String()+`"`)
+	if got, err := e.att.Get(ctx, e.project.ID, q.ID); err != nil || got.State != attention.StateOpen {
+		t.Fatalf("the request after a refused decision: %v, %v", got.State, err)
 	}
 }

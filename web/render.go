@@ -90,7 +90,7 @@ var funcs = template.FuncMap{
 	"latency":      formatLatency,
 	"withNow":      withNow,
 	"typed":        clock.Typed,
-	"json":         formatJSON,
+	"json":         jsonBlock,
 	"query":        query,
 	"add":          func(a, b int) int { return a + b },
 	"addf":         func(a, b float64) float64 { return a + b },
@@ -169,19 +169,6 @@ func formatDuration(d time.Duration) string {
 		return "-" + s
 	}
 	return s
-}
-
-// formatJSON pretty-prints a JSON document for a <pre> block (escaped by
-// the template like any other text).
-func formatJSON(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
 }
 
 // query builds a URL query string from key/value pairs, skipping empty

@@ -289,6 +289,9 @@ func TestDependencies(t *testing.T) {
 			r := br.post("/p/acme/items/"+a.ID.String()+"/dependencies", url.Values{"depends_on": {tc.dep}})
 			wantStatus(t, r, tc.status)
 			wantBody(t, r, `id="dependency-error"`, tc.msg, "<h1>Alpha</h1>")
+			// The field still holds what was typed, to correct, and names
+			// the message that says what is wrong with it.
+			wantBody(t, r, `name="depends_on" list="dep-choices" placeholder="item id or its first 8 characters" required value="`+tc.dep+`" aria-invalid="true" aria-describedby="dependency-error"`)
 			near, err := e.graph.Neighbourhood(context.Background(), e.project.ID, a.ID)
 			if err != nil {
 				t.Fatal(err)

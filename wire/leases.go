@@ -125,6 +125,9 @@ type Observation struct {
 type LeaseDetail struct {
 	Lease
 	Observations []Observation `json:"observations"`
+	// ObservationsNextCursor is the cursor of the observations' next
+	// page, nil on the last.
+	ObservationsNextCursor *string `json:"observations_next_cursor"`
 }
 
 // LeasePage is one page of lease history, oldest first; NextCursor is nil

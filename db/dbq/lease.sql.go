@@ -2367,34 +2367,72 @@ func (q *Queries) LeaseHolder(ctx context.Context, db DBTX, leaseID uuid.UUID) (
 }
 
 const listObservations = `-- name: ListObservations :many
-SELECT project_id, id, seq, lease_id, epoch, kind, operation, received_at, worker_time, payload FROM lease_observations
-WHERE project_id = $1 AND lease_id = $2
-ORDER BY seq
+SELECT o.received_at, o.tb::bigint AS tb, o.id, o.epoch, o.kind, o.operation, o.worker_time, o.payload
+FROM (
+    SELECT lo.received_at, lo.seq AS tb, lo.id, lo.epoch, lo.kind, lo.operation, lo.worker_time, lo.payload
+    FROM lease_observations lo
+    WHERE lo.project_id = $1 AND lo.lease_id = $2
+    UNION ALL
+    SELECT (e->>'received_at')::timestamptz, -(2 * (e->>'call')::bigint + (r.kind = 'stale_call')::int),
+           '00000000-0000-0000-0000-000000000000'::uuid, (e->>'epoch')::bigint, r.kind, e->>'operation',
+           (e->>'worker_time')::timestamptz, nullif(e->'payload', 'null'::jsonb)
+    FROM lease_refusals r, jsonb_array_elements(r.recent) e
+    WHERE r.project_id = $1 AND r.lease_id = $2 AND (e->>'call')::int > $3::int
+) o
+WHERE (o.received_at, o.tb) > ($4::timestamptz, $5::bigint)
+ORDER BY o.received_at, o.tb
+LIMIT $6
 `
 
 type ListObservationsParams struct {
 	ProjectID uuid.UUID
 	LeaseID   uuid.UUID
+	Kept      int32
+	AfterAt   time.Time
+	AfterTb   int64
+	MaxRows   int32
 }
 
-func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObservationsParams) ([]LeaseObservation, error) {
-	rows, err := db.Query(ctx, listObservations, arg.ProjectID, arg.LeaseID)
+type ListObservationsRow struct {
+	ReceivedAt time.Time
+	Tb         int64
+	ID         uuid.UUID
+	Epoch      int64
+	Kind       string
+	Operation  string
+	WorkerTime *time.Time
+	Payload    json.RawMessage
+}
+
+// A lease's refused reports in the order they were received, after the
+// keyset (@after_at, @after_tb), at most @max_rows: the observations kept
+// (the first @kept calls of each kind) and the later calls that
+// lease_refusals.recent still holds (with the nil id: they have none). tb
+// breaks ties of received_at: an observation's seq, a later call's
+// -(2 * call + 1 for stale_call), unique within the lease.
+func (q *Queries) ListObservations(ctx context.Context, db DBTX, arg ListObservationsParams) ([]ListObservationsRow, error) {
+	rows, err := db.Query(ctx, listObservations,
+		arg.ProjectID,
+		arg.LeaseID,
+		arg.Kept,
+		arg.AfterAt,
+		arg.AfterTb,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []LeaseObservation{}
+	items := []ListObservationsRow{}
 	for rows.Next() {
-		var i LeaseObservation
+		var i ListObservationsRow
 		if err := rows.Scan(
-			&i.ProjectID,
+			&i.ReceivedAt,
+			&i.Tb,
 			&i.ID,
-			&i.Seq,
-			&i.LeaseID,
 			&i.Epoch,
 			&i.Kind,
 			&i.Operation,
-			&i.ReceivedAt,
 			&i.WorkerTime,
 			&i.Payload,
 		); err != nil {
@@ -2638,42 +2676,6 @@ func (q *Queries) ProjectsWithExpiredLeases(ctx context.Context, db DBTX, arg Pr
 			return nil, err
 		}
 		items = append(items, project_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const recentRefusals = `-- name: RecentRefusals :many
-SELECT kind, recent FROM lease_refusals
-WHERE project_id = $1 AND lease_id = $2
-`
-
-type RecentRefusalsParams struct {
-	ProjectID uuid.UUID
-	LeaseID   uuid.UUID
-}
-
-type RecentRefusalsRow struct {
-	Kind   string
-	Recent json.RawMessage
-}
-
-// The last refused calls kept per kind (newest first within each).
-func (q *Queries) RecentRefusals(ctx context.Context, db DBTX, arg RecentRefusalsParams) ([]RecentRefusalsRow, error) {
-	rows, err := db.Query(ctx, recentRefusals, arg.ProjectID, arg.LeaseID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []RecentRefusalsRow{}
-	for rows.Next() {
-		var i RecentRefusalsRow
-		if err := rows.Scan(&i.Kind, &i.Recent); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

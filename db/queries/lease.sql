@@ -504,20 +504,33 @@ SET calls = lease_refusals.calls + 1,
               WHERE t.n <= 5)
 RETURNING calls;
 
--- name: RecentRefusals :many
--- The last refused calls kept per kind (newest first within each).
-SELECT kind, recent FROM lease_refusals
-WHERE project_id = @project_id AND lease_id = @lease_id;
-
 -- name: InsertObservation :exec
 INSERT INTO lease_observations (project_id, lease_id, epoch, kind, operation, received_at, worker_time, payload)
 VALUES (@project_id, @lease_id, @epoch, @kind, @operation,
         coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), sqlc.narg('worker_time'), sqlc.narg('payload'));
 
 -- name: ListObservations :many
-SELECT * FROM lease_observations
-WHERE project_id = @project_id AND lease_id = @lease_id
-ORDER BY seq;
+-- A lease's refused reports in the order they were received, after the
+-- keyset (@after_at, @after_tb), at most @max_rows: the observations kept
+-- (the first @kept calls of each kind) and the later calls that
+-- lease_refusals.recent still holds (with the nil id: they have none). tb
+-- breaks ties of received_at: an observation's seq, a later call's
+-- -(2 * call + 1 for stale_call), unique within the lease.
+SELECT o.received_at, o.tb::bigint AS tb, o.id, o.epoch, o.kind, o.operation, o.worker_time, o.payload
+FROM (
+    SELECT lo.received_at, lo.seq AS tb, lo.id, lo.epoch, lo.kind, lo.operation, lo.worker_time, lo.payload
+    FROM lease_observations lo
+    WHERE lo.project_id = @project_id AND lo.lease_id = @lease_id
+    UNION ALL
+    SELECT (e->>'received_at')::timestamptz, -(2 * (e->>'call')::bigint + (r.kind = 'stale_call')::int),
+           '00000000-0000-0000-0000-000000000000'::uuid, (e->>'epoch')::bigint, r.kind, e->>'operation',
+           (e->>'worker_time')::timestamptz, nullif(e->'payload', 'null'::jsonb)
+    FROM lease_refusals r, jsonb_array_elements(r.recent) e
+    WHERE r.project_id = @project_id AND r.lease_id = @lease_id AND (e->>'call')::int > sqlc.arg('kept')::int
+) o
+WHERE (o.received_at, o.tb) > (sqlc.arg('after_at')::timestamptz, sqlc.arg('after_tb')::bigint)
+ORDER BY o.received_at, o.tb
+LIMIT @max_rows;
 
 -- name: LeaseHistory :many
 -- Oldest first; @after_seq is the cursor (0 = from the start).

@@ -148,7 +148,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "ItemRef": ("id", "state", "title",),
     "Lease": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_note", "stop_requested", "usage", "worker", "worker_time",),
     "LeaseActivity": ("expires_at", "heartbeat_at", "item_id", "last_activity", "lease_id", "liveness", "worker",),
-    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_note", "stop_requested", "usage", "worker", "worker_time",),
+    "LeaseDetail": ("acquired_at", "ended_at", "epoch", "expires_at", "heartbeat_at", "heartbeats", "id", "item_id", "observations", "observations_next_cursor", "outcome", "outcome_detail", "principal", "progress", "progress_at", "project_id", "result", "scopes", "stale_calls", "stop_note", "stop_requested", "usage", "worker", "worker_time",),
     "LeaseItem": ("item", "lease",),
     "LeasePage": ("leases", "next_cursor",),
     "NotificationSettings": ("answer_link_ttl_seconds", "answer_links",),
@@ -675,7 +675,7 @@ class LeaseActivity(TypedDict, total=False):
 
 
 # Required: id, item_id, worker, epoch, acquired_at, expires_at, ended_at,
-# outcome, outcome_detail, observations.
+# outcome, outcome_detail, observations, observations_next_cursor.
 class LeaseDetail(TypedDict, total=False):
     acquired_at: str
     ended_at: Optional[str]
@@ -686,6 +686,7 @@ class LeaseDetail(TypedDict, total=False):
     id: str
     item_id: str
     observations: List[Observation]
+    observations_next_cursor: Optional[str]
     outcome: Optional[Outcome]
     outcome_detail: Any
     principal: str

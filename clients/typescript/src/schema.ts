@@ -502,7 +502,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a lease with its observations
+         * Get a lease with a page of its observations
          * @description Roles: any.
          */
         get: operations["getLease"];
@@ -1248,6 +1248,8 @@ export interface components {
             progress_at?: string | null;
             /** @description write scopes the lease holds while it is live */
             scopes?: string[];
+            /** @description the cursor of the observations' next page (pass it as cursor), null on the last. The observations come a page at a time, oldest first: at most limit, fewer once their payloads reach the byte budget of a page (4 MiB; at least one). */
+            observations_next_cursor: string | null;
         };
         LeasePage: {
             leases: components["schemas"]["Lease"][];
@@ -3082,7 +3084,12 @@ export interface operations {
     };
     getLease: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description observations_next_cursor of the previous answer: the observations after it */
+                cursor?: string;
+                /** @description observations per page, 1..500 (default 50); a page also ends early at 4 MiB of their data (see observations_next_cursor) */
+                limit?: number;
+            };
             header?: never;
             path: {
                 /** @description lease id */
