@@ -847,18 +847,34 @@ func requestError(err error) string {
 }
 
 // retryAfter reads a Retry-After header (seconds, or an HTTP date against
-// now); 0 when absent or unreadable.
+// now), capped at maxBackoff: a valid wait longer than that (a number of
+// seconds too large for any integer type, a date years ahead) is the
+// cap, not ignored. 0 when absent or unreadable.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+	if digits(v) {
+		s, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || s >= int64(maxBackoff/time.Second) {
+			return maxBackoff // out of range means larger still
+		}
 		return time.Duration(s) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return min(t.Sub(now), maxBackoff)
 	}
 	return 0
+}
+
+// digits reports whether v is one or more ASCII digits (delay-seconds).
+func digits(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return v != ""
 }
 
 // validPrefix is b as text, cut before a partial UTF-8 character at its
