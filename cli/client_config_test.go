@@ -210,7 +210,7 @@ func TestExplainExitCodes(t *testing.T) {
 		{"ForbiddenAdminOnly", problem(client.CodeForbidden, 403), ExitAuth, "projects and tokens are admin-only"},
 		// A conflict of state is refused again on retry; a stale
 		// --version is the one a retry mends.
-		{"ConflictState", problem(client.CodeConflict, 409), ExitConflict, "retrying will not change that"},
+		{"ConflictState", problem(client.CodeConflict, 409), ExitConflict, "refuses the same request again"},
 		{"ConflictVersion", fmt.Errorf("wrapped: %w", &client.Error{Status: 409, Code: client.CodeConflict, Detail: "the item changed meanwhile",
 			Extensions: map[string]json.RawMessage{"field": json.RawMessage(`"version"`)}}), ExitConflict, "retry against its new version"},
 		{"ConflictOwnHint", withHint(problem(client.CodeConflict, 409), client.CodeConflict, "nothing to cancel"), ExitConflict, "nothing to cancel"},

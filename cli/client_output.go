@@ -294,9 +294,10 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		if versionConflict(e) {
 			return ExitConflict, "it changed meanwhile; show it again and retry against its new version"
 		}
-		// A state that refuses the change (done, cancelled, ended): the
-		// same request will be refused again.
-		return ExitConflict, "its state (named above) refuses this, and retrying will not change that; show it to see where it stands"
+		// Mostly a state that refuses the change (done, cancelled,
+		// ended), which the same request meets again; a few say above
+		// that they changed meanwhile and may be sent again.
+		return ExitConflict, "show it to see where it stands: a state named above (done, cancelled, ended) refuses the same request again; send it again only if the message says it changed meanwhile"
 	case client.CodeDepthLimit:
 		return ExitConflict, "a budget over the parent limits how deep items may be created below its item; create the item higher up, or raise the budget's --max-depth (workgraph items budget)"
 	case client.CodeNoMatch:
