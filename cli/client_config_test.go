@@ -208,6 +208,14 @@ func TestExplainExitCodes(t *testing.T) {
 		// A human token refused a project or token command is not told
 		// that a human token may do it.
 		{"ForbiddenAdminOnly", problem(client.CodeForbidden, 403), ExitAuth, "projects and tokens are admin-only"},
+		// A conflict of state is refused again on retry; a stale
+		// --version is the one a retry mends.
+		{"ConflictState", problem(client.CodeConflict, 409), ExitConflict, "refuses the same request again"},
+		{"ConflictVersion", fmt.Errorf("wrapped: %w", &client.Error{Status: 409, Code: client.CodeConflict, Detail: "the item changed meanwhile",
+			Extensions: map[string]json.RawMessage{"field": json.RawMessage(`"version"`)}}), ExitConflict, "retry against its new version"},
+		{"ConflictOwnHint", withHint(problem(client.CodeConflict, 409), client.CodeConflict, "nothing to cancel"), ExitConflict, "nothing to cancel"},
+		{"VersionConflictKeepsRetry", withHint(fmt.Errorf("wrapped: %w", &client.Error{Status: 409, Code: client.CodeConflict,
+			Extensions: map[string]json.RawMessage{"field": json.RawMessage(`"version"`)}}), client.CodeConflict, "nothing to cancel"), ExitConflict, "retry against its new version"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},
 		{"RateLimited", problem(client.CodeRateLimited, 429), ExitUnavailable, "slow down"},
 		{"Internal", problem(client.CodeInternal, 500), ExitError, "server's log"},

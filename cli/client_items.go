@@ -314,7 +314,8 @@ func itemsEditCmd(stdio IO, f *clientFlags) *cobra.Command {
 			}
 			it, err := s.api.UpdateItem(ctx, s.cfg.Project, id, req)
 			if err != nil {
-				return err
+				return withHint(err, client.CodeConflict, "a done or cancelled item keeps its title, body, priority, requires, touches and on_expiry: "+
+					"only its labels can still change; for more work, add a new item (workgraph items add)")
 			}
 			if s.json {
 				return printJSON(s.Out, it)
@@ -348,7 +349,7 @@ func itemsCancelCmd(stdio IO, f *clientFlags) *cobra.Command {
 			}
 			it, err := s.api.CancelItem(ctx, s.cfg.Project, id, reason)
 			if err != nil {
-				return err
+				return withHint(err, client.CodeConflict, "it has ended already, so there is nothing to cancel; `workgraph items show "+id+"` shows how it ended")
 			}
 			if s.json {
 				return printJSON(s.Out, it)
@@ -396,7 +397,8 @@ func newDepsCmd(stdio IO) *cobra.Command {
 				return err
 			}
 			if err := s.api.RemoveDependency(ctx, s.cfg.Project, a[0], a[1]); err != nil {
-				return err
+				return withHint(err, client.CodeNotFound, "the first item does not wait for the second (removed already, or never added), so there is nothing to remove; "+
+					"`workgraph items show "+a[0]+"` shows what it still waits for")
 			}
 			if s.json {
 				return printJSON(s.Out, map[string]string{"item_id": a[0], "removed": a[1]})

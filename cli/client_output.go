@@ -214,6 +214,10 @@ func explain(err error, cfg *clientConfig) error {
 	var ae *client.Error
 	if errors.As(err, &ae) {
 		code, hint := hintFor(ae, cfg)
+		var own *hinted
+		if errors.As(err, &own) {
+			hint = own.hint
+		}
 		msg := ae.Detail
 		if msg == "" {
 			msg = ae.Title
@@ -234,6 +238,33 @@ func explain(err error, cfg *clientConfig) error {
 			cfg.URL, cfg.Source["url"], transportReason(err))}
 	}
 	return err
+}
+
+// hinted is a problem with its command's own hint, which explain gives in
+// place of the code's general one (which would mislead for that command).
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h *hinted) Error() string { return h.err.Error() }
+func (h *hinted) Unwrap() error { return h.err }
+
+// withHint gives err the hint when it is a problem with code (and, for a
+// conflict, not one of a stale --version, where retrying does help).
+func withHint(err error, code, hint string) error {
+	var ae *client.Error
+	if !errors.As(err, &ae) || ae.Code != code || (code == client.CodeConflict && versionConflict(ae)) {
+		return err
+	}
+	return &hinted{err: err, hint: hint}
+}
+
+// versionConflict reports whether e refused a stale version (the object
+// changed meanwhile), the one conflict that a retry can mend.
+func versionConflict(e *client.Error) bool {
+	var field string
+	return e.Extension("field", &field) && field == "version"
 }
 
 func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
@@ -260,7 +291,13 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	case client.CodeDependencyCycle:
 		return ExitConflict, "the edge would close a cycle in the waits-for graph (an item waits for its dependencies, a parent for its children); remove an edge of the cycle first"
 	case client.CodeConflict:
-		return ExitConflict, "the object changed or is in a state that refuses this; show it again and retry"
+		if versionConflict(e) {
+			return ExitConflict, "it changed meanwhile; show it again and retry against its new version"
+		}
+		// Mostly a state that refuses the change (done, cancelled,
+		// ended), which the same request meets again; a few say above
+		// that they changed meanwhile and may be sent again.
+		return ExitConflict, "show it to see where it stands: a state named above (done, cancelled, ended) refuses the same request again; send it again only if the message says it changed meanwhile"
 	case client.CodeDepthLimit:
 		return ExitConflict, "a budget over the parent limits how deep items may be created below its item; create the item higher up, or raise the budget's --max-depth (workgraph items budget)"
 	case client.CodeNoMatch:

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/workgraph-dev/workgraph/logs"
 	"github.com/workgraph-dev/workgraph/server"
@@ -29,7 +32,8 @@ one's pid. A cluster left running by a server that was killed is adopted and
 stopped on exit (or see ` + "`workgraph db status|stop`" + `).
 
 The listen address is bound before anything else, so a busy address fails
-at once.
+at once; a malformed one (--addr, --metrics-addr, --pprof-addr: no port, a
+port beyond 65535) is a usage error (exit 2).
 
 With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
 every request and database transaction is an OpenTelemetry span sent over
@@ -38,6 +42,15 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bad.check(cmd.Flags()); err != nil {
 				return err
+			}
+			for _, a := range []struct{ flag, env, addr string }{
+				{"addr", "WORKGRAPH_ADDR", cfg.Addr},
+				{"metrics-addr", "WORKGRAPH_METRICS_ADDR", cfg.MetricsAddr},
+				{"pprof-addr", "WORKGRAPH_PPROF_ADDR", cfg.PprofAddr},
+			} {
+				if err := checkListenAddr(cmd.Flags(), a.flag, a.env, a.addr); err != nil {
+					return err
+				}
 			}
 			if err := level.UnmarshalText([]byte(levelName)); err != nil {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-level: %q is not debug, info, warn or error", levelName)}
@@ -92,6 +105,29 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 	intFlag(f, bad, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
 	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }
 	return cmd
+}
+
+// checkListenAddr refuses, as a usage error naming the flag (or its
+// variable), an address no listener can take for its form: no port, or a
+// port out of 0-65535 or unknown. It is checked before anything starts;
+// an address well formed but unusable (busy, not this host's) fails when
+// it is bound. Empty: nothing to listen on.
+func checkListenAddr(fl *pflag.FlagSet, flag, env, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err == nil {
+		return nil
+	}
+	from := "--" + flag
+	if !fl.Changed(flag) && os.Getenv(env) != "" {
+		from = env
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("%s %q: not an address to listen on (want host:port, the port 0-65535, e.g. 127.0.0.1:8080 or :8080): %v", from, addr, err)}
 }
 
 // loggedFailure is err for Main to print, except in the JSON log format:

@@ -187,3 +187,41 @@ func TestServeJSONStartError(t *testing.T) {
 		t.Errorf("no error line names the busy address:\n%s", errb.String())
 	}
 }
+
+// TestServeAddrMalformed: a listen address no listener can take for its
+// form is a usage error (exit 2) naming the flag or its variable, refused
+// before anything starts (no data directory is made). It used to exit 1
+// from the bind, as a failure of the server.
+func TestServeAddrMalformed(t *testing.T) {
+	for _, tc := range []struct{ name, flag, env, value string }{
+		{"PortOutOfRange", "--addr", "", ":99999"},
+		{"NoPort", "--addr", "", "127.0.0.1"},
+		{"PortNotANumber", "--addr", "", "127.0.0.1:eighty"},
+		{"MetricsAddr", "--metrics-addr", "", "127.0.0.1:70000"},
+		{"PprofAddr", "--pprof-addr", "", "localhost"},
+		{"FromVariable", "", "WORKGRAPH_ADDR", ":123456"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			argv := []string{"serve", "--data-dir", dir}
+			want := tc.flag
+			if tc.env != "" {
+				t.Setenv(tc.env, tc.value)
+				want = tc.env
+			} else {
+				argv = append(argv, tc.flag, tc.value)
+			}
+			if tc.flag == "--metrics-addr" || tc.flag == "--pprof-addr" {
+				argv = append(argv, "--addr", busyAddr(t))
+			}
+			var out, errb strings.Builder
+			code := Main(argv, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+			if code != ExitUsage || !strings.Contains(errb.String(), want+` "`+tc.value+`"`) {
+				t.Fatalf("serve %s: exit %d, stderr %q; want %d naming %s", strings.Join(argv[1:], " "), code, errb.String(), ExitUsage, want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("the data directory was made (%v): something started before the address was checked", err)
+			}
+		})
+	}
+}

@@ -111,6 +111,7 @@ ended, with the first non-zero exit status among them.`,
 		}),
 	}
 	addClientFlags(cmd, &f)
+	cmd.PersistentFlags().Lookup("json").Usage = "print one JSON report per item on stdout, and only that: the command's stdout goes to stderr"
 	fl := cmd.Flags()
 	// Everything from the command on is the command's: work ./agent.sh -v.
 	fl.SetInterspersed(false)

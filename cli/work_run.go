@@ -152,7 +152,13 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 		cmd.Stdin = f
 	}
 	act := newActivity(workingDir(), time.Now())
-	cmd.Stdout = io.MultiWriter(sv.s.raw.Out, stdoutTail, act)
+	// With --json the supervisor's stdout carries only its JSON lines; the
+	// command's stdout goes to stderr beside its own.
+	cmdOut := sv.s.raw.Out
+	if sv.s.json {
+		cmdOut = sv.s.raw.Err
+	}
+	cmd.Stdout = io.MultiWriter(cmdOut, stdoutTail, act)
 	cmd.Stderr = io.MultiWriter(sv.s.raw.Err, stderrTail, act)
 	cmd.WaitDelay = 2 * time.Second
 	ownProcessGroup(cmd)

@@ -61,6 +61,10 @@ const (
 	// DeliveryLost: the attempt's lock passed to another attempt before
 	// its result was recorded; the other attempt counts.
 	DeliveryLost = "lost"
+	// DeliveryReleased: the attempt was cut by this replica's stop before
+	// an answer came; the delivery was given back unrecorded, to be sent
+	// again (by any replica), and counts against no receiver.
+	DeliveryReleased = "released"
 )
 
 // Routes that hand events to readers (EventsSent).
@@ -167,7 +171,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, p := range []string{"none", "escalate", "default_answer", "release"} {
 		m.overdue.WithLabelValues(p)
 	}
-	for _, r := range []string{DeliveryDelivered, DeliveryRetry, DeliveryFailed, DeliveryRefused, DeliveryLost} {
+	for _, r := range []string{DeliveryDelivered, DeliveryRetry, DeliveryFailed, DeliveryRefused, DeliveryLost, DeliveryReleased} {
 		m.deliveries.WithLabelValues(r)
 	}
 	return m

@@ -139,11 +139,12 @@ func eventsAndWebhooksLifecycle(t *testing.T, see func(map[string]float64) map[s
 		return m[`workgraph_webhook_deliveries_total{result="delivered"}`] == 2 && m[`workgraph_webhook_deliveries_total{result="failed"}`] == 1
 	}))
 	expect(t, m, map[string]float64{
-		`workgraph_webhook_deliveries_total{result="retry"}`:   2,
-		`workgraph_webhook_deliveries_total{result="refused"}`: 0,
-		`workgraph_webhook_deliveries_total{result="lost"}`:    0,
-		`workgraph_webhook_delivery_duration_seconds_count`:    5,
-		`workgraph_webhooks_disabled_total`:                    1,
+		`workgraph_webhook_deliveries_total{result="retry"}`:    2,
+		`workgraph_webhook_deliveries_total{result="refused"}`:  0,
+		`workgraph_webhook_deliveries_total{result="lost"}`:     0,
+		`workgraph_webhook_deliveries_total{result="released"}`: 0,
+		`workgraph_webhook_delivery_duration_seconds_count`:     5,
+		`workgraph_webhooks_disabled_total`:                     1,
 	})
 	if v, ok := m[`workgraph_webhook_deliveries_due{project="m"}`]; !ok || v != 0 {
 		t.Errorf("the delivery backlog after every delivery settled: %v (present %v), want 0", v, ok)

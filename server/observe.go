@@ -215,12 +215,16 @@ func (s *Server) PprofURL() string {
 
 // observeDelivery counts a webhook delivery attempt by its result.
 func (s *Server) observeDelivery(a webhook.Attempt) {
-	s.metrics.Delivery(deliveryResult(a), a.Sent, a.Latency, a.Disabled)
+	// A released attempt's latency is the time until the stop cut it, not
+	// the receiver's: it is not observed.
+	s.metrics.Delivery(deliveryResult(a), a.Sent && !a.Released, a.Latency, a.Disabled)
 }
 
 // deliveryResult is the metrics result of an attempt.
 func deliveryResult(a webhook.Attempt) string {
 	switch {
+	case a.Released:
+		return metrics.DeliveryReleased
 	case a.State == "":
 		return metrics.DeliveryLost
 	case a.Refused:

@@ -21,6 +21,7 @@ func TestDeliveryResult(t *testing.T) {
 		{webhook.Attempt{State: webhook.StateFailed, Refused: true}, metrics.DeliveryRefused},
 		{webhook.Attempt{State: "", Refused: true}, metrics.DeliveryLost},
 		{webhook.Attempt{State: "", Sent: true}, metrics.DeliveryLost},
+		{webhook.Attempt{State: "", Sent: true, Released: true}, metrics.DeliveryReleased},
 	} {
 		if got := deliveryResult(tc.a); got != tc.want {
 			t.Errorf("deliveryResult(%+v) = %s, want %s", tc.a, got, tc.want)

@@ -176,6 +176,11 @@ type Attempt struct {
 	Sent     bool
 	Refused  bool
 	Disabled bool
+	// Released: the attempt was cut short by this replica's stop before
+	// an answer came; the delivery was given back unrecorded (State ""),
+	// to be sent again by the next round of any replica, and its
+	// receiver was charged no failure.
+	Released bool
 }
 
 // NewDeliverer returns a Deliverer on pool.
@@ -276,8 +281,10 @@ func (d *Deliverer) Start(ctx context.Context) {
 	})
 }
 
-// Stop stops the loop and waits for the attempts in flight (their
-// requests are cancelled; their results are still recorded).
+// Stop stops the loop and waits for the attempts in flight: their
+// requests are cancelled, and an attempt so cut before its answer came is
+// released, not recorded (Attempt.Released), so a replica's stop never
+// counts as a failure of a receiver; the results that came are recorded.
 func (d *Deliverer) Stop() { d.base.Stop() }
 
 // Wake makes the loop look for work now (an event was written).
@@ -527,6 +534,11 @@ type outcome struct {
 	// failing: the webhook was in a run of failures when the attempt
 	// began (a success must end it).
 	failing bool
+	// cut: the attempt was cut short by the server itself (its loop's
+	// context ended: the replica is stopping) before an answer came. It
+	// says nothing of the receiver: the delivery is released, not
+	// recorded (ReleaseDelivery).
+	cut bool
 	// ours: the attempt ended before any request, for a reason of the
 	// server's (the message could not be built, its event was deleted by
 	// the retention): recorded, but no failure of the receiver's, so it
@@ -552,6 +564,10 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	if o.state == StateDelivered && !o.failing {
 		done.add(c, o, a)
+		return
+	}
+	if o.cut {
+		d.release(ctx, c, token, a)
 		return
 	}
 	// Record the result even when the loop is being stopped: the request
@@ -604,6 +620,25 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 				"webhook", c.WebhookID, "err", db.Translate(err))
 		}
 	}
+	d.report(a)
+}
+
+// release gives back a delivery whose attempt was cut by the server's own
+// stop: nothing is recorded and the webhook's run of failures is left as
+// it was, so a redeploy never counts against a receiver; the next round of
+// any replica sends it again. Reported with State "" and Released.
+func (d *Deliverer) release(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID, a Attempt) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
+	defer cancel()
+	n, err := q.ReleaseDelivery(rctx, d.pool, dbq.ReleaseDeliveryParams{
+		ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, LockToken: token, Attempt: c.Attempts,
+	})
+	if err != nil {
+		// Its lock still frees it once Lock passes.
+		d.cfg.Log.Warn("webhook delivery: releasing an attempt cut by the stop", "project", c.ProjectID,
+			"webhook", c.WebhookID, "seq", c.Seq, "err", db.Translate(err))
+	}
+	a.Released = err == nil && n == 1
 	d.report(a)
 }
 
@@ -664,6 +699,9 @@ func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcom
 	}
 	failing := row.FailingSince != nil
 	m, err := d.message(ctx, row.ProjectID, row)
+	if err != nil && ctx.Err() != nil {
+		return outcome{cut: true}
+	}
 	if err != nil {
 		// A hiccup of the server's (its database): retried later, and
 		// not held against the receiver.
@@ -705,6 +743,10 @@ func (d *Deliverer) send(ctx context.Context, row dbq.ClaimDeliveriesRow) outcom
 	start := d.cfg.Local.Read()
 	resp, err := d.client.Do(req)
 	latency := d.cfg.Local.Read().Sub(start)
+	if err != nil && ctx.Err() != nil {
+		// Our own stop cancelled the request, not the receiver's doing.
+		return outcome{cut: true, sent: true, latency: latency}
+	}
 	if err != nil {
 		o := failure(StatePending, requestError(err))
 		if dialRefused(err) {
@@ -805,18 +847,34 @@ func requestError(err error) string {
 }
 
 // retryAfter reads a Retry-After header (seconds, or an HTTP date against
-// now); 0 when absent or unreadable.
+// now), capped at maxBackoff: a valid wait longer than that (a number of
+// seconds too large for any integer type, a date years ahead) is the
+// cap, not ignored. 0 when absent or unreadable.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+	if digits(v) {
+		s, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || s >= int64(maxBackoff/time.Second) {
+			return maxBackoff // out of range means larger still
+		}
 		return time.Duration(s) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return min(t.Sub(now), maxBackoff)
 	}
 	return 0
+}
+
+// digits reports whether v is one or more ASCII digits (delay-seconds).
+func digits(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return v != ""
 }
 
 // validPrefix is b as text, cut before a partial UTF-8 character at its

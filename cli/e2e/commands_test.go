@@ -83,6 +83,32 @@ func TestCommands(t *testing.T) {
 		e.wantExit(e.agentToken, 5, "not found", "items", "show", "00000000-0000-0000-0000-000000000000")
 		e.wantExit(e.agentToken, 7, "forbidden", "items", "cancel", b.ID)
 	})
+	t.Run("ErrConflictHintsSayWhatIsTrue", func(t *testing.T) {
+		// A refusal that the same request would meet again is not met
+		// with "retry": cancelling an ended item, editing a finished
+		// one, removing a dependency that is not there. The hints used
+		// to tell the user to retry, or to check the ids and project.
+		t.Parallel()
+		e := srv.inProject(t, "ErrConflictHintsSayWhatIsTrue")
+		a, b := e.item("prerequisite"), e.item("waiter")
+		if r := e.run(e.humanToken, nil, "items", "cancel", a.ID); r.code != 0 {
+			t.Fatalf("items cancel: %v", r)
+		}
+		for _, c := range []struct {
+			code int
+			hint string
+			args []string
+		}{
+			{6, "there is nothing to cancel", []string{"items", "cancel", a.ID}},
+			{6, "only its labels can still change", []string{"items", "edit", a.ID, "--title", "again"}},
+			{5, "nothing to remove", []string{"deps", "rm", b.ID, a.ID}},
+		} {
+			r := e.wantExit(e.humanToken, c.code, c.hint, c.args...)
+			if strings.Contains(r.stderr, "retry") || strings.Contains(r.stderr, "check the id and the project") {
+				t.Errorf("workgraph %s: the hint sends the user to retry or to check ids:\n%s", strings.Join(c.args, " "), r.stderr)
+			}
+		}
+	})
 	t.Run("OKLeaseCommands", func(t *testing.T) {
 		t.Parallel()
 		e := srv.inProject(t, "OKLeaseCommands")

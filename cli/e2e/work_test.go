@@ -126,6 +126,30 @@ func TestWork(t *testing.T) {
 			t.Fatalf("%d completed reports in --json output:\n%s", n, r.stdout)
 		}
 	})
+	t.Run("OKJSONStdoutOnlyReports", func(t *testing.T) {
+		// With --json stdout is the supervisor's JSON lines only: the
+		// command's own output goes to stderr, so a machine reader needs
+		// to skip nothing.
+		t.Parallel()
+		e := srv.inProject(t, "OKJSONStdoutOnlyReports")
+		e.item("say something")
+		r := e.run(e.agentToken, nil, "work", "--json", "--", "sh", "-c", `echo "not json: $WORKGRAPH_ITEM_TITLE"`)
+		if r.code != 0 {
+			t.Fatalf("work --json: %v", r)
+		}
+		lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+		for _, l := range lines {
+			if !json.Valid([]byte(l)) {
+				t.Fatalf("a line of work --json's stdout is not JSON: %q\n%v", l, r)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], `"outcome":"completed"`) {
+			t.Fatalf("stdout = %q, want the one report", r.stdout)
+		}
+		if !strings.Contains(r.stderr, "not json: say something") {
+			t.Fatalf("the command's output is not on stderr: %v", r)
+		}
+	})
 	t.Run("ErrCommandNotFound", func(t *testing.T) {
 		t.Parallel()
 		e := srv.inProject(t, "ErrCommandNotFound")

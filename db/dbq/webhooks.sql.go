@@ -808,6 +808,39 @@ func (q *Queries) ProjectsWithOldDeliveries(ctx context.Context, db DBTX, arg Pr
 	return items, nil
 }
 
+const releaseDelivery = `-- name: ReleaseDelivery :execrows
+UPDATE webhook_deliveries wd SET locked_until = NULL, lock_token = NULL, attempts = wd.attempts - 1
+WHERE wd.project_id = $1 AND wd.webhook_id = $2 AND wd.seq = $3
+  AND wd.state = 'pending' AND wd.lock_token = $4::uuid AND wd.attempts = $5
+`
+
+type ReleaseDeliveryParams struct {
+	ProjectID uuid.UUID
+	WebhookID uuid.UUID
+	Seq       int64
+	LockToken uuid.UUID
+	Attempt   int32
+}
+
+// Gives back a delivery whose attempt this server cut short (its replica
+// was stopping), fenced by the lock it was claimed under like
+// FinishAttempt: unlocked and its attempt uncounted, with nothing recorded
+// of it, so the next round of any replica attempts it as if this one had
+// never started (same webhook-id), and its receiver is charged no failure.
+func (q *Queries) ReleaseDelivery(ctx context.Context, db DBTX, arg ReleaseDeliveryParams) (int64, error) {
+	result, err := db.Exec(ctx, releaseDelivery,
+		arg.ProjectID,
+		arg.WebhookID,
+		arg.Seq,
+		arg.LockToken,
+		arg.Attempt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const retryPendingDeliveries = `-- name: RetryPendingDeliveries :exec
 UPDATE webhook_deliveries SET next_attempt_at = coalesce($1::timestamptz, now())
 WHERE project_id = $2 AND webhook_id = $3 AND state = 'pending'

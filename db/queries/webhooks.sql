@@ -228,6 +228,16 @@ WITH d AS (
 )
 SELECT d.state FROM d;
 
+-- name: ReleaseDelivery :execrows
+-- Gives back a delivery whose attempt this server cut short (its replica
+-- was stopping), fenced by the lock it was claimed under like
+-- FinishAttempt: unlocked and its attempt uncounted, with nothing recorded
+-- of it, so the next round of any replica attempts it as if this one had
+-- never started (same webhook-id), and its receiver is charged no failure.
+UPDATE webhook_deliveries wd SET locked_until = NULL, lock_token = NULL, attempts = wd.attempts - 1
+WHERE wd.project_id = @project_id AND wd.webhook_id = @webhook_id AND wd.seq = @seq
+  AND wd.state = 'pending' AND wd.lock_token = @lock_token::uuid AND wd.attempts = @attempt;
+
 -- name: FinishDelivered :many
 -- Records the successful attempts of one claim (lock_token) in one
 -- statement: each row of the arrays is a delivery (webhook_ids[i],
