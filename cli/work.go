@@ -212,7 +212,9 @@ func (sv *supervisor) pauseAfter(ctx context.Context, err error) bool {
 func (sv *supervisor) cycle(ctx context.Context) (outcome, error) {
 	ctx, span := sv.tracer.Start(ctx, "workgraph work", trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
-	cl, err := claimWaiting(ctx, sv.s.api, sv.s.cfg.Project, sv.claimRequest(), sv.opt.wait)
+	cctx, cancel := claimContext(ctx, sv.opt.wait)
+	cl, err := claimWaiting(cctx, sv.s.api, sv.s.cfg.Project, sv.claimRequest(), sv.opt.wait)
+	cancel()
 	if err != nil {
 		if errors.Is(err, client.ErrNothingReady) {
 			span.SetAttributes(telemetry.AttrOutcome.String("nothing_ready"))
@@ -232,6 +234,29 @@ func (sv *supervisor) cycle(ctx context.Context) (outcome, error) {
 		span.SetStatus(codes.Error, out.message)
 	}
 	return out, nil
+}
+
+// claimGrace is how long a claim already sent may still be answered after
+// the supervisor is interrupted.
+const claimGrace = 5 * time.Second
+
+// claimContext is the context the supervisor sends a claim on. Without a
+// wait it outlives ctx's interruption by claimGrace: the server may have
+// granted the lease already, and an answer read is a lease the supervisor
+// knows and releases (runOne), where an answer dropped is a lease nobody
+// works on until it expires. A long poll (wait > 0) ends with ctx at
+// once: its answer may be far off, and only a grant at the very moment of
+// the interruption is then left to expire.
+func claimContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	if wait > 0 {
+		return context.WithCancel(ctx)
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(claimGrace, cancel) })
+	return cctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // claimRequest is what the supervisor's claims ask for.

@@ -103,7 +103,9 @@ const claimRecheck = 5 * time.Second
 
 // claimSlots claims up to n items in one call, waiting up to wait.
 func (sv *supervisor) claimSlots(ctx context.Context, n int, wait time.Duration) ([]client.Claim, error) {
-	return claimBatchWaiting(ctx, sv.s.api, sv.s.cfg.Project, sv.claimRequest(), min(n, client.MaxBatch), wait)
+	cctx, cancel := claimContext(ctx, wait)
+	defer cancel()
+	return claimBatchWaiting(cctx, sv.s.api, sv.s.cfg.Project, sv.claimRequest(), min(n, client.MaxBatch), wait)
 }
 
 // beat renews one lease: through the batcher when the supervisor runs

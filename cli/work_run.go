@@ -130,6 +130,13 @@ func cannotStart(name string, err error) error {
 // runOne supervises the command on one claimed item.
 func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 	o := outcome{itemID: cl.Item.ID, leaseID: cl.Lease.ID, epoch: cl.Lease.Epoch, exitCode: -1}
+	if ctx.Err() != nil {
+		// Interrupted while the claim was answered (claimContext): the
+		// command is not started, and the item goes back at once.
+		o.kind = outcomeInterrupted
+		o.message = fmt.Sprintf("interrupted; item %s %s", cl.Item.ID, sv.release(ctx, cl, "the supervisor was interrupted"))
+		return o
+	}
 	sv.logf("claimed item %s %q (lease %s, epoch %d); running %s", cl.Item.ID, cl.Item.Title, cl.Lease.ID, cl.Lease.Epoch, strings.Join(sv.argv, " "))
 
 	dir, err := sv.prepareState(cl)

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -108,5 +113,81 @@ func TestWorkInterruptedSaysReleased(t *testing.T) {
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.ItemID != it.ID || out.Outcome != "interrupted" || !strings.Contains(out.Message, "released") {
 		t.Errorf("--json printed %q (%v), want the interrupted run's outcome", stdout.String(), err)
+	}
+}
+
+// TestWorkInterruptedWhileClaiming: the supervisor is interrupted after
+// the server granted its claim but before the answer reached it (a proxy
+// holds the answer back). It still reads the answer, releases the item
+// without starting the command, and exits 130: the lease is not left live
+// for nobody until it expires.
+func TestWorkInterruptedWhileClaiming(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	it := e.item("interrupted while its claim is answered")
+	target, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted, answer := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		if res.Request.Method == http.MethodPost && strings.HasSuffix(res.Request.URL.Path, "/claims") &&
+			res.StatusCode == http.StatusCreated {
+			once.Do(func() { close(granted) })
+			select {
+			case <-answer:
+			case <-time.After(time.Minute):
+			}
+		}
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+
+	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=" + front.URL}, "work", "--grace", "1s", "--", "sleep", "300")
+	var stderr bytes.Buffer
+	sup.Stderr = &stderr
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { sup.Wait(); close(exited) }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			sup.Process.Kill()
+		}
+	}()
+	select {
+	case <-granted:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no claim was granted\n%s", stderr.String())
+	}
+	if err := sup.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	// The interruption reaches the supervisor before the answer does.
+	time.Sleep(200 * time.Millisecond)
+	close(answer)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the supervisor did not stop after SIGINT\n%s", stderr.String())
+	}
+	if code := sup.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit = %d, want 130\n%s", code, stderr.String())
+	}
+	ls := e.leases(it.ID)
+	if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased {
+		t.Fatalf("leases = %+v, want one released\n%s", ls, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "interrupted; item "+it.ID+" released") {
+		t.Errorf("stderr does not say the item was released:\n%s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "running sleep") {
+		t.Errorf("the command was started after the interruption:\n%s", stderr.String())
 	}
 }
