@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,18 +29,7 @@ func TestWorkLostSaysWhy(t *testing.T) {
 	sup := e.cmd(e.agentToken, nil, "work", "--lease", "3s", "--grace", "1s", "--", "sleep", "300")
 	var stderr bytes.Buffer
 	sup.Stderr = &stderr
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { sup.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			sup.Process.Kill()
-		}
-	}()
+	exited := startSupervisor(t, sup)
 	eventually(t, 10*time.Second, "the item to be leased", func() bool {
 		return e.get(it.ID).ActiveLeaseID != nil
 	})
@@ -73,18 +63,7 @@ func TestWorkInterruptedSaysReleased(t *testing.T) {
 	sup := e.cmd(e.agentToken, nil, "work", "--json", "--grace", "1s", "--", "sleep", "300")
 	var stdout, stderr bytes.Buffer
 	sup.Stdout, sup.Stderr = &stdout, &stderr
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { sup.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			sup.Process.Kill()
-		}
-	}()
+	exited := startSupervisor(t, sup)
 	eventually(t, 10*time.Second, "the item to be leased", func() bool {
 		return e.get(it.ID).ActiveLeaseID != nil
 	})
@@ -149,18 +128,7 @@ func TestWorkInterruptedWhileClaiming(t *testing.T) {
 	sup := e.cmd(e.agentToken, []string{"WORKGRAPH_URL=" + front.URL}, "work", "--grace", "1s", "--", "sleep", "300")
 	var stderr bytes.Buffer
 	sup.Stderr = &stderr
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { sup.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			sup.Process.Kill()
-		}
-	}()
+	exited := startSupervisor(t, sup)
 	select {
 	case <-granted:
 	case <-time.After(20 * time.Second):
@@ -190,4 +158,25 @@ func TestWorkInterruptedWhileClaiming(t *testing.T) {
 	if strings.Contains(stderr.String(), "running sleep") {
 		t.Errorf("the command was started after the interruption:\n%s", stderr.String())
 	}
+}
+
+// startSupervisor starts sup in the background and returns a channel closed
+// once it has exited (its ProcessState is then set); a supervisor still
+// running when the test ends is killed.
+func startSupervisor(t *testing.T, sup *exec.Cmd) <-chan struct{} {
+	t.Helper()
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { sup.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			sup.Process.Kill()
+			<-exited
+		}
+	})
+	return exited
 }
