@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/bodygate"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/idempotency"
@@ -76,6 +77,12 @@ type Config struct {
 	// DefaultPlanBytesInFlight, DefaultPlanWait.
 	PlanBytesInFlight int64
 	PlanWait          time.Duration
+	// Bodies is the replica's budget of request bodies in memory at once,
+	// shared with the web UI's forms: every route that reads a body takes
+	// room in it before reading (gateBodies), but plan imports, which the
+	// plan gate bounds on its own. Nil: a budget of the API's own with
+	// bodygate's defaults.
+	Bodies *bodygate.Gate
 	// Metrics counts claims, lease outcomes, refused calls and answers
 	// (nil: nothing is counted).
 	Metrics *metrics.Metrics
@@ -99,6 +106,7 @@ type API struct {
 	limits   *limiters
 	searches *searchGate
 	plans    *planGate
+	bodies   *bodygate.Gate
 	throttle *auth.Throttle
 	timeout  time.Duration
 	metrics  *metrics.Metrics
@@ -140,6 +148,9 @@ func New(cfg Config) *API {
 	if cfg.StreamHeartbeat <= 0 {
 		cfg.StreamHeartbeat = DefaultStreamHeartbeat
 	}
+	if cfg.Bodies == nil {
+		cfg.Bodies = bodygate.New(0, 0)
+	}
 	if cfg.Throttle == nil {
 		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
 	}
@@ -155,6 +166,7 @@ func New(cfg Config) *API {
 		limits:     &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
 		searches:   newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
 		plans:      newPlanGate(cfg.PlanBytesInFlight, cfg.PlanWait),
+		bodies:     cfg.Bodies,
 		throttle:   cfg.Throttle,
 		timeout:    cfg.RequestTimeout,
 		metrics:    cfg.Metrics,
@@ -237,7 +249,9 @@ type routeOpts struct {
 	// bodyLimit: the route's own body limit (zero: maxBodyBytes).
 	bodyLimit bodyLimit
 	// admit, if set, runs after the rate limit and before anything reads
-	// the body (a gate on what the request may hold while it runs).
+	// the body (a gate on what the request may hold while it runs); a
+	// route with one is not counted in the budget of bodies (gateBodies),
+	// so that a plan import is bounded once, by the plan gate.
 	admit echo.MiddlewareFunc
 }
 
@@ -259,8 +273,11 @@ func (a *API) handle(e *echo.Echo, method, path string, h echo.HandlerFunc, o ro
 		authn = a.authenticateLazy
 	}
 	mw = append(mw, authn, a.requireRole(o.roles...), a.rateLimit)
-	if o.admit != nil {
+	switch {
+	case o.admit != nil:
 		mw = append(mw, o.admit)
+	case method != http.MethodGet:
+		mw = append(mw, a.gateBodies)
 	}
 	mw = append(mw, a.idempotent(o.effect))
 	e.Add(method, "/v1"+path, h, mw...)

@@ -19,6 +19,7 @@ func newServeCmd(stdio IO) *cobra.Command {
 	var bad envProblems
 	var levelName, logFormat string
 	var level slog.Level
+	var bodyMiB int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the workgraph server (embedded PostgreSQL when no database URL is given)",
@@ -52,6 +53,10 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 					return err
 				}
 			}
+			if bodyMiB < 0 {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("--body-memory-mib: %d is negative (0: the default, 64)", bodyMiB)}
+			}
+			cfg.BodyBytesInFlight = int64(bodyMiB) << 20
 			if err := level.UnmarshalText([]byte(levelName)); err != nil {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-level: %q is not debug, info, warn or error", levelName)}
 			}
@@ -101,6 +106,8 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		"bound of one webhook delivery attempt; a replica killed mid-attempt frees the delivery after twice this plus 1s (0: 10s)")
 	intFlag(f, bad, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 32)")
 	boolFlag(f, bad, &cfg.Webhooks.Off, "webhooks-off", "WORKGRAPH_WEBHOOKS_OFF", "this replica delivers no webhooks; others still do")
+	intFlag(f, bad, &bodyMiB, "body-memory-mib", "WORKGRAPH_BODY_MEMORY_MIB",
+		"MiB of request bodies (API and web forms; plan imports have their own bound) this replica reads and holds at once; one more waits up to 2s, then 429 (0: 64)")
 	var maxConns int
 	intFlag(f, bad, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
 	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }

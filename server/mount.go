@@ -10,6 +10,7 @@ import (
 	"github.com/workgraph-dev/workgraph/api"
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/bodygate"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/demo"
 	"github.com/workgraph-dev/workgraph/events"
@@ -137,6 +138,8 @@ func (s *Server) mount(ctx context.Context) error {
 		s.stops = append(s.stops, d.Stop)
 	}
 
+	// One budget of request bodies in memory for the API and the web UI.
+	bodies := bodygate.New(s.cfg.BodyBytesInFlight, 0)
 	a := api.New(api.Config{
 		Log:             s.log,
 		Pool:            s.pool,
@@ -151,6 +154,7 @@ func (s *Server) mount(ctx context.Context) error {
 		Throttle:         throttle,
 		Metrics:          s.metrics,
 		StreamHeartbeat:  s.cfg.EventsHeartbeat,
+		Bodies:           bodies,
 		Services: api.Services{
 			Graph:       graphSvc,
 			Leases:      leaseSvc,
@@ -165,7 +169,7 @@ func (s *Server) mount(ctx context.Context) error {
 	a.Mount(s.echo)
 
 	// The web UI at "/" (package web) and the --demo project.
-	if err := s.mountWeb(ctx, authSvc, throttle, graphSvc, leaseSvc, attentionSvc, hooks, links, eventsReader); err != nil {
+	if err := s.mountWeb(ctx, authSvc, throttle, bodies, graphSvc, leaseSvc, attentionSvc, hooks, links, eventsReader); err != nil {
 		return err
 	}
 

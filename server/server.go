@@ -99,6 +99,11 @@ type Config struct {
 	// trickles its body is cut; a long poll, whose body arrives at once and
 	// whose answer comes late, is not bound by it.
 	BodyReadTimeout time.Duration
+	// BodyBytesInFlight bounds the request bodies (the API's and the web
+	// UI's forms; plan imports have a bound of their own) this replica reads
+	// and holds at once, in bytes: one shared bodygate.Gate (0:
+	// bodygate.DefaultCapacity, 64 MiB).
+	BodyBytesInFlight int64
 	// StatementTimeout bounds every statement the server's pool runs
 	// (PostgreSQL's statement_timeout, set on each connection; the
 	// database cancels a statement that runs longer and the request is

@@ -5,6 +5,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/bodygate"
 	"github.com/workgraph-dev/workgraph/demo"
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/graph"
@@ -16,11 +17,12 @@ import (
 
 // mountWeb mounts the web UI at "/" and, with Config.Demo, loads the demo
 // project (once: only when it does not exist yet).
-func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service, hooks *webhook.Service, links *webhook.AnswerLinks, eventsReader *events.Reader) error {
+func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *auth.Throttle, bodies *bodygate.Gate, graphSvc *graph.Service, leaseSvc *lease.Service, attSvc *attention.Service, hooks *webhook.Service, links *webhook.AnswerLinks, eventsReader *events.Reader) error {
 	web.Mount(s.echo, web.Deps{
 		Sessions:        session.NewStore(s.pool, s.cfg.Clock),
 		Auth:            authSvc,
 		Throttle:        throttle,
+		Bodies:          bodies,
 		Graph:           graphSvc,
 		Leases:          leaseSvc,
 		Attention:       attSvc,

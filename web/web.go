@@ -17,6 +17,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/bodygate"
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/events"
 	"github.com/workgraph-dev/workgraph/graph"
@@ -34,7 +35,11 @@ type Deps struct {
 	Auth     *auth.Service
 	// Throttle counts failed sign-ins per client address (shared with the
 	// API); nil: one with auth.NewThrottle's defaults.
-	Throttle  *auth.Throttle
+	Throttle *auth.Throttle
+	// Bodies is the replica's budget of request bodies in memory at once
+	// (shared with the API); nil: one of the UI's own with bodygate's
+	// defaults. A form takes room in it before it is read.
+	Bodies    *bodygate.Gate
 	Graph     *graph.Service
 	Leases    *lease.Service
 	Attention *attention.Service
@@ -79,6 +84,9 @@ func Mount(e *echo.Echo, d Deps) {
 	}
 	if d.Throttle == nil {
 		d.Throttle = auth.NewThrottle(0, 0, d.Logger)
+	}
+	if d.Bodies == nil {
+		d.Bodies = bodygate.New(0, 0)
 	}
 	if d.Drawings == nil {
 		d.Drawings = NewDrawings(DrawLimits{})
@@ -261,7 +269,9 @@ func (u *ui) projectAction(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, 
 
 // wrap applies, in order: security headers; for POSTs the same-origin
 // check (before anything else is looked at); the body's kind and size
-// (boundBody); the one check of the text the request carries (checkInput); the session (signing in when
+// (boundBody); for POSTs room in the replica's budget of bodies (Bodies,
+// held until the handler returns); the one check of the text the request
+// carries (checkInput); the session (signing in when
 // missing); for POSTs the CSRF token; the project (404 when the principal
 // may not see it); then the handler, whose errors become error pages.
 func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFunc {
@@ -275,6 +285,13 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 		}
 		if status, msg := boundBody(c); status != 0 {
 			return r.fail(status, "Form refused", msg)
+		}
+		if post {
+			release, err := u.Bodies.Enter(c.Request().Context(), formSize(c.Request()))
+			if err != nil {
+				return r.error(err)
+			}
+			defer release()
 		}
 		if err := checkInput(c); err != nil {
 			return r.error(err)
@@ -355,6 +372,18 @@ func boundBody(c echo.Context) (int, string) {
 	}
 	req.Body = http.MaxBytesReader(c.Response().Writer, req.Body, maxFormBytes)
 	return 0, ""
+}
+
+// formSize is the room a POST's form takes in the budget of bodies: its
+// Content-Length, maxFormBytes when it has none, 0 without a body.
+func formSize(req *http.Request) int64 {
+	switch {
+	case req.Body == nil || req.Body == http.NoBody:
+		return 0
+	case req.ContentLength < 0:
+		return maxFormBytes
+	}
+	return req.ContentLength
 }
 
 // checkInput refuses (400) a request whose path parameters, query or form

@@ -1,0 +1,4 @@
+// Package bodygate owns the replica-wide budget of request bodies held in
+// memory at once: the API's JSON bodies and the web UI's forms take room
+// in one Gate, sized by what they declare, before any of them is read.
+package bodygate

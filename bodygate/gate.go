@@ -1,0 +1,129 @@
+package bodygate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/workgraph-dev/workgraph/wgerr"
+)
+
+// Defaults of a Gate (New's capacity and wait when zero).
+const (
+	DefaultCapacity = 64 << 20
+	DefaultWait     = 2 * time.Second
+)
+
+// SmallBody is the largest body that counts as small: small bodies may use
+// the whole capacity, larger ones only what the reserve leaves (see Gate).
+// The steps of a lease (claim, heartbeat, complete) send bodies far below it.
+const SmallBody = 64 << 10
+
+// Gate bounds the bytes of request bodies this replica reads and decodes
+// at once. A request takes room for its declared size (Content-Length; a
+// body without one counts as its route's limit) before its body is read,
+// and gives it back when its handler returns, so a body held by a
+// decoded value counts for as long as it is in use. Without the bound each
+// body is bounded alone and their sum is not: a hundred 1 MiB bodies
+// arriving at once held about 635 MB.
+//
+// A request that finds no room waits up to the gate's wait, then is
+// refused (429 rate_limited). Room is granted to whichever waiter fits
+// when some is given back, not in arrival order, so a small body never
+// queues behind a large one. Bodies over SmallBody share at most seven
+// eighths of the capacity: the last eighth is kept for small bodies, so
+// large uploads that stall (up to the server's body read timeout) cannot
+// keep a worker's heartbeat out.
+type Gate struct {
+	capacity int64
+	large    int64 // bound of the room held by bodies over SmallBody
+	wait     time.Duration
+
+	mu        sync.Mutex
+	used      int64
+	usedLarge int64
+	// freed is closed, and replaced, whenever room is given back: the
+	// waiters then try again.
+	freed chan struct{}
+}
+
+// New returns a gate of capacity bytes whose requests wait up to wait for
+// room; zero or less takes DefaultCapacity, DefaultWait.
+func New(capacity int64, wait time.Duration) *Gate {
+	if capacity <= 0 {
+		capacity = DefaultCapacity
+	}
+	if wait <= 0 {
+		wait = DefaultWait
+	}
+	return &Gate{capacity: capacity, large: capacity - capacity/8, wait: wait, freed: make(chan struct{})}
+}
+
+// Capacity is the gate's bound in bytes.
+func (g *Gate) Capacity() int64 { return g.capacity }
+
+// InUse is the room held now, in bytes.
+func (g *Gate) InUse() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.used
+}
+
+// Enter takes room for a body of size bytes (a size over the share of
+// large bodies counts as that share, so that one body within its route's
+// limit can always pass alone), waiting up to the gate's wait, and returns
+// the function that gives it back (to call exactly once). A size of 0 or
+// less takes no room.
+//
+// Errors: rate_limited when no room freed up in time; unavailable when ctx
+// ended first.
+func (g *Gate) Enter(ctx context.Context, size int64) (release func(), err error) {
+	if size <= 0 {
+		return func() {}, nil
+	}
+	large := size > SmallBody
+	if large {
+		size = min(size, g.large)
+	}
+	timer := time.NewTimer(g.wait)
+	defer timer.Stop()
+	for {
+		g.mu.Lock()
+		if g.used+size <= g.capacity && (!large || g.usedLarge+size <= g.large) {
+			g.used += size
+			if large {
+				g.usedLarge += size
+			}
+			g.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { g.give(size, large) }) }, nil
+		}
+		freed := g.freed
+		g.mu.Unlock()
+		select {
+		case <-freed:
+		case <-timer.C:
+			return nil, wgerr.New(wgerr.CodeRateLimited,
+				"too many request bodies are being read on this replica (at most %s at once); retry after 1 s", mib(g.capacity))
+		case <-ctx.Done():
+			return nil, wgerr.New(wgerr.CodeUnavailable, "the request ended while waiting to read its body")
+		}
+	}
+}
+
+func (g *Gate) give(size int64, large bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.used -= size
+	if large {
+		g.usedLarge -= size
+	}
+	close(g.freed)
+	g.freed = make(chan struct{})
+}
+
+// mib writes a size as the documents give it: "64 MiB (67108864 bytes)".
+func mib(n int64) string {
+	return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n)
+}
