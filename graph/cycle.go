@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -175,4 +176,23 @@ func keyCycle(waits [][]int) []int {
 		}
 	}
 	return nil
+}
+
+// Waiters returns up to limit of the items that wait for id, transitively
+// and whatever their status (the items that depend on it and its parent,
+// then theirs): a dependency of id on any of them would be refused as a
+// cycle. more reports that there are others beyond limit; the walk stops
+// there, so its work is bounded by limit. An item unknown has none.
+func (s *Service) Waiters(ctx context.Context, project, id uuid.UUID, limit int) (ids []uuid.UUID, more bool, err error) {
+	err = db.InReadTx(ctx, s.exec, func(tx pgx.Tx) error {
+		ids, err = dbq.New().WaitersOf(ctx, tx, dbq.WaitersOfParams{ProjectID: project, ID: id, MaxRows: int32(limit) + 1})
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(ids) > limit {
+		return ids[:limit], true, nil
+	}
+	return ids, false, nil
 }

@@ -196,21 +196,53 @@ func (r *req) itemPage(id uuid.UUID) (*ItemPage, error) {
 		return nil, err
 	}
 	if page.Open() {
-		choices, err := u.Graph.ListItems(r.ctx(), r.project.ID, graph.ListFilter{
-			States: []graph.State{graph.StateReady, graph.StateLeased, graph.StateBlocked, graph.StateAttention},
-			Limit:  graph.MaxPageSize,
-		})
-		if err != nil {
+		if page.Choices, err = r.dependencyChoices(near); err != nil {
 			return nil, err
-		}
-		for _, c := range choices.Items {
-			if c.ID != id {
-				page.Choices = append(page.Choices, c)
-			}
 		}
 	}
 	page.Layout = r.base(near.Item.Title, "items")
 	return page, nil
+}
+
+// maxChoiceWaiters bounds the walk dependencyChoices makes over the items
+// that wait for an item.
+const maxChoiceWaiters = 10_000
+
+// dependencyChoices are the open items (up to graph.MaxPageSize) the item
+// of near could gain as a dependency: not itself, not one it depends on
+// already, and none that waits for it, directly or not (graph.Waiters),
+// whose dependency would be refused as a cycle. When more than
+// maxChoiceWaiters items wait for it, none is suggested: the ones left
+// could not be told apart from those that close a cycle without walking
+// further (an id typed in the field is still checked when it is added).
+func (r *req) dependencyChoices(near graph.Neighbourhood) ([]graph.Item, error) {
+	id := near.Item.ID
+	waiters, more, err := r.ui.Graph.Waiters(r.ctx(), r.project.ID, id, maxChoiceWaiters)
+	if err != nil || more {
+		return nil, err
+	}
+	refused := make(map[uuid.UUID]bool, len(waiters)+len(near.Dependencies)+1)
+	refused[id] = true
+	for _, w := range waiters {
+		refused[w] = true
+	}
+	for _, d := range near.Dependencies {
+		refused[d.ID] = true
+	}
+	open, err := r.ui.Graph.ListItems(r.ctx(), r.project.ID, graph.ListFilter{
+		States: []graph.State{graph.StateReady, graph.StateLeased, graph.StateBlocked, graph.StateAttention},
+		Limit:  graph.MaxPageSize,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []graph.Item
+	for _, c := range open.Items {
+		if !refused[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // itemLeases returns a page of the item's leases (lease.ItemLeases): the

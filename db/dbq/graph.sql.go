@@ -2735,6 +2735,54 @@ func (q *Queries) UpdateItemFields(ctx context.Context, db DBTX, arg UpdateItemF
 	return result.RowsAffected(), nil
 }
 
+const waitersOf = `-- name: WaitersOf :many
+WITH RECURSIVE waiters(node) AS (
+    SELECT $1::uuid
+    UNION
+    SELECT w.waiter
+    FROM waiters r
+    CROSS JOIN LATERAL (
+        SELECT d.item_id AS waiter FROM dependencies d
+        WHERE d.project_id = $3 AND d.depends_on_id = r.node
+        UNION ALL
+        SELECT i.parent_id FROM items i
+        WHERE i.project_id = $3 AND i.id = r.node AND i.parent_id IS NOT NULL
+    ) AS w
+)
+SELECT node::uuid AS id FROM waiters WHERE node <> $1::uuid LIMIT $2
+`
+
+type WaitersOfParams struct {
+	ID        uuid.UUID
+	MaxRows   int32
+	ProjectID uuid.UUID
+}
+
+// The items that wait for @id, transitively, whatever their status: along
+// waits-for edges reversed, the items that depend on it and its parent (a
+// parent waits for its children), then theirs. A dependency of @id on any
+// of them would close a cycle. At most @max_rows rows: the walk is read
+// lazily, so it stops there.
+func (q *Queries) WaitersOf(ctx context.Context, db DBTX, arg WaitersOfParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, waitersOf, arg.ID, arg.MaxRows, arg.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const waitsForReach = `-- name: WaitsForReach :many
 WITH RECURSIVE reach(node, via) AS (
     SELECT s.id, NULL::uuid FROM unnest($1::uuid[]) AS s(id)

@@ -609,6 +609,27 @@ WITH RECURSIVE reach(node, via) AS (
 )
 SELECT node::uuid AS node, coalesce(via, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS via FROM reach;
 
+-- name: WaitersOf :many
+-- The items that wait for @id, transitively, whatever their status: along
+-- waits-for edges reversed, the items that depend on it and its parent (a
+-- parent waits for its children), then theirs. A dependency of @id on any
+-- of them would close a cycle. At most @max_rows rows: the walk is read
+-- lazily, so it stops there.
+WITH RECURSIVE waiters(node) AS (
+    SELECT @id::uuid
+    UNION
+    SELECT w.waiter
+    FROM waiters r
+    CROSS JOIN LATERAL (
+        SELECT d.item_id AS waiter FROM dependencies d
+        WHERE d.project_id = @project_id AND d.depends_on_id = r.node
+        UNION ALL
+        SELECT i.parent_id FROM items i
+        WHERE i.project_id = @project_id AND i.id = r.node AND i.parent_id IS NOT NULL
+    ) AS w
+)
+SELECT node::uuid AS id FROM waiters WHERE node <> @id::uuid LIMIT @max_rows;
+
 -- name: OpenPrerequisiteEdges :many
 -- The waits-for edges (waiter, prerequisite) among open items reachable from
 -- the given item through open prerequisites. A prerequisite's status is
