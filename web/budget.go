@@ -134,7 +134,7 @@ func (u *ui) setBudget(r *req) error {
 	if err != nil {
 		return err
 	}
-	back := r.backTo(r.projectURL("/items/" + item.ID.String()))
+	back := r.returnURL(r.projectURL("/items/" + item.ID.String()))
 	lim, err := readBudgetForm(r)
 	if err != nil {
 		r.setFlash(err.Error(), true)

@@ -381,7 +381,7 @@ func (u *ui) resolve(r *req) error {
 				msg, _ := userMessage(err)
 				msg, _ = cutText("Not decided: "+msg, flashMax)
 				r.setFlash(msg, true)
-				return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
+				return r.Redirect(http.StatusSeeOther, r.returnURL(r.projectURL("/inbox")))
 			}
 			if msg, ok := blockedDecision(err); ok {
 				// Nothing changed and the request is still open: back to
@@ -389,7 +389,7 @@ func (u *ui) resolve(r *req) error {
 				// for (the typed note and result stay in the browser's
 				// drafts, which only a confirmed answer forgets).
 				r.setFlash(msg, true)
-				return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
+				return r.Redirect(http.StatusSeeOther, r.returnURL(r.projectURL("/inbox")))
 			}
 			if !r.closedAlready(err, id, func(c attention.Request) bool {
 				return c.Decision != nil && *c.Decision == attention.Decision(d)
@@ -405,7 +405,7 @@ func (u *ui) resolve(r *req) error {
 	}
 	if attention.Blank(answer) {
 		r.setFlash("Type an answer or pick one of the suggested answers.", true)
-		return r.Redirect(http.StatusSeeOther, r.backTo(r.projectURL("/inbox")))
+		return r.Redirect(http.StatusSeeOther, r.returnURL(r.projectURL("/inbox")))
 	}
 	if _, err := u.Attention.Resolve(r.ctx(), r.project.ID, id, answer, r.by()); err != nil {
 		if !r.closedAlready(err, id, func(c attention.Request) bool {
@@ -485,7 +485,7 @@ func (r *req) closedByOther(err error, id uuid.UUID) error {
 	}
 	return r.failWithLinks(http.StatusConflict, "Not sent: the request is closed", msg+".", []Link{
 		{URL: r.projectURL("/items/" + c.ItemID.String()), Text: "Its item"},
-		{URL: r.backTo(r.projectURL("/inbox")), Text: "Back to the inbox"},
+		{URL: r.returnURL(r.projectURL("/inbox")), Text: "Back to the inbox"},
 	})
 }
 
@@ -526,21 +526,43 @@ func textOf(s *string) string {
 // project, to show the confirmation.
 func (r *req) answeredURL(id uuid.UUID) string {
 	back := r.backTo(r.projectURL("/inbox"))
-	q := url.Values{"answered": {id.String()}}
+	q := r.inboxPageOf(back)
+	q.Set("answered", id.String())
 	if back == allInboxPath {
 		q.Set("in", r.project.Name)
-		if f := r.FormValue("filter"); f != "" {
-			q.Set("project", f)
-		}
 	}
-	// The inbox page the form was on (its cursor), when it was not the
-	// first and the cursor reads as one.
+	return back + "?" + q.Encode()
+}
+
+// returnURL is where a form returns when it does not say what it answered
+// (a budget raised in the inbox, an answer refused): the page it asks for
+// (backTo, else def), on the inbox the page of it the form was on.
+func (r *req) returnURL(def string) string {
+	back := r.backTo(def)
+	if q := r.inboxPageOf(back); len(q) > 0 {
+		return back + "?" + q.Encode()
+	}
+	return back
+}
+
+// inboxPageOf is the query naming the page of the inbox at back (a path
+// backTo allowed) that the form was on: its cursor, when it was not the
+// first and the cursor reads as one, and on the all-projects inbox its
+// project filter. Empty for any other page.
+func (r *req) inboxPageOf(back string) url.Values {
+	q := url.Values{}
+	if back != allInboxPath && back != r.projectURL("/inbox") {
+		return q
+	}
+	if f := r.FormValue("filter"); f != "" && back == allInboxPath {
+		q.Set("project", f)
+	}
 	if a := r.FormValue("after"); a != "" {
 		if c, err := attention.InboxAfter(a); err == nil && c != nil {
 			q.Set("after", a)
 		}
 	}
-	return back + "?" + q.Encode()
+	return q
 }
 
 // backTo is the page a form asks to return to (a path on this site), or
