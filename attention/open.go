@@ -151,6 +151,45 @@ func (s *Service) Hold(ctx context.Context, project, itemID uuid.UUID, question,
 	})
 }
 
+// HoldOnce is Hold for a person who may hold the item already (the web
+// UI's Hold button pressed twice): when by has an open hold on it, that
+// hold is returned (created false) and nothing changes; else a hold is
+// opened as Hold opens it (created true). The item's row lock, taken
+// first, orders it with every blocking request opened on the item, so two
+// at once by the same person open one hold. Hold itself (the API's) opens
+// one on every call.
+//
+// Errors: as Hold.
+func (s *Service) HoldOnce(ctx context.Context, project, itemID uuid.UUID, question, by string) (req Request, created bool, err error) {
+	if Blank(question) {
+		question = defaultHoldQuestion
+	}
+	in, err := clean(NewRequest{Question: question, Blocking: true, Source: SourcePerson, Reason: ReasonHold, RequestedBy: by})
+	if err != nil {
+		return Request{}, false, err
+	}
+	err = db.InTx(ctx, s.exec, func(tx pgx.Tx) error {
+		q := dbq.New()
+		if _, err := q.LockItem(ctx, tx, dbq.LockItemParams{ProjectID: project, ID: itemID}); errors.Is(err, pgx.ErrNoRows) {
+			return wgerr.New(wgerr.CodeNotFound, "item %s not found", itemID)
+		} else if err != nil {
+			return db.Translate(err)
+		}
+		held, err := q.OpenHoldBy(ctx, tx, dbq.OpenHoldByParams{ProjectID: project, ItemID: itemID, RequestedBy: in.RequestedBy})
+		switch {
+		case err == nil:
+			req = fromRow(held.AttentionRequest, held.ItemTitle)
+			return nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return db.Translate(err)
+		}
+		req, err = open(ctx, tx, nowOf(s.clock), project, itemID, in)
+		created = err == nil
+		return err
+	})
+	return req, created, err
+}
+
 // clean validates a NewRequest and fills its defaults.
 func clean(in NewRequest) (NewRequest, error) {
 	in.Question = strings.TrimSpace(in.Question)

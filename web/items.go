@@ -368,14 +368,23 @@ func (u *ui) cancelItem(r *req) error {
 }
 
 // holdItem puts a person's hold on the item: it will not be handed out
-// until the hold is answered in the inbox.
+// until the hold is answered in the inbox. A person who holds it already
+// is told so, and no second hold is placed.
 func (u *ui) holdItem(r *req) error {
 	item, err := r.itemParam()
 	if err != nil {
 		return err
 	}
-	if _, err := u.Attention.Hold(r.ctx(), r.project.ID, item.ID, r.FormValue("question"), r.by()); err != nil {
+	// A person who holds the item already (the button pressed twice, or
+	// in two tabs) is shown that hold; a second one would need releasing
+	// too. (The API opens one on every call.)
+	hold, created, err := u.Attention.HoldOnce(r.ctx(), r.project.ID, item.ID, r.FormValue("question"), r.by())
+	if err != nil {
 		return err
+	}
+	if !created {
+		return r.redirect(r.projectURL("/items/"+item.ID.String()),
+			"You already hold this item (placed "+formatDuration(r.now().Sub(hold.CreatedAt))+" ago): it waits until that hold is resolved in the inbox. No second hold was placed.")
 	}
 	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Hold placed: the item waits until the hold is resolved in the inbox.")
 }

@@ -968,6 +968,63 @@ func (q *Queries) ListInboxWaitingAttention(ctx context.Context, db DBTX, arg Li
 	return items, nil
 }
 
+const openHoldBy = `-- name: OpenHoldBy :one
+SELECT r.project_id, r.id, r.seq, r.item_id, r.lease_id, r.epoch, r.source, r.reason, r.requested_by, r.question, r.suggested_answers, r.context, r.blocking, r.state, r.answer, r.resolved_by, r.resolved_at, r.created_at, r.decision, r.due_at, r.on_overdue, r.default_answer, r.overdue_at, r.answered_by_default, i.title AS item_title
+FROM attention_requests r
+JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
+WHERE r.project_id = $1 AND r.item_id = $2 AND r.state = 'open'
+  AND r.reason = 'hold' AND r.requested_by = $3
+ORDER BY r.seq
+LIMIT 1
+`
+
+type OpenHoldByParams struct {
+	ProjectID   uuid.UUID
+	ItemID      uuid.UUID
+	RequestedBy string
+}
+
+type OpenHoldByRow struct {
+	AttentionRequest AttentionRequest
+	ItemTitle        string
+}
+
+// The oldest open hold on the item placed by @requested_by. The caller
+// holds the item's row lock (LockItem): every blocking request is opened
+// under it, so no hold appears between this read and the caller's insert.
+func (q *Queries) OpenHoldBy(ctx context.Context, db DBTX, arg OpenHoldByParams) (OpenHoldByRow, error) {
+	row := db.QueryRow(ctx, openHoldBy, arg.ProjectID, arg.ItemID, arg.RequestedBy)
+	var i OpenHoldByRow
+	err := row.Scan(
+		&i.AttentionRequest.ProjectID,
+		&i.AttentionRequest.ID,
+		&i.AttentionRequest.Seq,
+		&i.AttentionRequest.ItemID,
+		&i.AttentionRequest.LeaseID,
+		&i.AttentionRequest.Epoch,
+		&i.AttentionRequest.Source,
+		&i.AttentionRequest.Reason,
+		&i.AttentionRequest.RequestedBy,
+		&i.AttentionRequest.Question,
+		&i.AttentionRequest.SuggestedAnswers,
+		&i.AttentionRequest.Context,
+		&i.AttentionRequest.Blocking,
+		&i.AttentionRequest.State,
+		&i.AttentionRequest.Answer,
+		&i.AttentionRequest.ResolvedBy,
+		&i.AttentionRequest.ResolvedAt,
+		&i.AttentionRequest.CreatedAt,
+		&i.AttentionRequest.Decision,
+		&i.AttentionRequest.DueAt,
+		&i.AttentionRequest.OnOverdue,
+		&i.AttentionRequest.DefaultAnswer,
+		&i.AttentionRequest.OverdueAt,
+		&i.AttentionRequest.AnsweredByDefault,
+		&i.ItemTitle,
+	)
+	return i, err
+}
+
 const projectsWithOverdueAttention = `-- name: ProjectsWithOverdueAttention :many
 SELECT DISTINCT project_id
 FROM attention_requests

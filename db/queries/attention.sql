@@ -92,6 +92,18 @@ FROM attention_requests r
 JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
 WHERE r.project_id = @project_id AND r.id = @id;
 
+-- name: OpenHoldBy :one
+-- The oldest open hold on the item placed by @requested_by. The caller
+-- holds the item's row lock (LockItem): every blocking request is opened
+-- under it, so no hold appears between this read and the caller's insert.
+SELECT sqlc.embed(r), i.title AS item_title
+FROM attention_requests r
+JOIN items i ON i.project_id = r.project_id AND i.id = r.item_id
+WHERE r.project_id = @project_id AND r.item_id = @item_id AND r.state = 'open'
+  AND r.reason = 'hold' AND r.requested_by = @requested_by
+ORDER BY r.seq
+LIMIT 1;
+
 -- name: AttentionState :one
 SELECT state, answer, reason FROM attention_requests
 WHERE project_id = @project_id AND id = @id;

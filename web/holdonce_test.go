@@ -1,0 +1,96 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/auth"
+)
+
+// TestHoldTwiceOneHold: the Hold button pressed again by the person who
+// holds the item places no second hold (which would need releasing too)
+// and says the item is held already, also when the presses arrive at
+// once; another person's press places their own hold.
+func TestHoldTwiceOneHold(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	openHolds := func(item uuid.UUID) int {
+		t.Helper()
+		var n int
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM attention_requests
+			WHERE project_id = $1 AND item_id = $2 AND reason = 'hold' AND state = 'open'`, e.project.ID, item).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	b := e.signIn(e.human)
+
+	t.Run("Twice", func(t *testing.T) {
+		it := e.mustItem("held twice")
+		path := "/p/acme/items/" + it.ID.String()
+		b.get(path)
+		wantStatus(t, b.post(path+"/hold", nil), http.StatusSeeOther)
+		wantBody(t, b.get(path), "Hold placed")
+		wantStatus(t, b.post(path+"/hold", url.Values{"question": {"again"}}), http.StatusSeeOther)
+		wantBody(t, b.get(path), "You already hold this item")
+		if n := openHolds(it.ID); n != 1 {
+			t.Fatalf("%d open holds after pressing Hold twice, want 1", n)
+		}
+	})
+	t.Run("AtOnce", func(t *testing.T) {
+		it := e.mustItem("held at once")
+		path := "/p/acme/items/" + it.ID.String()
+		b.get(path)
+		form := url.Values{"csrf": {b.csrf}}.Encode()
+		var wg sync.WaitGroup
+		statuses := make([]int, 6)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path+"/hold", strings.NewReader(form))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", e.srv.URL)
+				res, err := b.c.Do(req)
+				if err != nil {
+					return
+				}
+				res.Body.Close()
+				statuses[i] = res.StatusCode
+			}()
+		}
+		wg.Wait()
+		for i, s := range statuses {
+			if s != http.StatusSeeOther {
+				t.Errorf("press %d: status %d, want 303", i, s)
+			}
+		}
+		if n := openHolds(it.ID); n != 1 {
+			t.Fatalf("%d open holds after six presses at once, want 1", n)
+		}
+	})
+	t.Run("AnotherPerson", func(t *testing.T) {
+		it := e.mustItem("held by two")
+		path := "/p/acme/items/" + it.ID.String()
+		b.get(path)
+		wantStatus(t, b.post(path+"/hold", nil), http.StatusSeeOther)
+		_, other, err := e.auth.Create(ctx, &e.project.ID, "t-human-2", auth.RoleHuman)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := e.signIn(other)
+		o.get(path)
+		wantStatus(t, o.post(path+"/hold", nil), http.StatusSeeOther)
+		wantBody(t, o.get(path), "Hold placed")
+		if n := openHolds(it.ID); n != 2 {
+			t.Fatalf("%d open holds after two people pressed Hold, want 2", n)
+		}
+	})
+}
