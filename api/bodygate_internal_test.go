@@ -149,3 +149,38 @@ func TestBodyBudget(t *testing.T) {
 		t.Fatalf("the large body once the stalled uploads ended: status %d, want 201", res.StatusCode)
 	}
 }
+
+// TestBodyWithoutLengthKeepsItsSize: a body sent without a Content-Length
+// takes its route's limit while it arrives, and once read whole keeps only
+// its size for the rest of the request (a long-poll claim sent chunked
+// held 1 MiB of the budget for its whole wait); all of it comes back when
+// the request ends.
+func TestBodyWithoutLengthKeepsItsSize(t *testing.T) {
+	t.Parallel()
+	gate := bodygate.New(4<<20, 50*time.Millisecond)
+	a := &API{bodies: gate}
+	const body = `{"worker": "w-1", "wait_seconds": 20}`
+	req := httptest.NewRequest(http.MethodPost, "/v1/projects/p/claims", struct{ io.Reader }{strings.NewReader(body)})
+	req.ContentLength = -1
+	c := echo.New().NewContext(req, httptest.NewRecorder())
+	ran := false
+	err := a.gateBodies(func(c echo.Context) error {
+		ran = true
+		if got := gate.InUse(); got != maxBodyBytes {
+			t.Errorf("before the body is read: %d bytes held, want the route's limit %d", got, maxBodyBytes)
+		}
+		if _, err := readBody(c); err != nil {
+			return err
+		}
+		if got := gate.InUse(); got != int64(len(body)) {
+			t.Errorf("once the body is read: %d bytes held, want its size %d", got, len(body))
+		}
+		return nil
+	})(c)
+	if err != nil || !ran {
+		t.Fatalf("handler ran %v, err %v", ran, err)
+	}
+	if got := gate.InUse(); got != 0 {
+		t.Fatalf("after the request: %d bytes held, want 0", got)
+	}
+}

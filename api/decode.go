@@ -149,6 +149,7 @@ func readBody(c echo.Context) ([]byte, error) {
 		return nil, wgerr.InvalidField("body", "could not be read")
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
+	shrinkBodyHold(c, len(body))
 	return body, nil
 }
 

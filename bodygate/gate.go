@@ -73,14 +73,33 @@ func (g *Gate) InUse() int64 {
 // Enter takes room for a body of size bytes (a size over the share of
 // large bodies counts as that share, so that one body within its route's
 // limit can always pass alone), waiting up to the gate's wait, and returns
-// the function that gives it back (to call exactly once). A size of 0 or
-// less takes no room.
+// the function that gives it back (to call once; later calls do nothing).
+// A size of 0 or less takes no room.
 //
 // Errors: rate_limited when no room freed up in time; unavailable when ctx
 // ended first.
 func (g *Gate) Enter(ctx context.Context, size int64) (release func(), err error) {
+	h, err := g.Take(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	return h.Release, nil
+}
+
+// A Hold is room taken in a Gate, until Release.
+type Hold struct {
+	g     *Gate
+	size  int64
+	large bool
+	done  bool // released; guarded by g.mu
+}
+
+// Take is Enter answering the Hold itself, which can also Shrink.
+//
+// Errors: as Enter.
+func (g *Gate) Take(ctx context.Context, size int64) (*Hold, error) {
 	if size <= 0 {
-		return func() {}, nil
+		return &Hold{g: g}, nil
 	}
 	large := size > SmallBody
 	if large {
@@ -96,8 +115,7 @@ func (g *Gate) Enter(ctx context.Context, size int64) (release func(), err error
 				g.usedLarge += size
 			}
 			g.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(func() { g.give(size, large) }) }, nil
+			return &Hold{g: g, size: size, large: large}, nil
 		}
 		freed := g.freed
 		g.mu.Unlock()
@@ -112,12 +130,43 @@ func (g *Gate) Enter(ctx context.Context, size int64) (release func(), err error
 	}
 }
 
-func (g *Gate) give(size int64, large bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.used -= size
-	if large {
-		g.usedLarge -= size
+// Release gives the hold's room back; a second call does nothing.
+func (h *Hold) Release() {
+	h.g.mu.Lock()
+	defer h.g.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.done = true
+	h.give(h.size)
+}
+
+// Shrink gives back all of the hold's room but n bytes: a body read whole
+// that is smaller than the room it took (one sent without a length takes
+// its route's limit) keeps only its size for the rest of its request, a
+// long poll's included. It never grows a hold.
+func (h *Hold) Shrink(n int64) {
+	h.g.mu.Lock()
+	defer h.g.mu.Unlock()
+	n = max(n, 0)
+	if h.done || n >= h.size {
+		return
+	}
+	h.give(h.size - n)
+	h.size = n
+	if h.large && n <= SmallBody {
+		h.g.usedLarge -= n // the rest of it counts as small from now on
+		h.large = false
+	}
+}
+
+// give takes n bytes off the hold's count in the gate and wakes the
+// waiters; the caller holds g.mu.
+func (h *Hold) give(n int64) {
+	g := h.g
+	g.used -= n
+	if h.large {
+		g.usedLarge -= n
 	}
 	close(g.freed)
 	g.freed = make(chan struct{})

@@ -69,6 +69,26 @@ func TestGate(t *testing.T) {
 			t.Fatalf("a wait whose request ended: %v, want unavailable", err)
 		}
 	})
+	t.Run("ShrinkFreesTheLargeShare", func(t *testing.T) {
+		t.Parallel()
+		g := bodygate.New(capacity, 10*time.Millisecond)
+		h, err := g.Take(context.Background(), 7<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Shrink(100) // read whole, the body was 100 bytes
+		if g.InUse() != 100 {
+			t.Fatalf("in use %d after shrinking to 100, want 100", g.InUse())
+		}
+		// The large share is free again: its 7 MiB fit beside the small rest.
+		defer mustEnter(t, g, 7<<20)()
+		h.Shrink(1000) // never grows
+		h.Release()
+		h.Release()
+		if g.InUse() != 7<<20 {
+			t.Fatalf("in use %d, want the other body's %d", g.InUse(), 7<<20)
+		}
+	})
 	t.Run("OversizedCountsAsTheShare", func(t *testing.T) {
 		t.Parallel()
 		g := bodygate.New(capacity, 10*time.Millisecond)
