@@ -22,11 +22,10 @@ const SmallBody = 64 << 10
 
 // Gate bounds the bytes of request bodies this replica reads and decodes
 // at once. A request takes room for its declared size (Content-Length; a
-// body without one counts as its route's limit) before its body is read,
-// and gives it back when its handler returns, so a body held by a
-// decoded value counts for as long as it is in use. Without the bound each
-// body is bounded alone and their sum is not: a hundred 1 MiB bodies
-// arriving at once held about 635 MB.
+// body without one counts as its route's limit until it is read whole:
+// Hold.Shrink) before its body is read, and gives it back when its handler
+// returns, so a body held by a decoded value counts for as long as it is
+// in use. Each body is bounded alone by its route; this bounds their sum.
 //
 // A request that finds no room waits up to the gate's wait, then is
 // refused (429 rate_limited). Room is granted to whichever waiter fits
@@ -138,7 +137,9 @@ func (h *Hold) Release() {
 		return
 	}
 	h.done = true
-	h.give(h.size)
+	if h.size > 0 {
+		h.give(h.size)
+	}
 }
 
 // Shrink gives back all of the hold's room but n bytes: a body read whole
