@@ -25,7 +25,10 @@ const (
 // (Content-Length; a body without one counts as the route's limit) and
 // waits up to wait for that much room, then is refused with 429
 // rate_limited and Retry-After, before its body is read. Small plans take
-// little room, so they pass beside a few large ones.
+// little room, so they pass beside a few large ones that are running; the
+// waiters are served in arrival order (semaphore.Weighted), so a small
+// plan that comes after a large one still waiting waits behind it: a
+// stream of small imports never starves a large one.
 type planGate struct {
 	capacity int64
 	wait     time.Duration
