@@ -378,8 +378,11 @@ func TestBrowserWorkersRefreshKeepsFocus(t *testing.T) {
 		return a.tagName + " " + ((a.form && a.form.getAttribute("action")) || ""); })()`
 	want := "BUTTON /p/crew/leases/" + claim.Lease.ID + "/stop"
 
-	// The region follows the server's setting, not a fixed 5 s: the next
-	// refresh comes well within a second of the page's 0.2 s.
+	// The region follows the server's setting, not a fixed 5 s: the page
+	// gives the period, and the next refresh comes well before 5 s.
+	if got := eval[string](t, ctx, `document.querySelector("[data-refresh]").getAttribute("data-interval")`); got != "0.2" {
+		t.Errorf("the live region's data-interval is %q, want the server's %s as 0.2", got, workersRefresh)
+	}
 	start := time.Now()
 	waitRefresh(refreshes())
 	if waited := time.Since(start); waited > workersRefreshBound {
