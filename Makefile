@@ -55,7 +55,7 @@ fuzz-then-test-go: fuzz-short
 # while the others are done.
 TEST_P ?= 3
 TEST_PARALLEL ?= 4
-TEST_FIRST ?= ./lease ./bench ./cli/e2e ./api ./model ./web ./db/embedpg ./client ./db/dbq ./server ./acceptance ./examples/counter
+TEST_FIRST ?= ./lease ./web ./cli/e2e ./api ./attention ./bench ./db/dbq ./graph ./model ./acceptance ./server ./db/embedpg ./examples/counter ./client
 test-go:
 	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) -ldflags='-s -w' $(TEST_FIRST) ./...
 

@@ -127,6 +127,10 @@ type Config struct {
 	// EventsHeartbeat is how often an idle event stream sends a comment
 	// (0: api.DefaultStreamHeartbeat).
 	EventsHeartbeat time.Duration
+	// LiveRefresh is how often a web page's live region (the workers
+	// page's live leases) is fetched again by the browser (0:
+	// web.DefaultLiveRefresh).
+	LiveRefresh time.Duration
 	// FirstStartOut is where the admin token made at first start (and the
 	// demo project's token, with Demo) is printed, once, as a block of its
 	// own (`serve` gives its stderr); the log then says only that it was

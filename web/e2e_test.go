@@ -133,15 +133,20 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	return v
 }
 
-// bootServer starts the real server on a fresh database.
-func bootServer(t *testing.T) *server.Server {
+// bootServer starts the real server on a fresh database; tune, when
+// given, adjusts its config first.
+func bootServer(t *testing.T, tune ...func(*server.Config)) *server.Server {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{
+	cfg := server.Config{
 		DatabaseURL: dbtest.URL(t),
 		Addr:        "127.0.0.1:0",
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -314,6 +314,9 @@ type WorkersPage struct {
 	WorkersNext   string
 	Outcomes      []lease.Outcome
 	Now           time.Time
+	// Refresh is how often the browser fetches the live leases again
+	// (Deps.LiveRefresh).
+	Refresh time.Duration
 }
 
 // WorkerStatRow is one worker's counts in outcome order, and its usage.
@@ -374,6 +377,12 @@ func (p *WorkersPage) RefreshURL() string {
 	return "/p/" + p.Project.Name + "/workers?" + q.Encode()
 }
 
+// RefreshSeconds is Refresh in seconds, as app.js reads data-interval
+// (a decimal number: "5", "0.2").
+func (p *WorkersPage) RefreshSeconds() string {
+	return strconv.FormatFloat(p.Refresh.Seconds(), 'f', -1, 64)
+}
+
 // Render writes the page.
 func (p *WorkersPage) Render(w http.ResponseWriter) error { return render(w, "workers", p) }
 
@@ -389,7 +398,7 @@ func (u *ui) workers(r *req) error {
 		return err
 	}
 	page := &WorkersPage{Outcomes: outcomes, Now: r.now(), Activity: map[uuid.UUID]lease.Activity{},
-		Live: fl.Total, Cursor: cursor, Next: fl.Next, WorkersCursor: r.QueryParam("workers")}
+		Refresh: u.LiveRefresh, Live: fl.Total, Cursor: cursor, Next: fl.Next, WorkersCursor: r.QueryParam("workers")}
 	if page.Active, err = r.withTitles(fl.Active); err != nil {
 		return err
 	}

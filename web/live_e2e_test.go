@@ -340,14 +340,24 @@ func TestBrowserLiveRefreshKeepsPlace(t *testing.T) {
 	})
 }
 
+// workersRefresh is the workers page's refresh in
+// TestBrowserWorkersRefreshKeepsFocus (the default is 5 s), and
+// workersRefreshBound how long the test waits for one at most: well
+// above the period on a loaded machine, well below the default.
+const (
+	workersRefresh      = 200 * time.Millisecond
+	workersRefreshBound = 3 * time.Second
+)
+
 // TestBrowserWorkersRefreshKeepsFocus: the workers page's live leases
-// (a region fetched every few seconds) are not replaced when nothing but
-// their times changed, and when they are, the control that had the focus
-// (a keyboard user on "Ask to stop") keeps it.
+// (a region fetched every few seconds: here every workersRefresh, the
+// server's LiveRefresh) are not replaced when nothing but their times
+// changed, and when they are, the control that had the focus (a keyboard
+// user on "Ask to stop") keeps it.
 func TestBrowserWorkersRefreshKeepsFocus(t *testing.T) {
 	t.Parallel()
 	ctx := startBrowser(t)
-	srv := bootServer(t)
+	srv := bootServer(t, func(c *server.Config) { c.LiveRefresh = workersRefresh })
 	human, agent, _, claim := liveProject(t, srv, "crew")
 	step(t, ctx,
 		signIn(srv, human, "/signin?next=/p/crew/workers"),
@@ -368,7 +378,16 @@ func TestBrowserWorkersRefreshKeepsFocus(t *testing.T) {
 		return a.tagName + " " + ((a.form && a.form.getAttribute("action")) || ""); })()`
 	want := "BUTTON /p/crew/leases/" + claim.Lease.ID + "/stop"
 
+	// The region follows the server's setting, not a fixed 5 s: the page
+	// gives the period, and the next refresh comes well before 5 s.
+	if got := eval[string](t, ctx, `document.querySelector("[data-refresh]").getAttribute("data-interval")`); got != "0.2" {
+		t.Errorf("the live region's data-interval is %q, want the server's %s as 0.2", got, workersRefresh)
+	}
+	start := time.Now()
 	waitRefresh(refreshes())
+	if waited := time.Since(start); waited > workersRefreshBound {
+		t.Errorf("the live leases were refreshed after %s, want every %s (within %s)", waited, workersRefresh, workersRefreshBound)
+	}
 	if !eval[bool](t, ctx, button+`.hasAttribute("data-before")`) {
 		t.Error("the live leases were replaced although only their times changed")
 	}

@@ -66,7 +66,14 @@ type Deps struct {
 	// CSVMaxRows bounds the leases of one CSV export of the history (0:
 	// DefaultCSVMaxRows).
 	CSVMaxRows int
+	// LiveRefresh is how often a page's live region (the workers page's
+	// live leases) is fetched again by the browser (0:
+	// DefaultLiveRefresh).
+	LiveRefresh time.Duration
 }
+
+// DefaultLiveRefresh is Deps.LiveRefresh's default.
+const DefaultLiveRefresh = 5 * time.Second
 
 // ui serves the pages.
 type ui struct {
@@ -96,6 +103,9 @@ func Mount(e *echo.Echo, d Deps) {
 	}
 	if d.CSVMaxRows <= 0 {
 		d.CSVMaxRows = DefaultCSVMaxRows
+	}
+	if d.LiveRefresh <= 0 {
+		d.LiveRefresh = DefaultLiveRefresh
 	}
 	u := &ui{Deps: d}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/web"
 )
 
 // stopForm matches the "Ask to stop" form of a live lease on the workers
@@ -22,6 +23,31 @@ var stopForm = regexp.MustCompile(`action="/p/acme/leases/([0-9a-f-]{36})/stop"`
 // liveLink matches the workers page's links to another page of live
 // leases, capturing the address.
 var liveLink = regexp.MustCompile(`href="(/p/acme/workers\?live=[^"]+)"`)
+
+// TestWorkersLiveRefreshInterval: the workers page's live region is
+// fetched again every Deps.LiveRefresh, which the page gives app.js in
+// seconds (data-interval), 5 by default.
+func TestWorkersLiveRefreshInterval(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		refresh time.Duration
+		want    string
+	}{
+		{"OKDefault", 0, `data-interval="5"`},
+		{"OKConfigured", 250 * time.Millisecond, `data-interval="0.25"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, func(d *web.Deps) { d.LiveRefresh = tc.refresh })
+			r := e.signIn(e.human).get("/p/acme/workers")
+			wantStatus(t, r, http.StatusOK)
+			if got := regexp.MustCompile(`data-refresh="[^"]*" data-interval="[^"]*"`).FindString(r.body); !strings.HasSuffix(got, tc.want) {
+				t.Errorf("the live region is %q, want %s", got, tc.want)
+			}
+		})
+	}
+}
 
 // TestWorkersPageLiveLeasesPaged: the workers page shows its live leases a
 // page of 100 at a time (stale ones first, then by claim), with the count

@@ -25,7 +25,9 @@ import (
 // The tests in this file run `workgraph serve` and `workgraph db` as real
 // processes on an embedded PostgreSQL of their own (one data folder per
 // test, unix sockets only, HTTP on port 0), and kill them with SIGKILL and
-// SIGTERM: the embedded cluster's lifecycle is about processes dying.
+// SIGTERM: the embedded cluster's lifecycle is about processes dying. One
+// first start on an empty folder is made per test binary; the tests of
+// what follows it start from a copy of its cluster (firstStart).
 
 // requireEmbedded skips when the PostgreSQL server binaries are missing.
 func requireEmbedded(t *testing.T) {
@@ -112,7 +114,12 @@ type serveProc struct {
 // embeddedEnv is a clean environment: no database URL, so serve and db use
 // the embedded cluster in dir.
 func embeddedEnv(t *testing.T, dir string) []string {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "WORKGRAPH_DATA_DIR=" + dir}
+	return envFor(t.TempDir(), dir)
+}
+
+// envFor is embeddedEnv with the home folder home.
+func envFor(home, dir string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "WORKGRAPH_DATA_DIR=" + dir}
 	if v := os.Getenv(embedpg.EnvBinDir); v != "" {
 		env = append(env, embedpg.EnvBinDir+"="+v)
 	}
@@ -262,11 +269,22 @@ func TestEmbeddedLifecycle(t *testing.T) {
 	t.Parallel()
 	requireEmbedded(t)
 
+	// Serve on an empty folder: initdb, every migration, a clean stop on
+	// SIGTERM (makeFirstStart). Done once; the subtests below start from
+	// a copy of that cluster.
+	t.Run("OKFirstStartOnEmptyFolder", func(t *testing.T) {
+		t.Parallel()
+		requireFirstStart(t)
+	})
+
 	t.Run("OKKill9ThenAdoptedAndStopped", func(t *testing.T) {
 		t.Parallel()
-		dir := embeddedDir(t)
+		dir := startedDir(t)
 		first := startServe(t, dir)
 		first.waitReady(t)
+		if strings.Contains(first.stderr.String(), initdbLine) {
+			t.Errorf("serve ran initdb on the copy of a made cluster:\n%s", first.stderr)
+		}
 		pm := postmasterPID(dir)
 		if !alive(pm) {
 			t.Fatalf("no postmaster running for %s (pid %d)", dir, pm)
@@ -296,7 +314,7 @@ func TestEmbeddedLifecycle(t *testing.T) {
 
 	t.Run("ErrSecondServerRefused", func(t *testing.T) {
 		t.Parallel()
-		dir := embeddedDir(t)
+		dir := startedDir(t)
 		first := startServe(t, dir)
 		first.waitReady(t)
 		pm := postmasterPID(dir)
@@ -369,6 +387,7 @@ func TestEmbeddedLifecycle(t *testing.T) {
 		if s := status(t, dir); s.Running || s.PID != 0 || s.OwnerPID != 0 {
 			t.Fatalf("status of a folder that does not exist: %+v", s)
 		}
+		copyFirstStart(t, dir)
 		srv := startServe(t, dir)
 		srv.waitReady(t)
 		pm := postmasterPID(dir)

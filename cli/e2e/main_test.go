@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(dbtest.Main(m))
+	code := dbtest.Main(m)
+	removeFirstStart()
+	os.Exit(code)
 }
 
 const adminToken = "e2e-bootstrap-admin-token"

@@ -24,10 +24,11 @@
   }
 
   // Live regions: <div data-refresh="/url" data-interval="5"> is replaced
-  // by the HTML fragment the server renders at that URL, as the live pages
-  // are (see swap): not while the person is busy in it, not when nothing
-  // but times changed, keeping the focus. data-refreshed counts the
-  // fetches that ended.
+  // every data-interval seconds (a decimal number; the server's
+  // LiveRefresh) by the HTML fragment the server renders at that URL, as
+  // the live pages are (see swap): not while the person is busy in it, not
+  // when nothing but times changed, keeping the focus. data-refreshed
+  // counts the fetches that ended.
   function refreshRegion(el) {
     if (document.hidden || busy(el)) return;
     fetch(el.getAttribute("data-refresh"), { credentials: "same-origin" })
@@ -238,7 +239,8 @@
   }
   document.querySelectorAll("[data-refresh]").forEach(function (el) {
     el.workgraphShown = settled(el);
-    var every = parseInt(el.getAttribute("data-interval") || "5", 10) * 1000;
+    var every = parseFloat(el.getAttribute("data-interval") || "5") * 1000;
+    if (!(every > 0)) every = 5000;
     setInterval(function () { refreshRegion(el); }, every);
   });
   document.addEventListener("visibilitychange", function () {
