@@ -36,6 +36,15 @@ const (
 	DefaultConcurrency  = 32
 	DefaultRetryFor     = 24 * time.Hour
 	DefaultDisableAfter = 24 * time.Hour
+	// DefaultPerWebhook bounds the attempts in flight of one webhook,
+	// across replicas: a receiver that hangs holds at most this many
+	// attempt slots, whatever the rate of its events.
+	DefaultPerWebhook = 4
+	// breakerAfter is the length of a webhook's run of failures (failed
+	// attempts since its last success) from which the webhook is paused
+	// as a whole, Backoff(1), Backoff(2), ... after each further failure,
+	// and tried one attempt at a time until a success ends the run.
+	breakerAfter = 3
 	// maxBackoff caps the wait between two attempts (and a Retry-After).
 	maxBackoff = time.Hour
 	// firstBackoff is the wait after a first failed attempt; each further
@@ -48,8 +57,8 @@ const (
 	// behindBatch bounds the webhooks one round fans out, and the projects
 	// whose due deliveries it takes.
 	behindBatch = 1000
-	// dueScan times Concurrency is how many due rows a round reads to
-	// find the projects it claims in.
+	// dueScan times Concurrency bounds the projects with due work one
+	// round finds to claim in.
 	dueScan = 4
 	// horizonWait bounds one round's wait for the log's horizon: a
 	// transaction that runs long anywhere in the database cluster holds
@@ -90,6 +99,11 @@ type DelivererConfig struct {
 	// Concurrency bounds the attempts in flight on this replica, and so
 	// the rows one claim takes (0: DefaultConcurrency).
 	Concurrency int
+	// PerWebhook bounds the attempts in flight of one webhook over every
+	// replica (0: DefaultPerWebhook); 1 while the webhook's run of
+	// failures is breakerAfter long or longer. Replicas must agree on it:
+	// each claim counts the attempts of all of them against its own.
+	PerWebhook int
 	// RetryFor is how long after its event a delivery is retried (0:
 	// DefaultRetryFor); DisableAfter how long a webhook may fail without a
 	// success before it is disabled (0: DefaultDisableAfter).
@@ -123,7 +137,10 @@ type DelivererConfig struct {
 // most Concurrency at once (the replica's slots), and each round fans out
 // and hands due deliveries to the slots that are free, so a slow or
 // hanging receiver holds its own attempts' slots, never the other
-// webhooks' deliveries.
+// webhooks' deliveries; and no more than PerWebhook of them over every
+// replica, so it holds a few slots, not every one of a replica, however
+// fast its events come. A receiver that keeps failing is paused as a
+// whole (see pause).
 type Deliverer struct {
 	base   startstop.Base
 	pool   *pgxpool.Pool
@@ -202,6 +219,9 @@ func NewDeliverer(pool *pgxpool.Pool, cfg DelivererConfig) *Deliverer {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.PerWebhook <= 0 {
+		cfg.PerWebhook = DefaultPerWebhook
 	}
 	if cfg.RetryFor <= 0 {
 		cfg.RetryFor = DefaultRetryFor
@@ -365,7 +385,8 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 		return 0, nil // every slot busy: their endings wake the loop
 	}
 	projects, err := q.DueDeliveryProjects(ctx, d.pool, dbq.DueDeliveryProjectsParams{
-		Now: d.cfg.Clock.Now(), ScanRows: int32(dueScan * d.cfg.Concurrency),
+		Now: d.cfg.Clock.Now(), MaxInFlight: int32(d.cfg.PerWebhook), TripAfter: breakerAfter,
+		MaxProjects: int32(dueScan * d.cfg.Concurrency),
 	})
 	if err != nil {
 		return 0, db.Translate(err)
@@ -380,10 +401,7 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 			break
 		}
 		token := uuid.New()
-		claimed, err := q.ClaimDeliveries(ctx, d.pool, dbq.ClaimDeliveriesParams{
-			ProjectID: p, LockToken: token, LockSeconds: d.cfg.Lock.Seconds(),
-			MaxRows: int32(free), Now: d.cfg.Clock.Now(),
-		})
+		claimed, err := d.claim(ctx, p, token, free)
 		for range free - len(claimed) {
 			<-slots
 		}
@@ -421,6 +439,32 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 		}()
 	}
 	return total, nil
+}
+
+// claim takes up to max due deliveries of project p under lock token, at
+// most PerWebhook in flight per webhook over every replica: one
+// transaction locks the webhooks it claims for (LockDeliveringWebhooks),
+// then claims with a snapshot that sees every attempt in flight of them
+// (ClaimDeliveries).
+func (d *Deliverer) claim(ctx context.Context, p, token uuid.UUID, max int) ([]dbq.ClaimDeliveriesRow, error) {
+	var claimed []dbq.ClaimDeliveriesRow
+	err := db.InTx(ctx, d.pool, func(tx pgx.Tx) error {
+		now := d.cfg.Clock.Now()
+		hooks, err := q.LockDeliveringWebhooks(ctx, tx, dbq.LockDeliveringWebhooksParams{ProjectID: p, Now: now})
+		if err != nil || len(hooks) == 0 {
+			claimed = nil
+			return err
+		}
+		claimed, err = q.ClaimDeliveries(ctx, tx, dbq.ClaimDeliveriesParams{
+			ProjectID: p, WebhookIds: hooks, MaxInFlight: int32(d.cfg.PerWebhook), TripAfter: breakerAfter,
+			LockToken: token, LockSeconds: d.cfg.Lock.Seconds(), MaxRows: int32(max), Now: now,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
 }
 
 // takeSlots waits for one free slot of slots, takes every other free one
@@ -681,11 +725,36 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: reason,
 		DisableAfterSeconds: after.Seconds(),
 	})
-	if err != nil || run.Enabled {
+	if err != nil {
 		return false, err
+	}
+	if run.Enabled {
+		return false, d.pause(ctx, tx, c, o, now, int(run.ConsecutiveFailures))
 	}
 	return run.DisabledNow, q.ParkDelivery(ctx, tx, dbq.ParkDeliveryParams{
 		ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq,
+	})
+}
+
+// pause backs a failing webhook off as a whole: once its run of failures
+// is breakerAfter long, no attempt of it starts for Backoff(1), then
+// Backoff(2), ... after each further failure (the claims then try it one
+// attempt at a time); a Retry-After pauses it at once for as long (up to
+// maxBackoff), the receiver having asked for it. Its deliveries keep
+// their own schedule and wait for the pause to end besides.
+func (d *Deliverer) pause(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, failures int) error {
+	var wait time.Duration
+	if failures >= breakerAfter {
+		wait = d.cfg.Backoff(failures - breakerAfter + 1)
+	}
+	if o.retryAfter > wait {
+		wait = min(o.retryAfter, maxBackoff)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	return q.PauseWebhook(ctx, tx, dbq.PauseWebhookParams{
+		ProjectID: c.ProjectID, ID: c.WebhookID, PauseSeconds: wait.Seconds(), Now: now,
 	})
 }
 
