@@ -100,6 +100,8 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 	durationFlag(f, bad, &cfg.Webhooks.Timeout, "webhooks-timeout", "WORKGRAPH_WEBHOOKS_TIMEOUT",
 		"bound of one webhook delivery attempt; a replica killed mid-attempt frees the delivery after twice this plus 1s (0: 10s)")
 	intFlag(f, bad, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 32)")
+	intFlag(f, bad, &cfg.Webhooks.PerWebhook, "webhooks-concurrency-per-webhook", "WORKGRAPH_WEBHOOKS_CONCURRENCY_PER_WEBHOOK",
+		"webhook deliveries of one webhook attempted at once over every replica; give every replica the same (0: 4)")
 	boolFlag(f, bad, &cfg.Webhooks.Off, "webhooks-off", "WORKGRAPH_WEBHOOKS_OFF", "this replica delivers no webhooks; others still do")
 	var maxConns int
 	intFlag(f, bad, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")

@@ -414,8 +414,12 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 		for _, c := range claimed {
 			claim.Add(1)
 			go func() {
-				defer func() { <-slots; claim.Done(); d.Wake() }()
-				d.attempt(ctx, c, token, done)
+				defer claim.Done()
+				batched := d.attempt(ctx, c, token, done)
+				<-slots
+				if !batched {
+					d.Wake() // a batched success wakes the loop once recorded
+				}
 			}()
 		}
 		claimEnded := make(chan struct{})
@@ -547,6 +551,10 @@ func (d *Deliverer) recordDelivered(ctx context.Context, b *delivered) {
 	if err != nil {
 		d.cfg.Log.Error("webhook delivery: recording attempts", "project", b.project, "attempts", len(list), "err", db.Translate(err))
 	}
+	// Their webhooks' attempts in flight (PerWebhook) are counted until
+	// now: the loop looks for their next deliveries now, not at its next
+	// poll (the attempts' own wakes came before this).
+	d.Wake()
 	type key struct {
 		webhook uuid.UUID
 		seq     int64
@@ -595,8 +603,8 @@ type outcome struct {
 
 // attempt sends one claimed delivery and records its result under the
 // lock it was claimed with; a plain success (delivered, the webhook not
-// failing) is left to its claim's recordDelivered.
-func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID, done *delivered) {
+// failing) is left to its claim's recordDelivered (batched).
+func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID, done *delivered) (batched bool) {
 	o := d.send(ctx, c)
 	a := Attempt{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, N: int(c.Attempts), Latency: o.latency,
 		Sent: o.sent, Refused: o.refused}
@@ -608,11 +616,11 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	if o.state == StateDelivered && !o.failing {
 		done.add(c, o, a)
-		return
+		return true
 	}
 	if o.cut {
 		d.release(ctx, c, token, a)
-		return
+		return false
 	}
 	// Record the result even when the loop is being stopped: the request
 	// was made.
@@ -665,6 +673,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 		}
 	}
 	d.report(a)
+	return false
 }
 
 // release gives back a delivery whose attempt was cut by the server's own
