@@ -255,8 +255,8 @@ func Backoff(n int) time.Duration {
 const maxRoundBackoff = 5 * time.Second
 
 // Start runs rounds until ctx ends or Stop: at once, then whenever woken
-// (Wake, or an attempt ending) or every Poll, and back to back while there
-// is work. A round does not wait for the attempts it starts (see
+// (Wake, an attempt ending, or successes recorded) or every Poll, and
+// back to back while fan-out finds work. A round does not wait for the attempts it starts (see
 // Deliverer); Stop waits for them. After a
 // failed round (the database away) it waits twice as long as after the
 // one before, from Poll up to maxRoundBackoff, and is not woken early, so
@@ -280,7 +280,12 @@ func (d *Deliverer) Start(ctx context.Context) {
 				d.cfg.Log.Error("webhook delivery", "err", r.Err, "retry_in", wait)
 			}
 			d.TestSignals.Round.Send(r)
-			if r.Err == nil && (r.FannedOut > 0 || r.Attempts > 0) {
+			// A round that fanned out goes on at once: more of the log
+			// may wait. One that only started attempts waits for a wake:
+			// what it left due waits for a free slot or for an attempt
+			// of its webhook to be recorded (PerWebhook), and each wakes
+			// the loop (or Poll passes, for work that fell due).
+			if r.Err == nil && r.FannedOut > 0 {
 				wait = d.cfg.Poll
 				continue
 			}
