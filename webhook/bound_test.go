@@ -248,3 +248,32 @@ func TestFailingReceiverIsPausedAsAWhole(t *testing.T) {
 		t.Fatalf("after the success: %+v, %v; want its run of failures ended", w, err)
 	}
 }
+
+// TestEnablingEndsThePause: a person who enables a webhook (again, even
+// while it is enabled: `workgraph webhooks enable`) ends its run of
+// failures and the pause it brought, and its deliveries go at once, as
+// many at a time as the bound allows.
+func TestEnablingEndsThePause(t *testing.T) {
+	t.Parallel()
+	s := setupDelivery(t)
+	ctx := context.Background()
+	rc := newReceiver(t, func(w http.ResponseWriter, n int) { w.WriteHeader(http.StatusInternalServerError) })
+	hook := s.webhook(t, webhook.New{URL: rc.URL})
+	clk := clock.NewStub(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
+	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Backoff: func(n int) time.Duration { return time.Duration(n) * time.Hour }})
+	s.appendEvents(t, 2*webhook.DefaultPerWebhook, events.ItemCreated)
+	runUntil(t, d, func() bool { return len(rc.got()) >= webhook.DefaultPerWebhook })
+	if r := d.RunOnce(ctx); r.Err != nil || r.Attempts != 0 {
+		t.Fatalf("a round while the failing webhook is paused: %+v, want no attempt", r)
+	}
+
+	rc.setAnswer(nil)
+	on := true
+	if _, err := webhook.NewService(s.pool, clk, true).Update(ctx, s.project, hook.ID, webhook.Change{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.RunOnce(ctx); r.Err != nil || r.Attempts != webhook.DefaultPerWebhook {
+		t.Fatalf("the round after enabling: %+v, want %d attempts (the bound)", r, webhook.DefaultPerWebhook)
+	}
+	runUntil(t, d, func() bool { return s.settled(t, hook.ID) })
+}

@@ -454,7 +454,10 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 // most PerWebhook in flight per webhook over every replica: one
 // transaction locks the webhooks it claims for (LockDeliveringWebhooks),
 // then claims with a snapshot that sees every attempt in flight of them
-// (ClaimDeliveries).
+// (ClaimDeliveries: under READ COMMITTED, the isolation of every
+// transaction here, its snapshot is taken after the locks were granted,
+// so after any other claim of those webhooks committed). One statement
+// could not do it: its snapshot predates the locks it waits for or takes.
 func (d *Deliverer) claim(ctx context.Context, p, token uuid.UUID, max int) ([]dbq.ClaimDeliveriesRow, error) {
 	var claimed []dbq.ClaimDeliveriesRow
 	err := db.InTx(ctx, d.pool, func(tx pgx.Tx) error {
