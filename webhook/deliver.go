@@ -256,8 +256,8 @@ const maxRoundBackoff = 5 * time.Second
 
 // Start runs rounds until ctx ends or Stop: at once, then whenever woken
 // (Wake, an attempt ending, or successes recorded) or every Poll, and
-// back to back while fan-out finds work. A round does not wait for the attempts it starts (see
-// Deliverer); Stop waits for them. After a
+// back to back while fan-out finds work. A round does not wait for the
+// attempts it starts (see Deliverer); Stop waits for them. After a
 // failed round (the database away) it waits twice as long as after the
 // one before, from Poll up to maxRoundBackoff, and is not woken early, so
 // an outage costs a few statements and log lines (warn while the
