@@ -205,13 +205,27 @@ func TestFailingReceiverIsPausedAsAWhole(t *testing.T) {
 	clk := clock.NewStub(start)
 	// Each delivery's own retry comes a second after its failure; the
 	// webhook's pause is minutes.
-	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Backoff: func(n int) time.Duration { return time.Duration(n) * time.Second }})
+	var obs observed
+	d := s.deliverer(webhook.DelivererConfig{Clock: clk, Observe: obs.add,
+		Backoff: func(n int) time.Duration { return time.Duration(n) * time.Second }})
 	const n = 3 * webhook.DefaultPerWebhook
 	s.appendEvents(t, n, events.ItemCreated)
 
 	runUntil(t, d, func() bool { return len(rc.got()) >= webhook.DefaultPerWebhook })
 	if got := len(rc.got()); got != webhook.DefaultPerWebhook {
 		t.Fatalf("the first round sent %d requests, want %d (the bound)", got, webhook.DefaultPerWebhook)
+	}
+	// The third failure in a row paused the webhook, the fourth made the
+	// pause longer: each is told (the metrics count them).
+	paused := 0
+	for _, a := range obs.all() {
+		if a.Paused {
+			paused++
+		}
+	}
+	if paused != webhook.DefaultPerWebhook-2 {
+		t.Fatalf("%d of the first %d failures paused the webhook, want %d: %+v", paused, webhook.DefaultPerWebhook,
+			webhook.DefaultPerWebhook-2, obs.all())
 	}
 	// Four failures in a row: paused for Backoff(2) = 2 s. A second on,
 	// every delivery is due (the failed ones retried, the others never

@@ -189,10 +189,12 @@ type Attempt struct {
 	Latency time.Duration
 	// Sent: a request was made (Latency is the receiver's); Refused: the
 	// address guard refused the webhook's address; Disabled: this
-	// attempt's failure disabled the webhook.
+	// attempt's failure disabled the webhook; Paused: its failure paused
+	// the webhook as a whole (or made its pause longer).
 	Sent     bool
 	Refused  bool
 	Disabled bool
+	Paused   bool
 	// Released: the attempt was cut short by this replica's stop before
 	// an answer came; the delivery was given back unrecorded (State ""),
 	// to be sent again by the next round of any replica, and its
@@ -654,7 +656,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	err := db.InTx(rctx, d.pool, func(tx pgx.Tx) error {
 		var err error
-		a.Disabled, err = d.finishFailing(rctx, tx, c, o, now, finish)
+		a.Disabled, a.Paused, err = d.finishFailing(rctx, tx, c, o, now, finish)
 		return err
 	})
 	if errors.Is(err, errLockLost) {
@@ -662,7 +664,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	if err != nil {
 		d.cfg.Log.Error("webhook delivery: recording an attempt", "project", c.ProjectID, "webhook", c.WebhookID, "seq", c.Seq, "err", err)
-		a.State, a.Disabled = "", false // not recorded: counted as lost
+		a.State, a.Disabled, a.Paused = "", false, false // not recorded: counted as lost
 	}
 	if a.Disabled {
 		why := "webhook disabled after failing for a day"
@@ -719,18 +721,19 @@ var errLockLost = errors.New("webhook: the delivery's lock was lost")
 // finishFailing records an attempt of a webhook in (or entering, or
 // leaving) a run of failures: the attempt, then the webhook's run, which a
 // day of failures ends by disabling it. disabled: this attempt disabled
-// it (the transaction's commit makes it so). A delivery still pending
+// it; paused: it paused it (see pause) (the transaction's commit makes
+// either so). A delivery still pending
 // whose webhook is disabled (now, or by another attempt or a person while
 // this one was in flight) is parked with the webhook's others.
-func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) (disabled bool, err error) {
+func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) (disabled, paused bool, err error) {
 	if err := finish(tx); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if o.ours {
-		return false, nil
+		return false, false, nil
 	}
 	if o.state == StateDelivered {
-		return false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
+		return false, false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 	}
 	reason, after := ReasonFailing, d.cfg.DisableAfter
 	if o.gone {
@@ -743,12 +746,13 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 		DisableAfterSeconds: after.Seconds(),
 	})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if run.Enabled {
-		return false, d.pause(ctx, tx, c, o, now, int(run.ConsecutiveFailures))
+		paused, err := d.pause(ctx, tx, c, o, now, int(run.ConsecutiveFailures))
+		return false, paused, err
 	}
-	return run.DisabledNow, q.ParkDelivery(ctx, tx, dbq.ParkDeliveryParams{
+	return run.DisabledNow, false, q.ParkDelivery(ctx, tx, dbq.ParkDeliveryParams{
 		ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq,
 	})
 }
@@ -758,8 +762,9 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 // Backoff(2), ... after each further failure (the claims then try it one
 // attempt at a time); a Retry-After pauses it at once for as long (up to
 // maxBackoff), the receiver having asked for it. Its deliveries keep
-// their own schedule and wait for the pause to end besides.
-func (d *Deliverer) pause(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, failures int) error {
+// their own schedule and wait for the pause to end besides. paused: a
+// pause was set.
+func (d *Deliverer) pause(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, failures int) (paused bool, err error) {
 	var wait time.Duration
 	if failures >= breakerAfter {
 		wait = d.cfg.Backoff(failures - breakerAfter + 1)
@@ -768,11 +773,12 @@ func (d *Deliverer) pause(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesR
 		wait = min(o.retryAfter, maxBackoff)
 	}
 	if wait <= 0 {
-		return nil
+		return false, nil
 	}
-	return q.PauseWebhook(ctx, tx, dbq.PauseWebhookParams{
+	err = q.PauseWebhook(ctx, tx, dbq.PauseWebhookParams{
 		ProjectID: c.ProjectID, ID: c.WebhookID, PauseSeconds: wait.Seconds(), Now: now,
 	})
+	return err == nil, err
 }
 
 // send builds and sends one claimed delivery's request (the claim brought
