@@ -48,6 +48,7 @@ type Metrics struct {
 	deliveries      *prometheus.CounterVec
 	deliveryLatency prometheus.Histogram
 	hooksDisabled   prometheus.Counter
+	hooksPaused     prometheus.Counter
 }
 
 // Results of a webhook delivery attempt (Delivery).
@@ -154,9 +155,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		Namespace: Namespace, Name: "webhooks_disabled_total",
 		Help: "Webhooks this replica's deliverer disabled after failing for too long (DisableAfter, a day by default).",
 	})
+	m.hooksPaused = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "webhooks_paused_total",
+		Help: "Pauses of a whole webhook this replica's deliverer set: its receiver failed three times in a row or more, or answered with Retry-After.",
+	})
 	reg.MustRegister(m.claims, m.claimWait, m.outcomes, m.refused, m.answered, m.sweeps, m.reaped, m.requests, m.latency,
 		m.eventsSent, m.streams, m.lastEvent, m.horizonWait, m.deleted, m.overdue,
-		m.deliveries, m.deliveryLatency, m.hooksDisabled)
+		m.deliveries, m.deliveryLatency, m.hooksDisabled, m.hooksPaused)
 	// Known label values start at zero, so a rate is defined from the
 	// first scrape on.
 	for _, r := range []string{ClaimGranted, ClaimEmpty} {
@@ -298,7 +303,7 @@ func (m *Metrics) AttentionOverdue(policy string) {
 // disabled: the attempt's failure disabled the webhook. The attempt is
 // counted last, so that a scrape that sees it counted sees its latency and
 // the disabling too.
-func (m *Metrics) Delivery(result string, sent bool, latency time.Duration, disabled bool) {
+func (m *Metrics) Delivery(result string, sent bool, latency time.Duration, disabled, paused bool) {
 	if m == nil {
 		return
 	}
@@ -307,6 +312,9 @@ func (m *Metrics) Delivery(result string, sent bool, latency time.Duration, disa
 	}
 	if disabled {
 		m.hooksDisabled.Inc()
+	}
+	if paused {
+		m.hooksPaused.Inc()
 	}
 	m.deliveries.WithLabelValues(result).Inc()
 }

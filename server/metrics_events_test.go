@@ -145,6 +145,7 @@ func eventsAndWebhooksLifecycle(t *testing.T, see func(map[string]float64) map[s
 		`workgraph_webhook_deliveries_total{result="released"}`: 0,
 		`workgraph_webhook_delivery_duration_seconds_count`:     5,
 		`workgraph_webhooks_disabled_total`:                     1,
+		`workgraph_webhooks_paused_total`:                       0, // two failures in a row at most
 	})
 	if v, ok := m[`workgraph_webhook_deliveries_due{project="m"}`]; !ok || v != 0 {
 		t.Errorf("the delivery backlog after every delivery settled: %v (present %v), want 0", v, ok)

@@ -131,7 +131,7 @@ func (s *Server) mount(ctx context.Context) error {
 	if !s.cfg.Webhooks.Off {
 		d := webhook.NewDeliverer(s.pool, webhook.DelivererConfig{
 			Clock: clk, Log: s.log, AllowPrivate: s.cfg.Webhooks.AllowPrivate, Timeout: s.cfg.Webhooks.Timeout,
-			Concurrency: s.cfg.Webhooks.Concurrency, PublicURL: s.PublicURL(), Attention: attentionSvc, Links: links,
+			Concurrency: s.cfg.Webhooks.Concurrency, PerWebhook: s.cfg.Webhooks.PerWebhook, PublicURL: s.PublicURL(), Attention: attentionSvc, Links: links,
 			Observe: s.observeDelivery,
 		})
 		d.Start(context.Background())

@@ -217,7 +217,7 @@ func (s *Server) PprofURL() string {
 func (s *Server) observeDelivery(a webhook.Attempt) {
 	// A released attempt's latency is the time until the stop cut it, not
 	// the receiver's: it is not observed.
-	s.metrics.Delivery(deliveryResult(a), a.Sent && !a.Released, a.Latency, a.Disabled)
+	s.metrics.Delivery(deliveryResult(a), a.Sent && !a.Released, a.Latency, a.Disabled, a.Paused)
 }
 
 // deliveryResult is the metrics result of an attempt.

@@ -323,6 +323,7 @@ func TestInconsistentSettingsRefused(t *testing.T) {
 		{"PublicURLNotHTTP", server.Config{PublicURL: "ftp://workgraph.example.com"}, []string{"public-url"}},
 		{"NegativeWebhooksTimeout", server.Config{Webhooks: server.WebhooksConfig{Timeout: -time.Second}}, []string{"webhooks-timeout"}},
 		{"NegativeWebhooksConcurrency", server.Config{Webhooks: server.WebhooksConfig{Concurrency: -1}}, []string{"webhooks-concurrency"}},
+		{"NegativeWebhooksPerWebhook", server.Config{Webhooks: server.WebhooksConfig{PerWebhook: -1}}, []string{"webhooks-concurrency-per-webhook"}},
 		{"NegativeEventsHeartbeat", server.Config{EventsHeartbeat: -time.Second}, []string{"events-heartbeat"}},
 		{"EventsHeartbeatBeyondClientIdle", server.Config{EventsHeartbeat: time.Minute}, []string{"events-heartbeat", "1m0s", "30s"}},
 		{"NegativeFollowInterval", server.Config{EventsFollowInterval: -time.Second}, []string{"events-follow-interval"}},

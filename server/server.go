@@ -182,6 +182,9 @@ type WebhooksConfig struct {
 	// Concurrency bounds the attempts in flight (0:
 	// webhook.DefaultConcurrency).
 	Concurrency int
+	// PerWebhook bounds the attempts in flight of one webhook over every
+	// replica (0: webhook.DefaultPerWebhook); give every replica the same.
+	PerWebhook int
 	// Off: this replica delivers nothing (other replicas still do).
 	Off bool
 	// DeliveryRetention is how long the records of finished deliveries
@@ -463,6 +466,9 @@ func checkNotNegative(cfg Config) error {
 	}
 	if cfg.Webhooks.Concurrency < 0 {
 		return fmt.Errorf("webhooks-concurrency %d: must not be negative (0 or left out: the default)", cfg.Webhooks.Concurrency)
+	}
+	if cfg.Webhooks.PerWebhook < 0 {
+		return fmt.Errorf("webhooks-concurrency-per-webhook %d: must not be negative (0 or left out: the default)", cfg.Webhooks.PerWebhook)
 	}
 	if cfg.EventsHeartbeat > MaxEventsHeartbeat {
 		return fmt.Errorf("events-heartbeat %s: at most %s (the Go client, and so workgraph events --follow, takes a stream "+

@@ -36,6 +36,15 @@ const (
 	DefaultConcurrency  = 32
 	DefaultRetryFor     = 24 * time.Hour
 	DefaultDisableAfter = 24 * time.Hour
+	// DefaultPerWebhook bounds the attempts in flight of one webhook,
+	// across replicas: a receiver that hangs holds at most this many
+	// attempt slots, whatever the rate of its events.
+	DefaultPerWebhook = 4
+	// breakerAfter is the length of a webhook's run of failures (failed
+	// attempts since its last success) from which the webhook is paused
+	// as a whole, Backoff(1), Backoff(2), ... after each further failure,
+	// and tried one attempt at a time until a success ends the run.
+	breakerAfter = 3
 	// maxBackoff caps the wait between two attempts (and a Retry-After).
 	maxBackoff = time.Hour
 	// firstBackoff is the wait after a first failed attempt; each further
@@ -48,8 +57,8 @@ const (
 	// behindBatch bounds the webhooks one round fans out, and the projects
 	// whose due deliveries it takes.
 	behindBatch = 1000
-	// dueScan times Concurrency is how many due rows a round reads to
-	// find the projects it claims in.
+	// dueScan times Concurrency bounds the projects with due work one
+	// round finds to claim in.
 	dueScan = 4
 	// horizonWait bounds one round's wait for the log's horizon: a
 	// transaction that runs long anywhere in the database cluster holds
@@ -90,6 +99,11 @@ type DelivererConfig struct {
 	// Concurrency bounds the attempts in flight on this replica, and so
 	// the rows one claim takes (0: DefaultConcurrency).
 	Concurrency int
+	// PerWebhook bounds the attempts in flight of one webhook over every
+	// replica (0: DefaultPerWebhook); 1 while the webhook's run of
+	// failures is breakerAfter long or longer. Replicas must agree on it:
+	// each claim counts the attempts of all of them against its own.
+	PerWebhook int
 	// RetryFor is how long after its event a delivery is retried (0:
 	// DefaultRetryFor); DisableAfter how long a webhook may fail without a
 	// success before it is disabled (0: DefaultDisableAfter).
@@ -123,7 +137,10 @@ type DelivererConfig struct {
 // most Concurrency at once (the replica's slots), and each round fans out
 // and hands due deliveries to the slots that are free, so a slow or
 // hanging receiver holds its own attempts' slots, never the other
-// webhooks' deliveries.
+// webhooks' deliveries; and no more than PerWebhook of them over every
+// replica, so it holds a few slots, not every one of a replica, however
+// fast its events come. A receiver that keeps failing is paused as a
+// whole (see pause).
 type Deliverer struct {
 	base   startstop.Base
 	pool   *pgxpool.Pool
@@ -172,10 +189,12 @@ type Attempt struct {
 	Latency time.Duration
 	// Sent: a request was made (Latency is the receiver's); Refused: the
 	// address guard refused the webhook's address; Disabled: this
-	// attempt's failure disabled the webhook.
+	// attempt's failure disabled the webhook; Paused: its failure paused
+	// the webhook as a whole (or made its pause longer).
 	Sent     bool
 	Refused  bool
 	Disabled bool
+	Paused   bool
 	// Released: the attempt was cut short by this replica's stop before
 	// an answer came; the delivery was given back unrecorded (State ""),
 	// to be sent again by the next round of any replica, and its
@@ -202,6 +221,9 @@ func NewDeliverer(pool *pgxpool.Pool, cfg DelivererConfig) *Deliverer {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.PerWebhook <= 0 {
+		cfg.PerWebhook = DefaultPerWebhook
 	}
 	if cfg.RetryFor <= 0 {
 		cfg.RetryFor = DefaultRetryFor
@@ -235,9 +257,9 @@ func Backoff(n int) time.Duration {
 const maxRoundBackoff = 5 * time.Second
 
 // Start runs rounds until ctx ends or Stop: at once, then whenever woken
-// (Wake, or an attempt ending) or every Poll, and back to back while there
-// is work. A round does not wait for the attempts it starts (see
-// Deliverer); Stop waits for them. After a
+// (Wake, an attempt ending, or successes recorded) or every Poll, and
+// back to back while fan-out finds work. A round does not wait for the
+// attempts it starts (see Deliverer); Stop waits for them. After a
 // failed round (the database away) it waits twice as long as after the
 // one before, from Poll up to maxRoundBackoff, and is not woken early, so
 // an outage costs a few statements and log lines (warn while the
@@ -260,7 +282,12 @@ func (d *Deliverer) Start(ctx context.Context) {
 				d.cfg.Log.Error("webhook delivery", "err", r.Err, "retry_in", wait)
 			}
 			d.TestSignals.Round.Send(r)
-			if r.Err == nil && (r.FannedOut > 0 || r.Attempts > 0) {
+			// A round that fanned out goes on at once: more of the log
+			// may wait. One that only started attempts waits for a wake:
+			// what it left due waits for a free slot or for an attempt
+			// of its webhook to be recorded (PerWebhook), and each wakes
+			// the loop (or Poll passes, for work that fell due).
+			if r.Err == nil && r.FannedOut > 0 {
 				wait = d.cfg.Poll
 				continue
 			}
@@ -365,7 +392,8 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 		return 0, nil // every slot busy: their endings wake the loop
 	}
 	projects, err := q.DueDeliveryProjects(ctx, d.pool, dbq.DueDeliveryProjectsParams{
-		Now: d.cfg.Clock.Now(), ScanRows: int32(dueScan * d.cfg.Concurrency),
+		Now: d.cfg.Clock.Now(), MaxInFlight: int32(d.cfg.PerWebhook), TripAfter: breakerAfter,
+		MaxProjects: int32(dueScan * d.cfg.Concurrency),
 	})
 	if err != nil {
 		return 0, db.Translate(err)
@@ -380,10 +408,7 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 			break
 		}
 		token := uuid.New()
-		claimed, err := q.ClaimDeliveries(ctx, d.pool, dbq.ClaimDeliveriesParams{
-			ProjectID: p, LockToken: token, LockSeconds: d.cfg.Lock.Seconds(),
-			MaxRows: int32(free), Now: d.cfg.Clock.Now(),
-		})
+		claimed, err := d.claim(ctx, p, token, free)
 		for range free - len(claimed) {
 			<-slots
 		}
@@ -396,8 +421,12 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 		for _, c := range claimed {
 			claim.Add(1)
 			go func() {
-				defer func() { <-slots; claim.Done(); d.Wake() }()
-				d.attempt(ctx, c, token, done)
+				defer claim.Done()
+				batched := d.attempt(ctx, c, token, done)
+				<-slots
+				if !batched {
+					d.Wake() // a batched success wakes the loop once recorded
+				}
 			}()
 		}
 		claimEnded := make(chan struct{})
@@ -421,6 +450,35 @@ func (d *Deliverer) deliverDue(ctx context.Context, wg *sync.WaitGroup, block bo
 		}()
 	}
 	return total, nil
+}
+
+// claim takes up to max due deliveries of project p under lock token, at
+// most PerWebhook in flight per webhook over every replica: one
+// transaction locks the webhooks it claims for (LockDeliveringWebhooks),
+// then claims with a snapshot that sees every attempt in flight of them
+// (ClaimDeliveries: under READ COMMITTED, the isolation of every
+// transaction here, its snapshot is taken after the locks were granted,
+// so after any other claim of those webhooks committed). One statement
+// could not do it: its snapshot predates the locks it waits for or takes.
+func (d *Deliverer) claim(ctx context.Context, p, token uuid.UUID, max int) ([]dbq.ClaimDeliveriesRow, error) {
+	var claimed []dbq.ClaimDeliveriesRow
+	err := db.InTx(ctx, d.pool, func(tx pgx.Tx) error {
+		now := d.cfg.Clock.Now()
+		hooks, err := q.LockDeliveringWebhooks(ctx, tx, dbq.LockDeliveringWebhooksParams{ProjectID: p, Now: now})
+		if err != nil || len(hooks) == 0 {
+			claimed = nil
+			return err
+		}
+		claimed, err = q.ClaimDeliveries(ctx, tx, dbq.ClaimDeliveriesParams{
+			ProjectID: p, WebhookIds: hooks, MaxInFlight: int32(d.cfg.PerWebhook), TripAfter: breakerAfter,
+			LockToken: token, LockSeconds: d.cfg.Lock.Seconds(), MaxRows: int32(max), Now: now,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
 }
 
 // takeSlots waits for one free slot of slots, takes every other free one
@@ -503,6 +561,10 @@ func (d *Deliverer) recordDelivered(ctx context.Context, b *delivered) {
 	if err != nil {
 		d.cfg.Log.Error("webhook delivery: recording attempts", "project", b.project, "attempts", len(list), "err", db.Translate(err))
 	}
+	// Their webhooks' attempts in flight (PerWebhook) are counted until
+	// now: the loop looks for their next deliveries now, not at its next
+	// poll (the attempts' own wakes came before this).
+	d.Wake()
 	type key struct {
 		webhook uuid.UUID
 		seq     int64
@@ -551,8 +613,8 @@ type outcome struct {
 
 // attempt sends one claimed delivery and records its result under the
 // lock it was claimed with; a plain success (delivered, the webhook not
-// failing) is left to its claim's recordDelivered.
-func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID, done *delivered) {
+// failing) is left to its claim's recordDelivered (batched).
+func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token uuid.UUID, done *delivered) (batched bool) {
 	o := d.send(ctx, c)
 	a := Attempt{ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq, N: int(c.Attempts), Latency: o.latency,
 		Sent: o.sent, Refused: o.refused}
@@ -564,11 +626,11 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	if o.state == StateDelivered && !o.failing {
 		done.add(c, o, a)
-		return
+		return true
 	}
 	if o.cut {
 		d.release(ctx, c, token, a)
-		return
+		return false
 	}
 	// Record the result even when the loop is being stopped: the request
 	// was made.
@@ -594,7 +656,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	err := db.InTx(rctx, d.pool, func(tx pgx.Tx) error {
 		var err error
-		a.Disabled, err = d.finishFailing(rctx, tx, c, o, now, finish)
+		a.Disabled, a.Paused, err = d.finishFailing(rctx, tx, c, o, now, finish)
 		return err
 	})
 	if errors.Is(err, errLockLost) {
@@ -602,7 +664,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 	}
 	if err != nil {
 		d.cfg.Log.Error("webhook delivery: recording an attempt", "project", c.ProjectID, "webhook", c.WebhookID, "seq", c.Seq, "err", err)
-		a.State, a.Disabled = "", false // not recorded: counted as lost
+		a.State, a.Disabled, a.Paused = "", false, false // not recorded: counted as lost
 	}
 	if a.Disabled {
 		why := "webhook disabled after failing for a day"
@@ -621,6 +683,7 @@ func (d *Deliverer) attempt(ctx context.Context, c dbq.ClaimDeliveriesRow, token
 		}
 	}
 	d.report(a)
+	return false
 }
 
 // release gives back a delivery whose attempt was cut by the server's own
@@ -658,18 +721,19 @@ var errLockLost = errors.New("webhook: the delivery's lock was lost")
 // finishFailing records an attempt of a webhook in (or entering, or
 // leaving) a run of failures: the attempt, then the webhook's run, which a
 // day of failures ends by disabling it. disabled: this attempt disabled
-// it (the transaction's commit makes it so). A delivery still pending
+// it; paused: it paused it (see pause) (the transaction's commit makes
+// either so). A delivery still pending
 // whose webhook is disabled (now, or by another attempt or a person while
 // this one was in flight) is parked with the webhook's others.
-func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) (disabled bool, err error) {
+func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, finish func(db.DBTX) error) (disabled, paused bool, err error) {
 	if err := finish(tx); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if o.ours {
-		return false, nil
+		return false, false, nil
 	}
 	if o.state == StateDelivered {
-		return false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
+		return false, false, q.WebhookSucceeded(ctx, tx, dbq.WebhookSucceededParams{ProjectID: c.ProjectID, ID: c.WebhookID})
 	}
 	reason, after := ReasonFailing, d.cfg.DisableAfter
 	if o.gone {
@@ -681,12 +745,40 @@ func (d *Deliverer) finishFailing(ctx context.Context, tx pgx.Tx, c dbq.ClaimDel
 		ProjectID: c.ProjectID, ID: c.WebhookID, Now: now, Reason: reason,
 		DisableAfterSeconds: after.Seconds(),
 	})
-	if err != nil || run.Enabled {
-		return false, err
+	if err != nil {
+		return false, false, err
 	}
-	return run.DisabledNow, q.ParkDelivery(ctx, tx, dbq.ParkDeliveryParams{
+	if run.Enabled {
+		paused, err := d.pause(ctx, tx, c, o, now, int(run.ConsecutiveFailures))
+		return false, paused, err
+	}
+	return run.DisabledNow, false, q.ParkDelivery(ctx, tx, dbq.ParkDeliveryParams{
 		ProjectID: c.ProjectID, WebhookID: c.WebhookID, Seq: c.Seq,
 	})
+}
+
+// pause backs a failing webhook off as a whole: once its run of failures
+// is breakerAfter long, no attempt of it starts for Backoff(1), then
+// Backoff(2), ... after each further failure (the claims then try it one
+// attempt at a time); a Retry-After pauses it at once for as long (up to
+// maxBackoff), the receiver having asked for it. Its deliveries keep
+// their own schedule and wait for the pause to end besides. paused: a
+// pause was set.
+func (d *Deliverer) pause(ctx context.Context, tx pgx.Tx, c dbq.ClaimDeliveriesRow, o outcome, now *time.Time, failures int) (paused bool, err error) {
+	var wait time.Duration
+	if failures >= breakerAfter {
+		wait = d.cfg.Backoff(failures - breakerAfter + 1)
+	}
+	if o.retryAfter > wait {
+		wait = min(o.retryAfter, maxBackoff)
+	}
+	if wait <= 0 {
+		return false, nil
+	}
+	err = q.PauseWebhook(ctx, tx, dbq.PauseWebhookParams{
+		ProjectID: c.ProjectID, ID: c.WebhookID, PauseSeconds: wait.Seconds(), Now: now,
+	})
+	return err == nil, err
 }
 
 // send builds and sends one claimed delivery's request (the claim brought

@@ -277,6 +277,8 @@ type Webhook struct {
 	UpdatedAt           time.Time
 	PreviousSecret      *string
 	PreviousSecretUntil *time.Time
+	ConsecutiveFailures int32
+	PausedUntil         *time.Time
 }
 
 type WebhookAttempt struct {

@@ -14,19 +14,31 @@ import (
 )
 
 const claimDeliveries = `-- name: ClaimDeliveries :many
-WITH due AS (
-    SELECT d.project_id, d.webhook_id, d.seq FROM webhook_deliveries d
-    JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id
-    WHERE d.project_id = $2 AND d.state = 'pending' AND w.enabled
-      AND d.next_attempt_at <= coalesce($1::timestamptz, now())
-      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
+WITH hooks AS (
+    SELECT w.project_id, w.id,
+           CASE WHEN w.consecutive_failures >= $2::int THEN 1 ELSE $3::int END
+           - (SELECT count(*) FROM webhook_deliveries f
+              WHERE f.project_id = w.project_id AND f.webhook_id = w.id AND f.lock_token IS NOT NULL
+                AND f.state = 'pending' AND f.locked_until > coalesce($1::timestamptz, now()))::int AS free
+    FROM webhooks w
+    WHERE w.project_id = $4 AND w.id = ANY ($5::uuid[]) AND w.enabled
+), due AS (
+    SELECT d.project_id, d.webhook_id, d.seq, d.next_attempt_at
+    FROM hooks h CROSS JOIN LATERAL (
+        SELECT d.project_id, d.webhook_id, d.seq, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.project_id = h.project_id AND d.webhook_id = h.id AND d.state = 'pending'
+          AND d.next_attempt_at <= coalesce($1::timestamptz, now())
+          AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
+        ORDER BY d.next_attempt_at, d.seq
+        LIMIT greatest(h.free, 0)
+        FOR UPDATE SKIP LOCKED
+    ) AS d
     ORDER BY d.next_attempt_at, d.seq
-    LIMIT $3
-    FOR UPDATE OF d SKIP LOCKED
+    LIMIT $6
 ), claimed AS (
     UPDATE webhook_deliveries d SET
-        locked_until = coalesce($1::timestamptz, now()) + make_interval(secs => $4::float8),
-        lock_token = $5::uuid,
+        locked_until = coalesce($1::timestamptz, now()) + make_interval(secs => $7::float8),
+        lock_token = $8::uuid,
         attempts = d.attempts + 1
     FROM due
     WHERE d.project_id = due.project_id AND d.webhook_id = due.webhook_id AND d.seq = due.seq
@@ -47,7 +59,10 @@ ORDER BY c.seq
 
 type ClaimDeliveriesParams struct {
 	Now         *time.Time
+	TripAfter   int32
+	MaxInFlight int32
 	ProjectID   uuid.UUID
+	WebhookIds  []uuid.UUID
 	MaxRows     int32
 	LockSeconds float64
 	LockToken   uuid.UUID
@@ -77,16 +92,23 @@ type ClaimDeliveriesRow struct {
 	Payload             json.RawMessage
 }
 
-// Takes up to max_rows due deliveries of one project's enabled webhooks
+// Takes up to max_rows due deliveries of webhooks webhook_ids of one
+// project (locked by LockDeliveringWebhooks in the caller's transaction)
 // for one attempt each: locked until lock_until by the database's clock
-// under lock_token, the attempt counted. Rows another replica is taking
-// are skipped, not waited for. Each row comes with what its attempt sends:
-// its webhook and its event (event_seq NULL: the event is gone, removed
-// by retention).
+// under lock_token, the attempt counted. Each webhook gets no more than
+// its bound less its attempts in flight (max_in_flight; 1 once its run has
+// trip_after failures or more: one attempt tries a receiver that has
+// failed, and a success opens it to the rest), its longest due first; the
+// rows of all of them are taken longest due first. Each row comes with what
+// its attempt sends: its webhook and its event (event_seq NULL: the event
+// is gone, removed by retention), and its webhook's run of failures so far.
 func (q *Queries) ClaimDeliveries(ctx context.Context, db DBTX, arg ClaimDeliveriesParams) ([]ClaimDeliveriesRow, error) {
 	rows, err := db.Query(ctx, claimDeliveries,
 		arg.Now,
+		arg.TripAfter,
+		arg.MaxInFlight,
 		arg.ProjectID,
+		arg.WebhookIds,
 		arg.MaxRows,
 		arg.LockSeconds,
 		arg.LockToken,
@@ -138,7 +160,7 @@ VALUES ($1, $2, $3::text[], $4, $5, $6, $7, $8::boolean,
         CASE WHEN $8::boolean THEN NULL ELSE coalesce($9::timestamptz, now()) END,
         coalesce(pg_sequence_last_value('events_seq'::regclass), 0),
         $10, coalesce($9::timestamptz, now()), coalesce($9::timestamptz, now()))
-RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until
+RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until, consecutive_failures, paused_until
 `
 
 type CreateWebhookParams struct {
@@ -189,6 +211,8 @@ func (q *Queries) CreateWebhook(ctx context.Context, db DBTX, arg CreateWebhookP
 		&i.UpdatedAt,
 		&i.PreviousSecret,
 		&i.PreviousSecretUntil,
+		&i.ConsecutiveFailures,
+		&i.PausedUntil,
 	)
 	return i, err
 }
@@ -291,33 +315,60 @@ func (q *Queries) DisabledWebhooks(ctx context.Context, db DBTX, projectID uuid.
 }
 
 const dueDeliveryProjects = `-- name: DueDeliveryProjects :many
-SELECT DISTINCT due.project_id FROM (
-    SELECT d.project_id FROM webhook_deliveries d
-    WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce($1::timestamptz, now())
-      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($1::timestamptz, now()))
-      -- A disabled webhook's deliveries are parked past any now
-      -- (ParkPendingDeliveries); this skips one caught in flight.
-      AND EXISTS (SELECT 1 FROM webhooks w WHERE w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled)
-    ORDER BY d.next_attempt_at
-    LIMIT $2
-) AS due
+WITH busy AS (
+    SELECT f.project_id, f.webhook_id, count(*) AS n FROM webhook_deliveries f
+    WHERE f.lock_token IS NOT NULL AND f.state = 'pending'
+      AND f.locked_until > coalesce($2::timestamptz, now())
+    GROUP BY f.project_id, f.webhook_id
+), ready AS (
+    SELECT w.project_id, first.next_attempt_at
+    FROM webhooks w
+    LEFT JOIN busy b ON b.project_id = w.project_id AND b.webhook_id = w.id
+    CROSS JOIN LATERAL (
+        SELECT d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.project_id = w.project_id AND d.webhook_id = w.id AND d.state = 'pending'
+          AND d.next_attempt_at <= coalesce($2::timestamptz, now())
+          AND (d.locked_until IS NULL OR d.locked_until <= coalesce($2::timestamptz, now()))
+        ORDER BY d.next_attempt_at
+        LIMIT 1
+    ) AS first
+    WHERE w.enabled
+      AND (w.paused_until IS NULL OR w.paused_until <= coalesce($2::timestamptz, now()))
+      AND coalesce(b.n, 0) < CASE WHEN w.consecutive_failures >= $3::int THEN 1 ELSE $4::int END
+)
+SELECT ready.project_id FROM ready
+GROUP BY ready.project_id
+ORDER BY min(ready.next_attempt_at)
+LIMIT $1
 `
 
 type DueDeliveryProjectsParams struct {
-	Now      *time.Time
-	ScanRows int32
+	MaxProjects int32
+	Now         *time.Time
+	TripAfter   int32
+	MaxInFlight int32
 }
 
-// Projects with a delivery due now (pending, its next attempt passed, not
-// locked by a live attempt): the delivery's work, over every project (a
-// read across projects listed in db/citus_test.go; each claim then runs in
-// one project). It reads at most scan_rows due rows, the longest due
-// first (webhook_deliveries_due), so a round's cost does not grow with the
-// backlog; a project whose rows are further back is found once the ones
-// before them are delivered or rescheduled. Rows of disabled webhooks are
-// parked at the index's far end, so they never stand in front.
+// Projects with a webhook that may start an attempt now: enabled, not
+// paused (paused_until), with fewer attempts in flight than its bound
+// (max_in_flight; 1 once its run has trip_after failures or more) and a
+// delivery due (pending, its next attempt passed, not locked by a live
+// attempt). The delivery's work, over every project (a read across
+// projects listed in db/citus_test.go; each claim then runs in one
+// project), the project whose webhook waits longest first, at most
+// max_projects. It probes each such webhook's oldest due rows
+// (webhook_deliveries_webhook_due), past its few in flight, so a round
+// costs the same with a backlog of ten or of a million, however it is
+// spread: a backlog of a webhook at its bound or paused is not read at
+// all, and never stands in front of another webhook's work. Rows of
+// disabled webhooks are parked besides (next_attempt_at 'infinity').
 func (q *Queries) DueDeliveryProjects(ctx context.Context, db DBTX, arg DueDeliveryProjectsParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, dueDeliveryProjects, arg.Now, arg.ScanRows)
+	rows, err := db.Query(ctx, dueDeliveryProjects,
+		arg.MaxProjects,
+		arg.Now,
+		arg.TripAfter,
+		arg.MaxInFlight,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -568,7 +619,7 @@ func (q *Queries) FinishDelivered(ctx context.Context, db DBTX, arg FinishDelive
 }
 
 const getWebhook = `-- name: GetWebhook :one
-SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until FROM webhooks WHERE project_id = $1 AND id = $2
+SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until, consecutive_failures, paused_until FROM webhooks WHERE project_id = $1 AND id = $2
 `
 
 type GetWebhookParams struct {
@@ -598,6 +649,8 @@ func (q *Queries) GetWebhook(ctx context.Context, db DBTX, arg GetWebhookParams)
 		&i.UpdatedAt,
 		&i.PreviousSecret,
 		&i.PreviousSecretUntil,
+		&i.ConsecutiveFailures,
+		&i.PausedUntil,
 	)
 	return i, err
 }
@@ -679,7 +732,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, db DBTX, arg ListDeliverie
 }
 
 const listWebhooks = `-- name: ListWebhooks :many
-SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until FROM webhooks WHERE project_id = $1 ORDER BY created_at, id
+SELECT project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until, consecutive_failures, paused_until FROM webhooks WHERE project_id = $1 ORDER BY created_at, id
 `
 
 func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID) ([]Webhook, error) {
@@ -710,10 +763,58 @@ func (q *Queries) ListWebhooks(ctx context.Context, db DBTX, projectID uuid.UUID
 			&i.UpdatedAt,
 			&i.PreviousSecret,
 			&i.PreviousSecretUntil,
+			&i.ConsecutiveFailures,
+			&i.PausedUntil,
 		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lockDeliveringWebhooks = `-- name: LockDeliveringWebhooks :many
+SELECT w.id FROM webhooks w
+WHERE w.project_id = $1 AND w.enabled
+  AND (w.paused_until IS NULL OR w.paused_until <= coalesce($2::timestamptz, now()))
+  AND EXISTS (
+    SELECT 1 FROM webhook_deliveries d
+    WHERE d.project_id = w.project_id AND d.webhook_id = w.id AND d.state = 'pending'
+      AND d.next_attempt_at <= coalesce($2::timestamptz, now())
+      AND (d.locked_until IS NULL OR d.locked_until <= coalesce($2::timestamptz, now())))
+ORDER BY w.id
+FOR NO KEY UPDATE SKIP LOCKED
+`
+
+type LockDeliveringWebhooksParams struct {
+	ProjectID uuid.UUID
+	Now       *time.Time
+}
+
+// The first statement of a claim's transaction (ClaimDeliveries is the
+// second): locks the project's webhooks that may start an attempt now
+// (enabled, not paused, a delivery due), skipping those another replica's
+// claim holds. While a claim holds its webhooks no other claim takes their
+// deliveries, so the claim that follows, with a snapshot taken once the
+// locks are held, counts every attempt in flight of them: the bound on
+// each webhook's attempts holds across replicas. FOR NO KEY UPDATE leaves
+// the webhook's key free for the deliveries that fan-out inserts.
+func (q *Queries) LockDeliveringWebhooks(ctx context.Context, db DBTX, arg LockDeliveringWebhooksParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, lockDeliveringWebhooks, arg.ProjectID, arg.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -766,6 +867,33 @@ type ParkPendingDeliveriesParams struct {
 // costs the search one row (which skips rows of disabled webhooks).
 func (q *Queries) ParkPendingDeliveries(ctx context.Context, db DBTX, arg ParkPendingDeliveriesParams) error {
 	_, err := db.Exec(ctx, parkPendingDeliveries, arg.ProjectID, arg.WebhookID)
+	return err
+}
+
+const pauseWebhook = `-- name: PauseWebhook :exec
+UPDATE webhooks SET paused_until = greatest(paused_until,
+    coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8))
+WHERE project_id = $3 AND id = $4 AND enabled
+`
+
+type PauseWebhookParams struct {
+	Now          *time.Time
+	PauseSeconds float64
+	ProjectID    uuid.UUID
+	ID           uuid.UUID
+}
+
+// Starts no attempt of the webhook before pause_seconds from now (a pause
+// already longer stays): its receiver keeps failing, or asked to be left
+// alone for a while (Retry-After). The caller's transaction holds the row
+// (WebhookFailed).
+func (q *Queries) PauseWebhook(ctx context.Context, db DBTX, arg PauseWebhookParams) error {
+	_, err := db.Exec(ctx, pauseWebhook,
+		arg.Now,
+		arg.PauseSeconds,
+		arg.ProjectID,
+		arg.ID,
+	)
 	return err
 }
 
@@ -865,7 +993,7 @@ SET previous_secret = secret,
     secret = $3::text,
     updated_at = coalesce($1::timestamptz, now())
 WHERE project_id = $4 AND id = $5
-RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until
+RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until, consecutive_failures, paused_until
 `
 
 type RotateWebhookSecretParams struct {
@@ -907,6 +1035,8 @@ func (q *Queries) RotateWebhookSecret(ctx context.Context, db DBTX, arg RotateWe
 		&i.UpdatedAt,
 		&i.PreviousSecret,
 		&i.PreviousSecretUntil,
+		&i.ConsecutiveFailures,
+		&i.PausedUntil,
 	)
 	return i, err
 }
@@ -925,9 +1055,11 @@ UPDATE webhooks SET
         WHEN $7::boolean = false AND enabled THEN coalesce($8::timestamptz, now())
         ELSE disabled_at END,
     failing_since = CASE WHEN $7::boolean THEN NULL ELSE failing_since END,
+    consecutive_failures = CASE WHEN $7::boolean THEN 0 ELSE consecutive_failures END,
+    paused_until = CASE WHEN $7::boolean THEN NULL ELSE paused_until END,
     updated_at = coalesce($8::timestamptz, now())
 WHERE project_id = $9 AND id = $10
-RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until
+RETURNING project_id, id, url, event_types, secret, format, recipient, description, enabled, disabled_reason, disabled_at, cursor, failing_since, created_by, created_at, updated_at, previous_secret, previous_secret_until, consecutive_failures, paused_until
 `
 
 type UpdateWebhookParams struct {
@@ -944,7 +1076,8 @@ type UpdateWebhookParams struct {
 }
 
 // Changes the fields given. Enabling a webhook clears what disabled it
-// and makes its pending deliveries due at once; the cursor is kept, so
+// (its run of failures, and the pause the run brought) and makes its
+// pending deliveries due at once; the cursor is kept, so
 // nothing that happened while it was disabled is lost.
 func (q *Queries) UpdateWebhook(ctx context.Context, db DBTX, arg UpdateWebhookParams) (Webhook, error) {
 	row := db.QueryRow(ctx, updateWebhook,
@@ -979,6 +1112,8 @@ func (q *Queries) UpdateWebhook(ctx context.Context, db DBTX, arg UpdateWebhookP
 		&i.UpdatedAt,
 		&i.PreviousSecret,
 		&i.PreviousSecretUntil,
+		&i.ConsecutiveFailures,
+		&i.PausedUntil,
 	)
 	return i, err
 }
@@ -994,6 +1129,7 @@ WITH cur AS (
 )
 UPDATE webhooks w SET
     failing_since = cur.since,
+    consecutive_failures = w.consecutive_failures + 1,
     enabled = cur.enabled AND cur.since > cur.cutoff,
     disabled_reason = CASE WHEN cur.enabled AND cur.since <= cur.cutoff THEN $1::text ELSE w.disabled_reason END,
     disabled_at = CASE WHEN cur.enabled AND cur.since <= cur.cutoff
@@ -1001,7 +1137,8 @@ UPDATE webhooks w SET
 FROM cur
 WHERE w.project_id = cur.project_id AND w.id = cur.id
 RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now,
-          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled
+          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled,
+          w.consecutive_failures
 `
 
 type WebhookFailedParams struct {
@@ -1013,12 +1150,15 @@ type WebhookFailedParams struct {
 }
 
 type WebhookFailedRow struct {
-	DisabledNow bool
-	Enabled     bool
+	DisabledNow         bool
+	Enabled             bool
+	ConsecutiveFailures int32
 }
 
 // A failure starts the webhook's run of failures (or continues it); once
 // the run has lasted disable_after, the webhook is disabled and says why.
+// consecutive_failures: the run's failures, this one counted (the caller
+// pauses the webhook once they are many: PauseWebhook).
 // disabled_now: this failure disabled it (the caller then parks its
 // pending deliveries, ParkPendingDeliveries, once this has committed);
 // enabled: it still is (when not, the caller parks the delivery of this
@@ -1032,13 +1172,14 @@ func (q *Queries) WebhookFailed(ctx context.Context, db DBTX, arg WebhookFailedP
 		arg.ID,
 	)
 	var i WebhookFailedRow
-	err := row.Scan(&i.DisabledNow, &i.Enabled)
+	err := row.Scan(&i.DisabledNow, &i.Enabled, &i.ConsecutiveFailures)
 	return i, err
 }
 
 const webhookSucceeded = `-- name: WebhookSucceeded :exec
-UPDATE webhooks SET failing_since = NULL
-WHERE project_id = $1 AND id = $2 AND failing_since IS NOT NULL
+UPDATE webhooks SET failing_since = NULL, consecutive_failures = 0, paused_until = NULL
+WHERE project_id = $1 AND id = $2
+  AND (failing_since IS NOT NULL OR consecutive_failures > 0 OR paused_until IS NOT NULL)
 `
 
 type WebhookSucceededParams struct {
@@ -1046,7 +1187,8 @@ type WebhookSucceededParams struct {
 	ID        uuid.UUID
 }
 
-// A success ends the webhook's run of failures.
+// A success ends the webhook's run of failures, and the pause the run
+// brought.
 func (q *Queries) WebhookSucceeded(ctx context.Context, db DBTX, arg WebhookSucceededParams) error {
 	_, err := db.Exec(ctx, webhookSucceeded, arg.ProjectID, arg.ID)
 	return err

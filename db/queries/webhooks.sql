@@ -17,7 +17,8 @@ SELECT * FROM webhooks WHERE project_id = @project_id ORDER BY created_at, id;
 
 -- name: UpdateWebhook :one
 -- Changes the fields given. Enabling a webhook clears what disabled it
--- and makes its pending deliveries due at once; the cursor is kept, so
+-- (its run of failures, and the pause the run brought) and makes its
+-- pending deliveries due at once; the cursor is kept, so
 -- nothing that happened while it was disabled is lost.
 UPDATE webhooks SET
     url = coalesce(sqlc.narg('url'), url),
@@ -32,6 +33,8 @@ UPDATE webhooks SET
         WHEN sqlc.narg('enabled')::boolean = false AND enabled THEN coalesce(sqlc.narg('now')::timestamptz, now())
         ELSE disabled_at END,
     failing_since = CASE WHEN sqlc.narg('enabled')::boolean THEN NULL ELSE failing_since END,
+    consecutive_failures = CASE WHEN sqlc.narg('enabled')::boolean THEN 0 ELSE consecutive_failures END,
+    paused_until = CASE WHEN sqlc.narg('enabled')::boolean THEN NULL ELSE paused_until END,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE project_id = @project_id AND id = @id
 RETURNING *;
@@ -135,41 +138,97 @@ WHERE wh.project_id = w.project_id AND wh.id = w.id
 RETURNING (SELECT count(*) FROM ins)::int AS created;
 
 -- name: DueDeliveryProjects :many
--- Projects with a delivery due now (pending, its next attempt passed, not
--- locked by a live attempt): the delivery's work, over every project (a
--- read across projects listed in db/citus_test.go; each claim then runs in
--- one project). It reads at most scan_rows due rows, the longest due
--- first (webhook_deliveries_due), so a round's cost does not grow with the
--- backlog; a project whose rows are further back is found once the ones
--- before them are delivered or rescheduled. Rows of disabled webhooks are
--- parked at the index's far end, so they never stand in front.
-SELECT DISTINCT due.project_id FROM (
-    SELECT d.project_id FROM webhook_deliveries d
-    WHERE d.state = 'pending' AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-      AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
-      -- A disabled webhook's deliveries are parked past any now
-      -- (ParkPendingDeliveries); this skips one caught in flight.
-      AND EXISTS (SELECT 1 FROM webhooks w WHERE w.project_id = d.project_id AND w.id = d.webhook_id AND w.enabled)
-    ORDER BY d.next_attempt_at
-    LIMIT @scan_rows
-) AS due;
+-- Projects with a webhook that may start an attempt now: enabled, not
+-- paused (paused_until), with fewer attempts in flight than its bound
+-- (max_in_flight; 1 once its run has trip_after failures or more) and a
+-- delivery due (pending, its next attempt passed, not locked by a live
+-- attempt). The delivery's work, over every project (a read across
+-- projects listed in db/citus_test.go; each claim then runs in one
+-- project), the project whose webhook waits longest first, at most
+-- max_projects. It probes each such webhook's oldest due rows
+-- (webhook_deliveries_webhook_due), past its few in flight, so a round
+-- costs the same with a backlog of ten or of a million, however it is
+-- spread: a backlog of a webhook at its bound or paused is not read at
+-- all, and never stands in front of another webhook's work. Rows of
+-- disabled webhooks are parked besides (next_attempt_at 'infinity').
+WITH busy AS (
+    SELECT f.project_id, f.webhook_id, count(*) AS n FROM webhook_deliveries f
+    WHERE f.lock_token IS NOT NULL AND f.state = 'pending'
+      AND f.locked_until > coalesce(sqlc.narg('now')::timestamptz, now())
+    GROUP BY f.project_id, f.webhook_id
+), ready AS (
+    SELECT w.project_id, first.next_attempt_at
+    FROM webhooks w
+    LEFT JOIN busy b ON b.project_id = w.project_id AND b.webhook_id = w.id
+    CROSS JOIN LATERAL (
+        SELECT d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.project_id = w.project_id AND d.webhook_id = w.id AND d.state = 'pending'
+          AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+          AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        ORDER BY d.next_attempt_at
+        LIMIT 1
+    ) AS first
+    WHERE w.enabled
+      AND (w.paused_until IS NULL OR w.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+      AND coalesce(b.n, 0) < CASE WHEN w.consecutive_failures >= @trip_after::int THEN 1 ELSE @max_in_flight::int END
+)
+SELECT ready.project_id FROM ready
+GROUP BY ready.project_id
+ORDER BY min(ready.next_attempt_at)
+LIMIT @max_projects;
+
+-- name: LockDeliveringWebhooks :many
+-- The first statement of a claim's transaction (ClaimDeliveries is the
+-- second): locks the project's webhooks that may start an attempt now
+-- (enabled, not paused, a delivery due), skipping those another replica's
+-- claim holds. While a claim holds its webhooks no other claim takes their
+-- deliveries, so the claim that follows, with a snapshot taken once the
+-- locks are held, counts every attempt in flight of them: the bound on
+-- each webhook's attempts holds across replicas. FOR NO KEY UPDATE leaves
+-- the webhook's key free for the deliveries that fan-out inserts.
+SELECT w.id FROM webhooks w
+WHERE w.project_id = @project_id AND w.enabled
+  AND (w.paused_until IS NULL OR w.paused_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+  AND EXISTS (
+    SELECT 1 FROM webhook_deliveries d
+    WHERE d.project_id = w.project_id AND d.webhook_id = w.id AND d.state = 'pending'
+      AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now())))
+ORDER BY w.id
+FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: ClaimDeliveries :many
--- Takes up to max_rows due deliveries of one project's enabled webhooks
+-- Takes up to max_rows due deliveries of webhooks webhook_ids of one
+-- project (locked by LockDeliveringWebhooks in the caller's transaction)
 -- for one attempt each: locked until lock_until by the database's clock
--- under lock_token, the attempt counted. Rows another replica is taking
--- are skipped, not waited for. Each row comes with what its attempt sends:
--- its webhook and its event (event_seq NULL: the event is gone, removed
--- by retention).
-WITH due AS (
-    SELECT d.project_id, d.webhook_id, d.seq FROM webhook_deliveries d
-    JOIN webhooks w ON w.project_id = d.project_id AND w.id = d.webhook_id
-    WHERE d.project_id = @project_id AND d.state = 'pending' AND w.enabled
-      AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-      AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+-- under lock_token, the attempt counted. Each webhook gets no more than
+-- its bound less its attempts in flight (max_in_flight; 1 once its run has
+-- trip_after failures or more: one attempt tries a receiver that has
+-- failed, and a success opens it to the rest), its longest due first; the
+-- rows of all of them are taken longest due first. Each row comes with what
+-- its attempt sends: its webhook and its event (event_seq NULL: the event
+-- is gone, removed by retention), and its webhook's run of failures so far.
+WITH hooks AS (
+    SELECT w.project_id, w.id,
+           CASE WHEN w.consecutive_failures >= @trip_after::int THEN 1 ELSE @max_in_flight::int END
+           - (SELECT count(*) FROM webhook_deliveries f
+              WHERE f.project_id = w.project_id AND f.webhook_id = w.id AND f.lock_token IS NOT NULL
+                AND f.state = 'pending' AND f.locked_until > coalesce(sqlc.narg('now')::timestamptz, now()))::int AS free
+    FROM webhooks w
+    WHERE w.project_id = @project_id AND w.id = ANY (@webhook_ids::uuid[]) AND w.enabled
+), due AS (
+    SELECT d.project_id, d.webhook_id, d.seq, d.next_attempt_at
+    FROM hooks h CROSS JOIN LATERAL (
+        SELECT d.project_id, d.webhook_id, d.seq, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.project_id = h.project_id AND d.webhook_id = h.id AND d.state = 'pending'
+          AND d.next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+          AND (d.locked_until IS NULL OR d.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        ORDER BY d.next_attempt_at, d.seq
+        LIMIT greatest(h.free, 0)
+        FOR UPDATE SKIP LOCKED
+    ) AS d
     ORDER BY d.next_attempt_at, d.seq
     LIMIT @max_rows
-    FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
     UPDATE webhook_deliveries d SET
         locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lock_seconds::float8),
@@ -267,13 +326,17 @@ WITH r AS (
 SELECT d.webhook_id, d.seq FROM d;
 
 -- name: WebhookSucceeded :exec
--- A success ends the webhook's run of failures.
-UPDATE webhooks SET failing_since = NULL
-WHERE project_id = @project_id AND id = @id AND failing_since IS NOT NULL;
+-- A success ends the webhook's run of failures, and the pause the run
+-- brought.
+UPDATE webhooks SET failing_since = NULL, consecutive_failures = 0, paused_until = NULL
+WHERE project_id = @project_id AND id = @id
+  AND (failing_since IS NOT NULL OR consecutive_failures > 0 OR paused_until IS NOT NULL);
 
 -- name: WebhookFailed :one
 -- A failure starts the webhook's run of failures (or continues it); once
 -- the run has lasted disable_after, the webhook is disabled and says why.
+-- consecutive_failures: the run's failures, this one counted (the caller
+-- pauses the webhook once they are many: PauseWebhook).
 -- disabled_now: this failure disabled it (the caller then parks its
 -- pending deliveries, ParkPendingDeliveries, once this has committed);
 -- enabled: it still is (when not, the caller parks the delivery of this
@@ -288,6 +351,7 @@ WITH cur AS (
 )
 UPDATE webhooks w SET
     failing_since = cur.since,
+    consecutive_failures = w.consecutive_failures + 1,
     enabled = cur.enabled AND cur.since > cur.cutoff,
     disabled_reason = CASE WHEN cur.enabled AND cur.since <= cur.cutoff THEN @reason::text ELSE w.disabled_reason END,
     disabled_at = CASE WHEN cur.enabled AND cur.since <= cur.cutoff
@@ -295,7 +359,17 @@ UPDATE webhooks w SET
 FROM cur
 WHERE w.project_id = cur.project_id AND w.id = cur.id
 RETURNING (cur.enabled AND cur.since <= cur.cutoff)::boolean AS disabled_now,
-          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled;
+          (cur.enabled AND cur.since > cur.cutoff)::boolean AS enabled,
+          w.consecutive_failures;
+
+-- name: PauseWebhook :exec
+-- Starts no attempt of the webhook before pause_seconds from now (a pause
+-- already longer stays): its receiver keeps failing, or asked to be left
+-- alone for a while (Retry-After). The caller's transaction holds the row
+-- (WebhookFailed).
+UPDATE webhooks SET paused_until = greatest(paused_until,
+    coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @pause_seconds::float8))
+WHERE project_id = @project_id AND id = @id AND enabled;
 
 -- name: ListDeliveries :many
 -- A webhook's most recent deliveries, newest event first (next_attempt_at
