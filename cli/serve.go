@@ -106,7 +106,7 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		"bound of one webhook delivery attempt; a replica killed mid-attempt frees the delivery after twice this plus 1s (0: 10s)")
 	intFlag(f, bad, &cfg.Webhooks.Concurrency, "webhooks-concurrency", "WORKGRAPH_WEBHOOKS_CONCURRENCY", "webhook deliveries this replica attempts at once (0: 32)")
 	intFlag(f, bad, &cfg.Webhooks.PerWebhook, "webhooks-concurrency-per-webhook", "WORKGRAPH_WEBHOOKS_CONCURRENCY_PER_WEBHOOK",
-		"webhook deliveries of one webhook attempted at once over every replica; give every replica the same (0: 4)")
+		"webhook deliveries of one webhook attempted at once over every replica; give every replica the same (0: 16)")
 	boolFlag(f, bad, &cfg.Webhooks.Off, "webhooks-off", "WORKGRAPH_WEBHOOKS_OFF", "this replica delivers no webhooks; others still do")
 	intFlag(f, bad, &bodyMiB, "body-memory-mib", "WORKGRAPH_BODY_MEMORY_MIB",
 		"MiB of request bodies (API and web forms; plan imports have their own bound) this replica reads and holds at once; one more waits up to 2s, then 429 (0: 64)")

@@ -227,9 +227,11 @@ func TestFailingReceiverIsPausedAsAWhole(t *testing.T) {
 		t.Fatalf("%d of the first %d failures paused the webhook, want %d: %+v", paused, webhook.DefaultPerWebhook,
 			webhook.DefaultPerWebhook-2, obs.all())
 	}
-	// Four failures in a row: paused for Backoff(2) = 2 s. A second on,
+	// DefaultPerWebhook failures in a row: paused for
+	// Backoff(DefaultPerWebhook-2), that many seconds here. A second on,
 	// every delivery is due (the failed ones retried, the others never
 	// tried), and none is attempted.
+	pause := time.Duration(webhook.DefaultPerWebhook-2) * time.Second
 	clk.Advance(time.Second)
 	if r := d.RunOnce(ctx); r.Err != nil || r.Attempts != 0 {
 		t.Fatalf("a round while the failing webhook is paused: %+v, want no attempt", r)
@@ -240,7 +242,7 @@ func TestFailingReceiverIsPausedAsAWhole(t *testing.T) {
 	// The pause passed: one attempt tries the receiver, which has come
 	// back; its success lets the rest through.
 	rc.setAnswer(nil)
-	clk.Advance(2 * time.Second)
+	clk.Advance(pause)
 	if r := d.RunOnce(ctx); r.Err != nil || r.Attempts != 1 {
 		t.Fatalf("the round after the pause: %+v, want one attempt", r)
 	}

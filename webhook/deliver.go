@@ -39,7 +39,7 @@ const (
 	// DefaultPerWebhook bounds the attempts in flight of one webhook,
 	// across replicas: a receiver that hangs holds at most this many
 	// attempt slots, whatever the rate of its events.
-	DefaultPerWebhook = 4
+	DefaultPerWebhook = 16
 	// breakerAfter is the length of a webhook's run of failures (failed
 	// attempts since its last success) from which the webhook is paused
 	// as a whole, Backoff(1), Backoff(2), ... after each further failure,
