@@ -32,6 +32,7 @@ func webhookView(w webhook.Webhook) wire.Webhook {
 	return wire.Webhook{ID: w.ID.String(), ProjectID: w.ProjectID.String(), URL: w.URL, EventTypes: types,
 		Format: w.Format, Recipient: w.Recipient, Description: w.Description, Enabled: w.Enabled,
 		DisabledReason: w.DisabledReason, DisabledAt: w.DisabledAt, FailingSince: w.FailingSince,
+		ConsecutiveFailures: w.ConsecutiveFailures, PausedUntil: w.PausedUntil,
 		CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, PreviousSecretUntil: w.PreviousSecretUntil}
 }
 

@@ -68,6 +68,28 @@ func TestWebhooks(t *testing.T) {
 			t.Fatalf("deliveries of a new webhook: %+v", ds)
 		}
 	})
+	t.Run("ShowsItsPause", func(t *testing.T) {
+		// A new webhook has failed nothing and waits for nothing.
+		var w wire.Webhook
+		e.do("GET", base+"/"+created.ID, human.Token, nil).ok(t, 200, &w)
+		if w.ConsecutiveFailures != 0 || w.PausedUntil != nil {
+			t.Fatalf("a webhook that never failed: consecutive_failures %d, paused_until %v", w.ConsecutiveFailures, w.PausedUntil)
+		}
+		// Its receiver failed 5 times in a row: delivery paused it.
+		if _, err := e.pool.Exec(t.Context(), `UPDATE webhooks SET consecutive_failures = 5,
+			failing_since = now() - interval '1 minute', paused_until = now() + interval '8 seconds' WHERE id = $1`, created.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.do("GET", base+"/"+created.ID, human.Token, nil).ok(t, 200, &w)
+		if w.ConsecutiveFailures != 5 || w.PausedUntil == nil || time.Until(*w.PausedUntil) <= 0 || w.FailingSince == nil {
+			t.Fatalf("a paused webhook: %+v, want consecutive_failures 5 and paused_until ahead", w)
+		}
+		var list wire.WebhookList
+		e.do("GET", base, human.Token, nil).ok(t, 200, &list)
+		if len(list.Webhooks) != 1 || list.Webhooks[0].ConsecutiveFailures != 5 || list.Webhooks[0].PausedUntil == nil {
+			t.Fatalf("the list of a paused webhook: %+v", list)
+		}
+	})
 	t.Run("ErrInvalid", func(t *testing.T) {
 		for _, c := range []struct{ body, field string }{
 			{`{}`, "url"},

@@ -46,7 +46,7 @@ attention events.`,
 			t := newTable(s.Out)
 			fmt.Fprintln(t, "ID\tURL\tFORMAT\tEVENTS\tSTATE")
 			for _, w := range ws {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", w.ID, clip(w.URL, 60), w.Format, eventTypes(w.EventTypes), webhookState(w))
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", w.ID, clip(w.URL, 60), w.Format, eventTypes(w.EventTypes), webhookState(w, time.Now()))
 			}
 			if err := t.Flush(); err != nil {
 				return err
@@ -260,8 +260,13 @@ func eventTypes(ts []string) string {
 	return strings.Join(ts, ",")
 }
 
-func webhookState(w client.Webhook) string {
+// webhookState says in a few words where webhook w stands at now (the
+// process clock: what is shown, never what is decided).
+func webhookState(w client.Webhook, now time.Time) string {
 	switch {
+	case w.Enabled && w.FailingSince != nil && w.PausedUntil != nil && w.PausedUntil.After(now):
+		return fmt.Sprintf("failing since %s, paused until %s after %d failures in a row",
+			fmtTime(*w.FailingSince), fmtTime(*w.PausedUntil), w.ConsecutiveFailures)
 	case w.Enabled && w.FailingSince != nil:
 		return "failing since " + fmtTime(*w.FailingSince)
 	case w.Enabled:

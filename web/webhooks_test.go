@@ -532,6 +532,35 @@ func TestWebhookPagesShowRelativeTimes(t *testing.T) {
 	}
 }
 
+// TestWebhookPagesShowThePause: a webhook whose receiver keeps failing is
+// paused by delivery as a whole; its pages say until when and after how
+// many failures, and say nothing of a pause once it has passed.
+func TestWebhookPagesShowThePause(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	c := e.mustHook()
+	if _, err := e.pool.Exec(ctx, `UPDATE webhooks SET failing_since = now() - interval '3 minutes',
+		consecutive_failures = 6, paused_until = now() + interval '20 minutes 30 seconds' WHERE id = $1`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	human := e.signIn(e.human)
+	for _, page := range []string{"/p/acme/webhooks", "/p/acme/webhooks/" + c.ID.String()} {
+		r := human.get(page)
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, `failing since <time datetime=`, `paused until <time datetime=`, `>in 20 min</time></span> after 6 failures in a row`)
+	}
+	// The pause passed; the run of failures goes on until a success.
+	if _, err := e.pool.Exec(ctx, `UPDATE webhooks SET paused_until = now() - interval '1 minute' WHERE id = $1`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := human.get("/p/acme/webhooks/" + c.ID.String())
+	wantBody(t, r, `failing since <time datetime=`)
+	if strings.Contains(r.body, "paused until") {
+		t.Fatalf("the page shows a pause that has passed:\n%s", r.body)
+	}
+}
+
 // TestAnswerLinkPageRelativeTimes: the answer page shows when the
 // question was asked and when its link expires as every page shows an
 // instant, a <time> relative to now, not a bare UTC date.

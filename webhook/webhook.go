@@ -55,12 +55,24 @@ type Webhook struct {
 	DisabledAt     *time.Time
 	// FailingSince is the first failed attempt since the last success.
 	FailingSince *time.Time
-	CreatedBy    string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// ConsecutiveFailures counts the failed attempts since the last
+	// success; from breakerAfter on the webhook is paused between attempts.
+	ConsecutiveFailures int
+	// PausedUntil is when its deliveries may be attempted again after its
+	// run of failures (nil, or a time past: not paused).
+	PausedUntil *time.Time
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 	// PreviousSecretUntil is when the secret a rotation replaced stops
 	// signing beside the new one (nil: never rotated).
 	PreviousSecretUntil *time.Time
+}
+
+// PausedAt reports whether w's deliveries wait at now for its receiver's
+// run of failures to be given time (PausedUntil still ahead).
+func (w Webhook) PausedAt(now time.Time) bool {
+	return w.PausedUntil != nil && w.PausedUntil.After(now)
 }
 
 // DisabledGone reports whether delivery disabled w because its receiver
@@ -383,6 +395,7 @@ func fromRow(r dbq.Webhook) Webhook {
 		ProjectID: r.ProjectID, ID: r.ID, URL: r.Url, EventTypes: r.EventTypes, Format: r.Format,
 		Recipient: r.Recipient, Description: r.Description, Enabled: r.Enabled,
 		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt, FailingSince: r.FailingSince,
+		ConsecutiveFailures: int(r.ConsecutiveFailures), PausedUntil: r.PausedUntil,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		PreviousSecretUntil: r.PreviousSecretUntil,
 	}

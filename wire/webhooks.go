@@ -20,9 +20,17 @@ type Webhook struct {
 	DisabledAt     *time.Time `json:"disabled_at"`
 	// FailingSince is the first failed attempt since the last success.
 	FailingSince *time.Time `json:"failing_since"`
-	CreatedBy    string     `json:"created_by"`
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
+	// ConsecutiveFailures counts the failed attempts since the last
+	// success; from 3 on the webhook is paused as a whole between attempts
+	// (PausedUntil) and tried one attempt at a time.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// PausedUntil is when the webhook's deliveries may be attempted again
+	// after its receiver's run of failures (or its Retry-After); a time
+	// already past, or null, means it is not paused.
+	PausedUntil *time.Time `json:"paused_until"`
+	CreatedBy   string     `json:"created_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
 	// PreviousSecretUntil is when the secret a rotation replaced stops
 	// signing beside the current one (null: never rotated).
 	PreviousSecretUntil *time.Time `json:"previous_secret_until"`

@@ -121,7 +121,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "CreateTokenRequest": ("name", "role",),
     "CreateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
     "CreatedToken": ("created_at", "id", "name", "project_id", "revoked_at", "role", "token",),
-    "CreatedWebhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "previous_secret_until", "project_id", "recipient", "secret", "updated_at", "url",),
+    "CreatedWebhook": ("consecutive_failures", "created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "paused_until", "previous_secret_until", "project_id", "recipient", "secret", "updated_at", "url",),
     "DecomposeRequest": ("children", "epoch",),
     "Decomposition": ("children", "lease",),
     "Delivery": ("attempts", "created_at", "error", "event_type", "finished_at", "latency_ms", "message_id", "next_attempt_at", "response", "seq", "state", "status_code",),
@@ -173,7 +173,7 @@ FIELDS: Dict[str, Tuple[str, ...]] = {
     "UpdateWebhookRequest": ("description", "enabled", "event_types", "format", "recipient", "url",),
     "Usage": ("cost_usd", "tokens_in", "tokens_out", "tool_calls",),
     "UsageReport": ("cost_usd", "tokens_in", "tokens_out", "tool_calls",),
-    "Webhook": ("created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "previous_secret_until", "project_id", "recipient", "updated_at", "url",),
+    "Webhook": ("consecutive_failures", "created_at", "created_by", "description", "disabled_at", "disabled_reason", "enabled", "event_types", "failing_since", "format", "id", "paused_until", "previous_secret_until", "project_id", "recipient", "updated_at", "url",),
     "WebhookList": ("webhooks",),
     "Workers": ("active", "activity", "next_cursor", "workers",),
 }
@@ -398,9 +398,11 @@ class CreatedToken(TypedDict, total=False):
 
 
 # Required: id, project_id, url, event_types, format, recipient, description,
-# enabled, disabled_reason, disabled_at, failing_since, created_by,
-# created_at, updated_at, secret, previous_secret_until.
+# enabled, disabled_reason, disabled_at, failing_since, consecutive_failures,
+# paused_until, created_by, created_at, updated_at, secret,
+# previous_secret_until.
 class CreatedWebhook(TypedDict, total=False):
+    consecutive_failures: int
     created_at: str
     created_by: str
     description: str
@@ -411,6 +413,7 @@ class CreatedWebhook(TypedDict, total=False):
     failing_since: Optional[str]
     format: Literal["standard", "slack"]
     id: str
+    paused_until: Optional[str]
     previous_secret_until: Optional[str]
     project_id: str
     recipient: Optional[str]
@@ -910,9 +913,10 @@ class UsageReport(TypedDict, total=False):
 
 
 # Required: id, project_id, url, event_types, format, recipient, description,
-# enabled, disabled_reason, disabled_at, failing_since, created_by,
-# created_at, updated_at, previous_secret_until.
+# enabled, disabled_reason, disabled_at, failing_since, consecutive_failures,
+# paused_until, created_by, created_at, updated_at, previous_secret_until.
 class Webhook(TypedDict, total=False):
+    consecutive_failures: int
     created_at: str
     created_by: str
     description: str
@@ -923,6 +927,7 @@ class Webhook(TypedDict, total=False):
     failing_since: Optional[str]
     format: Literal["standard", "slack"]
     id: str
+    paused_until: Optional[str]
     previous_secret_until: Optional[str]
     project_id: str
     recipient: Optional[str]

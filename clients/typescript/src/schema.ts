@@ -1669,6 +1669,13 @@ export interface components {
             disabled_at: string | null;
             /** Format: date-time */
             failing_since: string | null;
+            /** @description failed attempts since the last success; from 3 on the webhook is paused as a whole between attempts (paused_until) and tried one attempt at a time */
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description when the webhook's deliveries may be attempted again after its receiver's run of failures or its Retry-After (null, or a time already past: not paused)
+             */
+            paused_until: string | null;
             created_by: string;
             /** Format: date-time */
             created_at: string;
@@ -1698,6 +1705,13 @@ export interface components {
             disabled_at: string | null;
             /** Format: date-time */
             failing_since: string | null;
+            /** @description failed attempts since the last success; from 3 on the webhook is paused as a whole between attempts (paused_until) and tried one attempt at a time */
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description when the webhook's deliveries may be attempted again after its receiver's run of failures or its Retry-After (null, or a time already past: not paused)
+             */
+            paused_until: string | null;
             created_by: string;
             /** Format: date-time */
             created_at: string;
