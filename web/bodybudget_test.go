@@ -66,3 +66,62 @@ func TestFormsShareTheBodyBudget(t *testing.T) {
 	b.get("/p/acme/items/new")
 	wantStatus(t, b.post("/p/acme/items", large), http.StatusSeeOther)
 }
+
+// TestFormRefusedForTheBodyBudgetLeadsBack: a form the budget of bodies
+// refuses (its body unread) shows a page written for a person, not the
+// API's detail, that says nothing was changed, and whose way back is the
+// page the form was on (its Referer, query included; there app.js puts
+// back a typed answer), "/" for a Referer of another site.
+func TestFormRefusedForTheBodyBudgetLeadsBack(t *testing.T) {
+	t.Parallel()
+	gate := bodygate.New(256<<10, 50*time.Millisecond) // bodies over 64 KiB share 224 KiB
+	e := setup(t, func(d *web.Deps) { d.Bodies = gate })
+	b := e.signIn(e.human)
+	host := strings.TrimPrefix(e.srv.URL, "http://")
+	for _, size := range []int{224 << 10, 32 << 10} { // stalled mid-body: the budget is full
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\n"+
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\ntoken=", host, e.srv.URL, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); gate.InUse() != 256<<10; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget holds %d bytes, want it full", gate.InUse())
+		}
+	}
+
+	for _, tc := range []struct{ name, referer, back string }{
+		{"OK", e.srv.URL + "/p/acme/items/new?from=inbox", `href="/p/acme/items/new?from=inbox"`},
+		{"OtherSite", "https://elsewhere.example/p/acme/items/new", `href="/"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b.get("/p/acme/items/new")
+			r := b.post("/p/acme/items", url.Values{"title": {"small"}, "priority": {"0"}}, "Referer", tc.referer)
+			wantStatus(t, r, http.StatusTooManyRequests)
+			if r.Header.Get("Retry-After") == "" {
+				t.Error("429 without Retry-After")
+			}
+			if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+				t.Errorf("Content-Type %q, want an HTML page", r.Header.Get("Content-Type"))
+			}
+			for _, want := range []string{"Server busy", "nothing was changed", tc.back} {
+				if !strings.Contains(r.body, want) {
+					t.Errorf("the page lacks %q:\n%s", want, r.body)
+				}
+			}
+			for _, api := range []string{"request bodies", "bytes", "retry after 1 s"} {
+				if strings.Contains(r.body, api) {
+					t.Errorf("the page speaks the API's words %q:\n%s", api, r.body)
+				}
+			}
+			if n := allItems(t, e); n != 0 {
+				t.Fatalf("the refused form stored %d items", n)
+			}
+		})
+	}
+}

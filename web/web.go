@@ -299,7 +299,7 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 		if post {
 			release, err := u.Bodies.Enter(c.Request().Context(), formSize(c.Request()))
 			if err != nil {
-				return r.error(err)
+				return r.formNotRead(err)
 			}
 			defer release()
 		}
@@ -342,13 +342,38 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 	}
 }
 
+// formNotRead shows the page for a post refused by the replica's budget
+// of bodies (Bodies): its form was not read, so nothing changed, and the
+// way back is to the page the form was on (the Referer: the form itself
+// may not be read), where app.js puts back an answer the person had typed.
+// A refusal other than rate_limited (the request ended while waiting) is
+// an error page as any.
+func (r *req) formNotRead(err error) error {
+	if code, _ := wgerr.HTTPStatus(err); code != wgerr.CodeRateLimited {
+		return r.error(err)
+	}
+	r.Response().Header().Set("Retry-After", "1")
+	heading := "Server busy"
+	return r.showStatus(http.StatusTooManyRequests, &ErrorPage{
+		Layout:  Layout{Title: heading},
+		Heading: heading,
+		Message: "The server is reading many other requests at the moment, so this form was not read and nothing was changed. Go back and send it again in a moment.",
+		Back:    r.refererPage(),
+	})
+}
+
 // formPage is the page of this site a post's form was on, to return to
-// after signing in: the form's "back" field, else the Referer when it is
-// this site's (pages send it to their own origin only), else "/".
+// after signing in: the form's "back" field, else refererPage.
 func (r *req) formPage() string {
 	if b := r.backTo(""); b != "" {
 		return b
 	}
+	return r.refererPage()
+}
+
+// refererPage is the Referer when it is a page of this site (pages send it
+// to their own origin only), else "/".
+func (r *req) refererPage() string {
 	ref, err := url.Parse(r.Request().Referer())
 	if err != nil || ref.Host != r.Request().Host || ref.Path == "" {
 		return "/"
