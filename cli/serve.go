@@ -119,7 +119,8 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 
 // maxBodyMiB bounds --body-memory-mib: 1 TiB, beyond any replica's
 // memory; a larger number of MiB could also overflow its count in bytes
-// (it read as the default, or as a negative budget that admits nothing).
+// (it wrapped round to a negative count, read as the default, or to an
+// arbitrary smaller budget).
 const maxBodyMiB = 1 << 20
 
 // checkListenAddr refuses, as a usage error naming the flag (or its

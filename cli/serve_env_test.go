@@ -229,7 +229,7 @@ func TestServeAddrMalformed(t *testing.T) {
 // TestServeBodyMemoryBounds: --body-memory-mib (or its variable) below 0
 // or above 1 TiB is a usage error naming the flag, before anything is
 // started: a number of MiB too large for a count of bytes used to wrap
-// round and start a server with the default budget or none.
+// round and start a server with the default budget or an arbitrary one.
 func TestServeBodyMemoryBounds(t *testing.T) {
 	for _, value := range []string{"-1", "1048577", "9000000000000"} {
 		t.Run(value, func(t *testing.T) {
