@@ -77,22 +77,15 @@ func TestFormRefusedForTheBodyBudgetLeadsBack(t *testing.T) {
 	gate := bodygate.New(256<<10, 50*time.Millisecond) // bodies over 64 KiB share 224 KiB
 	e := setup(t, func(d *web.Deps) { d.Bodies = gate })
 	b := e.signIn(e.human)
-	host := strings.TrimPrefix(e.srv.URL, "http://")
-	for _, size := range []int{224 << 10, 32 << 10} { // stalled mid-body: the budget is full
-		conn, err := net.Dial("tcp", host)
+	for _, size := range []int64{224 << 10, 32 << 10} { // held by the API's requests: the budget is full
+		release, err := gate.Enter(t.Context(), size)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
-		if _, err := fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\n"+
-			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\ntoken=", host, e.srv.URL, size); err != nil {
-			t.Fatal(err)
-		}
+		defer release()
 	}
-	for deadline := time.Now().Add(10 * time.Second); gate.InUse() != 256<<10; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the budget holds %d bytes, want it full", gate.InUse())
-		}
+	if gate.InUse() != 256<<10 {
+		t.Fatalf("the budget holds %d bytes, want it full", gate.InUse())
 	}
 
 	for _, tc := range []struct{ name, referer, back string }{
@@ -124,4 +117,45 @@ func TestFormRefusedForTheBodyBudgetLeadsBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStalledFormsLeaveTheAPIRoom: forms take room before their session
+// is known, so the UI's forms hold at most a quarter of the replica's
+// budget of bodies. Sixteen visitors without credentials that declare 64
+// KiB sign-in forms and stall mid-body fill that quarter (four are let
+// in, the rest refused), and a worker's heartbeat still finds
+// room in the budget at once; they used to hold the whole budget, and the
+// API refused heartbeats until the stalled bodies timed out.
+func TestStalledFormsLeaveTheAPIRoom(t *testing.T) {
+	t.Parallel()
+	const capacity = 1 << 20
+	gate := bodygate.New(capacity, 100*time.Millisecond)
+	e := setup(t, func(d *web.Deps) { d.Bodies = gate })
+	host := strings.TrimPrefix(e.srv.URL, "http://")
+	for range 16 {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\n"+
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\ntoken=", host, e.srv.URL, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The forms arrive in a few milliseconds and those refused are
+	// refused after the gate's 100 ms; the stalled ones never end.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if got := gate.InUse(); got > capacity/4 {
+			t.Fatalf("stalled forms hold %d bytes of the budget's %d, want at most a quarter", got, capacity)
+		}
+	}
+	if got := gate.InUse(); got != capacity/4 {
+		t.Fatalf("stalled forms hold %d bytes, want the forms' quarter (%d)", got, capacity/4)
+	}
+	release, err := gate.Enter(t.Context(), 4<<10) // a heartbeat's body
+	if err != nil {
+		t.Fatalf("a heartbeat found no room beside the stalled forms: %v", err)
+	}
+	release()
 }

@@ -78,6 +78,32 @@ const DefaultLiveRefresh = 5 * time.Second
 // ui serves the pages.
 type ui struct {
 	Deps
+	// forms bounds the part of Bodies the UI's forms hold at once (a
+	// quarter of it): a form takes room before its session is known, so
+	// a visitor without credentials stalling many forms would otherwise
+	// hold the whole budget and keep the API's workers out (a heartbeat
+	// refused until the stalled bodies time out).
+	forms *bodygate.Gate
+}
+
+// formsShare is the part of the replica's budget of bodies (Deps.Bodies)
+// the UI's forms may hold at once: 1/formsShare of it.
+const formsShare = 4
+
+// enterBodies takes room for a form of size bytes in the forms' share of
+// the budget of bodies, then in the budget itself, and returns what gives
+// both back. Errors: as bodygate.Gate.Enter.
+func (u *ui) enterBodies(ctx context.Context, size int64) (func(), error) {
+	releaseShare, err := u.forms.Enter(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	release, err := u.Bodies.Enter(ctx, size)
+	if err != nil {
+		releaseShare()
+		return nil, err
+	}
+	return func() { release(); releaseShare() }, nil
 }
 
 // Mount registers the UI's routes on e: "/" and the pages below it, plus
@@ -107,7 +133,7 @@ func Mount(e *echo.Echo, d Deps) {
 	if d.LiveRefresh <= 0 {
 		d.LiveRefresh = DefaultLiveRefresh
 	}
-	u := &ui{Deps: d}
+	u := &ui{Deps: d, forms: bodygate.New(max(d.Bodies.Capacity()/formsShare, 1), d.Bodies.Wait())}
 
 	static, _ := fs.Sub(staticFS, "static")
 	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
@@ -279,7 +305,8 @@ func (u *ui) projectAction(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, 
 
 // wrap applies, in order: security headers; for POSTs the same-origin
 // check (before anything else is looked at); the body's kind and size
-// (boundBody); for POSTs room in the replica's budget of bodies (Bodies,
+// (boundBody); for POSTs room in the replica's budget of bodies, within the
+// forms' share of it (enterBodies,
 // held until the handler returns); the one check of the text the request
 // carries (checkInput); the session (signing in when
 // missing); for POSTs the CSRF token; the project (404 when the principal
@@ -297,7 +324,7 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 			return r.fail(status, "Form refused", msg)
 		}
 		if post {
-			release, err := u.Bodies.Enter(c.Request().Context(), formSize(c.Request()))
+			release, err := u.enterBodies(c.Request().Context(), formSize(c.Request()))
 			if err != nil {
 				return r.formNotRead(err)
 			}
