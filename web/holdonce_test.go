@@ -126,3 +126,23 @@ func TestHoldTwiceSaysWhenInItsWords(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldReleasedSaysSo: releasing a hold from the inbox ("Release the
+// hold") is confirmed as the hold released, not as a question dismissed.
+func TestHoldReleasedSaysSo(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := e.signIn(e.human)
+	hold, err := e.att.Hold(context.Background(), e.project.ID, e.mustItem("held").ID, "", "token:t-human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.get("/p/acme/inbox")
+	r := b.post("/p/acme/attention/"+hold.ID.String()+"/dismiss", nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	page := b.get(r.Header.Get("Location"))
+	wantBody(t, page, "Hold released: <a href=")
+	if strings.Contains(page.body, "Dismissed:") {
+		t.Errorf("a released hold is confirmed as dismissed:\n%s", page.body)
+	}
+}
