@@ -383,11 +383,8 @@ func (u *ui) holdItem(r *req) error {
 		return err
 	}
 	if !created {
-		// The hold's time is the database's, r.now the replica's: a clock
-		// behind it reads as no time passed, never as a time to come.
-		placed := relText(min(hold.CreatedAt.Sub(r.now()), 0), hold.CreatedAt)
 		return r.redirect(r.projectURL("/items/"+item.ID.String()),
-			"You already hold this item (placed "+placed+"): it waits until that hold is resolved in the inbox. No second hold was placed.")
+			"You already hold this item (placed "+r.ago(hold.CreatedAt)+"): it waits until that hold is resolved in the inbox. No second hold was placed.")
 	}
 	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Hold placed: the item waits until the hold is resolved in the inbox.")
 }
