@@ -62,6 +62,9 @@ func New(capacity int64, wait time.Duration) *Gate {
 // Capacity is the gate's bound in bytes.
 func (g *Gate) Capacity() int64 { return g.capacity }
 
+// Wait is how long a request waits for room before it is refused.
+func (g *Gate) Wait() time.Duration { return g.wait }
+
 // InUse is the room held now, in bytes.
 func (g *Gate) InUse() int64 {
 	g.mu.Lock()

@@ -236,6 +236,25 @@ func TestExplainExitCodes(t *testing.T) {
 	}
 }
 
+// TestExplainRateLimitedBlamesNoToken: rate_limited has causes besides
+// the token's request rate (a replica reading as many request bodies as it
+// may at once, an address's failed sign-ins), and the server's detail says
+// which: the hint under it must not tell a worker refused for the body
+// budget that its token sent too many requests.
+func TestExplainRateLimitedBlamesNoToken(t *testing.T) {
+	t.Parallel()
+	cfg := &clientConfig{URL: "http://127.0.0.1:1", Project: "p", Source: map[string]string{"url": "default", "token": "env WORKGRAPH_TOKEN", "project": "default"}}
+	err := explain(fmt.Errorf("wrapped: %w", &client.Error{Status: 429, Code: client.CodeRateLimited,
+		Detail: "too many request bodies are being read on this replica (at most 64 MiB (67108864 bytes) at once); retry after 1 s"}), cfg)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != ExitUnavailable {
+		t.Fatalf("explain = %v, want exit code %d", err, ExitUnavailable)
+	}
+	if msg := err.Error(); strings.Contains(msg, "this token") || !strings.Contains(msg, "retry") {
+		t.Fatalf("message %q: want a hint to retry that blames no token", msg)
+	}
+}
+
 func TestMainExitCodes(t *testing.T) {
 	t.Parallel()
 	run := func(args ...string) (int, string) {

@@ -309,7 +309,10 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	case client.CodePayloadTooLarge:
 		return ExitUsage, "the request is larger than the server accepts (about 1 MiB); store big results elsewhere and send a reference"
 	case client.CodeRateLimited:
-		return ExitUnavailable, "too many requests with this token; slow down and retry"
+		// The detail above says which limit: this token's rate, this
+		// address's requests without valid credentials, or the replica's
+		// budget of request bodies read at once.
+		return ExitUnavailable, "the server is rate limiting (the message above says which limit); slow down and retry in a moment"
 	case client.CodeUnavailable, client.CodeRequestInProgress:
 		return ExitUnavailable, "the server is unavailable; retry in a moment"
 	case client.CodeEventsPruned:

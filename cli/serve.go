@@ -56,6 +56,9 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 			if bodyMiB < 0 {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--body-memory-mib: %d is negative (0: the default, 64)", bodyMiB)}
 			}
+			if bodyMiB > maxBodyMiB {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("--body-memory-mib: %d is more than %d (1 TiB)", bodyMiB, maxBodyMiB)}
+			}
 			cfg.BodyBytesInFlight = int64(bodyMiB) << 20
 			if err := level.UnmarshalText([]byte(levelName)); err != nil {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--log-level: %q is not debug, info, warn or error", levelName)}
@@ -109,12 +112,18 @@ OTLP/HTTP; an agent's traceparent header makes the request's span its child.`,
 		"webhook deliveries of one webhook attempted at once over every replica; give every replica the same (0: 16)")
 	boolFlag(f, bad, &cfg.Webhooks.Off, "webhooks-off", "WORKGRAPH_WEBHOOKS_OFF", "this replica delivers no webhooks; others still do")
 	intFlag(f, bad, &bodyMiB, "body-memory-mib", "WORKGRAPH_BODY_MEMORY_MIB",
-		"MiB of request bodies (API and web forms; plan imports have their own bound) this replica reads and holds at once; one more waits up to 2s, then 429 (0: 64)")
+		"MiB of request bodies (API and web forms; plan imports have their own bound) this replica reads and holds at once; one more waits up to 2s, then 429 (0: 64; at most 1048576)")
 	var maxConns int
 	intFlag(f, bad, &maxConns, "max-conns", "WORKGRAPH_MAX_CONNS", "database connections of this replica (0: the URL's pool_max_conns, else 32)")
 	cmd.PreRun = func(*cobra.Command, []string) { cfg.MaxConns = int32(maxConns) }
 	return cmd
 }
+
+// maxBodyMiB bounds --body-memory-mib: 1 TiB, beyond any replica's
+// memory; a larger number of MiB could also overflow its count in bytes
+// (it wrapped round to a negative count, read as the default, or to an
+// arbitrary smaller budget).
+const maxBodyMiB = 1 << 20
 
 // checkListenAddr refuses, as a usage error naming the flag (or its
 // variable), an address no listener can take for its form: no port, or a

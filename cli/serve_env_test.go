@@ -225,3 +225,28 @@ func TestServeAddrMalformed(t *testing.T) {
 		})
 	}
 }
+
+// TestServeBodyMemoryBounds: --body-memory-mib (or its variable) below 0
+// or above 1 TiB is a usage error naming the flag, before anything is
+// started: a number of MiB too large for a count of bytes used to wrap
+// round and start a server with the default budget or an arbitrary one.
+func TestServeBodyMemoryBounds(t *testing.T) {
+	for _, value := range []string{"-1", "1048577", "9000000000000"} {
+		t.Run(value, func(t *testing.T) {
+			var out, errb strings.Builder
+			code := Main([]string{"serve", "--body-memory-mib", value, "--addr", busyAddr(t), "--data-dir", t.TempDir()},
+				IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+			if code != ExitUsage || !strings.Contains(errb.String(), "--body-memory-mib") {
+				t.Fatalf("--body-memory-mib %s: exit %d, stderr %q; want %d naming the flag", value, code, errb.String(), ExitUsage)
+			}
+		})
+	}
+	t.Run("Env", func(t *testing.T) {
+		t.Setenv("WORKGRAPH_BODY_MEMORY_MIB", "9000000000000")
+		var out, errb strings.Builder
+		code := Main([]string{"serve", "--addr", busyAddr(t), "--data-dir", t.TempDir()}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != ExitUsage || !strings.Contains(errb.String(), "body-memory-mib") {
+			t.Fatalf("exit %d, stderr %q; want %d naming the setting", code, errb.String(), ExitUsage)
+		}
+	})
+}

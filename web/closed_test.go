@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/web"
 )
 
 // TestAnswerToClosedRequest: an answer, dismissal or decision sent to a
@@ -77,4 +79,25 @@ func TestCancelFinishedItem(t *testing.T) {
 	if got, err := e.graph.Item(ctx, e.project.ID, it.ID); err != nil || got.State != graph.StateDone {
 		t.Fatalf("the item after a refused cancel: %v, %v", got.State, err)
 	}
+}
+
+// TestClosedRequestSaysWhenInItsWords: the page refusing an answer to a
+// request closed meanwhile says when it was closed as the UI's times read,
+// and a replica clock behind the database's (which stamped the closing)
+// reads as just now: it said "-59m 59s ago".
+func TestClosedRequestSaysWhenInItsWords(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(d *web.Deps) { d.Local = func() time.Time { return time.Now().Add(-time.Hour) } })
+	ctx := context.Background()
+	hold, err := e.att.Hold(ctx, e.project.ID, e.mustItem("held").ID, "", "token:t-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.att.Dismiss(ctx, e.project.ID, hold.ID, "token:t-admin", ""); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signIn(e.human)
+	r := b.post("/p/acme/attention/"+hold.ID.String()+"/resolve", url.Values{"answer": {"Green"}})
+	wantStatus(t, r, http.StatusConflict)
+	wantBody(t, r, "already dismissed by token:t-admin, just now")
 }

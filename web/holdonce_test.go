@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/auth"
+	"github.com/workgraph-dev/workgraph/web"
 )
 
 // TestHoldTwiceOneHold: the Hold button pressed again by the person who
@@ -93,4 +95,54 @@ func TestHoldTwiceOneHold(t *testing.T) {
 			t.Fatalf("%d open holds after two people pressed Hold, want 2", n)
 		}
 	})
+}
+
+// TestHoldTwiceSaysWhenInItsWords: the note that the person holds the
+// item already says when the hold was placed as the UI's times read ("just
+// now", "5 min ago"), measured against the replica's clock though the hold
+// was stamped by the database's: a replica clock behind the database's
+// reads as just now, never as a negative time ("-59m 59s ago").
+func TestHoldTwiceSaysWhenInItsWords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		skew time.Duration // the replica's clock minus the database's
+		want string
+	}{
+		{"ClockBehind", -time.Hour, "(placed just now)"},
+		{"ClockAhead", 5*time.Minute + 10*time.Second, "(placed 5 min ago)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, func(d *web.Deps) { d.Local = func() time.Time { return time.Now().Add(tc.skew) } })
+			b := e.signIn(e.human)
+			it := e.mustItem("held twice")
+			path := "/p/acme/items/" + it.ID.String()
+			b.get(path)
+			wantStatus(t, b.post(path+"/hold", nil), http.StatusSeeOther)
+			b.get(path)
+			wantStatus(t, b.post(path+"/hold", nil), http.StatusSeeOther)
+			wantBody(t, b.get(path), "You already hold this item "+tc.want)
+		})
+	}
+}
+
+// TestHoldReleasedSaysSo: releasing a hold from the inbox ("Release the
+// hold") is confirmed as the hold released, not as a question dismissed.
+func TestHoldReleasedSaysSo(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := e.signIn(e.human)
+	hold, err := e.att.Hold(context.Background(), e.project.ID, e.mustItem("held").ID, "", "token:t-human")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.get("/p/acme/inbox")
+	r := b.post("/p/acme/attention/"+hold.ID.String()+"/dismiss", nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	page := b.get(r.Header.Get("Location"))
+	wantBody(t, page, "Hold released: <a href=")
+	if strings.Contains(page.body, "Dismissed:") {
+		t.Errorf("a released hold is confirmed as dismissed:\n%s", page.body)
+	}
 }

@@ -477,7 +477,7 @@ func (r *req) closedByOther(err error, id uuid.UUID) error {
 		msg += " by " + *c.ResolvedBy
 	}
 	if c.ResolvedAt != nil {
-		msg += ", " + formatDuration(r.now().Sub(*c.ResolvedAt)) + " ago"
+		msg += ", " + r.ago(*c.ResolvedAt)
 	}
 	if a := strings.TrimSpace(textOf(c.Answer)); a != "" {
 		a, _ = cutText(a, flashMax)

@@ -384,7 +384,7 @@ func (u *ui) holdItem(r *req) error {
 	}
 	if !created {
 		return r.redirect(r.projectURL("/items/"+item.ID.String()),
-			"You already hold this item (placed "+formatDuration(r.now().Sub(hold.CreatedAt))+" ago): it waits until that hold is resolved in the inbox. No second hold was placed.")
+			"You already hold this item (placed "+r.ago(hold.CreatedAt)+"): it waits until that hold is resolved in the inbox. No second hold was placed.")
 	}
 	return r.redirect(r.projectURL("/items/"+item.ID.String()), "Hold placed: the item waits until the hold is resolved in the inbox.")
 }

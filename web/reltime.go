@@ -37,6 +37,14 @@ func relTime(v any, now time.Time) template.HTML {
 		iso, t.UTC().Format("2006-01-02 15:04:05 UTC"), relText(t.Sub(now), t)))
 }
 
+// ago says how long before now t was, as relText does ("just now", "4 min
+// ago"), for a time the database stamped: measured against the replica's
+// clock (r.now), which may be behind the database's, a t after now reads
+// as just now, never as a time to come.
+func (r *req) ago(t time.Time) string {
+	return relText(min(t.Sub(r.now()), 0), t)
+}
+
 // relText says how far an instant d away from now is, in the largest whole
 // unit: "just now", "42 s ago", "4 min ago", "3 h ago", "2 d ago", and for
 // the future "in 42 s", "in 3 h". Beyond 30 days it is the date (UTC).

@@ -78,6 +78,32 @@ const DefaultLiveRefresh = 5 * time.Second
 // ui serves the pages.
 type ui struct {
 	Deps
+	// forms bounds the part of Bodies the UI's forms hold at once (a
+	// quarter of it): a form takes room before its session is known, so
+	// a visitor without credentials stalling many forms would otherwise
+	// hold the whole budget and keep the API's workers out (a heartbeat
+	// refused until the stalled bodies time out).
+	forms *bodygate.Gate
+}
+
+// formsShare is the part of the replica's budget of bodies (Deps.Bodies)
+// the UI's forms may hold at once: 1/formsShare of it.
+const formsShare = 4
+
+// enterBodies takes room for a form of size bytes in the forms' share of
+// the budget of bodies, then in the budget itself, and returns what gives
+// both back. Errors: as bodygate.Gate.Enter.
+func (u *ui) enterBodies(ctx context.Context, size int64) (func(), error) {
+	releaseShare, err := u.forms.Enter(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	release, err := u.Bodies.Enter(ctx, size)
+	if err != nil {
+		releaseShare()
+		return nil, err
+	}
+	return func() { release(); releaseShare() }, nil
 }
 
 // Mount registers the UI's routes on e: "/" and the pages below it, plus
@@ -107,7 +133,7 @@ func Mount(e *echo.Echo, d Deps) {
 	if d.LiveRefresh <= 0 {
 		d.LiveRefresh = DefaultLiveRefresh
 	}
-	u := &ui{Deps: d}
+	u := &ui{Deps: d, forms: bodygate.New(max(d.Bodies.Capacity()/formsShare, 1), d.Bodies.Wait())}
 
 	static, _ := fs.Sub(staticFS, "static")
 	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
@@ -279,7 +305,8 @@ func (u *ui) projectAction(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, 
 
 // wrap applies, in order: security headers; for POSTs the same-origin
 // check (before anything else is looked at); the body's kind and size
-// (boundBody); for POSTs room in the replica's budget of bodies (Bodies,
+// (boundBody); for POSTs room in the replica's budget of bodies, within the
+// forms' share of it (enterBodies,
 // held until the handler returns); the one check of the text the request
 // carries (checkInput); the session (signing in when
 // missing); for POSTs the CSRF token; the project (404 when the principal
@@ -297,9 +324,9 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 			return r.fail(status, "Form refused", msg)
 		}
 		if post {
-			release, err := u.Bodies.Enter(c.Request().Context(), formSize(c.Request()))
+			release, err := u.enterBodies(c.Request().Context(), formSize(c.Request()))
 			if err != nil {
-				return r.error(err)
+				return r.formNotRead(err)
 			}
 			defer release()
 		}
@@ -342,13 +369,38 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 	}
 }
 
+// formNotRead shows the page for a post refused by the replica's budget
+// of bodies (Bodies): its form was not read, so nothing changed, and the
+// way back is to the page the form was on (the Referer: the form itself
+// may not be read), where app.js puts back an answer the person had typed.
+// A refusal other than rate_limited (the request ended while waiting) is
+// an error page as any.
+func (r *req) formNotRead(err error) error {
+	if code, _ := wgerr.HTTPStatus(err); code != wgerr.CodeRateLimited {
+		return r.error(err)
+	}
+	r.Response().Header().Set("Retry-After", "1")
+	heading := "Server busy"
+	return r.showStatus(http.StatusTooManyRequests, &ErrorPage{
+		Layout:  Layout{Title: heading},
+		Heading: heading,
+		Message: "The server is reading many other requests at the moment, so this form was not read and nothing was changed. Go back and send it again in a moment.",
+		Back:    r.refererPage(),
+	})
+}
+
 // formPage is the page of this site a post's form was on, to return to
-// after signing in: the form's "back" field, else the Referer when it is
-// this site's (pages send it to their own origin only), else "/".
+// after signing in: the form's "back" field, else refererPage.
 func (r *req) formPage() string {
 	if b := r.backTo(""); b != "" {
 		return b
 	}
+	return r.refererPage()
+}
+
+// refererPage is the Referer when it is a page of this site (pages send it
+// to their own origin only), else "/".
+func (r *req) refererPage() string {
 	ref, err := url.Parse(r.Request().Referer())
 	if err != nil || ref.Host != r.Request().Host || ref.Path == "" {
 		return "/"
