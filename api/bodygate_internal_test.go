@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,12 +15,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
 	"github.com/workgraph-dev/workgraph/bodygate"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/graph"
-	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // TestBodyBudget: while uploads that send their headers and part of a
@@ -35,25 +31,10 @@ import (
 // commits.)
 func TestBodyBudget(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
 	ctx := context.Background()
-	authSvc := auth.NewService(pool, nil)
-	graphSvc := graph.NewService(pool, nil)
 	const budget = 4 << 20 // bodies over 64 KiB share 3.5 MiB of it
 	gate := bodygate.New(budget, 100*time.Millisecond)
-	a := New(Config{
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pool: pool, Auth: authSvc, RateLimit: -1,
-		Bodies: gate,
-		Services: Services{
-			Graph:     graphSvc,
-			Leases:    lease.NewService(pool, nil, lease.Config{}),
-			Attention: attention.NewService(pool, nil, attention.Config{}),
-		},
-	})
-	e := echo.New()
-	a.Mount(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	_, srv, graphSvc, authSvc := gatedAPI(t, func(c *Config) { c.Bodies = gate })
 	project, err := graphSvc.CreateProject(ctx, "bodies")
 	if err != nil {
 		t.Fatal(err)

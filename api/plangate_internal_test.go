@@ -6,21 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/graph"
-	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // TestPlanGate: while a plan import whose body is still arriving holds
@@ -30,24 +23,9 @@ import (
 // database: the server commits.)
 func TestPlanGate(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
 	ctx := context.Background()
-	authSvc := auth.NewService(pool, nil)
-	graphSvc := graph.NewService(pool, nil)
 	const room = 1 << 20
-	a := New(Config{
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pool: pool, Auth: authSvc, RateLimit: -1,
-		PlanBytesInFlight: room, PlanWait: 50 * time.Millisecond,
-		Services: Services{
-			Graph:     graphSvc,
-			Leases:    lease.NewService(pool, nil, lease.Config{}),
-			Attention: attention.NewService(pool, nil, attention.Config{}),
-		},
-	})
-	e := echo.New()
-	a.Mount(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	a, srv, graphSvc, authSvc := gatedAPI(t, func(c *Config) { c.PlanBytesInFlight, c.PlanWait = room, 50*time.Millisecond })
 	project, err := graphSvc.CreateProject(ctx, "plans")
 	if err != nil {
 		t.Fatal(err)

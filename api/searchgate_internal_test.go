@@ -2,20 +2,11 @@ package api
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/workgraph-dev/workgraph/attention"
 	"github.com/workgraph-dev/workgraph/auth"
-	"github.com/workgraph-dev/workgraph/db/dbtest"
-	"github.com/workgraph-dev/workgraph/graph"
-	"github.com/workgraph-dev/workgraph/lease"
 )
 
 // TestSearchGate: with every search slot of one project held, that
@@ -24,23 +15,8 @@ import (
 // lists without a text filter, still answer.
 func TestSearchGate(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.New(t)
 	ctx := context.Background()
-	authSvc := auth.NewService(pool, nil)
-	graphSvc := graph.NewService(pool, nil)
-	a := New(Config{
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pool: pool, Auth: authSvc, RateLimit: -1,
-		SearchConcurrency: 2, SearchWait: 50 * time.Millisecond,
-		Services: Services{
-			Graph:     graphSvc,
-			Leases:    lease.NewService(pool, nil, lease.Config{}),
-			Attention: attention.NewService(pool, nil, attention.Config{}),
-		},
-	})
-	e := echo.New()
-	a.Mount(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	a, srv, graphSvc, authSvc := gatedAPI(t, func(c *Config) { c.SearchConcurrency, c.SearchWait = 2, 50*time.Millisecond })
 
 	busy, err := graphSvc.CreateProject(ctx, "busy")
 	if err != nil {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/workgraph-dev/workgraph/internal/treecopy"
 )
 
 // firstStart is the data folder of one embedded cluster that `workgraph
@@ -165,56 +165,8 @@ func stopPostmaster(dir string) {
 // cluster runs as). The rest (sockets, locks, the log) is the running
 // server's, made again at its start.
 func copyCluster(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if top, _, _ := strings.Cut(rel, string(filepath.Separator)); rel != "." && top != "data" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			err = os.MkdirAll(to, info.Mode().Perm())
-			if err == nil {
-				err = os.Chmod(to, info.Mode().Perm())
-			}
-		case info.Mode().IsRegular():
-			err = copyFile(p, to, info.Mode().Perm())
-		default:
-			return fmt.Errorf("%s: neither a directory nor a regular file", p)
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); err == nil && ok && os.Geteuid() == 0 {
-			err = os.Lchown(to, int(st.Uid), int(st.Gid))
-		}
-		return err
+	return treecopy.Copy(src, dst, func(rel string) bool {
+		top, _, _ := strings.Cut(rel, string(filepath.Separator))
+		return top == "data"
 	})
-}
-
-func copyFile(from, to string, perm fs.FileMode) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -2,14 +2,13 @@ package embedpg
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/workgraph-dev/workgraph/internal/treecopy"
 )
 
 // template is one cluster's data directory made by initdb once per test
@@ -84,50 +83,8 @@ func copyTemplate(t *testing.T, dir string) {
 		t.Fatalf("template cluster: %v", template.err)
 	}
 	src := filepath.Join(template.dir, "data")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dir, "data", rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			err = os.Mkdir(to, info.Mode().Perm())
-		case info.Mode().IsRegular():
-			err = copyFile(p, to, info.Mode().Perm())
-		default:
-			return fmt.Errorf("%s: neither a directory nor a regular file", p)
-		}
-		if uid, gid, ok := fileOwner(info); err == nil && ok && os.Geteuid() == 0 {
-			err = os.Lchown(to, int(uid), int(gid))
-		}
-		return err
-	})
+	err := treecopy.Copy(src, filepath.Join(dir, "data"), nil)
 	if err != nil {
 		t.Fatalf("copy the template cluster: %v", err)
 	}
-}
-
-func copyFile(from, to string, perm fs.FileMode) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
