@@ -52,10 +52,12 @@ fuzz-then-test-go: fuzz-short
 # rest, each once). The longest are named first (TEST_FIRST, by their
 # elapsed times in the suite's -json output), so that the short ones fill
 # the -p slots at the end instead of the suite ending on one long package
-# while the others are done.
+# while the others are done. web comes after the first five: started
+# beside lease, cli/e2e and the fault run (in the elapsed order), its
+# stream and browser tests failed on the load in two runs of .ci/run.
 TEST_P ?= 3
 TEST_PARALLEL ?= 4
-TEST_FIRST ?= ./lease ./web ./cli/e2e ./api ./attention ./bench ./db/dbq ./graph ./model ./acceptance ./server ./db/embedpg ./examples/counter ./client
+TEST_FIRST ?= ./lease ./bench ./cli/e2e ./api ./model ./web ./attention ./graph ./db/embedpg ./client ./db/dbq ./server ./acceptance ./examples/counter
 test-go:
 	$(GO) test -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) -ldflags='-s -w' $(TEST_FIRST) ./...
 
