@@ -105,7 +105,7 @@ type API struct {
 	holders  *immutable[uuid.UUID, holder]
 	limits   *limiters
 	searches *searchGate
-	plans    *planGate
+	plans    *bodygate.Gate
 	bodies   *bodygate.Gate
 	throttle *auth.Throttle
 	timeout  time.Duration

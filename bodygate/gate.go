@@ -38,6 +38,8 @@ type Gate struct {
 	capacity int64
 	large    int64 // bound of the room held by bodies over SmallBody
 	wait     time.Duration
+	// what names the bodies the gate bounds, in its refusals.
+	what string
 
 	mu        sync.Mutex
 	used      int64
@@ -50,13 +52,19 @@ type Gate struct {
 // New returns a gate of capacity bytes whose requests wait up to wait for
 // room; zero or less takes DefaultCapacity, DefaultWait.
 func New(capacity int64, wait time.Duration) *Gate {
+	return NewFor("request bodies", capacity, wait)
+}
+
+// NewFor is New for a gate of its own kind of bodies (a route's), named
+// by what in its refusals ("plan imports").
+func NewFor(what string, capacity int64, wait time.Duration) *Gate {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
 	if wait <= 0 {
 		wait = DefaultWait
 	}
-	return &Gate{capacity: capacity, large: capacity - capacity/8, wait: wait, freed: make(chan struct{})}
+	return &Gate{capacity: capacity, large: capacity - capacity/8, wait: wait, what: what, freed: make(chan struct{})}
 }
 
 // Capacity is the gate's bound in bytes.
@@ -125,7 +133,7 @@ func (g *Gate) Take(ctx context.Context, size int64) (*Hold, error) {
 		case <-freed:
 		case <-timer.C:
 			return nil, wgerr.New(wgerr.CodeRateLimited,
-				"too many request bodies are being read on this replica (at most %s at once); retry after 1 s", mib(g.capacity))
+				"too many %s are being read on this replica (at most %s at once); retry after 1 s", g.what, mib(g.capacity))
 		case <-ctx.Done():
 			return nil, wgerr.New(wgerr.CodeUnavailable, "the request ended while waiting to read its body")
 		}
