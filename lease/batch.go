@@ -77,7 +77,7 @@ type HeartbeatAnswer struct {
 // far from its limit), then a statement per item with touches; when a
 // guard holds it back, the batch runs as one transaction that first ends
 // the project's expired leases and counts the token's live leases under
-// its lock, then claims (at most one item with touches: see fillScoped).
+// its lock, then claims.
 //
 // Errors: ErrNothingReady; no_match as Claim's (ready items exist, none of
 // whose requires the capabilities cover); invalid_argument (max_items,
@@ -284,16 +284,14 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 // guard holds back (quiet as in claimDirect), ends the filling: the batch
 // answers what it holds, and the next claim tries again.
 //
-// On a transaction it takes one item at most, in a savepoint (a lost race
-// leaves the transaction usable): the transaction holds each statement's
-// scope locks until it ends, and wg_lock_scopes orders the locks of one
-// statement only, so two transactions that each took several sets could
-// wait on each other. On a pool each statement is a transaction of its
-// own.
+// On a pool each statement is a transaction of its own. On a transaction
+// (a batch sent with an Idempotency-Key, or the transactional path) each
+// statement runs in a savepoint, so a lost race leaves the transaction
+// usable, and the transaction holds every grant's scope locks until it
+// ends: wg_lock_scopes (migration 00151) then takes the locks of a
+// further grant only if they are free, a lock another claim holds being a
+// lost race, so that two such transactions never wait on each other.
 func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid.UUID, req ClaimRequest, ttl time.Duration, out []grant, n int, now *time.Time, quiet int) ([]grant, error) {
-	if _, inTx := exec.(pgx.Tx); inTx {
-		n = min(n, len(out)+1)
-	}
 	for len(out) < n {
 		var row dbq.ClaimItemDirectRow
 		err := db.Atomic(ctx, exec, func(q db.DBTX) (err error) {
