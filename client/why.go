@@ -32,9 +32,10 @@ func (c *Client) NotClaimedReasons(ctx context.Context, project string, req Clai
 
 // WhyNotClaimed sorts the items that a claim like req did not get into
 // the reasons it could not take them, one line per reason with a count and
-// an example. A ready item: kept for another worker after a person
-// answered its question, under a spent budget, write scopes a live lease holds, a label the
-// claim asked for, a capability it did not offer. A blocked item only
+// an example. A ready item: a label the claim asked for, a capability it
+// did not offer; and for an item it could take otherwise, kept for
+// another worker after a person answered its question, under a spent
+// budget, write scopes a live lease holds. A blocked item only
 // when a retry backoff after a failure is all that holds back an item the
 // claim could take (items waiting for their dependencies, children or a
 // person are not this claim's business). An item none of these explains
@@ -58,14 +59,16 @@ func WhyNotClaimed(items []Item, req ClaimRequest, now time.Time, when func(time
 		if it.State != StateReady {
 			continue
 		}
+		// A reservation, a budget or a held scope is the reason only for
+		// an item this claim could take otherwise: the others are told by
+		// their labels or capabilities.
+		takeable := hasAll(it.Labels, req.Labels) && hasAll(req.Capabilities, it.Requires)
 		switch {
-		case b.ReservedFor != nil && *b.ReservedFor != req.Worker && (b.ReservedUntil == nil || b.ReservedUntil.After(now)):
+		case takeable && b.ReservedFor != nil && *b.ReservedFor != req.Worker && (b.ReservedUntil == nil || b.ReservedUntil.After(now)):
 			reserved = append(reserved, it)
-		case len(b.Budgets) > 0 && hasAll(it.Labels, req.Labels) && hasAll(req.Capabilities, it.Requires):
-			// Only an item this claim could take otherwise: the others are
-			// told by their labels or capabilities.
+		case takeable && len(b.Budgets) > 0:
 			budgets = append(budgets, it)
-		case len(b.Scopes) > 0:
+		case takeable && len(b.Scopes) > 0:
 			scopes = append(scopes, it)
 		case !hasAll(it.Labels, req.Labels):
 			unlabelled = append(unlabelled, it)

@@ -85,3 +85,32 @@ func TestWhyNotClaimed(t *testing.T) {
 		t.Errorf("an item kept for this worker, or no longer kept, is no reason: %q", lines)
 	}
 }
+
+// TestWhyNotClaimedBlamesWhatStoodInThisClaimsWay: an item the claim
+// could not take for its labels or capabilities is told by those, even
+// when its write scopes are held or it is kept for another worker; only
+// an item the claim could take otherwise is blamed on the scope or the
+// reservation, as a spent budget already was. A claim for label gpu was
+// told "13 ready items touch write scopes a live lease holds" of items
+// that carry no gpu label.
+func TestWhyNotClaimedBlamesWhatStoodInThisClaimsWay(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	later := now.Add(10 * time.Minute)
+	str := func(s string) *string { return &s }
+	held := []client.ScopeHolder{{Worker: "w3", Scopes: []string{"repo:web"}}}
+	items := []client.Item{
+		{ID: "aaaaaaaa-0000-0000-0000-000000000000", Title: "web, held", State: client.StateReady, BlockedBy: client.BlockedBy{Scopes: held}},
+		{ID: "aaaaaaab-0000-0000-0000-000000000000", Title: "web, held, needs go", State: client.StateReady, Labels: []string{"gpu"},
+			Requires: []string{"go"}, BlockedBy: client.BlockedBy{Scopes: held}},
+		{ID: "bbbbbbbb-0000-0000-0000-000000000000", Title: "kept for w2", State: client.StateReady,
+			BlockedBy: client.BlockedBy{ReservedFor: str("w2"), ReservedUntil: &later}},
+	}
+	got := client.WhyNotClaimed(items, client.ClaimRequest{Worker: "me", Labels: []string{"gpu"}, Capabilities: []string{"cuda"}}, now, nil)
+	want := []string{
+		`2 ready items do not carry every label asked for (gpu)`,
+		`1 ready item requires capabilities this claim did not offer: go`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
