@@ -180,7 +180,17 @@ func leaseLostHint(e *client.Error) string {
 	case outcome == "" && strings.Contains(e.Detail, "has expired"):
 		outcome = string(client.OutcomeExpired)
 	case outcome == "" && strings.Contains(e.Detail, "not granted at this epoch"):
-		return "the item was claimed again since (a newer epoch); stop working on this item and claim again (`workgraph claim`)"
+		// A lease keeps the epoch of its claim (the item's next claim is
+		// a new lease), so the lease id and the epoch are of different
+		// claims; the lease itself may be live.
+		epoch := "this epoch"
+		var n int64
+		if e.Extension("epoch", &n) {
+			epoch = fmt.Sprintf("epoch %d", n)
+		}
+		return fmt.Sprintf("the lease was not granted at %s: the lease id and the epoch are of different claims "+
+			"(--lease-id/WORKGRAPH_LEASE_ID and --epoch/WORKGRAPH_EPOCH); nothing was changed. "+
+			"Pass the epoch the lease's claim printed", epoch)
 	}
 	return outcomeHint(outcome)
 }

@@ -69,6 +69,28 @@ func TestLeaseLostHintExpired(t *testing.T) {
 	}
 }
 
+// TestLeaseLostHintWrongEpoch: a lease id with an epoch it was never
+// granted at (a lease's epoch never changes: the item's next claim is a
+// new lease) is a lease id and an epoch of different claims, and the
+// worker is told so and to pass the claim's epoch. It was told "the item
+// was claimed again since (a newer epoch); stop working on this item",
+// while its lease might be live and its own.
+func TestLeaseLostHintWrongEpoch(t *testing.T) {
+	e := &client.Error{Code: client.CodeLeaseLost, Detail: "lease l was not granted at this epoch",
+		Extensions: map[string]json.RawMessage{"epoch": json.RawMessage(`2`)}}
+	hint := leaseLostHint(e)
+	for _, want := range []string{"epoch 2", "different claims", "nothing was changed"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("hint %q lacks %q", hint, want)
+		}
+	}
+	for _, lie := range []string{"claimed again", "stop working"} {
+		if strings.Contains(hint, lie) {
+			t.Errorf("hint %q says %q", hint, lie)
+		}
+	}
+}
+
 // TestPrintClaimShowsFence: a plain claim (neither --json nor --env) shows
 // the lease's fence token, which an agent hands the systems it writes to
 // (docs/agents.md, "Fencing your effects"), and the export line it
