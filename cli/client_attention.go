@@ -299,8 +299,8 @@ func afterAnswer(ctx context.Context, s *session, r *client.AttentionRequest) st
 
 // leaseDetail says in words what a lease's outcome detail holds: a
 // failure's message, a release's reason, the question an attention
-// request asked (its id), the children of a decomposition; any other
-// detail as its JSON.
+// request asked (its id), the children of a decomposition, who cancelled
+// the item (and why); any other detail as its JSON.
 func leaseDetail(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
@@ -309,6 +309,7 @@ func leaseDetail(raw json.RawMessage) string {
 		Message    *string           `json:"message"`
 		Reason     *string           `json:"reason"`
 		Attention  *string           `json:"attention_request_id"`
+		By         *string           `json:"by"`
 		Children   []json.RawMessage `json:"children"`
 		ReapedAt   *time.Time        `json:"reaped_at"`
 		Heartbeats *int              `json:"heartbeats"`
@@ -319,6 +320,13 @@ func leaseDetail(raw json.RawMessage) string {
 	switch {
 	case d.Attention != nil:
 		s := "asked a person (request " + shortID(d.Attention) + ")"
+		if d.Reason != nil && *d.Reason != "" {
+			s += ": " + *d.Reason
+		}
+		return s
+	case d.By != nil && *d.By != "":
+		// A cancel's: who cancelled the item, and why if they said.
+		s := "cancelled by " + *d.By
 		if d.Reason != nil && *d.Reason != "" {
 			s += ": " + *d.Reason
 		}

@@ -54,6 +54,22 @@ func TestLeaseDetail(t *testing.T) {
 	}
 }
 
+// TestLeaseDetailCancelled: a cancelled lease's detail says who
+// cancelled the item, and why when a reason was given; without one it
+// showed its JSON, {"by":"token:planner","reason":""}, and with one the
+// reason alone.
+func TestLeaseDetailCancelled(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"by": "token:planner", "reason": ""}`:    "cancelled by token:planner",
+		`{"by": "token:planner"}`:                  "cancelled by token:planner",
+		`{"by": "token:planner", "reason": "dup"}`: "cancelled by token:planner: dup",
+	} {
+		if got := leaseDetail([]byte(raw)); got != want {
+			t.Errorf("leaseDetail(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
 // TestLeaseLostHintExpired: a worker whose lease expired is told both
 // things that may follow: another worker takes the item (on_expiry
 // retry), or the item waits for a person's decision, who sees the late
