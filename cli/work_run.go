@@ -412,6 +412,10 @@ func (sv *supervisor) blockedAfterExit(ctx context.Context, cl *client.Claim, o 
 	if errors.As(err, &ae) && ae.Detail != "" {
 		detail = ae.Detail
 	}
+	// The refusal's advice to a worker that keeps its lease (it "is still
+	// held: complete it once that work is finished, or release or fail
+	// it") is not this supervisor's, which releases it below.
+	detail, _, _ = strings.Cut(detail, "; the lease is still held")
 	reason := "the command exited 0 but its completion was refused as blocked: " + detail +
 		"; its result was not recorded (its last KiB: " + lastBytes(string(res), 1024) + ")"
 	o.kind = outcomeBlocked

@@ -417,6 +417,11 @@ func TestWorkCompletionBlocked(t *testing.T) {
 	if r.code != 6 || !strings.Contains(r.stderr, "waits for work added while it ran") {
 		t.Fatalf("work: exit %d, want 6 saying the item waits for work\n%v", r.code, r)
 	}
+	// The item was released: the refusal's "the lease is still held" (its
+	// advice to a worker that keeps the lease) would contradict that.
+	if !strings.Contains(r.stderr, "1 open child") || strings.Contains(r.stderr, "still held") {
+		t.Errorf("work says the lease is still held, or not what the item waits for, of an item it released:\n%s", r.stderr)
+	}
 	if got := e.get(it.ID); got.State != client.StateBlocked {
 		t.Errorf("item is %s after the refused completion, want blocked (waiting for its child)", got.State)
 	}
