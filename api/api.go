@@ -89,6 +89,10 @@ type Config struct {
 	// StreamHeartbeat is how often an idle event stream sends a comment;
 	// 0 means DefaultStreamHeartbeat.
 	StreamHeartbeat time.Duration
+	// StreamStall is how long a write to an event stream's reader may
+	// wait (its connection's buffers full: it stopped reading) before the
+	// stream is dropped; 0 means two heartbeats.
+	StreamStall time.Duration
 }
 
 // API is the /v1 JSON API.
@@ -110,8 +114,8 @@ type API struct {
 	throttle *auth.Throttle
 	timeout  time.Duration
 	metrics  *metrics.Metrics
-	// streamBeat is Config.StreamHeartbeat.
-	streamBeat time.Duration
+	// streamBeat is Config.StreamHeartbeat; streamStall, Config.StreamStall.
+	streamBeat, streamStall time.Duration
 	// routes as registered, for the OpenAPI drift test and the docs.
 	routes []Route
 }
@@ -148,6 +152,9 @@ func New(cfg Config) *API {
 	if cfg.StreamHeartbeat <= 0 {
 		cfg.StreamHeartbeat = DefaultStreamHeartbeat
 	}
+	if cfg.StreamStall <= 0 {
+		cfg.StreamStall = 2 * cfg.StreamHeartbeat
+	}
 	if cfg.Bodies == nil {
 		cfg.Bodies = bodygate.New(0, 0)
 	}
@@ -155,22 +162,23 @@ func New(cfg Config) *API {
 		cfg.Throttle = auth.NewThrottle(0, 0, cfg.Log)
 	}
 	return &API{
-		log:        cfg.Log,
-		auth:       cfg.Auth,
-		clock:      cfg.Clock,
-		svc:        cfg.Services,
-		translate:  cfg.TranslateUnknown,
-		idem:       idempotency.NewStore(idemPool(cfg), cfg.Clock),
-		projects:   newImmutable[string, graph.Project](10_000),
-		holders:    newImmutable[uuid.UUID, holder](100_000),
-		limits:     &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
-		searches:   newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
-		plans:      newPlanGate(cfg.PlanBytesInFlight, cfg.PlanWait),
-		bodies:     cfg.Bodies,
-		throttle:   cfg.Throttle,
-		timeout:    cfg.RequestTimeout,
-		metrics:    cfg.Metrics,
-		streamBeat: cfg.StreamHeartbeat,
+		log:         cfg.Log,
+		auth:        cfg.Auth,
+		clock:       cfg.Clock,
+		svc:         cfg.Services,
+		translate:   cfg.TranslateUnknown,
+		idem:        idempotency.NewStore(idemPool(cfg), cfg.Clock),
+		projects:    newImmutable[string, graph.Project](10_000),
+		holders:     newImmutable[uuid.UUID, holder](100_000),
+		limits:      &limiters{limit: limit, burst: cfg.RateBurst, m: make(map[uuid.UUID]*rate.Limiter)},
+		searches:    newSearchGate(cfg.SearchConcurrency, cfg.SearchWait),
+		plans:       newPlanGate(cfg.PlanBytesInFlight, cfg.PlanWait),
+		bodies:      cfg.Bodies,
+		throttle:    cfg.Throttle,
+		timeout:     cfg.RequestTimeout,
+		metrics:     cfg.Metrics,
+		streamBeat:  cfg.StreamHeartbeat,
+		streamStall: cfg.StreamStall,
 	}
 }
 

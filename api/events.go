@@ -153,7 +153,8 @@ func (a *API) listEvents(c echo.Context) error {
 // streamEvents: a server-sent event stream of the events after
 // Last-Event-ID (else ?after=), filtered as listEvents, each once and in
 // order: "id: <seq>", "event: <type>", "data: <Event JSON>". It sends a
-// comment every heartbeat while idle and ends when the server shuts down
+// comment every heartbeat while idle, drops a reader that has not taken a
+// write within the stall timeout (Config.StreamStall), and ends when the server shuts down
 // or the database fails (the client resumes with Last-Event-ID), and when
 // its token is no longer valid: the token is read again before each
 // page of events and each heartbeat is sent, so a revoked token is sent
@@ -190,12 +191,12 @@ func (a *API) streamEvents(c echo.Context) error {
 	}
 	w := c.Response()
 	// A stream outlives the server's write timeout; instead each write
-	// must be taken within two heartbeats: a reader that stopped reading
-	// (its connection's buffers full) is dropped then, and resumes with
-	// Last-Event-ID when it reads again.
+	// must be taken within the stall timeout: a reader that stopped
+	// reading (its connection's buffers full) is dropped then, and resumes
+	// with Last-Event-ID when it reads again.
 	rc := http.NewResponseController(w)
 	stall := func() {
-		_ = rc.SetWriteDeadline(time.Now().Add(2 * a.streamBeat))
+		_ = rc.SetWriteDeadline(time.Now().Add(a.streamStall))
 	}
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
@@ -256,10 +257,19 @@ func (a *API) streamEvents(c echo.Context) error {
 				w.Flush()
 				lastWrite = time.Now()
 			}
+			// Only the wait ends at the next keep-alive; the read that
+			// follows is bounded by the request timeout, however late in
+			// the wait the log moved (a read cut at the keep-alive would
+			// be thrown away, and on a loaded server, every read).
 			wait, cancel := context.WithDeadline(ctx, lastWrite.Add(a.streamBeat))
-			page, err = a.svc.Events.Next(wait, scope, f, seen)
+			var h int64
+			h, err = a.svc.Events.Wait(wait, seen)
 			cancel()
-			if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			if err == nil {
+				page, err = a.step(ctx, scope, f, h)
+				break
+			}
+			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
 		}
@@ -299,6 +309,14 @@ func (a *API) readTo(ctx context.Context, scope *uuid.UUID, f events.Filter, h i
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	return a.svc.Events.ReadTo(ctx, scope, f, h)
+}
+
+// step reads one step of a stream up to h, a horizon it waited for,
+// bounded by the request timeout.
+func (a *API) step(ctx context.Context, scope *uuid.UUID, f events.Filter, h int64) (events.Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return a.svc.Events.Step(ctx, scope, f, h)
 }
 
 // endStream ends a stream that has begun: an error can no longer be a

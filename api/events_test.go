@@ -589,6 +589,43 @@ func TestEventsStreamDropsStalledReader(t *testing.T) {
 	}
 }
 
+// TestEventsStreamReadOutlastsHeartbeat: a stream sends the events it
+// waited for even when reading them takes longer than what is left until
+// its next keep-alive, as every read does on a loaded server. The
+// heartbeat here, a nanosecond, has passed before any read begins: a
+// stream whose reads ended with its wait for the keep-alive would send
+// keep-alives only, and never an event.
+func TestEventsStreamReadOutlastsHeartbeat(t *testing.T) {
+	t.Parallel()
+	f := eventsSetup(t, func(c *server.Config) {
+		c.EventsHeartbeat = time.Nanosecond
+		// The reader reads: two heartbeats would drop it at once.
+		c.EventsStall = time.Minute
+	})
+	stored := f.stored(f.alpha)
+	s := f.openStream(t, "/v1/projects/alpha/events/stream", f.agent.Token, fmt.Sprint(stored[len(stored)-1]))
+	want := f.appendEvent(f.alpha, events.ItemCreated)
+	// Not s.next, whose wait starts again at each keep-alive.
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m, ok := <-s.read:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if m.data == "" {
+				continue
+			}
+			if m.id != fmt.Sprint(want) {
+				t.Fatalf("sent event %s first, want %d", m.id, want)
+			}
+			return
+		case <-timeout:
+			t.Fatal("no event within 10 s on a stream whose every read outlasts its heartbeat")
+		}
+	}
+}
+
 // TestEventsAfterPastTheLog: a position the log has not reached (from a
 // database restored from an older backup, or made up) is refused, in the
 // poll, the long poll and the stream (named as the client gave it),

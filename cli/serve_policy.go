@@ -38,6 +38,8 @@ func addPolicyFlags(f *pflag.FlagSet, cfg *server.Config) (bad envProblems) {
 		"how often this replica looks for new events while a long poll or stream waits (0: 25ms)")
 	durationFlag(f, bad, &cfg.EventsHeartbeat, "events-heartbeat", "WORKGRAPH_EVENTS_HEARTBEAT",
 		"how often an idle event stream sends a comment, so proxies keep it open (0: 15s; at most 30s)")
+	durationFlag(f, bad, &cfg.EventsStall, "events-stall", "WORKGRAPH_EVENTS_STALL",
+		"how long a write to an event stream's reader may wait, its connection's buffers full, before the stream is dropped (0: two heartbeats)")
 	retentionFlag(f, bad, &cfg.Webhooks.DeliveryRetention, "webhooks-delivery-retention", "WORKGRAPH_WEBHOOKS_DELIVERY_RETENTION", "--events-retention",
 		"how long the records of finished webhook deliveries (delivered or failed) and their attempts are kept; 0 keeps them forever, else at least 24h")
 	durationFlag(f, bad, &cfg.StatementTimeout, "statement-timeout", "WORKGRAPH_STATEMENT_TIMEOUT", "bound of every database statement of the server; longer ones are cancelled, 503 (0: 10s, negative: none)")

@@ -139,10 +139,11 @@ func TestDeliveryRetentionFlag(t *testing.T) {
 }
 
 // TestEventsStreamFlags: the follower's interval and the streams'
-// heartbeat reach the server's configuration, from the flags or the
-// environment.
+// heartbeat and stall timeout reach the server's configuration, from the
+// flags or the environment.
 func TestEventsStreamFlags(t *testing.T) {
 	t.Setenv("WORKGRAPH_EVENTS_HEARTBEAT", "5s")
+	t.Setenv("WORKGRAPH_EVENTS_STALL", "2m")
 	var cfg server.Config
 	f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	addPolicyFlags(f, &cfg)
@@ -151,5 +152,8 @@ func TestEventsStreamFlags(t *testing.T) {
 	}
 	if cfg.EventsFollowInterval != 100*time.Millisecond || cfg.EventsHeartbeat != 5*time.Second {
 		t.Fatalf("follow interval %s, heartbeat %s; want 100ms and 5s", cfg.EventsFollowInterval, cfg.EventsHeartbeat)
+	}
+	if cfg.EventsStall != 2*time.Minute {
+		t.Fatalf("stall %s, want 2m", cfg.EventsStall)
 	}
 }

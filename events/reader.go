@@ -79,7 +79,7 @@ func (r *Reader) ReadTo(ctx context.Context, project *uuid.UUID, f Filter, h int
 // retention horizon. The horizon is read after the events: retention
 // raises it in the statement that deletes, so a deletion the read missed
 // events to has committed before the read's snapshot, and the horizon
-// read after it sees it. A step of a stream (Next) is not checked: it
+// read after it sees it. A step of a stream (Step) is not checked: it
 // reads past the previous step's horizon, events committed moments ago,
 // which the retention (a day at least) never deletes.
 func (r *Reader) readChecked(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {
@@ -156,40 +156,52 @@ func (r *Reader) readTo(ctx context.Context, project *uuid.UUID, f Filter, h int
 
 // ReadWait is Read that, when no event matches yet, waits up to wait for
 // the first one and returns as soon as one is there (an empty page when
-// none came in time, or the follower stopped).
+// none came in time, or the follower stopped). Only the waits end with
+// wait: a read that follows a wait is bounded by ctx alone.
 func (r *Reader) ReadWait(ctx context.Context, project *uuid.UUID, f Filter, wait time.Duration) (Page, error) {
 	p, err := r.Read(ctx, project, f)
 	if err != nil || len(p.Events) > 0 || wait <= 0 || r.follower == nil {
 		return p, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
-		p2, err := r.Next(ctx, project, Filter{After: p.Next, Types: f.Types, ItemID: f.ItemID, Limit: f.Limit}, p.Horizon)
+		h, err := r.Wait(waitCtx, p.Horizon)
 		switch {
-		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil, errors.Is(err, ErrStopped):
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrStopped):
 			return p, nil
 		case err != nil:
 			return Page{}, err
 		}
-		p = p2
+		if p, err = r.Step(ctx, project, Filter{After: p.Next, Types: f.Types, ItemID: f.ItemID, Limit: f.Limit}, h); err != nil {
+			return Page{}, err
+		}
 		if len(p.Events) > 0 {
 			return p, nil
 		}
 	}
 }
 
-// Next waits until the horizon passes seen (the Horizon of the caller's
-// last page), then reads what f selects up to it: one step of a stream.
-// Errors: ctx's, ErrStopped, and Read's.
-func (r *Reader) Next(ctx context.Context, project *uuid.UUID, f Filter, seen int64) (Page, error) {
+// Wait blocks until the horizon passes seen (the Horizon of the caller's
+// last page) and returns it: the wait of one step of a stream, which
+// Step then reads. A caller bounds the wait (until its next keep-alive,
+// the end of a long poll) apart from the read: a read under the wait's
+// deadline is cut short whenever the horizon moves late in the wait, and
+// on a loaded server, where a read takes longer than what is left of the
+// wait, every step would be cut and none sent. Errors: ctx's, and
+// ErrStopped (also when the reader has no follower).
+func (r *Reader) Wait(ctx context.Context, seen int64) (int64, error) {
 	if r.follower == nil {
-		return Page{}, ErrStopped
+		return 0, ErrStopped
 	}
-	h, err := r.follower.Wait(ctx, seen)
-	if err != nil {
-		return Page{}, err
-	}
+	return r.follower.Wait(ctx, seen)
+}
+
+// Step reads what f selects after f.After up to h, a horizon Wait
+// returned: one step of a stream. It is not checked against the retention
+// horizon (a step reads events committed moments ago, which the
+// retention, a day at least, never deletes). Errors: Read's.
+func (r *Reader) Step(ctx context.Context, project *uuid.UUID, f Filter, h int64) (Page, error) {
 	return r.readTo(ctx, project, f, h)
 }
 

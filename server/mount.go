@@ -154,6 +154,7 @@ func (s *Server) mount(ctx context.Context) error {
 		Throttle:         throttle,
 		Metrics:          s.metrics,
 		StreamHeartbeat:  s.cfg.EventsHeartbeat,
+		StreamStall:      s.cfg.EventsStall,
 		Bodies:           bodies,
 		Services: api.Services{
 			Graph:       graphSvc,

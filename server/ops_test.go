@@ -326,6 +326,7 @@ func TestInconsistentSettingsRefused(t *testing.T) {
 		{"NegativeWebhooksPerWebhook", server.Config{Webhooks: server.WebhooksConfig{PerWebhook: -1}}, []string{"webhooks-concurrency-per-webhook"}},
 		{"NegativeEventsHeartbeat", server.Config{EventsHeartbeat: -time.Second}, []string{"events-heartbeat"}},
 		{"EventsHeartbeatBeyondClientIdle", server.Config{EventsHeartbeat: time.Minute}, []string{"events-heartbeat", "1m0s", "30s"}},
+		{"NegativeEventsStall", server.Config{EventsStall: -time.Second}, []string{"events-stall"}},
 		{"NegativeFollowInterval", server.Config{EventsFollowInterval: -time.Second}, []string{"events-follow-interval"}},
 		{"NegativeSweepInterval", server.Config{SweepInterval: -time.Second}, []string{"sweep-interval"}},
 	} {

@@ -127,6 +127,10 @@ type Config struct {
 	// EventsHeartbeat is how often an idle event stream sends a comment
 	// (0: api.DefaultStreamHeartbeat).
 	EventsHeartbeat time.Duration
+	// EventsStall is how long a write to an event stream's reader (API
+	// streams and the web UI's live pages) may wait, its connection's
+	// buffers full, before the stream is dropped (0: two heartbeats).
+	EventsStall time.Duration
 	// LiveRefresh is how often a web page's live region (the workers
 	// page's live leases) is fetched again by the browser (0:
 	// web.DefaultLiveRefresh).
@@ -457,6 +461,7 @@ func checkNotNegative(cfg Config) error {
 	}{
 		{"webhooks-timeout", cfg.Webhooks.Timeout},
 		{"events-heartbeat", cfg.EventsHeartbeat},
+		{"events-stall", cfg.EventsStall},
 		{"events-follow-interval", cfg.EventsFollowInterval},
 		{"sweep-interval", cfg.SweepInterval},
 	} {

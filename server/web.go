@@ -30,6 +30,7 @@ func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *
 		Links:           links,
 		Events:          eventsReader,
 		EventsHeartbeat: s.cfg.EventsHeartbeat,
+		EventsStall:     s.cfg.EventsStall,
 		LiveRefresh:     s.cfg.LiveRefresh,
 		Clock:           s.cfg.Clock,
 		Logger:          s.log,

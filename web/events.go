@@ -22,6 +22,11 @@ import (
 // Deps.EventsHeartbeat is 0.
 const DefaultPageBeat = 15 * time.Second
 
+// streamReadTimeout bounds each database read of a page stream (where it
+// starts, a step of events, the session read again): a read is never
+// bounded by the heartbeat, whose deadline only ends the wait for events.
+const streamReadTimeout = 10 * time.Second
+
 // pageEvent is what a page learns of an event: enough to know what to
 // fetch again, nothing a page does not already show.
 type pageEvent struct {
@@ -39,7 +44,8 @@ type pageEvent struct {
 // token revoked): the session is read again before each page of events
 // and each keep-alive, so nothing written after it ended is sent. It
 // sends a keep-alive every Deps.EventsHeartbeat while idle, and drops a
-// reader that has not taken a write within two of them.
+// reader that has not taken a write within Deps.EventsStall (two
+// heartbeats unless set).
 func (u *ui) eventStream(r *req) error {
 	p := r.project.ID
 	return u.streamEvents(r, &p, nil)
@@ -74,24 +80,28 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	if beat <= 0 {
 		beat = DefaultPageBeat
 	}
+	stallAfter := u.EventsStall
+	if stallAfter <= 0 {
+		stallAfter = 2 * beat
+	}
 	w := r.Response()
 	// No write timeout for the stream as a whole; each write must be
-	// taken within two heartbeats, or the reader (which stopped reading)
-	// is dropped.
+	// taken within stallAfter, or the reader (which stopped reading) is
+	// dropped.
 	rc := http.NewResponseController(w)
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return r.error(err)
 	}
 	// A connection's deadline is the machine's clock (the kernel's),
 	// whatever clock the pages show times against.
-	stall := func() { _ = rc.SetWriteDeadline(clock.System().Add(2 * beat)) }
+	stall := func() { _ = rc.SetWriteDeadline(clock.System().Add(stallAfter)) }
 	stall()
 	// dropped ends the stream after a failed write: a reader gone, or one
-	// that stopped reading (its write waited two heartbeats: said in the
-	// log, so that an operator can tell a stalled reader from a closed one).
+	// that stopped reading (its write waited stallAfter: said in the log,
+	// so that an operator can tell a stalled reader from a closed one).
 	dropped := func(err error) error {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			u.Logger.InfoContext(ctx, "page event stream dropped: its reader stopped reading", "wait", 2*beat)
+			u.Logger.InfoContext(ctx, "page event stream dropped: its reader stopped reading", "wait", stallAfter)
 		}
 		return nil
 	}
@@ -121,16 +131,23 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 				w.Flush()
 				lastWrite = clock.System()
 			}
+			// Only the wait ends at the next keep-alive; the read that
+			// follows has its own bound, however late in the wait the
+			// log moved (a read cut at the keep-alive would be thrown
+			// away, and on a loaded server, every read).
 			wait, cancel := context.WithDeadline(ctx, lastWrite.Add(beat))
-			page, err = u.Events.Next(wait, p, f, seen)
+			h, err := u.Events.Wait(wait, seen)
 			cancel()
 			switch {
 			case ctx.Err() != nil || errors.Is(err, events.ErrStopped):
 				return nil
 			case errors.Is(err, context.DeadlineExceeded):
 				continue
-			case err != nil:
-				u.Logger.WarnContext(ctx, "page event stream ended", "err", err)
+			}
+			if page, err = u.streamStep(ctx, p, f, h); err != nil {
+				if ctx.Err() == nil {
+					u.Logger.WarnContext(ctx, "page event stream ended", "err", err)
+				}
 				return nil
 			}
 			if len(page.Events) > 0 && !r.stillSignedIn() {
@@ -155,6 +172,14 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	}
 }
 
+// streamStep reads the events f selects up to h, a horizon the stream
+// waited for, within streamReadTimeout.
+func (u *ui) streamStep(ctx context.Context, p *uuid.UUID, f events.Filter, h int64) (events.Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, streamReadTimeout)
+	defer cancel()
+	return u.Events.Step(ctx, p, f, h)
+}
+
 // streamStart reads where a page's stream starts: after Last-Event-ID (a
 // browser reconnecting) or else ?after= (a page opened at an event it has
 // shown), with the events since then up to the horizon, as the API's
@@ -165,7 +190,7 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 // resumed read could still give). answered says an error page was written
 // instead (err is the handler's to return).
 func (u *ui) streamStart(r *req, p *uuid.UUID, f events.Filter) (first events.Page, answered bool, err error) {
-	ctx, cancel := context.WithTimeout(r.ctx(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(r.ctx(), streamReadTimeout)
 	defer cancel()
 	name, value := "Last-Event-ID", strings.TrimSpace(r.Request().Header.Get("Last-Event-ID"))
 	if value == "" {
@@ -198,7 +223,7 @@ func (u *ui) streamStart(r *req, p *uuid.UUID, f events.Filter) (first events.Pa
 // stillSignedIn reads the request's session again: false when it has
 // ended (or cannot be read: the browser reconnects once it can).
 func (r *req) stillSignedIn() bool {
-	ctx, cancel := context.WithTimeout(r.ctx(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(r.ctx(), streamReadTimeout)
 	defer cancel()
 	_, ok, err := r.ui.Sessions.Lookup(ctx, r.sessID)
 	return ok && err == nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -72,6 +73,12 @@ func TestPageStreamEndsWithSession(t *testing.T) {
 // answered (its horizon read) before the subtest writes events: a stream
 // left open and unread by an earlier subtest would also be dropped, and
 // a stream that began after the events would have nothing to stall on.
+//
+// The streams are served with small send buffers (and Stall's client
+// reads with a small receive buffer), so that a few kilobytes fill the
+// connection: how soon the stall comes then depends on the stream's
+// writes, not on how many megabytes the kernel's buffer autotuning
+// allows on loopback, and how fast a loaded machine produces them.
 func TestPageStreamHeartbeatAndStall(t *testing.T) {
 	t.Parallel()
 	log := &logWatch{want: "page event stream dropped: its reader stopped reading", seen: make(chan struct{})}
@@ -80,11 +87,15 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 		d.Logger = slog.New(slog.NewTextHandler(log, nil))
 	})
 	b := e.signIn(e.human)
-	u, _ := url.Parse(e.srv.URL)
 	var cookies []string
-	for _, c := range b.c.Jar.Cookies(u) {
+	for _, c := range b.c.Jar.Cookies(mustURL(t, e.srv.URL)) {
 		cookies = append(cookies, c.Name+"="+c.Value)
 	}
+	srv := httptest.NewUnstartedServer(e.srv.Config.Handler)
+	srv.Listener = sendBufferListener{srv.Listener, 4096}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	u := mustURL(t, srv.URL)
 	// open opens the stream for the length of t and returns it once the
 	// server has answered (the response's head and the retry field read):
 	// the stream's horizon is then read, so events written after open
@@ -169,9 +180,10 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 	})
 	t.Run("Stall", func(t *testing.T) {
 		conn, r := open(t, 4096)
-		// Far more than the connection's buffers hold, written at once.
+		// Far more than the connection's buffers hold (about 500 KB of
+		// the stream's writes against tens of KB), written at once.
 		if _, err := e.pool.Exec(context.Background(), `INSERT INTO events (project_id, type, at, actor, payload)
-			SELECT $1, 'item.created', clock_timestamp(), 'system', '{}' FROM generate_series(1, 60000)`, e.project.ID); err != nil {
+			SELECT $1, 'item.created', clock_timestamp(), 'system', '{}' FROM generate_series(1, 5000)`, e.project.ID); err != nil {
 			t.Fatal(err)
 		}
 		// The server fills the connection, waits two heartbeats on it and
@@ -187,6 +199,66 @@ func TestPageStreamHeartbeatAndStall(t *testing.T) {
 			t.Fatalf("the stream of a reader that stopped reading was not dropped: %v", err)
 		}
 	})
+}
+
+// TestPageStreamReadOutlastsHeartbeat: a page's stream sends the events
+// it waited for even when reading them takes longer than what is left
+// until its next keep-alive, as every read does on a loaded server. The
+// heartbeat here, a nanosecond, has passed before any read begins: a
+// stream whose reads ended with its wait for the keep-alive would send
+// keep-alives only, and never an event.
+func TestPageStreamReadOutlastsHeartbeat(t *testing.T) {
+	t.Parallel()
+	e := setup(t, live, func(d *web.Deps) {
+		d.EventsHeartbeat = time.Nanosecond
+		// The reader reads: two heartbeats would drop it at once.
+		d.EventsStall = time.Minute
+	})
+	lines := e.signIn(e.human).openStream(t, "/p/acme/events/stream")
+	e.mustItem("read however long it takes")
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if l == "event: item.created" {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no event within 10 s on a stream whose every read outlasts its heartbeat")
+		}
+	}
+}
+
+// sendBufferListener accepts connections whose send buffer is bytes
+// (SO_SNDBUF, which also turns off its autotuning).
+type sendBufferListener struct {
+	net.Listener
+	bytes int
+}
+
+// Accept accepts a connection and sets its send buffer.
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.(*net.TCPConn).SetWriteBuffer(l.bytes); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // TestAllEventStreamAdminsOnly: the stream of every project's events

@@ -51,9 +51,12 @@ type Deps struct {
 	// do not update by themselves.
 	Events *events.Reader
 	// EventsHeartbeat is how often an idle page stream sends a comment
-	// (0: DefaultPageBeat); a write to a reader that waits two of them
-	// drops the stream.
+	// (0: DefaultPageBeat).
 	EventsHeartbeat time.Duration
+	// EventsStall is how long a write to a page stream's reader may wait
+	// (its connection's buffers full: it stopped reading) before the
+	// stream is dropped (0: two heartbeats).
+	EventsStall time.Duration
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock
