@@ -36,18 +36,26 @@ func stalledForm(t *testing.T, e *env, addr string, size int64) net.Conn {
 	return conn
 }
 
-// settledInUse waits until the forms sent so far are let in or refused
-// (refusals come after the gate's wait, three times over at most: the
-// address's part, the forms' share, the budget), never seeing the budget
-// hold more than most, and answers what it holds then.
-func settledInUse(t *testing.T, gate *bodygate.Gate, most int64) int64 {
+// settleAt waits until the budget holds want bytes (the forms sent so far
+// let in), failing when it ever holds more, then watches it for four of the
+// gate's waits (refusals come after one wait at each of the address's part,
+// the forms' share and the budget) to see that the forms refused never
+// push it past want.
+func settleAt(t *testing.T, gate *bodygate.Gate, want int64) {
 	t.Helper()
-	for deadline := time.Now().Add(4 * gate.Wait()); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if got := gate.InUse(); got > most {
-			t.Fatalf("stalled forms hold %d bytes of the budget, want at most %d", got, most)
+	for deadline := time.Now().Add(10 * time.Second); gate.InUse() != want; time.Sleep(5 * time.Millisecond) {
+		if got := gate.InUse(); got > want || time.Now().After(deadline) {
+			t.Fatalf("stalled forms hold %d bytes of the budget, want %d", got, want)
 		}
 	}
-	return gate.InUse()
+	for end := time.Now().Add(4 * gate.Wait()); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if got := gate.InUse(); got > want {
+			t.Fatalf("stalled forms hold %d bytes of the budget, want at most %d", got, want)
+		}
+	}
+	if got := gate.InUse(); got != want {
+		t.Fatalf("stalled forms hold %d bytes of the budget, want %d", got, want)
+	}
 }
 
 // TestOneAddressCannotHoldTheForms: one client address holds at most a
@@ -89,13 +97,11 @@ func TestOneAddressCannotHoldTheForms(t *testing.T) {
 			var conns []net.Conn
 			for i, size := range tc.sizes {
 				conns = append(conns, stalledForm(t, e, "198.51.100.7", size))
-				if i == 0 {
-					settledInUse(t, gate, tc.held) // the first is in before the rest are sent
+				if i == 0 && size == 0 { // the form without a length is in before the rest are sent
+					settleAt(t, gate, tc.held)
 				}
 			}
-			if got := settledInUse(t, gate, tc.held); got != tc.held {
-				t.Fatalf("one address's stalled forms hold %d bytes, want %d", got, tc.held)
-			}
+			settleAt(t, gate, tc.held)
 
 			// Everyone else gets in: a person signs in and sends a form,
 			// and a visitor at another address has a part of its own.
@@ -103,15 +109,16 @@ func TestOneAddressCannotHoldTheForms(t *testing.T) {
 			b.get("/p/acme/items/new")
 			wantStatus(t, b.post("/p/acme/items", url.Values{"title": {"small"}, "priority": {"0"}}), http.StatusSeeOther)
 			stalledForm(t, e, "203.0.113.9", 64<<10)
-			if got := settledInUse(t, gate, tc.held+64<<10); got != tc.held+64<<10 {
-				t.Fatalf("with another address's stalled form the budget holds %d bytes, want %d", got, tc.held+64<<10)
-			}
+			settleAt(t, gate, tc.held+64<<10)
 
 			for _, c := range conns { // the first address goes away mid-body
 				c.Close()
 			}
-			if got := settledInUse(t, gate, tc.held+64<<10); got != 64<<10 {
-				t.Fatalf("after the address went away the budget holds %d bytes, want the other's %d", got, 64<<10)
+			// Their room comes back: the other address's form alone.
+			for deadline := time.Now().Add(10 * time.Second); gate.InUse() != 64<<10; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("after the address went away the budget holds %d bytes, want the other's %d", gate.InUse(), 64<<10)
+				}
 			}
 		})
 	}
