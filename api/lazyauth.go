@@ -25,10 +25,9 @@ import (
 func (a *API) authenticateLazy(next echo.HandlerFunc) echo.HandlerFunc {
 	eager := a.authenticate(next)
 	return func(c echo.Context) error {
+		// A token remembered passes the throttle (throttled), so it is
+		// looked at first: the step pays no hash twice.
 		addr := auth.ClientAddr(c.Request())
-		if err := a.throttled(c, addr); err != nil {
-			return err
-		}
 		bearer, err := bearerOf(c)
 		if err != nil {
 			return eager(c)

@@ -129,8 +129,15 @@ func requestLevel(status int, took time.Duration) slog.Level {
 
 // throttled is the refusal (429, with Retry-After) of a request from addr
 // while the address is throttled for requests without valid credentials
-// (auth.Throttle), or nil.
+// (auth.Throttle), or nil. A request whose bearer this replica verified
+// before (auth.Service.Remembers: memory, no statement) is never refused
+// here: anonymous traffic from an address a worker shares (a NAT, a proxy
+// that is not trusted) must not starve its heartbeats, while guesses are
+// still refused before any token is looked up.
 func (a *API) throttled(c echo.Context, addr string) error {
+	if bearer, err := bearerOf(c); err == nil && a.auth.Remembers(bearer) {
+		return nil
+	}
 	wait, blocked := a.throttle.Blocked(addr)
 	if !blocked {
 		return nil
@@ -144,7 +151,8 @@ func (a *API) throttled(c echo.Context, addr string) error {
 // authenticate requires "Authorization: Bearer <token>". The web UI's
 // session cookie is never looked at. A request without valid credentials
 // counts against its client address (auth.Throttle); while the address is
-// throttled its requests are refused with 429 before any token is read.
+// throttled its requests are refused with 429 before any token is looked
+// up, but those with a token this replica verified before (throttled).
 func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		addr := auth.ClientAddr(c.Request())

@@ -125,15 +125,21 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, e
 		row, err = s.q.GetTokenByHash(ctx, s.pool, hash)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
+		if ok {
+			s.verified.drop(id) // deleted: Remembers no longer vouches for it
+		}
 		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "unknown token")
 	}
 	if err != nil {
 		return Principal{}, db.Translate(err)
 	}
+	// A wrong secret leaves the memory alone: a guess that names a real
+	// token's id must not make the replica forget the real one.
 	if !sameHash(row.SecretHash, hash) {
 		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "unknown token")
 	}
 	if row.RevokedAt != nil {
+		s.verified.drop(row.ID) // revoked on another replica: forget it here too
 		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "the token has been revoked")
 	}
 	p := Principal{TokenID: row.ID, Name: row.Name, Role: Role(row.Role), ProjectID: row.ProjectID}
@@ -177,6 +183,7 @@ func (s *Service) Revoke(ctx context.Context, projectID, id uuid.UUID) (Token, e
 	if err != nil {
 		return Token{}, db.Translate(err)
 	}
+	s.verified.drop(id)
 	return fromRow(row), nil
 }
 

@@ -34,7 +34,10 @@ const throttleReport = time.Minute
 // failed sign-ins: each failure spends a token of the address's bucket,
 // and while the bucket is empty every request from the address that needs
 // credentials is refused before they are checked (so a flood of guesses
-// costs the database nothing). Limits are per server replica.
+// costs the database nothing), but one whose token Service.Remembers:
+// the callers ask that first, so guesses from an address cannot lock out
+// the workers and people known to share it. Limits are per server
+// replica.
 //
 // Failures and refusals are not logged one by one: the first is, and then
 // a summary line (how many, from how many addresses) at most once a

@@ -61,21 +61,37 @@ func (v *verified) drop(id uuid.UUID) {
 // Authenticate. A refused check (db.PrecheckRefused, unauthenticated) is
 // to be followed by Forget and Authenticate, which tell why.
 func (s *Service) Lazy(ctx context.Context, bearer string) (Principal, context.Context, bool) {
-	id, ok := parseBearer(bearer)
+	t, ok := s.remembered(bearer)
 	if !ok {
-		return Principal{}, ctx, false
-	}
-	t, ok := s.verified.get(id)
-	if !ok {
-		return Principal{}, ctx, false
-	}
-	hash := hashBearer(bearer)
-	if !sameHash(t.hash, hash) {
 		return Principal{}, ctx, false
 	}
 	p := t.principal
-	check := db.NewPrecheck(stillValidSQL, p.TokenID, hash, p.Name, string(p.Role), p.ProjectID)
+	check := db.NewPrecheck(stillValidSQL, p.TokenID, t.hash, p.Name, string(p.Role), p.ProjectID)
 	return p, db.WithPrecheck(ctx, check), true
+}
+
+// Remembers reports whether bearer is a token Authenticate verified
+// before on this service and has not forgotten (revoked here, refused by
+// Lazy's check): a look at memory, no statement. A caller that refuses
+// an address's unknown tokens (Throttle) lets these through, so that
+// guesses from an address cannot lock out the tokens it is known to hold;
+// they are still checked as any (Authenticate or Lazy).
+func (s *Service) Remembers(bearer string) bool {
+	_, ok := s.remembered(bearer)
+	return ok
+}
+
+// remembered is what the memory holds of bearer, when its secret matches.
+func (s *Service) remembered(bearer string) (verifiedToken, bool) {
+	id, ok := parseBearer(bearer)
+	if !ok {
+		return verifiedToken{}, false
+	}
+	t, ok := s.verified.get(id)
+	if !ok || !sameHash(t.hash, hashBearer(bearer)) {
+		return verifiedToken{}, false
+	}
+	return t, true
 }
 
 // stillValidSQL checks that a token still exists, unrevoked, with the

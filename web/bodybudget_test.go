@@ -121,9 +121,11 @@ func TestFormRefusedForTheBodyBudgetLeadsBack(t *testing.T) {
 
 // TestStalledFormsLeaveTheAPIRoom: forms take room before their session
 // is known, so the UI's forms hold at most a quarter of the replica's
-// budget of bodies. Sixteen visitors without credentials that declare 64
-// KiB sign-in forms and stall mid-body fill that quarter (four are let
-// in, the rest refused), and a worker's heartbeat still finds
+// budget of bodies. Sixteen visitors without credentials, each at an
+// address of its own (one address holds a quarter of the forms' share at
+// most: TestOneAddressCannotHoldTheForms), that declare 64 KiB sign-in
+// forms and stall mid-body fill that quarter (four are let in, the rest
+// refused), and a worker's heartbeat still finds
 // room in the budget at once; they used to hold the whole budget, and the
 // API refused heartbeats until the stalled bodies timed out.
 func TestStalledFormsLeaveTheAPIRoom(t *testing.T) {
@@ -132,14 +134,14 @@ func TestStalledFormsLeaveTheAPIRoom(t *testing.T) {
 	gate := bodygate.New(capacity, 100*time.Millisecond)
 	e := setup(t, func(d *web.Deps) { d.Bodies = gate })
 	host := strings.TrimPrefix(e.srv.URL, "http://")
-	for range 16 {
+	for i := range 16 {
 		conn, err := net.Dial("tcp", host)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		if _, err := fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\n"+
-			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\ntoken=", host, e.srv.URL, 64<<10); err != nil {
+		if _, err := fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nX-Forwarded-For: 198.51.100.%d\r\n"+
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\ntoken=", host, e.srv.URL, i+1, 64<<10); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -47,7 +47,9 @@ func (r *req) showSignin(status int, next, msg string) error {
 // signin checks the token, refuses agent tokens, starts a session and sets
 // its cookie. A failed sign-in counts against the client's address
 // (auth.Throttle); while the address is throttled, sign-ins are refused
-// with 429 before the token is read.
+// with 429 before the token is looked up, but those with a token this
+// replica verified before (auth.Service.Remembers), which guesses from the
+// address must not lock out.
 func (u *ui) signin(r *req) error {
 	next := r.FormValue("next")
 	c, err := r.Cookie(signinCookie)
@@ -55,12 +57,13 @@ func (u *ui) signin(r *req) error {
 		return r.showSignin(http.StatusForbidden, next, "The sign-in form expired. Please try again.")
 	}
 	addr := auth.ClientAddr(r.Request())
-	if wait, blocked := u.Throttle.Blocked(addr); blocked {
+	token := r.FormValue("token")
+	if wait, blocked := u.throttled(addr, token); blocked {
 		secs := int(math.Ceil(wait.Seconds()))
 		r.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return r.showSignin(http.StatusTooManyRequests, next, fmt.Sprintf("Too many failed sign-ins from your address. Try again in %d s.", secs))
 	}
-	p, err := u.Auth.Authenticate(r.ctx(), r.FormValue("token"))
+	p, err := u.Auth.Authenticate(r.ctx(), token)
 	if errors.Is(err, wgerr.Unauthenticated) {
 		u.Throttle.Fail(addr)
 		return r.showSignin(http.StatusUnauthorized, next, "That token is not valid (unknown or revoked).")
@@ -78,6 +81,16 @@ func (u *ui) signin(r *req) error {
 	setSessionCookie(r.Response(), r.Request(), id, expires)
 	http.SetCookie(r.Response(), &http.Cookie{Name: signinCookie, Path: "/signin", MaxAge: -1})
 	return r.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+// throttled reports whether a sign-in with token from addr is refused
+// for the address's failures (auth.Throttle), and when to try again: never
+// when this replica verified the token before.
+func (u *ui) throttled(addr, token string) (time.Duration, bool) {
+	if u.Auth.Remembers(token) {
+		return 0, false
+	}
+	return u.Throttle.Blocked(addr)
 }
 
 func (u *ui) signout(r *req) error {

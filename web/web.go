@@ -87,26 +87,47 @@ type ui struct {
 	// hold the whole budget and keep the API's workers out (a heartbeat
 	// refused until the stalled bodies time out).
 	forms *bodygate.Gate
+	// perClient bounds the part of forms one client address
+	// (auth.ClientAddr) holds at once (a quarter of it): a visitor
+	// stalling many forms would otherwise hold the whole share and keep
+	// everyone's forms, sign-in included, out.
+	perClient *bodygate.PerClient
 }
 
 // formsShare is the part of the replica's budget of bodies (Deps.Bodies)
 // the UI's forms may hold at once: 1/formsShare of it.
 const formsShare = 4
 
-// enterBodies takes room for a form of size bytes in the forms' share of
-// the budget of bodies, then in the budget itself, and returns what gives
-// both back. Errors: as bodygate.Gate.Enter.
-func (u *ui) enterBodies(ctx context.Context, size int64) (func(), error) {
+// clientShare is the part of the forms' share one client address may
+// hold at once: 1/clientShare of it. A quarter is the smallest such part
+// that still holds the largest form (maxFormBytes) at the default budget
+// (64 MiB: forms 16, one address 4 MiB), so a person is never refused on
+// account of their own form's size; one address then leaves three
+// quarters of the share to everyone else (a smaller budget: a form over
+// an address's part counts as that part, so it passes alone).
+const clientShare = 4
+
+// enterBodies takes room for a form of size bytes sent by client: in the
+// client's part of the forms' share of the budget of bodies, in that
+// share, then in the budget itself, and returns what gives all three
+// back. Errors: as bodygate.Gate.Enter.
+func (u *ui) enterBodies(ctx context.Context, client string, size int64) (func(), error) {
+	releaseClient, err := u.perClient.Enter(ctx, client, size)
+	if err != nil {
+		return nil, err
+	}
 	releaseShare, err := u.forms.Enter(ctx, size)
 	if err != nil {
+		releaseClient()
 		return nil, err
 	}
 	release, err := u.Bodies.Enter(ctx, size)
 	if err != nil {
 		releaseShare()
+		releaseClient()
 		return nil, err
 	}
-	return func() { release(); releaseShare() }, nil
+	return func() { release(); releaseShare(); releaseClient() }, nil
 }
 
 // Mount registers the UI's routes on e: "/" and the pages below it, plus
@@ -136,7 +157,9 @@ func Mount(e *echo.Echo, d Deps) {
 	if d.LiveRefresh <= 0 {
 		d.LiveRefresh = DefaultLiveRefresh
 	}
-	u := &ui{Deps: d, forms: bodygate.New(max(d.Bodies.Capacity()/formsShare, 1), d.Bodies.Wait())}
+	forms := bodygate.New(max(d.Bodies.Capacity()/formsShare, 1), d.Bodies.Wait())
+	u := &ui{Deps: d, forms: forms,
+		perClient: bodygate.NewPerClient("forms from one address", max(forms.Capacity()/clientShare, 1), forms.Wait())}
 
 	static, _ := fs.Sub(staticFS, "static")
 	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
@@ -309,7 +332,7 @@ func (u *ui) projectAction(fn handlerFunc) echo.HandlerFunc { return u.wrap(fn, 
 // wrap applies, in order: security headers; for POSTs the same-origin
 // check (before anything else is looked at); the body's kind and size
 // (boundBody); for POSTs room in the replica's budget of bodies, within the
-// forms' share of it (enterBodies,
+// forms' share of it and the client address's part of that (enterBodies,
 // held until the handler returns); the one check of the text the request
 // carries (checkInput); the session (signing in when
 // missing); for POSTs the CSRF token; the project (404 when the principal
@@ -327,7 +350,7 @@ func (u *ui) wrap(fn handlerFunc, needSession, needProject bool) echo.HandlerFun
 			return r.fail(status, "Form refused", msg)
 		}
 		if post {
-			release, err := u.enterBodies(c.Request().Context(), formSize(c.Request()))
+			release, err := u.enterBodies(c.Request().Context(), auth.ClientAddr(c.Request()), formSize(c.Request()))
 			if err != nil {
 				return r.formNotRead(err)
 			}
