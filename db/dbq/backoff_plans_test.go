@@ -42,7 +42,9 @@ func TestClaimsDoNotReadItemsInBackoff(t *testing.T) {
 	failed := "failed"
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		rows, err := q.ClaimItems(ctx, tx, dbq.ClaimItemsParams{
-			ProjectID: project, Labels: []string{}, Worker: "w", MaxItems: 3000, Principal: "agent:w", TtlMs: 60000,
+			// An hour's TTL: the 3,000 endings must come before the leases'
+			// expiry, however loaded the machine.
+			ProjectID: project, Labels: []string{}, Worker: "w", MaxItems: 3000, Principal: "agent:w", TtlMs: 3_600_000,
 		})
 		if err != nil {
 			return err

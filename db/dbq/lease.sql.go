@@ -2710,7 +2710,11 @@ func (q *Queries) LockToken(ctx context.Context, db DBTX, tokenID uuid.UUID) err
 
 const missingCapabilities = `-- name: MissingCapabilities :many
 SELECT DISTINCT r::text AS capability
-FROM wg_ready_requires($1, 999) AS s (requires), unnest(s.requires) AS r
+FROM (SELECT s.requires FROM wg_ready_requires($1, 999) AS s (requires)
+      UNION
+      SELECT b.requires FROM items b
+      WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+     unnest(s.requires) AS r
 WHERE NOT (r = ANY($2::text[]))
 ORDER BY 1
 LIMIT 20
@@ -2725,7 +2729,10 @@ type MissingCapabilitiesParams struct {
 // @capabilities (for a claim that can match nothing), at most 20. They are
 // read from the distinct requires of the ready items (wg_ready_requires,
 // migration 00113: one index descent per distinct value, not one row per
-// item), the first 1,000 of them.
+// item), the first 1,000 of them, and from the ready items in a retry
+// backoff (items_backoff, migration 00141: the claim indexes, which
+// wg_ready_requires reads, hold none of them; a claim that can match
+// nothing reads them here, once).
 func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingCapabilitiesParams) ([]string, error) {
 	rows, err := db.Query(ctx, missingCapabilities, arg.ProjectID, arg.Capabilities)
 	if err != nil {

@@ -203,6 +203,53 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- wg_claim_due is the first item in claim order whose retry backoff has
+-- passed by p_now and that passes every filter and guard of the claim's
+-- walk, locked (SKIP LOCKED), read from the front of items_backoff: none
+-- when the sweeper keeps up, one index page. Its own function so that it
+-- sorts the few due items with enable_sort on: under wg_claim_candidate's
+-- enable_sort = off the sort's penalty took the plan's cost past
+-- jit_above_cost, and each claim compiled it (seconds).
+-- +goose StatementBegin
+CREATE FUNCTION wg_claim_due(p_project uuid, p_labels text[], p_worker text, p_token uuid,
+                             p_token_quiet int, p_capabilities text[], p_now timestamptz)
+RETURNS TABLE (project_id uuid, id uuid, touches text[], priority int, seq bigint)
+LANGUAGE plpgsql VOLATILE ROWS 1
+SET enable_sort = on
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT d.project_id, d.id, d.touches, d.priority, d.seq
+    FROM items d
+    WHERE d.project_id = p_project
+      AND d.ready
+      AND d.in_backoff
+      AND d.not_before <= p_now
+      -- (Written so that the labels' GIN index, which an empty set would
+      -- read whole, is not a path of the plan.)
+      AND (p_labels = '{}' OR d.labels @> p_labels)
+      AND (d.preferred_worker IS NULL
+           OR (d.preferred_worker = p_worker AND d.preferred_token IS NOT DISTINCT FROM p_token)
+           OR d.preferred_until <= p_now)
+      AND coalesce((SELECT l.expires_at FROM leases l
+                    WHERE l.project_id = p_project AND l.ended_at IS NULL
+                    ORDER BY l.expires_at LIMIT 1) > p_now, true)
+      AND (p_token_quiet = 0
+           OR (SELECT count(*) FROM leases t
+               WHERE t.token_id = p_token AND t.ended_at IS NULL AND t.expires_at > p_now)
+              < p_token_quiet)
+      AND (d.budget_roots = '{}' OR NOT wg_budgets_spent(d.project_id, d.budget_roots, p_now))
+      AND d.requires <@ coalesce(p_capabilities, '{}')
+      AND (d.touches = '{}' OR wg_scope_holder(d.project_id, NULL, d.touches, p_now) IS NULL)
+    ORDER BY d.priority DESC, d.seq
+    LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED;
+END;
+$$;
+-- +goose StatementEnd
+
 -- wg_claim_candidate (00113): each walk reads the items not in backoff;
 -- the first item in claim order whose backoff has passed is read from
 -- items_backoff with the same filters and guards ("due"), and it is the
@@ -231,31 +278,8 @@ BEGIN
                                           p_capabilities, p_now) AS k;
         RETURN;
     END IF;
-    SELECT d.project_id, d.id, d.touches, d.priority, d.seq INTO due
-    FROM items d
-    WHERE d.project_id = p_project
-      AND d.ready
-      AND d.in_backoff
-      AND d.not_before <= v_now
-      -- (Written so that the labels' GIN index, which an empty set would
-      -- read whole, is not a path of the plan.)
-      AND (p_labels = '{}' OR d.labels @> p_labels)
-      AND (d.preferred_worker IS NULL
-           OR (d.preferred_worker = p_worker AND d.preferred_token IS NOT DISTINCT FROM p_token)
-           OR d.preferred_until <= v_now)
-      AND coalesce((SELECT l.expires_at FROM leases l
-                    WHERE l.project_id = p_project AND l.ended_at IS NULL
-                    ORDER BY l.expires_at LIMIT 1) > v_now, true)
-      AND (p_token_quiet = 0
-           OR (SELECT count(*) FROM leases t
-               WHERE t.token_id = p_token AND t.ended_at IS NULL AND t.expires_at > v_now)
-              < p_token_quiet)
-      AND (d.budget_roots = '{}' OR NOT wg_budgets_spent(d.project_id, d.budget_roots, v_now))
-      AND d.requires <@ coalesce(p_capabilities, '{}')
-      AND (d.touches = '{}' OR wg_scope_holder(d.project_id, NULL, d.touches, v_now) IS NULL)
-    ORDER BY d.priority DESC, d.seq
-    LIMIT 1
-    FOR UPDATE OF d SKIP LOCKED;
+    SELECT k.project_id, k.id, k.touches, k.priority, k.seq INTO due
+    FROM wg_claim_due(p_project, p_labels, p_worker, p_token, p_token_quiet, p_capabilities, v_now) AS k;
     IF cardinality(coalesce(p_capabilities, '{}')) > 0 THEN
         branches := wg_capability_branches(p_project, p_labels, p_capabilities);
     END IF;
@@ -820,6 +844,7 @@ DROP INDEX CONCURRENTLY IF EXISTS items_ready_unrestricted;
 ALTER INDEX items_ready_unrestricted_prev RENAME TO items_ready_unrestricted;
 DROP INDEX CONCURRENTLY IF EXISTS items_ready_restricted;
 ALTER INDEX items_ready_restricted_prev RENAME TO items_ready_restricted;
+DROP FUNCTION IF EXISTS wg_claim_due(uuid, text[], text, uuid, int, text[], timestamptz);
 DROP INDEX CONCURRENTLY IF EXISTS items_backoff;
 ALTER TABLE items DROP CONSTRAINT IF EXISTS items_backoff_instant;
 ALTER TABLE items DROP COLUMN IF EXISTS in_backoff;

@@ -927,9 +927,16 @@ ORDER BY 1;
 -- @capabilities (for a claim that can match nothing), at most 20. They are
 -- read from the distinct requires of the ready items (wg_ready_requires,
 -- migration 00113: one index descent per distinct value, not one row per
--- item), the first 1,000 of them.
+-- item), the first 1,000 of them, and from the ready items in a retry
+-- backoff (items_backoff, migration 00141: the claim indexes, which
+-- wg_ready_requires reads, hold none of them; a claim that can match
+-- nothing reads them here, once).
 SELECT DISTINCT r::text AS capability
-FROM wg_ready_requires(@project_id, 999) AS s (requires), unnest(s.requires) AS r
+FROM (SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
+      UNION
+      SELECT b.requires FROM items b
+      WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+     unnest(s.requires) AS r
 WHERE NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1
 LIMIT 20;
