@@ -73,7 +73,8 @@ func TestClaimAfterBackoff(t *testing.T) {
 			}
 			got := claimTwo(t, f, leases, name == "Batch")
 			if !sameIDs(got, failed.ID, lower[2].ID) {
-				t.Fatalf("claims at the backoff's end took %v, want the failed item (priority 10) and the third of priority 5", got)
+				t.Fatalf("claims at the backoff's end took %v, want the failed item %v (priority 10) and the third of priority 5 %v (the others: %v)",
+					got, failed.ID, lower[2].ID, lower)
 			}
 			if name == "Batch" && got[0] != failed.ID {
 				t.Fatalf("the batch granted %v, want the failed item first", got)

@@ -270,6 +270,10 @@ DECLARE
     v_now timestamptz := coalesce(p_now, statement_timestamp());
     due record;
     walk record;
+    -- The walk reads no further than the due item (an index condition on
+    -- priority, then seq): it never locks an item after it, which a
+    -- concurrent claim would then skip.
+    v_floor int;
 BEGIN
     IF p_labels <> '{}' AND wg_labels_rare(p_project, p_labels) THEN
         RETURN QUERY
@@ -280,6 +284,7 @@ BEGIN
     END IF;
     SELECT k.project_id, k.id, k.touches, k.priority, k.seq INTO due
     FROM wg_claim_due(p_project, p_labels, p_worker, p_token, p_token_quiet, p_capabilities, v_now) AS k;
+    v_floor := coalesce(due.priority, -2147483648);
     IF cardinality(coalesce(p_capabilities, '{}')) > 0 THEN
         branches := wg_capability_branches(p_project, p_labels, p_capabilities);
     END IF;
@@ -289,6 +294,8 @@ BEGIN
         WHERE c.project_id = p_project
           AND c.ready
           AND NOT c.in_backoff
+          AND c.priority >= v_floor
+          AND (due.id IS NULL OR c.priority > due.priority OR c.seq < due.seq)
           AND c.requires = '{}'
           AND c.labels @> p_labels
           AND (c.not_before IS NULL OR c.not_before <= v_now)
@@ -310,12 +317,14 @@ BEGIN
     ELSIF branches IS NOT NULL THEN
         EXECUTE
             'SELECT c.project_id, c.id, c.touches, o.priority, o.seq '
-            'FROM (' || branches || ') AS o (priority, seq, id) '
+            'FROM (' || replace(branches, 'ORDER BY i.priority DESC', 'AND i.priority >= $8 ORDER BY i.priority DESC')
+                     || ') AS o (priority, seq, id) '
             'CROSS JOIN LATERAL ('
             '    SELECT c.project_id, c.id, c.touches FROM items c '
             '    WHERE c.project_id = $1 AND c.id = o.id '
             '      AND c.ready '
             '      AND NOT c.in_backoff '
+            '      AND ($9::uuid IS NULL OR o.priority > $8 OR o.seq < $10) '
             '      AND c.labels @> $2 '
             '      AND (c.not_before IS NULL OR c.not_before <= $7) '
             '      AND (c.preferred_worker IS NULL '
@@ -334,13 +343,16 @@ BEGIN
             'ORDER BY o.priority DESC, o.seq '
             'LIMIT 1'
         INTO walk
-        USING p_project, p_labels, p_worker, p_token, p_token_quiet, p_capabilities, v_now;
+        USING p_project, p_labels, p_worker, p_token, p_token_quiet, p_capabilities, v_now,
+              v_floor, due.id, due.seq;
     ELSE
         SELECT c.project_id, c.id, c.touches, c.priority, c.seq INTO walk
         FROM items c
         WHERE c.project_id = p_project
           AND c.ready
           AND NOT c.in_backoff
+          AND c.priority >= v_floor
+          AND (due.id IS NULL OR c.priority > due.priority OR c.seq < due.seq)
           AND c.labels @> p_labels
           AND (c.not_before IS NULL OR c.not_before <= v_now)
           AND (c.preferred_worker IS NULL
