@@ -13,9 +13,10 @@ import (
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 )
 
-// claimCandidate is the lookup the claim starts with: the best ready item,
+// claimCandidate is the lookup the claim starts with: the best ready item
+// not in a retry backoff (the predicate of items_claim, migration 00141),
 // skipping rows other claimers hold.
-const claimCandidate = `SELECT id FROM items WHERE project_id = $1 AND ready
+const claimCandidate = `SELECT id FROM items WHERE project_id = $1 AND ready AND NOT in_backoff
 ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED`
 
 // BenchmarkClaimCandidate times the ready-item lookup in a project of

@@ -132,7 +132,12 @@
 // whole. Fail counts the failure and sets a retry backoff
 // (RetryBackoff doubled per earlier consecutive failure, capped at
 // MaxRetryBackoff); after MaxFailures it opens a blocking system attention
-// request (repeated_failure) instead. Expiry counts
+// request (repeated_failure) instead. An item in its backoff is marked
+// (in_backoff) and held apart from the claim indexes, in items_backoff by
+// the instant its backoff ends: claims read only the front of it whose
+// instant has passed, so a backlog of failed items costs a claim nothing,
+// and an item competes at its priority from that instant on; the Sweeper
+// clears the mark of the items whose instant passed (ClearDueBackoffs). Expiry counts
 // consecutive expiries; after MaxExpiries the item gets a repeated_expiry
 // request instead of going back into circulation. A person's cancel ends
 // the lease as cancelled (package graph). There is no pre-emption: a

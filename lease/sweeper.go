@@ -15,6 +15,10 @@ import (
 const (
 	sweepProjects = 1000
 	sweepLeases   = 1000
+	// sweepBackoffs bounds the items whose backoff has passed that one
+	// sweep returns to the claim indexes; the rest wait for the next one
+	// (claims find them meanwhile, see ClearDueBackoffs).
+	sweepBackoffs = 10000
 )
 
 // Sweeper ends expired leases in the background, so that an item whose
@@ -87,9 +91,21 @@ func (w *Sweeper) sweep(ctx context.Context) {
 // RunOnce sweeps every project that has expired leases once, then every
 // project whose no_progress policy a live lease has passed (EndNoProgress),
 // then opens the request of every spent budget that has none
-// (AskSpentBudgets), and returns how many leases it ended. Tests call it instead of waiting
-// for the ticker.
+// (AskSpentBudgets), then returns up to sweepBackoffs items whose retry
+// backoff has passed to the claim indexes (ClearDueBackoffs), and returns
+// how many leases it ended. Tests call it instead of waiting for the
+// ticker.
 func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
+	total, err := w.endLeases(ctx)
+	if err != nil {
+		return total, err
+	}
+	return total, w.svc.ClearDueBackoffs(ctx, sweepBackoffs)
+}
+
+// endLeases ends expired and no-progress leases and asks for spent
+// budgets (RunOnce's first part).
+func (w *Sweeper) endLeases(ctx context.Context) (int, error) {
 	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
 		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
 	})
@@ -118,4 +134,17 @@ func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 		}
 	}
 	return total, w.svc.AskSpentBudgets(ctx, sweepLeases)
+}
+
+// ClearDueBackoffs returns up to limit ready items whose retry backoff has
+// passed (by the service's clock, else the database's) from items_backoff
+// to the claim indexes, and reports how many. Claims take such an item at
+// its priority before this runs: it only keeps the part of items_backoff
+// that every claim reads short (docs/adr/0007-lean-hot-path.md, "Addendum:
+// claims past retry backoffs").
+func (s *Service) ClearDueBackoffs(ctx context.Context, limit int) error {
+	_, err := dbq.New().ClearDueBackoffs(ctx, s.exec, dbq.ClearDueBackoffsParams{
+		Now: s.clock.Now(), MaxItems: int32(limit),
+	})
+	return err
 }

@@ -80,10 +80,16 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 }
 
 const claimHopeless = `-- name: ClaimHopeless :one
-SELECT ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
-         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_ready,
-       ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND i.requires = '{}'
+SELECT ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items b WHERE b.project_id = $1 AND b.ready AND b.in_backoff
+            ORDER BY b.not_before LIMIT 1) IS NOT NULL)::bool AS any_ready,
+       ((SELECT true FROM items i
+         WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items b
+            WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires = '{}'
+            ORDER BY b.not_before LIMIT 1) IS NOT NULL
         OR wg_requires_met($1, $2::text[]))::bool AS any_match
 `
 
@@ -104,6 +110,7 @@ type ClaimHopelessRow struct {
 // that requires nothing matches any claim: items_ready_unrestricted,
 // migration 00104, has the first of them; wg_requires_met, migration 00113,
 // asks each distinct requires of the others once, not each item.)
+// Items in backoff are ready and count (items_backoff, migration 00141).
 func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessParams) (ClaimHopelessRow, error) {
 	row := db.QueryRow(ctx, claimHopeless, arg.ProjectID, arg.Capabilities)
 	var i ClaimHopelessRow
@@ -112,11 +119,13 @@ func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessP
 }
 
 const claimItem = `-- name: ClaimItem :one
-WITH candidate AS MATERIALIZED (
-    SELECT c.project_id, c.id, c.touches
+WITH walk AS MATERIALIZED (
+    -- The ready items not in backoff, in claim order (migration 00141).
+    SELECT c.project_id, c.id, c.touches, c.priority, c.seq
     FROM items c
     WHERE c.project_id = $1
       AND c.ready
+      AND NOT c.in_backoff
       AND c.labels @> $2::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce($3::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -141,6 +150,40 @@ WITH candidate AS MATERIALIZED (
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), due AS MATERIALIZED (
+    -- The first item whose retry backoff has passed and is not yet swept
+    -- (items_backoff, migration 00141), with the walk's filters: the
+    -- candidate when it comes first in claim order.
+    SELECT d.project_id, d.id, d.touches, d.priority, d.seq
+    FROM items d
+    WHERE d.project_id = $1
+      AND d.ready
+      AND d.in_backoff
+      -- (Not a path through the labels' GIN index, which an empty set
+      -- would read whole.)
+      AND (cardinality($2::text[]) = 0 OR d.labels @> $2::text[])
+      AND d.not_before <= coalesce($3::timestamptz, statement_timestamp())
+      AND (d.preferred_worker IS NULL
+           OR (d.preferred_worker = $4::text
+               AND d.preferred_token IS NOT DISTINCT FROM $5::uuid)
+           OR d.preferred_until <= coalesce($3::timestamptz, statement_timestamp()))
+      AND (d.budget_roots = '{}'
+           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
+                                   coalesce($3::timestamptz, statement_timestamp())))
+      AND (d.requires = '{}'
+           OR (cardinality(coalesce($6::text[], '{}')) > 0
+               AND d.requires <@ $6::text[]))
+      AND (d.touches = '{}'
+           OR wg_scope_holder(d.project_id, NULL, d.touches,
+                              coalesce($3::timestamptz, statement_timestamp())) IS NULL)
+    ORDER BY d.priority DESC, d.seq
+    LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED
+), candidate AS MATERIALIZED (
+    SELECT u.project_id, u.id, u.touches
+    FROM (SELECT project_id, id, touches, priority, seq FROM walk UNION ALL SELECT project_id, id, touches, priority, seq FROM due) AS u
+    ORDER BY u.priority DESC, u.seq
+    LIMIT 1
 ), held AS MATERIALIZED (
     SELECT candidate.project_id, candidate.id
     FROM candidate
@@ -208,7 +251,10 @@ type ClaimItemRow struct {
 // and records the lease. Rows other claimers hold are skipped. The lease is
 // stamped once the item's row is held (grant_time: evaluated per taken
 // row), never before the item's previous lease ended, and lasts exactly
-// @ttl_ms.
+// @ttl_ms. The items in a retry backoff are not in the claim indexes
+// (migration 00141): "walk" reads the others, "due" the first item whose
+// backoff has passed from items_backoff, and the first of the two in claim
+// order is taken (the other is locked until the transaction ends).
 //
 // Capabilities and write scopes (one predicate, kept apart below): the
 // item's requires must be a subset of @capabilities, and an item with
@@ -304,7 +350,7 @@ WITH candidate AS MATERIALIZED (
         updated_at = coalesce($1::timestamptz, statement_timestamp())
     FROM held
     WHERE i.project_id = held.project_id AND i.id = held.id
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots, scopes, scope_resources, scope_keys)
@@ -327,7 +373,7 @@ WITH candidate AS MATERIALIZED (
     ) AS grant_time
     RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -456,6 +502,7 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Item.Requires,
 		&i.Item.Touches,
 		&i.Item.BudgetRoots,
+		&i.Item.InBackoff,
 		&i.HasAttention,
 		&i.DbNow,
 	)
@@ -476,10 +523,18 @@ SELECT coalesce(
            false)::bool AS needs_tx,
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
-       ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready
-         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
-        AND (SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND i.requires = '{}'
+       -- (Items in backoff are ready and count: items_backoff, migration
+       -- 00141, holds them apart from the claim indexes.)
+       (((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff
+          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+         OR (SELECT true FROM items b WHERE b.project_id = $1 AND b.ready AND b.in_backoff
+             ORDER BY b.not_before LIMIT 1) IS NOT NULL)
+        AND (SELECT true FROM items i
+             WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
+        AND (SELECT true FROM items b
+             WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires = '{}'
+             ORDER BY b.not_before LIMIT 1) IS NULL
         AND NOT wg_requires_met($1, $5::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
@@ -565,8 +620,46 @@ func (q *Queries) ClaimSearchesPastHead(ctx context.Context, db DBTX, arg ClaimS
 	return past_head, err
 }
 
+const clearDueBackoffs = `-- name: ClearDueBackoffs :execrows
+WITH due AS (
+    SELECT b.project_id, b.id
+    FROM items b
+    WHERE b.ready AND b.in_backoff
+      AND b.not_before <= coalesce($1::timestamptz, statement_timestamp())
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE items i
+SET in_backoff = false
+FROM due
+WHERE i.project_id = due.project_id AND i.id = due.id
+  AND i.in_backoff
+  AND i.not_before <= coalesce($1::timestamptz, statement_timestamp())
+`
+
+type ClearDueBackoffsParams struct {
+	Now      *time.Time
+	MaxItems int32
+}
+
+// The sweeper's part of retry backoffs (migration 00141): up to @max_items
+// ready items whose backoff has passed, by the database clock or the given
+// now, go back to the claim indexes. Claims take such an item before this
+// runs (they read the due front of items_backoff), so this only keeps that
+// front short. Rows another transaction holds are skipped (a claim taking
+// the item); clearing is idempotent, and a row whose backoff was set again
+// meanwhile (a new failure) is judged as it stands (the UPDATE's own
+// predicate), so no item is cleared before its instant.
+func (q *Queries) ClearDueBackoffs(ctx context.Context, db DBTX, arg ClearDueBackoffsParams) (int64, error) {
+	result, err := db.Exec(ctx, clearDueBackoffs, arg.Now, arg.MaxItems)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const clearRetry = `-- name: ClearRetry :exec
-UPDATE items SET failures = 0, not_before = NULL
+UPDATE items SET failures = 0, not_before = NULL, in_backoff = false
 WHERE project_id = $1 AND id = $2
 `
 
@@ -715,6 +808,9 @@ WITH ended AS (
                 $15::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 $16::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
+        -- The item leaves the claim indexes for items_backoff until the
+        -- sweeper sees its backoff pass (migration 00141).
+        in_backoff = $14::boolean OR i.in_backoff,
         -- A completion of an item that waits for a dependency or a child
         -- (added while it was leased) raises WG007 (item_finishable,
         -- migration 00064): computed in the SET, from the row version this
@@ -730,11 +826,11 @@ WITH ended AS (
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT $17::boolean OR i.status = 'open')
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
 ), held AS (
     SELECT lease_fence_held(count(*), $18::boolean) AS ok FROM ended, freed
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, ended.stop_note, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, ended.stop_note, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff
 FROM ended
 LEFT JOIN freed AS items ON items.project_id = ended.project_id AND items.id = ended.item_id
 WHERE (SELECT held.ok FROM held)
@@ -910,6 +1006,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Item.Requires,
 		&i.Item.Touches,
 		&i.Item.BudgetRoots,
+		&i.Item.InBackoff,
 	)
 	return i, err
 }
@@ -2613,7 +2710,11 @@ func (q *Queries) LockToken(ctx context.Context, db DBTX, tokenID uuid.UUID) err
 
 const missingCapabilities = `-- name: MissingCapabilities :many
 SELECT DISTINCT r::text AS capability
-FROM wg_ready_requires($1, 999) AS s (requires), unnest(s.requires) AS r
+FROM (SELECT s.requires FROM wg_ready_requires($1, 999) AS s (requires)
+      UNION
+      SELECT b.requires FROM items b
+      WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+     unnest(s.requires) AS r
 WHERE NOT (r = ANY($2::text[]))
 ORDER BY 1
 LIMIT 20
@@ -2628,7 +2729,10 @@ type MissingCapabilitiesParams struct {
 // @capabilities (for a claim that can match nothing), at most 20. They are
 // read from the distinct requires of the ready items (wg_ready_requires,
 // migration 00113: one index descent per distinct value, not one row per
-// item), the first 1,000 of them.
+// item), the first 1,000 of them, and from the ready items in a retry
+// backoff (items_backoff, migration 00141: the claim indexes, which
+// wg_ready_requires reads, hold none of them; a claim that can match
+// nothing reads them here, once).
 func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingCapabilitiesParams) ([]string, error) {
 	rows, err := db.Query(ctx, missingCapabilities, arg.ProjectID, arg.Capabilities)
 	if err != nil {

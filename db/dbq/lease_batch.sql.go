@@ -15,11 +15,13 @@ import (
 
 const claimItems = `-- name: ClaimItems :many
 
-WITH scan AS (
+WITH walk AS MATERIALIZED (
+    -- The ready items not in backoff, in claim order (migration 00141).
     SELECT c.project_id, c.id, c.priority, c.seq, c.touches
     FROM items c
     WHERE c.project_id = $2
       AND c.ready
+      AND NOT c.in_backoff
       AND c.labels @> $3::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce($1::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -58,6 +60,52 @@ WITH scan AS (
     ORDER BY c.priority DESC, c.seq
     LIMIT $9
     FOR UPDATE SKIP LOCKED
+), due AS MATERIALIZED (
+    -- The first items whose retry backoff has passed and is not yet swept
+    -- (items_backoff, migration 00141), with the walk's filters.
+    SELECT d.project_id, d.id, d.priority, d.seq, d.touches
+    FROM items d
+    WHERE d.project_id = $2
+      AND d.ready
+      AND d.in_backoff
+      -- (Not a path through the labels' GIN index, which an empty set
+      -- would read whole.)
+      AND (cardinality($3::text[]) = 0 OR d.labels @> $3::text[])
+      AND d.not_before <= coalesce($1::timestamptz, statement_timestamp())
+      AND (d.preferred_worker IS NULL
+           OR (d.preferred_worker = $4::text
+               AND d.preferred_token IS NOT DISTINCT FROM $5::uuid)
+           OR d.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
+      AND (NOT $6::boolean
+           OR coalesce((SELECT d.expires_at FROM leases d
+                        WHERE d.project_id = $2 AND d.ended_at IS NULL
+                        ORDER BY d.expires_at LIMIT 1)
+                       > coalesce($1::timestamptz, statement_timestamp()), true))
+      AND (NOT $6::boolean
+           OR $7::int = 0
+           OR (SELECT count(*) FROM leases t
+               WHERE t.token_id = $5::uuid AND t.ended_at IS NULL
+                 AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
+              < $7::int)
+      AND (d.budget_roots = '{}'
+           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
+                                   coalesce($1::timestamptz, statement_timestamp())))
+      AND (d.requires = '{}'
+           OR (cardinality(coalesce($8::text[], '{}')) > 0
+               AND d.requires <@ $8::text[]))
+      AND (d.touches = '{}'
+           OR wg_scope_holder(d.project_id, NULL, d.touches,
+                              coalesce($1::timestamptz, statement_timestamp())) IS NULL)
+    ORDER BY d.priority DESC, d.seq
+    LIMIT $9
+    FOR UPDATE OF d SKIP LOCKED
+), scan AS (
+    -- The first @max_items of the two in claim order (the others of "due"
+    -- and "walk" are locked until the statement's transaction ends).
+    SELECT u.project_id, u.id, u.priority, u.seq, u.touches
+    FROM (SELECT project_id, id, priority, seq, touches FROM walk UNION ALL SELECT project_id, id, priority, seq, touches FROM due) AS u
+    ORDER BY u.priority DESC, u.seq
+    LIMIT $9
 ), candidate AS (
     -- This statement grants no write scopes: the scopes of one batch's
     -- items could overlap each other, and only the single claim's
@@ -85,7 +133,7 @@ WITH scan AS (
     -- By primary key (= ANY), never a join the planner could turn into a
     -- scan of the project's items.
     WHERE i.project_id = $2 AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots)
@@ -104,7 +152,7 @@ WITH scan AS (
     ORDER BY taken.priority DESC, taken.seq
     RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now,
@@ -250,6 +298,7 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Item.Requires,
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
+			&i.Item.InBackoff,
 			&i.HasAttention,
 			&i.DbNow,
 			&i.ScopedReady,
@@ -323,9 +372,9 @@ WITH entry AS (
       -- added by a transaction that committed while this statement
       -- waited for the row): the counts then differ, WG003.
       AND i.unmet_dependencies = 0 AND i.open_children = 0
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff
 FROM ended AS leases
 LEFT JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 WHERE lease_fence_held(CASE WHEN items.id IS NULL THEN 0 ELSE 1 END, true)
@@ -445,6 +494,7 @@ func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLease
 			&i.Item.Requires,
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
+			&i.Item.InBackoff,
 		); err != nil {
 			return nil, err
 		}

@@ -152,6 +152,7 @@ type Item struct {
 	Requires            []string
 	Touches             []string
 	BudgetRoots         []uuid.UUID
+	InBackoff           bool
 }
 
 type ItemText struct {

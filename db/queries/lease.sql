@@ -82,7 +82,10 @@ WHERE project_id = @project_id AND id = @item_id;
 -- and records the lease. Rows other claimers hold are skipped. The lease is
 -- stamped once the item's row is held (grant_time: evaluated per taken
 -- row), never before the item's previous lease ended, and lasts exactly
--- @ttl_ms.
+-- @ttl_ms. The items in a retry backoff are not in the claim indexes
+-- (migration 00141): "walk" reads the others, "due" the first item whose
+-- backoff has passed from items_backoff, and the first of the two in claim
+-- order is taken (the other is locked until the transaction ends).
 --
 -- Capabilities and write scopes (one predicate, kept apart below): the
 -- item's requires must be a subset of @capabilities, and an item with
@@ -102,11 +105,13 @@ WHERE project_id = @project_id AND id = @item_id;
 -- from before it held its scopes, when an overlapping lease may still have
 -- been live.
 -- The lease records the item's touches as its scopes (and their keys).
-WITH candidate AS MATERIALIZED (
-    SELECT c.project_id, c.id, c.touches
+WITH walk AS MATERIALIZED (
+    -- The ready items not in backoff, in claim order (migration 00141).
+    SELECT c.project_id, c.id, c.touches, c.priority, c.seq
     FROM items c
     WHERE c.project_id = @project_id
       AND c.ready
+      AND NOT c.in_backoff
       AND c.labels @> @labels::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -131,6 +136,40 @@ WITH candidate AS MATERIALIZED (
     ORDER BY c.priority DESC, c.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED
+), due AS MATERIALIZED (
+    -- The first item whose retry backoff has passed and is not yet swept
+    -- (items_backoff, migration 00141), with the walk's filters: the
+    -- candidate when it comes first in claim order.
+    SELECT d.project_id, d.id, d.touches, d.priority, d.seq
+    FROM items d
+    WHERE d.project_id = @project_id
+      AND d.ready
+      AND d.in_backoff
+      -- (Not a path through the labels' GIN index, which an empty set
+      -- would read whole.)
+      AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
+      AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+      AND (d.preferred_worker IS NULL
+           OR (d.preferred_worker = @worker::text
+               AND d.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+           OR d.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      AND (d.budget_roots = '{}'
+           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
+      AND (d.requires = '{}'
+           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+               AND d.requires <@ sqlc.narg('capabilities')::text[]))
+      AND (d.touches = '{}'
+           OR wg_scope_holder(d.project_id, NULL, d.touches,
+                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
+    ORDER BY d.priority DESC, d.seq
+    LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED
+), candidate AS MATERIALIZED (
+    SELECT u.project_id, u.id, u.touches
+    FROM (SELECT * FROM walk UNION ALL SELECT * FROM due) AS u
+    ORDER BY u.priority DESC, u.seq
+    LIMIT 1
 ), held AS MATERIALIZED (
     SELECT candidate.project_id, candidate.id
     FROM candidate
@@ -275,10 +314,18 @@ SELECT coalesce(
            false)::bool AS needs_tx,
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
-       ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
-         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
-        AND (SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND i.requires = '{}'
+       -- (Items in backoff are ready and count: items_backoff, migration
+       -- 00141, holds them apart from the claim indexes.)
+       (((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
+          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+         OR (SELECT true FROM items b WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
+             ORDER BY b.not_before LIMIT 1) IS NOT NULL)
+        AND (SELECT true FROM items i
+             WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
+        AND (SELECT true FROM items b
+             WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
+             ORDER BY b.not_before LIMIT 1) IS NULL
         AND NOT wg_requires_met(@project_id, sqlc.narg('capabilities')::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
@@ -405,6 +452,9 @@ WITH ended AS (
                 sqlc.arg('backoff_ms')::bigint::float8 * power(2::float8, least(i.failures, 40)),
                 sqlc.arg('max_backoff_ms')::bigint::float8) * interval '1 millisecond'
             ELSE i.not_before END,
+        -- The item leaves the claim indexes for items_backoff until the
+        -- sweeper sees its backoff pass (migration 00141).
+        in_backoff = @failed::boolean OR i.in_backoff,
         -- A completion of an item that waits for a dependency or a child
         -- (added while it was leased) raises WG007 (item_finishable,
         -- migration 00064): computed in the SET, from the row version this
@@ -441,8 +491,32 @@ WHERE (SELECT held.ok FROM held)
 
 -- name: ClearRetry :exec
 -- The item stops retrying on its own: its failures were handed to a person.
-UPDATE items SET failures = 0, not_before = NULL
+UPDATE items SET failures = 0, not_before = NULL, in_backoff = false
 WHERE project_id = @project_id AND id = @item_id;
+
+-- name: ClearDueBackoffs :execrows
+-- The sweeper's part of retry backoffs (migration 00141): up to @max_items
+-- ready items whose backoff has passed, by the database clock or the given
+-- now, go back to the claim indexes. Claims take such an item before this
+-- runs (they read the due front of items_backoff), so this only keeps that
+-- front short. Rows another transaction holds are skipped (a claim taking
+-- the item); clearing is idempotent, and a row whose backoff was set again
+-- meanwhile (a new failure) is judged as it stands (the UPDATE's own
+-- predicate), so no item is cleared before its instant.
+WITH due AS (
+    SELECT b.project_id, b.id
+    FROM items b
+    WHERE b.ready AND b.in_backoff
+      AND b.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+    LIMIT @max_items
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE items i
+SET in_backoff = false
+FROM due
+WHERE i.project_id = due.project_id AND i.id = due.id
+  AND i.in_backoff
+  AND i.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp());
 
 -- name: RequestStop :one
 -- The first request stands: its time, who asked and why (@note, NULL: no
@@ -807,10 +881,17 @@ WHERE project_id = @project_id AND ended_at IS NULL;
 -- that requires nothing matches any claim: items_ready_unrestricted,
 -- migration 00104, has the first of them; wg_requires_met, migration 00113,
 -- asks each distinct requires of the others once, not each item.)
-SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready
-         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL)::bool AS any_ready,
-       ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND i.requires = '{}'
+-- Items in backoff are ready and count (items_backoff, migration 00141).
+SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items b WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
+            ORDER BY b.not_before LIMIT 1) IS NOT NULL)::bool AS any_ready,
+       ((SELECT true FROM items i
+         WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
+         ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items b
+            WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
+            ORDER BY b.not_before LIMIT 1) IS NOT NULL
         OR wg_requires_met(@project_id, @capabilities::text[]))::bool AS any_match;
 
 -- name: RecordOffer :exec
@@ -846,9 +927,16 @@ ORDER BY 1;
 -- @capabilities (for a claim that can match nothing), at most 20. They are
 -- read from the distinct requires of the ready items (wg_ready_requires,
 -- migration 00113: one index descent per distinct value, not one row per
--- item), the first 1,000 of them.
+-- item), the first 1,000 of them, and from the ready items in a retry
+-- backoff (items_backoff, migration 00141: the claim indexes, which
+-- wg_ready_requires reads, hold none of them; a claim that can match
+-- nothing reads them here, once).
 SELECT DISTINCT r::text AS capability
-FROM wg_ready_requires(@project_id, 999) AS s (requires), unnest(s.requires) AS r
+FROM (SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
+      UNION
+      SELECT b.requires FROM items b
+      WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+     unnest(s.requires) AS r
 WHERE NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1
 LIMIT 20;

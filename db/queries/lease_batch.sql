@@ -23,11 +23,13 @@
 -- index leases_active_expiry), or @token_quiet > 0 and the token holds
 -- @token_quiet live leases or more. The transactional path passes
 -- @guarded = false after it has reaped and counted.
-WITH scan AS (
+WITH walk AS MATERIALIZED (
+    -- The ready items not in backoff, in claim order (migration 00141).
     SELECT c.project_id, c.id, c.priority, c.seq, c.touches
     FROM items c
     WHERE c.project_id = @project_id
       AND c.ready
+      AND NOT c.in_backoff
       AND c.labels @> @labels::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -66,6 +68,52 @@ WITH scan AS (
     ORDER BY c.priority DESC, c.seq
     LIMIT @max_items
     FOR UPDATE SKIP LOCKED
+), due AS MATERIALIZED (
+    -- The first items whose retry backoff has passed and is not yet swept
+    -- (items_backoff, migration 00141), with the walk's filters.
+    SELECT d.project_id, d.id, d.priority, d.seq, d.touches
+    FROM items d
+    WHERE d.project_id = @project_id
+      AND d.ready
+      AND d.in_backoff
+      -- (Not a path through the labels' GIN index, which an empty set
+      -- would read whole.)
+      AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
+      AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+      AND (d.preferred_worker IS NULL
+           OR (d.preferred_worker = @worker::text
+               AND d.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+           OR d.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+      AND (NOT @guarded::boolean
+           OR coalesce((SELECT d.expires_at FROM leases d
+                        WHERE d.project_id = @project_id AND d.ended_at IS NULL
+                        ORDER BY d.expires_at LIMIT 1)
+                       > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true))
+      AND (NOT @guarded::boolean
+           OR sqlc.arg('token_quiet')::int = 0
+           OR (SELECT count(*) FROM leases t
+               WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
+                 AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+              < sqlc.arg('token_quiet')::int)
+      AND (d.budget_roots = '{}'
+           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
+                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
+      AND (d.requires = '{}'
+           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+               AND d.requires <@ sqlc.narg('capabilities')::text[]))
+      AND (d.touches = '{}'
+           OR wg_scope_holder(d.project_id, NULL, d.touches,
+                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
+    ORDER BY d.priority DESC, d.seq
+    LIMIT @max_items
+    FOR UPDATE OF d SKIP LOCKED
+), scan AS (
+    -- The first @max_items of the two in claim order (the others of "due"
+    -- and "walk" are locked until the statement's transaction ends).
+    SELECT u.project_id, u.id, u.priority, u.seq, u.touches
+    FROM (SELECT * FROM walk UNION ALL SELECT * FROM due) AS u
+    ORDER BY u.priority DESC, u.seq
+    LIMIT @max_items
 ), candidate AS (
     -- This statement grants no write scopes: the scopes of one batch's
     -- items could overlap each other, and only the single claim's
