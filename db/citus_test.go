@@ -65,9 +65,31 @@ var notProjectScoped = map[string]string{
 	"DeleteExpiredWebSessions": "web_sessions (local table)",
 }
 
+var (
+	// writes finds a statement that changes rows.
+	writes = regexp.MustCompile(`(?i)\b(UPDATE|INSERT|DELETE)\b`)
+	// projectParam finds the project given as a parameter (one, or the
+	// project_ids of a batch within one project).
+	projectParam = regexp.MustCompile(`@project_ids?\b|sqlc\.n?arg\('project_ids?'\)`)
+)
+
+// withoutComments is a query's text without its "--" comments.
+func withoutComments(q string) string {
+	lines := strings.Split(q, "\n")
+	for i, l := range lines {
+		if c := strings.Index(l, "--"); c >= 0 {
+			lines[i] = l[:c]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // TestQueriesCarryProject: every query in db/queries names project_id, or
 // is a documented exception; an exception that now names project_id (or
-// no longer exists) must leave the list.
+// no longer exists) must leave the list. A query that writes takes its
+// project as a parameter: naming the column alone lets a write join rows
+// of every project (a transaction across projects, which a database
+// sharded by project cannot run on one shard).
 func TestQueriesCarryProject(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("queries/*.sql")
@@ -90,13 +112,20 @@ func TestQueriesCarryProject(t *testing.T) {
 			}
 			q := text[loc[2]:loc[3]]
 			seen[q] = true
-			carries := strings.Contains(text[loc[1]:end], "project_id")
+			body := text[loc[1]:end]
+			carries := strings.Contains(body, "project_id")
 			_, excepted := notProjectScoped[q]
 			switch {
 			case !carries && !excepted:
 				t.Errorf("%s: query %s does not name project_id and is not a documented exception", f, q)
 			case carries && excepted:
 				t.Errorf("%s: query %s names project_id: take it off notProjectScoped", f, q)
+			case !excepted && writes.MatchString(withoutComments(body)) && !projectParam.MatchString(body):
+				// Naming the column is not enough for a write: one that
+				// joins rows by their project_id but takes none as a
+				// parameter writes across projects in one transaction.
+				t.Errorf("%s: query %s writes without a project parameter (@project_id): "+
+					"every transaction stays inside one project; find the projects first, then write in each", f, q)
 			}
 		}
 	}

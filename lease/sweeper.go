@@ -16,8 +16,8 @@ const (
 	sweepProjects = 1000
 	sweepLeases   = 1000
 	// sweepBackoffs bounds the items whose backoff has passed that one
-	// sweep returns to the claim indexes; the rest wait for the next one
-	// (claims find them meanwhile, see ClearDueBackoffs).
+	// sweep returns to the claim indexes in each project; the rest wait
+	// for the next one (claims find them meanwhile, see ClearDueBackoffs).
 	sweepBackoffs = 10000
 )
 
@@ -136,15 +136,27 @@ func (w *Sweeper) endLeases(ctx context.Context) (int, error) {
 	return total, w.svc.AskSpentBudgets(ctx, sweepLeases)
 }
 
-// ClearDueBackoffs returns up to limit ready items whose retry backoff has
-// passed (by the service's clock, else the database's) from items_backoff
-// to the claim indexes, and reports how many. Claims take such an item at
-// its priority before this runs: it only keeps the part of items_backoff
-// that every claim reads short (docs/adr/0007-lean-hot-path.md, "Addendum:
+// ClearDueBackoffs returns ready items whose retry backoff has passed (by
+// the service's clock, else the database's) from items_backoff to the
+// claim indexes, up to limit of them in each of up to sweepProjects
+// projects, one transaction per project. Claims take such an item at its
+// priority before this runs: it only keeps the part of items_backoff that
+// every claim reads short (docs/adr/0007-lean-hot-path.md, "Addendum:
 // claims past retry backoffs").
 func (s *Service) ClearDueBackoffs(ctx context.Context, limit int) error {
-	_, err := dbq.New().ClearDueBackoffs(ctx, s.exec, dbq.ClearDueBackoffsParams{
-		Now: s.clock.Now(), MaxItems: int32(limit),
+	q := dbq.New()
+	projects, err := q.ProjectsWithDueBackoffs(ctx, s.exec, dbq.ProjectsWithDueBackoffsParams{
+		Now: s.clock.Now(), MaxProjects: sweepProjects,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	for _, p := range projects {
+		if _, err := q.ClearDueBackoffs(ctx, s.exec, dbq.ClearDueBackoffsParams{
+			ProjectID: p, Now: s.clock.Now(), MaxItems: int32(limit),
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

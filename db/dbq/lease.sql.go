@@ -624,34 +624,37 @@ const clearDueBackoffs = `-- name: ClearDueBackoffs :execrows
 WITH due AS (
     SELECT b.project_id, b.id
     FROM items b
-    WHERE b.ready AND b.in_backoff
-      AND b.not_before <= coalesce($1::timestamptz, statement_timestamp())
-    LIMIT $2
+    WHERE b.project_id = $1 AND b.ready AND b.in_backoff
+      AND b.not_before <= coalesce($2::timestamptz, statement_timestamp())
+    ORDER BY b.not_before
+    LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
 UPDATE items i
 SET in_backoff = false
 FROM due
-WHERE i.project_id = due.project_id AND i.id = due.id
+WHERE i.project_id = $1 AND i.id = due.id
   AND i.in_backoff
-  AND i.not_before <= coalesce($1::timestamptz, statement_timestamp())
+  AND i.not_before <= coalesce($2::timestamptz, statement_timestamp())
 `
 
 type ClearDueBackoffsParams struct {
-	Now      *time.Time
-	MaxItems int32
+	ProjectID uuid.UUID
+	Now       *time.Time
+	MaxItems  int32
 }
 
-// The sweeper's part of retry backoffs (migration 00141): up to @max_items
-// ready items whose backoff has passed, by the database clock or the given
-// now, go back to the claim indexes. Claims take such an item before this
-// runs (they read the due front of items_backoff), so this only keeps that
-// front short. Rows another transaction holds are skipped (a claim taking
-// the item); clearing is idempotent, and a row whose backoff was set again
-// meanwhile (a new failure) is judged as it stands (the UPDATE's own
-// predicate), so no item is cleared before its instant.
+// The sweeper's part of retry backoffs (migration 00141), in one project:
+// up to @max_items of its ready items whose backoff has passed, by the
+// database clock or the given now, go back to the claim indexes. Claims
+// take such an item before this runs (they read the due front of
+// items_backoff), so this only keeps that front short. Rows another
+// transaction holds are skipped (a claim taking the item); clearing is
+// idempotent, and a row whose backoff was set again meanwhile (a new
+// failure) is judged as it stands (the UPDATE's own predicate), so no item
+// is cleared before its instant.
 func (q *Queries) ClearDueBackoffs(ctx context.Context, db DBTX, arg ClearDueBackoffsParams) (int64, error) {
-	result, err := db.Exec(ctx, clearDueBackoffs, arg.Now, arg.MaxItems)
+	result, err := db.Exec(ctx, clearDueBackoffs, arg.ProjectID, arg.Now, arg.MaxItems)
 	if err != nil {
 		return 0, err
 	}
@@ -2746,6 +2749,42 @@ func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingC
 			return nil, err
 		}
 		items = append(items, capability)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const projectsWithDueBackoffs = `-- name: ProjectsWithDueBackoffs :many
+SELECT DISTINCT project_id
+FROM items
+WHERE ready AND in_backoff
+  AND not_before <= coalesce($1::timestamptz, statement_timestamp())
+LIMIT $2
+`
+
+type ProjectsWithDueBackoffsParams struct {
+	Now         *time.Time
+	MaxProjects int32
+}
+
+// The sweeper's projects for ClearDueBackoffs: a scan of items_backoff
+// (migration 00141: the ready items in a retry backoff only), never of the
+// project's other items.
+func (q *Queries) ProjectsWithDueBackoffs(ctx context.Context, db DBTX, arg ProjectsWithDueBackoffsParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithDueBackoffs, arg.Now, arg.MaxProjects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var project_id uuid.UUID
+		if err := rows.Scan(&project_id); err != nil {
+			return nil, err
+		}
+		items = append(items, project_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -494,27 +494,39 @@ WHERE (SELECT held.ok FROM held)
 UPDATE items SET failures = 0, not_before = NULL, in_backoff = false
 WHERE project_id = @project_id AND id = @item_id;
 
+-- name: ProjectsWithDueBackoffs :many
+-- The sweeper's projects for ClearDueBackoffs: a scan of items_backoff
+-- (migration 00141: the ready items in a retry backoff only), never of the
+-- project's other items.
+SELECT DISTINCT project_id
+FROM items
+WHERE ready AND in_backoff
+  AND not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+LIMIT @max_projects;
+
 -- name: ClearDueBackoffs :execrows
--- The sweeper's part of retry backoffs (migration 00141): up to @max_items
--- ready items whose backoff has passed, by the database clock or the given
--- now, go back to the claim indexes. Claims take such an item before this
--- runs (they read the due front of items_backoff), so this only keeps that
--- front short. Rows another transaction holds are skipped (a claim taking
--- the item); clearing is idempotent, and a row whose backoff was set again
--- meanwhile (a new failure) is judged as it stands (the UPDATE's own
--- predicate), so no item is cleared before its instant.
+-- The sweeper's part of retry backoffs (migration 00141), in one project:
+-- up to @max_items of its ready items whose backoff has passed, by the
+-- database clock or the given now, go back to the claim indexes. Claims
+-- take such an item before this runs (they read the due front of
+-- items_backoff), so this only keeps that front short. Rows another
+-- transaction holds are skipped (a claim taking the item); clearing is
+-- idempotent, and a row whose backoff was set again meanwhile (a new
+-- failure) is judged as it stands (the UPDATE's own predicate), so no item
+-- is cleared before its instant.
 WITH due AS (
     SELECT b.project_id, b.id
     FROM items b
-    WHERE b.ready AND b.in_backoff
+    WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
       AND b.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+    ORDER BY b.not_before
     LIMIT @max_items
     FOR UPDATE SKIP LOCKED
 )
 UPDATE items i
 SET in_backoff = false
 FROM due
-WHERE i.project_id = due.project_id AND i.id = due.id
+WHERE i.project_id = @project_id AND i.id = due.id
   AND i.in_backoff
   AND i.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp());
 
