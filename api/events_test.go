@@ -272,9 +272,13 @@ func (f eventsFixture) openStream(t *testing.T, path, token, lastID string) *str
 }
 
 // next returns the next event of the stream, skipping comments and the
-// retry field.
+// retry field; it fails the test when none comes within 30 s, keep-alives
+// or not (a stream that sends only keep-alives fails here, not at the
+// package's timeout).
 func (s *stream) next(t *testing.T) wire.Event {
 	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
 	for {
 		select {
 		case m, ok := <-s.read:
@@ -292,7 +296,7 @@ func (s *stream) next(t *testing.T) wire.Event {
 				t.Fatalf("id %q event %q for event %+v", m.id, m.event, e)
 			}
 			return e
-		case <-time.After(30 * time.Second):
+		case <-deadline.C:
 			t.Fatal("no event on the stream in 30 s")
 		}
 	}
