@@ -2757,30 +2757,30 @@ func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingC
 }
 
 const nextDueItems = `-- name: NextDueItems :many
-WITH floor AS (
-    SELECT greatest($2::timestamptz,
-                    statement_timestamp() - make_interval(secs => $3::float8)) AS t
-), backoff AS (
+WITH backoff AS (
     SELECT i.id, i.not_before AS due, i.labels,
            CASE WHEN i.preferred_worker IS NOT NULL AND coalesce(i.preferred_until > i.not_before, true)
                 THEN i.preferred_worker END AS worker,
            CASE WHEN i.preferred_worker IS NOT NULL AND coalesce(i.preferred_until > i.not_before, true)
                 THEN i.preferred_token END AS token
-    FROM items i, floor
-    WHERE i.project_id = $4 AND i.ready AND i.in_backoff AND i.not_before > floor.t
+    FROM items i
+    WHERE i.project_id = $2 AND i.ready AND i.in_backoff
+      AND i.not_before > greatest($3::timestamptz, statement_timestamp() - make_interval(secs => $4::float8))
     ORDER BY i.not_before
     LIMIT $1
 ), reserved AS (
     SELECT i.id, i.preferred_until AS due, i.labels, NULL::text AS worker, NULL::uuid AS token
-    FROM items i, floor
-    WHERE i.project_id = $4 AND i.ready AND i.preferred_until IS NOT NULL AND i.preferred_until > floor.t
+    FROM items i
+    WHERE i.project_id = $2 AND i.ready AND i.preferred_until IS NOT NULL
+      AND i.preferred_until > greatest($3::timestamptz, statement_timestamp() - make_interval(secs => $4::float8))
       AND (i.not_before IS NULL OR i.not_before <= i.preferred_until)
     ORDER BY i.preferred_until
     LIMIT $1
 )
 SELECT d.id::uuid AS id, d.due::timestamptz AS due, d.labels::text[] AS labels,
        (d.worker IS NOT NULL)::boolean AS reserved, coalesce(d.worker, '')::text AS worker,
-       (d.token IS NOT NULL)::boolean AS has_token, coalesce(d.token, '00000000-0000-0000-0000-000000000000')::uuid AS token, statement_timestamp()::timestamptz AS now
+       (d.token IS NOT NULL)::boolean AS has_token, coalesce(d.token, '00000000-0000-0000-0000-000000000000')::uuid AS token,
+       statement_timestamp()::timestamptz AS now
 FROM (SELECT id, due, labels, worker, token FROM backoff UNION ALL SELECT id, due, labels, worker, token FROM reserved) d
 ORDER BY d.due
 LIMIT $1
@@ -2788,9 +2788,9 @@ LIMIT $1
 
 type NextDueItemsParams struct {
 	MaxItems     int32
+	ProjectID    uuid.UUID
 	After        *time.Time
 	LookbackSecs float64
-	ProjectID    uuid.UUID
 }
 
 type NextDueItemsRow struct {
@@ -2811,14 +2811,17 @@ type NextDueItemsRow struct {
 // @after and the statement's instant less @lookback_secs), earliest first,
 // with the labels and the reservation that hold at that instant (the
 // workgraph_ready payload's). Each side is one range read at the front of
-// its index. now is the database's instant of the same statement, so the
-// caller can wait the difference on its own clock.
+// its index: the floor is written out in each (as a CTE it would be a
+// filter, and the reservation side would read every window that ended
+// long ago: preferred_until stays set). now is the database's instant of
+// the same statement, so the caller can wait the difference on its own
+// clock.
 func (q *Queries) NextDueItems(ctx context.Context, db DBTX, arg NextDueItemsParams) ([]NextDueItemsRow, error) {
 	rows, err := db.Query(ctx, nextDueItems,
 		arg.MaxItems,
+		arg.ProjectID,
 		arg.After,
 		arg.LookbackSecs,
-		arg.ProjectID,
 	)
 	if err != nil {
 		return nil, err
