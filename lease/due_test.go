@@ -2,6 +2,8 @@ package lease_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +147,52 @@ func TestWakeAtInstantReplicas(t *testing.T) {
 	}
 	if ra.c.Item.ID == rb.c.Item.ID {
 		t.Fatalf("both granted %v", ra.c.Item.ID)
+	}
+}
+
+// TestDueProbeReadsRanges: the read of a project's next time gates is two
+// index range reads from the floor on, not a walk of every reservation
+// window that ever ended (preferred_until stays set once it passed) nor of
+// every backoff already due. Its plan (auto_explain, with ANALYZE, on the
+// notifier's pool of one connection) must not read and throw away rows.
+func TestDueProbeReadsRanges(t *testing.T) {
+	t.Parallel()
+	f, leases := setupDue(t)
+	if _, err := f.pool.Exec(f.ctx, `
+		INSERT INTO items (project_id, title, created_by, preferred_worker, preferred_until, failures, not_before, in_backoff)
+		SELECT $1, 'ended ' || g, 'test', 'w', now() - g * interval '1 second',
+		       CASE WHEN g % 2 = 0 THEN 1 ELSE 0 END,
+		       CASE WHEN g % 2 = 0 THEN now() - g * interval '1 second' END, g % 2 = 0
+		FROM generate_series(1, 2000) AS g`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	pool, plans := explainedPool(t, f.pool)
+	n := lease.NewNotifier(pool, nil)
+	n.TestSignals.Listening.Init()
+	n.Start(f.ctx)
+	t.Cleanup(n.Stop)
+	n.TestSignals.Listening.Wait(t)
+	plans()
+	c, err := leases.ClaimWait(f.ctx, f.project, lease.ClaimRequest{Worker: "w1", Labels: []string{"absent"}}, time.Second, n)
+	if !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("waiting claim = %v, %v; want nothing ready", c.Item.ID, err)
+	}
+	got := plans()
+	if len(got) == 0 {
+		t.Fatal("no plan of the probe read items")
+	}
+	for _, p := range got {
+		for _, line := range strings.Split(p, "\n") {
+			if _, rest, ok := strings.Cut(line, "Rows Removed by "); ok {
+				var filter string
+				var removed int
+				if _, err := fmt.Sscanf(rest, "%s Filter: %d", &filter, &removed); err == nil && removed > 10 {
+					t.Fatalf("the probe read and discarded %d rows:\n%s", removed, p)
+				}
+				if _, err := fmt.Sscanf(rest, "Filter: %d", &removed); err == nil && removed > 10 {
+					t.Fatalf("the probe read and discarded %d rows:\n%s", removed, p)
+				}
+			}
+		}
 	}
 }
