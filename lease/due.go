@@ -13,8 +13,9 @@ import (
 // turns). An item can become claimable without a write, so without a
 // notification: its retry backoff ends (items.not_before) or its
 // continuity reservation window ends (items.preferred_until, after which
-// any worker may take it). Each time a waiting claim finds nothing, the
-// notifier reads the project's next such items after a floor
+// any worker may take it). Each time a waiting claim finds nothing, and
+// each time a notification names a reserved item (the waiters it skipped
+// may take the item when the window ends), the notifier reads the project's next such items after a floor
 // (NextDueItems: two index probes, the instants and the database's now in
 // one statement) and sets a timer for the difference; when it fires, each
 // item due by then becomes a readyEvent as if its notification had come
@@ -130,22 +131,24 @@ func (q *waitQueue) scheduleDue(n *Notifier, project uuid.UUID, items []dueItem,
 	if !first.After(d.floor) {
 		return // turned into events already (a probe that overtook another)
 	}
-	switch {
-	case d.at.IsZero() || first.Before(d.at):
+	set := d.at.IsZero() || first.Before(d.at)
+	if !set && !first.Equal(d.at) {
+		return // the timer is set for an earlier instant
+	}
+	if set {
 		d.stop()
 		d.at = first
-	case first.Equal(d.at):
-	default:
-		return
 	}
 	for _, it := range items {
 		if !it.at.Equal(d.at) {
 			break
 		}
-		d.items = append(d.items, it)
+		d.items = append(d.items, it) // dueTick skips an item named twice
 	}
-	at := d.at
-	d.timer = time.AfterFunc(at.Sub(dbNow), func() { n.dueTick(project, q, at) })
+	if set {
+		at := d.at
+		d.timer = time.AfterFunc(at.Sub(dbNow), func() { n.dueTick(project, q, at) })
+	}
 }
 
 // dueTick turns the items due at the instant at into events (rule 1) and

@@ -98,6 +98,23 @@ func TestWakeAtReservationEnd(t *testing.T) {
 	mustGrant(t, r, it.ID)
 }
 
+// TestWakeAtReservationEndNotified: an item that becomes ready reserved
+// for a worker that is not waiting is a notification no waiter takes; a
+// claim already waiting is still granted the item when the window ends.
+func TestWakeAtReservationEndNotified(t *testing.T) {
+	t.Parallel()
+	f, leases := setupDue(t)
+	n := startWaitNotifier(t, f)
+	out := waitFor(f, leases, n, lease.ClaimRequest{Worker: "w1"})
+	n.TestSignals.Idle.Wait(t)
+	var id uuid.UUID
+	if err := f.pool.QueryRow(f.ctx, `INSERT INTO items (project_id, title, created_by, preferred_worker, preferred_until)
+		VALUES ($1, 'reserved', 'test', 'other', clock_timestamp() + interval '2 seconds') RETURNING id`, f.project).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	mustGrant(t, <-out, id)
+}
+
 // TestWakeAtInstantOnce: a due item the waiting claim cannot take (it
 // requires a capability the claimer lacks) wakes it once at the instant,
 // and the claim that finds nothing waits again without being woken for

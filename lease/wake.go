@@ -2,6 +2,7 @@ package lease
 
 import (
 	"container/list"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -349,6 +350,11 @@ func (n *Notifier) note(r readyNote) {
 		return
 	}
 	q.event(n, r.item)
+	if r.item.Worker != nil {
+		// Reserved: the waiters here that the event skipped may take the
+		// item when the window ends, an instant no write reports (due.go).
+		go n.probeDue(context.Background(), r.project, 0)
+	}
 }
 
 // event makes it a pending event with the notifier's seq and dispatches it
