@@ -56,6 +56,9 @@ type NotifierSignals struct {
 	// Idle is sent with the project each time a waiting claim found
 	// nothing and waits for a turn.
 	Idle startstop.Signal[uuid.UUID]
+	// Due is sent with the project each time the items due at a time
+	// gate's instant became events (due.go).
+	Due startstop.Signal[uuid.UUID]
 }
 
 // NewNotifier returns a Notifier that connects with pool's configuration.
@@ -179,10 +182,14 @@ type WaitStats struct {
 	// (reconnection, a payload without the item, too many pending, a
 	// claim's error); Rechecks the periodic rechecks run.
 	Passed, Broadcasts, Rechecks int64
+	// Probes counts the reads of a project's next time gates (one each
+	// time a waiting claim found nothing, and after each due wake-up);
+	// DueWakes the instants at which the items due became events.
+	Probes, DueWakes int64
 }
 
 type waitCounters struct {
-	waits, skipped, claims, grants, passed, broadcasts, rechecks atomic.Int64
+	waits, skipped, claims, grants, passed, broadcasts, rechecks, probes, dueWakes atomic.Int64
 }
 
 // Stats returns the notifier's counts.
@@ -191,5 +198,6 @@ func (n *Notifier) Stats() WaitStats {
 	return WaitStats{
 		Waits: c.waits.Load(), Skipped: c.skipped.Load(), Claims: c.claims.Load(), Grants: c.grants.Load(),
 		Passed: c.passed.Load(), Broadcasts: c.broadcasts.Load(), Rechecks: c.rechecks.Load(),
+		Probes: c.probes.Load(), DueWakes: c.dueWakes.Load(),
 	}
 }

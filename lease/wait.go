@@ -16,9 +16,10 @@ import (
 // wait has passed (then ErrNothingReady). The notifier gives each item that
 // becomes ready to one waiting claim whose labels and worker can take it,
 // a claim that was given an item and got another (or none, or left) hands
-// it on, and every Config.WaitRecheck one waiting claim per label set
-// tries anyway, for the time gates that open without a write (see wake.go
-// for the rules and why no wake-up is lost). A nil n only rechecks, every
+// it on, the end of a retry backoff or of a continuity reservation is an
+// event at its instant (due.go), and every Config.WaitRecheck one waiting
+// claim per label set tries anyway, the safety net (see wake.go for the
+// rules and why no wake-up is lost). A nil n only rechecks, every
 // waiter on its own. wait <= 0 is a plain Claim.
 //
 // Errors: those of Claim; unavailable when ctx ends first.
@@ -79,6 +80,7 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 			attempt = db.Rearm(ctx)
 		}
 		first = false
+		began := time.Now()
 		c, err := claim(attempt)
 		switch {
 		case err == nil:
@@ -95,6 +97,9 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 			return zero, err
 		}
 		n.nothing(w)
+		// It goes to sleep: the project's next time gate sets when one
+		// waiter is woken without a notification (due.go).
+		n.probeDue(ctx, project, time.Since(began))
 	}
 }
 

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"container/list"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -67,10 +68,11 @@ import (
 // broadcast; one claiming then claims again): the LISTEN connection coming
 // back (notifications sent meanwhile are lost), a notification naming only
 // the project (an old payload, or labels too long for one), more pending
-// events than maxPending. Time gates that open without a write (retry
-// backoff, the end of a continuity window), a ready item whose labels are
-// edited, and an item hidden from a claim by a lock another writer held
-// are found by the recheck: every Config.WaitRecheck one waiter of each
+// events than maxPending. Time gates that open without a write (the end of
+// a retry backoff or of a continuity window) become events at their
+// instant (due.go). A ready item whose labels are edited, an item hidden
+// from a claim by a lock another writer held, and a time gate the due
+// timer missed are found by the recheck: every Config.WaitRecheck one waiter of each
 // label set claims (one per notifier), and a recheck that is granted gives
 // the next waiter of its set a recheck turn, until one finds nothing.
 //
@@ -227,6 +229,8 @@ type waitQueue struct {
 	// proofs are the filters whose latest claim found nothing, by key,
 	// while nothing has happened that the pending events do not show.
 	proofs map[string]*proof
+	// due is its wait for the next time gate (due.go).
+	due dueTimer
 }
 
 func newWaitQueue() *waitQueue {
@@ -345,7 +349,18 @@ func (n *Notifier) note(r readyNote) {
 		q.broadcast()
 		return
 	}
-	if old := q.byItem[r.item.ID]; old != nil {
+	q.event(n, r.item)
+	if r.item.Worker != nil {
+		// Reserved: the waiters here that the event skipped may take the
+		// item when the window ends, an instant no write reports (due.go).
+		go n.probeDue(context.Background(), r.project, 0)
+	}
+}
+
+// event makes it a pending event with the notifier's seq and dispatches it
+// (rule 1); past maxPending it wakes every waiter of the project instead.
+func (q *waitQueue) event(n *Notifier, it *readyItem) {
+	if old := q.byItem[it.ID]; old != nil {
 		// The item became ready again: the newer event stands for it.
 		q.resolve(old)
 	}
@@ -357,7 +372,7 @@ func (n *Notifier) note(r readyNote) {
 		q.broadcast()
 		return
 	}
-	e := &readyEvent{seq: n.seq, item: r.item.ID, labels: r.item.Labels, worker: r.item.Worker, token: r.item.Token}
+	e := &readyEvent{seq: n.seq, item: it.ID, labels: it.Labels, worker: it.Worker, token: it.Token}
 	e.elem = q.pending.PushBack(e)
 	q.byItem[e.item] = e
 	q.dispatch(e)
@@ -514,6 +529,7 @@ func (n *Notifier) leave(w *waiter, failed bool) {
 		w.idle = nil
 	}
 	if len(q.waiters) == 0 {
+		q.due.stop()
 		delete(n.queues, w.project)
 		return
 	}

@@ -19,14 +19,15 @@ import (
 // waiting claim.
 const noRecheck = time.Hour
 
-// startWaitNotifier starts a notifier with its Idle and Notified signals
-// on.
+// startWaitNotifier starts a notifier with its Idle, Notified and Due
+// signals on.
 func startWaitNotifier(t *testing.T, f fixture) *lease.Notifier {
 	t.Helper()
 	n := lease.NewNotifier(f.pool, nil)
 	n.TestSignals.Listening.Init()
 	n.TestSignals.Idle.Init()
 	n.TestSignals.Notified.Init()
+	n.TestSignals.Due.Init()
 	n.Start(context.Background())
 	t.Cleanup(n.Stop)
 	n.TestSignals.Listening.Wait(t)

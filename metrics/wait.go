@@ -6,14 +6,14 @@ import "github.com/prometheus/client_golang/prometheus"
 // in plain types): claim transactions run by waiting claims against those
 // granted, which is what waking one waiter per ready item keeps near one.
 type WaitStats struct {
-	Waits, Skipped, Claims, Grants, Passed, Broadcasts, Rechecks int64
+	Waits, Skipped, Claims, Grants, Passed, Broadcasts, Rechecks, Probes, DueWakes int64
 }
 
 // WaitCollector reports a notifier's counts, read at each scrape.
 type WaitCollector struct {
 	stats func() WaitStats
 
-	waits, skipped, claims, grants, passed, broadcasts, rechecks *prometheus.Desc
+	waits, skipped, claims, grants, passed, broadcasts, rechecks, probes, dueWakes *prometheus.Desc
 }
 
 // NewWaitCollector reports the counts stats reads.
@@ -29,11 +29,13 @@ func NewWaitCollector(stats func() WaitStats) *WaitCollector {
 		passed:     d("wakeups_passed_total", "Wake-ups handed on to another waiter by a waiting claim that did not use its own."),
 		broadcasts: d("broadcasts_total", "Times every waiting claim of a project was woken (LISTEN reconnected, a notification without the item, too many pending, a claim's error)."),
 		rechecks:   d("rechecks_total", "Periodic rechecks run (one waiter per label set each recheck interval)."),
+		probes:     d("time_gate_probes_total", "Reads of a project's next retry backoff or reservation end, one each time a waiting claim found nothing and after each time gate's instant."),
+		dueWakes:   d("time_gate_instants_total", "Instants at which the items whose retry backoff or reservation ended were handed to waiting claims."),
 	}
 }
 
 func (c *WaitCollector) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.waits, c.skipped, c.claims, c.grants, c.passed, c.broadcasts, c.rechecks}
+	return []*prometheus.Desc{c.waits, c.skipped, c.claims, c.grants, c.passed, c.broadcasts, c.rechecks, c.probes, c.dueWakes}
 }
 
 // Describe implements prometheus.Collector.
@@ -46,7 +48,7 @@ func (c *WaitCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *WaitCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.stats()
-	values := []int64{s.Waits, s.Skipped, s.Claims, s.Grants, s.Passed, s.Broadcasts, s.Rechecks}
+	values := []int64{s.Waits, s.Skipped, s.Claims, s.Grants, s.Passed, s.Broadcasts, s.Rechecks, s.Probes, s.DueWakes}
 	for i, d := range c.descs() {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(values[i]))
 	}

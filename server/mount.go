@@ -93,7 +93,7 @@ func (s *Server) mount(ctx context.Context) error {
 	s.registry.MustRegister(metrics.NewWaitCollector(func() metrics.WaitStats {
 		w := notifier.Stats()
 		return metrics.WaitStats{Waits: w.Waits, Skipped: w.Skipped, Claims: w.Claims, Grants: w.Grants,
-			Passed: w.Passed, Broadcasts: w.Broadcasts, Rechecks: w.Rechecks}
+			Passed: w.Passed, Broadcasts: w.Broadcasts, Rechecks: w.Rechecks, Probes: w.Probes, DueWakes: w.DueWakes}
 	}))
 	sweeper := lease.NewSweeper(leaseSvc, s.cfg.SweepInterval, s.log)
 	sweeper.Observe(s.metrics.SweepRun)

@@ -2756,6 +2756,100 @@ func (q *Queries) MissingCapabilities(ctx context.Context, db DBTX, arg MissingC
 	return items, nil
 }
 
+const nextDueItems = `-- name: NextDueItems :many
+WITH backoff AS (
+    SELECT i.id, i.not_before AS due, i.labels,
+           CASE WHEN i.preferred_worker IS NOT NULL AND coalesce(i.preferred_until > i.not_before, true)
+                THEN i.preferred_worker END AS worker,
+           CASE WHEN i.preferred_worker IS NOT NULL AND coalesce(i.preferred_until > i.not_before, true)
+                THEN i.preferred_token END AS token
+    FROM items i
+    WHERE i.project_id = $2 AND i.ready AND i.in_backoff
+      AND i.not_before > greatest($3::timestamptz, statement_timestamp() - make_interval(secs => $4::float8))
+    ORDER BY i.not_before
+    LIMIT $1
+), reserved AS (
+    SELECT i.id, i.preferred_until AS due, i.labels, NULL::text AS worker, NULL::uuid AS token
+    FROM items i
+    WHERE i.project_id = $2 AND i.ready AND i.preferred_until IS NOT NULL
+      AND i.preferred_until > greatest($3::timestamptz, statement_timestamp() - make_interval(secs => $4::float8))
+      AND (i.not_before IS NULL OR i.not_before <= i.preferred_until)
+    ORDER BY i.preferred_until
+    LIMIT $1
+)
+SELECT d.id::uuid AS id, d.due::timestamptz AS due, d.labels::text[] AS labels,
+       (d.worker IS NOT NULL)::boolean AS reserved, coalesce(d.worker, '')::text AS worker,
+       (d.token IS NOT NULL)::boolean AS has_token, coalesce(d.token, '00000000-0000-0000-0000-000000000000')::uuid AS token,
+       statement_timestamp()::timestamptz AS now
+FROM (SELECT id, due, labels, worker, token FROM backoff UNION ALL SELECT id, due, labels, worker, token FROM reserved) d
+ORDER BY d.due
+LIMIT $1
+`
+
+type NextDueItemsParams struct {
+	MaxItems     int32
+	ProjectID    uuid.UUID
+	After        *time.Time
+	LookbackSecs float64
+}
+
+type NextDueItemsRow struct {
+	ID       uuid.UUID
+	Due      time.Time
+	Labels   []string
+	Reserved bool
+	Worker   string
+	HasToken bool
+	Token    uuid.UUID
+	Now      time.Time
+}
+
+// The project's next ready items that a claim can take from an instant on
+// without a write that notifies: the end of a retry backoff (items_backoff,
+// 00141) and the end of a continuity reservation window
+// (items_reservation_end, 00156), strictly after the floor (the later of
+// @after and the statement's instant less @lookback_secs), earliest first,
+// with the labels and the reservation that hold at that instant (the
+// workgraph_ready payload's). Each side is one range read at the front of
+// its index: the floor is written out in each (as a CTE it would be a
+// filter, and the reservation side would read every window that ended
+// long ago: preferred_until stays set). now is the database's instant of
+// the same statement, so the caller can wait the difference on its own
+// clock.
+func (q *Queries) NextDueItems(ctx context.Context, db DBTX, arg NextDueItemsParams) ([]NextDueItemsRow, error) {
+	rows, err := db.Query(ctx, nextDueItems,
+		arg.MaxItems,
+		arg.ProjectID,
+		arg.After,
+		arg.LookbackSecs,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NextDueItemsRow{}
+	for rows.Next() {
+		var i NextDueItemsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Due,
+			&i.Labels,
+			&i.Reserved,
+			&i.Worker,
+			&i.HasToken,
+			&i.Token,
+			&i.Now,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const projectsWithDueBackoffs = `-- name: ProjectsWithDueBackoffs :many
 SELECT DISTINCT project_id
 FROM items
