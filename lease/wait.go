@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workgraph-dev/workgraph/clock"
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
@@ -80,7 +81,7 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 			attempt = db.Rearm(ctx)
 		}
 		first = false
-		began := time.Now()
+		began := clock.Local(nil).Read()
 		c, err := claim(attempt)
 		switch {
 		case err == nil:
@@ -99,7 +100,7 @@ func claimWaiting[T any](ctx context.Context, s *Service, project uuid.UUID, req
 		n.nothing(w)
 		// It goes to sleep: the project's next time gate sets when one
 		// waiter is woken without a notification (due.go).
-		n.probeDue(ctx, project, time.Since(began))
+		n.probeDue(ctx, project, clock.Local(nil).Read().Sub(began))
 	}
 }
 
