@@ -129,16 +129,11 @@ func requestLevel(status int, took time.Duration) slog.Level {
 
 // throttled is the refusal (429, with Retry-After) of a request from addr
 // while the address is throttled for requests without valid credentials
-// (auth.Throttle), or nil. A request whose bearer this replica verified
-// before (auth.Service.Remembers: memory, no statement) is never refused
-// here: anonymous traffic from an address a worker shares (a NAT, a proxy
-// that is not trusted) must not starve its heartbeats, while guesses are
-// still refused before any token is looked up.
+// (auth.Throttle), or nil; a request whose bearer this replica verified
+// before is not refused (auth.Service.Throttled).
 func (a *API) throttled(c echo.Context, addr string) error {
-	if bearer, err := bearerOf(c); err == nil && a.auth.Remembers(bearer) {
-		return nil
-	}
-	wait, blocked := a.throttle.Blocked(addr)
+	bearer, _ := bearerOf(c) // "" when malformed: refused with the rest
+	wait, blocked := a.auth.Throttled(a.throttle, addr, bearer)
 	if !blocked {
 		return nil
 	}

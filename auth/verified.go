@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -126,3 +127,19 @@ func (s *Service) Confirm(ctx context.Context) error {
 
 // Refused reports whether err is the refusal of Lazy's check.
 func Refused(err error) bool { return db.PrecheckRefusal(err) == "unauthenticated" }
+
+// Throttled reports whether a request from addr bearing bearer is refused
+// for the address's failed authentications (t), and when to try again. A
+// bearer this replica verified before (Remembers) is never refused:
+// anonymous traffic from an address a worker or a person shares (a NAT, a
+// proxy that is not trusted) must not lock them out, while guesses are
+// still refused before any token is looked up. The memory is read only
+// when the address is throttled, so an unthrottled request pays the
+// throttle's map lookup alone.
+func (s *Service) Throttled(t *Throttle, addr, bearer string) (retryAfter time.Duration, blocked bool) {
+	wait, blocked := t.Blocked(addr)
+	if !blocked || s.Remembers(bearer) {
+		return 0, false
+	}
+	return wait, true
+}

@@ -58,7 +58,7 @@ func (u *ui) signin(r *req) error {
 	}
 	addr := auth.ClientAddr(r.Request())
 	token := r.FormValue("token")
-	if wait, blocked := u.throttled(addr, token); blocked {
+	if wait, blocked := u.Auth.Throttled(u.Throttle, addr, token); blocked {
 		secs := int(math.Ceil(wait.Seconds()))
 		r.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return r.showSignin(http.StatusTooManyRequests, next, fmt.Sprintf("Too many failed sign-ins from your address. Try again in %d s.", secs))
@@ -81,16 +81,6 @@ func (u *ui) signin(r *req) error {
 	setSessionCookie(r.Response(), r.Request(), id, expires)
 	http.SetCookie(r.Response(), &http.Cookie{Name: signinCookie, Path: "/signin", MaxAge: -1})
 	return r.Redirect(http.StatusSeeOther, safeNext(next))
-}
-
-// throttled reports whether a sign-in with token from addr is refused
-// for the address's failures (auth.Throttle), and when to try again: never
-// when this replica verified the token before.
-func (u *ui) throttled(addr, token string) (time.Duration, bool) {
-	if u.Auth.Remembers(token) {
-		return 0, false
-	}
-	return u.Throttle.Blocked(addr)
 }
 
 func (u *ui) signout(r *req) error {
