@@ -19,6 +19,9 @@ const (
 	// sweep returns to the claim indexes in each project; the rest wait
 	// for the next one (claims find them meanwhile, see ClearDueBackoffs).
 	sweepBackoffs = 10000
+	// sweepScopeHolds bounds the marked items (scope_held) whose marks one
+	// sweep re-judges in each project.
+	sweepScopeHolds = 10000
 )
 
 // Sweeper ends expired leases in the background, so that an item whose
@@ -92,15 +95,20 @@ func (w *Sweeper) sweep(ctx context.Context) {
 // project whose no_progress policy a live lease has passed (EndNoProgress),
 // then opens the request of every spent budget that has none
 // (AskSpentBudgets), then returns up to sweepBackoffs items whose retry
-// backoff has passed to the claim indexes (ClearDueBackoffs), and returns
-// how many leases it ended. Tests call it instead of waiting for the
-// ticker.
+// backoff has passed to the claim indexes (ClearDueBackoffs) and up to
+// sweepScopeHolds items that no live lease holds any more
+// (ClearStaleScopeHolds), and returns how many leases it ended. Tests call
+// it instead of waiting for the ticker.
 func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 	total, err := w.endLeases(ctx)
 	if err != nil {
 		return total, err
 	}
-	return total, w.svc.ClearDueBackoffs(ctx, sweepBackoffs)
+	if err := w.svc.ClearDueBackoffs(ctx, sweepBackoffs); err != nil {
+		return total, err
+	}
+	_, err = w.svc.ClearStaleScopeHolds(ctx, sweepScopeHolds)
+	return total, err
 }
 
 // endLeases ends expired and no-progress leases and asks for spent
@@ -159,4 +167,32 @@ func (s *Service) ClearDueBackoffs(ctx context.Context, limit int) error {
 		}
 	}
 	return nil
+}
+
+// ClearStaleScopeHolds returns to the claim indexes the items marked as
+// held by a live lease's write scopes (items.scope_held) that no live
+// lease overlaps, up to limit of them in each of up to sweepProjects
+// projects, one statement per project, and returns how many it returned.
+// The end of a lease clears the items it held
+// (leases_release_scoped_items); this re-judges the marks so that one no
+// end cleared hides its item no longer than a sweep
+// (docs/adr/0007-lean-hot-path.md, "Addendum: claims past held write
+// scopes").
+func (s *Service) ClearStaleScopeHolds(ctx context.Context, limit int) (int, error) {
+	q := dbq.New()
+	projects, err := q.ProjectsWithScopeHolds(ctx, s.exec, sweepProjects)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, p := range projects {
+		n, err := q.ClearStaleScopeHolds(ctx, s.exec, dbq.ClearStaleScopeHoldsParams{
+			ProjectID: p, MaxItems: int32(limit),
+		})
+		total += int(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }

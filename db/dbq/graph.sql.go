@@ -498,7 +498,7 @@ func (q *Queries) FinishItems(ctx context.Context, db DBTX, arg FinishItemsParam
 }
 
 const getItem = `-- name: GetItem :one
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -557,6 +557,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 		&i.Item.Touches,
 		&i.Item.BudgetRoots,
 		&i.Item.InBackoff,
+		&i.Item.ScopeHeld,
 		&i.State,
 		&i.DbNow,
 	)
@@ -564,7 +565,7 @@ func (q *Queries) GetItem(ctx context.Context, db DBTX, arg GetItemParams) (GetI
 }
 
 const getItems = `-- name: GetItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -630,6 +631,7 @@ func (q *Queries) GetItems(ctx context.Context, db DBTX, arg GetItemsParams) ([]
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -847,7 +849,7 @@ func (q *Queries) ItemTitles(ctx context.Context, db DBTX, arg ItemTitlesParams)
 }
 
 const listFinishedItemsByPriority = `-- name: ListFinishedItemsByPriority :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -958,6 +960,7 @@ func (q *Queries) ListFinishedItemsByPriority(ctx context.Context, db DBTX, arg 
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 			&i.SortValue,
@@ -973,7 +976,7 @@ func (q *Queries) ListFinishedItemsByPriority(ctx context.Context, db DBTX, arg 
 }
 
 const listFinishedItemsByPriorityDesc = `-- name: ListFinishedItemsByPriorityDesc :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -1073,6 +1076,7 @@ func (q *Queries) ListFinishedItemsByPriorityDesc(ctx context.Context, db DBTX, 
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 			&i.SortValue,
@@ -1088,7 +1092,7 @@ func (q *Queries) ListFinishedItemsByPriorityDesc(ctx context.Context, db DBTX, 
 }
 
 const listFinishedItemsByUpdated = `-- name: ListFinishedItemsByUpdated :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -1189,6 +1193,7 @@ func (q *Queries) ListFinishedItemsByUpdated(ctx context.Context, db DBTX, arg L
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 			&i.SortValue,
@@ -1204,7 +1209,7 @@ func (q *Queries) ListFinishedItemsByUpdated(ctx context.Context, db DBTX, arg L
 }
 
 const listFinishedItemsByUpdatedDesc = `-- name: ListFinishedItemsByUpdatedDesc :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -1305,6 +1310,7 @@ func (q *Queries) ListFinishedItemsByUpdatedDesc(ctx context.Context, db DBTX, a
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 			&i.SortValue,
@@ -1320,7 +1326,7 @@ func (q *Queries) ListFinishedItemsByUpdatedDesc(ctx context.Context, db DBTX, a
 }
 
 const listItems = `-- name: ListItems :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -1419,6 +1425,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -1433,7 +1440,7 @@ func (q *Queries) ListItems(ctx context.Context, db DBTX, arg ListItemsParams) (
 }
 
 const listItemsNewest = `-- name: ListItemsNewest :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -1534,6 +1541,7 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 		); err != nil {
@@ -1548,7 +1556,7 @@ func (q *Queries) ListItemsNewest(ctx context.Context, db DBTX, arg ListItemsNew
 }
 
 const listItemsSorted = `-- name: ListItemsSorted :many
-SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        item_state(status, active_lease_id, open_attention, unmet_dependencies, open_children,
                   not_before, coalesce($1::timestamptz, now()))::text AS state,
        coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -1664,6 +1672,7 @@ func (q *Queries) ListItemsSorted(ctx context.Context, db DBTX, arg ListItemsSor
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.State,
 			&i.DbNow,
 			&i.SortValue,
@@ -2693,6 +2702,9 @@ SET title = coalesce($1::text, title),
     on_expiry = CASE WHEN $8::text IS NULL THEN on_expiry
                      ELSE nullif($8::text, '') END,
     version = version + 1,
+    -- The mark of a live lease's overlap (migration 00157) was judged for
+    -- the old touches: an edit of them drops it (a claim tests the item).
+    scope_held = scope_held AND touches IS NOT DISTINCT FROM coalesce($6::text[], touches),
     updated_at = coalesce($9::timestamptz, now())
 WHERE project_id = $10 AND id = $11
   AND (title IS DISTINCT FROM coalesce($1::text, title)

@@ -81,15 +81,22 @@ func (q *Queries) ActiveLeases(ctx context.Context, db DBTX, projectID uuid.UUID
 
 const claimHopeless = `-- name: ClaimHopeless :one
 SELECT ((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff
+         AND NOT i.scope_held
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         OR (SELECT true FROM items b WHERE b.project_id = $1 AND b.ready AND b.in_backoff
-            ORDER BY b.not_before LIMIT 1) IS NOT NULL)::bool AS any_ready,
+            ORDER BY b.not_before LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items h WHERE h.project_id = $1 AND h.scope_held AND h.ready
+            LIMIT 1) IS NOT NULL)::bool AS any_ready,
        ((SELECT true FROM items i
-         WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
+         WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff AND NOT i.scope_held
+           AND i.requires = '{}'
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         OR (SELECT true FROM items b
             WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires = '{}'
             ORDER BY b.not_before LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items h
+            WHERE h.project_id = $1 AND h.scope_held AND h.ready AND h.requires = '{}'
+            LIMIT 1) IS NOT NULL
         OR wg_requires_met($1, $2::text[]))::bool AS any_match
 `
 
@@ -110,7 +117,9 @@ type ClaimHopelessRow struct {
 // that requires nothing matches any claim: items_ready_unrestricted,
 // migration 00104, has the first of them; wg_requires_met, migration 00113,
 // asks each distinct requires of the others once, not each item.)
-// Items in backoff are ready and count (items_backoff, migration 00141).
+// Items in backoff are ready and count (items_backoff, migration 00141),
+// and so do the items a live lease's scopes hold (items_scope_held,
+// migration 00157).
 func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessParams) (ClaimHopelessRow, error) {
 	row := db.QueryRow(ctx, claimHopeless, arg.ProjectID, arg.Capabilities)
 	var i ClaimHopelessRow
@@ -120,12 +129,14 @@ func (q *Queries) ClaimHopeless(ctx context.Context, db DBTX, arg ClaimHopelessP
 
 const claimItem = `-- name: ClaimItem :one
 WITH walk AS MATERIALIZED (
-    -- The ready items not in backoff, in claim order (migration 00141).
+    -- The ready items neither in backoff nor held by a live lease's
+    -- scopes, in claim order (migrations 00141, 00157).
     SELECT c.project_id, c.id, c.touches, c.priority, c.seq
     FROM items c
     WHERE c.project_id = $1
       AND c.ready
       AND NOT c.in_backoff
+      AND NOT c.scope_held
       AND c.labels @> $2::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce($3::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -350,7 +361,7 @@ WITH candidate AS MATERIALIZED (
         updated_at = coalesce($1::timestamptz, statement_timestamp())
     FROM held
     WHERE i.project_id = held.project_id AND i.id = held.id
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff, i.scope_held
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots, scopes, scope_resources, scope_keys)
@@ -373,7 +384,7 @@ WITH candidate AS MATERIALIZED (
     ) AS grant_time
     RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now
@@ -503,6 +514,7 @@ func (q *Queries) ClaimItemDirect(ctx context.Context, db DBTX, arg ClaimItemDir
 		&i.Item.Touches,
 		&i.Item.BudgetRoots,
 		&i.Item.InBackoff,
+		&i.Item.ScopeHeld,
 		&i.HasAttention,
 		&i.DbNow,
 	)
@@ -524,17 +536,25 @@ SELECT coalesce(
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
        -- (Items in backoff are ready and count: items_backoff, migration
-       -- 00141, holds them apart from the claim indexes.)
+       -- 00141, holds them apart from the claim indexes; so do the items
+       -- a live lease's scopes hold: items_scope_held, migration 00157.)
        (((SELECT true FROM items i WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff
+          AND NOT i.scope_held
           ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
          OR (SELECT true FROM items b WHERE b.project_id = $1 AND b.ready AND b.in_backoff
-             ORDER BY b.not_before LIMIT 1) IS NOT NULL)
+             ORDER BY b.not_before LIMIT 1) IS NOT NULL
+         OR (SELECT true FROM items h WHERE h.project_id = $1 AND h.scope_held AND h.ready
+             LIMIT 1) IS NOT NULL)
         AND (SELECT true FROM items i
-             WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
+             WHERE i.project_id = $1 AND i.ready AND NOT i.in_backoff AND NOT i.scope_held
+               AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
         AND (SELECT true FROM items b
              WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires = '{}'
              ORDER BY b.not_before LIMIT 1) IS NULL
+        AND (SELECT true FROM items h
+             WHERE h.project_id = $1 AND h.scope_held AND h.ready AND h.requires = '{}'
+             LIMIT 1) IS NULL
         AND NOT wg_requires_met($1, $5::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
@@ -675,6 +695,42 @@ type ClearRetryParams struct {
 func (q *Queries) ClearRetry(ctx context.Context, db DBTX, arg ClearRetryParams) error {
 	_, err := db.Exec(ctx, clearRetry, arg.ProjectID, arg.ItemID)
 	return err
+}
+
+const clearStaleScopeHolds = `-- name: ClearStaleScopeHolds :execrows
+WITH stale AS (
+    SELECT h.project_id, h.id
+    FROM items h
+    WHERE h.project_id = $1 AND h.scope_held
+      AND (h.touches = '{}' OR wg_scope_holder(h.project_id, NULL, h.touches, NULL) IS NULL)
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE items i
+SET scope_held = false
+FROM stale
+WHERE i.project_id = $1 AND i.id = stale.id AND i.scope_held
+`
+
+type ClearStaleScopeHoldsParams struct {
+	ProjectID uuid.UUID
+	MaxItems  int32
+}
+
+// The sweeper's re-judgement of scope marks (migration 00157), in one
+// project: up to @max_items marked items that no live lease's scopes
+// overlap go back to the claim indexes. Lease ends clear the items they
+// held (leases_release_scoped_items); this only undoes a mark none of them
+// cleared (an edit of the touches, a row skipped), so no item stays hidden
+// longer than a sweep. Rows another transaction holds are skipped; a mark
+// cleared while a lease holds the item hides nothing (claims test
+// wg_scope_holder), so the statement's snapshot is enough.
+func (q *Queries) ClearStaleScopeHolds(ctx context.Context, db DBTX, arg ClearStaleScopeHoldsParams) (int64, error) {
+	result, err := db.Exec(ctx, clearStaleScopeHolds, arg.ProjectID, arg.MaxItems)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const countActiveForToken = `-- name: CountActiveForToken :one
@@ -829,11 +885,11 @@ WITH ended AS (
     WHERE i.project_id = ended.project_id AND i.id = ended.item_id
       AND i.active_lease_id = ended.id AND i.epoch = ended.epoch
       AND (NOT $17::boolean OR i.status = 'open')
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff, i.scope_held
 ), held AS (
     SELECT lease_fence_held(count(*), $18::boolean) AS ok FROM ended, freed
 )
-SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, ended.stop_note, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff
+SELECT ended.project_id, ended.id, ended.seq, ended.item_id, ended.epoch, ended.worker, ended.token_id, ended.principal, ended.acquired_at, ended.expires_at, ended.heartbeat_at, ended.heartbeats, ended.progress, ended.worker_time, ended.stop_requested_at, ended.stop_requested_by, ended.ended_at, ended.outcome, ended.outcome_detail, ended.result, ended.scopes, ended.scope_resources, ended.tokens_in, ended.tokens_out, ended.cost_micro_usd, ended.tool_calls, ended.progress_at, ended.budget_roots, ended.scope_keys, ended.stop_note, items.failures, items.parent_id, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held
 FROM ended
 LEFT JOIN freed AS items ON items.project_id = ended.project_id AND items.id = ended.item_id
 WHERE (SELECT held.ok FROM held)
@@ -1010,6 +1066,7 @@ func (q *Queries) EndLease(ctx context.Context, db DBTX, arg EndLeaseParams) (En
 		&i.Item.Touches,
 		&i.Item.BudgetRoots,
 		&i.Item.InBackoff,
+		&i.Item.ScopeHeld,
 	)
 	return i, err
 }
@@ -2716,7 +2773,11 @@ SELECT DISTINCT r::text AS capability
 FROM (SELECT s.requires FROM wg_ready_requires($1, 999) AS s (requires)
       UNION
       SELECT b.requires FROM items b
-      WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+      WHERE b.project_id = $1 AND b.ready AND b.in_backoff AND b.requires <> '{}'
+      UNION
+      -- The items a live lease's scopes hold (items_scope_held, 00157).
+      SELECT h.requires FROM items h
+      WHERE h.project_id = $1 AND h.scope_held AND h.ready AND h.requires <> '{}') AS s,
      unnest(s.requires) AS r
 WHERE NOT (r = ANY($2::text[]))
 ORDER BY 1
@@ -2902,6 +2963,35 @@ type ProjectsWithExpiredLeasesParams struct {
 // (leases_active_expiry), never of the history.
 func (q *Queries) ProjectsWithExpiredLeases(ctx context.Context, db DBTX, arg ProjectsWithExpiredLeasesParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, projectsWithExpiredLeases, arg.Now, arg.MaxProjects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var project_id uuid.UUID
+		if err := rows.Scan(&project_id); err != nil {
+			return nil, err
+		}
+		items = append(items, project_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const projectsWithScopeHolds = `-- name: ProjectsWithScopeHolds :many
+SELECT DISTINCT project_id
+FROM items
+WHERE scope_held
+LIMIT $1
+`
+
+// The sweeper's projects for ClearStaleScopeHolds: a scan of
+// items_scope_held (migration 00157: the marked items only).
+func (q *Queries) ProjectsWithScopeHolds(ctx context.Context, db DBTX, maxProjects int32) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, projectsWithScopeHolds, maxProjects)
 	if err != nil {
 		return nil, err
 	}

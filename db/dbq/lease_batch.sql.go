@@ -16,12 +16,14 @@ import (
 const claimItems = `-- name: ClaimItems :many
 
 WITH walk AS MATERIALIZED (
-    -- The ready items not in backoff, in claim order (migration 00141).
+    -- The ready items neither in backoff nor held by a live lease's
+    -- scopes, in claim order (migrations 00141, 00157).
     SELECT c.project_id, c.id, c.priority, c.seq, c.touches
     FROM items c
     WHERE c.project_id = $2
       AND c.ready
       AND NOT c.in_backoff
+      AND NOT c.scope_held
       AND c.labels @> $3::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce($1::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -133,7 +135,7 @@ WITH walk AS MATERIALIZED (
     -- By primary key (= ANY), never a join the planner could turn into a
     -- scan of the project's items.
     WHERE i.project_id = $2 AND i.id = ANY (ARRAY(SELECT candidate.id FROM candidate))
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff, i.scope_held
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots)
@@ -152,16 +154,18 @@ WITH walk AS MATERIALIZED (
     ORDER BY taken.priority DESC, taken.seq
     RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff,
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now,
-       -- Whether any item with touches is ready (the statement leaves
-       -- those to the single claim's: lease.Service.fillScoped), read once
-       -- from the small partial index items_ready_scoped: without one, an
-       -- under-filled batch needs no statement more.
+       -- Whether any item with touches is ready and not held by a live
+       -- lease's scopes (the statement leaves those to the single claim's:
+       -- lease.Service.fillScoped), read once from the small partial index
+       -- items_ready_scoped: without one, an under-filled batch needs no
+       -- statement more.
        EXISTS (SELECT 1 FROM items s
-               WHERE s.project_id = $2 AND s.ready AND s.touches <> '{}') AS scoped_ready
+               WHERE s.project_id = $2 AND s.ready AND s.touches <> '{}'
+                 AND NOT s.scope_held) AS scoped_ready
 FROM granted AS leases
 JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 ORDER BY leases.seq
@@ -299,6 +303,7 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 			&i.HasAttention,
 			&i.DbNow,
 			&i.ScopedReady,
@@ -372,9 +377,9 @@ WITH entry AS (
       -- added by a transaction that committed while this statement
       -- waited for the row): the counts then differ, WG003.
       AND i.unmet_dependencies = 0 AND i.open_children = 0
-    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff
+    RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff, i.scope_held
 )
-SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff
+SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held
 FROM ended AS leases
 LEFT JOIN freed AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 WHERE lease_fence_held(CASE WHEN items.id IS NULL THEN 0 ELSE 1 END, true)
@@ -495,6 +500,7 @@ func (q *Queries) CompleteLeases(ctx context.Context, db DBTX, arg CompleteLease
 			&i.Item.Touches,
 			&i.Item.BudgetRoots,
 			&i.Item.InBackoff,
+			&i.Item.ScopeHeld,
 		); err != nil {
 			return nil, err
 		}

@@ -153,6 +153,7 @@ type Item struct {
 	Touches             []string
 	BudgetRoots         []uuid.UUID
 	InBackoff           bool
+	ScopeHeld           bool
 }
 
 type ItemText struct {

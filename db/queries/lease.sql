@@ -106,12 +106,14 @@ WHERE project_id = @project_id AND id = @item_id;
 -- been live.
 -- The lease records the item's touches as its scopes (and their keys).
 WITH walk AS MATERIALIZED (
-    -- The ready items not in backoff, in claim order (migration 00141).
+    -- The ready items neither in backoff nor held by a live lease's
+    -- scopes, in claim order (migrations 00141, 00157).
     SELECT c.project_id, c.id, c.touches, c.priority, c.seq
     FROM items c
     WHERE c.project_id = @project_id
       AND c.ready
       AND NOT c.in_backoff
+      AND NOT c.scope_held
       AND c.labels @> @labels::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -315,17 +317,25 @@ SELECT coalesce(
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
        -- (Items in backoff are ready and count: items_backoff, migration
-       -- 00141, holds them apart from the claim indexes.)
+       -- 00141, holds them apart from the claim indexes; so do the items
+       -- a live lease's scopes hold: items_scope_held, migration 00157.)
        (((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
+          AND NOT i.scope_held
           ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
          OR (SELECT true FROM items b WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
-             ORDER BY b.not_before LIMIT 1) IS NOT NULL)
+             ORDER BY b.not_before LIMIT 1) IS NOT NULL
+         OR (SELECT true FROM items h WHERE h.project_id = @project_id AND h.scope_held AND h.ready
+             LIMIT 1) IS NOT NULL)
         AND (SELECT true FROM items i
-             WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
+             WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND NOT i.scope_held
+               AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
         AND (SELECT true FROM items b
              WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
              ORDER BY b.not_before LIMIT 1) IS NULL
+        AND (SELECT true FROM items h
+             WHERE h.project_id = @project_id AND h.scope_held AND h.ready AND h.requires = '{}'
+             LIMIT 1) IS NULL
         AND NOT wg_requires_met(@project_id, sqlc.narg('capabilities')::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
@@ -529,6 +539,36 @@ FROM due
 WHERE i.project_id = @project_id AND i.id = due.id
   AND i.in_backoff
   AND i.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp());
+
+-- name: ProjectsWithScopeHolds :many
+-- The sweeper's projects for ClearStaleScopeHolds: a scan of
+-- items_scope_held (migration 00157: the marked items only).
+SELECT DISTINCT project_id
+FROM items
+WHERE scope_held
+LIMIT @max_projects;
+
+-- name: ClearStaleScopeHolds :execrows
+-- The sweeper's re-judgement of scope marks (migration 00157), in one
+-- project: up to @max_items marked items that no live lease's scopes
+-- overlap go back to the claim indexes. Lease ends clear the items they
+-- held (leases_release_scoped_items); this only undoes a mark none of them
+-- cleared (an edit of the touches, a row skipped), so no item stays hidden
+-- longer than a sweep. Rows another transaction holds are skipped; a mark
+-- cleared while a lease holds the item hides nothing (claims test
+-- wg_scope_holder), so the statement's snapshot is enough.
+WITH stale AS (
+    SELECT h.project_id, h.id
+    FROM items h
+    WHERE h.project_id = @project_id AND h.scope_held
+      AND (h.touches = '{}' OR wg_scope_holder(h.project_id, NULL, h.touches, NULL) IS NULL)
+    LIMIT @max_items
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE items i
+SET scope_held = false
+FROM stale
+WHERE i.project_id = @project_id AND i.id = stale.id AND i.scope_held;
 
 -- name: RequestStop :one
 -- The first request stands: its time, who asked and why (@note, NULL: no
@@ -893,17 +933,26 @@ WHERE project_id = @project_id AND ended_at IS NULL;
 -- that requires nothing matches any claim: items_ready_unrestricted,
 -- migration 00104, has the first of them; wg_requires_met, migration 00113,
 -- asks each distinct requires of the others once, not each item.)
--- Items in backoff are ready and count (items_backoff, migration 00141).
+-- Items in backoff are ready and count (items_backoff, migration 00141),
+-- and so do the items a live lease's scopes hold (items_scope_held,
+-- migration 00157).
 SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
+         AND NOT i.scope_held
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         OR (SELECT true FROM items b WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
-            ORDER BY b.not_before LIMIT 1) IS NOT NULL)::bool AS any_ready,
+            ORDER BY b.not_before LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items h WHERE h.project_id = @project_id AND h.scope_held AND h.ready
+            LIMIT 1) IS NOT NULL)::bool AS any_ready,
        ((SELECT true FROM items i
-         WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
+         WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND NOT i.scope_held
+           AND i.requires = '{}'
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         OR (SELECT true FROM items b
             WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
             ORDER BY b.not_before LIMIT 1) IS NOT NULL
+        OR (SELECT true FROM items h
+            WHERE h.project_id = @project_id AND h.scope_held AND h.ready AND h.requires = '{}'
+            LIMIT 1) IS NOT NULL
         OR wg_requires_met(@project_id, @capabilities::text[]))::bool AS any_match;
 
 -- name: RecordOffer :exec
@@ -947,7 +996,11 @@ SELECT DISTINCT r::text AS capability
 FROM (SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
       UNION
       SELECT b.requires FROM items b
-      WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+      WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}'
+      UNION
+      -- The items a live lease's scopes hold (items_scope_held, 00157).
+      SELECT h.requires FROM items h
+      WHERE h.project_id = @project_id AND h.scope_held AND h.ready AND h.requires <> '{}') AS s,
      unnest(s.requires) AS r
 WHERE NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1

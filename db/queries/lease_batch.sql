@@ -24,12 +24,14 @@
 -- @token_quiet live leases or more. The transactional path passes
 -- @guarded = false after it has reaped and counted.
 WITH walk AS MATERIALIZED (
-    -- The ready items not in backoff, in claim order (migration 00141).
+    -- The ready items neither in backoff nor held by a live lease's
+    -- scopes, in claim order (migrations 00141, 00157).
     SELECT c.project_id, c.id, c.priority, c.seq, c.touches
     FROM items c
     WHERE c.project_id = @project_id
       AND c.ready
       AND NOT c.in_backoff
+      AND NOT c.scope_held
       AND c.labels @> @labels::text[]
       AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
       AND (c.preferred_worker IS NULL
@@ -164,12 +166,14 @@ SELECT sqlc.embed(leases), sqlc.embed(items),
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())::timestamptz AS db_now,
-       -- Whether any item with touches is ready (the statement leaves
-       -- those to the single claim's: lease.Service.fillScoped), read once
-       -- from the small partial index items_ready_scoped: without one, an
-       -- under-filled batch needs no statement more.
+       -- Whether any item with touches is ready and not held by a live
+       -- lease's scopes (the statement leaves those to the single claim's:
+       -- lease.Service.fillScoped), read once from the small partial index
+       -- items_ready_scoped: without one, an under-filled batch needs no
+       -- statement more.
        EXISTS (SELECT 1 FROM items s
-               WHERE s.project_id = @project_id AND s.ready AND s.touches <> '{}') AS scoped_ready
+               WHERE s.project_id = @project_id AND s.ready AND s.touches <> '{}'
+                 AND NOT s.scope_held) AS scoped_ready
 FROM granted AS leases
 JOIN taken AS items ON items.project_id = leases.project_id AND items.id = leases.item_id
 ORDER BY leases.seq;
