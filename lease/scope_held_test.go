@@ -1,0 +1,297 @@
+package lease_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/db/dbq"
+	"github.com/workgraph-dev/workgraph/graph"
+	"github.com/workgraph-dev/workgraph/lease"
+)
+
+// heldMarks is how many items of the project are marked scope_held
+// (migration 00157): left out of the claim indexes.
+func (f fixture) heldMarks(t testing.TB) int {
+	t.Helper()
+	var n int
+	if err := f.conn.QueryRow(f.ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND scope_held`, f.project).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// heldSetup: a holder item whose lease holds repo:web/** and three ready
+// items whose touches overlap it (so they are marked held), at a priority
+// above the holder's once it is leased, so that the first claim after the
+// lease ends takes one of them if it is claimable.
+func heldSetup(t *testing.T) (fixture, lease.Claim, map[uuid.UUID]bool) {
+	t.Helper()
+	f := setup(t, lease.Config{MaxExpiries: 1000, MaxFailures: 1000})
+	holder := f.item(t, graph.NewItem{Title: "holder", Priority: 9, Touches: []string{"repo:web/**"}})
+	held := map[uuid.UUID]bool{}
+	for _, touches := range [][]string{{"repo:web/src/x.go"}, {"repo:**/*.md"}, {"repo"}} {
+		held[f.item(t, graph.NewItem{Title: "held", Priority: 5, Touches: touches}).ID] = true
+	}
+	c := f.claim(t, "holder")
+	if c.Item.ID != holder.ID {
+		t.Fatalf("claimed %s, want the holder", c.Item.Title)
+	}
+	if n := f.heldMarks(t); n != 3 {
+		t.Fatalf("%d items marked held after the grant, want 3", n)
+	}
+	// The holder, once back in circulation, comes after the held items.
+	if _, err := f.conn.Exec(f.ctx, `UPDATE items SET priority = 0 WHERE project_id = $1 AND id = $2`, f.project, holder.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("claim beside the holder: %v, want ErrNothingReady", err)
+	}
+	return f, c, held
+}
+
+// TestHeldItemsClaimableWhenTheLeaseEnds: items whose touches overlap a
+// live lease's scopes are marked held when it is granted and left out of
+// the claim indexes (migration 00157); however the lease ends, they are
+// claimable at once, with no sweep: the very next claim takes one. Each
+// way a lease ends is a subtest. (Before the marks were cleared at the
+// end, every one of them answered ErrNothingReady.)
+func TestHeldItemsClaimableWhenTheLeaseEnds(t *testing.T) {
+	t.Parallel()
+	ends := map[string]func(t *testing.T, f fixture, c lease.Claim){
+		"Complete": func(t *testing.T, f fixture, c lease.Claim) {
+			if _, err := f.leases.Complete(f.ctx, f.project, fence(c.Lease), json.RawMessage(`{}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"CompleteBatch": func(t *testing.T, f fixture, c lease.Claim) {
+			answers, err := f.leases.CompleteBatch(f.ctx, f.project, nil, []lease.CompletionEntry{{Fence: fence(c.Lease), Result: json.RawMessage(`{}`)}})
+			if err != nil || len(answers) != 1 || answers[0].Err != nil {
+				t.Fatalf("CompleteBatch = %+v, %v", answers, err)
+			}
+		},
+		"Fail": func(t *testing.T, f fixture, c lease.Claim) {
+			if _, err := f.leases.Fail(f.ctx, f.project, fence(c.Lease), lease.Failure{Message: "broken"}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"Release": func(t *testing.T, f fixture, c lease.Claim) {
+			if _, err := f.leases.Release(f.ctx, f.project, fence(c.Lease), "later"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"ExpiryReapedByClaim": func(t *testing.T, f fixture, c lease.Claim) {
+			f.clock.Advance(ttl + time.Second) // the next claim reaps it
+		},
+		"ExpiryReapedBySweep": func(t *testing.T, f fixture, c lease.Claim) {
+			f.clock.Advance(ttl + time.Second)
+			if n, err := f.leases.ReapExpired(f.ctx, f.project, 10); err != nil || n != 1 {
+				t.Fatalf("ReapExpired = %d, %v, want 1", n, err)
+			}
+		},
+		"Attention": func(t *testing.T, f fixture, c lease.Claim) {
+			if _, err := f.leases.Ask(f.ctx, f.project, fence(c.Lease), attention.NewRequest{Question: "which?", Blocking: true}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"Decompose": func(t *testing.T, f fixture, c lease.Claim) {
+			if _, err := f.leases.Decompose(f.ctx, f.project, fence(c.Lease), []graph.NewChild{{Key: "k", Title: "child", Priority: -1}}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"Cancel": func(t *testing.T, f fixture, c lease.Claim) {
+			if _, err := f.graph.Cancel(f.ctx, f.project, c.Item.ID, "person:p", "no longer needed"); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, end := range ends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f, c, held := heldSetup(t)
+			end(t, f, c)
+			got := f.claim(t, "w")
+			if !held[got.Item.ID] {
+				t.Fatalf("after the holder's lease ended, the claim took %s, want a held item", got.Item.Title)
+			}
+		})
+	}
+
+	// Takeover: the holder's lease expires and the claim that reaps it
+	// takes the holder again (first in claim order), in one transaction:
+	// its new lease holds the same items, which stay out of reach, until
+	// it ends.
+	t.Run("Takeover", func(t *testing.T) {
+		t.Parallel()
+		f, c, held := heldSetup(t)
+		if _, err := f.conn.Exec(f.ctx, `UPDATE items SET priority = 9 WHERE project_id = $1 AND id = $2`, f.project, c.Item.ID); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(ttl + time.Second)
+		again := f.claim(t, "taker")
+		if again.Item.ID != c.Item.ID {
+			t.Fatalf("the claim after the expiry took %s, want the holder", again.Item.Title)
+		}
+		if n := f.heldMarks(t); n != 3 {
+			t.Fatalf("%d items marked held under the new lease, want 3", n)
+		}
+		if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}); !errors.Is(err, lease.ErrNothingReady) {
+			t.Fatalf("claim beside the new lease: %v, want ErrNothingReady", err)
+		}
+		if _, err := f.leases.Complete(f.ctx, f.project, fence(again.Lease), json.RawMessage(`{}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.claim(t, "w"); !held[got.Item.ID] {
+			t.Fatalf("after the new lease ended, the claim took %s, want a held item", got.Item.Title)
+		}
+	})
+}
+
+// TestHeldItemStaysHeldWhileAnotherLeaseHoldsIt: an item whose touches
+// overlap two live leases (of scopes that do not overlap each other) stays
+// out of reach when one of them ends, and is claimable the moment the
+// other ends too.
+func TestHeldItemStaysHeldWhileAnotherLeaseHoldsIt(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	a := f.item(t, graph.NewItem{Title: "a", Priority: 9, Touches: []string{"repo:web/**"}})
+	b := f.item(t, graph.NewItem{Title: "b", Priority: 8, Touches: []string{"repo:api/**"}})
+	both := f.item(t, graph.NewItem{Title: "both", Priority: 5, Touches: []string{"repo:web/x.go", "repo:api/y.go"}})
+	ca, cb := f.claim(t, "wa"), f.claim(t, "wb")
+	if ca.Item.ID != a.ID || cb.Item.ID != b.ID {
+		t.Fatalf("claimed %s and %s, want a and b", ca.Item.Title, cb.Item.Title)
+	}
+	if n := f.heldMarks(t); n != 1 {
+		t.Fatalf("%d items marked held, want 1", n)
+	}
+	if _, err := f.leases.Complete(f.ctx, f.project, fence(ca.Lease), json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.heldMarks(t); n != 1 {
+		t.Fatalf("%d items marked held while b's lease holds one, want 1", n)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("claim while b's lease holds the item: %v, want ErrNothingReady", err)
+	}
+	if _, err := f.leases.Complete(f.ctx, f.project, fence(cb.Lease), json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.claim(t, "w"); got.Item.ID != both.ID {
+		t.Fatalf("claimed %s, want both", got.Item.Title)
+	}
+}
+
+// TestSweepClearsStaleScopeHolds: a mark that no live lease justifies (set
+// here by hand, as a missed clear would leave it) hides its item from the
+// claim until the sweeper re-judges the marks; one that a live lease
+// justifies stays.
+func TestSweepClearsStaleScopeHolds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	holder := f.item(t, graph.NewItem{Title: "holder", Priority: 9, Touches: []string{"repo:web/**"}})
+	held := f.item(t, graph.NewItem{Title: "held", Priority: 5, Touches: []string{"repo:web/x.go"}})
+	stale := f.item(t, graph.NewItem{Title: "stale", Priority: 1, Touches: []string{"db:x"}})
+	if c := f.claim(t, "holder"); c.Item.ID != holder.ID {
+		t.Fatalf("claimed %s, want the holder", c.Item.Title)
+	}
+	if _, err := f.conn.Exec(f.ctx, `UPDATE items SET scope_held = true WHERE project_id = $1 AND id = $2`, f.project, stale.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: "w"}); !errors.Is(err, lease.ErrNothingReady) {
+		t.Fatalf("claim before the sweep: %v, want ErrNothingReady (the stale mark hides the item)", err)
+	}
+	n, err := f.leases.ClearStaleScopeHolds(f.ctx, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("ClearStaleScopeHolds = %d, %v, want 1", n, err)
+	}
+	if got := f.claim(t, "w"); got.Item.ID != stale.ID {
+		t.Fatalf("claimed %s after the sweep, want stale", got.Item.Title)
+	}
+	var still bool
+	if err := f.conn.QueryRow(f.ctx, `SELECT scope_held FROM items WHERE project_id = $1 AND id = $2`, f.project, held.ID).Scan(&still); err != nil || !still {
+		t.Fatalf("held's mark = %v, %v, want kept (the holder's lease is live)", still, err)
+	}
+}
+
+// TestHeldItemClearedWhenItsHoldersEndAtOnce: an item is held by two live
+// leases (of scopes that do not overlap each other) that end in two
+// transactions at once. The first ends its lease and judges the item
+// still held (the other lease is live) but has not committed; the second
+// ends the other lease meanwhile. Were each to judge with what it sees,
+// the second would count the first's lease as live too, and the item
+// would stay marked with no lease holding it. The second waits for the
+// item's row, which the first locked before judging, and judges after
+// the first committed: the item is unmarked. (A database of its own: two
+// transactions commit concurrently.)
+func TestHeldItemClearedWhenItsHoldersEndAtOnce(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	f.item(t, graph.NewItem{Title: "a", Priority: 9, Touches: []string{"repo:web/**"}})
+	f.item(t, graph.NewItem{Title: "b", Priority: 8, Touches: []string{"repo:api/**"}})
+	both := f.item(t, graph.NewItem{Title: "both", Priority: 5, Touches: []string{"repo:web/x.go", "repo:api/y.go"}})
+	ca, cb := f.claim(t, "wa"), f.claim(t, "wb")
+	if n := f.heldMarks(t); n != 1 {
+		t.Fatalf("%d items marked held, want 1", n)
+	}
+	q := dbq.New()
+	released := string(lease.OutcomeReleased)
+	tx1, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx1.Rollback(context.WithoutCancel(f.ctx))
+	if _, err := q.EndLease(f.ctx, tx1, dbq.EndLeaseParams{
+		Outcome: &released, ProjectID: f.project, LeaseID: ca.Lease.ID, Epoch: ca.Lease.Epoch,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := f.pool.Acquire(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.EndLease(f.ctx, conn, dbq.EndLeaseParams{
+			Outcome: &released, ProjectID: f.project, LeaseID: cb.Lease.ID, Epoch: cb.Lease.Epoch,
+		})
+		done <- err
+	}()
+	// The second end is under way: it waits for the item's row (or, were
+	// it not to lock it, has ended already).
+	var endErr error
+	finished := false
+	for waiting := false; !waiting && !finished; {
+		select {
+		case endErr = <-done:
+			finished = true
+		default:
+			if err := f.conn.QueryRow(f.ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1",
+				pid).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tx1.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !finished {
+		endErr = <-done
+	}
+	if endErr != nil {
+		t.Fatal(endErr)
+	}
+	var held bool
+	if err := f.conn.QueryRow(f.ctx, `SELECT scope_held FROM items WHERE project_id = $1 AND id = $2`, f.project, both.ID).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if held {
+		t.Fatal("both's holders ended, and it is still marked held")
+	}
+}
