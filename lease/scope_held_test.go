@@ -295,3 +295,36 @@ func TestHeldItemClearedWhenItsHoldersEndAtOnce(t *testing.T) {
 		t.Fatal("both's holders ended, and it is still marked held")
 	}
 }
+
+// TestWaitersWokenWhenHeldScopesEnd: the end of a lease that held ready
+// items wakes the project's waiting claims (workgraph_ready), though no
+// item became ready: before, a claimer waiting for them slept until its
+// periodic recheck (Config.WaitRecheck). (A database of its own: it
+// LISTENs.)
+func TestWaitersWokenWhenHeldScopesEnd(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	n := startNotifier(t, f)
+	ch, unsubscribe := n.Subscribe(f.project)
+	defer unsubscribe()
+	f.item(t, graph.NewItem{Title: "holder", Priority: 9, Touches: []string{"repo:web/**"}})
+	f.item(t, graph.NewItem{Title: "held", Priority: 5, Touches: []string{"repo:web/x.go"}})
+	c := f.claim(t, "holder")
+	if n := f.heldMarks(t); n != 1 {
+		t.Fatalf("%d items marked held, want 1", n)
+	}
+	// Notifications arrive in commit order: once this one for another
+	// project is in, those of the items' creation are too.
+	other := uuid.New()
+	barrier, unsubscribeBarrier := n.Subscribe(other)
+	defer unsubscribeBarrier()
+	if _, err := f.conn.Exec(f.ctx, `SELECT pg_notify('workgraph_ready', $1)`, other.String()); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, barrier, "the barrier's notification")
+	drain(ch)
+	if _, err := f.leases.Complete(f.ctx, f.project, fence(c.Lease), json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, ch, "the holder's lease ended, and the held item is claimable")
+}
