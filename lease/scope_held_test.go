@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,4 +331,203 @@ func TestWaitersWokenWhenHeldScopesEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSignal(t, ch, "the holder's lease ended, and the held item is claimable")
+}
+
+// TestScopeHoldsUnderConcurrentClaims: in rounds, 16 claimers commit
+// claims, completions and releases concurrently over items whose scopes
+// overlap in many ways, six each, then stop. A watcher checks, over and
+// over, that no two live leases overlap, and so does each claimer right
+// after its claim. After each round no lease is live, so no item may be
+// marked held: a mark left then (two holders ending at once each counting
+// the other as live, a grant's mark an end did not see) would hide its
+// item until a sweep. Every item is eventually done, with no sweep.
+// (A database of its own: concurrent, committing claims.)
+func TestScopeHoldsUnderConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{MaxFailures: 1000, MaxExpiries: 1000})
+	scopes := [][]string{
+		{"repo"}, {"repo:web/**"}, {"repo:web/src/**"}, {"repo:web/src/*.go"}, {"repo:web/docs/**"},
+		{"repo:**/*.md"}, {"repo:api/**"}, {"repo:api/*.go", "db:schema"}, {"db"}, {"db:schema"},
+		{"db:data"}, {"cache"}, {"repo:web/src/main.go"}, {"repo:*/src/**"}, {"db:data", "cache:x"},
+		{"repo:web/x.go", "repo:api/y.go"}, {"repo:api/z.go", "db:data"},
+	}
+	const items = 100
+	for i := 0; i < items; i++ {
+		f.item(t, graph.NewItem{Title: fmt.Sprintf("item %d", i), Priority: int32(i % 7), Touches: scopes[i%len(scopes)]})
+	}
+
+	var stop atomic.Bool
+	var watcher sync.WaitGroup
+	watcher.Add(1)
+	checks := 0
+	go func() {
+		defer watcher.Done()
+		for !stop.Load() {
+			if n, first := overlappingLive(t, f); n > 0 {
+				t.Errorf("%d pairs of live leases hold overlapping scopes, e.g. %s", n, first)
+				return
+			}
+			checks++
+		}
+	}()
+	defer func() {
+		stop.Store(true)
+		watcher.Wait()
+		t.Logf("%d checks by the watcher", checks)
+	}()
+
+	var done atomic.Int64
+	for round := 0; done.Load() < items && round < 40; round++ {
+		var wg sync.WaitGroup
+		for w := 0; w < 16; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(w), uint64(round)))
+				worker := fmt.Sprintf("w%d", w)
+				for cycles, idle := 0, 0; cycles < 6 && done.Load() < items && idle < 50; {
+					c, err := f.leases.Claim(f.ctx, f.project, lease.ClaimRequest{Worker: worker})
+					if errors.Is(err, lease.ErrNothingReady) {
+						idle++
+						time.Sleep(time.Millisecond) // let a holder finish; not a wait for an effect
+						continue
+					}
+					if err != nil {
+						t.Errorf("claim: %v", err)
+						return
+					}
+					cycles, idle = cycles+1, 0
+					if n, first := overlappingLive(t, f); n > 0 {
+						t.Errorf("after a claim, live leases overlap: %s", first)
+						return
+					}
+					// (No failures: their backoff would wait for the stub clock.)
+					if rng.IntN(2) == 0 {
+						_, err = f.leases.Release(f.ctx, f.project, fence(c.Lease), "again")
+					} else if _, err = f.leases.Complete(f.ctx, f.project, fence(c.Lease), json.RawMessage(`{}`), nil); err == nil {
+						done.Add(1)
+					}
+					if err != nil {
+						t.Errorf("end: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		var live, marked int
+		if err := f.conn.QueryRow(f.ctx, `SELECT (SELECT count(*) FROM leases WHERE project_id = $1 AND ended_at IS NULL),
+			(SELECT count(*) FROM items WHERE project_id = $1 AND scope_held)`, f.project).Scan(&live, &marked); err != nil {
+			t.Fatal(err)
+		}
+		if live != 0 || marked != 0 {
+			t.Fatalf("after round %d: %d live leases and %d items marked held, want none", round, live, marked)
+		}
+	}
+	var open int
+	if err := f.conn.QueryRow(f.ctx, `SELECT count(*) FROM items WHERE project_id = $1 AND status = 'open'`, f.project).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || done.Load() != items {
+		t.Fatalf("%d items still open, %d completed, want 0 and %d", open, done.Load(), items)
+	}
+}
+
+// TestHeldItemClearedWhenAGrantRacesAnEnd: an item overlaps a live lease
+// of scope db that did not mark it (it was created after that grant). A
+// grant of scope repo marks it in a transaction not yet committed, while
+// the db lease ends in another: that end does not see the mark. The repo
+// lease then ends too, before the db lease's end commits. Judged by what
+// each sees, the repo end counts the db lease as live and keeps the mark,
+// and the db end never saw it: the item would stay marked with no lease
+// holding it. The repo end judges under the scope locks of the item's
+// touches, which conflict with those the db end holds, so it judges after
+// that end committed and unmarks the item. (A database of its own:
+// transactions commit concurrently.)
+func TestHeldItemClearedWhenAGrantRacesAnEnd(t *testing.T) {
+	t.Parallel()
+	f := setupDB(t, lease.Config{})
+	f.item(t, graph.NewItem{Title: "db", Priority: 9, Touches: []string{"db"}})
+	cdb := f.claim(t, "wdb")
+	f.item(t, graph.NewItem{Title: "repo", Priority: 8, Touches: []string{"repo"}})
+	item := f.item(t, graph.NewItem{Title: "item", Priority: 1, Touches: []string{"repo:api/z.go", "db:data"}})
+	if n := f.heldMarks(t); n != 0 {
+		t.Fatalf("%d items marked held, want none (the item came after the db lease's grant)", n)
+	}
+	q := dbq.New()
+	released := string(lease.OutcomeReleased)
+	txGrant, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txGrant.Rollback(context.WithoutCancel(f.ctx))
+	granted, err := q.ClaimItem(f.ctx, txGrant, dbq.ClaimItemParams{
+		ProjectID: f.project, Labels: []string{}, Worker: "wrepo", LeaseID: uuid.New(), Principal: "agent:wrepo", TtlMs: 60000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txEnd, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txEnd.Rollback(context.WithoutCancel(f.ctx))
+	if _, err := q.EndLease(f.ctx, txEnd, dbq.EndLeaseParams{
+		Outcome: &released, ProjectID: f.project, LeaseID: cdb.Lease.ID, Epoch: cdb.Lease.Epoch,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := txGrant.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.heldMarks(t); n != 1 {
+		t.Fatalf("%d items marked held after the repo grant, want 1", n)
+	}
+	conn, err := f.pool.Acquire(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.EndLease(f.ctx, conn, dbq.EndLeaseParams{
+			Outcome: &released, ProjectID: f.project, LeaseID: granted.Lease.ID, Epoch: granted.Lease.Epoch,
+		})
+		done <- err
+	}()
+	// The repo end is under way: it waits for the db end's locks (or,
+	// were it not to, has ended already).
+	var endErr error
+	finished := false
+	for waiting := false; !waiting && !finished; {
+		select {
+		case endErr = <-done:
+			finished = true
+		default:
+			if err := f.conn.QueryRow(f.ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1",
+				pid).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := txEnd.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !finished {
+		endErr = <-done
+	}
+	if endErr != nil {
+		t.Fatal(endErr)
+	}
+	var held bool
+	if err := f.conn.QueryRow(f.ctx, `SELECT scope_held FROM items WHERE project_id = $1 AND id = $2`, f.project, item.ID).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if held {
+		t.Fatal("both leases overlapping the item ended, and it is still marked held")
+	}
 }

@@ -24,17 +24,13 @@
 --   * Cleared: when a lease with scopes ends (every path: the ending
 --     statement, a batch completion, the reap of an expired lease, a
 --     cancellation; a trigger on leases.ended_at, so none is missed), the
---     marked items whose touches overlap its scopes are locked (in the
---     order of their ids, waiting), and then, with a snapshot taken after
---     the locks are held, those that no other live lease overlaps are
---     unmarked. Two ends that overlap one item both lock its row, so the
---     second judges after the first committed and sees its lease ended: an
---     item is never left marked by two leases ending at once, each counting
---     the other as live. A grant that marks an item holds its row until it
---     commits, so an end that judges the item after it sees its lease. A
---     transaction that holds scope locks (a keyed batch claim that reaps)
---     skips the rows others hold instead of waiting for them, as its grants
---     do (00151); those are left to the sweep.
+--     marked items whose touches overlap its scopes and that no other live
+--     lease overlaps are unmarked, judged under scope locks (those of the
+--     lease's scopes and of the items' touches, wg_release_scoped_items):
+--     two leases that hold one item and end at once never each count the
+--     other as live, and a grant that marks an item is seen. A claim that
+--     takes a marked item clears its mark.
+--     Rows another transaction holds are skipped (left to the sweep).
 --   * Swept: the lease sweeper unmarks the marked items that no live lease
 --     overlaps (ClearStaleScopeHolds), so a mark no end cleared (an edit of
 --     the touches, a skipped row) hides no item for longer than a sweep.
@@ -482,58 +478,114 @@ BEGIN
             AND wg_scope_keys(z.touches) && wg_scope_probe(NEW.scopes)
             AND z.id <> NEW.item_id
             AND wg_scopes_overlap(z.touches, NEW.scopes)
-          FOR UPDATE OF z SKIP LOCKED) AS s
+          FOR NO KEY UPDATE OF z SKIP LOCKED) AS s
     WHERE y.project_id = NEW.project_id AND y.id = s.id;
     RETURN NULL;
 END;
 $$;
 -- +goose StatementEnd
 
+-- wg_lock_scope_set takes the advisory locks of a set of scopes as
+-- wg_lock_scopes (00041, 00151) takes a grant's, in the order of their
+-- numbers: per resource, and per resource and literal first segment, so
+-- that the locks of two overlapping scopes conflict. Above 64 locks it
+-- takes each resource's lock exclusive instead (a superset of the same
+-- conflicts, for a set as wide as many items' touches). With p_try it
+-- only takes locks that are free and answers false at the first that is
+-- not (the locks it took stay until the transaction ends).
+-- +goose StatementBegin
+CREATE FUNCTION wg_lock_scope_set(p_project uuid, p_scopes text[], p_try boolean)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+    locks bigint[];
+    exclusive boolean[];
+BEGIN
+    SELECT array_agg(k.h ORDER BY k.h), array_agg(k.x ORDER BY k.h) INTO locks, exclusive
+    FROM (SELECT hashtextextended(p_project::text || ':' || l.k, 7250019) AS h, bool_or(l.x) AS x
+          FROM unnest(p_scopes) AS s,
+               LATERAL (SELECT split_part(s, ':', 1) AS res, wg_scope_first(s) AS first) AS p,
+               LATERAL (VALUES (p.res, p.first = '*'),
+                               (CASE WHEN p.first = '*' THEN NULL ELSE p.res || '/' || p.first END, true)) AS l(k, x)
+          WHERE l.k IS NOT NULL
+          GROUP BY 1) AS k;
+    IF cardinality(locks) > 64 THEN
+        SELECT array_agg(k.h ORDER BY k.h), array_agg(true) INTO locks, exclusive
+        FROM (SELECT DISTINCT hashtextextended(p_project::text || ':' || split_part(s, ':', 1), 7250019) AS h
+              FROM unnest(p_scopes) AS s) AS k;
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(locks), 0) LOOP
+        IF NOT p_try THEN
+            IF exclusive[i] THEN
+                PERFORM pg_advisory_xact_lock(locks[i]);
+            ELSE
+                PERFORM pg_advisory_xact_lock_shared(locks[i]);
+            END IF;
+        ELSIF NOT (CASE WHEN exclusive[i] THEN pg_try_advisory_xact_lock(locks[i])
+                        ELSE pg_try_advisory_xact_lock_shared(locks[i]) END) THEN
+            RETURN false;
+        END IF;
+    END LOOP;
+    RETURN true;
+END;
+$$;
+-- +goose StatementEnd
+
 -- wg_release_scoped_items: after a lease with scopes ends, unmark the
 -- marked items whose touches overlap its scopes and that no other live
--- lease overlaps. The items are locked first, in the order of their ids;
--- the judgement is a statement of its own, so its snapshot is taken once
--- they are held (the function is VOLATILE): a concurrent end of another
--- lease overlapping one of them has committed by then (it locked the row
--- too) and is seen ended, and a grant that marked one has committed and
--- its lease is seen live. A transaction holding scope locks waits for no
--- row (00151): it skips the rows others hold and judges with the
--- statement's snapshot; the sweep re-judges what it leaves.
+-- lease overlaps, judged under scope locks: those of the ended lease's
+-- scopes and of the touches of the marked items it overlaps (one set,
+-- taken in order). The judgement is a statement of its own, run once the
+-- locks are held, so its snapshot (the function is VOLATILE) sees every
+-- transaction that held a conflicting lock before as committed:
+--   * a grant that marked one of the items holds the locks of its scopes,
+--     which overlap the item's touches: its lease is seen live;
+--   * another end, of a lease that overlaps one of the items, holds the
+--     locks of that lease's scopes, which conflict with the locks of the
+--     item's touches taken here: its lease is seen ended. So two ends of
+--     the leases that hold an item never each count the other as live
+--     and both leave the mark.
+-- Rows another transaction holds are skipped, as a grant skips them: a
+-- claim holds the item it found while it waits for the scope locks held
+-- here, and waiting for its row would close a cycle. A claim that takes
+-- such an item clears its mark (ClaimItemDirect, ClaimItem); one that
+-- does not leaves it to the sweep.
+-- The locks of the ended lease's scopes are taken even when it overlaps
+-- no marked item: the end of another lease that holds an item with this
+-- one judges under the locks of the item's touches, which conflict with
+-- them, and so sees this lease ended (the judgement below finds the
+-- items again with its own snapshot). A transaction that already holds
+-- scope locks (a keyed batch claim that reaps, 00151) takes the locks
+-- only if they are free, and otherwise leaves the marks to the sweep
+-- (ClearStaleScopeHolds).
 -- +goose StatementBegin
 CREATE FUNCTION wg_release_scoped_items() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     probe text[] := wg_scope_probe(NEW.scopes);
+    touched text[];
     n int;
 BEGIN
-    IF coalesce(current_setting('workgraph.scope_locks_held', true), '') = 'on' THEN
-        UPDATE items y
-        SET scope_held = false
-        FROM (SELECT z.id
-              FROM items z
-              WHERE z.project_id = NEW.project_id
-                AND z.scope_held AND z.touches <> '{}'
-                AND wg_scope_keys(z.touches) && probe
-                AND wg_scopes_overlap(z.touches, NEW.scopes)
-                AND wg_scope_holder(z.project_id, NULL, z.touches, NULL) IS NULL
-              FOR UPDATE OF z SKIP LOCKED) AS s
-        WHERE y.project_id = NEW.project_id AND y.id = s.id;
-    ELSE
-        PERFORM 1
-        FROM items z
-        WHERE z.project_id = NEW.project_id
-          AND z.scope_held AND z.touches <> '{}'
-          AND wg_scope_keys(z.touches) && probe
-          AND wg_scopes_overlap(z.touches, NEW.scopes)
-        ORDER BY z.id
-        FOR UPDATE OF z;
-        UPDATE items y
-        SET scope_held = false
-        WHERE y.project_id = NEW.project_id
-          AND y.scope_held AND y.touches <> '{}'
-          AND wg_scope_keys(y.touches) && probe
-          AND wg_scopes_overlap(y.touches, NEW.scopes)
-          AND wg_scope_holder(y.project_id, NULL, y.touches, NULL) IS NULL;
+    SELECT coalesce(array_agg(DISTINCT t), '{}') INTO touched
+    FROM items z, unnest(z.touches) AS t
+    WHERE z.project_id = NEW.project_id
+      AND z.scope_held AND z.touches <> '{}'
+      AND wg_scope_keys(z.touches) && probe
+      AND wg_scopes_overlap(z.touches, NEW.scopes);
+    IF NOT wg_lock_scope_set(NEW.project_id, NEW.scopes || touched,
+                             coalesce(current_setting('workgraph.scope_locks_held', true), '') = 'on') THEN
+        RETURN NULL;
     END IF;
+    UPDATE items y
+    SET scope_held = false
+    FROM (SELECT z.id
+          FROM items z
+          WHERE z.project_id = NEW.project_id
+            AND z.scope_held AND z.touches <> '{}'
+            AND wg_scope_keys(z.touches) && probe
+            AND wg_scopes_overlap(z.touches, NEW.scopes)
+            AND wg_scope_holder(z.project_id, NULL, z.touches, NULL) IS NULL
+          FOR NO KEY UPDATE OF z SKIP LOCKED) AS s
+    WHERE y.project_id = NEW.project_id AND y.id = s.id;
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n > 0 THEN
         -- Claims waiting on the project look again (ready items became
@@ -557,6 +609,7 @@ DROP TRIGGER IF EXISTS leases_hold_scoped_items ON leases;
 DROP TRIGGER IF EXISTS leases_release_scoped_items ON leases;
 DROP FUNCTION IF EXISTS wg_hold_scoped_items();
 DROP FUNCTION IF EXISTS wg_release_scoped_items();
+DROP FUNCTION IF EXISTS wg_lock_scope_set(uuid, text[], boolean);
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION wg_ready_requires(p_project uuid, p_max integer)
  RETURNS SETOF text[]

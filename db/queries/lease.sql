@@ -185,6 +185,9 @@ WITH walk AS MATERIALIZED (
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
+        -- A mark an end left on the item (a row it skipped, migration
+        -- 00157) goes with the claim.
+        scope_held = false,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM held
     WHERE i.project_id = held.project_id AND i.id = held.id
@@ -258,6 +261,9 @@ WITH candidate AS MATERIALIZED (
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
+        -- A mark an end left on the item (a row it skipped, migration
+        -- 00157) goes with the claim.
+        scope_held = false,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM held
     WHERE i.project_id = held.project_id AND i.id = held.id
