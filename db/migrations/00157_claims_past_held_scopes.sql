@@ -575,6 +575,10 @@ BEGIN
                              coalesce(current_setting('workgraph.scope_locks_held', true), '') = 'on') THEN
         RETURN NULL;
     END IF;
+    -- A grant later in this transaction (a claim that reaped first) then
+    -- only tries its locks (wg_lock_scopes): a transaction waits for a
+    -- grant's scope locks only while it holds none.
+    PERFORM set_config('workgraph.scope_end_locks_held', 'on', true);
     UPDATE items y
     SET scope_held = false
     FROM (SELECT z.id
@@ -597,6 +601,50 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- wg_lock_scopes (00151): a transaction whose lease ends took scope locks
+-- (wg_release_scoped_items) takes a grant's locks only if they are free,
+-- as one that holds a grant's does.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION wg_lock_scopes(p_project uuid, p_lease uuid, p_scopes text[], p_at timestamptz)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+    held uuid;
+    holding boolean := coalesce(current_setting('workgraph.scope_locks_held', true), '') = 'on'
+                       OR coalesce(current_setting('workgraph.scope_end_locks_held', true), '') = 'on';
+BEGIN
+    FOR r IN
+        SELECT hashtextextended(p_project::text || ':' || l.k, 7250019) AS h, bool_or(l.x) AS x
+        FROM unnest(p_scopes) AS s,
+             LATERAL (SELECT split_part(s, ':', 1) AS res, wg_scope_first(s) AS first) AS p,
+             LATERAL (VALUES (p.res, p.first = '*'),
+                             (CASE WHEN p.first = '*' THEN NULL ELSE p.res || '/' || p.first END, true)) AS l(k, x)
+        WHERE l.k IS NOT NULL
+        GROUP BY 1 ORDER BY 1
+    LOOP
+        IF NOT holding THEN
+            IF r.x THEN
+                PERFORM pg_advisory_xact_lock(r.h);
+            ELSE
+                PERFORM pg_advisory_xact_lock_shared(r.h);
+            END IF;
+        ELSIF NOT (CASE WHEN r.x THEN pg_try_advisory_xact_lock(r.h)
+                        ELSE pg_try_advisory_xact_lock_shared(r.h) END) THEN
+            RAISE EXCEPTION 'a concurrent claim holds a lock of the write scopes %', p_scopes USING ERRCODE = 'WG002';
+        END IF;
+    END LOOP;
+    PERFORM set_config('workgraph.scope_locks_held', 'on', true);
+    -- The fresh snapshot: this function is VOLATILE, so the assignment's
+    -- query takes a new one; wg_scope_holder (STABLE) reads with it.
+    held := wg_scope_holder(p_project, p_lease, p_scopes, coalesce(p_at, clock_timestamp()));
+    IF held IS NOT NULL THEN
+        RAISE EXCEPTION 'lease % holds a write scope overlapping %', held, p_scopes USING ERRCODE = 'WG002';
+    END IF;
+    RETURN true;
+END;
+$$;
+-- +goose StatementEnd
+
 CREATE TRIGGER leases_hold_scoped_items AFTER INSERT ON leases
     FOR EACH ROW WHEN (NEW.ended_at IS NULL AND NEW.scope_keys <> '{}')
     EXECUTE FUNCTION wg_hold_scoped_items();
@@ -610,6 +658,46 @@ DROP TRIGGER IF EXISTS leases_release_scoped_items ON leases;
 DROP FUNCTION IF EXISTS wg_hold_scoped_items();
 DROP FUNCTION IF EXISTS wg_release_scoped_items();
 DROP FUNCTION IF EXISTS wg_lock_scope_set(uuid, text[], boolean);
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION wg_lock_scopes(p_project uuid, p_lease uuid, p_scopes text[], p_at timestamptz)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    r record;
+    held uuid;
+    holding boolean := coalesce(current_setting('workgraph.scope_locks_held', true), '') = 'on';
+BEGIN
+    FOR r IN
+        SELECT hashtextextended(p_project::text || ':' || l.k, 7250019) AS h, bool_or(l.x) AS x
+        FROM unnest(p_scopes) AS s,
+             LATERAL (SELECT split_part(s, ':', 1) AS res, wg_scope_first(s) AS first) AS p,
+             LATERAL (VALUES (p.res, p.first = '*'),
+                             (CASE WHEN p.first = '*' THEN NULL ELSE p.res || '/' || p.first END, true)) AS l(k, x)
+        WHERE l.k IS NOT NULL
+        GROUP BY 1 ORDER BY 1
+    LOOP
+        IF NOT holding THEN
+            IF r.x THEN
+                PERFORM pg_advisory_xact_lock(r.h);
+            ELSE
+                PERFORM pg_advisory_xact_lock_shared(r.h);
+            END IF;
+        ELSIF NOT (CASE WHEN r.x THEN pg_try_advisory_xact_lock(r.h)
+                        ELSE pg_try_advisory_xact_lock_shared(r.h) END) THEN
+            RAISE EXCEPTION 'a concurrent claim holds a lock of the write scopes %', p_scopes USING ERRCODE = 'WG002';
+        END IF;
+    END LOOP;
+    PERFORM set_config('workgraph.scope_locks_held', 'on', true);
+    -- The fresh snapshot: this function is VOLATILE, so the assignment's
+    -- query takes a new one; wg_scope_holder (STABLE) reads with it.
+    held := wg_scope_holder(p_project, p_lease, p_scopes, coalesce(p_at, clock_timestamp()));
+    IF held IS NOT NULL THEN
+        RAISE EXCEPTION 'lease % holds a write scope overlapping %', held, p_scopes USING ERRCODE = 'WG002';
+    END IF;
+    RETURN true;
+END;
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION wg_ready_requires(p_project uuid, p_max integer)
  RETURNS SETOF text[]
