@@ -565,12 +565,19 @@ DECLARE
     touched text[];
     n int;
 BEGIN
-    SELECT coalesce(array_agg(DISTINCT t), '{}') INTO touched
-    FROM items z, unnest(z.touches) AS t
-    WHERE z.project_id = NEW.project_id
-      AND z.scope_held AND z.touches <> '{}'
-      AND wg_scope_keys(z.touches) && probe
-      AND wg_scopes_overlap(z.touches, NEW.scopes);
+    -- (Without a marked item in the project, one probe of
+    -- items_scope_held answers both reads below: nothing to lock or
+    -- unmark but the lease's own scopes.)
+    IF EXISTS (SELECT 1 FROM items h WHERE h.project_id = NEW.project_id AND h.scope_held) THEN
+        SELECT coalesce(array_agg(DISTINCT t), '{}') INTO touched
+        FROM items z, unnest(z.touches) AS t
+        WHERE z.project_id = NEW.project_id
+          AND z.scope_held AND z.touches <> '{}'
+          AND wg_scope_keys(z.touches) && probe
+          AND wg_scopes_overlap(z.touches, NEW.scopes);
+    ELSE
+        touched := '{}';
+    END IF;
     IF NOT wg_lock_scope_set(NEW.project_id, NEW.scopes || touched,
                              coalesce(current_setting('workgraph.scope_locks_held', true), '') = 'on') THEN
         RETURN NULL;
@@ -579,6 +586,9 @@ BEGIN
     -- only tries its locks (wg_lock_scopes): a transaction waits for a
     -- grant's scope locks only while it holds none.
     PERFORM set_config('workgraph.scope_end_locks_held', 'on', true);
+    IF NOT EXISTS (SELECT 1 FROM items h WHERE h.project_id = NEW.project_id AND h.scope_held) THEN
+        RETURN NULL;
+    END IF;
     UPDATE items y
     SET scope_held = false
     FROM (SELECT z.id
