@@ -23,6 +23,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/webhook"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -57,6 +58,9 @@ type Deps struct {
 	// (its connection's buffers full: it stopped reading) before the
 	// stream is dropped (0: two heartbeats).
 	EventsStall time.Duration
+	// Metrics counts the pages' event streams open now (as the API's are
+	// counted); nil counts nothing.
+	Metrics *metrics.Metrics
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock
