@@ -2700,6 +2700,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same person's open hold on the item, returned again: a person holds an item once */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttentionRequest"];
+                };
+            };
             /** @description Created */
             201: {
                 headers: {
