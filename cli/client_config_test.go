@@ -223,6 +223,7 @@ func TestExplainExitCodes(t *testing.T) {
 		{"VersionConflictKeepsRetry", withHint(fmt.Errorf("wrapped: %w", &client.Error{Status: 409, Code: client.CodeConflict,
 			Extensions: map[string]json.RawMessage{"field": json.RawMessage(`"version"`)}}), client.CodeConflict, "nothing to cancel"), ExitConflict, "retry against its new version"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},
+		{"HeaderTooLarge", problem(client.CodeHeaderTooLarge, 431), ExitUsage, "256 KiB"},
 		{"RateLimited", problem(client.CodeRateLimited, 429), ExitUnavailable, "slow down"},
 		{"Internal", problem(client.CodeInternal, 500), ExitError, "server's log"},
 		{"Unreachable", &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1", Err: errors.New("connection refused")}, ExitUnavailable, "workgraph serve"},

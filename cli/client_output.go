@@ -373,6 +373,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitUsage, "fix the input named above and retry"
 	case client.CodePayloadTooLarge:
 		return ExitUsage, "the request is larger than the server accepts (about 1 MiB); store big results elsewhere and send a reference"
+	case client.CodeHeaderTooLarge:
+		return ExitUsage, "the request's headers are larger than the server reads (256 KiB): shorten what made them long (a very long --label or other query value, a large header in the environment's proxy settings)"
 	case client.CodeRateLimited:
 		// The detail above says which limit: this token's rate, this
 		// address's requests without valid credentials, or the replica's
