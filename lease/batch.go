@@ -250,7 +250,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 			return err
 		}
 		if hopeless {
-			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities); err != nil || noMatch != nil {
+			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels); err != nil || noMatch != nil {
 				return err
 			}
 		}
@@ -264,7 +264,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 		}
 		// Nothing granted: commit what the reaping did; no_match when
 		// waiting would not help.
-		noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities)
+		noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels)
 		return err
 	})
 	if err == nil && noMatch != nil {

@@ -227,7 +227,7 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 			return err
 		}
 		if hopeless {
-			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities); err != nil || noMatch != nil {
+			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels); err != nil || noMatch != nil {
 				nothing = true
 				return err
 			}
@@ -246,7 +246,7 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Commit what the reaping did; there is nothing to hand out.
 			nothing = true
-			noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities)
+			noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels)
 			return err
 		}
 		if db.ScopeRace(err) {

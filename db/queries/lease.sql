@@ -936,18 +936,33 @@ ORDER BY 1;
 
 -- name: MissingCapabilities :many
 -- The capabilities ready items of the project require that are not among
--- @capabilities (for a claim that can match nothing), at most 20. They are
--- read from the distinct requires of the ready items (wg_ready_requires,
--- migration 00113: one index descent per distinct value, not one row per
--- item), the first 1,000 of them, and from the ready items in a retry
--- backoff (items_backoff, migration 00141: the claim indexes, which
+-- @capabilities (for a claim that can match nothing), at most 20. For a
+-- claim with @labels they are those of the ready items that carry the
+-- labels (the first 1,000, by items_ready_labels), which the claim would
+-- take but for their requires: the other items' requires would not help
+-- it. For a claim without labels, or when no ready item carries them
+-- (then the labels are not the claim's only trouble), they are read from
+-- the distinct requires of the ready items (wg_ready_requires, migration
+-- 00113: one index descent per distinct value, not one row per item), the
+-- first 1,000 of them, and from the ready items in a retry backoff
+-- (items_backoff, migration 00141: the claim indexes, which
 -- wg_ready_requires reads, hold none of them; a claim that can match
 -- nothing reads them here, once).
+WITH labelled AS (
+    SELECT l.requires FROM items l
+    WHERE cardinality(@labels::text[]) > 0 AND l.project_id = @project_id AND l.ready
+      AND l.labels <> '{}' AND l.labels @> @labels::text[] AND l.requires <> '{}'
+    LIMIT 1000
+)
 SELECT DISTINCT r::text AS capability
-FROM (SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
+FROM (SELECT requires FROM labelled
+      UNION
+      SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
+      WHERE NOT EXISTS (SELECT FROM labelled)
       UNION
       SELECT b.requires FROM items b
-      WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+      WHERE NOT EXISTS (SELECT FROM labelled)
+        AND b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
      unnest(s.requires) AS r
 WHERE NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1
