@@ -9,12 +9,14 @@ import (
 )
 
 // transportHeaderBytes is http.Server.MaxHeaderBytes: net/http's own bound
-// on a request line and headers, Go's default. It is larger than
-// MaxHeaderBytes so that a request between the two reaches headerBound,
-// which refuses it in the project's words (problem+json, code
-// header_too_large); beyond it net/http answers 431 itself, as text/plain,
-// before any handler runs.
-const transportHeaderBytes = 1 << 20
+// on a request line and headers. It is larger than MaxHeaderBytes so that
+// a request a little past it reaches headerBound, which refuses it in the
+// project's words (problem+json, code header_too_large); beyond it net/http
+// answers 431 itself, as text/plain, before any handler runs. It is not
+// Go's default 1 MiB: net/http holds what it has read of every connection's
+// headers for up to HeaderReadTimeout, so this bound times the connections
+// a slow client keeps open is memory nothing else bounds.
+const transportHeaderBytes = MaxHeaderBytes + 128<<10
 
 // headerBound refuses a request whose request line and headers are longer
 // than MaxHeaderBytes (431 header_too_large), before routing: the API

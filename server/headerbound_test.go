@@ -14,8 +14,8 @@ import (
 // server.MaxHeaderBytes is refused 431 in the project's words: on the API
 // as problem+json with the code header_too_large, on the web UI as its
 // error page; one within the bound is served. (net/http's own bound, past
-// which it answers 431 as text/plain before any handler, is Go's default
-// 1 MiB: docs/operations.md.)
+// which it answers 431 as text/plain before any handler, is 128 KiB past
+// it: docs/operations.md.)
 func TestHeaderTooLarge(t *testing.T) {
 	t.Parallel()
 	srv := start(t)
