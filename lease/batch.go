@@ -296,7 +296,7 @@ func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid
 		var row dbq.ClaimItemDirectRow
 		err := db.Atomic(ctx, exec, func(q db.DBTX) (err error) {
 			row, err = dbq.New().ClaimItemDirect(ctx, q, dbq.ClaimItemDirectParams{
-				LeaseID: uuid.New(), Worker: req.Worker, TokenID: req.TokenID, Principal: req.Principal,
+				LeaseID: newLeaseID(), Worker: req.Worker, TokenID: req.TokenID, Principal: req.Principal,
 				Now: now, TtlMs: ttl.Milliseconds(), ProjectID: project, Labels: req.Labels,
 				TokenQuiet: int32(quiet), Capabilities: req.Capabilities,
 			})

@@ -10,7 +10,7 @@
 -- are past their retry backoff and are not reserved for another worker,
 -- up to the first of them that has touches (see candidate).
 -- Each taken item gets its own epoch increment, its own new lease id
--- (gen_random_uuid, per row) and its own lease row, stamped once its row
+-- (wg_uuid_v7, time-ordered, per row: migration 00166) and its own lease row, stamped once its row
 -- is held and never before its previous lease ended. Rows other claimers
 -- hold are skipped. Leases come back in grant order (priority, then age),
 -- each with its item as the statement left it and the instant its time
@@ -133,7 +133,7 @@ WITH walk AS MATERIALIZED (
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = gen_random_uuid(),
+        active_lease_id = wg_uuid_v7(),
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
