@@ -315,7 +315,9 @@ SELECT coalesce(
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
        -- (Items in backoff are ready and count: items_backoff, migration
-       -- 00141, holds them apart from the claim indexes.)
+       -- 00141, holds them apart from the claim indexes. Whether one of
+       -- them requires nothing is the first entry of
+       -- items_backoff_requires, 00160: '{}' is the least text[].)
        (((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
           ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
          OR (SELECT true FROM items b WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
@@ -323,9 +325,9 @@ SELECT coalesce(
         AND (SELECT true FROM items i
              WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
-        AND (SELECT true FROM items b
-             WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
-             ORDER BY b.not_before LIMIT 1) IS NULL
+        AND (SELECT b.requires FROM items b
+             WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
+             ORDER BY b.requires LIMIT 1) IS DISTINCT FROM '{}'::text[]
         AND NOT wg_requires_met(@project_id, sqlc.narg('capabilities')::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
@@ -893,7 +895,9 @@ WHERE project_id = @project_id AND ended_at IS NULL;
 -- that requires nothing matches any claim: items_ready_unrestricted,
 -- migration 00104, has the first of them; wg_requires_met, migration 00113,
 -- asks each distinct requires of the others once, not each item.)
--- Items in backoff are ready and count (items_backoff, migration 00141).
+-- Items in backoff are ready and count (items_backoff, migration 00141);
+-- whether one of them requires nothing is the first entry of
+-- items_backoff_requires (00160: '{}' is the least text[]).
 SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         OR (SELECT true FROM items b WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
@@ -901,9 +905,9 @@ SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready A
        ((SELECT true FROM items i
          WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND i.requires = '{}'
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
-        OR (SELECT true FROM items b
-            WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
-            ORDER BY b.not_before LIMIT 1) IS NOT NULL
+        OR (SELECT b.requires FROM items b
+            WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
+            ORDER BY b.requires LIMIT 1) = '{}'::text[]
         OR wg_requires_met(@project_id, @capabilities::text[]))::bool AS any_match;
 
 -- name: RecordOffer :exec
@@ -939,15 +943,14 @@ ORDER BY 1;
 -- @capabilities (for a claim that can match nothing), at most 20. They are
 -- read from the distinct requires of the ready items (wg_ready_requires,
 -- migration 00113: one index descent per distinct value, not one row per
--- item), the first 1,000 of them, and from the ready items in a retry
--- backoff (items_backoff, migration 00141: the claim indexes, which
--- wg_ready_requires reads, hold none of them; a claim that can match
--- nothing reads them here, once).
+-- item), the first 1,000 of them, and from the distinct requires of the
+-- ready items in a retry backoff, the first 1,000 of them too
+-- (wg_backoff_requires, migration 00160: the claim indexes, which
+-- wg_ready_requires reads, hold none of them).
 SELECT DISTINCT r::text AS capability
 FROM (SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
       UNION
-      SELECT b.requires FROM items b
-      WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}') AS s,
+      SELECT b.requires FROM wg_backoff_requires(@project_id, 1000) AS b (requires)) AS s,
      unnest(s.requires) AS r
 WHERE NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1
