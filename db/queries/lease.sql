@@ -83,9 +83,9 @@ WHERE project_id = @project_id AND id = @item_id;
 -- stamped once the item's row is held (grant_time: evaluated per taken
 -- row), never before the item's previous lease ended, and lasts exactly
 -- @ttl_ms. The items in a retry backoff are not in the claim indexes
--- (migration 00141): "walk" reads the others, "due" the first item whose
--- backoff has passed from items_backoff, and the first of the two in claim
--- order is taken (the other is locked until the transaction ends).
+-- (migration 00141): the search merges the others ("walk") with the items
+-- whose backoff has passed, from items_backoff ("due"), in claim order, and
+-- locks only the item it takes.
 --
 -- Capabilities and write scopes (one predicate, kept apart below): the
 -- item's requires must be a subset of @capabilities, and an item with
@@ -105,70 +105,68 @@ WHERE project_id = @project_id AND id = @item_id;
 -- from before it held its scopes, when an overlapping lease may still have
 -- been live.
 -- The lease records the item's touches as its scopes (and their keys).
-WITH walk AS MATERIALIZED (
-    -- The ready items not in backoff, in claim order (migration 00141).
-    SELECT c.project_id, c.id, c.touches, c.priority, c.seq
-    FROM items c
-    WHERE c.project_id = @project_id
-      AND c.ready
-      AND NOT c.in_backoff
-      AND c.labels @> @labels::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (c.preferred_worker IS NULL
-           OR (c.preferred_worker = @worker::text
-               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
-           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      -- Budgets (migration 00035): an item under a spent budget is not
-      -- handed out. Items under no budget pay only the empty-array test.
-      AND (c.budget_roots = '{}'
-           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      -- capabilities and write scopes. Without capabilities only an item
-      -- that requires none: the predicate then folds to "requires = '{}'",
-      -- the predicate of items_ready_unrestricted (migration 00104), which
-      -- holds just those in claim order.
-      AND (c.requires = '{}'
-           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
-               AND c.requires <@ sqlc.narg('capabilities')::text[]))
-      AND (c.touches = '{}'
-           OR wg_scope_holder(c.project_id, NULL, c.touches,
-                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY c.priority DESC, c.seq
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-), due AS MATERIALIZED (
-    -- The first item whose retry backoff has passed and is not yet swept
-    -- (items_backoff, migration 00141), with the walk's filters: the
-    -- candidate when it comes first in claim order.
-    SELECT d.project_id, d.id, d.touches, d.priority, d.seq
-    FROM items d
-    WHERE d.project_id = @project_id
-      AND d.ready
-      AND d.in_backoff
-      -- (Not a path through the labels' GIN index, which an empty set
-      -- would read whole.)
-      AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
-      AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-      AND (d.preferred_worker IS NULL
-           OR (d.preferred_worker = @worker::text
-               AND d.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
-           OR d.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (d.budget_roots = '{}'
-           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
-                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      AND (d.requires = '{}'
-           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
-               AND d.requires <@ sqlc.narg('capabilities')::text[]))
-      AND (d.touches = '{}'
-           OR wg_scope_holder(d.project_id, NULL, d.touches,
-                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY d.priority DESC, d.seq
-    LIMIT 1
-    FOR UPDATE OF d SKIP LOCKED
-), candidate AS MATERIALIZED (
-    SELECT u.project_id, u.id, u.touches
-    FROM (SELECT * FROM walk UNION ALL SELECT * FROM due) AS u
-    ORDER BY u.priority DESC, u.seq
+WITH candidate AS MATERIALIZED (
+    -- Two sources in claim order, merged (a Merge Append of ordered
+    -- reads): "walk", the ready items not in backoff (the claim indexes),
+    -- and "due", the items whose retry backoff has passed and is not yet
+    -- swept (the front of items_backoff, migration 00141; none when the
+    -- sweeper keeps up). Each item is then read again by its key and
+    -- locked (SKIP LOCKED) with every filter judged on the row as it
+    -- stands; the first that locks is the candidate. So the claim locks
+    -- only the item it takes: an item it passes over stays free for a
+    -- concurrent claim, however long this transaction lasts.
+    SELECT k.project_id, k.id, k.touches
+    FROM ((SELECT c.id, c.priority, c.seq
+           FROM items c
+           WHERE c.project_id = @project_id
+             AND c.ready
+             AND NOT c.in_backoff
+             AND c.labels @> @labels::text[]
+             AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+             -- Without capabilities this folds to "requires = '{}'", the
+             -- predicate of items_ready_unrestricted (migration 00104),
+             -- which holds just those in claim order.
+             AND (c.requires = '{}'
+                  OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+                      AND c.requires <@ sqlc.narg('capabilities')::text[]))
+           ORDER BY c.priority DESC, c.seq)
+          UNION ALL
+          (SELECT d.id, d.priority, d.seq
+           FROM items d
+           WHERE d.project_id = @project_id
+             AND d.ready
+             AND d.in_backoff
+             AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+             -- (Not a path through the labels' GIN index, which an empty
+             -- set would read whole.)
+             AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
+           ORDER BY d.priority DESC, d.seq)) AS o (id, priority, seq)
+    CROSS JOIN LATERAL (
+        SELECT k.project_id, k.id, k.touches
+        FROM items k
+        WHERE k.project_id = @project_id AND k.id = o.id
+          AND k.ready
+          AND k.labels @> @labels::text[]
+          AND (k.not_before IS NULL OR k.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+          AND (k.preferred_worker IS NULL
+               OR (k.preferred_worker = @worker::text
+                   AND k.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+               OR k.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+          -- Budgets (migration 00035): an item under a spent budget is not
+          -- handed out. Items under no budget pay only the empty-array test.
+          AND (k.budget_roots = '{}'
+               OR NOT wg_budgets_spent(k.project_id, k.budget_roots,
+                                       coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
+          -- Capabilities and write scopes.
+          AND (k.requires = '{}'
+               OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+                   AND k.requires <@ sqlc.narg('capabilities')::text[]))
+          AND (k.touches = '{}'
+               OR wg_scope_holder(k.project_id, NULL, k.touches,
+                                  coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
+        FOR UPDATE OF k SKIP LOCKED
+    ) AS k
+    ORDER BY o.priority DESC, o.seq
     LIMIT 1
 ), held AS MATERIALIZED (
     SELECT candidate.project_id, candidate.id
@@ -907,7 +905,7 @@ SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready A
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
         OR (SELECT b.requires FROM items b
             WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
-            ORDER BY b.requires LIMIT 1) = '{}'::text[]
+            ORDER BY b.requires LIMIT 1) IS NOT DISTINCT FROM '{}'::text[]
         OR wg_requires_met(@project_id, @capabilities::text[]))::bool AS any_match;
 
 -- name: RecordOffer :exec
