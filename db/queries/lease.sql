@@ -1026,15 +1026,19 @@ SELECT (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
 -- The project's next ready items that a claim can take from an instant on
 -- without a write that notifies: the end of a retry backoff (items_backoff,
 -- 00141) and the end of a continuity reservation window
--- (items_reservation_end, 00156), strictly after the floor (the later of
--- @after and the statement's instant less @lookback_secs), earliest first,
--- with the labels and the reservation that hold at that instant (the
--- workgraph_ready payload's). Each side is one range read at the front of
--- its index: the floor is written out in each (as a CTE it would be a
--- filter, and the reservation side would read every window that ended
--- long ago: preferred_until stays set). now is the database's instant of
--- the same statement, so the caller can wait the difference on its own
--- clock.
+-- (items_reservation_end, 00156), after the floor, earliest first (ties by
+-- item id), with the labels and the reservation that hold at that instant
+-- (the workgraph_ready payload's). The floor is (@after, @after_id), the
+-- last item already turned into an event, unless the statement's instant
+-- less @lookback_secs is later (then every item due strictly after that
+-- instant); a NULL @lookback_secs is none. Keyed by item id too (00161),
+-- so that the items due at one instant beyond the first @max_items come in
+-- the next read, which starts right after the last one. Each side is one
+-- range read at the front of its index: the floor is written out in each
+-- (as a CTE it would be a filter, and the reservation side would read
+-- every window that ended long ago: preferred_until stays set). now is
+-- the database's instant of the same statement, so the caller can wait
+-- the difference on its own clock.
 WITH backoff AS (
     SELECT i.id, i.not_before AS due, i.labels,
            CASE WHEN i.preferred_worker IS NOT NULL AND coalesce(i.preferred_until > i.not_before, true)
@@ -1043,16 +1047,32 @@ WITH backoff AS (
                 THEN i.preferred_token END AS token
     FROM items i
     WHERE i.project_id = @project_id AND i.ready AND i.in_backoff
-      AND i.not_before > greatest(sqlc.narg('after')::timestamptz, statement_timestamp() - make_interval(secs => @lookback_secs::float8))
-    ORDER BY i.not_before
+      AND (i.not_before, i.id) >
+          (coalesce(greatest(sqlc.narg('after')::timestamptz,
+                             statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)),
+                    '-infinity'),
+           CASE WHEN sqlc.narg('lookback_secs')::float8 IS NULL
+                     OR sqlc.narg('after')::timestamptz
+                        >= statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)
+                THEN @after_id::uuid
+                ELSE 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid END)
+    ORDER BY i.not_before, i.id
     LIMIT @max_items
 ), reserved AS (
     SELECT i.id, i.preferred_until AS due, i.labels, NULL::text AS worker, NULL::uuid AS token
     FROM items i
     WHERE i.project_id = @project_id AND i.ready AND i.preferred_until IS NOT NULL
-      AND i.preferred_until > greatest(sqlc.narg('after')::timestamptz, statement_timestamp() - make_interval(secs => @lookback_secs::float8))
+      AND (i.preferred_until, i.id) >
+          (coalesce(greatest(sqlc.narg('after')::timestamptz,
+                             statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)),
+                    '-infinity'),
+           CASE WHEN sqlc.narg('lookback_secs')::float8 IS NULL
+                     OR sqlc.narg('after')::timestamptz
+                        >= statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)
+                THEN @after_id::uuid
+                ELSE 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid END)
       AND (i.not_before IS NULL OR i.not_before <= i.preferred_until)
-    ORDER BY i.preferred_until
+    ORDER BY i.preferred_until, i.id
     LIMIT @max_items
 )
 SELECT d.id::uuid AS id, d.due::timestamptz AS due, d.labels::text[] AS labels,
@@ -1060,5 +1080,5 @@ SELECT d.id::uuid AS id, d.due::timestamptz AS due, d.labels::text[] AS labels,
        (d.token IS NOT NULL)::boolean AS has_token, coalesce(d.token, '00000000-0000-0000-0000-000000000000')::uuid AS token,
        statement_timestamp()::timestamptz AS now
 FROM (SELECT * FROM backoff UNION ALL SELECT * FROM reserved) d
-ORDER BY d.due
+ORDER BY d.due, d.id
 LIMIT @max_items;
