@@ -69,6 +69,7 @@ func TestDueWakeAfterStopReadsNothing(t *testing.T) {
 	n := lease.NewNotifier(pool, slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	n.TestSignals.Listening.Init()
 	n.TestSignals.Idle.Init()
+	n.TestSignals.Notified.Init()
 	n.TestSignals.Due.Init()
 	n.TestSignals.Probed.Init()
 	n.Start(context.Background())
@@ -79,6 +80,7 @@ func TestDueWakeAfterStopReadsNothing(t *testing.T) {
 		VALUES ($1, 'due', 'test', 1, clock_timestamp() + interval '2 seconds', true) RETURNING id`, f.project).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
+	notified(t, n, 1) // the item's creation
 	out := waitFor(f, leases, n, lease.ClaimRequest{Worker: "w1"})
 	n.TestSignals.Idle.Wait(t)
 	n.TestSignals.Probed.Wait(t) // the waiter's own read, which set the timer
