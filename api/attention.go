@@ -162,7 +162,8 @@ type holdRequest struct {
 }
 
 // holdItem is a person's hold on an item ("don't start this until I say"):
-// 201 with the blocking request.
+// 201 with the blocking request, or 200 with the hold the same person has
+// open on the item already (a person holds an item once).
 func (a *API) holdItem(c echo.Context) error {
 	var req holdRequest
 	if err := decode(c, &req); err != nil {
@@ -172,9 +173,12 @@ func (a *API) holdItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := a.svc.Attention.Hold(c.Request().Context(), p.ID, id, req.Question, principal(c).String())
+	r, created, err := a.svc.Attention.HoldOnce(c.Request().Context(), p.ID, id, req.Question, principal(c).String())
 	if err != nil {
 		return err
+	}
+	if !created {
+		return c.JSON(http.StatusOK, attentionView(r))
 	}
 	return c.JSON(http.StatusCreated, attentionView(r))
 }

@@ -115,6 +115,13 @@ func TestAttention(t *testing.T) {
 		if !hold.Blocking || hold.State != "open" {
 			t.Fatalf("hold %+v", hold)
 		}
+		// The same person's hold again: 200 with the open one, no second
+		// hold to release.
+		var again attn
+		f.do("POST", "/v1/projects/alpha/items/"+other.ID+"/attention", f.human.Token, map[string]any{"question": "really, wait"}).ok(t, 200, &again)
+		if again.ID != hold.ID || again.State != "open" {
+			t.Fatalf("hold again %+v, want the open hold %s", again, hold.ID)
+		}
 		f.claim(f.agent.Token, map[string]any{"worker": "w9"}).ok(t, 204, nil)
 		var list struct{ Attention []attn }
 		f.do("GET", "/v1/projects/alpha/items/"+other.ID+"/attention", f.agent.Token, nil).ok(t, 200, &list)

@@ -37,7 +37,7 @@ func benchPlan(n int) []byte {
 // BenchmarkDecode measures decodeBody on a small item and on plans of 100
 // and 1,000 items; walk and decode are its two passes alone. The three
 // passes it replaced were measured against it in one binary at
-// 8f7f598 (docs/benchmarks.md, "Decoding a request body"); to measure them
+// 8f7f598 (docs/benchmarks-record.md, "Decoding a request body"); to measure them
 // again, check out that commit's parent and run the same command.
 func BenchmarkDecode(b *testing.B) {
 	bodies := []struct {

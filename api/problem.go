@@ -35,6 +35,8 @@ func codeForStatus(status int) wgerr.Code {
 		return wgerr.CodePayloadTooLarge
 	case status == http.StatusUnsupportedMediaType:
 		return wgerr.CodeUnsupportedMediaType
+	case status == http.StatusRequestHeaderFieldsTooLarge:
+		return wgerr.CodeHeaderTooLarge
 	case status == http.StatusTooManyRequests:
 		return wgerr.CodeRateLimited
 	case status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:

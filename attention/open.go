@@ -135,29 +135,24 @@ func holdOrCheck(ctx context.Context, q *dbq.Queries, tx pgx.Tx, now nowArg, pro
 // Hold opens a person's blocking request on an open item ("do not start this
 // until I say"). It does not end an active lease (no pre-emption), but once
 // that lease ends the item is not claimable until the hold is resolved or
-// dismissed. An empty question gets a standard text.
+// dismissed. An empty question gets a standard text. A person holds an item
+// at most once (the database refuses a second open hold, index
+// attention_one_open_hold): when by holds it already, that hold is
+// returned and nothing changes (HoldOnce says which).
 //
 // Errors: invalid_argument, not_found (item), conflict (item finished).
 func (s *Service) Hold(ctx context.Context, project, itemID uuid.UUID, question, by string) (Request, error) {
-	if Blank(question) {
-		question = defaultHoldQuestion
-	}
-	return s.Open(ctx, project, itemID, NewRequest{
-		Question:    question,
-		Blocking:    true,
-		Source:      SourcePerson,
-		Reason:      ReasonHold,
-		RequestedBy: by,
-	})
+	req, _, err := s.HoldOnce(ctx, project, itemID, question, by)
+	return req, err
 }
 
-// HoldOnce is Hold for a person who may hold the item already (the web
-// UI's Hold button pressed twice): when by has an open hold on it, that
-// hold is returned (created false) and nothing changes; else a hold is
-// opened as Hold opens it (created true). The item's row lock, taken
-// first, orders it with every blocking request opened on the item, so two
-// at once by the same person open one hold. Hold itself (the API's) opens
-// one on every call.
+// HoldOnce is Hold that says whether it opened the hold: when by has an
+// open hold on the item (the web UI's Hold button pressed twice, an API
+// call sent again), that hold is returned (created false) and nothing
+// changes; else a hold is opened (created true). The item's row lock,
+// taken first, orders it with every blocking request opened on the item,
+// so two at once by the same person open one hold; the unique index
+// attention_one_open_hold refuses a second should any path not take it.
 //
 // Errors: as Hold.
 func (s *Service) HoldOnce(ctx context.Context, project, itemID uuid.UUID, question, by string) (req Request, created bool, err error) {

@@ -104,6 +104,11 @@ func TestSmoke(t *testing.T) {
 		for kind, n := range r.Errors {
 			t.Errorf("workload %d %s: %d errors %s", r.Workload, r.Name, n, kind)
 		}
+		// Where the cluster's CPU is read (it runs on this machine), so is
+		// its WAL, and every lifecycle of workload 1 writes some.
+		if _, metered := r.Extra["cpu_per_1k_pg_s"]; metered && r.Workload == 1 && r.Extra["wal_bytes_per_op"] <= 0 {
+			t.Errorf("workload 1 %s: wal_bytes_per_op = %v, want the WAL of a lifecycle (extras %v)", r.Name, r.Extra["wal_bytes_per_op"], r.Extra)
+		}
 	}
 	for _, id := range r.cfg.Workloads {
 		if !measured[id] {

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The CPU of a measured window: utime+stime from /proc/<pid>/stat of the
@@ -22,12 +25,22 @@ import (
 //     else absent;
 //   - cpu_per_1k_pg_s: the cluster's processes.
 //
+// The same windows read the cluster's WAL insert position, and each result
+// also carries the WAL written per operation, wal_bytes_per_op (the
+// position moves with every record inserted, at once; pg_stat_wal's
+// counters, which also count full-page images, reach the view only when a
+// backend reports them, up to seconds later, too late for a window). It
+// counts all of the cluster's writes in the window, as the CPU counts all
+// of its processes: on a server that others use it is an upper bound.
+//
 // A backend that exits inside the window takes its CPU with it (a pool
 // keeps its connections open across a run, so few do). The cluster must
 // run on this machine, and its processes must be readable: else there is
 // no meter and the results carry no CPU figures.
 type cpuMeter struct {
 	postmaster int
+	// pool reads the WAL insert position; nil: no WAL figures.
+	pool *pgxpool.Pool
 	// server is the pid of a separate server process, 0 when none.
 	server atomic.Int64
 }
@@ -47,7 +60,11 @@ func newCPUMeter(ctx context.Context, e *env) (*cpuMeter, error) {
 	if err != nil || pm.comm != "postgres" {
 		return nil, fmt.Errorf("the parent of backend %d (pid %d) is not a readable postgres process", backend, st.ppid)
 	}
-	return &cpuMeter{postmaster: st.ppid}, nil
+	m := &cpuMeter{postmaster: st.ppid, pool: e.pool}
+	if _, ok := m.wal(); !ok {
+		m.pool = nil // a standby, or the function not allowed to this role
+	}
+	return m, nil
 }
 
 // cpuSample is the CPU seconds used so far by the benchmark process, the
@@ -55,10 +72,28 @@ func newCPUMeter(ctx context.Context, e *env) (*cpuMeter, error) {
 type cpuSample struct {
 	bench, server float64
 	pg            map[int]float64
+	// wal is the cluster's WAL insert position in bytes; hasWAL says it
+	// was read.
+	wal    float64
+	hasWAL bool
+}
+
+// wal reads the cluster's WAL insert position, in bytes from the start.
+func (m *cpuMeter) wal() (pos float64, ok bool) {
+	if m.pool == nil {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8").Scan(&pos); err != nil {
+		return 0, false
+	}
+	return pos, true
 }
 
 func (m *cpuMeter) sample() cpuSample {
 	s := cpuSample{bench: cpuSeconds(os.Getpid()), pg: map[int]float64{}}
+	s.wal, s.hasWAL = m.wal()
 	if pid := int(m.server.Load()); pid != 0 {
 		s.server = cpuSeconds(pid)
 	}
@@ -87,6 +122,9 @@ func (s cpuSample) addTo(rec *recorder, before cpuSample) {
 	if s.server > 0 {
 		rec.extra[cpuServerKey] += s.server - before.server
 	}
+	if s.hasWAL && before.hasWAL {
+		rec.extra[walBytesKey] += s.wal - before.wal
+	}
 }
 
 // The recorder's sums of CPU seconds, turned into per-1,000-operation
@@ -95,11 +133,18 @@ const (
 	cpuBenchKey  = "cpu_bench_s"
 	cpuServerKey = "cpu_server_s"
 	cpuPGKey     = "cpu_pg_s"
+	walBytesKey  = "wal_bytes"
 )
 
 // perThousandOps replaces r's CPU sums by CPU seconds per 1,000 of its
-// operations.
+// operations, and its WAL sums by the WAL per operation.
 func perThousandOps(r *Result) {
+	if v, ok := r.Extra[walBytesKey]; ok {
+		delete(r.Extra, walBytesKey)
+		if r.Ops > 0 {
+			r.Extra[walBytesKey+"_per_op"] = round(v/float64(r.Ops), 0)
+		}
+	}
 	for _, k := range []string{cpuBenchKey, cpuServerKey, cpuPGKey} {
 		v, ok := r.Extra[k]
 		if !ok {

@@ -191,6 +191,12 @@ func TestExplainExitCodes(t *testing.T) {
 	}{
 		{"NothingReady", client.ErrNothingReady, ExitNothing, "--wait"},
 		{"LeaseLost", problem(client.CodeLeaseLost, 409), ExitLeaseLost, "stop working on this item and claim again"},
+		// A lease id and an epoch of different claims is the caller's
+		// input, refused without a change: the lease may be live and the
+		// caller's, so not the lease-lost exit, which says to stop.
+		{"LeaseLostEpochMismatch", fmt.Errorf("wrapped: %w", &client.Error{Status: 409, Code: client.CodeLeaseLost,
+			Detail: "lease l was not granted at this epoch", Extensions: map[string]json.RawMessage{"epoch": json.RawMessage(`7`)}}),
+			ExitUsage, "Pass the epoch the lease's claim printed"},
 		{"NotFound", problem(client.CodeNotFound, 404), ExitNotFound, `project (now "p"`},
 		{"Cycle", problem(client.CodeDependencyCycle, 409), ExitConflict, "cycle"},
 		{"ConflictingResult", problem(client.CodeConflictingResult, 409), ExitConflict, "first result stands"},
@@ -217,6 +223,7 @@ func TestExplainExitCodes(t *testing.T) {
 		{"VersionConflictKeepsRetry", withHint(fmt.Errorf("wrapped: %w", &client.Error{Status: 409, Code: client.CodeConflict,
 			Extensions: map[string]json.RawMessage{"field": json.RawMessage(`"version"`)}}), client.CodeConflict, "nothing to cancel"), ExitConflict, "retry against its new version"},
 		{"Invalid", problem(client.CodeInvalidArgument, 400), ExitUsage, "fix the input"},
+		{"HeaderTooLarge", problem(client.CodeHeaderTooLarge, 431), ExitUsage, "256 KiB"},
 		{"RateLimited", problem(client.CodeRateLimited, 429), ExitUnavailable, "slow down"},
 		{"Internal", problem(client.CodeInternal, 500), ExitError, "server's log"},
 		{"Unreachable", &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1", Err: errors.New("connection refused")}, ExitUnavailable, "workgraph serve"},

@@ -174,25 +174,48 @@ const (
 // leaseLostHint says what happened to a lost lease, from the outcome the
 // server gives (the lease's end), and what to do next.
 func leaseLostHint(e *client.Error) string {
+	if epochMismatch(e) {
+		return mismatchHint(e)
+	}
+	return outcomeHint(lostOutcome(e))
+}
+
+// epochMismatch reports whether a lease_lost refused an epoch the lease was
+// not granted at. A lease keeps the epoch of its claim (the item's next
+// claim is a new lease), so the lease id and the epoch are of different
+// claims: nothing was changed, and the lease itself may be live and the
+// caller's. That is the caller's input, not a lost lease.
+func epochMismatch(e *client.Error) bool {
 	var outcome string
 	e.Extension("outcome", &outcome)
-	switch {
-	case outcome == "" && strings.Contains(e.Detail, "has expired"):
-		outcome = string(client.OutcomeExpired)
-	case outcome == "" && strings.Contains(e.Detail, "not granted at this epoch"):
-		// A lease keeps the epoch of its claim (the item's next claim is
-		// a new lease), so the lease id and the epoch are of different
-		// claims; the lease itself may be live.
-		epoch := "this epoch"
-		var n int64
-		if e.Extension("epoch", &n) {
-			epoch = fmt.Sprintf("epoch %d", n)
-		}
-		return fmt.Sprintf("the lease was not granted at %s: the lease id and the epoch are of different claims "+
-			"(--lease-id/WORKGRAPH_LEASE_ID and --epoch/WORKGRAPH_EPOCH); nothing was changed. "+
-			"Pass the epoch the lease's claim printed", epoch)
+	return e.Code == client.CodeLeaseLost && outcome == "" && strings.Contains(e.Detail, "not granted at this epoch")
+}
+
+// mismatchHint is what to do about an epochMismatch: pass the claim's epoch.
+func mismatchHint(e *client.Error) string {
+	return fmt.Sprintf("the lease was not granted at %s: the lease id and the epoch are of different claims "+
+		"(--lease-id/WORKGRAPH_LEASE_ID and --epoch/WORKGRAPH_EPOCH); nothing was changed, and the lease, if live, is still its holder's. "+
+		"Pass the epoch the lease's claim printed", mismatchEpoch(e))
+}
+
+// mismatchEpoch names the epoch an epochMismatch refused.
+func mismatchEpoch(e *client.Error) string {
+	var n int64
+	if e.Extension("epoch", &n) {
+		return fmt.Sprintf("epoch %d", n)
 	}
-	return outcomeHint(outcome)
+	return "this epoch"
+}
+
+// lostOutcome is the end of the lease a lease_lost names ("" when
+// unknown).
+func lostOutcome(e *client.Error) string {
+	var outcome string
+	e.Extension("outcome", &outcome)
+	if outcome == "" && strings.Contains(e.Detail, "has expired") {
+		outcome = string(client.OutcomeExpired)
+	}
+	return outcome
 }
 
 // outcomeHint says what the end of a lost lease (its outcome; "" when
@@ -207,6 +230,33 @@ func outcomeHint(outcome string) string {
 		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision, who sees this late report; stop working on this item and claim again (`workgraph claim`)"
 	}
 	return fmt.Sprintf("the lease has already ended (%s); stop working on this item and claim again (`workgraph claim`)", strings.ReplaceAll(outcome, "_", " "))
+}
+
+// leaseEnd says what the end of a lost lease (its outcome; "" when
+// unknown) means for the item, without telling anyone to act: the words
+// of `workgraph work`, which stops the command and goes on by itself.
+func leaseEnd(outcome string) string {
+	switch outcome {
+	case "":
+		return "the lease was taken over or expired"
+	case string(client.OutcomeCancelled):
+		return "the item was cancelled (by a person or an admin); it will not be offered again"
+	case string(client.OutcomeExpired):
+		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision"
+	}
+	return fmt.Sprintf("the lease has already ended (%s)", strings.ReplaceAll(outcome, "_", " "))
+}
+
+// supervisedLostHint is leaseEnd for a lease_lost refusal of a call
+// `workgraph work` made itself. A mismatched epoch there is not the
+// caller's mistake (the supervisor sends its claim's epoch): it is said as
+// the server's, and the lease, which nobody can renew, runs out.
+func supervisedLostHint(e *client.Error) string {
+	if epochMismatch(e) {
+		return fmt.Sprintf("the server refused the epoch this lease's claim answered (%s) as one it was not granted at; "+
+			"nothing was changed, and the lease runs out by itself", mismatchEpoch(e))
+	}
+	return leaseEnd(lostOutcome(e))
 }
 
 // explain maps err to an exit code and adds what to do next.
@@ -280,6 +330,11 @@ func versionConflict(e *client.Error) bool {
 func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	switch e.Code {
 	case client.CodeLeaseLost:
+		if epochMismatch(e) {
+			// The caller's lease id and epoch do not go together: its
+			// input, refused without a change (the lease may be live).
+			return ExitUsage, mismatchHint(e)
+		}
 		return ExitLeaseLost, leaseLostHint(e)
 	case client.CodeUnauthenticated:
 		return ExitAuth, fmt.Sprintf("the server does not accept this token (unknown or revoked); check the token (from %s)", cfg.Source["token"])
@@ -318,6 +373,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 		return ExitUsage, "fix the input named above and retry"
 	case client.CodePayloadTooLarge:
 		return ExitUsage, "the request is larger than the server accepts (about 1 MiB); store big results elsewhere and send a reference"
+	case client.CodeHeaderTooLarge:
+		return ExitUsage, "the request's headers are larger than the server reads (256 KiB): shorten what made them long (a very long --label or other query value, a large header in the environment's proxy settings)"
 	case client.CodeRateLimited:
 		// The detail above says which limit: this token's rate, this
 		// address's requests without valid credentials, or the replica's

@@ -107,6 +107,39 @@ func TestLeaseLostHintWrongEpoch(t *testing.T) {
 	}
 }
 
+// TestSupervisedLostHintActsAlone: what `workgraph work` says of a lost
+// lease tells what happened, never to act by hand (the supervisor stops
+// the command and goes on by itself): not to pass an epoch (its own
+// claim's, which it sent), nor to stop or to claim again.
+func TestSupervisedLostHintActsAlone(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		err  *client.Error
+		want string
+	}{
+		{"EpochMismatch", &client.Error{Code: client.CodeLeaseLost, Detail: "lease l was not granted at this epoch",
+			Extensions: map[string]json.RawMessage{"epoch": json.RawMessage(`2`)}}, "epoch 2"},
+		{"Cancelled", &client.Error{Code: client.CodeLeaseLost, Detail: "lease l has ended (cancelled)",
+			Extensions: map[string]json.RawMessage{"outcome": json.RawMessage(`"cancelled"`)}}, "the item was cancelled"},
+		{"Expired", &client.Error{Code: client.CodeLeaseLost, Detail: "lease l has expired"}, "the lease expired"},
+		{"Unknown", &client.Error{Code: client.CodeLeaseLost}, "taken over or expired"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			hint := supervisedLostHint(c.err)
+			if !strings.Contains(hint, c.want) {
+				t.Errorf("hint %q lacks %q", hint, c.want)
+			}
+			for _, byHand := range []string{"workgraph ", "Pass the epoch", "stop working", "claim again"} {
+				if strings.Contains(hint, byHand) {
+					t.Errorf("hint %q tells the worker to act by hand (%q)", hint, byHand)
+				}
+			}
+		})
+	}
+}
+
 // TestPrintClaimShowsFence: a plain claim (neither --json nor --env) shows
 // the lease's fence token, which an agent hands the systems it writes to
 // (docs/agents.md, "Fencing your effects"), and the export line it

@@ -23,7 +23,7 @@ import (
 const (
 	ExitOK          = 0
 	ExitError       = 1   // any other failure (including a supervised command that failed)
-	ExitUsage       = 2   // bad flags or arguments, or input the server refused as invalid
+	ExitUsage       = 2   // bad flags or arguments, input the server refused as invalid, a lease id and an epoch of different claims
 	ExitNothing     = 3   // nothing was ready to claim
 	ExitLeaseLost   = 4   // the lease was lost: stop working on the item
 	ExitNotFound    = 5   // no such item, project, lease or request (or another project's)

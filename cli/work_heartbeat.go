@@ -131,7 +131,7 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 			// policy ended a lease that kept heartbeating without progress.
 			events <- event{kind: outcomeLost, detail: "the project's no-progress policy ended the lease " +
 				"(its progress did not change for too long; a person is asked about the item)",
-				hint: "stop working on this item; it comes back once a person has decided"}
+				hint: "the item comes back once a person has decided"}
 			return
 		case endedForAttention(err):
 			// The command asked a person; its control file may not be
@@ -141,7 +141,7 @@ func (sv *supervisor) heartbeat(ctx context.Context, cl *client.Claim, dir strin
 		case errors.Is(err, client.ErrLeaseLost), errors.Is(err, client.ErrNotFound):
 			ev := event{kind: outcomeLost, detail: "the server refused the heartbeat: " + err.Error()}
 			if ae := (*client.Error)(nil); errors.As(err, &ae) && ae.Code == client.CodeLeaseLost {
-				ev.hint = leaseLostHint(ae)
+				ev.hint = supervisedLostHint(ae)
 			}
 			events <- ev
 			return

@@ -106,7 +106,7 @@ func (sv *supervisor) report(o outcome) {
 type event struct {
 	kind   outcomeKind
 	detail string
-	hint   string // for a lost lease: what happened to it and what to do next (default hintLeaseLost)
+	hint   string // for a lost lease: what happened to it (default leaseEnd(""))
 	err    error
 	asked  *client.AskResult
 }
@@ -210,7 +210,7 @@ func (sv *supervisor) runOne(ctx context.Context, cl *client.Claim) outcome {
 				o.kind = outcomeLost
 				hint := ev.hint
 				if hint == "" {
-					hint = hintLeaseLost
+					hint = leaseEnd("")
 				}
 				o.message = fmt.Sprintf("lease lost on item %s (%s); the command was stopped and nothing was reported for the item: %s", cl.Item.ID, ev.detail, hint)
 				return o
@@ -389,10 +389,10 @@ func (sv *supervisor) lostAfterExit(ctx context.Context, cl *client.Claim, o out
 			return o
 		}
 	}
-	hint := hintLeaseLost
+	hint := leaseEnd("")
 	if err == nil && l.Outcome != nil {
 		// Ended otherwise (cancelled, expired): say how.
-		hint = outcomeHint(string(*l.Outcome))
+		hint = leaseEnd(string(*l.Outcome))
 	}
 	o.kind = outcomeLost
 	o.message = fmt.Sprintf("lease lost on item %s before the outcome could be reported (exit status %d): %s", cl.Item.ID, o.exitCode, hint)

@@ -83,7 +83,9 @@ func (c *Client) Dismiss(ctx context.Context, requestID, note string) (*Attentio
 // Hold puts a person's hold on an open item (people only): a blocking
 // request that keeps it from being claimed until it is resolved or
 // dismissed; an active lease runs on. An empty question gets the
-// server's standard text. A finished item is ErrConflict.
+// server's standard text. A person holds an item once: when this token's
+// person holds it already, that open hold is returned (nothing changes). A
+// finished item is ErrConflict.
 func (c *Client) Hold(ctx context.Context, project, itemID, question string) (*AttentionRequest, error) {
 	var out AttentionRequest
 	if _, err := c.do(ctx, http.MethodPost, itemsPath(project)+"/"+esc(itemID)+"/attention", nil,

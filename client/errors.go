@@ -52,6 +52,9 @@ const (
 	CodeEventsPruned     = "events_pruned"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodePayloadTooLarge  = "payload_too_large"
+	// CodeHeaderTooLarge: the request line and headers exceed the server's
+	// bound (256 KiB).
+	CodeHeaderTooLarge = "header_too_large"
 	// CodeUnsupportedMediaType: the body was declared (Content-Type) as
 	// something other than JSON; this client always sends JSON.
 	CodeUnsupportedMediaType = "unsupported_media_type"
@@ -221,6 +224,8 @@ func codeForStatus(status int) string {
 		return CodePayloadTooLarge
 	case 415:
 		return CodeUnsupportedMediaType
+	case 431:
+		return CodeHeaderTooLarge
 	case 429:
 		return CodeRateLimited
 	case 502, 503, 504:

@@ -17,7 +17,7 @@ import (
 // the claim, whose best plan depends on its parameters (the labels, the
 // project's size), the generic plan scanned and sorted the project's ready
 // items on every call: measured at about a quarter of the custom plan's
-// throughput (docs/benchmarks.md, "The claim's plan"). The one-statement
+// throughput (docs/benchmarks-record.md, "The claim's plan"). The one-statement
 // claim (ClaimItemDirect) does not need it: its search is a function with a
 // plan of its own (wg_claim_candidate, migration 00046).
 func CustomPlan(q dbq.DBTX) dbq.DBTX { return customPlan{q} }

@@ -250,7 +250,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 			return err
 		}
 		if hopeless {
-			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities); err != nil || noMatch != nil {
+			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels); err != nil || noMatch != nil {
 				return err
 			}
 		}
@@ -264,7 +264,7 @@ func (s *Service) claimBatchInTx(ctx context.Context, project uuid.UUID, req Cla
 		}
 		// Nothing granted: commit what the reaping did; no_match when
 		// waiting would not help.
-		noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities)
+		noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels)
 		return err
 	})
 	if err == nil && noMatch != nil {
@@ -296,7 +296,7 @@ func (s *Service) fillScoped(ctx context.Context, exec db.Executor, project uuid
 		var row dbq.ClaimItemDirectRow
 		err := db.Atomic(ctx, exec, func(q db.DBTX) (err error) {
 			row, err = dbq.New().ClaimItemDirect(ctx, q, dbq.ClaimItemDirectParams{
-				LeaseID: uuid.New(), Worker: req.Worker, TokenID: req.TokenID, Principal: req.Principal,
+				LeaseID: newLeaseID(), Worker: req.Worker, TokenID: req.TokenID, Principal: req.Principal,
 				Now: now, TtlMs: ttl.Milliseconds(), ProjectID: project, Labels: req.Labels,
 				TokenQuiet: int32(quiet), Capabilities: req.Capabilities,
 			})

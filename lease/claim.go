@@ -133,6 +133,16 @@ const (
 	noneMatches
 )
 
+// newLeaseID is a new lease's id: a UUID version 7 (RFC 9562), which begins
+// with the Unix time in milliseconds, so that each grant's insert lands on
+// the right-hand page of the lease id indexes instead of a random page of
+// a history that only grows (each such page first changed after a
+// checkpoint is a full page in the WAL; migration 00166, where wg_uuid_v7
+// makes the batch claim's ids the same way). The time in it is this
+// process's and is never read back: nothing is ordered or decided by a
+// lease id.
+func newLeaseID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+
 // claimDirect is the claim's one-statement path; ok is false when the
 // statement claimed nothing, and next then says why (ClaimNeedsTx): there
 // was simply nothing to claim, or the transactional path must decide (a
@@ -155,7 +165,7 @@ func (s *Service) claimDirect(ctx context.Context, exec db.Executor, claimOn db.
 	// so the session's generic plan is the right one and the statement is
 	// not planned again at every claim.
 	row, err := dbq.New().ClaimItemDirect(ctx, claimOn, dbq.ClaimItemDirectParams{
-		LeaseID:      uuid.New(),
+		LeaseID:      newLeaseID(),
 		Worker:       req.Worker,
 		TokenID:      req.TokenID,
 		Principal:    req.Principal,
@@ -227,13 +237,13 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 			return err
 		}
 		if hopeless {
-			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities); err != nil || noMatch != nil {
+			if noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels); err != nil || noMatch != nil {
 				nothing = true
 				return err
 			}
 		}
 		row, err := q.ClaimItem(ctx, db.CustomPlan(tx), dbq.ClaimItemParams{
-			LeaseID:      uuid.New(),
+			LeaseID:      newLeaseID(),
 			Worker:       req.Worker,
 			TokenID:      req.TokenID,
 			Principal:    req.Principal,
@@ -246,7 +256,7 @@ func (s *Service) claimInTx(ctx context.Context, project uuid.UUID, req ClaimReq
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Commit what the reaping did; there is nothing to hand out.
 			nothing = true
-			noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities)
+			noMatch, err = s.noMatch(ctx, tx, project, req.Capabilities, req.Labels)
 			return err
 		}
 		if db.ScopeRace(err) {

@@ -158,8 +158,10 @@
 // found nothing in this recheck round and nothing since escaped the
 // notifier. What a notification does not report (the LISTEN connection
 // lost, a payload without the item, a claim's error) wakes every waiter of
-// the project; time gates are found by a periodic recheck, one waiter per
-// label set. wake.go states the rules and argues that no wake-up is lost;
+// the project; a time gate that opens (a retry backoff or a continuity
+// window ends) becomes an event at its instant, for every item due then
+// (due.go), and a periodic recheck, one waiter per label set, is the
+// safety net. wake.go states the rules and argues that no wake-up is lost;
 // Notifier.Stats counts claim transactions against grants.
 //
 // # History

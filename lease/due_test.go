@@ -48,6 +48,16 @@ func inBackoff(t *testing.T, f fixture, leases *lease.Service, it graph.Item, in
 	}
 }
 
+// notified waits until n has received the k notifications the test's own
+// writes sent: one that reached n after a waiting claim joined would give
+// it one claim more than the test counts.
+func notified(t *testing.T, n *lease.Notifier, k int) {
+	t.Helper()
+	for range k {
+		n.TestSignals.Notified.Wait(t)
+	}
+}
+
 // waitFor runs one waiting claim on n and returns what it got.
 func waitFor(f fixture, leases *lease.Service, n *lease.Notifier, req lease.ClaimRequest) <-chan waitResult {
 	out := make(chan waitResult, 1)
@@ -76,6 +86,7 @@ func TestWakeAtBackoffEnd(t *testing.T) {
 	n := startWaitNotifier(t, f)
 	it := f.item(t, graph.NewItem{})
 	inBackoff(t, f, leases, it, 2*time.Second)
+	notified(t, n, 2) // the item's creation and its failure
 	r := <-waitFor(f, leases, n, lease.ClaimRequest{Worker: "w1"})
 	mustGrant(t, r, it.ID)
 	if s := n.Stats(); s.Claims != 2 || s.DueWakes == 0 {
@@ -128,6 +139,7 @@ func TestWakeAtInstantOnce(t *testing.T) {
 	other := f.item(t, graph.NewItem{Labels: []string{"elsewhere"}})
 	inBackoff(t, f, leases, gpu, time.Second)
 	inBackoff(t, f, leases, other, time.Second)
+	notified(t, n, 4) // each item's creation and failure
 	out := make(chan waitResult, 1)
 	go func() {
 		c, err := leases.ClaimWait(f.ctx, f.project, lease.ClaimRequest{Worker: "cpu", Labels: []string{"cpu"}}, 4*time.Second, n)

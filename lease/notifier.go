@@ -41,6 +41,12 @@ type Notifier struct {
 	draining      chan struct{} // closed by Drain
 	drainOnce     sync.Once
 
+	// life is the context of the listener's run (Start to Stop; nil
+	// before Start), on which the notifier's own reads of time gates run
+	// (due.go); bg counts those in progress, which Stop waits for.
+	life context.Context
+	bg   sync.WaitGroup
+
 	// TestSignals are for tests: Init one before Start to wait on it.
 	TestSignals NotifierSignals
 }
@@ -59,6 +65,9 @@ type NotifierSignals struct {
 	// Due is sent with the project each time the items due at a time
 	// gate's instant became events (due.go).
 	Due startstop.Signal[uuid.UUID]
+	// Probed is sent with the project each time a read of its next time
+	// gates ended, failed or was left out (due.go).
+	Probed startstop.Signal[uuid.UUID]
 }
 
 // NewNotifier returns a Notifier that connects with pool's configuration.
@@ -79,8 +88,29 @@ func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
 // Start begins listening in the background until ctx ends or Stop.
 func (n *Notifier) Start(ctx context.Context) { n.base.Run(ctx, n.run) }
 
-// Stop stops listening and waits for the listener to finish.
-func (n *Notifier) Stop() { n.base.Stop() }
+// Stop stops listening and waits for the listener and the notifier's own
+// reads of time gates to finish; a time gate's instant after Stop still
+// wakes a waiter, but reads nothing.
+func (n *Notifier) Stop() {
+	n.base.Stop()
+	// No read begins from now on (backgroundLocked); those begun hold bg.
+	n.mu.Lock()
+	n.life = nil
+	n.mu.Unlock()
+	n.bg.Wait()
+}
+
+// backgroundLocked returns the context for a read the notifier makes on
+// its own, and false once it is stopped (or before Start): then it must
+// not read. When true, the caller calls n.bg.Done once the read ended.
+// The caller holds n.mu.
+func (n *Notifier) backgroundLocked() (context.Context, bool) {
+	if n.life == nil || n.life.Err() != nil {
+		return nil, false
+	}
+	n.bg.Add(1)
+	return n.life, true
+}
 
 // Drain ends the wait of every waiting claim, now and later, as if its
 // wait_seconds had passed (ErrNothingReady): a server calls it when it
@@ -144,6 +174,9 @@ func wake(ch chan struct{}) {
 }
 
 func (n *Notifier) run(ctx context.Context) {
+	n.mu.Lock()
+	n.life = ctx
+	n.mu.Unlock()
 	db.Listen(ctx, n.pool, readyChannel, n.log,
 		func() {
 			n.listeningOnce.Do(func() { close(n.listening) })

@@ -20,7 +20,7 @@ import (
 )
 
 // heldMarks is how many items of the project are marked scope_held
-// (migration 00157): left out of the claim indexes.
+// (migration 00167): left out of the claim indexes.
 func (f fixture) heldMarks(t testing.TB) int {
 	t.Helper()
 	var n int
@@ -61,7 +61,7 @@ func heldSetup(t *testing.T) (fixture, lease.Claim, map[uuid.UUID]bool) {
 
 // TestHeldItemsClaimableWhenTheLeaseEnds: items whose touches overlap a
 // live lease's scopes are marked held when it is granted and left out of
-// the claim indexes (migration 00157); however the lease ends, they are
+// the claim indexes (migration 00167); however the lease ends, they are
 // claimable at once, with no sweep: the very next claim takes one. Each
 // way a lease ends is a subtest. (Before the marks were cleared at the
 // end, every one of them answered ErrNothingReady.)

@@ -131,14 +131,15 @@ func (c *offerCache) remember(k offerKey, set string, at time.Time) {
 // noMatch is the no_match answer to a claim that found nothing, when the
 // project has ready items but none whose requires the capabilities cover;
 // nil otherwise. Its details name the capabilities the claim offered and
-// (some of) those the ready items require beyond them.
-func (s *Service) noMatch(ctx context.Context, tx dbq.DBTX, project uuid.UUID, caps []string) (*wgerr.Error, error) {
+// (some of) those the ready items require beyond them: of the items that
+// carry the claim's labels when there are such.
+func (s *Service) noMatch(ctx context.Context, tx dbq.DBTX, project uuid.UUID, caps, labels []string) (*wgerr.Error, error) {
 	q := dbq.New()
 	h, err := q.ClaimHopeless(ctx, tx, dbq.ClaimHopelessParams{ProjectID: project, Capabilities: caps})
 	if err != nil || !h.AnyReady || h.AnyMatch {
 		return nil, err
 	}
-	missing, err := q.MissingCapabilities(ctx, tx, dbq.MissingCapabilitiesParams{ProjectID: project, Capabilities: caps})
+	missing, err := q.MissingCapabilities(ctx, tx, dbq.MissingCapabilitiesParams{ProjectID: project, Capabilities: caps, Labels: labels})
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,7 @@ type smRequest struct {
 	item     int
 	blocking bool
 	open     bool
+	hold     bool // a person's hold (the model's one person, "person")
 }
 
 type smModel struct {
@@ -481,8 +482,18 @@ func (s *stateMachine) hold(t *rapid.T) {
 		return
 	}
 	wantCode(t, "hold", err, "")
+	// A person holds an item once: a hold of theirs still open is
+	// answered again, and nothing changes.
+	for _, held := range s.m.requests {
+		if held.item == i && held.hold && held.open {
+			if r.ID != held.id {
+				t.Fatalf("hold again on %s = request %s, want the open hold %s", it.label, r.ID, held.id)
+			}
+			return
+		}
+	}
 	s.m.hold(it, "")
-	s.m.requests = append(s.m.requests, &smRequest{id: r.ID, item: i, blocking: true, open: true})
+	s.m.requests = append(s.m.requests, &smRequest{id: r.ID, item: i, blocking: true, open: true, hold: true})
 }
 
 func (s *stateMachine) cancel(t *rapid.T) {

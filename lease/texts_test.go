@@ -15,7 +15,7 @@ import (
 // item's row without HOT, which inserts an entry in every index of items:
 // with the trigram indexes there, one entry per distinct trigram of the
 // title and body, 58 WAL records and 0.83 ms for a body of about 2 KB
-// (docs/benchmarks.md, "The texts off the claim's path").
+// (docs/benchmarks-record.md, "The texts off the claim's path").
 func TestLeaseStepsLeaveTheTexts(t *testing.T) {
 	t.Parallel()
 	f := setup(t, lease.Config{})

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"container/list"
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -353,7 +352,12 @@ func (n *Notifier) note(r readyNote) {
 	if r.item.Worker != nil {
 		// Reserved: the waiters here that the event skipped may take the
 		// item when the window ends, an instant no write reports (due.go).
-		go n.probeDue(context.Background(), r.project, 0)
+		if ctx, live := n.backgroundLocked(); live {
+			go func() {
+				defer n.bg.Done()
+				n.probeDue(ctx, r.project, 0)
+			}()
+		}
 	}
 }
 

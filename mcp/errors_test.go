@@ -59,3 +59,15 @@ func TestToolErrorsSayWhatToDo(t *testing.T) {
 		}
 	})
 }
+
+// TestLostWhyEpochMismatch: a lease_lost for an epoch the lease was not
+// granted at (a lease id and an epoch of different claims) is not said to
+// be a take-over by another worker: the session sent its claim's epoch,
+// and a lease keeps it.
+func TestLostWhyEpochMismatch(t *testing.T) {
+	t.Parallel()
+	why := lostWhy(&client.Error{Code: client.CodeLeaseLost, Detail: "lease l was not granted at this epoch"})
+	if strings.Contains(why, "another worker") || !strings.Contains(why, "nothing was changed") {
+		t.Fatalf("lostWhy = %q: want no take-over, and that nothing was changed", why)
+	}
+}

@@ -227,7 +227,8 @@ func (e *leaseLostError) Error() string {
 }
 
 // lostWhy says, from the server's lease_lost refusal err, what ended the
-// lease: the outcome it names, or a newer epoch; "" when it says neither.
+// lease: the outcome it names, or an epoch the lease was not granted at;
+// "" when it says neither.
 func lostWhy(err error) string {
 	var ce *client.Error
 	if !errors.As(err, &ce) {
@@ -243,7 +244,9 @@ func lostWhy(err error) string {
 	case outcome != "":
 		return "its lease has ended (" + strings.ReplaceAll(outcome, "_", " ") + ")"
 	case strings.HasSuffix(ce.Detail, " was not granted at this epoch"):
-		return "another worker took it over"
+		// A lease keeps its claim's epoch (a later claim is a new lease),
+		// and the session sent its claim's: nobody took the item over.
+		return "the server refused its lease at the epoch its claim gave, as of a different claim; nothing was changed, and the lease runs out by itself"
 	}
 	return ""
 }

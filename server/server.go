@@ -212,7 +212,8 @@ const (
 	// IdleTimeout closes a kept-alive connection without a request.
 	IdleTimeout = 120 * time.Second
 	// MaxHeaderBytes bounds a request's request line and headers (large enough
-	// that an over-long query parameter is answered 400 naming it).
+	// that an over-long query parameter is answered 400 naming it); beyond
+	// it, 431 header_too_large (headerBound).
 	MaxHeaderBytes = 256 << 10
 )
 
@@ -313,7 +314,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.echo = echo.New()
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
-	s.echo.Pre(commonHeaders)
+	s.echo.Pre(commonHeaders, headerBound)
 	s.echo.Use(s.instrument)
 	s.routes()
 	if err := s.mount(ctx); err != nil {
@@ -337,7 +338,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// Long-poll claims wait up to 60 s; leave room to answer.
 		WriteTimeout:   90 * time.Second,
 		IdleTimeout:    IdleTimeout,
-		MaxHeaderBytes: MaxHeaderBytes,
+		MaxHeaderBytes: transportHeaderBytes,
 		// What net/http reports (a failed accept, a handler's misuse of
 		// the connection) goes to the server's log, in its format.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

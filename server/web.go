@@ -31,6 +31,7 @@ func (s *Server) mountWeb(ctx context.Context, authSvc *auth.Service, throttle *
 		Events:          eventsReader,
 		EventsHeartbeat: s.cfg.EventsHeartbeat,
 		EventsStall:     s.cfg.EventsStall,
+		Metrics:         s.metrics,
 		LiveRefresh:     s.cfg.LiveRefresh,
 		Clock:           s.cfg.Clock,
 		Logger:          s.log,

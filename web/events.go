@@ -108,6 +108,7 @@ func (u *ui) streamEvents(r *req, p *uuid.UUID, types []string) error {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	defer u.Metrics.StreamOpened()()
 	fmt.Fprint(w, "retry: 2000\n\n")
 	w.Flush()
 	// The heartbeat counts from the last write to the reader: other

@@ -377,7 +377,7 @@ func (u *ui) holdItem(r *req) error {
 	}
 	// A person who holds the item already (the button pressed twice, or
 	// in two tabs) is shown that hold; a second one would need releasing
-	// too. (The API opens one on every call.)
+	// too (the database refuses one).
 	hold, created, err := u.Attention.HoldOnce(r.ctx(), r.project.ID, item.ID, r.FormValue("question"), r.by())
 	if err != nil {
 		return err

@@ -37,7 +37,7 @@ func TestFleetPages(t *testing.T) {
 	r := b.get("/p/acme/items/" + waiting.ID.String())
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "requires", ">gpu<", "repo:web/src/page.go", `id="unoffered"`, "<b>gpu</b>",
-		"held by worker <b>coder-1</b>", c.Lease.ID.String()[:8])
+		"held by worker <b>coder-1</b>", c.Lease.ID.String())
 	if u := r.body[strings.Index(r.body, `id="unoffered"`):]; strings.Contains(u[:strings.Index(u, "</div>")], "<b>go</b>") {
 		t.Fatalf("the page says no worker offered go; coder-1 did:\n%s", u[:200])
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/workgraph-dev/workgraph/graph"
 	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/lease"
+	"github.com/workgraph-dev/workgraph/metrics"
 	"github.com/workgraph-dev/workgraph/session"
 	"github.com/workgraph-dev/workgraph/webhook"
 	"github.com/workgraph-dev/workgraph/wgerr"
@@ -57,6 +58,9 @@ type Deps struct {
 	// (its connection's buffers full: it stopped reading) before the
 	// stream is dropped (0: two heartbeats).
 	EventsStall time.Duration
+	// Metrics counts the pages' event streams open now (as the API's are
+	// counted); nil counts nothing.
+	Metrics *metrics.Metrics
 	// Clock is the domain clock; nil means the database's. The UI also uses
 	// it for "waited for" and "expires in" when it is set (a stub).
 	Clock clock.Clock
@@ -235,6 +239,27 @@ func Mount(e *echo.Echo, d Deps) {
 		}
 		return r.fail(http.StatusNotFound, "Not found", "There is no such page.")
 	})
+	e.HTTPErrorHandler = u.errorHandler(e.HTTPErrorHandler)
+}
+
+// errorHandler shows an error of the project's kind (a *wgerr.Error) that
+// reached Echo on a page's path as an error page with its status: one a
+// middleware that runs before any page returned (the server's bound on a
+// request's headers). The API's paths, Echo's own errors and an answer
+// already begun go to next.
+func (u *ui) errorHandler(next echo.HTTPErrorHandler) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		var we *wgerr.Error
+		if isAPIPath(c.Request().URL.Path) || !errors.As(err, &we) || c.Response().Committed {
+			next(err, c)
+			return
+		}
+		r := &req{Context: c, ui: u}
+		securityHeaders(c.Response().Header())
+		if err := r.error(err); err != nil && !c.Response().Committed {
+			next(err, c)
+		}
+	}
 }
 
 // visibleProject is the project an unknown address below /p/{project}/

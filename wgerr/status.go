@@ -30,6 +30,7 @@ var answers = map[Code]answer{
 	CodeEventsPruned:         {http.StatusGone, "Events pruned"},
 	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
+	CodeHeaderTooLarge:       {http.StatusRequestHeaderFieldsTooLarge, "Header too large"},
 	CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	CodeRateLimited:          {http.StatusTooManyRequests, "Rate limited"},
 	CodeUnavailable:          {http.StatusServiceUnavailable, "Unavailable"},

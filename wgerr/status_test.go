@@ -14,7 +14,7 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 		CodeLeaseLost, CodeConflictingResult, CodeDependencyCycle, CodeConflict,
 		CodePayloadTooLarge, CodeRateLimited, CodeUnavailable, CodeInternal,
 		CodeInProgress, CodeOutcomeUnknown, CodeMethodNotAllowed, CodeBlocked,
-		CodeUnsupportedMediaType,
+		CodeUnsupportedMediaType, CodeHeaderTooLarge,
 	} {
 		if _, ok := answers[code]; !ok {
 			t.Errorf("no table entry for %s", code)

@@ -56,6 +56,9 @@ const (
 	// CodeMethodNotAllowed: the path exists, for other methods (see Allow).
 	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodePayloadTooLarge  Code = "payload_too_large"
+	// CodeHeaderTooLarge: the request line and headers exceed the server's
+	// bound.
+	CodeHeaderTooLarge Code = "header_too_large"
 	// CodeUnsupportedMediaType: a request body declared (Content-Type) as
 	// something other than JSON.
 	CodeUnsupportedMediaType Code = "unsupported_media_type"

@@ -114,9 +114,12 @@ var leaseRegister = porcupine.NondeterministicModel{
 	},
 }
 
+// short is the last 8 characters of a lease id: lease ids are UUIDs of
+// version 7 (migration 00166), whose first characters are the time of the
+// grant and shared by the leases of the same minute; the last are random.
 func short(id string) string {
 	if len(id) > 8 {
-		return id[:8]
+		return "…" + id[len(id)-8:]
 	}
 	return id
 }

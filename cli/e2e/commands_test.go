@@ -132,13 +132,17 @@ func TestCommands(t *testing.T) {
 		if r := e.run(e.agentToken, fence, "heartbeat", "--progress", "half way"); r.code != 0 || !strings.Contains(r.stdout, "extended until") {
 			t.Fatalf("heartbeat: %v", r)
 		}
-		// An epoch the lease was never granted at: lease_lost (exit 4), and
-		// the hint says the pair is mismatched and nothing changed, not that
-		// the item was taken (the lease may still be live and the caller's).
-		if r := e.run(e.agentToken, stale, "heartbeat"); r.code != 4 ||
-			!strings.Contains(r.stderr, "the lease id and the epoch are of different claims") ||
-			!strings.Contains(r.stderr, "nothing was changed") {
-			t.Fatalf("stale heartbeat: %v", r)
+		// An epoch the lease was never granted at: the server's lease_lost
+		// is the caller's input (exit 2, fix the input), not a lost lease
+		// (exit 4, stop working): the hint says the pair is mismatched and
+		// nothing changed, not that the item was taken (the lease may
+		// still be live and the caller's). A complete alike.
+		for _, cmd := range [][]string{{"heartbeat"}, {"complete", "--result", `{"pr": 41}`}} {
+			if r := e.run(e.agentToken, stale, cmd...); r.code != 2 ||
+				!strings.Contains(r.stderr, "the lease id and the epoch are of different claims") ||
+				!strings.Contains(r.stderr, "nothing was changed") {
+				t.Fatalf("stale %s: %v", cmd[0], r)
+			}
 		}
 		if r := e.run(e.agentToken, fence, "complete", "--result", "not json"); r.code != 2 {
 			t.Fatalf("complete with bad JSON: %v", r)

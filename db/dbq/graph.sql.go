@@ -2702,7 +2702,7 @@ SET title = coalesce($1::text, title),
     on_expiry = CASE WHEN $8::text IS NULL THEN on_expiry
                      ELSE nullif($8::text, '') END,
     version = version + 1,
-    -- The mark of a live lease's overlap (migration 00157) was judged for
+    -- The mark of a live lease's overlap (migration 00167) was judged for
     -- the old touches: an edit of them drops it (a claim tests the item).
     scope_held = scope_held AND touches IS NOT DISTINCT FROM coalesce($6::text[], touches),
     updated_at = coalesce($9::timestamptz, now())

@@ -15,98 +15,99 @@ import (
 
 const claimItems = `-- name: ClaimItems :many
 
-WITH walk AS MATERIALIZED (
-    -- The ready items neither in backoff nor held by a live lease's
-    -- scopes, in claim order (migrations 00141, 00157).
-    SELECT c.project_id, c.id, c.priority, c.seq, c.touches
-    FROM items c
-    WHERE c.project_id = $2
-      AND c.ready
-      AND NOT c.in_backoff
-      AND NOT c.scope_held
-      AND c.labels @> $3::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce($1::timestamptz, statement_timestamp()))
-      AND (c.preferred_worker IS NULL
-           OR (c.preferred_worker = $4::text
-               AND c.preferred_token IS NOT DISTINCT FROM $5::uuid)
-           OR c.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
-      AND (NOT $6::boolean
-           OR coalesce((SELECT d.expires_at FROM leases d
-                        WHERE d.project_id = $2 AND d.ended_at IS NULL
-                        ORDER BY d.expires_at LIMIT 1)
-                       > coalesce($1::timestamptz, statement_timestamp()), true))
-      AND (NOT $6::boolean
-           OR $7::int = 0
-           OR (SELECT count(*) FROM leases t
-               WHERE t.token_id = $5::uuid AND t.ended_at IS NULL
-                 AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
-              < $7::int)
-      -- Budgets (migration 00035), as in ClaimItem.
-      AND (c.budget_roots = '{}'
-           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                   coalesce($1::timestamptz, statement_timestamp())))
-      -- Capabilities and write scopes, as in ClaimItem. "requires = '{}'"
-      -- first: it is what the planner can estimate (from the column's
-      -- most common value), and "requires <@ ..." alone it estimates at
-      -- 0.5% of the rows, so that it read and sorted every ready item of
-      -- the project instead of the first max_items of the claim index.
-      -- Without capabilities the predicate folds to "requires = '{}'",
-      -- that of items_ready_unrestricted (migration 00104): the statement
-      -- then walks it and never reads an item that requires a capability.
-      AND (c.requires = '{}'
-           OR (cardinality(coalesce($8::text[], '{}')) > 0
-               AND c.requires <@ $8::text[]))
-      AND (c.touches = '{}'
-           OR wg_scope_holder(c.project_id, NULL, c.touches,
-                              coalesce($1::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY c.priority DESC, c.seq
-    LIMIT $9
-    FOR UPDATE SKIP LOCKED
-), due AS MATERIALIZED (
-    -- The first items whose retry backoff has passed and is not yet swept
-    -- (items_backoff, migration 00141), with the walk's filters.
-    SELECT d.project_id, d.id, d.priority, d.seq, d.touches
-    FROM items d
-    WHERE d.project_id = $2
-      AND d.ready
-      AND d.in_backoff
-      -- (Not a path through the labels' GIN index, which an empty set
-      -- would read whole.)
-      AND (cardinality($3::text[]) = 0 OR d.labels @> $3::text[])
-      AND d.not_before <= coalesce($1::timestamptz, statement_timestamp())
-      AND (d.preferred_worker IS NULL
-           OR (d.preferred_worker = $4::text
-               AND d.preferred_token IS NOT DISTINCT FROM $5::uuid)
-           OR d.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
-      AND (NOT $6::boolean
-           OR coalesce((SELECT d.expires_at FROM leases d
-                        WHERE d.project_id = $2 AND d.ended_at IS NULL
-                        ORDER BY d.expires_at LIMIT 1)
-                       > coalesce($1::timestamptz, statement_timestamp()), true))
-      AND (NOT $6::boolean
-           OR $7::int = 0
-           OR (SELECT count(*) FROM leases t
-               WHERE t.token_id = $5::uuid AND t.ended_at IS NULL
-                 AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
-              < $7::int)
-      AND (d.budget_roots = '{}'
-           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
-                                   coalesce($1::timestamptz, statement_timestamp())))
-      AND (d.requires = '{}'
-           OR (cardinality(coalesce($8::text[], '{}')) > 0
-               AND d.requires <@ $8::text[]))
-      AND (d.touches = '{}'
-           OR wg_scope_holder(d.project_id, NULL, d.touches,
-                              coalesce($1::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY d.priority DESC, d.seq
-    LIMIT $9
-    FOR UPDATE OF d SKIP LOCKED
-), scan AS (
-    -- The first @max_items of the two in claim order (the others of "due"
-    -- and "walk" are locked until the statement's transaction ends).
-    SELECT u.project_id, u.id, u.priority, u.seq, u.touches
-    FROM (SELECT project_id, id, priority, seq, touches FROM walk UNION ALL SELECT project_id, id, priority, seq, touches FROM due) AS u
-    ORDER BY u.priority DESC, u.seq
+WITH scan AS MATERIALIZED (
+    -- The first @max_items items of two sources in claim order, merged (a
+    -- Merge Append of ordered reads): "walk", the ready items not in
+    -- backoff (the claim indexes), and "due", the items whose retry
+    -- backoff has passed and is not yet swept (the front of items_backoff,
+    -- migration 00141; none when the sweeper keeps up). Each item is read
+    -- again by its key and locked (SKIP LOCKED) with every filter judged
+    -- on the row as it stands, until @max_items are locked: an item after
+    -- them, in either source, is never locked, so it stays free for a
+    -- concurrent claim however long this transaction lasts. The guards
+    -- (@guarded) are in each source: when one holds the claim back,
+    -- nothing is read or locked.
+    SELECT k.project_id, k.id, o.priority, o.seq, k.touches
+    FROM ((SELECT c.id, c.priority, c.seq
+           FROM items c
+           WHERE c.project_id = $2
+             AND c.ready
+             AND NOT c.in_backoff
+             -- Not held by a live lease's scopes (migration 00167).
+             AND NOT c.scope_held
+             AND c.labels @> $3::text[]
+             AND (c.not_before IS NULL OR c.not_before <= coalesce($1::timestamptz, statement_timestamp()))
+             -- "requires = '{}'" first: it is what the planner can
+             -- estimate (from the column's most common value), and
+             -- "requires <@ ..." alone it estimates at 0.5% of the rows,
+             -- so that it read and sorted every ready item of the project
+             -- instead of the first max_items of the claim index. Without
+             -- capabilities the predicate folds to "requires = '{}'", that
+             -- of items_ready_unrestricted (migration 00104): the statement
+             -- then walks it and never reads an item that requires a
+             -- capability.
+             AND (c.requires = '{}'
+                  OR (cardinality(coalesce($4::text[], '{}')) > 0
+                      AND c.requires <@ $4::text[]))
+             AND (NOT $5::boolean
+                  OR coalesce((SELECT l.expires_at FROM leases l
+                               WHERE l.project_id = $2 AND l.ended_at IS NULL
+                               ORDER BY l.expires_at LIMIT 1)
+                              > coalesce($1::timestamptz, statement_timestamp()), true))
+             AND (NOT $5::boolean
+                  OR $6::int = 0
+                  OR (SELECT count(*) FROM leases t
+                      WHERE t.token_id = $7::uuid AND t.ended_at IS NULL
+                        AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
+                     < $6::int)
+           ORDER BY c.priority DESC, c.seq)
+          UNION ALL
+          (SELECT d.id, d.priority, d.seq
+           FROM items d
+           WHERE d.project_id = $2
+             AND d.ready
+             AND d.in_backoff
+             AND d.not_before <= coalesce($1::timestamptz, statement_timestamp())
+             -- (Not a path through the labels' GIN index, which an empty
+             -- set would read whole.)
+             AND (cardinality($3::text[]) = 0 OR d.labels @> $3::text[])
+             AND (NOT $5::boolean
+                  OR coalesce((SELECT l.expires_at FROM leases l
+                               WHERE l.project_id = $2 AND l.ended_at IS NULL
+                               ORDER BY l.expires_at LIMIT 1)
+                              > coalesce($1::timestamptz, statement_timestamp()), true))
+             AND (NOT $5::boolean
+                  OR $6::int = 0
+                  OR (SELECT count(*) FROM leases t
+                      WHERE t.token_id = $7::uuid AND t.ended_at IS NULL
+                        AND t.expires_at > coalesce($1::timestamptz, statement_timestamp()))
+                     < $6::int)
+           ORDER BY d.priority DESC, d.seq)) AS o (id, priority, seq)
+    CROSS JOIN LATERAL (
+        SELECT k.project_id, k.id, k.touches
+        FROM items k
+        WHERE k.project_id = $2 AND k.id = o.id
+          AND k.ready
+          AND k.labels @> $3::text[]
+          AND (k.not_before IS NULL OR k.not_before <= coalesce($1::timestamptz, statement_timestamp()))
+          AND (k.preferred_worker IS NULL
+               OR (k.preferred_worker = $8::text
+                   AND k.preferred_token IS NOT DISTINCT FROM $7::uuid)
+               OR k.preferred_until <= coalesce($1::timestamptz, statement_timestamp()))
+          -- Budgets (migration 00035), capabilities and write scopes, as
+          -- in ClaimItem.
+          AND (k.budget_roots = '{}'
+               OR NOT wg_budgets_spent(k.project_id, k.budget_roots,
+                                       coalesce($1::timestamptz, statement_timestamp())))
+          AND (k.requires = '{}'
+               OR (cardinality(coalesce($4::text[], '{}')) > 0
+                   AND k.requires <@ $4::text[]))
+          AND (k.touches = '{}'
+               OR wg_scope_holder(k.project_id, NULL, k.touches,
+                                  coalesce($1::timestamptz, statement_timestamp())) IS NULL)
+        FOR UPDATE OF k SKIP LOCKED
+    ) AS k
+    ORDER BY o.priority DESC, o.seq
     LIMIT $9
 ), candidate AS (
     -- This statement grants no write scopes: the scopes of one batch's
@@ -127,7 +128,7 @@ WITH walk AS MATERIALIZED (
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = gen_random_uuid(),
+        active_lease_id = wg_uuid_v7(),
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
@@ -139,7 +140,7 @@ WITH walk AS MATERIALIZED (
 ), granted AS (
     INSERT INTO leases (project_id, id, item_id, epoch, worker, token_id, principal, acquired_at, expires_at,
                         budget_roots)
-    SELECT taken.project_id, taken.active_lease_id, taken.id, taken.epoch, $4, $5, $10,
+    SELECT taken.project_id, taken.active_lease_id, taken.id, taken.epoch, $8, $7, $10,
            grant_time.at,
            grant_time.at + $11::bigint * interval '1 millisecond',
            taken.budget_roots
@@ -158,11 +159,12 @@ SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, l
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce($1::timestamptz, statement_timestamp())::timestamptz AS db_now,
-       -- Whether any item with touches is ready and not held by a live
-       -- lease's scopes (the statement leaves those to the single claim's:
-       -- lease.Service.fillScoped), read once from the small partial index
-       -- items_ready_scoped: without one, an under-filled batch needs no
-       -- statement more.
+       -- Whether any item with touches is ready (the statement leaves
+       -- those to the single claim's: lease.Service.fillScoped), read once
+       -- from the small partial index items_ready_scoped: without one, an
+       -- under-filled batch needs no statement more.
+       -- (Items held by a live lease's scopes, migration 00167, are left
+       -- out: the single claim would not take them either.)
        EXISTS (SELECT 1 FROM items s
                WHERE s.project_id = $2 AND s.ready AND s.touches <> '{}'
                  AND NOT s.scope_held) AS scoped_ready
@@ -175,11 +177,11 @@ type ClaimItemsParams struct {
 	Now          *time.Time
 	ProjectID    uuid.UUID
 	Labels       []string
-	Worker       string
-	TokenID      *uuid.UUID
+	Capabilities []string
 	Guarded      bool
 	TokenQuiet   int32
-	Capabilities []string
+	TokenID      *uuid.UUID
+	Worker       string
 	MaxItems     int32
 	Principal    string
 	TtlMs        int64
@@ -203,7 +205,7 @@ type ClaimItemsRow struct {
 // are past their retry backoff and are not reserved for another worker,
 // up to the first of them that has touches (see candidate).
 // Each taken item gets its own epoch increment, its own new lease id
-// (gen_random_uuid, per row) and its own lease row, stamped once its row
+// (wg_uuid_v7, time-ordered, per row: migration 00166) and its own lease row, stamped once its row
 // is held and never before its previous lease ended. Rows other claimers
 // hold are skipped. Leases come back in grant order (priority, then age),
 // each with its item as the statement left it and the instant its time
@@ -221,11 +223,11 @@ func (q *Queries) ClaimItems(ctx context.Context, db DBTX, arg ClaimItemsParams)
 		arg.Now,
 		arg.ProjectID,
 		arg.Labels,
-		arg.Worker,
-		arg.TokenID,
+		arg.Capabilities,
 		arg.Guarded,
 		arg.TokenQuiet,
-		arg.Capabilities,
+		arg.TokenID,
+		arg.Worker,
 		arg.MaxItems,
 		arg.Principal,
 		arg.TtlMs,

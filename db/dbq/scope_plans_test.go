@@ -20,7 +20,7 @@ import (
 // found nothing (ClaimNeedsTx) each read at most 100 rows of items: they
 // walked the 300 in claim order and threw each away for its overlap with
 // the live lease (wg_scope_holder), 300 rows and more each (migration
-// 00157 marks them scope_held when the lease is granted). The probe still
+// 00167 marks them scope_held when the lease is granted). The probe still
 // counts the held items as ready (not hopeless: they are claimable once
 // the lease ends).
 func TestClaimsDoNotReadItemsBehindHeldScopes(t *testing.T) {

@@ -520,7 +520,7 @@ SET title = coalesce(sqlc.narg('title')::text, title),
     on_expiry = CASE WHEN sqlc.narg('on_expiry')::text IS NULL THEN on_expiry
                      ELSE nullif(sqlc.narg('on_expiry')::text, '') END,
     version = version + 1,
-    -- The mark of a live lease's overlap (migration 00157) was judged for
+    -- The mark of a live lease's overlap (migration 00167) was judged for
     -- the old touches: an edit of them drops it (a claim tests the item).
     scope_held = scope_held AND touches IS NOT DISTINCT FROM coalesce(sqlc.narg('touches')::text[], touches),
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())

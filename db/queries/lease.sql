@@ -83,9 +83,9 @@ WHERE project_id = @project_id AND id = @item_id;
 -- stamped once the item's row is held (grant_time: evaluated per taken
 -- row), never before the item's previous lease ended, and lasts exactly
 -- @ttl_ms. The items in a retry backoff are not in the claim indexes
--- (migration 00141): "walk" reads the others, "due" the first item whose
--- backoff has passed from items_backoff, and the first of the two in claim
--- order is taken (the other is locked until the transaction ends).
+-- (migration 00141): the search merges the others ("walk") with the items
+-- whose backoff has passed, from items_backoff ("due"), in claim order, and
+-- locks only the item it takes.
 --
 -- Capabilities and write scopes (one predicate, kept apart below): the
 -- item's requires must be a subset of @capabilities, and an item with
@@ -105,72 +105,70 @@ WHERE project_id = @project_id AND id = @item_id;
 -- from before it held its scopes, when an overlapping lease may still have
 -- been live.
 -- The lease records the item's touches as its scopes (and their keys).
-WITH walk AS MATERIALIZED (
-    -- The ready items neither in backoff nor held by a live lease's
-    -- scopes, in claim order (migrations 00141, 00157).
-    SELECT c.project_id, c.id, c.touches, c.priority, c.seq
-    FROM items c
-    WHERE c.project_id = @project_id
-      AND c.ready
-      AND NOT c.in_backoff
-      AND NOT c.scope_held
-      AND c.labels @> @labels::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (c.preferred_worker IS NULL
-           OR (c.preferred_worker = @worker::text
-               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
-           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      -- Budgets (migration 00035): an item under a spent budget is not
-      -- handed out. Items under no budget pay only the empty-array test.
-      AND (c.budget_roots = '{}'
-           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      -- capabilities and write scopes. Without capabilities only an item
-      -- that requires none: the predicate then folds to "requires = '{}'",
-      -- the predicate of items_ready_unrestricted (migration 00104), which
-      -- holds just those in claim order.
-      AND (c.requires = '{}'
-           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
-               AND c.requires <@ sqlc.narg('capabilities')::text[]))
-      AND (c.touches = '{}'
-           OR wg_scope_holder(c.project_id, NULL, c.touches,
-                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY c.priority DESC, c.seq
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-), due AS MATERIALIZED (
-    -- The first item whose retry backoff has passed and is not yet swept
-    -- (items_backoff, migration 00141), with the walk's filters: the
-    -- candidate when it comes first in claim order.
-    SELECT d.project_id, d.id, d.touches, d.priority, d.seq
-    FROM items d
-    WHERE d.project_id = @project_id
-      AND d.ready
-      AND d.in_backoff
-      -- (Not a path through the labels' GIN index, which an empty set
-      -- would read whole.)
-      AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
-      AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-      AND (d.preferred_worker IS NULL
-           OR (d.preferred_worker = @worker::text
-               AND d.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
-           OR d.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (d.budget_roots = '{}'
-           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
-                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      AND (d.requires = '{}'
-           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
-               AND d.requires <@ sqlc.narg('capabilities')::text[]))
-      AND (d.touches = '{}'
-           OR wg_scope_holder(d.project_id, NULL, d.touches,
-                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY d.priority DESC, d.seq
-    LIMIT 1
-    FOR UPDATE OF d SKIP LOCKED
-), candidate AS MATERIALIZED (
-    SELECT u.project_id, u.id, u.touches
-    FROM (SELECT * FROM walk UNION ALL SELECT * FROM due) AS u
-    ORDER BY u.priority DESC, u.seq
+WITH candidate AS MATERIALIZED (
+    -- Two sources in claim order, merged (a Merge Append of ordered
+    -- reads): "walk", the ready items not in backoff (the claim indexes),
+    -- and "due", the items whose retry backoff has passed and is not yet
+    -- swept (the front of items_backoff, migration 00141; none when the
+    -- sweeper keeps up). Each item is then read again by its key and
+    -- locked (SKIP LOCKED) with every filter judged on the row as it
+    -- stands; the first that locks is the candidate. So the claim locks
+    -- only the item it takes: an item it passes over stays free for a
+    -- concurrent claim, however long this transaction lasts.
+    SELECT k.project_id, k.id, k.touches
+    FROM ((SELECT c.id, c.priority, c.seq
+           FROM items c
+           WHERE c.project_id = @project_id
+             AND c.ready
+             AND NOT c.in_backoff
+             -- Not held by a live lease's scopes (migration 00167).
+             AND NOT c.scope_held
+             AND c.labels @> @labels::text[]
+             AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+             -- Without capabilities this folds to "requires = '{}'", the
+             -- predicate of items_ready_unrestricted (migration 00104),
+             -- which holds just those in claim order.
+             AND (c.requires = '{}'
+                  OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+                      AND c.requires <@ sqlc.narg('capabilities')::text[]))
+           ORDER BY c.priority DESC, c.seq)
+          UNION ALL
+          (SELECT d.id, d.priority, d.seq
+           FROM items d
+           WHERE d.project_id = @project_id
+             AND d.ready
+             AND d.in_backoff
+             AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+             -- (Not a path through the labels' GIN index, which an empty
+             -- set would read whole.)
+             AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
+           ORDER BY d.priority DESC, d.seq)) AS o (id, priority, seq)
+    CROSS JOIN LATERAL (
+        SELECT k.project_id, k.id, k.touches
+        FROM items k
+        WHERE k.project_id = @project_id AND k.id = o.id
+          AND k.ready
+          AND k.labels @> @labels::text[]
+          AND (k.not_before IS NULL OR k.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+          AND (k.preferred_worker IS NULL
+               OR (k.preferred_worker = @worker::text
+                   AND k.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+               OR k.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+          -- Budgets (migration 00035): an item under a spent budget is not
+          -- handed out. Items under no budget pay only the empty-array test.
+          AND (k.budget_roots = '{}'
+               OR NOT wg_budgets_spent(k.project_id, k.budget_roots,
+                                       coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
+          -- Capabilities and write scopes.
+          AND (k.requires = '{}'
+               OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+                   AND k.requires <@ sqlc.narg('capabilities')::text[]))
+          AND (k.touches = '{}'
+               OR wg_scope_holder(k.project_id, NULL, k.touches,
+                                  coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
+        FOR UPDATE OF k SKIP LOCKED
+    ) AS k
+    ORDER BY o.priority DESC, o.seq
     LIMIT 1
 ), held AS MATERIALIZED (
     SELECT candidate.project_id, candidate.id
@@ -186,7 +184,7 @@ WITH walk AS MATERIALIZED (
         preferred_token = NULL,
         preferred_until = NULL,
         -- A mark an end left on the item (a row it skipped, migration
-        -- 00157) goes with the claim.
+        -- 00167) goes with the claim.
         scope_held = false,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM held
@@ -262,7 +260,7 @@ WITH candidate AS MATERIALIZED (
         preferred_token = NULL,
         preferred_until = NULL,
         -- A mark an end left on the item (a row it skipped, migration
-        -- 00157) goes with the claim.
+        -- 00167) goes with the claim.
         scope_held = false,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     FROM held
@@ -323,8 +321,11 @@ SELECT coalesce(
        -- As ClaimHopeless: ready items exist, and none requires only
        -- capabilities among these (the answer is then no_match).
        -- (Items in backoff are ready and count: items_backoff, migration
-       -- 00141, holds them apart from the claim indexes; so do the items
-       -- a live lease's scopes hold: items_scope_held, migration 00157.)
+       -- 00141, holds them apart from the claim indexes. Whether one of
+       -- them requires nothing is the first entry of
+       -- items_backoff_requires, 00160: '{}' is the least text[].)
+       -- The items a live lease's scopes hold count too (items_scope_held,
+       -- migration 00167).
        (((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
           AND NOT i.scope_held
           ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
@@ -336,12 +337,12 @@ SELECT coalesce(
              WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND NOT i.scope_held
                AND i.requires = '{}'
              ORDER BY i.priority DESC, i.seq LIMIT 1) IS NULL
-        AND (SELECT true FROM items b
-             WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
-             ORDER BY b.not_before LIMIT 1) IS NULL
         AND (SELECT true FROM items h
              WHERE h.project_id = @project_id AND h.scope_held AND h.ready AND h.requires = '{}'
              LIMIT 1) IS NULL
+        AND (SELECT b.requires FROM items b
+             WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
+             ORDER BY b.requires LIMIT 1) IS DISTINCT FROM '{}'::text[]
         AND NOT wg_requires_met(@project_id, sqlc.narg('capabilities')::text[]))::bool AS hopeless,
        -- Whether an item this claim could take is ready now, seen from
        -- this statement's later snapshot. ClaimItemDirect's search runs in
@@ -548,14 +549,14 @@ WHERE i.project_id = @project_id AND i.id = due.id
 
 -- name: ProjectsWithScopeHolds :many
 -- The sweeper's projects for ClearStaleScopeHolds: a scan of
--- items_scope_held (migration 00157: the marked items only).
+-- items_scope_held (migration 00167: the marked items only).
 SELECT DISTINCT project_id
 FROM items
 WHERE scope_held
 LIMIT @max_projects;
 
 -- name: ClearStaleScopeHolds :execrows
--- The sweeper's re-judgement of scope marks (migration 00157), in one
+-- The sweeper's re-judgement of scope marks (migration 00167), in one
 -- project: up to @max_items marked items that no live lease's scopes
 -- overlap go back to the claim indexes. Lease ends clear the items they
 -- held (leases_release_scoped_items); this only undoes a mark none of them
@@ -939,9 +940,10 @@ WHERE project_id = @project_id AND ended_at IS NULL;
 -- that requires nothing matches any claim: items_ready_unrestricted,
 -- migration 00104, has the first of them; wg_requires_met, migration 00113,
 -- asks each distinct requires of the others once, not each item.)
--- Items in backoff are ready and count (items_backoff, migration 00141),
--- and so do the items a live lease's scopes hold (items_scope_held,
--- migration 00157).
+-- Items in backoff are ready and count (items_backoff, migration 00141);
+-- whether one of them requires nothing is the first entry of
+-- items_backoff_requires (00160: '{}' is the least text[]). So do the
+-- items a live lease's scopes hold (items_scope_held, migration 00167).
 SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff
          AND NOT i.scope_held
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
@@ -953,12 +955,12 @@ SELECT ((SELECT true FROM items i WHERE i.project_id = @project_id AND i.ready A
          WHERE i.project_id = @project_id AND i.ready AND NOT i.in_backoff AND NOT i.scope_held
            AND i.requires = '{}'
          ORDER BY i.priority DESC, i.seq LIMIT 1) IS NOT NULL
-        OR (SELECT true FROM items b
-            WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires = '{}'
-            ORDER BY b.not_before LIMIT 1) IS NOT NULL
         OR (SELECT true FROM items h
             WHERE h.project_id = @project_id AND h.scope_held AND h.ready AND h.requires = '{}'
             LIMIT 1) IS NOT NULL
+        OR (SELECT b.requires FROM items b
+            WHERE b.project_id = @project_id AND b.ready AND b.in_backoff
+            ORDER BY b.requires LIMIT 1) IS NOT DISTINCT FROM '{}'::text[]
         OR wg_requires_met(@project_id, @capabilities::text[]))::bool AS any_match;
 
 -- name: RecordOffer :exec
@@ -991,22 +993,38 @@ ORDER BY 1;
 
 -- name: MissingCapabilities :many
 -- The capabilities ready items of the project require that are not among
--- @capabilities (for a claim that can match nothing), at most 20. They are
--- read from the distinct requires of the ready items (wg_ready_requires,
--- migration 00113: one index descent per distinct value, not one row per
--- item), the first 1,000 of them, and from the ready items in a retry
--- backoff (items_backoff, migration 00141: the claim indexes, which
--- wg_ready_requires reads, hold none of them; a claim that can match
--- nothing reads them here, once).
+-- @capabilities (for a claim that can match nothing), at most 20. For a
+-- claim with @labels they are those of the ready items that carry the
+-- labels (the first 1,000, by items_ready_labels), which the claim would
+-- take but for their requires: the other items' requires would not help
+-- it. For a claim without labels, or when no ready item carries them
+-- (then the labels are not the claim's only trouble), they are read from
+-- the distinct requires of the ready items (wg_ready_requires, migration
+-- 00113: one index descent per distinct value, not one row per item), the
+-- first 1,000 of them, and from the distinct requires of the ready items
+-- in a retry backoff, the first 1,000 of them too (wg_backoff_requires,
+-- migration 00160: the claim indexes, which wg_ready_requires reads, hold
+-- none of them). The labelled items are those out of a backoff, the ones
+-- items_ready_labels holds (migration 00162).
+WITH labelled AS (
+    SELECT l.requires FROM items l
+    WHERE cardinality(@labels::text[]) > 0 AND l.project_id = @project_id AND l.ready AND NOT l.in_backoff
+      AND l.labels <> '{}' AND l.labels @> @labels::text[] AND l.requires <> '{}'
+    LIMIT 1000
+)
 SELECT DISTINCT r::text AS capability
-FROM (SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
+FROM (SELECT requires FROM labelled
       UNION
-      SELECT b.requires FROM items b
-      WHERE b.project_id = @project_id AND b.ready AND b.in_backoff AND b.requires <> '{}'
+      SELECT s.requires FROM wg_ready_requires(@project_id, 999) AS s (requires)
+      WHERE NOT EXISTS (SELECT FROM labelled)
       UNION
-      -- The items a live lease's scopes hold (items_scope_held, 00157).
+      SELECT b.requires FROM wg_backoff_requires(@project_id, 1000) AS b (requires)
+      WHERE NOT EXISTS (SELECT FROM labelled)
+      UNION
+      -- The items a live lease's scopes hold (items_scope_held, 00167).
       SELECT h.requires FROM items h
-      WHERE h.project_id = @project_id AND h.scope_held AND h.ready AND h.requires <> '{}') AS s,
+      WHERE h.project_id = @project_id AND h.scope_held AND h.ready AND h.requires <> '{}'
+        AND NOT EXISTS (SELECT FROM labelled)) AS s,
      unnest(s.requires) AS r
 WHERE NOT (r = ANY(@capabilities::text[]))
 ORDER BY 1
@@ -1084,15 +1102,19 @@ SELECT (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
 -- The project's next ready items that a claim can take from an instant on
 -- without a write that notifies: the end of a retry backoff (items_backoff,
 -- 00141) and the end of a continuity reservation window
--- (items_reservation_end, 00156), strictly after the floor (the later of
--- @after and the statement's instant less @lookback_secs), earliest first,
--- with the labels and the reservation that hold at that instant (the
--- workgraph_ready payload's). Each side is one range read at the front of
--- its index: the floor is written out in each (as a CTE it would be a
--- filter, and the reservation side would read every window that ended
--- long ago: preferred_until stays set). now is the database's instant of
--- the same statement, so the caller can wait the difference on its own
--- clock.
+-- (items_reservation_end, 00156), after the floor, earliest first (ties by
+-- item id), with the labels and the reservation that hold at that instant
+-- (the workgraph_ready payload's). The floor is (@after, @after_id), the
+-- last item already turned into an event, unless the statement's instant
+-- less @lookback_secs is later (then every item due strictly after that
+-- instant); a NULL @lookback_secs is none. Keyed by item id too (00161),
+-- so that the items due at one instant beyond the first @max_items come in
+-- the next read, which starts right after the last one. Each side is one
+-- range read at the front of its index: the floor is written out in each
+-- (as a CTE it would be a filter, and the reservation side would read
+-- every window that ended long ago: preferred_until stays set). now is
+-- the database's instant of the same statement, so the caller can wait
+-- the difference on its own clock.
 WITH backoff AS (
     SELECT i.id, i.not_before AS due, i.labels,
            CASE WHEN i.preferred_worker IS NOT NULL AND coalesce(i.preferred_until > i.not_before, true)
@@ -1101,16 +1123,32 @@ WITH backoff AS (
                 THEN i.preferred_token END AS token
     FROM items i
     WHERE i.project_id = @project_id AND i.ready AND i.in_backoff
-      AND i.not_before > greatest(sqlc.narg('after')::timestamptz, statement_timestamp() - make_interval(secs => @lookback_secs::float8))
-    ORDER BY i.not_before
+      AND (i.not_before, i.id) >
+          (coalesce(greatest(sqlc.narg('after')::timestamptz,
+                             statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)),
+                    '-infinity'),
+           CASE WHEN sqlc.narg('lookback_secs')::float8 IS NULL
+                     OR sqlc.narg('after')::timestamptz
+                        >= statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)
+                THEN @after_id::uuid
+                ELSE 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid END)
+    ORDER BY i.not_before, i.id
     LIMIT @max_items
 ), reserved AS (
     SELECT i.id, i.preferred_until AS due, i.labels, NULL::text AS worker, NULL::uuid AS token
     FROM items i
     WHERE i.project_id = @project_id AND i.ready AND i.preferred_until IS NOT NULL
-      AND i.preferred_until > greatest(sqlc.narg('after')::timestamptz, statement_timestamp() - make_interval(secs => @lookback_secs::float8))
+      AND (i.preferred_until, i.id) >
+          (coalesce(greatest(sqlc.narg('after')::timestamptz,
+                             statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)),
+                    '-infinity'),
+           CASE WHEN sqlc.narg('lookback_secs')::float8 IS NULL
+                     OR sqlc.narg('after')::timestamptz
+                        >= statement_timestamp() - make_interval(secs => sqlc.narg('lookback_secs')::float8)
+                THEN @after_id::uuid
+                ELSE 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid END)
       AND (i.not_before IS NULL OR i.not_before <= i.preferred_until)
-    ORDER BY i.preferred_until
+    ORDER BY i.preferred_until, i.id
     LIMIT @max_items
 )
 SELECT d.id::uuid AS id, d.due::timestamptz AS due, d.labels::text[] AS labels,
@@ -1118,5 +1156,5 @@ SELECT d.id::uuid AS id, d.due::timestamptz AS due, d.labels::text[] AS labels,
        (d.token IS NOT NULL)::boolean AS has_token, coalesce(d.token, '00000000-0000-0000-0000-000000000000')::uuid AS token,
        statement_timestamp()::timestamptz AS now
 FROM (SELECT * FROM backoff UNION ALL SELECT * FROM reserved) d
-ORDER BY d.due
+ORDER BY d.due, d.id
 LIMIT @max_items;

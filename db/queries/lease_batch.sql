@@ -10,7 +10,7 @@
 -- are past their retry backoff and are not reserved for another worker,
 -- up to the first of them that has touches (see candidate).
 -- Each taken item gets its own epoch increment, its own new lease id
--- (gen_random_uuid, per row) and its own lease row, stamped once its row
+-- (wg_uuid_v7, time-ordered, per row: migration 00166) and its own lease row, stamped once its row
 -- is held and never before its previous lease ended. Rows other claimers
 -- hold are skipped. Leases come back in grant order (priority, then age),
 -- each with its item as the statement left it and the instant its time
@@ -23,98 +23,99 @@
 -- index leases_active_expiry), or @token_quiet > 0 and the token holds
 -- @token_quiet live leases or more. The transactional path passes
 -- @guarded = false after it has reaped and counted.
-WITH walk AS MATERIALIZED (
-    -- The ready items neither in backoff nor held by a live lease's
-    -- scopes, in claim order (migrations 00141, 00157).
-    SELECT c.project_id, c.id, c.priority, c.seq, c.touches
-    FROM items c
-    WHERE c.project_id = @project_id
-      AND c.ready
-      AND NOT c.in_backoff
-      AND NOT c.scope_held
-      AND c.labels @> @labels::text[]
-      AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (c.preferred_worker IS NULL
-           OR (c.preferred_worker = @worker::text
-               AND c.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
-           OR c.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (NOT @guarded::boolean
-           OR coalesce((SELECT d.expires_at FROM leases d
-                        WHERE d.project_id = @project_id AND d.ended_at IS NULL
-                        ORDER BY d.expires_at LIMIT 1)
-                       > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true))
-      AND (NOT @guarded::boolean
-           OR sqlc.arg('token_quiet')::int = 0
-           OR (SELECT count(*) FROM leases t
-               WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
-                 AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-              < sqlc.arg('token_quiet')::int)
-      -- Budgets (migration 00035), as in ClaimItem.
-      AND (c.budget_roots = '{}'
-           OR NOT wg_budgets_spent(c.project_id, c.budget_roots,
-                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      -- Capabilities and write scopes, as in ClaimItem. "requires = '{}'"
-      -- first: it is what the planner can estimate (from the column's
-      -- most common value), and "requires <@ ..." alone it estimates at
-      -- 0.5% of the rows, so that it read and sorted every ready item of
-      -- the project instead of the first max_items of the claim index.
-      -- Without capabilities the predicate folds to "requires = '{}'",
-      -- that of items_ready_unrestricted (migration 00104): the statement
-      -- then walks it and never reads an item that requires a capability.
-      AND (c.requires = '{}'
-           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
-               AND c.requires <@ sqlc.narg('capabilities')::text[]))
-      AND (c.touches = '{}'
-           OR wg_scope_holder(c.project_id, NULL, c.touches,
-                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY c.priority DESC, c.seq
-    LIMIT @max_items
-    FOR UPDATE SKIP LOCKED
-), due AS MATERIALIZED (
-    -- The first items whose retry backoff has passed and is not yet swept
-    -- (items_backoff, migration 00141), with the walk's filters.
-    SELECT d.project_id, d.id, d.priority, d.seq, d.touches
-    FROM items d
-    WHERE d.project_id = @project_id
-      AND d.ready
-      AND d.in_backoff
-      -- (Not a path through the labels' GIN index, which an empty set
-      -- would read whole.)
-      AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
-      AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-      AND (d.preferred_worker IS NULL
-           OR (d.preferred_worker = @worker::text
-               AND d.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
-           OR d.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-      AND (NOT @guarded::boolean
-           OR coalesce((SELECT d.expires_at FROM leases d
-                        WHERE d.project_id = @project_id AND d.ended_at IS NULL
-                        ORDER BY d.expires_at LIMIT 1)
-                       > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true))
-      AND (NOT @guarded::boolean
-           OR sqlc.arg('token_quiet')::int = 0
-           OR (SELECT count(*) FROM leases t
-               WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
-                 AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
-              < sqlc.arg('token_quiet')::int)
-      AND (d.budget_roots = '{}'
-           OR NOT wg_budgets_spent(d.project_id, d.budget_roots,
-                                   coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
-      AND (d.requires = '{}'
-           OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
-               AND d.requires <@ sqlc.narg('capabilities')::text[]))
-      AND (d.touches = '{}'
-           OR wg_scope_holder(d.project_id, NULL, d.touches,
-                              coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
-    ORDER BY d.priority DESC, d.seq
-    LIMIT @max_items
-    FOR UPDATE OF d SKIP LOCKED
-), scan AS (
-    -- The first @max_items of the two in claim order (the others of "due"
-    -- and "walk" are locked until the statement's transaction ends).
-    SELECT u.project_id, u.id, u.priority, u.seq, u.touches
-    FROM (SELECT * FROM walk UNION ALL SELECT * FROM due) AS u
-    ORDER BY u.priority DESC, u.seq
+WITH scan AS MATERIALIZED (
+    -- The first @max_items items of two sources in claim order, merged (a
+    -- Merge Append of ordered reads): "walk", the ready items not in
+    -- backoff (the claim indexes), and "due", the items whose retry
+    -- backoff has passed and is not yet swept (the front of items_backoff,
+    -- migration 00141; none when the sweeper keeps up). Each item is read
+    -- again by its key and locked (SKIP LOCKED) with every filter judged
+    -- on the row as it stands, until @max_items are locked: an item after
+    -- them, in either source, is never locked, so it stays free for a
+    -- concurrent claim however long this transaction lasts. The guards
+    -- (@guarded) are in each source: when one holds the claim back,
+    -- nothing is read or locked.
+    SELECT k.project_id, k.id, o.priority, o.seq, k.touches
+    FROM ((SELECT c.id, c.priority, c.seq
+           FROM items c
+           WHERE c.project_id = @project_id
+             AND c.ready
+             AND NOT c.in_backoff
+             -- Not held by a live lease's scopes (migration 00167).
+             AND NOT c.scope_held
+             AND c.labels @> @labels::text[]
+             AND (c.not_before IS NULL OR c.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+             -- "requires = '{}'" first: it is what the planner can
+             -- estimate (from the column's most common value), and
+             -- "requires <@ ..." alone it estimates at 0.5% of the rows,
+             -- so that it read and sorted every ready item of the project
+             -- instead of the first max_items of the claim index. Without
+             -- capabilities the predicate folds to "requires = '{}'", that
+             -- of items_ready_unrestricted (migration 00104): the statement
+             -- then walks it and never reads an item that requires a
+             -- capability.
+             AND (c.requires = '{}'
+                  OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+                      AND c.requires <@ sqlc.narg('capabilities')::text[]))
+             AND (NOT @guarded::boolean
+                  OR coalesce((SELECT l.expires_at FROM leases l
+                               WHERE l.project_id = @project_id AND l.ended_at IS NULL
+                               ORDER BY l.expires_at LIMIT 1)
+                              > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true))
+             AND (NOT @guarded::boolean
+                  OR sqlc.arg('token_quiet')::int = 0
+                  OR (SELECT count(*) FROM leases t
+                      WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
+                        AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+                     < sqlc.arg('token_quiet')::int)
+           ORDER BY c.priority DESC, c.seq)
+          UNION ALL
+          (SELECT d.id, d.priority, d.seq
+           FROM items d
+           WHERE d.project_id = @project_id
+             AND d.ready
+             AND d.in_backoff
+             AND d.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+             -- (Not a path through the labels' GIN index, which an empty
+             -- set would read whole.)
+             AND (cardinality(@labels::text[]) = 0 OR d.labels @> @labels::text[])
+             AND (NOT @guarded::boolean
+                  OR coalesce((SELECT l.expires_at FROM leases l
+                               WHERE l.project_id = @project_id AND l.ended_at IS NULL
+                               ORDER BY l.expires_at LIMIT 1)
+                              > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()), true))
+             AND (NOT @guarded::boolean
+                  OR sqlc.arg('token_quiet')::int = 0
+                  OR (SELECT count(*) FROM leases t
+                      WHERE t.token_id = sqlc.narg('token_id')::uuid AND t.ended_at IS NULL
+                        AND t.expires_at > coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+                     < sqlc.arg('token_quiet')::int)
+           ORDER BY d.priority DESC, d.seq)) AS o (id, priority, seq)
+    CROSS JOIN LATERAL (
+        SELECT k.project_id, k.id, k.touches
+        FROM items k
+        WHERE k.project_id = @project_id AND k.id = o.id
+          AND k.ready
+          AND k.labels @> @labels::text[]
+          AND (k.not_before IS NULL OR k.not_before <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+          AND (k.preferred_worker IS NULL
+               OR (k.preferred_worker = @worker::text
+                   AND k.preferred_token IS NOT DISTINCT FROM sqlc.narg('token_id')::uuid)
+               OR k.preferred_until <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()))
+          -- Budgets (migration 00035), capabilities and write scopes, as
+          -- in ClaimItem.
+          AND (k.budget_roots = '{}'
+               OR NOT wg_budgets_spent(k.project_id, k.budget_roots,
+                                       coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())))
+          AND (k.requires = '{}'
+               OR (cardinality(coalesce(sqlc.narg('capabilities')::text[], '{}')) > 0
+                   AND k.requires <@ sqlc.narg('capabilities')::text[]))
+          AND (k.touches = '{}'
+               OR wg_scope_holder(k.project_id, NULL, k.touches,
+                                  coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())) IS NULL)
+        FOR UPDATE OF k SKIP LOCKED
+    ) AS k
+    ORDER BY o.priority DESC, o.seq
     LIMIT @max_items
 ), candidate AS (
     -- This statement grants no write scopes: the scopes of one batch's
@@ -135,7 +136,7 @@ WITH walk AS MATERIALIZED (
 ), taken AS (
     UPDATE items i
     SET epoch = i.epoch + 1,
-        active_lease_id = gen_random_uuid(),
+        active_lease_id = wg_uuid_v7(),
         preferred_worker = NULL,
         preferred_token = NULL,
         preferred_until = NULL,
@@ -166,11 +167,12 @@ SELECT sqlc.embed(leases), sqlc.embed(items),
        EXISTS (SELECT 1 FROM attention_requests r
                WHERE r.project_id = leases.project_id AND r.item_id = leases.item_id) AS has_attention,
        coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())::timestamptz AS db_now,
-       -- Whether any item with touches is ready and not held by a live
-       -- lease's scopes (the statement leaves those to the single claim's:
-       -- lease.Service.fillScoped), read once from the small partial index
-       -- items_ready_scoped: without one, an under-filled batch needs no
-       -- statement more.
+       -- Whether any item with touches is ready (the statement leaves
+       -- those to the single claim's: lease.Service.fillScoped), read once
+       -- from the small partial index items_ready_scoped: without one, an
+       -- under-filled batch needs no statement more.
+       -- (Items held by a live lease's scopes, migration 00167, are left
+       -- out: the single claim would not take them either.)
        EXISTS (SELECT 1 FROM items s
                WHERE s.project_id = @project_id AND s.ready AND s.touches <> '{}'
                  AND NOT s.scope_held) AS scoped_ready

@@ -12,9 +12,9 @@
 //     item is gone): the claim past the held items;
 //   - EndLease of the holder's lease, then ClaimItemDirect taking the
 //     holder again in the same transaction: what the end and the grant of
-//     the scopes cost (with 00157 they clear and mark the held items).
+//     the scopes cost (with 00167 they clear and mark the held items).
 //
-// It uses only db/dbq calls that main had before 00157, so the same file
+// It uses only db/dbq calls that main had before 00167, so the same file
 // runs against both schemas (copy it into a checkout of the other).
 //
 // Usage: go run ./bench/experiments/scopeheld -database-url URL [-held 300] [-n 41]

@@ -111,6 +111,7 @@ _STATUS_CODES = {
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    431: "header_too_large",
     429: "rate_limited",
     502: "unavailable",
     503: "unavailable",

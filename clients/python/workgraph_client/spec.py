@@ -89,6 +89,7 @@ PROBLEM_CODES: Tuple[str, ...] = (
     "request_in_progress",
     "outcome_unknown",
     "payload_too_large",
+    "header_too_large",
     "unsupported_media_type",
     "rate_limited",
     "unavailable",
@@ -768,7 +769,7 @@ class PlanResult(TypedDict, total=False):
 # RFC 9457 problem details; extra members may appear.
 # Required: type, title, status, detail, code.
 class Problem(TypedDict, total=False):
-    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "blocked", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "unsupported_media_type", "rate_limited", "unavailable", "internal", "no_match", "events_pruned", "too_many_open_requests"]
+    code: Literal["invalid_argument", "unauthenticated", "forbidden", "not_found", "method_not_allowed", "already_exists", "lease_lost", "conflicting_result", "blocked", "dependency_cycle", "conflict", "depth_limit", "request_in_progress", "outcome_unknown", "payload_too_large", "header_too_large", "unsupported_media_type", "rate_limited", "unavailable", "internal", "no_match", "events_pruned", "too_many_open_requests"]
     cycle: List[str]
     detail: str
     effect_at: str

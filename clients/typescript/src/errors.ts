@@ -78,6 +78,8 @@ function codeForStatus(status: number): ProblemCode {
       return "payload_too_large";
     case 415:
       return "unsupported_media_type";
+    case 431:
+      return "header_too_large";
     case 429:
       return "rate_limited";
     case 502:

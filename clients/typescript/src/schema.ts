@@ -977,7 +977,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "unavailable" | "internal" | "no_match" | "events_pruned" | "too_many_open_requests";
+            code: "invalid_argument" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "already_exists" | "lease_lost" | "conflicting_result" | "blocked" | "dependency_cycle" | "conflict" | "depth_limit" | "request_in_progress" | "outcome_unknown" | "payload_too_large" | "header_too_large" | "unsupported_media_type" | "rate_limited" | "unavailable" | "internal" | "no_match" | "events_pruned" | "too_many_open_requests";
             /** @description the input field at fault (invalid_argument); "project" on a not_found of the project the path names */
             field?: string;
             /** @description dependency_cycle: the items of the cycle, in waits-for order, first repeated last */
@@ -2700,6 +2700,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same person's open hold on the item, returned again: a person holds an item once */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttentionRequest"];
+                };
+            };
             /** @description Created */
             201: {
                 headers: {

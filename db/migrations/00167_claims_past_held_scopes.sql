@@ -98,13 +98,12 @@ $function$;
 -- wg_requires_met: as before, over the ready items neither in backoff nor held.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION wg_requires_met(p_project uuid, p_capabilities text[])
- RETURNS boolean
- LANGUAGE plpgsql
- STABLE
- SET enable_sort TO 'off'
- SET plan_cache_mode TO 'force_generic_plan'
- SET jit TO 'off'
-AS $function$
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET enable_sort = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
     r text[];
     n int := 0;
@@ -128,29 +127,30 @@ BEGIN
             RETURN true;
         END IF;
     END LOOP;
-    RETURN EXISTS (SELECT 1 FROM items b
-                   WHERE b.project_id = p_project AND b.ready AND b.in_backoff
-                     AND b.requires <> '{}' AND b.requires <@ p_capabilities)
-           -- The ready items a live lease's scopes hold (items_scope_held,
-           -- migration 00157): claimable once that lease ends.
-           OR EXISTS (SELECT 1 FROM items h
-                      WHERE h.project_id = p_project AND h.scope_held AND h.ready
-                        AND h.requires <> '{}' AND h.requires <@ p_capabilities);
+    FOR r IN SELECT s FROM wg_backoff_requires(p_project, 2147483647) AS s LOOP
+        IF r <@ p_capabilities THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    -- The ready items a live lease's scopes hold (items_scope_held,
+    -- migration 00167): claimable once that lease ends.
+    RETURN EXISTS (SELECT 1 FROM items h
+                   WHERE h.project_id = p_project AND h.scope_held AND h.ready
+                     AND h.requires <> '{}' AND h.requires <@ p_capabilities);
 END;
-$function$;
+$$;
 
 -- +goose StatementEnd
 
 -- wg_labels_rare: as before, over the ready items neither in backoff nor held.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION wg_labels_rare(p_project uuid, p_labels text[])
- RETURNS boolean
- LANGUAGE plpgsql
- STABLE
- SET enable_sort TO 'off'
- SET plan_cache_mode TO 'force_generic_plan'
- SET jit TO 'off'
-AS $function$
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET enable_sort = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
 BEGIN
     IF p_labels = '{}' THEN
         RETURN false;
@@ -164,11 +164,11 @@ BEGIN
         RETURN false;
     END IF;
     RETURN (SELECT count(*) FROM (SELECT 1 FROM items m
-                                  WHERE m.project_id = p_project AND m.ready
+                                  WHERE m.project_id = p_project AND m.ready AND NOT m.in_backoff
                                     AND m.labels <> '{}' AND m.labels @> p_labels
                                   LIMIT 2000) AS carriers) < 2000;
 END;
-$function$;
+$$;
 
 -- +goose StatementEnd
 
@@ -743,13 +743,12 @@ $function$;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION wg_requires_met(p_project uuid, p_capabilities text[])
- RETURNS boolean
- LANGUAGE plpgsql
- STABLE
- SET enable_sort TO 'off'
- SET plan_cache_mode TO 'force_generic_plan'
- SET jit TO 'off'
-AS $function$
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET enable_sort = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
     r text[];
     n int := 0;
@@ -773,22 +772,24 @@ BEGIN
             RETURN true;
         END IF;
     END LOOP;
-    RETURN EXISTS (SELECT 1 FROM items b
-                   WHERE b.project_id = p_project AND b.ready AND b.in_backoff
-                     AND b.requires <> '{}' AND b.requires <@ p_capabilities);
+    FOR r IN SELECT s FROM wg_backoff_requires(p_project, 2147483647) AS s LOOP
+        IF r <@ p_capabilities THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN false;
 END;
-$function$;
+$$;
 
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION wg_labels_rare(p_project uuid, p_labels text[])
- RETURNS boolean
- LANGUAGE plpgsql
- STABLE
- SET enable_sort TO 'off'
- SET plan_cache_mode TO 'force_generic_plan'
- SET jit TO 'off'
-AS $function$
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET enable_sort = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
 BEGIN
     IF p_labels = '{}' THEN
         RETURN false;
@@ -802,11 +803,11 @@ BEGIN
         RETURN false;
     END IF;
     RETURN (SELECT count(*) FROM (SELECT 1 FROM items m
-                                  WHERE m.project_id = p_project AND m.ready
+                                  WHERE m.project_id = p_project AND m.ready AND NOT m.in_backoff
                                     AND m.labels <> '{}' AND m.labels @> p_labels
                                   LIMIT 2000) AS carriers) < 2000;
 END;
-$function$;
+$$;
 
 -- +goose StatementEnd
 -- +goose StatementBegin
