@@ -862,7 +862,7 @@ WHERE items.project_id = $3
   AND (items.priority, items.seq) > ($4::bigint, $5::bigint)
   AND ($6::text IS NULL OR items.status = $6::text)
   AND ($7::uuid IS NULL OR parent_id = $7::uuid)
-  AND ($8::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[$8::text]))
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
   AND (cardinality($9::text[]) = 0
@@ -989,7 +989,7 @@ WHERE items.project_id = $3
   AND (items.priority, items.seq) < ($4::bigint, $5::bigint)
   AND ($6::text IS NULL OR items.status = $6::text)
   AND ($7::uuid IS NULL OR parent_id = $7::uuid)
-  AND ($8::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[$8::text]))
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
   AND (cardinality($9::text[]) = 0
@@ -1106,7 +1106,7 @@ WHERE items.project_id = $3
                                $5::bigint)
   AND ($6::text IS NULL OR items.status = $6::text)
   AND ($7::uuid IS NULL OR parent_id = $7::uuid)
-  AND ($8::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[$8::text]))
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
   AND (cardinality($9::text[]) = 0
@@ -1223,7 +1223,7 @@ WHERE items.project_id = $3
                                $5::bigint)
   AND ($6::text IS NULL OR items.status = $6::text)
   AND ($7::uuid IS NULL OR parent_id = $7::uuid)
-  AND ($8::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[$8::text]))
+  AND ($8::text IS NULL OR labels @> ARRAY[$8::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
   AND (cardinality($9::text[]) = 0
@@ -1340,7 +1340,7 @@ WHERE items.project_id = $3
   -- (migration 00072) gives the project's items of that status only.
   AND ($5::text IS NULL OR items.status = $5::text)
   AND ($6::uuid IS NULL OR parent_id = $6::uuid)
-  AND ($7::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[$7::text]))
+  AND ($7::text IS NULL OR labels @> ARRAY[$7::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
   AND (cardinality($8::text[]) = 0
@@ -1454,7 +1454,7 @@ WHERE items.project_id = $3
   -- (migration 00072) gives the project's items of that status only.
   AND ($5::text IS NULL OR items.status = $5::text)
   AND ($6::uuid IS NULL OR parent_id = $6::uuid)
-  AND ($7::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[$7::text]))
+  AND ($7::text IS NULL OR labels @> ARRAY[$7::text])
   AND ($2::text IS NULL
        OR t.title ILIKE $2::text OR t.body ILIKE $2::text)
   AND (cardinality($8::text[]) = 0
@@ -1574,7 +1574,7 @@ WHERE items.project_id = $5
   -- (migration 00072) gives the project's items of that status only.
   AND ($8::text IS NULL OR items.status = $8::text)
   AND ($9::uuid IS NULL OR parent_id = $9::uuid)
-  AND ($10::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[$10::text]))
+  AND ($10::text IS NULL OR labels @> ARRAY[$10::text])
   AND ($4::text IS NULL
        OR t.title ILIKE $4::text OR t.body ILIKE $4::text)
   AND (cardinality($11::text[]) = 0

@@ -42,7 +42,7 @@ WHERE items.project_id = @project_id
   -- (migration 00072) gives the project's items of that status only.
   AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
-  AND (sqlc.narg('label')::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[sqlc.narg('label')::text]))
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
        OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
@@ -70,7 +70,7 @@ WHERE items.project_id = @project_id
   -- (migration 00072) gives the project's items of that status only.
   AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
-  AND (sqlc.narg('label')::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[sqlc.narg('label')::text]))
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
        OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
@@ -106,7 +106,7 @@ WHERE items.project_id = @project_id
   -- (migration 00072) gives the project's items of that status only.
   AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
-  AND (sqlc.narg('label')::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[sqlc.narg('label')::text]))
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
        OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
@@ -141,7 +141,7 @@ WHERE items.project_id = @project_id
   AND (items.priority, items.seq) > (@after_value::bigint, @after_seq::bigint)
   AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
-  AND (sqlc.narg('label')::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[sqlc.narg('label')::text]))
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
        OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
@@ -165,7 +165,7 @@ WHERE items.project_id = @project_id
   AND (items.priority, items.seq) < (@after_value::bigint, @after_seq::bigint)
   AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
-  AND (sqlc.narg('label')::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[sqlc.narg('label')::text]))
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
        OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
@@ -190,7 +190,7 @@ WHERE items.project_id = @project_id
                                @after_seq::bigint)
   AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
-  AND (sqlc.narg('label')::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[sqlc.narg('label')::text]))
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
        OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
@@ -215,7 +215,7 @@ WHERE items.project_id = @project_id
                                @after_seq::bigint)
   AND (sqlc.narg('status')::text IS NULL OR items.status = sqlc.narg('status')::text)
   AND (sqlc.narg('parent_id')::uuid IS NULL OR parent_id = sqlc.narg('parent_id')::uuid)
-  AND (sqlc.narg('label')::text IS NULL OR (labels <> '{}' AND labels @> ARRAY[sqlc.narg('label')::text]))
+  AND (sqlc.narg('label')::text IS NULL OR labels @> ARRAY[sqlc.narg('label')::text])
   AND (sqlc.narg('text_like')::text IS NULL
        OR t.title ILIKE sqlc.narg('text_like')::text OR t.body ILIKE sqlc.narg('text_like')::text)
   AND (cardinality(@states::text[]) = 0
