@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/workgraph-dev/workgraph/client"
+	"github.com/workgraph-dev/workgraph/server"
 	"github.com/workgraph-dev/workgraph/telemetry"
 )
 
@@ -166,9 +167,9 @@ func usageArgs(use string) (required, names []string, variadic bool) {
 
 // Hints that say what to do next, by problem code.
 const (
-	hintLeaseLost = "the lease was taken over or expired; stop working on this item and claim again (`workgraph claim`)"
-	hintWait      = "try again later, or wait for work with --wait 30s"
-	hintNothing   = "nothing is ready to claim; " + hintWait
+	hintClaimAgain = "; stop working on this item and claim again (`workgraph claim`)"
+	hintWait       = "try again later, or wait for work with --wait 30s"
+	hintNothing    = "nothing is ready to claim; " + hintWait
 )
 
 // leaseLostHint says what happened to a lost lease, from the outcome the
@@ -219,17 +220,15 @@ func lostOutcome(e *client.Error) string {
 }
 
 // outcomeHint says what the end of a lost lease (its outcome; "" when
-// unknown) means for its worker, and what to do next.
+// unknown) means for its worker (leaseEnd), and what to do next.
 func outcomeHint(outcome string) string {
 	switch outcome {
-	case "":
-		return hintLeaseLost
 	case string(client.OutcomeCancelled):
-		return "the item was cancelled (by a person or an admin); stop working on it: it will not be offered again"
+		return leaseEnd(outcome) + "; stop working on it"
 	case string(client.OutcomeExpired):
-		return "the lease expired (no heartbeat in time): the item may be claimed by another worker, or (on_expiry reconcile) it waits for a person's decision, who sees this late report; stop working on this item and claim again (`workgraph claim`)"
+		return leaseEnd(outcome) + ", who sees this late report" + hintClaimAgain
 	}
-	return fmt.Sprintf("the lease has already ended (%s); stop working on this item and claim again (`workgraph claim`)", strings.ReplaceAll(outcome, "_", " "))
+	return leaseEnd(outcome) + hintClaimAgain
 }
 
 // leaseEnd says what the end of a lost lease (its outcome; "" when
@@ -374,7 +373,8 @@ func hintFor(e *client.Error, cfg *clientConfig) (int, string) {
 	case client.CodePayloadTooLarge:
 		return ExitUsage, "the request is larger than the server accepts (about 1 MiB); store big results elsewhere and send a reference"
 	case client.CodeHeaderTooLarge:
-		return ExitUsage, "the request's headers are larger than the server reads (256 KiB): shorten what made them long (a very long --label or other query value, a large header in the environment's proxy settings)"
+		return ExitUsage, fmt.Sprintf("the request's headers are larger than the server reads (%d KiB): shorten what made them long "+
+			"(a very long --label or other query value, a large header in the environment's proxy settings)", server.MaxHeaderBytes>>10)
 	case client.CodeRateLimited:
 		// The detail above says which limit: this token's rate, this
 		// address's requests without valid credentials, or the replica's
