@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/workgraph-dev/workgraph/db"
 	"github.com/workgraph-dev/workgraph/db/dbq"
 	"github.com/workgraph-dev/workgraph/startstop"
@@ -114,34 +116,53 @@ func (w *Sweeper) RunOnce(ctx context.Context) (int, error) {
 // endLeases ends expired and no-progress leases and asks for spent
 // budgets (RunOnce's first part).
 func (w *Sweeper) endLeases(ctx context.Context) (int, error) {
-	projects, err := dbq.New().ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
-		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
-	})
+	q := dbq.New()
+	total, err := eachProject(ctx,
+		func() ([]uuid.UUID, error) {
+			return q.ProjectsWithExpiredLeases(ctx, w.svc.exec, dbq.ProjectsWithExpiredLeasesParams{
+				Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
+			})
+		},
+		func(p uuid.UUID) (int, error) { return w.svc.ReapExpired(ctx, p, sweepLeases) })
+	if err != nil {
+		return total, err
+	}
+	quiet, err := eachProject(ctx,
+		func() ([]uuid.UUID, error) {
+			return q.ProjectsWithNoProgress(ctx, w.svc.exec, dbq.ProjectsWithNoProgressParams{
+				Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
+			})
+		},
+		func(p uuid.UUID) (int, error) { return w.svc.EndNoProgress(ctx, p, sweepLeases) })
+	total += quiet
+	if err != nil {
+		return total, err
+	}
+	return total, w.svc.AskSpentBudgets(ctx, sweepLeases)
+}
+
+// eachProject is the shape of every sweeper step: list the projects
+// that have something due (one statement over a partial index), then
+// do the step in each, one transaction per project, so that every
+// transaction stays inside its project. It returns the sum of what the
+// steps counted and stops at the first error.
+func eachProject(ctx context.Context, projects func() ([]uuid.UUID, error), step func(uuid.UUID) (int, error)) (int, error) {
+	ps, err := projects()
 	if err != nil {
 		return 0, err
 	}
 	total := 0
-	for _, p := range projects {
-		n, err := w.svc.ReapExpired(ctx, p, sweepLeases)
+	for _, p := range ps {
+		if ctx.Err() != nil {
+			return total, ctx.Err()
+		}
+		n, err := step(p)
 		total += n
 		if err != nil {
 			return total, err
 		}
 	}
-	quiet, err := dbq.New().ProjectsWithNoProgress(ctx, w.svc.exec, dbq.ProjectsWithNoProgressParams{
-		Now: w.svc.clock.Now(), MaxProjects: sweepProjects,
-	})
-	if err != nil {
-		return total, err
-	}
-	for _, p := range quiet {
-		n, err := w.svc.EndNoProgress(ctx, p, sweepLeases)
-		total += n
-		if err != nil {
-			return total, err
-		}
-	}
-	return total, w.svc.AskSpentBudgets(ctx, sweepLeases)
+	return total, nil
 }
 
 // ClearDueBackoffs returns ready items whose retry backoff has passed (by
@@ -153,20 +174,19 @@ func (w *Sweeper) endLeases(ctx context.Context) (int, error) {
 // claims past retry backoffs").
 func (s *Service) ClearDueBackoffs(ctx context.Context, limit int) error {
 	q := dbq.New()
-	projects, err := q.ProjectsWithDueBackoffs(ctx, s.exec, dbq.ProjectsWithDueBackoffsParams{
-		Now: s.clock.Now(), MaxProjects: sweepProjects,
-	})
-	if err != nil {
-		return err
-	}
-	for _, p := range projects {
-		if _, err := q.ClearDueBackoffs(ctx, s.exec, dbq.ClearDueBackoffsParams{
-			ProjectID: p, Now: s.clock.Now(), MaxItems: int32(limit),
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := eachProject(ctx,
+		func() ([]uuid.UUID, error) {
+			return q.ProjectsWithDueBackoffs(ctx, s.exec, dbq.ProjectsWithDueBackoffsParams{
+				Now: s.clock.Now(), MaxProjects: sweepProjects,
+			})
+		},
+		func(p uuid.UUID) (int, error) {
+			n, err := q.ClearDueBackoffs(ctx, s.exec, dbq.ClearDueBackoffsParams{
+				ProjectID: p, Now: s.clock.Now(), MaxItems: int32(limit),
+			})
+			return int(n), err
+		})
+	return err
 }
 
 // ClearStaleScopeHolds returns to the claim indexes the items marked as
@@ -180,19 +200,12 @@ func (s *Service) ClearDueBackoffs(ctx context.Context, limit int) error {
 // scopes").
 func (s *Service) ClearStaleScopeHolds(ctx context.Context, limit int) (int, error) {
 	q := dbq.New()
-	projects, err := q.ProjectsWithScopeHolds(ctx, s.exec, sweepProjects)
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	for _, p := range projects {
-		n, err := q.ClearStaleScopeHolds(ctx, s.exec, dbq.ClearStaleScopeHoldsParams{
-			ProjectID: p, MaxItems: int32(limit),
+	return eachProject(ctx,
+		func() ([]uuid.UUID, error) { return q.ProjectsWithScopeHolds(ctx, s.exec, sweepProjects) },
+		func(p uuid.UUID) (int, error) {
+			n, err := q.ClearStaleScopeHolds(ctx, s.exec, dbq.ClearStaleScopeHoldsParams{
+				ProjectID: p, MaxItems: int32(limit),
+			})
+			return int(n), err
 		})
-		total += int(n)
-		if err != nil {
-			return total, err
-		}
-	}
-	return total, nil
 }
