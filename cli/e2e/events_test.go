@@ -57,6 +57,11 @@ func TestEventsCommand(t *testing.T) {
 		t.Fatalf("events --after the newest event: %v", r)
 	}
 	e.wantExit(e.agentToken, 2, "types", "events", "--types", "item.exploded")
+	// A --types that names no type (an unset variable, a stray comma)
+	// is refused, not read as every type.
+	for _, v := range []string{"", ",", " , "} {
+		e.wantExit(e.agentToken, 2, "names no event type", "events", "--types", v)
+	}
 
 	c := e.cmd(e.humanToken, nil, "events", "--follow", "--json", "--after", "0")
 	out, err := c.StdoutPipe()
