@@ -103,6 +103,7 @@ func newEventsCmd(stdio IO) *cobra.Command {
 	cmd.Flags().StringVar(&itemID, "item", "", "only this item's events (its id, or the first characters of it)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep streaming new events until interrupted")
 	cmd.Flags().BoolVar(&all, "all", false, "every project's events (admin tokens)")
+	refuseBlankFilters(cmd, "item")
 	return cmd
 }
 

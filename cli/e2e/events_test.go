@@ -147,3 +147,38 @@ func TestEventsAllWithItem(t *testing.T) {
 		t.Fatalf("the server's refusal was passed on: %v", r)
 	}
 }
+
+// TestBlankFiltersRefused: a list's filter flag given an empty or blank
+// value (--worker "$UNSET") exits 2 naming the flag, changing nothing.
+// The client sent no filter for it and listed everything (items ls
+// --state "" printed every item), where the server refuses ?state= for
+// that reason.
+func TestBlankFiltersRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.item("Ship it")
+	for _, c := range [][]string{
+		{"items", "ls", "--state", ""},
+		{"items", "ls", "--label", " "},
+		{"items", "ls", "--parent", ""},
+		{"items", "ls", "--text", ""},
+		{"items", "ls", "--sort", ""},
+		{"items", "ls", "--cursor", ""},
+		{"history", "--worker", ""},
+		{"history", "--outcome", ""},
+		{"history", "--item", ""},
+		{"history", "--since", ""},
+		{"history", "--until", " "},
+		{"history", "--sort", ""},
+		{"history", "--cursor", ""},
+		{"attention", "ls", "--state", ""},
+		{"attention", "ls", "--item", ""},
+		{"events", "--item", ""},
+		{"workers", "--cursor", ""},
+	} {
+		r := e.wantExit(e.humanToken, 2, "an empty filter would match everything", c...)
+		if !strings.Contains(r.stderr, c[len(c)-2]) {
+			t.Fatalf("%v: the message does not name the flag: %v", c, r)
+		}
+	}
+}
