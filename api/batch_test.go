@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -137,6 +138,21 @@ func TestBatches(t *testing.T) {
 		for _, tc := range cases {
 			p := f.do("POST", "/v1/projects/alpha/completions", f.agent.Token, tc.body).problem(t, 400, "invalid_argument")
 			field(t, p, tc.field)
+		}
+		// A batch is an array: an object sent for it (the shape of the
+		// answer, {"completions": [...]}) is told so, where the detail
+		// said "must be a JSON object" of the object it was sent.
+		for _, path := range []string{"/v1/projects/alpha/completions", "/v1/projects/alpha/heartbeats"} {
+			p := f.do("POST", path, f.agent.Token, map[string]any{"completions": []any{}}).problem(t, 400, "invalid_argument")
+			if d, _ := p["detail"].(string); !strings.Contains(d, "must be a JSON array") {
+				t.Errorf("POST %s with an object: detail %q, want it to say the body must be a JSON array", path, d)
+			}
+		}
+		// And a body of the wrong type where an object is wanted still
+		// says object.
+		po := f.do("POST", "/v1/projects/alpha/items", f.agent.Token, []any{}).problem(t, 400, "invalid_argument")
+		if d, _ := po["detail"].(string); !strings.Contains(d, "must be a JSON object") {
+			t.Errorf("POST items with an array: detail %q, want it to say the body must be a JSON object", d)
 		}
 		if after := f.count(`SELECT count(*) FROM leases WHERE ended_at IS NULL`); after != before {
 			t.Errorf("a refused batch ended leases: %d live before, %d after", before, after)

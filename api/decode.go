@@ -173,8 +173,13 @@ func decodeError(err error, body []byte) error {
 	case errors.As(err, &typeErr):
 		field := typeErr.Field
 		if field == "" {
-			field = "body"
-			return wgerr.InvalidField(field, "must be a JSON object")
+			// The body as a whole: an object, or an array for the
+			// batches (completions, heartbeats).
+			want := "object"
+			if k := typeErr.Type.Kind().String(); k == "slice" || k == "array" {
+				want = "array"
+			}
+			return wgerr.InvalidField("body", "must be a JSON %s", want)
 		}
 		if path := input.PathAt(body, typeErr.Offset); path != "" {
 			field = path // with the indexes of arrays, which Field lacks

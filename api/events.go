@@ -61,7 +61,8 @@ func eventsFilter(c echo.Context) (events.Filter, error) {
 	if f.After, err = afterParam("after", c.QueryParam("after")); err != nil {
 		return f, err
 	}
-	for _, v := range c.QueryParams()["types"] {
+	given := c.QueryParams()["types"]
+	for _, v := range given {
 		for _, t := range strings.Split(v, ",") {
 			t = strings.TrimSpace(t)
 			if t == "" {
@@ -72,6 +73,11 @@ func eventsFilter(c echo.Context) (events.Filter, error) {
 			}
 			f.Types = append(f.Types, t)
 		}
+	}
+	// A list that names no type (",", " , ") is as empty as ?types=: nil
+	// Types would be every event, the opposite of a filter.
+	if len(given) > 0 && len(f.Types) == 0 {
+		return f, wgerr.InvalidField("types", "names no event type (leave the parameter out to have every type)")
 	}
 	if c.Param("project") != "" {
 		if f.ItemID, err = queryID(c, "item_id"); err != nil {

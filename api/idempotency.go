@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/workgraph-dev/workgraph/idempotency"
+	"github.com/workgraph-dev/workgraph/input"
 	"github.com/workgraph-dev/workgraph/wgerr"
 )
 
@@ -71,11 +72,18 @@ func (a *API) idempotentAs(kind effectKind, next echo.HandlerFunc) echo.HandlerF
 	return func(c echo.Context) error {
 		req := c.Request()
 		key := req.Header.Get(IdempotencyHeader)
-		if !isWrite(req.Method) || key == "" {
+		_, sent := req.Header[IdempotencyHeader]
+		if !isWrite(req.Method) || !sent {
 			return next(c)
 		}
+		// A key sent empty or blank (net/http trims the value, so " " is
+		// "") is refused, not read as no key: the client meant its write
+		// to be retry-safe.
 		if len(key) > 255 || strings.TrimSpace(key) == "" {
 			return wgerr.InvalidField(IdempotencyHeader, "must be 1 to 255 visible characters")
+		}
+		if err := input.Line(IdempotencyHeader, key); err != nil {
+			return err
 		}
 		body, err := readBody(c)
 		if err != nil {

@@ -87,6 +87,15 @@ func TestIdempotencyKey(t *testing.T) {
 	t.Run("ErrBadKey", func(t *testing.T) {
 		long := string(bytes.Repeat([]byte("k"), 256))
 		field(t, e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "zeta"}, key(long)).problem(t, 400, "invalid_argument"), "Idempotency-Key")
+		// A key sent empty (a client's unset variable) or blank was read as
+		// no key: the write ran unprotected, and its retry ran again. A key
+		// with a control or bidirectional character is no visible text.
+		for _, k := range []string{"", " ", "\t", "a\tb", "a\u202eb"} {
+			field(t, e.do("POST", "/v1/projects", adminToken, map[string]any{"name": "zeta"}, key(k)).problem(t, 400, "invalid_argument"), "Idempotency-Key")
+		}
+		if n := e.count("SELECT count(*) FROM projects WHERE name = 'zeta'"); n != 0 {
+			t.Fatalf("a refused key created the project %d times", n)
+		}
 	})
 }
 

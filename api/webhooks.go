@@ -73,7 +73,9 @@ func (a *API) webhooks() (*webhook.Service, error) {
 type createWebhookRequest struct {
 	URL        *string  `json:"url"`
 	EventTypes []string `json:"event_types"`
-	Format     string   `json:"format"`
+	// Format: absent, "standard"; "" is refused as any other value
+	// outside the enum (webhook.New reads "" as absent).
+	Format *string `json:"format"`
 	// Recipient: null or absent, none.
 	Recipient   optionalString `json:"recipient"`
 	Description string         `json:"description"`
@@ -88,6 +90,13 @@ func (a *API) createWebhook(c echo.Context) error {
 	if req.URL == nil {
 		return wgerr.InvalidField("url", "is required")
 	}
+	format := webhook.FormatStandard
+	if req.Format != nil {
+		if *req.Format == "" {
+			return wgerr.InvalidField("format", "must be %q or %q (omit it for %q)", webhook.FormatStandard, webhook.FormatSlack, webhook.FormatStandard)
+		}
+		format = *req.Format
+	}
 	p, err := a.project(c)
 	if err != nil {
 		return err
@@ -97,7 +106,7 @@ func (a *API) createWebhook(c echo.Context) error {
 		return err
 	}
 	w, err := svc.Create(c.Request().Context(), p.ID, webhook.New{URL: *req.URL, EventTypes: req.EventTypes,
-		Format: req.Format, Recipient: req.Recipient.value, Description: req.Description, Enabled: req.Enabled,
+		Format: format, Recipient: req.Recipient.value, Description: req.Description, Enabled: req.Enabled,
 		CreatedBy: principal(c).String()})
 	if err != nil {
 		return err

@@ -97,6 +97,9 @@ func TestWebhooks(t *testing.T) {
 			{`{"url": "http://169.254.169.254/"}`, "url"},
 			{`{"url": "https://example.com/", "event_types": ["nope"]}`, "event_types"},
 			{`{"url": "https://example.com/", "format": "teams"}`, "format"},
+			// An empty format is no format of the enum (PATCH refused it;
+			// the create read it as "standard").
+			{`{"url": "https://example.com/", "format": ""}`, "format"},
 			{`{"url": "https://example.com/", "secret": "mine"}`, "secret"},
 		} {
 			field(t, e.do("POST", base, human.Token, c.body).problem(t, 400, "invalid_argument"), c.field)

@@ -86,6 +86,43 @@ func TestRemembers(t *testing.T) {
 			t.Fatal("a token seen revoked is still remembered")
 		}
 	})
+	t.Run("BootstrapToken", func(t *testing.T) {
+		// A bootstrap token's bearer string is any secret, not wg_<id>_:
+		// it is found by its hash. It was never remembered, so guesses
+		// from an address locked out the operator's own admin token (its
+		// CI, its container) until the bucket refilled.
+		t.Parallel()
+		const bearer = "ci-bootstrap-secret-for-remembers"
+		svc := NewService(pool, nil)
+		if _, _, err := svc.EnsureBootstrap(ctx, bearer); err != nil {
+			t.Fatal(err)
+		}
+		if svc.Remembers(bearer) {
+			t.Fatal("a bootstrap token remembered before it was ever verified")
+		}
+		p, err := svc.Authenticate(ctx, bearer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !svc.Remembers(bearer) {
+			t.Fatal("a verified bootstrap token is not remembered")
+		}
+		if svc.Remembers(bearer+"x") || svc.Remembers("ci-bootstrap-secret-for-rememberz") {
+			t.Fatal("another secret is remembered")
+		}
+		if _, _, ok := svc.Lazy(ctx, bearer); !ok {
+			t.Fatal("Lazy does not vouch for a verified bootstrap token")
+		}
+		if _, err := pool.Exec(ctx, "UPDATE tokens SET revoked_at = now() WHERE id = $1", p.TokenID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Authenticate(ctx, bearer); !errors.Is(err, wgerr.Unauthenticated) {
+			t.Fatalf("a revoked bootstrap token: %v, want unauthenticated", err)
+		}
+		if svc.Remembers(bearer) {
+			t.Fatal("a bootstrap token seen revoked is still remembered")
+		}
+	})
 	t.Run("Deleted", func(t *testing.T) {
 		t.Parallel()
 		id, bearer := mustToken("deleted")

@@ -125,8 +125,11 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, e
 		row, err = s.q.GetTokenByHash(ctx, s.pool, hash)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
+		// Deleted: Remembers no longer vouches for it.
 		if ok {
-			s.verified.drop(id) // deleted: Remembers no longer vouches for it
+			s.verified.drop(id)
+		} else {
+			s.verified.dropHash(hash)
 		}
 		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "unknown token")
 	}
@@ -143,9 +146,7 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (Principal, e
 		return Principal{}, wgerr.New(wgerr.CodeUnauthenticated, "the token has been revoked")
 	}
 	p := Principal{TokenID: row.ID, Name: row.Name, Role: Role(row.Role), ProjectID: row.ProjectID}
-	if ok {
-		s.verified.put(verifiedToken{hash: hash, principal: p})
-	}
+	s.verified.put(verifiedToken{hash: hash, principal: p})
 	return p, nil
 }
 

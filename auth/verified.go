@@ -22,10 +22,13 @@ type verifiedToken struct {
 	principal Principal
 }
 
-// verified is the memory of tokens that passed Authenticate.
+// verified is the memory of tokens that passed Authenticate, by id, and
+// the id of each by its secret's hash: a bootstrap token's bearer string
+// is any secret, with no id in it (parseBearer), so it is found by hash.
 type verified struct {
-	mu sync.Mutex
-	m  map[uuid.UUID]verifiedToken
+	mu     sync.Mutex
+	m      map[uuid.UUID]verifiedToken
+	byHash map[string]uuid.UUID
 }
 
 func (v *verified) get(id uuid.UUID) (verifiedToken, bool) {
@@ -35,19 +38,42 @@ func (v *verified) get(id uuid.UUID) (verifiedToken, bool) {
 	return t, ok
 }
 
+// idOf is the id of the token remembered with this secret hash.
+func (v *verified) idOf(hash []byte) (uuid.UUID, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	id, ok := v.byHash[string(hash)]
+	return id, ok
+}
+
 func (v *verified) put(t verifiedToken) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil || len(v.m) >= maxVerified {
 		v.m = make(map[uuid.UUID]verifiedToken)
+		v.byHash = make(map[string]uuid.UUID)
+	}
+	if old, ok := v.m[t.principal.TokenID]; ok {
+		delete(v.byHash, string(old.hash))
 	}
 	v.m[t.principal.TokenID] = t
+	v.byHash[string(t.hash)] = t.principal.TokenID
 }
 
 func (v *verified) drop(id uuid.UUID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if t, ok := v.m[id]; ok {
+		delete(v.byHash, string(t.hash))
+	}
 	delete(v.m, id)
+}
+
+// dropHash forgets the token remembered with this secret hash, if any.
+func (v *verified) dropHash(hash []byte) {
+	if id, ok := v.idOf(hash); ok {
+		v.drop(id)
+	}
 }
 
 // Lazy returns the principal of a bearer string that Authenticate verified
@@ -84,12 +110,16 @@ func (s *Service) Remembers(bearer string) bool {
 
 // remembered is what the memory holds of bearer, when its secret matches.
 func (s *Service) remembered(bearer string) (verifiedToken, bool) {
+	hash := hashBearer(bearer)
 	id, ok := parseBearer(bearer)
 	if !ok {
-		return verifiedToken{}, false
+		// A bootstrap token: no id in the bearer string.
+		if id, ok = s.verified.idOf(hash); !ok {
+			return verifiedToken{}, false
+		}
 	}
 	t, ok := s.verified.get(id)
-	if !ok || !sameHash(t.hash, hashBearer(bearer)) {
+	if !ok || !sameHash(t.hash, hash) {
 		return verifiedToken{}, false
 	}
 	return t, true

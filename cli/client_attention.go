@@ -93,6 +93,7 @@ func newAttentionCmd(stdio IO) *cobra.Command {
 	}
 	ls.Flags().StringVar(&state, "state", "open", "open, resolved or dismissed")
 	ls.Flags().StringVar(&itemID, "item", "", "only requests about this item")
+	refuseBlankFilters(ls, "state", "item")
 	var answer, decision, result, resultFile, resultTx, note string
 	resolve := &cobra.Command{
 		Use:   "resolve ID [ANSWER]",
@@ -247,6 +248,7 @@ func newHistoryCmd(stdio IO) *cobra.Command {
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
 	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
 	fl.BoolVar(&all, "all", false, "fetch every page")
+	refuseBlankFilters(cmd, "item", "worker", "outcome", "sort", "since", "until", "cursor")
 	return cmd
 }
 

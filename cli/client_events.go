@@ -21,7 +21,8 @@ func newEventsCmd(stdio IO) *cobra.Command {
 	var after int64
 	var types, itemID string
 	var follow, all bool
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:   "events",
 		Short: "Show the project's event log; --follow streams new events until interrupted",
 		Long: "Show the project's events (item, lease, attention, plan and token changes), oldest first, as a table\n" +
@@ -54,6 +55,12 @@ func newEventsCmd(stdio IO) *cobra.Command {
 				if t = strings.TrimSpace(t); t != "" {
 					q.Types = append(q.Types, t)
 				}
+			}
+			if len(q.Types) == 0 && cmd.Flags().Changed("types") {
+				// --types "" (an unset variable) or "," would send no
+				// filter at all: every event, the opposite of what was
+				// asked.
+				return usageError("--types %q names no event type: give one or more, comma-separated (e.g. --types attention.opened,lease.ended), or leave --types out for every type", types)
 			}
 			out := newEventPrinter(s.Out, s.json, all)
 			if follow {
@@ -96,6 +103,7 @@ func newEventsCmd(stdio IO) *cobra.Command {
 	cmd.Flags().StringVar(&itemID, "item", "", "only this item's events (its id, or the first characters of it)")
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep streaming new events until interrupted")
 	cmd.Flags().BoolVar(&all, "all", false, "every project's events (admin tokens)")
+	refuseBlankFilters(cmd, "item")
 	return cmd
 }
 

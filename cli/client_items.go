@@ -152,6 +152,7 @@ func itemsLsCmd(stdio IO, f *clientFlags) *cobra.Command {
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
 	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
 	fl.BoolVar(&all, "all", false, "fetch every page")
+	refuseBlankFilters(cmd, "state", "label", "parent", "text", "sort", "cursor")
 	return cmd
 }
 

@@ -88,6 +88,21 @@ func negativeDuration(cmd *cobra.Command) error {
 	return err
 }
 
+// refuseBlankFilters makes cmd refuse (exit 2) any of the named filter
+// flags given with an empty or blank value (--worker "$UNSET"): the client
+// sends nothing for it, so the list would be unfiltered, the opposite of
+// what was asked (the server refuses ?worker= for the same reason).
+func refuseBlankFilters(cmd *cobra.Command, names ...string) {
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		for _, n := range names {
+			if f := cmd.Flags().Lookup(n); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+				return usageError("--%s %q: an empty filter would match everything; give a value, or leave --%s out", n, f.Value.String(), n)
+			}
+		}
+		return nil
+	}
+}
+
 // usageError is an exit-2 error for bad arguments.
 func usageError(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}

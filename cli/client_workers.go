@@ -70,6 +70,7 @@ func newWorkersCmd(stdio IO) *cobra.Command {
 	fl.IntVar(&opt.Limit, "limit", 0, "page size (default: the server's)")
 	fl.StringVar(&opt.Cursor, "cursor", "", "continue after this cursor")
 	fl.BoolVar(&all, "all", false, "fetch every page")
+	refuseBlankFilters(cmd, "cursor")
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -351,7 +352,9 @@ func (p *plan) parseItems(seq *yaml.Node, parent *planNode, opt planOptions, err
 			case "priority":
 				if s, ok := scalar(v, errs, "priority"); ok && v.Tag != "!!null" {
 					pr, err := strconv.ParseInt(s, 10, 32)
-					if err != nil {
+					if errors.Is(err, strconv.ErrRange) {
+						errs.add(v.Line, "priority %s: out of range, want an integer from %d to %d", s, math.MinInt32, math.MaxInt32)
+					} else if err != nil {
 						errs.add(v.Line, "priority %q: want an integer", s)
 					} else {
 						x := int(pr)

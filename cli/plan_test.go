@@ -234,6 +234,21 @@ func TestParsePlan(t *testing.T) {
 		// What a re-import does with a key: it never updates the item.
 		wantFault(t, pe, 5, "a re-import leaves the item of that key alone")
 	})
+	t.Run("ErrPriorityOutOfRange", func(t *testing.T) {
+		// A whole number past 32 bits is an integer: say what is wrong
+		// with it, the range the server answers with too.
+		t.Parallel()
+		pe := mustPlanError(t, `items:
+  - key: a
+    title: A
+    priority: 99999999999
+  - key: b
+    title: B
+    priority: -2147483649
+`)
+		wantFault(t, pe, 4, `priority 99999999999: out of range, want an integer from -2147483648 to 2147483647`)
+		wantFault(t, pe, 7, `priority -2147483649: out of range, want an integer from -2147483648 to 2147483647`)
+	})
 	t.Run("ErrInvisibleCharacters", func(t *testing.T) {
 		// What the server refuses (docs/api.md, "Input is strict") is
 		// refused here, with its line, so --local does not call it fine.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,6 +102,12 @@ ended, with the first non-zero exit status among them.`,
 		RunE: runClient(stdio, &f, func(ctx context.Context, s *session, argv []string) error {
 			if opt.worker == "" {
 				opt.worker = s.cfg.Worker
+			}
+			// A command that cannot be started (a typo, a script without
+			// its execute bit) is refused before any claim, so it takes no
+			// item; commandFor checks again when it starts it.
+			if _, err := exec.LookPath(argv[0]); err != nil {
+				return cannotStart(argv[0], err)
 			}
 			tr, err := setupTracing(ctx, "workgraph-work", logger(s.Err))
 			if err != nil {

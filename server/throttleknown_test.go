@@ -89,6 +89,14 @@ func TestThrottleSparesKnownTokens(t *testing.T) {
 		if st := newBrowser(t, srv).signIn(tokens["person"]); st != http.StatusSeeOther {
 			t.Fatalf("a person's sign-in from the throttled address: status %d, want 303", st)
 		}
+		// The bootstrap token (any secret, not wg_<id>_) was verified
+		// above too: the operator's admin token is not locked out either.
+		if _, err := admin.ListProjects(ctx); err != nil {
+			t.Fatalf("the bootstrap admin token from the throttled address: %v", err)
+		}
+		if st := newBrowser(t, srv).signIn(adminToken); st != http.StatusSeeOther {
+			t.Fatalf("a sign-in with the bootstrap token from the throttled address: status %d, want 303", st)
+		}
 	})
 	t.Run("ErrUnseenTokenThrottled", func(t *testing.T) {
 		_, err := as(tokens["unseen"]).ListProjects(ctx)

@@ -57,6 +57,11 @@ func TestEventsCommand(t *testing.T) {
 		t.Fatalf("events --after the newest event: %v", r)
 	}
 	e.wantExit(e.agentToken, 2, "types", "events", "--types", "item.exploded")
+	// A --types that names no type (an unset variable, a stray comma)
+	// is refused, not read as every type.
+	for _, v := range []string{"", ",", " , "} {
+		e.wantExit(e.agentToken, 2, "names no event type", "events", "--types", v)
+	}
 
 	c := e.cmd(e.humanToken, nil, "events", "--follow", "--json", "--after", "0")
 	out, err := c.StdoutPipe()
@@ -140,5 +145,40 @@ func TestEventsAllWithItem(t *testing.T) {
 	r := e.wantExit(e.agentToken, 2, "--item cannot be used with --all", "events", "--all", "--item", it.ID)
 	if strings.Contains(r.stderr, "item_id") {
 		t.Fatalf("the server's refusal was passed on: %v", r)
+	}
+}
+
+// TestBlankFiltersRefused: a list's filter flag given an empty or blank
+// value (--worker "$UNSET") exits 2 naming the flag, changing nothing.
+// The client sent no filter for it and listed everything (items ls
+// --state "" printed every item), where the server refuses ?state= for
+// that reason.
+func TestBlankFiltersRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.item("Ship it")
+	for _, c := range [][]string{
+		{"items", "ls", "--state", ""},
+		{"items", "ls", "--label", " "},
+		{"items", "ls", "--parent", ""},
+		{"items", "ls", "--text", ""},
+		{"items", "ls", "--sort", ""},
+		{"items", "ls", "--cursor", ""},
+		{"history", "--worker", ""},
+		{"history", "--outcome", ""},
+		{"history", "--item", ""},
+		{"history", "--since", ""},
+		{"history", "--until", " "},
+		{"history", "--sort", ""},
+		{"history", "--cursor", ""},
+		{"attention", "ls", "--state", ""},
+		{"attention", "ls", "--item", ""},
+		{"events", "--item", ""},
+		{"workers", "--cursor", ""},
+	} {
+		r := e.wantExit(e.humanToken, 2, "an empty filter would match everything", c...)
+		if !strings.Contains(r.stderr, c[len(c)-2]) {
+			t.Fatalf("%v: the message does not name the flag: %v", c, r)
+		}
 	}
 }

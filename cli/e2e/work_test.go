@@ -155,12 +155,14 @@ func TestWork(t *testing.T) {
 		e := srv.inProject(t, "ErrCommandNotFound")
 		it := e.item("no such program")
 		r := e.run(e.agentToken, nil, "work", "--", "/nonexistent/agent")
-		if r.code != 2 {
+		if r.code != 2 || !strings.Contains(r.stderr, "cannot start /nonexistent/agent") {
 			t.Fatalf("work: %v", r)
 		}
-		ls := e.leases(it.ID)
-		if len(ls) != 1 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased {
-			t.Fatalf("leases = %+v", ls)
+		// Refused before the claim: a typo in the command takes no item
+		// (it used to claim one and release it, a lease and its events
+		// for nothing, each run).
+		if ls := e.leases(it.ID); len(ls) != 0 {
+			t.Fatalf("leases = %+v, want none: the command was refused before any claim", ls)
 		}
 	})
 	t.Run("ErrCommandNotExecutable", func(t *testing.T) {
@@ -189,9 +191,9 @@ func TestWork(t *testing.T) {
 		if code := c.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "workgraph work -- ./agent.sh)") {
 			t.Fatalf("work -- agent.sh: exit %d, want 2 and a hint to name it ./agent.sh\n%s", code, out)
 		}
-		ls := e.leases(it.ID)
-		if len(ls) != 2 || ls[0].Outcome == nil || *ls[0].Outcome != client.OutcomeReleased || ls[1].Outcome == nil || *ls[1].Outcome != client.OutcomeReleased {
-			t.Fatalf("leases = %+v, want two released", ls)
+		// Both refused before the claim: the item was never taken.
+		if ls := e.leases(it.ID); len(ls) != 0 {
+			t.Fatalf("leases = %+v, want none: the command was refused before any claim", ls)
 		}
 	})
 }
