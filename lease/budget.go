@@ -98,6 +98,11 @@ func (lim BudgetLimits) check() error {
 	if lim.MaxCostUSD != nil && (math.IsNaN(*lim.MaxCostUSD) || *lim.MaxCostUSD < 0 || *lim.MaxCostUSD > 1e9) {
 		return wgerr.InvalidField("max_cost_usd", "must be 0 to 1e9")
 	}
+	if lim.MaxCostUSD != nil && *lim.MaxCostUSD > 0 && math.Round(*lim.MaxCostUSD*1e6) == 0 {
+		// Kept to the micro-dollar, it would be stored as 0: a budget
+		// that is spent at once, not the small one asked for.
+		return wgerr.InvalidField("max_cost_usd", "is %g; costs are kept to the micro-dollar, so a positive limit must be at least 0.0000005 (0 allows no cost)", *lim.MaxCostUSD)
+	}
 	if lim.MaxWall != nil && (*lim.MaxWall < time.Second || *lim.MaxWall > 10*365*24*time.Hour) {
 		return wgerr.InvalidField("max_wall", "must be 1 s to 10 years")
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -879,4 +880,49 @@ func TestBudgetAnsweredBeforeTheRefusal(t *testing.T) {
 	if err != nil || bud.RequestID == nil || *bud.RequestID != open[0].ID {
 		t.Fatalf("budget = %+v, %v; want it to point at the new request", bud, err)
 	}
+}
+
+// A limit outside its range is refused naming it, and the item keeps no
+// budget. A positive cost limit below half a micro-dollar would be stored
+// as 0 (costs are kept to the micro-dollar), a budget already spent: it is
+// refused, not rounded to a different meaning.
+func TestBudgetLimitsRefused(t *testing.T) {
+	t.Parallel()
+	f := setup(t, lease.Config{})
+	root := f.item(t, graph.NewItem{Title: "root"})
+	for _, c := range []struct {
+		name  string
+		lim   lease.BudgetLimits
+		field string
+	}{
+		{"ErrCostRoundsToZero", lease.BudgetLimits{MaxCostUSD: ptr(1e-7)}, "max_cost_usd"},
+		{"ErrCostBelowAMicroDollar", lease.BudgetLimits{MaxCostUSD: ptr(4.9e-7)}, "max_cost_usd"},
+		{"ErrCostNegative", lease.BudgetLimits{MaxCostUSD: ptr(-1.0)}, "max_cost_usd"},
+		{"ErrCostNaN", lease.BudgetLimits{MaxCostUSD: ptr(math.NaN())}, "max_cost_usd"},
+		{"ErrTokensNegative", lease.BudgetLimits{MaxTokens: ptr[int64](-1)}, "max_tokens"},
+		{"ErrWallUnderASecond", lease.BudgetLimits{MaxWall: ptr(time.Millisecond)}, "max_wall"},
+		{"ErrDepth", lease.BudgetLimits{MaxDepth: ptr(1001)}, "max_depth"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := f.leases.SetBudget(f.ctx, f.project, root.ID, c.lim, "alice")
+			var we *wgerr.Error
+			if !errors.As(err, &we) || we.Code != wgerr.CodeInvalid || we.Field != c.field {
+				t.Fatalf("SetBudget(%s) = %v, want invalid_argument naming %s", c.name, err, c.field)
+			}
+		})
+	}
+	if _, err := f.leases.Budget(f.ctx, f.project, root.ID); wgerr.CodeOf(err) != wgerr.CodeNotFound {
+		t.Fatalf("the item's budget after refused limits: %v, want not_found (none was set)", err)
+	}
+	t.Run("OK", func(t *testing.T) {
+		for _, v := range []float64{0, 1e-6, 5e-7} {
+			b, err := f.leases.SetBudget(f.ctx, f.project, root.ID, lease.BudgetLimits{MaxCostUSD: ptr(v)}, "alice")
+			if err != nil {
+				t.Fatalf("SetBudget(max_cost_usd %g): %v", v, err)
+			}
+			if want := math.Round(v*1e6) / 1e6; b.Limits.MaxCostUSD == nil || *b.Limits.MaxCostUSD != want {
+				t.Fatalf("max_cost_usd %g stored as %v, want %g", v, b.Limits.MaxCostUSD, want)
+			}
+		}
+	})
 }
