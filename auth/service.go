@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -89,6 +91,9 @@ func validate(name string, role Role, projectID *uuid.UUID) error {
 	if err := input.Line("name", name); err != nil {
 		// It is the principal ("token:<name>") that history, events and
 		// logs show.
+		return err
+	}
+	if err := distinctName(name); err != nil {
 		return err
 	}
 	if !role.Valid() {
@@ -248,4 +253,21 @@ func (s *Service) FirstStart(ctx context.Context) (string, error) {
 
 func fromRow(r dbq.Token) Token {
 	return Token{ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, Role: Role(r.Role), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+}
+
+// distinctName refuses a token name that reads as another: names are
+// unique in a project so that the principal history shows ("token:<name>")
+// names one token, and "agent-1 ", " agent-1" or "agent-1" with a no-break
+// space would each read as "agent-1". Spaces inside a name are plain
+// spaces (U+0020), and none begins or ends it.
+func distinctName(name string) error {
+	if strings.TrimSpace(name) != name {
+		return wgerr.InvalidField("name", "must not begin or end with a space")
+	}
+	for i, r := range name {
+		if unicode.IsSpace(r) && r != ' ' {
+			return wgerr.InvalidField("name", "must not contain %U (a space other than U+0020, which reads as one), found at character %d", r, utf8.RuneCountInString(name[:i])+1)
+		}
+	}
+	return nil
 }

@@ -109,6 +109,13 @@ func TestCreateRefusals(t *testing.T) {
 		// ("token:<name>"): no line breaks, escapes or other controls.
 		{"ErrNameNewline", &project, "agent-1\nlevel=ERROR msg=forged", auth.RoleAgent, "name", wgerr.CodeInvalid},
 		{"ErrNameEscape", &project, "agent-1\x1b[2J", auth.RoleAgent, "name", wgerr.CodeInvalid},
+		// Unique names keep principals apart in history: "agent-1 " or
+		// "agent-1" with a no-break space would read as "agent-1".
+		{"ErrNameTrailingSpace", &project, "agent-1 ", auth.RoleAgent, "name", wgerr.CodeInvalid},
+		{"ErrNameLeadingSpace", &project, " agent-1", auth.RoleAgent, "name", wgerr.CodeInvalid},
+		{"ErrNameTrailingNoBreakSpace", &project, "agent-1\u00a0", auth.RoleAgent, "name", wgerr.CodeInvalid},
+		{"ErrNameInnerNoBreakSpace", &project, "agent\u00a01", auth.RoleAgent, "name", wgerr.CodeInvalid},
+		{"ErrNameIdeographicSpace", &project, "agent\u30001", auth.RoleAgent, "name", wgerr.CodeInvalid},
 		{"ErrRole", &project, "a", "root", "role", wgerr.CodeInvalid},
 		{"ErrNoProject", nil, "a", auth.RoleHuman, "project", wgerr.CodeInvalid},
 		{"ErrUnknownProject", ptr(uuid.New()), "a", auth.RoleHuman, "", wgerr.CodeNotFound},
