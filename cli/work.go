@@ -83,7 +83,8 @@ the item; the next claim of the item carries the answer.
 
 Exit status: 0 done (or handed to a person, or stopped at a person's
 request), 1 the command failed, 2 bad arguments or the command cannot be
-started (the item is released), 3 nothing was ready, 4 the lease was lost,
+started (one that is not found or not executable is refused before anything
+is claimed; one that fails to start later releases its item), 3 nothing was ready, 4 the lease was lost,
 6 no ready item matches --capabilities, 7 the token was refused, 8 the
 server could not be reached, 130 interrupted. With --loop, work keeps
 claiming until nothing is ready (with --wait: forever, also through an
