@@ -150,10 +150,29 @@ WITH scan AS MATERIALIZED (
                         greatest(clock_timestamp(),
                                  (SELECT p.ended_at FROM leases p
                                   WHERE p.project_id = taken.project_id AND p.item_id = taken.id
-                                    AND p.epoch = taken.epoch - 1))) AS at
+                                    AND p.epoch = taken.epoch - 1))) AS at,
+               -- Set before each row is inserted (a volatile output, kept
+               -- and evaluated per row): the row triggers of lease events
+               -- skip this statement's rows, whose events granted_events
+               -- writes (migration 00169).
+               set_config('workgraph.lease_events', 'statement', true) AS events_by_statement
     ) AS grant_time
     ORDER BY taken.priority DESC, taken.seq
     RETURNING project_id, id, seq, item_id, epoch, worker, token_id, principal, acquired_at, expires_at, heartbeat_at, heartbeats, progress, worker_time, stop_requested_at, stop_requested_by, ended_at, outcome, outcome_detail, result, scopes, scope_resources, tokens_in, tokens_out, cost_micro_usd, tool_calls, progress_at, budget_roots, scope_keys, stop_note
+), granted_events AS (
+    -- Each grant's lease.granted event, as the row trigger leases_event
+    -- writes it (same columns, payload and actor), in grant order, all
+    -- numbered before the statement's item events (written by the item
+    -- trigger when the statement ends). The actor is set as the row
+    -- trigger sets it, for the item events to read (events_actor()).
+    INSERT INTO events (project_id, type, at, actor, item_id, lease_id, payload)
+    SELECT g.project_id, 'lease.granted', g.acquired_at,
+           set_config('workgraph.actor', 'worker:' || g.worker, true),
+           g.item_id, g.id,
+           jsonb_build_object('lease_id', g.id, 'item_id', g.item_id, 'epoch', g.epoch,
+                              'worker', g.worker, 'expires_at', wg_json_time(g.expires_at))
+    FROM granted g
+    ORDER BY g.seq
 )
 SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held,
        EXISTS (SELECT 1 FROM attention_requests r
@@ -332,7 +351,12 @@ WITH entry AS (
            coalesce((e->>'tool_calls')::bigint, 0) AS tool_calls
     FROM jsonb_array_elements($1::jsonb) AS e
 ), t AS (
-    SELECT coalesce($2::timestamptz, clock_timestamp()) AS at
+    -- (Volatile, so read once. workgraph.lease_events is set before the
+    -- first lease row is updated: the row triggers of lease events and
+    -- counters skip this statement's rows, whose events and counters
+    -- ended_events and counted write, migration 00169.)
+    SELECT coalesce($2::timestamptz, clock_timestamp()) AS at,
+           set_config('workgraph.lease_events', 'statement', true) AS events_by_statement
 ), ended AS (
     UPDATE leases l
     SET ended_at = coalesce($2::timestamptz, greatest(t.at, l.acquired_at, l.heartbeat_at)),
@@ -380,6 +404,31 @@ WITH entry AS (
       -- waited for the row): the counts then differ, WG003.
       AND i.unmet_dependencies = 0 AND i.open_children = 0
     RETURNING i.project_id, i.id, i.seq, i.parent_id, i.title, i.body, i.priority, i.labels, i.metadata, i.status, i.result, i.epoch, i.version, i.unmet_dependencies, i.open_children, i.open_attention, i.active_lease_id, i.not_before, i.failures, i.consecutive_expiries, i.previous_worker, i.preferred_worker, i.preferred_until, i.created_by, i.created_at, i.updated_at, i.finished_at, i.ready, i.preferred_token, i.on_expiry, i.plan_key, i.requires, i.touches, i.budget_roots, i.in_backoff, i.scope_held
+), ended_events AS (
+    -- Each ended lease's lease.ended event, as the row trigger leases_event
+    -- writes it for a completion (same columns, payload and actor), in the
+    -- order the statement ended them (the order the row trigger fired in),
+    -- all numbered before the statement's item events (written by the item
+    -- trigger when the statement ends). The actor is set as the row trigger
+    -- sets it, for the item events to read (events_actor()).
+    INSERT INTO events (project_id, type, at, actor, item_id, lease_id, payload)
+    SELECT e.project_id, 'lease.ended', e.ended_at,
+           set_config('workgraph.actor', 'worker:' || e.worker, true),
+           e.item_id, e.id,
+           jsonb_build_object('lease_id', e.id, 'item_id', e.item_id, 'epoch', e.epoch,
+                              'worker', e.worker, 'outcome', e.outcome)
+    FROM ended e
+), counted AS (
+    -- The workers' outcome counters (count_ended_lease's, one upsert per
+    -- worker instead of one per lease), in key order.
+    INSERT INTO worker_outcome_counts AS c (project_id, worker, outcome, leases, last_seen)
+    SELECT e.project_id, e.worker, e.outcome, count(*), max(greatest(e.acquired_at, e.heartbeat_at, e.ended_at))
+    FROM ended e
+    GROUP BY e.project_id, e.worker, e.outcome
+    ORDER BY e.project_id, e.worker, e.outcome
+    ON CONFLICT (project_id, worker, outcome) DO UPDATE
+    SET leases = c.leases + EXCLUDED.leases,
+        last_seen = greatest(c.last_seen, EXCLUDED.last_seen)
 )
 SELECT leases.project_id, leases.id, leases.seq, leases.item_id, leases.epoch, leases.worker, leases.token_id, leases.principal, leases.acquired_at, leases.expires_at, leases.heartbeat_at, leases.heartbeats, leases.progress, leases.worker_time, leases.stop_requested_at, leases.stop_requested_by, leases.ended_at, leases.outcome, leases.outcome_detail, leases.result, leases.scopes, leases.scope_resources, leases.tokens_in, leases.tokens_out, leases.cost_micro_usd, leases.tool_calls, leases.progress_at, leases.budget_roots, leases.scope_keys, leases.stop_note, items.project_id, items.id, items.seq, items.parent_id, items.title, items.body, items.priority, items.labels, items.metadata, items.status, items.result, items.epoch, items.version, items.unmet_dependencies, items.open_children, items.open_attention, items.active_lease_id, items.not_before, items.failures, items.consecutive_expiries, items.previous_worker, items.preferred_worker, items.preferred_until, items.created_by, items.created_at, items.updated_at, items.finished_at, items.ready, items.preferred_token, items.on_expiry, items.plan_key, items.requires, items.touches, items.budget_roots, items.in_backoff, items.scope_held
 FROM ended AS leases
