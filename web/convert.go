@@ -2,6 +2,8 @@ package web
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -20,7 +22,10 @@ func parsePriority(s string) (int32, error) {
 	if s == "" {
 		return 0, nil
 	}
-	v, err := strconv.ParseInt(s, 10, 32)
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("The priority must be between %d and %d (higher goes first).", math.MinInt32, math.MaxInt32)
+	}
 	if err != nil {
 		return 0, errors.New("The priority must be a whole number (higher goes first).")
 	}

@@ -140,6 +140,10 @@ func (r *req) historyFilter() (HistoryFilter, lease.HistoryFilter, error) {
 	if lf.Until, err = parseLocalTime("until", f.Until); err != nil {
 		return f, lf, err
 	}
+	if lf.Since != nil && lf.Until != nil && lf.Until.Before(*lf.Since) {
+		// No lease could match: the fields were typed the wrong way round.
+		return f, lf, wgerr.InvalidField("until", "is before from (%s): from and to are the other way round", f.Since)
+	}
 	return f, lf, nil
 }
 
