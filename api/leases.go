@@ -417,6 +417,11 @@ func historyFilter(c echo.Context) (lease.HistoryFilter, error) {
 			*b.dst = &t
 		}
 	}
+	if f.Since != nil && f.Until != nil && f.Until.Before(*f.Since) {
+		// Nothing could match, by the parameters' mistake rather than the
+		// history's (the web's search refuses it the same way).
+		return f, wgerr.InvalidField("until", "is before since (%s): since and until are the other way round", f.Since.Format(time.RFC3339Nano))
+	}
 	return f, nil
 }
 

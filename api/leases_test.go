@@ -429,6 +429,13 @@ func TestLeaseHistory(t *testing.T) {
 	if len(p.Leases) != 3 {
 		t.Fatalf("until the future: %+v", p)
 	}
+	// A range whose end is before its start matches nothing by its
+	// parameters' mistake, not the history's: refused, naming until.
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	p2 := f.do("GET", "/v1/projects/alpha/leases?since="+future+"&until="+past, f.agent.Token, nil).problem(t, 400, "invalid_argument")
+	field(t, p2, "until")
+	field(t, f.do("GET", "/v1/projects/alpha/items/"+a.ID+"/leases?since="+future+"&until="+past, f.agent.Token, nil).problem(t, 400, "invalid_argument"), "until")
+	f.do("GET", "/v1/projects/alpha/leases?since="+future+"&until="+future, f.agent.Token, nil).ok(t, 200, &p)
 	for q, fld := range map[string]string{
 		"since=yesterday": "since", "until=1": "until", "outcome=won": "outcome", "item_id=x": "item_id",
 		"limit=0": "limit", "limit=1000": "limit", "cursor=zzz": "cursor", "color=red": "color",

@@ -2602,7 +2602,7 @@ export interface operations {
                 outcome?: components["schemas"]["Outcome"];
                 /** @description acquired at or after (RFC 3339) */
                 since?: string;
-                /** @description acquired before (RFC 3339) */
+                /** @description acquired before (RFC 3339); not before since (400 invalid_argument on until) */
                 until?: string;
                 /** @description the order: acquired (grant order, the default), ran (how long each lease ran; a live one until now), each descending with a leading - (-acquired: newest first). A cursor continues the order it came from. */
                 sort?: "acquired" | "-acquired" | "ran" | "-ran";
@@ -3150,7 +3150,7 @@ export interface operations {
                 outcome?: components["schemas"]["Outcome"];
                 /** @description acquired at or after (RFC 3339) */
                 since?: string;
-                /** @description acquired before (RFC 3339) */
+                /** @description acquired before (RFC 3339); not before since (400 invalid_argument on until) */
                 until?: string;
                 /** @description the order: acquired (grant order, the default), ran (how long each lease ran; a live one until now), each descending with a leading - (-acquired: newest first). A cursor continues the order it came from. */
                 sort?: "acquired" | "-acquired" | "ran" | "-ran";
