@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/attention"
+	"github.com/workgraph-dev/workgraph/internal/alone"
 	"github.com/workgraph-dev/workgraph/page"
 )
 
@@ -90,11 +91,15 @@ func TestListsChunkedPagesAreExact(t *testing.T) {
 // chunk of rows, not the limit+1 rows it read when the read was bounded
 // by rows alone.
 //
-// Not parallel: runtime.MemStats counts the whole process, and a test
-// that is not parallel runs alone.
+// Alone in a process of its own (alone.Here), since runtime.MemStats
+// counts the whole process, and parallel with the package's other tests
+// there: not parallel, it held them all until it ended.
 func TestListMemoryIsBoundedByTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 120 MiB of requests")
+	}
+	if !alone.Here(t) {
+		return
 	}
 	f := setup(t)
 	a := f.item(t, "a")
@@ -203,11 +208,15 @@ func TestInboxChunkedPagesAreExact(t *testing.T) {
 // is spent, so it allocates about a chunk of rows, not the 51 it read when
 // the read was bounded by rows alone.
 //
-// Not parallel: runtime.MemStats counts the whole process, and a test
-// that is not parallel runs alone.
+// Alone in a process of its own (alone.Here), since runtime.MemStats
+// counts the whole process, and parallel with the package's other tests
+// there: not parallel, it held them all until it ended.
 func TestInboxMemoryIsBoundedByTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 120 MiB of requests")
+	}
+	if !alone.Here(t) {
+		return
 	}
 	f := setup(t)
 	a := f.item(t, "a")
