@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workgraph-dev/workgraph/attention"
-	"github.com/workgraph-dev/workgraph/internal/alone"
 	"github.com/workgraph-dev/workgraph/page"
 )
 
@@ -91,15 +90,11 @@ func TestListsChunkedPagesAreExact(t *testing.T) {
 // chunk of rows, not the limit+1 rows it read when the read was bounded
 // by rows alone.
 //
-// Alone in a process of its own (alone.Here), since runtime.MemStats
-// counts the whole process, and parallel with the package's other tests
-// there: not parallel, it held them all until it ended.
+// Not parallel: runtime.MemStats counts the whole process, and a test
+// that is not parallel runs alone.
 func TestListMemoryIsBoundedByTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 120 MiB of requests")
-	}
-	if !alone.Here(t) {
-		return
 	}
 	f := setup(t)
 	a := f.item(t, "a")
@@ -208,15 +203,11 @@ func TestInboxChunkedPagesAreExact(t *testing.T) {
 // is spent, so it allocates about a chunk of rows, not the 51 it read when
 // the read was bounded by rows alone.
 //
-// Alone in a process of its own (alone.Here), since runtime.MemStats
-// counts the whole process, and parallel with the package's other tests
-// there: not parallel, it held them all until it ended.
+// Not parallel: runtime.MemStats counts the whole process, and a test
+// that is not parallel runs alone.
 func TestInboxMemoryIsBoundedByTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 120 MiB of requests")
-	}
-	if !alone.Here(t) {
-		return
 	}
 	f := setup(t)
 	a := f.item(t, "a")

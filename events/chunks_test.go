@@ -9,7 +9,6 @@ import (
 
 	"github.com/workgraph-dev/workgraph/db/dbtest"
 	"github.com/workgraph-dev/workgraph/events"
-	"github.com/workgraph-dev/workgraph/internal/alone"
 	"github.com/workgraph-dev/workgraph/page"
 )
 
@@ -81,15 +80,11 @@ func TestReadChunkedPagesAreExact(t *testing.T) {
 // the budget is spent, so it allocates about a chunk of events, not the
 // limit it read when the read was bounded by rows alone.
 //
-// Alone in a process of its own (alone.Here), since runtime.MemStats
-// counts the whole process, and parallel with the package's other tests
-// there: not parallel, it held them all until it ended.
+// Not parallel: runtime.MemStats counts the whole process, and a test
+// that is not parallel runs alone.
 func TestReadMemoryIsBoundedByTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 120 MiB of events")
-	}
-	if !alone.Here(t) {
-		return
 	}
 	ctx := context.Background()
 	pool := dbtest.New(t) // the horizon needs committed events

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/workgraph-dev/workgraph/internal/alone"
 	"github.com/workgraph-dev/workgraph/page"
 )
 
@@ -124,15 +123,11 @@ func TestListItemsChunkedPagesAreExact(t *testing.T) {
 // allocates about a chunk of rows, not the limit+1 rows it reads when
 // the read is bounded by rows alone (about 2 MiB a row).
 //
-// Alone in a process of its own (alone.Here), since runtime.MemStats
-// counts the whole process, and parallel with the package's other tests
-// there: not parallel, it held them all until it ended.
+// Not parallel: runtime.MemStats counts the whole process, and a test
+// that is not parallel runs alone.
 func TestListItemsMemoryIsBoundedByTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 120 MiB of items")
-	}
-	if !alone.Here(t) {
-		return
 	}
 	f := setup(t)
 	ctx := context.Background()

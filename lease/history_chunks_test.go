@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/workgraph-dev/workgraph/internal/alone"
 	"github.com/workgraph-dev/workgraph/lease"
 	"github.com/workgraph-dev/workgraph/page"
 )
@@ -109,15 +108,11 @@ func historyOrdered(order lease.HistoryOrder, a, b lease.Lease) bool {
 // allocates about a chunk of rows, not the limit+1 rows of about 2 MiB
 // each it read when the read was bounded by rows alone.
 //
-// Alone in a process of its own (alone.Here), since runtime.MemStats
-// counts the whole process, and parallel with the package's other tests
-// there: not parallel, it held them all until it ended.
+// Not parallel: runtime.MemStats counts the whole process, and a test
+// that is not parallel runs alone.
 func TestHistoryMemoryIsBoundedByTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 120 MiB of leases")
-	}
-	if !alone.Here(t) {
-		return
 	}
 	f := setup(t, lease.Config{})
 	const n, limit = 60, 100
