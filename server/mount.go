@@ -134,6 +134,7 @@ func (s *Server) mount(ctx context.Context) error {
 			Concurrency: s.cfg.Webhooks.Concurrency, PerWebhook: s.cfg.Webhooks.PerWebhook, PublicURL: s.PublicURL(), Attention: attentionSvc, Links: links,
 			Observe: s.observeDelivery,
 		})
+		hooks.OnEnabled(d.Wake)
 		d.Start(context.Background())
 		s.stops = append(s.stops, d.Stop)
 	}

@@ -52,3 +52,21 @@ func (s *Signal[T]) Wait(tb testing.TB) T {
 		return zero
 	}
 }
+
+// Within returns the next value sent within d, and false when none came:
+// for a test that asserts a service stays quiet for a while (d is the
+// while), where Wait would fail it.
+func (s *Signal[T]) Within(d time.Duration) (T, bool) {
+	var zero T
+	if s.ch == nil {
+		return zero, false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case v := <-s.ch:
+		return v, true
+	case <-t.C:
+		return zero, false
+	}
+}

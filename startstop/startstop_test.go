@@ -113,3 +113,20 @@ func TestSignalUninitialisedNeverBlocks(t *testing.T) {
 		t.Fatalf("first signal %d, want 0", got)
 	}
 }
+
+func TestSignalWithin(t *testing.T) {
+	t.Parallel()
+	var s Signal[int]
+	s.Init()
+	if v, ok := s.Within(time.Millisecond); ok {
+		t.Fatalf("Within on a quiet signal = %d, true", v)
+	}
+	s.Send(7)
+	if v, ok := s.Within(time.Second); !ok || v != 7 {
+		t.Fatalf("Within after Send(7) = %d, %v", v, ok)
+	}
+	var never Signal[int]
+	if _, ok := never.Within(time.Millisecond); ok {
+		t.Fatal("Within on a signal that was not initialised reported a value")
+	}
+}

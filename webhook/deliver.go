@@ -32,7 +32,12 @@ import (
 
 // Defaults of DelivererConfig.
 const (
-	DefaultPoll         = 50 * time.Millisecond
+	DefaultPoll = 50 * time.Millisecond
+	// DefaultIdlePoll is how often a replica looks while no webhook is
+	// enabled anywhere: no delivery can be due then, and a server that
+	// nobody configured webhooks on should not query its database 20
+	// times a second for nothing.
+	DefaultIdlePoll     = time.Second
 	DefaultConcurrency  = 32
 	DefaultRetryFor     = 24 * time.Hour
 	DefaultDisableAfter = 24 * time.Hour
@@ -96,6 +101,11 @@ type DelivererConfig struct {
 	Lock time.Duration
 	// Poll is how often an idle replica looks for work (0: DefaultPoll).
 	Poll time.Duration
+	// IdlePoll is how often it looks while no webhook is enabled (0:
+	// DefaultIdlePoll). A webhook created or enabled through this
+	// replica's Service wakes it at once (Service.OnEnabled); one stored
+	// through another replica is found within IdlePoll.
+	IdlePoll time.Duration
 	// Concurrency bounds the attempts in flight on this replica, and so
 	// the rows one claim takes (0: DefaultConcurrency).
 	Concurrency int
@@ -171,7 +181,10 @@ type Round struct {
 	// for them; the loop's rounds do not).
 	FannedOut int
 	Attempts  int
-	Err       error
+	// NoWebhooks: no webhook was enabled, so the round looked for no due
+	// delivery, and the loop waits IdlePoll (or a wake) before the next.
+	NoWebhooks bool
+	Err        error
 }
 
 // Attempt is the result of one delivery attempt.
@@ -218,6 +231,9 @@ func NewDeliverer(pool *pgxpool.Pool, cfg DelivererConfig) *Deliverer {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
+	}
+	if cfg.IdlePoll <= 0 {
+		cfg.IdlePoll = DefaultIdlePoll
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
@@ -291,6 +307,9 @@ func (d *Deliverer) Start(ctx context.Context) {
 				wait = d.cfg.Poll
 				continue
 			}
+			if r.Err == nil && r.NoWebhooks {
+				wait = d.cfg.IdlePoll
+			}
 			t := time.NewTimer(wait)
 			wake := d.wake
 			if r.Err != nil && !errors.Is(r.Err, ErrHorizonDelayed) {
@@ -338,31 +357,42 @@ func (d *Deliverer) RunOnce(ctx context.Context) Round {
 func (d *Deliverer) round(ctx context.Context, wg *sync.WaitGroup, block bool) Round {
 	var r Round
 	var fanErr, dueErr error
-	r.FannedOut, fanErr = d.fanOut(ctx)
+	var anyEnabled bool
+	r.FannedOut, anyEnabled, fanErr = d.fanOut(ctx)
+	if fanErr == nil && !anyEnabled {
+		// Only an enabled webhook's deliveries are ever due (a disabled
+		// one's are parked).
+		r.NoWebhooks = true
+		return r
+	}
 	r.Attempts, dueErr = d.deliverDue(ctx, wg, block)
 	r.Err = errors.Join(fanErr, dueErr)
 	return r
 }
 
 // fanOut makes the delivery rows of every enabled webhook behind the
-// horizon.
-func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
-	behind, err := q.WebhooksBehindAny(ctx, d.pool)
-	if err != nil || !behind {
-		return 0, db.Translate(err)
+// horizon, and tells whether any webhook is enabled (true when it failed
+// before it knew).
+func (d *Deliverer) fanOut(ctx context.Context) (int, bool, error) {
+	st, err := q.WebhooksBehindAny(ctx, d.pool)
+	if err != nil {
+		return 0, true, db.Translate(err)
+	}
+	if !st.Behind {
+		return 0, st.AnyEnabled, nil
 	}
 	hctx, cancel := context.WithTimeout(ctx, horizonWait)
 	h, err := events.Horizon(hctx, d.pool)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return 0, fmt.Errorf("%w within %s (a long transaction in the database cluster holds it back)", ErrHorizonDelayed, horizonWait)
+			return 0, true, fmt.Errorf("%w within %s (a long transaction in the database cluster holds it back)", ErrHorizonDelayed, horizonWait)
 		}
-		return 0, err
+		return 0, true, err
 	}
 	hooks, err := q.WebhooksBehind(ctx, d.pool, dbq.WebhooksBehindParams{UpTo: h, MaxRows: behindBatch})
 	if err != nil {
-		return 0, db.Translate(err)
+		return 0, true, db.Translate(err)
 	}
 	total := 0
 	for _, w := range hooks {
@@ -374,11 +404,11 @@ func (d *Deliverer) fanOut(ctx context.Context) (int, error) {
 			continue // another replica is fanning it out, or it was disabled
 		}
 		if err != nil {
-			return total, db.Translate(err)
+			return total, true, db.Translate(err)
 		}
 		total += int(n)
 	}
-	return total, nil
+	return total, true, nil
 }
 
 // deliverDue takes the due deliveries project by project and starts their

@@ -119,6 +119,9 @@ type Service struct {
 	// allowPrivate accepts URLs naming loopback, link-local and private
 	// addresses (an operator's choice; tests need it).
 	allowPrivate bool
+	// enabled is told when a webhook was created enabled or enabled
+	// again (OnEnabled); nil: nobody.
+	enabled func()
 }
 
 // NewService returns a Service on exec; a nil clk is the database's clock.
@@ -129,6 +132,20 @@ func NewService(exec db.Executor, clk clock.Clock, allowPrivate bool) *Service {
 		clk = clock.Database{}
 	}
 	return &Service{exec: exec, clock: clk, allowPrivate: allowPrivate}
+}
+
+// OnEnabled has f called after a webhook is created enabled or enabled
+// by Update, from the caller's goroutine: the server passes its
+// Deliverer's Wake, so a replica whose deliverer waits out IdlePoll (no
+// webhook was enabled) starts at once on the one it stored. Call it
+// before the Service is used.
+func (s *Service) OnEnabled(f func()) { s.enabled = f }
+
+// told calls the OnEnabled function, if any.
+func (s *Service) told() {
+	if s.enabled != nil {
+		s.enabled()
+	}
 }
 
 var q = dbq.New()
@@ -168,6 +185,9 @@ func (s *Service) Create(ctx context.Context, project uuid.UUID, in New) (Create
 	})
 	if err != nil {
 		return Created{}, db.Translate(err)
+	}
+	if enabled {
+		s.told()
 	}
 	return Created{Webhook: fromRow(row), Secret: secret}, nil
 }
@@ -289,6 +309,9 @@ func (s *Service) Update(ctx context.Context, project, id uuid.UUID, ch Change) 
 		out = fromRow(row)
 		return nil
 	})
+	if err == nil && ch.Enabled != nil && *ch.Enabled {
+		s.told()
+	}
 	return out, err
 }
 

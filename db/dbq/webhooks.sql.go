@@ -1235,17 +1235,25 @@ func (q *Queries) WebhooksBehind(ctx context.Context, db DBTX, arg WebhooksBehin
 }
 
 const webhooksBehindAny = `-- name: WebhooksBehindAny :one
-SELECT EXISTS (
-    SELECT 1 FROM webhooks
-    WHERE enabled AND cursor < coalesce(pg_sequence_last_value('events_seq'::regclass), 0)
-) AS behind
+SELECT EXISTS (SELECT 1 FROM webhooks WHERE enabled) AS any_enabled,
+       EXISTS (
+           SELECT 1 FROM webhooks
+           WHERE enabled AND cursor < coalesce(pg_sequence_last_value('events_seq'::regclass), 0)
+       ) AS behind
 `
 
-// Whether any enabled webhook's cursor is below the newest number taken:
-// the cheap check of each idle poll, before a horizon is worth its wait.
-func (q *Queries) WebhooksBehindAny(ctx context.Context, db DBTX) (bool, error) {
+type WebhooksBehindAnyRow struct {
+	AnyEnabled bool
+	Behind     bool
+}
+
+// Whether any webhook is enabled (none: no delivery can be due, and an
+// idle replica polls less often), and whether any enabled webhook's cursor
+// is below the newest number taken: the cheap check of each idle poll,
+// before a horizon is worth its wait.
+func (q *Queries) WebhooksBehindAny(ctx context.Context, db DBTX) (WebhooksBehindAnyRow, error) {
 	row := db.QueryRow(ctx, webhooksBehindAny)
-	var behind bool
-	err := row.Scan(&behind)
-	return behind, err
+	var i WebhooksBehindAnyRow
+	err := row.Scan(&i.AnyEnabled, &i.Behind)
+	return i, err
 }

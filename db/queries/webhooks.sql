@@ -83,12 +83,15 @@ ORDER BY cursor
 LIMIT @max_rows;
 
 -- name: WebhooksBehindAny :one
--- Whether any enabled webhook's cursor is below the newest number taken:
--- the cheap check of each idle poll, before a horizon is worth its wait.
-SELECT EXISTS (
-    SELECT 1 FROM webhooks
-    WHERE enabled AND cursor < coalesce(pg_sequence_last_value('events_seq'::regclass), 0)
-) AS behind;
+-- Whether any webhook is enabled (none: no delivery can be due, and an
+-- idle replica polls less often), and whether any enabled webhook's cursor
+-- is below the newest number taken: the cheap check of each idle poll,
+-- before a horizon is worth its wait.
+SELECT EXISTS (SELECT 1 FROM webhooks WHERE enabled) AS any_enabled,
+       EXISTS (
+           SELECT 1 FROM webhooks
+           WHERE enabled AND cursor < coalesce(pg_sequence_last_value('events_seq'::regclass), 0)
+       ) AS behind;
 
 -- name: FanOutWebhook :one
 -- Makes the delivery rows of one webhook for the events after its cursor
