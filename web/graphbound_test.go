@@ -219,7 +219,8 @@ func TestGraphSummary(t *testing.T) {
 	t.Run("Empty", func(t *testing.T) {
 		r := b.get("/p/acme/graph")
 		wantStatus(t, r, http.StatusOK)
-		wantBody(t, r, "Nothing to draw yet")
+		// The empty state leads to what fills it: the new-item form.
+		wantBody(t, r, "Nothing to draw yet", `href="/p/acme/items/new"`)
 	})
 	t.Run("OverBudget", func(t *testing.T) {
 		// 3 levels of 30 items, each waiting for every item of the level
