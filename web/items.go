@@ -51,6 +51,9 @@ type ItemsPage struct {
 	IDMatches []graph.IDMatch
 	// cursor is the list page's cursor ("" on the first page).
 	cursor string
+	// Error says what is wrong with the filters (the page then lists
+	// nothing and keeps the form, to mend them).
+	Error string
 }
 
 // Filtered says whether the page shows only the items its filters match.
@@ -63,6 +66,9 @@ func (p *ItemsPage) Filtered() bool {
 // or the list, is empty (a later page of the list that came up empty is
 // not: items came before it).
 func (p *ItemsPage) Empty() bool {
+	if p.Error != "" {
+		return false // nothing was listed: the filters are wrong
+	}
 	if p.Filter.View == "list" {
 		return len(p.List) == 0 && p.cursor == ""
 	}
@@ -124,16 +130,36 @@ func (u *ui) items(r *req) error {
 	if f.Sort == "" {
 		f.Sort = defaultItemSort
 	}
+	page := &ItemsPage{Filter: f}
+	status := http.StatusOK
+	if err := u.listItems(r, page); err != nil {
+		msg, ok := userMessage(err)
+		if !ok {
+			return err
+		}
+		// The page with its form and what is wrong with the filters,
+		// answered with the status the API gives the same refusal, as
+		// the lease history does.
+		page.Error, page.List, page.Columns = msg, nil, nil
+		_, status = wgerr.HTTPStatus(err)
+	}
+	page.Layout = r.base("Items", "items")
+	return r.showStatus(status, page)
+}
+
+// listItems fills the page with the items its filter matches: the list, or
+// the board's columns.
+func (u *ui) listItems(r *req, page *ItemsPage) error {
+	f := page.Filter
 	if !validItemSort(f.Sort) {
-		return r.fail(http.StatusBadRequest, "Bad sort", "The list sorts by created, priority or updated (a leading - for descending).")
+		return wgerr.InvalidField("sort", "the list sorts by created, priority or updated (a leading - for descending), got %q", f.Sort)
 	}
 	base := graph.ListFilter{Label: f.Label, Text: f.Text}
-	page := &ItemsPage{Filter: f}
 	if f.Parent != "" {
 		id, err := uuid.Parse(f.Parent)
 		if err != nil {
 			if !isIDPrefix(f.Parent) {
-				return r.fail(http.StatusBadRequest, "Bad filter", "The parent filter must be an item id, or its first characters.")
+				return wgerr.InvalidField("parent", "must be an item id, or its first characters, got %q", f.Parent)
 			}
 			if id, err = r.resolveShortID(f.Parent); err != nil {
 				return err
@@ -177,11 +203,7 @@ func (u *ui) items(r *req) error {
 			return err
 		}
 	}
-	if err := page.findHolders(r); err != nil {
-		return err
-	}
-	page.Layout = r.base("Items", "items")
-	return r.show(page)
+	return page.findHolders(r)
 }
 
 // findHolders fills Holders when the page shows a leased item: one read of
