@@ -125,6 +125,11 @@ func (l loop) run(ctx context.Context) *recorder {
 	}
 	var wg sync.WaitGroup
 	var cpu0, cpu1 cpuSample
+	// The samples bracket the operations counted: a fixed window's from
+	// its start to its stop; with minOps, whose operations may run past
+	// the stop (a smoke run on a loaded machine: none ended in the
+	// window), to the end of the last one, else the WAL and CPU of the
+	// operations counted would fall outside the window (0 WAL per op).
 	if l.cpu != nil {
 		wg.Add(1)
 		go func() {
@@ -132,7 +137,9 @@ func (l loop) run(ctx context.Context) *recorder {
 			sleepUntil(ctx, win.start)
 			cpu0 = l.cpu.sample()
 			sleepUntil(ctx, stop)
-			cpu1 = l.cpu.sample()
+			if l.minOps == 0 {
+				cpu1 = l.cpu.sample()
+			}
 		}()
 	}
 	for w := 0; w < l.workers; w++ {
@@ -156,6 +163,9 @@ func (l loop) run(ctx context.Context) *recorder {
 		}(w)
 	}
 	wg.Wait()
+	if l.cpu != nil && l.minOps > 0 {
+		cpu1 = l.cpu.sample()
+	}
 	total := newRecorder(win)
 	for _, r := range recs {
 		total.merge(r)
